@@ -1,0 +1,48 @@
+# Two commands for a fresh machine with Python 3.11+: `make run` and `make test`.
+# Both create (or reuse) .venv and install meshnode with the pinned versions
+# in constraints.txt; the install is redone when pyproject.toml or
+# constraints.txt change.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test soak bench system-deps clean
+
+run: $(STAMP)
+	$(BIN)/meshnode --home . init --exist-ok
+	$(BIN)/meshnode --home . run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+soak: $(STAMP)
+	$(BIN)/python -m pytest -m soak
+
+bench: $(STAMP)
+	$(BIN)/python bench/containers.py
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "meshnode needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
+	@$(MAKE) --no-print-directory system-deps
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+# py-libp2p's fastecdsa has no wheel for every Python: it compiles against
+# libgmp. Install the header (and a compiler) only when they are missing.
+system-deps:
+	@missing=""; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	printf '#include <gmp.h>\n' | cc -E -x c - >/dev/null 2>&1 || missing="$$missing libgmp-dev"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

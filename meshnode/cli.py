@@ -1,0 +1,268 @@
+"""The ``meshnode`` command line.
+
+Exit codes: 0 ok, 1 runtime error (one clear line on stderr, no traceback),
+2 usage error. Every command takes ``--home DIR`` (or $MESHNODE_HOME), before
+or after the command name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import trio
+
+from meshnode import __version__
+from meshnode.config import load_config, resolve_home
+from meshnode.container import ContainerError, decode_container, now_ms
+from meshnode.errors import MeshnodeError
+from meshnode.home import init_home, open_identity
+from meshnode.notes import AUDIENCES, SOURCES, make_note
+from meshnode.store import Database, latest_version
+
+MAX_CONTAINER_FILE = 64 * 1024 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS,
+                        help="the node's home directory (default: $MESHNODE_HOME or ~/.meshnode)")
+    common.add_argument("--db", default=argparse.SUPPRESS, help="database path (overrides [store] path)")
+    common.add_argument("--key-file", default=argparse.SUPPRESS, help="key file path (overrides [keys] path)")
+    common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"))
+
+    parser = argparse.ArgumentParser(prog="meshnode", parents=[common],
+                                     description="A HyperCortex Mesh Protocol node.")
+    parser.add_argument("--version", action="version", version=f"meshnode {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", parents=[common], help="create the node's home, key and database")
+    p.add_argument("--name", help="the node's display name (default: the home folder's name)")
+    p.add_argument("--encrypt", action="store_true",
+                   help="encrypt the key file with a passphrase ($MESHNODE_KEY_PASSPHRASE or a prompt)")
+    p.add_argument("--exist-ok", action="store_true", help="succeed (and change nothing) if already initialised")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("status", parents=[common], help="who this node is and what it holds")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+
+    note = sub.add_parser("note", parents=[common], help="the notebook").add_subparsers(
+        dest="note_command", required=True, metavar="SUBCOMMAND")
+    p = note.add_parser("add", parents=[common], help="write a signed note")
+    p.add_argument("text")
+    p.add_argument("--topic")
+    p.add_argument("--tags", help="comma-separated local tags (kept on this node only)")
+    p.add_argument("--audience", choices=AUDIENCES, default="private")
+    p.add_argument("--source", choices=SOURCES, default="cli")
+    p.add_argument("--priority", type=int, default=0)
+    p.set_defaults(func=cmd_note_add)
+    p = note.add_parser("list", parents=[common], help="list recent notes")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_note_list)
+
+    cont = sub.add_parser("container", parents=[common], help="inspect container files").add_subparsers(
+        dest="container_command", required=True, metavar="SUBCOMMAND")
+    p = cont.add_parser("show", parents=[common], help="print a container file (and whether it verifies)")
+    p.add_argument("file", type=Path)
+    p.set_defaults(func=cmd_container_show)
+    p = cont.add_parser("verify", parents=[common], help="verify a container file; exit 1 if invalid")
+    p.add_argument("file", type=Path)
+    p.set_defaults(func=cmd_container_verify)
+    p = cont.add_parser("export", parents=[common], help="write a stored container to a file")
+    p.add_argument("did")
+    p.add_argument("file", type=Path)
+    p.set_defaults(func=cmd_container_export)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except MeshnodeError as exc:
+        print(f"meshnode: {exc.reason}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace):
+    home = resolve_home(getattr(args, "home", None))
+    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
+                 "log": {"level": getattr(args, "log_level", None)}}
+    config = load_config(home, overrides)
+    logging.basicConfig(level=config.get("log", "level").upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return config
+
+
+def _open_db(config) -> Database:
+    return Database(config.db_path, create=False)
+
+
+# --- commands ----------------------------------------------------------------
+
+
+def cmd_init(args) -> int:
+    home = resolve_home(getattr(args, "home", None))
+    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)}}
+    passphrase = None
+    if args.encrypt:
+        from meshnode.identity.keyfile import PASSPHRASE_ENV
+        import getpass
+        import os
+
+        passphrase = os.environ.get(PASSPHRASE_ENV)
+        if not passphrase:
+            if not sys.stdin.isatty():
+                raise MeshnodeError("passphrase_needed", f"--encrypt needs ${PASSPHRASE_ENV} or a terminal")
+            passphrase = getpass.getpass("new passphrase: ")
+            if passphrase != getpass.getpass("again: "):
+                raise MeshnodeError("passphrase_mismatch", "the two passphrases differ")
+        if len(passphrase) < 8:
+            raise MeshnodeError("weak_passphrase", "use a passphrase of at least 8 characters")
+    config, result = init_home(home, name=args.name, passphrase=passphrase, exist_ok=args.exist_ok,
+                               overrides=overrides)
+    state = "created" if result.created_key else "already initialised"
+    print(f"{state}: {config.home}")
+    print(f"did:     {result.key.did}")
+    print(f"peer id: {result.key.peer_id}")
+    print(f"key:     {config.key_path}{' (encrypted)' if passphrase else ''}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from meshnode.node import run_node
+
+    config = _config(args)
+    key = open_identity(config)
+    trio.run(run_node, config, key)
+    return 0
+
+
+def cmd_status(args) -> int:
+    config = _config(args)
+    key = open_identity(config)
+    db = _open_db(config)
+    try:
+        counts = db.counts()
+        version = db.version
+    finally:
+        db.close()
+    info = {"did": key.did, "peer_id": key.peer_id, "name": config.name, "home": str(config.home),
+            "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
+            "counts": counts}
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        for k in ("did", "peer_id", "name", "home", "database"):
+            print(f"{k + ':':10} {info[k]}")
+        print(f"{'schema:':10} v{version}")
+        print(f"{'counts:':10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+def cmd_note_add(args) -> int:
+    config = _config(args)
+    key = open_identity(config)
+    t = now_ms()
+    note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
+                     audience=args.audience, priority=args.priority)
+    tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
+    db = _open_db(config)
+    try:
+        db.put_container(note, received_at_ms=t, local={"tags": tags})
+    finally:
+        db.close()
+    print(note.did)
+    return 0
+
+
+def cmd_note_list(args) -> int:
+    config = _config(args)
+    db = _open_db(config)
+    try:
+        rows = db.conn.execute(
+            "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
+            " ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(args.limit, 10_000)),)).fetchall()
+    finally:
+        db.close()
+    if args.json:
+        print(json.dumps([dict(zip(("timestamp", "topic", "text", "audience", "tags", "container_did"), r))
+                          for r in rows], indent=2))
+    else:
+        for ts, topic, text, audience, _tags, _did in rows:
+            print(f"{ts}  [{audience}] {f'({topic}) ' if topic else ''}{text}")
+    return 0
+
+
+def _read_container_file(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONTAINER_FILE + 1)
+    except OSError as exc:
+        raise MeshnodeError("unreadable_file", f"{path}: {exc.strerror}") from None
+    if len(data) > MAX_CONTAINER_FILE:
+        raise MeshnodeError("file_too_large", f"{path} is larger than {MAX_CONTAINER_FILE} bytes")
+    return data
+
+
+def cmd_container_show(args) -> int:
+    data = _read_container_file(args.file)
+    try:
+        c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
+    except ContainerError as exc:
+        print(f"invalid ({exc.code}): {exc.reason}", file=sys.stderr)
+        return 1
+    print(json.dumps(c.to_plain(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_container_verify(args) -> int:
+    data = _read_container_file(args.file)
+    try:
+        c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
+    except ContainerError as exc:
+        print(f"invalid ({exc.code}): {exc.reason}")
+        return 1
+    flags = (" expired" if c.expired else "") + ("" if c.known_class else " unknown-class")
+    print(f"ok {c.did} {c.cls} from {c.sender_did}{flags}")
+    return 0
+
+
+def cmd_container_export(args) -> int:
+    config = _config(args)
+    db = _open_db(config)
+    try:
+        data = db.get_container_bytes(args.did)
+    finally:
+        db.close()
+    if data is None:
+        raise MeshnodeError("not_found", f"no container {args.did} in this node's store")
+    args.file.write_bytes(data)
+    print(f"wrote {len(data)} bytes to {args.file}")
+    return 0
+
+
+def _file_limits(args):
+    """Limits from the config when a home is given; the defaults otherwise."""
+    if getattr(args, "home", None) is None and not (resolve_home(None) / "config.toml").exists():
+        from meshnode.container.model import DEFAULT_LIMITS
+
+        return DEFAULT_LIMITS
+    return _config(args).limits
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Node configuration: config.toml in the home, then MESHNODE_* variables, then flags.
+
+The home directory is the node's whole world (HMP nodes live in their own
+folder): ``config.toml``, ``keys/``, ``bootstrap.txt`` and the database. A
+spawned child later gets a sibling home of its own. Relative paths in the
+config are relative to the home.
+
+Every setting has a section and a key (``[store] path``); the environment
+variable for it is ``MESHNODE_<SECTION>_<KEY>`` in upper case
+(``MESHNODE_STORE_PATH``). Values are type-checked against the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from meshnode.container.model import Limits
+from meshnode.errors import ConfigError
+
+HOME_ENV = "MESHNODE_HOME"
+CONFIG_FILE = "config.toml"
+MAX_CONFIG_BYTES = 256 * 1024
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "node": {"name": "meshnode"},
+    "keys": {"path": "keys/node.key"},
+    "store": {"path": "data/meshnode.db"},
+    "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "clock_skew_seconds": 300},
+    "log": {"level": "info"},
+}
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Config:
+    home: Path
+    values: Mapping[str, Mapping[str, Any]]
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    def path(self, section: str, key: str = "path") -> Path:
+        p = Path(os.path.expanduser(self.get(section, key)))
+        return p if p.is_absolute() else self.home / p
+
+    @property
+    def key_path(self) -> Path:
+        return self.path("keys")
+
+    @property
+    def db_path(self) -> Path:
+        return self.path("store")
+
+    @property
+    def name(self) -> str:
+        return self.get("node", "name")
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_bytes=self.get("limits", "max_container_bytes"),
+            max_depth=self.get("limits", "max_depth"),
+            clock_skew_ms=int(self.get("limits", "clock_skew_seconds") * 1000),
+        )
+
+
+def resolve_home(flag: str | None, environ: Mapping[str, str] = os.environ) -> Path:
+    """--home, else $MESHNODE_HOME, else ~/.meshnode."""
+    raw = flag or environ.get(HOME_ENV) or "~/.meshnode"
+    return Path(os.path.expanduser(raw)).absolute()
+
+
+def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                environ: Mapping[str, str] = os.environ) -> Config:
+    values = {section: dict(keys) for section, keys in DEFAULTS.items()}
+    file = home / CONFIG_FILE
+    if file.exists():
+        _merge(values, _read_toml(file), str(file))
+    _merge(values, _from_environ(environ), "environment")
+    if overrides:
+        _merge(values, {s: {k: v for k, v in kv.items() if v is not None} for s, kv in overrides.items()}, "flags")
+    _check(values)
+    return Config(home=home, values=values)
+
+
+def default_config_text(name: str) -> str:
+    return (
+        "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,\n"
+        "# command-line flags override both. Relative paths are relative to this folder.\n\n"
+        f"[node]\nname = {_toml_str(name)}\n\n"
+        '[keys]\npath = "keys/node.key"\n\n'
+        '[store]\npath = "data/meshnode.db"\n\n'
+        "[limits]\nmax_container_bytes = 262144\nmax_depth = 32\nclock_skew_seconds = 300\n\n"
+        '[log]\nlevel = "info"\n'
+    )
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _read_toml(file: Path) -> dict:
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError("unreadable_config", f"{file}: {exc.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError("bad_config", f"{file} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("bad_config", f"{file}: {exc}") from None
+
+
+def _from_environ(environ: Mapping[str, str]) -> dict:
+    found: dict[str, dict[str, Any]] = {}
+    for section, keys in DEFAULTS.items():
+        for key, default in keys.items():
+            name = f"MESHNODE_{section}_{key}".upper()
+            if name in environ:
+                found.setdefault(section, {})[key] = _parse_env(name, environ[name], default)
+    return found
+
+
+def _parse_env(name: str, raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError("bad_config", f"{name}={raw!r} is not a boolean")
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(raw)
+        except ValueError:
+            raise ConfigError("bad_config", f"{name}={raw!r} is not a number") from None
+    return raw
+
+
+def _merge(values: dict, new: Mapping, origin: str) -> None:
+    for section, keys in new.items():
+        if section not in DEFAULTS:
+            raise ConfigError("bad_config", f"{origin}: unknown section [{section}]")
+        if not isinstance(keys, Mapping):
+            raise ConfigError("bad_config", f"{origin}: [{section}] must be a table")
+        for key, value in keys.items():
+            if key not in DEFAULTS[section]:
+                raise ConfigError("bad_config", f"{origin}: unknown setting {section}.{key}")
+            default = DEFAULTS[section][key]
+            ok = isinstance(value, type(default)) and not (isinstance(value, bool) and not isinstance(default, bool))
+            if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+                ok = True
+            if not ok:
+                raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {type(default).__name__}")
+            values[section][key] = value
+
+
+def _check(values: dict) -> None:
+    limits = values["limits"]
+    if not 1024 <= limits["max_container_bytes"] <= 64 * 1024 * 1024:
+        raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 64 MiB")
+    if not 4 <= limits["max_depth"] <= 256:
+        raise ConfigError("bad_config", "limits.max_depth must be between 4 and 256")
+    if not 0 <= limits["clock_skew_seconds"] <= 86400:
+        raise ConfigError("bad_config", "limits.clock_skew_seconds must be between 0 and 86400")
+    if values["log"]["level"] not in _LOG_LEVELS:
+        raise ConfigError("bad_config", f"log.level must be one of {', '.join(_LOG_LEVELS)}")
+    if not values["node"]["name"].strip() or len(values["node"]["name"]) > 64:
+        raise ConfigError("bad_config", "node.name must be 1 to 64 characters")

@@ -1,0 +1,217 @@
+"""Deterministic CBOR for meshnode: one encoder, one strict decoder.
+
+Theory of operation
+-------------------
+Signatures and content DIDs are computed over exact bytes, so one logical value
+must have exactly one encoding: RFC 8949 section 4.2.1 (shortest integer,
+length and float forms, definite lengths only, map keys sorted bytewise by
+their encoded form). On top of that meshnode allows only a JSON-like subset:
+maps with text keys, arrays, text, bytes, integers within 64 bits, floats,
+booleans and null. No tags, no ``undefined``, no other simple values.
+
+The decoder is strict: input is size-limited, decoded by cbor2's C decoder with
+duplicate keys, indefinite lengths and deep nesting refused, walked once to
+refuse forbidden types and unsorted keys, then re-encoded and compared byte for
+byte with the input. Anything that differs is ``non_deterministic``.
+
+Speed note: cbor2's canonical mode sorts every map on every call and costs
+about five times its plain mode. A decoded dict keeps the wire's key order, and
+the walk has already checked that order, so for values without floats the plain
+encoder already yields the canonical bytes; floats (whose shortest form the
+plain encoder does not pick) take the canonical path. Tests check both paths
+against each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cbor2
+
+from meshnode.container.errors import ContainerError
+
+_INT_MIN = -(2**64)
+_INT_MAX = 2**64 - 1
+_SCALARS = (str, bytes, bool, type(None))
+
+
+def key_order(key: str) -> tuple[int, bytes]:
+    """Sort key giving RFC 8949 4.2.1 order for text keys (length first, then bytes)."""
+    raw = key.encode("utf-8")
+    return (len(raw), raw)
+
+
+def canonicalize(value: Any) -> tuple[Any, bool]:
+    """Return ``(copy with every map's keys in canonical order, has_float)``.
+
+    Raises ContainerError(forbidden_type) for anything outside the allowed subset.
+    """
+    has_float = False
+
+    def walk(v: Any, depth: int) -> Any:
+        nonlocal has_float
+        t = type(v)
+        if t is dict:
+            for k in v:
+                if type(k) is not str:
+                    raise ContainerError("forbidden_type", f"map key {k!r} is not a text string")
+            return {k: walk(v[k], depth + 1) for k in sorted(v, key=key_order)}
+        if t is list or t is tuple:
+            return [walk(x, depth + 1) for x in v]
+        if t is int:
+            if not _INT_MIN <= v <= _INT_MAX:
+                raise ContainerError("forbidden_type", "integer outside the 64-bit CBOR range")
+            return v
+        if t is float:
+            has_float = True
+            return v
+        if isinstance(v, _SCALARS) and t in (str, bytes, bool, type(None)):
+            return v
+        if t is bytearray:
+            return bytes(v)
+        raise ContainerError("forbidden_type", f"value of type {t.__name__} cannot be encoded")
+
+    return walk(value, 0), has_float
+
+
+def encode(value: Any) -> bytes:
+    """Deterministic encoding of any allowed value (maps sorted, shortest forms)."""
+    canon, has_float = canonicalize(value)
+    return _dump(canon, has_float)
+
+
+def _dump(canon: Any, has_float: bool) -> bytes:
+    """Encode a value whose maps are already in canonical key order."""
+    return cbor2.dumps(canon, canonical=True) if has_float else cbor2.dumps(canon)
+
+
+_LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
+_ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
+
+
+def check_tree(value: Any, max_depth: int) -> bool:
+    """Walk a decoded value: allowed types only, canonical key order. Returns has_float.
+
+    Written for speed (it runs on every received container): type sets and key
+    order are checked with C-level builtins per map or array, not per item.
+    """
+    if type(value) is not dict and type(value) is not list:
+        if type(value) not in _LEAF_TYPES:
+            raise ContainerError("forbidden_type", f"value of type {type(value).__name__} is not allowed")
+        return type(value) is float
+    has_float = False
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, depth = pop()
+        if depth > max_depth:
+            raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
+        if type(v) is dict:
+            _check_keys(list(v))
+            items = v.values()
+        else:
+            items = v
+        types = set(map(type, items))
+        if not types <= _ALLOWED_TYPES:
+            bad = next(iter(types - _ALLOWED_TYPES))
+            raise ContainerError("forbidden_type", f"value of type {bad.__name__} is not allowed")
+        if float in types:
+            has_float = True
+        if dict in types or list in types:
+            for x in items:
+                if type(x) is dict or type(x) is list:
+                    push((x, depth + 1))
+    return has_float
+
+
+_GOOD_KEY_ORDERS: dict[tuple, bool] = {}  # the same few key lists recur in every container
+_GOOD_KEY_ORDERS_MAX = 4096
+
+
+def _check_keys(keys: list) -> None:
+    """Text keys only, in canonical order: by encoded length, then bytewise."""
+    signature = tuple(keys)
+    if signature in _GOOD_KEY_ORDERS:
+        return
+    try:
+        ascii_only = "".join(keys).isascii()
+    except TypeError:
+        raise ContainerError("forbidden_type", "map keys must be text strings") from None
+    if len(keys) < 2:
+        return
+    if ascii_only:  # code-point order is byte order, and length is byte length
+        in_order = keys == sorted(sorted(keys), key=len)
+    else:
+        in_order = keys == sorted(keys, key=key_order)
+    if not in_order:
+        raise ContainerError("non_deterministic", "map keys are not in canonical (length, then bytewise) order")
+    if len(_GOOD_KEY_ORDERS) >= _GOOD_KEY_ORDERS_MAX:
+        _GOOD_KEY_ORDERS.clear()  # bounded: a peer sending ever-new key sets only costs the slow path
+    _GOOD_KEY_ORDERS[signature] = True
+
+
+def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
+    """Strictly decode one deterministic CBOR item. Returns ``(value, has_float)``.
+
+    Raises only ContainerError, whatever the input.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ContainerError("malformed_cbor", "input is not bytes")
+    data = bytes(data)
+    if len(data) > max_bytes:
+        raise ContainerError("too_large", f"{len(data)} bytes, the limit is {max_bytes}")
+    if not data:
+        raise ContainerError("malformed_cbor", "empty input")
+    try:
+        value = cbor2.loads(
+            data,
+            allow_indefinite=False,
+            allow_duplicate_keys=False,
+            max_depth=max_depth + 1,
+            tag_hook=_refuse_tag,
+            semantic_decoders=_REFUSE_SEMANTIC_TAGS,
+            strict_hashable_types=True,
+        )
+    except ContainerError:
+        raise
+    except RecursionError:
+        raise ContainerError("too_deep", f"nesting deeper than {max_depth}") from None
+    except Exception as exc:  # cbor2 raises several types (ValueError, OverflowError, ...)
+        raise _classify(exc) from None
+    has_float = check_tree(value, max_depth)
+    if _dump(value, has_float) != data:
+        # The plain encoder can only differ from the input for non-canonical
+        # input or trailing bytes; say which, as precisely as is cheap.
+        if len(_dump(value, has_float)) < len(data) and data.startswith(_dump(value, has_float)):
+            raise ContainerError("malformed_cbor", "trailing bytes after the CBOR item")
+        raise ContainerError("non_deterministic", "not the shortest/deterministic encoding of its value")
+    return value, has_float
+
+
+def _refuse_tag(decoder: Any, tag: Any) -> Any:
+    raise ContainerError("forbidden_type", f"CBOR tag {tag.tag} is not allowed")
+
+
+def _refuse_semantic_tag(decoder: Any) -> Any:
+    raise ValueError("CBOR tags are not allowed")
+
+
+# cbor2 decodes well-known tags (dates, bignums, shared values, sets, ...)
+# itself before tag_hook sees them; override every tag it may know.
+_REFUSE_SEMANTIC_TAGS = {t: _refuse_semantic_tag for t in [*range(0, 1100), 1004, 25441, 55799, 55800, 55801]}
+
+
+def _classify(exc: Exception) -> ContainerError:
+    text = str(exc)
+    lowered = text.lower()
+    if "duplicate" in lowered:
+        return ContainerError("duplicate_key", text[:200])
+    if "indefinite" in lowered:
+        return ContainerError("non_deterministic", "indefinite-length item: " + text[:160])
+    if "depth" in lowered:
+        return ContainerError("too_deep", text[:200])
+    if "tag" in lowered:
+        return ContainerError("forbidden_type", text[:200])
+    if "hashable" in lowered or "map key" in lowered:
+        return ContainerError("forbidden_type", text[:200])
+    return ContainerError("malformed_cbor", f"{type(exc).__name__}: {text[:200]}")

@@ -1,0 +1,296 @@
+"""Field rules for the container head and the registry of payload classes.
+
+A schema here is a small table: field name -> (type check, required). It is
+data, so protocols/classes.md can list the same rules and a reader can scan
+them. Unknown fields are allowed everywhere (HMP: ignore but keep when
+forwarding); known fields must have the right type and value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from meshnode.container.errors import ContainerError
+
+CLASS_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+CLASS_VERSION = re.compile(r"\d{1,3}\.\d{1,3}")
+PAYLOAD_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+MAX_DID_TEXT = 128
+MAX_SHORT_TEXT = 256
+
+
+# --- value checks: each returns an error message, or None when the value is fine
+
+
+def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if type(v) is not str:
+            return "must be text"
+        if len(v) > max_len:
+            return f"is longer than {max_len} characters"
+        return None
+
+    return check
+
+
+def one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in choices and type(v) is str else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
+def did(v: Any) -> str | None:
+    if type(v) is not str or not v.startswith("did:") or len(v) > MAX_DID_TEXT:
+        return "must be a DID (text starting with 'did:', at most 128 characters)"
+    return None
+
+
+def list_of(item: Callable[[Any], str | None], max_items: int = 256, non_empty: bool = False):
+    def check(v: Any) -> str | None:
+        if type(v) is not list:
+            return "must be an array"
+        if len(v) > max_items:
+            return f"has more than {max_items} items"
+        if non_empty and not v:
+            return "must not be empty"
+        for i, x in enumerate(v):
+            err = item(x)
+            if err:
+                return f"item {i} {err}"
+        return None
+
+    return check
+
+
+def boolean(v: Any) -> str | None:
+    return None if type(v) is bool else "must be true or false"
+
+
+def integer(lo: int = -(2**63), hi: int = 2**63 - 1):
+    def check(v: Any) -> str | None:
+        if type(v) is not int or not lo <= v <= hi:
+            return f"must be an integer in [{lo}, {hi}]"
+        return None
+
+    return check
+
+
+def number(lo: float, hi: float):
+    def check(v: Any) -> str | None:
+        if type(v) not in (int, float) or not lo <= v <= hi:  # NaN fails both comparisons
+            return f"must be a number in [{lo}, {hi}]"
+        return None
+
+    return check
+
+
+def byte_string(size: int | None = None, max_len: int = 64 * 1024):
+    def check(v: Any) -> str | None:
+        if type(v) is not bytes:
+            return "must be a byte string"
+        if size is not None and len(v) != size:
+            return f"must be exactly {size} bytes"
+        if len(v) > max_len:
+            return f"is longer than {max_len} bytes"
+        return None
+
+    return check
+
+
+def mapping(v: Any) -> str | None:
+    return None if type(v) is dict else "must be a map"
+
+
+def anything(v: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Schema:
+    """``fields``: name -> (check, required)."""
+
+    name: str
+    fields: dict[str, tuple[Callable[[Any], str | None], bool]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        required = frozenset(n for n, (_, req) in self.fields.items() if req)
+        object.__setattr__(self, "_required", required)
+
+    def validate(self, value: Any, code: str = "bad_structure") -> None:
+        if type(value) is not dict:
+            raise ContainerError(code, f"{self.name} must be a map")
+        if not self._required <= value.keys():
+            missing = sorted(self._required - value.keys())[0]
+            raise ContainerError(code, f"{self.name}.{missing} is required")
+        fields = self.fields
+        for name, v in value.items():
+            rule = fields.get(name)
+            if rule is not None:
+                err = rule[0](v)
+                if err:
+                    raise ContainerError(code, f"{self.name}.{name} {err}")
+
+
+def _timestamp_text(v: Any) -> str | None:
+    return None if type(v) is str and len(v) == 24 else "must be container time text (YYYY-MM-DDTHH:MM:SS.mmmZ)"
+
+
+HEAD = Schema(
+    "head",
+    {
+        # required (HMP v5 section 3.3)
+        "version": (text(16), True),
+        "class": (text(64), True),
+        "class_version": (text(16), True),
+        "class_id": (text(96), True),
+        "container_did": (text(MAX_DID_TEXT), True),
+        "schema": (text(MAX_SHORT_TEXT), True),
+        "sender_did": (text(MAX_DID_TEXT), True),
+        "timestamp": (_timestamp_text, True),
+        "payload_hash": (text(80), True),
+        "sig_algo": (text(32), True),
+        "signature": (byte_string(64), True),
+        "payload_type": (text(64), True),
+        # optional (HMP v5 section 3.4)
+        "recipient": (list_of(did, non_empty=True), False),
+        "key_recipient": (byte_string(), False),
+        "group_recipient": (list_of(mapping, non_empty=True), False),
+        "broadcast": (boolean, False),
+        "tags": (list_of(text(64), max_items=64), False),
+        "confidence": (number(0, 1), False),
+        "ttl": (_timestamp_text, False),
+        "public_key": (byte_string(32), False),
+        "compression": (one_of("zstd", "gzip"), False),
+        "magnet_uri": (text(2048), False),
+        "network": (text(64), False),
+        "subclass": (text(64), False),
+        "encryption_algo": (text(64), False),
+        "key_container": (did, False),
+    },
+)
+
+
+# --- payload classes -------------------------------------------------------
+
+_REGISTRY: dict[tuple[str, str], Schema] = {}
+
+
+def register(cls: str, version: str, fields: dict[str, tuple[Callable[[Any], str | None], bool]]) -> Schema:
+    schema = Schema(f"{cls}.payload", fields)
+    _REGISTRY[(cls, version)] = schema
+    return schema
+
+
+def class_schema(cls: str, version: str) -> Schema | None:
+    """The payload schema for a known (class, class_version), or None if unknown."""
+    return _REGISTRY.get((cls, version))
+
+
+def known_classes() -> list[tuple[str, str]]:
+    return sorted(_REGISTRY)
+
+
+_LONG = 64 * 1024
+_tags = list_of(text(64), max_items=64)
+_dids = list_of(did, max_items=1024)
+
+# meshnode's notebook entry (HMP agent `notes` table; seed 000's distributed chat)
+register(
+    "note",
+    "1.0",
+    {
+        "text": (text(_LONG), True),
+        "topic": (text(), False),
+        "code": (text(_LONG), False),
+        "mentions": (list_of(text(MAX_DID_TEXT), max_items=64), False),
+        "hashtags": (_tags, False),
+        "source": (one_of("user", "cli", "llm", "llm:task", "system"), True),
+        "priority": (integer(-100, 100), False),
+        "audience": (one_of("private", "friends", "public"), True),
+        "user_did": (text(MAX_DID_TEXT), False),
+    },
+)
+register(
+    "peer_announce",
+    "1.0",
+    {
+        "name": (text(), True),
+        "interests": (_tags, False),
+        "expertise": (_tags, False),
+        "roles": (list_of(one_of("relay", "mailman", "pubsub-hub", "archive", "egp-voter")), False),
+        "addresses": (list_of(mapping, max_items=32), True),
+        "mailman": (_dids, False),
+        "key_is_falsified": (boolean, False),
+    },
+)
+register("heartbeat", "1.0", {"seq": (integer(0), True), "status": (text(32), False)})
+register(
+    "diary_entry",
+    "1.0",
+    {
+        "title": (text(), False),
+        "topics": (_tags, False),
+        "summary": (text(4096), False),
+        "content": (text(_LONG), True),
+    },
+)
+register(
+    "semantic_node",
+    "1.0",
+    {
+        "label": (text(), True),
+        "description": (text(_LONG), False),
+        "aliases": (list_of(text()), False),
+        "fields": (mapping, False),
+    },
+)
+register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (mapping, True)})
+register(
+    "goal",
+    "1.0",
+    {
+        "title": (text(), True),
+        "description": (text(_LONG), False),
+        "priority": (number(0, 1), False),
+        "expected_outcome": (text(4096), False),
+        "ethical_context": (text(4096), False),
+        "creator": (did, False),
+    },
+)
+register(
+    "task",
+    "1.0",
+    {
+        "title": (text(), True),
+        "status": (one_of("pending", "in_progress", "completed", "failed", "abandoned"), True),
+        "progress": (number(0, 1), False),
+        "assigned_to": (_dids, False),
+        "metrics": (mapping, False),
+        "deadline": (_timestamp_text, False),
+        "notes": (text(_LONG), False),
+    },
+)
+register(
+    "vote",
+    "1.0",
+    {
+        "target_did": (did, True),
+        "vote_value": (integer(-1, 1), True),
+        "vote_type": (text(64), True),
+        "arguments": (list_of(mapping, max_items=64), False),
+    },
+)
+register("consensus_result", "1.0", {})  # payload: map targetDID -> summary; refined by the consensus work
+register(
+    "trust",
+    "1.0",
+    {"agent_did": (did, True), "total_trust_score": (number(0, 1), True)},
+)
+register(
+    "workflow_entry",
+    "1.0",
+    {"entry_type": (text(64), True), "summary": (text(4096), False), "details": (anything, False)},
+)

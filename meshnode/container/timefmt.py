@@ -1,0 +1,49 @@
+"""Container time: RFC 3339 UTC text with exactly three fraction digits.
+
+``2026-11-30T07:37:56.123Z`` and nothing else: one instant has one spelling,
+so timestamps inside signed bytes stay deterministic, and text sorts in time
+order. Internally times are integer milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import calendar
+import functools
+import re
+import time
+
+from meshnode.container.errors import ContainerError
+
+_PATTERN = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})Z")
+
+
+def format_ms(ms: int) -> str:
+    seconds, millis = divmod(int(ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def parse_ms(text: object, field: str = "timestamp") -> int:
+    """Parse container time text to epoch milliseconds; ContainerError(bad_field) if invalid."""
+    if not isinstance(text, str):
+        raise ContainerError("bad_structure", f"{field} must be text")
+    m = _PATTERN.fullmatch(text)
+    if m is None:
+        raise ContainerError("bad_field", f"{field} {text[:40]!r} is not YYYY-MM-DDTHH:MM:SS.mmmZ")
+    days = _epoch_day(text[:10])
+    hour, minute, second, millis = int(m[4]), int(m[5]), int(m[6]), int(m[7])
+    if days is None or hour > 23 or minute > 59 or second > 59:
+        raise ContainerError("bad_field", f"{field} {text!r} is not a valid UTC time")
+    return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+
+
+@functools.lru_cache(maxsize=1024)
+def _epoch_day(date: str) -> int | None:
+    """Days since 1970-01-01 for a valid YYYY-MM-DD (1970 or later), else None."""
+    year, month, day = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if year < 1970 or not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0)) // 86400
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,167 @@
+"""Decode and verify a container, in HMP v5's order (section 3.10).
+
+1. structure: strict deterministic CBOR, blocks and head fields typed;
+2. timestamp not beyond ``now + clock skew``;
+3. ttl: an expired container is kept but marked ``expired``;
+4. payload hash;
+5. signature (Ed25519, key taken from the sender's did:key);
+6. DID-to-key binding: ``head.public_key``, when present, is the sender's key;
+   ``head.container_did`` is the one derived from the signed bytes;
+7. class schema, for classes meshnode knows; unknown classes pass and are kept.
+
+Pure: no I/O, no clock (``now_ms`` is passed in). Raises only ContainerError.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+
+import cbor2
+from nacl.bindings import crypto_sign_open
+from nacl.exceptions import BadSignatureError, CryptoError
+
+from meshnode.container import cbor, schema
+from meshnode.container.errors import ContainerError
+from meshnode.container.model import (
+    CONTAINER_DID_PREFIX,
+    CONTAINER_VERSION,
+    DEFAULT_LIMITS,
+    SIG_ALGO,
+    Container,
+    Limits,
+    container_did_for,
+)
+from meshnode.container.timefmt import parse_ms
+from meshnode.errors import IdentityError
+from meshnode.identity.did import public_key_from_did
+
+_RELATED_ITEM = schema.list_of(schema.did, max_items=1024, non_empty=True)
+
+
+def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Container:
+    """Return the verified Container encoded in ``data``, or raise ContainerError."""
+    value, has_float = cbor.decode(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    hmp, side = _check_envelope(value)
+    head = hmp["head"]
+    schema.HEAD.validate(head)
+    _check_head_values(head, hmp["payload"])
+    related = hmp.get("related")
+    if related is not None:
+        _check_related(related)
+
+    # 2. timestamp
+    timestamp_ms = parse_ms(head["timestamp"])
+    if timestamp_ms > now_ms + limits.clock_skew_ms:
+        raise ContainerError(
+            "future_timestamp",
+            f"timestamp {head['timestamp']} is {(timestamp_ms - now_ms) / 1000:.1f} s ahead; "
+            f"the allowed clock skew is {limits.clock_skew_ms / 1000:.0f} s",
+        )
+    # 3. ttl
+    expired = False
+    if "ttl" in head:
+        expired = parse_ms(head["ttl"], "ttl") <= now_ms
+
+    dump = cbor2.dumps if not has_float else _canonical_dumps
+    # 4. payload hash
+    payload_hash = "sha256:" + hashlib.sha256(dump(hmp["payload"])).hexdigest()
+    if payload_hash != head["payload_hash"]:
+        if not schema.PAYLOAD_HASH.fullmatch(head["payload_hash"]):
+            raise ContainerError("bad_field", "payload_hash must be 'sha256:' and 64 lowercase hex digits")
+        raise ContainerError("payload_hash_mismatch", f"payload hashes to {payload_hash}, head says {head['payload_hash']}")
+
+    # 5. signature over the signed bytes (hmp_container without the two derived head fields)
+    key = _sender_key(head["sender_did"])
+    head_signed = dict(head)
+    del head_signed["signature"], head_signed["container_did"]
+    hmp_signed = dict(hmp)
+    hmp_signed["head"] = head_signed  # same key, so the canonical key order is kept
+    signed = dump(hmp_signed)
+    try:
+        crypto_sign_open(head["signature"] + signed, key)
+    except (BadSignatureError, CryptoError, ValueError):
+        raise ContainerError("bad_signature", f"signature does not verify for {head['sender_did']}") from None
+
+    # 6. bindings
+    if "public_key" in head and head["public_key"] != key:
+        raise ContainerError("bad_sender", "head.public_key is not the key of head.sender_did")
+    did = container_did_for(signed)
+    if head["container_did"] != did:
+        if not head["container_did"].startswith(CONTAINER_DID_PREFIX):
+            raise ContainerError("bad_field", f"container_did must start with {CONTAINER_DID_PREFIX}")
+        raise ContainerError("did_mismatch", f"head.container_did should be {did}")
+
+    # 7. class schema
+    class_rules = schema.class_schema(head["class"], head["class_version"])
+    if class_rules is not None:
+        class_rules.validate(hmp["payload"], code="class_schema")
+    return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float)
+
+
+def _canonical_dumps(value: object) -> bytes:
+    return cbor2.dumps(value, canonical=True)
+
+
+def _check_envelope(value: object) -> tuple[dict, dict]:
+    if type(value) is not dict:
+        raise ContainerError("bad_structure", "a container is a CBOR map")
+    hmp = value.get("hmp_container")
+    if type(hmp) is not dict:
+        raise ContainerError("bad_structure", "hmp_container is missing or not a map")
+    if type(hmp.get("head")) is not dict:
+        raise ContainerError("bad_structure", "hmp_container.head is missing or not a map")
+    if "payload" not in hmp:
+        raise ContainerError("bad_structure", "hmp_container.payload is missing")
+    for block in ("meta", "related"):
+        if block in hmp and (type(hmp[block]) is not dict or not hmp[block]):
+            raise ContainerError("bad_structure", f"hmp_container.{block} must be a non-empty map when present")
+    side = {k: v for k, v in value.items() if k != "hmp_container"}
+    for block in ("referenced-by", "evaluations"):
+        if block in side and type(side[block]) is not dict:
+            raise ContainerError("bad_structure", f"{block} must be a map")
+    if "relay_chain" in side:
+        chain = side["relay_chain"]
+        if type(chain) is not list or any(type(hop) is not dict for hop in chain):
+            raise ContainerError("bad_structure", "relay_chain must be an array of maps")
+    return hmp, side
+
+
+def _check_head_values(head: dict, payload: object) -> None:
+    if head["version"] != CONTAINER_VERSION:
+        raise ContainerError("unsupported_version", f"container version {head['version']!r}; meshnode speaks {CONTAINER_VERSION}")
+    if head["sig_algo"] != SIG_ALGO:
+        raise ContainerError("unsupported_algorithm", f"sig_algo {head['sig_algo']!r}; only {SIG_ALGO} is accepted")
+    _check_class_names(head["class"], head["class_version"], head["class_id"])
+    ptype = head["payload_type"]
+    payload_is_bytes = ptype == "binary" or ptype.startswith("encrypted")
+    if ptype != "cbor" and not payload_is_bytes:
+        raise ContainerError("bad_field", f"payload_type {ptype!r}: use cbor, binary or encrypted+...")
+    if payload_is_bytes and type(payload) is not bytes:
+        raise ContainerError("bad_structure", f"payload_type {ptype} needs a byte-string payload")
+    if not payload_is_bytes and type(payload) is not dict:
+        raise ContainerError("bad_structure", "payload_type cbor needs a map payload")
+
+
+@functools.lru_cache(maxsize=1024)  # a handful of (class, version) pairs recur in every container
+def _check_class_names(cls: str, version: str, class_id: str) -> None:
+    if not schema.CLASS_NAME.fullmatch(cls):
+        raise ContainerError("bad_field", f"class {cls!r} is not [a-z][a-z0-9_]*")
+    if not schema.CLASS_VERSION.fullmatch(version):
+        raise ContainerError("bad_field", f"class_version {version!r} is not MAJOR.MINOR")
+    if class_id != f"{cls}_v{version}":
+        raise ContainerError("bad_field", f"class_id must be {cls}_v{version}")
+
+
+def _check_related(related: dict) -> None:
+    for name, targets in related.items():
+        err = _RELATED_ITEM(targets)
+        if err:
+            raise ContainerError("bad_structure", f"related.{name} {err}")
+
+
+def _sender_key(sender_did: str) -> bytes:
+    try:
+        return public_key_from_did(sender_did)
+    except IdentityError as exc:
+        raise ContainerError("bad_sender", exc.reason) from None

@@ -1,0 +1,37 @@
+"""The one error family of meshnode.
+
+Every expected failure (bad input from a peer, a file, the command line or an
+LLM; a misconfigured home; a refused key file) is a :class:`MeshnodeError`
+with a machine-readable ``code`` and a sentence a person can act on. Callers
+at the edges (CLI, network handlers) catch this family only; anything else
+that escapes is a bug and is allowed to crash loudly.
+"""
+
+from __future__ import annotations
+
+
+class MeshnodeError(Exception):
+    """Base of all expected failures: ``code`` for machines, ``reason`` for people."""
+
+    code: str = "error"
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
+class IdentityError(MeshnodeError):
+    """A DID, peer id or key that cannot be parsed or does not belong together."""
+
+
+class KeyFileError(MeshnodeError):
+    """The node's key file is missing, unsafe, corrupt, or its passphrase is wrong."""
+
+
+class ConfigError(MeshnodeError):
+    """config.toml, an environment variable or a flag has an unusable value."""
+
+
+class StoreError(MeshnodeError):
+    """The node's database cannot be opened, migrated or written."""

@@ -1,0 +1,28 @@
+"""Identity: the node's Ed25519 key, its did:key, its libp2p peer id, and the key file.
+
+Owns: key generation, DID <-> peer id conversion, the key file on disk.
+Must never: write a private key anywhere but the key file, or log it.
+"""
+
+from meshnode.identity.did import (
+    did_from_public_key,
+    did_to_peer_id,
+    peer_id_from_public_key,
+    peer_id_to_did,
+    public_key_from_did,
+    public_key_from_peer_id,
+)
+from meshnode.identity.keyfile import load_key_file, write_key_file
+from meshnode.identity.keys import NodeKey
+
+__all__ = [
+    "NodeKey",
+    "did_from_public_key",
+    "did_to_peer_id",
+    "load_key_file",
+    "peer_id_from_public_key",
+    "peer_id_to_did",
+    "public_key_from_did",
+    "public_key_from_peer_id",
+    "write_key_file",
+]

@@ -1,0 +1,65 @@
+"""Notes: the node's notebook (HMP ``notes``; seed 000's user chat), as signed containers.
+
+A note is a ``note`` container whose payload holds what travels (text, topic,
+mentions and hashtags parsed at creation, source, priority, audience). Local
+fields (the person's own tags, read marks, hidden) live only in the ``notes``
+row and are never signed or forwarded. Pure: no I/O, time passed in.
+"""
+
+from __future__ import annotations
+
+import re
+
+from meshnode.container import Container, build_container
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+
+SOURCES = ("user", "cli", "llm", "llm:task", "system")
+AUDIENCES = ("private", "friends", "public")
+MAX_TEXT = 64 * 1024
+_MENTION = re.compile(r"(?<![\w@])@(did:[a-z0-9]+:[A-Za-z0-9._:%-]+|[\w.-]{1,64})")
+_HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]{0,63})")
+
+
+class NoteError(MeshnodeError):
+    """A note that cannot be written as asked."""
+
+
+def parse_mentions(text: str) -> list[str]:
+    return _unique(m.group(1).rstrip(".") for m in _MENTION.finditer(text))
+
+
+def parse_hashtags(text: str) -> list[str]:
+    return _unique(m.group(1).lower() for m in _HASHTAG.finditer(text))
+
+
+def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None, source: str = "cli",
+              audience: str = "private", priority: int = 0, code: str | None = None) -> Container:
+    if not text.strip():
+        raise NoteError("empty_note", "a note needs some text")
+    if len(text) > MAX_TEXT:
+        raise NoteError("note_too_long", f"a note is at most {MAX_TEXT} characters")
+    if source not in SOURCES:
+        raise NoteError("bad_note", f"source must be one of {', '.join(SOURCES)}")
+    if audience not in AUDIENCES:
+        raise NoteError("bad_note", f"audience must be one of {', '.join(AUDIENCES)}")
+    if not -100 <= priority <= 100:
+        raise NoteError("bad_note", "priority must be between -100 and 100")
+    payload: dict = {"text": text, "source": source, "audience": audience, "priority": priority}
+    if topic:
+        payload["topic"] = topic
+    if code:
+        payload["code"] = code
+    mentions, hashtags = parse_mentions(text), parse_hashtags(text)
+    if mentions:
+        payload["mentions"] = mentions[:64]
+    if hashtags:
+        payload["hashtags"] = hashtags[:64]
+    return build_container(key, "note", payload, timestamp_ms=now_ms, meta={"created_by": "AGENT"})
+
+
+def _unique(items) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)

@@ -1,0 +1,123 @@
+"""The node's SQLite database: one file, WAL, and durable commits.
+
+Used only from worker threads (see :mod:`meshnode.store.service`); a
+:class:`Database` object wraps one connection and must be used by one thread
+at a time. ``synchronous=FULL`` in WAL mode makes every commit durable when
+it returns, which is what "an acknowledged write is durable" needs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import cbor2
+
+from meshnode.container import Container, Limits, cbor, decode_container, parse_ms
+from meshnode.container.model import DEFAULT_LIMITS
+from meshnode.errors import StoreError
+from meshnode.store import views
+from meshnode.store.migrate import migrate, schema_version
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class Database:
+    def __init__(self, path: Path, *, create: bool = True, do_migrate: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError("no_database", f"no database at {self.path}; run `meshnode init` first")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                        timeout=BUSY_TIMEOUT_MS / 1000)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError("cannot_open", f"cannot open the database {self.path}: {exc}") from None
+        self.version = migrate(self.conn) if do_migrate else schema_version(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; the commit is durable when this block exits."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # --- containers -----------------------------------------------------
+
+    def put_container(self, c: Container, *, received_at_ms: int, received_from: str | None = None,
+                      local: dict | None = None) -> bool:
+        """Store a verified container and its table views; False if it was already here."""
+        with self.transaction() as conn:
+            return _insert(conn, c, received_at_ms, received_from, local)
+
+    def get_container_bytes(self, did: str, with_side: bool = True) -> bytes | None:
+        row = self.conn.execute("SELECT core, side FROM containers WHERE did = ?", (did,)).fetchone()
+        if row is None:
+            return None
+        core, side = row
+        if not with_side or side is None:
+            return core
+        return cbor.encode({**cbor2.loads(core), **cbor2.loads(side)})
+
+    def load_container(self, did: str, *, now_ms: int) -> Container | None:
+        """Read a container back and verify it again (stored bytes are never trusted blindly)."""
+        data = self.get_container_bytes(did)
+        return None if data is None else decode_container(data, now_ms=now_ms, limits=_STORED)
+
+    def rebuild_views(self) -> int:
+        """Re-derive every agent-table row from the containers; returns how many were applied."""
+        n = 0
+        with self.transaction() as conn:
+            for (core,) in conn.execute("SELECT core FROM containers WHERE known_class = 1").fetchall():
+                views.materialize(conn, decode_container(core, now_ms=2**62, limits=_STORED))
+                n += 1
+        return n
+
+    def counts(self) -> dict[str, int]:
+        q = self.conn.execute
+        by_class = dict(q("SELECT class, count(*) FROM containers GROUP BY class").fetchall())
+        return {
+            "containers": sum(by_class.values()),
+            "notes": q("SELECT count(*) FROM notes").fetchone()[0],
+            **{f"class:{k}": v for k, v in sorted(by_class.items())},
+        }
+
+
+# Stored containers were checked at arrival within the node's limits; re-reading
+# them must not fail because a limit was lowered later or the clock moved.
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
+assert DEFAULT_LIMITS.max_bytes <= _STORED.max_bytes
+
+
+def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
+            local: dict | None) -> bool:
+    head = c.head
+    expires = parse_ms(head["ttl"], "ttl") if "ttl" in head else None
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO containers (did, class, class_version, sender_did, timestamp_ms, expires_ms,"
+        " known_class, core, side, received_at_ms, received_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (c.did, c.cls, head["class_version"], c.sender_did, c.timestamp_ms, expires, int(c.known_class),
+         c.core_bytes(), cbor.encode(c.side) if c.side else None, received_at_ms, received_from),
+    )
+    if cur.rowcount == 0:
+        return False
+    conn.executemany(
+        "INSERT OR IGNORE INTO container_links (source_did, relation, target_did) VALUES (?, ?, ?)",
+        [(c.did, rel, target) for rel, targets in c.related.items() for target in targets],
+    )
+    views.materialize(conn, c, local)
+    return True

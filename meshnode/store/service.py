@@ -1,0 +1,58 @@
+"""The store as trio code sees it: SQLite work runs in worker threads.
+
+One writer connection, used by one thread at a time (a CapacityLimiter of 1),
+so writes are serialized in the order they were asked for; one reader
+connection beside it (WAL lets it read while the writer writes). A write that
+has started is not abandoned when its caller is cancelled: it finishes (and
+commits) before the cancellation is delivered, so an acknowledged write is
+never half done.
+
+aiosqlite is not an option: it is asyncio-only and raises under trio.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import trio
+
+from meshnode.store.database import Database
+
+T = TypeVar("T")
+
+
+class Store:
+    def __init__(self, writer: Database, reader: Database):
+        self._writer = writer
+        self._reader = reader
+        self._write_limiter = trio.CapacityLimiter(1)
+        self._read_limiter = trio.CapacityLimiter(1)
+        self.path = writer.path
+        self.version = writer.version
+
+    @classmethod
+    async def open(cls, path: Path, *, create: bool = True) -> "Store":
+        writer = await trio.to_thread.run_sync(lambda: Database(path, create=create))
+        reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False))
+        return cls(writer, reader)
+
+    async def write(self, fn: Callable[..., T], *args) -> T:
+        """Run ``fn(database, *args)`` on the writer connection."""
+        return await trio.to_thread.run_sync(fn, self._writer, *args, limiter=self._write_limiter)
+
+    async def read(self, fn: Callable[..., T], *args) -> T:
+        """Run ``fn(database, *args)`` on the reader connection."""
+        return await trio.to_thread.run_sync(fn, self._reader, *args, limiter=self._read_limiter)
+
+    async def aclose(self) -> None:
+        async with self._write_limiter, self._read_limiter:
+            await trio.to_thread.run_sync(self._reader.close)
+            await trio.to_thread.run_sync(self._writer.close)
+
+    async def __aenter__(self) -> "Store":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        with trio.CancelScope(shield=True):
+            await self.aclose()

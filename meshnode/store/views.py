@@ -1,0 +1,54 @@
+"""Agent tables as views of containers.
+
+``materialize`` writes the table row(s) a container stands for; running it
+again for the same container is harmless (upsert by container DID), so the
+tables can always be rebuilt from the ``containers`` table. Local columns
+(read marks, local tags, hidden) are left alone by a rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from meshnode.container import Container, format_ms
+
+
+def materialize(conn: sqlite3.Connection, c: Container, local: dict | None = None) -> None:
+    handler = _HANDLERS.get(c.cls)
+    if handler is not None and c.known_class:
+        handler(conn, c, local or {})
+
+
+def _note(conn: sqlite3.Connection, c: Container, local: dict) -> None:
+    p = c.payload
+    conn.execute(
+        """
+        INSERT INTO notes (container_did, topic, text, code, mentions, hashtags, agent_did, source,
+                           priority, timestamp, audience, tags, user_did)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (container_did) DO UPDATE SET
+            topic = excluded.topic, text = excluded.text, code = excluded.code,
+            mentions = excluded.mentions, hashtags = excluded.hashtags, agent_did = excluded.agent_did,
+            source = excluded.source, priority = excluded.priority, timestamp = excluded.timestamp,
+            audience = excluded.audience
+        """,
+        (
+            c.did,
+            p.get("topic"),
+            p["text"],
+            p.get("code"),
+            json.dumps(p.get("mentions", [])),
+            json.dumps(p.get("hashtags", [])),
+            c.sender_did,
+            p["source"],
+            p.get("priority", 0),
+            format_ms(c.timestamp_ms),
+            p["audience"],
+            json.dumps(local["tags"]) if local.get("tags") else None,
+            p.get("user_did", "ALL"),
+        ),
+    )
+
+
+_HANDLERS = {"note": _note}
