@@ -250,7 +250,10 @@ def cmd_container_export(args) -> int:
         db.close()
     if data is None:
         raise MeshnodeError("not_found", f"no container {args.did} in this node's store")
-    args.file.write_bytes(data)
+    try:
+        args.file.write_bytes(data)
+    except OSError as exc:
+        raise MeshnodeError("unwritable_file", f"{args.file}: {exc.strerror}") from None
     print(f"wrote {len(data)} bytes to {args.file}")
     return 0
 

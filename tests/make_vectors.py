@@ -142,7 +142,7 @@ def invalid_vectors() -> list[dict]:
     del hmp["head"]["payload_type"]
     add("bad_structure", "required head field payload_type missing", _enc(sign_hmp(a, hmp)))
     add("bad_structure", "related value is a string, not an array",
-        _enc(sign_hmp(a, dict(base_hmp(a, NOTE), related={"in_reply_to": "did:hmp:container:bx"}))))
+        _enc(sign_hmp(a, dict(base_hmp(a, NOTE), related={"in_reply_to": "did:hmp:container:uEiAx"}))))
     add("bad_structure", "empty meta map", _enc(sign_hmp(a, dict(base_hmp(a, NOTE), meta={}))))
     add("class_schema", "note without its required audience",
         _enc(sign_hmp(a, base_hmp(a, {k: v for k, v in NOTE.items() if k != "audience"}))))

@@ -19,7 +19,7 @@ values = st.recursive(
     max_leaves=25,
 )
 maps = st.dictionaries(keys, values, max_size=6)
-dids = st.builds(lambda b: "did:hmp:container:b" + b.hex(), st.binary(min_size=4, max_size=8))
+dids = st.builds(lambda b: "did:hmp:container:uEiA" + b.hex(), st.binary(min_size=4, max_size=8))
 relations = st.dictionaries(st.sampled_from(["in_reply_to", "previous_version", "see_also", "x:custom"]),
                             st.lists(dids, min_size=1, max_size=3), max_size=3)
 tags = st.lists(st.text(min_size=1, max_size=10), max_size=4)

@@ -70,9 +70,9 @@ def test_valid_vector_independently(v):
     # the seed's key signs exactly these bytes (Ed25519 is deterministic)
     sk = SigningKey(bytes.fromhex(v["seed"]))
     assert sk.sign(signed_bytes).signature.hex() == v["signature"] == head["signature"].hex()
-    # container DID: multibase base32 of the sha2-256 multihash of the signed bytes
+    # container DID: multibase base64url of the sha2-256 multihash of the signed bytes
     mh = b"\x12\x20" + hashlib.sha256(signed_bytes).digest()
-    did = "did:hmp:container:b" + base64.b32encode(mh).decode().lower().rstrip("=")
+    did = "did:hmp:container:u" + base64.urlsafe_b64encode(mh).decode().rstrip("=")
     assert did == v["container_did"] == head["container_did"]
 
 

@@ -1,4 +1,9 @@
-"""Make and sign a new container (the writer's side of container.md)."""
+"""Make and sign a new container (the writer's side of container.md).
+
+Written for speed as well as clarity: every map is put into canonical key
+order once, as it is assembled, so the plain (fast) encoder yields the
+deterministic bytes; nothing is canonicalized twice.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,10 @@ from meshnode.container.model import (
     payload_hash_for,
 )
 from meshnode.container.timefmt import format_ms
+from meshnode.container.verify import check_side
 from meshnode.identity.keys import NodeKey
+
+_ORDER_CACHE: dict[frozenset, tuple[str, ...]] = {}
 
 
 def build_container(
@@ -42,7 +50,15 @@ def build_container(
     rules = schema.class_schema(cls, class_version)
     if rules is not None:
         rules.validate(payload, code="class_schema")
-    payload_c, payload_float = cbor.canonicalize(payload)
+    side_c = cbor.canonicalize(side)[0] if side else {}
+    check_side(side_c)
+    payload_c, has_float = cbor.canonicalize(payload)
+    meta_c = related_c = None
+    if meta:
+        meta_c, meta_float = cbor.canonicalize(meta)
+        has_float = has_float or meta_float
+    if related:
+        related_c = cbor.canonicalize({name: list(targets) for name, targets in related.items()})[0]
     head: dict[str, Any] = {
         "version": CONTAINER_VERSION,
         "class": cls,
@@ -51,28 +67,45 @@ def build_container(
         "schema": f"meshnode:class/{cls}/{class_version}",
         "sender_did": key.did,
         "timestamp": format_ms(timestamp_ms),
-        "payload_hash": payload_hash_for(cbor._dump(payload_c, payload_float)),
         "sig_algo": SIG_ALGO,
         "payload_type": payload_type,
     }
     if tags:
-        head["tags"] = list(tags)
+        head["tags"] = [str(t) for t in tags]
     if ttl_ms is not None:
         head["ttl"] = format_ms(ttl_ms)
     for name, value in (head_extra or {}).items():
-        if name in head or name in ("signature", "container_did"):
+        if name in head or name in ("signature", "container_did", "payload_hash"):
             raise ContainerError("bad_structure", f"head.{name} is set by the builder")
+        value, value_float = cbor.canonicalize(value)
         head[name] = value
-    hmp: dict[str, Any] = {"head": head, "payload": payload_c}
-    if meta:
-        hmp["meta"] = meta
-    if related:
-        hmp["related"] = {name: list(targets) for name, targets in related.items()}
-    hmp_c, has_float = cbor.canonicalize(hmp)
-    signed = cbor._dump(hmp_c, has_float)
+        has_float = has_float or value_float
+    dump = cbor._dump
+    payload_bytes = dump(payload_c, has_float)
+    head["payload_hash"] = payload_hash_for(payload_bytes)
+    tail = cbor.encode_tail(None if meta_c is None else dump(meta_c, has_float), payload_bytes,
+                            None if related_c is None else dump(related_c, has_float))
+    count = 2 + (meta_c is not None) + (related_c is not None)
+    signed = cbor.encode_hmp(dump(_ordered(head), has_float), tail, count)
     did = container_did_for(signed)
-    head_c = dict(hmp_c["head"], container_did=did, signature=key.sign(signed))
-    hmp_c["head"] = {k: head_c[k] for k in sorted(head_c, key=key_order)}
+    head_full = _ordered(dict(head, container_did=did, signature=key.sign(signed)))
+    core = cbor.ENVELOPE_PREFIX + cbor.encode_hmp(dump(head_full, has_float), tail, count)
+    hmp: dict[str, Any] = {"head": head_full}
+    if meta_c is not None:
+        hmp["meta"] = meta_c
+    hmp["payload"] = payload_c
+    if related_c is not None:
+        hmp["related"] = related_c
     expired = ttl_ms is not None and ttl_ms <= timestamp_ms
-    side_c = cbor.canonicalize(side)[0] if side else {}
-    return Container(did, hmp_c, side_c, timestamp_ms, expired, rules is not None, has_float)
+    return Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
+
+
+def _ordered(d: dict[str, Any]) -> dict[str, Any]:
+    """The same map with its keys in canonical order (the order is cached per key set)."""
+    names = frozenset(d)
+    order = _ORDER_CACHE.get(names)
+    if order is None:
+        order = tuple(sorted(names, key=key_order))
+        if len(_ORDER_CACHE) < 1024:
+            _ORDER_CACHE[names] = order
+    return {k: d[k] for k in order}

@@ -46,32 +46,50 @@ def canonicalize(value: Any) -> tuple[Any, bool]:
 
     Raises ContainerError(forbidden_type) for anything outside the allowed subset.
     """
-    has_float = False
+    t = type(value)
+    if t is dict:
+        return _canonical_map(value)
+    if t is list or t is tuple:
+        out, has_float = [], False
+        for x in value:
+            x, f = canonicalize(x)
+            out.append(x)
+            has_float = has_float or f
+        return out, has_float
+    if t is int:
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise ContainerError("forbidden_type", "integer outside the 64-bit CBOR range")
+        return value, False
+    if t is float:
+        return value, True
+    if t is str or t is bytes or t is bool or value is None:
+        return value, False
+    if t is bytearray:
+        return bytes(value), False
+    raise ContainerError("forbidden_type", f"value of type {t.__name__} cannot be encoded")
 
-    def walk(v: Any, depth: int) -> Any:
-        nonlocal has_float
-        t = type(v)
-        if t is dict:
-            for k in v:
-                if type(k) is not str:
-                    raise ContainerError("forbidden_type", f"map key {k!r} is not a text string")
-            return {k: walk(v[k], depth + 1) for k in sorted(v, key=key_order)}
-        if t is list or t is tuple:
-            return [walk(x, depth + 1) for x in v]
-        if t is int:
-            if not _INT_MIN <= v <= _INT_MAX:
-                raise ContainerError("forbidden_type", "integer outside the 64-bit CBOR range")
-            return v
-        if t is float:
-            has_float = True
-            return v
-        if isinstance(v, _SCALARS) and t in (str, bytes, bool, type(None)):
-            return v
-        if t is bytearray:
-            return bytes(v)
-        raise ContainerError("forbidden_type", f"value of type {t.__name__} cannot be encoded")
 
-    return walk(value, 0), has_float
+_KEY_ORDERS: dict[frozenset, tuple[str, ...]] = {}  # the same few key sets recur: sort each once
+_SIMPLE_LEAVES = frozenset({str, bytes, bool, type(None)})
+
+
+def _canonical_map(d: dict) -> tuple[dict, bool]:
+    names = frozenset(d)
+    order = _KEY_ORDERS.get(names)
+    if order is None:
+        for k in d:
+            if type(k) is not str:
+                raise ContainerError("forbidden_type", f"map key {k!r} is not a text string")
+        order = tuple(sorted(names, key=key_order))
+        if len(_KEY_ORDERS) < 4096:
+            _KEY_ORDERS[names] = order
+    if set(map(type, d.values())) <= _SIMPLE_LEAVES:  # no nesting, no numbers to range-check
+        return {k: d[k] for k in order}, False
+    out, has_float = {}, False
+    for k in order:
+        out[k], f = canonicalize(d[k])
+        has_float = has_float or f
+    return out, has_float
 
 
 def encode(value: Any) -> bytes:
@@ -155,9 +173,20 @@ def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
 
     Raises only ContainerError, whatever the input.
     """
+    value, has_float = decode_tree(data, max_bytes=max_bytes, max_depth=max_depth)
+    check_encoding(value, has_float, data)
+    return value, has_float
+
+
+def decode_tree(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
+    """Decode and walk, but leave the byte-for-byte comparison to the caller.
+
+    The container verifier compares the input with bytes it assembles anyway
+    (see :func:`encode_hmp`), which saves a second full encoding. Anyone else
+    wants :func:`decode`.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ContainerError("malformed_cbor", "input is not bytes")
-    data = bytes(data)
     if len(data) > max_bytes:
         raise ContainerError("too_large", f"{len(data)} bytes, the limit is {max_bytes}")
     if not data:
@@ -178,14 +207,48 @@ def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
         raise ContainerError("too_deep", f"nesting deeper than {max_depth}") from None
     except Exception as exc:  # cbor2 raises several types (ValueError, OverflowError, ...)
         raise _classify(exc) from None
-    has_float = check_tree(value, max_depth)
-    if _dump(value, has_float) != data:
-        # The plain encoder can only differ from the input for non-canonical
-        # input or trailing bytes; say which, as precisely as is cheap.
-        if len(_dump(value, has_float)) < len(data) and data.startswith(_dump(value, has_float)):
+    return value, check_tree(value, max_depth)
+
+
+def check_encoding(value: Any, has_float: bool, data: bytes, expected: bytes | None = None) -> None:
+    """Raise unless ``data`` is the deterministic encoding of ``value`` (``expected``, if known)."""
+    if expected is None:
+        expected = _dump(value, has_float)
+    if expected != data:
+        if len(expected) < len(data) and data.startswith(expected):
             raise ContainerError("malformed_cbor", "trailing bytes after the CBOR item")
         raise ContainerError("non_deterministic", "not the shortest/deterministic encoding of its value")
-    return value, has_float
+
+
+# --- the hmp_container map, assembled from its parts ------------------------------
+#
+# The verifier needs the bytes of the payload (for its hash), of the signed map
+# (head without its two derived fields) and of the whole map (to compare with
+# the input); the builder needs the same three. A canonical map's encoding is
+# its header followed by each key and value in order, so all three can share
+# the encodings of meta, payload and related instead of encoding the payload
+# three times. The keys are fixed: "head", "meta" (4 bytes), "payload",
+# "related" (7 bytes), already in canonical order.
+
+HMP_KEYS = frozenset({"head", "meta", "payload", "related"})
+_K_HEAD, _K_META, _K_PAYLOAD, _K_RELATED = (cbor2.dumps(k) for k in ("head", "meta", "payload", "related"))
+ENVELOPE_PREFIX = cbor2.dumps({"hmp_container": 0})[:-1]  # map of 1, "hmp_container"; the value follows
+
+
+def encode_tail(meta: bytes | None, payload: bytes, related: bytes | None) -> bytes:
+    """The encoded entries after "head", given the encodings of the values present."""
+    tail = b""
+    if meta is not None:
+        tail += _K_META + meta
+    tail += _K_PAYLOAD + payload
+    if related is not None:
+        tail += _K_RELATED + related
+    return tail
+
+
+def encode_hmp(head: bytes, tail: bytes, count: int) -> bytes:
+    """The encoding of an hmp_container map of ``count`` keys: header, "head", head, tail."""
+    return bytes((0xA0 + count,)) + _K_HEAD + head + tail
 
 
 def _refuse_tag(decoder: Any, tag: Any) -> Any:

@@ -19,7 +19,12 @@ _PATTERN = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})
 
 def format_ms(ms: int) -> str:
     seconds, millis = divmod(int(ms), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    return _format_seconds(seconds) + f".{millis:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _format_seconds(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def parse_ms(text: object, field: str = "timestamp") -> int:

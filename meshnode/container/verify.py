@@ -41,8 +41,23 @@ _RELATED_ITEM = schema.list_of(schema.did, max_items=1024, non_empty=True)
 
 def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Container:
     """Return the verified Container encoded in ``data``, or raise ContainerError."""
-    value, has_float = cbor.decode(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    value, has_float = cbor.decode_tree(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    dump = cbor2.dumps if not has_float else _canonical_dumps
+    parts = _standard_parts(value, dump)
+    if parts is None:  # not the usual layout (or not a container): compare the generic way
+        cbor.check_encoding(value, has_float, data)
+        payload_bytes = tail = count = None
+    else:
+        payload_bytes, tail, count = parts
+        if len(value) == 1:  # no side blocks: the input must be exactly prefix + hmp_container
+            head_bytes = dump(value["hmp_container"]["head"])
+            cbor.check_encoding(value, has_float, data,
+                                cbor.ENVELOPE_PREFIX + cbor.encode_hmp(head_bytes, tail, count))
+        else:
+            cbor.check_encoding(value, has_float, data)
     hmp, side = _check_envelope(value)
+    if payload_bytes is None:
+        payload_bytes = dump(hmp["payload"])
     head = hmp["head"]
     schema.HEAD.validate(head)
     _check_head_values(head, hmp["payload"])
@@ -63,9 +78,8 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     if "ttl" in head:
         expired = parse_ms(head["ttl"], "ttl") <= now_ms
 
-    dump = cbor2.dumps if not has_float else _canonical_dumps
     # 4. payload hash
-    payload_hash = "sha256:" + hashlib.sha256(dump(hmp["payload"])).hexdigest()
+    payload_hash = "sha256:" + hashlib.sha256(payload_bytes).hexdigest()
     if payload_hash != head["payload_hash"]:
         if not schema.PAYLOAD_HASH.fullmatch(head["payload_hash"]):
             raise ContainerError("bad_field", "payload_hash must be 'sha256:' and 64 lowercase hex digits")
@@ -73,11 +87,12 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
 
     # 5. signature over the signed bytes (hmp_container without the two derived head fields)
     key = _sender_key(head["sender_did"])
-    head_signed = dict(head)
+    head_signed = dict(head)  # keeps the canonical key order
     del head_signed["signature"], head_signed["container_did"]
-    hmp_signed = dict(hmp)
-    hmp_signed["head"] = head_signed  # same key, so the canonical key order is kept
-    signed = dump(hmp_signed)
+    if tail is not None:
+        signed = cbor.encode_hmp(dump(head_signed), tail, count)
+    else:  # unknown blocks inside hmp_container: signed and kept like the rest
+        signed = dump({k: (head_signed if k == "head" else v) for k, v in hmp.items()})
     try:
         crypto_sign_open(head["signature"] + signed, key)
     except (BadSignatureError, CryptoError, ValueError):
@@ -99,6 +114,24 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float)
 
 
+def _standard_parts(value: object, dump) -> tuple[bytes, bytes, int] | None:
+    """For the usual layout, the encodings shared by the checks: payload, tail, key count.
+
+    None when the value is not an envelope whose hmp_container has only the
+    known blocks (head, meta, payload, related).
+    """
+    if type(value) is not dict:
+        return None
+    hmp = value.get("hmp_container")
+    if type(hmp) is not dict or not hmp.keys() <= cbor.HMP_KEYS or "head" not in hmp or "payload" not in hmp:
+        return None
+    payload_bytes = dump(hmp["payload"])
+    meta, related = hmp.get("meta"), hmp.get("related")
+    tail = cbor.encode_tail(None if meta is None else dump(meta), payload_bytes,
+                            None if related is None else dump(related))
+    return payload_bytes, tail, len(hmp)
+
+
 def _canonical_dumps(value: object) -> bytes:
     return cbor2.dumps(value, canonical=True)
 
@@ -117,6 +150,12 @@ def _check_envelope(value: object) -> tuple[dict, dict]:
         if block in hmp and (type(hmp[block]) is not dict or not hmp[block]):
             raise ContainerError("bad_structure", f"hmp_container.{block} must be a non-empty map when present")
     side = {k: v for k, v in value.items() if k != "hmp_container"}
+    check_side(side)
+    return hmp, side
+
+
+def check_side(side: dict) -> None:
+    """Shape of the unsigned side blocks (their own signatures are checked where they are used)."""
     for block in ("referenced-by", "evaluations"):
         if block in side and type(side[block]) is not dict:
             raise ContainerError("bad_structure", f"{block} must be a map")
@@ -124,7 +163,6 @@ def _check_envelope(value: object) -> tuple[dict, dict]:
         chain = side["relay_chain"]
         if type(chain) is not list or any(type(hop) is not dict for hop in chain):
             raise ContainerError("bad_structure", "relay_chain must be an array of maps")
-    return hmp, side
 
 
 def _check_head_values(head: dict, payload: object) -> None:

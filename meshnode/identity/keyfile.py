@@ -40,6 +40,8 @@ MAX_KEY_FILE_BYTES = 4096
 # libsodium's "moderate" Argon2id profile: about a second and 256 MiB here.
 DEFAULT_OPSLIMIT = nacl.pwhash.argon2id.OPSLIMIT_MODERATE
 DEFAULT_MEMLIMIT = nacl.pwhash.argon2id.MEMLIMIT_MODERATE
+MAX_MEMLIMIT = 1 << 30
+SEALED_SEED_BYTES = nacl.secret.SecretBox.NONCE_SIZE + nacl.secret.SecretBox.MACBYTES + 32
 
 
 def write_key_file(path: Path, key: NodeKey, passphrase: str | None = None, *,
@@ -92,10 +94,13 @@ def load_key_file(path: Path, passphrase: str | None = None) -> NodeKey:
         kdf = doc.get("kdf")
         if not isinstance(kdf, dict) or not all(isinstance(kdf.get(k), int) for k in ("opslimit", "memlimit")):
             raise KeyFileError("corrupt_key_file", f"{path}: kdf parameters are missing")
-        if not (1 <= kdf["opslimit"] <= 64 and 8192 <= kdf["memlimit"] <= 4 << 30):
+        # bounded so a tampered file cannot make unlocking take gigabytes or minutes
+        if not (1 <= kdf["opslimit"] <= 64 and 8192 <= kdf["memlimit"] <= MAX_MEMLIMIT):
             raise KeyFileError("corrupt_key_file", f"{path}: kdf parameters are out of range")
         salt = _unb64(kdf.get("salt"), path, "kdf.salt")
         sealed = _unb64(doc.get("ciphertext"), path, "ciphertext")
+        if len(salt) != nacl.pwhash.argon2id.SALTBYTES or len(sealed) != SEALED_SEED_BYTES:
+            raise KeyFileError("corrupt_key_file", f"{path}: salt or ciphertext has the wrong length (damaged file)")
         try:
             box_key = nacl.pwhash.argon2id.kdf(nacl.secret.SecretBox.KEY_SIZE, passphrase.encode("utf-8"), salt,
                                                opslimit=kdf["opslimit"], memlimit=kdf["memlimit"])
@@ -139,7 +144,7 @@ def _read_doc(path: Path) -> dict:
         raise KeyFileError("corrupt_key_file", f"{path} is larger than a key file can be")
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise KeyFileError("corrupt_key_file", f"{path} is not a meshnode key file (not JSON)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("algorithm") != "ed25519":
         raise KeyFileError("corrupt_key_file", f"{path} is not a {FORMAT} ed25519 key file")

@@ -6,7 +6,7 @@
 -- tags, hidden) that never travel.
 
 CREATE TABLE containers (
-    did             TEXT PRIMARY KEY,          -- did:hmp:container:b..., derived from the signed bytes
+    did             TEXT PRIMARY KEY,          -- did:hmp:container:u..., derived from the signed bytes
     class           TEXT NOT NULL,
     class_version   TEXT NOT NULL,
     sender_did      TEXT NOT NULL,

@@ -1,0 +1,63 @@
+"""Shared fixtures: run the ``meshnode`` CLI as a subprocess, and an initialised home.
+
+Every CLI run gets a scrubbed environment: no MESHNODE_* variable leaks in from
+the developer's shell (unless a test passes it), and HOME points at a private
+temporary folder, so even a test that forgot ``--home`` can never reach the
+real ``~/.meshnode``. stdin is /dev/null unless ``input`` is given, so the CLI
+never sees a terminal and never prompts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cli_env(fake_user_home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a CLI subprocess: os.environ without MESHNODE_*, plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
+    base["HOME"] = str(fake_user_home)
+    base["PYTHONIOENCODING"] = "utf-8"
+    base.pop("PYTHONWARNINGS", None)
+    if env:
+        base.update(env)
+    return base
+
+
+@pytest.fixture(scope="session")
+def fake_user_home(tmp_path_factory) -> Path:
+    """A stand-in for the user's home directory (so ~/.meshnode is never the real one)."""
+    return tmp_path_factory.mktemp("user-home")
+
+
+@pytest.fixture
+def run_cli(fake_user_home):
+    """``run_cli(*args, env=None, input=None, timeout=60)`` -> CompletedProcess (text mode)."""
+
+    def run(*args, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess:
+        kwargs = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
+        return subprocess.run(
+            [sys.executable, "-m", "meshnode", *map(str, args)],
+            env=cli_env(fake_user_home, env),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=timeout,
+            **kwargs,
+        )
+
+    return run
+
+
+@pytest.fixture
+def home(tmp_path, run_cli) -> Path:
+    """An initialised node home (``meshnode --home <tmp> init --name test``)."""
+    path = tmp_path / "node"
+    result = run_cli("--home", path, "init", "--name", "test")
+    assert result.returncode == 0, result.stderr
+    return path

@@ -1,0 +1,297 @@
+"""meshnode.config: config.toml, then MESHNODE_* variables, then flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from meshnode.config import (
+    CONFIG_FILE,
+    DEFAULTS,
+    MAX_CONFIG_BYTES,
+    default_config_text,
+    load_config,
+    resolve_home,
+)
+from meshnode.container.model import DEFAULT_LIMITS, Limits
+from meshnode.errors import ConfigError
+
+NO_ENV: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _fake_user_home(tmp_path, monkeypatch):
+    """``~`` is a temporary folder in every test here."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    for name in [k for k in os.environ if k.startswith("MESHNODE_")]:
+        monkeypatch.delenv(name)
+    return user
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+def write_config(home: Path, text: str) -> None:
+    (home / CONFIG_FILE).write_text(text, encoding="utf-8")
+
+
+def bad(home: Path, *, environ=NO_ENV, overrides=None) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(home, overrides, environ=environ)
+    assert info.value.code == "bad_config", info.value.code
+    return info.value
+
+
+# --- defaults -------------------------------------------------------------------
+
+
+def test_defaults_without_a_file(home):
+    config = load_config(home, environ=NO_ENV)
+    assert config.home == home
+    assert {s: dict(v) for s, v in config.values.items()} == DEFAULTS
+    assert config.name == "meshnode"
+    assert config.key_path == home / "keys" / "node.key"
+    assert config.db_path == home / "data" / "meshnode.db"
+    assert config.get("log", "level") == "info"
+    assert config.limits == DEFAULT_LIMITS
+
+
+def test_defaults_are_not_mutated(home):
+    write_config(home, '[node]\nname = "changed"\n')
+    load_config(home, {"limits": {"max_depth": 64}}, environ={"MESHNODE_LOG_LEVEL": "debug"})
+    assert DEFAULTS["node"]["name"] == "meshnode"
+    assert DEFAULTS["limits"]["max_depth"] == 32
+    assert DEFAULTS["log"]["level"] == "info"
+
+
+def test_default_config_text_matches_defaults(home):
+    text = default_config_text('my "odd" node\\name')
+    parsed = tomllib.loads(text)
+    assert parsed["node"]["name"] == 'my "odd" node\\name'
+    expected = {s: dict(v) for s, v in DEFAULTS.items()}
+    expected["node"]["name"] = 'my "odd" node\\name'
+    assert parsed == expected
+    write_config(home, text)
+    assert load_config(home, environ=NO_ENV).name == 'my "odd" node\\name'
+
+
+# --- precedence: file < environment < overrides ----------------------------------
+
+
+def test_file_overrides_defaults(home):
+    write_config(home, '[node]\nname = "fromfile"\n[limits]\nmax_depth = 40\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.name == "fromfile"
+    assert config.get("limits", "max_depth") == 40
+    assert config.get("limits", "clock_skew_seconds") == 300  # untouched keys keep their default
+
+
+def test_environment_overrides_file(home):
+    write_config(home, '[node]\nname = "fromfile"\n[limits]\nmax_depth = 40\n')
+    env = {"MESHNODE_NODE_NAME": "fromenv", "MESHNODE_LIMITS_MAX_DEPTH": "50"}
+    config = load_config(home, environ=env)
+    assert config.name == "fromenv"
+    assert config.get("limits", "max_depth") == 50
+    assert type(config.get("limits", "max_depth")) is int
+
+
+def test_overrides_beat_environment_and_file(home):
+    write_config(home, '[node]\nname = "fromfile"\n')
+    env = {"MESHNODE_NODE_NAME": "fromenv"}
+    assert load_config(home, {"node": {"name": "fromflag"}}, environ=env).name == "fromflag"
+    # a flag that was not given (None) does not hide the environment
+    assert load_config(home, {"node": {"name": None}}, environ=env).name == "fromenv"
+    assert load_config(home, {"store": {"path": None}, "keys": {"path": None}},
+                       environ=NO_ENV).name == "fromfile"
+
+
+def test_environment_read_from_os_environ_by_default(home, monkeypatch):
+    monkeypatch.setenv("MESHNODE_NODE_NAME", "from-os-environ")
+    assert load_config(home).name == "from-os-environ"
+
+
+def test_unrelated_environment_ignored(home):
+    config = load_config(home, environ={"MESHNODE_UNKNOWN_THING": "x", "NODE_NAME": "y", "meshnode_node_name": "z"})
+    assert config.name == "meshnode"
+
+
+# --- type errors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ('[limits]\nmax_depth = "x"\n', "limits.max_depth"),
+    ("[limits]\nmax_depth = true\n", "limits.max_depth"),
+    ("[limits]\nmax_depth = 3.5\n", "limits.max_depth"),
+    ("[limits]\nclock_skew_seconds = 1.5\n", "limits.clock_skew_seconds"),
+    ("[node]\nname = 5\n", "node.name"),
+    ('[node]\nname = ["a"]\n', "node.name"),
+    ("[store]\npath = 1\n", "store.path"),
+    ("[keys]\npath = false\n", "keys.path"),
+    ("node = 1\n", "[node]"),
+    ('log = "debug"\n', "[log]"),
+])
+def test_type_errors_in_file(home, toml, needle):
+    write_config(home, toml)
+    exc = bad(home)
+    assert needle in exc.reason
+    assert str(home / CONFIG_FILE) in exc.reason
+
+
+@pytest.mark.parametrize("name, value", [
+    ("MESHNODE_LIMITS_MAX_DEPTH", "x"),
+    ("MESHNODE_LIMITS_MAX_DEPTH", "3.5"),
+    ("MESHNODE_LIMITS_MAX_CONTAINER_BYTES", ""),
+    ("MESHNODE_LIMITS_CLOCK_SKEW_SECONDS", "five"),
+])
+def test_type_errors_in_environment(home, name, value):
+    exc = bad(home, environ={name: value})
+    assert name in exc.reason
+
+
+def test_type_error_in_overrides(home):
+    exc = bad(home, overrides={"limits": {"max_depth": "deep"}})
+    assert "limits.max_depth" in exc.reason
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ("[limits]\nmax_depth = 3\n", "max_depth"),
+    ("[limits]\nmax_depth = 257\n", "max_depth"),
+    ("[limits]\nmax_container_bytes = 1023\n", "max_container_bytes"),
+    ("[limits]\nmax_container_bytes = 67108865\n", "max_container_bytes"),
+    ("[limits]\nclock_skew_seconds = -1\n", "clock_skew_seconds"),
+    ("[limits]\nclock_skew_seconds = 86401\n", "clock_skew_seconds"),
+    ('[log]\nlevel = "loud"\n', "log.level"),
+    ('[log]\nlevel = "INFO"\n', "log.level"),
+    ('[node]\nname = ""\n', "node.name"),
+    ('[node]\nname = "   "\n', "node.name"),
+    (f'[node]\nname = "{"n" * 65}"\n', "node.name"),
+])
+def test_out_of_range_values(home, toml, needle):
+    write_config(home, toml)
+    assert needle in bad(home).reason
+
+
+def test_range_edges_accepted(home):
+    write_config(home, "[limits]\nmax_depth = 4\nmax_container_bytes = 1024\nclock_skew_seconds = 0\n"
+                       f'[node]\nname = "{"n" * 64}"\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.limits == Limits(max_bytes=1024, max_depth=4, clock_skew_ms=0)
+
+
+# --- unknown keys and sections, unreadable files ---------------------------------------
+
+
+def test_unknown_section_in_file(home):
+    write_config(home, "[bogus]\nx = 1\n")
+    exc = bad(home)
+    assert "unknown section [bogus]" in exc.reason
+
+
+def test_unknown_key_in_file(home):
+    write_config(home, '[node]\nname = "n"\nnickname = "x"\n')
+    assert "unknown setting node.nickname" in bad(home).reason
+
+
+def test_unknown_section_or_key_in_overrides(home):
+    assert "bogus" in bad(home, overrides={"bogus": {"x": 1}}).reason
+    assert "node.nickname" in bad(home, overrides={"node": {"nickname": "x"}}).reason
+
+
+def test_invalid_toml(home):
+    write_config(home, "[node\nname = ")
+    exc = bad(home)
+    assert str(home / CONFIG_FILE) in exc.reason
+
+
+def test_not_utf8(home):
+    (home / CONFIG_FILE).write_bytes(b'[node]\nname = "\xff\xfe"\n')
+    bad(home)
+
+
+def test_too_large(home):
+    write_config(home, "# " + "x" * MAX_CONFIG_BYTES + "\n")
+    assert "larger" in bad(home).reason
+
+
+def test_config_file_is_a_directory(home):
+    (home / CONFIG_FILE).mkdir()
+    with pytest.raises(ConfigError) as info:
+        load_config(home, environ=NO_ENV)
+    assert info.value.code == "unreadable_config"
+
+
+# --- paths ----------------------------------------------------------------------------
+
+
+def test_relative_paths_resolve_against_home(home):
+    write_config(home, '[keys]\npath = "secret/id.key"\n[store]\npath = "../elsewhere/db.sqlite"\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.key_path == home / "secret" / "id.key"
+    assert config.db_path == home / ".." / "elsewhere" / "db.sqlite"
+    assert config.key_path.is_absolute() and config.db_path.is_absolute()
+
+
+def test_absolute_paths_kept(home, tmp_path):
+    key = tmp_path / "abs" / "node.key"
+    db = tmp_path / "abs" / "node.db"
+    write_config(home, f'[keys]\npath = "{key}"\n[store]\npath = "{db}"\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.key_path == key
+    assert config.db_path == db
+
+
+def test_paths_from_environment_and_overrides(home, tmp_path):
+    config = load_config(home, {"store": {"path": "flag.db"}},
+                         environ={"MESHNODE_KEYS_PATH": str(tmp_path / "env.key"), "MESHNODE_STORE_PATH": "env.db"})
+    assert config.key_path == tmp_path / "env.key"
+    assert config.db_path == home / "flag.db"
+
+
+def test_tilde_expanded(home, _fake_user_home):
+    write_config(home, '[store]\npath = "~/dbs/node.db"\n')
+    assert load_config(home, environ=NO_ENV).db_path == _fake_user_home / "dbs" / "node.db"
+
+
+# --- limits -----------------------------------------------------------------------------
+
+
+def test_limits_mapping(home):
+    write_config(home, "[limits]\nmax_container_bytes = 4096\nmax_depth = 8\nclock_skew_seconds = 7\n")
+    limits = load_config(home, environ=NO_ENV).limits
+    assert isinstance(limits, Limits)
+    assert limits.max_bytes == 4096
+    assert limits.max_depth == 8
+    assert limits.clock_skew_ms == 7000
+    assert type(limits.clock_skew_ms) is int
+
+
+def test_limits_from_environment(home):
+    limits = load_config(home, environ={"MESHNODE_LIMITS_CLOCK_SKEW_SECONDS": "60"}).limits
+    assert limits.clock_skew_ms == 60_000
+
+
+# --- home resolution ------------------------------------------------------------------------
+
+
+def test_resolve_home_precedence(tmp_path, _fake_user_home):
+    flag, env = tmp_path / "flag", tmp_path / "env"
+    assert resolve_home(str(flag), {"MESHNODE_HOME": str(env)}) == flag
+    assert resolve_home(None, {"MESHNODE_HOME": str(env)}) == env
+    assert resolve_home(None, {}) == _fake_user_home / ".meshnode"
+    assert resolve_home("", {}) == _fake_user_home / ".meshnode"
+
+
+def test_resolve_home_makes_relative_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert resolve_home("rel/home", {}) == tmp_path / "rel" / "home"
+    assert resolve_home(None, {"MESHNODE_HOME": "envrel"}) == tmp_path / "envrel"
+    assert resolve_home("~/h", {}).is_absolute()
