@@ -50,6 +50,8 @@ def canonicalize(value: Any) -> tuple[Any, bool]:
     if t is dict:
         return _canonical_map(value)
     if t is list or t is tuple:
+        if set(map(type, value)) <= _SIMPLE_LEAVES:  # e.g. a list of tags
+            return list(value), False
         out, has_float = [], False
         for x in value:
             x, f = canonicalize(x)
@@ -71,6 +73,11 @@ def canonicalize(value: Any) -> tuple[Any, bool]:
 
 _KEY_ORDERS: dict[frozenset, tuple[str, ...]] = {}  # the same few key sets recur: sort each once
 _SIMPLE_LEAVES = frozenset({str, bytes, bool, type(None)})
+_SIMPLE_OR_INT = _SIMPLE_LEAVES | {int}
+
+
+def _ints_in_range(values) -> bool:
+    return all(_INT_MIN <= v <= _INT_MAX for v in values if type(v) is int)
 
 
 def _canonical_map(d: dict) -> tuple[dict, bool]:
@@ -83,7 +90,8 @@ def _canonical_map(d: dict) -> tuple[dict, bool]:
         order = tuple(sorted(names, key=key_order))
         if len(_KEY_ORDERS) < 4096:
             _KEY_ORDERS[names] = order
-    if set(map(type, d.values())) <= _SIMPLE_LEAVES:  # no nesting, no numbers to range-check
+    types = set(map(type, d.values()))
+    if types <= _SIMPLE_LEAVES or (types <= _SIMPLE_OR_INT and _ints_in_range(d.values())):
         return {k: d[k] for k in order}, False
     out, has_float = {}, False
     for k in order:
@@ -104,41 +112,50 @@ def _dump(canon: Any, has_float: bool) -> bytes:
 
 
 _LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
+_PLAIN_LEAVES = frozenset({str, int, bytes, bool, type(None)})  # leaves that need nothing more
 _ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
 
 
-def check_tree(value: Any, max_depth: int) -> bool:
+def check_tree(value: Any, max_depth: int | None = None) -> bool:
     """Walk a decoded value: allowed types only, canonical key order. Returns has_float.
 
     Written for speed (it runs on every received container): type sets and key
-    order are checked with C-level builtins per map or array, not per item.
+    order are checked with C-level builtins per map or array, not per item, and
+    the key order of each distinct key list is checked once and remembered.
+    Nesting depth is cbor2's to enforce while decoding (``max_depth`` is kept
+    for callers that walk values from elsewhere).
     """
-    if type(value) is not dict and type(value) is not list:
-        if type(value) not in _LEAF_TYPES:
-            raise ContainerError("forbidden_type", f"value of type {type(value).__name__} is not allowed")
-        return type(value) is float
+    t = type(value)
+    if t is not dict and t is not list:
+        if t not in _LEAF_TYPES:
+            raise ContainerError("forbidden_type", f"value of type {t.__name__} is not allowed")
+        return t is float
     has_float = False
-    stack = [(value, 1)]
-    pop, push = stack.pop, stack.append
+    stack = [(value, 1)] if max_depth is not None else [(value, 0)]
+    pop, push, good_orders = stack.pop, stack.append, _GOOD_KEY_ORDERS
     while stack:
         v, depth = pop()
-        if depth > max_depth:
+        if max_depth is not None and depth > max_depth:
             raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
         if type(v) is dict:
-            _check_keys(list(v))
+            if tuple(v) not in good_orders:
+                _check_keys(list(v))
             items = v.values()
         else:
             items = v
         types = set(map(type, items))
+        if types <= _PLAIN_LEAVES:
+            continue
         if not types <= _ALLOWED_TYPES:
             bad = next(iter(types - _ALLOWED_TYPES))
             raise ContainerError("forbidden_type", f"value of type {bad.__name__} is not allowed")
         if float in types:
             has_float = True
         if dict in types or list in types:
+            child_depth = depth + 1 if max_depth is not None else 0
             for x in items:
                 if type(x) is dict or type(x) is list:
-                    push((x, depth + 1))
+                    push((x, child_depth))
     return has_float
 
 
@@ -148,24 +165,20 @@ _GOOD_KEY_ORDERS_MAX = 4096
 
 def _check_keys(keys: list) -> None:
     """Text keys only, in canonical order: by encoded length, then bytewise."""
-    signature = tuple(keys)
-    if signature in _GOOD_KEY_ORDERS:
-        return
     try:
         ascii_only = "".join(keys).isascii()
     except TypeError:
         raise ContainerError("forbidden_type", "map keys must be text strings") from None
-    if len(keys) < 2:
-        return
-    if ascii_only:  # code-point order is byte order, and length is byte length
-        in_order = keys == sorted(sorted(keys), key=len)
-    else:
-        in_order = keys == sorted(keys, key=key_order)
-    if not in_order:
-        raise ContainerError("non_deterministic", "map keys are not in canonical (length, then bytewise) order")
+    if len(keys) >= 2:
+        if ascii_only:  # code-point order is byte order, and length is byte length
+            in_order = keys == sorted(sorted(keys), key=len)
+        else:
+            in_order = keys == sorted(keys, key=key_order)
+        if not in_order:
+            raise ContainerError("non_deterministic", "map keys are not in canonical (length, then bytewise) order")
     if len(_GOOD_KEY_ORDERS) >= _GOOD_KEY_ORDERS_MAX:
         _GOOD_KEY_ORDERS.clear()  # bounded: a peer sending ever-new key sets only costs the slow path
-    _GOOD_KEY_ORDERS[signature] = True
+    _GOOD_KEY_ORDERS[tuple(keys)] = True
 
 
 def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
@@ -178,12 +191,14 @@ def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
     return value, has_float
 
 
-def decode_tree(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
+def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, walk: bool = True) -> tuple[Any, bool]:
     """Decode and walk, but leave the byte-for-byte comparison to the caller.
 
     The container verifier compares the input with bytes it assembles anyway
-    (see :func:`encode_hmp`), which saves a second full encoding. Anyone else
-    wants :func:`decode`.
+    (see :func:`encode_hmp`), which saves a second full encoding. With
+    ``walk=False`` the type and key-order walk is left to the caller too (who
+    must then call :func:`check_tree` on every part it does not otherwise
+    compare byte for byte). Anyone else wants :func:`decode`.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ContainerError("malformed_cbor", "input is not bytes")
@@ -196,7 +211,7 @@ def decode_tree(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bo
             data,
             allow_indefinite=False,
             allow_duplicate_keys=False,
-            max_depth=max_depth + 1,
+            max_depth=max_depth,
             tag_hook=_refuse_tag,
             semantic_decoders=_REFUSE_SEMANTIC_TAGS,
             strict_hashable_types=True,
@@ -207,7 +222,7 @@ def decode_tree(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bo
         raise ContainerError("too_deep", f"nesting deeper than {max_depth}") from None
     except Exception as exc:  # cbor2 raises several types (ValueError, OverflowError, ...)
         raise _classify(exc) from None
-    return value, check_tree(value, max_depth)
+    return value, (check_tree(value) if walk else False)
 
 
 def check_encoding(value: Any, has_float: bool, data: bytes, expected: bytes | None = None) -> None:
