@@ -61,3 +61,11 @@ def home(tmp_path, run_cli) -> Path:
     result = run_cli("--home", path, "init", "--name", "test")
     assert result.returncode == 0, result.stderr
     return path
+
+
+# Hypothesis: no per-example deadline. CI runs on two shared cores, and a slow
+# first example (an import, a cold cache) is not a failure of the property.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("meshnode", deadline=None, print_blob=True)
+_hypothesis_settings.load_profile("meshnode")

@@ -71,6 +71,8 @@ def valid_vectors() -> list[dict]:
             timestamp_ms=T0 + 3)),
         ("expired container (ttl in the past): valid but marked expired", SEED_B, build_container(
             b, "heartbeat", {"seq": 7}, timestamp_ms=T0, ttl_ms=T0 + 10_000)),
+        ("known class with an encrypted payload: the class schema cannot be checked", SEED_B, build_container(
+            b, "note", b"\x8f\x01opaque-ciphertext", timestamp_ms=T0 + 7, payload_type="encrypted+cbor")),
         ("binary payload", SEED_C, build_container(
             c, "x_blob", b"\x00\x01\x02binary\xff", timestamp_ms=T0 + 4, payload_type="binary")),
         ("side blocks are unsigned and kept", SEED_A, build_container(
@@ -136,6 +138,10 @@ def invalid_vectors() -> list[dict]:
         _enc(sign_hmp(a, base_hmp(a, NOTE, class_id="note-v1.0"))))
     add("bad_field", "timestamp without milliseconds",
         _enc(sign_hmp(a, base_hmp(a, NOTE, timestamp="2026-01-15T12:00:00Z"))))
+    add("bad_field", "timestamp written with Arabic-Indic digits",
+        _enc(sign_hmp(a, base_hmp(a, NOTE, timestamp="٢٠٢٦-01-15T12:00:00.000Z"))))
+    add("bad_field", "payload_type 'encrypted' without a format",
+        _enc(sign_hmp(a, base_hmp(a, NOTE, payload_type="encrypted"))))
     add("bad_field", "timestamp on February 30th",
         _enc(sign_hmp(a, base_hmp(a, NOTE, timestamp="2026-02-30T12:00:00.000Z"))))
     hmp = base_hmp(a, NOTE)
@@ -179,7 +185,8 @@ def render() -> dict[str, str]:
             "limits": {"max_bytes": 262144, "max_depth": 32, "clock_skew_seconds": 300}}
     return {
         "containers-valid.json": json.dumps({**meta, "vectors": valid_vectors()}, indent=2, ensure_ascii=False) + "\n",
-        "containers-invalid.json": json.dumps({**meta, "vectors": invalid_vectors()}, indent=2) + "\n",
+        "containers-invalid.json": json.dumps({**meta, "vectors": invalid_vectors()}, indent=2,
+                                              ensure_ascii=False) + "\n",
     }
 
 

@@ -14,16 +14,19 @@ from meshnode.container.cbor import key_order
 from meshnode.container.errors import ContainerError
 from meshnode.container.model import (
     CONTAINER_VERSION,
+    DEFAULT_LIMITS,
+    Limits,
     SIG_ALGO,
     Container,
     container_did_for,
     payload_hash_for,
 )
 from meshnode.container.timefmt import format_ms
-from meshnode.container.verify import check_side
+from meshnode.container.verify import check_head_values, check_related, check_side
 from meshnode.identity.keys import NodeKey
 
 _ORDER_CACHE: dict[frozenset, tuple[str, ...]] = {}
+_CALLER_FIELDS = frozenset({"class", "class_version", "payload_type", "tags", "ttl"})
 
 
 def build_container(
@@ -40,25 +43,31 @@ def build_container(
     ttl_ms: int | None = None,
     head_extra: dict[str, Any] | None = None,
     side: dict[str, Any] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Container:
     """Sign ``payload`` as a container of class ``cls``.
 
-    A payload of a known class is checked against its schema first: meshnode
-    never signs what it would refuse from a peer. ``head_extra`` carries any
-    other optional head field (recipient, confidence, network, ...).
+    Everything the verifier checks on structure is checked first (head fields,
+    related, class schema, size and depth limits): meshnode never signs what
+    it would refuse from a peer. ``head_extra`` carries any other optional head
+    field (recipient, confidence, network, ...). ``expired`` on the result is
+    relative to ``timestamp_ms``; a verifier judges it against its own clock.
     """
     rules = schema.class_schema(cls, class_version)
-    if rules is not None:
+    if rules is not None and payload_type == "cbor":
         rules.validate(payload, code="class_schema")
-    side_c = cbor.canonicalize(side)[0] if side else {}
+    depth = limits.max_depth
+    side_c = cbor.canonicalize(side, depth, 1)[0] if side else {}
     check_side(side_c)
-    payload_c, has_float = cbor.canonicalize(payload)
+    # the payload, meta and related values sit inside the envelope and hmp_container
+    payload_c, has_float = cbor.canonicalize(payload, depth, 2)
     meta_c = related_c = None
     if meta:
-        meta_c, meta_float = cbor.canonicalize(meta)
+        meta_c, meta_float = cbor.canonicalize(meta, depth, 2)
         has_float = has_float or meta_float
     if related:
-        related_c = cbor.canonicalize({name: list(targets) for name, targets in related.items()})[0]
+        related_c = cbor.canonicalize({name: list(targets) for name, targets in related.items()}, depth, 2)[0]
+        check_related(related_c)
     head: dict[str, Any] = {
         "version": CONTAINER_VERSION,
         "class": cls,
@@ -77,9 +86,13 @@ def build_container(
     for name, value in (head_extra or {}).items():
         if name in head or name in ("signature", "container_did", "payload_hash"):
             raise ContainerError("bad_structure", f"head.{name} is set by the builder")
-        value, value_float = cbor.canonicalize(value)
+        value, value_float = cbor.canonicalize(value, depth, 3)
         head[name] = value
         has_float = has_float or value_float
+    # the fields that came from the caller get the verifier's checks; the rest are made right here
+    schema.HEAD.validate_fields(head, _CALLER_FIELDS.union(head_extra or ()).intersection(head),
+                                "bad_structure", "bad_field")
+    check_head_values(head, payload_c)
     dump = cbor._dump
     payload_bytes = dump(payload_c, has_float)
     head["payload_hash"] = payload_hash_for(payload_bytes)
@@ -96,6 +109,8 @@ def build_container(
     hmp["payload"] = payload_c
     if related_c is not None:
         hmp["related"] = related_c
+    if len(core) > limits.max_bytes:
+        raise ContainerError("too_large", f"{len(core)} bytes, the limit is {limits.max_bytes}")
     expired = ttl_ms is not None and ttl_ms <= timestamp_ms
     return Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
 

@@ -30,6 +30,7 @@ import cbor2
 
 from meshnode.container.errors import ContainerError
 
+HARD_MAX_DEPTH = 256  # the most any configuration allows (config.py checks the same bound)
 _INT_MIN = -(2**64)
 _INT_MAX = 2**64 - 1
 _SCALARS = (str, bytes, bool, type(None))
@@ -41,20 +42,25 @@ def key_order(key: str) -> tuple[int, bytes]:
     return (len(raw), raw)
 
 
-def canonicalize(value: Any) -> tuple[Any, bool]:
+def canonicalize(value: Any, max_depth: int = HARD_MAX_DEPTH, depth: int = 0) -> tuple[Any, bool]:
     """Return ``(copy with every map's keys in canonical order, has_float)``.
 
-    Raises ContainerError(forbidden_type) for anything outside the allowed subset.
+    ``depth`` is how many arrays and maps already enclose ``value``; no item
+    may end up inside more than ``max_depth`` of them (the decoder's rule).
+    Raises ContainerError(forbidden_type or too_deep) for anything the decoder
+    would refuse.
     """
     t = type(value)
     if t is dict:
-        return _canonical_map(value)
+        return _canonical_map(value, max_depth, depth)
     if t is list or t is tuple:
+        if value and depth >= max_depth:
+            raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
         if set(map(type, value)) <= _SIMPLE_LEAVES:  # e.g. a list of tags
             return list(value), False
         out, has_float = [], False
         for x in value:
-            x, f = canonicalize(x)
+            x, f = canonicalize(x, max_depth, depth + 1)
             out.append(x)
             has_float = has_float or f
         return out, has_float
@@ -80,7 +86,9 @@ def _ints_in_range(values) -> bool:
     return all(_INT_MIN <= v <= _INT_MAX for v in values if type(v) is int)
 
 
-def _canonical_map(d: dict) -> tuple[dict, bool]:
+def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
+    if d and depth >= max_depth:
+        raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
     names = frozenset(d)
     order = _KEY_ORDERS.get(names)
     if order is None:
@@ -95,7 +103,7 @@ def _canonical_map(d: dict) -> tuple[dict, bool]:
         return {k: d[k] for k in order}, False
     out, has_float = {}, False
     for k in order:
-        out[k], f = canonicalize(d[k])
+        out[k], f = canonicalize(d[k], max_depth, depth + 1)
         has_float = has_float or f
     return out, has_float
 
@@ -116,14 +124,13 @@ _PLAIN_LEAVES = frozenset({str, int, bytes, bool, type(None)})  # leaves that ne
 _ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
 
 
-def check_tree(value: Any, max_depth: int | None = None) -> bool:
+def check_tree(value: Any) -> bool:
     """Walk a decoded value: allowed types only, canonical key order. Returns has_float.
 
     Written for speed (it runs on every received container): type sets and key
     order are checked with C-level builtins per map or array, not per item, and
     the key order of each distinct key list is checked once and remembered.
-    Nesting depth is cbor2's to enforce while decoding (``max_depth`` is kept
-    for callers that walk values from elsewhere).
+    Nesting depth is not checked here: cbor2 enforces it while decoding.
     """
     t = type(value)
     if t is not dict and t is not list:
@@ -131,12 +138,10 @@ def check_tree(value: Any, max_depth: int | None = None) -> bool:
             raise ContainerError("forbidden_type", f"value of type {t.__name__} is not allowed")
         return t is float
     has_float = False
-    stack = [(value, 1)] if max_depth is not None else [(value, 0)]
+    stack = [value]
     pop, push, good_orders = stack.pop, stack.append, _GOOD_KEY_ORDERS
     while stack:
-        v, depth = pop()
-        if max_depth is not None and depth > max_depth:
-            raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
+        v = pop()
         if type(v) is dict:
             if tuple(v) not in good_orders:
                 _check_keys(list(v))
@@ -152,10 +157,9 @@ def check_tree(value: Any, max_depth: int | None = None) -> bool:
         if float in types:
             has_float = True
         if dict in types or list in types:
-            child_depth = depth + 1 if max_depth is not None else 0
             for x in items:
                 if type(x) is dict or type(x) is list:
-                    push((x, child_depth))
+                    push(x)
     return has_float
 
 
@@ -184,7 +188,8 @@ def _check_keys(keys: list) -> None:
 def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
     """Strictly decode one deterministic CBOR item. Returns ``(value, has_float)``.
 
-    Raises only ContainerError, whatever the input.
+    Raises only ContainerError, whatever the input. ``max_depth``: no item may
+    sit inside more than this many arrays and maps.
     """
     value, has_float = decode_tree(data, max_bytes=max_bytes, max_depth=max_depth)
     check_encoding(value, has_float, data)

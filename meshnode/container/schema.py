@@ -16,13 +16,19 @@ from meshnode.container.errors import ContainerError
 from meshnode.container.timefmt import parse_ms
 
 CLASS_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
-CLASS_VERSION = re.compile(r"\d{1,3}\.\d{1,3}")
+CLASS_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")
 PAYLOAD_HASH = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_DID_TEXT = 128
 MAX_SHORT_TEXT = 256
 
 
-# --- value checks: each returns an error message, or None when the value is fine
+# --- value checks: each returns None when the value is fine, else a message.
+# A plain str message means "wrong type" (bad_structure in the head); a
+# WrongValue message means "right type, invalid value" (bad_field).
+
+
+class WrongValue(str):
+    """A check's message for a value of the right type that is not allowed."""
 
 
 def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
@@ -30,7 +36,7 @@ def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
         if type(v) is not str:
             return "must be text"
         if len(v) > max_len:
-            return f"is longer than {max_len} characters"
+            return WrongValue(f"is longer than {max_len} characters")
         return None
 
     check.simple = (str, max_len)  # type: ignore[attr-defined]  # lets Schema.validate skip the call
@@ -39,14 +45,18 @@ def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
 
 def one_of(*choices: str) -> Callable[[Any], str | None]:
     def check(v: Any) -> str | None:
-        return None if v in choices and type(v) is str else f"must be one of {', '.join(choices)}"
+        if type(v) is not str:
+            return f"must be one of {', '.join(choices)}"
+        return None if v in choices else WrongValue(f"must be one of {', '.join(choices)}")
 
     return check
 
 
 def did(v: Any) -> str | None:
-    if type(v) is not str or not v.startswith("did:") or len(v) > MAX_DID_TEXT:
-        return "must be a DID (text starting with 'did:', at most 128 characters)"
+    if type(v) is not str:
+        return "must be a DID (text)"
+    if not v.startswith("did:") or len(v) > MAX_DID_TEXT:
+        return WrongValue("must be a DID (text starting with 'did:', at most 128 characters)")
     return None
 
 
@@ -55,13 +65,13 @@ def list_of(item: Callable[[Any], str | None], max_items: int = 256, non_empty: 
         if type(v) is not list:
             return "must be an array"
         if len(v) > max_items:
-            return f"has more than {max_items} items"
+            return WrongValue(f"has more than {max_items} items")
         if non_empty and not v:
-            return "must not be empty"
+            return WrongValue("must not be empty")
         for i, x in enumerate(v):
             err = item(x)
             if err:
-                return f"item {i} {err}"
+                return type(err)(f"item {i} {err}")
         return None
 
     return check
@@ -73,18 +83,18 @@ def boolean(v: Any) -> str | None:
 
 def integer(lo: int = -(2**63), hi: int = 2**63 - 1):
     def check(v: Any) -> str | None:
-        if type(v) is not int or not lo <= v <= hi:
+        if type(v) is not int:
             return f"must be an integer in [{lo}, {hi}]"
-        return None
+        return None if lo <= v <= hi else WrongValue(f"must be an integer in [{lo}, {hi}]")
 
     return check
 
 
 def number(lo: float, hi: float):
     def check(v: Any) -> str | None:
-        if type(v) not in (int, float) or not lo <= v <= hi:  # NaN fails both comparisons
+        if type(v) not in (int, float):
             return f"must be a number in [{lo}, {hi}]"
-        return None
+        return None if lo <= v <= hi else WrongValue(f"must be a number in [{lo}, {hi}]")  # NaN fails
 
     return check
 
@@ -94,9 +104,9 @@ def byte_string(size: int | None = None, max_len: int = 64 * 1024):
         if type(v) is not bytes:
             return "must be a byte string"
         if size is not None and len(v) != size:
-            return f"must be exactly {size} bytes"
+            return WrongValue(f"must be exactly {size} bytes")
         if len(v) > max_len:
-            return f"is longer than {max_len} bytes"
+            return WrongValue(f"is longer than {max_len} bytes")
         return None
 
     if size is None:
@@ -125,7 +135,19 @@ class Schema:
         simple = {n: check.simple for n, (check, _) in self.fields.items() if hasattr(check, "simple")}
         object.__setattr__(self, "_simple", simple)
 
-    def validate(self, value: Any, code: str = "bad_structure") -> None:
+    def validate_fields(self, value: dict, names, code: str, value_code: str) -> None:
+        """Check only the named fields of ``value`` (those a builder took from its caller)."""
+        for name in names:
+            rule = self.fields.get(name)
+            if rule is not None:
+                err = rule[0](value[name])
+                if err:
+                    raise ContainerError(value_code if isinstance(err, WrongValue) else code,
+                                         f"{self.name}.{name} {err}")
+
+    def validate(self, value: Any, code: str = "bad_structure", value_code: str | None = None) -> None:
+        """Raise ContainerError(``code``) for a missing field or a wrong type, and
+        ContainerError(``value_code``, default ``code``) for a wrong value."""
         if type(value) is not dict:
             raise ContainerError(code, f"{self.name} must be a map")
         if not self._required <= value.keys():
@@ -140,7 +162,8 @@ class Schema:
             if rule is not None:
                 err = rule[0](v)
                 if err:
-                    raise ContainerError(code, f"{self.name}.{name} {err}")
+                    raise ContainerError(value_code or code if isinstance(err, WrongValue) else code,
+                                         f"{self.name}.{name} {err}")
 
 
 def _timestamp_text(v: Any) -> str | None:
@@ -155,7 +178,7 @@ def time_text(v: Any) -> str | None:
     try:
         parse_ms(v)
     except ContainerError as exc:
-        return exc.reason
+        return WrongValue(exc.reason)
     return None
 
 

@@ -14,7 +14,7 @@ import time
 
 from meshnode.container.errors import ContainerError
 
-_PATTERN = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})Z")
+_PATTERN = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z")
 
 
 def format_ms(ms: int) -> str:

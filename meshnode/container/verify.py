@@ -68,11 +68,11 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     if payload_bytes is None:
         payload_bytes = dump(hmp["payload"])
     head = hmp["head"]
-    schema.HEAD.validate(head)
-    _check_head_values(head, hmp["payload"])
+    schema.HEAD.validate(head, "bad_structure", "bad_field")
+    check_head_values(head, hmp["payload"])
     related = hmp.get("related")
     if related is not None:
-        _check_related(related)
+        check_related(related)
 
     # 2. timestamp
     timestamp_ms = parse_ms(head["timestamp"])
@@ -116,9 +116,9 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
             raise ContainerError("bad_field", f"container_did must start with {CONTAINER_DID_PREFIX}")
         raise ContainerError("did_mismatch", f"head.container_did should be {did}")
 
-    # 7. class schema
+    # 7. class schema (a binary or encrypted payload cannot be checked without its key)
     class_rules = schema.class_schema(head["class"], head["class_version"])
-    if class_rules is not None:
+    if class_rules is not None and head["payload_type"] == "cbor":
         class_rules.validate(hmp["payload"], code="class_schema")
     return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float)
 
@@ -165,6 +165,8 @@ def _check_envelope(value: object) -> tuple[dict, dict]:
 
 def check_side(side: dict) -> None:
     """Shape of the unsigned side blocks (their own signatures are checked where they are used)."""
+    if "hmp_container" in side:
+        raise ContainerError("bad_structure", "a side block cannot be named hmp_container")
     for block in ("referenced-by", "evaluations"):
         if block in side and type(side[block]) is not dict:
             raise ContainerError("bad_structure", f"{block} must be a map")
@@ -174,20 +176,24 @@ def check_side(side: dict) -> None:
             raise ContainerError("bad_structure", "relay_chain must be an array of maps")
 
 
-def _check_head_values(head: dict, payload: object) -> None:
+def check_head_values(head: dict, payload: object) -> None:
     if head["version"] != CONTAINER_VERSION:
         raise ContainerError("unsupported_version", f"container version {head['version']!r}; meshnode speaks {CONTAINER_VERSION}")
     if head["sig_algo"] != SIG_ALGO:
         raise ContainerError("unsupported_algorithm", f"sig_algo {head['sig_algo']!r}; only {SIG_ALGO} is accepted")
     _check_class_names(head["class"], head["class_version"], head["class_id"])
     ptype = head["payload_type"]
-    payload_is_bytes = ptype == "binary" or ptype.startswith("encrypted")
+    payload_is_bytes = ptype == "binary" or (ptype.startswith("encrypted+") and len(ptype) > 10)
     if ptype != "cbor" and not payload_is_bytes:
-        raise ContainerError("bad_field", f"payload_type {ptype!r}: use cbor, binary or encrypted+...")
+        raise ContainerError("bad_field", f"payload_type {ptype!r}: use cbor, binary or encrypted+<format>")
     if payload_is_bytes and type(payload) is not bytes:
         raise ContainerError("bad_structure", f"payload_type {ptype} needs a byte-string payload")
     if not payload_is_bytes and type(payload) is not dict:
         raise ContainerError("bad_structure", "payload_type cbor needs a map payload")
+    if head.get("network") and head.get("broadcast") is True:
+        raise ContainerError("bad_field", "a container scoped to a network must not set broadcast")
+    if "group_recipient" in head and ("recipient" in head or "key_recipient" in head):
+        raise ContainerError("bad_field", "group_recipient cannot be combined with recipient or key_recipient")
 
 
 @functools.lru_cache(maxsize=1024)  # a handful of (class, version) pairs recur in every container
@@ -200,11 +206,12 @@ def _check_class_names(cls: str, version: str, class_id: str) -> None:
         raise ContainerError("bad_field", f"class_id must be {cls}_v{version}")
 
 
-def _check_related(related: dict) -> None:
+def check_related(related: dict) -> None:
     for name, targets in related.items():
         err = _RELATED_ITEM(targets)
         if err:
-            raise ContainerError("bad_structure", f"related.{name} {err}")
+            code = "bad_field" if isinstance(err, schema.WrongValue) else "bad_structure"
+            raise ContainerError(code, f"related.{name} {err}")
 
 
 def _sender_key(sender_did: str) -> bytes:

@@ -16,7 +16,7 @@ from meshnode.container import Container, format_ms
 
 def materialize(conn: sqlite3.Connection, c: Container, local: dict | None = None) -> None:
     handler = _HANDLERS.get(c.cls)
-    if handler is not None and c.known_class:
+    if handler is not None and c.known_class and type(c.payload) is dict:  # not for encrypted payloads
         handler(conn, c, local or {})
 
 
