@@ -8,8 +8,10 @@ or after the command name.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -17,9 +19,11 @@ import trio
 
 from meshnode import __version__
 from meshnode.config import load_config, resolve_home
-from meshnode.container import ContainerError, decode_container, now_ms
+from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
+from meshnode.identity.keyfile import PASSPHRASE_ENV
+from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.store import Database, latest_version
 
@@ -119,10 +123,6 @@ def cmd_init(args) -> int:
     overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)}}
     passphrase = None
     if args.encrypt:
-        from meshnode.identity.keyfile import PASSPHRASE_ENV
-        import getpass
-        import os
-
         passphrase = os.environ.get(PASSPHRASE_ENV)
         if not passphrase:
             if not sys.stdin.isatty():
@@ -143,8 +143,6 @@ def cmd_init(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from meshnode.node import run_node
-
     config = _config(args)
     key = open_identity(config)
     trio.run(run_node, config, key)
@@ -261,8 +259,6 @@ def cmd_container_export(args) -> int:
 def _file_limits(args):
     """Limits from the config when a home is given; the defaults otherwise."""
     if getattr(args, "home", None) is None and not (resolve_home(None) / "config.toml").exists():
-        from meshnode.container.model import DEFAULT_LIMITS
-
         return DEFAULT_LIMITS
     return _config(args).limits
 

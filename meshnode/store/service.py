@@ -34,7 +34,11 @@ class Store:
     @classmethod
     async def open(cls, path: Path, *, create: bool = True) -> "Store":
         writer = await trio.to_thread.run_sync(lambda: Database(path, create=create))
-        reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False))
+        try:
+            reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False))
+        except BaseException:
+            writer.close()
+            raise
         return cls(writer, reader)
 
     async def write(self, fn: Callable[..., T], *args) -> T:
