@@ -216,7 +216,8 @@ def test_container_export_verify_show(exported, run_cli):
     shown = run_cli("--home", home, "container", "show", file)
     assert shown.returncode == 0, shown.stderr
     plain = json.loads(shown.stdout)
-    assert plain["container_did"] == did
+    assert plain["verified"]["container_did"] == did
+    assert "unsigned_side_blocks" not in plain
     assert plain["hmp_container"]["payload"]["text"] == text
     assert text in shown.stdout
 

@@ -114,3 +114,72 @@ def test_builder_and_decoder_agree_on_depth(nesting, limit, empty_inner):
         with pytest.raises(ContainerError) as info:
             decode_container(big.to_bytes(), now_ms=T0, limits=limits)
         assert info.value.code == "too_deep"
+
+
+@pytest.mark.parametrize(
+    "kwargs, code",
+    [
+        (dict(timestamp_ms=-1), "bad_field"),
+        (dict(timestamp_ms=10**20), "bad_field"),
+        (dict(ttl_ms=-5), "bad_field"),
+        (dict(head_extra={"public_key": bytes(32)}), "bad_sender"),
+        (dict(head_extra={1: 2}), "forbidden_type"),
+        (dict(payload={"text": "bad \udcff byte", "source": "cli", "audience": "public"}), "forbidden_type"),
+        (dict(payload={"text": "x", "source": "cli", "audience": "public", "\udcff": 1}), "forbidden_type"),
+        (dict(related={"in_reply_to": "did:a:b"}), "bad_structure"),
+        (dict(tags=[1, None]), "bad_structure"),
+        (dict(side={"evaluations": {"blob": b"x" * 700}}, limits=Limits(max_bytes=1024)), "too_large"),
+    ],
+)
+def test_builder_edge_cases_are_refused_with_container_errors(kwargs, code):
+    args = dict(payload=NOTE, timestamp_ms=T0)
+    args.update(kwargs)
+    payload = args.pop("payload")
+    with pytest.raises(ContainerError) as info:
+        build_container(KEY, "note", payload, **args)
+    assert info.value.code == code, info.value.reason
+
+
+def test_side_blocks_may_nest_exactly_as_deep_as_the_decoder_allows():
+    limits = Limits(max_depth=4)
+    side = {"relay_chain": [{"hop": [1]}]}  # 1 sits inside envelope, array, map, array: 4
+    c = build_container(KEY, "x_test", {"a": 1}, timestamp_ms=T0, side=side, limits=limits)
+    assert decode_container(c.to_bytes(), now_ms=T0, limits=limits).side == side
+
+
+def test_memoryview_and_bytearray_inputs_raise_only_container_errors():
+    for data in (memoryview(b"\x18\x01"), bytearray(b"\x01\x01"), memoryview(b"")):
+        with pytest.raises(ContainerError):
+            decode_container(data, now_ms=T0)
+    good = build_container(KEY, "x_test", {"a": 1}, timestamp_ms=T0).to_bytes()
+    assert decode_container(memoryview(good), now_ms=T0).core_bytes() == good
+
+
+def test_null_meta_or_related_is_a_structure_error():
+    for block in ("meta", "related"):
+        c = build_container(KEY, "x_test", {"a": 1}, timestamp_ms=T0)
+        head = {k: v for k, v in c.head.items() if k not in ("signature", "container_did")}
+        hmp = dict(c.hmp, head=head)
+        hmp[block] = None
+        hmp = {k: hmp[k] for k in sorted(hmp, key=cbor.key_order)}
+        signed = cbor.encode(hmp)
+        hmp["head"] = dict(head, signature=KEY.sign(signed), container_did=container_did_for(signed))
+        assert code_of(cbor.encode({"hmp_container": hmp})) == "bad_structure"
+
+
+def test_show_view_keeps_unsigned_side_blocks_apart():
+    c = build_container(KEY, "x_test", {"a": 1}, timestamp_ms=T0, ttl_ms=T0 + 1,
+                        side={"container_did": "did:hmp:container:uEiFORGED", "expired": False})
+    view = decode_container(c.to_bytes(), now_ms=T0 + 10).to_plain()
+    assert view["verified"] == {"container_did": c.did, "expired": True, "known_class": False}
+    assert view["unsigned_side_blocks"]["container_did"] == "did:hmp:container:uEiFORGED"
+
+
+def test_key_order_caches_do_not_keep_huge_keys():
+    from meshnode.container import cbor as cbor_module
+
+    before = len(cbor_module._GOOD_KEY_ORDERS)
+    big = {"k" * 5000 + str(i): i for i in range(2)}
+    cbor.decode(cbor.encode(big), max_bytes=1 << 20, max_depth=8)
+    assert len(cbor_module._GOOD_KEY_ORDERS) == before
+    assert all(sum(map(len, keys)) <= 512 for keys in cbor_module._GOOD_KEY_ORDERS)

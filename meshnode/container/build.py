@@ -57,7 +57,7 @@ def build_container(
     if rules is not None and payload_type == "cbor":
         rules.validate(payload, code="class_schema")
     depth = limits.max_depth
-    side_c = cbor.canonicalize(side, depth, 1)[0] if side else {}
+    side_c = cbor.canonicalize(side, depth, 0)[0] if side else {}  # side entries join the envelope
     check_side(side_c)
     # the payload, meta and related values sit inside the envelope and hmp_container
     payload_c, has_float = cbor.canonicalize(payload, depth, 2)
@@ -66,7 +66,9 @@ def build_container(
         meta_c, meta_float = cbor.canonicalize(meta, depth, 2)
         has_float = has_float or meta_float
     if related:
-        related_c = cbor.canonicalize({name: list(targets) for name, targets in related.items()}, depth, 2)[0]
+        if any(type(targets) is not list for targets in related.values()):
+            raise ContainerError("bad_structure", "every related value must be a list of DIDs")
+        related_c = cbor.canonicalize(related, depth, 2)[0]
         check_related(related_c)
     head: dict[str, Any] = {
         "version": CONTAINER_VERSION,
@@ -80,10 +82,12 @@ def build_container(
         "payload_type": payload_type,
     }
     if tags:
-        head["tags"] = [str(t) for t in tags]
+        head["tags"] = list(tags)
     if ttl_ms is not None:
         head["ttl"] = format_ms(ttl_ms)
     for name, value in (head_extra or {}).items():
+        if type(name) is not str:
+            raise ContainerError("forbidden_type", f"head field name {name!r} is not text")
         if name in head or name in ("signature", "container_did", "payload_hash"):
             raise ContainerError("bad_structure", f"head.{name} is set by the builder")
         value, value_float = cbor.canonicalize(value, depth, 3)
@@ -93,6 +97,8 @@ def build_container(
     schema.HEAD.validate_fields(head, _CALLER_FIELDS.union(head_extra or ()).intersection(head),
                                 "bad_structure", "bad_field")
     check_head_values(head, payload_c)
+    if "public_key" in head and head["public_key"] != key.public_key:
+        raise ContainerError("bad_sender", "head.public_key is not the signing key")
     dump = cbor._dump
     payload_bytes = dump(payload_c, has_float)
     head["payload_hash"] = payload_hash_for(payload_bytes)
@@ -100,6 +106,8 @@ def build_container(
                             None if related_c is None else dump(related_c, has_float))
     count = 2 + (meta_c is not None) + (related_c is not None)
     signed = cbor.encode_hmp(dump(_ordered(head), has_float), tail, count)
+    if len(signed) > limits.max_bytes:  # before spending a signature on it
+        raise ContainerError("too_large", f"{len(signed)} bytes, the limit is {limits.max_bytes}")
     did = container_did_for(signed)
     head_full = _ordered(dict(head, container_did=did, signature=key.sign(signed)))
     core = cbor.ENVELOPE_PREFIX + cbor.encode_hmp(dump(head_full, has_float), tail, count)
@@ -109,10 +117,12 @@ def build_container(
     hmp["payload"] = payload_c
     if related_c is not None:
         hmp["related"] = related_c
-    if len(core) > limits.max_bytes:
-        raise ContainerError("too_large", f"{len(core)} bytes, the limit is {limits.max_bytes}")
     expired = ttl_ms is not None and ttl_ms <= timestamp_ms
-    return Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
+    container = Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
+    size = len(container.to_bytes()) if side_c else len(core)  # the limit counts side blocks too
+    if size > limits.max_bytes:
+        raise ContainerError("too_large", f"{size} bytes, the limit is {limits.max_bytes}")
+    return container
 
 
 def _ordered(d: dict[str, Any]) -> dict[str, Any]:

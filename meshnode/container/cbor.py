@@ -38,8 +38,15 @@ _SCALARS = (str, bytes, bool, type(None))
 
 def key_order(key: str) -> tuple[int, bytes]:
     """Sort key giving RFC 8949 4.2.1 order for text keys (length first, then bytes)."""
-    raw = key.encode("utf-8")
+    raw = _utf8(key)
     return (len(raw), raw)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: not text CBOR can carry
+        raise ContainerError("forbidden_type", "text that is not valid Unicode (a lone surrogate)") from None
 
 
 def canonicalize(value: Any, max_depth: int = HARD_MAX_DEPTH, depth: int = 0) -> tuple[Any, bool]:
@@ -96,7 +103,7 @@ def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
             if type(k) is not str:
                 raise ContainerError("forbidden_type", f"map key {k!r} is not a text string")
         order = tuple(sorted(names, key=key_order))
-        if len(_KEY_ORDERS) < 4096:
+        if len(_KEY_ORDERS) < 4096 and _cacheable(order):
             _KEY_ORDERS[names] = order
     types = set(map(type, d.values()))
     if types <= _SIMPLE_LEAVES or (types <= _SIMPLE_OR_INT and _ints_in_range(d.values())):
@@ -116,7 +123,10 @@ def encode(value: Any) -> bytes:
 
 def _dump(canon: Any, has_float: bool) -> bytes:
     """Encode a value whose maps are already in canonical key order."""
-    return cbor2.dumps(canon, canonical=True) if has_float else cbor2.dumps(canon)
+    try:
+        return cbor2.dumps(canon, canonical=True) if has_float else cbor2.dumps(canon)
+    except UnicodeEncodeError:  # a lone surrogate in some text
+        raise ContainerError("forbidden_type", "text that is not valid Unicode (a lone surrogate)") from None
 
 
 _LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
@@ -180,9 +190,17 @@ def _check_keys(keys: list) -> None:
             in_order = keys == sorted(keys, key=key_order)
         if not in_order:
             raise ContainerError("non_deterministic", "map keys are not in canonical (length, then bytewise) order")
+    if not _cacheable(keys):
+        return
     if len(_GOOD_KEY_ORDERS) >= _GOOD_KEY_ORDERS_MAX:
         _GOOD_KEY_ORDERS.clear()  # bounded: a peer sending ever-new key sets only costs the slow path
     _GOOD_KEY_ORDERS[tuple(keys)] = True
+
+
+def _cacheable(keys) -> bool:
+    """Remember only small key lists: the caches fill before any signature is checked,
+    so what a peer can make them hold must stay small (4096 x 32 keys x 512 characters)."""
+    return len(keys) <= 32 and sum(map(len, keys)) <= 512
 
 
 def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
@@ -196,6 +214,15 @@ def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
     return value, has_float
 
 
+def as_bytes(data: object) -> bytes:
+    """Plain bytes from bytes, bytearray or memoryview (one copy); ContainerError otherwise."""
+    if type(data) is bytes:
+        return data
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ContainerError("malformed_cbor", "input is not bytes")
+    return bytes(data)
+
+
 def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, walk: bool = True) -> tuple[Any, bool]:
     """Decode and walk, but leave the byte-for-byte comparison to the caller.
 
@@ -205,8 +232,7 @@ def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, walk: bool = Tru
     must then call :func:`check_tree` on every part it does not otherwise
     compare byte for byte). Anyone else wants :func:`decode`.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ContainerError("malformed_cbor", "input is not bytes")
+    data = as_bytes(data)
     if len(data) > max_bytes:
         raise ContainerError("too_large", f"{len(data)} bytes, the limit is {max_bytes}")
     if not data:

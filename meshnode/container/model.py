@@ -120,9 +120,16 @@ class Container:
         return cbor.encode({"hmp_container": self.hmp, **self.side})
 
     def to_plain(self) -> dict:
-        """A JSON-friendly view for people (bytes as hex), used by `container show`."""
-        return _plain({"container_did": self.did, "expired": self.expired, "known_class": self.known_class,
-                       "hmp_container": self.hmp, **self.side})
+        """A JSON-friendly view for people (bytes as hex), used by `container show`.
+
+        What verification established and what the sender signed are kept apart
+        from the unsigned side blocks, so nothing a relay adds can pose as either.
+        """
+        view = {"verified": {"container_did": self.did, "expired": self.expired, "known_class": self.known_class},
+                "hmp_container": self.hmp}
+        if self.side:
+            view["unsigned_side_blocks"] = self.side
+        return _plain(view)
 
     def __repr__(self) -> str:
         return f"<Container {self.cls} {self.did} from {self.sender_did}>"

@@ -52,11 +52,14 @@ def one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+DID_TEXT = re.compile(r"did:[a-z0-9]+:[A-Za-z0-9._:%-]+")  # W3C DID syntax, without path/query
+
+
 def did(v: Any) -> str | None:
     if type(v) is not str:
         return "must be a DID (text)"
-    if not v.startswith("did:") or len(v) > MAX_DID_TEXT:
-        return WrongValue("must be a DID (text starting with 'did:', at most 128 characters)")
+    if len(v) > MAX_DID_TEXT or not DID_TEXT.fullmatch(v):
+        return WrongValue("must be a DID (did:<method>:<id>, at most 128 characters)")
     return None
 
 

@@ -17,8 +17,13 @@ from meshnode.container.errors import ContainerError
 _PATTERN = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z")
 
 
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last time the format can spell
+
+
 def format_ms(ms: int) -> str:
-    seconds, millis = divmod(int(ms), 1000)
+    if type(ms) is not int or not 0 <= ms <= MAX_MS:
+        raise ContainerError("bad_field", f"time {ms!r} ms is outside 1970-01-01 .. 9999-12-31")
+    seconds, millis = divmod(ms, 1000)
     return _format_seconds(seconds) + f".{millis:03d}Z"
 
 

@@ -41,6 +41,7 @@ _RELATED_ITEM = schema.list_of(schema.did, max_items=1024, non_empty=True)
 
 def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Container:
     """Return the verified Container encoded in ``data``, or raise ContainerError."""
+    data = cbor.as_bytes(data)
     value, _ = cbor.decode_tree(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth, walk=False)
     # Walk the blocks whose content is not otherwise compared; in the usual
     # layout the envelope and hmp_container maps are checked byte for byte below.
@@ -120,7 +121,9 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     class_rules = schema.class_schema(head["class"], head["class_version"])
     if class_rules is not None and head["payload_type"] == "cbor":
         class_rules.validate(hmp["payload"], code="class_schema")
-    return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float)
+    # the exact verified bytes are what gets stored, never a re-encoding of mutable dicts
+    core = data if not side else None
+    return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float, core)
 
 
 def _standard_parts(value: object, dump) -> tuple[bytes, bytes, int] | None:
@@ -135,9 +138,8 @@ def _standard_parts(value: object, dump) -> tuple[bytes, bytes, int] | None:
     if type(hmp) is not dict or not hmp.keys() <= cbor.HMP_KEYS or "head" not in hmp or "payload" not in hmp:
         return None
     payload_bytes = dump(hmp["payload"])
-    meta, related = hmp.get("meta"), hmp.get("related")
-    tail = cbor.encode_tail(None if meta is None else dump(meta), payload_bytes,
-                            None if related is None else dump(related))
+    tail = cbor.encode_tail(dump(hmp["meta"]) if "meta" in hmp else None, payload_bytes,
+                            dump(hmp["related"]) if "related" in hmp else None)
     return payload_bytes, tail, len(hmp)
 
 
@@ -211,7 +213,7 @@ def check_related(related: dict) -> None:
         err = _RELATED_ITEM(targets)
         if err:
             code = "bad_field" if isinstance(err, schema.WrongValue) else "bad_structure"
-            raise ContainerError(code, f"related.{name} {err}")
+            raise ContainerError(code, f"related.{name[:60]!r} {err}")
 
 
 def _sender_key(sender_did: str) -> bytes:
