@@ -27,17 +27,20 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "meshnode needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	@$(MAKE) --no-print-directory system-deps
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@test -x $(BIN)/pip || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	@touch $(STAMP)
 
 # py-libp2p's fastecdsa has no wheel for every Python: it compiles against
-# libgmp. Install the header (and a compiler) only when they are missing.
+# libgmp and the Python headers. Install what is missing (and only that):
+# a compiler, libgmp's header, Python's headers, and venv support.
 system-deps:
 	@missing=""; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	printf '#include <gmp.h>\n' | cc -E -x c - >/dev/null 2>&1 || missing="$$missing libgmp-dev"; \
+	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+	  || missing="$$missing python3-dev"; \
+	$(PYTHON) -c 'import ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
 import trio
@@ -22,7 +23,7 @@ from meshnode.config import load_config, resolve_home
 from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
-from meshnode.identity.keyfile import PASSPHRASE_ENV
+from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.store import Database, latest_version
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
     try:
         return args.func(args) or 0
     except MeshnodeError as exc:
@@ -135,10 +137,14 @@ def cmd_init(args) -> int:
     config, result = init_home(home, name=args.name, passphrase=passphrase, exist_ok=args.exist_ok,
                                overrides=overrides)
     state = "created" if result.created_key else "already initialised"
+    encrypted = key_file_is_encrypted(config.key_path)
     print(f"{state}: {config.home}")
     print(f"did:     {result.key.did}")
     print(f"peer id: {result.key.peer_id}")
-    print(f"key:     {config.key_path}{' (encrypted)' if passphrase else ''}")
+    print(f"key:     {config.key_path} ({'encrypted' if encrypted else 'not encrypted'})")
+    if args.encrypt and not result.created_key and not encrypted:
+        print("meshnode: the existing key was kept as it is (not encrypted); --encrypt applies to new keys",
+              file=sys.stderr)
     return 0
 
 
@@ -191,18 +197,30 @@ def cmd_note_list(args) -> int:
     config = _config(args)
     db = _open_db(config)
     try:
-        rows = db.conn.execute(
-            "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
-            " ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(args.limit, 10_000)),)).fetchall()
+        rows = db.recent_notes(args.limit)
     finally:
         db.close()
     if args.json:
-        print(json.dumps([dict(zip(("timestamp", "topic", "text", "audience", "tags", "container_did"), r))
-                          for r in rows], indent=2))
+        print(json.dumps(rows, indent=2))
     else:
-        for ts, topic, text, audience, _tags, _did in rows:
-            print(f"{ts}  [{audience}] {f'({topic}) ' if topic else ''}{text}")
+        for r in rows:
+            topic = f"({r['topic']}) " if r["topic"] else ""
+            print(terminal_safe(f"{r['timestamp']}  [{r['audience']}] {topic}{r['text']}"))
     return 0
+
+
+def terminal_safe(text: str, keep_newlines: bool = False) -> str:
+    """Escape control and format characters (escape sequences, bidi overrides) before
+    text from peers reaches a terminal; everything else, any script, prints as is."""
+    out = []
+    for ch in text:
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch != "\u200d":
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _read_container_file(path: Path) -> bytes:
@@ -223,7 +241,7 @@ def cmd_container_show(args) -> int:
     except ContainerError as exc:
         print(f"invalid ({exc.code}): {exc.reason}", file=sys.stderr)
         return 1
-    print(json.dumps(c.to_plain(), indent=2, ensure_ascii=False))
+    print(terminal_safe(json.dumps(c.to_plain(), indent=2, ensure_ascii=False), keep_newlines=True))
     return 0
 
 

@@ -161,13 +161,19 @@ def _merge(values: dict, new: Mapping, origin: str) -> None:
 
 def _check(values: dict) -> None:
     limits = values["limits"]
-    if not 1024 <= limits["max_container_bytes"] <= 64 * 1024 * 1024:
-        raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 64 MiB")
+    # the ceiling bounds the worst case of one decode (many tiny maps cost ~85x their size in memory)
+    if not 1024 <= limits["max_container_bytes"] <= 16 * 1024 * 1024:
+        raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 16 MiB")
     if not 4 <= limits["max_depth"] <= 256:
         raise ConfigError("bad_config", "limits.max_depth must be between 4 and 256")
     if not 0 <= limits["clock_skew_seconds"] <= 86400:
         raise ConfigError("bad_config", "limits.clock_skew_seconds must be between 0 and 86400")
     if values["log"]["level"] not in _LOG_LEVELS:
         raise ConfigError("bad_config", f"log.level must be one of {', '.join(_LOG_LEVELS)}")
-    if not values["node"]["name"].strip() or len(values["node"]["name"]) > 64:
-        raise ConfigError("bad_config", "node.name must be 1 to 64 characters")
+    check_name(values["node"]["name"])
+
+
+def check_name(name: str) -> None:
+    """A node's display name: 1 to 64 printable characters."""
+    if not name.strip() or len(name) > 64 or not name.isprintable():
+        raise ConfigError("bad_config", "node.name must be 1 to 64 printable characters")

@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshnode.config import CONFIG_FILE, Config, default_config_text, load_config
-from meshnode.errors import KeyFileError
+from meshnode.config import CONFIG_FILE, Config, check_name, default_config_text, load_config
+from meshnode.errors import ConfigError, KeyFileError
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted, load_key_file, write_key_file
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import Database
@@ -31,11 +31,22 @@ class InitResult:
 def init_home(home: Path, *, name: str | None, passphrase: str | None, exist_ok: bool,
               overrides: dict | None = None) -> tuple[Config, InitResult]:
     """Create the home layout, config, key file and database. Idempotent with ``exist_ok``."""
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        return _init_home(home, name, passphrase, exist_ok, overrides)
+    except (OSError, ValueError) as exc:  # e.g. the home is a file, or a path holds a NUL byte
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError("bad_home", f"cannot set up {home}: {reason}") from None
+
+
+def _init_home(home: Path, name: str | None, passphrase: str | None, exist_ok: bool,
+               overrides: dict | None) -> tuple[Config, InitResult]:
+    name = name if name is not None else (home.name or "meshnode")
+    check_name(name)  # before anything is written, so a bad name leaves nothing behind
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
     config_file = home / CONFIG_FILE
     created_config = False
     if not config_file.exists():
-        config_file.write_text(default_config_text(name or home.name or "meshnode"), encoding="utf-8")
+        config_file.write_text(default_config_text(name), encoding="utf-8")
         created_config = True
     config = load_config(home, overrides)
     bootstrap = home / "bootstrap.txt"

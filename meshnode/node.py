@@ -17,10 +17,12 @@ import trio
 
 from meshnode.config import Config
 from meshnode.container import format_ms, now_ms
+from meshnode.errors import StoreError
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Store
 
 log = logging.getLogger("meshnode.node")
+STOP_BUSY_TIMEOUT_MS = 500
 
 
 async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> None:
@@ -37,12 +39,15 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 log.info("received %s, stopping", signal.Signals(signum).name)
                 break
             with trio.CancelScope(shield=True):
-                await store.write(_heartbeat, "node", "stopped")
+                try:  # best effort, and quick: stopping must not wait on another process's lock
+                    await store.write(_heartbeat, "node", "stopped", STOP_BUSY_TIMEOUT_MS)
+                except StoreError as exc:
+                    log.warning("could not record the stop: %s", exc.reason)
     print("stopped", file=out, flush=True)
 
 
-def _heartbeat(db, name: str, state: str) -> None:
-    with db.transaction() as conn:
+def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:
+    with db.transaction(busy_timeout_ms) as conn:
         conn.execute(
             "INSERT INTO main_process (name, heartbeat, stop) VALUES (?, ?, ?)"
             " ON CONFLICT (name) DO UPDATE SET heartbeat = excluded.heartbeat, stop = excluded.stop",

@@ -26,7 +26,8 @@ class NoteError(MeshnodeError):
 
 
 def parse_mentions(text: str) -> list[str]:
-    return _unique(m.group(1).rstrip(".") for m in _MENTION.finditer(text))
+    """@name and @did:... mentions; ones too long to be a DID or a name are not mentions."""
+    return _unique(m for m in (m.group(1).rstrip(".") for m in _MENTION.finditer(text)) if len(m) <= 128)
 
 
 def parse_hashtags(text: str) -> list[str]:

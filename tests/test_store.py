@@ -488,3 +488,63 @@ def test_acknowledged_writes_survive_sigkill(tmp_path):
         assert d.load_container(acked[-1], now_ms=now_ms()).did == acked[-1]
     finally:
         d.close()
+
+
+# --- review regressions -------------------------------------------------------------
+
+
+def test_a_failed_commit_rolls_back_and_leaves_the_connection_usable(tmp_path):
+    from meshnode.errors import StoreError
+
+    db = Database(tmp_path / "x.db")
+    try:
+        with pytest.raises(StoreError) as info:
+            with db.transaction() as conn:
+                conn.execute("PRAGMA defer_foreign_keys=ON")  # the violation surfaces at COMMIT
+                conn.execute("INSERT INTO container_links (source_did, relation, target_did) VALUES ('x', 'r', 't')")
+        assert "FOREIGN KEY" in info.value.reason
+        assert not db.conn.in_transaction
+        with db.transaction() as conn:
+            conn.execute("SELECT 1")
+    finally:
+        db.close()
+
+
+def test_the_first_error_is_the_one_raised_when_sqlite_already_rolled_back(tmp_path):
+    from meshnode.errors import StoreError
+
+    db = Database(tmp_path / "x.db")
+    try:
+        db.conn.execute("CREATE TEMP TABLE t (x)")
+        db.conn.execute("CREATE TEMP TRIGGER tr BEFORE INSERT ON t BEGIN SELECT RAISE(ROLLBACK, 'says no'); END")
+        with pytest.raises(StoreError) as info:
+            with db.transaction() as conn:
+                conn.execute("INSERT INTO t VALUES (1)")
+        assert "says no" in info.value.reason
+    finally:
+        db.close()
+
+
+OPENER = """
+import sys
+from pathlib import Path
+from meshnode.store import Database
+db = Database(Path(sys.argv[1]))
+print(db.version)
+db.close()
+"""
+
+
+def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path):
+    from meshnode.store import latest_version
+
+    script = tmp_path / "opener.py"
+    script.write_text(OPENER)
+    for trial in range(5):
+        path = tmp_path / f"new{trial}.db"
+        procs = [subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+            assert out.strip() == str(latest_version())

@@ -69,7 +69,14 @@ def write_key_file(path: Path, key: NodeKey, passphrase: str | None = None, *,
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    try:
+        # link, not rename: it fails if another process created the key meanwhile,
+        # so two concurrent `init`s can never silently replace each other's key
+        os.link(tmp, path)
+    except FileExistsError:
+        raise KeyFileError("key_exists", f"{path} already exists; refusing to overwrite a node key") from None
+    finally:
+        os.unlink(tmp)
     _fsync_dir(path.parent)
 
 

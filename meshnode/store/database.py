@@ -9,6 +9,7 @@ it returns, which is what "an acknowledged write is durable" needs.
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,37 +25,84 @@ from meshnode.store.migrate import migrate, schema_version
 BUSY_TIMEOUT_MS = 10_000
 
 
+@contextmanager
+def sql_errors(action: str) -> Iterator[None]:
+    """Turn sqlite3's exceptions into StoreError, with a reason a person can act on."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            raise StoreError("db_busy", f"{action}: the database is busy (another process holds it): {text}") from None
+        if "full" in text:
+            raise StoreError("db_full", f"{action}: the disk or database is full: {text}") from None
+        raise StoreError("db_error", f"{action}: {text}") from None
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. Changing the journal mode does not wait for another process's
+    lock (SQLite answers BUSY at once), so a node opening a new database while
+    another process migrates it retries for a while instead of failing."""
+    delay = 0.01
+    for _ in range(12):  # about 10 s in all, the same as the busy timeout
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        time.sleep(delay)  # a retry interval in a worker thread, not a synchronization
+        delay = min(delay * 2, 2.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+
+
 class Database:
     def __init__(self, path: Path, *, create: bool = True, do_migrate: bool = True):
         self.path = Path(path)
         if not create and not self.path.exists():
             raise StoreError("no_database", f"no database at {self.path}; run `meshnode init` first")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                         timeout=BUSY_TIMEOUT_MS / 1000)
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            _use_wal(self.conn)
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, ValueError) as exc:
             raise StoreError("cannot_open", f"cannot open the database {self.path}: {exc}") from None
-        self.version = migrate(self.conn) if do_migrate else schema_version(self.conn)
+        with sql_errors("migrating the database"):
+            self.version = migrate(self.conn) if do_migrate else schema_version(self.conn)
 
     def close(self) -> None:
         self.conn.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT; the commit is durable when this block exits."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.execute("COMMIT")
+    def transaction(self, busy_timeout_ms: int | None = None) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; the commit is durable when this block exits.
+
+        On any failure (the block's, or COMMIT's own) the transaction is rolled
+        back if SQLite has not already done so, and the first error is the one
+        raised; sqlite3 errors arrive as StoreError. ``busy_timeout_ms`` waits
+        for another process's lock for that long instead of the default.
+        """
+        conn = self.conn
+        with sql_errors("writing to the database"):
+            if busy_timeout_ms is not None:
+                conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if busy_timeout_ms is not None:
+                    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     # --- containers -----------------------------------------------------
 
@@ -65,7 +113,8 @@ class Database:
             return _insert(conn, c, received_at_ms, received_from, local)
 
     def get_container_bytes(self, did: str, with_side: bool = True) -> bytes | None:
-        row = self.conn.execute("SELECT core, side FROM containers WHERE did = ?", (did,)).fetchone()
+        with sql_errors("reading a container"):
+            row = self.conn.execute("SELECT core, side FROM containers WHERE did = ?", (did,)).fetchone()
         if row is None:
             return None
         core, side = row
@@ -87,14 +136,21 @@ class Database:
                 n += 1
         return n
 
+    def recent_notes(self, limit: int) -> list[dict]:
+        with sql_errors("reading notes"):
+            cur = self.conn.execute(
+                "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
+                " ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
     def counts(self) -> dict[str, int]:
         q = self.conn.execute
-        by_class = dict(q("SELECT class, count(*) FROM containers GROUP BY class").fetchall())
-        return {
-            "containers": sum(by_class.values()),
-            "notes": q("SELECT count(*) FROM notes").fetchone()[0],
-            **{f"class:{k}": v for k, v in sorted(by_class.items())},
-        }
+        with sql_errors("counting"):
+            by_class = dict(q("SELECT class, count(*) FROM containers GROUP BY class").fetchall())
+            notes = q("SELECT count(*) FROM notes").fetchone()[0]
+        return {"containers": sum(by_class.values()), "notes": notes,
+                **{f"class:{k}": v for k, v in sorted(by_class.items())}}
 
 
 # Stored containers were checked at arrival within the node's limits; re-reading
@@ -108,8 +164,9 @@ def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, receive
     head = c.head
     expires = parse_ms(head["ttl"], "ttl") if "ttl" in head else None
     cur = conn.execute(
-        "INSERT OR IGNORE INTO containers (did, class, class_version, sender_did, timestamp_ms, expires_ms,"
-        " known_class, core, side, received_at_ms, received_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO containers (did, class, class_version, sender_did, timestamp_ms, expires_ms,"
+        " known_class, core, side, received_at_ms, received_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (did) DO NOTHING",
         (c.did, c.cls, head["class_version"], c.sender_did, c.timestamp_ms, expires, int(c.known_class),
          c.core_bytes(), cbor.encode(c.side) if c.side else None, received_at_ms, received_from),
     )

@@ -41,20 +41,60 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Bring ``conn`` (autocommit mode) to the latest schema; returns the version."""
+    """Bring ``conn`` (autocommit mode) to the latest schema; returns the version.
+
+    Each step takes the write lock first (BEGIN IMMEDIATE) and reads the
+    version again under it, so two processes opening a new database at once
+    do not both apply the same migration. Statements run one by one inside
+    that transaction (``executescript`` would commit it first).
+    """
     steps = migrations()
-    current = schema_version(conn)
-    if current > len(steps):
-        raise StoreError(
-            "db_too_new",
-            f"the database is at schema version {current}, this meshnode knows only up to {len(steps)}; "
-            "upgrade meshnode (or use a copy of the database made by this version)",
-        )
-    for number, name, sql in steps[current:]:
+    while True:
+        current = schema_version(conn)
+        _refuse_newer(current, len(steps))
+        if current == len(steps):
+            return current
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\n;PRAGMA user_version = {number};\nCOMMIT;")
-        except sqlite3.Error as exc:
+            current = schema_version(conn)  # another process may have migrated meanwhile
+            _refuse_newer(current, len(steps))
+            if current < len(steps):
+                number, name, sql = steps[current]
+                try:
+                    for statement in split_statements(sql):
+                        conn.execute(statement)
+                except sqlite3.Error as exc:
+                    raise StoreError("migration_failed", f"migration {name} failed: {exc}") from None
+                conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise StoreError("migration_failed", f"migration {name} failed: {exc}") from None
-    return schema_version(conn)
+            raise
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a migration into complete SQL statements (triggers' BEGIN...END kept whole)."""
+    statements, buffer = [], ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if _strip_comments(buffer):
+                statements.append(buffer.strip())
+            buffer = ""
+    if _strip_comments(buffer):
+        raise StoreError("bad_migrations", "a migration ends with an incomplete statement")
+    return statements
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines()).strip()
+
+
+def _refuse_newer(current: int, known: int) -> None:
+    if current > known:
+        raise StoreError(
+            "db_too_new",
+            f"the database is at schema version {current}, this meshnode knows only up to {known}; "
+            "upgrade meshnode (or use a copy of the database made by this version)",
+        )

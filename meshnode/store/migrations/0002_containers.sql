@@ -17,7 +17,7 @@ CREATE TABLE containers (
     side            BLOB,                      -- unsigned side blocks as one CBOR map, NULL when none
     received_at_ms  INTEGER NOT NULL,
     received_from   TEXT                       -- peer DID it came from; NULL when made here
-) WITHOUT ROWID;
+);  -- a rowid table: rows hold whole containers, too large for WITHOUT ROWID to pay off
 
 CREATE INDEX containers_by_class ON containers (class, timestamp_ms);
 CREATE INDEX containers_by_sender ON containers (sender_did, timestamp_ms);

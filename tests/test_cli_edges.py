@@ -1,0 +1,95 @@
+"""CLI edge cases found in review: races, hostile text, permissions, locked databases."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import cli_env
+from test_cli import RunningNode, assert_clean_failure, db_path, one_error_line, status
+
+
+def test_two_concurrent_inits_never_replace_each_others_key(tmp_path, fake_user_home):
+    home = tmp_path / "h"
+    env = cli_env(fake_user_home)
+    procs = [subprocess.Popen([sys.executable, "-m", "meshnode", "--home", str(home), "init"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(2)]
+    results = [(p.wait(timeout=60), *p.communicate()) for p in procs]
+    winners = [out for code, out, _err in results if code == 0]
+    assert len(winners) >= 1
+    printed = {line.split()[1] for out in winners for line in out.splitlines() if line.startswith("did:")}
+    assert len(printed) == 1, results  # whoever "won", everyone who said created names the same key
+    key_file = (home / "keys" / "node.key").read_text()
+    assert printed.pop() in key_file
+    for code, _out, err in results:
+        assert "Traceback" not in err
+
+
+def test_init_on_a_file_fails_cleanly(tmp_path, run_cli):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert_clean_failure(run_cli("--home", not_a_dir, "init"))
+
+
+def test_init_with_a_bad_name_writes_nothing(tmp_path, run_cli):
+    home = tmp_path / "h"
+    result = run_cli("--home", home, "init", "--name", "bad\nname")
+    assert "printable" in one_error_line(result)
+    assert not (home / "config.toml").exists()
+    assert run_cli("--home", home, "init", "--name", "good").returncode == 0
+
+
+def test_files_a_node_writes_are_private(home):
+    for path in (db_path(home), home / "config.toml", home / "keys" / "node.key"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+    assert stat.S_IMODE(db_path(home).parent.stat().st_mode) & 0o077 == 0
+
+
+def test_note_list_escapes_terminal_control_sequences(home, run_cli):
+    hostile = "hi \x1b]0;pwned\x07\x1b[2J \u202eevil"
+    assert run_cli("--home", home, "note", "add", hostile).returncode == 0
+    listed = run_cli("--home", home, "note", "list")
+    assert listed.returncode == 0
+    assert "\x1b" not in listed.stdout and "\u202e" not in listed.stdout and "\x07" not in listed.stdout
+    assert "\\u001b]0;pwned" in listed.stdout
+
+
+def test_init_exist_ok_encrypt_tells_the_truth(home, run_cli):
+    result = run_cli("--home", home, "init", "--exist-ok", "--encrypt",
+                     env={"MESHNODE_KEY_PASSPHRASE": "long enough passphrase"})
+    assert result.returncode == 0
+    assert "(not encrypted)" in result.stdout
+    assert "kept as it is" in result.stderr
+
+
+def test_note_add_with_invalid_unicode_fails_cleanly(home, run_cli):
+    result = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(home), "note", "add", b"bad \xff byte"],
+                            capture_output=True, env=cli_env(home.parent), stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert b"Traceback" not in result.stderr
+
+
+def test_a_locked_database_is_one_clear_line_and_does_not_slow_shutdown(home, run_cli, fake_user_home):
+    node = RunningNode(home, fake_user_home)
+    locker = sqlite3.connect(db_path(home), timeout=0)
+    try:
+        node.wait_for("ready", timeout=20)
+        locker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        sent = time.monotonic()
+        node.proc.send_signal(signal.SIGINT)
+        code = node.proc.wait(timeout=10)
+        elapsed = time.monotonic() - sent
+        assert code == 0, node.stderr
+        assert elapsed <= 1.0, f"took {elapsed:.2f} s to stop with the database locked"
+        assert not any("Traceback" in line for line in node.stderr)
+    finally:
+        locker.rollback()
+        locker.close()
+        node.cleanup()
