@@ -1,0 +1,172 @@
+"""The control channel: how CLI commands talk to a running node.
+
+A unix socket in the node's data directory (mode 0600, so only its owner can
+connect), one JSON request per connection, one JSON response back:
+
+    {"cmd": "peers", "args": {}}            ->  {"ok": true, "result": ...}
+                                            or  {"ok": false, "code": "...", "reason": "..."}
+
+A second process never opens the node's database while it runs; it asks the
+node. Requests are size-limited and validated like any other input.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from meshnode.errors import MeshnodeError
+
+SOCKET_NAME = "control.sock"
+MAX_REQUEST = 4 * 1024 * 1024
+MAX_RESPONSE = 16 * 1024 * 1024
+MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on BSDs
+
+Handler = Callable[[str, dict], Awaitable[Any]]
+
+
+class ControlError(MeshnodeError):
+    """A control request failed, or the node could not be reached."""
+
+
+def socket_path(data_dir: Path) -> Path:
+    return data_dir / SOCKET_NAME
+
+
+async def serve_control(path: Path, handler: Handler, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Listen on ``path`` until cancelled; ``handler(cmd, args)`` returns the result or
+    raises MeshnodeError. Refuses to start while another node answers on the socket."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ControlError("control_path_too_long",
+                           f"the control socket path {path} is too long for a unix socket; use a shorter home")
+    if path.exists() or path.is_symlink():
+        if _answers(path):
+            raise ControlError("node_running", f"another node is already running on {path.parent}")
+        path.unlink()  # left behind by a node that did not stop cleanly
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o077)
+    try:
+        await sock.bind(os.fspath(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(16)
+    listener = trio.SocketListener(sock)
+    try:
+        async with listener:
+            task_status.started()
+            async with trio.open_nursery() as nursery:
+                while True:
+                    stream = await listener.accept()
+                    nursery.start_soon(_handle, stream, handler)
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+async def _handle(stream: trio.SocketStream, handler: Handler) -> None:
+    async with stream:
+        try:
+            with trio.fail_after(30):
+                request = await _read_request(stream)
+                cmd, args = _parse(request)
+                try:
+                    result = await handler(cmd, args)
+                    response = {"ok": True, "result": result}
+                except MeshnodeError as exc:
+                    response = {"ok": False, "code": exc.code, "reason": exc.reason}
+                await stream.send_all(json.dumps(response).encode("utf-8") + b"\n")
+        except ControlError as exc:
+            await _try_send(stream, {"ok": False, "code": exc.code, "reason": exc.reason})
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+            pass  # the client went away or stalled; nothing to answer
+
+
+async def _try_send(stream: trio.SocketStream, response: dict) -> None:
+    try:
+        await stream.send_all(json.dumps(response).encode("utf-8") + b"\n")
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+async def _read_request(stream: trio.SocketStream) -> bytes:
+    data = bytearray()
+    while b"\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_REQUEST:
+            raise ControlError("request_too_large", f"control requests are at most {MAX_REQUEST} bytes")
+    return bytes(data.split(b"\n", 1)[0])
+
+
+def _parse(raw: bytes) -> tuple[str, dict]:
+    try:
+        request = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ControlError("bad_request", "a control request is one JSON object on one line") from None
+    if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+        raise ControlError("bad_request", "a control request needs a string 'cmd'")
+    args = request.get("args", {})
+    if not isinstance(args, dict):
+        raise ControlError("bad_request", "'args' must be an object")
+    return request["cmd"], args
+
+
+def _answers(path: Path) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(os.fspath(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 30.0) -> Any:
+    """Blocking client for the CLI: send one request, return ``result`` or raise ControlError."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        try:
+            s.connect(os.fspath(path))
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
+                raise ControlError("node_not_running",
+                                   f"no running node at {path.parent.parent} (start it with `meshnode run`)") from None
+            raise ControlError("control_unreachable", f"cannot reach the node at {path}: {exc.strerror}") from None
+        s.sendall(json.dumps({"cmd": cmd, "args": args or {}}).encode("utf-8") + b"\n")
+        s.shutdown(socket.SHUT_WR)
+        data = bytearray()
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_RESPONSE:
+                raise ControlError("response_too_large", "the node's answer is too large")
+    except socket.timeout:
+        raise ControlError("control_timeout", f"the node did not answer within {timeout:.0f} s") from None
+    finally:
+        s.close()
+    try:
+        response = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ControlError("bad_response", "the node's answer is not JSON") from None
+    if not isinstance(response, dict) or "ok" not in response:
+        raise ControlError("bad_response", "the node's answer has no 'ok'")
+    if not response["ok"]:
+        raise ControlError(str(response.get("code", "error")), str(response.get("reason", "failed")))
+    return response.get("result")

@@ -1,0 +1,93 @@
+"""peer_announce containers and their DHT records (HMP NDP over Kad-DHT).
+
+A node publishes a signed ``peer_announce`` (name, interests, expertise,
+roles, addresses) as the value of a DHT record in meshnode's namespace. The
+record key is short on purpose: py-libp2p refuses FIND_NODE keys longer than
+50 bytes that are not multihashes, and a DID-based key would be 62 bytes. The
+namespace validator (``validate_record``/``select_record``) is the contract
+every node applies: a valid signature, the key bound to the sender's DID,
+the newest timestamp wins, and a revocation (``key_is_falsified``) wins over
+everything. Pure: no I/O, time passed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+from meshnode.container import Container, ContainerError, Limits, build_container, decode_container
+from meshnode.identity.keys import NodeKey
+
+NAMESPACE = "mn"
+INTEREST_NAMESPACE = "mn-i"
+ROLES = ("relay", "mailman", "pubsub-hub", "archive", "egp-voter")
+# an announce is small; a record far larger than this is refused before decoding
+MAX_RECORD_BYTES = 16 * 1024
+RECORD_LIMITS = Limits(max_bytes=MAX_RECORD_BYTES, max_depth=8)
+
+
+def record_key(did: str) -> str:
+    """The DHT key of a DID's announce: ``/mn/`` + 32 hex digits of sha256(DID) (36 bytes)."""
+    return f"/{NAMESPACE}/" + hashlib.sha256(did.encode("utf-8")).hexdigest()[:32]
+
+
+def interest_key(tag: str) -> str:
+    """The provider key of an interest tag (case-insensitive)."""
+    return f"/{INTEREST_NAMESPACE}/" + hashlib.sha256(tag.strip().lower().encode("utf-8")).hexdigest()[:32]
+
+
+def make_announce(key: NodeKey, *, name: str, addresses: Sequence[str], now_ms: int,
+                  interests: Sequence[str] = (), expertise: Sequence[str] = (),
+                  roles: Sequence[str] = (), revoke: bool = False) -> Container:
+    payload: dict = {
+        "name": name,
+        "addresses": [] if revoke else [{"addr": a} for a in addresses],
+        "interests": sorted({t.strip().lower() for t in interests if t.strip()}),
+        "expertise": sorted({t.strip().lower() for t in expertise if t.strip()}),
+        "roles": sorted(set(roles)),
+    }
+    if revoke:
+        payload["key_is_falsified"] = True
+    return build_container(key, "peer_announce", payload, timestamp_ms=now_ms, limits=RECORD_LIMITS)
+
+
+class RecordError(Exception):
+    """A DHT record meshnode refuses; ``code`` says why."""
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
+def validate_record(key: str, value: bytes, now_ms: int) -> Container:
+    """The verified announce in ``value`` for DHT ``key``; RecordError otherwise."""
+    if len(value) > MAX_RECORD_BYTES:
+        raise RecordError("too_large", f"record of {len(value)} bytes")
+    try:
+        c = decode_container(value, now_ms=now_ms, limits=RECORD_LIMITS)
+    except ContainerError as exc:
+        raise RecordError(exc.code, exc.reason) from None
+    if c.cls != "peer_announce" or not c.known_class:
+        raise RecordError("wrong_class", f"a {NAMESPACE} record holds a peer_announce, not {c.cls}")
+    if record_key(c.sender_did) != key:
+        raise RecordError("wrong_key", "the record key is not the one for the announce's sender")
+    if c.side:
+        raise RecordError("side_blocks", "announce records carry no side blocks")
+    return c
+
+
+def select_record(values: Sequence[Container]) -> int:
+    """Index of the announce to keep: a revocation first, else the newest timestamp
+    (ties broken by container DID, so every node picks the same one)."""
+    def rank(i: int) -> tuple:
+        c = values[i]
+        return (bool(c.payload.get("key_is_falsified")), c.timestamp_ms, c.did)
+
+    return max(range(len(values)), key=rank)
+
+
+def announce_addresses(c: Container) -> list[str]:
+    if c.payload.get("key_is_falsified"):
+        return []
+    return [a["addr"] for a in c.payload.get("addresses", []) if isinstance(a.get("addr"), str)]

@@ -1,0 +1,136 @@
+"""The network layer's pure parts: bootstrap file, liveness, frames, standing, announce records."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from meshnode.container import build_container, decode_container
+from meshnode.identity.keys import NodeKey
+from meshnode.net.announce import (
+    RecordError,
+    announce_addresses,
+    interest_key,
+    make_announce,
+    record_key,
+    select_record,
+    validate_record,
+)
+from meshnode.net.bootstrap import parse_bootstrap
+from meshnode.net.frames import FrameDecoder, FrameError, encode_frame, encode_varint
+from meshnode.net.liveness import Liveness, LivenessTracker, Thresholds
+from meshnode.net.standing import PeerLimits, Standing
+
+PEER = "12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
+T0 = 1_800_000_000_000
+
+
+def test_bootstrap_reports_bad_lines_with_numbers_and_keeps_good_ones():
+    text = "\n".join([
+        "# a comment",
+        f"/ip4/127.0.0.1/tcp/4001/p2p/{PEER}   # trailing comment",
+        "/ip4/127.0.0.1/tcp/4001",
+        "not a multiaddr",
+        f"/ip4/300.0.0.1/tcp/1/p2p/{PEER}",
+        "/ip4/10.0.0.1/tcp/1/p2p/QmYyQSo1c1Ym7orWxLYvCrM2EmxFTANf8wXmmE7DWjhx5N",
+        "",
+        f"/ip4/127.0.0.1/tcp/4001/p2p/{PEER}",  # duplicate: kept once
+        f"/ip6/::1/tcp/4002/p2p/{PEER}",
+    ])
+    peers, problems = parse_bootstrap(text)
+    assert [(p.addr, p.line) for p in peers] == [("/ip4/127.0.0.1/tcp/4001", 2), ("/ip6/::1/tcp/4002", 9)]
+    assert peers[0].did == "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"
+    assert [p.line for p in problems] == [3, 4, 5, 6]
+    assert "p2p" in problems[0].reason and "Ed25519" in problems[3].reason
+
+
+@given(st.text(max_size=300))
+def test_bootstrap_parser_never_raises(text):
+    peers, problems = parse_bootstrap(text)
+    assert all(p.peer_id.startswith("12D3KooW") for p in peers)
+
+
+def test_liveness_moves_through_states_and_recovers():
+    tracker = LivenessTracker(Thresholds(quiet_ms=100, stale_ms=200, dead_ms=1000))
+    assert tracker.heard("a", T0, seq=1).new is Liveness.OK
+    assert tracker.tick(T0 + 99) == []
+    assert [c.new for c in tracker.tick(T0 + 100)] == [Liveness.QUIET]
+    assert [c.new for c in tracker.tick(T0 + 250)] == [Liveness.STALE]
+    assert tracker.heard("a", T0 + 260, seq=1) is None  # a replayed heartbeat is no sign of life
+    assert [c.new for c in tracker.tick(T0 + 1000)] == [Liveness.DEAD]
+    change = tracker.heard("a", T0 + 1001, seq=2)
+    assert (change.old, change.new) == (Liveness.DEAD, Liveness.OK)
+    assert tracker.state("a") is Liveness.OK
+
+
+def test_liveness_thresholds_must_grow():
+    with pytest.raises(ValueError):
+        Thresholds(quiet_ms=10, stale_ms=5, dead_ms=100)
+    t = Thresholds.for_interval(1000)
+    assert (t.quiet_ms, t.stale_ms, t.dead_ms) == (2500, 6000, 30000)
+
+
+@given(st.lists(st.binary(max_size=300), max_size=20), st.integers(1, 50))
+def test_frames_round_trip_in_any_chunking(bodies, chunk):
+    wire = b"".join(encode_frame(b) for b in bodies)
+    decoder = FrameDecoder(max_frame=1000)
+    out = []
+    for i in range(0, len(wire), chunk):
+        out += decoder.feed(wire[i: i + chunk])
+    assert out == bodies and decoder.pending == 0
+
+
+def test_frames_refuse_oversize_before_the_body_arrives_and_bad_varints():
+    decoder = FrameDecoder(max_frame=100)
+    with pytest.raises(FrameError) as info:
+        decoder.feed(encode_varint(101))
+    assert info.value.code == "frame_too_large"
+    with pytest.raises(FrameError):
+        FrameDecoder(100).feed(b"\x80\x00")  # non-minimal zero
+    with pytest.raises(FrameError):
+        FrameDecoder(10**30).feed(b"\xff" * 9)
+
+
+def test_standing_rate_limit_outstanding_and_cut_off():
+    standing = Standing(PeerLimits(messages_per_second=10, burst=5, max_outstanding=2, invalid_threshold=3,
+                                   ban_ms=1000))
+    assert [standing.allow_message("p", T0) for _ in range(6)] == [True] * 5 + [False]
+    assert standing.allow_message("p", T0 + 100)  # refilled one token in 100 ms
+    assert standing.begin_request("p", T0) and standing.begin_request("p", T0)
+    assert not standing.begin_request("p", T0)
+    standing.end_request("p")
+    assert standing.begin_request("p", T0)
+    assert not standing.record_invalid("p", "bad_signature", T0)
+    assert not standing.record_invalid("p", "bad_signature", T0)
+    assert standing.record_invalid("p", "non_deterministic", T0)
+    assert standing.is_banned("p", T0 + 999) and not standing.is_banned("p", T0 + 1000)
+    assert standing.summary("p")["invalid_by_code"] == {"bad_signature": 2, "non_deterministic": 1}
+
+
+def test_announce_records_validate_and_select():
+    a, b = NodeKey(bytes([1]) * 32), NodeKey(bytes([2]) * 32)
+    old = make_announce(a, name="a", addresses=["/ip4/127.0.0.1/tcp/1"], now_ms=T0, interests=["AI", " mesh "])
+    new = make_announce(a, name="a", addresses=["/ip4/127.0.0.1/tcp/2"], now_ms=T0 + 1)
+    revoked = make_announce(a, name="a", addresses=["/ip4/127.0.0.1/tcp/3"], now_ms=T0 - 5, revoke=True)
+    key = record_key(a.did)
+    assert len(key) < 50  # py-libp2p refuses longer non-multihash FIND_NODE keys
+    values = [validate_record(key, c.to_bytes(), T0 + 10) for c in (old, new)]
+    assert values[0].payload["interests"] == ["ai", "mesh"]
+    assert select_record(values) == 1
+    assert announce_addresses(values[1]) == ["/ip4/127.0.0.1/tcp/2"]
+    with_revocation = values + [validate_record(key, revoked.to_bytes(), T0 + 10)]
+    assert select_record(with_revocation) == 2 and announce_addresses(with_revocation[2]) == []
+    with pytest.raises(RecordError) as info:
+        validate_record(record_key(b.did), new.to_bytes(), T0 + 10)  # a's announce under b's key
+    assert info.value.code == "wrong_key"
+    note = build_container(a, "note", {"text": "x", "source": "cli", "audience": "public"}, timestamp_ms=T0)
+    with pytest.raises(RecordError) as info:
+        validate_record(key, note.to_bytes(), T0 + 10)
+    assert info.value.code == "wrong_class"
+    tampered = bytearray(new.to_bytes())
+    tampered[-3] ^= 1
+    with pytest.raises(RecordError):
+        validate_record(key, bytes(tampered), T0 + 10)
+    assert interest_key("AI") == interest_key(" ai ") != interest_key("mesh")
+    assert decode_container(new.to_bytes(), now_ms=T0 + 1).cls == "peer_announce"
