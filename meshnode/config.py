@@ -31,6 +31,26 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "store": {"path": "data/meshnode.db"},
     "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "clock_skew_seconds": 300},
     "log": {"level": "info"},
+    "net": {
+        "listen": ["/ip4/0.0.0.0/tcp/4001"],
+        "announce": [],
+        "bootstrap": "bootstrap.txt",
+        "heartbeat_seconds": 10.0,
+        "quiet_after_seconds": 25.0,
+        "stale_after_seconds": 60.0,
+        "dead_after_seconds": 300.0,
+        "interests": [],
+        "expertise": [],
+        "roles": [],
+    },
+    "peers": {
+        "max_frame_bytes": 1024 * 1024,
+        "messages_per_second": 50.0,
+        "burst": 100,
+        "max_outstanding": 8,
+        "invalid_threshold": 20,
+        "ban_seconds": 600.0,
+    },
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -87,16 +107,40 @@ def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = 
     return Config(home=home, values=values)
 
 
+_SECTION_NOTES = {
+    "node": "who this node is",
+    "keys": "the key file (mode 0600; never commit it)",
+    "store": "the SQLite database",
+    "limits": "what a container may be (see protocols/container.md)",
+    "log": "debug, info, warning or error",
+    "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
+    "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
+}
+
+
 def default_config_text(name: str) -> str:
-    return (
-        "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,\n"
-        "# command-line flags override both. Relative paths are relative to this folder.\n\n"
-        f"[node]\nname = {_toml_str(name)}\n\n"
-        '[keys]\npath = "keys/node.key"\n\n'
-        '[store]\npath = "data/meshnode.db"\n\n'
-        "[limits]\nmax_container_bytes = 262144\nmax_depth = 32\nclock_skew_seconds = 300\n\n"
-        '[log]\nlevel = "info"\n'
-    )
+    """config.toml with every setting at its default (and ``name``), one commented section each."""
+    lines = [
+        "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,",
+        "# command-line flags override both. Relative paths are relative to this folder.",
+    ]
+    for section, keys in DEFAULTS.items():
+        lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
+        for key, value in keys.items():
+            lines.append(f"{key} = {_toml_value(name if (section, key) == ('node', 'name') else value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(type(v))
 
 
 def _toml_str(s: str) -> str:
@@ -138,6 +182,8 @@ def _parse_env(name: str, raw: str, default: Any) -> Any:
             return type(default)(raw)
         except ValueError:
             raise ConfigError("bad_config", f"{name}={raw!r} is not a number") from None
+    if isinstance(default, list):  # comma-separated
+        return [item.strip() for item in raw.split(",") if item.strip()]
     return raw
 
 
@@ -171,6 +217,22 @@ def _check(values: dict) -> None:
     if values["log"]["level"] not in _LOG_LEVELS:
         raise ConfigError("bad_config", f"log.level must be one of {', '.join(_LOG_LEVELS)}")
     check_name(values["node"]["name"])
+    net = values["net"]
+    for key in ("listen", "announce", "interests", "expertise", "roles"):
+        if not all(isinstance(item, str) and 0 < len(item) <= 256 for item in net[key]) or len(net[key]) > 64:
+            raise ConfigError("bad_config", f"net.{key} must be a list of at most 64 short strings")
+    if not net["listen"]:
+        raise ConfigError("bad_config", "net.listen needs at least one address")
+    if not 0.05 <= net["heartbeat_seconds"] <= 3600:
+        raise ConfigError("bad_config", "net.heartbeat_seconds must be between 0.05 and 3600")
+    if not 0 < net["quiet_after_seconds"] < net["stale_after_seconds"] < net["dead_after_seconds"]:
+        raise ConfigError("bad_config", "net: quiet_after < stale_after < dead_after seconds, all positive")
+    peers = values["peers"]
+    if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
+        raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")
+    for key in ("messages_per_second", "burst", "max_outstanding", "invalid_threshold", "ban_seconds"):
+        if peers[key] <= 0:
+            raise ConfigError("bad_config", f"peers.{key} must be positive")
 
 
 def check_name(name: str) -> None:
