@@ -1,0 +1,92 @@
+"""agent_peers, peer_liveness and peer_standing: what the node knows of other nodes.
+
+Functions take a :class:`~meshnode.store.database.Database` and run in the
+store's worker thread (``await store.write(upsert_peer, ...)``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.container import format_ms
+from meshnode.store.database import Database, sql_errors
+
+
+def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: str,
+                addresses: list[str] | None = None, name: str | None = None,
+                announce_did: str | None = None, interests: list[str] | None = None,
+                online: bool | None = None) -> None:
+    """Create or refresh a peer row; fields given as None keep their stored value."""
+    with db.transaction() as conn:
+        conn.execute(
+            """
+            INSERT INTO agent_peers (id, peer_id, name, addresses, source, last_seen, status, announce_did,
+                                     interests, pubkey)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
+            ON CONFLICT (id) DO UPDATE SET
+                peer_id = excluded.peer_id,
+                name = COALESCE(excluded.name, agent_peers.name),
+                addresses = COALESCE(excluded.addresses, agent_peers.addresses),
+                last_seen = excluded.last_seen,
+                status = CASE WHEN agent_peers.status IN ('untrusted', 'blacklisted') THEN agent_peers.status
+                              ELSE COALESCE(excluded.status, agent_peers.status) END,
+                announce_did = COALESCE(excluded.announce_did, agent_peers.announce_did),
+                interests = COALESCE(excluded.interests, agent_peers.interests)
+            """,
+            (did, peer_id, name, json.dumps(addresses) if addresses is not None else None, source,
+             format_ms(now_ms), None if online is None else ("online" if online else "offline"),
+             announce_did, json.dumps(interests) if interests is not None else None),
+        )
+
+
+def set_liveness(db: Database, did: str, *, state: str, last_heard_ms: int, last_seq: int, now_ms: int) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            """
+            INSERT INTO peer_liveness (did, state, last_heard_ms, last_seq, changed_at_ms) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (did) DO UPDATE SET
+                changed_at_ms = CASE WHEN peer_liveness.state = excluded.state THEN peer_liveness.changed_at_ms
+                                     ELSE excluded.changed_at_ms END,
+                state = excluded.state, last_heard_ms = excluded.last_heard_ms, last_seq = excluded.last_seq
+            """,
+            (did, state, last_heard_ms, last_seq, now_ms),
+        )
+        conn.execute(
+            "UPDATE agent_peers SET status = ? WHERE id = ? AND status NOT IN ('untrusted', 'blacklisted')",
+            ("online" if state in ("ok", "quiet") else "offline", did),
+        )
+
+
+def save_standing(db: Database, did: str, summary: dict, now_ms: int) -> None:
+    with db.transaction() as conn:
+        conn.execute(
+            """
+            INSERT INTO peer_standing (did, valid, invalid, invalid_by_code, rate_limited, banned_until_ms,
+                                       updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (did) DO UPDATE SET valid = excluded.valid, invalid = excluded.invalid,
+                invalid_by_code = excluded.invalid_by_code, rate_limited = excluded.rate_limited,
+                banned_until_ms = excluded.banned_until_ms, updated_at_ms = excluded.updated_at_ms
+            """,
+            (did, summary["valid"], summary["invalid"], json.dumps(summary["invalid_by_code"], sort_keys=True),
+             summary["rate_limited"], summary["banned_until_ms"], now_ms),
+        )
+
+
+def list_peers(db: Database) -> list[dict]:
+    with sql_errors("listing peers"):
+        cur = db.conn.execute(
+            """
+            SELECT p.id AS did, p.peer_id, p.name, p.addresses, p.status, p.source, p.last_seen,
+                   p.interests, l.state AS liveness, l.last_heard_ms, s.invalid
+            FROM agent_peers p
+            LEFT JOIN peer_liveness l ON l.did = p.id
+            LEFT JOIN peer_standing s ON s.did = p.id
+            ORDER BY p.name, p.id
+            """
+        )
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    for r in rows:
+        r["addresses"] = json.loads(r["addresses"]) if r["addresses"] else []
+        r["interests"] = json.loads(r["interests"]) if r["interests"] else []
+    return rows
