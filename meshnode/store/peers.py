@@ -22,7 +22,7 @@ def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: st
             """
             INSERT INTO agent_peers (id, peer_id, name, addresses, source, last_seen, status, announce_did,
                                      interests, pubkey)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
+            VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, 'unknown'), ?, ?, NULL)
             ON CONFLICT (id) DO UPDATE SET
                 peer_id = excluded.peer_id,
                 name = COALESCE(excluded.name, agent_peers.name),
@@ -52,7 +52,7 @@ def set_liveness(db: Database, did: str, *, state: str, last_heard_ms: int, last
             (did, state, last_heard_ms, last_seq, now_ms),
         )
         conn.execute(
-            "UPDATE agent_peers SET status = ? WHERE id = ? AND status NOT IN ('untrusted', 'blacklisted')",
+            "UPDATE agent_peers SET status = ? WHERE id = ? AND COALESCE(status, 'unknown') NOT IN ('untrusted', 'blacklisted')",
             ("online" if state in ("ok", "quiet") else "offline", did),
         )
 
