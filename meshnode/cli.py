@@ -8,6 +8,7 @@ or after the command name.
 from __future__ import annotations
 
 import argparse
+import base64
 import getpass
 import json
 import logging
@@ -21,12 +22,15 @@ import trio
 from meshnode import __version__
 from meshnode.config import load_config, resolve_home
 from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container, now_ms
+from meshnode import control
+from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.store import Database, latest_version
+from meshnode.store.peers import list_peers
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -73,6 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_note_list)
 
+    p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_peers)
+    p = sub.add_parser("ping", parents=[common], help="round trip to a peer (needs a running node)")
+    p.add_argument("did")
+    p.set_defaults(func=cmd_ping)
+    p = sub.add_parser("find", parents=[common], help="find a peer by DID, or peers by interest")
+    p.add_argument("did", nargs="?")
+    p.add_argument("--interest", help="an interest tag instead of a DID")
+    p.set_defaults(func=cmd_find)
+    p = sub.add_parser("send", parents=[common], help="push a container file to a peer (needs a running node)")
+    p.add_argument("did")
+    p.add_argument("file", type=Path)
+    p.set_defaults(func=cmd_send)
+    p = sub.add_parser("metrics", parents=[common], help="the running node's counters")
+    p.set_defaults(func=cmd_metrics)
+
     cont = sub.add_parser("container", parents=[common], help="inspect container files").add_subparsers(
         dest="container_command", required=True, metavar="SUBCOMMAND")
     p = cont.add_parser("show", parents=[common], help="print a container file (and whether it verifies)")
@@ -117,6 +138,17 @@ def _open_db(config) -> Database:
     return Database(config.db_path, create=False)
 
 
+def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
+    """Ask the running node over its control channel. With ``required=False``, None
+    when no node runs (the caller then works on the database itself)."""
+    try:
+        return control.call(socket_path(config.db_path.parent), cmd, args, timeout=timeout)
+    except ControlError as exc:
+        if exc.code == "node_not_running" and not required:
+            return None
+        raise
+
+
 # --- commands ----------------------------------------------------------------
 
 
@@ -158,15 +190,21 @@ def cmd_run(args) -> int:
 def cmd_status(args) -> int:
     config = _config(args)
     key = open_identity(config)
-    db = _open_db(config)
-    try:
-        counts = db.counts()
-        version = db.version
-    finally:
-        db.close()
+    live = _ask_node(config, "status", required=False)
+    if live is not None:
+        counts, version = live["counts"], live["schema_version"]
+    else:
+        db = _open_db(config)
+        try:
+            counts = db.counts()
+            version = db.version
+        finally:
+            db.close()
     info = {"did": key.did, "peer_id": key.peer_id, "name": config.name, "home": str(config.home),
             "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
-            "counts": counts}
+            "counts": counts, "running": live is not None}
+    if live is not None:
+        info.update(addresses=live["addresses"], connected=live["connected"])
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -179,11 +217,17 @@ def cmd_status(args) -> int:
 
 def cmd_note_add(args) -> int:
     config = _config(args)
+    tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
+    live = _ask_node(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
+                                          "source": args.source, "priority": args.priority, "tags": tags},
+                     required=False)
+    if live is not None:  # the running node writes it (and gossips a public note)
+        print(live["did"])
+        return 0
     key = open_identity(config)
     t = now_ms()
     note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
                      audience=args.audience, priority=args.priority)
-    tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
     db = _open_db(config)
     try:
         db.put_container(note, received_at_ms=t, local={"tags": tags})
@@ -195,11 +239,13 @@ def cmd_note_add(args) -> int:
 
 def cmd_note_list(args) -> int:
     config = _config(args)
-    db = _open_db(config)
-    try:
-        rows = db.recent_notes(args.limit)
-    finally:
-        db.close()
+    rows = _ask_node(config, "notes", {"limit": args.limit}, required=False)
+    if rows is None:
+        db = _open_db(config)
+        try:
+            rows = db.recent_notes(args.limit)
+        finally:
+            db.close()
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -221,6 +267,68 @@ def terminal_safe(text: str, keep_newlines: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def cmd_peers(args) -> int:
+    config = _config(args)
+    rows = _ask_node(config, "peers", required=False)
+    if rows is None:  # the node is not running: what it last knew
+        db = _open_db(config)
+        try:
+            rows = list_peers(db)
+        finally:
+            db.close()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
+    for r in rows:
+        print(terminal_safe(f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} {(r['status'] or '-'):8} "
+                            f"{'yes' if r.get('connected') else '-':4}  {r['did']}"))
+    return 0
+
+
+def cmd_ping(args) -> int:
+    config = _config(args)
+    result = _ask_node(config, "ping", {"did": args.did})
+    print(f"{args.did}: {result['rtt_ms']:.2f} ms")
+    return 0
+
+
+def cmd_find(args) -> int:
+    config = _config(args)
+    if bool(args.did) == bool(args.interest):
+        print("meshnode: find takes a DID or --interest TAG", file=sys.stderr)
+        return 2
+    if args.interest:
+        rows = _ask_node(config, "find", {"interest": args.interest})
+        for r in rows:
+            print(r["did"])
+        return 0
+    result = _ask_node(config, "find", {"did": args.did})
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_send(args) -> int:
+    config = _config(args)
+    data = _read_container_file(args.file)
+    result = _ask_node(config, "send", {"did": args.did, "container": base64.b64encode(data).decode("ascii")})
+    for did in result["accepted"]:
+        print(f"accepted {did}")
+    for did in result["duplicates"]:
+        print(f"already there {did}")
+    for r in result["rejected"]:
+        print(f"rejected ({r['code']}): {r['reason']}")
+    return 1 if result["rejected"] else 0
+
+
+def cmd_metrics(args) -> int:
+    config = _config(args)
+    for m in _ask_node(config, "metrics"):
+        labels = ",".join(f"{k}={v}" for k, v in m["labels"].items())
+        print(f"{m['name']}{'{' + labels + '}' if labels else ''} {m['value']}")
+    return 0
 
 
 def _read_container_file(path: Path) -> bytes:

@@ -1,13 +1,13 @@
-"""The running node: identity and store loaded, up until SIGINT or SIGTERM.
+"""The running node: identity, store, mesh and control channel in one nursery.
 
-For now the node owns no network (that arrives with the libp2p work); it
-proves the lifecycle every later part plugs into: start, say who it is, stay
-up, stop cleanly and quickly on a signal. Shutdown is the same code path as a
-normal exit: the nursery's cancel scope.
+Shutdown is the same code path as a normal exit: SIGINT or SIGTERM cancels
+the nursery; the store records the stop (best effort, quickly) and closes.
 """
 
 from __future__ import annotations
 
+import base64
+import inspect
 import logging
 import signal
 import sys
@@ -16,33 +16,72 @@ from typing import TextIO
 import trio
 
 from meshnode.config import Config
-from meshnode.container import format_ms, now_ms
-from meshnode.errors import StoreError
+from meshnode.container import ContainerError, decode_container, format_ms, now_ms
+from meshnode.control import serve_control, socket_path
+from meshnode.errors import MeshnodeError, StoreError
 from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net.bootstrap import read_bootstrap
+from meshnode.net.liveness import Thresholds
+from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.standing import PeerLimits
+from meshnode.notes import make_note
 from meshnode.store import Store
+from meshnode.store.peers import list_peers
 
 log = logging.getLogger("meshnode.node")
 STOP_BUSY_TIMEOUT_MS = 500
 
 
+def net_config(config: Config) -> NetConfig:
+    net, peers = config.values["net"], config.values["peers"]
+    bootstrap, problems = read_bootstrap(config.path("net", "bootstrap"))
+    for problem in problems:
+        log.warning("bootstrap.txt %s (skipped)", problem)
+    return NetConfig(
+        listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
+        heartbeat_ms=int(net["heartbeat_seconds"] * 1000),
+        thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
+                              int(net["dead_after_seconds"] * 1000)),
+        interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),
+        peer_limits=PeerLimits(max_frame_bytes=peers["max_frame_bytes"],
+                               messages_per_second=float(peers["messages_per_second"]), burst=peers["burst"],
+                               max_outstanding=peers["max_outstanding"],
+                               invalid_threshold=peers["invalid_threshold"],
+                               ban_ms=int(peers["ban_seconds"] * 1000)),
+        container_limits=config.limits,
+    )
+
+
 async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> None:
+    metrics = Metrics()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with await Store.open(config.db_path) as store:
             await store.write(_heartbeat, "node", "started")
-            print(f"did:      {key.did}", file=out)
-            print(f"peer id:  {key.peer_id}", file=out)
-            print(f"name:     {config.name}", file=out)
-            print(f"home:     {config.home}", file=out)
-            print(f"database: {config.db_path} (schema v{store.version})", file=out)
-            print("ready; stop with Ctrl-C", file=out, flush=True)
-            async for signum in signals:
-                log.info("received %s, stopping", signal.Signals(signum).name)
-                break
-            with trio.CancelScope(shield=True):
-                try:  # best effort, and quick: stopping must not wait on another process's lock
-                    await store.write(_heartbeat, "node", "stopped", STOP_BUSY_TIMEOUT_MS)
-                except StoreError as exc:
-                    log.warning("could not record the stop: %s", exc.reason)
+            mesh = Mesh(key, net_config(config), store, metrics)
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(mesh.run)
+                    control = _Control(config, key, store, mesh, metrics)
+                    await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
+                    print(f"did:      {key.did}", file=out)
+                    print(f"peer id:  {key.peer_id}", file=out)
+                    print(f"name:     {config.name}", file=out)
+                    print(f"home:     {config.home}", file=out)
+                    print(f"database: {config.db_path} (schema v{store.version})", file=out)
+                    for addr in mesh.addresses():
+                        print(f"listen:   {addr}", file=out)
+                    print("ready; stop with Ctrl-C", file=out, flush=True)
+                    async for signum in signals:
+                        log.info("received %s, stopping", signal.Signals(signum).name)
+                        break
+                    nursery.cancel_scope.cancel()
+            finally:
+                with trio.CancelScope(shield=True):
+                    try:  # best effort, and quick: stopping must not wait on another process's lock
+                        await store.write(_heartbeat, "node", "stopped", STOP_BUSY_TIMEOUT_MS)
+                    except StoreError as exc:
+                        log.warning("could not record the stop: %s", exc.reason)
     print("stopped", file=out, flush=True)
 
 
@@ -53,3 +92,92 @@ def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) ->
             " ON CONFLICT (name) DO UPDATE SET heartbeat = excluded.heartbeat, stop = excluded.stop",
             (name, format_ms(now_ms()), int(state == "stopped")),
         )
+
+
+class _Control:
+    """Answers the CLI's control requests with the running node's own objects."""
+
+    def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics):
+        self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
+
+    async def handle(self, cmd: str, args: dict):
+        method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
+        if method is None:
+            raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
+        try:
+            inspect.signature(method).bind(**_strings(args))
+        except TypeError as exc:
+            raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
+        self.metrics.inc("control_requests", cmd=cmd)
+        try:
+            return await method(**args)
+        except MeshnodeError:
+            raise
+        except Exception as exc:  # a bug must not take the node down with it: log it, answer, go on
+            log.exception("control command %s failed", cmd)
+            self.metrics.inc("control_internal_errors")
+            raise MeshnodeError("internal_error", f"{cmd} failed inside the node: {type(exc).__name__}") from None
+
+    async def cmd_status(self):
+        counts = await self.store.read(lambda db: db.counts())
+        return {"did": self.key.did, "peer_id": self.key.peer_id, "name": self.config.name,
+                "home": str(self.config.home), "database": str(self.config.db_path),
+                "schema_version": self.store.version, "counts": counts, "running": True,
+                "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot()}
+
+    async def cmd_peers(self):
+        rows = await self.store.read(list_peers)
+        snapshot = self.mesh.peers_snapshot()
+        connected = set(snapshot["connected"])
+        for row in rows:
+            row["connected"] = row["peer_id"] in connected
+        return rows
+
+    async def cmd_ping(self, did: str):
+        return {"did": did, "rtt_ms": round(await self.mesh.ping(did), 3)}
+
+    async def cmd_find(self, did: str | None = None, interest: str | None = None):
+        if interest:
+            return await self.mesh.find_interest(interest)
+        if not did:
+            raise MeshnodeError("bad_request", "find needs a DID or an interest")
+        return await self.mesh.find(did)
+
+    async def cmd_send(self, did: str, container: str):
+        try:
+            data = base64.b64decode(container, validate=True)
+            c = decode_container(data, now_ms=now_ms(), limits=self.config.limits)
+        except (ValueError, ContainerError) as exc:
+            reason = exc.reason if isinstance(exc, ContainerError) else "not base64"
+            raise MeshnodeError("bad_container", f"not a valid container: {reason}") from None
+        return await self.mesh.push(did, [c])
+
+    async def cmd_fetch(self, did: str, container_did: str):
+        got = await self.mesh.fetch(did, [container_did])
+        for c in got:
+            await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=now_ms(), received_from=did))
+        return {"fetched": [c.did for c in got]}
+
+    async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",
+                           source: str = "cli", priority: int = 0, tags: list | None = None):
+        t = now_ms()
+        note = make_note(self.key, text, now_ms=t, topic=topic, source=source, audience=audience,
+                         priority=int(priority))
+        await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
+        if audience == "public":
+            await self.mesh.gossip(note)
+        return {"did": note.did}
+
+    async def cmd_notes(self, limit: int = 20):
+        return await self.store.read(lambda db: db.recent_notes(int(limit)))
+
+    async def cmd_metrics(self):
+        return self.metrics.snapshot()
+
+
+def _strings(args: dict) -> dict:
+    """Control arguments are JSON: only plain values, nothing clever."""
+    for k, v in args.items():
+        if not isinstance(k, str) or not isinstance(v, (str, int, float, bool, list, type(None))):
+            raise MeshnodeError("bad_request", f"argument {k!r} has an unsupported type")
+    return args

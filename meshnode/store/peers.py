@@ -17,25 +17,27 @@ def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: st
                 announce_did: str | None = None, interests: list[str] | None = None,
                 online: bool | None = None) -> None:
     """Create or refresh a peer row; fields given as None keep their stored value."""
+    status = None if online is None else ("online" if online else "offline")
     with db.transaction() as conn:
         conn.execute(
             """
             INSERT INTO agent_peers (id, peer_id, name, addresses, source, last_seen, status, announce_did,
-                                     interests, pubkey)
-            VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, 'unknown'), ?, ?, NULL)
+                                     interests)
+            VALUES (:id, :peer_id, :name, :addresses, :source, :last_seen, COALESCE(:status, 'unknown'),
+                    :announce_did, :interests)
             ON CONFLICT (id) DO UPDATE SET
                 peer_id = excluded.peer_id,
-                name = COALESCE(excluded.name, agent_peers.name),
-                addresses = COALESCE(excluded.addresses, agent_peers.addresses),
+                name = COALESCE(:name, agent_peers.name),
+                addresses = COALESCE(:addresses, agent_peers.addresses),
                 last_seen = excluded.last_seen,
                 status = CASE WHEN agent_peers.status IN ('untrusted', 'blacklisted') THEN agent_peers.status
-                              ELSE COALESCE(excluded.status, agent_peers.status) END,
-                announce_did = COALESCE(excluded.announce_did, agent_peers.announce_did),
-                interests = COALESCE(excluded.interests, agent_peers.interests)
+                              ELSE COALESCE(:status, agent_peers.status) END,
+                announce_did = COALESCE(:announce_did, agent_peers.announce_did),
+                interests = COALESCE(:interests, agent_peers.interests)
             """,
-            (did, peer_id, name, json.dumps(addresses) if addresses is not None else None, source,
-             format_ms(now_ms), None if online is None else ("online" if online else "offline"),
-             announce_did, json.dumps(interests) if interests is not None else None),
+            {"id": did, "peer_id": peer_id, "name": name, "source": source, "last_seen": format_ms(now_ms),
+             "addresses": json.dumps(addresses) if addresses is not None else None, "status": status,
+             "announce_did": announce_did, "interests": json.dumps(interests) if interests is not None else None},
         )
 
 

@@ -12,6 +12,7 @@ aiosqlite is not an option: it is asyncio-only and raises under trio.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -41,13 +42,15 @@ class Store:
             raise
         return cls(writer, reader)
 
-    async def write(self, fn: Callable[..., T], *args) -> T:
-        """Run ``fn(database, *args)`` on the writer connection."""
-        return await trio.to_thread.run_sync(fn, self._writer, *args, limiter=self._write_limiter)
+    async def write(self, fn: Callable[..., T], *args, **kwargs) -> T:
+        """Run ``fn(database, *args, **kwargs)`` on the writer connection."""
+        return await trio.to_thread.run_sync(functools.partial(fn, self._writer, *args, **kwargs),
+                                             limiter=self._write_limiter)
 
-    async def read(self, fn: Callable[..., T], *args) -> T:
-        """Run ``fn(database, *args)`` on the reader connection."""
-        return await trio.to_thread.run_sync(fn, self._reader, *args, limiter=self._read_limiter)
+    async def read(self, fn: Callable[..., T], *args, **kwargs) -> T:
+        """Run ``fn(database, *args, **kwargs)`` on the reader connection."""
+        return await trio.to_thread.run_sync(functools.partial(fn, self._reader, *args, **kwargs),
+                                             limiter=self._read_limiter)
 
     async def aclose(self) -> None:
         async with self._write_limiter, self._read_limiter:

@@ -1,0 +1,87 @@
+"""Container exchange (HMP MCE) as a libp2p request/response protocol.
+
+``/meshnode/mce/1.0.0``: one request per stream, one response, both a single
+varint-framed deterministic-CBOR map:
+
+    {"op": "fetch", "dids": [container DID, ...]}        ->  {"op": "found", "containers": [bytes], "missing": [DID]}
+    {"op": "push", "containers": [container bytes, ...]} ->  {"op": "ack", "accepted": [DID], "duplicates": [DID],
+                                                              "rejected": [{"index": i, "code": c, "reason": r}]}
+    any                                                  ->  {"op": "error", "code": c, "reason": r}
+
+Every container a peer pushes is verified before it is stored; every
+rejection is counted against the peer (standing) and in metrics; a busy node
+answers ``error/busy`` rather than queueing without bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from meshnode.container import ContainerError, cbor
+from meshnode.errors import MeshnodeError
+
+PROTOCOL_ID = "/meshnode/mce/1.0.0"
+MAX_ITEMS = 64
+MAX_MESSAGE_DEPTH = 8  # the message map, its arrays, the rejection maps; containers travel as bytes
+
+
+class ExchangeError(MeshnodeError):
+    """A malformed or refused exchange message."""
+
+
+def encode_message(message: dict) -> bytes:
+    return cbor.encode(message)
+
+
+def decode_message(data: bytes, max_bytes: int) -> dict:
+    try:
+        message, _ = cbor.decode(data, max_bytes=max_bytes, max_depth=MAX_MESSAGE_DEPTH)
+    except ContainerError as exc:
+        raise ExchangeError("bad_message", f"{exc.code}: {exc.reason}") from None
+    if type(message) is not dict or type(message.get("op")) is not str:
+        raise ExchangeError("bad_message", "an exchange message is a map with a text 'op'")
+    return message
+
+
+def parse_request(message: dict) -> tuple[str, list]:
+    op = message["op"]
+    if op == "fetch":
+        dids = message.get("dids")
+        if type(dids) is not list or not dids or len(dids) > MAX_ITEMS or any(
+                type(d) is not str or len(d) > 128 for d in dids):
+            raise ExchangeError("bad_request", f"fetch needs 1 to {MAX_ITEMS} container DIDs")
+        return op, dids
+    if op == "push":
+        items = message.get("containers")
+        if type(items) is not list or not items or len(items) > MAX_ITEMS or any(type(x) is not bytes for x in items):
+            raise ExchangeError("bad_request", f"push needs 1 to {MAX_ITEMS} containers as byte strings")
+        return op, items
+    raise ExchangeError("bad_request", f"unknown op {op[:40]!r}")
+
+
+def found(containers: list[bytes], missing: list[str]) -> dict:
+    return {"op": "found", "containers": containers, "missing": missing}
+
+
+def ack(accepted: list[str], duplicates: list[str], rejected: list[dict]) -> dict:
+    return {"op": "ack", "accepted": accepted, "duplicates": duplicates, "rejected": rejected}
+
+
+def error(code: str, reason: str) -> dict:
+    return {"op": "error", "code": code, "reason": reason[:200]}
+
+
+def check_response(message: dict, expected_op: str) -> dict[str, Any]:
+    """A response of the expected kind, or ExchangeError (also for an error response)."""
+    if message["op"] == "error":
+        raise ExchangeError(str(message.get("code", "error"))[:40], str(message.get("reason", ""))[:200])
+    if message["op"] != expected_op:
+        raise ExchangeError("bad_response", f"expected {expected_op}, got {message['op'][:40]!r}")
+    if expected_op == "found":
+        if type(message.get("containers")) is not list or type(message.get("missing")) is not list:
+            raise ExchangeError("bad_response", "found needs containers and missing")
+    if expected_op == "ack":
+        for key in ("accepted", "duplicates", "rejected"):
+            if type(message.get(key)) is not list:
+                raise ExchangeError("bad_response", f"ack needs {key}")
+    return message

@@ -1,0 +1,131 @@
+"""Workarounds for measured py-libp2p 0.8.1 behaviour, each small and easy to remove.
+
+Every item names what it works around (see ../shared/LIBP2P-NOTES.md and the
+project's probes); tests/test_libp2p_fixes.py fails without each fix.
+Nothing else in meshnode touches libp2p internals.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+
+import trio
+
+log = logging.getLogger("meshnode.net")
+
+PUBSUB_QUEUE_SIZE = 1024
+
+
+def enlarge_pubsub_queues(size: int = PUBSUB_QUEUE_SIZE) -> None:
+    """GossipSub's per-peer outbound RPC queue and per-subscription channel hold 32
+    messages and drop the rest silently (a burst of 30 publishes reached peers as 16).
+    Neither is a constructor parameter; enlarge both before any Pubsub is made."""
+    import libp2p.pubsub.pubsub as pubsub_module
+    from libp2p.pubsub.rpc_queue import RpcQueue
+
+    if not isinstance(pubsub_module.RpcQueue, functools.partial):
+        pubsub_module.RpcQueue = functools.partial(RpcQueue, max_size=size)
+    pubsub_module.SUBSCRIPTION_CHANNEL_SIZE = size
+
+
+async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:
+    """GossipSub.equivocation_detection keeps every forwarded message and is never
+    pruned (a slow memory leak); clear it now and then (only detection of
+    equivocation on old messages is lost)."""
+    while True:
+        await trio.sleep(interval)
+        gossipsub.equivocation_detection.clear()
+
+
+def route_libp2p_logging(level: int = logging.WARNING) -> None:
+    """libp2p's loggers do not propagate (WARNINGs go to bare stderr), the DHT logs a
+    benign WARNING for every inbound request, and `multiaddr` floods DEBUG: route
+    them all into the node's logging at sensible levels."""
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if name.startswith("libp2p") and isinstance(logger, logging.Logger):
+            logger.handlers.clear()
+            logger.propagate = True
+            logger.setLevel(logging.NOTSET)
+    logging.getLogger("libp2p").setLevel(level)
+    logging.getLogger("multiaddr").setLevel(logging.WARNING)
+    # benign connectivity failures are logged at ERROR by the transport: demote them
+    logging.getLogger("libp2p.transport.tcp.tcp").setLevel(logging.CRITICAL)
+    logging.getLogger("libp2p.kad_dht.kad_dht").addFilter(_benign_dht_eof)
+
+
+def _benign_dht_eof(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Failed to read DHT message from stream")
+
+
+async def wait_identified(host, peer_id, timeout: float = 5.0) -> bool:
+    """There is no "identify finished" event; KadDHT.add_peer() is False for an inbound
+    peer until identify has stored its addresses. Poll the peerstore (it takes ~10 ms)."""
+    from libp2p.peer.peerstore import PeerStoreError
+
+    store = host.get_peerstore()
+    with trio.move_on_after(timeout):
+        while True:
+            try:
+                if store.get_protocols(peer_id) and store.addrs(peer_id):
+                    return True
+            except PeerStoreError:
+                pass
+            await trio.sleep(0.01)  # a poll interval: libp2p offers nothing to wait on
+    return False
+
+
+async def find_providers_network(dht, key: str) -> set:
+    """KadDHT.find_providers() answers from the local store alone as soon as it holds one
+    record (a node that provides a tag finds only itself), and may repeat peers. Ask the
+    closest peers as well (private API, verified against 0.8.1)."""
+    raw = key.encode("utf-8")
+    found = {p.peer_id for p in dht.provider_store.get_providers(raw)}
+    for peer in await dht.peer_routing.find_closest_peers_network(raw):
+        if peer == dht.host.get_id():
+            continue
+        with trio.move_on_after(5):
+            try:
+                providers, _ = await dht.provider_store._get_providers_from_peer_with_closers(peer, raw)
+            except Exception as exc:  # a peer that fails to answer is just not counted
+                log.debug("provider query to %s failed: %s", peer, exc)
+                continue
+            found |= {p.peer_id for p in providers}
+    return found
+
+
+def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
+    """The libp2p TCP listener sets SO_REUSEPORT, so a second node on a fixed port starts
+    silently and the kernel splits connections between the two. Check first with a
+    listener that sets SO_REUSEADDR only (TIME_WAIT leftovers still pass)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            s.listen()
+            return True
+        except OSError:
+            return False
+
+
+def local_ipv4s() -> list[str]:
+    """This host's IPv4 addresses, to announce instead of 0.0.0.0 (stdlib only)."""
+    found: list[str] = []
+    try:
+        import fcntl
+        import struct
+
+        for _, name in socket.if_nameindex():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                try:  # SIOCGIFADDR: the interface's IPv4 address
+                    packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+                except OSError:
+                    continue  # no IPv4 address on this interface
+                found.append(socket.inet_ntoa(packed[20:24]))
+    except (ImportError, OSError):  # not Linux: loopback only, set [net] announce by hand
+        pass
+    if "127.0.0.1" not in found:
+        found.insert(0, "127.0.0.1")
+    return sorted(set(found), key=lambda a: (a.startswith("127."), a))

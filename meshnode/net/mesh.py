@@ -1,0 +1,644 @@
+"""The node on the mesh: a libp2p host with Kad-DHT, GossipSub and meshnode's protocols.
+
+Theory of operation
+-------------------
+This module is the *driver*: it owns the libp2p objects and the trio tasks,
+and moves bytes between the network and the pure parts (container
+verification, bootstrap parsing, announce records, liveness, standing,
+exchange messages). It holds no protocol logic of its own.
+
+Everything runs in one nursery (``Mesh.run``); cancelling it stops the host,
+the DHT, pubsub and every loop, and the TCP listener is closed explicitly
+(leaving ``host.run()`` alone does not close it in py-libp2p 0.8.1).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import multiaddr
+import trio
+
+from meshnode.container import Container, ContainerError, Limits, build_container, decode_container, now_ms
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net import exchange, libp2p_fixes
+from meshnode.net.announce import (
+    NAMESPACE,
+    RecordError,
+    announce_addresses,
+    interest_key,
+    make_announce,
+    record_key,
+    select_record,
+    validate_record,
+)
+from meshnode.net.bootstrap import BootstrapPeer
+from meshnode.net.frames import encode_frame
+from meshnode.net.liveness import LivenessTracker, Thresholds
+from meshnode.net.standing import PeerLimits, Standing
+from meshnode.store import Store
+from meshnode.store.peers import save_standing, set_liveness, upsert_peer
+
+log = logging.getLogger("meshnode.net")
+
+HEARTBEAT_TOPIC = "/meshnode/heartbeat/1"
+CONTAINER_TOPIC = "/meshnode/containers/1"
+MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push
+CONNECT_TIMEOUT = 5.0
+REQUEST_TIMEOUT = 10.0
+
+
+class NetError(MeshnodeError):
+    """A network operation failed: peer not found, unreachable, or refused."""
+
+
+@dataclass
+class NetConfig:
+    listen: list[str]
+    announce: list[str]
+    bootstrap: list[BootstrapPeer]
+    name: str
+    heartbeat_ms: int = 10_000
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    interests: list[str] = field(default_factory=list)
+    expertise: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    peer_limits: PeerLimits = field(default_factory=PeerLimits)
+    container_limits: Limits = field(default_factory=Limits)
+    maintenance_s: float = 30.0
+
+
+class Mesh:
+    def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
+                 clock: Callable[[], int] = now_ms):
+        self.key = key
+        self.config = config
+        self.store = store
+        self.metrics = metrics
+        self.clock = clock
+        self.standing = Standing(config.peer_limits)
+        self.liveness = LivenessTracker(config.thresholds)
+        self.host = None
+        self.dht = None
+        self.pubsub = None
+        self.gossipsub = None
+        self._heartbeat_seq = 0
+        self._announce: Container | None = None
+        self._connected_once = trio.Event()
+
+    # --- lifecycle ------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        from libp2p import new_host
+        from libp2p.crypto.ed25519 import create_new_key_pair
+        from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+        from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+        from libp2p.network.config import ConnectionConfig
+        from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, PROTOCOL_ID_V12, GossipSub
+        from libp2p.pubsub.pubsub import ContentAddressedMessageIDGenerator, Pubsub
+        from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as Noise
+        from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
+        from libp2p.tools.anyio_service import background_trio_service
+
+        libp2p_fixes.route_libp2p_logging(logging.WARNING)
+        libp2p_fixes.enlarge_pubsub_queues()
+        listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
+        self._check_ports(listen)
+        key_pair = create_new_key_pair(self.key.seed())
+        host_options = {}
+        if self.config.announce:
+            host_options["announce_addrs"] = [multiaddr.Multiaddr(a) for a in self.config.announce]
+        else:
+            host_options["addrs_factory"] = _wildcard_to_interfaces
+        self.host = host = new_host(
+            key_pair=key_pair,
+            # Noise only: a default host also accepts plaintext peers
+            sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
+            muxer_opt={YAMUX: Yamux},
+            # one connection per peer: the default (3) staggers dials and costs ~250 ms per connect
+            connection_config=ConnectionConfig(max_connections_per_peer=1),
+            **host_options,
+        )
+        if host.get_id().to_base58() != self.key.peer_id:
+            raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
+        self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
+        dht.register_validator(NAMESPACE, _announce_validator(self))
+        # GossipSub, set deliberately (py-libp2p defaults in brackets):
+        # heartbeat 1 s [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
+        # topic [10, which also throttles our own publishing silently]; peer scoring stays off
+        # [weights 0]: standing and, later, reputation decide who is cut off.
+        self.gossipsub = gossipsub = GossipSub(
+            protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
+            heartbeat_initial_delay=0.1, heartbeat_interval=1, time_to_live=60,
+            spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
+        )
+        self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
+                                      msg_id_constructor=ContentAddressedMessageIDGenerator())
+        pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
+        pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
+        host.set_stream_handler(exchange.PROTOCOL_ID, self._handle_exchange_stream)
+        try:
+            async with host.run(listen_addrs=listen), background_trio_service(dht), \
+                    background_trio_service(pubsub), background_trio_service(gossipsub):
+                await pubsub.wait_until_ready()
+                heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
+                containers = await pubsub.subscribe(CONTAINER_TOPIC)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._read_heartbeats, heartbeats)
+                    nursery.start_soon(self._read_gossip_containers, containers)
+                    nursery.start_soon(self._send_heartbeats)
+                    nursery.start_soon(self._watch_liveness)
+                    nursery.start_soon(self._bootstrap_and_maintain)
+                    nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
+                    task_status.started(self)
+                    await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await host.close()  # leaving host.run() does not close the listener
+            pubsub.seen_messages.stop()  # Pubsub() starts a sweeper thread nothing else stops
+
+    def _check_ports(self, listen: list) -> None:
+        for addr in listen:
+            port = int(addr.value_for_protocol("tcp"))
+            ip = addr.value_for_protocol("ip4") if "ip4" in addr.protocols() else None
+            if port and ip and not libp2p_fixes.port_is_free(port, ip):
+                raise NetError("port_in_use", f"{addr} is already in use (another node?); pick another [net] listen")
+
+    def addresses(self) -> list[str]:
+        """The node's announced addresses, each ending in /p2p/<peer id>."""
+        return [str(a) for a in self.host.get_addrs()] if self.host else []
+
+    # --- discovery ------------------------------------------------------------
+
+    async def _bootstrap_and_maintain(self) -> None:
+        delay = pause = 1.0
+        while True:
+            reached = await self._dial_bootstrap()
+            if self.config.bootstrap and not reached and not self.host.get_connected_peers():
+                log.warning("no bootstrap peer reachable (of %d); retrying in %.0f s",
+                            len(self.config.bootstrap), delay)
+                self.metrics.inc("bootstrap_unreachable")
+                await trio.sleep(delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            delay = 1.0
+            if self.host.get_connected_peers():
+                with trio.move_on_after(30):
+                    await self.dht.refresh_routing_table()
+            await self._publish_announce()
+            await self._learn_routing_table()
+            # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
+            await trio.sleep(min(pause, self.config.maintenance_s))
+            pause *= 2
+
+    async def _dial_bootstrap(self) -> int:
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        reached = 0
+        for peer in self.config.bootstrap:
+            if peer.peer_id == self.key.peer_id:
+                continue
+            pid = ID.from_base58(peer.peer_id)
+            if pid in self.host.get_connected_peers():
+                reached += 1
+                continue
+            try:
+                await self._connect(PeerInfo(pid, [multiaddr.Multiaddr(peer.addr)]))
+            except NetError as exc:
+                log.info("bootstrap peer %s (line %d) unreachable: %s", peer.addr, peer.line, exc.reason)
+                continue
+            reached += 1
+            await self.dht.add_peer(pid)
+            await self.store.write(upsert_peer, peer.did, peer_id=peer.peer_id, now_ms=self.clock(),
+                                   source="bootstrap", addresses=[peer.addr], online=True)
+        return reached
+
+    async def _connect(self, info) -> None:
+        network = self.host.get_network()
+        if hasattr(network, "unblock_peer"):
+            network.unblock_peer(info.peer_id)  # a failed dial blocks the peer for 60 s otherwise
+        try:
+            with trio.fail_after(CONNECT_TIMEOUT):
+                await self.host.connect(info)
+        except (trio.TooSlowError, Exception) as exc:  # libp2p raises several types on a failed dial
+            self.metrics.inc("dial_failed")
+            raise NetError("unreachable", f"cannot connect to {info.peer_id}: {type(exc).__name__}") from None
+
+    async def _publish_announce(self) -> None:
+        announce = make_announce(self.key, name=self.config.name, addresses=self.addresses(), now_ms=self.clock(),
+                                 interests=self.config.interests, expertise=self.config.expertise,
+                                 roles=self.config.roles)
+        self._announce = announce
+        try:
+            with trio.move_on_after(15):
+                await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
+            for tag in self.config.interests:
+                with trio.move_on_after(15):
+                    await self.dht.provide(interest_key(tag))
+        except Exception as exc:  # the DHT may have no peers yet; the next round retries
+            log.info("announce not published yet: %s", exc)
+            self.metrics.inc("announce_failed")
+
+    async def _learn_routing_table(self) -> None:
+        """Look up the announce of every peer the routing table knows (agent_peers)."""
+        for pid in list(self.dht.routing_table.get_peer_ids()):
+            try:
+                did = peer_id_to_did(pid.to_base58())
+            except MeshnodeError:
+                continue
+            with trio.move_on_after(5):
+                try:
+                    await self.lookup_announce(did)
+                except NetError:
+                    pass
+
+    async def lookup_announce(self, did: str) -> Container:
+        """The newest announce of ``did`` from the DHT (not from the local copy alone)."""
+        key = record_key(did)
+        if did != self.key.did:
+            self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        try:
+            value = await self.dht.get_value(key)
+        except Exception as exc:
+            raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
+        if value is None:
+            raise NetError("not_found", f"no announce for {did} in the DHT")
+        try:
+            announce = validate_record(key, value, self.clock())
+        except RecordError as exc:
+            self.metrics.inc("announce_rejected", code=exc.code)
+            raise NetError("bad_announce", f"the announce found for {did} is invalid: {exc.reason}") from None
+        await self.store.write(upsert_peer, did, peer_id=did_to_peer_id(did), now_ms=self.clock(),
+                               source="discovery", name=announce.payload["name"],
+                               addresses=announce_addresses(announce), announce_did=announce.did,
+                               interests=announce.payload.get("interests", []))
+        return announce
+
+    async def find(self, did: str) -> dict:
+        """Find a peer by DID: its announce, its addresses, a connection."""
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        started = time.perf_counter()
+        pid = ID.from_base58(did_to_peer_id(did))
+        announce = None
+        try:
+            announce = await self.lookup_announce(did)
+        except NetError as exc:
+            log.info("announce lookup for %s: %s", did, exc.reason)
+        addrs = announce_addresses(announce) if announce else []
+        if pid not in self.host.get_connected_peers():
+            info = None
+            if addrs:
+                info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
+            else:
+                with trio.move_on_after(15):
+                    info = await self.dht.find_peer(pid)
+            if info is None:
+                raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
+            await self._connect(info)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
+                "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2)}
+
+    async def find_interest(self, tag: str) -> list[dict]:
+        providers = await libp2p_fixes.find_providers_network(self.dht, interest_key(tag))
+        found = []
+        for pid in sorted(providers, key=lambda p: p.to_base58()):
+            try:
+                did = peer_id_to_did(pid.to_base58())
+            except MeshnodeError:
+                continue
+            found.append({"did": did, "peer_id": pid.to_base58()})
+        return found
+
+    async def ping(self, did: str) -> float:
+        from libp2p.host.ping import ID as PING_ID, perform_ping_roundtrip
+
+        await self.find(did)
+        pid = _peer_id(did)
+        stream = await self.host.new_stream(pid, [PING_ID])
+        try:
+            started = time.perf_counter()
+            with trio.fail_after(REQUEST_TIMEOUT):
+                await perform_ping_roundtrip(stream)
+            return (time.perf_counter() - started) * 1000
+        finally:
+            await stream.close()
+
+    # --- the exchange protocol (client) ---------------------------------------
+
+    async def request(self, did: str, message: dict, expected: str) -> dict:
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        await self.find(did)
+        pid = _peer_id(did)
+        limit = self.config.peer_limits.max_frame_bytes
+        try:
+            with trio.fail_after(REQUEST_TIMEOUT):
+                stream = await self.host.new_stream(pid, [exchange.PROTOCOL_ID])
+                try:
+                    await stream.write(encode_frame(exchange.encode_message(message)))
+                    await stream.close()  # half-close: the response still arrives
+                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+                except BaseException:
+                    await stream.reset()
+                    raise
+        except exchange.ExchangeError:
+            raise
+        except trio.TooSlowError:
+            raise NetError("timeout", f"{did} did not answer within {REQUEST_TIMEOUT:.0f} s") from None
+        except Exception as exc:
+            raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
+        return exchange.check_response(exchange.decode_message(frame, limit), expected)
+
+    async def push(self, did: str, containers: list[Container]) -> dict:
+        return await self.request(did, {"op": "push", "containers": [c.to_bytes() for c in containers]}, "ack")
+
+    async def fetch(self, did: str, container_dids: list[str]) -> list[Container]:
+        response = await self.request(did, {"op": "fetch", "dids": container_dids}, "found")
+        out = []
+        for raw in response["containers"]:
+            try:
+                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError as exc:
+                self._invalid(did, exc.code)
+                continue
+            if c.did in container_dids:
+                out.append(c)
+        return out
+
+    # --- the exchange protocol (server) ---------------------------------------
+
+    async def _handle_exchange_stream(self, stream) -> None:
+        # an exception escaping a stream handler tears down the whole py-libp2p host
+        try:
+            await self._serve_exchange(stream)
+        except Exception as exc:
+            log.debug("exchange stream ended with %s: %s", type(exc).__name__, exc)
+            with trio.move_on_after(1):
+                try:
+                    await stream.reset()
+                except Exception:
+                    pass
+
+    async def _serve_exchange(self, stream) -> None:
+        from libp2p.io.exceptions import MessageTooLarge
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        peer_id = stream.muxed_conn.peer_id.to_base58()
+        did = peer_id_to_did(peer_id)
+        now = self.clock()
+        if self.standing.is_banned(did, now):
+            self.metrics.inc("exchange_refused", reason="banned")
+            await stream.reset()
+            return
+        if not self.standing.allow_message(did, now):
+            self.metrics.inc("exchange_refused", reason="rate_limited")
+            await self._respond(stream, exchange.error("rate_limited", "too many requests; slow down"))
+            return
+        if not self.standing.begin_request(did, now):
+            self.metrics.inc("exchange_refused", reason="busy")
+            await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
+            return
+        try:
+            limit = self.config.peer_limits.max_frame_bytes
+            try:
+                with trio.fail_after(REQUEST_TIMEOUT):
+                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+            except MessageTooLarge:
+                self._invalid(did, "frame_too_large")
+                await stream.reset()
+                return
+            try:
+                op, items = exchange.parse_request(exchange.decode_message(frame, limit))
+            except exchange.ExchangeError as exc:
+                self._invalid(did, exc.code)
+                await self._respond(stream, exchange.error(exc.code, exc.reason))
+                return
+            if op == "fetch":
+                response = await self._serve_fetch(items)
+            else:
+                response = await self._serve_push(did, items)
+            await self._respond(stream, response)
+        finally:
+            self.standing.end_request(did)
+            await self._save_standing(did)
+
+    async def _serve_fetch(self, dids: list[str]) -> dict:
+        got, missing = [], []
+        for d in dids:
+            data = await self.store.read(lambda db, d=d: db.get_container_bytes(d))
+            if data is None:
+                missing.append(d)
+            else:
+                got.append(data)
+        self.metrics.inc("containers_served", len(got))
+        return exchange.found(got, missing)
+
+    async def _serve_push(self, did: str, items: list[bytes]) -> dict:
+        accepted, duplicates, rejected = [], [], []
+        for index, raw in enumerate(items):
+            try:
+                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError as exc:
+                self._invalid(did, exc.code)
+                rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})
+                continue
+            new = await self.store.write(
+                lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
+            (accepted if new else duplicates).append(c.did)
+            self.standing.record_valid(did, self.clock())
+            self.metrics.inc("containers_received", via="push")
+        return exchange.ack(accepted, duplicates, rejected)
+
+    async def _respond(self, stream, message: dict) -> None:
+        await stream.write(encode_frame(exchange.encode_message(message)))
+        await stream.close()
+
+    def _invalid(self, did: str, code: str) -> None:
+        """Count one invalid input from ``did``; past the threshold, cut the peer off."""
+        self.metrics.inc("invalid_from_peer", code=code)
+        if self.standing.record_invalid(did, code, self.clock()):
+            log.warning("cutting off %s after %d invalid inputs", did,
+                        self.standing.summary(did)["invalid"])
+            self.metrics.inc("peers_cut_off")
+            if self.host is not None:
+                pid = _peer_id(did)
+                trio.lowlevel.spawn_system_task(self._disconnect, pid)
+
+    async def _disconnect(self, pid) -> None:
+        try:
+            await self.host.disconnect(pid)
+        except Exception as exc:
+            log.debug("disconnect %s: %s", pid, exc)
+
+    async def _save_standing(self, did: str) -> None:
+        await self.store.write(_save_standing_row, did, self.standing.summary(did), self.clock())
+
+    # --- gossip -----------------------------------------------------------------
+
+    async def gossip(self, c: Container) -> None:
+        data = c.to_bytes()
+        if len(data) > MAX_GOSSIP_BYTES:
+            raise NetError("too_large_for_gossip",
+                           f"{len(data)} bytes; gossip carries at most {MAX_GOSSIP_BYTES} (push it directly)")
+        await self.pubsub.publish(CONTAINER_TOPIC, data)
+        self.metrics.inc("gossip_published")
+
+    def _validate_gossip_container(self, forwarder, message) -> bool:
+        try:
+            decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
+            return True
+        except ContainerError as exc:
+            self._gossip_invalid(forwarder, exc.code)
+            return False
+
+    def _validate_heartbeat(self, forwarder, message) -> bool:
+        try:
+            c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
+        except ContainerError as exc:
+            self._gossip_invalid(forwarder, exc.code)
+            return False
+        from libp2p.peer.id import ID
+
+        if c.cls != "heartbeat" or did_to_peer_id(c.sender_did) != ID(message.from_id).to_base58():
+            self._gossip_invalid(forwarder, "not_own_heartbeat")
+            return False
+        return True
+
+    def _gossip_invalid(self, forwarder, code: str) -> None:
+        try:
+            did = peer_id_to_did(forwarder.to_base58())
+        except MeshnodeError:
+            self.metrics.inc("invalid_from_peer", code=code)
+            return
+        self._invalid(did, code)
+
+    async def _read_gossip_containers(self, subscription) -> None:
+        while True:
+            message = await subscription.get()
+            try:
+                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError:
+                continue  # counted by the validator; our own publishes skip it
+            if c.sender_did == self.key.did:
+                continue
+            await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
+                                                                     received_from=c.sender_did))
+            self.metrics.inc("containers_received", via="gossip")
+
+    # --- heartbeats and liveness ------------------------------------------------
+
+    async def _send_heartbeats(self) -> None:
+        interval = self.config.heartbeat_ms / 1000
+        while True:
+            self._heartbeat_seq += 1
+            now = self.clock()
+            beat = build_container(self.key, "heartbeat", {"seq": self._heartbeat_seq, "status": "ok"},
+                                   timestamp_ms=now, ttl_ms=now + self.config.thresholds.dead_ms)
+            try:
+                await self.pubsub.publish(HEARTBEAT_TOPIC, beat.to_bytes())
+                self.metrics.inc("heartbeats_sent")
+            except Exception as exc:  # no peers yet, or shutting down
+                log.debug("heartbeat not sent: %s", exc)
+            await trio.sleep(interval)
+
+    async def _read_heartbeats(self, subscription) -> None:
+        while True:
+            message = await subscription.get()
+            try:
+                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError:
+                continue
+            if c.sender_did == self.key.did:
+                continue
+            now = self.clock()
+            first = self.liveness.state(c.sender_did) is None
+            change = self.liveness.heard(c.sender_did, now, seq=c.payload["seq"])
+            self.metrics.inc("heartbeats_received")
+            if first:
+                await self.store.write(upsert_peer, c.sender_did, peer_id=did_to_peer_id(c.sender_did),
+                                       now_ms=now, source="exchange", online=True)
+            if change is not None:
+                await self._record_liveness(change.peer, change.new.value, now)
+
+    async def _watch_liveness(self) -> None:
+        step = max(0.05, min(self.config.thresholds.quiet_ms / 4000, 5.0))
+        while True:
+            await trio.sleep(step)
+            now = self.clock()
+            for change in self.liveness.tick(now):
+                log.info("peer %s is now %s", change.peer, change.new.value)
+                await self._record_liveness(change.peer, change.new.value, now)
+
+    async def _record_liveness(self, did: str, state: str, now: int) -> None:
+        self.metrics.inc("liveness_changes", state=state)
+        last = self.liveness.last_heard_ms(did) or now
+        await self.store.write(_set_liveness_row, did, state, last, now)
+
+    def peers_snapshot(self) -> dict:
+        connected = {p.to_base58() for p in self.host.get_connected_peers()} if self.host else set()
+        return {"connected": sorted(connected), "liveness": {k: v.value for k, v in self.liveness.peers().items()}}
+
+
+def _set_liveness_row(db, did: str, state: str, last_heard_ms: int, now: int) -> None:
+    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
+    set_liveness(db, did, state=state, last_heard_ms=last_heard_ms, last_seq=-1, now_ms=now)
+
+
+def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
+    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
+    save_standing(db, did, summary, now)
+
+
+def _peer_id(did: str):
+    from libp2p.peer.id import ID
+
+    return ID.from_base58(did_to_peer_id(did))
+
+
+def _wildcard_to_interfaces(candidates: list) -> list:
+    """Announce real interface addresses instead of /ip4/0.0.0.0 (py-libp2p advertises the wildcard)."""
+    out = []
+    for addr in candidates:
+        if "ip4" in addr.protocols() and addr.value_for_protocol("ip4") == "0.0.0.0":
+            port = addr.value_for_protocol("tcp")
+            out += [multiaddr.Multiaddr(f"/ip4/{ip}/tcp/{port}") for ip in libp2p_fixes.local_ipv4s()]
+        else:
+            out.append(addr)
+    return out
+
+
+def _announce_validator(mesh: Mesh):
+    """The DHT namespace validator for announces (libp2p calls validate/select)."""
+    from libp2p.records.validator import Validator
+
+    class AnnounceValidator(Validator):
+        def validate(self, key: str, value: bytes) -> None:
+            try:
+                validate_record(key, value, mesh.clock())
+            except RecordError as exc:
+                mesh.metrics.inc("announce_rejected", code=exc.code)
+                raise ValueError(f"{exc.code}: {exc.reason}") from None
+
+        def select(self, key: str, values: list[bytes]) -> int:
+            decoded = []
+            for v in values:
+                try:
+                    decoded.append(validate_record(key, v, mesh.clock()))
+                except RecordError:
+                    decoded.append(None)
+            valid = [i for i, c in enumerate(decoded) if c is not None]
+            if not valid:
+                return 0
+            return valid[select_record([decoded[i] for i in valid])]
+
+    return AnnounceValidator()

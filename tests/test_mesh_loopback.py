@@ -1,0 +1,66 @@
+"""Five meshnode processes on 127.0.0.1 in a chain, configured only through bootstrap.txt."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshharness import Node, wait_until
+
+
+@pytest.fixture
+def chain(tmp_path):
+    nodes = [Node(tmp_path, f"n{i}") for i in range(5)]
+    try:
+        for i, node in enumerate(nodes):
+            if i:
+                node.set_bootstrap(nodes[i - 1])  # each knows only the one before it
+            node.start()
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+        for node in nodes:
+            node.kill()
+
+
+def test_chain_discovers_finds_gossips_and_fetches(chain):
+    dids = {n.did for n in chain}
+
+    def everyone_sees_everyone_alive():
+        for node in chain:
+            rows = node.try_call("peers") or []
+            alive = {r["did"] for r in rows if r["liveness"] == "ok"}
+            if alive != dids - {node.did}:
+                return False
+        return True
+
+    wait_until(everyone_sees_everyone_alive, 60, "every node to hear every other node's heartbeats")
+
+    # find by DID across the chain (n0 was configured with no peer at all, n4 only with n3)
+    found = chain[0].call("find", {"did": chain[4].did}, timeout=60)
+    assert found["connected"] and found["peer_id"] == chain[4].peer_id
+    assert any(chain[4].peer_id in a or "/tcp/" in a for a in found["addresses"])
+
+    # a public note gossips to every node
+    note = chain[0].call("note_add", {"text": "hello mesh #gossip", "audience": "public"})["did"]
+
+    def everyone_has_the_note():
+        return all(any(r["container_did"] == note for r in (n.try_call("notes") or [])) for n in chain)
+
+    wait_until(everyone_has_the_note, 30, "the public note to reach every node")
+
+    # a private note is fetched by DID, verified on arrival, and arrives intact (same content DID)
+    private = chain[4].call("note_add", {"text": "only by request", "audience": "private"})["did"]
+    got = chain[0].call("fetch", {"did": chain[4].did, "container_did": private}, timeout=60)
+    assert got["fetched"] == [private]
+    notes0 = chain[0].call("notes", {"limit": 50})
+    assert any(r["container_did"] == private and r["text"] == "only by request" for r in notes0)
+
+    # announces were found through the DHT: names are known across the chain
+    def names_known():
+        rows = chain[0].try_call("peers") or []
+        return {r["name"] for r in rows} >= {"n1", "n2", "n3", "n4"}
+
+    wait_until(names_known, 60, "n0 to learn every node's announce")
+    for node in chain:
+        assert node.stop() == 0
