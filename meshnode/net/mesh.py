@@ -390,7 +390,9 @@ class Mesh:
                     pass
 
     async def _serve_exchange(self, stream) -> None:
-        from libp2p.io.exceptions import MessageTooLarge
+        from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
+        from libp2p.network.stream.exceptions import StreamError
+        from libp2p.utils.varint import ParseError
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         peer_id = stream.muxed_conn.peer_id.to_base58()
@@ -415,6 +417,10 @@ class Mesh:
                     frame = await read_varint_prefixed_bytes_limited(stream, limit)
             except MessageTooLarge:
                 self._invalid(did, "frame_too_large")
+                await stream.reset()
+                return
+            except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
+                self._invalid(did, "bad_frame")
                 await stream.reset()
                 return
             try:

@@ -1,0 +1,93 @@
+"""A misbehaving peer for tests: connects to a node and sends it bad input.
+
+    python tests/evil_peer.py MULTIADDR_WITH_P2P GOOD_CONTAINER_HEX [ROUNDS]
+
+Opens the exchange protocol again and again with: garbage bytes, an oversized
+frame, a non-deterministic encoding, a forged container (bit flipped in the
+signature), a container with a timestamp far in the future, and the good
+container replayed. Prints one line per attempt: "<kind> <outcome>", where
+the outcome is the node's answer, or "reset" when it would not talk to us.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import multiaddr
+import trio
+from libp2p import new_host
+from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+from libp2p.network.config import ConnectionConfig
+from libp2p.peer.peerinfo import info_from_p2p_addr
+from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as Noise
+from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
+from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+from meshnode.container import build_container, cbor, now_ms
+from meshnode.identity.keys import NodeKey
+from meshnode.net import exchange, libp2p_fixes
+from meshnode.net.frames import encode_frame, encode_varint
+
+
+def attempts(good: bytes) -> list[tuple[str, bytes]]:
+    forged = bytearray(good)
+    forged[len(forged) // 2] ^= 0x01
+    future = build_container(NodeKey.generate(), "x_evil", {"n": 1}, timestamp_ms=now_ms() + 3_600_000).to_bytes()
+    push = lambda items: encode_frame(exchange.encode_message({"op": "push", "containers": items}))  # noqa: E731
+    return [
+        ("garbage", b"\xff\x13garbage that is not a frame at all" * 3),
+        ("oversized", encode_varint(50 * 1024 * 1024) + b"x" * 100),
+        ("non_deterministic", encode_frame(bytes.fromhex("a2626f70647075736862617801"))),
+        ("forged", push([bytes(forged)])),
+        ("future", push([future])),
+        ("replayed", push([good])),
+    ]
+
+
+async def main(target: str, good_hex: str, rounds: int) -> None:
+    libp2p_fixes.route_libp2p_logging()
+    key_pair = create_new_key_pair(NodeKey.generate().seed())
+    host = new_host(key_pair=key_pair, sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
+                    muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
+    info = info_from_p2p_addr(multiaddr.Multiaddr(target))
+    async with host.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
+        try:
+            for _ in range(rounds):
+                for kind, payload in attempts(bytes.fromhex(good_hex)):
+                    print(kind, await one_attempt(host, info, payload), flush=True)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await host.close()
+
+
+async def one_attempt(host, info, payload: bytes) -> str:
+    try:
+        with trio.fail_after(5):
+            if info.peer_id not in host.get_connected_peers():
+                host.get_network().unblock_peer(info.peer_id)
+                await host.connect(info)
+            stream = await host.new_stream(info.peer_id, [exchange.PROTOCOL_ID])
+            await stream.write(payload)
+            await stream.close()
+            frame = await read_varint_prefixed_bytes_limited(stream, 1 << 20)
+    except Exception as exc:  # reset, refused, or dropped: the node would not talk to us
+        print(f"  ({type(exc).__name__}: {str(exc)[:120]})", file=sys.stderr, flush=True)
+        with trio.move_on_after(2):
+            try:  # forget a connection the node may have dropped, so the next attempt dials afresh
+                await host.disconnect(info.peer_id)
+            except Exception:
+                pass
+        return "reset"
+    message = cbor.decode(frame, max_bytes=1 << 20, max_depth=8)[0]
+    if message["op"] == "error":
+        return f"error:{message['code']}"
+    if message["op"] == "ack":
+        if message["rejected"]:
+            return f"rejected:{message['rejected'][0]['code']}"
+        return "duplicate" if message["duplicates"] else "accepted"
+    return message["op"]
+
+
+if __name__ == "__main__":
+    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 5)
