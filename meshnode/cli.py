@@ -183,8 +183,26 @@ def cmd_init(args) -> int:
 def cmd_run(args) -> int:
     config = _config(args)
     key = open_identity(config)
-    trio.run(run_node, config, key)
+    try:
+        trio.run(run_node, config, key)
+    except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
+        expected = _only(group, MeshnodeError)
+        if expected is None:
+            raise
+        raise expected from None
     return 0
+
+
+def _only(group: BaseExceptionGroup, kind: type) -> BaseException | None:
+    """The first leaf of ``group`` if every leaf is a ``kind``, else None."""
+    leaves, stack = [], [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if leaves and all(isinstance(e, kind) for e in leaves) else None
 
 
 def cmd_status(args) -> int:

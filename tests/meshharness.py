@@ -87,6 +87,19 @@ class Node:
             self.output.append(line)
             return line
 
+    def drain(self, timeout: float = 10.0) -> list[str]:
+        """Everything the process printed, once it has exited."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.output.append(line)
+        return self.output
+
     def call(self, cmd: str, args: dict | None = None, timeout: float = 30.0):
         return control.call(self.home / "data" / "control.sock", cmd, args, timeout=timeout)
 
