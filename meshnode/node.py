@@ -171,6 +171,18 @@ class _Control:
     async def cmd_notes(self, limit: int = 20):
         return await self.store.read(lambda db: db.recent_notes(int(limit)))
 
+    async def cmd_received(self, dids: list):
+        """When each container arrived here (ms), for latency measurements."""
+        def lookup(db):
+            rows = {}
+            for did in dids[:1000]:
+                row = db.conn.execute("SELECT received_at_ms, timestamp_ms FROM containers WHERE did = ?",
+                                      (str(did),)).fetchone()
+                if row:
+                    rows[did] = {"received_at_ms": row[0], "timestamp_ms": row[1]}
+            return rows
+        return await self.store.read(lookup)
+
     async def cmd_metrics(self):
         return self.metrics.snapshot()
 
