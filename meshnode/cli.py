@@ -385,11 +385,15 @@ def cmd_container_verify(args) -> int:
 
 def cmd_container_export(args) -> int:
     config = _config(args)
-    db = _open_db(config)
-    try:
-        data = db.get_container_bytes(args.did)
-    finally:
-        db.close()
+    live = _ask_node(config, "export", {"did": args.did}, required=False)
+    if live is not None:
+        data = bytes.fromhex(live["hex"])
+    else:
+        db = _open_db(config)
+        try:
+            data = db.get_container_bytes(args.did)
+        finally:
+            db.close()
     if data is None:
         raise MeshnodeError("not_found", f"no container {args.did} in this node's store")
     try:

@@ -26,7 +26,8 @@ from meshnode.errors import MeshnodeError
 SOCKET_NAME = "control.sock"
 MAX_REQUEST = 4 * 1024 * 1024
 MAX_RESPONSE = 16 * 1024 * 1024
-MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on BSDs
+MAX_SOCKET_PATH = 104
+HANDLER_TIMEOUT = 90.0  # longer than any mesh operation's own timeouts  # sun_path is 108 bytes on Linux, 104 on BSDs
 
 Handler = Callable[[str, dict], Awaitable[Any]]
 
@@ -76,7 +77,7 @@ async def serve_control(path: Path, handler: Handler, *, task_status=trio.TASK_S
 async def _handle(stream: trio.SocketStream, handler: Handler) -> None:
     async with stream:
         try:
-            with trio.fail_after(30):
+            with trio.fail_after(HANDLER_TIMEOUT):
                 request = await _read_request(stream)
                 cmd, args = _parse(request)
                 try:
@@ -87,8 +88,11 @@ async def _handle(stream: trio.SocketStream, handler: Handler) -> None:
                 await stream.send_all(json.dumps(response).encode("utf-8") + b"\n")
         except ControlError as exc:
             await _try_send(stream, {"ok": False, "code": exc.code, "reason": exc.reason})
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-            pass  # the client went away or stalled; nothing to answer
+        except trio.TooSlowError:
+            await _try_send(stream, {"ok": False, "code": "timeout",
+                                     "reason": f"the node did not finish within {HANDLER_TIMEOUT:.0f} s"})
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away; nothing to answer
 
 
 async def _try_send(stream: trio.SocketStream, response: dict) -> None:
@@ -135,7 +139,7 @@ def _answers(path: Path) -> bool:
         s.close()
 
 
-def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 30.0) -> Any:
+def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0) -> Any:
     """Blocking client for the CLI: send one request, return ``result`` or raise ControlError."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)

@@ -183,6 +183,12 @@ class _Control:
             return rows
         return await self.store.read(lookup)
 
+    async def cmd_export(self, did: str):
+        data = await self.store.read(lambda db: db.get_container_bytes(did))
+        if data is None:
+            raise MeshnodeError("not_found", f"no container {did} on this node")
+        return {"hex": data.hex()}
+
     async def cmd_metrics(self):
         return self.metrics.snapshot()
 

@@ -62,5 +62,33 @@ def test_chain_discovers_finds_gossips_and_fetches(chain):
         return {r["name"] for r in rows} >= {"n1", "n2", "n3", "n4"}
 
     wait_until(names_known, 60, "n0 to learn every node's announce")
+
+    # a burst of public notes: py-libp2p's 10 msg/s limit and 32-message queues would drop
+    # most of it silently; meshnode's settings deliver every one
+    burst = [chain[2].call("note_add", {"text": f"burst {i}", "audience": "public"})["did"] for i in range(40)]
+
+    def everyone_has_the_burst():
+        return all(len(n.try_call("received", {"dids": burst}) or {}) == len(burst) for n in chain)
+
+    wait_until(everyone_has_the_burst, 60, "all 40 burst notes at every node")
+
+    # the command line drives the running node: ping and send
+    ping = run_cli(chain[1], "ping", chain[3].did)
+    assert ping.returncode == 0 and " ms" in ping.stdout, ping.stderr
+    exported = chain[1].home / "note.cbor"
+    assert run_cli(chain[1], "container", "export", private, exported).returncode != 0  # not on n1 yet
+    assert run_cli(chain[0], "container", "export", private, exported).returncode == 0
+    sent = run_cli(chain[1], "send", chain[2].did, exported)
+    assert sent.returncode == 0 and f"accepted {private}" in sent.stdout, sent.stdout + sent.stderr
+    again = run_cli(chain[1], "send", chain[2].did, exported)
+    assert f"already there {private}" in again.stdout
     for node in chain:
         assert node.stop() == 0
+
+
+def run_cli(node, *args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), *map(str, args)],
+                          env=node.env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

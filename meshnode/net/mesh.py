@@ -52,6 +52,8 @@ CONTAINER_TOPIC = "/meshnode/containers/1"
 MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push
 CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 10.0
+ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
+LOOKUP_TIMEOUT = 15.0
 
 
 class NetError(MeshnodeError):
@@ -90,7 +92,7 @@ class Mesh:
         self.gossipsub = None
         self._heartbeat_seq = 0
         self._announce: Container | None = None
-        self._connected_once = trio.Event()
+        self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -247,17 +249,21 @@ class Mesh:
             self.metrics.inc("announce_failed")
 
     async def _learn_routing_table(self) -> None:
-        """Look up the announce of every peer the routing table knows (agent_peers)."""
+        """Look up the announce of routing-table peers we have not looked up lately (agent_peers)."""
+        now = self.clock()
         for pid in list(self.dht.routing_table.get_peer_ids()):
             try:
                 did = peer_id_to_did(pid.to_base58())
             except MeshnodeError:
                 continue
+            if now - self._looked_up.get(did, -ANNOUNCE_RECHECK_MS) < ANNOUNCE_RECHECK_MS:
+                continue
+            self._looked_up[did] = now
             with trio.move_on_after(5):
                 try:
                     await self.lookup_announce(did)
                 except NetError:
-                    pass
+                    self._looked_up[did] = now - ANNOUNCE_RECHECK_MS + 60_000  # try again in a minute
 
     async def lookup_announce(self, did: str) -> Container:
         """The newest announce of ``did`` from the DHT (not from the local copy alone)."""
@@ -265,7 +271,8 @@ class Mesh:
         if did != self.key.did:
             self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
         try:
-            value = await self.dht.get_value(key)
+            with trio.fail_after(LOOKUP_TIMEOUT):
+                value = await self.dht.get_value(key)
         except Exception as exc:
             raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
         if value is None:
@@ -293,6 +300,8 @@ class Mesh:
             announce = await self.lookup_announce(did)
         except NetError as exc:
             log.info("announce lookup for %s: %s", did, exc.reason)
+        if announce is not None and announce.payload.get("key_is_falsified"):
+            raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
         addrs = announce_addresses(announce) if announce else []
         if pid not in self.host.get_connected_peers():
             info = None
