@@ -40,7 +40,7 @@ def net_config(config: Config) -> NetConfig:
         log.warning("bootstrap.txt %s (skipped)", problem)
     return NetConfig(
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
-        heartbeat_ms=int(net["heartbeat_seconds"] * 1000),
+        heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
                               int(net["dead_after_seconds"] * 1000)),
         interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),

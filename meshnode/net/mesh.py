@@ -74,6 +74,7 @@ class NetConfig:
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
     container_limits: Limits = field(default_factory=Limits)
     maintenance_s: float = 30.0
+    gossip_heartbeat_s: float = 1.0
 
 
 class Mesh:
@@ -132,12 +133,12 @@ class Mesh:
         self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
-        # heartbeat 1 s [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
+        # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
         # [weights 0]: standing and, later, reputation decide who is cut off.
         self.gossipsub = gossipsub = GossipSub(
             protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
-            heartbeat_initial_delay=0.1, heartbeat_interval=1, time_to_live=60,
+            heartbeat_initial_delay=0.1, heartbeat_interval=self.config.gossip_heartbeat_s, time_to_live=60,
             spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
         )
         self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
