@@ -309,14 +309,24 @@ class Mesh:
             if addrs:
                 info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
             else:
-                with trio.move_on_after(15):
+                with trio.move_on_after(LOOKUP_TIMEOUT):
                     info = await self.dht.find_peer(pid)
             if info is None:
                 raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
             await self._connect(info)
+        if not addrs:  # no announce (yet): the addresses the route or the connection gave us
+            addrs = self._known_addresses(pid)
         elapsed_ms = (time.perf_counter() - started) * 1000
         return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
                 "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2)}
+
+    def _known_addresses(self, pid) -> list[str]:
+        from libp2p.peer.peerstore import PeerStoreError
+
+        try:
+            return [str(a) for a in self.host.get_peerstore().addrs(pid)]
+        except PeerStoreError:
+            return []
 
     async def find_interest(self, tag: str) -> list[dict]:
         providers = await libp2p_fixes.find_providers_network(self.dht, interest_key(tag))
