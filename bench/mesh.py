@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import logging
 import json
-import statistics
 import sys
 import tempfile
 import time

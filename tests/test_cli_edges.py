@@ -9,10 +9,9 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from conftest import cli_env
-from test_cli import RunningNode, assert_clean_failure, db_path, one_error_line, status
+from test_cli import RunningNode, assert_clean_failure, db_path, one_error_line
 
 
 def test_two_concurrent_inits_never_replace_each_others_key(tmp_path, fake_user_home):

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-This module is the *driver*: it owns the libp2p objects and the trio tasks,
+This module is the *driver* (with ``mesh_exchange`` and ``mesh_gossip``, the
+same class in three files): it owns the libp2p objects and the trio tasks,
 and moves bytes between the network and the pure parts (container
 verification, bootstrap parsing, announce records, liveness, standing,
 exchange messages). It holds no protocol logic of its own.
@@ -22,7 +23,7 @@ from typing import Callable
 import multiaddr
 import trio
 
-from meshnode.container import Container, ContainerError, Limits, build_container, decode_container, now_ms
+from meshnode.container import Container, Limits, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.identity.keys import NodeKey
@@ -39,25 +40,19 @@ from meshnode.net.announce import (
     validate_record,
 )
 from meshnode.net.bootstrap import BootstrapPeer
-from meshnode.net.frames import encode_frame
+from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
+from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.store import Store
-from meshnode.store.peers import save_standing, set_liveness, upsert_peer
+from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
 
-HEARTBEAT_TOPIC = "/meshnode/heartbeat/1"
-CONTAINER_TOPIC = "/meshnode/containers/1"
-MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push
 CONNECT_TIMEOUT = 5.0
-REQUEST_TIMEOUT = 10.0
 ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
 LOOKUP_TIMEOUT = 15.0
-
-
-class NetError(MeshnodeError):
-    """A network operation failed: peer not found, unreachable, or refused."""
 
 
 @dataclass
@@ -77,7 +72,7 @@ class NetConfig:
     gossip_heartbeat_s: float = 1.0
 
 
-class Mesh:
+class Mesh(ExchangeMixin, GossipMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -343,7 +338,7 @@ class Mesh:
         from libp2p.host.ping import ID as PING_ID, perform_ping_roundtrip
 
         await self.find(did)
-        pid = _peer_id(did)
+        pid = peer_id_object(did)
         stream = await self.host.new_stream(pid, [PING_ID])
         try:
             started = time.perf_counter()
@@ -352,284 +347,6 @@ class Mesh:
             return (time.perf_counter() - started) * 1000
         finally:
             await stream.close()
-
-    # --- the exchange protocol (client) ---------------------------------------
-
-    async def request(self, did: str, message: dict, expected: str) -> dict:
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
-        await self.find(did)
-        pid = _peer_id(did)
-        limit = self.config.peer_limits.max_frame_bytes
-        try:
-            with trio.fail_after(REQUEST_TIMEOUT):
-                stream = await self.host.new_stream(pid, [exchange.PROTOCOL_ID])
-                try:
-                    await stream.write(encode_frame(exchange.encode_message(message)))
-                    await stream.close()  # half-close: the response still arrives
-                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
-                except BaseException:
-                    await stream.reset()
-                    raise
-        except exchange.ExchangeError:
-            raise
-        except trio.TooSlowError:
-            raise NetError("timeout", f"{did} did not answer within {REQUEST_TIMEOUT:.0f} s") from None
-        except Exception as exc:
-            raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
-        return exchange.check_response(exchange.decode_message(frame, limit), expected)
-
-    async def push(self, did: str, containers: list[Container]) -> dict:
-        return await self.request(did, {"op": "push", "containers": [c.to_bytes() for c in containers]}, "ack")
-
-    async def fetch(self, did: str, container_dids: list[str]) -> list[Container]:
-        response = await self.request(did, {"op": "fetch", "dids": container_dids}, "found")
-        out = []
-        for raw in response["containers"]:
-            try:
-                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError as exc:
-                self._invalid(did, exc.code)
-                continue
-            if c.did in container_dids:
-                out.append(c)
-        return out
-
-    # --- the exchange protocol (server) ---------------------------------------
-
-    async def _handle_exchange_stream(self, stream) -> None:
-        # an exception escaping a stream handler tears down the whole py-libp2p host
-        try:
-            await self._serve_exchange(stream)
-        except Exception as exc:
-            log.debug("exchange stream ended with %s: %s", type(exc).__name__, exc)
-            with trio.move_on_after(1):
-                try:
-                    await stream.reset()
-                except Exception:
-                    pass
-
-    async def _serve_exchange(self, stream) -> None:
-        from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
-        from libp2p.network.stream.exceptions import StreamError
-        from libp2p.utils.varint import ParseError
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
-        peer_id = stream.muxed_conn.peer_id.to_base58()
-        did = peer_id_to_did(peer_id)
-        now = self.clock()
-        if self.standing.is_banned(did, now):
-            self.metrics.inc("exchange_refused", reason="banned")
-            await stream.reset()
-            return
-        if not self.standing.allow_message(did, now):
-            self.metrics.inc("exchange_refused", reason="rate_limited")
-            await self._respond(stream, exchange.error("rate_limited", "too many requests; slow down"))
-            return
-        if not self.standing.begin_request(did, now):
-            self.metrics.inc("exchange_refused", reason="busy")
-            await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
-            return
-        try:
-            limit = self.config.peer_limits.max_frame_bytes
-            try:
-                with trio.fail_after(REQUEST_TIMEOUT):
-                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
-            except MessageTooLarge:
-                self._invalid(did, "frame_too_large")
-                await stream.reset()
-                return
-            except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
-                self._invalid(did, "bad_frame")
-                await stream.reset()
-                return
-            try:
-                op, items = exchange.parse_request(exchange.decode_message(frame, limit))
-            except exchange.ExchangeError as exc:
-                self._invalid(did, exc.code)
-                await self._respond(stream, exchange.error(exc.code, exc.reason))
-                return
-            if op == "fetch":
-                response = await self._serve_fetch(items)
-            else:
-                response = await self._serve_push(did, items)
-            await self._respond(stream, response)
-        finally:
-            self.standing.end_request(did)
-            await self._save_standing(did)
-
-    async def _serve_fetch(self, dids: list[str]) -> dict:
-        got, missing = [], []
-        for d in dids:
-            data = await self.store.read(lambda db, d=d: db.get_container_bytes(d))
-            if data is None:
-                missing.append(d)
-            else:
-                got.append(data)
-        self.metrics.inc("containers_served", len(got))
-        return exchange.found(got, missing)
-
-    async def _serve_push(self, did: str, items: list[bytes]) -> dict:
-        accepted, duplicates, rejected = [], [], []
-        for index, raw in enumerate(items):
-            try:
-                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError as exc:
-                self._invalid(did, exc.code)
-                rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})
-                continue
-            new = await self.store.write(
-                lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
-            (accepted if new else duplicates).append(c.did)
-            self.standing.record_valid(did, self.clock())
-            self.metrics.inc("containers_received", via="push")
-        return exchange.ack(accepted, duplicates, rejected)
-
-    async def _respond(self, stream, message: dict) -> None:
-        await stream.write(encode_frame(exchange.encode_message(message)))
-        await stream.close()
-
-    def _invalid(self, did: str, code: str) -> None:
-        """Count one invalid input from ``did``; past the threshold, cut the peer off."""
-        self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock()):
-            log.warning("cutting off %s after %d invalid inputs", did,
-                        self.standing.summary(did)["invalid"])
-            self.metrics.inc("peers_cut_off")
-            if self.host is not None:
-                pid = _peer_id(did)
-                trio.lowlevel.spawn_system_task(self._disconnect, pid)
-
-    async def _disconnect(self, pid) -> None:
-        try:
-            await self.host.disconnect(pid)
-        except Exception as exc:
-            log.debug("disconnect %s: %s", pid, exc)
-
-    async def _save_standing(self, did: str) -> None:
-        await self.store.write(_save_standing_row, did, self.standing.summary(did), self.clock())
-
-    # --- gossip -----------------------------------------------------------------
-
-    async def gossip(self, c: Container) -> None:
-        data = c.to_bytes()
-        if len(data) > MAX_GOSSIP_BYTES:
-            raise NetError("too_large_for_gossip",
-                           f"{len(data)} bytes; gossip carries at most {MAX_GOSSIP_BYTES} (push it directly)")
-        await self.pubsub.publish(CONTAINER_TOPIC, data)
-        self.metrics.inc("gossip_published")
-
-    def _validate_gossip_container(self, forwarder, message) -> bool:
-        try:
-            decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            return True
-        except ContainerError as exc:
-            self._gossip_invalid(forwarder, exc.code)
-            return False
-
-    def _validate_heartbeat(self, forwarder, message) -> bool:
-        try:
-            c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-        except ContainerError as exc:
-            self._gossip_invalid(forwarder, exc.code)
-            return False
-        from libp2p.peer.id import ID
-
-        if c.cls != "heartbeat" or did_to_peer_id(c.sender_did) != ID(message.from_id).to_base58():
-            self._gossip_invalid(forwarder, "not_own_heartbeat")
-            return False
-        return True
-
-    def _gossip_invalid(self, forwarder, code: str) -> None:
-        try:
-            did = peer_id_to_did(forwarder.to_base58())
-        except MeshnodeError:
-            self.metrics.inc("invalid_from_peer", code=code)
-            return
-        self._invalid(did, code)
-
-    async def _read_gossip_containers(self, subscription) -> None:
-        while True:
-            message = await subscription.get()
-            try:
-                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError:
-                continue  # counted by the validator; our own publishes skip it
-            if c.sender_did == self.key.did:
-                continue
-            await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                     received_from=c.sender_did))
-            self.metrics.inc("containers_received", via="gossip")
-
-    # --- heartbeats and liveness ------------------------------------------------
-
-    async def _send_heartbeats(self) -> None:
-        interval = self.config.heartbeat_ms / 1000
-        while True:
-            self._heartbeat_seq += 1
-            now = self.clock()
-            beat = build_container(self.key, "heartbeat", {"seq": self._heartbeat_seq, "status": "ok"},
-                                   timestamp_ms=now, ttl_ms=now + self.config.thresholds.dead_ms)
-            try:
-                await self.pubsub.publish(HEARTBEAT_TOPIC, beat.to_bytes())
-                self.metrics.inc("heartbeats_sent")
-            except Exception as exc:  # no peers yet, or shutting down
-                log.debug("heartbeat not sent: %s", exc)
-            await trio.sleep(interval)
-
-    async def _read_heartbeats(self, subscription) -> None:
-        while True:
-            message = await subscription.get()
-            try:
-                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError:
-                continue
-            if c.sender_did == self.key.did:
-                continue
-            now = self.clock()
-            first = self.liveness.state(c.sender_did) is None
-            change = self.liveness.heard(c.sender_did, now, seq=c.payload["seq"])
-            self.metrics.inc("heartbeats_received")
-            if first:
-                await self.store.write(upsert_peer, c.sender_did, peer_id=did_to_peer_id(c.sender_did),
-                                       now_ms=now, source="exchange", online=True)
-            if change is not None:
-                await self._record_liveness(change.peer, change.new.value, now)
-
-    async def _watch_liveness(self) -> None:
-        step = max(0.05, min(self.config.thresholds.quiet_ms / 4000, 5.0))
-        while True:
-            await trio.sleep(step)
-            now = self.clock()
-            for change in self.liveness.tick(now):
-                log.info("peer %s is now %s", change.peer, change.new.value)
-                await self._record_liveness(change.peer, change.new.value, now)
-
-    async def _record_liveness(self, did: str, state: str, now: int) -> None:
-        self.metrics.inc("liveness_changes", state=state)
-        last = self.liveness.last_heard_ms(did) or now
-        await self.store.write(_set_liveness_row, did, state, last, now)
-
-    def peers_snapshot(self) -> dict:
-        connected = {p.to_base58() for p in self.host.get_connected_peers()} if self.host else set()
-        return {"connected": sorted(connected), "liveness": {k: v.value for k, v in self.liveness.peers().items()}}
-
-
-def _set_liveness_row(db, did: str, state: str, last_heard_ms: int, now: int) -> None:
-    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
-    set_liveness(db, did, state=state, last_heard_ms=last_heard_ms, last_seq=-1, now_ms=now)
-
-
-def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
-    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
-    save_standing(db, did, summary, now)
-
-
-def _peer_id(did: str):
-    from libp2p.peer.id import ID
-
-    return ID.from_base58(did_to_peer_id(did))
-
 
 def _wildcard_to_interfaces(candidates: list) -> list:
     """Announce real interface addresses instead of /ip4/0.0.0.0 (py-libp2p advertises the wildcard)."""

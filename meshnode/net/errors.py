@@ -1,0 +1,7 @@
+"""The network layer's error."""
+
+from meshnode.errors import MeshnodeError
+
+
+class NetError(MeshnodeError):
+    """A network operation failed: peer not found, unreachable, or refused."""

@@ -1,0 +1,191 @@
+"""The exchange protocol's two sides, as the Mesh runs them (split from mesh.py).
+
+Client: ``request``/``push``/``fetch``. Server: the stream handler, which
+applies the peer's standing (ban, rate, outstanding requests), verifies every
+pushed container, and counts every invalid input against the peer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from meshnode.container import Container, ContainerError, decode_container
+from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.net import exchange
+from meshnode.net.errors import NetError
+from meshnode.net.frames import encode_frame
+from meshnode.store.peers import save_standing, upsert_peer
+
+log = logging.getLogger("meshnode.net")
+REQUEST_TIMEOUT = 10.0
+
+
+class ExchangeMixin:
+    # --- the exchange protocol (client) ---------------------------------------
+
+    async def request(self, did: str, message: dict, expected: str) -> dict:
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        await self.find(did)
+        pid = peer_id_object(did)
+        limit = self.config.peer_limits.max_frame_bytes
+        try:
+            with trio.fail_after(REQUEST_TIMEOUT):
+                stream = await self.host.new_stream(pid, [exchange.PROTOCOL_ID])
+                try:
+                    await stream.write(encode_frame(exchange.encode_message(message)))
+                    await stream.close()  # half-close: the response still arrives
+                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+                except BaseException:
+                    await stream.reset()
+                    raise
+        except exchange.ExchangeError:
+            raise
+        except trio.TooSlowError:
+            raise NetError("timeout", f"{did} did not answer within {REQUEST_TIMEOUT:.0f} s") from None
+        except Exception as exc:
+            raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
+        return exchange.check_response(exchange.decode_message(frame, limit), expected)
+
+    async def push(self, did: str, containers: list[Container]) -> dict:
+        return await self.request(did, {"op": "push", "containers": [c.to_bytes() for c in containers]}, "ack")
+
+    async def fetch(self, did: str, container_dids: list[str]) -> list[Container]:
+        response = await self.request(did, {"op": "fetch", "dids": container_dids}, "found")
+        out = []
+        for raw in response["containers"]:
+            try:
+                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError as exc:
+                self._invalid(did, exc.code)
+                continue
+            if c.did in container_dids:
+                out.append(c)
+        return out
+
+    # --- the exchange protocol (server) ---------------------------------------
+
+    async def _handle_exchange_stream(self, stream) -> None:
+        # an exception escaping a stream handler tears down the whole py-libp2p host
+        try:
+            await self._serve_exchange(stream)
+        except Exception as exc:
+            log.debug("exchange stream ended with %s: %s", type(exc).__name__, exc)
+            with trio.move_on_after(1):
+                try:
+                    await stream.reset()
+                except Exception:
+                    pass
+
+    async def _serve_exchange(self, stream) -> None:
+        from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
+        from libp2p.network.stream.exceptions import StreamError
+        from libp2p.utils.varint import ParseError
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        peer_id = stream.muxed_conn.peer_id.to_base58()
+        did = peer_id_to_did(peer_id)
+        now = self.clock()
+        if self.standing.is_banned(did, now):
+            self.metrics.inc("exchange_refused", reason="banned")
+            await stream.reset()
+            return
+        if not self.standing.allow_message(did, now):
+            self.metrics.inc("exchange_refused", reason="rate_limited")
+            await self._respond(stream, exchange.error("rate_limited", "too many requests; slow down"))
+            return
+        if not self.standing.begin_request(did, now):
+            self.metrics.inc("exchange_refused", reason="busy")
+            await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
+            return
+        try:
+            limit = self.config.peer_limits.max_frame_bytes
+            try:
+                with trio.fail_after(REQUEST_TIMEOUT):
+                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+            except MessageTooLarge:
+                self._invalid(did, "frame_too_large")
+                await stream.reset()
+                return
+            except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
+                self._invalid(did, "bad_frame")
+                await stream.reset()
+                return
+            try:
+                op, items = exchange.parse_request(exchange.decode_message(frame, limit))
+            except exchange.ExchangeError as exc:
+                self._invalid(did, exc.code)
+                await self._respond(stream, exchange.error(exc.code, exc.reason))
+                return
+            if op == "fetch":
+                response = await self._serve_fetch(items)
+            else:
+                response = await self._serve_push(did, items)
+            await self._respond(stream, response)
+        finally:
+            self.standing.end_request(did)
+            await self._save_standing(did)
+
+    async def _serve_fetch(self, dids: list[str]) -> dict:
+        got, missing = [], []
+        for d in dids:
+            data = await self.store.read(lambda db, d=d: db.get_container_bytes(d))
+            if data is None:
+                missing.append(d)
+            else:
+                got.append(data)
+        self.metrics.inc("containers_served", len(got))
+        return exchange.found(got, missing)
+
+    async def _serve_push(self, did: str, items: list[bytes]) -> dict:
+        accepted, duplicates, rejected = [], [], []
+        for index, raw in enumerate(items):
+            try:
+                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+            except ContainerError as exc:
+                self._invalid(did, exc.code)
+                rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})
+                continue
+            new = await self.store.write(
+                lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
+            (accepted if new else duplicates).append(c.did)
+            self.standing.record_valid(did, self.clock())
+            self.metrics.inc("containers_received", via="push")
+        return exchange.ack(accepted, duplicates, rejected)
+
+    async def _respond(self, stream, message: dict) -> None:
+        await stream.write(encode_frame(exchange.encode_message(message)))
+        await stream.close()
+
+    def _invalid(self, did: str, code: str) -> None:
+        """Count one invalid input from ``did``; past the threshold, cut the peer off."""
+        self.metrics.inc("invalid_from_peer", code=code)
+        if self.standing.record_invalid(did, code, self.clock()):
+            log.warning("cutting off %s after %d invalid inputs", did,
+                        self.standing.summary(did)["invalid"])
+            self.metrics.inc("peers_cut_off")
+            if self.host is not None:
+                pid = peer_id_object(did)
+                trio.lowlevel.spawn_system_task(self._disconnect, pid)
+
+    async def _disconnect(self, pid) -> None:
+        try:
+            await self.host.disconnect(pid)
+        except Exception as exc:
+            log.debug("disconnect %s: %s", pid, exc)
+
+    async def _save_standing(self, did: str) -> None:
+        await self.store.write(_save_standing_row, did, self.standing.summary(did), self.clock())
+
+
+def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
+    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
+    save_standing(db, did, summary, now)
+
+
+def peer_id_object(did: str):
+    from libp2p.peer.id import ID
+
+    return ID.from_base58(did_to_peer_id(did))
