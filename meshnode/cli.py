@@ -30,7 +30,9 @@ from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.store import Database, latest_version
+from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
+from meshnode.store.sharing import friends, set_friend
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -91,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("did")
     p.add_argument("file", type=Path)
     p.set_defaults(func=cmd_send)
+    friend = sub.add_parser("friend", parents=[common], help="friends: who gets your friends notes").add_subparsers(
+        dest="friend_command", required=True, metavar="SUBCOMMAND")
+    for name, helptext in (("add", "make a peer a friend"), ("remove", "stop sharing friends notes with a peer")):
+        p = friend.add_parser(name, parents=[common], help=helptext)
+        p.add_argument("did")
+        p.set_defaults(func=cmd_friend, friend_on=(name == "add"))
+    p = friend.add_parser("list", parents=[common], help="list friends")
+    p.set_defaults(func=cmd_friend_list)
     p = sub.add_parser("metrics", parents=[common], help="the running node's counters")
     p.set_defaults(func=cmd_metrics)
 
@@ -244,10 +254,11 @@ def cmd_note_add(args) -> int:
         return 0
     key = open_identity(config)
     t = now_ms()
-    note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
-                     audience=args.audience, priority=args.priority)
     db = _open_db(config)
     try:
+        recipients = friends(db) if args.audience == "friends" else None
+        note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
+                         audience=args.audience, priority=args.priority, recipients=recipients)
         db.put_container(note, received_at_ms=t, local={"tags": tags})
     finally:
         db.close()
@@ -339,6 +350,33 @@ def cmd_send(args) -> int:
     for r in result["rejected"]:
         print(f"rejected ({r['code']}): {r['reason']}")
     return 1 if result["rejected"] else 0
+
+
+def cmd_friend(args) -> int:
+    config = _config(args)
+    peer_id = did_to_peer_id(args.did)
+    if _ask_node(config, "friend", {"did": args.did, "on": args.friend_on}, required=False) is None:
+        db = _open_db(config)
+        try:
+            set_friend(db, args.did, peer_id, now_ms(), args.friend_on)
+        finally:
+            db.close()
+    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {args.did}")
+    return 0
+
+
+def cmd_friend_list(args) -> int:
+    config = _config(args)
+    rows = _ask_node(config, "friends", required=False)
+    if rows is None:
+        db = _open_db(config)
+        try:
+            rows = friends(db)
+        finally:
+            db.close()
+    for did in rows:
+        print(did)
+    return 0
 
 
 def cmd_metrics(args) -> int:

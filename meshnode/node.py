@@ -27,7 +27,9 @@ from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note
 from meshnode.store import Store
+from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
+from meshnode.store.sharing import friends, set_friend
 
 log = logging.getLogger("meshnode.node")
 STOP_BUSY_TIMEOUT_MS = 500
@@ -161,8 +163,9 @@ class _Control:
     async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",
                            source: str = "cli", priority: int = 0, tags: list | None = None):
         t = now_ms()
+        recipients = await self.store.read(friends) if audience == "friends" else None
         note = make_note(self.key, text, now_ms=t, topic=topic, source=source, audience=audience,
-                         priority=int(priority))
+                         priority=int(priority), recipients=recipients)
         await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
         if audience == "public":
             await self.mesh.gossip(note)
@@ -188,6 +191,14 @@ class _Control:
         if data is None:
             raise MeshnodeError("not_found", f"no container {did} on this node")
         return {"hex": data.hex()}
+
+    async def cmd_friend(self, did: str, on: bool = True):
+        peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
+        await self.store.write(set_friend, did, peer_id, now_ms(), bool(on))
+        return {"did": did, "friend": bool(on)}
+
+    async def cmd_friends(self):
+        return await self.store.read(friends)
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()

@@ -35,7 +35,10 @@ def parse_hashtags(text: str) -> list[str]:
 
 
 def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None, source: str = "cli",
-              audience: str = "private", priority: int = 0, code: str | None = None) -> Container:
+              audience: str = "private", priority: int = 0, code: str | None = None,
+              recipients: list[str] | None = None) -> Container:
+    """A signed note. A ``friends`` note names its recipients (the author's friends now)
+    in ``head.recipient``: whoever holds it forwards it to them and to no one else."""
     if not text.strip():
         raise NoteError("empty_note", "a note needs some text")
     if len(text) > MAX_TEXT:
@@ -56,7 +59,13 @@ def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None,
         payload["mentions"] = mentions[:64]
     if hashtags:
         payload["hashtags"] = hashtags[:64]
-    return build_container(key, "note", payload, timestamp_ms=now_ms, meta={"created_by": "AGENT"})
+    head_extra = None
+    if audience == "friends":
+        if not recipients:
+            raise NoteError("no_friends", "a friends note needs friends: add one with `meshnode friend add DID`")
+        head_extra = {"recipient": sorted(set(recipients))}
+    return build_container(key, "note", payload, timestamp_ms=now_ms, meta={"created_by": "AGENT"},
+                           head_extra=head_extra)
 
 
 def _unique(items) -> list[str]:

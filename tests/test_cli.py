@@ -152,8 +152,15 @@ def add_note(run_cli, home, *args) -> str:
     return dids[0]
 
 
+FRIEND_DID = "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"
+
+
 def test_note_add_and_list(home, run_cli):
     text = "text @alice #tag"
+    refused = run_cli("--home", home, "note", "add", "too early", "--audience", "friends")
+    assert "friend add" in one_error_line(refused)  # a friends note needs friends to go to
+    assert run_cli("--home", home, "friend", "add", FRIEND_DID).returncode == 0
+    assert run_cli("--home", home, "friend", "list").stdout.split() == [FRIEND_DID]
     did = add_note(run_cli, home, text, "--topic", "t", "--tags", "a,b", "--audience", "friends")
 
     listed = run_cli("--home", home, "note", "list", "--json")

@@ -53,9 +53,9 @@ def test_bad_input_is_rejected_counted_and_the_peer_cut_off(tmp_path):
         assert max(v or 0 for v in standing.values()) >= 8
 
         # the honest peer is served as before, both ways
-        mine = honest.call("note_add", {"text": "still here", "audience": "private"})["did"]
+        mine = honest.call("note_add", {"text": "still here", "audience": "public"})["did"]
         assert victim.call("fetch", {"did": honest.did, "container_did": mine}, timeout=60)["fetched"] == [mine]
-        theirs = victim.call("note_add", {"text": "and you?", "audience": "private"})["did"]
+        theirs = victim.call("note_add", {"text": "and you?", "audience": "public"})["did"]
         assert honest.call("fetch", {"did": victim.did, "container_did": theirs}, timeout=60)["fetched"] == [theirs]
         assert victim.stop() == 0 and honest.stop() == 0
     finally:

@@ -49,12 +49,17 @@ def test_chain_discovers_finds_gossips_and_fetches(chain):
 
     wait_until(everyone_has_the_note, 30, "the public note to reach every node")
 
-    # a private note is fetched by DID, verified on arrival, and arrives intact (same content DID)
-    private = chain[4].call("note_add", {"text": "only by request", "audience": "private"})["did"]
-    got = chain[0].call("fetch", {"did": chain[4].did, "container_did": private}, timeout=60)
-    assert got["fetched"] == [private]
+    # a friends note is fetched by DID, verified on arrival, and arrives intact (same content DID);
+    # a private note is never given out, to anyone
+    chain[4].call("friend", {"did": chain[0].did})
+    shared = chain[4].call("note_add", {"text": "only by request", "audience": "friends"})["did"]
+    private = chain[4].call("note_add", {"text": "my own", "audience": "private"})["did"]
+    got = chain[0].call("fetch", {"did": chain[4].did, "container_did": shared}, timeout=60)
+    assert got["fetched"] == [shared]
+    assert chain[0].call("fetch", {"did": chain[4].did, "container_did": private}, timeout=60)["fetched"] == []
+    assert chain[1].call("fetch", {"did": chain[4].did, "container_did": shared}, timeout=60)["fetched"] == []
     notes0 = chain[0].call("notes", {"limit": 50})
-    assert any(r["container_did"] == private and r["text"] == "only by request" for r in notes0)
+    assert any(r["container_did"] == shared and r["text"] == "only by request" for r in notes0)
 
     # announces were found through the DHT: names are known across the chain
     def names_known():
@@ -76,12 +81,12 @@ def test_chain_discovers_finds_gossips_and_fetches(chain):
     ping = run_cli(chain[1], "ping", chain[3].did)
     assert ping.returncode == 0 and " ms" in ping.stdout, ping.stderr
     exported = chain[1].home / "note.cbor"
-    assert run_cli(chain[1], "container", "export", private, exported).returncode != 0  # not on n1 yet
-    assert run_cli(chain[0], "container", "export", private, exported).returncode == 0
+    assert run_cli(chain[1], "container", "export", shared, exported).returncode != 0  # not on n1
+    assert run_cli(chain[0], "container", "export", shared, exported).returncode == 0
     sent = run_cli(chain[1], "send", chain[2].did, exported)
-    assert sent.returncode == 0 and f"accepted {private}" in sent.stdout, sent.stdout + sent.stderr
+    assert sent.returncode == 0 and f"accepted {shared}" in sent.stdout, sent.stdout + sent.stderr
     again = run_cli(chain[1], "send", chain[2].did, exported)
-    assert f"already there {private}" in again.stdout
+    assert f"already there {shared}" in again.stdout
     for node in chain:
         assert node.stop() == 0
 

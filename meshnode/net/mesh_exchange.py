@@ -17,6 +17,7 @@ from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.store.peers import save_standing, upsert_peer
+from meshnode.store.sharing import may_share
 
 log = logging.getLogger("meshnode.net")
 REQUEST_TIMEOUT = 10.0
@@ -120,7 +121,7 @@ class ExchangeMixin:
                 await self._respond(stream, exchange.error(exc.code, exc.reason))
                 return
             if op == "fetch":
-                response = await self._serve_fetch(items)
+                response = await self._serve_fetch(did, items)
             else:
                 response = await self._serve_push(did, items)
             await self._respond(stream, response)
@@ -128,9 +129,15 @@ class ExchangeMixin:
             self.standing.end_request(did)
             await self._save_standing(did)
 
-    async def _serve_fetch(self, dids: list[str]) -> dict:
+    async def _serve_fetch(self, requester: str, dids: list[str]) -> dict:
+        """Containers by DID, but only those the requester may have: a private note is
+        "missing" to everyone, a friends note to everyone it does not name."""
         got, missing = [], []
         for d in dids:
+            if not await self.store.read(may_share, d, requester):
+                missing.append(d)
+                self.metrics.inc("fetch_refused", reason="not_shared")
+                continue
             data = await self.store.read(lambda db, d=d: db.get_container_bytes(d))
             if data is None:
                 missing.append(d)

@@ -176,5 +176,9 @@ def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, receive
         "INSERT OR IGNORE INTO container_links (source_did, relation, target_did) VALUES (?, ?, ?)",
         [(c.did, rel, target) for rel, targets in c.related.items() for target in targets],
     )
+    recipients = head.get("recipient")
+    if isinstance(recipients, list):
+        conn.executemany("INSERT OR IGNORE INTO container_recipients (did, recipient) VALUES (?, ?)",
+                         [(c.did, r) for r in recipients if isinstance(r, str)])
     views.materialize(conn, c, local)
     return True
