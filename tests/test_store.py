@@ -230,7 +230,7 @@ def view_rows(db) -> list[tuple]:
 
 def test_note_row_from_container(db, key):
     c = note(key, "hi @alice and @did:key:z6MkabcDEF #One #two #one", topic="greet", audience="friends",
-             priority=-3, source="llm")
+             priority=-3, source="llm", recipients=["did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"])
     db.put_container(c, received_at_ms=T0, local={"tags": ["mine"]})
     row = db.conn.execute("SELECT topic, text, mentions, hashtags, agent_did, source, priority, audience, tags,"
                           " read, hidden FROM notes WHERE container_did = ?", (c.did,)).fetchone()
