@@ -37,6 +37,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "bootstrap": "bootstrap.txt",
         "heartbeat_seconds": 10.0,
         "gossip_heartbeat_seconds": 1.0,
+        "sync_seconds": 30.0,
         "quiet_after_seconds": 25.0,
         "stale_after_seconds": 60.0,
         "dead_after_seconds": 300.0,
@@ -224,6 +225,8 @@ def _check(values: dict) -> None:
             raise ConfigError("bad_config", f"net.{key} must be a list of at most 64 short strings")
     if not net["listen"]:
         raise ConfigError("bad_config", "net.listen needs at least one address")
+    if not 0.2 <= net["sync_seconds"] <= 86400:
+        raise ConfigError("bad_config", "net.sync_seconds must be between 0.2 and 86400")
     if not 0.1 <= net["gossip_heartbeat_seconds"] <= 60:
         raise ConfigError("bad_config", "net.gossip_heartbeat_seconds must be between 0.1 and 60")
     if not 0.05 <= net["heartbeat_seconds"] <= 3600:

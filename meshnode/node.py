@@ -43,6 +43,7 @@ def net_config(config: Config) -> NetConfig:
     return NetConfig(
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
         heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
+        sync_s=float(net["sync_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
                               int(net["dead_after_seconds"] * 1000)),
         interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),
@@ -199,6 +200,9 @@ class _Control:
 
     async def cmd_friends(self):
         return await self.store.read(friends)
+
+    async def cmd_sync(self, did: str):
+        return await self.mesh.sync_with(did)
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()

@@ -25,6 +25,7 @@ FAST_NET = {
     "MESHNODE_NET_QUIET_AFTER_SECONDS": "1.5",
     "MESHNODE_NET_STALE_AFTER_SECONDS": "3",
     "MESHNODE_NET_DEAD_AFTER_SECONDS": "30",
+    "MESHNODE_NET_SYNC_SECONDS": "2",
 }
 
 
@@ -51,10 +52,11 @@ class Node:
         (self.home / "bootstrap.txt").write_text("\n".join(lines) + "\n")
 
     def start(self, timeout: float = 30.0) -> None:
+        self.lines = queue.Queue()  # a fresh queue per run: a restarted node starts clean
         self.proc = subprocess.Popen([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), "run"],
                                      env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, encoding="utf-8")
-        threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc, self.lines), daemon=True).start()
         self.addresses = []
         deadline = time.monotonic() + timeout
         while True:
@@ -68,10 +70,11 @@ class Node:
             elif line.startswith("ready"):
                 return
 
-    def _pump(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
+    @staticmethod
+    def _pump(proc, lines) -> None:
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
 
     def _next_line(self, deadline: float) -> str:
         while True:

@@ -44,6 +44,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
+from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.store import Store
 from meshnode.store.peers import upsert_peer
@@ -70,9 +71,10 @@ class NetConfig:
     container_limits: Limits = field(default_factory=Limits)
     maintenance_s: float = 30.0
     gossip_heartbeat_s: float = 1.0
+    sync_s: float = 30.0
 
 
-class Mesh(ExchangeMixin, GossipMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -89,6 +91,7 @@ class Mesh(ExchangeMixin, GossipMixin):
         self._heartbeat_seq = 0
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
+        self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -141,6 +144,7 @@ class Mesh(ExchangeMixin, GossipMixin):
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
         host.set_stream_handler(exchange.PROTOCOL_ID, self._handle_exchange_stream)
+        host.set_stream_handler(SYNC_PROTOCOL_ID, self._handle_sync_stream)
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
@@ -154,6 +158,7 @@ class Mesh(ExchangeMixin, GossipMixin):
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
+                    nursery.start_soon(self._sync_forever)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:
@@ -188,7 +193,10 @@ class Mesh(ExchangeMixin, GossipMixin):
             delay = 1.0
             if self.host.get_connected_peers():
                 with trio.move_on_after(30):
-                    await self.dht.refresh_routing_table()
+                    try:
+                        await self.dht.refresh_routing_table()
+                    except Exception as exc:  # peers come and go mid-refresh; the next round retries
+                        log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
             await self._publish_announce()
             await self._learn_routing_table()
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
@@ -213,7 +221,10 @@ class Mesh(ExchangeMixin, GossipMixin):
                 log.info("bootstrap peer %s (line %d) unreachable: %s", peer.addr, peer.line, exc.reason)
                 continue
             reached += 1
-            await self.dht.add_peer(pid)
+            try:
+                await self.dht.add_peer(pid)
+            except Exception as exc:
+                log.info("adding bootstrap peer %s to the DHT: %s", peer.peer_id, exc)
             await self.store.write(upsert_peer, peer.did, peer_id=peer.peer_id, now_ms=self.clock(),
                                    source="bootstrap", addresses=[peer.addr], online=True)
         return reached
@@ -339,7 +350,10 @@ class Mesh(ExchangeMixin, GossipMixin):
 
         await self.find(did)
         pid = peer_id_object(did)
-        stream = await self.host.new_stream(pid, [PING_ID])
+        try:
+            stream = await self.host.new_stream(pid, [PING_ID])
+        except Exception as exc:  # py-libp2p raises several types when a peer is gone
+            raise NetError("unreachable", f"cannot reach {did}: {type(exc).__name__}") from None
         try:
             started = time.perf_counter()
             with trio.fail_after(REQUEST_TIMEOUT):

@@ -106,6 +106,7 @@ class GossipMixin:
                                        now_ms=now, source="exchange", online=True)
             if change is not None:
                 await self._record_liveness(change.peer, change.new.value, now)
+                self._sync_wanted.set()  # a peer appeared or came back: reconcile soon
 
     async def _watch_liveness(self) -> None:
         step = max(0.05, min(self.config.thresholds.quiet_ms / 4000, 5.0))

@@ -1,0 +1,181 @@
+"""Note replication by set reconciliation (``/meshnode/sync/1.0.0``), as the Mesh runs it.
+
+One stream per session; each message is a varint-framed deterministic-CBOR
+map ``{"ranges": [...]}`` (``meshnode.sync.reconcile`` encoding), or
+``{"ranges": null}`` when the sender has nothing left to say. Each side offers
+only what it may share with the other (``store.sharing``), so nothing private
+is ever named. When the session ends, each side pushes what the other lacks
+and fetches what it lacks over the exchange protocol, which checks sharing
+again. The side with the smaller DID starts a session; both finish it.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import trio
+
+from meshnode.container import cbor
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import peer_id_to_did
+from meshnode.net.errors import NetError
+from meshnode.net.frames import encode_frame
+from meshnode.net.liveness import Liveness
+from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.store.sharing import shareable_notes
+from meshnode.sync.reconcile import ReconcileError, Reconciler, decode, encode
+
+log = logging.getLogger("meshnode.net")
+
+SYNC_PROTOCOL_ID = "/meshnode/sync/1.0.0"
+SYNC_TIMEOUT = 60.0
+SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
+MAX_SYNC_FRAME = 4 * 1024 * 1024
+BATCH = 64
+
+
+def _digest(container_did: str) -> bytes:
+    raw = base64.urlsafe_b64decode(container_did.split(":")[-1][1:] + "==")
+    return raw[2:]
+
+
+class SyncMixin:
+    async def sync_with(self, did: str) -> dict:
+        """Reconcile shared notes with ``did`` now; returns what moved."""
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        await self.find(did)
+        reconciler, by_digest = await self._reconciler_for(did)
+        try:
+            stream = await self.host.new_stream(peer_id_object(did), [SYNC_PROTOCOL_ID])
+        except Exception as exc:  # py-libp2p raises several types when a peer is gone
+            raise NetError("unreachable", f"cannot open a sync stream to {did}: {type(exc).__name__}") from None
+        try:
+            with trio.fail_after(SYNC_TIMEOUT):
+                message = reconciler.initiate()
+                while True:
+                    await stream.write(encode_frame(cbor.encode({"ranges": encode(message)})))
+                    frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
+                    ranges = _parse(frame)
+                    if ranges is None:
+                        break
+                    message = reconciler.receive(ranges)
+                    if message is None:
+                        await stream.write(encode_frame(cbor.encode({"ranges": None})))
+                        break
+                await stream.close()
+        except (trio.TooSlowError, ReconcileError, MeshnodeError):
+            await stream.reset()
+            raise
+        except Exception as exc:
+            await stream.reset()
+            raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
+        return await self._settle(did, reconciler, by_digest)
+
+    async def _handle_sync_stream(self, stream) -> None:
+        try:
+            await self._serve_sync(stream)
+        except Exception as exc:  # never let a handler's exception reach py-libp2p
+            log.debug("sync stream ended with %s: %s", type(exc).__name__, exc)
+            with trio.move_on_after(1):
+                try:
+                    await stream.reset()
+                except Exception:
+                    pass
+
+    async def _serve_sync(self, stream) -> None:
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        did = peer_id_to_did(stream.muxed_conn.peer_id.to_base58())
+        if self.standing.is_banned(did, self.clock()) or not self.standing.allow_message(did, self.clock()):
+            await stream.reset()
+            return
+        reconciler, by_digest = await self._reconciler_for(did)
+        with trio.fail_after(SYNC_TIMEOUT):
+            while True:
+                frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
+                try:
+                    ranges = _parse(frame)
+                except ReconcileError as exc:
+                    self._invalid(did, "bad_sync")
+                    raise NetError("bad_sync", exc.args[0]) from None
+                if ranges is None:
+                    break
+                answer = reconciler.receive(ranges)
+                await stream.write(encode_frame(cbor.encode({"ranges": encode(answer) if answer else None})))
+                if answer is None:
+                    break
+        await stream.close()
+        await self._settle(did, reconciler, by_digest)
+
+    async def _reconciler_for(self, did: str) -> tuple[Reconciler, dict[bytes, str]]:
+        rows = await self.store.read(shareable_notes, did)
+        by_digest = {_digest(container_did): container_did for _, container_did in rows}
+        return Reconciler([(ts, _digest(d)) for ts, d in rows]), by_digest
+
+    async def _settle(self, did: str, reconciler: Reconciler, by_digest: dict[bytes, str]) -> dict:
+        """Push what the peer lacks, fetch what we lack."""
+        have = [by_digest[d] for d in reconciler.have if d in by_digest]
+        need = [_did_for(d) for d in reconciler.need]
+        pushed = fetched = 0
+        for i in range(0, len(have), BATCH):
+            batch = []
+            for container_did in have[i: i + BATCH]:
+                c = await self.store.read(lambda db, d=container_did: db.load_container(d, now_ms=self.clock()))
+                if c is not None:
+                    batch.append(c)
+            if batch:
+                await self.push(did, batch)
+                pushed += len(batch)
+        for i in range(0, len(need), BATCH):
+            got = await self.fetch(did, need[i: i + BATCH])
+            for c in got:
+                await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
+                                                                         received_from=did))
+            fetched += len(got)
+        self.metrics.inc("sync_sessions")
+        self.metrics.inc("sync_pushed", pushed)
+        self.metrics.inc("sync_fetched", fetched)
+        return {"pushed": pushed, "fetched": fetched, "rounds": reconciler.rounds}
+
+    async def _sync_forever(self) -> None:
+        """Reconcile with every connected peer now and then, and soon after one (re)appears."""
+        while True:
+            with trio.move_on_after(self.config.sync_s):
+                await self._sync_wanted.wait()
+            self._sync_wanted = trio.Event()
+            async with trio.open_nursery() as nursery:  # one slow or vanished peer must not hold up the rest
+                for pid in list(self.host.get_connected_peers()):
+                    try:
+                        did = peer_id_to_did(pid.to_base58())
+                    except MeshnodeError:
+                        continue
+                    if did > self.key.did and self.liveness.state(did) not in (Liveness.STALE, Liveness.DEAD):
+                        nursery.start_soon(self._sync_quietly, did)  # the smaller DID starts the session
+
+    async def _sync_quietly(self, did: str) -> None:
+        try:
+            with trio.move_on_after(SESSION_BUDGET):
+                await self.sync_with(did)
+        except (MeshnodeError, ReconcileError) as exc:
+            log.info("sync with %s: %s", did, getattr(exc, "reason", exc))
+        except Exception as exc:  # a background session must never take the node down
+            log.warning("sync with %s failed unexpectedly: %s: %s", did, type(exc).__name__, exc)
+            self.metrics.inc("sync_errors")
+
+
+def _did_for(digest: bytes) -> str:
+    from meshnode.container.model import CONTAINER_DID_PREFIX
+
+    return CONTAINER_DID_PREFIX + base64.urlsafe_b64encode(b"\x12\x20" + digest).rstrip(b"=").decode("ascii")
+
+
+def _parse(frame: bytes):
+    try:
+        message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=8)
+    except MeshnodeError as exc:
+        raise ReconcileError(f"sync message: {exc.reason}") from None
+    if type(message) is not dict or "ranges" not in message:
+        raise ReconcileError("a sync message is a map with 'ranges'")
+    return None if message["ranges"] is None else decode(message["ranges"])
