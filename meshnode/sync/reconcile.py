@@ -13,9 +13,11 @@ of:
 * ``fingerprint`` — (fingerprint, count) of the sender's items in the range;
 * ``ids``         — the sender's item ids in the range, in full.
 
-On a fingerprint that differs from its own, a side splits the range at its
-own items into ``split`` buckets and answers with their fingerprints, or, when
-it holds few items there, with its ids. On ids, a side knows both sets for
+On a fingerprint that differs from its own, a side answers with its ids when
+it holds few items in the range, and otherwise splits the range at its own
+items into ``split`` buckets and answers with their fingerprints (buckets are
+fingerprinted even when small: most of them match, and a match costs one
+fingerprint instead of a list). On ids, a side knows both sets for
 the range: it records what the peer lacks (``have``) and what it lacks
 (``need``), and the range is done. When a side has nothing left to say, the
 reconciliation is over. Differences are found in O(log n) rounds and cost
@@ -35,8 +37,8 @@ from dataclasses import dataclass, field
 SKIP, FINGERPRINT, IDS = 0, 1, 2
 MOD = 1 << 256
 INF = (1 << 63, b"\xff" * 32)  # above every real item
-MAX_RANGES = 4096
-MAX_IDS = 65536
+MAX_RANGES = 1 << 17
+MAX_IDS = 1 << 20
 
 
 class ReconcileError(ValueError):
@@ -75,7 +77,7 @@ class Reconciler:
 
     def initiate(self) -> list[Range]:
         """The first message: the whole space as one fingerprint (or ids, for a small set)."""
-        return [self._describe(0, len(self.items), INF)]
+        return [self._describe(0, len(self.items), INF, list_up_to=self.list_threshold)]  # small sets: list
 
     def receive(self, message: list[Range]) -> list[Range] | None:
         """Process the peer's message; returns the answer, or None when nothing is left to say."""
@@ -112,8 +114,9 @@ class Reconciler:
         count = b - a
         return hashlib.sha256(total.to_bytes(32, "big") + count.to_bytes(8, "big")).digest()[:16], count
 
-    def _describe(self, a: int, b: int, upper: Item) -> Range:
-        if b - a <= self.list_threshold:
+    def _describe(self, a: int, b: int, upper: Item, list_up_to: int = 2) -> Range:
+        """A fingerprint, or the ids themselves when there are so few that they cost no more."""
+        if b - a <= list_up_to:
             return Range(upper, IDS, ids=tuple(self._ids[a:b]))
         fp, count = self._fingerprint(a, b)
         return Range(upper, FINGERPRINT, fingerprint=fp, count=count)
@@ -163,7 +166,7 @@ def check_message(message: list[Range]) -> None:
         if r.kind == IDS:
             total_ids += len(r.ids)
             if total_ids > MAX_IDS or any(len(i) != 32 for i in r.ids):
-                raise ReconcileError("ids are 32 bytes, at most 65536 in a message")
+                raise ReconcileError(f"ids are 32 bytes, at most {MAX_IDS} in a message")
 
 
 def encode(message: list[Range]) -> list:
