@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -82,3 +86,31 @@ def test_traffic_grows_with_the_differences_not_the_set(n):
 def test_malformed_messages_are_refused(bad):
     with pytest.raises(ReconcileError):
         decode(bad)
+
+
+# --- protocols/vectors/sync.json --------------------------------------------------
+
+SYNC_VECTORS = Path(__file__).resolve().parent.parent / "protocols" / "vectors" / "sync.json"
+
+
+def test_sync_vector_file_is_current():
+    result = subprocess.run([sys.executable, str(Path(__file__).with_name("make_sync_vectors.py")), "--check"])
+    assert result.returncode == 0, "protocols/vectors/sync.json is stale: run tests/make_sync_vectors.py"
+
+
+@pytest.mark.parametrize("v", json.loads(SYNC_VECTORS.read_text())["vectors"], ids=lambda v: v["description"])
+def test_sync_vectors_message_by_message(v):
+    a = Reconciler([(ts, bytes.fromhex(i)) for ts, i in v["a_items"]])
+    b = Reconciler([(ts, bytes.fromhex(i)) for ts, i in v["b_items"]])
+    expected = list(v["messages"])
+    message, receiver, other = a.initiate(), b, a
+    while message is not None:
+        assert cbor.encode({"ranges": encode(message)}).hex() == expected.pop(0)
+        raw = cbor.decode(bytes.fromhex(cbor.encode({"ranges": encode(message)}).hex()), max_bytes=1 << 24,
+                          max_depth=8)[0]
+        message = receiver.receive(decode(raw["ranges"]))
+        receiver, other = other, receiver
+    assert expected == [cbor.encode({"ranges": None}).hex()]
+    for side, rec in (("a", a), ("b", b)):
+        assert sorted(i.hex() for i in rec.have) == v[f"{side}_have"]
+        assert sorted(i.hex() for i in rec.need) == v[f"{side}_need"]
