@@ -16,7 +16,7 @@ from typing import TextIO
 import trio
 
 from meshnode.config import Config
-from meshnode.container import ContainerError, decode_container, format_ms, now_ms
+from meshnode.container import ContainerError, build_container, decode_container, format_ms, now_ms
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode.identity.keys import NodeKey
@@ -203,6 +203,24 @@ class _Control:
 
     async def cmd_sync(self, did: str):
         return await self.mesh.sync_with(did)
+
+    async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
+                            previous: list | None = None):
+        payload = {"content": text, "topics": [str(t) for t in (topics or [])]}
+        if title:
+            payload["title"] = title
+        c = build_container(self.key, "diary_entry", payload, timestamp_ms=now_ms(),
+                            related={"previous_version": [str(p) for p in previous]} if previous else None)
+        await self.store.write(lambda db: db.put_container(c, received_at_ms=now_ms()))
+        return {"did": c.did}
+
+    async def cmd_diary(self, limit: int = 50):
+        def rows(db):
+            cur = db.conn.execute("SELECT lineage, container_did, author_did, text, forks, timestamp"
+                                  " FROM diary_entries ORDER BY timestamp DESC LIMIT ?", (int(limit),))
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+        return await self.store.read(rows)
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()

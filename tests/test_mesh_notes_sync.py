@@ -23,6 +23,7 @@ def test_store_and_forward_between_friends(tmp_path):
         assert b.stop() == 0  # bob goes offline
 
         note = a.call("note_add", {"text": "for my friends", "audience": "friends"})["did"]
+        diary = a.call("diary_add", {"text": "what I learned today"})["did"]
         private = a.call("note_add", {"text": "for me", "audience": "private"})["did"]
         wait_until(lambda: has(d, note), 60, "dora (online friend) to get the note by sync")
         assert a.stop() == 0  # the author goes offline too: only dora holds the note now
@@ -32,6 +33,10 @@ def test_store_and_forward_between_friends(tmp_path):
         wait_until(lambda: has(b, note), 90, "bob to get the note from dora, a common friend")
         assert not has(b, private) and not has(d, private)
         assert not has(stranger, note)  # never named, never given
+        # CogSync knowledge travels the same way to friends, and to no one else
+        wait_until(lambda: any(r["container_did"] == diary for r in (b.try_call("diary") or [])), 60,
+                   "bob to get alice's diary entry")
+        assert not any(r["container_did"] == diary for r in (stranger.try_call("diary") or []))
         metrics = {m["name"]: m["value"] for m in d.call("metrics") if not m["labels"]}
         assert metrics.get("sync_sessions", 0) >= 1
         for n in (b, d, stranger):

@@ -14,6 +14,8 @@ import json
 from meshnode.store.database import Database, sql_errors
 
 FRIEND = "Friend"
+PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
+COGSYNC_FRIENDS = ("diary_entry",)  # CogSync knowledge shared with friends (concepts and links to follow)
 
 
 def set_friend(db: Database, did: str, peer_id: str, now_ms: int, friend: bool = True) -> None:
@@ -36,8 +38,10 @@ def friends(db: Database) -> list[str]:
 
 
 def shareable_notes(db: Database, peer_did: str) -> list[tuple[int, str]]:
-    """(timestamp_ms, container DID) of every note this node may give ``peer_did``."""
-    with sql_errors("listing shareable notes"):
+    """(timestamp_ms, container DID) of every container this node may give ``peer_did``:
+    public notes, friends notes that name it, and, when it is a friend, every version of
+    the CogSync knowledge this node holds (diary entries)."""
+    with sql_errors("listing shareable containers"):
         rows = db.conn.execute(
             """
             SELECT c.timestamp_ms, c.did FROM containers c JOIN notes n ON n.container_did = c.did
@@ -47,10 +51,16 @@ def shareable_notes(db: Database, peer_did: str) -> list[tuple[int, str]]:
             JOIN notes n ON n.container_did = c.did
             JOIN container_recipients r ON r.did = c.did
             WHERE n.audience = 'friends' AND r.recipient = ?
+            UNION
+            SELECT c.timestamp_ms, c.did FROM containers c
+            WHERE c.class IN ('diary_entry') AND EXISTS (
+                SELECT 1 FROM agent_peers p, json_each(p.tags)
+                WHERE p.id = ? AND json_valid(p.tags) AND json_each.value = 'Friend')
             """,
-            (peer_did,),
+            (peer_did, peer_did),
         ).fetchall()
     return [(ts, did) for ts, did in rows]
+
 
 
 def may_share(db: Database, container_did: str, peer_did: str) -> bool:
@@ -63,7 +73,11 @@ def may_share(db: Database, container_did: str, peer_did: str) -> bool:
             """,
             (container_did, peer_did, container_did),
         ).fetchone()
-    if row is None:  # not a note: other classes follow their own rules (CogSync); shared for now
-        return True
+    if row is None:  # not a note: CogSync knowledge goes to friends, private classes to no one,
+        # and the rest (announces, containers that were gossiped) to anyone who asks
+        cls = db.conn.execute("SELECT class FROM containers WHERE did = ?", (container_did,)).fetchone()
+        if cls is not None and cls[0] in COGSYNC_FRIENDS:
+            return peer_did in friends(db)
+        return cls is not None and cls[0] not in PRIVATE_CLASSES
     audience, listed = row
     return audience == "public" or (audience == "friends" and bool(listed))
