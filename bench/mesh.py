@@ -35,6 +35,19 @@ def pct(values: list[float], p: float) -> float:
     return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 2)
 
 
+async def echo_rtts(send, receive, size: int = 1024, rounds: int = 200) -> list[float]:
+    """Round trips (ms) of ``size`` bytes through an echo, on any send/receive pair."""
+    rtts = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        await send(b"x" * size)
+        got = 0
+        while got < size:
+            got += len(await receive(size - got))
+        rtts.append((time.perf_counter() - t) * 1000)
+    return rtts
+
+
 async def host_figures(rounds: int = 20) -> dict:
     import multiaddr
     from libp2p import new_host
@@ -75,14 +88,7 @@ async def host_figures(rounds: int = 20) -> dict:
                 if label == "meshnode" and "stream_rtt_ms_p50" not in out:
                     b.set_stream_handler("/bench/echo/1", echo)
                     s = await a.new_stream(b.get_id(), ["/bench/echo/1"])
-                    rtts = []
-                    for _ in range(200):
-                        t = time.perf_counter()
-                        await s.write(b"x" * 1024)
-                        got = 0
-                        while got < 1024:
-                            got += len(await s.read(1024 - got))
-                        rtts.append((time.perf_counter() - t) * 1000)
+                    rtts = await echo_rtts(s.write, s.read)
                     out["stream_rtt_ms_p50"] = pct(rtts, 50)
                     out["stream_rtt_ms_p99"] = pct(rtts, 99)
                 await a.close()
@@ -99,14 +105,7 @@ async def host_figures(rounds: int = 20) -> dict:
                 await stream.send_all(data)
         nursery.start_soon(trio.serve_listeners, serve, listeners)
         client = await trio.open_tcp_stream("127.0.0.1", port)
-        rtts = []
-        for _ in range(200):
-            t = time.perf_counter()
-            await client.send_all(b"x" * 1024)
-            got = 0
-            while got < 1024:
-                got += len(await client.receive_some(1024 - got))
-            rtts.append((time.perf_counter() - t) * 1000)
+        rtts = await echo_rtts(client.send_all, client.receive_some)
         out["tcp_rtt_ms_p50_baseline"] = pct(rtts, 50)
         await client.aclose()
         nursery.cancel_scope.cancel()

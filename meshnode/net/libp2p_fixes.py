@@ -39,6 +39,24 @@ async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:
         gossipsub.equivocation_detection.clear()
 
 
+def guarded_handler(serve, name: str):
+    """An exception escaping a py-libp2p stream handler tears down the whole host:
+    wrap ``serve(stream)`` so any failure resets that one stream and is logged."""
+
+    async def handler(stream) -> None:
+        try:
+            await serve(stream)
+        except Exception as exc:
+            log.debug("%s stream ended with %s: %s", name, type(exc).__name__, exc)
+            with trio.move_on_after(1):
+                try:
+                    await stream.reset()
+                except Exception:  # the stream may be gone already
+                    pass
+
+    return handler
+
+
 def route_libp2p_logging(level: int = logging.WARNING) -> None:
     """libp2p's loggers do not propagate (WARNINGs go to bare stderr), the DHT logs a
     benign WARNING for every inbound request, and `multiaddr` floods DEBUG: route

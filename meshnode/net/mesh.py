@@ -143,8 +143,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin):
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
-        host.set_stream_handler(exchange.PROTOCOL_ID, self._handle_exchange_stream)
-        host.set_stream_handler(SYNC_PROTOCOL_ID, self._handle_sync_stream)
+        host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
+        host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):

@@ -68,18 +68,6 @@ class ExchangeMixin:
 
     # --- the exchange protocol (server) ---------------------------------------
 
-    async def _handle_exchange_stream(self, stream) -> None:
-        # an exception escaping a stream handler tears down the whole py-libp2p host
-        try:
-            await self._serve_exchange(stream)
-        except Exception as exc:
-            log.debug("exchange stream ended with %s: %s", type(exc).__name__, exc)
-            with trio.move_on_after(1):
-                try:
-                    await stream.reset()
-                except Exception:
-                    pass
-
     async def _serve_exchange(self, stream) -> None:
         from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
         from libp2p.network.stream.exceptions import StreamError

@@ -59,15 +59,20 @@ class GossipMixin:
             return
         self._invalid(did, code)
 
-    async def _read_gossip_containers(self, subscription) -> None:
+    async def _from_others(self, subscription):
+        """The containers of a subscription, verified, from other nodes (own publishes skipped;
+        invalid ones were counted by the topic validator)."""
         while True:
             message = await subscription.get()
             try:
                 c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
             except ContainerError:
-                continue  # counted by the validator; our own publishes skip it
-            if c.sender_did == self.key.did:
                 continue
+            if c.sender_did != self.key.did:
+                yield c
+
+    async def _read_gossip_containers(self, subscription) -> None:
+        async for c in self._from_others(subscription):
             await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
                                                                      received_from=c.sender_did))
             self.metrics.inc("containers_received", via="gossip")
@@ -89,14 +94,7 @@ class GossipMixin:
             await trio.sleep(interval)
 
     async def _read_heartbeats(self, subscription) -> None:
-        while True:
-            message = await subscription.get()
-            try:
-                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError:
-                continue
-            if c.sender_did == self.key.did:
-                continue
+        async for c in self._from_others(subscription):
             now = self.clock()
             first = self.liveness.state(c.sender_did) is None
             change = self.liveness.heard(c.sender_did, now, seq=c.payload["seq"])

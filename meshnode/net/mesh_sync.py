@@ -73,17 +73,6 @@ class SyncMixin:
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
         return await self._settle(did, reconciler, by_digest)
 
-    async def _handle_sync_stream(self, stream) -> None:
-        try:
-            await self._serve_sync(stream)
-        except Exception as exc:  # never let a handler's exception reach py-libp2p
-            log.debug("sync stream ended with %s: %s", type(exc).__name__, exc)
-            with trio.move_on_after(1):
-                try:
-                    await stream.reset()
-                except Exception:
-                    pass
-
     async def _serve_sync(self, stream) -> None:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
