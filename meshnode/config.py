@@ -45,6 +45,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "expertise": [],
         "roles": [],
     },
+    "sync": {"classes": [], "tags": [], "window_days": 0.0, "min_trust": 0.0},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -116,6 +117,7 @@ _SECTION_NOTES = {
     "limits": "what a container may be (see protocols/container.md)",
     "log": "debug, info, warning or error",
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
+    "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -233,6 +235,14 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "net.heartbeat_seconds must be between 0.05 and 3600")
     if not 0 < net["quiet_after_seconds"] < net["stale_after_seconds"] < net["dead_after_seconds"]:
         raise ConfigError("bad_config", "net: quiet_after < stale_after < dead_after seconds, all positive")
+    sync = values["sync"]
+    for key in ("classes", "tags"):
+        if not all(isinstance(item, str) and 0 < len(item) <= 64 for item in sync[key]) or len(sync[key]) > 64:
+            raise ConfigError("bad_config", f"sync.{key} must be a list of at most 64 short names")
+    if not 0 <= sync["window_days"] <= 36500:
+        raise ConfigError("bad_config", "sync.window_days must be between 0 (no limit) and 36500")
+    if not 0 <= sync["min_trust"] <= 1:
+        raise ConfigError("bad_config", "sync.min_trust must be between 0 and 1")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

@@ -36,7 +36,7 @@ STOP_BUSY_TIMEOUT_MS = 500
 
 
 def net_config(config: Config) -> NetConfig:
-    net, peers = config.values["net"], config.values["peers"]
+    net, peers, sync = config.values["net"], config.values["peers"], config.values["sync"]
     bootstrap, problems = read_bootstrap(config.path("net", "bootstrap"))
     for problem in problems:
         log.warning("bootstrap.txt %s (skipped)", problem)
@@ -53,6 +53,8 @@ def net_config(config: Config) -> NetConfig:
                                invalid_threshold=peers["invalid_threshold"],
                                ban_ms=int(peers["ban_seconds"] * 1000)),
         container_limits=config.limits,
+        sync_classes=list(sync["classes"]), sync_tags=list(sync["tags"]),
+        sync_window_days=float(sync["window_days"]), min_trust=float(sync["min_trust"]),
     )
 
 

@@ -17,6 +17,7 @@ from meshnode.identity.keys import NodeKey
 SOURCES = ("user", "cli", "llm", "llm:task", "system")
 AUDIENCES = ("private", "friends", "public")
 MAX_TEXT = 64 * 1024
+MAX_FORWARD = 2
 _MENTION = re.compile(r"(?<![\w@])@(did:[a-z0-9]+:[A-Za-z0-9._:%-]+|[\w.-]{1,64})")
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]{0,63})")
 
@@ -36,9 +37,10 @@ def parse_hashtags(text: str) -> list[str]:
 
 def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None, source: str = "cli",
               audience: str = "private", priority: int = 0, code: str | None = None,
-              recipients: list[str] | None = None) -> Container:
+              recipients: list[str] | None = None, forward: int = 0) -> Container:
     """A signed note. A ``friends`` note names its recipients (the author's friends now)
-    in ``head.recipient``: whoever holds it forwards it to them and to no one else."""
+    in ``head.recipient``: whoever holds it forwards it to them and to no one else, unless
+    ``forward`` (1 or 2) lets it travel that many hops further, friend to friend."""
     if not text.strip():
         raise NoteError("empty_note", "a note needs some text")
     if len(text) > MAX_TEXT:
@@ -59,6 +61,12 @@ def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None,
         payload["mentions"] = mentions[:64]
     if hashtags:
         payload["hashtags"] = hashtags[:64]
+    if forward and audience != "friends":
+        raise NoteError("bad_note", "only a friends note can be forwarded further")
+    if not 0 <= forward <= MAX_FORWARD:
+        raise NoteError("bad_note", f"forward is 0 to {MAX_FORWARD} hops")
+    if forward:
+        payload["forward"] = forward
     head_extra = None
     if audience == "friends":
         if not recipients:

@@ -1,5 +1,6 @@
-"""Reconciliation over what each store may share: both sides end with the union of what the
-filter permits, nothing else crosses, and nothing private ever does."""
+"""Sync sessions over what each store may share and wants: both sides end with exactly what
+the sharing rules permit and their wants accept, nothing else crosses, nothing private ever
+does, and the session stays one pass when the wants agree."""
 
 from __future__ import annotations
 
@@ -9,71 +10,146 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from meshnode.container import build_container
 from meshnode.identity.keys import NodeKey
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.notes import make_note
 from meshnode.store import Database
-from meshnode.store.sharing import may_share, shareable_notes
-from meshnode.sync.reconcile import Reconciler
+from meshnode.store.sharing import may_share, set_friend, shareable
+from meshnode.sync.selective import EVERYTHING, Want, tags_of
+from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.identity.did import did_to_peer_id
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(1, 5)]
-X, Y = KEYS[0].did, KEYS[1].did  # the two nodes that reconcile; KEYS[2:] are other authors
+X, Y = KEYS[0].did, KEYS[1].did  # the two nodes that sync; KEYS[2:] are other authors
 T0 = 1_800_000_000_000
+TAGS = ["mesh", "ml", "art"]
 
-notes = st.lists(
+
+def run_session(dbx: Database, dby: Database, want_x: Want, want_y: Want) -> tuple[set, set, Session]:
+    """X starts a session with Y; returns (DIDs moved to Y, DIDs moved to X, X's session)."""
+    sides = {}
+    for db, me, peer, role, want in ((dbx, X, Y, INITIATOR, want_x), (dby, Y, X, RESPONDER, want_y)):
+        rows = shareable(db, peer, me)
+        sides[me] = (Session(role, [Entry(ts, _digest(d), cls, frozenset(tags)) for ts, d, cls, tags in rows], want),
+                     {_digest(d): d for _, d, _, _ in rows})
+    sx, sy = sides[X][0], sides[Y][0]
+    in_flight = [(sy, m) for m in sx.start()]
+    while in_flight:
+        receiver, message = in_flight.pop(0)
+        other = sx if receiver is sy else sy
+        in_flight += [(other, m) for m in receiver.receive(message)]
+    assert sx.done and sy.done
+    to_y = {sides[X][1][i] for i in sx.push} | {_did_for(i) for i in sy.fetch}
+    to_x = {sides[Y][1][i] for i in sy.push} | {_did_for(i) for i in sx.fetch}
+    # the transfer, with the sharing rule checked again on the giving side
+    assert all(may_share(dbx, d, Y, X) for d in to_y) and all(may_share(dby, d, X, Y) for d in to_x)
+    for did in to_y:
+        dby.put_container(dbx.load_container(did, now_ms=T0), received_at_ms=T0, received_from=X)
+    for did in to_x:
+        dbx.put_container(dby.load_container(did, now_ms=T0), received_at_ms=T0, received_from=Y)
+    return to_y, to_x, sx
+
+
+items = st.lists(
     st.tuples(st.integers(0, 3),                                   # author
-              st.sampled_from(["private", "public", "friends"]),
+              st.sampled_from(["private", "public", "friends", "diary", "concept"]),
               st.sets(st.sampled_from([k.did for k in KEYS]), min_size=1, max_size=3),  # recipients
+              st.sets(st.sampled_from(TAGS), max_size=2),          # tags
               st.booleans(), st.booleans()),                       # held by X, held by Y
     max_size=25,
 )
+wants = st.one_of(st.just(EVERYTHING), st.builds(
+    Want,
+    st.one_of(st.none(), st.sets(st.sampled_from(["note", "diary_entry", "semantic_node"])).map(frozenset)),
+    st.one_of(st.none(), st.sets(st.sampled_from(TAGS)).map(frozenset)),
+    st.one_of(st.none(), st.integers(T0, T0 + 25)),
+))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(notes)
-def test_reconciled_stores_hold_exactly_what_they_may(specs):
+def make_item(i: int, author: int, kind: str, recipients: set, tags: set):
+    key, t = KEYS[author], T0 + i
+    if kind in ("private", "public", "friends"):
+        text = f"note {i} " + " ".join(f"#{tag}" for tag in sorted(tags))
+        return make_note(key, text, now_ms=t, audience=kind,
+                         recipients=sorted(recipients) if kind == "friends" else None)
+    if kind == "diary":
+        return build_container(key, "diary_entry", {"content": f"entry {i}", "topics": sorted(tags)}, timestamp_ms=t)
+    return build_container(key, "semantic_node", {"label": f"concept {i}"}, timestamp_ms=t,
+                           head_extra={"tags": sorted(tags)} if tags else None)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items, wants, wants, st.booleans(), st.booleans())
+def test_sessions_move_exactly_what_is_shared_and_wanted(specs, want_x, want_y, x_befriends_y, y_befriends_x):
     with tempfile.TemporaryDirectory() as tmp:
         dbx, dby = Database(Path(tmp) / "x.db"), Database(Path(tmp) / "y.db")
         try:
+            if x_befriends_y:
+                set_friend(dbx, Y, did_to_peer_id(Y), T0)
+            if y_befriends_x:
+                set_friend(dby, X, did_to_peer_id(X), T0)
             made = []
-            for i, (author, audience, recipients, at_x, at_y) in enumerate(specs):
-                if audience == "private":  # a private note lives only with its author
+            for i, (author, kind, recipients, tags, at_x, at_y) in enumerate(specs):
+                if kind == "private":  # a private note lives only with its author
                     at_x, at_y = author == 0, author == 1
-                c = make_note(KEYS[author], f"note {i}", now_ms=T0 + i, audience=audience,
-                              recipients=sorted(recipients) if audience == "friends" else None)
+                c = make_item(i, author, kind, recipients, tags)
                 made.append(c)
                 for held, db in ((at_x, dbx), (at_y, dby)):
                     if held:
                         db.put_container(c, received_at_ms=T0, local={"tags": []})
-            before_x = {d for _, d in dbx.conn.execute("SELECT 0, did FROM containers")}
-            before_y = {d for _, d in dby.conn.execute("SELECT 0, did FROM containers")}
-            offer_x = shareable_notes(dbx, Y)
-            offer_y = shareable_notes(dby, X)
-            rx = Reconciler([(ts, _digest(d)) for ts, d in offer_x])
-            ry = Reconciler([(ts, _digest(d)) for ts, d in offer_y])
-            message, receiver, other = rx.initiate(), ry, rx
-            while message is not None:
-                message = receiver.receive(message)
-                receiver, other = other, receiver
-            # the transfer, with the sharing rule checked again on the giving side
-            to_y = {_did_for(i) for i in rx.have | ry.need}
-            to_x = {_did_for(i) for i in ry.have | rx.need}
-            assert all(may_share(dbx, d, Y) for d in to_y) and all(may_share(dby, d, X) for d in to_x)
-            for did in to_y:
-                dby.put_container(dbx.load_container(did, now_ms=T0), received_at_ms=T0)
-            for did in to_x:
-                dbx.put_container(dby.load_container(did, now_ms=T0), received_at_ms=T0)
+            before_x = {d for (d,) in dbx.conn.execute("SELECT did FROM containers")}
+            before_y = {d for (d,) in dby.conn.execute("SELECT did FROM containers")}
+            to_y, to_x, session = run_session(dbx, dby, want_x, want_y)
             after_x = {d for (d,) in dbx.conn.execute("SELECT did FROM containers")}
             after_y = {d for (d,) in dby.conn.execute("SELECT did FROM containers")}
 
-            def permitted(c, receiver_did):
+            def permitted(c, receiver: str, giver_befriends_receiver: bool, want: Want) -> bool:
+                if not want.matches(c.cls, c.timestamp_ms, tags_of(c)):
+                    return False
+                if c.cls != "note":
+                    return giver_befriends_receiver
                 a = c.payload["audience"]
-                return a == "public" or (a == "friends" and receiver_did in c.head.get("recipient", []))
+                return a == "public" or (a == "friends" and receiver in c.head.get("recipient", []))
 
-            assert after_x == before_x | {c.did for c in made if c.did in before_y and permitted(c, X)}
-            assert after_y == before_y | {c.did for c in made if c.did in before_x and permitted(c, Y)}
-            private = {c.did for c in made if c.payload["audience"] == "private"}
+            assert after_x == before_x | {c.did for c in made if c.did in before_y
+                                          and permitted(c, X, y_befriends_x, want_x)}
+            assert after_y == before_y | {c.did for c in made if c.did in before_x
+                                          and permitted(c, Y, x_befriends_y, want_y)}
+            private = {c.did for c in made if c.cls == "note" and c.payload["audience"] == "private"}
             assert not (to_x | to_y) & private  # nothing private ever crosses
+            assert session.passes == (1 if want_x == want_y else 2)
         finally:
             dbx.close()
             dby.close()
+
+
+def test_a_forwardable_note_travels_friend_to_friend_within_its_hop_limit(tmp_path):
+    """A -> B (recipient) -> C (B's friend) -> D (C's friend): forward=1 reaches C but not D;
+    forward=2 reaches D; forward=0 stops at B. Each hop is a real sync session."""
+    a, b, c, d = KEYS
+    for forward, reach in ((0, "b"), (1, "c"), (2, "d")):
+        dbs = {n: Database(tmp_path / f"{forward}-{n}.db") for n in "abcd"}
+        try:
+            for left, right in (("a", "b"), ("b", "c"), ("c", "d")):
+                for one, other in ((left, right), (right, left)):
+                    set_friend(dbs[one], KEYS["abcd".index(other)].did, did_to_peer_id(KEYS["abcd".index(other)].did), T0)
+            note = make_note(a, "pass it on", now_ms=T0, audience="friends", recipients=[b.did], forward=forward)
+            dbs["a"].put_container(note, received_at_ms=T0)
+            for left, right in (("a", "b"), ("b", "c"), ("c", "d")):
+                _pair_session(dbs[left], dbs[right], KEYS["abcd".index(left)].did, KEYS["abcd".index(right)].did)
+            held = [n for n in "abcd" if dbs[n].get_container_bytes(note.did) is not None]
+            assert held == list("abcd"[: "abcd".index(reach) + 1]), (forward, held)
+        finally:
+            for db in dbs.values():
+                db.close()
+
+
+def _pair_session(db1: Database, db2: Database, did1: str, did2: str) -> None:
+    global X, Y
+    saved = X, Y
+    X, Y = did1, did2
+    try:
+        run_session(db1, db2, EVERYTHING, EVERYTHING)
+    finally:
+        X, Y = saved

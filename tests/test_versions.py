@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import random
-import sqlite3
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from meshnode.container import build_container
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Database
-from meshnode.sync.versions import choose
+from meshnode.sync.versions import choose, lineage_root
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(10, 13)]
 T0 = 1_800_000_000_000
 
 
-def entry(key, text, t, previous=None):
-    return build_container(key, "diary_entry", {"content": text, "topics": ["t"]}, timestamp_ms=T0 + t,
+def entry(key, text, t, previous=None, cls="diary_entry"):
+    payload = {"content": text, "topics": ["t"]} if cls == "diary_entry" else {"label": text}
+    return build_container(key, cls, payload, timestamp_ms=T0 + t,
                            related={"previous_version": previous} if previous else None)
+
+
+VIEW = {"diary_entry": "diary_entries", "semantic_node": "concepts"}
 
 
 # a version tree: each new version names 0..2 earlier versions as previous ones
@@ -27,18 +28,18 @@ trees = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5_000), st.lists(st
                  min_size=1, max_size=12)
 
 
-def build(spec):
+def build(spec, cls="diary_entry"):
     made = []
     for i, (author, t, parents) in enumerate(spec):
         prev = sorted({made[p % len(made)].did for p in parents}) if made and parents else None
-        made.append(entry(KEYS[author], f"v{i}", t, prev))
+        made.append(entry(KEYS[author], f"v{i}", t, prev, cls))
     return made
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(trees, st.randoms())
-def test_the_view_is_the_same_in_any_arrival_order(tmp_path_factory, spec, rnd):
-    made = build(spec)
+@given(trees, st.randoms(), st.sampled_from(sorted(VIEW)))
+def test_the_view_is_the_same_in_any_arrival_order(tmp_path_factory, spec, rnd, cls):
+    made = build(spec, cls)
     shown = []
     for trial in range(2):
         order = list(made)
@@ -47,7 +48,11 @@ def test_the_view_is_the_same_in_any_arrival_order(tmp_path_factory, spec, rnd):
         try:
             for c in order:
                 db.put_container(c, received_at_ms=T0)
-            shown.append(sorted(db.conn.execute("SELECT lineage, container_did, forks FROM diary_entries")))
+            shown.append(sorted(db.conn.execute(f"SELECT lineage, container_did, forks FROM {VIEW[cls]}")))
+            # the incremental lineage index agrees with a walk over every version at once
+            previous = {c.did: [p for p in c.related.get("previous_version", [])] for c in made}
+            index = dict(db.conn.execute("SELECT did, root FROM container_versions"))
+            assert index == {c.did: lineage_root(c.did, previous) for c in made}
         finally:
             db.close()
     assert shown[0] == shown[1]
@@ -74,3 +79,69 @@ def test_a_fork_keeps_both_heads_and_shows_the_later(tmp_path):
         assert db.conn.execute("SELECT lineage, container_did, text, forks FROM diary_entries").fetchall() == rows
     finally:
         db.close()
+
+
+def concept(key, label, t, previous=None):
+    return build_container(key, "semantic_node", {"label": label}, timestamp_ms=T0 + t,
+                           related={"previous_version": previous} if previous else None)
+
+
+def edges(key, t, source, targets, relation="is_a", previous=None):
+    return build_container(key, "semantic_edges",
+                           {"domain": "test", "edges": {source: [{"targets": targets, "relation": relation}]}},
+                           timestamp_ms=T0 + t, related={"previous_version": previous} if previous else None)
+
+
+def test_links_name_concepts_that_arrive_later_and_follow_their_new_versions(tmp_path):
+    cat, animal = concept(KEYS[0], "cat", 0), concept(KEYS[0], "animal", 1)
+    link = edges(KEYS[1], 2, cat.did, [animal.did])
+    cat2 = concept(KEYS[0], "cat (felis catus)", 3, [cat.did])
+    link2 = edges(KEYS[1], 4, cat.did, [animal.did], relation="kind_of", previous=[link.did])
+    db = Database(tmp_path / "x.db")
+    try:
+        db.put_container(link, received_at_ms=T0)  # before the concepts it names
+        row = db.conn.execute("SELECT from_concept_id, to_concept_id, relation_type FROM links").fetchall()
+        assert row == [(None, None, "is_a")]
+        for c in (animal, cat2, cat):  # a later version of cat arrives before the first one
+            db.put_container(c, received_at_ms=T0)
+        ids = dict(db.conn.execute("SELECT lineage, id FROM concepts"))
+        assert sorted(db.conn.execute("SELECT name FROM concepts")) == [("animal",), ("cat (felis catus)",)]
+        expected = [(ids[cat.did], ids[animal.did], "is_a", cat.did, animal.did)]
+        query = "SELECT from_concept_id, to_concept_id, relation_type, from_did, to_did FROM links"
+        assert db.conn.execute(query).fetchall() == expected
+        db.put_container(link2, received_at_ms=T0)  # a new version of the edges replaces the rows
+        assert db.conn.execute(query).fetchall() == [(ids[cat.did], ids[animal.did], "kind_of", cat.did, animal.did)]
+        before = db.conn.execute(query).fetchall()
+        db.conn.execute("DELETE FROM links")
+        db.rebuild_views()
+        assert db.conn.execute(query).fetchall() == before
+    finally:
+        db.close()
+
+
+def test_a_database_from_before_the_lineage_index_gets_it_at_open(tmp_path):
+    root = entry(KEYS[0], "first", 0)
+    later = entry(KEYS[0], "second", 5, [root.did])
+    db = Database(tmp_path / "x.db")
+    for c in (root, later):
+        db.put_container(c, received_at_ms=T0)
+    db.conn.execute("DELETE FROM container_versions")  # as 0006 leaves an older database
+    db.close()
+    db = Database(tmp_path / "x.db")
+    try:
+        assert dict(db.conn.execute("SELECT did, root FROM container_versions")) == {root.did: root.did,
+                                                                                     later.did: root.did}
+        assert db.conn.execute("SELECT container_did FROM diary_entries").fetchall() == [(later.did,)]
+    finally:
+        db.close()
+
+
+def test_malformed_edges_are_refused_with_a_reason():
+    from meshnode.container import ContainerError
+    import pytest
+
+    for bad in ({}, {"not-a-did": [{"targets": [KEYS[0].did], "relation": "r"}]},
+                {KEYS[0].did: [{"targets": [], "relation": "r"}]}, {KEYS[0].did: [{"targets": [KEYS[0].did]}]}):
+        with pytest.raises(ContainerError) as info:
+            build_container(KEYS[0], "semantic_edges", {"edges": bad}, timestamp_ms=T0)
+        assert "edges" in info.value.reason

@@ -258,6 +258,7 @@ register(
         "priority": (integer(-100, 100), False),
         "audience": (one_of("private", "friends", "public"), True),
         "user_did": (text(MAX_DID_TEXT), False),
+        "forward": (integer(0, 2), False),  # hops a friends note may travel past its recipients
     },
 )
 register(
@@ -294,7 +295,38 @@ register(
         "fields": (mapping, False),
     },
 )
-register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (mapping, True)})
+
+
+def _edge(v: Any) -> str | None:
+    if type(v) is not dict:
+        return "must be a map"
+    for name, check, required in (("targets", list_of(did, max_items=256, non_empty=True), True),
+                                  ("relation", text(64), True), ("inverse_relation", text(64), False),
+                                  ("bidirectional", boolean, False), ("context", text(4096), False)):
+        if name not in v:
+            if required:
+                return f"needs {name}"
+            continue
+        err = check(v[name])
+        if err:
+            return type(err)(f"{name} {err}")
+    return None
+
+
+def _edges(v: Any) -> str | None:
+    """HMP v5: source concept DID -> [{targets, relation, inverse_relation?, bidirectional?, context?}]."""
+    if type(v) is not dict:
+        return "must be a map"
+    if not v or len(v) > 1024:
+        return WrongValue("must name 1 to 1024 source concepts")
+    for source, edges in v.items():
+        err = did(source) or list_of(_edge, max_items=256, non_empty=True)(edges)
+        if err:
+            return type(err)(f"entry {str(source)[:40]!r} {err}")
+    return None
+
+
+register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (_edges, True)})
 register(
     "goal",
     "1.0",

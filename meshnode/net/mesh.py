@@ -45,6 +45,7 @@ from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
+from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.store import Store
 from meshnode.store.peers import upsert_peer
@@ -72,6 +73,13 @@ class NetConfig:
     maintenance_s: float = 30.0
     gossip_heartbeat_s: float = 1.0
     sync_s: float = 30.0
+    sync_classes: list[str] = field(default_factory=list)  # [sync]: empty lists and 0 mean no condition
+    sync_tags: list[str] = field(default_factory=list)
+    sync_window_days: float = 0.0
+    min_trust: float = 0.0
+
+    def want(self, now: int) -> Want:
+        return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
 class Mesh(ExchangeMixin, GossipMixin, SyncMixin):

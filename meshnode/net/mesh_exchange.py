@@ -16,7 +16,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
-from meshnode.store.peers import save_standing, upsert_peer
+from meshnode.store.peers import peer_trust, save_standing, upsert_peer
 from meshnode.store.sharing import may_share
 
 log = logging.getLogger("meshnode.net")
@@ -122,7 +122,7 @@ class ExchangeMixin:
         "missing" to everyone, a friends note to everyone it does not name."""
         got, missing = [], []
         for d in dids:
-            if not await self.store.read(may_share, d, requester):
+            if not await self.store.read(may_share, d, requester, self.key.did):
                 missing.append(d)
                 self.metrics.inc("fetch_refused", reason="not_shared")
                 continue
@@ -136,6 +136,9 @@ class ExchangeMixin:
 
     async def _serve_push(self, did: str, items: list[bytes]) -> dict:
         accepted, duplicates, rejected = [], [], []
+        if self.config.min_trust > 0 and await self.store.read(peer_trust, did) < self.config.min_trust:
+            self.metrics.inc("exchange_refused", reason="untrusted")
+            return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
         for index, raw in enumerate(items):
             try:
                 c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)

@@ -1,12 +1,12 @@
-"""Note replication by set reconciliation (``/meshnode/sync/1.0.0``), as the Mesh runs it.
+"""Sync sessions (``/meshnode/sync/1.0.0``: notes and CogSync), as the Mesh runs them.
 
 One stream per session; each message is a varint-framed deterministic-CBOR
-map ``{"ranges": [...]}`` (``meshnode.sync.reconcile`` encoding), or
-``{"ranges": null}`` when the sender has nothing left to say. Each side offers
-only what it may share with the other (``store.sharing``), so nothing private
-is ever named. When the session ends, each side pushes what the other lacks
-and fetches what it lacks over the exchange protocol, which checks sharing
-again. The side with the smaller DID starts a session; both finish it.
+map (``meshnode.sync.session``). Each side offers only what it may share with
+the other (``store.sharing``), so nothing private is ever named, and takes
+only what its [sync] settings want. When the session ends, each side pushes
+what the other lacks and wants, and fetches what it lacks and wants, over the
+exchange protocol, which checks sharing again. The side with the smaller DID
+starts a session; a responder whose want differs gets a second pass in it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
 from meshnode.net.mesh_exchange import peer_id_object
-from meshnode.store.sharing import shareable_notes
-from meshnode.sync.reconcile import ReconcileError, Reconciler, decode, encode
+from meshnode.store.peers import peer_trust
+from meshnode.store.sharing import shareable
+from meshnode.sync.reconcile import ReconcileError
+from meshnode.sync.selective import NOTHING
+from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 log = logging.getLogger("meshnode.net")
 
@@ -42,28 +45,23 @@ def _digest(container_did: str) -> bytes:
 
 class SyncMixin:
     async def sync_with(self, did: str) -> dict:
-        """Reconcile shared notes with ``did`` now; returns what moved."""
+        """Run one sync session with ``did`` now; returns what moved."""
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.find(did)
-        reconciler, by_digest = await self._reconciler_for(did)
+        session, by_digest = await self._session_for(did, INITIATOR)
         try:
             stream = await self.host.new_stream(peer_id_object(did), [SYNC_PROTOCOL_ID])
         except Exception as exc:  # py-libp2p raises several types when a peer is gone
             raise NetError("unreachable", f"cannot open a sync stream to {did}: {type(exc).__name__}") from None
         try:
             with trio.fail_after(SYNC_TIMEOUT):
-                message = reconciler.initiate()
-                while True:
-                    await stream.write(encode_frame(cbor.encode({"ranges": encode(message)})))
+                for message in session.start():
+                    await stream.write(encode_frame(cbor.encode(message)))
+                while not session.done:
                     frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
-                    ranges = _parse(frame)
-                    if ranges is None:
-                        break
-                    message = reconciler.receive(ranges)
-                    if message is None:
-                        await stream.write(encode_frame(cbor.encode({"ranges": None})))
-                        break
+                    for message in session.receive(_parse(frame)):
+                        await stream.write(encode_frame(cbor.encode(message)))
                 await stream.close()
         except (trio.TooSlowError, ReconcileError, MeshnodeError):
             await stream.reset()
@@ -71,7 +69,7 @@ class SyncMixin:
         except Exception as exc:
             await stream.reset()
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
-        return await self._settle(did, reconciler, by_digest)
+        return await self._settle(did, session, by_digest)
 
     async def _serve_sync(self, stream) -> None:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
@@ -80,33 +78,34 @@ class SyncMixin:
         if self.standing.is_banned(did, self.clock()) or not self.standing.allow_message(did, self.clock()):
             await stream.reset()
             return
-        reconciler, by_digest = await self._reconciler_for(did)
+        session, by_digest = await self._session_for(did, RESPONDER)
         with trio.fail_after(SYNC_TIMEOUT):
-            while True:
+            while not session.done:
                 frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
                 try:
-                    ranges = _parse(frame)
+                    out = session.receive(_parse(frame))
                 except ReconcileError as exc:
                     self._invalid(did, "bad_sync")
                     raise NetError("bad_sync", exc.args[0]) from None
-                if ranges is None:
-                    break
-                answer = reconciler.receive(ranges)
-                await stream.write(encode_frame(cbor.encode({"ranges": encode(answer) if answer else None})))
-                if answer is None:
-                    break
+                for message in out:
+                    await stream.write(encode_frame(cbor.encode(message)))
         await stream.close()
-        await self._settle(did, reconciler, by_digest)
+        await self._settle(did, session, by_digest)
 
-    async def _reconciler_for(self, did: str) -> tuple[Reconciler, dict[bytes, str]]:
-        rows = await self.store.read(shareable_notes, did)
-        by_digest = {_digest(container_did): container_did for _, container_did in rows}
-        return Reconciler([(ts, _digest(d)) for ts, d in rows]), by_digest
+    async def _session_for(self, did: str, role: str) -> tuple[Session, dict[bytes, str]]:
+        """What we may give ``did``, and what we take from it (the [sync] settings; nothing
+        at all from a peer trusted less than sync.min_trust)."""
+        rows = await self.store.read(shareable, did, self.key.did)
+        trust = await self.store.read(peer_trust, did)
+        want = NOTHING if trust < self.config.min_trust else self.config.want(self.clock())
+        by_digest = {_digest(container_did): container_did for _, container_did, _, _ in rows}
+        catalog = [Entry(ts, _digest(d), cls, frozenset(tags)) for ts, d, cls, tags in rows]
+        return Session(role, catalog, want), by_digest
 
-    async def _settle(self, did: str, reconciler: Reconciler, by_digest: dict[bytes, str]) -> dict:
-        """Push what the peer lacks, fetch what we lack."""
-        have = [by_digest[d] for d in reconciler.have if d in by_digest]
-        need = [_did_for(d) for d in reconciler.need]
+    async def _settle(self, did: str, session: Session, by_digest: dict[bytes, str]) -> dict:
+        """Push what the peer lacks and wants, fetch what we lack and want."""
+        have = [by_digest[d] for d in sorted(session.push) if d in by_digest]
+        need = [_did_for(d) for d in sorted(session.fetch)]
         pushed = fetched = 0
         for i in range(0, len(have), BATCH):
             batch = []
@@ -126,7 +125,7 @@ class SyncMixin:
         self.metrics.inc("sync_sessions")
         self.metrics.inc("sync_pushed", pushed)
         self.metrics.inc("sync_fetched", fetched)
-        return {"pushed": pushed, "fetched": fetched, "rounds": reconciler.rounds}
+        return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
 
     async def _sync_forever(self) -> None:
         """Reconcile with every connected peer now and then, and soon after one (re)appears."""
@@ -165,6 +164,4 @@ def _parse(frame: bytes):
         message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=8)
     except MeshnodeError as exc:
         raise ReconcileError(f"sync message: {exc.reason}") from None
-    if type(message) is not dict or "ranges" not in message:
-        raise ReconcileError("a sync message is a map with 'ranges'")
-    return None if message["ranges"] is None else decode(message["ranges"])
+    return message

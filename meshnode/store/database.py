@@ -19,7 +19,7 @@ import cbor2
 from meshnode.container import Container, Limits, cbor, decode_container, parse_ms
 from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.errors import StoreError
-from meshnode.store import views
+from meshnode.store import lineage, views
 from meshnode.store.migrate import migrate, schema_version
 
 BUSY_TIMEOUT_MS = 10_000
@@ -74,6 +74,8 @@ class Database:
             raise StoreError("cannot_open", f"cannot open the database {self.path}: {exc}") from None
         with sql_errors("migrating the database"):
             self.version = migrate(self.conn) if do_migrate else schema_version(self.conn)
+        if do_migrate and lineage.missing(self.conn):  # a database from before the lineage index (0006)
+            self.rebuild_views()
 
     def close(self) -> None:
         self.conn.close()

@@ -10,6 +10,7 @@ import json
 
 from meshnode.container import format_ms
 from meshnode.store.database import Database, sql_errors
+from meshnode.sync.versions import DEFAULT_TRUST
 
 
 def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: str,
@@ -92,3 +93,13 @@ def list_peers(db: Database) -> list[dict]:
         r["addresses"] = json.loads(r["addresses"]) if r["addresses"] else []
         r["interests"] = json.loads(r["interests"]) if r["interests"] else []
     return rows
+
+
+def peer_trust(db: Database, did: str) -> float:
+    """The newest reputation score recorded for ``did`` (0..1), or DEFAULT_TRUST."""
+    with sql_errors("reading trust"):
+        row = db.conn.execute("SELECT reputation_score FROM agent_reputation WHERE agent_id = ?"
+                              " ORDER BY id DESC LIMIT 1", (did,)).fetchone()
+    if row is None or row[0] is None:
+        return DEFAULT_TRUST
+    return min(1.0, max(0.0, float(row[0])))

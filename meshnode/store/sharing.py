@@ -15,7 +15,7 @@ from meshnode.store.database import Database, sql_errors
 
 FRIEND = "Friend"
 PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
-COGSYNC_FRIENDS = ("diary_entry",)  # CogSync knowledge shared with friends (concepts and links to follow)
+COGSYNC_FRIENDS = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge: to friends
 
 
 def set_friend(db: Database, did: str, peer_id: str, now_ms: int, friend: bool = True) -> None:
@@ -37,47 +37,56 @@ def friends(db: Database) -> list[str]:
     return [r[0] for r in rows]
 
 
-def shareable_notes(db: Database, peer_did: str) -> list[tuple[int, str]]:
-    """(timestamp_ms, container DID) of every container this node may give ``peer_did``:
-    public notes, friends notes that name it, and, when it is a friend, every version of
-    the CogSync knowledge this node holds (diary entries)."""
+# The rows of one query: (timestamp_ms, DID, class, tags joined by \x1f) of every container
+# a node (``:me``) may give a peer (``:peer``); ``:peer_is_friend`` is 1 or 0.
+_SHAREABLE = """
+WITH shared(did) AS (
+    SELECT n.container_did FROM notes n WHERE n.audience = 'public' {only_n}
+    UNION
+    SELECT r.did FROM container_recipients r JOIN notes n ON n.container_did = r.did
+    WHERE n.audience = 'friends' AND r.recipient = :peer {only_r}
+    UNION
+    SELECT n.container_did FROM notes n JOIN containers c ON c.did = n.container_did
+    WHERE n.audience = 'friends' AND :peer_is_friend AND n.forward >= 1 {only_n} AND (
+        c.sender_did = :me
+        OR EXISTS (SELECT 1 FROM container_recipients r WHERE r.did = c.did AND r.recipient = :me)
+        OR (n.forward >= 2 AND (c.received_from = c.sender_did OR EXISTS (
+            SELECT 1 FROM container_recipients r WHERE r.did = c.did AND r.recipient = c.received_from))))
+    UNION
+    SELECT c.did FROM containers c WHERE :peer_is_friend AND c.class IN ({cogsync}) {only_c}
+)
+SELECT c.timestamp_ms, c.did, c.class, (SELECT group_concat(t.tag, char(31)) FROM container_tags t WHERE t.did = c.did)
+FROM shared s JOIN containers c ON c.did = s.did
+"""
+
+
+def shareable(db: Database, peer_did: str, me: str, only: str | None = None) -> list[tuple[int, str, str, tuple]]:
+    """(timestamp_ms, container DID, class, tags) of every container this node (``me``) may
+    give ``peer_did``: public notes; friends notes that name it; friends notes whose author
+    allowed forwarding, to our friends, within the hop limit; and, to friends, every version
+    of the CogSync knowledge held (diary entries, concepts, links).
+
+    Hop limit (``payload.forward``, 0 to 2): the author's copy is hop 0, a recipient's hop 1,
+    a copy that came from the author or a recipient hop 2; a node shares a friends note on
+    with its friends when its own hop is at most ``forward``. A copy whose path this node
+    cannot tell is not shared on, so a note may stop short of its limit, never go past it."""
+    restrict = {"only_n": "AND n.container_did = :only", "only_r": "AND r.did = :only",
+                "only_c": "AND c.did = :only"} if only is not None else dict.fromkeys(("only_n", "only_r", "only_c"), "")
+    sql = _SHAREABLE.format(cogsync=",".join(f"'{c}'" for c in COGSYNC_FRIENDS), **restrict)
+    params = {"peer": peer_did, "me": me, "peer_is_friend": int(peer_did in friends(db)), "only": only}
     with sql_errors("listing shareable containers"):
-        rows = db.conn.execute(
-            """
-            SELECT c.timestamp_ms, c.did FROM containers c JOIN notes n ON n.container_did = c.did
-            WHERE n.audience = 'public'
-            UNION
-            SELECT c.timestamp_ms, c.did FROM containers c
-            JOIN notes n ON n.container_did = c.did
-            JOIN container_recipients r ON r.did = c.did
-            WHERE n.audience = 'friends' AND r.recipient = ?
-            UNION
-            SELECT c.timestamp_ms, c.did FROM containers c
-            WHERE c.class IN ('diary_entry') AND EXISTS (
-                SELECT 1 FROM agent_peers p, json_each(p.tags)
-                WHERE p.id = ? AND json_valid(p.tags) AND json_each.value = 'Friend')
-            """,
-            (peer_did, peer_did),
-        ).fetchall()
-    return [(ts, did) for ts, did in rows]
+        rows = db.conn.execute(sql, params).fetchall()
+    return [(ts, did, cls, tuple(tags.split("\x1f")) if tags else ()) for ts, did, cls, tags in rows]
 
 
-
-def may_share(db: Database, container_did: str, peer_did: str) -> bool:
-    """Whether ``peer_did`` may receive this container from us (fetch requests are checked too)."""
+def may_share(db: Database, container_did: str, peer_did: str, me: str) -> bool:
+    """Whether ``peer_did`` may receive this container from us (fetch requests are checked too).
+    Containers that are neither notes, CogSync knowledge nor private (announces, containers
+    that were gossiped) go to anyone who asks."""
     with sql_errors("checking a share"):
-        row = db.conn.execute(
-            """
-            SELECT n.audience, EXISTS (SELECT 1 FROM container_recipients r WHERE r.did = ? AND r.recipient = ?)
-            FROM notes n WHERE n.container_did = ?
-            """,
-            (container_did, peer_did, container_did),
-        ).fetchone()
-    if row is None:  # not a note: CogSync knowledge goes to friends, private classes to no one,
-        # and the rest (announces, containers that were gossiped) to anyone who asks
-        cls = db.conn.execute("SELECT class FROM containers WHERE did = ?", (container_did,)).fetchone()
-        if cls is not None and cls[0] in COGSYNC_FRIENDS:
-            return peer_did in friends(db)
-        return cls is not None and cls[0] not in PRIVATE_CLASSES
-    audience, listed = row
-    return audience == "public" or (audience == "friends" and bool(listed))
+        row = db.conn.execute("SELECT class FROM containers WHERE did = ?", (container_did,)).fetchone()
+    if row is None or row[0] in PRIVATE_CLASSES:
+        return False
+    if row[0] != "note" and row[0] not in COGSYNC_FRIENDS:
+        return True
+    return bool(shareable(db, peer_did, me, only=container_did))

@@ -1,0 +1,136 @@
+"""One sync session between two nodes, sans-IO: messages in, messages out.
+
+A session reconciles the containers each side may share with the other,
+filtered by what the receiving side wants (``selective.Want``). The initiator
+sends its want with the first message; the responder sends its own with the
+first answer. A *pass* reconciles the items one want lets through (see
+``reconcile``); items found in a pass flow toward the side whose want defined
+it. When both wants are equal — the usual case — one pass serves both
+directions; otherwise the initiator starts a second pass over the responder's
+want. Messages are maps::
+
+    {"want": W?, "ranges": R}    the initiator's first message (W: the want, absent for everything)
+    {"want": W?, "ranges": R|null}  the responder's first answer
+    {"ranges": R|null}           every other message; null: "this pass is over for me"
+
+When a pass ends with the initiator's null, the initiator may send the next
+pass's first message right after it. ``push`` and ``fetch`` say what moves once
+the session is done: item ids to send to the peer and to ask it for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from meshnode.sync.reconcile import Reconciler, ReconcileError, decode, encode
+from meshnode.sync.selective import Want, WantError
+
+INITIATOR, RESPONDER = "initiator", "responder"
+
+
+@dataclass(frozen=True)
+class Entry:
+    timestamp_ms: int
+    ident: bytes  # 32-byte digest inside the container DID
+    cls: str
+    tags: frozenset[str]
+
+
+@dataclass
+class Session:
+    role: str
+    catalog: list[Entry]  # what this side may share with this peer
+    want: Want  # what this side takes from this peer
+    peer_want: Want | None = None
+    push: set[bytes] = field(default_factory=set)
+    fetch: set[bytes] = field(default_factory=set)
+    rounds: int = 0
+    passes: int = 0
+    done: bool = False
+    _reconciler: Reconciler | None = None
+    _pass_owner: str = ""  # "me" or "peer": whose want the current pass serves (or "both")
+    _first: bool = True  # nothing heard from the peer yet
+
+    # --- initiator ----------------------------------------------------------------
+
+    def start(self) -> list[dict[str, Any]]:
+        assert self.role == INITIATOR and self.passes == 0
+        first = self._begin_pass(self.want, "me")
+        message: dict[str, Any] = {"ranges": encode(first)}
+        wire = self.want.to_wire()
+        if wire is not None:
+            message["want"] = wire
+        return [message]
+
+    # --- both sides ---------------------------------------------------------------
+
+    def receive(self, message: Any) -> list[dict[str, Any]]:
+        """The peer's message in; the messages to send back out (possibly none)."""
+        if self.done:
+            raise ReconcileError("a message after the session ended")
+        if type(message) is not dict or "ranges" not in message:
+            raise ReconcileError("a sync message is a map with 'ranges'")
+        ranges = None if message["ranges"] is None else decode(message["ranges"])
+        out: list[dict[str, Any]] = []
+        if self._first:  # the peer's want comes with its first message
+            self._first = False
+            try:
+                self.peer_want = Want.from_wire(message.get("want"))
+            except WantError as exc:
+                raise ReconcileError(str(exc)) from None
+            if self.role == INITIATOR and self.peer_want == self.want:
+                self._pass_owner = "both"  # one pass serves both directions
+            if self.role == RESPONDER:
+                if ranges is None:
+                    raise ReconcileError("the first message must carry ranges")
+                self._begin_pass(self.peer_want, "peer")
+                answer = self._reconciler.receive(ranges)
+                reply: dict[str, Any] = {"ranges": encode(answer) if answer else None}
+                wire = self.want.to_wire()
+                if wire is not None:
+                    reply["want"] = wire
+                if answer is None:
+                    self._end_pass()
+                return [reply]
+        elif self._reconciler is None:  # the responder, between passes: this opens the next one
+            if self.role != RESPONDER or ranges is None:
+                raise ReconcileError("expected the first message of a new pass")
+            self._begin_pass(self.want, "me")
+            answer = self._reconciler.receive(ranges)
+            if answer is None:
+                self._end_pass()
+            return [{"ranges": encode(answer) if answer else None}]
+        if ranges is None:
+            self._end_pass()
+        else:
+            answer = self._reconciler.receive(ranges)
+            if answer is not None:
+                return [{"ranges": encode(answer)}]
+            out.append({"ranges": None})
+            self._end_pass()
+        if self.role == INITIATOR and not self.done:
+            out.append({"ranges": encode(self._begin_pass(self.peer_want, "peer"))})
+        return out
+
+    # --- passes -------------------------------------------------------------------
+
+    def _begin_pass(self, want: Want, owner: str):
+        if self.peer_want is not None and self.peer_want == self.want:
+            owner = "both"
+        self.passes += 1
+        self._pass_owner = owner
+        self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in self.catalog
+                                       if want.matches(e.cls, e.timestamp_ms, e.tags)])
+        return self._reconciler.initiate() if self.role == INITIATOR else None
+
+    def _end_pass(self) -> None:
+        r, owner = self._reconciler, self._pass_owner
+        self.rounds += r.rounds
+        if owner in ("me", "both"):
+            self.fetch |= r.need
+        if owner in ("peer", "both"):
+            self.push |= r.have
+        self._reconciler = None
+        # a second pass only when the wants differ; the first pass served the initiator's want
+        self.done = owner == "both" or self.passes == 2
