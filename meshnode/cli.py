@@ -11,28 +11,26 @@ import argparse
 import base64
 import getpass
 import json
-import logging
 import os
 import sys
-import unicodedata
 from pathlib import Path
 
 import trio
 
 from meshnode import __version__
-from meshnode.config import load_config, resolve_home
+from meshnode.config import resolve_home
 from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container, now_ms
-from meshnode import control
-from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
-from meshnode.store import Database, latest_version
+from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
+from meshnode.cli_common import _ask_node, _config, _open_db, terminal_safe
+from meshnode import cli_knowledge
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -73,11 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--audience", choices=AUDIENCES, default="private")
     p.add_argument("--source", choices=SOURCES, default="cli")
     p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--forward", type=int, choices=(0, 1, 2), default=0,
+                   help="a friends note may travel this many hops past its recipients, friend to friend")
     p.set_defaults(func=cmd_note_add)
     p = note.add_parser("list", parents=[common], help="list recent notes")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_note_list)
+    cli_knowledge.add_note_parsers(note, common)
+    cli_knowledge.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true")
@@ -132,31 +134,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # --- helpers -----------------------------------------------------------------
-
-
-def _config(args: argparse.Namespace):
-    home = resolve_home(getattr(args, "home", None))
-    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
-                 "log": {"level": getattr(args, "log_level", None)}}
-    config = load_config(home, overrides)
-    logging.basicConfig(level=config.get("log", "level").upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return config
-
-
-def _open_db(config) -> Database:
-    return Database(config.db_path, create=False)
-
-
-def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
-    """Ask the running node over its control channel. With ``required=False``, None
-    when no node runs (the caller then works on the database itself)."""
-    try:
-        return control.call(socket_path(config.db_path.parent), cmd, args, timeout=timeout)
-    except ControlError as exc:
-        if exc.code == "node_not_running" and not required:
-            return None
-        raise
 
 
 # --- commands ----------------------------------------------------------------
@@ -247,7 +224,8 @@ def cmd_note_add(args) -> int:
     config = _config(args)
     tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
     live = _ask_node(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
-                                          "source": args.source, "priority": args.priority, "tags": tags},
+                                          "source": args.source, "priority": args.priority, "tags": tags,
+                                          "forward": args.forward},
                      required=False)
     if live is not None:  # the running node writes it (and gossips a public note)
         print(live["did"])
@@ -258,7 +236,8 @@ def cmd_note_add(args) -> int:
     try:
         recipients = friends(db) if args.audience == "friends" else None
         note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
-                         audience=args.audience, priority=args.priority, recipients=recipients)
+                         audience=args.audience, priority=args.priority, recipients=recipients,
+                         forward=args.forward)
         db.put_container(note, received_at_ms=t, local={"tags": tags})
     finally:
         db.close()
@@ -282,20 +261,6 @@ def cmd_note_list(args) -> int:
             topic = f"({r['topic']}) " if r["topic"] else ""
             print(terminal_safe(f"{r['timestamp']}  [{r['audience']}] {topic}{r['text']}"))
     return 0
-
-
-def terminal_safe(text: str, keep_newlines: bool = False) -> str:
-    """Escape control and format characters (escape sequences, bidi overrides) before
-    text from peers reaches a terminal; everything else, any script, prints as is."""
-    out = []
-    for ch in text:
-        if ch == "\n" and keep_newlines:
-            out.append(ch)
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch != "\u200d":
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def cmd_peers(args) -> int:

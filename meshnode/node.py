@@ -16,9 +16,10 @@ from typing import TextIO
 import trio
 
 from meshnode.config import Config
-from meshnode.container import ContainerError, build_container, decode_container, format_ms, now_ms
+from meshnode.container import ContainerError, decode_container, format_ms, now_ms
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
+from meshnode import knowledge
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.bootstrap import read_bootstrap
@@ -164,11 +165,11 @@ class _Control:
         return {"fetched": [c.did for c in got]}
 
     async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",
-                           source: str = "cli", priority: int = 0, tags: list | None = None):
+                           source: str = "cli", priority: int = 0, tags: list | None = None, forward: int = 0):
         t = now_ms()
         recipients = await self.store.read(friends) if audience == "friends" else None
         note = make_note(self.key, text, now_ms=t, topic=topic, source=source, audience=audience,
-                         priority=int(priority), recipients=recipients)
+                         priority=int(priority), recipients=recipients, forward=int(forward))
         await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
         if audience == "public":
             await self.mesh.gossip(note)
@@ -206,26 +207,48 @@ class _Control:
     async def cmd_sync(self, did: str):
         return await self.mesh.sync_with(did)
 
-    async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
-                            previous: list | None = None):
-        payload = {"content": text, "topics": [str(t) for t in (topics or [])]}
-        if title:
-            payload["title"] = title
-        c = build_container(self.key, "diary_entry", payload, timestamp_ms=now_ms(),
-                            related={"previous_version": [str(p) for p in previous]} if previous else None)
+    async def _keep(self, c) -> dict:
         await self.store.write(lambda db: db.put_container(c, received_at_ms=now_ms()))
         return {"did": c.did}
 
+    async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
+                            previous: list | None = None):
+        return await self._keep(knowledge.make_diary_entry(self.key, text, now_ms=now_ms(), title=title,
+                                                           topics=_texts(topics), replaces=_texts(previous)))
+
+    async def cmd_concept_add(self, label: str, description: str | None = None, aliases: list | None = None,
+                              tags: list | None = None, previous: list | None = None):
+        return await self._keep(knowledge.make_concept(self.key, label, now_ms=now_ms(), description=description,
+                                                       aliases=_texts(aliases), tags=_texts(tags),
+                                                       replaces=_texts(previous)))
+
+    async def cmd_link_add(self, source: str, relation: str, targets: list, domain: str | None = None,
+                           inverse: str | None = None, tags: list | None = None, previous: list | None = None):
+        return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
+                                                    domain=domain, inverse=inverse, tags=_texts(tags),
+                                                    replaces=_texts(previous)))
+
     async def cmd_diary(self, limit: int = 50):
-        def rows(db):
-            cur = db.conn.execute("SELECT lineage, container_did, author_did, text, forks, timestamp"
-                                  " FROM diary_entries ORDER BY timestamp DESC LIMIT ?", (int(limit),))
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
-        return await self.store.read(rows)
+        return await self.store.read(knowledge.listing, "diary", limit)
+
+    async def cmd_concepts(self, limit: int = 50):
+        return await self.store.read(knowledge.listing, "concepts", limit)
+
+    async def cmd_links(self, limit: int = 50):
+        return await self.store.read(knowledge.listing, "links", limit)
+
+    async def cmd_note_read(self, did: str):
+        return await self.store.write(knowledge.read_note, did)
+
+    async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
+        return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()
+
+
+def _texts(items: list | None) -> list[str]:
+    return [str(x) for x in (items or [])]
 
 
 def _strings(args: dict) -> dict:

@@ -138,3 +138,22 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
             return last
         time.sleep(interval)  # a poll interval between questions, not a guess that something happened
     raise AssertionError(f"timed out after {timeout} s waiting for {what}; last answer: {last!r}")
+
+
+def start_on_hosts(lab, root: Path) -> list[Node]:
+    """One node per host of a ``netns.Lab``, listening on the host's address; the first is
+    everyone's bootstrap. Returns them started; the caller stops or kills them."""
+    nodes: list[Node] = []
+    try:
+        for i, address in enumerate(lab.addresses):
+            nodes.append(Node(root, f"h{i}", env={"MESHNODE_NET_LISTEN": f"/ip4/{address}/tcp/4001"},
+                              wrapper=lab.wrapper(i)))
+        nodes[0].start()
+        for node in nodes[1:]:
+            node.set_bootstrap(nodes[0], address_filter=lab.addresses[0])
+            node.start()
+    except BaseException:
+        for node in nodes:
+            node.kill()
+        raise
+    return nodes

@@ -36,7 +36,8 @@ def _ip(*args: str, ns: str | None = None) -> None:
 
 
 class Lab:
-    """``Lab(n)``: n host namespaces on one bridge. ``cut(i)``/``heal(i)`` take host i's link down/up."""
+    """``Lab(n)``: n host namespaces on one bridge. ``cut(i)``/``heal(i)`` take host i's link down/up;
+    ``partition(group)``/``join()`` split the hosts into two groups and back."""
 
     def __init__(self, hosts: int):
         tag = f"{os.getpid() % 10000}"
@@ -45,6 +46,7 @@ class Lab:
         self.addresses = [f"{SUBNET}.{int(tag) % 250}.{i + 10}" for i in range(hosts)]
         self._hub_links = [f"mv{i}h{tag}" for i in range(hosts)]
         self._made: list[str] = []
+        self._second_bridge = False
         try:
             self._build()
         except BaseException:
@@ -77,6 +79,20 @@ class Lab:
 
     def heal(self, i: int) -> None:
         _ip("link", "set", self._hub_links[i], "up", ns=self.hub)
+
+    def partition(self, group: list[int]) -> None:
+        """Move ``group``'s hosts to a bridge of their own: they reach each other, not the rest."""
+        if not self._second_bridge:
+            _ip("link", "add", "br1", "type", "bridge", ns=self.hub)
+            _ip("link", "set", "br1", "up", ns=self.hub)
+            self._second_bridge = True
+        for i in group:
+            _ip("link", "set", self._hub_links[i], "master", "br1", ns=self.hub)
+
+    def join(self) -> None:
+        """Undo ``partition``: every host on the one bridge again."""
+        for link in self._hub_links:
+            _ip("link", "set", link, "master", "br0", ns=self.hub)
 
     def close(self) -> None:
         for ns in reversed(self._made):  # deleting a namespace deletes its links too

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import netns
-from meshharness import Node, wait_until
+from meshharness import Node, start_on_hosts, wait_until
 
 pytestmark = pytest.mark.netns
 
@@ -17,13 +17,7 @@ def test_three_hosts_discover_partition_and_heal(tmp_path):
     lab = netns.Lab(3)
     nodes: list[Node] = []
     try:
-        for i in range(3):
-            env = {"MESHNODE_NET_LISTEN": f"/ip4/{lab.addresses[i]}/tcp/4001"}
-            nodes.append(Node(tmp_path, f"h{i}", env=env, wrapper=lab.wrapper(i)))
-        nodes[0].start()
-        for node in nodes[1:]:
-            node.set_bootstrap(nodes[0], address_filter=lab.addresses[0])
-            node.start()
+        nodes = start_on_hosts(lab, tmp_path)
         for node, address in zip(nodes, lab.addresses):
             assert node.addresses and all(address in a for a in node.addresses), node.addresses
 

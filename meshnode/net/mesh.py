@@ -303,6 +303,11 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin):
                                interests=announce.payload.get("interests", []))
         return announce
 
+    async def reach(self, did: str) -> None:
+        """Be connected to ``did``: at once when we already are, else by ``find``."""
+        if peer_id_object(did) not in self.host.get_connected_peers():
+            await self.find(did)
+
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection."""
         from libp2p.peer.id import ID

@@ -29,7 +29,7 @@ class ExchangeMixin:
     async def request(self, did: str, message: dict, expected: str) -> dict:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
-        await self.find(did)
+        await self.reach(did)
         pid = peer_id_object(did)
         limit = self.config.peer_limits.max_frame_bytes
         try:

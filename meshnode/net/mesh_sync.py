@@ -24,7 +24,7 @@ from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import peer_trust
-from meshnode.store.sharing import shareable
+from meshnode.store.sharing import friends, shareable
 from meshnode.sync.reconcile import ReconcileError
 from meshnode.sync.selective import NOTHING
 from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
@@ -48,7 +48,7 @@ class SyncMixin:
         """Run one sync session with ``did`` now; returns what moved."""
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
-        await self.find(did)
+        await self.reach(did)
         session, by_digest = await self._session_for(did, INITIATOR)
         try:
             stream = await self.host.new_stream(peer_id_object(did), [SYNC_PROTOCOL_ID])
@@ -128,19 +128,47 @@ class SyncMixin:
         return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
 
     async def _sync_forever(self) -> None:
-        """Reconcile with every connected peer now and then, and soon after one (re)appears."""
-        while True:
-            with trio.move_on_after(self.config.sync_s):
-                await self._sync_wanted.wait()
-            self._sync_wanted = trio.Event()
-            async with trio.open_nursery() as nursery:  # one slow or vanished peer must not hold up the rest
+        """Sync with every connected peer and every friend now and then, and soon after a peer
+        (re)appears. The smaller DID starts each session; a node reaches out to friends with
+        smaller DIDs (connects) so that they can start theirs. Peers that went quiet are left
+        alone until they are heard again, and a slow peer holds up only its own session."""
+        busy: set[str] = set()
+        async with trio.open_nursery() as nursery:
+            while True:
+                with trio.move_on_after(self.config.sync_s):
+                    await self._sync_wanted.wait()
+                self._sync_wanted = trio.Event()
+                connected = set()
                 for pid in list(self.host.get_connected_peers()):
                     try:
-                        did = peer_id_to_did(pid.to_base58())
+                        connected.add(peer_id_to_did(pid.to_base58()))
                     except MeshnodeError:
                         continue
-                    if did > self.key.did and self.liveness.state(did) not in (Liveness.STALE, Liveness.DEAD):
-                        nursery.start_soon(self._sync_quietly, did)  # the smaller DID starts the session
+                mine = set(await self.store.read(friends))
+                for did in sorted((connected | mine) - busy):
+                    if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD):
+                        continue
+                    if did > self.key.did:
+                        nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
+                    elif did not in connected:
+                        nursery.start_soon(self._one_at_a_time, busy, did, self._reach_quietly)
+
+    @staticmethod
+    async def _one_at_a_time(busy: set[str], did: str, job) -> None:
+        busy.add(did)
+        try:
+            await job(did)
+        finally:
+            busy.discard(did)
+
+    async def _reach_quietly(self, did: str) -> None:
+        try:
+            with trio.move_on_after(SESSION_BUDGET):
+                await self.reach(did)
+        except MeshnodeError as exc:
+            log.info("reaching friend %s: %s", did, exc.reason)
+        except Exception as exc:  # a background task must never take the node down
+            log.warning("reaching friend %s failed unexpectedly: %s: %s", did, type(exc).__name__, exc)
 
     async def _sync_quietly(self, did: str) -> None:
         try:

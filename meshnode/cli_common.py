@@ -1,0 +1,68 @@
+"""What every CLI command needs: its configuration, the database, the running node, safe output."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import unicodedata
+from typing import Any, Callable
+
+from meshnode import control
+from meshnode.config import load_config, resolve_home
+from meshnode.control import ControlError, socket_path
+from meshnode.home import open_identity
+from meshnode.store import Database
+
+
+def _config(args: argparse.Namespace):
+    home = resolve_home(getattr(args, "home", None))
+    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
+                 "log": {"level": getattr(args, "log_level", None)}}
+    config = load_config(home, overrides)
+    logging.basicConfig(level=config.get("log", "level").upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return config
+
+
+def _open_db(config) -> Database:
+    return Database(config.db_path, create=False)
+
+
+def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
+    """Ask the running node over its control channel. With ``required=False``, None
+    when no node runs (the caller then works on the database itself)."""
+    try:
+        return control.call(socket_path(config.db_path.parent), cmd, args, timeout=timeout)
+    except ControlError as exc:
+        if exc.code == "node_not_running" and not required:
+            return None
+        raise
+
+
+def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, needs_key: bool = False) -> Any:
+    """Ask the running node to do ``cmd``; with no node running, do ``local(db)`` (or
+    ``local(db, key)``) on the database directly. Both paths call the same code."""
+    live = _ask_node(config, cmd, args, required=False)
+    if live is not None:
+        return live
+    key = open_identity(config) if needs_key else None
+    db = _open_db(config)
+    try:
+        return local(db, key) if needs_key else local(db)
+    finally:
+        db.close()
+
+
+def terminal_safe(text: str, keep_newlines: bool = False) -> str:
+    """Escape control and format characters (escape sequences, bidi overrides) before
+    text from peers reaches a terminal; everything else, any script, prints as is."""
+    out = []
+    for ch in text:
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") and ch != "\u200d":
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)

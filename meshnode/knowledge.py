@@ -1,0 +1,125 @@
+"""CogSync knowledge written and read by this node: diary entries, concepts, links.
+
+Builders are pure (key, values, time in; a signed container out); readers and
+writers take a ``Database``. The running node (control channel) and the CLI
+(when no node runs) call the same functions, so both behave alike. An update
+is a new version naming the old one (``replaces`` -> related.previous_version).
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.container import Container, build_container
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+from meshnode.store.database import Database, sql_errors
+
+MAX_LIST = 10_000
+
+
+class KnowledgeError(MeshnodeError):
+    """Knowledge that cannot be written or found as asked."""
+
+
+def _related(replaces: list[str] | None) -> dict | None:
+    return {"previous_version": sorted(set(replaces))} if replaces else None
+
+
+def _head(tags: list[str] | None) -> dict | None:
+    return {"tags": sorted(set(tags))} if tags else None
+
+
+def make_diary_entry(key: NodeKey, text: str, *, now_ms: int, title: str | None = None,
+                     topics: list[str] | None = None, replaces: list[str] | None = None) -> Container:
+    if not text.strip():
+        raise KnowledgeError("empty_entry", "a diary entry needs some text")
+    payload: dict = {"content": text, "topics": sorted(set(topics or []))}
+    if title:
+        payload["title"] = title
+    return build_container(key, "diary_entry", payload, timestamp_ms=now_ms, related=_related(replaces))
+
+
+def make_concept(key: NodeKey, label: str, *, now_ms: int, description: str | None = None,
+                 aliases: list[str] | None = None, tags: list[str] | None = None,
+                 replaces: list[str] | None = None) -> Container:
+    if not label.strip():
+        raise KnowledgeError("empty_concept", "a concept needs a label")
+    payload: dict = {"label": label}
+    if description:
+        payload["description"] = description
+    if aliases:
+        payload["aliases"] = sorted(set(aliases))
+    return build_container(key, "semantic_node", payload, timestamp_ms=now_ms, head_extra=_head(tags),
+                           related=_related(replaces))
+
+
+def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, now_ms: int,
+              domain: str | None = None, inverse: str | None = None, tags: list[str] | None = None,
+              replaces: list[str] | None = None) -> Container:
+    """One relation from a concept to one or more concepts (by container DID), as HMP's
+    semantic_edges; several sources and relations fit one container too."""
+    edge: dict = {"targets": sorted(set(targets)), "relation": relation}
+    if inverse:
+        edge["inverse_relation"] = inverse
+    payload: dict = {"edges": {source: [edge]}}
+    if domain:
+        payload["domain"] = domain
+    return build_container(key, "semantic_edges", payload, timestamp_ms=now_ms, head_extra=_head(tags),
+                           related=_related(replaces))
+
+
+# --- reading ---------------------------------------------------------------------
+
+_LISTS = {
+    "diary": "SELECT lineage, container_did, author_did, text, tags, forks, timestamp FROM diary_entries"
+             " WHERE lineage IS NOT NULL ORDER BY timestamp DESC, id DESC LIMIT ?",
+    "concepts": "SELECT lineage, container_did, author_did, name, description, aliases, tags, forks, timestamp"
+                " FROM concepts WHERE lineage IS NOT NULL ORDER BY timestamp DESC, id DESC LIMIT ?",
+    "links": "SELECT l.lineage, l.container_did, l.author_did, l.from_did, f.name AS from_name, l.relation_type,"
+             " l.to_did, t.name AS to_name, l.domain, l.timestamp FROM links l"
+             " LEFT JOIN concepts f ON f.id = l.from_concept_id LEFT JOIN concepts t ON t.id = l.to_concept_id"
+             " WHERE l.lineage IS NOT NULL ORDER BY l.timestamp DESC, l.id DESC LIMIT ?",
+}
+
+
+def listing(db: Database, kind: str, limit: int = 50) -> list[dict]:
+    """The newest rows of a knowledge view: ``diary``, ``concepts`` or ``links``."""
+    if kind not in _LISTS:
+        raise KnowledgeError("bad_request", f"no list {kind!r}; one of {', '.join(_LISTS)}")
+    with sql_errors(f"listing {kind}"):
+        cur = db.conn.execute(_LISTS[kind], (max(1, min(int(limit), MAX_LIST)),))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+# --- notes: the local side (read marks, the person's own tags) -------------------------
+
+
+def read_note(db: Database, container_did: str) -> dict:
+    """The note in full, marked read."""
+    with db.transaction() as conn:
+        cur = conn.execute("SELECT container_did, agent_did, timestamp, topic, text, code, mentions, hashtags,"
+                           " source, priority, audience, forward, tags, read FROM notes WHERE container_did = ?",
+                           (container_did,))
+        row = cur.fetchone()
+        if row is None:
+            raise KnowledgeError("not_found", f"no note {container_did} on this node")
+        conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (container_did,))
+    note = dict(zip([d[0] for d in cur.description], row))
+    for key in ("mentions", "hashtags", "tags"):
+        note[key] = json.loads(note[key]) if note[key] else []
+    return note
+
+
+def tag_note(db: Database, container_did: str, add: list[str], remove: list[str]) -> list[str]:
+    """Change the note's local tags (never signed, never forwarded); returns them."""
+    if any(not 0 < len(t) <= 64 for t in add):
+        raise KnowledgeError("bad_tag", "a tag is 1 to 64 characters")
+    with db.transaction() as conn:
+        row = conn.execute("SELECT tags FROM notes WHERE container_did = ?", (container_did,)).fetchone()
+        if row is None:
+            raise KnowledgeError("not_found", f"no note {container_did} on this node")
+        tags = sorted((set(json.loads(row[0]) if row[0] else []) | set(add)) - set(remove))
+        conn.execute("UPDATE notes SET tags = ? WHERE container_did = ?", (json.dumps(tags), container_did))
+    return tags
