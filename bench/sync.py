@@ -3,7 +3,8 @@
     python bench/sync.py [--items 100000]
 
 Two stores of N containers that differ by 0.1% and by 1% (differences on
-both sides). For meshnode's range-based reconciliation: bytes on the wire
+both sides). For meshnode's sync session (the real state machine, every message through
+its CBOR bytes): bytes on the wire
 (deterministic CBOR, both directions), round trips and wall time. For HMP's
 MCE `container_index`: the bytes of one side's full index (every container
 DID with its head hashes), which is what that exchange sends before any
@@ -21,35 +22,40 @@ import random
 import time
 
 from meshnode.container import cbor
-from meshnode.sync.reconcile import Reconciler, decode, encode
+from meshnode.sync.selective import EVERYTHING
+from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
-def make_items(n: int, seed: int) -> list[tuple[int, bytes]]:
+def make_items(n: int, seed: int) -> list[Entry]:
     rng = random.Random(seed)
-    return [(1_800_000_000_000 + rng.randrange(10**9), hashlib.sha256(f"{seed}-{i}".encode()).digest())
-            for i in range(n)]
+    return [Entry(1_800_000_000_000 + rng.randrange(10**9), hashlib.sha256(f"{seed}-{i}".encode()).digest(),
+                  "diary_entry", frozenset()) for i in range(n)]
 
 
 def reconcile(a_items, b_items) -> tuple[int, int, float]:
+    """One session of the real state machine (``sync.session``), every message through its
+    CBOR bytes; returns (bytes on the wire both ways, messages, seconds)."""
     t = time.perf_counter()
-    a, b = Reconciler(a_items), Reconciler(b_items)
-    message, receiver, other = a.initiate(), b, a
-    wire = rounds = 0
-    while message is not None:
-        data = cbor.encode({"ranges": encode(message)})
+    a, b = Session(INITIATOR, a_items, EVERYTHING), Session(RESPONDER, b_items, EVERYTHING)
+    queue = [(b, m) for m in a.start()]
+    wire = messages = 0
+    while queue:
+        receiver, message = queue.pop(0)
+        data = cbor.encode(message)
         wire += len(data) + 3  # plus the varint frame header
-        message = receiver.receive(decode(cbor.decode(data, max_bytes=1 << 26, max_depth=8)[0]["ranges"]))
-        receiver, other = other, receiver
-        rounds += 1
-    assert a.have | b.need | b.have | a.need  # something was found
-    return wire, rounds, time.perf_counter() - t
+        messages += 1
+        other = a if receiver is b else b
+        queue += [(other, m) for m in receiver.receive(cbor.decode(data, max_bytes=1 << 26, max_depth=8)[0])]
+    assert a.done and b.done and (a.push | a.fetch | b.push | b.fetch)  # something was found
+    return wire, messages, time.perf_counter() - t
 
 
 def full_index_bytes(items) -> int:
     """HMP MCE container_index: DID -> {head: {class, sender_did, public_key, sig_algo, signature, payload_hash}}."""
     index = {}
     sender = "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"
-    for _, digest in items:
+    for e in items:
+        digest = e.ident
         did = "did:hmp:container:u" + base64.urlsafe_b64encode(b"\x12\x20" + digest).rstrip(b"=").decode()
         index[did] = {"head": {"class": "note", "sender_did": sender, "public_key": bytes(32),
                                "sig_algo": "ed25519", "signature": bytes(64),

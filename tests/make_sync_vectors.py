@@ -1,8 +1,9 @@
-"""Generate protocols/vectors/sync.json: reconciliation sessions message by message.
+"""Generate protocols/vectors/sync.json: sync sessions message by message.
 
-Each vector gives both sides' items and every message of the session as the
-hex of its deterministic CBOR ``{"ranges": ...}`` map, then what each side
-ends up holding and needing. ``--check`` exits 1 if the file is stale.
+Each vector gives both sides' catalogs (items with class and tags) and wants,
+then every message of the session in order — who sent it and the hex of its
+deterministic CBOR map — and what each side ends up pushing and fetching.
+``--check`` exits 1 if the file is stale.
 """
 
 from __future__ import annotations
@@ -13,46 +14,61 @@ import sys
 from pathlib import Path
 
 from meshnode.container import cbor
-from meshnode.sync.reconcile import Reconciler, encode
+from meshnode.sync.selective import Want
+from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors" / "sync.json"
+CLASSES = ("note", "diary_entry", "semantic_node")
 
 
-def item(n: int) -> tuple[int, bytes]:
-    return (1_800_000_000_000 + (n * 7919) % 100_000, hashlib.sha256(b"sync-vector-%d" % n).digest())
+def item(n: int) -> Entry:
+    return Entry(1_800_000_000_000 + (n * 7919) % 100_000, hashlib.sha256(b"sync-vector-%d" % n).digest(),
+                 CLASSES[n % 3], frozenset(["mesh"] if n % 2 else []))
 
 
+EVERY = None
 CASES = [
-    ("identical sets of 100: one fingerprint, done", range(100), range(100)),
-    ("small sets go straight to ids", range(5), range(3, 9)),
-    ("500 items, 3 differ on each side", range(500), [*range(3, 500), 1000, 1001, 1002]),
-    ("one side empty", range(40), []),
+    ("identical sets of 100: one fingerprint, done", range(100), range(100), EVERY, EVERY),
+    ("small sets go straight to ids", range(5), range(3, 9), EVERY, EVERY),
+    ("500 items, 3 differ on each side", range(500), [*range(3, 500), 1000, 1001, 1002], EVERY, EVERY),
+    ("one side empty", range(40), [], EVERY, EVERY),
+    ("equal wants (diary entries tagged mesh): one pass", range(60), range(10, 80),
+     {"classes": ["diary_entry"], "tags": ["mesh"]}, {"classes": ["diary_entry"], "tags": ["mesh"]}),
+    ("different wants: a second pass over the responder's want", range(60), range(10, 80),
+     {"classes": ["note"]}, {"classes": ["diary_entry", "semantic_node"], "since": 1_800_000_050_000}),
+    ("the responder wants nothing (peer below its min_trust)", range(30), range(20, 50),
+     EVERY, {"classes": []}),
 ]
 
 
-def session(a_items, b_items) -> dict:
-    a, b = Reconciler(list(a_items)), Reconciler(list(b_items))
+def session(a_items, b_items, a_want, b_want) -> dict:
+    a = Session(INITIATOR, a_items, Want.from_wire(a_want))
+    b = Session(RESPONDER, b_items, Want.from_wire(b_want))
     messages = []
-    message, receiver, other = a.initiate(), b, a
-    while message is not None:
-        messages.append(cbor.encode({"ranges": encode(message)}).hex())
-        message = receiver.receive(message)
-        receiver, other = other, receiver
-    messages.append(cbor.encode({"ranges": None}).hex())
-    return {"messages": messages,
-            "a_have": sorted(i.hex() for i in a.have), "a_need": sorted(i.hex() for i in a.need),
-            "b_have": sorted(i.hex() for i in b.have), "b_need": sorted(i.hex() for i in b.need)}
+    queue = [("a", m) for m in a.start()]
+    while queue:
+        sender, message = queue.pop(0)
+        messages.append({"from": sender, "hex": cbor.encode(message).hex()})
+        receiver, name = (b, "b") if sender == "a" else (a, "a")
+        queue += [(name, m) for m in receiver.receive(message)]
+    assert a.done and b.done
+    return {"messages": messages, "passes": a.passes,
+            "a_push": sorted(i.hex() for i in a.push), "a_fetch": sorted(i.hex() for i in a.fetch),
+            "b_push": sorted(i.hex() for i in b.push), "b_fetch": sorted(i.hex() for i in b.fetch)}
+
+
+def catalog_json(entries: list[Entry]) -> list:
+    return [[e.timestamp_ms, e.ident.hex(), e.cls, sorted(e.tags)] for e in sorted(entries, key=lambda e: e.ident)]
 
 
 def render() -> str:
     vectors = []
-    for description, xs, ys in CASES:
+    for description, xs, ys, a_want, b_want in CASES:
         a_items, b_items = [item(x) for x in xs], [item(y) for y in ys]
-        vectors.append({"description": description,
-                        "a_items": [[ts, i.hex()] for ts, i in sorted(a_items)],
-                        "b_items": [[ts, i.hex()] for ts, i in sorted(b_items)],
-                        **session(a_items, b_items)})
-    doc = {"format": "meshnode sync vectors", "spec": "protocols/sync.md", "split": 16, "list_threshold": 32,
+        vectors.append({"description": description, "a_want": a_want, "b_want": b_want,
+                        "a_items": catalog_json(a_items), "b_items": catalog_json(b_items),
+                        **session(a_items, b_items, a_want, b_want)})
+    doc = {"format": "meshnode sync vectors", "spec": "protocols/cogsync.md", "split": 16, "list_threshold": 32,
            "vectors": vectors}
     return json.dumps(doc, indent=1) + "\n"
 

@@ -49,3 +49,40 @@ def test_store_and_forward_between_friends(tmp_path):
     finally:
         for n in nodes:
             n.kill()
+
+
+def in_view(node: Node, view: str, did: str) -> bool:
+    return any(r["container_did"] == did for r in (node.try_call(view, {"limit": 500}) or []))
+
+
+def test_selective_sync_takes_only_what_a_node_wants_and_nothing_from_untrusted_peers(tmp_path):
+    writer = Node(tmp_path, "writer")
+    picky = Node(tmp_path, "picky", env={"MESHNODE_SYNC_CLASSES": "diary_entry", "MESHNODE_SYNC_TAGS": "mesh"})
+    wary = Node(tmp_path, "wary", env={"MESHNODE_SYNC_MIN_TRUST": "0.9"})  # above everyone's default 0.5
+    nodes = [writer, picky, wary]
+    try:
+        writer.start()
+        for n in (picky, wary):
+            n.set_bootstrap(writer)
+            n.start()
+        for x in nodes:
+            for y in nodes:
+                if x is not y:
+                    x.call("friend", {"did": y.did})
+        wanted = writer.call("diary_add", {"text": "about the mesh", "topics": ["mesh"]})["did"]
+        other_topic = writer.call("diary_add", {"text": "about lunch", "topics": ["food"]})["did"]
+        concept = writer.call("concept_add", {"label": "mesh"})["did"]
+        from_wary = wary.call("diary_add", {"text": "the wary node's entry", "topics": ["mesh"]})["did"]
+
+        wait_until(lambda: in_view(picky, "diary", wanted), 60, "the picky node to get the entry it wants")
+        wait_until(lambda: in_view(writer, "diary", from_wary), 60, "the writer to get the wary node's entry")
+        wait_until(lambda: in_view(picky, "diary", from_wary), 60, "the picky node to get the wary node's entry")
+        assert not in_view(picky, "diary", other_topic) and not in_view(picky, "concepts", concept)
+        # the wary node gives what it may but takes nothing from peers below its min_trust
+        assert not any(in_view(wary, "diary", d) for d in (wanted, other_topic))
+        assert not in_view(wary, "concepts", concept)
+        for n in nodes:
+            assert n.stop() == 0
+    finally:
+        for n in nodes:
+            n.kill()

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from meshnode.container import cbor
 from meshnode.sync.reconcile import ReconcileError, Reconciler, decode, encode
+from meshnode.sync.selective import Want
+from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
 def item(n: int, ts_spread: int = 50) -> tuple[int, bytes]:
@@ -98,19 +100,25 @@ def test_sync_vector_file_is_current():
     assert result.returncode == 0, "protocols/vectors/sync.json is stale: run tests/make_sync_vectors.py"
 
 
+def _catalog(rows) -> list[Entry]:
+    return [Entry(ts, bytes.fromhex(i), cls, frozenset(tags)) for ts, i, cls, tags in rows]
+
+
 @pytest.mark.parametrize("v", json.loads(SYNC_VECTORS.read_text())["vectors"], ids=lambda v: v["description"])
 def test_sync_vectors_message_by_message(v):
-    a = Reconciler([(ts, bytes.fromhex(i)) for ts, i in v["a_items"]])
-    b = Reconciler([(ts, bytes.fromhex(i)) for ts, i in v["b_items"]])
+    sides = {"a": Session(INITIATOR, _catalog(v["a_items"]), Want.from_wire(v["a_want"])),
+             "b": Session(RESPONDER, _catalog(v["b_items"]), Want.from_wire(v["b_want"]))}
     expected = list(v["messages"])
-    message, receiver, other = a.initiate(), b, a
-    while message is not None:
-        assert cbor.encode({"ranges": encode(message)}).hex() == expected.pop(0)
-        raw = cbor.decode(bytes.fromhex(cbor.encode({"ranges": encode(message)}).hex()), max_bytes=1 << 24,
-                          max_depth=8)[0]
-        message = receiver.receive(decode(raw["ranges"]))
-        receiver, other = other, receiver
-    assert expected == [cbor.encode({"ranges": None}).hex()]
-    for side, rec in (("a", a), ("b", b)):
-        assert sorted(i.hex() for i in rec.have) == v[f"{side}_have"]
-        assert sorted(i.hex() for i in rec.need) == v[f"{side}_need"]
+    outgoing = [("a", m) for m in sides["a"].start()]
+    while outgoing:
+        sender, message = outgoing.pop(0)
+        assert {"from": sender, "hex": cbor.encode(message).hex()} == expected.pop(0)
+        raw = cbor.decode(cbor.encode(message), max_bytes=1 << 24, max_depth=8)[0]
+        receiver = "b" if sender == "a" else "a"
+        outgoing += [(receiver, m) for m in sides[receiver].receive(raw)]
+    assert expected == []
+    assert sides["a"].passes == v["passes"]
+    for name, s in sides.items():
+        assert s.done
+        assert sorted(i.hex() for i in s.push) == v[f"{name}_push"]
+        assert sorted(i.hex() for i in s.fetch) == v[f"{name}_fetch"]
