@@ -40,7 +40,8 @@ def index_version(conn: sqlite3.Connection, c: Container) -> tuple[set[str], set
         if parents:
             row = conn.execute("SELECT root FROM container_versions WHERE did = ?", (parents[0],)).fetchone()
             root = row[0] if row else parents[0]
-        conn.execute("INSERT OR REPLACE INTO container_versions (did, class, root) VALUES (?, ?, ?)",
+            conn.execute("UPDATE container_versions SET head = 0 WHERE did = ?", (parents[0],))
+        conn.execute("INSERT OR REPLACE INTO container_versions (did, class, root, head) VALUES (?, ?, ?, 1)",
                      (c.did, cls, root))
         return {root}, set()
     # a merge or a late ancestor: walk every version connected to this one
@@ -57,14 +58,21 @@ def index_version(conn: sqlite3.Connection, c: Container) -> tuple[set[str], set
         f"SELECT DISTINCT root FROM container_versions WHERE did IN ({','.join('?' * len(previous))})",
         list(previous))}
     roots = {did: lineage_root(did, previous) for did in previous}
-    conn.executemany("INSERT OR REPLACE INTO container_versions (did, class, root) VALUES (?, ?, ?)",
-                     [(did, cls, root) for did, root in roots.items()])
+    # a head of its own lineage: a version that joins lineages replaces only the one it belongs to
+    replaced = {p for d, parents in previous.items() for p in parents if roots[p] == roots[d]}
+    conn.executemany("INSERT OR REPLACE INTO container_versions (did, class, root, head) VALUES (?, ?, ?, ?)",
+                     [(did, cls, root, int(did not in replaced)) for did, root in roots.items()])
     current = set(roots.values())
     return current, old - current
 
 
 def members(conn: sqlite3.Connection, root: str) -> list[str]:
     return [r[0] for r in conn.execute("SELECT did FROM container_versions WHERE root = ?", (root,))]
+
+
+def heads(conn: sqlite3.Connection, root: str) -> list[str]:
+    """The lineage's versions that no other version of it replaces."""
+    return [r[0] for r in conn.execute("SELECT did FROM container_versions WHERE root = ? AND head = 1", (root,))]
 
 
 def root_of(conn: sqlite3.Connection, did: str) -> str | None:

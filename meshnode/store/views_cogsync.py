@@ -27,7 +27,7 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
     for root in gone:
         conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     for root in redraw:
-        versions = [_load(conn, did) for did in lineage.members(conn, root)]
+        versions = [_load(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
         shown, forks = choose(versions)
         write(conn, root, shown, forks)
 

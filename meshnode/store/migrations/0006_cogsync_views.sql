@@ -7,9 +7,10 @@
 CREATE TABLE container_versions (
     did    TEXT PRIMARY KEY REFERENCES containers (did),
     class  TEXT NOT NULL,
-    root   TEXT NOT NULL                       -- DID of the lineage's first version
+    root   TEXT NOT NULL,                      -- DID of the lineage's first version
+    head   INTEGER NOT NULL DEFAULT 1          -- 1 while no held version replaces it
 );
-CREATE INDEX container_versions_by_root ON container_versions (root);
+CREATE INDEX container_versions_by_root ON container_versions (root, head);
 
 CREATE TABLE container_tags (
     did  TEXT NOT NULL REFERENCES containers (did),
