@@ -152,3 +152,19 @@ def test_malformed_edges_are_refused_with_a_reason():
         with pytest.raises(ContainerError) as info:
             build_container(KEYS[0], "semantic_edges", {"edges": bad}, timestamp_ms=T0)
         assert "edges" in info.value.reason
+
+
+def test_the_more_trusted_author_s_version_is_shown(tmp_path):
+    root = entry(KEYS[0], "first", 0)
+    trusted = entry(KEYS[1], "from a trusted author", 10, [root.did])
+    recent = entry(KEYS[2], "later, from an author trusted less", 20, [root.did])
+    db = Database(tmp_path / "x.db")
+    try:
+        for did, score in ((KEYS[1].did, 0.9), (KEYS[2].did, 0.2)):
+            db.conn.execute("INSERT INTO agent_peers (id, name) VALUES (?, 'p')", (did,))
+            db.conn.execute("INSERT INTO agent_reputation (agent_id, reputation_score) VALUES (?, ?)", (did, score))
+        for c in (root, recent, trusted):
+            db.put_container(c, received_at_ms=T0)
+        assert db.conn.execute("SELECT container_did, forks FROM diary_entries").fetchall() == [(trusted.did, 1)]
+    finally:
+        db.close()

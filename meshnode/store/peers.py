@@ -10,6 +10,7 @@ import json
 
 from meshnode.container import format_ms
 from meshnode.store.database import Database, sql_errors
+from meshnode.store.trust import trust_scores
 from meshnode.sync.versions import DEFAULT_TRUST
 
 
@@ -98,8 +99,4 @@ def list_peers(db: Database) -> list[dict]:
 def peer_trust(db: Database, did: str) -> float:
     """The newest reputation score recorded for ``did`` (0..1), or DEFAULT_TRUST."""
     with sql_errors("reading trust"):
-        row = db.conn.execute("SELECT reputation_score FROM agent_reputation WHERE agent_id = ?"
-                              " ORDER BY id DESC LIMIT 1", (did,)).fetchone()
-    if row is None or row[0] is None:
-        return DEFAULT_TRUST
-    return min(1.0, max(0.0, float(row[0])))
+        return trust_scores(db.conn, [did]).get(did, DEFAULT_TRUST)

@@ -14,6 +14,7 @@ import sqlite3
 
 from meshnode.container import Container, Limits, decode_container, format_ms
 from meshnode.store import lineage
+from meshnode.store.trust import trust_scores
 from meshnode.sync.versions import choose
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
@@ -28,7 +29,7 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
         conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     for root in redraw:
         versions = [_load(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
-        shown, forks = choose(versions)
+        shown, forks = choose(versions, trust_scores(conn, {v.sender_did for v in versions}))
         write(conn, root, shown, forks)
 
 
