@@ -30,7 +30,7 @@ from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import _ask_node, _config, _open_db, terminal_safe
-from meshnode import cli_knowledge
+from meshnode import cli_consensus, cli_knowledge, cli_reputation
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_note_list)
     cli_knowledge.add_note_parsers(note, common)
     cli_knowledge.add_parsers(sub, common)
+    cli_reputation.add_parsers(sub, common)
+    cli_consensus.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true")
