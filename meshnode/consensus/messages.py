@@ -1,0 +1,148 @@
+"""MeshConsensus wire messages: signed proposals, votes, commits and requests.
+
+Every message a validator sends is signed over its exact deterministic-CBOR
+bytes, so anyone holding it can check who said what; two conflicting signed
+votes from one validator are proof of equivocation by themselves.
+
+Layout (a CBOR map; ``sig`` covers the map without ``sig``)::
+
+    {"t": kind, "c": committee id, "h": height, "r": round, "v": value id or null,
+     "vr": valid round (proposals), "p": value bytes (proposals), "s": sender DID, "sig": 64 bytes}
+
+Kinds: ``proposal``, ``prevote``, ``precommit``, ``request`` (a value someone
+asks the committee to decide: ``p`` holds it), ``commit`` (``p`` holds the
+value, ``q`` the list of encoded precommits that decided it), ``catchup`` (a
+node behind asks for commits from height ``h`` on). A value id is SHA-256 of
+the value bytes; ``null`` is a vote for nothing (nil).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+from meshnode.container import cbor
+from meshnode.errors import MeshnodeError, IdentityError
+from meshnode.identity.did import public_key_from_did
+from meshnode.identity.keys import NodeKey
+
+PROPOSAL, PREVOTE, PRECOMMIT = "proposal", "prevote", "precommit"
+REQUEST, COMMIT, CATCHUP = "request", "commit", "catchup"
+KINDS = (PROPOSAL, PREVOTE, PRECOMMIT, REQUEST, COMMIT, CATCHUP)
+VOTES = (PREVOTE, PRECOMMIT)
+MAX_VALUE = 16 * 1024
+MAX_MESSAGE = 2 * 1024 * 1024  # a commit carries up to a committee's worth of precommits
+MAX_ROUND = 10_000
+
+
+class MessageError(MeshnodeError):
+    """A consensus message that is malformed or not signed by its sender."""
+
+
+def value_id(value: bytes) -> bytes:
+    return hashlib.sha256(value).digest()
+
+
+@dataclass(frozen=True)
+class Message:
+    kind: str
+    committee: str
+    height: int
+    round: int
+    sender: str
+    value_id: bytes | None = None
+    valid_round: int = -1
+    value: bytes | None = None
+    commit: tuple[bytes, ...] = ()  # encoded precommits (commit messages)
+    signature: bytes = field(default=b"", compare=False)
+
+    def body(self) -> dict:
+        out = {"t": self.kind, "c": self.committee, "h": self.height, "r": self.round, "v": self.value_id,
+               "s": self.sender}
+        if self.kind == PROPOSAL:
+            out["vr"] = self.valid_round
+        if self.value is not None:
+            out["p"] = self.value
+        if self.kind == COMMIT:
+            out["q"] = list(self.commit)
+        return out
+
+    def signed_bytes(self) -> bytes:
+        return cbor.encode(self.body())
+
+    def encode(self) -> bytes:
+        return cbor.encode({**self.body(), "sig": self.signature})
+
+    @property
+    def vote_key(self) -> tuple:
+        """What a validator may say only once: (kind, height, round)."""
+        return (self.kind, self.height, self.round)
+
+
+def sign(key: NodeKey, kind: str, committee: str, height: int, round_: int, *, value_id: bytes | None = None,
+         valid_round: int = -1, value: bytes | None = None, commit: tuple[bytes, ...] = ()) -> Message:
+    unsigned = Message(kind, committee, height, round_, key.did, value_id, valid_round, value, commit)
+    signature = key.sign(unsigned.signed_bytes())
+    return Message(kind, committee, height, round_, key.did, value_id, valid_round, value, commit, signature)
+
+
+def decode(data: bytes, *, check_signature: bool = True) -> Message:
+    """A message from the wire: shape, limits and (by default) the sender's signature."""
+    try:
+        raw, _ = cbor.decode(data, max_bytes=MAX_MESSAGE, max_depth=4)
+    except MeshnodeError as exc:
+        raise MessageError("bad_message", f"consensus message: {exc.reason}") from None
+    if type(raw) is not dict:
+        raise MessageError("bad_message", "a consensus message is a map")
+    kind, committee, height, round_ = raw.get("t"), raw.get("c"), raw.get("h"), raw.get("r")
+    sender, vid, sig = raw.get("s"), raw.get("v"), raw.get("sig")
+    if kind not in KINDS:
+        raise MessageError("bad_message", f"unknown message kind {str(kind)[:32]!r}")
+    if type(committee) is not str or len(committee) > 128 or type(sender) is not str or len(sender) > 128:
+        raise MessageError("bad_message", "committee and sender are short text")
+    if type(height) is not int or not 0 <= height < 2**62 or type(round_) is not int or not 0 <= round_ <= MAX_ROUND:
+        raise MessageError("bad_message", "height and round are small non-negative integers")
+    if vid is not None and (type(vid) is not bytes or len(vid) != 32):
+        raise MessageError("bad_message", "a value id is 32 bytes or null")
+    if type(sig) is not bytes or len(sig) != 64:
+        raise MessageError("bad_message", "a signature is 64 bytes")
+    allowed = {"t", "c", "h", "r", "v", "s", "sig"} | {PROPOSAL: {"vr", "p"}, REQUEST: {"p"},
+                                                        COMMIT: {"p", "q"}}.get(kind, set())
+    if not set(raw) <= allowed:
+        raise MessageError("bad_message", f"unexpected fields in a {kind}: {sorted(set(raw) - allowed)[:3]}")
+    value = raw.get("p")
+    if kind in (PROPOSAL, REQUEST, COMMIT):
+        if type(value) is not bytes or len(value) > MAX_VALUE:
+            raise MessageError("bad_message", f"a {kind} carries a value of at most {MAX_VALUE} bytes")
+        if kind != REQUEST and vid != value_id(value):
+            raise MessageError("bad_message", "the value id is not the SHA-256 of the value")
+    valid_round = raw.get("vr", -1)
+    if type(valid_round) is not int or not -1 <= valid_round < max(round_, 1):
+        raise MessageError("bad_message", "a proposal's valid round is -1 or an earlier round")
+    commit = raw.get("q", [])
+    if type(commit) is not list or len(commit) > 4096 or any(type(x) is not bytes for x in commit):
+        raise MessageError("bad_message", "a commit lists encoded precommits")
+    message = Message(kind, committee, height, round_, sender, vid, valid_round, value, tuple(commit), sig)
+    if check_signature:
+        verify_signature(message)
+    return message
+
+
+def verify_signature(message: Message) -> None:
+    if not _signature_ok(message.sender, message.signed_bytes(), message.signature):
+        raise MessageError("bad_signature", f"a {message.kind} not signed by its sender {message.sender[:60]}")
+
+
+@lru_cache(maxsize=65536)
+def _signature_ok(sender: str, signed: bytes, signature: bytes) -> bool:
+    """Validity is a pure function of the bytes, so a verified message is never verified twice
+    (gossip delivers copies; a simulated mesh delivers the same bytes to every node)."""
+    try:
+        VerifyKey(public_key_from_did(sender)).verify(signed, signature)
+        return True
+    except (BadSignatureError, IdentityError, ValueError):
+        return False

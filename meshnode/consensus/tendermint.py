@@ -1,0 +1,471 @@
+"""Binding decisions by a weighted BFT committee: Tendermint's algorithm, sans-IO.
+
+Theory of operation
+-------------------
+The mesh decides a sequence of values, one per *height*. Each height runs in
+rounds; in each round one validator (``Committee.proposer``) proposes a value,
+then validators *prevote* and *precommit* for it or for nil. This follows
+"The latest gossip on BFT consensus" (Buchman, Kwon, Milosevic, 2018), with
+votes counted by weight: a quorum is more than two thirds of the weight.
+
+* A validator that precommits a value *locks* on it and prevotes only it in
+  later rounds, unless a quorum prevoted another value in a round after its
+  lock (a proposal carries that ``valid_round``). Two quorums overlap in more
+  than one third of the weight, so while less than a third is Byzantine no two
+  values can both gather quorums of precommits at one height: that is safety,
+  whatever the message delays.
+* Timeouts grow with the round, so once messages arrive within a bound, some
+  round has an honest proposer and long enough timeouts, and decides: that is
+  liveness after the network stabilises.
+
+The core is a state machine: ``submit`` (a value to decide), ``receive`` (a
+verified message) and ``timeout`` go in, together with the time; *actions*
+come out: messages to broadcast, timeouts to schedule, decisions, evidence of
+equivocation, and emergency decisions. It does no I/O and keeps no clock.
+
+A height starts when there is something to decide (a request, or messages of
+that height from others), so an idle committee sends nothing. A node that
+falls behind asks for commits (``catchup``) and applies the commit
+certificates it gets back (the value and a quorum of signed precommits).
+
+Emergency mode (HMP): when a started height has not been decided for
+``emergency_after_ms`` (an isolated node, or a committee without quorum), the
+core says once which value it would pick alone — the one with the most
+prevote weight it has seen, else its own oldest request — as a provisional
+``Emergency`` decision. When the height is decided later, ``Revisit`` says
+whether the committed value confirmed it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from meshnode.consensus import messages as m
+from meshnode.consensus.committee import Committee
+from meshnode.identity.keys import NodeKey
+
+PROPOSE, PREVOTE_STEP, PRECOMMIT_STEP, IDLE = "propose", "prevote", "precommit", "idle"
+RESEND, EMERGENCY = "resend", "emergency"  # timers besides the three of the algorithm
+FUTURE_HEIGHTS = 4  # messages this far ahead are kept for later
+MAX_PENDING = 1024
+
+
+# --- actions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    message: m.Message
+
+
+@dataclass(frozen=True)
+class Schedule:
+    step: str  # propose, prevote or precommit
+    height: int
+    round: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Decide:
+    height: int
+    value: bytes
+    round: int
+    precommits: tuple[m.Message, ...]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Two signed votes of one validator for one (kind, height, round) that disagree."""
+
+    first: m.Message
+    second: m.Message
+
+
+@dataclass(frozen=True)
+class Emergency:
+    height: int
+    value: bytes
+
+
+@dataclass(frozen=True)
+class Revisit:
+    height: int
+    provisional: bytes
+    committed: bytes
+
+    @property
+    def confirmed(self) -> bool:
+        return self.provisional == self.committed
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    propose_ms: int = 1000
+    prevote_ms: int = 500
+    precommit_ms: int = 500
+    delta_ms: int = 500  # added per round
+    resend_ms: int = 2000  # own messages of the current round go out again this often (lossy links)
+    emergency_after_ms: int = 30_000
+
+    def of(self, step: str, round_: int) -> int:
+        if step == RESEND:
+            return self.resend_ms
+        base = {PROPOSE: self.propose_ms, PREVOTE_STEP: self.prevote_ms, PRECOMMIT_STEP: self.precommit_ms}[step]
+        return base + round_ * self.delta_ms
+
+
+# --- per-height state -------------------------------------------------------------
+
+
+@dataclass
+class _Height:
+    number: int
+    round: int = 0
+    step: str = IDLE
+    locked_value: bytes | None = None
+    locked_round: int = -1
+    valid_value: bytes | None = None
+    valid_round: int = -1
+    started_ms: int | None = None
+    proposals: dict[int, m.Message] = field(default_factory=dict)  # round -> proposal from its proposer
+    votes: dict[tuple[str, int], dict[str, m.Message]] = field(default_factory=dict)  # (kind, round) -> sender -> vote
+    seen_in_round: dict[int, set[str]] = field(default_factory=dict)  # round -> senders of anything
+    fired: set[tuple] = field(default_factory=set)  # one-shot rules already taken
+    emergency: bytes | None = None
+
+
+class Core:
+    def __init__(self, key: NodeKey, committee: Committee, *, timeouts: Timeouts = Timeouts(), height: int = 0,
+                 valid: Callable[[bytes], bool] = lambda value: True):
+        self.key = key
+        self.committee = committee
+        self.timeouts = timeouts
+        self.valid = valid
+        self.h = _Height(height)
+        self.pending: OrderedDict[bytes, bytes] = OrderedDict()  # value id -> value, oldest first
+        self.decided: dict[int, Decide] = {}
+        self.future: dict[int, list[m.Message]] = {}
+        self.equivocators: set[str] = set()
+        self._out: list = []
+        self._loopback: list[m.Message] = []  # our own messages, counted once the current rule is done
+        self._now = 0
+        self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
+        self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
+
+    @property
+    def height(self) -> int:
+        return self.h.number
+
+    @property
+    def is_validator(self) -> bool:
+        return self.committee.weight(self.key.did) > 0
+
+    # --- inputs ---------------------------------------------------------------------
+
+    def submit(self, value: bytes, now: int) -> list:
+        """Ask the committee to decide ``value`` (it is broadcast as a request)."""
+        if len(value) > m.MAX_VALUE:
+            raise m.MessageError("value_too_large", f"a value is at most {m.MAX_VALUE} bytes")
+        self._now = now
+        self._add_pending(value)
+        self._send(m.REQUEST, self.h.number, 0, value=value)
+        self._maybe_start()
+        return self._flush()
+
+    def receive(self, msg: m.Message, now: int) -> list:
+        """A message whose signature was verified (``messages.decode``)."""
+        self._now = now
+        if msg.committee == self.committee.id:
+            self._dispatch(msg)
+        return self._flush()
+
+    def timeout(self, step: str, height: int, round_: int, now: int) -> list:
+        self._now = now
+        h = self.h
+        if height == h.number:
+            if step == EMERGENCY:
+                self._maybe_emergency()
+            elif step == RESEND:
+                self._resend()
+            elif round_ == h.round:
+                if step == PROPOSE and h.step == PROPOSE:
+                    h.step = PREVOTE_STEP
+                    self._vote(m.PREVOTE, None)
+                elif step == PREVOTE_STEP and h.step == PREVOTE_STEP:
+                    h.step = PRECOMMIT_STEP
+                    self._vote(m.PRECOMMIT, None)
+                elif step == PRECOMMIT_STEP:
+                    self._start_round(round_ + 1)
+                self._check()
+        return self._flush()
+
+    def _dispatch(self, msg: m.Message) -> None:
+        if msg.kind == m.REQUEST:
+            if self.committee.weight(msg.sender) > 0 or msg.sender == self.key.did:
+                self._add_pending(msg.value)
+                self._maybe_start()
+        elif msg.kind == m.CATCHUP:
+            self._answer_catchup(msg)
+        elif msg.kind == m.COMMIT:
+            self._apply_commit(msg)
+        elif self.committee.weight(msg.sender) == 0:
+            return  # only validators propose and vote
+        elif msg.height < self.h.number:
+            self._help(msg)  # the sender is behind: it needs the commit of that height
+        elif msg.height > self.h.number:
+            if msg.height <= self.h.number + FUTURE_HEIGHTS:
+                self.future.setdefault(msg.height, []).append(msg)
+            self._ask_for_commits()
+        else:
+            self._record(msg)
+
+    # --- the rules ------------------------------------------------------------------
+
+    def _record(self, msg: m.Message) -> None:
+        h = self.h
+        if msg.kind == m.PROPOSAL:
+            if msg.sender != self.committee.proposer(h.number, msg.round):
+                return
+            old = h.proposals.get(msg.round)
+            if old is not None:
+                if old.value_id != msg.value_id:
+                    self._evidence(old, msg)
+                return
+            h.proposals[msg.round] = msg
+        else:
+            box = h.votes.setdefault((msg.kind, msg.round), {})
+            old = box.get(msg.sender)
+            if old is not None:
+                if old.value_id != msg.value_id:
+                    self._evidence(old, msg)
+                return
+            box[msg.sender] = msg
+        h.seen_in_round.setdefault(msg.round, set()).add(msg.sender)
+        if h.step == IDLE:
+            self._start_round(0)
+        self._check()
+
+    def _check(self) -> None:
+        """Apply every rule that holds, until none does (each is one-shot or changes the step);
+        then count our own new messages, which may make more rules hold."""
+        while True:
+            before = (self.h.number, self.h.round, self.h.step, len(self.h.fired))
+            self._rules()
+            if (self.h.number, self.h.round, self.h.step, len(self.h.fired)) == before:
+                if not self._loopback:
+                    return
+                msg = self._loopback.pop(0)
+                if msg.height == self.h.number:
+                    self._record(msg)
+
+    def _rules(self) -> None:
+        h, c = self.h, self.committee
+        r = h.round
+        # decide: a proposal and a quorum of precommits for it, in any round
+        for rnd, proposal in list(h.proposals.items()):
+            if c.quorum(self._weight(m.PRECOMMIT, rnd, proposal.value_id)) and self.valid(proposal.value):
+                self._decide(proposal.value, rnd)
+                return
+        # a third of the weight is already in a later round: join it
+        for rnd, senders in h.seen_in_round.items():
+            if rnd > r and c.third(sum(c.weight(s) for s in senders)):
+                self._start_round(rnd)
+                return
+        if h.step == IDLE:
+            return
+        proposal = h.proposals.get(r)
+        if proposal is not None and h.step == PROPOSE:
+            v, vr = proposal.value, proposal.valid_round
+            if vr == -1:
+                ok = self.valid(v) and (h.locked_round == -1 or h.locked_value == v)
+                h.step = PREVOTE_STEP
+                self._vote(m.PREVOTE, proposal.value_id if ok else None)
+            elif vr < r and c.quorum(self._weight(m.PREVOTE, vr, proposal.value_id)):
+                ok = self.valid(v) and (h.locked_round <= vr or h.locked_value == v)
+                h.step = PREVOTE_STEP
+                self._vote(m.PREVOTE, proposal.value_id if ok else None)
+        if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired and c.quorum(self._weight(m.PREVOTE, r)):
+            h.fired.add(("prevote-any", r))
+            self._schedule(PREVOTE_STEP)
+        if (proposal is not None and h.step in (PREVOTE_STEP, PRECOMMIT_STEP) and ("lock", r) not in h.fired
+                and c.quorum(self._weight(m.PREVOTE, r, proposal.value_id)) and self.valid(proposal.value)):
+            h.fired.add(("lock", r))
+            if h.step == PREVOTE_STEP:
+                h.locked_value, h.locked_round = proposal.value, r
+                h.step = PRECOMMIT_STEP
+                self._vote(m.PRECOMMIT, proposal.value_id)
+            h.valid_value, h.valid_round = proposal.value, r
+        if h.step == PREVOTE_STEP and c.quorum(self._weight(m.PREVOTE, r, None, nil=True)):
+            h.step = PRECOMMIT_STEP
+            self._vote(m.PRECOMMIT, None)
+        if ("precommit-any", r) not in h.fired and c.quorum(self._weight(m.PRECOMMIT, r)):
+            h.fired.add(("precommit-any", r))
+            self._schedule(PRECOMMIT_STEP)
+
+    def _weight(self, kind: str, round_: int, value_id: bytes | None = None, nil: bool = False) -> int:
+        """Weight of ``kind`` votes in ``round_``: for ``value_id``, for nil, or (neither) for anything."""
+        box = self.h.votes.get((kind, round_), {})
+        if value_id is None and not nil:
+            return sum(self.committee.weight(s) for s in box)
+        return sum(self.committee.weight(s) for s, v in box.items() if v.value_id == value_id)
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _maybe_start(self) -> None:
+        if self.h.step == IDLE and self.pending:
+            self._start_round(0)
+            self._check()
+
+    def _start_round(self, round_: int) -> None:
+        h = self.h
+        if h.started_ms is None:
+            h.started_ms = self._now
+            self._out.append(Schedule(EMERGENCY, h.number, 0, self._now + self.timeouts.emergency_after_ms))
+            self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
+        h.round, h.step = round_, PROPOSE
+        if self.committee.proposer(h.number, round_) == self.key.did:
+            value = h.valid_value if h.valid_value is not None else next(iter(self.pending.values()), None)
+            if value is not None:
+                self._send(m.PROPOSAL, h.number, round_, value_id=m.value_id(value), valid_round=h.valid_round,
+                           value=value)
+                return
+        self._schedule(PROPOSE)
+
+    def _resend(self) -> None:
+        """Our messages of the current round again, for peers that lost them; and the timer again."""
+        h = self.h
+        mine = [p for p in h.proposals.values() if p.sender == self.key.did and p.round == h.round]
+        for kind in (m.PREVOTE, m.PRECOMMIT):
+            vote = h.votes.get((kind, h.round), {}).get(self.key.did)
+            if vote is not None:
+                mine.append(vote)
+        self._out.extend(Broadcast(msg) for msg in mine)
+        if self.pending and h.step != IDLE:
+            self._out.append(Broadcast(m.sign(self.key, m.REQUEST, self.committee.id, h.number, 0,
+                                              value=next(iter(self.pending.values())))))
+        self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
+
+    def _decide(self, value: bytes, round_: int) -> None:
+        h = self.h
+        vid = m.value_id(value)
+        precommits = tuple(v for v in h.votes.get((m.PRECOMMIT, round_), {}).values() if v.value_id == vid)
+        self._record_decision(Decide(h.number, value, round_, precommits))
+
+    def _record_decision(self, decision: Decide) -> None:
+        provisional = self.h.emergency
+        self.decided[decision.height] = decision
+        self._out.append(decision)
+        if provisional is not None:
+            self._out.append(Revisit(decision.height, provisional, decision.value))
+        self.pending.pop(m.value_id(decision.value), None)
+        self.h = _Height(decision.height + 1)
+        self._loopback.clear()  # our votes of the decided height count no more
+        self.decided.pop(decision.height - 64, None)  # keep recent commits for catch-up answers
+        for msg in self.future.pop(self.h.number, []):
+            self._dispatch(msg)
+        self._maybe_start()
+
+    # --- catch-up -------------------------------------------------------------------
+
+    def _help(self, msg: m.Message) -> None:
+        """Send the commit of ``msg.height`` to a validator still working on it, at most once
+        per height every ``resend_ms`` (it resends its votes until it moves on)."""
+        last = self._helped.get(msg.height)
+        if last is None or self._now - last >= self.timeouts.resend_ms:
+            self._helped[msg.height] = self._now
+            self._answer_catchup(msg, count=1)
+            if len(self._helped) > 64:
+                self._helped.pop(min(self._helped))
+
+    def _answer_catchup(self, msg: m.Message, count: int = FUTURE_HEIGHTS) -> None:
+        for height in range(msg.height, msg.height + count):
+            d = self.decided.get(height)
+            if d is None:
+                break
+            self._send(m.COMMIT, height, d.round, value_id=m.value_id(d.value), value=d.value,
+                       commit=tuple(p.encode() for p in d.precommits))
+
+    def _ask_for_commits(self) -> None:
+        """Once per height (again after a while): we are behind, who has the commits?"""
+        if self._asked is None or self._asked[0] != self.h.number or \
+                self._now - self._asked[1] >= self.timeouts.resend_ms:
+            self._asked = (self.h.number, self._now)
+            self._send(m.CATCHUP, self.h.number, 0)
+
+    def _apply_commit(self, msg: m.Message) -> None:
+        if msg.height != self.h.number:
+            if self.h.number < msg.height <= self.h.number + FUTURE_HEIGHTS:
+                self.future.setdefault(msg.height, []).append(msg)
+                self._ask_for_commits()
+            return
+        weight, seen = 0, set()
+        for raw in msg.commit:
+            try:
+                p = m.decode(raw)
+            except m.MessageError:
+                return
+            if (p.kind != m.PRECOMMIT or p.committee != self.committee.id or p.height != msg.height
+                    or p.round != msg.round or p.value_id != msg.value_id or p.sender in seen):
+                return
+            seen.add(p.sender)
+            weight += self.committee.weight(p.sender)
+        if self.committee.quorum(weight) and self.valid(msg.value):
+            precommits = tuple(m.decode(raw) for raw in msg.commit)
+            self._record_decision(Decide(msg.height, msg.value, msg.round, precommits))
+
+    # --- emergency mode -------------------------------------------------------------
+
+    def _maybe_emergency(self) -> None:
+        h = self.h
+        if h.emergency is not None or h.started_ms is None:
+            return
+        support: dict[bytes, int] = {}
+        for (kind, _), box in h.votes.items():
+            if kind == m.PREVOTE:
+                for s, v in box.items():
+                    if v.value_id is not None:
+                        support[v.value_id] = support.get(v.value_id, 0) + self.committee.weight(s)
+        by_id = {p.value_id: p.value for p in h.proposals.values()}
+        ranked = sorted(((w, vid) for vid, w in support.items() if vid in by_id), reverse=True)
+        value = by_id[ranked[0][1]] if ranked else next(iter(self.pending.values()), None)
+        if value is not None:
+            h.emergency = value
+            self._out.append(Emergency(h.number, value))
+
+    # --- helpers --------------------------------------------------------------------
+
+    def _add_pending(self, value: bytes | None) -> None:
+        if value is None or len(self.pending) >= MAX_PENDING:
+            return
+        vid = m.value_id(value)
+        if vid not in self.pending and not any(m.value_id(d.value) == vid for d in self.decided.values()):
+            self.pending[vid] = value
+
+    def _vote(self, kind: str, value_id: bytes | None) -> None:
+        if self.is_validator:
+            self._send(kind, self.h.number, self.h.round, value_id=value_id)
+
+    def _send(self, kind: str, height: int, round_: int, **fields) -> None:
+        msg = m.sign(self.key, kind, self.committee.id, height, round_, **fields)
+        self._out.append(Broadcast(msg))
+        if kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT):
+            self._loopback.append(msg)  # our own message counts like anyone's, once this rule is done
+
+    def _schedule(self, step: str) -> None:
+        self._out.append(Schedule(step, self.h.number, self.h.round, self._now + self.timeouts.of(step, self.h.round)))
+
+    def _evidence(self, first: m.Message, second: m.Message) -> None:
+        if first.sender not in self.equivocators:
+            self.equivocators.add(first.sender)
+            self._out.append(Evidence(first, second))
+
+    def _flush(self) -> list:
+        while self._loopback:
+            msg = self._loopback.pop(0)
+            if msg.height == self.h.number:
+                self._record(msg)
+        out, self._out = self._out, []
+        return out
