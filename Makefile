@@ -21,14 +21,14 @@ soak: $(STAMP)
 	$(BIN)/python -m pytest -m soak
 
 bench: $(STAMP)
-	$(BIN)/python bench/containers.py
+	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "meshnode needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	@$(MAKE) --no-print-directory system-deps
 	@test -x $(BIN)/pip || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench]'
 	@touch $(STAMP)
 
 # py-libp2p's fastecdsa has no wheel for every Python: it compiles against

@@ -44,6 +44,7 @@ class Options:
     loss: float = 0.0
     duplication: float = 0.0
     partition: tuple[int, int] | None = None  # (start_ms, end_ms): the honest nodes split in two halves
+    relay: int = 2  # an honest node forwards each new proposal or vote to this many random peers (gossip)
     submit_every_ms: int = 100
     max_time_ms: int = 600_000
     timeouts: Timeouts = field(default_factory=lambda: Timeouts(propose_ms=300, prevote_ms=200, precommit_ms=200,
@@ -105,6 +106,10 @@ class ConsensusSim:
         self.violation: str | None = None
         self.trust_points: list[tuple[int, float, float]] = []
         self._trust = {k.did: 0.5 for k in self.keys[:n]}  # one honest observer's view
+        self._seen: list[set[bytes]] = [set() for _ in range(n)]  # signatures each node has relayed
+        self.side_one = set(self.rng.sample(self.honest, len(self.honest) // 2))  # the equivocators' split
+        self.forks: dict[bytes, bytes] = {}  # value id -> the id of its forked twin, both ways
+        self.fork_side: dict[bytes, int] = {}
 
     # --- running ---------------------------------------------------------------------
 
@@ -156,6 +161,11 @@ class ConsensusSim:
                 if receiver not in self.byzantine:
                     self.rejected += 1
                 return
+        if (self.o.relay and receiver not in self.byzantine and payload.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT)
+                and payload.signature not in self._seen[receiver]):
+            self._seen[receiver].add(payload.signature)  # gossip: pass a first sighting on to a few peers
+            peers = self.rng.sample(range(len(self.cores)), min(self.o.relay, len(self.cores)))
+            self.net.broadcast(receiver, payload, [p for p in peers if p not in (receiver, sender)])
         self._apply(receiver, self.cores[receiver].receive(payload, self.loop.now))
 
     def _apply(self, i: int, actions: list) -> None:
@@ -182,23 +192,34 @@ class ConsensusSim:
             if self.o.behaviour == "withhold":
                 return
             if self.o.behaviour == "equivocate" and msg.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT):
-                twin = self._twin(i, msg)
-                everyone = [j for j in range(len(self.keys)) if j != i]
-                self.rng.shuffle(everyone)
-                half = len(everyone) // 2
-                self.net.broadcast(i, msg, everyone[:half])
-                self.net.broadcast(i, twin, everyone[half:])
+                self._equivocate(i, msg)
                 return
         self.net.broadcast(i, msg)
 
-    def _twin(self, i: int, msg: m.Message) -> m.Message:
-        """A conflicting version of ``msg``, signed by the same validator."""
+    def _equivocate(self, i: int, msg: m.Message) -> None:
+        """The colluding equivocators' attack: the honest nodes are split into two fixed sides;
+        a Byzantine proposer proposes one value to each side, and every Byzantine vote goes
+        to each side for that side's value (or, for values not forked, once as sent and once
+        for something else), so each side sees what it would need to commit its own value."""
+        key, others = self.keys[i], [j for j in range(len(self.keys)) if j != i]
+        side_one = [j for j in others if j in self.side_one or j in self.byzantine]
+        side_two = [j for j in others if j not in self.side_one and j not in self.byzantine]
         if msg.kind == m.PROPOSAL:
             value = msg.value + b" (forked)"
-            return m.sign(self.keys[i], m.PROPOSAL, msg.committee, msg.height, msg.round,
-                          value_id=m.value_id(value), valid_round=msg.valid_round, value=value)
-        other = None if msg.value_id is not None else hashlib.sha256(b"fork" + msg.signature).digest()
-        return m.sign(self.keys[i], msg.kind, msg.committee, msg.height, msg.round, value_id=other)
+            twin = m.sign(key, m.PROPOSAL, msg.committee, msg.height, msg.round, value_id=m.value_id(value),
+                          valid_round=msg.valid_round, value=value)
+            self.forks[msg.value_id], self.forks[twin.value_id] = twin.value_id, msg.value_id
+            self.fork_side[msg.value_id], self.fork_side[twin.value_id] = 1, 2
+            self.net.broadcast(i, msg, side_one)
+            self.net.broadcast(i, twin, side_two)
+            return
+        partner = self.forks.get(msg.value_id)
+        if partner is None:
+            partner = None if msg.value_id is not None else hashlib.sha256(b"fork" + msg.signature).digest()
+        twin = m.sign(key, msg.kind, msg.committee, msg.height, msg.round, value_id=partner)
+        first, second = (msg, twin) if self.fork_side.get(msg.value_id, 1) == 1 else (twin, msg)
+        self.net.broadcast(i, first, side_one)
+        self.net.broadcast(i, second, side_two)
 
     def _sybil_vote(self, s: int) -> None:
         height = self._done_heights()

@@ -130,8 +130,11 @@ class _Height:
     valid_value: bytes | None = None
     valid_round: int = -1
     started_ms: int | None = None
-    proposals: dict[int, m.Message] = field(default_factory=dict)  # round -> proposal from its proposer
-    votes: dict[tuple[str, int], dict[str, m.Message]] = field(default_factory=dict)  # (kind, round) -> sender -> vote
+    # round -> value id -> proposal from that round's proposer (an equivocating one may send several)
+    proposals: dict[int, dict[bytes, m.Message]] = field(default_factory=dict)
+    # (kind, round) -> sender -> value id (None: nil) -> vote; an equivocator's votes all count,
+    # each for its own value (it is within the Byzantine third the quorums allow for)
+    votes: dict[tuple[str, int], dict[str, dict[bytes | None, m.Message]]] = field(default_factory=dict)
     seen_in_round: dict[int, set[str]] = field(default_factory=dict)  # round -> senders of anything
     fired: set[tuple] = field(default_factory=set)  # one-shot rules already taken
     emergency: bytes | None = None
@@ -229,20 +232,14 @@ class Core:
         if msg.kind == m.PROPOSAL:
             if msg.sender != self.committee.proposer(h.number, msg.round):
                 return
-            old = h.proposals.get(msg.round)
-            if old is not None:
-                if old.value_id != msg.value_id:
-                    self._evidence(old, msg)
-                return
-            h.proposals[msg.round] = msg
+            held = h.proposals.setdefault(msg.round, {})
         else:
-            box = h.votes.setdefault((msg.kind, msg.round), {})
-            old = box.get(msg.sender)
-            if old is not None:
-                if old.value_id != msg.value_id:
-                    self._evidence(old, msg)
-                return
-            box[msg.sender] = msg
+            held = h.votes.setdefault((msg.kind, msg.round), {}).setdefault(msg.sender, {})
+        if msg.value_id in held:
+            return
+        if held:
+            self._evidence(next(iter(held.values())), msg)
+        held[msg.value_id] = msg
         h.seen_in_round.setdefault(msg.round, set()).add(msg.sender)
         if h.step == IDLE:
             self._start_round(0)
@@ -265,10 +262,11 @@ class Core:
         h, c = self.h, self.committee
         r = h.round
         # decide: a proposal and a quorum of precommits for it, in any round
-        for rnd, proposal in list(h.proposals.items()):
-            if c.quorum(self._weight(m.PRECOMMIT, rnd, proposal.value_id)) and self.valid(proposal.value):
-                self._decide(proposal.value, rnd)
-                return
+        for rnd, proposals in list(h.proposals.items()):
+            for proposal in list(proposals.values()):
+                if c.quorum(self._weight(m.PRECOMMIT, rnd, proposal.value_id)) and self.valid(proposal.value):
+                    self._decide(proposal.value, rnd)
+                    return
         # a third of the weight is already in a later round: join it
         for rnd, senders in h.seen_in_round.items():
             if rnd > r and c.third(sum(c.weight(s) for s in senders)):
@@ -276,8 +274,10 @@ class Core:
                 return
         if h.step == IDLE:
             return
-        proposal = h.proposals.get(r)
-        if proposal is not None and h.step == PROPOSE:
+        proposals = list(h.proposals.get(r, {}).values())
+        for proposal in proposals:
+            if h.step != PROPOSE:
+                break
             v, vr = proposal.value, proposal.valid_round
             if vr == -1:
                 ok = self.valid(v) and (h.locked_round == -1 or h.locked_value == v)
@@ -290,14 +290,15 @@ class Core:
         if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired and c.quorum(self._weight(m.PREVOTE, r)):
             h.fired.add(("prevote-any", r))
             self._schedule(PREVOTE_STEP)
-        if (proposal is not None and h.step in (PREVOTE_STEP, PRECOMMIT_STEP) and ("lock", r) not in h.fired
-                and c.quorum(self._weight(m.PREVOTE, r, proposal.value_id)) and self.valid(proposal.value)):
-            h.fired.add(("lock", r))
-            if h.step == PREVOTE_STEP:
-                h.locked_value, h.locked_round = proposal.value, r
-                h.step = PRECOMMIT_STEP
-                self._vote(m.PRECOMMIT, proposal.value_id)
-            h.valid_value, h.valid_round = proposal.value, r
+        for proposal in proposals:
+            if (h.step in (PREVOTE_STEP, PRECOMMIT_STEP) and ("lock", r) not in h.fired
+                    and c.quorum(self._weight(m.PREVOTE, r, proposal.value_id)) and self.valid(proposal.value)):
+                h.fired.add(("lock", r))
+                if h.step == PREVOTE_STEP:
+                    h.locked_value, h.locked_round = proposal.value, r
+                    h.step = PRECOMMIT_STEP
+                    self._vote(m.PRECOMMIT, proposal.value_id)
+                h.valid_value, h.valid_round = proposal.value, r
         if h.step == PREVOTE_STEP and c.quorum(self._weight(m.PREVOTE, r, None, nil=True)):
             h.step = PRECOMMIT_STEP
             self._vote(m.PRECOMMIT, None)
@@ -310,7 +311,7 @@ class Core:
         box = self.h.votes.get((kind, round_), {})
         if value_id is None and not nil:
             return sum(self.committee.weight(s) for s in box)
-        return sum(self.committee.weight(s) for s, v in box.items() if v.value_id == value_id)
+        return sum(self.committee.weight(s) for s, said in box.items() if value_id in said)
 
     # --- steps ----------------------------------------------------------------------
 
@@ -335,14 +336,18 @@ class Core:
         self._schedule(PROPOSE)
 
     def _resend(self) -> None:
-        """Our messages of the current round again, for peers that lost them; and the timer again."""
+        """Our messages of the current round again, for peers that lost them, with the proposal and
+        the quorum of prevotes behind our valid value (its proof of lock, which others need to
+        accept it in a later round); and the timer again."""
         h = self.h
-        mine = [p for p in h.proposals.values() if p.sender == self.key.did and p.round == h.round]
+        again = [p for p in h.proposals.get(h.round, {}).values() if p.sender == self.key.did]
         for kind in (m.PREVOTE, m.PRECOMMIT):
-            vote = h.votes.get((kind, h.round), {}).get(self.key.did)
-            if vote is not None:
-                mine.append(vote)
-        self._out.extend(Broadcast(msg) for msg in mine)
+            again.extend(h.votes.get((kind, h.round), {}).get(self.key.did, {}).values())
+        if h.valid_value is not None:
+            vid = m.value_id(h.valid_value)
+            again.extend(p for p in h.proposals.get(h.valid_round, {}).values() if p.value_id == vid)
+            again.extend(said[vid] for said in h.votes.get((m.PREVOTE, h.valid_round), {}).values() if vid in said)
+        self._out.extend(Broadcast(msg) for msg in again)
         if self.pending and h.step != IDLE:
             self._out.append(Broadcast(m.sign(self.key, m.REQUEST, self.committee.id, h.number, 0,
                                               value=next(iter(self.pending.values())))))
@@ -351,7 +356,7 @@ class Core:
     def _decide(self, value: bytes, round_: int) -> None:
         h = self.h
         vid = m.value_id(value)
-        precommits = tuple(v for v in h.votes.get((m.PRECOMMIT, round_), {}).values() if v.value_id == vid)
+        precommits = tuple(said[vid] for said in h.votes.get((m.PRECOMMIT, round_), {}).values() if vid in said)
         self._record_decision(Decide(h.number, value, round_, precommits))
 
     def _record_decision(self, decision: Decide) -> None:
@@ -425,10 +430,11 @@ class Core:
         support: dict[bytes, int] = {}
         for (kind, _), box in h.votes.items():
             if kind == m.PREVOTE:
-                for s, v in box.items():
-                    if v.value_id is not None:
-                        support[v.value_id] = support.get(v.value_id, 0) + self.committee.weight(s)
-        by_id = {p.value_id: p.value for p in h.proposals.values()}
+                for s, said in box.items():
+                    for vid in said:
+                        if vid is not None:
+                            support[vid] = support.get(vid, 0) + self.committee.weight(s)
+        by_id = {p.value_id: p.value for props in h.proposals.values() for p in props.values()}
         ranked = sorted(((w, vid) for vid, w in support.items() if vid in by_id), reverse=True)
         value = by_id[ranked[0][1]] if ranked else next(iter(self.pending.values()), None)
         if value is not None:

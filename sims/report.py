@@ -1,0 +1,99 @@
+"""What a run prints and draws: a progress bar, a summary table, PNG plots."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+from sims.consensus import Result
+
+
+class ProgressBar:
+    """A one-line bar on stderr, redrawn when the count changes (on a terminal; elsewhere,
+    one line per tenth of the way, so logs stay readable)."""
+
+    def __init__(self, stream=sys.stderr, width: int = 30):
+        self.stream, self.width = stream, width
+        self.tty = stream.isatty()
+        self._tenth = -1
+
+    def __call__(self, done: int, total: int, sim_ms: int) -> None:
+        if not self.tty:
+            tenth = 10 * done // max(total, 1)
+            if tenth != self._tenth:
+                self._tenth = tenth
+                self.stream.write(f"{done}/{total} decisions, sim time {sim_ms / 1000:.1f} s\n")
+            return
+        filled = self.width * done // max(total, 1)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} decisions"
+                          f"  sim time {sim_ms / 1000:.1f} s ")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def summary(r: Result) -> dict:
+    o = r.options
+    lat = r.latencies_ms or [0]
+    rtt = 2 * o.latency_ms
+    return {
+        "scenario": "consensus", "seed": o.seed, "nodes": o.nodes, "byzantine": round(o.nodes * o.byzantine),
+        "behaviour": o.behaviour if o.byzantine else "none", "sybils": o.sybils,
+        "decisions": r.decided_heights, "asked": o.heights, "safe": r.safe, "violation": r.violation,
+        "latency_p50_ms": statistics.median(lat), "latency_max_ms": max(lat),
+        "latency_p50_rtt": round(statistics.median(lat) / rtt, 2),
+        "broadcasts_per_decision": round(sum(r.messages_per_height) / max(r.decided_heights, 1), 1),
+        "sends_per_decision": round(r.sent / max(r.decided_heights, 1), 1),
+        "rounds_max": max(r.rounds_per_height or [0]), "equivocators_exposed": r.evidence,
+        "emergencies": r.emergencies, "rejected_inputs": r.rejected, "dropped": r.dropped,
+        "sim_seconds": round(r.sim_time_ms / 1000, 2), "events": r.steps, "wall_seconds": round(r.wall_seconds, 2),
+    }
+
+
+def table(rows: dict) -> str:
+    width = max(len(k) for k in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows.items())
+
+
+def plots(r: Result, out: Path) -> list[Path]:
+    """decision latency, messages per decision, trust over time: one PNG each, into ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    heights = list(range(len(r.latencies_ms)))
+
+    def save(fig, name: str) -> None:
+        path = out / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(heights, r.latencies_ms, marker="o")
+    ax.set(xlabel="height", ylabel="decision latency (simulated ms)", title="Decision latency")
+    save(fig, "decision_latency.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar(heights, r.messages_per_height)
+    ax.set(xlabel="height", ylabel="messages broadcast", title="Messages per decision")
+    save(fig, "messages_per_decision.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    times = [t / 1000 for t, _, _ in r.trust]
+    ax.plot(times, [h for _, h, _ in r.trust], label="honest validators")
+    if r.options.byzantine:
+        ax.plot(times, [b for _, _, b in r.trust], label="byzantine validators")
+    ax.set(xlabel="simulated time (s)", ylabel="mean trust (one honest node's view)", title="Trust over time",
+           ylim=(0, 1))
+    ax.legend()
+    save(fig, "trust_over_time.png")
+    return written

@@ -1,0 +1,142 @@
+"""The BFT core by itself: messages, quorums, locking, evidence, commits, catch-up, emergencies."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from meshnode.consensus import messages as m
+from meshnode.consensus.committee import Committee, weights_from_trust
+from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Revisit, Timeouts
+from meshnode.identity.keys import NodeKey
+
+KEYS = [NodeKey(hashlib.sha256(b"core-%d" % i).digest()) for i in range(5)]
+COMMITTEE = Committee.of({k.did: 1 for k in KEYS[:4]})
+
+
+def run_synchronously(cores, first_actions, drop=lambda sender, receiver, msg: False, limit=10_000):
+    """Deliver every broadcast to every other core at once, in order; returns decisions per core."""
+    decided = {i: [] for i in range(len(cores))}
+    queue = [(i, a) for i, actions in first_actions for a in actions]
+    while queue and limit:
+        limit -= 1
+        i, action = queue.pop(0)
+        if isinstance(action, Decide):
+            decided[i].append(action)
+        if isinstance(action, Broadcast):
+            for j, core in enumerate(cores):
+                if j != i and not drop(i, j, action.message):
+                    wire = m.decode(action.message.encode())  # through the real bytes
+                    queue += [(j, a) for a in core.receive(wire, 0)]
+    return decided
+
+
+def test_messages_round_trip_and_refuse_forgeries():
+    msg = m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, value_id=m.value_id(b"v"), valid_round=0, value=b"v")
+    assert m.decode(msg.encode()) == msg
+    forged = m.Message(m.PREVOTE, "c", 3, 1, KEYS[1].did, signature=msg.signature).encode()
+    with pytest.raises(m.MessageError, match="not signed by its sender"):
+        m.decode(forged)
+    with pytest.raises(m.MessageError, match="SHA-256"):
+        m.decode(m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, value_id=bytes(32), value=b"v").encode())
+    with pytest.raises(m.MessageError):
+        m.decode(b"\xa1\x61t\x61x")
+
+
+def test_committee_quorums_are_exact_and_proposers_follow_weight():
+    c = Committee.of({"a": 1, "b": 1, "c": 1, "d": 1})
+    assert not c.quorum(2) and c.quorum(3) and not c.third(1) and c.third(2)
+    heavy = Committee.of({"a": 97, "b": 1, "c": 1, "d": 1})
+    picks = [heavy.proposer(h, 0) for h in range(400)]
+    assert picks.count("a") > 300
+    assert weights_from_trust({"x": 0.9, "sybil": 0.01}) == {"x": 900}
+
+
+def test_four_honest_validators_decide_the_same_value():
+    cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
+    decided = run_synchronously(cores, [(0, cores[0].submit(b"hello", 0))])
+    assert all([d.value for d in decided[i]] == [b"hello"] for i in range(4))
+    assert all(core.height == 1 for core in cores)
+    assert COMMITTEE.quorum(sum(COMMITTEE.weight(p.sender) for p in decided[0][0].precommits))
+
+
+def test_one_silent_validator_of_four_does_not_stop_decisions():
+    cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
+    silent = 3
+    decided = run_synchronously(cores, [(0, cores[0].submit(b"v1", 0))],
+                                drop=lambda i, j, msg: silent in (i, j))
+    for i in range(3):
+        assert [d.value for d in decided[i]] == [b"v1"] or cores[i].height == 0
+    # the proposer may be the silent one: then round changes carry the decision, driven by timeouts
+    now = 0
+    while any(cores[i].height == 0 for i in range(3)) and now < 60_000:
+        now += 100
+        for i in range(3):
+            for action in cores[i].timeout("propose", 0, cores[i].h.round, now) + \
+                    cores[i].timeout("prevote", 0, cores[i].h.round, now) + \
+                    cores[i].timeout("precommit", 0, cores[i].h.round, now):
+                run_synchronously(cores, [(i, [action])], drop=lambda a, b, msg: silent in (a, b))
+    assert all(cores[i].height == 1 for i in range(3))
+
+
+def test_conflicting_votes_become_evidence_once():
+    core = Core(KEYS[0], COMMITTEE)
+    a = m.sign(KEYS[1], m.PREVOTE, COMMITTEE.id, 0, 0, value_id=m.value_id(b"x"))
+    b = m.sign(KEYS[1], m.PREVOTE, COMMITTEE.id, 0, 0, value_id=m.value_id(b"y"))
+    c = m.sign(KEYS[1], m.PRECOMMIT, COMMITTEE.id, 0, 0, value_id=None)
+    core.receive(a, 0)
+    evidence = [x for x in core.receive(b, 0) if isinstance(x, Evidence)]
+    assert evidence == [Evidence(a, b)]
+    assert m.decode(evidence[0].first.encode()).sender == m.decode(evidence[0].second.encode()).sender
+    assert not [x for x in core.receive(c, 0) if isinstance(x, Evidence)]
+
+
+def test_votes_from_outside_the_committee_carry_no_weight():
+    core = Core(KEYS[0], COMMITTEE)
+    outsider = KEYS[4]
+    for kind in (m.PREVOTE, m.PRECOMMIT):
+        core.receive(m.sign(outsider, kind, COMMITTEE.id, 0, 0, value_id=m.value_id(b"x")), 0)
+    assert core.height == 0 and not core.h.votes
+
+
+def test_a_locked_validator_prevotes_nil_for_another_value():
+    core = Core(KEYS[0], COMMITTEE)
+    core.h.locked_value, core.h.locked_round = b"locked", 0
+    core.h.round, core.h.step = 1, "propose"
+    proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(0, 1))
+    if proposer is KEYS[0]:
+        pytest.skip("this committee makes us the proposer of round 1")
+    other = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 0, 1, value_id=m.value_id(b"other"), value=b"other")
+    out = core.receive(other, 0)
+    prevotes = [a.message for a in out if isinstance(a, Broadcast) and a.message.kind == m.PREVOTE]
+    assert prevotes and prevotes[0].value_id is None
+
+
+def test_a_node_behind_catches_up_from_a_commit_and_rejects_a_short_one():
+    cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
+    decided = run_synchronously(cores[:3] + [Core(KEYS[3], COMMITTEE)], [(0, cores[0].submit(b"v", 0))],
+                                drop=lambda i, j, msg: 3 in (i, j))
+    d = decided[0][0]
+    late = Core(KEYS[3], COMMITTEE)
+    short = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, value_id=m.value_id(b"v"), value=b"v",
+                   commit=tuple(p.encode() for p in d.precommits[:2]))
+    assert not [a for a in late.receive(m.decode(short.encode()), 0) if isinstance(a, Decide)]
+    full = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, value_id=m.value_id(b"v"), value=b"v",
+                  commit=tuple(p.encode() for p in d.precommits))
+    assert [a.value for a in late.receive(m.decode(full.encode()), 0) if isinstance(a, Decide)] == [b"v"]
+    assert late.height == 1
+
+
+def test_an_isolated_node_decides_provisionally_and_revisits():
+    core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(emergency_after_ms=5000))
+    core.submit(b"alone", 0)
+    out = core.timeout("emergency", 0, 0, 5000)
+    assert [a for a in out if isinstance(a, Emergency)] == [Emergency(0, b"alone")]
+    # later the committee decides something else: the provisional decision is revisited
+    precommits = tuple(m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 2, value_id=m.value_id(b"agreed")) for k in KEYS[1:4])
+    commit = m.sign(KEYS[1], m.COMMIT, COMMITTEE.id, 0, 2, value_id=m.value_id(b"agreed"), value=b"agreed",
+                    commit=tuple(p.encode() for p in precommits))
+    out = core.receive(m.decode(commit.encode()), 9000)
+    revisit = [a for a in out if isinstance(a, Revisit)]
+    assert revisit == [Revisit(0, b"alone", b"agreed")] and not revisit[0].confirmed
