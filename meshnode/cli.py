@@ -29,7 +29,7 @@ from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
-from meshnode.cli_common import _ask_node, _config, _open_db, terminal_safe
+from meshnode.cli_common import _ask_node, _config, _open_db, read_limited_file, terminal_safe
 from meshnode import cli_consensus, cli_knowledge, cli_reputation
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
@@ -308,7 +308,7 @@ def cmd_find(args) -> int:
 
 def cmd_send(args) -> int:
     config = _config(args)
-    data = _read_container_file(args.file)
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
     result = _ask_node(config, "send", {"did": args.did, "container": base64.b64encode(data).decode("ascii")})
     for did in result["accepted"]:
         print(f"accepted {did}")
@@ -354,19 +354,8 @@ def cmd_metrics(args) -> int:
     return 0
 
 
-def _read_container_file(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_CONTAINER_FILE + 1)
-    except OSError as exc:
-        raise MeshnodeError("unreadable_file", f"{path}: {exc.strerror}") from None
-    if len(data) > MAX_CONTAINER_FILE:
-        raise MeshnodeError("file_too_large", f"{path} is larger than {MAX_CONTAINER_FILE} bytes")
-    return data
-
-
 def cmd_container_show(args) -> int:
-    data = _read_container_file(args.file)
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
     try:
         c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
     except ContainerError as exc:
@@ -377,7 +366,7 @@ def cmd_container_show(args) -> int:
 
 
 def cmd_container_verify(args) -> int:
-    data = _read_container_file(args.file)
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
     try:
         c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
     except ContainerError as exc:

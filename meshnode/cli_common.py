@@ -6,11 +6,13 @@ import argparse
 import logging
 import sys
 import unicodedata
+from pathlib import Path
 from typing import Any, Callable
 
 from meshnode import control
 from meshnode.config import load_config, resolve_home
 from meshnode.control import ControlError, socket_path
+from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.store import Database
 
@@ -66,3 +68,15 @@ def terminal_safe(text: str, keep_newlines: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def read_limited_file(path: Path, limit: int) -> bytes:
+    """A file's bytes, refused with a readable reason when unreadable or larger than ``limit``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise MeshnodeError("unreadable_file", f"{path}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise MeshnodeError("file_too_large", f"{path} is larger than {limit} bytes")
+    return data

@@ -1,7 +1,173 @@
-"""CLI commands for consensus (being written)."""
+"""CLI commands for consensus: ``consensus vote|status|result|verify`` (CogConsensus).
+
+They work on the database directly, whether or not a node runs (SQLite serialises
+the writes). The rules are in protocols/cogconsensus.md; the logic is in
+meshnode/consensus, which the running node calls too.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 
-def add_parsers(sub, common) -> None:
-    """Register the `consensus` commands (none yet)."""
+from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.consensus.cogvote import (
+    DAY_MS,
+    DECISIONS,
+    DEFAULT_HALF_LIFE_MS,
+    DEFAULT_MIN_TRUST,
+    DEFAULT_MIN_VOTERS,
+    ConsensusError,
+    Rule,
+)
+from meshnode.consensus.result import cast_vote, publish_result, tally_stored, verify_stored
+from meshnode.container import ContainerError, decode_container, now_ms
+from meshnode.errors import MeshnodeError
+from meshnode.home import open_identity
+
+MAX_RESULT_FILE = 64 * 1024 * 1024
+
+
+def add_parsers(sub, common):
+    """Register the ``consensus`` command; returns its subparsers, for more subcommands."""
+    consensus = consensus_subparsers(sub, common)
+    add_cogvote_parsers(consensus, common)
+    return consensus
+
+
+def consensus_subparsers(sub, common):
+    """The ``consensus`` command's subparsers object (call once)."""
+    p = sub.add_parser("consensus", parents=[common], help="votes on containers, consensus results, verification")
+    return p.add_subparsers(dest="consensus_command", required=True, metavar="SUBCOMMAND")
+
+
+def add_cogvote_parsers(consensus, common) -> None:
+    p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container")
+    p.add_argument("target", metavar="TARGET_DID")
+    p.add_argument("--value", type=int, choices=(-1, 0, 1), required=True, help="1 approve, 0 abstain, -1 object")
+    _type(p)
+    p.add_argument("--argument", action="append", default=[], metavar="TEXT", help="a reason (repeatable)")
+    p.add_argument("--evidence", action="append", default=[], metavar="DID",
+                   help="a container supporting the vote (repeatable)")
+    p.set_defaults(func=cmd_vote)
+
+    p = consensus.add_parser("status", parents=[common], help="the local tally of the votes on a container")
+    p.add_argument("target", metavar="TARGET_DID")
+    _type(p)
+    _rule_flags(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = consensus.add_parser("result", parents=[common],
+                             help="sign and store a consensus_result listing the votes it used; prints its DID")
+    p.add_argument("target", metavar="TARGET_DID")
+    _type(p)
+    _rule_flags(p)
+    p.set_defaults(func=cmd_result)
+
+    p = consensus.add_parser("verify", parents=[common],
+                             help="recompute a consensus_result from its votes; exit 1 if it does not hold")
+    p.add_argument("result", metavar="RESULT", help="a container DID in the store, or a container file")
+    p.set_defaults(func=cmd_verify)
+
+
+def _type(p) -> None:
+    p.add_argument("--type", dest="decision", choices=tuple(DECISIONS), default="general",
+                   help="general: passes above 1/2 of the decided weight; ethical: at 2/3 or more")
+
+
+def _rule_flags(p) -> None:
+    p.add_argument("--half-life-days", type=float, default=DEFAULT_HALF_LIFE_MS / DAY_MS,
+                   help="a vote's weight halves every this many days (0: no decay)")
+    p.add_argument("--min-voters", type=int, default=DEFAULT_MIN_VOTERS, help="quorum: voters with trust > 0")
+    p.add_argument("--min-trust", type=float, default=DEFAULT_MIN_TRUST, help="quorum: their trust added up")
+
+
+def _rule(args) -> Rule:
+    if not 0 <= args.half_life_days <= 1e6:
+        raise ConsensusError("bad_rule", "--half-life-days must be from 0 to 1000000")
+    return Rule(args.decision, round(args.half_life_days * DAY_MS), args.min_voters, args.min_trust)
+
+
+# --- commands -------------------------------------------------------------------------
+
+
+def cmd_vote(args) -> int:
+    config = _config(args)
+    key = open_identity(config)
+    db = _open_db(config)
+    try:
+        vote = cast_vote(db, key, args.target, args.value, now_ms=now_ms(), decision=args.decision,
+                         arguments=[{"reason": r} for r in args.argument], evidence=args.evidence)
+    finally:
+        db.close()
+    print(vote.did)
+    return 0
+
+
+def cmd_status(args) -> int:
+    config = _config(args)
+    db = _open_db(config)
+    try:
+        t = tally_stored(db, args.target, rule=_rule(args), at_ms=now_ms())
+    finally:
+        db.close()
+    if args.json:
+        print(json.dumps(t.to_plain(), indent=2))
+        return 0
+    o, r = t.outcome, t.rule
+    need = f"quorum: {o.voters} of {r.min_voters} voters, trust {o.trust_sum:.3f} of {r.min_trust:g}"
+    print(f"target:   {t.target}")
+    print(f"decision: {r.decision}")
+    print(f"state:    {o.state} ({need})")
+    print(f"score:    {o.score:+.4f}")
+    print(f"weights:  approve {o.approve:.4f}, reject {o.reject:.4f}, neutral {o.neutral:.4f}")
+    for c in t.counted:
+        print(f"  {c.ballot.value:+g}  trust {c.trust:.3f}  decay {c.decay:.3f}  {c.ballot.voter}")
+        print(f"      {c.ballot.vote}")
+    if t.excluded:
+        print(f"not counted: {len(t.excluded)} vote(s)")
+        for did, voter, why in t.excluded:
+            print(terminal_safe(f"  {did} ({why})"))
+    return 0
+
+
+def cmd_result(args) -> int:
+    config = _config(args)
+    key = open_identity(config)
+    db = _open_db(config)
+    try:
+        result = publish_result(db, key, args.target, rule=_rule(args), now_ms=now_ms())
+    finally:
+        db.close()
+    print(result.did)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    config = _config(args)
+    now = now_ms()
+    path = Path(args.result)
+    data = read_limited_file(path, MAX_RESULT_FILE) if not args.result.startswith("did:") and path.exists() else None
+    if data is None and not args.result.startswith("did:"):
+        raise MeshnodeError("not_found", f"{args.result} is neither a container file nor a container DID")
+    db = _open_db(config)
+    try:
+        if data is not None:
+            try:
+                result = decode_container(data, now_ms=now, limits=config.limits)
+            except ContainerError as exc:
+                raise MeshnodeError(exc.code, f"{args.result} is not a valid container ({exc.code}): "
+                                              f"{exc.reason}") from None
+        else:
+            result = db.load_container(args.result, now_ms=now)
+            if result is None:
+                raise MeshnodeError("not_found", f"no container {args.result} in this node's store")
+        verdict, view = verify_stored(db, result, now_ms=now)
+        if not verdict.ok:
+            raise ConsensusError(verdict.code, f"{result.did} does not verify ({verdict.code}): {verdict.reason}")
+    finally:
+        db.close()
+    print(verdict.line())
+    print(f"  {view.line()}")
+    return 0

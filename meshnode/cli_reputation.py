@@ -1,7 +1,86 @@
-"""CLI commands for reputation (being written)."""
+"""CLI commands for reputation: ``reputation list`` and ``reputation show DID``.
+
+They read the database directly, whether or not a node runs (SQLite WAL lets
+a reader in beside the node's writer), and change nothing. Scores are shown
+as they are now: decayed to the present, direct where this node has evidence,
+else transitive through the statements its trusted peers published.
+"""
 
 from __future__ import annotations
 
+import json
+
+from meshnode.cli_common import _config, _open_db, terminal_safe
+from meshnode.container import now_ms
+from meshnode.reputation.reading import reputation_detail, reputation_rows
+
 
 def add_parsers(sub, common) -> None:
-    """Register the `reputation` commands (none yet)."""
+    rep = sub.add_parser("reputation", parents=[common], help="trust in other agents (HMP RTE)")
+    rep = rep.add_subparsers(dest="reputation_command", required=True, metavar="SUBCOMMAND")
+    p = rep.add_parser("list", parents=[common], help="agents this node trusts or distrusts, most trusted first")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_list)
+    p = rep.add_parser("show", parents=[common], help="one agent's trust: evidence, history, others' statements")
+    p.add_argument("did")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+
+
+def _read(args, fn):
+    db = _open_db(_config(args))
+    try:
+        return fn(db)
+    finally:
+        db.close()
+
+
+def _who(r: dict) -> str:
+    return f"{r['name']} ({r['did']})" if r.get("name") else r["did"]
+
+
+def cmd_list(args) -> int:
+    rows = _read(args, lambda db: reputation_rows(db, now_ms=now_ms()))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("(no reputation yet)")
+    for r in rows:
+        flags = f"  capped until {r['capped_until']}" if r["capped_until"] else ""
+        via = f" via {' > '.join(r['via'])}" if r["via"] else ""
+        print(terminal_safe(f"{r['score']:.3f}  {r['trust_level']:6}  {r['basis']:10}  {_who(r)}{via}{flags}"))
+    return 0
+
+
+def cmd_show(args) -> int:
+    d = _read(args, lambda db: reputation_detail(db, args.did, now_ms=now_ms()))
+    if args.json:
+        print(json.dumps(d, indent=2))
+        return 0
+    print(terminal_safe(f"agent:        {_who(d)}"))
+    if d["score"] is None:
+        print("trust:        unknown (only statements this node does not use)")
+    else:
+        via = f" via {' > '.join(d['via'])}" if d["via"] else ""
+        print(terminal_safe(f"trust:        {d['score']:.3f} ({d['trust_level']}, {d['basis']}{via})"))
+        print(f"gossip score: {d['gossip_score']}")
+    if d["capped_until"]:
+        print(f"capped until: {d['capped_until']} (equivocation)")
+    if d["counts"]:
+        print("evidence:     " + ", ".join(f"{k} {n}" for k, n in d["counts"].items()))
+    for e in d["evidence"]:
+        print(terminal_safe(f"  {e['at']}  {e['kind']}  {e['ref']}"))
+    if d["published"]:
+        p = d["published"]
+        print(f"published:    {p['score']:.3f} at {p['at']}  {p['container_did']}")
+    if d["statements"]:
+        print("statements by others:")
+        for s in d["statements"]:
+            who = f"{s['signer_name']} ({s['signer']})" if s["signer_name"] else s["signer"]
+            print(terminal_safe(f"  {s['score']:.3f}  {s['basis']:10}  {s['at']}  {who}"))
+    if d["history"]:
+        print("history:")
+        for h in d["history"]:
+            print(terminal_safe(f"  {h['at']}  {h['score']:.3f}  {h['notes'] or ''}"))
+    return 0

@@ -46,6 +46,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "roles": [],
     },
     "sync": {"classes": [], "tags": [], "window_days": 0.0, "min_trust": 0.0},
+    "consensus": {
+        "committee": [],
+        "propose_ms": 1000,
+        "prevote_ms": 500,
+        "precommit_ms": 500,
+        "round_delta_ms": 500,
+        "resend_ms": 2000,
+        "emergency_seconds": 30.0,
+    },
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -118,6 +127,7 @@ _SECTION_NOTES = {
     "log": "debug, info, warning or error",
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
+    "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -243,6 +253,15 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "sync.window_days must be between 0 (no limit) and 36500")
     if not 0 <= sync["min_trust"] <= 1:
         raise ConfigError("bad_config", "sync.min_trust must be between 0 and 1")
+    consensus = values["consensus"]
+    if len(consensus["committee"]) > 1000 or not all(
+            isinstance(d, str) and d.startswith("did:key:") and len(d) <= 128 for d in consensus["committee"]):
+        raise ConfigError("bad_config", "consensus.committee is a list of at most 1000 did:key DIDs")
+    for key in ("propose_ms", "prevote_ms", "precommit_ms", "round_delta_ms", "resend_ms"):
+        if not 10 <= consensus[key] <= 600_000:
+            raise ConfigError("bad_config", f"consensus.{key} must be between 10 and 600000")
+    if not 1 <= consensus["emergency_seconds"] <= 86400:
+        raise ConfigError("bad_config", "consensus.emergency_seconds must be between 1 and 86400")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

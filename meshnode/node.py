@@ -20,6 +20,8 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
+from meshnode.consensus.tendermint import Timeouts
+from meshnode.store import decisions
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.bootstrap import read_bootstrap
@@ -38,6 +40,7 @@ STOP_BUSY_TIMEOUT_MS = 500
 
 def net_config(config: Config) -> NetConfig:
     net, peers, sync = config.values["net"], config.values["peers"], config.values["sync"]
+    consensus = config.values["consensus"]
     bootstrap, problems = read_bootstrap(config.path("net", "bootstrap"))
     for problem in problems:
         log.warning("bootstrap.txt %s (skipped)", problem)
@@ -56,6 +59,11 @@ def net_config(config: Config) -> NetConfig:
         container_limits=config.limits,
         sync_classes=list(sync["classes"]), sync_tags=list(sync["tags"]),
         sync_window_days=float(sync["window_days"]), min_trust=float(sync["min_trust"]),
+        committee_dids=list(consensus["committee"]),
+        consensus_timeouts=Timeouts(propose_ms=consensus["propose_ms"], prevote_ms=consensus["prevote_ms"],
+                                    precommit_ms=consensus["precommit_ms"], delta_ms=consensus["round_delta_ms"],
+                                    resend_ms=consensus["resend_ms"],
+                                    emergency_after_ms=int(consensus["emergency_seconds"] * 1000)),
     )
 
 
@@ -242,6 +250,15 @@ class _Control:
 
     async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
         return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
+
+    async def cmd_consensus_propose(self, value: str):
+        return await self.mesh.consensus_submit(value.encode("utf-8"))
+
+    async def cmd_consensus_status(self):
+        return self.mesh.consensus_status()
+
+    async def cmd_consensus_decisions(self, limit: int = 50):
+        return await self.store.read(decisions.decisions, int(limit))
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()

@@ -39,13 +39,14 @@ class Node:
         self.proc: subprocess.Popen | None = None
         self.lines: queue.Queue = queue.Queue()
         self.output: list[str] = []
-        self.did = self.peer_id = None
+        self.peer_id = None
         self.addresses: list[str] = []
         result = subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), "init",
                                  "--name", name], env=self.env, capture_output=True, text=True, timeout=60,
                                 stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise RuntimeError(f"init {name} failed: {result.stderr}")
+        self.did = next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("did:"))
 
     def set_bootstrap(self, *others: "Node", address_filter: str = "") -> None:
         lines = [a for o in others for a in o.addresses if address_filter in a]
@@ -140,14 +141,17 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}; last answer: {last!r}")
 
 
-def start_on_hosts(lab, root: Path) -> list[Node]:
+def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:
     """One node per host of a ``netns.Lab``, listening on the host's address; the first is
-    everyone's bootstrap. Returns them started; the caller stops or kills them."""
+    everyone's bootstrap. ``prepare(nodes)`` may change their environment before they start.
+    Returns them started; the caller stops or kills them."""
     nodes: list[Node] = []
     try:
         for i, address in enumerate(lab.addresses):
             nodes.append(Node(root, f"h{i}", env={"MESHNODE_NET_LISTEN": f"/ip4/{address}/tcp/4001"},
                               wrapper=lab.wrapper(i)))
+        if prepare is not None:
+            prepare(nodes)
         nodes[0].start()
         for node in nodes[1:]:
             node.set_bootstrap(nodes[0], address_filter=lab.addresses[0])

@@ -157,6 +157,7 @@ class Core:
         self._now = 0
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
+        self._decided_at: dict[int, int] = {}
 
     @property
     def height(self) -> int:
@@ -362,6 +363,8 @@ class Core:
     def _record_decision(self, decision: Decide) -> None:
         provisional = self.h.emergency
         self.decided[decision.height] = decision
+        self._decided_at[decision.height] = self._now
+        self._decided_at.pop(decision.height - 64, None)
         self._out.append(decision)
         if provisional is not None:
             self._out.append(Revisit(decision.height, provisional, decision.value))
@@ -378,6 +381,9 @@ class Core:
     def _help(self, msg: m.Message) -> None:
         """Send the commit of ``msg.height`` to a validator still working on it, at most once
         per height every ``resend_ms`` (it resends its votes until it moves on)."""
+        decided = self.decided.get(msg.height)
+        if decided is None or self._now - self._decided_at.get(msg.height, self._now) < self.timeouts.resend_ms:
+            return  # late votes right after a decision are normal; a node still voting later is behind
         last = self._helped.get(msg.height)
         if last is None or self._now - last >= self.timeouts.resend_ms:
             self._helped[msg.height] = self._now

@@ -352,21 +352,91 @@ register(
         "notes": (text(_LONG), False),
     },
 )
+# HMP v5 CogConsensus (protocols/cogconsensus.md). `decision` is meshnode's: which threshold
+# the vote is cast under (absent: general); HMP's own fields keep their HMP meaning.
 register(
     "vote",
     "1.0",
     {
         "target_did": (did, True),
         "vote_value": (integer(-1, 1), True),
-        "vote_type": (text(64), True),
-        "arguments": (list_of(mapping, max_items=64), False),
+        "vote_type": (text(64), True),  # HMP: approval, objection, support, abstain, ...
+        "arguments": (list_of(mapping, max_items=64), False),  # HMP: [{reason, evidence[]}]
+        "decision": (one_of("general", "ethical"), False),
     },
 )
-register("consensus_result", "1.0", {})  # payload: map targetDID -> summary; refined by the consensus work
+
+
+def _record(name: str, fields: dict[str, tuple[Callable[[Any], str | None], bool]]):
+    """A check for a map with named fields (unknown ones allowed), like a nested Schema."""
+    def check(v: Any) -> str | None:
+        if type(v) is not dict:
+            return f"must be a {name} map"
+        for field_name, (rule, required) in fields.items():
+            if field_name not in v:
+                if required:
+                    return f"needs {field_name}"
+                continue
+            err = rule(v[field_name])
+            if err:
+                return type(err)(f"{field_name} {err}")
+        return None
+
+    return check
+
+
+_SHARE = number(0, 1e9)
+register(
+    "consensus_result",
+    "1.0",
+    {
+        "target_did": (did, True),
+        "decision": (one_of("general", "ethical"), True),
+        "computed_at": (time_text, True),
+        "rule": (_record("rule", {"half_life_ms": (integer(0, 2**53), True),
+                                  "min_voters": (integer(1, 1_000_000), True),
+                                  "min_trust": (number(0, 1e9), True)}), True),
+        "votes": (list_of(_record("vote", {"vote": (did, True), "voter": (did, True),
+                                           "value": (number(-1, 1), True), "trust": (number(0, 1), True),
+                                           "decay": (number(0, 1), True)}), max_items=512), True),
+        "weights": (_record("weights", {"approve": (_SHARE, True), "reject": (_SHARE, True),
+                                        "neutral": (_SHARE, True)}), True),
+        "score": (number(-1, 1), True),
+        "state": (one_of("approved", "rejected", "disputed", "pending"), True),
+        "summary_percent": (_record("summary_percent", {"approved": (number(0, 100), True),
+                                                        "rejected": (number(0, 100), True),
+                                                        "neutral": (number(0, 100), True)}), True),
+    },
+)
+
+
+def _evidence_counts(v: Any) -> str | None:
+    """kind -> number of observations (meshnode's evidence kinds; protocols/reputation.md)."""
+    if type(v) is not dict:
+        return "must be a map"
+    if len(v) > 64:
+        return WrongValue("has more than 64 kinds")
+    for kind, n in v.items():
+        err = text(64)(kind) or integer(0)(n)
+        if err:
+            return type(err)(f"entry {str(kind)[:40]!r} {err}")
+    return None
+
+
+# HMP v5 RTE: one agent's view of one peer. The per-criterion objects
+# (relay_reliability, content_integrity, ...) stay allowed and unchecked.
 register(
     "trust",
     "1.0",
-    {"agent_did": (did, True), "total_trust_score": (number(0, 1), True)},
+    {
+        "agent_did": (did, True),
+        "total_trust_score": (number(0, 1), True),
+        "basis": (one_of("direct", "transitive"), False),  # absent: direct
+        "computed_at": (time_text, False),
+        "capped_until": (time_text, False),  # held under the equivocation cap until then
+        "evidence_counts": (_evidence_counts, False),
+        "evidence": (list_of(did, max_items=256), False),  # DIDs of evidence objects (e.g. equivocation proofs)
+    },
 )
 register(
     "workflow_entry",

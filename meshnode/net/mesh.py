@@ -44,6 +44,9 @@ from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
+from meshnode.consensus.committee import Committee
+from meshnode.consensus.tendermint import Timeouts
+from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
@@ -78,11 +81,18 @@ class NetConfig:
     sync_window_days: float = 0.0
     min_trust: float = 0.0
 
+    committee_dids: list[str] = field(default_factory=list)  # [consensus] committee: the genesis validators
+    consensus_timeouts: Timeouts = field(default_factory=Timeouts)
+
+    def committee(self) -> Committee | None:
+        """The genesis committee: every listed validator with equal weight (all nodes list the same)."""
+        return Committee.of({did: 1 for did in self.committee_dids}) if self.committee_dids else None
+
     def want(self, now: int) -> Want:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -159,7 +169,11 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin):
                 await pubsub.wait_until_ready()
                 heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
                 containers = await pubsub.subscribe(CONTAINER_TOPIC)
+                committee = self.config.committee()
+                agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                 async with trio.open_nursery() as nursery:
+                    if committee:
+                        nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts)
                     nursery.start_soon(self._read_heartbeats, heartbeats)
                     nursery.start_soon(self._read_gossip_containers, containers)
                     nursery.start_soon(self._send_heartbeats)

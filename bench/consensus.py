@@ -1,0 +1,143 @@
+"""Consensus figures: the BFT core in the simulator, and a real committee beside Raft.
+
+    python bench/consensus.py [--sim-heights 10] [--real-decisions 20]
+
+1. In sims/ (no faults, 50 ms median one-way latency): decision latency in
+   simulated round trips (p50) and messages per decision, for committees of
+   4, 16, 64 and 128 validators.
+2. Real: decision latency of a 4-process meshnode committee on loopback
+   (from the propose call to the proposer's commit, as the node stamps it),
+   beside the commit latency of pysyncobj (Raft, crash faults only) with 3
+   nodes on loopback in this same run. Goal: within 3x of Raft.
+The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def sim_figures(heights: int) -> list[dict]:
+    from sims.consensus import ConsensusSim, Options
+
+    rows = []
+    for n in (4, 16, 64, 128):
+        r = ConsensusSim(Options(nodes=n, heights=heights, seed=1, submit_every_ms=0)).run()
+        assert r.safe and r.decided_heights == heights, (n, r.decided_heights)
+        rtt = 2 * r.options.latency_ms
+        rows.append({"validators": n, "latency_p50_rtt": round(statistics.median(r.latencies_ms) / rtt, 2),
+                     "latency_p50_ms": statistics.median(r.latencies_ms),
+                     "broadcasts_per_decision": round(sum(r.messages_per_height) / heights, 1),
+                     "sends_per_decision": round(r.sent / heights), "wall_seconds": round(r.wall_seconds, 1)})
+        print(f"sim {n:>4} validators: p50 {rows[-1]['latency_p50_rtt']} round trips"
+              f" ({rows[-1]['latency_p50_ms']} ms), {rows[-1]['broadcasts_per_decision']} broadcasts and"
+              f" {rows[-1]['sends_per_decision']} sends per decision", flush=True)
+    return rows
+
+
+def real_committee(decisions: int) -> list[float]:
+    from meshharness import Node, wait_until
+    from test_mesh_consensus import FAST_CONSENSUS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        nodes = [Node(Path(tmp), f"v{i}") for i in range(4)]
+        dids = ",".join(n.did for n in nodes)
+        for n in nodes:
+            n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
+        try:
+            nodes[0].start()
+            for n in nodes[1:]:
+                n.set_bootstrap(nodes[0])
+                n.start()
+            wait_until(lambda: all(len(n.try_call("peers") or []) >= 3 for n in nodes), 60, "the committee to meet")
+            latencies = []
+            for i in range(decisions + 2):  # the first two warm the mesh up and are not counted
+                proposer = nodes[i % 4]
+                value = f"bench decision {i}"
+                t = time.time() * 1000
+                proposer.call("consensus_propose", {"value": value})
+                while True:  # the node stamps its decision; a slow poll keeps the poll off the node's CPU
+                    hit = [r for r in proposer.call("consensus_decisions", {"limit": 5}) if r["value"] == value]
+                    if hit:
+                        break
+                    time.sleep(0.05)
+                if i >= 2:
+                    latencies.append(hit[0]["decided_at_ms"] - t)
+            return latencies
+        finally:
+            for n in nodes:
+                n.kill()
+
+
+def raft(decisions: int) -> list[float]:
+    from pysyncobj import SyncObj, SyncObjConf, replicated
+
+    class Counter(SyncObj):
+        def __init__(self, me, others):
+            super().__init__(me, others, conf=SyncObjConf(dynamicMembershipChange=False))
+            self.value = 0
+
+        @replicated
+        def incr(self):
+            self.value += 1
+            return self.value
+
+    import socket
+
+    ports = []
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    addrs = [f"127.0.0.1:{p}" for p in ports]
+    nodes = [Counter(a, [b for b in addrs if b != a]) for a in addrs]
+    try:
+        deadline = time.monotonic() + 30
+        while not any(n._isLeader() for n in nodes):
+            if time.monotonic() > deadline:
+                raise RuntimeError("pysyncobj elected no leader in 30 s")
+            time.sleep(0.01)
+        leader = next(n for n in nodes if n._isLeader())
+        latencies = []
+        for i in range(decisions + 2):
+            t = time.perf_counter()
+            leader.incr(sync=True, timeout=10)
+            if i >= 2:
+                latencies.append((time.perf_counter() - t) * 1000)
+        return latencies
+    finally:
+        for n in nodes:
+            n.destroy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sim-heights", type=int, default=10)
+    parser.add_argument("--real-decisions", type=int, default=20)
+    args = parser.parse_args()
+    sims = sim_figures(args.sim_heights)
+    ours = real_committee(args.real_decisions)
+    baseline = raft(args.real_decisions)
+    p50_ours, p50_raft = statistics.median(ours), statistics.median(baseline)
+    print(f"real: meshnode 4-process committee p50 {p50_ours:.1f} ms (max {max(ours):.1f});"
+          f" pysyncobj Raft 3 nodes p50 {p50_raft:.2f} ms (max {max(baseline):.2f}); ratio {p50_ours / p50_raft:.1f}x"
+          f" (goal <= 3x)")
+    print(json.dumps({"bench": "consensus", "sim": sims,
+                      "real": {"meshnode_p50_ms": round(p50_ours, 2), "meshnode_max_ms": round(max(ours), 2),
+                               "raft_p50_ms": round(p50_raft, 3), "raft_max_ms": round(max(baseline), 3),
+                               "ratio_p50": round(p50_ours / p50_raft, 1), "goal_ratio": 3,
+                               "decisions": args.real_decisions}}))
+
+
+if __name__ == "__main__":
+    main()

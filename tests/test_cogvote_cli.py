@@ -1,0 +1,143 @@
+"""``meshnode consensus vote|status|result|verify`` on the command line (no node running: the
+commands work on the database directly). Other voters' votes are written into the home's
+database by the test, as if they had arrived from peers."""
+
+from __future__ import annotations
+
+import json
+
+from test_cli import CONTAINER_DID, assert_clean_failure, db_path, one_error_line
+
+from meshnode.consensus.cogvote import Rule, make_vote, tally
+from meshnode.consensus.result import result_payload
+from meshnode.container import build_container, now_ms
+from meshnode.identity.keys import NodeKey
+from meshnode.store import Database
+
+PEERS = [NodeKey(bytes([i]) * 32) for i in range(80, 83)]
+
+
+def ok(result) -> str:
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    return result.stdout
+
+
+def store(home, *containers) -> None:
+    db = Database(db_path(home), create=False)
+    try:
+        for c in containers:
+            db.put_container(c, received_at_ms=now_ms())
+    finally:
+        db.close()
+
+
+def load(home, did):
+    db = Database(db_path(home), create=False)
+    try:
+        return db.load_container(did, now_ms=now_ms())
+    finally:
+        db.close()
+
+
+def status(run_cli, home, target, *flags) -> dict:
+    return json.loads(ok(run_cli("--home", home, "consensus", "status", target, "--json", *flags)))
+
+
+def test_vote_status_result_verify(run_cli, home, tmp_path):
+    target = ok(run_cli("--home", home, "diary", "add", "proposal: meet on Fridays")).strip()
+    first = ok(run_cli("--home", home, "consensus", "vote", target, "--value", "-1")).strip()
+    mine = ok(run_cli("--home", home, "consensus", "vote", target, "--value", "1",
+                      "--argument", "works for everyone")).strip()
+    assert CONTAINER_DID.fullmatch(first) and CONTAINER_DID.fullmatch(mine)
+    revised = load(home, mine)
+    assert revised.payload["vote_value"] == 1 and revised.payload["vote_type"] == "approval"
+    assert revised.payload["arguments"] == [{"reason": "works for everyone"}]
+    assert revised.related == {"in_reply_to": [target], "previous_version": [first]}
+    assert revised.timestamp_ms > load(home, first).timestamp_ms  # a revision always counts over the vote
+
+    alone = status(run_cli, home, target)
+    assert [v["vote"] for v in alone["votes"]] == [mine] and alone["state"] == "pending"
+    assert alone["excluded"] == [{"vote": first, "voter": revised.sender_did, "reason": "replaced by a newer vote"}]
+
+    t = now_ms() - 1000
+    store(home, make_vote(PEERS[0], target, 1, now_ms=t), make_vote(PEERS[1], target, -1, now_ms=t),
+          make_vote(PEERS[2], target, 1, now_ms=t, decision="ethical"))
+    general = status(run_cli, home, target)
+    assert (general["state"], general["voters"]) == ("approved", 3) and abs(general["score"] - 1 / 3) < 1e-4
+    ethical = status(run_cli, home, target, "--type", "ethical", "--min-voters", "1", "--min-trust", "0.5")
+    assert (ethical["state"], [v["voter"] for v in ethical["votes"]]) == ("approved", [PEERS[2].did])
+    text = ok(run_cli("--home", home, "consensus", "status", target))
+    assert "state:    approved" in text and PEERS[0].did in text
+
+    result = ok(run_cli("--home", home, "consensus", "result", target)).strip()
+    assert CONTAINER_DID.fullmatch(result)
+    stored = load(home, result)
+    assert stored.cls == "consensus_result" and stored.payload["state"] == "approved"
+    assert sorted(stored.related["depends_on"]) == sorted(v["vote"] for v in general["votes"])
+    out = ok(run_cli("--home", home, "consensus", "verify", result)).splitlines()
+    assert out[0].startswith(f"ok {result}") and "approved" in out[0]
+    assert "same result" in out[1]
+
+    # from a file, too; and a newer vote this node holds is reported, without failing the result
+    path = tmp_path / "result.cbor"
+    ok(run_cli("--home", home, "container", "export", result, path))
+    store(home, make_vote(PEERS[0], target, -1, now_ms=stored.timestamp_ms - 1),  # unseen by the result
+          make_vote(PEERS[2], target, -1, now_ms=now_ms()))  # cast after it
+    out = ok(run_cli("--home", home, "consensus", "verify", path)).splitlines()
+    assert out[0].startswith(f"ok {result}")
+    assert "view at that time: rejected" in out[1] and "1 vote(s) it holds are not listed" in out[1]
+    assert "1 listed vote(s) it would not count" in out[1] and "1 vote(s) were cast since" in out[1]
+
+
+def test_verify_refuses_tampered_and_forged_results(run_cli, home, tmp_path):
+    target = ok(run_cli("--home", home, "concept", "add", "fridays")).strip()
+    t = now_ms() - 1000
+    votes = [make_vote(k, target, 1, now_ms=t) for k in PEERS]
+    store(home, *votes)
+    result = ok(run_cli("--home", home, "consensus", "result", target)).strip()
+    path = tmp_path / "result.cbor"
+    ok(run_cli("--home", home, "container", "export", result, path))
+
+    # a flipped byte: the container itself no longer verifies
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0x01
+    tampered = tmp_path / "tampered.cbor"
+    tampered.write_bytes(bytes(data))
+    assert "not a valid container" in one_error_line(run_cli("--home", home, "consensus", "verify", tampered))
+
+    # re-signed with a better score than its votes give
+    honest = load(home, result)
+    payload = dict(honest.payload, score=0.5)
+    forged = build_container(PEERS[0], "consensus_result", payload, timestamp_ms=honest.timestamp_ms,
+                             related=honest.related)
+    forged_path = tmp_path / "forged.cbor"
+    forged_path.write_bytes(forged.to_bytes())
+    line = one_error_line(run_cli("--home", home, "consensus", "verify", forged_path))
+    assert "score_mismatch" in line and forged.did in line
+
+    # a result naming a vote this node does not hold; one stored in the store fails the same way
+    stranger = make_vote(NodeKey(bytes([90]) * 32), target, -1, now_ms=t)
+    p = result_payload(tally(votes + [stranger], target, trust={}, at_ms=honest.timestamp_ms, rule=Rule()))
+    elsewhere = build_container(PEERS[1], "consensus_result", p, timestamp_ms=honest.timestamp_ms,
+                                related={"in_reply_to": [target],
+                                         "depends_on": sorted(v.did for v in votes + [stranger])})
+    store(home, elsewhere)
+    line = one_error_line(run_cli("--home", home, "consensus", "verify", elsewhere.did))
+    assert "missing_vote" in line and stranger.did in line
+
+    # not a result at all; nothing by that name
+    assert "not a consensus_result" in one_error_line(run_cli("--home", home, "consensus", "verify", votes[0].did))
+    assert "no container" in one_error_line(run_cli("--home", home, "consensus", "verify",
+                                                    "did:hmp:container:uEiAnope"))
+    assert "neither" in one_error_line(run_cli("--home", home, "consensus", "verify", tmp_path / "absent.cbor"))
+
+
+def test_bad_votes_and_rules_are_usage_or_runtime_errors(run_cli, home):
+    target = ok(run_cli("--home", home, "concept", "add", "x")).strip()
+    assert_clean_failure(run_cli("--home", home, "consensus", "vote", target, "--value", "2"), 2)
+    assert_clean_failure(run_cli("--home", home, "consensus", "vote", target, "--value", "1", "--type", "royal"), 2)
+    assert "DID" in one_error_line(run_cli("--home", home, "consensus", "vote", "not-a-did", "--value", "1"))
+    assert "min_voters" in one_error_line(run_cli("--home", home, "consensus", "status", target,
+                                                  "--min-voters", "0"))
+    assert "half-life" in one_error_line(run_cli("--home", home, "consensus", "result", target,
+                                                 "--half-life-days", "-1"))
