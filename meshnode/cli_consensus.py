@@ -22,6 +22,7 @@ from meshnode.consensus.cogvote import (
 )
 from meshnode.consensus.result import cast_vote, publish_result, tally_stored, verify_stored
 from meshnode.container import ContainerError, decode_container, now_ms
+from meshnode import cli_meshconsensus
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 
@@ -32,12 +33,14 @@ def add_parsers(sub, common):
     """Register the ``consensus`` command; returns its subparsers, for more subcommands."""
     consensus = consensus_subparsers(sub, common)
     add_cogvote_parsers(consensus, common)
+    cli_meshconsensus.add_parsers(consensus, common)
     return consensus
 
 
 def consensus_subparsers(sub, common):
     """The ``consensus`` command's subparsers object (call once)."""
-    p = sub.add_parser("consensus", parents=[common], help="votes on containers, consensus results, verification")
+    p = sub.add_parser("consensus", parents=[common],
+                       help="votes on containers and verifiable results; binding decisions by the committee")
     return p.add_subparsers(dest="consensus_command", required=True, metavar="SUBCOMMAND")
 
 

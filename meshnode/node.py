@@ -47,7 +47,7 @@ def net_config(config: Config) -> NetConfig:
     return NetConfig(
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
         heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
-        sync_s=float(net["sync_seconds"]),
+        sync_s=float(net["sync_seconds"]), reputation_s=float(net["reputation_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
                               int(net["dead_after_seconds"] * 1000)),
         interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),
@@ -253,6 +253,9 @@ class _Control:
 
     async def cmd_consensus_propose(self, value: str):
         return await self.mesh.consensus_submit(value.encode("utf-8"))
+
+    async def cmd_reputation_round(self):
+        return await self.mesh.reputation_round()
 
     async def cmd_consensus_status(self):
         return self.mesh.consensus_status()

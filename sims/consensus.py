@@ -25,6 +25,8 @@ from meshnode.consensus import messages as m
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
+from meshnode.reputation import EQUIVOCATION, apply, evidence_ref, initial, score_at
+from meshnode.reputation import Evidence as Observed
 from sims.engine import Loop
 from sims.network import Network, NetworkModel, Partition
 
@@ -105,7 +107,10 @@ class ConsensusSim:
         self.rejected = 0
         self.violation: str | None = None
         self.trust_points: list[tuple[int, float, float]] = []
-        self._trust = {k.did: 0.5 for k in self.keys[:n]}  # one honest observer's view
+        # the honest nodes' view of the validators, by the real reputation model: consensus conduct
+        # (a precommit in a decision) and equivocation (signed evidence), applied by every honest
+        # node alike, so one view stands for all
+        self._scores = {k.did: initial(0) for k in self.keys[:n]}
         self._seen: list[set[bytes]] = [set() for _ in range(n)]  # signatures each node has relayed
         self.side_one = set(self.rng.sample(self.honest, len(self.honest) // 2))  # the equivocators' split
         self.forks: dict[bytes, bytes] = {}  # value id -> the id of its forked twin, both ways
@@ -177,9 +182,10 @@ class ConsensusSim:
             elif isinstance(a, Decide):
                 self._decided(i, a)
             elif isinstance(a, Evidence):
-                if i not in self.byzantine:
+                if i not in self.byzantine and a.first.sender not in self.exposed:
                     self.exposed.add(a.first.sender)
-                    self._trust[a.first.sender] = min(self._trust[a.first.sender], 0.05)
+                    self._observe(a.first.sender, Observed(EQUIVOCATION, self.loop.now,
+                                                           ref=evidence_ref(a.first.encode())))
             elif isinstance(a, Emergency) and i not in self.byzantine:
                 self.emergencies += 1
 
@@ -250,16 +256,20 @@ class ConsensusSim:
         if first is None:
             self.first_decision[d.height] = (self.loop.now, d.value, d.round)
             for p in d.precommits:  # validators whose precommit made the decision: agreement evidence
-                if p.sender in self._trust and p.sender not in self.exposed:
-                    self._trust[p.sender] += 0.1 * (1 - self._trust[p.sender])
+                if p.sender in self._scores:
+                    self._observe(p.sender, Observed("consensus_ok", self.loop.now, ref=f"height {d.height}"))
         elif first[1] != d.value:
             self.violation = (f"height {d.height}: node {i} committed {d.value[:40]!r}, another honest node "
                               f"{first[1][:40]!r}")
         self.decided_by.setdefault(d.height, set()).add(i)
 
+    def _observe(self, did: str, evidence: Observed) -> None:
+        self._scores[did] = apply(self._scores[did], evidence)
+
     def _sample_trust(self) -> None:
-        honest = [self._trust[self.keys[i].did] for i in self.honest]
-        bad = [self._trust[self.keys[i].did] for i in self.byzantine]
+        now = self.loop.now
+        honest = [score_at(self._scores[self.keys[i].did], now) for i in self.honest]
+        bad = [score_at(self._scores[self.keys[i].did], now) for i in self.byzantine]
         self.trust_points.append((self.loop.now, sum(honest) / len(honest), sum(bad) / len(bad) if bad else float("nan")))
         if self.loop.now < self.o.max_time_ms:
             self.loop.after(250, self._sample_trust)

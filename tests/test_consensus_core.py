@@ -50,7 +50,7 @@ def test_committee_quorums_are_exact_and_proposers_follow_weight():
     heavy = Committee.of({"a": 97, "b": 1, "c": 1, "d": 1})
     picks = [heavy.proposer(h, 0) for h in range(400)]
     assert picks.count("a") > 300
-    assert weights_from_trust({"x": 0.9, "sybil": 0.01}) == {"x": 900}
+    assert weights_from_trust({"x": 0.9, "y": 0.6, "sybil": 0.01, "fresh": 0.5}) == {"x": 900, "y": 600}
 
 
 def test_four_honest_validators_decide_the_same_value():
@@ -90,6 +90,17 @@ def test_conflicting_votes_become_evidence_once():
     assert evidence == [Evidence(a, b)]
     assert m.decode(evidence[0].first.encode()).sender == m.decode(evidence[0].second.encode()).sender
     assert not [x for x in core.receive(c, 0) if isinstance(x, Evidence)]
+
+
+def test_equivocation_evidence_is_checkable_by_anyone():
+    a = m.sign(KEYS[1], m.PRECOMMIT, COMMITTEE.id, 4, 2, value_id=m.value_id(b"x"))
+    b = m.sign(KEYS[1], m.PRECOMMIT, COMMITTEE.id, 4, 2, value_id=None)
+    assert m.check_equivocation(a.encode(), b.encode()) == KEYS[1].did
+    other_round = m.sign(KEYS[1], m.PRECOMMIT, COMMITTEE.id, 4, 3, value_id=None)
+    someone_else = m.sign(KEYS[2], m.PRECOMMIT, COMMITTEE.id, 4, 2, value_id=None)
+    for second, reason in ((a, "agree"), (other_round, "not one validator"), (someone_else, "not one validator")):
+        with pytest.raises(m.MessageError, match=reason):
+            m.check_equivocation(a.encode(), second.encode())
 
 
 def test_votes_from_outside_the_committee_carry_no_weight():
@@ -140,3 +151,21 @@ def test_an_isolated_node_decides_provisionally_and_revisits():
     out = core.receive(m.decode(commit.encode()), 9000)
     revisit = [a for a in out if isinstance(a, Revisit)]
     assert revisit == [Revisit(0, b"alone", b"agreed")] and not revisit[0].confirmed
+
+
+def test_a_value_is_decided_once_however_often_it_is_requested():
+    cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
+    run_synchronously(cores, [(0, cores[0].submit(b"once", 0))])
+    assert all(c.height == 1 for c in cores)
+    replayed = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value=b"once")  # gossip replays an old request
+    fresh = Core(KEYS[3], COMMITTEE, height=1, decided_ids={m.value_id(b"once")})  # restarted from its store
+    for core in cores[:3] + [fresh]:
+        core.receive(replayed, 0)
+        assert not core.pending and core.h.step == "idle"
+    # and a proposer that proposes it again anyway gets nil prevotes
+    proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(1, 0))
+    again = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 1, 0, value_id=m.value_id(b"once"), value=b"once")
+    voter = next(c for c in cores if c.key is not proposer)
+    voter.h.step = "propose"
+    prevotes = [a.message for a in voter.receive(again, 0) if isinstance(a, Broadcast) and a.message.kind == m.PREVOTE]
+    assert prevotes and prevotes[0].value_id is None

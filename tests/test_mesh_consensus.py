@@ -3,6 +3,11 @@ deciding with one member killed, and a restarted member catches up."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import subprocess
+import sys
+
 from meshharness import Node, wait_until
 
 FAST_CONSENSUS = {"MESHNODE_CONSENSUS_PROPOSE_MS": "400", "MESHNODE_CONSENSUS_PREVOTE_MS": "200",
@@ -17,6 +22,22 @@ def committee_of(tmp_path, count: int, wrapper_for=None, env_for=None) -> list[N
     for n in nodes:
         n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
     return nodes
+
+
+def cli(node: Node, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), *args], env=node.env,
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def trust_in(node: Node) -> dict[str, float]:
+    db = sqlite3.connect(node.home / "data" / "meshnode.db")
+    try:
+        return dict(db.execute("SELECT agent_id, reputation_score FROM agent_reputation r WHERE id ="
+                               " (SELECT max(id) FROM agent_reputation WHERE agent_id = r.agent_id)"))
+    finally:
+        db.close()
 
 
 def decided(node: Node) -> list[str]:
@@ -37,6 +58,14 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
         nodes[1].call("consensus_propose", {"value": "first decision"})
         wait_until(lambda: all(decided(n) == ["first decision"] for n in nodes), 60, "all four to decide")
 
+        # the validators whose precommits decided earned consensus conduct evidence: their trust
+        # rose above the prior, and the node published its view as signed trust containers
+        round_ = nodes[0].call("reputation_round")
+        assert round_["published"]
+        trust = trust_in(nodes[0])
+        signers = {p for p in nodes[0].call("consensus_status")["last_signers"]}
+        assert signers - {nodes[0].did} and all(trust[d] > 0.5 for d in signers - {nodes[0].did})
+
         nodes[3].kill()  # one of four gone: three hold more than two thirds of the weight
         nodes[2].call("consensus_propose", {"value": "decided by three"})
         wait_until(lambda: all(decided(n) == ["first decision", "decided by three"] for n in nodes[:3]), 90,
@@ -44,11 +73,19 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
 
         nodes[3].set_bootstrap(nodes[0])
         nodes[3].start()  # back: it catches up from the others' commits when the mesh moves on
-        nodes[0].call("consensus_propose", {"value": "with everyone back"})
+        cli(nodes[0], "consensus", "propose", "with everyone back")  # the command line, through the node
         expected = ["first decision", "decided by three", "with everyone back"]
-        wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "the restarted member to catch up")
+        try:
+            wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "the restarted member to catch up")
+        except AssertionError as exc:  # say where each node stands
+            raise AssertionError(f"{exc}; {[(n.name, decided(n), n.try_call('consensus_status')) for n in nodes]}")
+        listed = json.loads(cli(nodes[3], "consensus", "decisions", "--json"))
+        committed = sorted((r for r in listed if r["status"] == "committed"), key=lambda r: r["height"])
+        assert [r["value"] for r in committed] == expected, listed
         for n in nodes:
             assert n.stop() == 0
+        offline = json.loads(cli(nodes[1], "consensus", "decisions", "--json"))  # the store, without a node
+        assert len(offline) == 3
     finally:
         for n in nodes:
             n.kill()

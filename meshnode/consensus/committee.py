@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Mapping
 
 from meshnode.container import cbor
+from meshnode.reputation.weights import CONSENSUS_FLOOR, consensus_weights
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,10 @@ class Committee:
         raise AssertionError("unreachable: the draw is below the total weight")
 
 
-def weights_from_trust(trust: Mapping[str, float], *, floor: float = 0.2, scale: int = 1000) -> dict[str, int]:
-    """Integer voting weights from trust in [0, 1]: identities below ``floor`` get none (so
-    fresh Sybil identities with no earned trust carry no weight), the rest in proportion."""
-    return {did: round(t * scale) for did, t in trust.items() if t >= floor and round(t * scale) > 0}
+def weights_from_trust(trust: Mapping[str, float], *, floor: float = CONSENSUS_FLOOR,
+                       scale: int = 1000) -> dict[str, int]:
+    """Integer voting weights from trust in [0, 1] (``reputation.consensus_weights``): identities
+    below ``floor`` get none — fresh Sybil identities with no earned trust carry no weight —
+    and the rest weigh in proportion to their trust."""
+    weights = consensus_weights(trust, floor=floor)
+    return {did: round(w * scale) for did, w in weights.items() if round(w * scale) > 0}

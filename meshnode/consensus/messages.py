@@ -146,3 +146,17 @@ def _signature_ok(sender: str, signed: bytes, signature: bytes) -> bool:
         return True
     except (BadSignatureError, IdentityError, ValueError):
         return False
+
+
+def check_equivocation(first: bytes, second: bytes) -> str:
+    """The DID of the validator two encoded messages prove to have equivocated: both signed
+    by it, for the same kind, committee, height and round, with different values.
+    MessageError otherwise."""
+    a, b = decode(first), decode(second)
+    if a.kind not in (PROPOSAL, PREVOTE, PRECOMMIT):
+        raise MessageError("not_equivocation", "only proposals and votes can equivocate")
+    if (a.sender, a.kind, a.committee, a.height, a.round) != (b.sender, b.kind, b.committee, b.height, b.round):
+        raise MessageError("not_equivocation", "the two messages are not one validator's for one step")
+    if a.value_id == b.value_id:
+        raise MessageError("not_equivocation", "the two messages agree")
+    return a.sender

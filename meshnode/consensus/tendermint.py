@@ -142,11 +142,14 @@ class _Height:
 
 class Core:
     def __init__(self, key: NodeKey, committee: Committee, *, timeouts: Timeouts = Timeouts(), height: int = 0,
-                 valid: Callable[[bytes], bool] = lambda value: True):
+                 valid: Callable[[bytes], bool] = lambda value: True, decided_ids: set[bytes] | None = None):
         self.key = key
         self.committee = committee
         self.timeouts = timeouts
-        self.valid = valid
+        self._valid = valid
+        # ids of every value decided so far (the driver loads them from its store): a value is
+        # decided once, however often its request is replayed or proposed again
+        self.decided_ids: set[bytes] = set(decided_ids or ())
         self.h = _Height(height)
         self.pending: OrderedDict[bytes, bytes] = OrderedDict()  # value id -> value, oldest first
         self.decided: dict[int, Decide] = {}
@@ -158,6 +161,9 @@ class Core:
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
         self._decided_at: dict[int, int] = {}
+
+    def valid(self, value: bytes) -> bool:
+        return m.value_id(value) not in self.decided_ids and self._valid(value)
 
     @property
     def height(self) -> int:
@@ -363,6 +369,7 @@ class Core:
     def _record_decision(self, decision: Decide) -> None:
         provisional = self.h.emergency
         self.decided[decision.height] = decision
+        self.decided_ids.add(m.value_id(decision.value))
         self._decided_at[decision.height] = self._now
         self._decided_at.pop(decision.height - 64, None)
         self._out.append(decision)
@@ -453,7 +460,7 @@ class Core:
         if value is None or len(self.pending) >= MAX_PENDING:
             return
         vid = m.value_id(value)
-        if vid not in self.pending and not any(m.value_id(d.value) == vid for d in self.decided.values()):
+        if vid not in self.pending and vid not in self.decided_ids:
             self.pending[vid] = value
 
     def _vote(self, kind: str, value_id: bytes | None) -> None:

@@ -438,6 +438,14 @@ register(
         "evidence": (list_of(did, max_items=256), False),  # DIDs of evidence objects (e.g. equivocation proofs)
     },
 )
+# MeshConsensus: two conflicting signed votes (or proposals) of one validator for one
+# (kind, height, round); consensus.messages.check_equivocation verifies it.
+register(
+    "equivocation_evidence",
+    "1.0",
+    {"validator": (did, True), "first": (byte_string(max_len=65536), True),
+     "second": (byte_string(max_len=65536), True)},
+)
 register(
     "workflow_entry",
     "1.0",

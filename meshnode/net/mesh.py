@@ -47,6 +47,8 @@ from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMix
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
+from meshnode.net.mesh_reputation import ReputationMixin
+from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
@@ -76,6 +78,7 @@ class NetConfig:
     maintenance_s: float = 30.0
     gossip_heartbeat_s: float = 1.0
     sync_s: float = 30.0
+    reputation_s: float = 60.0
     sync_classes: list[str] = field(default_factory=list)  # [sync]: empty lists and 0 mean no condition
     sync_tags: list[str] = field(default_factory=list)
     sync_window_days: float = 0.0
@@ -92,7 +95,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -121,6 +124,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin):
         from libp2p.network.config import ConnectionConfig
         from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, PROTOCOL_ID_V12, GossipSub
         from libp2p.pubsub.pubsub import ContentAddressedMessageIDGenerator, Pubsub
+        from libp2p.pubsub.score import ScoreParams
         from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as Noise
         from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
         from libp2p.tools.anyio_service import background_trio_service
@@ -156,6 +160,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin):
             protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
             heartbeat_initial_delay=0.1, heartbeat_interval=self.config.gossip_heartbeat_s, time_to_live=60,
             spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
+            score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.app_score,
+                                     **GOSSIP_THRESHOLDS),  # trust feeds the peer score
         )
         self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
@@ -181,6 +187,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin):
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
+                    nursery.start_soon(self._reputation_forever)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:

@@ -21,6 +21,8 @@ from meshnode.consensus.tendermint import (Broadcast, Core, Decide, Emergency, E
                                            Timeouts)
 from meshnode.container import cbor
 from meshnode.errors import MeshnodeError
+from meshnode.reputation import Evidence as Observed
+from meshnode.reputation import records
 from meshnode.store import decisions
 
 log = logging.getLogger("meshnode.consensus")
@@ -35,9 +37,11 @@ class ConsensusMixin:
         if self.core is None:
             return {"enabled": False, "reason": "no committee configured ([consensus] committee)"}
         h = self.core.h
+        last = self.core.decided.get(h.number - 1)
         return {"enabled": True, "committee": self.core.committee.id, "validators": len(self.core.committee.members),
                 "validator": self.core.is_validator, "height": h.number, "round": h.round, "step": h.step,
-                "pending": len(self.core.pending), "emergency": h.emergency is not None}
+                "pending": len(self.core.pending), "emergency": h.emergency is not None,
+                "last_signers": sorted(p.sender for p in last.precommits) if last else []}
 
     async def consensus_submit(self, value: bytes) -> dict:
         if self.core is None:
@@ -52,7 +56,8 @@ class ConsensusMixin:
 
     async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts) -> None:
         start = await self.store.read(decisions.next_height, committee.id)
-        self.core = Core(self.key, committee, timeouts=timeouts, height=start)
+        decided = await self.store.read(decisions.decided_value_ids, committee.id)
+        self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided)
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._timers_changed = trio.Event()
@@ -100,6 +105,7 @@ class ConsensusMixin:
                 await self.store.write(decisions.save_decision, self.core.committee.id, a.height, a.value, a.round,
                                        [p.encode() for p in a.precommits], self.clock())
                 self.metrics.inc("consensus_decisions")
+                await self._credit_precommitters(a)
                 log.info("decided height %d in round %d", a.height, a.round)
             elif isinstance(a, Emergency):
                 await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.value,
@@ -120,6 +126,16 @@ class ConsensusMixin:
         except Exception as exc:  # no peers yet, or shutting down: the core resends
             log.debug("consensus message not sent: %s", exc)
 
+    async def _credit_precommitters(self, decision: Decide) -> None:
+        """Validators whose signed precommit made a decision earn consensus conduct evidence
+        (once per decision: the reference is the height's commit)."""
+        ref = f"commit:{self.core.committee.id}:{decision.height}"
+        for p in decision.precommits:
+            if p.sender != self.key.did:
+                ev = Observed("consensus_ok", self.clock(), ref=ref)
+                await self.store.write(lambda db, did=p.sender: records.record_evidence(db, did, [ev],
+                                                                                         now_ms=self.clock()))
+
     async def _equivocation(self, evidence: Evidence) -> None:
         """Two conflicting signed votes: kept as a container anyone can check, and counted."""
         from meshnode.container import build_container
@@ -128,5 +144,7 @@ class ConsensusMixin:
                             {"validator": evidence.first.sender, "first": evidence.first.encode(),
                              "second": evidence.second.encode()}, timestamp_ms=self.clock())
         await self.store.write(lambda db: db.put_container(c, received_at_ms=self.clock()))
+        await self.store.write(lambda db: records.record_equivocation(db, evidence.first.sender, c.did,
+                                                                      now_ms=self.clock()))
         self.metrics.inc("consensus_equivocations")
         log.warning("validator %s equivocated: evidence %s", evidence.first.sender, c.did)

@@ -34,6 +34,15 @@ def next_height(db: Database, committee: str) -> int:
     return 0 if row[0] is None else row[0] + 1
 
 
+def decided_value_ids(db: Database, committee: str) -> set[bytes]:
+    """SHA-256 of every value this committee decided (a value is decided once)."""
+    import hashlib
+
+    with sql_errors("reading decisions"):
+        rows = db.conn.execute("SELECT value FROM consensus_decisions WHERE committee = ?", (committee,)).fetchall()
+    return {hashlib.sha256(v).digest() for (v,) in rows}
+
+
 def decisions(db: Database, limit: int = 50) -> list[dict]:
     with sql_errors("reading decisions"):
         rows = db.conn.execute(

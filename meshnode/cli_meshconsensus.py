@@ -1,0 +1,58 @@
+"""CLI for binding decisions (MeshConsensus): ``consensus propose|decisions|committee``.
+
+They talk to the running node, which runs the committee protocol; decisions
+already stored can be listed without one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.cli_common import _ask_node, _config, live_or_local, terminal_safe
+from meshnode.store import decisions
+
+
+def add_parsers(consensus, common) -> None:
+    p = consensus.add_parser("propose", parents=[common],
+                             help="ask the committee to decide a value (needs a running node)")
+    p.add_argument("value", help="the text to decide (at most 16 KiB)")
+    p.set_defaults(func=cmd_propose)
+    p = consensus.add_parser("decisions", parents=[common], help="binding decisions, newest first")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_decisions)
+    p = consensus.add_parser("committee", parents=[common],
+                             help="the committee this node is in: height, round, step (needs a running node)")
+    p.set_defaults(func=cmd_committee)
+
+
+def cmd_propose(args) -> int:
+    config = _config(args)
+    result = _ask_node(config, "consensus_propose", {"value": args.value})
+    print(f"submitted for height {result['height']} (value id {result['value_id'][:16]}...)")
+    return 0
+
+
+def cmd_decisions(args) -> int:
+    config = _config(args)
+    rows = live_or_local(config, "consensus_decisions", {"limit": args.limit},
+                         lambda db: decisions.decisions(db, args.limit))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        if r["status"] == "committed":
+            note = ""
+            if r["emergency"]:
+                note = f"  (emergency decision {r['emergency']['revisited']})"
+            print(terminal_safe(f"height {r['height']:>5}  round {r['round']}  {r['value']}{note}"))
+        else:
+            print(terminal_safe(f"height {r['height']:>5}  PROVISIONAL emergency_consensus: {r['value']}"))
+    return 0
+
+
+def cmd_committee(args) -> int:
+    config = _config(args)
+    status = _ask_node(config, "consensus_status")
+    print(json.dumps(status, indent=2))
+    return 0

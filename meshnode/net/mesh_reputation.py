@@ -1,0 +1,61 @@
+"""Reputation as the Mesh runs it: evidence folded in, scores kept current, trust published.
+
+Now and then the node turns what it observed (valid and invalid inputs,
+liveness) into evidence, lets scores decay toward the prior, publishes signed
+``trust`` containers for the peers whose score moved (gossiped like any
+container), and refreshes the in-memory trust that GossipSub's
+application-specific score reads (it is called synchronously, so it must not
+touch the database).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import peer_id_to_did
+from meshnode.reputation import gossip_app_score, records
+from meshnode.reputation.reading import effective_trust
+from meshnode.sync.versions import DEFAULT_TRUST
+
+log = logging.getLogger("meshnode.reputation")
+
+
+class ReputationMixin:
+    _trust_now: dict[str, float] = {}
+
+    def app_score(self, peer_id) -> float:
+        """GossipSub p6: a peer's trust as a score (``reputation.gossip_app_score``)."""
+        try:
+            did = peer_id_to_did(peer_id.to_base58())
+        except MeshnodeError:
+            return 0.0
+        return gossip_app_score(self._trust_now.get(did, DEFAULT_TRUST))
+
+    async def reputation_round(self) -> dict:
+        """One pass of the reputation work; returns what it did."""
+        now = self.clock()
+        await self.store.write(lambda db: records.fold_observations(db, now_ms=now))
+        await self.store.write(lambda db: records.refresh_decay(db, now_ms=now))
+        due = await self.store.read(lambda db: records.publish_due(db, now_ms=now))
+        published = []
+        for did in due:
+            c = await self.store.write(lambda db, did=did: records.publish_trust(db, self.key, did, now_ms=now))
+            published.append(c.did)
+            try:
+                await self.gossip(c)
+            except Exception as exc:  # no peers yet: it still travels by sync and fetch
+                log.debug("trust container not gossiped: %s", exc)
+        self._trust_now = await self.store.read(lambda db: effective_trust(db, now_ms=now, me=self.key.did))
+        self.metrics.inc("trust_published", len(published))
+        return {"published": published, "peers": len(self._trust_now)}
+
+    async def _reputation_forever(self) -> None:
+        while True:
+            try:
+                await self.reputation_round()
+            except MeshnodeError as exc:
+                log.warning("reputation round: %s", exc.reason)
+            await trio.sleep(self.config.reputation_s)
