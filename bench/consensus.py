@@ -46,20 +46,12 @@ def sim_figures(heights: int) -> list[dict]:
 
 
 def real_committee(decisions: int) -> list[float]:
-    from meshharness import Node, wait_until
-    from test_mesh_consensus import FAST_CONSENSUS
+    from test_mesh_consensus import committee_of, start_committee
 
     with tempfile.TemporaryDirectory() as tmp:
-        nodes = [Node(Path(tmp), f"v{i}") for i in range(4)]
-        dids = ",".join(n.did for n in nodes)
-        for n in nodes:
-            n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
+        nodes = committee_of(Path(tmp), 4)
         try:
-            nodes[0].start()
-            for n in nodes[1:]:
-                n.set_bootstrap(nodes[0])
-                n.start()
-            wait_until(lambda: all(len(n.try_call("peers") or []) >= 3 for n in nodes), 60, "the committee to meet")
+            start_committee(nodes)
             latencies = []
             for i in range(decisions + 2):  # the first two warm the mesh up and are not counted
                 proposer = nodes[i % 4]

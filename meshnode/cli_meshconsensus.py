@@ -21,6 +21,9 @@ def add_parsers(consensus, common) -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_decisions)
+    p = consensus.add_parser("next-committee", parents=[common],
+                             help="propose the next epoch's committee, weighted by the members' published trust")
+    p.set_defaults(func=cmd_next_committee)
     p = consensus.add_parser("committee", parents=[common],
                              help="the committee this node is in: height, round, step (needs a running node)")
     p.set_defaults(func=cmd_committee)
@@ -48,6 +51,13 @@ def cmd_decisions(args) -> int:
             print(terminal_safe(f"height {r['height']:>5}  round {r['round']}  {r['value']}{note}"))
         else:
             print(terminal_safe(f"height {r['height']:>5}  PROVISIONAL emergency_consensus: {r['value']}"))
+    return 0
+
+
+def cmd_next_committee(args) -> int:
+    config = _config(args)
+    result = _ask_node(config, "consensus_next_committee")
+    print(f"next committee submitted for height {result['height']}")
     return 0
 
 

@@ -257,6 +257,9 @@ class _Control:
     async def cmd_reputation_round(self):
         return await self.mesh.reputation_round()
 
+    async def cmd_consensus_next_committee(self):
+        return await self.mesh.propose_next_committee()
+
     async def cmd_consensus_status(self):
         return self.mesh.consensus_status()
 

@@ -40,6 +40,16 @@ def trust_in(node: Node) -> dict[str, float]:
         db.close()
 
 
+def start_committee(nodes: list[Node]) -> None:
+    """Start the first node, then the others bootstrapped from it; wait until all see each other."""
+    nodes[0].start()
+    for n in nodes[1:]:
+        n.set_bootstrap(nodes[0])
+        n.start()
+    wait_until(lambda: all(len(n.try_call("peers") or []) >= len(nodes) - 1 for n in nodes), 60,
+               "the committee to meet")
+
+
 def decided(node: Node) -> list[str]:
     rows = node.try_call("consensus_decisions", {"limit": 100}) or []
     return [r["value"] for r in sorted((r for r in rows if r["status"] == "committed"), key=lambda r: r["height"])]
@@ -48,11 +58,7 @@ def decided(node: Node) -> list[str]:
 def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
     nodes = committee_of(tmp_path, 4)
     try:
-        nodes[0].start()
-        for n in nodes[1:]:
-            n.set_bootstrap(nodes[0])
-            n.start()
-        wait_until(lambda: all(len((n.try_call("peers") or [])) >= 3 for n in nodes), 60, "the committee to meet")
+        start_committee(nodes)
         assert nodes[0].call("consensus_status")["validators"] == 4
 
         nodes[1].call("consensus_propose", {"value": "first decision"})
@@ -86,6 +92,36 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
             assert n.stop() == 0
         offline = json.loads(cli(nodes[1], "consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path):
+    nodes = committee_of(tmp_path, 4)
+    try:
+        start_committee(nodes)
+        values = [f"decision {i}" for i in range(16)]  # enough conduct to earn trust above the consensus floor
+        for i, value in enumerate(values):
+            nodes[i % 4].call("consensus_propose", {"value": value})
+        wait_until(lambda: all(len(decided(n)) == 16 for n in nodes), 120, "sixteen decisions")
+        for n in nodes:  # each publishes its view of the others as signed trust statements (gossiped)
+            assert len(n.call("reputation_round")["published"]) == 3
+        wait_until(lambda: all(n.call("status")["counts"].get("class:trust", 0) >= 12 for n in nodes), 60,
+                   "everyone to hold everyone's statements")
+
+        nodes[0].call("consensus_next_committee")
+        wait_until(lambda: all(n.call("consensus_status")["committee"].startswith("e1-") for n in nodes), 60,
+                   "all four to move to epoch 1")
+        statuses = [n.call("consensus_status") for n in nodes]
+        assert len({s["committee"] for s in statuses}) == 1  # the same committee everywhere, derived independently
+        members = statuses[0]["members"]
+        assert len(members) >= 3 and all(550 <= w <= 900 for w in members.values())  # trust-weighted, floor 0.55
+        member = next(n for n in nodes if n.did in members)  # requests are taken from validators
+        member.call("consensus_propose", {"value": "decided in epoch 1"})
+        wait_until(lambda: all(decided(n)[-1] == "decided in epoch 1" for n in nodes), 60, "a decision in epoch 1")
+        for n in nodes:
+            assert n.stop() == 0
     finally:
         for n in nodes:
             n.kill()

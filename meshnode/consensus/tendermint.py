@@ -190,6 +190,14 @@ class Core:
         self._now = now
         if msg.committee == self.committee.id:
             self._dispatch(msg)
+        elif msg.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT) and msg.height > self.h.number:
+            self._ask_for_commits()  # another committee already works on a later height: we missed an epoch
+        return self._flush()
+
+    def resume(self, now: int) -> list:
+        """Start working on what is pending (a core that took over an epoch's requests)."""
+        self._now = now
+        self._maybe_start()
         return self._flush()
 
     def timeout(self, step: str, height: int, round_: int, now: int) -> list:

@@ -15,6 +15,7 @@ import logging
 
 import trio
 
+from meshnode.consensus import epochs
 from meshnode.consensus import messages as cm
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import (Broadcast, Core, Decide, Emergency, Evidence, Revisit, Schedule,
@@ -41,7 +42,8 @@ class ConsensusMixin:
         return {"enabled": True, "committee": self.core.committee.id, "validators": len(self.core.committee.members),
                 "validator": self.core.is_validator, "height": h.number, "round": h.round, "step": h.step,
                 "pending": len(self.core.pending), "emergency": h.emergency is not None,
-                "last_signers": sorted(p.sender for p in last.precommits) if last else []}
+                "last_signers": sorted(p.sender for p in last.precommits) if last else [],
+                "members": dict(self.core.committee.members)}
 
     async def consensus_submit(self, value: bytes) -> dict:
         if self.core is None:
@@ -55,9 +57,16 @@ class ConsensusMixin:
         return int(trio.current_time() * 1000)
 
     async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts) -> None:
-        start = await self.store.read(decisions.next_height, committee.id)
-        decided = await self.store.read(decisions.decided_value_ids, committee.id)
-        self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided)
+        start = await self.store.read(decisions.next_height)
+        decided = await self.store.read(decisions.decided_value_ids)
+        latest = await self.store.read(decisions.latest_epoch)
+        if latest is not None:  # a later committee than the configured genesis one
+            committee = Committee.of(latest[1], epoch=latest[0])
+        self._timeouts = timeouts
+        self._previous: Core | None = None  # the last epoch's core: it still answers nodes catching up
+        self._valid_values: dict[bytes, bool] = {}  # committee values checked against the store
+        self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided,
+                         valid=self._value_is_valid)
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._timers_changed = trio.Event()
@@ -80,7 +89,10 @@ class ConsensusMixin:
             if msg.sender == self.key.did:
                 continue
             self.metrics.inc("consensus_received", kind=msg.kind)
-            await self._consensus_apply(self.core.receive(msg, self._consensus_now()))
+            if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
+                await self._check_value(msg.value)
+            core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
+            await self._consensus_apply(core.receive(msg, self._consensus_now()), core)
 
     async def _consensus_timers(self) -> None:
         while True:
@@ -90,22 +102,29 @@ class ConsensusMixin:
             self._timers_changed = trio.Event()
             now = self._consensus_now()
             while self._timers and self._timers[0][0] <= now:
-                _, _, s = heapq.heappop(self._timers)
-                await self._consensus_apply(self.core.timeout(s.step, s.height, s.round, now))
+                _, _, core, s = heapq.heappop(self._timers)
+                if core is self.core:  # timers of a finished epoch lapse
+                    await self._consensus_apply(core.timeout(s.step, s.height, s.round, now))
 
-    async def _consensus_apply(self, actions: list) -> None:
+    async def _consensus_apply(self, actions: list, core: Core | None = None) -> None:
+        producer = core or self.core
         for a in actions:
+            if producer is not self.core:  # a finished epoch (or one that just ended) only answers catch-ups
+                if isinstance(a, Broadcast) and a.message.kind == cm.COMMIT:
+                    await self._consensus_publish(a.message)
+                continue
             if isinstance(a, Broadcast):
                 await self._consensus_publish(a.message)
             elif isinstance(a, Schedule):
                 self._timer_seq += 1
-                heapq.heappush(self._timers, (a.at_ms, self._timer_seq, a))
+                heapq.heappush(self._timers, (a.at_ms, self._timer_seq, self.core, a))
                 self._timers_changed.set()
             elif isinstance(a, Decide):
                 await self.store.write(decisions.save_decision, self.core.committee.id, a.height, a.value, a.round,
                                        [p.encode() for p in a.precommits], self.clock())
                 self.metrics.inc("consensus_decisions")
                 await self._credit_precommitters(a)
+                await self._maybe_new_epoch(a)
                 log.info("decided height %d in round %d", a.height, a.round)
             elif isinstance(a, Emergency):
                 await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.value,
@@ -125,6 +144,73 @@ class ConsensusMixin:
             self.metrics.inc("consensus_sent", kind=msg.kind)
         except Exception as exc:  # no peers yet, or shutting down: the core resends
             log.debug("consensus message not sent: %s", exc)
+
+    # --- committee epochs ------------------------------------------------------------
+
+    async def propose_next_committee(self) -> dict:
+        """Ask the committee to move to the next epoch, with the newest trust statements its
+        members published (consensus/epochs.py derives the weights from them)."""
+        if self.core is None:
+            raise MeshnodeError("no_committee", "this node has no committee: set [consensus] committee")
+        members = {did for did, _ in self.core.committee.members}
+        dids = await self.store.read(decisions.newest_member_statements, members)
+        value = epochs.committee_value(epochs.epoch_of(self.core.committee) + 1, dids)
+        await self._check_value(value)
+        if not self._valid_values.get(cm.value_id(value)):
+            raise MeshnodeError("no_committee", "the statements held give no next committee (too little trust yet)")
+        return await self.consensus_submit(value)
+
+    def _value_is_valid(self, value: bytes) -> bool:
+        """The core's validity rule: any value, except committee values this node has not
+        checked (and found good) against its store; those get a nil prevote until it has."""
+        try:
+            parsed = epochs.parse_committee_value(value)
+        except epochs.EpochError:
+            return False
+        return parsed is None or self._valid_values.get(cm.value_id(value), False)
+
+    async def _check_value(self, value: bytes) -> None:
+        vid = cm.value_id(value)
+        if vid in self._valid_values:
+            return
+        try:
+            parsed = epochs.parse_committee_value(value)
+        except epochs.EpochError:
+            self._valid_values[vid] = False
+            return
+        if parsed is None:
+            return
+        epoch, dids = parsed
+        held = await self.store.read(decisions.held_statements, dids, now_ms=self.clock())
+        ok = False
+        if held is not None:
+            try:
+                epochs.derive(self.core.committee, held, epoch)
+                ok = True
+            except epochs.EpochError as exc:
+                log.info("committee value for epoch %d refused: %s", epoch, exc.reason)
+        if held is not None or not ok:
+            self._valid_values[vid] = ok  # a value whose statements are missing is asked again later
+
+    async def _maybe_new_epoch(self, decision: Decide) -> None:
+        parsed = epochs.parse_committee_value(decision.value)
+        if parsed is None:
+            return
+        epoch, dids = parsed
+        held = await self.store.read(decisions.held_statements, dids, now_ms=self.clock())
+        if held is None:  # decided by a quorum that held them: fetch, then switch (see the closing note)
+            log.warning("epoch %d decided but its statements are not all here yet", epoch)
+            return
+        new = epochs.derive(self.core.committee, held, epoch)
+        await self.store.write(decisions.save_epoch, epoch, new.id, new.weights, decision.height + 1, self.clock())
+        old = self.core
+        self._previous = old
+        self.core = Core(self.key, new, timeouts=self._timeouts, height=decision.height + 1,
+                         decided_ids=old.decided_ids, valid=self._value_is_valid)
+        self.core.pending = old.pending  # what was asked and not yet decided stays asked
+        self.metrics.inc("consensus_epochs")
+        await self._consensus_apply(self.core.resume(self._consensus_now()))
+        log.info("committee epoch %d: %d validators from height %d", epoch, len(new.members), decision.height + 1)
 
     async def _credit_precommitters(self, decision: Decide) -> None:
         """Validators whose signed precommit made a decision earn consensus conduct evidence

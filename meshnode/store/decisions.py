@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
+import cbor2
+
 from meshnode.container import cbor
 from meshnode.store.database import Database, sql_errors
 
@@ -26,21 +31,60 @@ def revisit(db: Database, committee: str, height: int, confirmed: bool) -> None:
                      ("confirmed" if confirmed else "overturned", committee, height))
 
 
-def next_height(db: Database, committee: str) -> int:
-    """The first height this node has not decided (decisions are made in order)."""
+def next_height(db: Database) -> int:
+    """The first height this node has not decided (decisions are made in order; heights go on
+    across committee epochs)."""
     with sql_errors("reading decisions"):
-        row = db.conn.execute("SELECT max(height) FROM consensus_decisions WHERE committee = ?",
-                              (committee,)).fetchone()
+        row = db.conn.execute("SELECT max(height) FROM consensus_decisions").fetchone()
     return 0 if row[0] is None else row[0] + 1
 
 
-def decided_value_ids(db: Database, committee: str) -> set[bytes]:
-    """SHA-256 of every value this committee decided (a value is decided once)."""
-    import hashlib
-
+def decided_value_ids(db: Database) -> set[bytes]:
+    """SHA-256 of every value decided (a value is decided once)."""
     with sql_errors("reading decisions"):
-        rows = db.conn.execute("SELECT value FROM consensus_decisions WHERE committee = ?", (committee,)).fetchall()
+        rows = db.conn.execute("SELECT value FROM consensus_decisions").fetchall()
     return {hashlib.sha256(v).digest() for (v,) in rows}
+
+
+def save_epoch(db: Database, epoch: int, committee: str, weights: dict[str, int], from_height: int,
+               now_ms: int) -> None:
+    with db.transaction() as conn:
+        conn.execute("INSERT OR IGNORE INTO consensus_epochs (epoch, committee, weights, from_height, decided_at_ms)"
+                     " VALUES (?, ?, ?, ?, ?)", (epoch, committee, json.dumps(weights, sort_keys=True),
+                                                 from_height, now_ms))
+
+
+def latest_epoch(db: Database) -> tuple[int, dict[str, int]] | None:
+    """(epoch, weights) of the newest committee this node switched to; None: the genesis one."""
+    with sql_errors("reading epochs"):
+        row = db.conn.execute("SELECT epoch, weights FROM consensus_epochs ORDER BY epoch DESC LIMIT 1").fetchone()
+    return None if row is None else (row[0], json.loads(row[1]))
+
+
+def held_statements(db: Database, dids: list[str], *, now_ms: int) -> list | None:
+    """The trust containers named, verified again from the store; None if any is missing."""
+    out = []
+    for did in dids:
+        c = db.load_container(did, now_ms=now_ms)
+        if c is None:
+            return None
+        out.append(c)
+    return out
+
+
+def newest_member_statements(db: Database, members: set[str]) -> list[str]:
+    """DIDs of the newest trust statement of each member about each subject: what a committee
+    value for the next epoch lists."""
+    with sql_errors("reading trust statements"):
+        rows = db.conn.execute("SELECT did, sender_did, timestamp_ms, core FROM containers WHERE class = 'trust'"
+                               " ORDER BY timestamp_ms, did").fetchall()
+    newest: dict[tuple[str, str], str] = {}
+    for did, sender, _, core in rows:
+        if sender in members:
+            payload = cbor2.loads(core)["hmp_container"].get("payload")  # stored bytes were verified on arrival
+            if type(payload) is dict and type(payload.get("agent_did")) is str:
+                newest[(sender, payload["agent_did"])] = did  # rows come oldest first
+    return sorted(newest.values())
 
 
 def decisions(db: Database, limit: int = 50) -> list[dict]:

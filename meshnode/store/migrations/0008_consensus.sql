@@ -21,3 +21,14 @@ CREATE TABLE consensus_emergency (
     revisited      TEXT CHECK (revisited IN ('confirmed', 'overturned')),  -- NULL until the committee decides
     PRIMARY KEY (committee, height)
 );
+
+-- Committees by epoch: the genesis committee comes from the configuration;
+-- each later one was derived from the trust statements a decided committee
+-- value listed (consensus/epochs.py), and rules from `from_height` on.
+CREATE TABLE consensus_epochs (
+    epoch        INTEGER PRIMARY KEY,
+    committee    TEXT NOT NULL,
+    weights      TEXT NOT NULL,            -- JSON object: validator DID -> integer weight
+    from_height  INTEGER NOT NULL,
+    decided_at_ms INTEGER NOT NULL
+);
