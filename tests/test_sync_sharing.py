@@ -53,7 +53,7 @@ def run_session(dbx: Database, dby: Database, want_x: Want, want_y: Want) -> tup
 
 items = st.lists(
     st.tuples(st.integers(0, 3),                                   # author
-              st.sampled_from(["private", "public", "friends", "diary", "concept"]),
+              st.sampled_from(["private", "public", "friends", "diary", "concept", "vote"]),
               st.sets(st.sampled_from([k.did for k in KEYS]), min_size=1, max_size=3),  # recipients
               st.sets(st.sampled_from(TAGS), max_size=2),          # tags
               st.booleans(), st.booleans()),                       # held by X, held by Y
@@ -61,7 +61,7 @@ items = st.lists(
 )
 wants = st.one_of(st.just(EVERYTHING), st.builds(
     Want,
-    st.one_of(st.none(), st.sets(st.sampled_from(["note", "diary_entry", "semantic_node"])).map(frozenset)),
+    st.one_of(st.none(), st.sets(st.sampled_from(["note", "diary_entry", "semantic_node", "vote"])).map(frozenset)),
     st.one_of(st.none(), st.sets(st.sampled_from(TAGS)).map(frozenset)),
     st.one_of(st.none(), st.integers(T0, T0 + 25)),
 ))
@@ -73,6 +73,9 @@ def make_item(i: int, author: int, kind: str, recipients: set, tags: set):
         text = f"note {i} " + " ".join(f"#{tag}" for tag in sorted(tags))
         return make_note(key, text, now_ms=t, audience=kind,
                          recipients=sorted(recipients) if kind == "friends" else None)
+    if kind == "vote":  # votes are for anyone to check
+        return build_container(key, "vote", {"target_did": KEYS[0].did, "vote_value": 1, "vote_type": "approval"},
+                               timestamp_ms=t, head_extra={"tags": sorted(tags)} if tags else None)
     if kind == "diary":
         return build_container(key, "diary_entry", {"content": f"entry {i}", "topics": sorted(tags)}, timestamp_ms=t)
     return build_container(key, "semantic_node", {"label": f"concept {i}"}, timestamp_ms=t,
@@ -107,6 +110,8 @@ def test_sessions_move_exactly_what_is_shared_and_wanted(specs, want_x, want_y, 
             def permitted(c, receiver: str, giver_befriends_receiver: bool, want: Want) -> bool:
                 if not want.matches(c.cls, c.timestamp_ms, tags_of(c)):
                     return False
+                if c.cls == "vote":
+                    return True
                 if c.cls != "note":
                     return giver_befriends_receiver
                 a = c.payload["audience"]

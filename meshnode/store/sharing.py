@@ -16,6 +16,8 @@ from meshnode.store.database import Database, sql_errors
 FRIEND = "Friend"
 PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
 COGSYNC_FRIENDS = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge: to friends
+# what anyone may check, so everyone gets it: votes, results, trust statements, equivocation proofs
+PUBLIC_CLASSES = ("vote", "consensus_result", "trust", "equivocation_evidence")
 
 
 def set_friend(db: Database, did: str, peer_id: str, now_ms: int, friend: bool = True) -> None:
@@ -54,6 +56,8 @@ WITH shared(did) AS (
             SELECT 1 FROM container_recipients r WHERE r.did = c.did AND r.recipient = c.received_from))))
     UNION
     SELECT c.did FROM containers c WHERE :peer_is_friend AND c.class IN ({cogsync}) {only_c}
+    UNION
+    SELECT c.did FROM containers c WHERE c.class IN ({public}) {only_c}
 )
 SELECT c.timestamp_ms, c.did, c.class, (SELECT group_concat(t.tag, char(31)) FROM container_tags t WHERE t.did = c.did)
 FROM shared s JOIN containers c ON c.did = s.did
@@ -72,7 +76,8 @@ def shareable(db: Database, peer_did: str, me: str, only: str | None = None) -> 
     cannot tell is not shared on, so a note may stop short of its limit, never go past it."""
     restrict = {"only_n": "AND n.container_did = :only", "only_r": "AND r.did = :only",
                 "only_c": "AND c.did = :only"} if only is not None else dict.fromkeys(("only_n", "only_r", "only_c"), "")
-    sql = _SHAREABLE.format(cogsync=",".join(f"'{c}'" for c in COGSYNC_FRIENDS), **restrict)
+    sql = _SHAREABLE.format(cogsync=",".join(f"'{c}'" for c in COGSYNC_FRIENDS),
+                            public=",".join(f"'{c}'" for c in PUBLIC_CLASSES), **restrict)
     params = {"peer": peer_did, "me": me, "peer_is_friend": int(peer_did in friends(db)), "only": only}
     with sql_errors("listing shareable containers"):
         rows = db.conn.execute(sql, params).fetchall()
@@ -88,5 +93,5 @@ def may_share(db: Database, container_did: str, peer_did: str, me: str) -> bool:
     if row is None or row[0] in PRIVATE_CLASSES:
         return False
     if row[0] != "note" and row[0] not in COGSYNC_FRIENDS:
-        return True
+        return True  # public classes, and containers that were gossiped
     return bool(shareable(db, peer_did, me, only=container_did))
