@@ -136,6 +136,10 @@ class _Height:
     # each for its own value (it is within the Byzantine third the quorums allow for)
     votes: dict[tuple[str, int], dict[str, dict[bytes | None, m.Message]]] = field(default_factory=dict)
     seen_in_round: dict[int, set[str]] = field(default_factory=dict)  # round -> senders of anything
+    # running tallies, so that counting a vote costs O(1) however large the committee:
+    seen_weight: dict[int, int] = field(default_factory=dict)  # round -> weight of its senders
+    any_weight: dict[tuple[str, int], int] = field(default_factory=dict)  # (kind, round) -> weight of voters
+    value_weight: dict[tuple[str, int, bytes | None], int] = field(default_factory=dict)  # ... for one value
     fired: set[tuple] = field(default_factory=set)  # one-shot rules already taken
     emergency: bytes | None = None
 
@@ -244,6 +248,7 @@ class Core:
 
     def _record(self, msg: m.Message) -> None:
         h = self.h
+        weight = self.committee.weight(msg.sender)
         if msg.kind == m.PROPOSAL:
             if msg.sender != self.committee.proposer(h.number, msg.round):
                 return
@@ -254,8 +259,16 @@ class Core:
             return
         if held:
             self._evidence(next(iter(held.values())), msg)
+        elif msg.kind != m.PROPOSAL:
+            h.any_weight[(msg.kind, msg.round)] = h.any_weight.get((msg.kind, msg.round), 0) + weight
         held[msg.value_id] = msg
-        h.seen_in_round.setdefault(msg.round, set()).add(msg.sender)
+        if msg.kind != m.PROPOSAL:
+            key = (msg.kind, msg.round, msg.value_id)
+            h.value_weight[key] = h.value_weight.get(key, 0) + weight
+        senders = h.seen_in_round.setdefault(msg.round, set())
+        if msg.sender not in senders:
+            senders.add(msg.sender)
+            h.seen_weight[msg.round] = h.seen_weight.get(msg.round, 0) + weight
         if h.step == IDLE:
             self._start_round(0)
         self._check()
@@ -283,8 +296,8 @@ class Core:
                     self._decide(proposal.value, rnd)
                     return
         # a third of the weight is already in a later round: join it
-        for rnd, senders in h.seen_in_round.items():
-            if rnd > r and c.third(sum(c.weight(s) for s in senders)):
+        for rnd, weight in h.seen_weight.items():
+            if rnd > r and c.third(weight):
                 self._start_round(rnd)
                 return
         if h.step == IDLE:
@@ -323,10 +336,9 @@ class Core:
 
     def _weight(self, kind: str, round_: int, value_id: bytes | None = None, nil: bool = False) -> int:
         """Weight of ``kind`` votes in ``round_``: for ``value_id``, for nil, or (neither) for anything."""
-        box = self.h.votes.get((kind, round_), {})
         if value_id is None and not nil:
-            return sum(self.committee.weight(s) for s in box)
-        return sum(self.committee.weight(s) for s, said in box.items() if value_id in said)
+            return self.h.any_weight.get((kind, round_), 0)
+        return self.h.value_weight.get((kind, round_, value_id), 0)
 
     # --- steps ----------------------------------------------------------------------
 
