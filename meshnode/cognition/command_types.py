@@ -1,0 +1,78 @@
+"""The commands the cognitive core accepts, each with a schema for its arguments.
+
+A command is ``{"cmd_id", "type", "args", "description"?, "target_llm"?}``.
+Only the types listed here are accepted; each one's ``args`` must satisfy its
+schema (the same value checks containers use). The set grows with the
+cognitive core (seed 000's command list); mutating types are marked so the
+action gate can hold them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from meshnode.container.schema import Schema, boolean, did, integer, list_of, mapping, number, one_of, text
+
+_LONG = 64 * 1024
+_tags = list_of(text(64), max_items=64)
+
+
+@dataclass(frozen=True)
+class CommandType:
+    name: str
+    schema: Schema
+    mutating: bool
+    summary: str
+
+
+_TYPES: dict[str, CommandType] = {}
+
+
+def command(name: str, summary: str, fields: dict[str, tuple[Callable[[Any], str | None], bool]],
+            mutating: bool = True) -> None:
+    _TYPES[name] = CommandType(name, Schema(f"{name}.args", fields), mutating, summary)
+
+
+def command_type(name: str) -> CommandType | None:
+    return _TYPES.get(name)
+
+
+def command_names() -> list[str]:
+    return sorted(_TYPES)
+
+
+command("help", "detailed help for a command", {"command": (text(64), False)}, mutating=False)
+command("diary_list", "recent diary entries", {"limit": (integer(1, 500), False), "tags": (_tags, False)},
+        mutating=False)
+command("diary_search", "search the diary", {"query": (text(1024), True), "limit": (integer(1, 500), False)},
+        mutating=False)
+command("diary_read", "read a diary entry", {"id": (text(128), True)}, mutating=False)
+command("diary_add", "write a diary entry", {"text": (text(_LONG), True), "title": (text(), False),
+                                              "tags": (_tags, False), "replaces": (did, False)})
+command("concept_add", "define a concept", {"label": (text(), True), "description": (text(_LONG), False),
+                                             "aliases": (list_of(text()), False), "tags": (_tags, False)})
+command("link_add", "relate concepts", {"source": (did, True), "relation": (text(64), True),
+                                        "targets": (list_of(did, max_items=256, non_empty=True), True)})
+command("note_list", "incoming notes", {"limit": (integer(1, 500), False), "unread": (boolean, False)},
+        mutating=False)
+command("note_read", "read a note (marks it read)", {"id": (text(128), True)})
+command("note_add", "write a note to the user", {"text": (text(_LONG), True), "topic": (text(), False),
+                                                  "audience": (one_of("private", "friends", "public"), False)})
+command("note_tag", "tag a note", {"id": (text(128), True), "tags": (_tags, True)})
+command("llm_memory_add", "remember something", {"text": (text(_LONG), True), "tags": (_tags, False)})
+command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), True)})
+command("goal_add", "propose a goal", {"title": (text(), True), "description": (text(_LONG), False),
+                                       "priority": (number(0, 1), False)})
+command("task_update", "change a task", {"id": (integer(0), True), "status": (
+    one_of("pending", "in_progress", "completed", "failed", "abandoned"), False), "pinned": (boolean, False)})
+command("llm_task", "give another LLM a task", {"task_description": (text(_LONG), True),
+                                                "mode": (one_of("question", "read_only_loop"), False)})
+command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),
+                                                  "decision": (one_of("general", "ethical"), False)})
+command("consensus_propose", "ask the committee to decide", {"value": (text(16 * 1024), True)})
+command("send_message", "send a note to another agent", {"to": (did, True), "text": (text(_LONG), True)})
+command("cycle_settings", "change the cycle", {"responses": (integer(1, 100), False),
+                                                "pause_seconds": (number(0, 86400), False),
+                                                "concentration": (mapping, False), "idle": (mapping, False),
+                                                "mode": (one_of("auto", "manual"), False)})
