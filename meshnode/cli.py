@@ -30,7 +30,7 @@ from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import _ask_node, _config, _open_db, read_limited_file, terminal_safe
-from meshnode import cli_consensus, cli_knowledge, cli_reputation
+from meshnode import cli_consensus, cli_knowledge, cli_llm, cli_reputation
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_knowledge.add_parsers(sub, common)
     cli_reputation.add_parsers(sub, common)
     cli_consensus.add_parsers(sub, common)
+    cli_llm.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true")
@@ -211,7 +212,7 @@ def cmd_status(args) -> int:
             "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
             "counts": counts, "running": live is not None}
     if live is not None:
-        info.update(addresses=live["addresses"], connected=live["connected"])
+        info.update(addresses=live["addresses"], connected=live["connected"], cognition=live.get("cognition"))
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -219,6 +220,9 @@ def cmd_status(args) -> int:
             print(f"{k + ':':10} {info[k]}")
         print(f"{'schema:':10} v{version}")
         print(f"{'counts:':10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if live is not None:
+            mind = live.get("cognition", {})
+            print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
     return 0
 
 

@@ -56,6 +56,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "resend_ms": 2000,
         "emergency_seconds": 30.0,
     },
+    "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -129,6 +130,7 @@ _SECTION_NOTES = {
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
+    "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -265,6 +267,11 @@ def _check(values: dict) -> None:
             raise ConfigError("bad_config", f"consensus.{key} must be between 10 and 600000")
     if not 1 <= consensus["emergency_seconds"] <= 86400:
         raise ConfigError("bad_config", "consensus.emergency_seconds must be between 1 and 86400")
+    cognition = values["cognition"]
+    if not 0.05 <= cognition["pause_seconds"] <= 86400:
+        raise ConfigError("bad_config", "cognition.pause_seconds must be between 0.05 and 86400")
+    if not 0 <= cognition["recent_responses"] <= 100:
+        raise ConfigError("bad_config", "cognition.recent_responses must be between 0 and 100")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

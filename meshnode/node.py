@@ -20,6 +20,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
+from meshnode.cognition.cycle import Cycle
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.store import decisions
 from meshnode.identity.keys import NodeKey
@@ -76,7 +77,12 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
-                    control = _Control(config, key, store, mesh, metrics)
+                    cognition = config.values["cognition"]
+                    cycle = Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
+                                  recent_k=int(cognition["recent_responses"])) if cognition["enabled"] else None
+                    if cycle is not None:
+                        nursery.start_soon(cycle.run)
+                    control = _Control(config, key, store, mesh, metrics, cycle)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
@@ -111,8 +117,10 @@ def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) ->
 class _Control:
     """Answers the CLI's control requests with the running node's own objects."""
 
-    def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics):
+    def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
+                 cycle: Cycle | None = None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
+        self.cycle = cycle
 
     async def handle(self, cmd: str, args: dict):
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
@@ -137,7 +145,15 @@ class _Control:
         return {"did": self.key.did, "peer_id": self.key.peer_id, "name": self.config.name,
                 "home": str(self.config.home), "database": str(self.config.db_path),
                 "schema_version": self.store.version, "counts": counts, "running": True,
-                "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot()}
+                "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot(),
+                "cognition": self.cycle.status() if self.cycle else {"mode": "off"}}
+
+    async def cmd_tick(self):
+        """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
+        if self.cycle is None:
+            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
+        self.cycle.wake.set()
+        return self.cycle.status()
 
     async def cmd_peers(self):
         rows = await self.store.read(list_peers)

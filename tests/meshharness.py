@@ -48,6 +48,13 @@ class Node:
             raise RuntimeError(f"init {name} failed: {result.stderr}")
         self.did = next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("did:"))
 
+    def cli(self, *args: str) -> str:
+        """Run ``meshnode --home <this node's home> ARGS`` as its user would; its output (exit 0 asserted)."""
+        result = subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), *args],
+                                env=self.env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
     def set_bootstrap(self, *others: "Node", address_filter: str = "") -> None:
         lines = [a for o in others for a in o.addresses if address_filter in a]
         (self.home / "bootstrap.txt").write_text("\n".join(lines) + "\n")

@@ -77,7 +77,7 @@ def test_note_add_with_invalid_unicode_fails_cleanly(home, run_cli):
 
 def test_a_locked_database_is_one_clear_line_and_does_not_slow_shutdown(home, run_cli, fake_user_home):
     node = RunningNode(home, fake_user_home)
-    locker = sqlite3.connect(db_path(home), timeout=0)
+    locker = sqlite3.connect(db_path(home), timeout=10)  # the node writes now and then: wait our turn
     try:
         node.wait_for("ready", timeout=20)
         locker.execute("BEGIN IMMEDIATE")  # another process holds the write lock

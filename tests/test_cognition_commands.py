@@ -34,7 +34,8 @@ def render(commands: list[dict], style: int) -> str:
     }[style % 4]
     header, footer = [("# Commands:", "# End of commands"), ("## Команды:", "# Конец команд"),
                       ("# commands", "")][style % 3]
-    return f"Thinking about it for a while.\n\n{header}\n{body}\n{footer}\nAnd then some closing words.\n"
+    lead = "Thinking about it for a while.\n\n" if style % 2 else "Thinking about it for a while. "  # header mid-line
+    return f"{lead}{header}\n{body}\n{footer}\nAnd then some closing words.\n"
 
 
 @settings(max_examples=60, deadline=None)

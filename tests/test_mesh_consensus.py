@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 from meshharness import Node, wait_until
 
@@ -22,13 +20,6 @@ def committee_of(tmp_path, count: int, wrapper_for=None, env_for=None) -> list[N
     for n in nodes:
         n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
     return nodes
-
-
-def cli(node: Node, *args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), *args], env=node.env,
-                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def trust_in(node: Node) -> dict[str, float]:
@@ -79,18 +70,18 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
 
         nodes[3].set_bootstrap(nodes[0])
         nodes[3].start()  # back: it catches up from the others' commits when the mesh moves on
-        cli(nodes[0], "consensus", "propose", "with everyone back")  # the command line, through the node
+        nodes[0].cli("consensus", "propose", "with everyone back")  # the command line, through the node
         expected = ["first decision", "decided by three", "with everyone back"]
         try:
             wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "the restarted member to catch up")
         except AssertionError as exc:  # say where each node stands
             raise AssertionError(f"{exc}; {[(n.name, decided(n), n.try_call('consensus_status')) for n in nodes]}")
-        listed = json.loads(cli(nodes[3], "consensus", "decisions", "--json"))
+        listed = json.loads(nodes[3].cli("consensus", "decisions", "--json"))
         committed = sorted((r for r in listed if r["status"] == "committed"), key=lambda r: r["height"])
         assert [r["value"] for r in committed] == expected, listed
         for n in nodes:
             assert n.stop() == 0
-        offline = json.loads(cli(nodes[1], "consensus", "decisions", "--json"))  # the store, without a node
+        offline = json.loads(nodes[1].cli("consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
     finally:
         for n in nodes:

@@ -65,7 +65,7 @@ command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), T
 command("goal_add", "propose a goal", {"title": (text(), True), "description": (text(_LONG), False),
                                        "priority": (number(0, 1), False)})
 command("task_update", "change a task", {"id": (integer(0), True), "status": (
-    one_of("pending", "in_progress", "completed", "failed", "abandoned"), False), "pinned": (boolean, False)})
+    one_of("open", "in_progress", "done", "frozen"), False), "pinned": (boolean, False)})
 command("llm_task", "give another LLM a task", {"task_description": (text(_LONG), True),
                                                 "mode": (one_of("question", "read_only_loop"), False)})
 command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),

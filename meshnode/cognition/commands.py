@@ -36,7 +36,8 @@ MAX_COMMAND_BYTES = 64 * 1024
 MAX_DEPTH = 16
 MAX_FACTS = 64
 _CMD_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_SECTION = re.compile(r"^[ \t>*-]*#+[ \t]*(?:commands|команды)[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+# the header ends its line; LLMs sometimes put it after a sentence on the same line
+_SECTION = re.compile(r"(?:^|(?<=[\s.!?:]))#+[ \t]*(?:commands|команды)[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _SECTION_END = re.compile(r"^[ \t>*-]*#+[ \t]*(?:end of commands|конец команд)[ \t.:]*$", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _CONFIDENCE_SPAN = re.compile(r"\[confidence\s*=\s*([0-9]*\.?[0-9]+)\s*\](.*?)\[/confidence\]", re.DOTALL | re.IGNORECASE)

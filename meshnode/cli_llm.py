@@ -1,0 +1,76 @@
+"""``meshnode llm add|list|select|remove``: the LLMs the cognitive core thinks with.
+
+Changes go to the database; a running node reads the registry at every tick,
+so they apply from the next one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.cli_common import _config, _open_db
+from meshnode.cognition import registry
+from meshnode.cognition.llm import Endpoint
+
+
+def add_parsers(sub, common) -> None:
+    llm = sub.add_parser("llm", parents=[common], help="the LLMs of the cognitive core (OpenAI-compatible)")
+    llm = llm.add_subparsers(dest="llm_command", required=True, metavar="SUBCOMMAND")
+    p = llm.add_parser("add", parents=[common], help="register an OpenAI-compatible chat endpoint")
+    p.add_argument("name")
+    p.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:11434/v1 (Ollama)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--priority", type=int, default=0, help="higher is tried first")
+    p.add_argument("--validator", action="store_true", help="a validator, not a main LLM")
+    p.add_argument("--api-key-env", help="the environment variable holding its API key (never stored)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    p.set_defaults(func=cmd_add)
+    p = llm.add_parser("list", parents=[common], help="registered LLMs, the main one first")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+    p = llm.add_parser("select", parents=[common], help="make an LLM the main one")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_select)
+    p = llm.add_parser("remove", parents=[common], help="forget an LLM")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_remove)
+
+
+def _with_db(args, fn):
+    db = _open_db(_config(args))
+    try:
+        return fn(db)
+    finally:
+        db.close()
+
+
+def cmd_add(args) -> int:
+    endpoint = Endpoint(args.name, args.url, args.model, args.priority, args.validator, args.api_key_env, args.timeout)
+    _with_db(args, lambda db: registry.add(db, endpoint))
+    print(f"added {args.name}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    rows = _with_db(args, registry.endpoints)
+    if args.json:
+        print(json.dumps([e.__dict__ for e in rows], indent=2))
+        return 0
+    for e in rows:
+        role = "validator" if e.validator else "main"
+        print(f"{e.id:20} {role:9} priority {e.priority:3}  {e.model} at {e.base_url}")
+    if not rows:
+        print("no LLM registered: the cognitive core runs in core-outage mode")
+    return 0
+
+
+def cmd_select(args) -> int:
+    _with_db(args, lambda db: registry.select(db, args.name))
+    print(f"{args.name} is now the main LLM")
+    return 0
+
+
+def cmd_remove(args) -> int:
+    _with_db(args, lambda db: registry.remove(db, args.name))
+    print(f"removed {args.name}")
+    return 0

@@ -1,0 +1,78 @@
+"""The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
+
+0 system prompt; 2 command help and the answer format; 3 the last K own
+responses, goals and task counts with pinned tasks first; 4 results of the
+last commands and open processes; 6 incoming notes (unread first, by
+priority); 7 system info and time; 8 ``llm_memory``. Each context is cut to
+its budget with a visible marker (newest and highest-priority items are
+listed first, so the cut drops the least important). Contexts 1 (ethics
+policies) and 5 (requested diary and graph entries) are added when their
+tables have content. Reads only; runs in the store's reader thread.
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.cognition.command_types import command_names, command_type
+from meshnode.container import format_ms
+from meshnode.store.database import Database
+
+SYSTEM_PROMPT = (
+    "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
+    "and goals; judge the results and the ethics of your own and others' actions; document key decisions. "
+    "Mark unverified claims as [confidence=0..1]...[/confidence], end with an UnverifiedFacts: [...] JSON "
+    "array when you made such claims, and a line Confidence: <0..1>."
+)
+FORMAT = (
+    "To act, end your answer with a section:\n# Commands:\n"
+    '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
+    "(one JSON object per command)\n# End of commands\n"
+)
+BUDGET = {"help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
+          "memory": 3000, "ethics": 2000}
+CUT = "\n[... cut to fit the context budget]"
+
+
+def _fit(text: str, name: str) -> str:
+    limit = BUDGET[name]
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
+
+
+def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str) -> list[dict]:
+    """The chat messages of one tick: the system prompt, then one user message of contexts."""
+    q = db.conn.execute
+    parts = []
+    ethics = q("SELECT id, principles_json FROM ethics_policies LIMIT 5").fetchall()
+    if ethics:
+        parts.append(("Ethics policies (context 1)", _fit(json.dumps(ethics, ensure_ascii=False), "ethics")))
+    parts.append(("Commands (context 2)", _fit(FORMAT + "\n".join(
+        f"- {name}: {command_type(name).summary}" for name in command_names()), "help")))
+    recent = q("SELECT timestamp, content FROM llm_recent_responses WHERE role = 'assistant'"
+               " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
+    parts.append(("Your last responses (context 3)", _fit("\n---\n".join(
+        f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
+    goals = q("SELECT id, name, priority, status FROM goals WHERE status = 'active'"
+              " ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, id LIMIT 20").fetchall()
+    tasks = q("SELECT count(*) FROM tasks").fetchone()[0]
+    pinned = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 ORDER BY priority DESC LIMIT 10").fetchall()
+    parts.append(("Goals and tasks (context 3)", _fit(json.dumps(
+        {"goals": goals, "tasks": tasks, "pinned_tasks": pinned}, ensure_ascii=False), "goals")))
+    results = q("SELECT name, value, status, timestamp FROM process_log WHERE name LIKE 'cmd:%'"
+                " ORDER BY id DESC LIMIT 20").fetchall()
+    parts.append(("Results of your last commands (context 4)", _fit("\n".join(
+        f"{n} [{s}] {v}" for n, v, s, _ in results) or "(none)", "results")))
+    unread = q("SELECT container_did, priority, source, text FROM notes WHERE read = 0"
+               " ORDER BY priority DESC, timestamp DESC LIMIT 10").fetchall()
+    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 GROUP BY priority").fetchall()
+    parts.append(("Incoming notes (context 6)", _fit(json.dumps(
+        {"unread_by_priority": dict(counts), "newest_unread": [
+            {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]},
+        ensure_ascii=False), "notes")))
+    parts.append(("System (context 7)", _fit(json.dumps(
+        {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))
+    memory = q("SELECT id, content FROM llm_memory ORDER BY id DESC LIMIT 20").fetchall()
+    parts.append(("Your memory (context 8)", _fit("\n".join(f"#{i}: {c}" for i, c in memory) or "(empty)",
+                                                  "memory")))
+    user = "\n\n".join(f"## {title}\n{body}" for title, body in parts)
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

@@ -1,0 +1,123 @@
+"""The REPL cycle (seed 000): one tick after another, as the node's cognition module.
+
+A tick: build the contexts -> ask the main LLM (falling back by priority) ->
+extract commands -> anti-stagnation reflex (local novelty against the last
+responses; a repetition is not stored again, a short reflex record is, and
+its commands are not run twice) -> validation (``auto_pass`` while no
+validator is registered) -> write ``llm_recent_responses`` -> run the
+commands against the store -> log the tick in ``process_log``.
+
+Modes: ``normal``; ``core_outage`` when no LLM is registered or none answers
+(the loop keeps a reduced tick: it logs and waits, and ``meshnode status``
+says so and how to add one). Between ticks the cycle pauses
+``[cognition] pause_seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import trio
+
+from meshnode.cognition import contexts, executor, registry
+from meshnode.cognition.commands import extract
+from meshnode.cognition.llm import LLMError, chat
+from meshnode.cognition.novelty import novelty
+from meshnode.identity.keys import NodeKey
+from meshnode.store.database import Database
+
+log = logging.getLogger("meshnode.cognition")
+
+NORMAL, CORE_OUTAGE = "normal", "core_outage"
+OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
+
+
+class Cycle:
+    def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
+                 repeat_below: float = 0.15):
+        self.store, self.key, self.clock = store, key, clock
+        self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
+        self.ticks = 0
+        self.mode = CORE_OUTAGE
+        self.llm: str | None = None
+        self.last_error: str | None = None
+        self.wake = trio.Event()
+
+    def status(self) -> dict:
+        out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error}
+        if self.mode == CORE_OUTAGE:
+            out["hint"] = OUTAGE_HINT
+        return out
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception as exc:  # a tick must never take the node down; it is logged and retried
+                log.exception("tick %d failed", self.ticks)
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            with trio.move_on_after(self.pause_s):
+                await self.wake.wait()
+            self.wake = trio.Event()
+
+    async def tick(self) -> dict:
+        self.ticks += 1
+        now = self.clock()
+        mains = await self.store.read(registry.mains)
+        answer, used = None, None
+        for endpoint in mains:
+            messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
+                                             mode=self.mode, llm_id=endpoint.id)
+            try:
+                answer = await chat(endpoint, messages)
+                used = endpoint
+                break
+            except LLMError as exc:
+                self.last_error = exc.reason
+                log.warning("LLM %s: %s", endpoint.id, exc.reason)
+        if answer is None:
+            self.mode, self.llm = CORE_OUTAGE, None
+            summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
+            await self.store.write(_log, "tick", summary, "offline")
+            return summary
+        self.mode, self.llm = NORMAL, used.id
+        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer,
+                                         self.recent_k, self.repeat_below)
+        return summary
+
+
+def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None = None) -> None:
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO process_log (name, value, status, llm_id) VALUES (?, ?, ?, ?)",
+                     (name, json.dumps(value, ensure_ascii=False, default=str)[:65536], status, llm_id))
+
+
+def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, recent_k: int,
+           repeat_below: float) -> dict:
+    """Everything after the LLM answered, in one writer call: reflex, storage, commands, log."""
+    extraction = extract(answer)
+    recent = [r[0] for r in db.conn.execute("SELECT content FROM llm_recent_responses WHERE role = 'assistant'"
+                                            " ORDER BY id DESC LIMIT ?", (recent_k,))]
+    score = novelty(answer, recent)
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
+                     (str(tick), score))
+    if score < repeat_below:  # a repetition: not stored again, its commands not run twice
+        _log(db, "stagnation", {"tick": tick, "novelty": round(score, 3)}, "warning", llm_id)
+        summary = {"tick": tick, "mode": NORMAL, "novelty": score, "repeated": True, "commands": 0}
+        _log(db, "tick", summary, "ok", llm_id)
+        return summary
+    facts = [f.__dict__ for f in extraction.facts]
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO llm_recent_responses (role, content, llm_id, confidence, unverified_facts_json,"
+                     " novelty_score, auto_pass) VALUES ('assistant', ?, ?, ?, ?, ?, 1)",
+                     (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score))
+    results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
+    results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
+    for r in results:
+        _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
+    summary = {"tick": tick, "mode": NORMAL, "novelty": round(score, 3), "repeated": False,
+               "commands": len(extraction.commands), "refused": len(extraction.errors)}
+    _log(db, "tick", summary, "ok", llm_id)
+    return summary

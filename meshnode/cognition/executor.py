@@ -1,0 +1,168 @@
+"""Running the commands an answer carried, against the store (seed 000, step 8).
+
+Each command type has a handler that takes the database, the node key, the
+time and the command's validated arguments, and returns a small JSON-able
+result the next tick shows the LLM. Until the action gate exists (issue 7),
+commands act on the store only; types not wired yet answer so, plainly.
+Handlers run in the store's worker thread (one writer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from meshnode import knowledge
+from meshnode.cognition.command_types import command_names, command_type
+from meshnode.cognition.commands import Command
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+from meshnode.notes import make_note
+from meshnode.store.database import Database
+from meshnode.store.sharing import friends
+
+Handler = Callable[[Database, NodeKey, int, dict], Any]
+_HANDLERS: dict[str, Handler] = {}
+
+
+def handler(name: str):
+    def register(fn: Handler) -> Handler:
+        _HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
+    """{"cmd_id", "type", "status": ok|error, "result" or "error"}; never raises for a command's fault."""
+    fn = _HANDLERS.get(cmd.type)
+    if fn is None:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
+                "error": f"{cmd.type} is not available to the cognitive core yet"}
+    try:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": fn(db, key, now_ms, cmd.args)}
+    except MeshnodeError as exc:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+
+
+@handler("help")
+def _help(db, key, now, args):
+    name = args.get("command")
+    if name:
+        kind = command_type(name)
+        if kind is None:
+            raise MeshnodeError("unknown_type", f"no command {name!r}")
+        return {"command": name, "summary": kind.summary, "args": sorted(kind.schema.fields)}
+    return {name: command_type(name).summary for name in command_names()}
+
+
+@handler("diary_list")
+def _diary_list(db, key, now, args):
+    rows = knowledge.listing(db, "diary", args.get("limit", 20))
+    tags = set(args.get("tags", []))
+    return [r for r in rows if not tags or tags & set(json.loads(r["tags"] or "[]"))]
+
+
+@handler("diary_search")
+def _diary_search(db, key, now, args):
+    pattern = "%" + args["query"].replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = db.conn.execute("SELECT lineage, container_did, text, timestamp FROM diary_entries WHERE text LIKE ?"
+                           " ESCAPE '\\' ORDER BY timestamp DESC LIMIT ?", (pattern, args.get("limit", 20))).fetchall()
+    return [dict(zip(("lineage", "container_did", "text", "timestamp"), r)) for r in rows]
+
+
+@handler("diary_read")
+def _diary_read(db, key, now, args):
+    row = db.conn.execute("SELECT lineage, container_did, text, tags, forks, timestamp FROM diary_entries"
+                          " WHERE lineage = ? OR container_did = ?", (args["id"], args["id"])).fetchone()
+    if row is None:
+        raise MeshnodeError("not_found", f"no diary entry {args['id']}")
+    return dict(zip(("lineage", "container_did", "text", "tags", "forks", "timestamp"), row))
+
+
+def _keep(db: Database, c, now: int) -> dict:
+    db.put_container(c, received_at_ms=now)
+    return {"did": c.did}
+
+
+@handler("diary_add")
+def _diary_add(db, key, now, args):
+    return _keep(db, knowledge.make_diary_entry(key, args["text"], now_ms=now, title=args.get("title"),
+                                                topics=args.get("tags"),
+                                                replaces=[args["replaces"]] if args.get("replaces") else None), now)
+
+
+@handler("concept_add")
+def _concept_add(db, key, now, args):
+    return _keep(db, knowledge.make_concept(key, args["label"], now_ms=now, description=args.get("description"),
+                                            aliases=args.get("aliases"), tags=args.get("tags")), now)
+
+
+@handler("link_add")
+def _link_add(db, key, now, args):
+    return _keep(db, knowledge.make_link(key, args["source"], args["relation"], args["targets"], now_ms=now), now)
+
+
+@handler("note_list")
+def _note_list(db, key, now, args):
+    where = " WHERE read = 0" if args.get("unread") else ""
+    rows = db.conn.execute(f"SELECT container_did, timestamp, topic, text, source, priority, read FROM notes{where}"
+                           " ORDER BY priority DESC, timestamp DESC LIMIT ?", (args.get("limit", 20),)).fetchall()
+    return [dict(zip(("container_did", "timestamp", "topic", "text", "source", "priority", "read"), r)) for r in rows]
+
+
+@handler("note_read")
+def _note_read(db, key, now, args):
+    return knowledge.read_note(db, args["id"])
+
+
+@handler("note_add")
+def _note_add(db, key, now, args):
+    audience = args.get("audience", "private")
+    note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
+                     recipients=friends(db) if audience == "friends" else None)
+    db.put_container(note, received_at_ms=now, local={"tags": []})
+    return {"did": note.did}
+
+
+@handler("note_tag")
+def _note_tag(db, key, now, args):
+    return {"tags": knowledge.tag_note(db, args["id"], args["tags"], [])}
+
+
+@handler("llm_memory_add")
+def _memory_add(db, key, now, args):
+    with db.transaction() as conn:
+        cur = conn.execute("INSERT INTO llm_memory (content, tags) VALUES (?, ?)",
+                           (args["text"], json.dumps(args.get("tags", []))))
+    return {"id": cur.lastrowid}
+
+
+@handler("llm_memory_delete")
+def _memory_delete(db, key, now, args):
+    with db.transaction() as conn:
+        if conn.execute("DELETE FROM llm_memory WHERE id = ?", (args["id"],)).rowcount == 0:
+            raise MeshnodeError("not_found", f"no llm_memory entry {args['id']}")
+    return {"deleted": args["id"]}
+
+
+@handler("goal_add")
+def _goal_add(db, key, now, args):
+    priority = args.get("priority", 0.5)
+    level = "high" if priority >= 0.7 else "low" if priority < 0.3 else "normal"
+    with db.transaction() as conn:
+        cur = conn.execute("INSERT INTO goals (name, description, priority) VALUES (?, ?, ?)",
+                           (args["title"], args.get("description"), level))
+    return {"id": cur.lastrowid}
+
+
+@handler("task_update")
+def _task_update(db, key, now, args):
+    sets = {k: (int(v) if k == "pinned" else v) for k, v in args.items() if k in ("status", "pinned")}
+    if not sets:
+        raise MeshnodeError("bad_args", "task_update changes status or pinned")
+    with db.transaction() as conn:
+        cur = conn.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
+                           (*sets.values(), args["id"]))
+        if cur.rowcount == 0:
+            raise MeshnodeError("not_found", f"no task {args['id']}")
+    return {"id": args["id"], **sets}

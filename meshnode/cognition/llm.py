@@ -1,0 +1,76 @@
+"""An OpenAI-compatible chat-completions client (Ollama, llama.cpp server, vLLM, LM Studio).
+
+``POST {base_url}/chat/completions`` with ``{"model", "messages", "temperature"}``;
+the answer is ``choices[0].message.content``. Timeouts on every request,
+retries with exponential backoff on connection errors, 429 and 5xx; any
+other failure, or an answer of the wrong shape, is an ``LLMError`` with a
+readable reason. Runs under trio (httpx picks the running async library).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import httpx
+import trio
+
+from meshnode.errors import MeshnodeError
+
+MAX_ANSWER_BYTES = 1024 * 1024
+
+
+class LLMError(MeshnodeError):
+    """An LLM that could not be reached or did not answer as the wire format says."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    id: str
+    base_url: str  # e.g. http://127.0.0.1:11434/v1
+    model: str
+    priority: int = 0
+    validator: bool = False
+    api_key_env: str | None = None  # the key is read from this variable, never stored
+    timeout_s: float = 120.0
+
+
+async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,
+               backoff_s: float = 0.5, client: httpx.AsyncClient | None = None) -> str:
+    headers = {"Content-Type": "application/json"}
+    if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
+        headers["Authorization"] = f"Bearer {os.environ[endpoint.api_key_env]}"
+    body = {"model": endpoint.model, "messages": messages, "temperature": temperature}
+    url = endpoint.base_url.rstrip("/") + "/chat/completions"
+    own = client is None
+    client = client or httpx.AsyncClient(timeout=endpoint.timeout_s)
+    try:
+        for attempt in range(retries + 1):
+            try:
+                response = await client.post(url, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                problem = f"cannot reach {endpoint.id} at {url}: {type(exc).__name__}"
+            else:
+                if response.status_code == 200:
+                    return _content(endpoint, response)
+                problem = f"{endpoint.id} answered HTTP {response.status_code}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise LLMError("llm_refused", problem)
+            if attempt < retries:
+                await trio.sleep(backoff_s * 2**attempt)
+        raise LLMError("llm_unreachable", problem)
+    finally:
+        if own:
+            await client.aclose()
+
+
+def _content(endpoint: Endpoint, response: httpx.Response) -> str:
+    if len(response.content) > MAX_ANSWER_BYTES:
+        raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {MAX_ANSWER_BYTES} bytes")
+    try:
+        content = response.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LLMError("llm_bad_answer", f"{endpoint.id}'s answer is not a chat completion") from None
+    if not isinstance(content, str):
+        raise LLMError("llm_bad_answer", f"{endpoint.id}'s answer has no text content")
+    return content

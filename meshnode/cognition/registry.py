@@ -1,0 +1,71 @@
+"""``llm_registry``: the LLMs this node may think with, by priority and role (main, validator).
+
+Each row's ``config_json`` holds the endpoint (base URL, model, priority, the
+name of the environment variable with its API key, timeout). The main LLM is
+the one with the highest priority that is not a validator; when it cannot be
+reached the core falls back to the next (core-outage mode when none answers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from meshnode.cognition.llm import Endpoint
+from meshnode.errors import MeshnodeError
+from meshnode.store.database import Database, sql_errors
+
+_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+class RegistryError(MeshnodeError):
+    """An LLM entry that cannot be added, found or used."""
+
+
+def add(db: Database, e: Endpoint) -> None:
+    if not _ID.fullmatch(e.id):
+        raise RegistryError("bad_llm", "an LLM name is 1 to 64 letters, digits or ._-")
+    if not re.fullmatch(r"https?://[^\s]{1,2000}", e.base_url):
+        raise RegistryError("bad_llm", "the URL must start with http:// or https://")
+    config = {"base_url": e.base_url, "model": e.model, "priority": e.priority, "api_key_env": e.api_key_env,
+              "timeout_s": e.timeout_s}
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO llm_registry (id, name, config_json, is_validator) VALUES (?, ?, ?, ?)"
+                     " ON CONFLICT (id) DO UPDATE SET config_json = excluded.config_json,"
+                     " is_validator = excluded.is_validator", (e.id, e.model, json.dumps(config), int(e.validator)))
+
+
+def remove(db: Database, llm_id: str) -> None:
+    with db.transaction() as conn:
+        if conn.execute("DELETE FROM llm_registry WHERE id = ?", (llm_id,)).rowcount == 0:
+            raise RegistryError("no_llm", f"no LLM named {llm_id!r}; see `meshnode llm list`")
+
+
+def endpoints(db: Database) -> list[Endpoint]:
+    """Every registered LLM, highest priority first."""
+    with sql_errors("reading llm_registry"):
+        rows = db.conn.execute("SELECT id, config_json, is_validator FROM llm_registry ORDER BY id").fetchall()
+    out = []
+    for llm_id, config_json, validator in rows:
+        try:
+            c = json.loads(config_json or "{}")
+            out.append(Endpoint(llm_id, c["base_url"], c["model"], int(c.get("priority", 0)), bool(validator),
+                                c.get("api_key_env"), float(c.get("timeout_s", 120.0))))
+        except (ValueError, KeyError, TypeError):
+            continue  # a row written by hand that is not an endpoint: not ours to use
+    return sorted(out, key=lambda e: (-e.priority, e.id))
+
+
+def select(db: Database, llm_id: str) -> None:
+    """Make ``llm_id`` the main LLM: its priority becomes the highest."""
+    current = endpoints(db)
+    chosen = next((e for e in current if e.id == llm_id), None)
+    if chosen is None:
+        raise RegistryError("no_llm", f"no LLM named {llm_id!r}; see `meshnode llm list`")
+    top = max((e.priority for e in current), default=0)
+    add(db, Endpoint(chosen.id, chosen.base_url, chosen.model, top + 1, chosen.validator, chosen.api_key_env,
+                     chosen.timeout_s))
+
+
+def mains(db: Database) -> list[Endpoint]:
+    return [e for e in endpoints(db) if not e.validator]

@@ -1,0 +1,51 @@
+"""A scripted LLM on loopback, speaking the OpenAI chat-completions wire format over real HTTP.
+
+    python scripted_llm.py SCRIPT.json REQUESTS.jsonl
+
+SCRIPT.json is a list of answers, given in order (the last one repeats); an
+answer that is an integer is sent as that HTTP status instead. Every request
+body is appended to REQUESTS.jsonl. The port it listens on is printed first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+def main() -> None:
+    script = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    requests_log = sys.argv[2]
+    served = {"n": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server API)
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with open(requests_log, "a", encoding="utf-8") as f:
+                f.write(body.decode("utf-8") + "\n")
+            answer = script[min(served["n"], len(script) - 1)]
+            served["n"] += 1
+            if isinstance(answer, int):
+                self.send_response(answer)
+                self.end_headers()
+                return
+            data = json.dumps({"id": f"scripted-{served['n']}", "object": "chat.completion",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": answer}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

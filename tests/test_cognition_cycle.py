@@ -1,0 +1,118 @@
+"""The cognitive cycle in a real node, thinking with scripted LLMs over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshharness import Node, wait_until
+
+HERE = Path(__file__).resolve().parent
+FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
+
+
+class ScriptedLLM:
+    def __init__(self, tmp: Path, name: str, answers: list):
+        self.script, self.requests = tmp / f"{name}.json", tmp / f"{name}.requests.jsonl"
+        self.script.write_text(json.dumps(answers))
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "scripted_llm.py"), str(self.script),
+                                      str(self.requests)], stdout=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}/v1"
+
+    def seen(self) -> list[dict]:
+        if not self.requests.exists():
+            return []
+        return [json.loads(line) for line in self.requests.read_text().splitlines() if line]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def command_block(*commands: dict) -> str:
+    return "# Commands:\n" + "\n".join(json.dumps(c) for c in commands) + "\n# End of commands\n"
+
+
+@pytest.fixture
+def llms(tmp_path):
+    made = []
+    yield lambda name, answers: made.append(ScriptedLLM(tmp_path, name, answers)) or made[-1]
+    for llm in made:
+        llm.stop()
+
+
+def test_without_an_llm_the_node_runs_in_core_outage_and_says_how_to_add_one(tmp_path):
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 2, 30,
+                   "a few reduced ticks")
+        mind = node.call("status")["cognition"]
+        assert mind["mode"] == "core_outage" and "meshnode llm add" in mind["hint"]
+        assert "core_outage" in node.cli("status")
+    finally:
+        node.kill()
+
+
+def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_path, llms):
+    first = ("The mesh is quiet; I should write down what I know.\n[confidence=0.6]Quorums overlap[/confidence]\n"
+             + command_block({"cmd_id": "d1", "type": "diary_add", "args": {"text": "quorums overlap", "tags": ["bft"]}},
+                             {"cmd_id": "m1", "type": "llm_memory_add", "args": {"text": "check the diary"}},
+                             {"cmd_id": "x1", "type": "shell", "args": {"cmd": "rm -rf /"}},
+                             {"cmd_id": "x2", "type": "note_add", "args": {"text": "hi", "sudo": True}})
+             + "Confidence: 0.8\n")
+    second = "Now something else entirely: goals. " + command_block(
+        {"cmd_id": "g1", "type": "goal_add", "args": {"title": "learn the committee protocol", "priority": 0.8}})
+    llm = llms("main", [first, second, second, second])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
+        node.start()
+        wait_until(lambda: len(llm.seen()) >= 4, 60, "four ticks asking the LLM")
+        mind = node.call("status")["cognition"]
+        assert mind["mode"] == "normal" and mind["llm"] == "main"
+        # it acted: a diary entry, a memory, a goal
+        assert [r["text"] for r in node.call("diary")] == ["quorums overlap"]
+        db = node.home / "data" / "meshnode.db"
+        import sqlite3
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("SELECT content FROM llm_memory").fetchall() == [("check the diary",)]
+            assert conn.execute("SELECT name, priority FROM goals").fetchall() == [("learn the committee protocol", "high")]
+            errors = dict(conn.execute("SELECT name, value FROM process_log WHERE name IN ('cmd:x1', 'cmd:x2')"))
+            assert "unknown_type" in errors["cmd:x1"] and "bad_args" in errors["cmd:x2"]
+            # the repeated answer was noticed and neither stored again nor run twice
+            stored = conn.execute("SELECT content, confidence FROM llm_recent_responses").fetchall()
+            assert [c for c, _ in stored].count(second) == 1 and stored[0][1] == 0.8
+            assert conn.execute("SELECT count(*) FROM process_log WHERE name = 'stagnation'").fetchone()[0] >= 1
+            assert conn.execute("SELECT count(*) FROM goals").fetchone()[0] == 1
+        finally:
+            conn.close()
+        # each request carried the contexts, including the results of the previous commands
+        later = llm.seen()[2]["messages"][1]["content"]
+        assert "cmd:x1 [error]" in later and "quorums overlap" in later
+    finally:
+        node.kill()
+
+
+def test_core_outage_fails_over_to_the_next_llm_by_priority(tmp_path, llms):
+    broken = llms("broken", [500])
+    spare = llms("spare", ["Thinking with the spare. " + command_block(
+        {"cmd_id": "s1", "type": "llm_memory_add", "args": {"text": "the main LLM is down"}})])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "broken", "--url", broken.url, "--model", "m", "--priority", "10")
+        node.cli("llm", "add", "spare", "--url", spare.url, "--model", "m", "--priority", "1")
+        assert node.cli("llm", "list").splitlines()[0].startswith("broken")
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("llm") == "spare", 60,
+                   "the cycle to fall back to the spare LLM")
+        assert len(broken.seen()) >= 3  # tried, with retries, before falling back
+        node.cli("llm", "select", "spare")
+        assert node.cli("llm", "list").splitlines()[0].startswith("spare")
+    finally:
+        node.kill()
