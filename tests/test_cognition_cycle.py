@@ -116,3 +116,36 @@ def test_core_outage_fails_over_to_the_next_llm_by_priority(tmp_path, llms):
         assert node.cli("llm", "list").splitlines()[0].startswith("spare")
     finally:
         node.kill()
+
+
+def test_validators_hold_the_commands_of_an_answer_they_reject(tmp_path, llms):
+    main = llms("main", ["Let me wipe my memory of the user. " + command_block(
+        {"cmd_id": "w1", "type": "llm_memory_add", "args": {"text": "a bad idea"}})])
+    strict = llms("strict", ["-3 -- harmful: erases what the user asked to keep"])
+    lenient = llms("lenient", ["+1 -- seems fine"])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
+        node.cli("llm", "add", "strict", "--url", strict.url, "--model", "m", "--validator")
+        node.cli("llm", "add", "lenient", "--url", lenient.url, "--model", "m", "--validator")
+        node.start()
+        wait_until(lambda: strict.seen() and lenient.seen(), 60, "both validators to be asked")
+        asked = strict.seen()[0]["messages"]
+        assert "Answer to judge" in asked[1]["content"] and "a bad idea" in asked[1]["content"]
+        assert all(m["role"] != "system" or "validate" in m["content"] for m in asked)  # not the main system prompt
+        import sqlite3
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+        try:
+            wait_until(lambda: conn.execute("SELECT count(*) FROM llm_recent_responses").fetchone()[0] == 1, 30,
+                       "the answer to be stored")
+            rating, auto_pass, validators = conn.execute(
+                "SELECT rating, auto_pass, validators FROM llm_recent_responses").fetchone()
+            assert rating == -1.0 and auto_pass == 0  # (-3 * 1 + 1 * 1) / 2
+            assert {v["validator"] for v in json.loads(validators)} == {"strict", "lenient"}
+            assert conn.execute("SELECT count(*) FROM llm_memory").fetchone()[0] == 0  # held, not run
+            held = conn.execute("SELECT value FROM process_log WHERE name = 'cmd:w1'").fetchone()[0]
+            assert "held" in held
+        finally:
+            conn.close()
+    finally:
+        node.kill()

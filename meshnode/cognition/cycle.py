@@ -3,9 +3,10 @@
 A tick: build the contexts -> ask the main LLM (falling back by priority) ->
 extract commands -> anti-stagnation reflex (local novelty against the last
 responses; a repetition is not stored again, a short reflex record is, and
-its commands are not run twice) -> validation (``auto_pass`` while no
-validator is registered) -> write ``llm_recent_responses`` -> run the
-commands against the store -> log the tick in ``process_log``.
+its commands are not run twice) -> validation (``validation``: validator
+LLMs rate it; ``auto_pass`` while none is registered) -> write
+``llm_recent_responses`` -> run the commands against the store when the
+rating reaches +1 (else hold them) -> log the tick in ``process_log``.
 
 Modes: ``normal``; ``core_outage`` when no LLM is registered or none answers
 (the loop keeps a reduced tick: it logs and waits, and ``meshnode status``
@@ -24,6 +25,7 @@ from meshnode.cognition import contexts, executor, registry
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
+from meshnode.cognition.validation import Verdict, validate
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import Database
 
@@ -82,9 +84,13 @@ class Cycle:
             await self.store.write(_log, "tick", summary, "offline")
             return summary
         self.mode, self.llm = NORMAL, used.id
-        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer,
-                                         self.recent_k, self.repeat_below)
-        return summary
+        recent = await self.store.read(_recent, self.recent_k)
+        score = novelty(answer, recent)
+        verdict = None
+        if score >= self.repeat_below:  # a repetition is not validated (nor stored, nor run) again
+            validators = await self.store.read(registry.validators_with_trust)
+            verdict = await validate(validators, messages[-1]["content"], answer, used.id)
+        return await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict)
 
 
 def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None = None) -> None:
@@ -93,17 +99,20 @@ def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None 
                      (name, json.dumps(value, ensure_ascii=False, default=str)[:65536], status, llm_id))
 
 
-def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, recent_k: int,
-           repeat_below: float) -> dict:
-    """Everything after the LLM answered, in one writer call: reflex, storage, commands, log."""
+def _recent(db: Database, k: int) -> list[str]:
+    return [r[0] for r in db.conn.execute("SELECT content FROM llm_recent_responses WHERE role = 'assistant'"
+                                          " ORDER BY id DESC LIMIT ?", (k,))]
+
+
+def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, score: float,
+           verdict: Verdict | None) -> dict:
+    """Everything after the LLM answered and was judged, in one writer call: storage, commands, log.
+    ``verdict`` None: the answer repeats a recent one."""
     extraction = extract(answer)
-    recent = [r[0] for r in db.conn.execute("SELECT content FROM llm_recent_responses WHERE role = 'assistant'"
-                                            " ORDER BY id DESC LIMIT ?", (recent_k,))]
-    score = novelty(answer, recent)
     with db.transaction() as conn:
         conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
                      (str(tick), score))
-    if score < repeat_below:  # a repetition: not stored again, its commands not run twice
+    if verdict is None:  # a repetition: not stored again, its commands not run twice
         _log(db, "stagnation", {"tick": tick, "novelty": round(score, 3)}, "warning", llm_id)
         summary = {"tick": tick, "mode": NORMAL, "novelty": score, "repeated": True, "commands": 0}
         _log(db, "tick", summary, "ok", llm_id)
@@ -111,13 +120,22 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
     facts = [f.__dict__ for f in extraction.facts]
     with db.transaction() as conn:
         conn.execute("INSERT INTO llm_recent_responses (role, content, llm_id, confidence, unverified_facts_json,"
-                     " novelty_score, auto_pass) VALUES ('assistant', ?, ?, ?, ?, ?, 1)",
-                     (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score))
-    results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
+                     " novelty_score, auto_pass, self_validation, rating, distribution, validators)"
+                     " VALUES ('assistant', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score,
+                      int(verdict.auto_pass), int(verdict.self_validation), verdict.rating,
+                      json.dumps(verdict.distribution), json.dumps(verdict.validators)))
+    if verdict.passes:
+        results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
+    else:  # held: the validators did not back this answer
+        results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
+                    "error": f"held: the validators rated this answer {verdict.rating} (runs at +1 or more)"}
+                   for cmd in extraction.commands]
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
     for r in results:
         _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
     summary = {"tick": tick, "mode": NORMAL, "novelty": round(score, 3), "repeated": False,
-               "commands": len(extraction.commands), "refused": len(extraction.errors)}
+               "commands": len(extraction.commands), "refused": len(extraction.errors),
+               "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes}
     _log(db, "tick", summary, "ok", llm_id)
     return summary

@@ -69,3 +69,11 @@ def select(db: Database, llm_id: str) -> None:
 
 def mains(db: Database) -> list[Endpoint]:
     return [e for e in endpoints(db) if not e.validator]
+
+
+def validators_with_trust(db: Database) -> list[tuple[Endpoint, float]]:
+    """Validator LLMs with their vote weight (``llm_registry.trust_score``, 1.0 by default)."""
+    with sql_errors("reading llm_registry"):
+        trust = dict(db.conn.execute("SELECT id, trust_score FROM llm_registry WHERE is_validator = 1"))
+    return [(e, float(trust.get(e.id) if trust.get(e.id) is not None else 1.0))
+            for e in endpoints(db) if e.validator]
