@@ -60,6 +60,8 @@ def test_without_an_llm_the_node_runs_in_core_outage_and_says_how_to_add_one(tmp
 
 def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_path, llms):
     first = ("The mesh is quiet; I should write down what I know.\n[confidence=0.6]Quorums overlap[/confidence]\n"
+             'UnverifiedFacts: [{"id": "q", "claim": "quorums overlap in a third", "confidence": 0.6, "priority": 2},'
+             ' {"id": "s", "claim": "the sky is blue", "confidence": 0.95}]\n'
              + command_block({"cmd_id": "d1", "type": "diary_add", "args": {"text": "quorums overlap", "tags": ["bft"]}},
                              {"cmd_id": "m1", "type": "llm_memory_add", "args": {"text": "check the diary"}},
                              {"cmd_id": "x1", "type": "shell", "args": {"cmd": "rm -rf /"}},
@@ -90,6 +92,10 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
             assert [c for c, _ in stored].count(second) == 1 and stored[0][1] == 0.8
             assert conn.execute("SELECT count(*) FROM process_log WHERE name = 'stagnation'").fetchone()[0] >= 1
             assert conn.execute("SELECT count(*) FROM goals").fetchone()[0] == 1
+            # unverified facts are kept; the doubtful one became a fact-check task
+            facts = dict(conn.execute("SELECT claim, assigned_task_id IS NOT NULL FROM unverified_facts"))
+            assert facts == {"quorums overlap in a third": 1, "the sky is blue": 0}
+            assert conn.execute("SELECT name FROM tasks").fetchall() == [("fact-check: quorums overlap in a third",)]
         finally:
             conn.close()
         # each request carried the contexts, including the results of the previous commands

@@ -99,6 +99,26 @@ def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None 
                      (name, json.dumps(value, ensure_ascii=False, default=str)[:65536], status, llm_id))
 
 
+FACT_CHECK_BELOW = 0.7
+
+
+def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
+    """Every unverified fact is kept (status pending); one below FACT_CHECK_BELOW confidence also
+    becomes a fact-check task the agent will see among its tasks."""
+    for n, fact in enumerate(facts):
+        fact_id = f"t{tick}-r{response_id}-{fact.id or n}"[:128]
+        task_id = None
+        if fact.confidence < FACT_CHECK_BELOW:
+            task_id = conn.execute(
+                "INSERT INTO tasks (name, description, tags, priority) VALUES (?, ?, ?, ?)",
+                (f"fact-check: {fact.claim[:120]}", fact.why_unverified or fact.context,
+                 json.dumps(["fact-check"]), fact.priority)).lastrowid
+        conn.execute("INSERT OR IGNORE INTO unverified_facts (id, context_msg_id, claim, context_snippet, confidence,"
+                     " sources_json, why_unverified, status, assigned_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+                     (fact_id, response_id, fact.claim, fact.context, fact.confidence, json.dumps(list(fact.sources)),
+                      fact.why_unverified, task_id))
+
+
 def _recent(db: Database, k: int) -> list[str]:
     return [r[0] for r in db.conn.execute("SELECT content FROM llm_recent_responses WHERE role = 'assistant'"
                                           " ORDER BY id DESC LIMIT ?", (k,))]
@@ -119,12 +139,13 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
         return summary
     facts = [f.__dict__ for f in extraction.facts]
     with db.transaction() as conn:
-        conn.execute("INSERT INTO llm_recent_responses (role, content, llm_id, confidence, unverified_facts_json,"
+        cur = conn.execute("INSERT INTO llm_recent_responses (role, content, llm_id, confidence, unverified_facts_json,"
                      " novelty_score, auto_pass, self_validation, rating, distribution, validators)"
                      " VALUES ('assistant', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score,
                       int(verdict.auto_pass), int(verdict.self_validation), verdict.rating,
                       json.dumps(verdict.distribution), json.dumps(verdict.validators)))
+        _fact_checks(conn, cur.lastrowid, tick, extraction.facts)
     if verdict.passes:
         results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
     else:  # held: the validators did not back this answer

@@ -166,3 +166,11 @@ def _task_update(db, key, now, args):
         if cur.rowcount == 0:
             raise MeshnodeError("not_found", f"no task {args['id']}")
     return {"id": args["id"], **sets}
+
+
+@handler("consensus_vote")
+def _consensus_vote(db, key, now, args):
+    from meshnode.consensus.result import cast_vote
+
+    vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
+    return {"did": vote.did}
