@@ -155,3 +155,22 @@ def test_validators_hold_the_commands_of_an_answer_they_reject(tmp_path, llms):
             conn.close()
     finally:
         node.kill()
+
+
+def test_idle_mode_waits_for_a_note_and_wakes_on_it(tmp_path, llms):
+    sleepy = llms("main", ["Nothing to do until someone writes. " + command_block(
+        {"cmd_id": "i1", "type": "cycle_settings", "args": {"idle": {"on": True, "timeout_seconds": 600,
+                                                                     "on_note": True}}}),
+        "A note arrived, so I am awake again: reading it now."])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "main", "--url", sleepy.url, "--model", "m")
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("idle"), 30, "the cycle to idle")
+        asked = len(sleepy.seen())
+        assert asked == 1
+        node.cli("note", "add", "are you there?")  # the wake condition
+        wait_until(lambda: len(sleepy.seen()) > asked, 30, "a tick after the note")
+        assert "are you there?" in sleepy.seen()[-1]["messages"][1]["content"]
+    finally:
+        node.kill()

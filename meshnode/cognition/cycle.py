@@ -45,9 +45,11 @@ class Cycle:
         self.llm: str | None = None
         self.last_error: str | None = None
         self.wake = trio.Event()
+        self.idle = False
 
     def status(self) -> dict:
-        out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error}
+        out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
+               "idle": self.idle}
         if self.mode == CORE_OUTAGE:
             out["hint"] = OUTAGE_HINT
         return out
@@ -59,9 +61,29 @@ class Cycle:
             except Exception as exc:  # a tick must never take the node down; it is logged and retried
                 log.exception("tick %d failed", self.ticks)
                 self.last_error = f"{type(exc).__name__}: {exc}"
-            with trio.move_on_after(self.pause_s):
+            await self._pause()
+
+    async def _pause(self) -> None:
+        """The pause between ticks ([cognition] pause_seconds, or the LLM's own `cycle_settings`);
+        in idle mode, until its timeout or, with on_note, until an unread note arrives."""
+        settings = await self.store.read(executor.cycle_settings)
+        self.recent_k = int(settings.get("responses", self.recent_k))
+        idle = settings.get("idle") or {}
+        if idle.get("on"):
+            self.idle = True
+            unread = await self.store.read(_unread)
+            with trio.move_on_after(float(idle.get("timeout_seconds", 300))):
+                while True:
+                    with trio.move_on_after(1.0):
+                        await self.wake.wait()
+                    if self.wake.is_set() or (idle.get("on_note") and await self.store.read(_unread) > unread):
+                        break
+            await self.store.write(_wake_up)
+        else:
+            self.idle = False
+            with trio.move_on_after(float(settings.get("pause_seconds", self.pause_s))):
                 await self.wake.wait()
-            self.wake = trio.Event()
+        self.wake = trio.Event()
 
     async def tick(self) -> dict:
         self.ticks += 1
@@ -117,6 +139,17 @@ def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
                      " sources_json, why_unverified, status, assigned_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
                      (fact_id, response_id, fact.claim, fact.context, fact.confidence, json.dumps(list(fact.sources)),
                       fact.why_unverified, task_id))
+
+
+def _unread(db: Database) -> int:
+    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0").fetchone()[0]
+
+
+def _wake_up(db: Database) -> None:
+    """Idle mode ends when one of its conditions is met (seed 000): the next tick runs normally."""
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM config WHERE key = 'cycle.idle'")
+    _log(db, "wake", {"reason": "idle ended"})
 
 
 def _recent(db: Database, k: int) -> list[str]:

@@ -174,3 +174,29 @@ def _consensus_vote(db, key, now, args):
 
     vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
     return {"did": vote.did}
+
+
+@handler("cycle_settings")
+def _cycle_settings(db, key, now, args):
+    """Stored in the agent's ``config`` table as ``cycle.<name>`` (JSON); the cycle reads them each tick."""
+    idle = args.get("idle")
+    if idle is not None:
+        timeout = idle.get("timeout_seconds", 300)
+        if set(idle) - {"on", "timeout_seconds", "on_note"} or not isinstance(idle.get("on", True), bool) \
+                or isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 86400:
+            raise MeshnodeError("bad_args", "idle is {on: bool, timeout_seconds: 1..86400, on_note: bool}")
+    with db.transaction() as conn:
+        conn.executemany("INSERT INTO config (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
+                         " value = excluded.value", [(f"cycle.{k}", json.dumps(v)) for k, v in args.items()])
+    return {"set": sorted(args)}
+
+
+def cycle_settings(db: Database) -> dict:
+    rows = db.conn.execute("SELECT key, value FROM config WHERE key LIKE 'cycle.%'").fetchall()
+    out = {}
+    for k, v in rows:
+        try:
+            out[k[len("cycle."):]] = json.loads(v)
+        except ValueError:
+            continue
+    return out
