@@ -69,7 +69,8 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
              + "Confidence: 0.8\n")
     second = "Now something else entirely: goals. " + command_block(
         {"cmd_id": "g1", "type": "goal_add", "args": {"title": "learn the committee protocol", "priority": 0.8}})
-    llm = llms("main", [first, second, second, second])
+    third = "A different angle: what would a Byzantine validator try first, and how would I notice it?"
+    llm = llms("main", [first, second, second, third])
     node = Node(tmp_path, "mind", env=FAST_MIND)
     try:
         node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
@@ -91,6 +92,12 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
             stored = conn.execute("SELECT content, confidence FROM llm_recent_responses").fetchall()
             assert [c for c, _ in stored].count(second) == 1 and stored[0][1] == 0.8
             assert conn.execute("SELECT count(*) FROM process_log WHERE name = 'stagnation'").fetchone()[0] >= 1
+            plans = [json.loads(v) for (v,) in conn.execute("SELECT value FROM process_log WHERE name = 'stagnation_plan'")]
+            assert plans and plans[0]["streak"] == 1 and plans[0]["temperature"] > 0.7
+            # the new answer after the plan rated the strategy that was tried (before/after novelty)
+            wait_until(lambda: conn.execute("SELECT count(*) FROM ratings").fetchone()[0] >= 1, 30, "a rating")
+            rating, comment = conn.execute("SELECT rating, comment FROM ratings").fetchone()
+            assert rating == 1 and comment.startswith("novelty 0.00 ->")
             assert conn.execute("SELECT count(*) FROM goals").fetchone()[0] == 1
             # unverified facts are kept; the doubtful one became a fact-check task
             facts = dict(conn.execute("SELECT claim, assigned_task_id IS NOT NULL FROM unverified_facts"))
@@ -101,6 +108,8 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
         # each request carried the contexts, including the results of the previous commands
         later = llm.seen()[2]["messages"][1]["content"]
         assert "cmd:x1 [error]" in later and "quorums overlap" in later
+        # after the repetition, the next request was tuned and told what to try
+        assert llm.seen()[3]["temperature"] > 0.7 and "## Anti-stagnation" in llm.seen()[3]["messages"][1]["content"]
     finally:
         node.kill()
 

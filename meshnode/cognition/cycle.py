@@ -16,12 +16,13 @@ says so and how to add one). Between ticks the cycle pauses
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 
 import trio
 
-from meshnode.cognition import contexts, executor, registry
+from meshnode.cognition import contexts, executor, registry, stagnation
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -46,6 +47,11 @@ class Cycle:
         self.last_error: str | None = None
         self.wake = trio.Event()
         self.idle = False
+        self.streak = 0  # repetitions in a row
+        self.plan: stagnation.Plan | None = None  # the anti-stagnation response in force
+        self._before = 1.0  # novelty when the plan was made
+        self._context_digest = ""
+        self._unread = 0
 
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
@@ -81,7 +87,8 @@ class Cycle:
             await self.store.write(_wake_up)
         else:
             self.idle = False
-            with trio.move_on_after(float(settings.get("pause_seconds", self.pause_s))):
+            factor = self.plan.pause_factor if self.plan else 1.0  # a radical pause lasts longer
+            with trio.move_on_after(float(settings.get("pause_seconds", self.pause_s)) * factor):
                 await self.wake.wait()
         self.wake = trio.Event()
 
@@ -93,8 +100,13 @@ class Cycle:
         for endpoint in mains:
             messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
                                              mode=self.mode, llm_id=endpoint.id)
+            digest = _digest(messages[-1]["content"])
+            tuning = {}
+            if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
+                messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
+                tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
             try:
-                answer = await chat(endpoint, messages)
+                answer = await chat(endpoint, messages, **tuning)
                 used = endpoint
                 break
             except LLMError as exc:
@@ -112,7 +124,24 @@ class Cycle:
         if score >= self.repeat_below:  # a repetition is not validated (nor stored, nor run) again
             validators = await self.store.read(registry.validators_with_trust)
             verdict = await validate(validators, messages[-1]["content"], answer, used.id)
-        return await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict)
+        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict)
+        await self._reflex(score, verdict is None, digest)
+        return summary
+
+    async def _reflex(self, score: float, repeated: bool, digest: str) -> None:
+        """Anti-stagnation: plan a response to a repetition; rate the last plan once an answer is new."""
+        unread = await self.store.read(_unread)
+        if repeated:
+            self.streak += 1
+            if self.plan is None:
+                self._before = score
+            self.plan = stagnation.plan(self.streak, max(0, unread - self._unread), digest != self._context_digest)
+            await self.store.write(_log, "stagnation_plan", {"streak": self.streak, **self.plan.__dict__},
+                                   "warning", self.llm)
+        elif self.plan is not None:
+            await self.store.write(_rate, self.key.did, self.plan, self._before, score)
+            self.streak, self.plan = 0, None
+        self._context_digest, self._unread = digest, unread
 
 
 def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None = None) -> None:
@@ -139,6 +168,24 @@ def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
                      " sources_json, why_unverified, status, assigned_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
                      (fact_id, response_id, fact.claim, fact.context, fact.confidence, json.dumps(list(fact.sources)),
                       fact.why_unverified, task_id))
+
+
+def _digest(context: str) -> str:
+    """The contexts without the system section (time and tick change every tick)."""
+    kept = [part for part in context.split("\n## ") if not part.startswith("System (context 7)")]
+    return hashlib.sha256("\n## ".join(kept).encode()).hexdigest()
+
+
+def _rate(db: Database, agent: str, plan: stagnation.Plan, before: float, after: float) -> None:
+    """Record the strategy's effect in `ratings` (the strategy row is created on first use)."""
+    with db.transaction() as conn:
+        row = conn.execute("SELECT id FROM stagnation_strategies WHERE name = ?", (plan.strategy,)).fetchone()
+        strategy_id = row[0] if row else conn.execute(
+            "INSERT INTO stagnation_strategies (name, description, source, tags) VALUES (?, ?, 'internal', ?)",
+            (plan.strategy, plan.notice, json.dumps([plan.diagnosis]))).lastrowid
+        conn.execute("INSERT INTO ratings (agent_id, target_type, target_id, rating, comment)"
+                     " VALUES (?, 'stagnation_strategy', ?, ?, ?)",
+                     (agent, strategy_id, stagnation.effect(after), f"novelty {before:.2f} -> {after:.2f}"))
 
 
 def _unread(db: Database) -> int:

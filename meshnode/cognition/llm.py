@@ -36,11 +36,14 @@ class Endpoint:
 
 
 async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,
-               backoff_s: float = 0.5, client: httpx.AsyncClient | None = None) -> str:
+               backoff_s: float = 0.5, client: httpx.AsyncClient | None = None,
+               presence_penalty: float | None = None) -> str:
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
         headers["Authorization"] = f"Bearer {os.environ[endpoint.api_key_env]}"
     body = {"model": endpoint.model, "messages": messages, "temperature": temperature}
+    if presence_penalty:
+        body["presence_penalty"] = presence_penalty
     url = endpoint.base_url.rstrip("/") + "/chat/completions"
     own = client is None
     client = client or httpx.AsyncClient(timeout=endpoint.timeout_s)
