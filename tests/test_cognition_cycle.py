@@ -183,3 +183,25 @@ def test_idle_mode_waits_for_a_note_and_wakes_on_it(tmp_path, llms):
         assert "are you there?" in sleepy.seen()[-1]["messages"][1]["content"]
     finally:
         node.kill()
+
+
+def test_the_cycle_resumes_from_its_checkpoint_after_a_restart(tmp_path, llms):
+    llm = llms("main", [f"Thought number {i}, each one new: {'x' * i}" for i in range(1, 40)])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 3, 30, "ticks")
+        assert node.stop() == 0
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 5, 30,
+                   "ticks after the restart")
+        import sqlite3
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+        try:
+            resumed = conn.execute("SELECT value FROM process_log WHERE name = 'resume'").fetchone()
+            assert resumed and json.loads(resumed[0])["ticks"] >= 3
+        finally:
+            conn.close()
+    finally:
+        node.kill()

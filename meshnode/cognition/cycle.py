@@ -61,6 +61,10 @@ class Cycle:
         return out
 
     async def run(self) -> None:
+        saved = await self.store.read(_checkpoint_of)
+        if saved:  # resume after a crash or a restart where the last session left off
+            self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
+            await self.store.write(_log, "resume", saved)
         while True:
             try:
                 await self.tick()
@@ -126,6 +130,8 @@ class Cycle:
             verdict = await validate(validators, messages[-1]["content"], answer, used.id)
         summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict)
         await self._reflex(score, verdict is None, digest)
+        await self.store.write(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
+                                                       "plan": self.plan.strategy if self.plan else None})
         return summary
 
     async def _reflex(self, score: float, repeated: bool, digest: str) -> None:
@@ -186,6 +192,37 @@ def _rate(db: Database, agent: str, plan: stagnation.Plan, before: float, after:
         conn.execute("INSERT INTO ratings (agent_id, target_type, target_id, rating, comment)"
                      " VALUES (?, 'stagnation_strategy', ?, ?, ?)",
                      (agent, strategy_id, stagnation.effect(after), f"novelty {before:.2f} -> {after:.2f}"))
+
+
+KEEP_RESPONSES = 200  # llm_recent_responses beyond these, the least novel first, are archived away
+KEEP_MEMORY = 1000  # llm_memory entries beyond these, the least recently updated, are dropped (LRU)
+
+
+def _prune_and_checkpoint(db: Database, state: dict) -> None:
+    """Short-term memory stays short: pruning is logged in process_log; the session checkpoint
+    lets the cycle resume after a crash."""
+    with db.transaction() as conn:
+        extra = conn.execute("SELECT count(*) FROM llm_recent_responses").fetchone()[0] - KEEP_RESPONSES
+        archived = conn.execute(
+            "DELETE FROM llm_recent_responses WHERE id IN (SELECT id FROM llm_recent_responses"
+            " WHERE id NOT IN (SELECT id FROM llm_recent_responses ORDER BY id DESC LIMIT 20)"
+            " ORDER BY coalesce(novelty_score, 0), id LIMIT ?)", (max(0, extra),)).rowcount if extra > 0 else 0
+        extra = conn.execute("SELECT count(*) FROM llm_memory").fetchone()[0] - KEEP_MEMORY
+        dropped = conn.execute("DELETE FROM llm_memory WHERE id IN (SELECT id FROM llm_memory ORDER BY"
+                               " coalesce(updated_at, created_at), id LIMIT ?)",
+                               (max(0, extra),)).rowcount if extra > 0 else 0
+        conn.execute("INSERT INTO config (key, value) VALUES ('cycle.checkpoint', ?) ON CONFLICT (key) DO UPDATE"
+                     " SET value = excluded.value", (json.dumps(state),))
+    if archived or dropped:
+        _log(db, "prune", {"responses_archived": archived, "memory_dropped": dropped})
+
+
+def _checkpoint_of(db: Database) -> dict | None:
+    row = db.conn.execute("SELECT value FROM config WHERE key = 'cycle.checkpoint'").fetchone()
+    try:
+        return json.loads(row[0]) if row else None
+    except ValueError:
+        return None
 
 
 def _unread(db: Database) -> int:

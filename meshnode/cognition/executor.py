@@ -192,7 +192,8 @@ def _cycle_settings(db, key, now, args):
 
 
 def cycle_settings(db: Database) -> dict:
-    rows = db.conn.execute("SELECT key, value FROM config WHERE key LIKE 'cycle.%'").fetchall()
+    rows = db.conn.execute("SELECT key, value FROM config WHERE key LIKE 'cycle.%'"
+                           " AND key != 'cycle.checkpoint'").fetchall()
     out = {}
     for k, v in rows:
         try:
