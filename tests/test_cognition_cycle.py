@@ -205,3 +205,44 @@ def test_the_cycle_resumes_from_its_checkpoint_after_a_restart(tmp_path, llms):
             conn.close()
     finally:
         node.kill()
+
+
+def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
+    main = llms("main", ["Two questions for a helper. " + command_block(
+        {"cmd_id": "t1", "type": "llm_task", "target_llm": "helper",
+         "args": {"task_description": "survey the diary", "mode": "read_only_loop", "max_ticks": 2}},
+        {"cmd_id": "t2", "type": "llm_task", "target_llm": "helper",
+         "args": {"task_description": "count the notes", "mode": "question"}}),
+        "Waiting for the helpers to finish their work."])
+    helper = llms("helper", ["I will close both tasks and keep the diary tidy. " + command_block(
+        {"cmd_id": "u1", "type": "task_update", "args": {"id": 1, "status": "done"}},
+        {"cmd_id": "u2", "type": "task_update", "args": {"id": 2, "status": "done"}},
+        {"cmd_id": "n1", "type": "note_add", "args": {"text": "the diary is empty", "audience": "public"}},
+        {"cmd_id": "d1", "type": "diary_add", "args": {"text": "written by a helper"}},
+        {"cmd_id": "r1", "type": "diary_list", "args": {}}), "Nothing more to do."])
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("llm", "add", "main", "--url", main.url, "--model", "m", "--priority", "5")
+        node.cli("llm", "add", "helper", "--url", helper.url, "--model", "m")
+        node.start()
+        import sqlite3
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+        try:
+            wait_until(lambda: conn.execute("SELECT count(*) FROM tasks WHERE repl_status = 'stopped'").fetchone()[0]
+                       == 2, 60, "both auxiliary loops to end")
+            logged = [json.loads(v) for (v,) in conn.execute("SELECT value FROM process_log WHERE name LIKE 'task%:cmd:%'")]
+            refused = [r for r in logged if r["status"] == "error"]
+            assert len(refused) == 2  # one edit of the other task, one write to the diary
+            assert sum("edits only its own task" in r["error"] for r in refused) == 1
+            assert sum("read-only" in r["error"] and r["cmd_id"] == "d1" for r in refused) == 1
+            assert {r["cmd_id"] for r in logged if r["status"] == "ok"} == {"u1", "u2", "n1", "r1"} - \
+                {r["cmd_id"] for r in refused}
+            statuses = dict(conn.execute("SELECT id, status FROM tasks"))
+            assert sorted(statuses.values()) == ["done", "in_progress"]  # only its own task changed
+            assert conn.execute("SELECT count(*) FROM diary_entries").fetchone()[0] == 0
+            note = conn.execute("SELECT source, audience, tags, topic FROM notes").fetchone()
+            assert note[:2] == ("llm:task", "private") and "llm:task" in note[2] and note[3].startswith("task ")
+        finally:
+            conn.close()
+    finally:
+        node.kill()

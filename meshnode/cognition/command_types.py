@@ -66,8 +66,9 @@ command("goal_add", "propose a goal", {"title": (text(), True), "description": (
                                        "priority": (number(0, 1), False)})
 command("task_update", "change a task", {"id": (integer(0), True), "status": (
     one_of("open", "in_progress", "done", "frozen"), False), "pinned": (boolean, False)})
-command("llm_task", "give another LLM a task", {"task_description": (text(_LONG), True),
-                                                "mode": (one_of("question", "read_only_loop"), False)})
+command("llm_task", "give another LLM a task (a one-shot question or a read-only loop)",
+        {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
+         "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False)})
 command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),
                                                   "decision": (one_of("general", "ethical"), False)})
 command("consensus_propose", "ask the committee to decide", {"value": (text(16 * 1024), True)})

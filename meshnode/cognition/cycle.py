@@ -22,7 +22,7 @@ import logging
 
 import trio
 
-from meshnode.cognition import contexts, executor, registry, stagnation
+from meshnode.cognition import auxiliary, contexts, executor, registry, stagnation
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -52,6 +52,7 @@ class Cycle:
         self._before = 1.0  # novelty when the plan was made
         self._context_digest = ""
         self._unread = 0
+        self._aux: set[int] = set()  # tasks whose auxiliary loop runs
 
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
@@ -65,13 +66,28 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write(_log, "resume", saved)
-        while True:
-            try:
-                await self.tick()
-            except Exception as exc:  # a tick must never take the node down; it is logged and retried
-                log.exception("tick %d failed", self.ticks)
-                self.last_error = f"{type(exc).__name__}: {exc}"
-            await self._pause()
+        async with trio.open_nursery() as helpers:  # auxiliary loops live and die with the cycle
+            while True:
+                try:
+                    await self.tick()
+                    await self._supervise(helpers)
+                except Exception as exc:  # a tick must never take the node down; it is logged and retried
+                    log.exception("tick %d failed", self.ticks)
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                await self._pause()
+
+    async def _supervise(self, helpers) -> None:
+        """Start the auxiliary loop of every running read-only task that has none."""
+        for task_id, config in await self.store.read(auxiliary.running_tasks):
+            if task_id not in self._aux:
+                self._aux.add(task_id)
+                helpers.start_soon(self._aux_loop, task_id, config)
+
+    async def _aux_loop(self, task_id: int, config: dict) -> None:
+        try:
+            await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
+        finally:
+            self._aux.discard(task_id)
 
     async def _pause(self) -> None:
         """The pause between ticks ([cognition] pause_seconds, or the LLM's own `cycle_settings`);

@@ -38,8 +38,11 @@ def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
     if fn is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
                 "error": f"{cmd.type} is not available to the cognitive core yet"}
+    args = cmd.args
+    if cmd.type == "llm_task" and cmd.target_llm and "target_llm" not in args:  # the seed puts it beside args
+        args = {**args, "target_llm": cmd.target_llm}
     try:
-        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": fn(db, key, now_ms, cmd.args)}
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": fn(db, key, now_ms, args)}
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
 
@@ -201,3 +204,16 @@ def cycle_settings(db: Database) -> dict:
         except ValueError:
             continue
     return out
+
+
+@handler("llm_task")
+def _llm_task(db, key, now, args):
+    """A task row run by an auxiliary loop (cognition/auxiliary.py), which the main loop starts."""
+    loop = args.get("mode", "question") == "read_only_loop"
+    config = {"max_ticks": args.get("max_ticks", 10) if loop else 1, "target_llm": args.get("target_llm")}
+    with db.transaction() as conn:
+        cur = conn.execute("INSERT INTO tasks (name, description, tags, status, repl_mode, repl_status, repl_config)"
+                           " VALUES (?, ?, ?, 'in_progress', 'read_only', 'running', ?)",
+                           (args["task_description"][:120], args["task_description"], json.dumps(["llm:task"]),
+                            json.dumps(config)))
+    return {"task_id": cur.lastrowid, **config}

@@ -1,0 +1,119 @@
+"""Auxiliary loops: a task given to another LLM (seed 000, "постановка задачи другой LLM").
+
+The main loop's ``llm_task`` command creates a task row with
+``repl_mode = 'read_only'`` and starts a loop for it: a one-shot question
+(one tick) or a read-only REPL (up to ``max_ticks``). An auxiliary loop may
+read everything, but it may change only its own task row, and it writes its
+reasoning only as private notes with source ``llm:task`` tagged with its task
+id. Anything else it asks for is refused with a reason and logged. The main
+loop starts the loops of running tasks and a loop stops when its task is done
+or frozen, its ``repl_status`` is no longer ``running``, or its ticks are
+spent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import trio
+
+from meshnode.cognition import registry
+from meshnode.cognition.commands import Command, extract
+from meshnode.cognition.executor import run as run_command
+from meshnode.cognition.llm import LLMError, chat
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+from meshnode.notes import make_note
+from meshnode.store.database import Database
+
+log = logging.getLogger("meshnode.cognition")
+
+PROMPT = ("You work on one task for the main agent. You may read anything (list, search, read commands), "
+          "update only your own task (task_update with your task id: status, pinned), and write your findings "
+          "with note_add. Answer with your reasoning, then a # Commands: section.")
+
+
+def running_tasks(db: Database) -> list[tuple[int, dict]]:
+    rows = db.conn.execute("SELECT id, repl_config FROM tasks WHERE repl_mode = 'read_only'"
+                           " AND repl_status = 'running' AND status IN ('open', 'in_progress')").fetchall()
+    out = []
+    for task_id, config in rows:
+        try:
+            out.append((task_id, json.loads(config or "{}")))
+        except ValueError:
+            out.append((task_id, {}))
+    return out
+
+
+def allowed(task_id: int, cmd: Command) -> str | None:
+    """None when an auxiliary loop of ``task_id`` may run ``cmd``; else the reason it may not."""
+    if cmd.type == "task_update":
+        return None if cmd.args.get("id") == task_id else f"an auxiliary loop edits only its own task ({task_id})"
+    if cmd.type == "note_add" or not cmd.mutating:
+        return None
+    return f"{cmd.type} changes the store; an auxiliary loop is read-only"
+
+
+def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Command) -> dict:
+    refusal = allowed(task_id, cmd)
+    if refusal is not None:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": f"refused: {refusal}"}
+    if cmd.type == "note_add":  # its reasoning: a private note from llm:task, tagged with the task
+        note = make_note(key, cmd.args["text"], now_ms=now, topic=f"task {task_id}", source="llm:task")
+        db.put_container(note, received_at_ms=now, local={"tags": ["llm:task", f"task:{task_id}"]})
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": {"did": note.did}}
+    return run_command(db, key, now, cmd)
+
+
+def _context(db: Database, task_id: int) -> str:
+    name, description, status = db.conn.execute("SELECT name, description, status FROM tasks WHERE id = ?",
+                                                (task_id,)).fetchone()
+    results = db.conn.execute("SELECT value FROM process_log WHERE name LIKE ? ORDER BY id DESC LIMIT 10",
+                              (f"task{task_id}:cmd:%",)).fetchall()
+    return (f"Your task (id {task_id}, {status}): {name}\n{description or ''}\n\n"
+            "Results of your last commands:\n" + ("\n".join(r[0] for r in results) or "(none)"))
+
+
+def _apply(db: Database, key: NodeKey, now: int, task_id: int, answer: str) -> int:
+    extraction = extract(answer)
+    results = [run_for_task(db, key, now, task_id, c) for c in extraction.commands]
+    results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
+    with db.transaction() as conn:
+        for r in results:
+            conn.execute("INSERT INTO process_log (name, value, status) VALUES (?, ?, ?)",
+                         (f"task{task_id}:cmd:{r.get('cmd_id') or '?'}", json.dumps(r, default=str)[:65536],
+                          "ok" if r["status"] == "ok" else "error"))
+    return len(results)
+
+
+def _finish(db: Database, task_id: int) -> None:
+    with db.transaction() as conn:
+        conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ?", (task_id,))
+
+
+async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float) -> None:
+    """One auxiliary loop, until its task no longer runs or its ticks are spent."""
+    try:
+        for _ in range(int(config.get("max_ticks", 1))):
+            if task_id not in {t for t, _ in await store.read(running_tasks)}:
+                return
+            endpoints = await store.read(registry.mains)
+            target = config.get("target_llm")
+            endpoints = [e for e in endpoints if e.id == target] or endpoints
+            if not endpoints:
+                return
+            messages = [{"role": "system", "content": PROMPT},
+                        {"role": "user", "content": await store.read(_context, task_id)}]
+            try:
+                answer = await chat(endpoints[0], messages)
+            except LLMError as exc:
+                log.warning("task %d: %s", task_id, exc.reason)
+                return
+            await store.write(_apply, key, clock(), task_id, answer)
+            await trio.sleep(pause_s)
+    except MeshnodeError as exc:
+        log.warning("task %d loop: %s", task_id, exc.reason)
+    finally:
+        with trio.CancelScope(shield=True):
+            await store.write(_finish, task_id)
