@@ -3,8 +3,10 @@
     python scripted_llm.py SCRIPT.json REQUESTS.jsonl
 
 SCRIPT.json is a list of answers, given in order (the last one repeats); an
-answer that is an integer is sent as that HTTP status instead. Every request
-body is appended to REQUESTS.jsonl. The port it listens on is printed first.
+answer that is an integer is sent as that HTTP status instead. Requests for
+the anti-stagnation assessment (their system prompt says so) get a fixed
+assessment instead and do not consume the script. Every request body is
+appended to REQUESTS.jsonl. The port it listens on is printed first.
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ def main() -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with open(requests_log, "a", encoding="utf-8") as f:
                 f.write(body.decode("utf-8") + "\n")
-            answer = script[min(served["n"], len(script) - 1)]
-            served["n"] += 1
+            request = json.loads(body or b"{}")
+            system = (request.get("messages") or [{}])[0].get("content", "")
+            if "ANTI-STAGNATION ASSESSMENT" in system:
+                answer = json.dumps({"assessment": "scripted", "novelty_score": 0.5, "new_ideas": ["an idea"],
+                                     "refined_ideas": [], "discarded_ideas": [], "tags": ["scripted"],
+                                     "emotions": ["curiosity:3", "wonder:2"]})
+            else:
+                answer = script[min(served["n"], len(script) - 1)]
+                served["n"] += 1
             if isinstance(answer, int):
                 self.send_response(answer)
                 self.end_headers()

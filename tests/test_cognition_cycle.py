@@ -23,10 +23,12 @@ class ScriptedLLM:
                                       str(self.requests)], stdout=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}/v1"
 
-    def seen(self) -> list[dict]:
+    def seen(self, assessments: bool = False) -> list[dict]:
+        """The requests it got: the main prompts (or, with ``assessments``, only the mini-queries)."""
         if not self.requests.exists():
             return []
-        return [json.loads(line) for line in self.requests.read_text().splitlines() if line]
+        requests = [json.loads(line) for line in self.requests.read_text().splitlines() if line]
+        return [r for r in requests if ("ANTI-STAGNATION ASSESSMENT" in r["messages"][0]["content"]) == assessments]
 
     def stop(self) -> None:
         self.proc.kill()
@@ -99,6 +101,11 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
             rating, comment = conn.execute("SELECT rating, comment FROM ratings").fetchone()
             assert rating == 1 and comment.startswith("novelty 0.00 ->")
             assert conn.execute("SELECT count(*) FROM goals").fetchone()[0] == 1
+            # the mini-query's view of each new answer is kept with it, and new emotions join the known ones
+            reflection, emotions = conn.execute("SELECT reflection, emotions FROM llm_recent_responses").fetchone()
+            assert reflection == "scripted" and json.loads(emotions) == ["curiosity:3", "wonder:2"]
+            known = json.loads(conn.execute("SELECT value FROM config WHERE key = 'cognition.emotions'").fetchone()[0])
+            assert known[-1] == "wonder"
             # unverified facts are kept; the doubtful one became a fact-check task
             facts = dict(conn.execute("SELECT claim, assigned_task_id IS NOT NULL FROM unverified_facts"))
             assert facts == {"quorums overlap in a third": 1, "the sky is blue": 0}

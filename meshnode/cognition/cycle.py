@@ -22,7 +22,7 @@ import logging
 
 import trio
 
-from meshnode.cognition import auxiliary, contexts, executor, registry, stagnation
+from meshnode.cognition import assessment, auxiliary, contexts, executor, registry, stagnation
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -140,15 +140,27 @@ class Cycle:
         self.mode, self.llm = NORMAL, used.id
         recent = await self.store.read(_recent, self.recent_k)
         score = novelty(answer, recent)
-        verdict = None
-        if score >= self.repeat_below:  # a repetition is not validated (nor stored, nor run) again
+        verdict = judged = None
+        if score >= self.repeat_below:  # a repetition is not assessed, validated, stored or run again
+            judged = await self._assess(used, recent[0] if recent else "", answer)
             validators = await self.store.read(registry.validators_with_trust)
             verdict = await validate(validators, messages[-1]["content"], answer, used.id)
-        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict)
+        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict,
+                                         judged)
         await self._reflex(score, verdict is None, digest)
         await self.store.write(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
+
+    async def _assess(self, endpoint, previous: str, answer: str) -> assessment.Assessment | None:
+        """The mini-query: the LLM's own view of what is new (None when it does not answer in form)."""
+        known = await self.store.read(_emotions)
+        try:
+            reply = await chat(endpoint, assessment.prompt(known, previous, answer), temperature=0.0, retries=0)
+        except LLMError as exc:
+            log.info("assessment: %s", exc.reason)
+            return None
+        return assessment.parse(reply)
 
     async def _reflex(self, score: float, repeated: bool, digest: str) -> None:
         """Anti-stagnation: plan a response to a repetition; rate the last plan once an answer is new."""
@@ -257,14 +269,31 @@ def _recent(db: Database, k: int) -> list[str]:
                                           " ORDER BY id DESC LIMIT ?", (k,))]
 
 
+def _emotions(db: Database) -> list[str]:
+    row = db.conn.execute("SELECT value FROM config WHERE key = 'cognition.emotions'").fetchone()
+    try:
+        known = json.loads(row[0]) if row else None
+    except ValueError:
+        known = None
+    return known if isinstance(known, list) else list(assessment.DEFAULT_EMOTIONS)
+
+
 def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, score: float,
-           verdict: Verdict | None) -> dict:
+           verdict: Verdict | None, judged: assessment.Assessment | None = None) -> dict:
     """Everything after the LLM answered and was judged, in one writer call: storage, commands, log.
     ``verdict`` None: the answer repeats a recent one."""
     extraction = extract(answer)
     with db.transaction() as conn:
-        conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
-                     (str(tick), score))
+        if judged is None:
+            conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
+                         (str(tick), score))
+        else:
+            conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score, new_ideas, refined_ideas,"
+                         " discarded_ideas, emotions_json) VALUES (?, ?, ?, ?, ?, ?)",
+                         (str(tick), score, len(judged.new_ideas), len(judged.refined_ideas),
+                          len(judged.discarded_ideas), json.dumps(dict(judged.emotions))))
+            conn.execute("INSERT INTO config (key, value) VALUES ('cognition.emotions', ?) ON CONFLICT (key)"
+                         " DO UPDATE SET value = excluded.value", (json.dumps(assessment.grow(_emotions(db), judged)),))
     if verdict is None:  # a repetition: not stored again, its commands not run twice
         _log(db, "stagnation", {"tick": tick, "novelty": round(score, 3)}, "warning", llm_id)
         summary = {"tick": tick, "mode": NORMAL, "novelty": score, "repeated": True, "commands": 0}
@@ -278,6 +307,12 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
                      (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score,
                       int(verdict.auto_pass), int(verdict.self_validation), verdict.rating,
                       json.dumps(verdict.distribution), json.dumps(verdict.validators)))
+        if judged is not None:
+            conn.execute("UPDATE llm_recent_responses SET reflection = ?, new_ideas = ?, refined_ideas = ?,"
+                         " discarded_ideas = ?, tags = ?, emotions = ? WHERE id = ?",
+                         (judged.assessment, json.dumps(judged.new_ideas), json.dumps(judged.refined_ideas),
+                          json.dumps(judged.discarded_ideas), json.dumps(judged.tags),
+                          json.dumps([f"{n}:{v}" for n, v in judged.emotions]), cur.lastrowid))
         _fact_checks(conn, cur.lastrowid, tick, extraction.facts)
     if verdict.passes:
         results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
