@@ -79,7 +79,7 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
         node.start()
         wait_until(lambda: len(llm.seen()) >= 4, 60, "four ticks asking the LLM")
         mind = node.call("status")["cognition"]
-        assert mind["mode"] == "normal" and mind["llm"] == "main"
+        assert mind["mode"] == "isolated" and mind["llm"] == "main"  # thinking, but a lone node has no mesh
         # it acted: a diary entry, a memory, a goal
         assert [r["text"] for r in node.call("diary")] == ["quorums overlap"]
         db = node.home / "data" / "meshnode.db"
@@ -185,9 +185,9 @@ def test_idle_mode_waits_for_a_note_and_wakes_on_it(tmp_path, llms):
         wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("idle"), 30, "the cycle to idle")
         asked = len(sleepy.seen())
         assert asked == 1
-        node.cli("note", "add", "are you there?")  # the wake condition
+        note = node.cli("note", "add", "are you there?").strip()  # the wake condition
         wait_until(lambda: len(sleepy.seen()) > asked, 30, "a tick after the note")
-        assert "are you there?" in sleepy.seen()[-1]["messages"][1]["content"]
+        assert note in sleepy.seen()[-1]["messages"][1]["content"]  # manual mode: its id, to read it by
     finally:
         node.kill()
 

@@ -76,4 +76,5 @@ command("send_message", "send a note to another agent", {"to": (did, True), "tex
 command("cycle_settings", "change the cycle", {"responses": (integer(1, 100), False),
                                                 "pause_seconds": (number(0, 86400), False),
                                                 "concentration": (mapping, False), "idle": (mapping, False),
-                                                "mode": (one_of("auto", "manual"), False)})
+                                                "mode": (one_of("auto", "manual"), False),
+                                                "notes_filter": (mapping, False)})

@@ -39,6 +39,31 @@ def _fit(text: str, name: str) -> str:
     return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
 
 
+def _settings(db: Database) -> dict:
+    from meshnode.cognition.executor import cycle_settings
+
+    return cycle_settings(db)
+
+
+def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) -> bool:
+    """Concentration mode (seed 000): a response matches by its tags and emotion levels
+    ("name:>=N"), all conditions ("and") or any ("or")."""
+    try:
+        tags = set(json.loads(tags_json or "[]"))
+        levels = dict(e.split(":", 1) for e in json.loads(emotions_json or "[]") if ":" in e)
+    except (ValueError, TypeError):
+        return False
+    checks = [tag in tags for tag in focus.get("tags", [])]
+    for condition in focus.get("emotions", []):
+        name, _, need = str(condition).partition(":")
+        need = need.lstrip(">=")
+        try:
+            checks.append(int(levels.get(name.strip().lower(), 0)) >= int(need or 1))
+        except ValueError:
+            checks.append(False)
+    return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
+
+
 def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str) -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts."""
     q = db.conn.execute
@@ -48,10 +73,18 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
         parts.append(("Ethics policies (context 1)", _fit(json.dumps(ethics, ensure_ascii=False), "ethics")))
     parts.append(("Commands (context 2)", _fit(FORMAT + "\n".join(
         f"- {name}: {command_type(name).summary}" for name in command_names()), "help")))
-    recent = q("SELECT timestamp, content FROM llm_recent_responses WHERE role = 'assistant'"
-               " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
-    parts.append(("Your last responses (context 3)", _fit("\n---\n".join(
-        f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
+    settings = _settings(db)
+    focus = settings.get("concentration") or {}
+    if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):
+        rows = q("SELECT timestamp, content, tags, emotions FROM llm_recent_responses WHERE role = 'assistant'"
+                 " ORDER BY id DESC LIMIT 500").fetchall()
+        recent = [(t, c) for t, c, tags, emotions in rows if concentrated(focus, tags, emotions)][:recent_k]
+        title = f"Your last responses on {json.dumps(focus, ensure_ascii=False)} (context 3, concentration)"
+    else:
+        recent = q("SELECT timestamp, content FROM llm_recent_responses WHERE role = 'assistant'"
+                   " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
+        title = "Your last responses (context 3)"
+    parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
     goals = q("SELECT id, name, priority, status FROM goals WHERE status = 'active'"
               " ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, id LIMIT 20").fetchall()
     tasks = q("SELECT count(*) FROM tasks").fetchone()[0]
@@ -62,13 +95,23 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                 " ORDER BY id DESC LIMIT 20").fetchall()
     parts.append(("Results of your last commands (context 4)", _fit("\n".join(
         f"{n} [{s}] {v}" for n, v, s, _ in results) or "(none)", "results")))
-    unread = q("SELECT container_did, priority, source, text FROM notes WHERE read = 0"
-               " ORDER BY priority DESC, timestamp DESC LIMIT 10").fetchall()
     counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 GROUP BY priority").fetchall()
-    parts.append(("Incoming notes (context 6)", _fit(json.dumps(
-        {"unread_by_priority": dict(counts), "newest_unread": [
-            {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]},
-        ensure_ascii=False), "notes")))
+    if settings.get("mode") == "auto":  # the LLM's own filter decides which notes it sees in full
+        f = settings.get("notes_filter") or {}
+        where, params = ["read = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
+        if f.get("source"):
+            where.append("source = ?")
+            params.append(str(f["source"]))
+        unread = q(f"SELECT container_did, priority, source, text FROM notes WHERE {' AND '.join(where)}"
+                   " ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
+        notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
+            {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]}
+    else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
+        ids = q("SELECT container_did, priority FROM notes WHERE read = 0 ORDER BY priority DESC, timestamp DESC"
+                " LIMIT 50").fetchall()
+        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [{"id": d, "priority": p}
+                                                                                 for d, p in ids]}
+    parts.append(("Incoming notes (context 6)", _fit(json.dumps(notes, ensure_ascii=False), "notes")))
     parts.append(("System (context 7)", _fit(json.dumps(
         {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))
     memory = q("SELECT id, content FROM llm_memory ORDER BY id DESC LIMIT 20").fetchall()

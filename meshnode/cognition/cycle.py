@@ -32,15 +32,16 @@ from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
 
-NORMAL, CORE_OUTAGE = "normal", "core_outage"
+NORMAL, ISOLATED, CORE_OUTAGE = "normal", "isolated", "core_outage"
 OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
 
 
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
-                 repeat_below: float = 0.15):
+                 repeat_below: float = 0.15, mesh_up=lambda: True):
         self.store, self.key, self.clock = store, key, clock
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
+        self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.ticks = 0
         self.mode = CORE_OUTAGE
         self.llm: str | None = None
@@ -137,7 +138,7 @@ class Cycle:
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
             await self.store.write(_log, "tick", summary, "offline")
             return summary
-        self.mode, self.llm = NORMAL, used.id
+        self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
         recent = await self.store.read(_recent, self.recent_k)
         score = novelty(answer, recent)
         verdict = judged = None
