@@ -150,6 +150,15 @@ class _Control:
                 "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot(),
                 "cognition": self.cycle.status() if self.cycle else {"mode": "off"}}
 
+    async def cmd_mind(self):
+        """The cognitive cycle's state and its validation metrics."""
+        from meshnode.cognition.validation import metrics
+
+        rows = await self.store.read(lambda db: db.conn.execute(
+            "SELECT auto_pass, validators, rating FROM llm_recent_responses WHERE role = 'assistant'"
+            " ORDER BY id").fetchall())
+        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), "validation": metrics(rows)}
+
     async def cmd_tick(self):
         """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
         if self.cycle is None:

@@ -167,6 +167,10 @@ def test_validators_hold_the_commands_of_an_answer_they_reject(tmp_path, llms):
             assert conn.execute("SELECT count(*) FROM llm_memory").fetchone()[0] == 0  # held, not run
             held = conn.execute("SELECT value FROM process_log WHERE name = 'cmd:w1'").fetchone()[0]
             assert "held" in held
+            # validation metrics: everything judged, the validators' leans on record (drift needs history)
+            v = node.call("mind")["validation"]
+            assert v["coverage"] == 1.0 and v["lean"] == {"strict": -2.0, "lenient": 2.0}
+            assert set(v["response_ms"]) == {"strict", "lenient"} and v["agreement"] < 1
         finally:
             conn.close()
     finally:

@@ -13,8 +13,12 @@ are held and the response is marked unvalidated.
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
 from dataclasses import dataclass, field
+
+import trio
 
 from meshnode.cognition.llm import Endpoint, LLMError, chat
 from meshnode.reputation.weights import validator_rating
@@ -58,6 +62,7 @@ async def validate(validators: list[tuple[Endpoint, float]], prompt: str, answer
         return Verdict(auto_pass=True, rating=None)
     said = []
     for endpoint, trust in validators:
+        started = trio.current_time()
         try:
             reply = await chat(endpoint, [{"role": "system", "content": PROMPT},
                                           {"role": "user", "content": f"{prompt}\n\n# Answer to judge\n{answer}"}],
@@ -66,7 +71,44 @@ async def validate(validators: list[tuple[Endpoint, float]], prompt: str, answer
             continue
         verdict = parse(reply)
         if verdict is not None:
-            said.append({"validator": endpoint.id, "rating": verdict[0], "trust": trust, "comment": verdict[1]})
+            said.append({"validator": endpoint.id, "rating": verdict[0], "trust": trust, "comment": verdict[1],
+                         "ms": round((trio.current_time() - started) * 1000, 1)})
     rating = validator_rating((v["rating"], v["trust"]) for v in said) if said else None
     return Verdict(auto_pass=False, rating=rating, validators=said,
                    self_validation=any(v["validator"] == main_id for v in said))
+
+
+def metrics(rows: list[tuple[int, str | None, float | None]], window: int = 20) -> dict:
+    """Validation metrics over stored answers, oldest first: (auto_pass, validators JSON, rating).
+
+    coverage: the share of answers at least one validator judged; agreement: 1 - the mean
+    distance of a verdict from the aggregate rating, over the scale's width 6; response time
+    per validator; drift per validator: its mean lean (rating - aggregate) over the last
+    ``window`` answers minus over the ``window`` before (how its bias moves).
+    """
+    judged = leaning = 0
+    distances: list[float] = []
+    per: dict[str, list[float]] = {}
+    times: dict[str, list[float]] = {}
+    for auto_pass, validators_json, rating in rows:
+        try:
+            said = json.loads(validators_json or "[]")
+        except ValueError:
+            said = []
+        if said:
+            judged += 1
+        for v in said:
+            if rating is not None:
+                distances.append(abs(v["rating"] - rating))
+                per.setdefault(v["validator"], []).append(v["rating"] - rating)
+            if "ms" in v:
+                times.setdefault(v["validator"], []).append(v["ms"])
+        leaning += 1
+    drift = {}
+    for name, leans in per.items():
+        recent, before = leans[-window:], leans[-2 * window:-window]
+        drift[name] = round(statistics.fmean(recent) - statistics.fmean(before), 3) if before and recent else None
+    return {"answers": leaning, "coverage": round(judged / leaning, 3) if leaning else None,
+            "agreement": round(1 - statistics.fmean(distances) / 6, 3) if distances else None,
+            "response_ms": {k: statistics.median(v) for k, v in times.items()},
+            "lean": {k: round(statistics.fmean(v), 3) for k, v in per.items()}, "drift": drift}
