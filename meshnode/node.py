@@ -80,7 +80,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     cognition = config.values["cognition"]
                     cycle = Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                                   recent_k=int(cognition["recent_responses"]),
-                                  mesh_up=lambda: bool(mesh.host and mesh.host.get_connected_peers())
+                                  mesh_up=lambda: bool(mesh.host and mesh.host.get_connected_peers()), mesh=mesh,
                                   ) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)

@@ -257,3 +257,31 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
             conn.close()
     finally:
         node.kill()
+
+
+def test_mesh_commands_reach_other_nodes(tmp_path, llms):
+    b = Node(tmp_path, "bob", env=FAST_MIND)
+    a = Node(tmp_path, "alice", env=FAST_MIND)
+    llm = llms("main", ["Bob should know this. " + command_block(
+        {"cmd_id": "s1", "type": "send_message", "args": {"to": b.did, "text": "the quorum math checks out"}},
+        {"cmd_id": "p1", "type": "consensus_propose", "args": {"value": "adopt the plan"}}),
+        "Done telling Bob; waiting for an answer now."])
+    try:
+        b.start()
+        a.set_bootstrap(b)
+        a.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+        a.start()
+        wait_until(lambda: any(n["text"] == "the quorum math checks out" for n in (b.try_call("notes") or [])), 60,
+                   "bob to get alice's message")
+        import sqlite3
+        conn = sqlite3.connect(a.home / "data" / "meshnode.db")
+        try:
+            wait_until(lambda: conn.execute("SELECT count(*) FROM process_log WHERE name = 'cmd:p1'").fetchone()[0], 30,
+                       "the proposal's result")
+            result = json.loads(conn.execute("SELECT value FROM process_log WHERE name = 'cmd:p1'").fetchone()[0])
+            assert result["status"] == "error" and "committee" in result["error"]  # no committee configured here
+        finally:
+            conn.close()
+    finally:
+        a.kill()
+        b.kill()

@@ -93,10 +93,15 @@ def _finish(db: Database, task_id: int) -> None:
 
 
 async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float) -> None:
-    """One auxiliary loop, until its task no longer runs or its ticks are spent."""
+    """One auxiliary loop, until its task no longer runs, its ticks are spent or its deadline passes.
+    Its ``repl_config``: ``max_ticks``, ``delay_s`` (between ticks; the main pause by default),
+    ``deadline_ms`` (epoch ms), ``backoff`` (the delay's growth after a failed LLM call)."""
+    delay = float(config.get("delay_s", pause_s))
     try:
         for _ in range(int(config.get("max_ticks", 1))):
             if task_id not in {t for t, _ in await store.read(running_tasks)}:
+                return
+            if config.get("deadline_ms") and clock() > int(config["deadline_ms"]):
                 return
             endpoints = await store.read(registry.mains)
             target = config.get("target_llm")
@@ -109,9 +114,11 @@ async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: 
                 answer = await chat(endpoints[0], messages)
             except LLMError as exc:
                 log.warning("task %d: %s", task_id, exc.reason)
-                return
+                delay *= float(config.get("backoff", 2.0))
+                await trio.sleep(delay)
+                continue
             await store.write(_apply, key, clock(), task_id, answer)
-            await trio.sleep(pause_s)
+            await trio.sleep(delay)
     except MeshnodeError as exc:
         log.warning("task %d loop: %s", task_id, exc.reason)
     finally:

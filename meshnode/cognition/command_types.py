@@ -68,11 +68,13 @@ command("task_update", "change a task", {"id": (integer(0), True), "status": (
     one_of("open", "in_progress", "done", "frozen"), False), "pinned": (boolean, False)})
 command("llm_task", "give another LLM a task (a one-shot question or a read-only loop)",
         {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
-         "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False)})
+         "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False),
+         "delay_s": (number(0, 86400), False), "deadline_ms": (integer(0), False), "backoff": (number(1, 10), False)})
 command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),
                                                   "decision": (one_of("general", "ethical"), False)})
 command("consensus_propose", "ask the committee to decide", {"value": (text(16 * 1024), True)})
 command("send_message", "send a note to another agent", {"to": (did, True), "text": (text(_LONG), True)})
+command("sync_request", "sync notes and knowledge with a peer now", {"peer": (did, True)})
 command("cycle_settings", "change the cycle", {"responses": (integer(1, 100), False),
                                                 "pause_seconds": (number(0, 86400), False),
                                                 "concentration": (mapping, False), "idle": (mapping, False),

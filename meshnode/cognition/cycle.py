@@ -22,7 +22,7 @@ import logging
 
 import trio
 
-from meshnode.cognition import assessment, auxiliary, contexts, executor, registry, stagnation
+from meshnode.cognition import assessment, auxiliary, contexts, executor, mesh_commands, registry, stagnation
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -38,10 +38,11 @@ OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://
 
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
-                 repeat_below: float = 0.15, mesh_up=lambda: True):
+                 repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None):
         self.store, self.key, self.clock = store, key, clock
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
+        self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
         self.ticks = 0
         self.mode = CORE_OUTAGE
         self.llm: str | None = None
@@ -148,6 +149,10 @@ class Cycle:
             verdict = await validate(validators, messages[-1]["content"], answer, used.id)
         summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict,
                                          judged)
+        for cmd in summary.pop("deferred", []):
+            result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
+            await self.store.write(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
+                                   used.id)
         await self._reflex(score, verdict is None, digest)
         await self.store.write(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
@@ -315,8 +320,14 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
                           json.dumps(judged.discarded_ideas), json.dumps(judged.tags),
                           json.dumps([f"{n}:{v}" for n, v in judged.emotions]), cur.lastrowid))
         _fact_checks(conn, cur.lastrowid, tick, extraction.facts)
+    deferred = []
     if verdict.passes:
-        results = [executor.run(db, key, now, cmd) for cmd in extraction.commands]
+        results = []
+        for cmd in extraction.commands:
+            if cmd.type in mesh_commands.MESH_TYPES:
+                deferred.append(cmd)  # the cycle runs these through the mesh, after this
+            else:
+                results.append(executor.run(db, key, now, cmd))
     else:  # held: the validators did not back this answer
         results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
                     "error": f"held: the validators rated this answer {verdict.rating} (runs at +1 or more)"}
@@ -326,6 +337,7 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
         _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
     summary = {"tick": tick, "mode": NORMAL, "novelty": round(score, 3), "repeated": False,
                "commands": len(extraction.commands), "refused": len(extraction.errors),
-               "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes}
+               "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes,
+               "through_mesh": len(deferred)}
     _log(db, "tick", summary, "ok", llm_id)
-    return summary
+    return {**summary, "deferred": deferred}

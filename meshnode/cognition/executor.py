@@ -210,7 +210,8 @@ def cycle_settings(db: Database) -> dict:
 def _llm_task(db, key, now, args):
     """A task row run by an auxiliary loop (cognition/auxiliary.py), which the main loop starts."""
     loop = args.get("mode", "question") == "read_only_loop"
-    config = {"max_ticks": args.get("max_ticks", 10) if loop else 1, "target_llm": args.get("target_llm")}
+    config = {"max_ticks": args.get("max_ticks", 10) if loop else 1, "target_llm": args.get("target_llm"),
+              **{k: args[k] for k in ("delay_s", "deadline_ms", "backoff") if k in args}}
     with db.transaction() as conn:
         cur = conn.execute("INSERT INTO tasks (name, description, tags, status, repl_mode, repl_status, repl_config)"
                            " VALUES (?, ?, ?, 'in_progress', 'read_only', 'running', ?)",

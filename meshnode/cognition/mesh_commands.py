@@ -1,0 +1,32 @@
+"""Commands that act through the mesh: consensus proposals, messages to agents, sync requests.
+
+They need the running node's network, so the cycle runs them (async) after
+the store-side commands of the same answer, and only when the answer passed
+validation. Each returns a result or an error with a reason, like any command.
+"""
+
+from __future__ import annotations
+
+from meshnode.cognition.commands import Command
+from meshnode.errors import MeshnodeError
+from meshnode.notes import make_note
+
+MESH_TYPES = ("consensus_propose", "send_message", "sync_request")
+
+
+async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
+    if mesh is None:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "this node has no mesh"}
+    try:
+        if cmd.type == "consensus_propose":
+            result = await mesh.consensus_submit(cmd.args["value"].encode("utf-8"))
+        elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
+            note = make_note(key, cmd.args["text"], now_ms=now_ms, source="llm", audience="friends",
+                             recipients=[cmd.args["to"]])
+            await store.write(lambda db: db.put_container(note, received_at_ms=now_ms, local={"tags": []}))
+            result = {"did": note.did, **(await mesh.push(cmd.args["to"], [note]))}
+        else:
+            result = await mesh.sync_with(cmd.args["peer"])
+    except MeshnodeError as exc:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
