@@ -80,3 +80,24 @@ command("cycle_settings", "change the cycle", {"responses": (integer(1, 100), Fa
                                                 "concentration": (mapping, False), "idle": (mapping, False),
                                                 "mode": (one_of("auto", "manual"), False),
                                                 "notes_filter": (mapping, False)})
+
+_limit = {"limit": (integer(1, 500), False)}
+command("tags_list", "tags in use, with counts", _limit, mutating=False)
+command("reputation_list", "agents by trust", _limit, mutating=False)
+command("reputation_show", "the evidence behind one agent's trust", {"did": (did, True)}, mutating=False)
+command("agents_list", "known HMP agents", _limit, mutating=False)
+command("llm_select", "make a registered LLM the main one", {"name": (text(64), True)})
+command("identity_show", "this agent's DID and peer id", {}, mutating=False)
+command("concept_list", "concepts", _limit, mutating=False)
+command("link_list", "links between concepts", _limit, mutating=False)
+command("goal_list", "goals", _limit, mutating=False)
+command("task_list", "tasks, pinned first", _limit, mutating=False)
+command("methods_list", "thinking methods or stagnation strategies",
+        {"kind": (one_of("thinking", "stagnation"), False)}, mutating=False)
+command("method_add", "record a thinking method or a stagnation strategy",
+        {"kind": (one_of("thinking", "stagnation"), False), "name": (text(), True),
+         "description": (text(4096), True), "tags": (_tags, False)})
+command("rate", "rate a thinking method or a stagnation strategy",
+        {"kind": (one_of("thinking", "stagnation"), True), "id": (integer(0), True),
+         "rating": (integer(-3, 3), True), "comment": (text(1024), False)})
+command("note_readmark", "mark a note read or unread", {"id": (text(128), True), "read": (boolean, False)})
