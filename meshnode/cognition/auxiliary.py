@@ -117,10 +117,10 @@ async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: 
                 delay *= float(config.get("backoff", 2.0))
                 await trio.sleep(delay)
                 continue
-            await store.write(_apply, key, clock(), task_id, answer)
+            await store.write_background(_apply, key, clock(), task_id, answer)
             await trio.sleep(delay)
     except MeshnodeError as exc:
         log.warning("task %d loop: %s", task_id, exc.reason)
     finally:
         with trio.CancelScope(shield=True):
-            await store.write(_finish, task_id)
+            await store.write_background(_finish, task_id)

@@ -27,6 +27,7 @@ from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
 from meshnode.cognition.validation import Verdict, validate
+from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import Database
 
@@ -67,12 +68,15 @@ class Cycle:
         saved = await self.store.read(_checkpoint_of)
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
-            await self.store.write(_log, "resume", saved)
+            await self.store.write_background(_log, "resume", saved)
         async with trio.open_nursery() as helpers:  # auxiliary loops live and die with the cycle
             while True:
                 try:
                     await self.tick()
                     await self._supervise(helpers)
+                except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
+                    log.warning("tick %d: %s", self.ticks, exc.reason)
+                    self.last_error = exc.reason
                 except Exception as exc:  # a tick must never take the node down; it is logged and retried
                     log.exception("tick %d failed", self.ticks)
                     self.last_error = f"{type(exc).__name__}: {exc}"
@@ -106,7 +110,7 @@ class Cycle:
                         await self.wake.wait()
                     if self.wake.is_set() or (idle.get("on_note") and await self.store.read(_unread) > unread):
                         break
-            await self.store.write(_wake_up)
+            await self.store.write_background(_wake_up)
         else:
             self.idle = False
             factor = self.plan.pause_factor if self.plan else 1.0  # a radical pause lasts longer
@@ -137,7 +141,7 @@ class Cycle:
         if answer is None:
             self.mode, self.llm = CORE_OUTAGE, None
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
-            await self.store.write(_log, "tick", summary, "offline")
+            await self.store.write_background(_log, "tick", summary, "offline")
             return summary
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
         recent = await self.store.read(_recent, self.recent_k)
@@ -147,14 +151,14 @@ class Cycle:
             judged = await self._assess(used, recent[0] if recent else "", answer)
             validators = await self.store.read(registry.validators_with_trust)
             verdict = await validate(validators, messages[-1]["content"], answer, used.id)
-        summary = await self.store.write(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict,
+        summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict,
                                          judged)
         for cmd in summary.pop("deferred", []):
             result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
-            await self.store.write(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
+            await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
                                    used.id)
         await self._reflex(score, verdict is None, digest)
-        await self.store.write(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
+        await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
 
@@ -176,10 +180,10 @@ class Cycle:
             if self.plan is None:
                 self._before = score
             self.plan = stagnation.plan(self.streak, max(0, unread - self._unread), digest != self._context_digest)
-            await self.store.write(_log, "stagnation_plan", {"streak": self.streak, **self.plan.__dict__},
+            await self.store.write_background(_log, "stagnation_plan", {"streak": self.streak, **self.plan.__dict__},
                                    "warning", self.llm)
         elif self.plan is not None:
-            await self.store.write(_rate, self.key.did, self.plan, self._before, score)
+            await self.store.write_background(_rate, self.key.did, self.plan, self._before, score)
             self.streak, self.plan = 0, None
         self._context_digest, self._unread = digest, unread
 

@@ -37,12 +37,12 @@ class ReputationMixin:
     async def reputation_round(self) -> dict:
         """One pass of the reputation work; returns what it did."""
         now = self.clock()
-        await self.store.write(lambda db: records.fold_observations(db, now_ms=now))
-        await self.store.write(lambda db: records.refresh_decay(db, now_ms=now))
+        await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now))
+        await self.store.write_background(lambda db: records.refresh_decay(db, now_ms=now))
         due = await self.store.read(lambda db: records.publish_due(db, now_ms=now))
         published = []
         for did in due:
-            c = await self.store.write(lambda db, did=did: records.publish_trust(db, self.key, did, now_ms=now))
+            c = await self.store.write_background(lambda db, did=did: records.publish_trust(db, self.key, did, now_ms=now))
             published.append(c.did)
             try:
                 await self.gossip(c)

@@ -18,7 +18,9 @@ from typing import Callable, TypeVar
 
 import trio
 
-from meshnode.store.database import Database
+from meshnode.store.database import BUSY_TIMEOUT_MS, Database
+
+BACKGROUND_BUSY_MS = 250
 
 T = TypeVar("T")
 
@@ -46,6 +48,19 @@ class Store:
         """Run ``fn(database, *args, **kwargs)`` on the writer connection."""
         return await trio.to_thread.run_sync(functools.partial(fn, self._writer, *args, **kwargs),
                                              limiter=self._write_limiter)
+
+    async def write_background(self, fn: Callable[..., T], *args, **kwargs) -> T:
+        """A write no one waits on (the mind's logs, reputation rounds): while another process
+        holds the database it gives up after BACKGROUND_BUSY_MS with a StoreError, and is
+        tried again next time, so it never holds up a stop."""
+        def run(db: Database) -> T:
+            db.conn.execute(f"PRAGMA busy_timeout={BACKGROUND_BUSY_MS}")
+            try:
+                return fn(db, *args, **kwargs)
+            finally:
+                db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+        return await trio.to_thread.run_sync(run, self._writer, limiter=self._write_limiter)
 
     async def read(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run ``fn(database, *args, **kwargs)`` on the reader connection."""
