@@ -70,3 +70,31 @@ def test_every_context_keeps_to_its_budget(tmp_path):
         assert len(memory) <= contexts.BUDGET["memory"] and memory.endswith(contexts.CUT)
     finally:
         db.close()
+
+
+def test_pinned_entries_stay_in_view_until_unpinned(tmp_path):
+    from meshnode.cognition import executor
+    from meshnode.cognition.commands import extract
+    from meshnode.knowledge import make_concept, make_diary_entry
+
+    db = Database(tmp_path / "p.db")
+    key = NodeKey(bytes(32))
+    try:
+        entry = make_diary_entry(key, "the committee needs four members", now_ms=T0)
+        concept = make_concept(key, "quorum", now_ms=T0, description="more than two thirds")
+        for c in (entry, concept):
+            db.put_container(c, received_at_ms=T0)
+
+        def do(kind: str, target: str):
+            cmd = extract('# Commands:\n{"cmd_id": "p", "type": "%s", "args": {"id": "%s"}}\n' % (kind, target)).commands[0]
+            return executor.run(db, key, T0, cmd)
+
+        assert "Pinned entries" not in user_part(db)
+        assert do("pin", entry.did)["status"] == "ok" and do("pin", concept.did)["status"] == "ok"
+        text = user_part(db)
+        assert "the committee needs four members" in text and "quorum: more than two thirds" in text
+        assert do("pin", "did:hmp:container:unotheld")["status"] == "error"
+        do("unpin", entry.did)
+        assert "the committee needs four members" not in user_part(db)
+    finally:
+        db.close()

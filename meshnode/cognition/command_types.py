@@ -101,3 +101,5 @@ command("rate", "rate a thinking method or a stagnation strategy",
         {"kind": (one_of("thinking", "stagnation"), True), "id": (integer(0), True),
          "rating": (integer(-3, 3), True), "comment": (text(1024), False)})
 command("note_readmark", "mark a note read or unread", {"id": (text(128), True), "read": (boolean, False)})
+command("pin", "keep a diary entry or concept in view (context 5)", {"id": (did, True)})
+command("unpin", "stop keeping it in view", {"id": (did, True)})

@@ -29,7 +29,7 @@ FORMAT = (
     '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
     "(one JSON object per command)\n# End of commands\n"
 )
-BUDGET = {"help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
+BUDGET = {"pinned": 4000, "help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000}
 CUT = "\n[... cut to fit the context budget]"
 
@@ -91,6 +91,15 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     pinned = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 ORDER BY priority DESC LIMIT 10").fetchall()
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(
         {"goals": goals, "tasks": tasks, "pinned_tasks": pinned}, ensure_ascii=False), "goals")))
+    from meshnode.cognition.executor_more import pinned
+
+    ids = pinned(db)
+    if ids:  # context 5: what the agent chose to keep in view (pin); archives only on request
+        marks = ",".join("?" * len(ids))
+        kept = q(f"SELECT 'diary', lineage, text FROM diary_entries WHERE lineage IN ({marks}) OR container_did IN"
+                 f" ({marks}) UNION ALL SELECT 'concept', lineage, name || coalesce(': ' || description, '')"
+                 f" FROM concepts WHERE lineage IN ({marks}) OR container_did IN ({marks})", ids * 4).fetchall()
+        parts.append(("Pinned entries (context 5)", _fit("\n".join(f"[{k} {i}] {t}" for k, i, t in kept), "pinned")))
     results = q("SELECT name, value, status, timestamp FROM process_log WHERE name LIKE 'cmd:%'"
                 " ORDER BY id DESC LIMIT 20").fetchall()
     parts.append(("Results of your last commands (context 4)", _fit("\n".join(

@@ -108,3 +108,36 @@ def _readmark(db, key, now, args):
                         (int(args.get("read", True)), args["id"])).rowcount == 0:
             raise MeshnodeError("not_found", f"no note {args['id']}")
     return {"id": args["id"], "read": bool(args.get("read", True))}
+
+
+def pinned(db) -> list[str]:
+    row = db.conn.execute("SELECT value FROM config WHERE key = 'cognition.pinned'").fetchone()
+    try:
+        value = json.loads(row[0]) if row else []
+    except ValueError:
+        value = []
+    return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
+
+
+def _set_pinned(db, ids: list[str]) -> None:
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO config (key, value) VALUES ('cognition.pinned', ?) ON CONFLICT (key)"
+                     " DO UPDATE SET value = excluded.value", (json.dumps(ids),))
+
+
+@handler("pin")
+def _pin(db, key, now, args):
+    held = db.conn.execute("SELECT 1 FROM diary_entries WHERE lineage = ? OR container_did = ? UNION"
+                           " SELECT 1 FROM concepts WHERE lineage = ? OR container_did = ?", (args["id"],) * 4).fetchone()
+    if held is None:
+        raise MeshnodeError("not_found", f"no diary entry or concept {args['id']}")
+    ids = pinned(db)
+    if args["id"] not in ids:
+        _set_pinned(db, (ids + [args["id"]])[-32:])  # attention is finite: the oldest pin goes first
+    return {"pinned": pinned(db)}
+
+
+@handler("unpin")
+def _unpin(db, key, now, args):
+    _set_pinned(db, [x for x in pinned(db) if x != args["id"]])
+    return {"pinned": pinned(db)}
