@@ -8,6 +8,7 @@ can wait for a line with a deadline; conditions across nodes are awaited with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -146,6 +147,23 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
             return last
         time.sleep(interval)  # a poll interval between questions, not a guess that something happened
     raise AssertionError(f"timed out after {timeout} s waiting for {what}; last answer: {last!r}")
+
+
+@contextlib.contextmanager
+def nodes_on_hosts(count: int, root: Path, prepare=None):
+    """A ``netns.Lab`` of ``count`` hosts with a started node on each (``start_on_hosts``);
+    yields (lab, nodes), and kills the nodes and removes the namespaces afterwards."""
+    import netns
+
+    lab = netns.Lab(count)
+    nodes: list[Node] = []
+    try:
+        nodes = start_on_hosts(lab, root, prepare)
+        yield lab, nodes
+    finally:
+        for node in nodes:
+            node.kill()
+        lab.close()
 
 
 def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:

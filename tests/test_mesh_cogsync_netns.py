@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import netns
-from meshharness import Node, start_on_hosts, wait_until
+from meshharness import Node, nodes_on_hosts, wait_until
 
 pytestmark = pytest.mark.netns
 
@@ -31,10 +31,7 @@ def holds(node: Node, view: str, did: str) -> bool:
 
 @pytest.mark.skipif(REASON is not None, reason=f"network namespaces unavailable: {REASON}")
 def test_cogsync_converges_after_a_partition_heals(tmp_path):
-    lab = netns.Lab(4)
-    nodes: list[Node] = []
-    try:
-        nodes = start_on_hosts(lab, tmp_path)
+    with nodes_on_hosts(4, tmp_path) as (lab, nodes):
         for x in nodes:
             for y in nodes:
                 if x is not y:
@@ -63,7 +60,3 @@ def test_cogsync_converges_after_a_partition_heals(tmp_path):
         assert mesh_row[1] in (left, right) and mesh_row[2] == 1  # one fork, the same head everywhere
         for node in nodes:
             assert node.stop() == 0
-    finally:
-        for node in nodes:
-            node.kill()
-        lab.close()

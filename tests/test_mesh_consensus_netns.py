@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import netns
-from meshharness import Node, start_on_hosts, wait_until
+from meshharness import Node, nodes_on_hosts, wait_until
 from test_mesh_consensus import FAST_CONSENSUS, decided
 
 pytestmark = pytest.mark.netns
@@ -28,10 +28,7 @@ def emergencies(node: Node) -> list[dict]:
 
 @pytest.mark.skipif(REASON is not None, reason=f"network namespaces unavailable: {REASON}")
 def test_a_two_two_split_decides_nothing_and_resumes_after_the_heal(tmp_path):
-    lab = netns.Lab(4)
-    nodes: list[Node] = []
-    try:
-        nodes = start_on_hosts(lab, tmp_path, prepare=configure)
+    with nodes_on_hosts(4, tmp_path, prepare=configure) as (lab, nodes):
         wait_until(lambda: all(len(n.try_call("peers") or []) >= 3 for n in nodes), 60, "the committee to meet")
         nodes[0].call("consensus_propose", {"value": "before the split"})
         wait_until(lambda: all(decided(n) == ["before the split"] for n in nodes), 60, "a first decision")
@@ -50,7 +47,3 @@ def test_a_two_two_split_decides_nothing_and_resumes_after_the_heal(tmp_path):
         wait_until(lambda: not any(emergencies(n) for n in nodes), 30, "the emergency decisions to be revisited")
         for node in nodes:
             assert node.stop() == 0
-    finally:
-        for node in nodes:
-            node.kill()
-        lab.close()

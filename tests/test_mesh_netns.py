@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import netns
-from meshharness import Node, start_on_hosts, wait_until
+from meshharness import Node, nodes_on_hosts, wait_until
 
 pytestmark = pytest.mark.netns
 
@@ -14,10 +14,7 @@ REASON = netns.available()
 
 @pytest.mark.skipif(REASON is not None, reason=f"network namespaces unavailable: {REASON}")
 def test_three_hosts_discover_partition_and_heal(tmp_path):
-    lab = netns.Lab(3)
-    nodes: list[Node] = []
-    try:
-        nodes = start_on_hosts(lab, tmp_path)
+    with nodes_on_hosts(3, tmp_path) as (lab, nodes):
         for node, address in zip(nodes, lab.addresses):
             assert node.addresses and all(address in a for a in node.addresses), node.addresses
 
@@ -45,7 +42,3 @@ def test_three_hosts_discover_partition_and_heal(tmp_path):
         assert any(r["container_did"] == during for r in nodes[2].call("notes", {"limit": 50}))
         for node in nodes:
             assert node.stop() == 0
-    finally:
-        for node in nodes:
-            node.kill()
-        lab.close()
