@@ -56,7 +56,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "resend_ms": 2000,
         "emergency_seconds": 30.0,
     },
-    "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5},
+    "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
+                  "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -130,7 +131,8 @@ _SECTION_NOTES = {
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
-    "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees",
+    "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
+                 " how many trusted peers (friends, or trust >= min) validate its answers",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -272,6 +274,12 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "cognition.pause_seconds must be between 0.05 and 86400")
     if not 0 <= cognition["recent_responses"] <= 100:
         raise ConfigError("bad_config", "cognition.recent_responses must be between 0 and 100")
+    if not 0 <= cognition["peer_validators"] <= 16:
+        raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
+    if not 0 <= cognition["peer_validation_min_trust"] <= 1:
+        raise ConfigError("bad_config", "cognition.peer_validation_min_trust must be between 0 and 1")
+    if not 1 <= cognition["peer_validation_seconds"] <= 600:
+        raise ConfigError("bad_config", "cognition.peer_validation_seconds must be between 1 and 600")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

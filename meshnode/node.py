@@ -20,6 +20,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
+from meshnode.cognition import peer_validation
 from meshnode.cognition.cycle import Cycle
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.store import decisions
@@ -31,7 +32,7 @@ from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note
 from meshnode.store import Store
-from meshnode.identity.did import did_to_peer_id
+from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 
@@ -78,10 +79,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     cognition = config.values["cognition"]
-                    cycle = Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
-                                  recent_k=int(cognition["recent_responses"]),
-                                  mesh_up=lambda: bool(mesh.host and mesh.host.get_connected_peers()), mesh=mesh,
-                                  ) if cognition["enabled"] else None
+                    cycle = _cycle(store, key, mesh, cognition) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     control = _Control(config, key, store, mesh, metrics, cycle)
@@ -105,6 +103,36 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     except StoreError as exc:
                         log.warning("could not record the stop: %s", exc.reason)
     print("stopped", file=out, flush=True)
+
+
+class _PeerValidator:
+    """This node's validator LLM as lent to trusted peers (net/mesh_exchange.py, op validate)."""
+
+    def __init__(self, store, min_trust: float):
+        self.store, self.min_trust = store, min_trust
+
+    async def may_ask(self, did: str) -> bool:
+        return await peer_validation.may_ask_us(self.store, did, self.min_trust)
+
+    async def judge(self, prompt: str, answer: str) -> tuple[int, str]:
+        return await peer_validation.judge(self.store, prompt, answer)
+
+
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict) -> Cycle:
+    """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
+    connected peers validate its answers, and it validates theirs."""
+    min_trust = float(cognition["peer_validation_min_trust"])
+
+    def connected() -> list[str]:
+        return [peer_id_to_did(p.to_base58()) for p in mesh.host.get_connected_peers()] if mesh.host else []
+
+    async def validators() -> list[tuple[str, float]]:
+        return await peer_validation.pool(store, connected(), int(cognition["peer_validators"]), min_trust)
+
+    mesh.validator = _PeerValidator(store, min_trust)
+    return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
+                 recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
+                 peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]))
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:

@@ -81,7 +81,11 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
         mind = node.call("status")["cognition"]
         assert mind["mode"] == "isolated" and mind["llm"] == "main"  # thinking, but a lone node has no mesh
         # it acted: a diary entry, a memory, a goal
-        assert [r["text"] for r in node.call("diary")] == ["quorums overlap"]
+        diary = node.call("diary")
+        assert [r["text"] for r in diary if "emergency_consensus" not in r["tags"]] == ["quorums overlap"]
+        # alone, its decisions are also in the diary, tagged for revision when the mesh is back (seed 000)
+        emergency = sorted(r["text"] for r in diary if "emergency_consensus" in r["tags"])
+        assert len(emergency) == 2 and "diary_add (d1)" in emergency[0] and "goal_add (g1)" in emergency[1], emergency
         db = node.home / "data" / "meshnode.db"
         import sqlite3
         conn = sqlite3.connect(db)
@@ -250,7 +254,8 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
                 {r["cmd_id"] for r in refused}
             statuses = dict(conn.execute("SELECT id, status FROM tasks"))
             assert sorted(statuses.values()) == ["done", "in_progress"]  # only its own task changed
-            assert conn.execute("SELECT count(*) FROM diary_entries").fetchone()[0] == 0
+            # the diary holds only the main loop's own record of starting the task (isolated mode)
+            assert [r[0] for r in conn.execute("SELECT tags FROM diary_entries")] == ['["emergency_consensus"]']
             note = conn.execute("SELECT source, audience, tags, topic FROM notes").fetchone()
             assert note[:2] == ("llm:task", "private") and "llm:task" in note[2] and note[3].startswith("task ")
         finally:
@@ -285,3 +290,63 @@ def test_mesh_commands_reach_other_nodes(tmp_path, llms):
     finally:
         a.kill()
         b.kill()
+
+
+def _distinct_answers(n: int) -> list[str]:
+    """Answers different enough that none reads as a repetition of another."""
+    import random
+
+    words = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
+             " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
+    out = []
+    for i in range(n):
+        r = random.Random(i)
+        text = " ".join(r.sample(words, 12))
+        out.append(f"{text}. " + command_block({"cmd_id": f"m{i}", "type": "llm_memory_add", "args": {"text": text}}))
+    return out
+
+
+def test_trusted_peers_validate_over_the_mesh_and_decisions_taken_alone_are_revisited(tmp_path, llms):
+    alice = Node(tmp_path, "alice", env=FAST_MIND)
+    bob = Node(tmp_path, "bob", env=FAST_MIND)
+    main = llms("main", _distinct_answers(400))
+    harsh = llms("harsh", ["-3 -- unsafe: writes memory it was told not to"])
+    try:
+        alice.cli("llm", "add", "main", "--url", main.url, "--model", "m")
+        alice.cli("friend", "add", bob.did)  # friends: trusted to validate, both ways
+        bob.cli("friend", "add", alice.did)
+        bob.cli("llm", "add", "harsh", "--url", harsh.url, "--model", "m", "--validator")
+        alice.start()
+        import sqlite3
+        conn = sqlite3.connect(alice.home / "data" / "meshnode.db")
+        try:
+            wait_until(lambda: conn.execute("SELECT count(*) FROM diary_entries WHERE tags LIKE"
+                                            " '%emergency_consensus%'").fetchone()[0] >= 1, 60,
+                       "a decision taken alone, recorded for revision")
+            assert alice.call("status")["cognition"]["mode"] == "isolated"
+            bob.set_bootstrap(alice)
+            bob.start()
+            wait_until(lambda: harsh.seen(), 60, "bob's validator to be asked about alice's answer")
+            asked = harsh.seen()[0]["messages"][1]["content"]
+            assert "Answer to judge" in asked and "llm_memory_add" in asked
+
+            def judged_by_bob():
+                for rating, validators in conn.execute("SELECT rating, validators FROM llm_recent_responses"):
+                    said = json.loads(validators or "[]")
+                    if any(v["validator"] == bob.did and v.get("peer") for v in said):
+                        return rating, said
+                return None
+
+            wait_until(judged_by_bob, 30, "alice to record bob's verdict")
+            rating, said = judged_by_bob()
+            assert rating == -3.0 and said[0]["rating"] == -3 and said[0]["comment"].startswith("unsafe")
+            wait_until(lambda: conn.execute("SELECT count(*) FROM process_log WHERE value LIKE"
+                                            " '%held: the validators rated this answer -3%'").fetchone()[0], 30,
+                       "the commands of the rejected answer to be held")
+            revisit = conn.execute("SELECT name, pinned, tags FROM tasks WHERE name LIKE 'revisit %'").fetchall()
+            assert len(revisit) == 1 and revisit[0][1] == 1 and "emergency_consensus" in revisit[0][2]
+        finally:
+            conn.close()
+    finally:
+        alice.kill()
+        bob.kill()

@@ -23,12 +23,14 @@ import logging
 import trio
 
 from meshnode.cognition import assessment, auxiliary, contexts, executor, mesh_commands, registry, stagnation
+from meshnode.cognition.command_types import command_type
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
 from meshnode.cognition.validation import Verdict, validate
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
+from meshnode.knowledge import make_diary_entry
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
@@ -39,8 +41,11 @@ OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://
 
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
-                 repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None):
+                 repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
+                 peer_timeout_s: float = 60.0):
         self.store, self.key, self.clock = store, key, clock
+        # async () -> [(DID, trust)]: the peers to ask for a verdict when the mesh is up (none: local only)
+        self.peer_validators, self.peer_timeout_s = peer_validators, peer_timeout_s
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
@@ -143,16 +148,20 @@ class Cycle:
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
             await self.store.write_background(_log, "tick", summary, "offline")
             return summary
+        was = self.mode
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
+        if was == ISOLATED and self.mode == NORMAL:  # the mesh is back: decisions made alone get revisited
+            await self.store.write_background(_revisit_task, self.key.did, self.clock())
         recent = await self.store.read(_recent, self.recent_k)
         score = novelty(answer, recent)
         verdict = judged = None
         if score >= self.repeat_below:  # a repetition is not assessed, validated, stored or run again
             judged = await self._assess(used, recent[0] if recent else "", answer)
             validators = await self.store.read(registry.validators_with_trust)
-            verdict = await validate(validators, messages[-1]["content"], answer, used.id)
-        summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer, score, verdict,
-                                         judged)
+            peers = await self.peer_validators() if self.peer_validators and self.mode == NORMAL else []
+            verdict = await validate(validators, messages[-1]["content"], answer, used.id, peers, self._ask_peer)
+        summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer,
+                                                    score, verdict, judged, self.mode)
         for cmd in summary.pop("deferred", []):
             result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
@@ -161,6 +170,9 @@ class Cycle:
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
+
+    async def _ask_peer(self, did: str, prompt: str, answer: str) -> tuple[int, str]:
+        return await self.mesh.ask_validation(did, prompt, answer, self.peer_timeout_s)
 
     async def _assess(self, endpoint, previous: str, answer: str) -> assessment.Assessment | None:
         """The mini-query: the LLM's own view of what is new (None when it does not answer in form)."""
@@ -212,6 +224,40 @@ def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
                      " sources_json, why_unverified, status, assigned_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
                      (fact_id, response_id, fact.claim, fact.context, fact.confidence, json.dumps(list(fact.sources)),
                       fact.why_unverified, task_id))
+
+
+EMERGENCY_TAG = "emergency_consensus"
+
+
+def _record_emergency(db: Database, key: NodeKey, now: int, tick: int, results: list[dict]) -> None:
+    """Seed 000, isolated mode: a decision taken without the mesh goes into the diary, tagged
+    for revision once the mesh is back."""
+    ran = [f"- {r['type']} ({r['cmd_id']}): {json.dumps(r.get('result'), default=str)[:300]}"
+           for r in results if r["status"] == "ok" and command_type(r["type"]).mutating]
+    entry = make_diary_entry(key, f"Decided in isolated mode (tick {tick}), validated locally only:\n"
+                             + "\n".join(ran), now_ms=now, title=f"emergency decision, tick {tick}",
+                             topics=[EMERGENCY_TAG])
+    db.put_container(entry, received_at_ms=now)
+
+
+def _revisit_task(db: Database, key_did: str, now: int) -> None:
+    """The mesh is back: one pinned task lists the decisions taken alone since the last revisit."""
+    row = db.conn.execute("SELECT value FROM config WHERE key = 'cycle.revisited_until'").fetchone()
+    since = int(row[0]) if row and str(row[0]).isdigit() else 0
+    entries = [r[0] for r in db.conn.execute(
+        "SELECT c.did FROM containers c JOIN container_tags t ON t.did = c.did WHERE c.class ="
+        " 'diary_entry' AND c.sender_did = ? AND c.timestamp_ms > ? AND t.tag = ? ORDER BY c.timestamp_ms",
+        (key_did, since, EMERGENCY_TAG))]
+    with db.transaction() as conn:
+        if entries:
+            conn.execute("INSERT INTO tasks (name, description, tags, priority, pinned) VALUES (?, ?, ?, 5, 1)",
+                         (f"revisit {len(entries)} decision(s) taken in isolated mode",
+                          "The mesh is back. Check these diary entries with the mesh (consensus, peers' views):\n"
+                          + "\n".join(entries), json.dumps([EMERGENCY_TAG, "revisit"])))
+        conn.execute("INSERT INTO config (key, value) VALUES ('cycle.revisited_until', ?) ON CONFLICT (key)"
+                     " DO UPDATE SET value = excluded.value", (str(now),))
+    if entries:
+        _log(db, "revisit", {"emergency_decisions": len(entries)})
 
 
 def _digest(context: str) -> str:
@@ -289,9 +335,10 @@ def _emotions(db: Database) -> list[str]:
 
 
 def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, score: float,
-           verdict: Verdict | None, judged: assessment.Assessment | None = None) -> dict:
+           verdict: Verdict | None, judged: assessment.Assessment | None = None, mode: str = NORMAL) -> dict:
     """Everything after the LLM answered and was judged, in one writer call: storage, commands, log.
-    ``verdict`` None: the answer repeats a recent one."""
+    ``verdict`` None: the answer repeats a recent one. In isolated mode the commands that ran are
+    recorded in the diary tagged ``emergency_consensus``, to be revisited when the mesh is back."""
     extraction = extract(answer)
     with db.transaction() as conn:
         if judged is None:
@@ -306,7 +353,7 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
                          " DO UPDATE SET value = excluded.value", (json.dumps(assessment.grow(_emotions(db), judged)),))
     if verdict is None:  # a repetition: not stored again, its commands not run twice
         _log(db, "stagnation", {"tick": tick, "novelty": round(score, 3)}, "warning", llm_id)
-        summary = {"tick": tick, "mode": NORMAL, "novelty": score, "repeated": True, "commands": 0}
+        summary = {"tick": tick, "mode": mode, "novelty": score, "repeated": True, "commands": 0}
         _log(db, "tick", summary, "ok", llm_id)
         return summary
     facts = [f.__dict__ for f in extraction.facts]
@@ -336,10 +383,12 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
         results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
                     "error": f"held: the validators rated this answer {verdict.rating} (runs at +1 or more)"}
                    for cmd in extraction.commands]
+    if mode == ISOLATED and any(r["status"] == "ok" and command_type(r["type"]).mutating for r in results):
+        _record_emergency(db, key, now, tick, results)
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
     for r in results:
         _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
-    summary = {"tick": tick, "mode": NORMAL, "novelty": round(score, 3), "repeated": False,
+    summary = {"tick": tick, "mode": mode, "novelty": round(score, 3), "repeated": False,
                "commands": len(extraction.commands), "refused": len(extraction.errors),
                "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes,
                "through_mesh": len(deferred)}

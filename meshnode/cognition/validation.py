@@ -9,6 +9,11 @@ validator the response passes automatically (``auto_pass``); a validator
 that is also the main LLM is flagged (``self_validation``). Commands run only
 when the rating reaches ``threshold`` (+1) or on auto_pass; otherwise they
 are held and the response is marked unvalidated.
+
+Where the mesh is up, trusted peers validate too: each lends its own
+validator LLM over the exchange protocol (``op: validate``) and its vote
+weighs by the reputation this node holds of it. Validators are asked
+concurrently; one that fails or does not answer in form is simply absent.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 import trio
 
 from meshnode.cognition.llm import Endpoint, LLMError, chat
+from meshnode.errors import MeshnodeError
 from meshnode.reputation.weights import validator_rating
 
 THRESHOLD = 1.0
@@ -56,23 +62,56 @@ def parse(text: str) -> tuple[int, str] | None:
     return int(m.group(1)), m.group(2).strip()[:100]
 
 
-async def validate(validators: list[tuple[Endpoint, float]], prompt: str, answer: str, main_id: str) -> Verdict:
-    """Ask every validator; (endpoint, trust) pairs. No validators: auto_pass."""
-    if not validators:
+async def ask(endpoint: Endpoint, prompt: str, answer: str) -> tuple[int, str] | None:
+    """One validator LLM's verdict, or None when it fails or answers out of form."""
+    try:
+        reply = await chat(endpoint, [{"role": "system", "content": PROMPT},
+                                      {"role": "user", "content": f"{prompt}\n\n# Answer to judge\n{answer}"}],
+                           temperature=0.0, retries=1)
+    except LLMError:
+        return None
+    return parse(reply)
+
+
+async def judge_for_peer(endpoints: list[Endpoint], prompt: str, answer: str) -> tuple[int, str]:
+    """This node's verdict for a peer that asked: the first of ``endpoints`` that answers in form."""
+    for endpoint in endpoints:
+        verdict = await ask(endpoint, prompt, answer)
+        if verdict is not None:
+            return verdict
+    raise MeshnodeError("no_verdict", "no LLM of this node gave a verdict in form")
+
+
+async def validate(validators: list[tuple[Endpoint, float]], prompt: str, answer: str, main_id: str,
+                   peers: list[tuple[str, float]] = (), ask_peer=None) -> Verdict:
+    """Ask every validator LLM, (endpoint, trust) pairs, and every peer, (DID, trust) pairs, through
+    ``ask_peer(did, prompt, answer) -> (rating, comment)``. No validator at all: auto_pass."""
+    if not validators and not (peers and ask_peer):
         return Verdict(auto_pass=True, rating=None)
-    said = []
-    for endpoint, trust in validators:
+    said: list[dict] = []
+
+    async def local(endpoint: Endpoint, trust: float) -> None:
         started = trio.current_time()
-        try:
-            reply = await chat(endpoint, [{"role": "system", "content": PROMPT},
-                                          {"role": "user", "content": f"{prompt}\n\n# Answer to judge\n{answer}"}],
-                               temperature=0.0, retries=1)
-        except LLMError:
-            continue
-        verdict = parse(reply)
+        verdict = await ask(endpoint, prompt, answer)
         if verdict is not None:
             said.append({"validator": endpoint.id, "rating": verdict[0], "trust": trust, "comment": verdict[1],
                          "ms": round((trio.current_time() - started) * 1000, 1)})
+
+    async def remote(did: str, trust: float) -> None:
+        started = trio.current_time()
+        try:
+            rating, comment = await ask_peer(did, prompt, answer)
+        except MeshnodeError:
+            return
+        said.append({"validator": did, "rating": rating, "trust": trust, "comment": comment[:100], "peer": True,
+                     "ms": round((trio.current_time() - started) * 1000, 1)})
+
+    async with trio.open_nursery() as nursery:
+        for endpoint, trust in validators:
+            nursery.start_soon(local, endpoint, trust)
+        for did, trust in (peers if ask_peer else ()):
+            nursery.start_soon(remote, did, trust)
+    said.sort(key=lambda v: v["validator"])  # concurrent answers arrive in any order; the record does not
     rating = validator_rating((v["rating"], v["trust"]) for v in said) if said else None
     return Verdict(auto_pass=False, rating=rating, validators=said,
                    self_validation=any(v["validator"] == main_id for v in said))

@@ -6,6 +6,7 @@ varint-framed deterministic-CBOR map:
     {"op": "fetch", "dids": [container DID, ...]}        ->  {"op": "found", "containers": [bytes], "missing": [DID]}
     {"op": "push", "containers": [container bytes, ...]} ->  {"op": "ack", "accepted": [DID], "duplicates": [DID],
                                                               "rejected": [{"index": i, "code": c, "reason": r}]}
+    {"op": "validate", "prompt": text, "answer": text}    ->  {"op": "verdict", "rating": -3..3, "comment": text}
     any                                                  ->  {"op": "error", "code": c, "reason": r}
 
 Every container a peer pushes is verified before it is stored; every
@@ -22,6 +23,7 @@ from meshnode.errors import MeshnodeError
 
 PROTOCOL_ID = "/meshnode/mce/1.0.0"
 MAX_ITEMS = 64
+MAX_VALIDATE_CHARS = 32 * 1024  # a prompt or an answer sent for validation (the sender cuts longer ones)
 MAX_MESSAGE_DEPTH = 8  # the message map, its arrays, the rejection maps; containers travel as bytes
 
 
@@ -56,6 +58,13 @@ def parse_request(message: dict) -> tuple[str, list]:
         if type(items) is not list or not items or len(items) > MAX_ITEMS or any(type(x) is not bytes for x in items):
             raise ExchangeError("bad_request", f"push needs 1 to {MAX_ITEMS} containers as byte strings")
         return op, items
+    if op == "validate":  # a peer's cognitive core asks this node's validator LLM for a verdict
+        prompt, answer = message.get("prompt"), message.get("answer")
+        if type(prompt) is not str or type(answer) is not str or not answer or \
+                len(prompt) > MAX_VALIDATE_CHARS or len(answer) > MAX_VALIDATE_CHARS:
+            raise ExchangeError("bad_request", f"validate needs a prompt and an answer of at most {MAX_VALIDATE_CHARS}"
+                                " characters each")
+        return op, [prompt, answer]
     raise ExchangeError("bad_request", f"unknown op {op[:40]!r}")
 
 
@@ -65,6 +74,10 @@ def found(containers: list[bytes], missing: list[str]) -> dict:
 
 def ack(accepted: list[str], duplicates: list[str], rejected: list[dict]) -> dict:
     return {"op": "ack", "accepted": accepted, "duplicates": duplicates, "rejected": rejected}
+
+
+def verdict(rating: int, comment: str) -> dict:
+    return {"op": "verdict", "rating": rating, "comment": comment[:100]}
 
 
 def error(code: str, reason: str) -> dict:
@@ -80,6 +93,10 @@ def check_response(message: dict, expected_op: str) -> dict[str, Any]:
     if expected_op == "found":
         if type(message.get("containers")) is not list or type(message.get("missing")) is not list:
             raise ExchangeError("bad_response", "found needs containers and missing")
+    if expected_op == "verdict":
+        rating, comment = message.get("rating"), message.get("comment")
+        if type(rating) is not int or not -3 <= rating <= 3 or type(comment) is not str or len(comment) > 100:
+            raise ExchangeError("bad_response", "a verdict is a rating from -3 to 3 and a comment of at most 100 characters")
     if expected_op == "ack":
         for key in ("accepted", "duplicates", "rejected"):
             if type(message.get(key)) is not list:

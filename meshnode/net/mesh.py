@@ -113,6 +113,10 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
+        # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
+        # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
+        self.validator = None
+        self._validating = trio.Semaphore(1)
 
     # --- lifecycle ------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import logging
 import trio
 
 from meshnode.container import Container, ContainerError, decode_container
+from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import exchange
 from meshnode.net.errors import NetError
@@ -26,14 +27,14 @@ REQUEST_TIMEOUT = 10.0
 class ExchangeMixin:
     # --- the exchange protocol (client) ---------------------------------------
 
-    async def request(self, did: str, message: dict, expected: str) -> dict:
+    async def request(self, did: str, message: dict, expected: str, timeout: float = REQUEST_TIMEOUT) -> dict:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.reach(did)
         pid = peer_id_object(did)
         limit = self.config.peer_limits.max_frame_bytes
         try:
-            with trio.fail_after(REQUEST_TIMEOUT):
+            with trio.fail_after(timeout):
                 stream = await self.host.new_stream(pid, [exchange.PROTOCOL_ID])
                 try:
                     await stream.write(encode_frame(exchange.encode_message(message)))
@@ -45,7 +46,7 @@ class ExchangeMixin:
         except exchange.ExchangeError:
             raise
         except trio.TooSlowError:
-            raise NetError("timeout", f"{did} did not answer within {REQUEST_TIMEOUT:.0f} s") from None
+            raise NetError("timeout", f"{did} did not answer within {timeout:.0f} s") from None
         except Exception as exc:
             raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
         return exchange.check_response(exchange.decode_message(frame, limit), expected)
@@ -65,6 +66,13 @@ class ExchangeMixin:
             if c.did in container_dids:
                 out.append(c)
         return out
+
+    async def ask_validation(self, did: str, prompt: str, answer: str, timeout: float) -> tuple[int, str]:
+        """A peer's verdict on an answer of our cognitive core (its validator LLM's, -3..+3 and a comment)."""
+        cut = exchange.MAX_VALIDATE_CHARS
+        response = await self.request(did, {"op": "validate", "prompt": prompt[-cut:], "answer": answer[:cut]},
+                                      "verdict", timeout=timeout)
+        return response["rating"], response["comment"]
 
     # --- the exchange protocol (server) ---------------------------------------
 
@@ -110,6 +118,8 @@ class ExchangeMixin:
                 return
             if op == "fetch":
                 response = await self._serve_fetch(did, items)
+            elif op == "validate":
+                response = await self._serve_validate(did, *items)
             else:
                 response = await self._serve_push(did, items)
             await self._respond(stream, response)
@@ -133,6 +143,25 @@ class ExchangeMixin:
                 got.append(data)
         self.metrics.inc("containers_served", len(got))
         return exchange.found(got, missing)
+
+    async def _serve_validate(self, did: str, prompt: str, answer: str) -> dict:
+        """Lend this node's validator LLM to a peer's cognitive core: only to peers it trusts
+        (``validator.may_ask``), one at a time (an LLM call is expensive), never queued."""
+        if self.validator is None:
+            return exchange.error("no_validator", "this node has no LLM to validate with")
+        if not await self.validator.may_ask(did):
+            self.metrics.inc("exchange_refused", reason="untrusted")
+            return exchange.error("untrusted", "this node validates only for peers it trusts")
+        if self._validating.value == 0:
+            self.metrics.inc("exchange_refused", reason="busy")
+            return exchange.error("busy", "this node is validating another answer")
+        async with self._validating:
+            try:
+                rating, comment = await self.validator.judge(prompt, answer)
+            except MeshnodeError as exc:
+                return exchange.error("no_verdict", exc.reason)
+        self.metrics.inc("validations_served")
+        return exchange.verdict(rating, comment)
 
     async def _serve_push(self, did: str, items: list[bytes]) -> dict:
         accepted, duplicates, rejected = [], [], []
