@@ -56,6 +56,25 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "resend_ms": 2000,
         "emergency_seconds": 30.0,
     },
+    "gate": {
+        "workspace": "workspace",
+        "programs": [],
+        "network": False,
+        "command_timeout_seconds": 30.0,
+        "process_timeout_seconds": 3600.0,
+        "cpu_seconds": 10,
+        "memory_mb": 512,
+        "max_processes": 64,
+        "max_output_kib": 256,
+        "scratch": "",
+        "risk": {},
+        "risk_rules": [],
+        "http_hosts": [],
+        "confirm_hours": 1.0,
+        "max_calls_per_task": 200,
+        "loop_window": 20,
+        "loop_repeats": 3,
+    },
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
                   "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0},
     "peers": {
@@ -131,6 +150,8 @@ _SECTION_NOTES = {
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
+    "gate": "what the cognitive core may do to this host: its workspace folder, the programs it may run"
+            " (empty: a small read-mostly default set), and their limits",
     "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
                  " how many trusted peers (friends, or trust >= min) validate its answers",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
@@ -159,6 +180,8 @@ def _toml_value(v: Any) -> str:
         return _toml_str(v)
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):  # an inline table
+        return "{" + ", ".join(f"{_toml_str(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
     raise TypeError(type(v))
 
 
@@ -274,6 +297,18 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "cognition.pause_seconds must be between 0.05 and 86400")
     if not 0 <= cognition["recent_responses"] <= 100:
         raise ConfigError("bad_config", "cognition.recent_responses must be between 0 and 100")
+    gate = values["gate"]
+    if not 1 <= gate["command_timeout_seconds"] <= 3600 or not 1 <= gate["process_timeout_seconds"] <= 7 * 86400:
+        raise ConfigError("bad_config", "gate.command_timeout_seconds must be 1..3600 and"
+                          " gate.process_timeout_seconds 1..604800")
+    if not 1 <= gate["cpu_seconds"] <= 86400 or not 16 <= gate["memory_mb"] <= 65536 \
+            or not 1 <= gate["max_processes"] <= 4096 or not 1 <= gate["max_output_kib"] <= 65536:
+        raise ConfigError("bad_config", "gate limits: cpu_seconds 1..86400, memory_mb 16..65536,"
+                          " max_processes 1..4096, max_output_kib 1..65536")
+    if not 0.01 <= gate["confirm_hours"] <= 24 * 30 or not 1 <= gate["max_calls_per_task"] <= 100_000 \
+            or not 2 <= gate["loop_window"] <= 1000 or not 1 <= gate["loop_repeats"] <= gate["loop_window"]:
+        raise ConfigError("bad_config", "gate: confirm_hours 0.01..720, max_calls_per_task 1..100000,"
+                          " loop_window 2..1000, loop_repeats 1..loop_window")
     if not 0 <= cognition["peer_validators"] <= 16:
         raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
     if not 0 <= cognition["peer_validation_min_trust"] <= 1:

@@ -20,7 +20,9 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
-from meshnode.cognition import peer_validation
+from meshnode.cognition import peer_validation, processes
+from meshnode.gate import setup as gate_setup
+from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.store import decisions
@@ -79,7 +81,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     cognition = config.values["cognition"]
-                    cycle = _cycle(store, key, mesh, cognition) if cognition["enabled"] else None
+                    cycle = _cycle(store, key, mesh, cognition, config) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     control = _Control(config, key, store, mesh, metrics, cycle)
@@ -118,7 +120,7 @@ class _PeerValidator:
         return await peer_validation.judge(self.store, prompt, answer)
 
 
-def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict) -> Cycle:
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs."""
     min_trust = float(cognition["peer_validation_min_trust"])
@@ -130,9 +132,17 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict) -> Cycle:
         return await peer_validation.pool(store, connected(), int(cognition["peer_validators"]), min_trust)
 
     mesh.validator = _PeerValidator(store, min_trust)
+
+    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox
+        note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
+        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
+
+    gate = Gate(store, gate_setup.settings(config), now_ms, tell_user=tell_user)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
-                 peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]))
+                 peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
+                 processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
+                 gate=gate)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:

@@ -215,7 +215,8 @@ def test_the_cycle_resumes_from_its_checkpoint_after_a_restart(tmp_path, llms):
         conn = sqlite3.connect(node.home / "data" / "meshnode.db")
         try:
             resumed = conn.execute("SELECT value FROM process_log WHERE name = 'resume'").fetchone()
-            assert resumed and json.loads(resumed[0])["ticks"] >= 3
+            # the third tick had started, so the second one had finished and left its checkpoint
+            assert resumed and json.loads(resumed[0])["ticks"] >= 2
         finally:
             conn.close()
     finally:

@@ -22,7 +22,8 @@ import logging
 
 import trio
 
-from meshnode.cognition import assessment, auxiliary, contexts, executor, mesh_commands, registry, stagnation
+from meshnode.cognition import (assessment, auxiliary, contexts, executor, gate_commands, mesh_commands, processes,
+                                registry, stagnation)
 from meshnode.cognition.command_types import command_type
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
@@ -36,16 +37,26 @@ from meshnode.store.database import Database
 log = logging.getLogger("meshnode.cognition")
 
 NORMAL, ISOLATED, CORE_OUTAGE = "normal", "isolated", "core_outage"
+# commands the cycle runs itself, after the store-side ones: they need the event loop
+DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES))
 OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
 
 
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
-                 peer_timeout_s: float = 60.0):
+                 peer_timeout_s: float = 60.0, processes=None, gate=None):
         self.store, self.key, self.clock = store, key, clock
         # async () -> [(DID, trust)]: the peers to ask for a verdict when the mesh is up (none: local only)
         self.peer_validators, self.peer_timeout_s = peer_validators, peer_timeout_s
+        self.processes = processes  # processes.Processes: start/stop of allowlisted programs (None: off)
+        self.gate = gate  # gate.Gate: the tools that touch the host (None: off)
+        self._guard_events: list[str] = []
+        if gate is not None:
+            gate.on_guard = lambda kind, reason: self._guard_events.append(kind)
+        self._processes_ended = 0
+        if processes is not None:
+            processes.on_finish = self._process_ended
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
@@ -64,7 +75,7 @@ class Cycle:
 
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
-               "idle": self.idle}
+               "idle": self.idle, "processes": self.processes.running() if self.processes else None}
         if self.mode == CORE_OUTAGE:
             out["hint"] = OUTAGE_HINT
         return out
@@ -74,7 +85,9 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write_background(_log, "resume", saved)
-        async with trio.open_nursery() as helpers:  # auxiliary loops live and die with the cycle
+        async with trio.open_nursery() as helpers:  # auxiliary loops and processes live and die with the cycle
+            if self.processes is not None:
+                await helpers.start(self.processes.run)
             while True:
                 try:
                     await self.tick()
@@ -100,20 +113,25 @@ class Cycle:
         finally:
             self._aux.discard(task_id)
 
+    def _process_ended(self) -> None:
+        self._processes_ended += 1
+
     async def _pause(self) -> None:
         """The pause between ticks ([cognition] pause_seconds, or the LLM's own `cycle_settings`);
-        in idle mode, until its timeout or, with on_note, until an unread note arrives."""
+        in idle mode, until its timeout or, with on_note, until an unread note arrives, or with
+        on_process, until a process ends."""
         settings = await self.store.read(executor.cycle_settings)
         self.recent_k = int(settings.get("responses", self.recent_k))
         idle = settings.get("idle") or {}
         if idle.get("on"):
             self.idle = True
-            unread = await self.store.read(_unread)
+            unread, ended = await self.store.read(_unread), self._processes_ended
             with trio.move_on_after(float(idle.get("timeout_seconds", 300))):
                 while True:
                     with trio.move_on_after(1.0):
                         await self.wake.wait()
-                    if self.wake.is_set() or (idle.get("on_note") and await self.store.read(_unread) > unread):
+                    if self.wake.is_set() or (idle.get("on_process") and self._processes_ended > ended) \
+                            or (idle.get("on_note") and await self.store.read(_unread) > unread):
                         break
             await self.store.write_background(_wake_up)
         else:
@@ -163,13 +181,31 @@ class Cycle:
         summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer,
                                                     score, verdict, judged, self.mode)
         for cmd in summary.pop("deferred", []):
-            result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
+            if cmd.type in gate_commands.ASYNC_TYPES:
+                result = await gate_commands.run(self.gate, cmd, lambda prompt: self._reflect(used, prompt))
+            elif cmd.type in processes.ASYNC_TYPES:
+                result = await self.processes.handle(cmd) if self.processes else {
+                    "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
+            else:
+                result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
                                    used.id)
-        await self._reflex(score, verdict is None, digest)
+        if self.gate is not None:  # calls a person approved since the last tick run now
+            for done in await self.gate.run_approved():
+                await self.store.write_background(_log, f"confirm:{done['confirmation']}", done,
+                                                  "ok" if done["ok"] else "error", used.id)
+        await self._reflex(score, verdict is None or bool(self._guard_events), digest)
+        self._guard_events.clear()
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
+
+    async def _reflect(self, endpoint, prompt: str) -> str:
+        """Reflection before completion (the gate's submit): the main LLM checks its own work."""
+        try:
+            return await chat(endpoint, [{"role": "user", "content": prompt}], temperature=0.0, retries=1)
+        except LLMError as exc:
+            return f"NOT READY -- the reflection could not run: {exc.reason}"
 
     async def _ask_peer(self, did: str, prompt: str, answer: str) -> tuple[int, str]:
         return await self.mesh.ask_validation(did, prompt, answer, self.peer_timeout_s)
@@ -242,7 +278,7 @@ def _record_emergency(db: Database, key: NodeKey, now: int, tick: int, results: 
 
 def _revisit_task(db: Database, key_did: str, now: int) -> None:
     """The mesh is back: one pinned task lists the decisions taken alone since the last revisit."""
-    row = db.conn.execute("SELECT value FROM config WHERE key = 'cycle.revisited_until'").fetchone()
+    row = db.conn.execute("SELECT value FROM config WHERE key = 'cognition.revisited_until'").fetchone()
     since = int(row[0]) if row and str(row[0]).isdigit() else 0
     entries = [r[0] for r in db.conn.execute(
         "SELECT c.did FROM containers c JOIN container_tags t ON t.did = c.did WHERE c.class ="
@@ -254,7 +290,7 @@ def _revisit_task(db: Database, key_did: str, now: int) -> None:
                          (f"revisit {len(entries)} decision(s) taken in isolated mode",
                           "The mesh is back. Check these diary entries with the mesh (consensus, peers' views):\n"
                           + "\n".join(entries), json.dumps([EMERGENCY_TAG, "revisit"])))
-        conn.execute("INSERT INTO config (key, value) VALUES ('cycle.revisited_until', ?) ON CONFLICT (key)"
+        conn.execute("INSERT INTO config (key, value) VALUES ('cognition.revisited_until', ?) ON CONFLICT (key)"
                      " DO UPDATE SET value = excluded.value", (str(now),))
     if entries:
         _log(db, "revisit", {"emergency_decisions": len(entries)})
@@ -375,8 +411,8 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
     if verdict.passes:
         results = []
         for cmd in extraction.commands:
-            if cmd.type in mesh_commands.MESH_TYPES:
-                deferred.append(cmd)  # the cycle runs these through the mesh, after this
+            if cmd.type in DEFERRED_TYPES:
+                deferred.append(cmd)  # the cycle runs these (the mesh, processes) after this
             else:
                 results.append(executor.run(db, key, now, cmd))
     else:  # held: the validators did not back this answer

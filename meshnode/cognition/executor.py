@@ -185,9 +185,11 @@ def _cycle_settings(db, key, now, args):
     idle = args.get("idle")
     if idle is not None:
         timeout = idle.get("timeout_seconds", 300)
-        if set(idle) - {"on", "timeout_seconds", "on_note"} or not isinstance(idle.get("on", True), bool) \
+        if set(idle) - {"on", "timeout_seconds", "on_note", "on_process"} \
+                or any(not isinstance(idle.get(k, True), bool) for k in ("on", "on_note", "on_process")) \
                 or isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 86400:
-            raise MeshnodeError("bad_args", "idle is {on: bool, timeout_seconds: 1..86400, on_note: bool}")
+            raise MeshnodeError("bad_args", "idle is {on: bool, timeout_seconds: 1..86400, on_note: bool,"
+                                " on_process: bool}")
     with db.transaction() as conn:
         conn.executemany("INSERT INTO config (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
                          " value = excluded.value", [(f"cycle.{k}", json.dumps(v)) for k, v in args.items()])
@@ -222,9 +224,9 @@ def _llm_task(db, key, now, args):
 
 def _register_the_rest():
     """The rest of the command set lives in executor_more, which registers itself on import."""
-    from meshnode.cognition import executor_more
+    from meshnode.cognition import executor_more, processes
 
-    return executor_more
+    return executor_more, processes
 
 
 _register_the_rest()

@@ -141,3 +141,7 @@ def _pin(db, key, now, args):
 def _unpin(db, key, now, args):
     _set_pinned(db, [x for x in pinned(db) if x != args["id"]])
     return {"pinned": pinned(db)}
+
+
+from meshnode.cognition import executor_admin  # noqa: E402,F401  (registers itself)
+executor_admin  # imported for its registrations (pyflakes ignores noqa)

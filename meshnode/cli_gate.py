@@ -1,0 +1,186 @@
+"""The person's side of the action gate: review drafts, commit, roll back, answer confirmations.
+
+    meshnode drafts list [--diff]          the agent's open drafts (and what its reflection said)
+    meshnode drafts accept|reject PATH...  (or --all)
+    meshnode drafts edit PATH --from FILE  replace a draft's content with your own
+    meshnode drafts commit -m REASON       write the accepted drafts, all or nothing, after a snapshot
+    meshnode snapshots list|show ID|rollback ID
+    meshnode confirm list|approve ID|reject ID
+    meshnode gate tools [--openai]         the tools and their risk levels
+
+These work on the node's database and workspace directly, so they also work
+while the node is stopped; a running node sees the answers at its next tick.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.container import now_ms
+from meshnode.gate import confirm, drafts, snapshots
+from meshnode.gate import setup as gate_setup
+from meshnode.gate.tools import TOOLS, openai_tools
+
+SESSION = "core"
+
+
+def add_parsers(sub, common) -> None:
+    d = sub.add_parser("drafts", parents=[common], help="review the agent's drafted file changes").add_subparsers(
+        dest="drafts_command", required=True, metavar="SUBCOMMAND")
+    p = d.add_parser("list", parents=[common], help="open drafts")
+    p.add_argument("--diff", action="store_true", help="show each unified diff")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_drafts_list)
+    for name in ("accept", "reject"):
+        p = d.add_parser(name, parents=[common], help=f"{name} drafts")
+        p.add_argument("paths", nargs="*")
+        p.add_argument("--all", action="store_true")
+        p.set_defaults(func=cmd_drafts_decide, decision=name)
+    p = d.add_parser("edit", parents=[common], help="put your own content in a draft")
+    p.add_argument("path")
+    p.add_argument("--from", dest="source", required=True, help="a file with the new content")
+    p.set_defaults(func=cmd_drafts_edit)
+    p = d.add_parser("commit", parents=[common], help="write the accepted drafts (a snapshot first)")
+    p.add_argument("-m", "--message", default="reviewed and accepted", help="why, for the snapshot")
+    p.set_defaults(func=cmd_drafts_commit)
+
+    s = sub.add_parser("snapshots", parents=[common], help="snapshots taken before commits; roll back").add_subparsers(
+        dest="snapshots_command", required=True, metavar="SUBCOMMAND")
+    p = s.add_parser("list", parents=[common], help="snapshots, newest first")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_snapshots_list)
+    p = s.add_parser("show", parents=[common], help="one snapshot")
+    p.add_argument("id", type=int)
+    p.set_defaults(func=cmd_snapshots_show)
+    p = s.add_parser("rollback", parents=[common], help="restore the files as the snapshot has them")
+    p.add_argument("id", type=int)
+    p.set_defaults(func=cmd_snapshots_rollback)
+
+    c = sub.add_parser("confirm", parents=[common], help="answer the agent's requests for confirmation"
+                       ).add_subparsers(dest="confirm_command", required=True, metavar="SUBCOMMAND")
+    p = c.add_parser("list", parents=[common], help="pending requests")
+    p.add_argument("--all", action="store_true", help="answered and expired ones too")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_confirm_list)
+    for name in ("approve", "reject"):
+        p = c.add_parser(name, parents=[common], help=f"{name} a request")
+        p.add_argument("id", type=int)
+        p.set_defaults(func=cmd_confirm_decide, approve=name == "approve")
+
+    g = sub.add_parser("gate", parents=[common], help="the action gate's tools").add_subparsers(
+        dest="gate_command", required=True, metavar="SUBCOMMAND")
+    p = g.add_parser("tools", parents=[common], help="the tools and their risk levels")
+    p.add_argument("--openai", action="store_true", help="as OpenAI tool definitions (JSON)")
+    p.set_defaults(func=cmd_tools)
+
+
+def _run(args, fn, with_jail: bool = True):
+    config = _config(args)
+    db = _open_db(config)
+    try:
+        return fn(db, gate_setup.jail(config)) if with_jail else fn(db)
+    finally:
+        db.close()
+
+
+def cmd_drafts_list(args) -> int:
+    rows = _run(args, lambda db, jail: drafts.review(db, jail, SESSION))
+    submitted = _run(args, _last_submission, with_jail=False)
+    if args.json:
+        print(json.dumps({"drafts": rows, "submission": submitted}, indent=2))
+        return 0
+    if submitted:
+        state = "ready" if submitted["ready"] else "NOT ready"
+        print(terminal_safe(f"the agent submitted these as {state}: {submitted['summary']}"))
+        print(terminal_safe(f"its reflection: {submitted['reflection'].splitlines()[0] if submitted['reflection'] else ''}"))
+    if not rows:
+        print("(no open drafts)")
+    for r in rows:
+        what = "delete" if r["deleted"] else "change"
+        print(terminal_safe(f"{r['status']:9} {what:6} {r['path']}{'  CONFLICT: changed since drafted' if r['conflict'] else ''}"))
+        if args.diff:
+            print(terminal_safe(r["diff"], keep_newlines=True))
+    return 0
+
+
+def _last_submission(db) -> dict | None:
+    row = db.conn.execute("SELECT summary, reflection, ready, drafts, created_ms FROM gate_submissions"
+                          " WHERE session = ? ORDER BY id DESC LIMIT 1", (SESSION,)).fetchone()
+    return None if row is None else dict(zip(("summary", "reflection", "ready", "drafts", "created_ms"), row))
+
+
+def cmd_drafts_decide(args) -> int:
+    def decide(db, jail):
+        paths = [r["path"] for r in drafts.review(db, jail, SESSION) if r["status"] != "committed"] if args.all \
+            else [jail.resolve(p) for p in args.paths]
+        for path in paths:
+            drafts.decide(db, SESSION, path, args.decision)
+        return paths
+    paths = _run(args, decide)
+    print(f"{args.decision}ed: {', '.join(paths) or '(nothing)'}")
+    return 0
+
+
+def cmd_drafts_edit(args) -> int:
+    content = read_limited_file(Path(args.source), drafts.MAX_DRAFT_BYTES)
+    row = _run(args, lambda db, jail: drafts.edit(db, jail, SESSION, args.path, content))
+    print(f"edited {row['path']} ({row['size']} bytes; still {row['status']})")
+    return 0
+
+
+def cmd_drafts_commit(args) -> int:
+    snapshot_id = _run(args, lambda db, jail: drafts.commit(db, jail, SESSION, args.message))
+    print(f"committed; snapshot {snapshot_id} (undo with `meshnode snapshots rollback {snapshot_id}`)")
+    return 0
+
+
+def cmd_snapshots_list(args) -> int:
+    rows = _run(args, lambda db: snapshots.listing(db), with_jail=False)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("(no snapshots)")
+    for r in rows:
+        print(terminal_safe(f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}"))
+    return 0
+
+
+def cmd_snapshots_show(args) -> int:
+    print(json.dumps(_run(args, lambda db: snapshots.show(db, args.id), with_jail=False), indent=2, default=str))
+    return 0
+
+
+def cmd_snapshots_rollback(args) -> int:
+    new_id = _run(args, lambda db, jail: snapshots.restore(db, jail, args.id))
+    print(f"restored snapshot {args.id}; the state before is snapshot {new_id}")
+    return 0
+
+
+def cmd_confirm_list(args) -> int:
+    rows = _run(args, lambda db: confirm.listing(db, now_ms(), None if args.all else "pending"), with_jail=False)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("(no requests)")
+    for r in rows:
+        print(terminal_safe(f"{r['id']:5}  {r['status']:8} {r['tool']} {json.dumps(r['args'])[:200]}  ({r['reason']})"))
+    return 0
+
+
+def cmd_confirm_decide(args) -> int:
+    row = _run(args, lambda db: confirm.decide(db, args.id, args.approve, now_ms(), "cli"), with_jail=False)
+    print(f"request {row['id']} {row['status']}; a running node acts on it at its next tick")
+    return 0
+
+
+def cmd_tools(args) -> int:
+    if args.openai:
+        print(json.dumps(openai_tools(), indent=2))
+        return 0
+    for t in TOOLS.values():
+        print(f"{t.risk:12} {t.name:13} {t.summary}")
+    return 0

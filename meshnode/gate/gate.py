@@ -1,0 +1,230 @@
+"""The action gate: every tool call of the cognitive core passes here (seed 004).
+
+perceive (safe reads, through the session's drafts) -> plan -> draft (file
+changes and command effects become drafts) -> reflect (the agent checks its
+own work, ``submit``) -> review (a person: ``meshnode drafts``) -> commit (a
+snapshot first, then all or nothing) -> rollback (``meshnode snapshots``).
+
+A call is checked in this order: its arguments against the tool's schema;
+the guards (loop detector, iteration limit), which also tell the
+anti-stagnation reflex; its risk. ``destructive`` calls become confirmation
+requests and the call returns at once; the loop runs them once a person
+approves (``run_approved``). Every refusal is a GateError with a reason the
+LLM reads in its next tick.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Awaitable, Callable
+
+import trio
+
+from meshnode.gate import GateError, argschema, confirm, drafts, guards, runner, scratch
+from meshnode.gate.jail import Jail
+from meshnode.gate.tools import DESTRUCTIVE, TOOLS, RiskPolicy
+
+log = logging.getLogger("meshnode.gate")
+
+MAX_READ_BYTES = 256 * 1024
+HTTP_MAX_BYTES = 1024 * 1024
+REFLECT_DIFF_CHARS = 24 * 1024
+REFLECT_PROMPT = (
+    "REFLECTION BEFORE REVIEW. Before your drafts go to a person, check your own work: is the goal met; do the"
+    " changes contradict each other or what you were told; do they keep the ethics policies and the workspace"
+    " rules; was a test or dry run possible, and did it pass? Answer on the first line 'READY -- <why>' or"
+    " 'NOT READY -- <what to fix>'.")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    jail: Jail
+    commands: runner.CommandPolicy
+    risk: RiskPolicy
+    scratch_dir: Path
+    session: str = "core"
+    loop_window: int = 20
+    loop_repeats: int = 3
+    max_calls_per_task: int = 200
+    confirm_ttl_ms: int = confirm.DEFAULT_TTL_MS
+    http_timeout_s: float = 10.0
+
+
+class Gate:
+    def __init__(self, store, settings: GateSettings, clock: Callable[[], int],
+                 tell_user: Callable[[str], Awaitable[None]] | None = None,
+                 on_guard: Callable[[str, str], None] | None = None):
+        self.store, self.settings, self.clock = store, settings, clock
+        self.tell_user = tell_user  # async (text): a private note to the user
+        self.on_guard = on_guard  # (kind, reason): the anti-stagnation reflex hears about loops and limits
+        self.loops = guards.LoopDetector(settings.loop_window, settings.loop_repeats)
+        self.limits = guards.IterationLimiter(settings.max_calls_per_task)
+
+    @property
+    def jail(self) -> Jail:
+        return self.settings.jail
+
+    async def call(self, tool: str, args: dict, *, task: str = "main", approved: int | None = None) -> dict:
+        """Run one tool call, or refuse it (GateError), or ask a person (``needs_confirmation``)."""
+        if tool not in TOOLS:
+            raise GateError("unknown_tool", f"no tool {tool[:40]!r}; tools: {', '.join(TOOLS)}")
+        argschema.check(args, TOOLS[tool].parameters)
+        if tool == "http_fetch" and not args["url"].startswith(("http://", "https://")):
+            raise GateError("bad_url", "only http:// and https:// URLs can be fetched")
+        risk = self.settings.risk.risk_of(tool, args)
+        if approved is None:
+            try:
+                self.loops.check(tool, args)
+                self.limits.check(task)
+            except GateError as exc:
+                if self.on_guard:
+                    self.on_guard(exc.code, exc.reason)
+                raise
+            if risk == DESTRUCTIVE:
+                return await self._ask(tool, args, risk)
+        return await self._run(tool, args)
+
+    async def _ask(self, tool: str, args: dict, risk: str) -> dict:
+        why = f"{tool} is {risk}" + (" (host not in [gate] http_hosts)" if tool == "http_fetch" else "")
+        now = self.clock()
+        req = await self.store.write(confirm.request, self.settings.session, tool, args, risk, why, now,
+                                     self.settings.confirm_ttl_ms)
+        if self.tell_user is not None and req["created_ms"] == now:  # asked once, not at every repetition
+            await self.tell_user(f"The agent asks to run {tool} {json.dumps(args, ensure_ascii=False)[:300]}"
+                                     f" ({why}). Answer with `meshnode confirm approve {req['id']}` or"
+                                     f" `meshnode confirm reject {req['id']}`; it expires unanswered.")
+        return {"status": "needs_confirmation", "confirmation": req["id"], "expires_ms": req["expires_ms"],
+                "note": "a person was asked; carry on with other work, the result comes in a later tick"}
+
+    async def run_approved(self) -> list[dict]:
+        """Run the calls a person approved since the last time (each once)."""
+        done = []
+        for req in await self.store.read(confirm.approved, self.settings.session):
+            try:
+                result = await self.call(req["tool"], req["args"], approved=req["id"])
+                ok = True
+            except GateError as exc:
+                result, ok = {"error": exc.reason, "code": exc.code}, False
+            await self.store.write(confirm.finish, req["id"], ok, result)
+            done.append({"confirmation": req["id"], "tool": req["tool"], "ok": ok, "result": result})
+        return done
+
+    async def _run(self, tool: str, args: dict) -> dict:
+        s, jail = self.settings.session, self.jail
+        if tool == "read_file":
+            data = await self.store.write(drafts.read_through, jail, s, args["path"],
+                                          int(args.get("max_bytes", MAX_READ_BYTES)))
+            return {"path": jail.resolve(args["path"]), "size": len(data), "text": data.decode("utf-8", "replace")}
+        if tool == "list_dir":
+            return {"entries": await trio.to_thread.run_sync(jail.list_dir, args.get("path", "."))}
+        if tool == "search_files":
+            return {"matches": await trio.to_thread.run_sync(jail.search, args["pattern"], args.get("path", "."))}
+        if tool == "patch_file":
+            return await self.store.write(drafts.draft_patch, jail, s, args["path"], args["search"], args["replace"])
+        if tool == "write_file":
+            return await self.store.write(drafts.draft_write, jail, s, args["path"], args["content"].encode("utf-8"))
+        if tool == "delete_file":
+            return await self.store.write(drafts.draft_delete, jail, s, args["path"])
+        if tool == "run_command":
+            result, drafted, ignored = await self.command([args["program"], *args.get("args", [])])
+            return {**result.summary(), "drafted": drafted, "ignored": ignored}
+        return await self._fetch(args["url"])
+
+    def precheck(self, argv: list[str]) -> str:
+        """Refuse a command line before anything runs (GateError); its risk otherwise."""
+        _confine_arguments(argv[1:])
+        runner.check_command(argv, self.settings.commands)
+        return self.settings.risk.risk_of("run_command", {"program": argv[0], "args": argv[1:]})
+
+    async def command(self, argv: list[str], timeout_s: float | None = None):
+        """Run ``argv`` in a scratch copy of the session's workspace; what it changes comes back as
+        drafts. Returns (runner.CommandResult, drafted paths, ignored changes with reasons)."""
+        self.precheck(argv)
+        policy = self.settings.commands
+        if timeout_s is not None:
+            policy = dataclasses.replace(policy, timeout_s=timeout_s)
+        uid = policy.run_as_uid
+        if uid is None and os.geteuid() == 0:
+            uid = runner.NOBODY_UID
+        folder, manifest = await self.store.write(scratch.prepare, self.jail, self.settings.session,
+                                                  self.settings.scratch_dir, uid)
+        try:
+            result = await runner.run_command(argv, cwd=folder, policy=policy)
+            changed, ignored = await trio.to_thread.run_sync(scratch.changes, folder, manifest)
+        finally:
+            with trio.CancelScope(shield=True):  # a stopped process leaves no scratch folder behind
+                await trio.to_thread.run_sync(scratch.remove, folder)
+        drafted = []
+        for rel, content in sorted(changed.items()):
+            try:
+                if content is None:
+                    await self.store.write(drafts.draft_delete, self.jail, self.settings.session, rel)
+                else:
+                    await self.store.write(drafts.draft_write, self.jail, self.settings.session, rel, content)
+                drafted.append(rel)
+            except GateError as exc:
+                ignored.append(f"{rel}: {exc.reason}")
+        return result, drafted, ignored
+
+    async def _fetch(self, url: str) -> dict:
+        import httpx
+
+        try:
+            async with httpx.AsyncClient(timeout=self.settings.http_timeout_s, follow_redirects=False) as client:
+                async with client.stream("GET", url) as response:
+                    body = b""
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > HTTP_MAX_BYTES:
+                            body = body[:HTTP_MAX_BYTES]
+                            break
+                    return {"url": url, "status": response.status_code,
+                            "content_type": response.headers.get("content-type", ""),
+                            "location": response.headers.get("location"), "truncated": len(body) >= HTTP_MAX_BYTES,
+                            "text": body.decode("utf-8", "replace")}
+        except httpx.HTTPError as exc:
+            raise GateError("fetch_failed", f"{url[:200]}: {type(exc).__name__}: {exc}"[:300]) from None
+
+    async def submit(self, summary: str, reflect: Callable[[str], Awaitable[str]]) -> dict:
+        """Reflection before completion: the agent's LLM checks the session's open drafts; when it
+        judges them ready, the user is told they wait for review."""
+        review = [r for r in await self.store.write(drafts.review, self.jail, self.settings.session)
+                  if r["status"] in ("pending", "accepted")]
+        if not review:
+            raise GateError("nothing_to_review", "there are no open drafts to submit")
+        diffs = "\n".join(f"--- {r['path']}{' (conflict)' if r['conflict'] else ''}\n{r['diff']}" for r in review)
+        reply = await reflect(f"{REFLECT_PROMPT}\n\n# What you say you did\n{summary}\n\n# Your drafts\n"
+                              f"{diffs[:REFLECT_DIFF_CHARS]}")
+        first = (reply.strip().splitlines() or [""])[0].strip()
+        ready = first.upper().startswith("READY")
+        paths = [r["path"] for r in review]
+        await self.store.write(_record_submission, self.settings.session, summary, reply[:4000], ready, paths,
+                               self.clock())
+        if ready and self.tell_user is not None:
+            await self.tell_user(f"{len(paths)} draft(s) wait for your review: {', '.join(paths)[:500]}. "
+                                 f"The agent says: {summary[:500]}. See `meshnode drafts list --diff`.")
+        return {"ready": ready, "reflection": first[:300], "drafts": paths,
+                "next": "a person reviews them now" if ready else "fix what the reflection found, then submit again"}
+
+
+def _confine_arguments(args: list[str]) -> None:
+    """Arguments that name paths stay inside the (scratch) workspace: no absolute paths, no
+    ``..``, no home shortcuts, also after an ``--option=`` prefix."""
+    for arg in args:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        parts = value.replace("\\", "/").split("/")
+        if value.startswith(("/", "~")) or ".." in parts:
+            raise GateError("outside_jail", f"argument {arg[:80]!r} points outside the workspace; use paths"
+                            " relative to it")
+
+
+def _record_submission(db, session: str, summary: str, reflection: str, ready: bool, paths: list[str],
+                       now: int) -> None:
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO gate_submissions (session, summary, reflection, ready, drafts, created_ms)"
+                     " VALUES (?, ?, ?, ?, ?, ?)", (session, summary, reflection, int(ready), json.dumps(paths), now))

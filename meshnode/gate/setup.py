@@ -1,0 +1,51 @@
+"""The action gate as the configuration describes it (``[gate]``), for the node and the CLI."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from meshnode.config import Config
+from meshnode.gate import runner
+from meshnode.gate.gate import GateSettings
+from meshnode.gate.jail import Jail
+from meshnode.gate.tools import risk_policy
+
+
+def workspace(config: Config) -> Path:
+    """The agent's workspace folder (made when missing)."""
+    path = config.path("gate", "workspace")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def jail(config: Config) -> Jail:
+    return Jail([workspace(config)])
+
+
+def command_policy(config: Config) -> runner.CommandPolicy:
+    gate = config.values["gate"]
+    return runner.policy_from_config(
+        gate["programs"] or runner.DEFAULT_PROGRAMS, timeout_s=float(gate["command_timeout_seconds"]),
+        max_output_bytes=int(gate["max_output_kib"]) * 1024, cpu_seconds=int(gate["cpu_seconds"]),
+        memory_bytes=int(gate["memory_mb"]) * 1024 * 1024, max_processes=int(gate["max_processes"]),
+        network=bool(gate["network"]))
+
+
+def scratch_dir(config: Config) -> Path:
+    """Where commands' scratch copies live: it must be reachable by the unprivileged user commands
+    run as, so by default a folder in the system's temporary directory, not the node's home."""
+    raw = config.values["gate"]["scratch"]
+    path = Path(raw) if raw else Path(tempfile.gettempdir()) / "meshnode-scratch"
+    path.mkdir(mode=0o711, parents=True, exist_ok=True)
+    return path
+
+
+def settings(config: Config, session: str = "core") -> GateSettings:
+    gate = config.values["gate"]
+    return GateSettings(
+        jail=jail(config), commands=command_policy(config),
+        risk=risk_policy(dict(gate["risk"]), list(gate["risk_rules"]), list(gate["http_hosts"])),
+        scratch_dir=scratch_dir(config), session=session, loop_window=int(gate["loop_window"]),
+        loop_repeats=int(gate["loop_repeats"]), max_calls_per_task=int(gate["max_calls_per_task"]),
+        confirm_ttl_ms=int(float(gate["confirm_hours"]) * 3600 * 1000))
