@@ -74,6 +74,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_calls_per_task": 200,
         "loop_window": 20,
         "loop_repeats": 3,
+        "offer_tools": False,
     },
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
                   "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0},

@@ -71,3 +71,14 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("meshnode", deadline=None, print_blob=True)
 _hypothesis_settings.load_profile("meshnode")
+
+
+@pytest.fixture
+def llms(tmp_path):
+    """Start scripted LLMs: ``llms(name, answers)`` -> a ScriptedLLM (stopped after the test)."""
+    from llmharness import ScriptedLLM
+
+    made = []
+    yield lambda name, answers: made.append(ScriptedLLM(tmp_path, name, answers)) or made[-1]
+    for llm in made:
+        llm.stop()

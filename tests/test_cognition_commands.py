@@ -116,3 +116,22 @@ def test_confidence_spans_the_overall_confidence_and_unverified_facts():
     assert [(f.id, f.claim, f.confidence, f.sources, f.priority) for f in result.facts] == [
         ("f1", "the sky is green", 0.4, ("a dream",), 2)]
     assert [e.code for e in result.errors] == ["bad_fact", "bad_fact"]
+
+
+def test_openai_tool_calls_become_commands_and_pass_the_same_checks():
+    import httpx
+
+    from meshnode.cognition import gate_commands
+    from meshnode.cognition.llm import Endpoint, _content
+
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
+             {"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": '{"path": 7}'}},
+             {"id": "call_3", "type": "function", "function": {"name": "rm_rf", "arguments": "{}"}},
+             {"id": "call_4", "type": "function", "function": {"name": "diary_add", "arguments": "not json"}}]
+    response = httpx.Response(200, json={"choices": [{"message": {"content": None, "tool_calls": calls}}]})
+    text = _content(Endpoint("m", "http://x", "m"), response)
+    result = extract(text)
+    assert [(c.cmd_id, c.type, c.args) for c in result.commands] == [("call_1", "read_file", {"path": "a.txt"})]
+    assert sorted(e.cmd_id for e in result.errors) == ["call_2", "call_3", "call_4"]
+    offered = {t["function"]["name"]: t["function"] for t in gate_commands.offered_tools()}
+    assert offered["read_file"]["parameters"]["required"] == ["path"] and "diary_add" in offered

@@ -3,48 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
 
+from llmharness import command_block
 from meshharness import Node, wait_until
 
-HERE = Path(__file__).resolve().parent
 FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
-
-
-class ScriptedLLM:
-    def __init__(self, tmp: Path, name: str, answers: list):
-        self.script, self.requests = tmp / f"{name}.json", tmp / f"{name}.requests.jsonl"
-        self.script.write_text(json.dumps(answers))
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "scripted_llm.py"), str(self.script),
-                                      str(self.requests)], stdout=subprocess.PIPE, text=True)
-        self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}/v1"
-
-    def seen(self, assessments: bool = False) -> list[dict]:
-        """The requests it got: the main prompts (or, with ``assessments``, only the mini-queries)."""
-        if not self.requests.exists():
-            return []
-        requests = [json.loads(line) for line in self.requests.read_text().splitlines() if line]
-        return [r for r in requests if ("ANTI-STAGNATION ASSESSMENT" in r["messages"][0]["content"]) == assessments]
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
-def command_block(*commands: dict) -> str:
-    return "# Commands:\n" + "\n".join(json.dumps(c) for c in commands) + "\n# End of commands\n"
-
-
-@pytest.fixture
-def llms(tmp_path):
-    made = []
-    yield lambda name, answers: made.append(ScriptedLLM(tmp_path, name, answers)) or made[-1]
-    for llm in made:
-        llm.stop()
 
 
 def test_without_an_llm_the_node_runs_in_core_outage_and_says_how_to_add_one(tmp_path):

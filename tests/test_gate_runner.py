@@ -23,7 +23,7 @@ import pytest
 import trio
 
 from meshnode.gate import GateError
-from meshnode.gate import runner
+from meshnode.gate import runner, sandbox
 from meshnode.gate.runner import (
     DEFAULT_PROGRAMS,
     CommandResult,
@@ -386,7 +386,7 @@ async def test_no_isolation_means_no_run(workspace, monkeypatch):
     def refuse(flags: int) -> None:
         raise OSError(1, "Operation not permitted")
 
-    monkeypatch.setattr(runner, "_unshare", refuse)  # as where namespaces are forbidden
+    monkeypatch.setattr(sandbox, "_unshare", refuse)  # as where namespaces are forbidden
     with pytest.raises(GateError) as caught:
         await python("open('ran', 'w')", workspace, network=True)
     assert caught.value.code == "no_isolation"

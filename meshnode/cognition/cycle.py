@@ -45,12 +45,13 @@ OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
-                 peer_timeout_s: float = 60.0, processes=None, gate=None):
+                 peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None):
         self.store, self.key, self.clock = store, key, clock
         # async () -> [(DID, trust)]: the peers to ask for a verdict when the mesh is up (none: local only)
         self.peer_validators, self.peer_timeout_s = peer_validators, peer_timeout_s
         self.processes = processes  # processes.Processes: start/stop of allowlisted programs (None: off)
         self.gate = gate  # gate.Gate: the tools that touch the host (None: off)
+        self.tools = tools  # offered to the LLM in the OpenAI tools format (None: commands in text only)
         self._guard_events: list[str] = []
         if gate is not None:
             gate.on_guard = lambda kind, reason: self._guard_events.append(kind)
@@ -155,7 +156,7 @@ class Cycle:
                 messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
                 tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
             try:
-                answer = await chat(endpoint, messages, **tuning)
+                answer = await chat(endpoint, messages, tools=self.tools, **tuning)
                 used = endpoint
                 break
             except LLMError as exc:

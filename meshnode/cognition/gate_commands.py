@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from meshnode.cognition.command_types import command
+from meshnode.cognition.command_types import command, command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.container.schema import text
 from meshnode.errors import MeshnodeError
 from meshnode.gate import argschema, drafts
-from meshnode.gate.tools import SAFE_READ, TOOLS
+from meshnode.gate.tools import SAFE_READ, TOOLS, openai_tools
 
 ASYNC_TYPES = (*TOOLS, "drafts_list", "drafts_submit")
 
@@ -58,3 +58,9 @@ async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]], task
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
+
+
+def offered_tools() -> list[dict]:
+    """Every command in the OpenAI tools format: the gate's tools with their schemas, the rest
+    with open arguments (checked on arrival like any command). Offered when ``[gate] offer_tools``."""
+    return openai_tools({n: command_type(n).summary for n in command_names() if n not in TOOLS})

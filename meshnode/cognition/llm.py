@@ -1,7 +1,10 @@
 """An OpenAI-compatible chat-completions client (Ollama, llama.cpp server, vLLM, LM Studio).
 
 ``POST {base_url}/chat/completions`` with ``{"model", "messages", "temperature"}``;
-the answer is ``choices[0].message.content``. Timeouts on every request,
+the answer is ``choices[0].message.content``. With ``tools`` (the OpenAI tools
+format) the model may answer with ``tool_calls`` instead or as well: they are
+turned into a ``# Commands:`` block appended to the text, so they pass the
+same extraction and checks as written commands. Timeouts on every request,
 retries with exponential backoff on connection errors, 429 and 5xx; any
 other failure, or an answer of the wrong shape, is an ``LLMError`` with a
 readable reason. Runs under trio (httpx picks the running async library).
@@ -9,6 +12,7 @@ readable reason. Runs under trio (httpx picks the running async library).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -37,13 +41,15 @@ class Endpoint:
 
 async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,
                backoff_s: float = 0.5, client: httpx.AsyncClient | None = None,
-               presence_penalty: float | None = None) -> str:
+               presence_penalty: float | None = None, tools: list[dict] | None = None) -> str:
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
         headers["Authorization"] = f"Bearer {os.environ[endpoint.api_key_env]}"
     body = {"model": endpoint.model, "messages": messages, "temperature": temperature}
     if presence_penalty:
         body["presence_penalty"] = presence_penalty
+    if tools:
+        body["tools"] = tools
     url = endpoint.base_url.rstrip("/") + "/chat/completions"
     own = client is None
     client = client or httpx.AsyncClient(timeout=endpoint.timeout_s)
@@ -71,9 +77,30 @@ def _content(endpoint: Endpoint, response: httpx.Response) -> str:
     if len(response.content) > MAX_ANSWER_BYTES:
         raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {MAX_ANSWER_BYTES} bytes")
     try:
-        content = response.json()["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        message = response.json()["choices"][0]["message"]
+        content, calls = message.get("content"), message.get("tool_calls")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise LLMError("llm_bad_answer", f"{endpoint.id}'s answer is not a chat completion") from None
+    if calls:
+        content = (content if isinstance(content, str) else "") + _as_commands(calls)
     if not isinstance(content, str):
         raise LLMError("llm_bad_answer", f"{endpoint.id}'s answer has no text content")
     return content
+
+
+def _as_commands(calls) -> str:
+    """OpenAI ``tool_calls`` as a commands block; whatever is malformed is passed on as it is, for
+    extraction to refuse with a reason (never here)."""
+    lines = []
+    for n, call in enumerate(calls if isinstance(calls, list) else [calls]):
+        fn = call.get("function") if isinstance(call, dict) else None
+        fn = fn if isinstance(fn, dict) else {}
+        args = fn.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        cmd_id = call.get("id") if isinstance(call, dict) and isinstance(call.get("id"), str) else f"tool{n}"
+        lines.append(json.dumps({"cmd_id": cmd_id[:64], "type": fn.get("name"), "args": args}, ensure_ascii=False))
+    return "\n# Commands:\n" + "\n".join(lines) + "\n# End of commands\n"

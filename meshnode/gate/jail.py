@@ -11,6 +11,10 @@ is. Symlinks, special files (devices, fifos, sockets), hard-linked files and
 (``link/../x`` is ``x``, whatever ``link`` is), so it never climbs out of a
 symlink's target.
 
+``write_atomically`` changes several files all or nothing; the staging, renames
+and undo live in ``meshnode.gate.atomic_write``, which opens directories and
+targets only through this module's checked walk.
+
 Not covered: a directory we hold open that someone with write access to the
 workspace *moves* out of it during one call (the access then happens at its
 new place), and mounts (a bind mount of /proc inside the workspace looks like
@@ -21,14 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from meshnode.gate import GateError
+from meshnode.gate import GateError, atomic_write
+from meshnode.gate.atomic_write import Step
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -38,7 +42,6 @@ SEARCH_LINE_CHARS = 300
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a fifo swapped in after the lstat check cannot block the open.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 16
 
 
@@ -206,47 +209,24 @@ class Jail:
                          expected_hashes: Mapping[str, str | None] | None = None) -> None:
         """Write (bytes) or delete (None) every path, all or nothing.
 
-        Every new content is staged in a temp file beside its target (fsync'd),
-        every existing target is copied to a backup file beside it; then each
-        temp is renamed over its target (deletes unlink it) and the directories
-        are fsync'd. If anything fails, the renames already done are undone by
-        renaming the backups back, and temps and directories created are
-        removed. ``expected_hashes`` (path -> sha256 hex, None for absent) turns
-        the write into a compare-and-swap: a target whose content differs when
-        it is backed up is a "conflict" and nothing is written.
+        Every target is placed and checked first; ``meshnode.gate.atomic_write``
+        then stages the new contents and backups beside the targets, renames them
+        into place and undoes the renames if anything fails. ``expected_hashes``
+        (path -> sha256 hex, None for absent) turns the write into a
+        compare-and-swap: a target whose content differs when it is backed up is
+        a "conflict" and nothing is written.
 
         Crash window: POSIX has no multi-file rename. If the process dies while
-        the renames run, some targets hold the new content and others the old;
-        the backups (``.gate-*.bak``) and temps (``.gate-*.tmp``) stay beside
-        them. A restored backup is a copy: same content and mode, a new inode.
-        A change someone else makes to a target between its backup and its
-        rename is overwritten.
+        the renames run, some targets hold the new content and others the old,
+        with ``.gate-*.bak`` and ``.gate-*.tmp`` files left beside them (see
+        ``atomic_write``).
         """
         plan = self._plan(changes, expected_hashes or {})
-        writer = _Writer(self)
-        try:
-            for step in plan:
-                writer.stage(step)
-            for step in plan:
-                writer.swap(step)
-            writer.sync()
-        except BaseException as exc:
-            problems = writer.undo(plan)
-            if problems:
-                raise GateError("io_error", f"writing failed ({_describe(exc)}) and could not be undone for "
-                                f"{', '.join(problems)}; their previous contents are kept in .gate-*.bak "
-                                "files beside them") from exc
-            if isinstance(exc, OSError):
-                raise GateError("io_error", f"writing failed, nothing was changed: {_describe(exc)}") from None
-            raise
-        else:
-            writer.drop_backups(plan)
-        finally:
-            writer.close()
+        atomic_write.apply(plan, self._open_dir, _open_file)
 
-    def _plan(self, changes: Mapping[str, bytes | None], expected: Mapping[str, str | None]) -> list[_Step]:
+    def _plan(self, changes: Mapping[str, bytes | None], expected: Mapping[str, str | None]) -> list[Step]:
         """Place and check every target before anything on disk changes."""
-        plan: dict[str, _Step] = {}
+        plan: dict[str, Step] = {}
         for path, content in changes.items():
             if content is not None and not isinstance(content, (bytes, bytearray)):
                 raise GateError("bad_path", f"the new content of {path} is not bytes")
@@ -258,7 +238,7 @@ class Jail:
             st = self._inspect(loc)
             if st is not None:
                 _require_file(st, loc.key)
-            step = _Step(loc, None if content is None else bytes(content))
+            step = Step(loc, None if content is None else bytes(content))
             if path in expected:
                 step.check_hash, step.expected = True, expected[path]
             plan[loc.key] = step
@@ -341,122 +321,6 @@ class Jail:
             yield fd, os.fstat(fd)
         finally:
             os.close(fd)
-
-
-# --- the all-or-nothing writer ------------------------------------------
-
-
-@dataclass
-class _Step:
-    loc: Location
-    content: bytes | None
-    check_hash: bool = False
-    expected: str | None = None
-    dir_fd: int = -1
-    existed: bool = False
-    temp: str | None = None  # the staged new content, in dir_fd
-    backup: str | None = None  # a copy of the previous content, in dir_fd
-    swapped: bool = False  # the target now holds the new content (or is gone)
-
-
-@dataclass
-class _Writer:
-    jail: Jail
-    dirs: dict[tuple[int, tuple[str, ...]], int] = field(default_factory=dict)
-    made: list[tuple[int, str]] = field(default_factory=list)
-
-    def stage(self, step: _Step) -> None:
-        loc = step.loc
-        where = (loc.root, loc.parts[:-1])
-        if where not in self.dirs:
-            self.dirs[where] = self.jail._open_dir(loc, len(loc.parts) - 1, made=self.made)
-        step.dir_fd = self.dirs[where]
-        mode = None
-        try:
-            old = _open_checked(step.dir_fd, loc.parts[-1], loc.key)
-        except GateError as exc:
-            if exc.code != "not_found":
-                raise
-        else:
-            try:
-                st = os.fstat(old)
-                _require_file(st, loc.key)
-                step.existed, mode = True, stat.S_IMODE(st.st_mode) & 0o777
-                step.backup = _new_temp(step.dir_fd, ".bak", 0o600)
-                digest = _copy_to(old, step.dir_fd, step.backup, mode)
-            finally:
-                os.close(old)
-            if step.check_hash and digest != step.expected:
-                raise GateError("conflict", f"{loc.key} changed since it was read")
-        if step.check_hash and not step.existed and step.expected is not None:
-            raise GateError("conflict", f"{loc.key} was removed since it was read")
-        if step.content is not None:
-            step.temp = _new_temp(step.dir_fd, ".tmp", 0o666)
-            fd = os.open(step.temp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=step.dir_fd)
-            try:
-                _write_all(fd, step.content)
-                if mode is not None:
-                    os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    def swap(self, step: _Step) -> None:
-        name = step.loc.parts[-1]
-        if step.temp is not None:
-            os.rename(step.temp, name, src_dir_fd=step.dir_fd, dst_dir_fd=step.dir_fd)
-            step.temp, step.swapped = None, True
-        elif step.existed:
-            os.unlink(name, dir_fd=step.dir_fd)
-            step.swapped = True
-
-    def sync(self) -> None:
-        for fd in {*self.dirs.values(), *(parent for parent, _ in self.made)}:
-            os.fsync(fd)
-
-    def undo(self, plan: list[_Step]) -> list[str]:
-        """Put every swapped target back; remove temps and made directories. Returns the
-        paths that could not be put back (their backups are kept)."""
-        problems = []
-        for step in reversed(plan):
-            if not step.swapped:
-                continue
-            name = step.loc.parts[-1]
-            try:
-                if step.existed:
-                    os.rename(step.backup, name, src_dir_fd=step.dir_fd, dst_dir_fd=step.dir_fd)
-                    step.backup = None
-                else:
-                    os.unlink(name, dir_fd=step.dir_fd)
-                step.swapped = False
-            except OSError:
-                problems.append(step.loc.key)
-        for step in plan:
-            if step.temp is not None:
-                _unlink_quietly(step.dir_fd, step.temp)
-            if step.backup is not None and not step.swapped:
-                _unlink_quietly(step.dir_fd, step.backup)
-        for parent, name in reversed(self.made):
-            try:
-                os.rmdir(name, dir_fd=parent)
-            except OSError:
-                pass  # not empty: someone else wrote into it meanwhile
-        try:
-            self.sync()
-        except OSError:
-            pass
-        return problems
-
-    def drop_backups(self, plan: list[_Step]) -> None:
-        for step in plan:
-            if step.backup is not None:
-                _unlink_quietly(step.dir_fd, step.backup)
-
-    def close(self) -> None:
-        for fd in self.dirs.values():
-            os.close(fd)
-        for parent, _ in self.made:
-            os.close(parent)
 
 
 # --- helpers -------------------------------------------------------------
@@ -577,6 +441,18 @@ def _open_checked(parent: int, name: str, shown: str) -> int:
     return fd
 
 
+def _open_file(parent: int, name: str, shown: str) -> tuple[int, os.stat_result]:
+    """``_open_checked`` for a target that must be a regular file: its descriptor and fstat."""
+    fd = _open_checked(parent, name, shown)
+    try:
+        st = os.fstat(fd)
+        _require_file(st, shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 def _make_dir(parent: int, name: str, made: list[tuple[int, str]], shown: str) -> int:
     try:
         os.mkdir(name, dir_fd=parent)
@@ -590,44 +466,11 @@ def _make_dir(parent: int, name: str, made: list[tuple[int, str]], shown: str) -
         raise _explain(parent, name, shown, exc, want_dir=True) from None
 
 
-def _new_temp(dir_fd: int, suffix: str, mode: int) -> str:
-    while True:
-        name = f".gate-{secrets.token_hex(8)}{suffix}"
-        try:
-            fd = os.open(name, _NEW_FILE_FLAGS, mode, dir_fd=dir_fd)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return name
-
-
-def _copy_to(src: int, dir_fd: int, name: str, mode: int) -> str:
-    """Copy an open file into ``name`` with ``mode`` (fsync'd); the SHA-256 of what was copied.
-    ``name`` was created private, and gets the original's mode once the copy is complete."""
-    digest = hashlib.sha256()
-    out = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        while chunk := os.read(src, _CHUNK):
-            digest.update(chunk)
-            _write_all(out, chunk)
-        os.fchmod(out, mode)
-        os.fsync(out)
-    finally:
-        os.close(out)
-    return digest.hexdigest()
-
-
 def _hash_fd(fd: int) -> str:
     digest = hashlib.sha256()
     while chunk := os.read(fd, _CHUNK):
         digest.update(chunk)
     return digest.hexdigest()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
@@ -654,20 +497,5 @@ def _small_regular_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
     return None if len(data) > max_bytes else data
 
 
-def _unlink_quietly(dir_fd: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except OSError:
-        pass
-
-
 def _too_large(shown: str, limit: int) -> GateError:
     return GateError("too_large", f"{shown} is larger than {limit} bytes")
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, GateError):
-        return exc.reason
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return type(exc).__name__

@@ -5,82 +5,47 @@ Nothing is ever parsed by a shell (seed 004's naive version greps a string for
 must be on the allowlist by name (a path such as ``/bin/sh`` is refused), and
 the arguments reach it verbatim, so ``; | && $() ` > <`` are ordinary bytes.
 
-    node --fork--> supervisor (root)        --fork--> command: PID 1 of a new PID namespace,
-                   unshare(PID, IPC[, NET])           rlimits, uid 65534, no_new_privs, chdir, exec
-
-The supervisor is the child ``subprocess`` forks; in ``preexec_fn`` it makes the
-namespaces, forks the command and only waits for it, passing on its exit status.
-As the init of its own PID namespace, the command takes every process it started
-(``&`` jobs, fork bombs, children that called ``setsid``) down with it when it
-exits or is killed, and the kernel reaps them all. The price: like any PID 1 it
-ignores signals it has no handler for (SIGTERM, SIGXCPU, SIGPIPE), so the CPU
-limit bites with the hard limit's SIGKILL and writing to a closed pipe is EPIPE.
-
-As root the command drops to ``run_as_uid`` (65534 by default), which is what
-makes RLIMIT_NPROC real; the caller must make the workspace usable by that uid
-(chown it, or mode 0o777), else ``bad_workspace``. Without root the namespaces
-come from an unprivileged user namespace; where that is forbidden, commands are
-refused (``no_isolation``) rather than run unconfined.
+The command runs in ``meshnode.gate.sandbox``: PID 1 of new PID and IPC (and,
+unless the policy allows the network, network) namespaces, under rlimits, as
+uid 65534 when the node is root. This module checks the argv, captures the
+output within limits and stops the command at the timeout, on an output flood
+or when the caller is cancelled. As root, the caller must make the workspace
+usable by that uid (chown it, or mode 0o777), else ``bad_workspace``; where the
+namespaces cannot be made, commands are refused (``no_isolation``) rather than
+run unconfined.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import os
-import pwd
 import re
-import resource
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NoReturn
 
 import trio
 
 from meshnode.gate import GateError
+from meshnode.gate.sandbox import CHILD_PATH, NOBODY_UID, OPEN_FILES, spawn, stop
 
-CHILD_PATH = "/usr/bin:/bin"
+__all__ = [
+    "CHILD_PATH", "SEARCH_PATH", "NOBODY_UID", "MAX_ARG_BYTES", "MAX_ARGV_BYTES", "OPEN_FILES",
+    "FLOOD_FACTOR", "DEFAULT_PROGRAMS", "DEFAULT_DENY_ARGS", "ProgramRule", "CommandPolicy",
+    "policy_from_config", "check_command", "CommandResult", "run_command",
+]
+
 SEARCH_PATH = "/usr/local/bin:/usr/bin:/bin"  # where policy_from_config looks, never the node's own PATH
-NOBODY_UID = 65534
 MAX_ARG_BYTES = 32 * 1024
 MAX_ARGV_BYTES = 256 * 1024
-OPEN_FILES = 256
 FLOOD_FACTOR = 64  # output beyond FLOOD_FACTOR * max_output_bytes on one stream: stop the command
 
 _READ_CHUNK = 64 * 1024
 _DRAIN_GRACE_S = 2.0
-_REAP_GRACE_S = 5.0
-_BACKSTOP_MARGIN_S = 30
-
-_CLONE_NEWIPC = 0x08000000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
-_PR_SET_PDEATHSIG = 1
-_PR_SET_NAME = 15
-_PR_SET_NO_NEW_PRIVS = 38
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _checked(result: int) -> None:
-    if result != 0:
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-
-
-def _unshare(flags: int) -> None:
-    _checked(_libc.unshare(ctypes.c_int(flags)))
-
-
-def _prctl(option: int, value: int) -> None:
-    _checked(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0),
-                         ctypes.c_ulong(0), ctypes.c_ulong(0)))
 
 
 # Read-mostly tools from Debian's coreutils, findutils, diffutils and grep, plus
@@ -279,216 +244,6 @@ def _describe_signal(number: int) -> str:
     return f"signal {number} ({name}: {hint}?)" if hint else f"signal {number} ({name})"
 
 
-@dataclass(frozen=True)
-class _Sandbox:
-    """The ``preexec_fn``: runs in the forked child, between fork and exec.
-
-    Only plain os/resource/ctypes calls here (no trio, no locks). The first
-    process becomes the supervisor and never returns from this function; its
-    child returns and is exec'd by subprocess as the command.
-    """
-
-    cwd: str
-    flags: int
-    userns: bool
-    drop_to: tuple[int, int] | None  # (uid, gid) when the node is root
-    limits: tuple[tuple[int, int], ...]
-    memory_bytes: int
-    status_fd: int
-    backstop_s: int
-
-    def __call__(self) -> None:
-        stage = "namespaces"
-        try:
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the supervisor is a copy of the node
-            uid, gid = os.geteuid(), os.getegid()
-            _unshare(self.flags)
-            if self.userns:
-                for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
-                                   ("gid_map", f"{gid} {gid} 1")):
-                    with open(f"/proc/self/{name}", "w") as file:
-                        file.write(text)
-            stage = "fork"
-            child = os.fork()
-        except BaseException as exc:
-            self._report(stage, exc)
-            raise
-        if child:
-            self._supervise(child)
-        self._become_command()
-
-    def _report(self, stage: str, exc: BaseException) -> None:
-        number = exc.errno if isinstance(exc, OSError) and exc.errno else 0
-        with contextlib.suppress(OSError):
-            os.write(self.status_fd, f"fail {stage} {number}\n".encode())
-
-    def _supervise(self, child: int) -> NoReturn:
-        code = 255
-        try:
-            os.write(self.status_fd, b"pid %d\n" % child)
-            _libc.prctl(_PR_SET_NAME, ctypes.c_char_p(b"gate-supervisor"), 0, 0, 0)
-            # Drop every inherited descriptor, the pipes and subprocess's exec-status
-            # pipe included, so the node sees EOF exactly when the command has them closed.
-            os.closerange(0, 2**31 - 1)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(self.backstop_s)  # if the node dies, this ends us and the command
-            _, status = os.waitpid(child, 0)
-            if os.WIFSIGNALED(status):
-                number = os.WTERMSIG(status)
-                code = 128 + number
-                with contextlib.suppress(Exception):
-                    signal.signal(number, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {number})
-                os.kill(os.getpid(), number)  # report the same death to the node
-            else:
-                code = os.waitstatus_to_exitcode(status)
-        finally:
-            os._exit(code)
-
-    def _become_command(self) -> None:
-        stage = "limits"
-        try:
-            for kind, value in self.limits:
-                resource.setrlimit(kind, (value, value))
-            if self.drop_to is not None:
-                stage = "drop_privileges"
-                uid, gid = self.drop_to
-                os.setgroups([])
-                os.setgid(gid)
-                os.setuid(uid)
-                if os.getuid() != uid or os.geteuid() != uid:
-                    raise OSError(1, "uid did not change")
-            stage = "no_new_privs"
-            _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
-            stage = "workspace"
-            os.chdir(self.cwd)
-            stage = "limits"
-            # Last: this process is still a copy of the (large) node until exec.
-            resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
-        except BaseException as exc:
-            self._report(stage, exc)
-            raise
-        os.close(self.status_fd)
-
-
-def _identity(policy: CommandPolicy) -> tuple[int, int] | None:
-    """(uid, gid) to drop to when root; None when the node is not root (no switch possible)."""
-    euid, uid = os.geteuid(), policy.run_as_uid
-    if euid != 0:
-        if uid not in (None, euid):
-            raise GateError("no_isolation", f"the node runs as uid {euid} and cannot switch to uid {uid}; "
-                            "run the node as root or leave run_as_uid unset")
-        return None
-    uid = NOBODY_UID if uid is None else uid
-    with contextlib.suppress(KeyError):
-        return uid, pwd.getpwuid(uid).pw_gid
-    return uid, uid
-
-
-def _read_status(fd: int) -> tuple[int | None, tuple[str, int] | None]:
-    """The sandbox's reports: (command pid, first failure). Every writer is closed by now."""
-    os.set_blocking(fd, False)
-    data = b""
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 4096):
-            data += chunk
-    pid, fail = None, None
-    for kind, *rest in (line.split() for line in data.decode(errors="replace").splitlines()):
-        if kind == "pid":
-            pid = int(rest[0])
-        elif kind == "fail" and fail is None:
-            fail = (rest[0], int(rest[1]))
-    return pid, fail
-
-
-def _spawn_error(exc: BaseException, fail: tuple[str, int] | None, program: str,
-                 cwd: str, ident: tuple[int, int] | None) -> GateError:
-    who = f"uid {ident[0]}" if ident else "the node's user"
-    if fail is not None:
-        stage, number = fail
-        why = os.strerror(number) if number else str(exc)
-        if stage == "namespaces":
-            return GateError("no_isolation", f"cannot create the namespaces that isolate the command "
-                             f"({why}); refusing to run it unconfined")
-        if stage == "drop_privileges":
-            return GateError("no_isolation", f"cannot drop privileges to {who} ({why})")
-        if stage == "workspace":
-            return GateError("bad_workspace", f"{who} cannot enter the workspace {cwd} ({why}); "
-                             "make it usable by that uid (chown it, or chmod 0o777)")
-        return GateError("spawn_failed", f"could not prepare '{program}' ({stage}: {why})")
-    if isinstance(exc, BlockingIOError):
-        return GateError("spawn_failed", f"could not start '{program}': too many processes already run "
-                         f"as {who} (the process limit)")
-    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return GateError("spawn_failed", f"could not start '{program}' as {who}: {why}")
-
-
-def _within_hard_limit(kind: int, value: int) -> int:
-    """``value``, or the node's own hard limit if that is lower (an unprivileged node cannot raise it)."""
-    hard = resource.getrlimit(kind)[1]
-    return value if hard == resource.RLIM_INFINITY else min(value, hard)
-
-
-async def _spawn(exe: list[str], cwd: str, policy: CommandPolicy,
-                 stdin: bytes) -> tuple[trio.Process, int]:
-    ident = _identity(policy)
-    flags = _CLONE_NEWPID | _CLONE_NEWIPC | (0 if policy.network else _CLONE_NEWNET)
-    userns = os.geteuid() != 0
-    limits = tuple((kind, _within_hard_limit(kind, value)) for kind, value in (
-        (resource.RLIMIT_CPU, policy.cpu_seconds),
-        (resource.RLIMIT_NPROC, policy.max_processes),
-        (resource.RLIMIT_FSIZE, policy.max_file_bytes),
-        (resource.RLIMIT_NOFILE, OPEN_FILES),
-        (resource.RLIMIT_CORE, 0),
-    ))
-    read_fd, write_fd = os.pipe()
-    sandbox = _Sandbox(cwd=cwd, flags=flags | (_CLONE_NEWUSER if userns else 0), userns=userns,
-                       drop_to=ident, limits=limits,
-                       memory_bytes=_within_hard_limit(resource.RLIMIT_AS, policy.memory_bytes),
-                       status_fd=write_fd,
-                       backstop_s=min(math.ceil(policy.timeout_s) + _BACKSTOP_MARGIN_S, 2**31 - 1))
-    try:
-        try:
-            proc = await trio.lowlevel.open_process(
-                exe, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env={"PATH": CHILD_PATH, "HOME": cwd, "LANG": "C.UTF-8"},
-                close_fds=True, start_new_session=True, restore_signals=True, preexec_fn=sandbox)
-        finally:
-            os.close(write_fd)
-        leader, _ = _read_status(read_fd)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise _spawn_error(exc, _read_status(read_fd)[1], exe[0], cwd, ident) from None
-    finally:
-        os.close(read_fd)
-    if leader is None:  # cannot happen unless the supervisor broke; never leave it running
-        with trio.CancelScope(shield=True):
-            await _stop(proc, None)
-        raise GateError("spawn_failed", f"the sandbox for '{exe[0]}' did not report its command process")
-    return proc, leader
-
-
-async def _stop(proc: trio.Process, leader: int | None) -> None:
-    """Kill the command (PID 1 of its namespace, so the kernel kills the rest) and reap the supervisor.
-
-    ``leader`` is signalled only while the supervisor is alive: until then it has
-    not been reaped, or was reaped an instant ago; pids are handed out cyclically,
-    so its number cannot belong to anyone else yet.
-    """
-    if proc.returncode is None and leader is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(leader, signal.SIGKILL)
-        with trio.move_on_after(_REAP_GRACE_S):
-            await proc.wait()
-    if proc.returncode is None:  # last resort: the whole session's process group
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            await stream.aclose()
-
-
 @dataclass
 class _Capture:
     """One output stream: the first ``limit`` bytes kept, the rest counted and dropped."""
@@ -559,7 +314,7 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
     if not isinstance(stdin, bytes):
         raise GateError("bad_argument", "stdin must be bytes")
     started = time.monotonic()
-    proc, leader = await _spawn(exe, workdir, policy, stdin)
+    proc, leader = await spawn(exe, workdir, policy, stdin)
     out, err = _Capture(policy.max_output_bytes), _Capture(policy.max_output_bytes)
     flood: list[str] = []
 
@@ -574,7 +329,7 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
             await _converse(proc, stdin, out, err, on_flood)
     finally:
         with trio.CancelScope(shield=True):
-            await _stop(proc, leader)
+            await stop(proc, leader)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     killed = ("timeout" if deadline.cancelled_caught else flood[0] if flood
               else _describe_signal(-code) if code < 0 else None)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from pathlib import Path
 
 from meshnode.config import Config
-from meshnode.gate import runner
+from meshnode.gate import GateError, runner
 from meshnode.gate.gate import GateSettings
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import risk_policy
@@ -36,8 +38,12 @@ def scratch_dir(config: Config) -> Path:
     """Where commands' scratch copies live: it must be reachable by the unprivileged user commands
     run as, so by default a folder in the system's temporary directory, not the node's home."""
     raw = config.values["gate"]["scratch"]
-    path = Path(raw) if raw else Path(tempfile.gettempdir()) / "meshnode-scratch"
+    path = Path(raw) if raw else Path(tempfile.gettempdir()) / f"meshnode-scratch-{os.geteuid()}"
     path.mkdir(mode=0o711, parents=True, exist_ok=True)
+    st = os.lstat(path)  # in a shared temporary directory, someone else may have made it first
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise GateError("bad_scratch", f"{path} is not a folder of this user's; set [gate] scratch to another")
+    os.chmod(path, 0o711)  # others may pass through (commands run as an unprivileged user), not list it
     return path
 
 
