@@ -22,6 +22,7 @@ from pathlib import Path
 
 from meshnode.cognition import contexts
 from meshnode.cognition.cycle import _think
+from meshnode.cognition.validation import Verdict
 from meshnode.identity.keys import NodeKey
 from meshnode.knowledge import make_diary_entry
 from meshnode.notes import make_note
@@ -78,7 +79,9 @@ def main() -> None:
             print(f"store: {args.diary} diary entries, {args.notes} notes, loaded in {time.perf_counter() - t:.1f} s")
             build = timed(lambda: contexts.build(db, now_ms=T0, tick=1, recent_k=5, mode="normal", llm_id="x"), 100)
             counter = iter(range(10**9))
-            after = timed(lambda: _think(db, key, T0, next(counter), "x", answer + str(next(counter)), 5, 0.0), 100)
+            passed = Verdict(auto_pass=True, rating=None)  # no validator: the answer's commands run
+            after = timed(lambda: _think(db, key, T0, next(counter), "x", answer + str(next(counter)), 0.9, passed),
+                          100)
             raw = sqlite3.connect(Path(tmp) / "bench.db", isolation_level=None)
             raw.execute("PRAGMA synchronous=FULL")
             baseline = timed(lambda: raw.execute("INSERT INTO process_log (name, value) VALUES ('b', '{}')"), 100)

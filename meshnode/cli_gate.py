@@ -76,11 +76,18 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_tools)
 
 
-def _run(args, fn, with_jail: bool = True):
+def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
+    """``fn(db[, jail])``; with ``tell_agent``, the outcome is also logged where the agent's next
+    tick sees it (context 4), so it learns what a person decided."""
     config = _config(args)
     db = _open_db(config)
     try:
-        return fn(db, gate_setup.jail(config)) if with_jail else fn(db)
+        result = fn(db, gate_setup.jail(config)) if with_jail else fn(db)
+        if tell_agent:
+            with db.transaction() as conn:
+                conn.execute("INSERT INTO process_log (name, value, tags) VALUES (?, ?, ?)",
+                             (f"gate:{tell_agent}", json.dumps(result, default=str)[:4000], '["gate", "person"]'))
+        return result
     finally:
         db.close()
 
@@ -118,20 +125,20 @@ def cmd_drafts_decide(args) -> int:
         for path in paths:
             drafts.decide(db, SESSION, path, args.decision)
         return paths
-    paths = _run(args, decide)
+    paths = _run(args, decide, tell_agent=args.decision)
     print(f"{args.decision}ed: {', '.join(paths) or '(nothing)'}")
     return 0
 
 
 def cmd_drafts_edit(args) -> int:
     content = read_limited_file(Path(args.source), drafts.MAX_DRAFT_BYTES)
-    row = _run(args, lambda db, jail: drafts.edit(db, jail, SESSION, args.path, content))
+    row = _run(args, lambda db, jail: drafts.edit(db, jail, SESSION, args.path, content), tell_agent="edit")
     print(f"edited {row['path']} ({row['size']} bytes; still {row['status']})")
     return 0
 
 
 def cmd_drafts_commit(args) -> int:
-    snapshot_id = _run(args, lambda db, jail: drafts.commit(db, jail, SESSION, args.message))
+    snapshot_id = _run(args, lambda db, jail: drafts.commit(db, jail, SESSION, args.message), tell_agent="commit")
     print(f"committed; snapshot {snapshot_id} (undo with `meshnode snapshots rollback {snapshot_id}`)")
     return 0
 
@@ -154,7 +161,7 @@ def cmd_snapshots_show(args) -> int:
 
 
 def cmd_snapshots_rollback(args) -> int:
-    new_id = _run(args, lambda db, jail: snapshots.restore(db, jail, args.id))
+    new_id = _run(args, lambda db, jail: snapshots.restore(db, jail, args.id), tell_agent=f"rollback of {args.id}")
     print(f"restored snapshot {args.id}; the state before is snapshot {new_id}")
     return 0
 
@@ -172,7 +179,8 @@ def cmd_confirm_list(args) -> int:
 
 
 def cmd_confirm_decide(args) -> int:
-    row = _run(args, lambda db: confirm.decide(db, args.id, args.approve, now_ms(), "cli"), with_jail=False)
+    row = _run(args, lambda db: confirm.decide(db, args.id, args.approve, now_ms(), "cli"), with_jail=False,
+               tell_agent="confirmation")
     print(f"request {row['id']} {row['status']}; a running node acts on it at its next tick")
     return 0
 

@@ -66,6 +66,11 @@ def test_perceive_plan_draft_reflect_review_commit_rollback_through_the_cli(tmp_
         snapshot = int(committed.split("snapshot ")[1].split()[0])
         assert (workspace / "notes.txt").read_text() == "the quick brown fox\n"
         assert "typo fix reviewed" in node.cli("snapshots", "list")
+        state = json.loads(node.cli("snapshots", "show", str(snapshot)))["state"]
+        assert state["drafts"][0]["path"] == "notes.txt" and state["messages"]  # where its thinking stood
+        # the agent hears what the person decided, at its next tick
+        wait_until(lambda: "gate:commit" in llm.seen()[-1]["messages"][-1]["content"], 30,
+                   "the commit to reach the agent's context")
         node.cli("snapshots", "rollback", str(snapshot))
         assert (workspace / "notes.txt").read_text() == "teh quick brown fox\n"
     finally:

@@ -101,7 +101,8 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                  f" FROM concepts WHERE lineage IN ({marks}) OR container_did IN ({marks})", ids * 4).fetchall()
         parts.append(("Pinned entries (context 5)", _fit("\n".join(f"[{k} {i}] {t}" for k, i, t in kept), "pinned")))
     results = q("SELECT name, value, status, timestamp FROM process_log WHERE (name LIKE 'cmd:%' OR name LIKE"
-                " 'process:%') AND status != 'close' ORDER BY id DESC LIMIT 20").fetchall()
+                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%') AND status != 'close'"
+                " ORDER BY id DESC LIMIT 20").fetchall()
     running = q("SELECT id, argv, started_at FROM processes WHERE status = 'running' ORDER BY id").fetchall()
     parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
         [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])

@@ -191,8 +191,12 @@ def _summary(session: str, row: tuple) -> dict:
 
 
 def _session_state(db: Database, session: str) -> dict:
-    """What a commit's snapshot records of the session: its open drafts, without contents."""
-    return {"session": session, "drafts": [
+    """What a commit's snapshot records of the session: its open drafts, without contents, and
+    where the agent's thinking stood (its latest answers), so a rollback can say from when."""
+    with sql_errors("reading the agent's answers"):
+        recent = db.conn.execute("SELECT id, substr(content, 1, 200) FROM llm_recent_responses WHERE role ="
+                                 " 'assistant' ORDER BY id DESC LIMIT 5").fetchall()
+    return {"session": session, "messages": [{"id": i, "start": text} for i, text in recent], "drafts": [
         {"path": key, "status": status, "base_hash": base_hash, "deleted": content is None,
          "sha256": _hash(content)} for _, key, base_hash, content, status in _open_rows(db, session)]}
 
