@@ -234,7 +234,8 @@ def test_mesh_commands_reach_other_nodes(tmp_path, llms):
     a = Node(tmp_path, "alice", env=FAST_MIND)
     llm = llms("main", ["Bob should know this. " + command_block(
         {"cmd_id": "s1", "type": "send_message", "args": {"to": b.did, "text": "the quorum math checks out"}},
-        {"cmd_id": "p1", "type": "consensus_propose", "args": {"value": "adopt the plan"}}),
+        {"cmd_id": "p1", "type": "consensus_propose", "args": {"value": "adopt the plan"}},
+        {"cmd_id": "a1", "type": "announce", "args": {"interests": ["Quorums"], "expertise": ["bft"]}}),
         "Done telling Bob; waiting for an answer now."])
     try:
         b.start()
@@ -250,6 +251,11 @@ def test_mesh_commands_reach_other_nodes(tmp_path, llms):
                        "the proposal's result")
             result = json.loads(conn.execute("SELECT value FROM process_log WHERE name = 'cmd:p1'").fetchone()[0])
             assert result["status"] == "error" and "committee" in result["error"]  # no committee configured here
+            wait_until(lambda: conn.execute("SELECT count(*) FROM process_log WHERE name = 'cmd:a1'").fetchone()[0],
+                       30, "the announce")
+            result = json.loads(conn.execute("SELECT value FROM process_log WHERE name = 'cmd:a1'").fetchone()[0])
+            assert result["status"] == "ok" and result["result"]["interests"] == ["quorums"]
+            assert result["result"]["expertise"] == ["bft"] and result["result"]["did"] == a.did
         finally:
             conn.close()
     finally:

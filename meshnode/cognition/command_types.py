@@ -75,6 +75,8 @@ command("consensus_vote", "vote on a container", {"target": (did, True), "value"
 command("consensus_propose", "ask the committee to decide", {"value": (text(16 * 1024), True)})
 command("send_message", "send a note to another agent", {"to": (did, True), "text": (text(_LONG), True)})
 command("sync_request", "sync notes and knowledge with a peer now", {"peer": (did, True)})
+command("announce", "announce this agent in the mesh now, adding interests and expertise (tags)",
+        {"interests": (list_of(text(64), max_items=64), False), "expertise": (list_of(text(64), max_items=64), False)})
 command("cycle_settings", "change the cycle", {"responses": (integer(1, 100), False),
                                                 "pause_seconds": (number(0, 86400), False),
                                                 "concentration": (mapping, False), "idle": (mapping, False),

@@ -1,4 +1,5 @@
-"""Commands that act through the mesh: consensus proposals, messages to agents, sync requests.
+"""Commands that act through the mesh: consensus proposals, messages to agents, sync requests,
+announcing this agent (its interests and expertise) in the DHT.
 
 They need the running node's network, so the cycle runs them (async) after
 the store-side commands of the same answer, and only when the answer passed
@@ -11,7 +12,7 @@ from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.notes import make_note
 
-MESH_TYPES = ("consensus_propose", "send_message", "sync_request")
+MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 
 
 async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
@@ -25,6 +26,8 @@ async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
                              recipients=[cmd.args["to"]])
             await store.write_background(lambda db: db.put_container(note, received_at_ms=now_ms, local={"tags": []}))
             result = {"did": note.did, **(await mesh.push(cmd.args["to"], [note]))}
+        elif cmd.type == "announce":
+            result = await mesh.announce_now(cmd.args.get("interests", []), cmd.args.get("expertise", []))
         else:
             result = await mesh.sync_with(cmd.args["peer"])
     except MeshnodeError as exc:

@@ -116,6 +116,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
         # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
         self.validator = None
+        self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
 
     # --- lifecycle ------------------------------------------------------------
@@ -273,15 +274,26 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             self.metrics.inc("dial_failed")
             raise NetError("unreachable", f"cannot connect to {info.peer_id}: {type(exc).__name__}") from None
 
+    async def announce_now(self, interests: list[str] = (), expertise: list[str] = ()) -> dict:
+        """Publish this node's announce at once, with interests and expertise the cognitive core
+        adds to the configured ones (for this run)."""
+        self._agent_tags = (sorted(set(self._agent_tags[0]) | set(interests))[:64],
+                            sorted(set(self._agent_tags[1]) | set(expertise))[:64])
+        await self._publish_announce()
+        p = self._announce.payload
+        return {"did": self.key.did, "interests": p.get("interests", []), "expertise": p.get("expertise", []),
+                "addresses": p.get("addresses", [])}
+
     async def _publish_announce(self) -> None:
+        interests = [*self.config.interests, *self._agent_tags[0]]
+        expertise = [*self.config.expertise, *self._agent_tags[1]]
         announce = make_announce(self.key, name=self.config.name, addresses=self.addresses(), now_ms=self.clock(),
-                                 interests=self.config.interests, expertise=self.config.expertise,
-                                 roles=self.config.roles)
+                                 interests=interests, expertise=expertise, roles=self.config.roles)
         self._announce = announce
         try:
             with trio.move_on_after(15):
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
-            for tag in self.config.interests:
+            for tag in announce.payload.get("interests", []):
                 with trio.move_on_after(15):
                     await self.dht.provide(interest_key(tag))
         except Exception as exc:  # the DHT may have no peers yet; the next round retries
