@@ -19,7 +19,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import confirm, drafts, snapshots
+from meshnode.gate import GateError, confirm, drafts, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 
@@ -93,7 +93,7 @@ def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
 
 
 def cmd_drafts_list(args) -> int:
-    rows = _run(args, lambda db, jail: drafts.review(db, jail, SESSION))
+    rows = _run(args, lambda db, jail: drafts.review(db, jail, SESSION, shown_to_person=True))
     submitted = _run(args, _last_submission, with_jail=False)
     if args.json:
         print(json.dumps({"drafts": rows, "submission": submitted}, indent=2))
@@ -119,14 +119,27 @@ def _last_submission(db) -> dict | None:
 
 
 def cmd_drafts_decide(args) -> int:
+    """Accepting takes only drafts whose content is what `drafts list` last showed; others are
+    named, so the person looks again (the agent may have changed them in between)."""
     def decide(db, jail):
-        paths = [r["path"] for r in drafts.review(db, jail, SESSION) if r["status"] != "committed"] if args.all \
+        paths = [r["path"] for r in drafts.review(db, jail, SESSION)] if args.all \
             else [jail.resolve(p) for p in args.paths]
+        done, unseen = [], []
         for path in paths:
-            drafts.decide(db, SESSION, path, args.decision)
-        return paths
-    paths = _run(args, decide, tell_agent=args.decision)
-    print(f"{args.decision}ed: {', '.join(paths) or '(nothing)'}")
+            try:
+                drafts.decide(db, SESSION, path, args.decision, shown_only=True)
+                done.append(path)
+            except GateError as exc:
+                if exc.code != "not_shown":
+                    raise
+                unseen.append(path)
+        return {"decided": done, "changed_since_listed": unseen}
+    result = _run(args, decide, tell_agent=args.decision)
+    print(f"{args.decision}ed: {', '.join(result['decided']) or '(nothing)'}")
+    if result["changed_since_listed"]:
+        print(f"not accepted, changed since you listed them: {', '.join(result['changed_since_listed'])};"
+              " run `meshnode drafts list --diff` again")
+        return 1
     return 0
 
 
@@ -174,7 +187,8 @@ def cmd_confirm_list(args) -> int:
     if not rows:
         print("(no requests)")
     for r in rows:
-        print(terminal_safe(f"{r['id']:5}  {r['status']:8} {r['tool']} {json.dumps(r['args'])[:200]}  ({r['reason']})"))
+        print(terminal_safe(f"{r['id']:5}  {r['status']:8} {r['tool']} {json.dumps(r['args'], ensure_ascii=False)}"
+                            f"  ({r['reason']})"))  # whole: a person approves exactly what they read
     return 0
 
 

@@ -82,3 +82,60 @@ def llms(tmp_path):
     yield lambda name, answers: made.append(ScriptedLLM(tmp_path, name, answers)) or made[-1]
     for llm in made:
         llm.stop()
+
+
+# --- the action gate's lab (tests/test_gate_*.py) ----------------------------
+
+
+@pytest.fixture
+def scratch_parent():
+    """A folder for scratch copies, reachable by the unprivileged user commands run as
+    (pytest's tmp_path is 0700)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="meshnode-test-scratch-"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def lab(tmp_path, scratch_parent):
+    """A workspace, a tree beside it that must not change (checked at the end), a store, and
+    ``make(**settings)`` for gates with test settings."""
+    from gatelab import clock, tree_hashes
+    from meshnode.gate import runner
+    from meshnode.gate.gate import Gate, GateSettings
+    from meshnode.gate.jail import Jail
+    from meshnode.gate.tools import risk_policy
+    from meshnode.store import Store
+
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    (ws / "notes.txt").write_text("teh quick fox\n")
+    (ws / "src").mkdir()
+    (ws / "src" / "app.py").write_text("print('hello')\n")
+    (outside / "secret.txt").write_text("do not touch\n")
+    told: list[str] = []
+    guarded: list[str] = []
+
+    async def tell_user(text: str) -> None:
+        told.append(text)
+
+    def make(**overrides) -> Gate:
+        settings = dict(jail=Jail([ws]), commands=runner.policy_from_config(
+            ["cat", "echo", "ls", "python3", "sleep"], timeout_s=5.0, max_processes=32),
+            risk=risk_policy({}, [], ["allowed.test"]), scratch_dir=scratch_parent, loop_window=10, loop_repeats=3,
+            max_calls_per_task=50)
+        settings.update(overrides)
+        return Gate(store, GateSettings(**settings), clock, tell_user=tell_user,
+                    on_guard=lambda kind, reason: guarded.append(kind))
+
+    async with await Store.open(tmp_path / "db.sqlite") as store:
+        before = tree_hashes(outside)
+        yield {"ws": ws, "outside": outside, "store": store, "make": make, "told": told, "guarded": guarded}
+        assert tree_hashes(outside) == before  # whatever a test did, nothing outside the workspace changed
+
+

@@ -3,80 +3,16 @@ in a scratch copy, reflection; and a hostile-input suite where nothing outside t
 
 from __future__ import annotations
 
-import hashlib
 import http.server
 import os
-import shutil
-import tempfile
 import threading
-from pathlib import Path
 
 import pytest
 import trio
 
-from meshnode.gate import GateError, confirm, drafts, runner
-from meshnode.gate.gate import Gate, GateSettings
-from meshnode.gate.jail import Jail
+from gatelab import CLOCK, clock
+from meshnode.gate import GateError, confirm, drafts
 from meshnode.gate.tools import openai_tools, risk_policy
-from meshnode.store import Store
-
-CLOCK = {"now": 1_800_000_000_000}
-
-
-def clock() -> int:
-    return CLOCK["now"]
-
-
-def tree_hashes(root: Path) -> dict[str, str]:
-    out = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            out[str(path)] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[str(path)] = "dir"
-    return out
-
-
-@pytest.fixture
-def scratch_parent():
-    # reachable by the unprivileged user commands run as (pytest's tmp_path is 0700)
-    path = Path(tempfile.mkdtemp(prefix="meshnode-test-scratch-"))
-    path.chmod(0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-async def lab(tmp_path, scratch_parent):
-    ws, outside = tmp_path / "ws", tmp_path / "outside"
-    ws.mkdir()
-    outside.mkdir()
-    (ws / "notes.txt").write_text("teh quick fox\n")
-    (ws / "src").mkdir()
-    (ws / "src" / "app.py").write_text("print('hello')\n")
-    (outside / "secret.txt").write_text("do not touch\n")
-    told: list[str] = []
-    guarded: list[str] = []
-
-    async def tell_user(text: str) -> None:
-        told.append(text)
-
-    def make(**overrides) -> Gate:
-        settings = dict(jail=Jail([ws]), commands=runner.policy_from_config(
-            ["cat", "echo", "ls", "python3", "sleep"], timeout_s=5.0, max_processes=32),
-            risk=risk_policy({}, [], ["allowed.test"]), scratch_dir=scratch_parent, loop_window=10, loop_repeats=3,
-            max_calls_per_task=50)
-        settings.update(overrides)
-        return Gate(store, GateSettings(**settings), clock, tell_user=tell_user,
-                    on_guard=lambda kind, reason: guarded.append(kind))
-
-    async with await Store.open(tmp_path / "db.sqlite") as store:
-        before = tree_hashes(outside)
-        yield {"ws": ws, "outside": outside, "store": store, "make": make, "told": told, "guarded": guarded}
-        assert tree_hashes(outside) == before  # whatever a test did, nothing outside the workspace changed
-
 
 async def test_reads_see_drafts_and_the_real_file_waits_for_review(lab):
     gate = lab["make"]()
@@ -128,10 +64,14 @@ async def test_commands_run_in_a_scratch_copy_and_their_changes_come_back_as_dra
         "-c", "import pathlib; print(pathlib.Path('notes.txt').read_text(), end=''); "
               "pathlib.Path('made.txt').write_text('by a command'); pathlib.Path('src/app.py').unlink()"]})
     assert out["exit_code"] == 0 and out["stdout"] == "the quick fox\n"  # it saw the drafted content
-    assert sorted(out["drafted"]) == ["made.txt", "src/app.py"]
+    assert out["drafted"] == ["made.txt"]  # a new file: a draft
+    # a deletion has the risk of delete_file whoever does it: a person is asked
+    assert [i for i in out["ignored"] if i.startswith("src/app.py: deleting it needs a person's confirmation")]
+    asked = await lab["store"].read(confirm.listing, clock())
+    assert [(a["tool"], a["args"]) for a in asked] == [("delete_file", {"path": "src/app.py"})]
     assert not (lab["ws"] / "made.txt").exists() and (lab["ws"] / "src" / "app.py").exists()
     review = {r["path"]: r for r in await lab["store"].write(drafts.review, gate.jail, "core")}
-    assert review["src/app.py"]["deleted"] and not review["made.txt"]["deleted"]
+    assert set(review) == {"made.txt", "notes.txt"} and not review["made.txt"]["deleted"]
     assert not list(gate.settings.scratch_dir.iterdir())  # the scratch copy is gone
 
 

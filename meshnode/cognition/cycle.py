@@ -240,7 +240,13 @@ class Cycle:
 def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None = None) -> None:
     with db.transaction() as conn:
         conn.execute("INSERT INTO process_log (name, value, status, llm_id) VALUES (?, ?, ?, ?)",
-                     (name, json.dumps(value, ensure_ascii=False, default=str)[:65536], status, llm_id))
+                     (name, _text(json.dumps(value, ensure_ascii=False, default=str))[:65536], status, llm_id))
+
+
+def _text(s: str) -> str:
+    """Text the database can hold: what is not valid UTF-8 (lone surrogates from odd file names)
+    is written as escapes."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 FACT_CHECK_BELOW = 0.7

@@ -85,6 +85,7 @@ class Processes:
         if len(self._scopes) >= MAX_RUNNING:
             raise MeshnodeError("too_many_processes", f"{MAX_RUNNING} processes already run; stop one first")
         argv = [program, *args]
+        self.gate.guard("process_start", {"argv": argv})  # the loop detector and the call limit apply too
         if self.gate.precheck(argv) == DESTRUCTIVE:  # refused now, not in a later tick
             raise MeshnodeError("needs_confirmation", "this command needs a person's confirmation: ask for it with"
                                 " run_command, which waits for the answer without blocking you")
@@ -112,6 +113,9 @@ class Processes:
                 outcome = await self.gate.command(argv, timeout_s=timeout_s)
         except MeshnodeError as exc:  # refused at spawn (e.g. the program vanished)
             summary, status, code = {"error": exc.reason}, "failed", None
+        except Exception as exc:  # a bug here must not take the cycle (and the node) down
+            log.exception("process %d", process_id)
+            summary, status, code = {"error": f"{type(exc).__name__}: {exc}"[:300]}, "failed", None
         else:
             if outcome is None:
                 summary, status, code = {"stopped": True, "note": "file changes of a stopped process are dropped"}, \
@@ -135,7 +139,7 @@ def _started(db: Database, argv: list[str], now: int, task_id: int | None, llm_i
 
 def _ended(db: Database, process_id: int, status: str, code: int | None, summary: dict, now: int) -> None:
     value = json.dumps({"process": process_id, "status": status, "exit_code": code, **summary},
-                       ensure_ascii=False, default=str)[:65536]
+                       ensure_ascii=False, default=str).encode("utf-8", "backslashreplace").decode("utf-8")[:65536]
     with db.transaction() as conn:
         conn.execute("UPDATE processes SET status = ?, exit_code = ?, result = ?, ended_at = ? WHERE id = ?",
                      (status, code, value, now, process_id))

@@ -35,6 +35,10 @@ def check(value: Any, schema: dict, where: str = "args") -> None:
             raise GateError("bad_args", f"{where} is longer than {schema['maxLength']} characters")
         if "\x00" in value:
             raise GateError("bad_args", f"{where} contains a NUL character")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: not text any file, log or database can hold
+            raise GateError("bad_args", f"{where} is not valid UTF-8 text") from None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < schema.get("minimum", float("-inf")) or value > schema.get("maximum", float("inf")):
             raise GateError("bad_args", f"{where} must be between {schema.get('minimum')} and {schema.get('maximum')}")

@@ -65,10 +65,20 @@ def approved(db: Database, session: str) -> list[dict]:
     return [_row(r) for r in rows]
 
 
-def finish(db: Database, request_id: int, ok: bool, result: dict) -> None:
+def claim(db: Database, request_id: int) -> bool:
+    """Take an approved request to run it: it is marked failed ("interrupted") until ``finish``,
+    so a crash while it runs never leads to a second run. False when someone else took it."""
     with db.transaction() as conn:
-        conn.execute("UPDATE gate_confirmations SET status = ?, result = ? WHERE id = ? AND status = 'approved'",
-                     ("done" if ok else "failed", json.dumps(result, default=str)[:65536], request_id))
+        return conn.execute("UPDATE gate_confirmations SET status = 'failed', result = ? WHERE id = ? AND"
+                            " status = 'approved'", (json.dumps({"error": "interrupted while running"}),
+                                                    request_id)).rowcount == 1
+
+
+def finish(db: Database, request_id: int, ok: bool, result: dict) -> None:
+    text = json.dumps(result, default=str).encode("utf-8", "backslashreplace").decode("utf-8")[:65536]
+    with db.transaction() as conn:
+        conn.execute("UPDATE gate_confirmations SET status = ?, result = ? WHERE id = ?",
+                     ("done" if ok else "failed", text, request_id))
 
 
 def expire(db: Database, now_ms: int) -> int:

@@ -76,11 +76,17 @@ def read_through(db: Database, jail: Jail, session: str, path: str, max_bytes: i
     return content
 
 
-def review(db: Database, jail: Jail, session: str) -> list[dict]:
+def review(db: Database, jail: Jail, session: str, *, shown_to_person: bool = False) -> list[dict]:
     """Every open draft of the session: path, status, deleted, diff (against the real file
-    now) and conflict (the real file changed since the draft was made)."""
+    now) and conflict (the real file changed since the draft was made). ``shown_to_person``:
+    record what was shown, which is what ``decide(..., shown_only=True)`` will accept."""
     out = []
-    for _, key, base_hash, content, status in _open_rows(db, session):
+    rows = _open_rows(db, session)
+    if shown_to_person:
+        with db.transaction() as conn:
+            conn.executemany("UPDATE gate_drafts SET shown_sha256 = ? WHERE id = ?",
+                             [(_shown_hash(content), draft_id) for draft_id, _, _, content, _ in rows])
+    for _, key, base_hash, content, status in rows:
         try:
             conflict = jail.file_hash(key) != base_hash
             diff = _diff_against_real(jail, key, content)
@@ -90,11 +96,18 @@ def review(db: Database, jail: Jail, session: str) -> list[dict]:
     return out
 
 
-def decide(db: Database, session: str, path: str, decision: str) -> None:
-    """Accept or reject the open draft of ``path`` (a key as review() shows it)."""
+def decide(db: Database, session: str, path: str, decision: str, *, shown_only: bool = False) -> None:
+    """Accept or reject the open draft of ``path`` (a key as review() shows it). ``shown_only``:
+    accept only if its content is still what ``review(shown_to_person=True)`` last showed."""
     status = {"accept": "accepted", "reject": "rejected"}.get(decision)
     if status is None:
         raise GateError("bad_decision", f"a decision is 'accept' or 'reject', not {decision!r}")
+    if shown_only and status == "accepted":
+        row = db.conn.execute("SELECT content, shown_sha256 FROM gate_drafts WHERE session = ? AND path = ?"
+                              " AND status != 'committed'", (session, path)).fetchone()
+        if row is not None and row[1] != _shown_hash(row[0]):
+            raise GateError("not_shown", f"{path} changed since it was last listed (or was never listed);"
+                            " look at it again with `meshnode drafts list --diff`")
     with db.transaction() as conn:
         cur = conn.execute("UPDATE gate_drafts SET status = ?, updated_ms = ? WHERE session = ? AND path = ?"
                            " AND status != 'committed'", (status, _now_ms(), session, path))
@@ -108,8 +121,9 @@ def edit(db: Database, jail: Jail, session: str, path: str, content: bytes) -> d
     _check_content(content)
     key = jail.resolve(path)
     with db.transaction() as conn:
-        cur = conn.execute("UPDATE gate_drafts SET content = ?, updated_ms = ? WHERE session = ? AND path = ?"
-                           " AND status != 'committed'", (bytes(content), _now_ms(), session, key))
+        cur = conn.execute("UPDATE gate_drafts SET content = ?, shown_sha256 = ?, updated_ms = ? WHERE session = ?"
+                           " AND path = ? AND status != 'committed'",  # the person wrote it: they have seen it
+                           (bytes(content), _shown_hash(bytes(content)), _now_ms(), session, key))
         if cur.rowcount == 0:
             raise GateError("not_found", f"there is no open draft of {key} in session {session}")
         return _summary(session, _open_row(conn, session, key))
@@ -188,6 +202,10 @@ def _summary(session: str, row: tuple) -> dict:
     return {"session": session, "path": key, "status": status, "deleted": content is None,
             "size": None if content is None else len(content), "base_hash": base_hash,
             "new_file": base_hash is None}
+
+
+def _shown_hash(content: bytes | None) -> str:
+    return "deleted" if content is None else hashlib.sha256(content).hexdigest()
 
 
 def _session_state(db: Database, session: str) -> dict:

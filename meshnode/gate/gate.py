@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
+import httpx
 import trio
 
 from meshnode.gate import GateError, argschema, confirm, drafts, guards, runner, scratch
@@ -74,42 +75,65 @@ class Gate:
         if tool not in TOOLS:
             raise GateError("unknown_tool", f"no tool {tool[:40]!r}; tools: {', '.join(TOOLS)}")
         argschema.check(args, TOOLS[tool].parameters)
-        if tool == "http_fetch" and not args["url"].startswith(("http://", "https://")):
-            raise GateError("bad_url", "only http:// and https:// URLs can be fetched")
+        args = self._normalized(tool, args)  # one spelling per path and URL: for risk rules, guards, requests
         risk = self.settings.risk.risk_of(tool, args)
         if approved is None:
-            try:
-                self.loops.check(tool, args)
-                self.limits.check(task)
-            except GateError as exc:
-                if self.on_guard:
-                    self.on_guard(exc.code, exc.reason)
-                raise
+            self.guard(tool, args, task)
             if risk == DESTRUCTIVE:
                 return await self._ask(tool, args, risk)
-        return await self._run(tool, args)
+        try:
+            return await self._run(tool, args)
+        except (OSError, UnicodeError) as exc:  # the file system's own refusals, as readable reasons
+            raise GateError("io_error", f"{tool}: {type(exc).__name__}: {exc}"[:300]) from None
+
+    def guard(self, tool: str, args: dict, task: str = "main") -> None:
+        """The loop detector and the iteration limit (GateError); both tell the anti-stagnation reflex."""
+        try:
+            self.loops.check(tool, args)
+            self.limits.check(task)
+        except GateError as exc:
+            if self.on_guard:
+                self.on_guard(exc.code, exc.reason)
+            raise
+
+    def _normalized(self, tool: str, args: dict) -> dict:
+        if "path" in args:
+            args = {**args, "path": self.jail.resolve(args["path"])}
+        if tool == "http_fetch":
+            args = {**args, "url": _checked_url(args["url"])}
+        return args
 
     async def _ask(self, tool: str, args: dict, risk: str) -> dict:
-        why = f"{tool} is {risk}" + (" (host not in [gate] http_hosts)" if tool == "http_fetch" else "")
+        why = f"{tool} is {risk}"
+        if tool == "http_fetch":
+            why += f" (host {httpx.URL(args['url']).host!r} is not in [gate] http_hosts)"
         now = self.clock()
         req = await self.store.write(confirm.request, self.settings.session, tool, args, risk, why, now,
                                      self.settings.confirm_ttl_ms)
         if self.tell_user is not None and req["created_ms"] == now:  # asked once, not at every repetition
-            await self.tell_user(f"The agent asks to run {tool} {json.dumps(args, ensure_ascii=False)[:300]}"
-                                     f" ({why}). Answer with `meshnode confirm approve {req['id']}` or"
-                                     f" `meshnode confirm reject {req['id']}`; it expires unanswered.")
+            shown = json.dumps(args, ensure_ascii=False)
+            shown = shown if len(shown) <= 2000 else shown[:2000] + " ... (all of it: meshnode confirm list)"
+            await self.tell_user(f"The agent asks to run {tool} {shown} ({why}). Answer with"
+                                 f" `meshnode confirm approve {req['id']}` or `meshnode confirm reject {req['id']}`;"
+                                 " it expires unanswered.")
         return {"status": "needs_confirmation", "confirmation": req["id"], "expires_ms": req["expires_ms"],
                 "note": "a person was asked; carry on with other work, the result comes in a later tick"}
 
     async def run_approved(self) -> list[dict]:
-        """Run the calls a person approved since the last time (each once)."""
+        """Run the calls a person approved since the last time, each at most once: a request is
+        claimed before it runs, so a crash in between leaves it failed, never run twice."""
         done = []
         for req in await self.store.read(confirm.approved, self.settings.session):
+            if not await self.store.write(confirm.claim, req["id"]):
+                continue
             try:
                 result = await self.call(req["tool"], req["args"], approved=req["id"])
                 ok = True
             except GateError as exc:
                 result, ok = {"error": exc.reason, "code": exc.code}, False
+            except Exception as exc:  # a bug must not wedge the queue: the request fails, the next runs
+                log.exception("approved request %s", req["id"])
+                result, ok = {"error": f"{type(exc).__name__}: {exc}"[:300], "code": "internal"}, False
             await self.store.write(confirm.finish, req["id"], ok, result)
             done.append({"confirmation": req["id"], "tool": req["tool"], "ok": ok, "result": result})
         return done
@@ -143,7 +167,14 @@ class Gate:
 
     async def command(self, argv: list[str], timeout_s: float | None = None):
         """Run ``argv`` in a scratch copy of the session's workspace; what it changes comes back as
-        drafts. Returns (runner.CommandResult, drafted paths, ignored changes with reasons)."""
+        drafts (a change whose write_file/delete_file risk is destructive becomes a confirmation
+        request instead). Returns (runner.CommandResult, drafted paths, ignored changes with reasons)."""
+        try:
+            return await self._command(argv, timeout_s)
+        except (OSError, UnicodeError) as exc:
+            raise GateError("io_error", f"{argv[0]}: {type(exc).__name__}: {exc}"[:300]) from None
+
+    async def _command(self, argv: list[str], timeout_s: float | None):
         self.precheck(argv)
         policy = self.settings.commands
         if timeout_s is not None:
@@ -161,7 +192,16 @@ class Gate:
                 await trio.to_thread.run_sync(scratch.remove, folder)
         drafted = []
         for rel, content in sorted(changed.items()):
+            tool = "delete_file" if content is None else "write_file"
             try:
+                if self.settings.risk.risk_of(tool, {"path": rel}) == DESTRUCTIVE:
+                    if content is not None:  # the content is not kept for later: the person is told why
+                        ignored.append(f"{rel}: writing it needs a person's confirmation; use write_file")
+                        continue
+                    asked = await self._ask(tool, {"path": rel}, DESTRUCTIVE)
+                    ignored.append(f"{rel}: deleting it needs a person's confirmation (request"
+                                   f" {asked['confirmation']})")
+                    continue
                 if content is None:
                     await self.store.write(drafts.draft_delete, self.jail, self.settings.session, rel)
                 else:
@@ -172,22 +212,28 @@ class Gate:
         return result, drafted, ignored
 
     async def _fetch(self, url: str) -> dict:
-        import httpx
+        deadline = self.settings.http_timeout_s * 3  # per read, and for the whole: a drip-feed ends too
+        try:
+            with trio.fail_after(deadline):
+                return await self._get(url)
+        except trio.TooSlowError:
+            raise GateError("fetch_failed", f"{url[:200]} took longer than {deadline:.0f} s") from None
 
+    async def _get(self, url: str) -> dict:
         try:
             async with httpx.AsyncClient(timeout=self.settings.http_timeout_s, follow_redirects=False) as client:
                 async with client.stream("GET", url) as response:
-                    body = b""
+                    body = bytearray()
                     async for chunk in response.aiter_bytes():
                         body += chunk
                         if len(body) > HTTP_MAX_BYTES:
-                            body = body[:HTTP_MAX_BYTES]
+                            del body[HTTP_MAX_BYTES:]
                             break
                     return {"url": url, "status": response.status_code,
                             "content_type": response.headers.get("content-type", ""),
                             "location": response.headers.get("location"), "truncated": len(body) >= HTTP_MAX_BYTES,
-                            "text": body.decode("utf-8", "replace")}
-        except httpx.HTTPError as exc:
+                            "text": bytes(body).decode("utf-8", "replace")}
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, UnicodeError) as exc:
             raise GateError("fetch_failed", f"{url[:200]}: {type(exc).__name__}: {exc}"[:300]) from None
 
     async def submit(self, summary: str, reflect: Callable[[str], Awaitable[str]]) -> dict:
@@ -205,6 +251,8 @@ class Gate:
         paths = [r["path"] for r in review]
         await self.store.write(_record_submission, self.settings.session, summary, reply[:4000], ready, paths,
                                self.clock())
+        if ready:
+            self.limits.reset("main")  # a piece of work is done: the next one gets a fresh budget of calls
         if ready and self.tell_user is not None:
             await self.tell_user(f"{len(paths)} draft(s) wait for your review: {', '.join(paths)[:500]}. "
                                  f"The agent says: {summary[:500]}. See `meshnode drafts list --diff`.")
@@ -216,11 +264,30 @@ def _confine_arguments(args: list[str]) -> None:
     """Arguments that name paths stay inside the (scratch) workspace: no absolute paths, no
     ``..``, no home shortcuts, also after an ``--option=`` prefix."""
     for arg in args:
-        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
-        parts = value.replace("\\", "/").split("/")
-        if value.startswith(("/", "~")) or ".." in parts:
-            raise GateError("outside_jail", f"argument {arg[:80]!r} points outside the workspace; use paths"
-                            " relative to it")
+        values = [arg]
+        if arg.startswith("-") and "=" in arg:
+            values.append(arg.split("=", 1)[1])
+        if arg.startswith("-") and not arg.startswith("--"):
+            values.append(arg[2:])  # an attached short option's value: -f/etc/passwd
+        for value in values:
+            parts = value.replace("\\", "/").split("/")
+            if value.startswith(("/", "~")) or ".." in parts:
+                raise GateError("outside_jail", f"argument {arg[:80]!r} points outside the workspace; use paths"
+                                " relative to it")
+
+
+def _checked_url(raw: str) -> str:
+    """The URL parsed once, in the form every later step (risk, request) reads; GateError if it
+    is not a plain http(s) URL with a host."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in raw):
+        raise GateError("bad_url", "a URL may not contain spaces or control characters")
+    try:
+        url = httpx.URL(raw)
+    except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
+        raise GateError("bad_url", f"not a URL: {exc}"[:200]) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise GateError("bad_url", "only http:// and https:// URLs with a host can be fetched")
+    return str(url)
 
 
 def _record_submission(db, session: str, summary: str, reflection: str, ready: bool, paths: list[str],

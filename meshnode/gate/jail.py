@@ -350,9 +350,9 @@ def _checked_text(path: object) -> str:
     if "\0" in path:
         raise GateError("bad_path", "the path contains a NUL byte")
     try:
-        size = len(os.fsencode(path))
+        size = len(path.encode("utf-8"))  # strict: no surrogates, so every name is real UTF-8 text
     except UnicodeEncodeError:
-        raise GateError("bad_path", "the path is not valid text") from None
+        raise GateError("bad_path", "the path is not valid UTF-8 text") from None
     if size > MAX_PATH_BYTES:
         raise GateError("bad_path", f"the path is longer than {MAX_PATH_BYTES} bytes")
     return path
@@ -479,6 +479,12 @@ def _read_at_most(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def read_regular_at(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
+    """The content of the regular, singly linked file ``name`` in ``dir_fd`` (opened without
+    following a symlink, and without blocking on a fifo) of at most ``max_bytes``; else None."""
+    return _small_regular_file(dir_fd, name, max_bytes)
 
 
 def _small_regular_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:

@@ -19,12 +19,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
 from meshnode.gate import GateError, drafts
-from meshnode.gate.jail import Jail
+from meshnode.gate.jail import Jail, read_regular_at
 from meshnode.store.database import Database
 
 MAX_COPY_BYTES = 64 * 1024 * 1024
@@ -34,33 +33,45 @@ MAX_FILE_BYTES = drafts.MAX_DRAFT_BYTES
 
 def prepare(db: Database, jail: Jail, session: str, parent: Path, uid: int | None) -> tuple[Path, dict[str, str]]:
     """A scratch folder under ``parent`` holding the session's view of the workspace, and a
-    manifest (relative path -> SHA-256) of what was put there."""
+    manifest (relative path -> SHA-256) of what was put there. Only the workspace (the jail's
+    first root) is copied; drafts count against the same budget as files."""
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=parent))
     try:
         files: dict[str, bytes] = {}
         total = 0
+
+        def put(rel: str, data: bytes | None) -> None:
+            nonlocal total
+            total -= len(files.pop(rel, b""))
+            if data is not None:
+                files[rel] = data
+                total += len(data)
+            if len(files) > MAX_FILES or total > MAX_COPY_BYTES:
+                raise GateError("too_large", f"the workspace is larger than a command's scratch copy may be"
+                                f" ({MAX_COPY_BYTES >> 20} MiB, {MAX_FILES} files)")
+
         for rel in _walk(Path(jail.workspace)):
             try:
                 data = jail.read_bytes(rel, MAX_FILE_BYTES)
             except GateError:
                 continue  # not the agent's to read (a symlink, a hard link, too large): not copied
-            total += len(data)
-            if total > MAX_COPY_BYTES or len(files) >= MAX_FILES:
-                raise GateError("too_large", f"the workspace is larger than a command's scratch copy may be"
-                                f" ({MAX_COPY_BYTES >> 20} MiB, {MAX_FILES} files)")
-            files[rel] = data
+            put(rel, data)
         for row in drafts.review(db, jail, session):
-            if row["status"] not in ("pending", "accepted"):
-                continue
-            if row["deleted"]:
-                files.pop(row["path"], None)
-            else:
-                files[row["path"]] = drafts.read_through(db, jail, session, row["path"], MAX_FILE_BYTES)
+            if row["status"] not in ("pending", "accepted") or row["path"].startswith("/"):
+                continue  # drafts in other roots are not part of the workspace's copy
+            put(row["path"], None if row["deleted"] else
+                drafts.read_through(db, jail, session, row["path"], MAX_FILE_BYTES))
         for rel, data in files.items():
             target = scratch / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            if os.path.commonpath([scratch, target]) != str(scratch):  # keys are relative; belt and braces
+                raise GateError("outside_jail", f"{rel} would leave the scratch copy")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:  # e.g. a drafted file where another draft needs a folder
+                raise GateError("bad_drafts", f"cannot lay out {rel} in the scratch copy: {exc.strerror}"
+                                " (a file and a folder of the same name among the drafts?)") from None
         if uid is not None:
             _give(scratch, uid)
         return scratch, {rel: _sha(data) for rel, data in files.items()}
@@ -71,28 +82,42 @@ def prepare(db: Database, jail: Jail, session: str, parent: Path, uid: int | Non
 
 def changes(scratch: Path, manifest: dict[str, str]) -> tuple[dict[str, bytes | None], list[str]]:
     """What the command changed: {relative path: new bytes, or None when deleted}, and notes on
-    what was ignored (symlinks, special files, files too large)."""
+    what was ignored (symlinks, special or hard-linked files, names that are not UTF-8, files
+    too large, anything past the budget). Read through directory descriptors without following
+    links, so nothing the command left behind can point the node (root) elsewhere."""
     out: dict[str, bytes | None] = {}
     ignored: list[str] = []
-    seen = set()
-    for dirpath, dirnames, filenames in os.walk(scratch, followlinks=False):
-        for name in dirnames + filenames:
-            full = Path(dirpath) / name
-            rel = full.relative_to(scratch).as_posix()
-            st = os.lstat(full)
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                ignored.append(f"{rel}: not a regular file")
-                continue
-            if st.st_size > MAX_FILE_BYTES:
-                ignored.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes")
+    seen: set[str] = set()
+    budget = MAX_COPY_BYTES
+    root_fd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=root_fd, follow_symlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames):
+                rel = os.path.normpath(os.path.join(dirpath, name))
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    ignored.append(f"{rel.encode('utf-8', 'backslashreplace').decode()}: the name is not UTF-8")
+                    continue
                 seen.add(rel)
-                continue
-            seen.add(rel)
-            data = full.read_bytes()
-            if manifest.get(rel) != _sha(data):
+                try:
+                    data = read_regular_at(dir_fd, name, MAX_FILE_BYTES)
+                except OSError as exc:
+                    ignored.append(f"{rel}: {exc.strerror}")
+                    continue
+                if data is None:
+                    ignored.append(f"{rel}: not a regular, singly linked file of at most {MAX_FILE_BYTES} bytes")
+                    continue
+                if manifest.get(rel) == _sha(data):
+                    continue
+                if len(out) >= MAX_FILES or len(data) > budget:
+                    ignored.append(f"{rel}: past the budget of changes one command may bring back")
+                    continue
+                budget -= len(data)
                 out[rel] = data
+    finally:
+        os.close(root_fd)
     for rel in manifest:
         if rel not in seen:
             out[rel] = None

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+
+import httpx
 
 from meshnode.gate import GateError
 from meshnode.gate.argschema import obj, string
@@ -85,9 +86,17 @@ class RiskPolicy:
         levels = [TOOLS[tool].risk, self.per_tool.get(tool, SAFE_READ)]
         text = json.dumps(args, sort_keys=True, ensure_ascii=False)
         levels += [r.risk for r in self.rules if r.tool in (tool, "*") and r.pattern.search(text)]
-        if tool == "http_fetch" and (urlsplit(args.get("url", "")).hostname or "") not in self.http_hosts:
+        if tool == "http_fetch" and _host(args.get("url", "")) not in self.http_hosts:
             levels.append(DESTRUCTIVE)  # the network reaches out of the host: a person decides
         return max(levels, key=RISKS.index)
+
+
+def _host(url: str) -> str:
+    """The host as the HTTP client will read it (one parser for the check and the request)."""
+    try:
+        return httpx.URL(url).host.lower()
+    except (httpx.InvalidURL, ValueError, UnicodeError, TypeError):
+        return ""
 
 
 def risk_policy(per_tool: dict[str, str], rules: list[str], http_hosts: list[str]) -> RiskPolicy:
