@@ -137,7 +137,10 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
         note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
         await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
 
-    gate = Gate(store, gate_setup.settings(config), now_ms, tell_user=tell_user)
+    settings = gate_setup.settings(config)
+    if gate_setup.clear_leftovers(settings.scratch_dir):
+        log.info("removed scratch copies left by an earlier run")
+    gate = Gate(store, settings, now_ms, tell_user=tell_user)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),

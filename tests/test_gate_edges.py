@@ -140,3 +140,13 @@ async def test_attached_short_options_cannot_name_paths_outside(lab):
         with pytest.raises(GateError) as info:
             await gate.call("run_command", {"program": "grep", "args": args})
         assert info.value.code == "outside_jail", args
+
+
+async def test_open_drafts_of_a_session_are_bounded_in_bytes(lab, monkeypatch):
+    monkeypatch.setattr(drafts, "MAX_SESSION_BYTES", 1000)
+    gate = lab["make"]()
+    await gate.call("write_file", {"path": "a", "content": "x" * 600})
+    await gate.call("write_file", {"path": "a", "content": "y" * 900})  # replacing a draft frees its bytes
+    with pytest.raises(GateError) as info:
+        await gate.call("write_file", {"path": "b", "content": "z" * 200})
+    assert info.value.code == "too_large" and "commit or reject" in info.value.reason

@@ -22,6 +22,7 @@ from meshnode.store.database import Database, sql_errors
 
 MAX_DRAFT_BYTES = 8 * 1024 * 1024
 MAX_OPEN_DRAFTS = 256
+MAX_SESSION_BYTES = 64 * 1024 * 1024  # all open drafts of a session together
 MAX_DIFF_INPUT_BYTES = 1024 * 1024  # larger texts are summarized, not diffed
 
 _COLUMNS = "id, path, base_hash, content, status"
@@ -167,6 +168,11 @@ def _save(db: Database, jail: Jail, session: str, key: str, content: bytes | Non
     now = _now_ms()
     with db.transaction() as conn:
         row = _open_row(conn, session, key)
+        (held,) = conn.execute("SELECT coalesce(sum(length(content)), 0) FROM gate_drafts WHERE session = ? AND"
+                               " status != 'committed' AND path != ?", (session, key)).fetchone()
+        if held + len(content or b"") > MAX_SESSION_BYTES:
+            raise GateError("too_large", f"session {session}'s open drafts would hold more than"
+                            f" {MAX_SESSION_BYTES >> 20} MiB; commit or reject some first")
         if row is None:
             (count,) = conn.execute("SELECT count(*) FROM gate_drafts WHERE session = ? AND status != 'committed'",
                                     (session,)).fetchone()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -44,7 +46,19 @@ def scratch_dir(config: Config) -> Path:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise GateError("bad_scratch", f"{path} is not a folder of this user's; set [gate] scratch to another")
     os.chmod(path, 0o711)  # others may pass through (commands run as an unprivileged user), not list it
-    return path
+    mine = path / hashlib.sha256(str(config.home).encode()).hexdigest()[:16]  # one folder per node home
+    mine.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(mine, 0o711)
+    return mine
+
+
+def clear_leftovers(folder: Path) -> int:
+    """Scratch copies a crashed run of this node left behind (its own folder only)."""
+    gone = 0
+    for entry in folder.glob("scratch-*"):
+        shutil.rmtree(entry, ignore_errors=True)
+        gone += 1
+    return gone
 
 
 def settings(config: Config, session: str = "core") -> GateSettings:
