@@ -139,3 +139,33 @@ async def lab(tmp_path, scratch_parent):
         assert tree_hashes(outside) == before  # whatever a test did, nothing outside the workspace changed
 
 
+# --- the command runner's tests ---------------------------------------------
+
+
+@pytest.fixture
+def workspace():
+    """A folder the sandbox uid can use, removed afterwards (tests/test_gate_runner.py)."""
+    import shutil
+
+    from runnerlab import make_workspace
+
+    path = make_workspace()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def namespaces(monkeypatch):
+    """The PID namespace of every command started from now on, in order, read as spawn returns."""
+    from meshnode.gate import runner
+
+    seen: list[str] = []
+    real = runner.spawn
+
+    async def recording(*args, **kwargs):
+        proc, leader = await real(*args, **kwargs)
+        seen.append(os.readlink(f"/proc/{leader}/ns/pid"))
+        return proc, leader
+
+    monkeypatch.setattr(runner, "spawn", recording)
+    return seen

@@ -1,23 +1,20 @@
 """The command runner (issue 7): allowlist, no shell, limits and a sandbox, with real processes.
 
-Commands that must report their host pid or process group read them from
-/proc/self (the host's /proc, so host numbers), since inside their own PID
-namespace os.getpid() is 1. No test sleeps to synchronise: a command that must
+A command sees only its own PID namespace (its /proc is that namespace's), so
+it cannot tell the test its host pids. The ``namespaces`` fixture records each
+command's PID namespace as ``spawn`` returns (a command that may end quickly
+first reads its stdin, which is fed only after that), and ``in_namespace``
+finds what still runs in it. No test sleeps to synchronise: a command that must
 be running before the test acts tells it so through a FIFO.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
-import tempfile
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 import trio
@@ -32,59 +29,7 @@ from meshnode.gate.runner import (
     policy_from_config,
     run_command,
 )
-
-ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason="dropping to uid 65534 needs root")
-
-# Prints "<label> <host pid> <host pgid>" for the calling process.
-WHO = textwrap.dedent("""\
-    import os
-    def who(label):
-        pgid = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[2]
-        print(label, os.readlink('/proc/self'), pgid, flush=True)
-    """)
-
-
-@pytest.fixture
-def workspace():
-    """A workspace the sandbox uid can use (tmp_path's parents are 0o700, so not there)."""
-    path = Path(tempfile.mkdtemp(prefix="meshnode-gate-"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def policy(*extra: str, **limits):
-    return policy_from_config(DEFAULT_PROGRAMS + extra, **limits)
-
-
-def members(pgid: int) -> list[int]:
-    """Every process (zombies included) in process group ``pgid``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-            found.append(int(entry))
-    return found
-
-
-def exists(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists()
-
-
-def parse_who(stdout: bytes) -> dict[str, tuple[int, int]]:
-    rows = [line.split() for line in stdout.decode().splitlines()]
-    return {row[0]: (int(row[1]), int(row[2])) for row in rows if len(row) == 3 and row[1].isdigit()}
-
-
-async def python(code: str, workspace: Path, **limits) -> CommandResult:
-    return await run_command(["python3", "-c", code], cwd=workspace, policy=policy(**limits))
-
+from runnerlab import (GO, HOLD, ROOT, exists, fifo_line, in_namespace, needs_root, policy, python)
 
 # --- refusals before anything runs -------------------------------------------------
 
@@ -181,7 +126,7 @@ async def test_stdin_exit_codes_and_find(workspace):
 async def test_environment_is_clean(workspace, monkeypatch):
     monkeypatch.setenv("MESHNODE_SECRET_TOKEN", "hunter2")
     result = await python("import json, os; print(json.dumps(dict(os.environ)))", workspace)
-    assert json.loads(result.stdout) == {"PATH": "/usr/bin:/bin", "HOME": str(workspace), "LANG": "C.UTF-8"}
+    assert json.loads(result.stdout) == {"PATH": "/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8"}
     result = await run_command(["cat", "/proc/self/environ"], cwd=workspace, policy=policy())
     assert b"hunter2" not in result.stdout and result.stdout.count(b"\0") == 3
 
@@ -201,9 +146,6 @@ async def test_runs_unprivileged_in_its_own_namespaces(workspace):
         """)
     result = await python(code, workspace)
     assert result.stdout.decode().splitlines() == ["65534 65534 65534 [] 1 1", "cannot regain root"]
-
-
-# --- output ----------------------------------------------------------------------------
 
 
 async def test_large_output_is_capped_and_flagged(workspace):
@@ -237,50 +179,46 @@ def test_summary_is_json_and_bounded():
 # --- time, processes, cancellation --------------------------------------------------------
 
 
-async def test_timeout_kills_the_whole_group(workspace):
-    code = WHO + textwrap.dedent("""\
-        import time
+async def test_timeout_kills_the_whole_namespace(workspace, namespaces):
+    code = HOLD + textwrap.dedent("""\
+        import os, time
         r, w = os.pipe()
         if os.fork() == 0:
-            who('child')
+            print('child', os.getpid(), flush=True)
             os.write(w, b'x')
             time.sleep(1000)
         os.read(r, 1)
-        who('leader')
+        print('leader', os.getpid(), flush=True)
         time.sleep(1000)
         """)
-    result = await python(code, workspace, timeout_s=1)
+    result = await python(code, workspace, stdin=GO, timeout_s=1)
     assert result.timed_out and result.killed == "timeout" and result.exit_code is None
     assert 1 <= result.duration_s < 6
-    seen = parse_who(result.stdout)
-    assert set(seen) == {"leader", "child"}
-    leader_pid, pgid = seen["leader"]
-    assert seen["child"][1] == pgid
-    assert not exists(leader_pid) and not exists(seen["child"][0])
-    assert members(pgid) == []
+    assert result.stdout == b"child 2\nleader 1\n"  # both ran, in the command's PID namespace
+    assert in_namespace(namespaces[0]) == []
 
 
-async def test_a_background_process_that_left_the_group_dies_with_the_command(workspace):
-    code = WHO + textwrap.dedent("""\
-        import time
+async def test_a_background_process_that_left_the_group_dies_with_the_command(workspace, namespaces):
+    code = HOLD + textwrap.dedent("""\
+        import os, time
         r, w = os.pipe()
         if os.fork() == 0:
             os.setsid()  # out of the process group and session: killpg alone would miss it
-            who('escapee')
+            print('escapee', os.getpid(), os.getsid(0), flush=True)
             os.write(w, b'x')
             time.sleep(1000)
         os.read(r, 1)
         """)
-    result = await python(code, workspace, timeout_s=20)
+    result = await python(code, workspace, stdin=GO, timeout_s=20)
     assert (result.exit_code, result.timed_out, result.killed) == (0, False, None)
     assert result.duration_s < 5
-    pid, pgid = parse_who(result.stdout)["escapee"]
-    assert not exists(pid) and members(pgid) == []
+    assert result.stdout == b"escapee 2 2\n"
+    assert in_namespace(namespaces[0]) == []
 
 
-async def test_fork_bomb_is_contained(workspace):
-    code = WHO + textwrap.dedent("""\
-        who('leader')
+async def test_fork_bomb_is_contained(workspace, namespaces):
+    code = HOLD + textwrap.dedent("""\
+        import os
         def bomb():
             while True:
                 try:
@@ -300,50 +238,37 @@ async def test_fork_bomb_is_contained(workspace):
         bomb()
         """)
     # A uid of its own, so nothing else running as nobody shares (or eats) the process budget.
-    result = await python(code, workspace, max_processes=8, timeout_s=2, cpu_seconds=5,
+    result = await python(code, workspace, stdin=GO, max_processes=8, timeout_s=2, cpu_seconds=5,
                           run_as_uid=64123 if ROOT else None)
     assert result.timed_out or result.killed
     limited = [line for line in result.stdout.decode().splitlines() if line.startswith("limited")]
     assert len(limited) == 1 and int(limited[0].split()[2]) < 8
-    leader_pid, pgid = parse_who(result.stdout)["leader"]
-    assert members(pgid) == [] and not exists(leader_pid)
+    assert in_namespace(namespaces[0]) == []
 
 
-async def test_cancelling_the_caller_kills_the_command(workspace):
-    fifo = workspace / "ready"
-    os.mkfifo(fifo)
-    fifo.chmod(0o666)
+async def test_cancelling_the_caller_kills_the_command(workspace, namespaces):
     code = textwrap.dedent("""\
         import os, time
-        pgid = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[2]
         with open('ready', 'w') as ready:
-            ready.write(f"leader {os.readlink('/proc/self')} {pgid}\\n")
+            ready.write(f"leader {os.getpid()}\\n")
         time.sleep(1000)
         """)
     finished: list[CommandResult] = []
-    reader = trio.lowlevel.FdStream(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
-    keep_open = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # so reads wait rather than see EOF
     with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
+        async with fifo_line(workspace / "ready") as line, trio.open_nursery() as nursery:
 
             async def run() -> None:
                 finished.append(await python(code, workspace, timeout_s=60))
 
             nursery.start_soon(run)
-            line = b""
-            while not line.endswith(b"\n"):
-                chunk = await reader.receive_some(100)
-                assert chunk, f"the command closed the FIFO after {line!r}"
-                line += chunk
-            _, pid, pgid = line.split()
-            assert exists(int(pid))
+            assert await line() == b"leader 1\n"
+            running = in_namespace(namespaces[0])
+            assert len(running) == 1 and exists(running[0])
             cancelled_at = time.monotonic()
             nursery.cancel_scope.cancel()
-    await reader.aclose()
-    os.close(keep_open)
     assert finished == []
     assert time.monotonic() - cancelled_at < 5
-    assert not exists(int(pid)) and members(int(pgid)) == []
+    assert not exists(running[0]) and in_namespace(namespaces[0]) == []
 
 
 # --- limits ----------------------------------------------------------------------------------
@@ -405,44 +330,6 @@ async def test_spawn_and_workspace_failures_are_gate_errors(workspace, tmp_path)
     with pytest.raises(GateError) as caught:
         await run_command(["true"], cwd=tmp_path, policy=policy())
     assert caught.value.code == "bad_workspace" and "65534" in caught.value.reason
-
-
-@needs_root
-def test_without_root_a_user_namespace_isolates(workspace):
-    """The node itself as uid 65534: the namespaces then come from a user namespace."""
-    system_python = "/usr/bin/python3"
-    probe = subprocess.run([system_python, "-c", "import sys; print(sys.version_info[:2])"],
-                           capture_output=True, text=True)
-    if probe.stdout.strip() != str(tuple(sys.version_info[:2])):
-        pytest.skip("no system python3 of this version for an unprivileged node")
-    script = textwrap.dedent(f"""\
-        import json, os, socket, trio
-        from meshnode.gate.runner import DEFAULT_PROGRAMS, policy_from_config, run_command
-        async def main():
-            with socket.socket() as listener:
-                listener.bind(('127.0.0.1', 0))
-                listener.listen(8)
-                port = listener.getsockname()[1]
-                code = ("import os, socket; print(os.getuid(), os.getpid(), flush=True); "
-                        f"socket.create_connection(('127.0.0.1', {{port}}), timeout=5); print('connected')")
-                out = {{}}
-                for network in (False, True):
-                    policy = policy_from_config(DEFAULT_PROGRAMS, network=network, timeout_s=10)
-                    result = await run_command(['python3', '-c', code], cwd={str(workspace)!r}, policy=policy)
-                    out[str(network)] = result.stdout.decode()
-                print(json.dumps(out))
-        trio.run(main)
-        """)
-    site = str(Path(trio.__file__).resolve().parents[1])
-    repo = str(Path(runner.__file__).resolve().parents[2])
-    done = subprocess.run([system_python, "-c", script], user=65534, group=65534, extra_groups=[],
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{repo}:{site}"},
-                          cwd=workspace, capture_output=True, text=True, timeout=60)
-    if "no_isolation" in done.stderr:
-        pytest.skip("this kernel forbids unprivileged user namespaces")
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
-    assert out == {"False": "65534 1\n", "True": "65534 1\nconnected\n"}
 
 
 async def test_commands_run_concurrently_and_independently(workspace):

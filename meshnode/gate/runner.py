@@ -5,14 +5,20 @@ Nothing is ever parsed by a shell (seed 004's naive version greps a string for
 must be on the allowlist by name (a path such as ``/bin/sh`` is refused), and
 the arguments reach it verbatim, so ``; | && $() ` > <`` are ordinary bytes.
 
-The command runs in ``meshnode.gate.sandbox``: PID 1 of new PID and IPC (and,
-unless the policy allows the network, network) namespaces, under rlimits, as
-uid 65534 when the node is root. This module checks the argv, captures the
-output within limits and stops the command at the timeout, on an output flood
-or when the caller is cancelled. As root, the caller must make the workspace
-usable by that uid (chown it, or mode 0o777), else ``bad_workspace``; where the
-namespaces cannot be made, commands are refused (``no_isolation``) rather than
-run unconfined.
+The command runs in ``meshnode.gate.sandbox``: PID 1 of new PID, IPC and mount
+(and, unless the policy allows the network, network) namespaces, under rlimits,
+as uid 65534 when the node is root. Its file system is its own
+(``meshnode.gate.mounts``): read-only /usr and a few files of /etc, a private
+/tmp, its own /proc, and its folder ``cwd`` at ``/workspace``, where it starts;
+relative paths work as before, absolute ones inside the folder are
+``/workspace/...``, and nothing else of the host can be reached. Programs must
+therefore live under /usr, /bin, /sbin or /lib* (the allowlist's SEARCH_PATH does).
+This module checks the argv, captures the output within limits and stops the
+command at the timeout, on an output flood or when the caller is cancelled. As
+root, the caller must make the folder usable by that uid (chown it, or mode
+0o777), else ``bad_workspace``; where the namespaces or the command's root
+cannot be made, commands are refused (``no_isolation``) rather than run
+unconfined.
 """
 
 from __future__ import annotations
@@ -301,7 +307,8 @@ async def _converse(proc: trio.Process, stdin: bytes, out: _Capture, err: _Captu
 
 async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPolicy,
                       stdin: bytes = b"") -> CommandResult:
-    """Run an allowed command in ``cwd`` under ``policy`` and return what it did.
+    """Run an allowed command in ``cwd`` under ``policy`` and return what it did. The command
+    sees ``cwd`` as /workspace (its working directory, and HOME) and no other host folder.
 
     Raises GateError only for refusals before the start and for ``spawn_failed``.
     Cancelling the caller kills the command and all it started before Cancelled

@@ -1,7 +1,8 @@
-"""The sandbox every agent command runs in: new namespaces, rlimits, an unprivileged uid.
+"""The sandbox every agent command runs in: new namespaces, its own root, rlimits, an unprivileged uid.
 
-    node --fork--> supervisor (root)        --fork--> command: PID 1 of a new PID namespace,
-                   unshare(PID, IPC[, NET])           rlimits, uid 65534, no_new_privs, chdir, exec
+    node --fork--> supervisor (root)            --fork--> command: PID 1 of a new PID namespace:
+                   unshare(PID, IPC, NS[, NET])           mounts.build_root, rlimits, uid 65534,
+                                                          no_new_privs, chdir /workspace, exec
 
 The supervisor is the child ``subprocess`` forks; in ``preexec_fn`` it makes the
 namespaces, forks the command and only waits for it, passing on its exit status.
@@ -15,11 +16,22 @@ queues; the network namespace, made unless the policy allows the network, leaves
 it no network at all. rlimits bound its CPU time, processes, file size, open
 files and memory, and forbid core dumps.
 
+The mount namespace gives the command a file system of its own
+(``meshnode.gate.mounts``): read-only system trees and a few files of /etc, a
+handful of devices, its own /proc (its processes only), private /tmp and
+/dev/shm, and its folder at ``/workspace``, its working directory (relative
+paths work as before; absolute ones inside the folder are /workspace/...). No
+other host file, process, socket or command folder is reachable. The command
+builds it as PID 1, before it gives up its privileges, so the fresh /proc is
+that of its PID namespace.
+
 As root the command drops to ``run_as_uid`` (65534 by default), which is what
-makes RLIMIT_NPROC real; the caller must make the workspace usable by that uid
-(chown it, or mode 0o777), else ``bad_workspace``. Without root the namespaces
-come from an unprivileged user namespace; where that is forbidden, commands are
-refused (``no_isolation``) rather than run unconfined.
+makes RLIMIT_NPROC real; the caller must make the folder usable by that uid
+(chown it, or mode 0o777), else ``bad_workspace`` (its parents need not be
+reachable: the folder is bound into the new root). Without root the namespaces
+come from an unprivileged user namespace. Where any of it cannot be made (no
+user namespaces, a kernel or container refusing a mount), commands are refused
+(``no_isolation``) rather than run unconfined.
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from typing import NoReturn, Protocol
 
 import trio
 
-from meshnode.gate import GateError
+from meshnode.gate import GateError, mounts
 
 CHILD_PATH = "/usr/bin:/bin"
 NOBODY_UID = 65534
@@ -46,6 +58,7 @@ OPEN_FILES = 256
 _REAP_GRACE_S = 5.0
 _BACKSTOP_MARGIN_S = 30
 
+_CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
@@ -94,7 +107,7 @@ class Limits(Protocol):
 class _Sandbox:
     """The ``preexec_fn``: runs in the forked child, between fork and exec.
 
-    Only plain os/resource/ctypes calls here (no trio, no locks). The first
+    Only plain os/resource/ctypes calls here and in ``mounts`` (no trio, no locks). The first
     process becomes the supervisor and never returns from this function; its
     child returns and is exec'd by subprocess as the command.
     """
@@ -105,6 +118,8 @@ class _Sandbox:
     drop_to: tuple[int, int] | None  # (uid, gid) when the node is root
     limits: tuple[tuple[int, int], ...]
     memory_bytes: int
+    tmp_bytes: int
+    network: bool
     status_fd: int
     backstop_s: int
 
@@ -119,6 +134,7 @@ class _Sandbox:
                                    ("gid_map", f"{gid} {gid} 1")):
                     with open(f"/proc/self/{name}", "w") as file:
                         file.write(text)
+            os.chdir("/")  # so the command's pivot_root moves our cwd into its root too
             stage = "fork"
             child = os.fork()
         except BaseException as exc:
@@ -130,8 +146,9 @@ class _Sandbox:
 
     def _report(self, stage: str, exc: BaseException) -> None:
         number = exc.errno if isinstance(exc, OSError) and exc.errno else 0
+        step = "".join(getattr(exc, "step", "").split())
         with contextlib.suppress(OSError):
-            os.write(self.status_fd, f"fail {stage} {number}\n".encode())
+            os.write(self.status_fd, f"fail {stage} {number} {step}".strip().encode() + b"\n")
 
     def _supervise(self, child: int) -> NoReturn:
         code = 255
@@ -157,8 +174,10 @@ class _Sandbox:
             os._exit(code)
 
     def _become_command(self) -> None:
-        stage = "limits"
+        stage = "mounts"
         try:
+            mounts.build_root(self.cwd, self.tmp_bytes, self.network)  # needs our privileges: before the drop
+            stage = "limits"
             for kind, value in self.limits:
                 resource.setrlimit(kind, (value, value))
             if self.drop_to is not None:
@@ -173,7 +192,7 @@ class _Sandbox:
             _prctl(_PR_SET_NO_NEW_PRIVS, 1)
             _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
             stage = "workspace"
-            os.chdir(self.cwd)
+            os.chdir(mounts.WORKSPACE)
             stage = "limits"
             # Last: this process is still a copy of the (large) node until exec.
             resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
@@ -197,7 +216,7 @@ def _identity(policy: Limits) -> tuple[int, int] | None:
     return uid, uid
 
 
-def _read_status(fd: int) -> tuple[int | None, tuple[str, int] | None]:
+def _read_status(fd: int) -> tuple[int | None, tuple[str, int, str] | None]:
     """The sandbox's reports: (command pid, first failure). Every writer is closed by now."""
     os.set_blocking(fd, False)
     data = b""
@@ -209,19 +228,22 @@ def _read_status(fd: int) -> tuple[int | None, tuple[str, int] | None]:
         if kind == "pid":
             pid = int(rest[0])
         elif kind == "fail" and fail is None:
-            fail = (rest[0], int(rest[1]))
+            fail = (rest[0], int(rest[1]), " ".join(rest[2:]))
     return pid, fail
 
 
-def _spawn_error(exc: BaseException, fail: tuple[str, int] | None, program: str,
+def _spawn_error(exc: BaseException, fail: tuple[str, int, str] | None, program: str,
                  cwd: str, ident: tuple[int, int] | None) -> GateError:
     who = f"uid {ident[0]}" if ident else "the node's user"
     if fail is not None:
-        stage, number = fail
+        stage, number, step = fail
         why = os.strerror(number) if number else str(exc)
         if stage == "namespaces":
             return GateError("no_isolation", f"cannot create the namespaces that isolate the command "
                              f"({why}); refusing to run it unconfined")
+        if stage == "mounts":
+            return GateError("no_isolation", f"cannot give the command its own file system ({why} at "
+                             f"{step or 'an unknown step'}); refusing to run it unconfined")
         if stage == "drop_privileges":
             return GateError("no_isolation", f"cannot drop privileges to {who} ({why})")
         if stage == "workspace":
@@ -232,6 +254,9 @@ def _spawn_error(exc: BaseException, fail: tuple[str, int] | None, program: str,
         return GateError("spawn_failed", f"could not start '{program}': too many processes already run "
                          f"as {who} (the process limit)")
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if isinstance(exc, FileNotFoundError):
+        why += (f" inside the sandbox, whose root holds only /{', /'.join(mounts.READ_ONLY_TREES)}, "
+                "a few files of /etc and the workspace")
     return GateError("spawn_failed", f"could not start '{program}' as {who}: {why}")
 
 
@@ -246,7 +271,7 @@ async def spawn(exe: list[str], cwd: str, policy: Limits,
     """Start ``exe`` in ``cwd`` in a new sandbox: (the supervisor, the command's pid); GateError if
     it cannot be isolated or started."""
     ident = _identity(policy)
-    flags = _CLONE_NEWPID | _CLONE_NEWIPC | (0 if policy.network else _CLONE_NEWNET)
+    flags = _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS | (0 if policy.network else _CLONE_NEWNET)
     userns = os.geteuid() != 0
     limits = tuple((kind, _within_hard_limit(kind, value)) for kind, value in (
         (resource.RLIMIT_CPU, policy.cpu_seconds),
@@ -259,13 +284,14 @@ async def spawn(exe: list[str], cwd: str, policy: Limits,
     sandbox = _Sandbox(cwd=cwd, flags=flags | (_CLONE_NEWUSER if userns else 0), userns=userns,
                        drop_to=ident, limits=limits,
                        memory_bytes=_within_hard_limit(resource.RLIMIT_AS, policy.memory_bytes),
+                       tmp_bytes=min(policy.memory_bytes, mounts.MAX_TMP_BYTES), network=policy.network,
                        status_fd=write_fd,
                        backstop_s=min(math.ceil(policy.timeout_s) + _BACKSTOP_MARGIN_S, 2**31 - 1))
     try:
         try:
             proc = await trio.lowlevel.open_process(
                 exe, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env={"PATH": CHILD_PATH, "HOME": cwd, "LANG": "C.UTF-8"},
+                stderr=subprocess.PIPE, env={"PATH": CHILD_PATH, "HOME": mounts.WORKSPACE, "LANG": "C.UTF-8"},
                 close_fds=True, start_new_session=True, restore_signals=True, preexec_fn=sandbox)
         finally:
             os.close(write_fd)
