@@ -117,3 +117,35 @@ def test_processes_start_finish_and_stop_through_the_gate_and_destructive_calls_
         assert (node.home / "workspace" / "old.txt").exists()  # still a draft, until reviewed
     finally:
         node.kill()
+
+
+def test_a_tool_loop_is_stopped_and_feeds_the_anti_stagnation_reflex(tmp_path, llms):
+    import random
+
+    words = "lantern ferry orchard cobalt meadow signal harbor thistle basalt ember willow canyon prism".split()
+    script = []
+    for i in range(8):  # different words each time, the same call each time
+        text = " ".join(random.Random(i).sample(words, 10))
+        script.append(f"{text}. " + command_block({"cmd_id": f"r{i}", "type": "read_file",
+                                                   "args": {"path": "notes.txt"}}))
+    llm = llms("main", script)
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    try:
+        node.cli("init", "--exist-ok")
+        (node.home / "workspace").mkdir(exist_ok=True)
+        (node.home / "workspace" / "notes.txt").write_text("the same file\n")
+        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+        node.start()
+        wait_until(lambda: _rows(node, "SELECT value FROM process_log WHERE name = 'cmd:r3'"), 60, "a fourth read")
+        fourth = json.loads(_rows(node, "SELECT value FROM process_log WHERE name = 'cmd:r3'")[0][0])
+        assert fourth["status"] == "error" and fourth["code"] == "loop" and "another approach" in fourth["error"]
+        wait_until(lambda: _rows(node, "SELECT value FROM process_log WHERE name = 'stagnation_plan'"), 30,
+                   "the reflex to plan against the loop")
+        plan = _rows(node, "SELECT min(id) FROM process_log WHERE name = 'stagnation_plan'")[0][0]
+        refused = _rows(node, "SELECT id FROM process_log WHERE name = 'cmd:r3'")[0][0]
+        repeats = _rows(node, "SELECT count(*) FROM process_log WHERE name = 'stagnation' AND id < ?", (plan,))[0][0]
+        assert plan > refused and repeats == 0  # planned because of the loop, not a repeated answer
+        assert all(json.loads(v)["status"] == "ok" for (v,) in _rows(
+            node, "SELECT value FROM process_log WHERE name IN ('cmd:r0', 'cmd:r1', 'cmd:r2')"))
+    finally:
+        node.kill()
