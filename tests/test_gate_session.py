@@ -21,6 +21,19 @@ def _rows(node: Node, sql: str, params=()) -> list[tuple]:
         conn.close()
 
 
+def start_mind(tmp_path, llm, files: dict[str, str]) -> Node:
+    """A node thinking with ``llm``, its workspace holding ``files``; the caller kills it."""
+    node = Node(tmp_path, "mind", env=FAST_MIND)
+    node.cli("init", "--exist-ok")
+    workspace = node.home / "workspace"
+    workspace.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (workspace / name).write_text(text)
+    node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+    node.start()
+    return node
+
+
 def test_perceive_plan_draft_reflect_review_commit_rollback_through_the_cli(tmp_path, llms):
     script = [
         "Perceive: what is in my workspace? " + command_block(
@@ -35,15 +48,10 @@ def test_perceive_plan_draft_reflect_review_commit_rollback_through_the_cli(tmp_
         "Waiting for the review now; nothing more to do in the workspace.",
     ]
     llm = llms("main", script)
-    node = Node(tmp_path, "mind", env=FAST_MIND)
+    node = start_mind(tmp_path, llm, {"notes.txt": "teh quick brown fox\n"})
+    workspace = node.home / "workspace"
     try:
-        node.cli("init", "--exist-ok")
-        workspace = node.home / "workspace"
-        workspace.mkdir(exist_ok=True)
-        (workspace / "notes.txt").write_text("teh quick brown fox\n")
-        node.cli("gate", "tools")
-        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
-        node.start()
+        assert "destructive  delete_file" in node.cli("gate", "tools")
         wait_until(lambda: json.loads(node.cli("drafts", "list", "--json"))["submission"], 60,
                    "the agent to submit its drafts")
         listing = json.loads(node.cli("drafts", "list", "--json"))
@@ -90,13 +98,8 @@ def test_processes_start_finish_and_stop_through_the_gate_and_destructive_calls_
         "Nothing else to do for now; I will wait.",
     ]
     llm = llms("main", script)
-    node = Node(tmp_path, "mind", env=FAST_MIND)
+    node = start_mind(tmp_path, llm, {"old.txt": "old\n"})
     try:
-        node.cli("init", "--exist-ok")
-        (node.home / "workspace").mkdir(exist_ok=True)
-        (node.home / "workspace" / "old.txt").write_text("old\n")
-        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
-        node.start()
         wait_until(lambda: len(_rows(node, "SELECT id FROM processes WHERE status != 'running'")) == 2, 60,
                    "both processes to end")
         status = dict(_rows(node, "SELECT id, status FROM processes"))
@@ -129,13 +132,8 @@ def test_a_tool_loop_is_stopped_and_feeds_the_anti_stagnation_reflex(tmp_path, l
         script.append(f"{text}. " + command_block({"cmd_id": f"r{i}", "type": "read_file",
                                                    "args": {"path": "notes.txt"}}))
     llm = llms("main", script)
-    node = Node(tmp_path, "mind", env=FAST_MIND)
+    node = start_mind(tmp_path, llm, {"notes.txt": "the same file\n"})
     try:
-        node.cli("init", "--exist-ok")
-        (node.home / "workspace").mkdir(exist_ok=True)
-        (node.home / "workspace" / "notes.txt").write_text("the same file\n")
-        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
-        node.start()
         wait_until(lambda: _rows(node, "SELECT value FROM process_log WHERE name = 'cmd:r3'"), 60, "a fourth read")
         fourth = json.loads(_rows(node, "SELECT value FROM process_log WHERE name = 'cmd:r3'")[0][0])
         assert fourth["status"] == "error" and fourth["code"] == "loop" and "another approach" in fourth["error"]
