@@ -160,6 +160,11 @@ def nodes_on_hosts(count: int, root: Path, prepare=None):
     try:
         nodes = start_on_hosts(lab, root, prepare)
         yield lab, nodes
+    except BaseException:
+        for node in nodes:  # what each node knew and said, for the failure's report
+            print(f"--- {node.name} ({node.did}) peers: {node.try_call('peers')}")
+            print("\n".join(node.drain(timeout=0.5)[-40:]))
+        raise
     finally:
         for node in nodes:
             node.kill()
