@@ -163,6 +163,7 @@ def nodes_on_hosts(count: int, root: Path, prepare=None):
     except BaseException:
         for node in nodes:  # what each node knew and said, for the failure's report
             print(f"--- {node.name} ({node.did}) peers: {node.try_call('peers')}")
+            print(f"status: {node.try_call('status')}")
             print("\n".join(node.drain(timeout=0.5)[-40:]))
         raise
     finally:

@@ -25,6 +25,24 @@ def knowledge(node: Node) -> tuple | None:
     return tuple(tuple(v) for v in views)
 
 
+class Missing:
+    """A falsy answer that says which of several conditions did not hold (for wait_until's report)."""
+
+    def __init__(self, failed: list[str]):
+        self.failed = failed
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"not yet: {', '.join(self.failed)}"
+
+    @classmethod
+    def unless(cls, **conditions: bool):
+        failed = [name for name, ok in conditions.items() if not ok]
+        return True if not failed else cls(failed)
+
+
 def holds(node: Node, view: str, did: str) -> bool:
     return any(did in (r["container_did"], r["lineage"]) for r in (node.try_call(view, {"limit": 1000}) or []))
 
@@ -46,8 +64,8 @@ def test_cogsync_converges_after_a_partition_heals(tmp_path):
         d3 = nodes[3].call("diary_add", {"text": "right side, during the split"})["did"]
         animal = nodes[3].call("concept_add", {"label": "animal"})["did"]
         link = nodes[3].call("link_add", {"source": concept, "relation": "is-a", "targets": [animal]})["did"]
-        wait_until(lambda: holds(nodes[1], "diary", d0) and holds(nodes[2], "diary", d3), 90,
-                   "each side to sync within itself")
+        wait_until(lambda: Missing.unless(h1_has_d0=holds(nodes[1], "diary", d0), h2_has_d3=holds(nodes[2], "diary", d3)),
+                   90, "each side to sync within itself")
         assert not holds(nodes[1], "diary", d3) and not holds(nodes[2], "diary", d0)  # the split is real
 
         lab.join()

@@ -172,8 +172,13 @@ class SyncMixin:
 
     async def _sync_quietly(self, did: str) -> None:
         try:
-            with trio.move_on_after(SESSION_BUDGET):
+            with trio.move_on_after(SESSION_BUDGET) as budget:
                 await self.sync_with(did)
+            if budget.cancelled_caught:
+                conns = self.host.get_network().connections.get(peer_id_object(did), [])
+                log.info("sync with %s: no result within %.0f s (%d connections)", did, SESSION_BUDGET,
+                         len(conns) if isinstance(conns, list) else 1)
+                self.metrics.inc("sync_timeouts")
         except (MeshnodeError, ReconcileError) as exc:
             log.info("sync with %s: %s", did, getattr(exc, "reason", exc))
         except Exception as exc:  # a background session must never take the node down
