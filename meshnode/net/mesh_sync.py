@@ -34,6 +34,7 @@ log = logging.getLogger("meshnode.net")
 SYNC_PROTOCOL_ID = "/meshnode/sync/1.0.0"
 SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
+OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other side starts one too
 MAX_SYNC_FRAME = 40 * 1024 * 1024  # a 1% difference between 100k-item sets lists ~3 MB of ids
 BATCH = 64
 
@@ -122,6 +123,7 @@ class SyncMixin:
                 await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
                                                                          received_from=did))
             fetched += len(got)
+        self._synced_at[did] = trio.current_time()
         self.metrics.inc("sync_sessions")
         self.metrics.inc("sync_pushed", pushed)
         self.metrics.inc("sync_fetched", fetched)
@@ -130,8 +132,9 @@ class SyncMixin:
     async def _sync_forever(self) -> None:
         """Sync with every connected peer and every friend now and then, and soon after a peer
         (re)appears. The smaller DID starts each session; a node reaches out to friends with
-        smaller DIDs (connects) so that they can start theirs. Peers that went quiet are left
-        alone until they are heard again, and a slow peer holds up only its own session."""
+        smaller DIDs (connects) so that they can start theirs, and starts one itself when none
+        has completed for OVERDUE_ROUNDS rounds. Peers that went quiet are left alone until they
+        are heard again, and a slow peer holds up only its own session."""
         busy: set[str] = set()
         async with trio.open_nursery() as nursery:
             while True:
@@ -145,6 +148,7 @@ class SyncMixin:
                     except MeshnodeError:
                         continue
                 mine = set(await self.store.read(friends))
+                overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
                 for did in sorted((connected | mine) - busy):
                     if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD):
                         continue
@@ -152,6 +156,11 @@ class SyncMixin:
                         nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
                     elif did not in connected:
                         nursery.start_soon(self._one_at_a_time, busy, did, self._reach_quietly)
+                    elif self._synced_at.setdefault(did, trio.current_time()) < overdue:
+                        # the peer should start our sessions but none has completed for a while
+                        # (its streams to us may hang): start one ourselves
+                        self.metrics.inc("sync_overdue")
+                        nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
 
     @staticmethod
     async def _one_at_a_time(busy: set[str], did: str, job) -> None:
