@@ -34,6 +34,7 @@ log = logging.getLogger("meshnode.net")
 SYNC_PROTOCOL_ID = "/meshnode/sync/1.0.0"
 SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
+STUCK_AFTER = 2 * SESSION_BUDGET  # a job still running this long ignored its own timeouts
 OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other side starts one too
 MAX_SYNC_FRAME = 40 * 1024 * 1024  # a 1% difference between 100k-item sets lists ~3 MB of ids
 BATCH = 64
@@ -135,12 +136,18 @@ class SyncMixin:
         smaller DIDs (connects) so that they can start theirs, and starts one itself when none
         has completed for OVERDUE_ROUNDS rounds. Peers that went quiet are left alone until they
         are heard again, and a slow peer holds up only its own session."""
-        busy: set[str] = set()
+        busy: dict[str, float] = {}  # DID -> when its running job started
         async with trio.open_nursery() as nursery:
             while True:
                 with trio.move_on_after(self.config.sync_s):
                     await self._sync_wanted.wait()
                 self._sync_wanted = trio.Event()
+                for did, since in list(busy.items()):
+                    if trio.current_time() - since > STUCK_AFTER:  # past every timeout: the connection is wedged
+                        del busy[did]
+                        log.warning("sync with %s is stuck past its timeouts: renewing the connection", did)
+                        self.metrics.inc("sync_stuck")
+                        nursery.start_soon(self._one_at_a_time, busy, did, self._renew_connection)
                 connected = set()
                 for pid in list(self.host.get_connected_peers()):
                     try:
@@ -149,7 +156,7 @@ class SyncMixin:
                         continue
                 mine = set(await self.store.read(friends))
                 overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
-                for did in sorted((connected | mine) - busy):
+                for did in sorted((connected | mine) - busy.keys()):
                     if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD):
                         continue
                     if did > self.key.did:
@@ -163,12 +170,24 @@ class SyncMixin:
                         nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
 
     @staticmethod
-    async def _one_at_a_time(busy: set[str], did: str, job) -> None:
-        busy.add(did)
+    async def _one_at_a_time(busy: dict[str, float], did: str, job) -> None:
+        started = busy[did] = trio.current_time()
         try:
             await job(did)
         finally:
-            busy.discard(did)
+            if busy.get(did) == started:  # not a later job's mark
+                del busy[did]
+
+    async def _renew_connection(self, did: str) -> None:
+        """Drop every connection to ``did`` and connect again (a job stuck on it stays behind)."""
+        try:
+            with trio.move_on_after(SESSION_BUDGET):
+                await self._disconnect(peer_id_object(did))
+                await self.reach(did)
+        except MeshnodeError as exc:
+            log.info("reconnecting %s: %s", did, exc.reason)
+        except Exception as exc:  # a background task must never take the node down
+            log.warning("reconnecting %s failed unexpectedly: %s: %s", did, type(exc).__name__, exc)
 
     async def _reach_quietly(self, did: str) -> None:
         try:
