@@ -46,15 +46,15 @@ def scratch_dir(config: Config) -> Path:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise GateError("bad_scratch", f"{path} is not a folder of this user's; set [gate] scratch to another")
     os.chmod(path, 0o711)  # others may pass through (commands run as an unprivileged user), not list it
-    mine = path / hashlib.sha256(str(config.home).encode()).hexdigest()[:16]  # one folder per node home
-    mine.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(mine, 0o711)
-    return mine
+    # one folder per node home, made by the first command that runs (scratch.prepare)
+    return path / hashlib.sha256(str(config.home).encode()).hexdigest()[:16]
 
 
 def clear_leftovers(folder: Path) -> int:
     """Scratch copies a crashed run of this node left behind (its own folder only)."""
     gone = 0
+    if not folder.is_dir():
+        return 0
     for entry in folder.glob("scratch-*"):
         shutil.rmtree(entry, ignore_errors=True)
         gone += 1
