@@ -93,8 +93,8 @@ def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
 
 
 def cmd_drafts_list(args) -> int:
-    rows = _run(args, lambda db, jail: drafts.review(db, jail, SESSION, shown_to_person=True))
-    submitted = _run(args, _last_submission, with_jail=False)
+    rows, submitted = _run(args, lambda db, jail: (drafts.review(db, jail, SESSION, shown_to_person=True),
+                                                   _last_submission(db)))
     if args.json:
         print(json.dumps({"drafts": rows, "submission": submitted}, indent=2))
         return 0

@@ -92,6 +92,7 @@ class Cycle:
             while True:
                 try:
                     await self.tick()
+                    await self._run_approved()
                     await self._supervise(helpers)
                 except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
                     log.warning("tick %d: %s", self.ticks, exc.reason)
@@ -100,6 +101,14 @@ class Cycle:
                     log.exception("tick %d failed", self.ticks)
                     self.last_error = f"{type(exc).__name__}: {exc}"
                 await self._pause()
+
+    async def _run_approved(self) -> None:
+        """Calls a person approved since the last tick run now (no LLM needed: also in core outage)."""
+        if self.gate is None:
+            return
+        for done in await self.gate.run_approved():
+            await self.store.write_background(_log, f"confirm:{done['confirmation']}", done,
+                                              "ok" if done["ok"] else "error", self.llm)
 
     async def _supervise(self, helpers) -> None:
         """Start the auxiliary loop of every running read-only task that has none."""
@@ -191,10 +200,6 @@ class Cycle:
                 result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
                                    used.id)
-        if self.gate is not None:  # calls a person approved since the last tick run now
-            for done in await self.gate.run_approved():
-                await self.store.write_background(_log, f"confirm:{done['confirmation']}", done,
-                                                  "ok" if done["ok"] else "error", used.id)
         await self._reflex(score, verdict is None or bool(self._guard_events), digest)
         self._guard_events.clear()
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,

@@ -77,6 +77,13 @@ def read_through(db: Database, jail: Jail, session: str, path: str, max_bytes: i
     return content
 
 
+def visible(db: Database, session: str) -> dict[str, bytes | None]:
+    """What the session's reads see instead of the real files: path -> drafted content (None: a
+    drafted deletion), from its pending and accepted drafts. No diffs, no reads of real files."""
+    return {key: content for _, key, _, content, status in _open_rows(db, session)
+            if status in ("pending", "accepted")}
+
+
 def review(db: Database, jail: Jail, session: str, *, shown_to_person: bool = False) -> list[dict]:
     """Every open draft of the session: path, status, deleted, diff (against the real file
     now) and conflict (the real file changed since the draft was made). ``shown_to_person``:

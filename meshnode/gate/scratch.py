@@ -57,11 +57,9 @@ def prepare(db: Database, jail: Jail, session: str, parent: Path, uid: int | Non
             except GateError:
                 continue  # not the agent's to read (a symlink, a hard link, too large): not copied
             put(rel, data)
-        for row in drafts.review(db, jail, session):
-            if row["status"] not in ("pending", "accepted") or row["path"].startswith("/"):
-                continue  # drafts in other roots are not part of the workspace's copy
-            put(row["path"], None if row["deleted"] else
-                drafts.read_through(db, jail, session, row["path"], MAX_FILE_BYTES))
+        for key, content in drafts.visible(db, session).items():
+            if not key.startswith("/"):  # drafts in other roots are not part of the workspace's copy
+                put(key, content)
         for rel, data in files.items():
             target = scratch / rel
             if os.path.commonpath([scratch, target]) != str(scratch):  # keys are relative; belt and braces
