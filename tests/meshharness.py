@@ -137,6 +137,12 @@ class Node:
             self.proc.wait(timeout=10)
 
 
+def metric(node: Node, name: str, **labels) -> int:
+    """The sum of a node's metric ``name`` over the series whose labels include ``labels``."""
+    return sum(m["value"] for m in node.call("metrics")
+               if m["name"] == name and all(m["labels"].get(k) == v for k, v in labels.items()))
+
+
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
     """Poll ``predicate`` (the nodes' own answers) until it returns a truthy value or time runs out."""
     deadline = time.monotonic() + timeout

@@ -6,16 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from meshharness import Node, wait_until
+from meshharness import Node, metric, wait_until
 from meshnode.container import build_container, now_ms
 from meshnode.identity.keys import NodeKey
 
 EVIL = Path(__file__).with_name("evil_peer.py")
-
-
-def metric(node: Node, name: str, **labels) -> int:
-    return sum(m["value"] for m in node.call("metrics")
-               if m["name"] == name and all(m["labels"].get(k) == v for k, v in labels.items()))
 
 
 def test_bad_input_is_rejected_counted_and_the_peer_cut_off(tmp_path):

@@ -64,6 +64,24 @@ def test_liveness_moves_through_states_and_recovers():
     assert tracker.state("a") is Liveness.OK
 
 
+def test_liveness_takes_a_restarted_senders_heartbeats_and_refuses_replays():
+    tracker = LivenessTracker(Thresholds(quiet_ms=100, stale_ms=200, dead_ms=1000))
+    tracker.heard("a", T0, seq=40, sent_ms=T0)
+    tracker.tick(T0 + 300)
+    assert tracker.state("a") is Liveness.STALE
+    # restarted: seq counts from 1 again, signed later
+    assert tracker.is_fresh("a", 1, T0 + 290)
+    change = tracker.heard("a", T0 + 300, seq=1, sent_ms=T0 + 290)
+    assert (change.old, change.new) == (Liveness.STALE, Liveness.OK)
+    # the old run's heartbeats replayed: a higher seq, but signed earlier
+    assert not tracker.is_fresh("a", 41, T0 + 10)
+    tracker.tick(T0 + 600)
+    assert tracker.heard("a", T0 + 600, seq=41, sent_ms=T0 + 10) is None
+    assert tracker.state("a") is Liveness.STALE
+    assert not tracker.is_fresh("a", 1, T0 + 290)  # the same heartbeat again
+    assert tracker.is_fresh("a", 2, T0 + 290)  # two heartbeats in one millisecond
+
+
 def test_liveness_thresholds_must_grow():
     with pytest.raises(ValueError):
         Thresholds(quiet_ms=10, stale_ms=5, dead_ms=100)

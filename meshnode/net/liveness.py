@@ -5,6 +5,10 @@ Sans-IO: the node reports what it heard (``heard``) and asks what changed
 A peer is *ok* while heartbeats arrive on time, *quiet* after missing a
 couple, *stale* after missing several (the reactor may start to worry), and
 *dead* after a long silence. Thresholds are measured from the last heartbeat.
+
+A heartbeat is fresh when its (signed timestamp, seq) is later than the last
+one taken from that sender: a replayed heartbeat is not, and a restarted
+sender, whose ``seq`` starts again at 1, is at once (its timestamp is newer).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ class Change:
 @dataclass
 class _Peer:
     last_heard_ms: int
-    last_seq: int
+    last_key: tuple[int, int]  # (sent_ms, seq) of the last heartbeat taken
     state: Liveness
 
 
@@ -67,22 +71,30 @@ class LivenessTracker:
     thresholds: Thresholds = field(default_factory=Thresholds)
     _peers: dict[str, _Peer] = field(default_factory=dict)
 
-    def heard(self, peer: str, now_ms: int, seq: int | None = None) -> Change | None:
-        """A heartbeat (or any sign of life) from ``peer``. Older sequence numbers are ignored,
-        so a replayed heartbeat cannot make a dead peer look alive."""
+    def heard(self, peer: str, now_ms: int, seq: int | None = None, sent_ms: int | None = None) -> Change | None:
+        """A heartbeat (``seq``, signed at ``sent_ms``) or any other sign of life from ``peer``.
+        A heartbeat not later than the last one taken, by (sent_ms, seq), is ignored (returns
+        None and changes nothing): a replay cannot make a dead peer look alive. A restarted
+        sender counts again from seq 1 with a newer timestamp, and is taken at once."""
+        key = (sent_ms if sent_ms is not None else 0, seq) if seq is not None else None
         p = self._peers.get(peer)
         if p is None:
-            self._peers[peer] = _Peer(now_ms, seq if seq is not None else -1, Liveness.OK)
+            self._peers[peer] = _Peer(now_ms, key or (-1, -1), Liveness.OK)
             return Change(peer, None, Liveness.OK, now_ms)
-        if seq is not None:
-            if seq <= p.last_seq:
+        if key is not None:
+            if key <= p.last_key:
                 return None
-            p.last_seq = seq
+            p.last_key = key
         p.last_heard_ms = max(p.last_heard_ms, now_ms)
         if p.state is not Liveness.OK:
             old, p.state = p.state, Liveness.OK
             return Change(peer, old, Liveness.OK, now_ms)
         return None
+
+    def is_fresh(self, peer: str, seq: int, sent_ms: int) -> bool:
+        """Whether a heartbeat would be taken (see ``heard``)."""
+        p = self._peers.get(peer)
+        return p is None or (sent_ms, seq) > p.last_key
 
     def tick(self, now_ms: int) -> list[Change]:
         """Re-classify every peer at ``now_ms``; returns the changes."""

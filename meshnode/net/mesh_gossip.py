@@ -96,8 +96,12 @@ class GossipMixin:
     async def _read_heartbeats(self, subscription) -> None:
         async for c in self._from_others(subscription):
             now = self.clock()
+            seq = c.payload["seq"]
+            if not self.liveness.is_fresh(c.sender_did, seq, c.timestamp_ms):
+                self.metrics.inc("heartbeats_ignored", reason="not_newer")  # a replay, or out of order
+                continue
             first = self.liveness.state(c.sender_did) is None
-            change = self.liveness.heard(c.sender_did, now, seq=c.payload["seq"])
+            change = self.liveness.heard(c.sender_did, now, seq=seq, sent_ms=c.timestamp_ms)
             self.metrics.inc("heartbeats_received")
             if first:
                 await self.store.write(upsert_peer, c.sender_did, peer_id=did_to_peer_id(c.sender_did),
