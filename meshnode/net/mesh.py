@@ -158,6 +158,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
+        libp2p_fixes.answer_find_node_for_self(dht)
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
