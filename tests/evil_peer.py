@@ -1,12 +1,17 @@
 """A misbehaving peer for tests: connects to a node and sends it bad input.
 
-    python tests/evil_peer.py MULTIADDR_WITH_P2P GOOD_CONTAINER_HEX [ROUNDS]
+    python tests/evil_peer.py MULTIADDR_WITH_P2P GOOD_CONTAINER_HEX [ROUNDS] [--reconnect N] [--gossip HEX]
 
 Opens the exchange protocol again and again with: garbage bytes, an oversized
 frame, a non-deterministic encoding, a forged container (bit flipped in the
 signature), a container with a timestamp far in the future, and the good
 container replayed. Prints one line per attempt: "<kind> <outcome>", where
 the outcome is the node's answer, or "reset" when it would not talk to us.
+With ``--reconnect N`` it then connects N more times and prints "reconnect
+closed" when the node closed the connection, "reconnect kept" when it was
+still open after 15 s. With ``--gossip HEX`` it publishes those bytes on the
+containers topic once the node has subscribed, prints "gossip published", and
+stays connected until its stdin is closed.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def attempts(good: bytes) -> list[tuple[str, bytes]]:
     ]
 
 
-async def main(target: str, good_hex: str, rounds: int) -> None:
+async def main(target: str, good_hex: str, rounds: int, reconnects: int, gossip: bytes | None) -> None:
     libp2p_fixes.route_libp2p_logging()
     key_pair = create_new_key_pair(NodeKey.generate().seed())
     host = new_host(key_pair=key_pair, sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
@@ -56,9 +61,54 @@ async def main(target: str, good_hex: str, rounds: int) -> None:
             for _ in range(rounds):
                 for kind, payload in attempts(bytes.fromhex(good_hex)):
                     print(kind, await one_attempt(host, info, payload), flush=True)
+            for _ in range(reconnects):
+                print("reconnect", await reconnect(host, info), flush=True)
+            if gossip is not None:
+                await publish(host, info, gossip)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await host.close()
+
+
+async def reconnect(host, info) -> str:
+    """Connect again; "closed" once the node closes the connection, "kept" if it is still open after 15 s."""
+    host.get_network().unblock_peer(info.peer_id)
+    try:
+        with trio.fail_after(10):
+            await host.connect(info)
+    except Exception:
+        return "closed"  # refused during the upgrade
+    with trio.move_on_after(15):
+        while info.peer_id in host.get_connected_peers():
+            await trio.sleep(0.05)  # a poll: libp2p has no "connection closed" event to wait on
+        return "closed"
+    await host.disconnect(info.peer_id)
+    return "kept"
+
+
+async def publish(host, info, data: bytes) -> None:
+    """Publish ``data`` on the containers topic once the node has subscribed to it (so it is sent)."""
+    from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+    from libp2p.pubsub.pubsub import ContentAddressedMessageIDGenerator, Pubsub
+    from libp2p.tools.anyio_service import background_trio_service
+
+    gossipsub = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
+                          heartbeat_initial_delay=0.1, heartbeat_interval=1)
+    pubsub = Pubsub(host, gossipsub, strict_signing=True, msg_id_constructor=ContentAddressedMessageIDGenerator())
+    topic = "/meshnode/containers/1"
+    try:
+        async with background_trio_service(pubsub), background_trio_service(gossipsub):
+            await pubsub.wait_until_ready()
+            await pubsub.subscribe(topic)
+            with trio.fail_after(30):
+                await host.connect(info)
+                while info.peer_id not in pubsub.peer_topics.get(topic, set()):
+                    await trio.sleep(0.05)  # a poll: the node's subscription arrives on its own
+                await pubsub.publish(topic, data)
+            print("gossip published", flush=True)
+            await trio.to_thread.run_sync(sys.stdin.read)  # until the test has seen what it needs
+    finally:
+        pubsub.seen_messages.stop()
 
 
 async def one_attempt(host, info, payload: bytes) -> str:
@@ -89,5 +139,18 @@ async def one_attempt(host, info, payload: bytes) -> str:
     return message["op"]
 
 
+def parse_args(argv: list[str]):
+    import argparse
+
+    parser = argparse.ArgumentParser(description="send a meshnode node bad input")
+    parser.add_argument("target", help="the node's multiaddr, ending in /p2p/<peer id>")
+    parser.add_argument("good_hex", help="a valid container (hex), replayed as one of the attempts")
+    parser.add_argument("rounds", nargs="?", type=int, default=5, help="rounds of the six attempts")
+    parser.add_argument("--reconnect", type=int, default=0, help="connect this many more times afterwards")
+    parser.add_argument("--gossip", type=bytes.fromhex, default=None, help="publish these bytes (hex) as gossip")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 5)
+    a = parse_args(sys.argv[1:])
+    trio.run(main, a.target, a.good_hex, a.rounds, a.reconnect, a.gossip)

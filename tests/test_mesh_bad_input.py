@@ -43,7 +43,7 @@ def test_bad_input_is_rejected_counted_and_the_peer_cut_off(tmp_path):
         assert metric(victim, "invalid_from_peer", code="bad_frame") >= 1
         assert metric(victim, "invalid_from_peer") >= 8
         assert metric(victim, "peers_cut_off") >= 1
-        assert metric(victim, "exchange_refused", reason="banned") >= 1
+        assert metric(victim, "connections_refused", reason="banned") >= 1  # its reconnects were closed
         standing = {r["did"]: r["invalid"] for r in victim.call("peers")}
         assert max(v or 0 for v in standing.values()) >= 8
 

@@ -40,6 +40,28 @@ async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:
         gossipsub.equivocation_detection.clear()
 
 
+def count_gossip_refused_unseen(pubsub, on_refused) -> None:
+    """Pubsub drops two kinds of message before any topic validator sees them, so their
+    forwarder was never counted: one whose id is cached as invalid (the same bad data sent
+    again, for the cache's 5 minutes) and one whose signature fails. Report those as
+    ``on_refused(forwarder, code)`` with code ``invalid_again`` or ``bad_signature``.
+    Patches this one Pubsub object (private API, verified against 0.8.1)."""
+    import libp2p.pubsub.pubsub as pubsub_module
+
+    original = pubsub.push_msg
+
+    async def push_msg(forwarder, msg) -> None:
+        if forwarder != pubsub.host.get_id() and not pubsub._is_msg_seen(msg):
+            cached = pubsub.validation_cache.get(pubsub._msg_id_constructor(msg))
+            if cached is not None and not cached.is_valid:
+                on_refused(forwarder, "invalid_again")
+            elif pubsub.strict_signing and not pubsub_module.signature_validator(msg):
+                on_refused(forwarder, "bad_signature")
+        await original(forwarder, msg)
+
+    pubsub.push_msg = push_msg
+
+
 def guarded_handler(serve, name: str):
     """An exception escaping a py-libp2p stream handler tears down the whole host:
     wrap ``serve(stream)`` so any failure resets that one stream and is logged."""
@@ -110,12 +132,23 @@ async def wait_identified(host, peer_id, timeout: float = 5.0) -> bool:
     with trio.move_on_after(timeout):
         while True:
             try:
-                if store.get_protocols(peer_id) and store.addrs(peer_id):
+                if identified_protocols(host, peer_id) and store.addrs(peer_id):
                     return True
             except PeerStoreError:
                 pass
             await trio.sleep(0.01)  # a poll interval: libp2p offers nothing to wait on
     return False
+
+
+def identified_protocols(host, peer_id) -> set[str] | None:
+    """The protocols a peer listed in identify; None while it has not been identified."""
+    from libp2p.peer.peerstore import PeerStoreError
+
+    try:
+        protocols = host.get_peerstore().get_protocols(peer_id)
+    except PeerStoreError:
+        return None
+    return {str(p) for p in protocols} if protocols else None
 
 
 async def find_providers_network(dht, key: str) -> set:

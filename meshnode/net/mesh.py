@@ -43,6 +43,7 @@ from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
+from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
@@ -95,7 +96,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -174,17 +175,19 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
-                await pubsub.wait_until_ready()
-                heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
-                containers = await pubsub.subscribe(CONTAINER_TOPIC)
-                committee = self.config.committee()
-                agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                 async with trio.open_nursery() as nursery:
+                    self._start_gating(nursery)
+                    await pubsub.wait_until_ready()
+                    heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
+                    containers = await pubsub.subscribe(CONTAINER_TOPIC)
+                    committee = self.config.committee()
+                    agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
                         nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts)
                     nursery.start_soon(self._read_heartbeats, heartbeats)
@@ -266,6 +269,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         return reached
 
     async def _connect(self, info) -> None:
+        self.refuse_dial(info.peer_id)
         network = self.host.get_network()
         if hasattr(network, "unblock_peer"):
             network.unblock_peer(info.peer_id)  # a failed dial blocks the peer for 60 s otherwise

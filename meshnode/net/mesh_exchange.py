@@ -31,11 +31,10 @@ class ExchangeMixin:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.reach(did)
-        pid = peer_id_object(did)
         limit = self.config.peer_limits.max_frame_bytes
         try:
             with trio.fail_after(timeout):
-                stream = await self.host.new_stream(pid, [exchange.PROTOCOL_ID])
+                stream = await self.open_stream(did, exchange.PROTOCOL_ID)
                 try:
                     await stream.write(encode_frame(exchange.encode_message(message)))
                     await stream.close()  # half-close: the response still arrives
@@ -43,7 +42,7 @@ class ExchangeMixin:
                 except BaseException:
                     await stream.reset()
                     raise
-        except exchange.ExchangeError:
+        except (exchange.ExchangeError, NetError):
             raise
         except trio.TooSlowError:
             raise NetError("timeout", f"{did} did not answer within {timeout:.0f} s") from None

@@ -52,10 +52,7 @@ class SyncMixin:
 
         await self.reach(did)
         session, by_digest = await self._session_for(did, INITIATOR)
-        try:
-            stream = await self.host.new_stream(peer_id_object(did), [SYNC_PROTOCOL_ID])
-        except Exception as exc:  # py-libp2p raises several types when a peer is gone
-            raise NetError("unreachable", f"cannot open a sync stream to {did}: {type(exc).__name__}") from None
+        stream = await self.open_stream(did, SYNC_PROTOCOL_ID)
         try:
             with trio.fail_after(SYNC_TIMEOUT):
                 for message in session.start():
@@ -137,6 +134,7 @@ class SyncMixin:
         has completed for OVERDUE_ROUNDS rounds. Peers that went quiet are left alone until they
         are heard again, and a slow peer holds up only its own session."""
         busy: dict[str, float] = {}  # DID -> when its running job started
+        not_speaking: set[str] = set()  # peers (told once) that do not speak sync: a plain libp2p peer
         async with trio.open_nursery() as nursery:
             while True:
                 with trio.move_on_after(self.config.sync_s):
@@ -157,7 +155,13 @@ class SyncMixin:
                 mine = set(await self.store.read(friends))
                 overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
                 for did in sorted((connected | mine) - busy.keys()):
-                    if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD):
+                    if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self._banned(did):
+                        continue
+                    if did in connected and self.speaks(did, SYNC_PROTOCOL_ID) is False:
+                        if did not in not_speaking:
+                            log.debug("not syncing with %s: it does not speak %s", did, SYNC_PROTOCOL_ID)
+                            not_speaking.add(did)
+                        self.metrics.inc("sync_skipped", reason="unsupported")
                         continue
                     if did > self.key.did:
                         nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
@@ -208,7 +212,9 @@ class SyncMixin:
                          len(conns) if isinstance(conns, list) else 1)
                 self.metrics.inc("sync_timeouts")
         except (MeshnodeError, ReconcileError) as exc:
-            log.info("sync with %s: %s", did, getattr(exc, "reason", exc))
+            unsupported = getattr(exc, "code", None) == "unsupported"  # found out now; skipped from now on
+            log.log(logging.DEBUG if unsupported else logging.INFO, "sync with %s: %s", did,
+                    getattr(exc, "reason", exc))
         except Exception as exc:  # a background session must never take the node down
             log.warning("sync with %s failed unexpectedly: %s: %s", did, type(exc).__name__, exc)
             self.metrics.inc("sync_errors")

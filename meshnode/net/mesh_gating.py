@@ -1,0 +1,144 @@
+"""Who may stay connected, and what a peer speaks, as the Mesh runs it (split from mesh.py).
+
+py-libp2p has no connection gater: a peer cut off for invalid input could dial
+again at once, and only the exchange and sync handlers refused it. Here a
+network notifee closes a banned peer's connection as soon as it is made, and
+again once identify has finished (a connection that raced the ban), counting
+every refusal (``connections_refused``); our own dials to a banned peer are
+refused before they start.
+
+Identify also says which protocols a peer speaks. meshnode's own protocols
+are opened only to peers that list them (a plain libp2p peer answers ``na``,
+which py-libp2p logs as a 7-line error); a peer that refuses one anyway is
+remembered until it disconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import peer_id_to_did
+from meshnode.net import libp2p_fixes
+from meshnode.net.errors import NetError
+from meshnode.net.mesh_exchange import peer_id_object
+
+log = logging.getLogger("meshnode.net")
+
+IDENTIFY_WAIT = 10.0  # how long a new connection may take to be identified before we stop watching it
+
+
+def _did_of(peer_id) -> str | None:
+    try:
+        return peer_id_to_did(peer_id.to_base58())
+    except MeshnodeError:  # not an Ed25519 peer: it cannot be one of ours, nor banned by DID
+        return None
+
+
+class GatingMixin:
+    _unsupported: dict[str, set[str]]  # DID -> protocols it refused on its current connection
+
+    def _start_gating(self, nursery: trio.Nursery) -> None:
+        """Watch every connection of the host from now on (call once the host runs)."""
+        self._unsupported = {}
+        self.host.get_network().register_notifee(_gatekeeper(self, nursery))
+
+    def _banned(self, did: str | None) -> bool:
+        return did is not None and self.standing.is_banned(did, self.clock())
+
+    def _on_connected(self, conn, nursery: trio.Nursery) -> None:
+        did = _did_of(conn.muxed_conn.peer_id)
+        if self._banned(did):
+            self._refuse(conn, did, "connect", nursery)
+        elif did is not None:
+            nursery.start_soon(self._check_once_identified, conn, did, nursery)
+
+    async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
+        await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
+        if self._banned(did) and not conn.muxed_conn.is_closed:
+            self._refuse(conn, did, "identify", nursery)
+
+    def _refuse(self, conn, did: str, stage: str, nursery: trio.Nursery) -> None:
+        self.metrics.inc("connections_refused", reason="banned", stage=stage)
+        log.debug("refused a connection from banned peer %s (at %s)", did, stage)
+        nursery.start_soon(_close, conn)
+
+    def _on_disconnected(self, conn) -> None:
+        peer_id = conn.muxed_conn.peer_id
+        if not self.host.get_network().get_connections(peer_id):
+            did = _did_of(peer_id)
+            self._unsupported.pop(did, None)
+
+    def speaks(self, did: str, protocol: str) -> bool | None:
+        """Whether ``did`` speaks ``protocol``: from identify, or a refusal on this connection;
+        None while unknown (not identified yet)."""
+        if protocol in self._unsupported.get(did, ()):
+            return False
+        protocols = libp2p_fixes.identified_protocols(self.host, peer_id_object(did))
+        return None if protocols is None else protocol in protocols
+
+    async def open_stream(self, did: str, protocol: str):
+        """A stream to ``did`` for one of meshnode's protocols, opened only if the peer speaks it
+        (identify is awaited for a connection made a moment ago). NetError otherwise."""
+        from libp2p.protocol_muxer.exceptions import ProtocolNotSupportedError
+
+        pid = peer_id_object(did)
+        if self.speaks(did, protocol) is None:
+            await libp2p_fixes.wait_identified(self.host, pid, timeout=5.0)
+        if self.speaks(did, protocol) is False:
+            raise NetError("unsupported", f"{did} does not speak {protocol}")
+        try:
+            return await self.host.new_stream(pid, [protocol])
+        except Exception as exc:  # py-libp2p raises several types when a peer is gone
+            if isinstance(exc.__cause__, ProtocolNotSupportedError):
+                self._unsupported.setdefault(did, set()).add(protocol)
+                raise NetError("unsupported", f"{did} does not speak {protocol}") from None
+            raise NetError("unreachable", f"cannot open {protocol} to {did}: {type(exc).__name__}") from None
+
+    def refuse_dial(self, peer_id) -> None:
+        """Our own dial to a banned peer is refused before it starts (NetError ``banned``)."""
+        did = _did_of(peer_id)
+        if self._banned(did):
+            self.metrics.inc("connections_refused", reason="banned", stage="dial")
+            raise NetError("banned", f"{did} is cut off for invalid input until its ban ends")
+
+
+async def _close(conn) -> None:
+    with trio.move_on_after(5):
+        try:
+            await conn.close()
+        except Exception as exc:  # already closing: nothing left to refuse
+            log.debug("closing a refused connection: %s", exc)
+
+
+def _gatekeeper(mesh: GatingMixin, nursery: trio.Nursery):
+    """The network notifee that hands connections made and lost to the Mesh (libp2p is
+    imported only when a node runs)."""
+    from libp2p.abc import INotifee
+
+    class Gatekeeper(INotifee):
+        def __init__(self, mesh: GatingMixin, nursery: trio.Nursery):
+            self.mesh = mesh
+            self.nursery = nursery
+
+        async def connected(self, network, conn) -> None:
+            self.mesh._on_connected(conn, self.nursery)
+
+        async def disconnected(self, network, conn) -> None:
+            self.mesh._on_disconnected(conn)
+
+        async def opened_stream(self, network, stream) -> None:
+            pass
+
+        async def closed_stream(self, network, stream) -> None:
+            pass
+
+        async def listen(self, network, multiaddr) -> None:
+            pass
+
+        async def listen_close(self, network, multiaddr) -> None:
+            pass
+
+    return Gatekeeper(mesh, nursery)
