@@ -80,10 +80,37 @@ def guarded_handler(serve, name: str):
     return handler
 
 
+# What py-libp2p logs at WARNING or ERROR although it is expected where peers come and go,
+# and what meshnode already handles, retries or counts itself: logged at DEBUG instead.
+# (logger, start of the message): why it is expected.
+EXPECTED_LIBP2P_MESSAGES = {
+    ("libp2p.host.basic_host", "Failed to open stream to peer"):
+        "7 lines per failed stream; the caller gets the exception and handles it",
+    ("libp2p.protocol_muxer.multiselect_client", "MultiselectClient handshake: read failed"):
+        "the peer went away during protocol negotiation",
+    ("libp2p.kad_dht.kad_dht", "Failed to read DHT message from stream"): "a peer closed a DHT stream",
+    ("libp2p.kad_dht.peer_routing", "Failed to open stream to"):
+        "a DHT lookup asked a peer that is gone or no DHT server (small tables ask every known peer)",
+    ("libp2p.kad_dht.peer_routing", "Error searching for peer"): "a find-peer walk failed; the caller reports it",
+    ("libp2p.kad_dht.peer_routing", "Received an invalid-signed-record, skipping peer"):
+        "an answer carried a peer's older record (after that peer restarted); the newer one is kept",
+    ("libp2p.kad_dht.utils", "Failed to update the Certified-Addr-Book"): "the same older record, refused",
+    ("libp2p.kad_dht.value_store", "Failed to store value at peer"): "a DHT put reached a peer that is gone",
+    ("libp2p.kad_dht.value_store", "Failed to get value from peer"): "a DHT get asked a peer that is gone",
+    ("libp2p.kad_dht.provider_store", "Failed to send ADD_PROVIDER to"): "a peer that is gone",
+    ("libp2p.kad_dht.provider_store", "Error sending ADD_PROVIDER to"): "a peer that is gone",
+    ("libp2p.kad_dht.provider_store", "Failed to get providers from"): "a peer that is gone",
+    ("libp2p.kad_dht.provider_store", "Error getting providers from"): "a peer that is gone",
+    ("libp2p.kad_dht.provider_store", "Received an invalid-signed-record, skipping provider"):
+        "an older record of a restarted peer",
+}
+
+
 def route_libp2p_logging(level: int = logging.WARNING) -> None:
-    """libp2p's loggers do not propagate (WARNINGs go to bare stderr), the DHT logs a
-    benign WARNING for every inbound request, and `multiaddr` floods DEBUG: route
-    them all into the node's logging at sensible levels."""
+    """libp2p's loggers do not propagate (WARNINGs go to bare stderr), and many benign
+    events of a changing mesh are logged at WARNING or ERROR: route them all into the
+    node's logging, with EXPECTED_LIBP2P_MESSAGES at DEBUG, so that what is left at
+    WARNING is something a person should look at. `multiaddr` floods DEBUG."""
     for name, logger in list(logging.root.manager.loggerDict.items()):
         if name.startswith("libp2p") and isinstance(logger, logging.Logger):
             logger.handlers.clear()
@@ -93,11 +120,28 @@ def route_libp2p_logging(level: int = logging.WARNING) -> None:
     logging.getLogger("multiaddr").setLevel(logging.WARNING)
     # benign connectivity failures are logged at ERROR by the transport: demote them
     logging.getLogger("libp2p.transport.tcp.tcp").setLevel(logging.CRITICAL)
-    logging.getLogger("libp2p.kad_dht.kad_dht").addFilter(_benign_dht_eof)
+    starts: dict[str, list[str]] = {}
+    for name, start in EXPECTED_LIBP2P_MESSAGES:
+        starts.setdefault(name, []).append(start)
+    for name, prefixes in starts.items():
+        logger = logging.getLogger(name)
+        logger.filters = [f for f in logger.filters if not isinstance(f, _ExpectedToDebug)]
+        logger.addFilter(_ExpectedToDebug(tuple(prefixes)))
 
 
-def _benign_dht_eof(record: logging.LogRecord) -> bool:
-    return not record.getMessage().startswith("Failed to read DHT message from stream")
+class _ExpectedToDebug(logging.Filter):
+    """Log a record whose message starts with one of ``prefixes`` at DEBUG (shown only when
+    the node logs at debug level)."""
+
+    def __init__(self, prefixes: tuple[str, ...]):
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG or not record.getMessage().startswith(self.prefixes):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
 def answer_find_node_for_self(dht) -> None:

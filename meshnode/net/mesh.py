@@ -238,6 +238,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                         log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
             await self._publish_announce()
             await self._learn_routing_table()
+            self.metrics.inc("maintenance_rounds")
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
             await trio.sleep(min(pause, self.config.maintenance_s))
             pause *= 2
