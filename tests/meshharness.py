@@ -137,6 +137,26 @@ class Node:
             self.proc.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def plain_peer(node: Node):
+    """A plain libp2p peer (tests/plain_peer.py: no meshnode protocols) connected to ``node``
+    while the block runs."""
+    address = next(a for a in node.addresses if "/ip4/127.0.0.1/" in a)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("plain_peer.py")), address],
+                            env=node.env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == "connected", proc.stderr.read()[-2000:]
+        yield proc
+    finally:
+        proc.stdin.close()  # it leaves when its stdin closes
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def metric(node: Node, name: str, **labels) -> int:
     """The sum of a node's metric ``name`` over the series whose labels include ``labels``."""
     return sum(m["value"] for m in node.call("metrics")

@@ -4,16 +4,11 @@ is something a person should act on."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from meshharness import Node, metric, wait_until
+from meshharness import Node, metric, plain_peer, wait_until
 from meshnode.net.libp2p_fixes import EXPECTED_LIBP2P_MESSAGES, route_libp2p_logging
-
-PLAIN = Path(__file__).with_name("plain_peer.py")
 
 
 class _Collect(logging.Handler):
@@ -73,17 +68,10 @@ def test_a_node_next_to_a_plain_libp2p_peer_logs_no_libp2p_warning(tmp_path):
     node = Node(tmp_path, "node")
     try:
         node.start()
-        address = next(a for a in node.addresses if "/ip4/127.0.0.1/" in a)
-        plain = subprocess.Popen([sys.executable, str(PLAIN), address], env=node.env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            assert plain.stdout.readline().strip() == "connected", plain.stderr.read()[-2000:]
+        with plain_peer(node):
             rounds = metric(node, "maintenance_rounds")
             wait_until(lambda: metric(node, "maintenance_rounds") >= rounds + 2, 120,
                        "two DHT maintenance rounds with the plain peer connected")
-        finally:
-            plain.stdin.close()
-            plain.wait(timeout=30)
         assert node.stop() == 0
         noise = [line for line in node.drain() if " libp2p." in line and (" WARNING " in line or " ERROR " in line)]
         assert noise == []
