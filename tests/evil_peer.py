@@ -1,6 +1,7 @@
 """A misbehaving peer for tests: connects to a node and sends it bad input.
 
     python tests/evil_peer.py MULTIADDR_WITH_P2P GOOD_CONTAINER_HEX [ROUNDS] [--reconnect N] [--gossip HEX]
+                              [--seed HEX]
 
 Opens the exchange protocol again and again with: garbage bytes, an oversized
 frame, a non-deterministic encoding, a forged container (bit flipped in the
@@ -50,9 +51,10 @@ def attempts(good: bytes) -> list[tuple[str, bytes]]:
     ]
 
 
-async def main(target: str, good_hex: str, rounds: int, reconnects: int, gossip: bytes | None) -> None:
+async def main(target: str, good_hex: str, rounds: int, reconnects: int, gossip: bytes | None,
+               seed: bytes | None = None) -> None:
     libp2p_fixes.route_libp2p_logging()
-    key_pair = create_new_key_pair(NodeKey.generate().seed())
+    key_pair = create_new_key_pair(seed or NodeKey.generate().seed())
     host = new_host(key_pair=key_pair, sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
                     muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
     info = info_from_p2p_addr(multiaddr.Multiaddr(target))
@@ -148,9 +150,11 @@ def parse_args(argv: list[str]):
     parser.add_argument("rounds", nargs="?", type=int, default=5, help="rounds of the six attempts")
     parser.add_argument("--reconnect", type=int, default=0, help="connect this many more times afterwards")
     parser.add_argument("--gossip", type=bytes.fromhex, default=None, help="publish these bytes (hex) as gossip")
+    parser.add_argument("--seed", type=bytes.fromhex, default=None, help="its key's 32-byte seed (hex): the same "
+                        "peer across runs (default: a new key)")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     a = parse_args(sys.argv[1:])
-    trio.run(main, a.target, a.good_hex, a.rounds, a.reconnect, a.gossip)
+    trio.run(main, a.target, a.good_hex, a.rounds, a.reconnect, a.gossip, a.seed)

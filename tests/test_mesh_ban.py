@@ -25,13 +25,22 @@ def test_a_banned_peer_that_reconnects_is_closed_and_counted_each_time(tmp_path)
     try:
         victim.start()
         good = build_container(NodeKey.generate(), "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes().hex()
-        proc = evil(victim, good, "1", "--reconnect", "3", stdin=subprocess.DEVNULL)
+        seed = NodeKey.generate().seed().hex()
+        proc = evil(victim, good, "1", "--reconnect", "3", "--seed", seed, stdin=subprocess.DEVNULL)
         out, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err[-2000:]
         assert metric(victim, "peers_cut_off") == 1
         reconnects = [line for line in out.splitlines() if line.startswith("reconnect")]
         assert reconnects == ["reconnect closed"] * 3, out
         assert metric(victim, "connections_refused", reason="banned") >= 3
+        assert victim.stop() == 0
+
+        # the ban outlives a restart of the node that made it
+        victim.start()
+        proc = evil(victim, good, "0", "--reconnect", "1", "--seed", seed, stdin=subprocess.DEVNULL)
+        out, err = proc.communicate(timeout=120)
+        assert out.splitlines() == ["reconnect closed"], (out, err[-2000:])
+        assert metric(victim, "connections_refused", reason="banned") >= 1
         assert victim.stop() == 0
     finally:
         victim.kill()

@@ -182,7 +182,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
-                    self._start_gating(nursery)
+                    await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
                     heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)

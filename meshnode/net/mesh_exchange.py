@@ -192,6 +192,7 @@ class ExchangeMixin:
             log.warning("cutting off %s after %d invalid inputs", did,
                         self.standing.summary(did)["invalid"])
             self.metrics.inc("peers_cut_off")
+            trio.lowlevel.spawn_system_task(self._keep_ban, did)
             if self.host is not None:
                 pid = peer_id_object(did)
                 trio.lowlevel.spawn_system_task(self._disconnect, pid)
@@ -201,6 +202,13 @@ class ExchangeMixin:
             await self.host.disconnect(pid)
         except Exception as exc:
             log.debug("disconnect %s: %s", pid, exc)
+
+    async def _keep_ban(self, did: str) -> None:
+        """Record a ban at once, so that it outlives a restart of this node."""
+        try:
+            await self._save_standing(did)
+        except Exception as exc:  # a background task must never take the node down (closing store)
+            log.warning("could not record the ban of %s: %s: %s", did, type(exc).__name__, exc)
 
     async def _save_standing(self, did: str) -> None:
         await self.store.write(_save_standing_row, did, self.standing.summary(did), self.clock())

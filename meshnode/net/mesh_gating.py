@@ -24,6 +24,7 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.errors import NetError
 from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.store.peers import active_bans
 
 log = logging.getLogger("meshnode.net")
 
@@ -40,9 +41,12 @@ def _did_of(peer_id) -> str | None:
 class GatingMixin:
     _unsupported: dict[str, set[str]]  # DID -> protocols it refused on its current connection
 
-    def _start_gating(self, nursery: trio.Nursery) -> None:
-        """Watch every connection of the host from now on (call once the host runs)."""
+    async def _start_gating(self, nursery: trio.Nursery) -> None:
+        """Restore the bans of earlier runs, and watch every connection of the host from now on."""
         self._unsupported = {}
+        now = self.clock()
+        for did, until in (await self.store.read(active_bans, now)).items():
+            self.standing.restore_ban(did, until, now)
         self.host.get_network().register_notifee(_gatekeeper(self, nursery))
 
     def _banned(self, did: str | None) -> bool:

@@ -85,6 +85,11 @@ class Standing:
             return True
         return False
 
+    def restore_ban(self, peer: str, banned_until_ms: int, now_ms: int) -> None:
+        """A ban recorded before this run (peer_standing) lasts until it ends."""
+        rec = self._record(peer, now_ms)
+        rec.banned_until_ms = max(rec.banned_until_ms, banned_until_ms)
+
     def summary(self, peer: str) -> dict:
         rec = self._peers.get(peer)
         if rec is None:

@@ -76,6 +76,14 @@ def save_standing(db: Database, did: str, summary: dict, now_ms: int) -> None:
         )
 
 
+def active_bans(db: Database, now_ms: int) -> dict[str, int]:
+    """DID -> banned_until_ms of every peer still cut off at ``now_ms``."""
+    with sql_errors("reading bans"):
+        rows = db.conn.execute("SELECT did, banned_until_ms FROM peer_standing WHERE banned_until_ms > ?",
+                               (now_ms,)).fetchall()
+    return dict(rows)
+
+
 def list_peers(db: Database) -> list[dict]:
     with sql_errors("listing peers"):
         cur = db.conn.execute(
