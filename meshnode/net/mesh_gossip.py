@@ -107,6 +107,8 @@ class GossipMixin:
                 await self.store.write(upsert_peer, c.sender_did, peer_id=did_to_peer_id(c.sender_did),
                                        now_ms=now, source="exchange", online=True)
             if change is not None:
+                if change.old is not None:  # the way down was logged by _watch_liveness
+                    log.info("peer %s is %s again (was %s)", change.peer, change.new.value, change.old.value)
                 await self._record_liveness(change.peer, change.new.value, now)
                 self._sync_wanted.set()  # a peer appeared or came back: reconcile soon
 
