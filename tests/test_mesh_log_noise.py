@@ -4,11 +4,34 @@ is something a person should act on."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
 from meshharness import Node, metric, plain_peer, wait_until
 from meshnode.net.libp2p_fixes import EXPECTED_LIBP2P_MESSAGES, route_libp2p_logging
+
+
+PEER = "12D3KooWMbNtDFvsSzEfsEae8v2ZQZ18zXXa85LaAe42ubgYM1Ym"
+EXAMPLES = [  # as py-libp2p 0.8.1 logs them
+    ("libp2p.host.basic_host", f"Failed to open stream to peer {PEER}:\n  Error: protocols not supported"),
+    ("libp2p.protocol_muxer.multiselect_client",
+     "MultiselectClient handshake: read failed: fail to read from multiselect communicator"),
+    ("libp2p.kad_dht.kad_dht", "Failed to read DHT message from stream: EOF"),
+    ("libp2p.kad_dht.peer_routing", f"Failed to open stream to {PEER}: No valid connections available"),
+    ("libp2p.kad_dht.peer_routing", f"Error searching for peer {PEER}: timeout"),
+    ("libp2p.kad_dht.peer_routing", "Received an invalid-signed-record, skipping peer"),
+    ("libp2p.kad_dht.utils", "Failed to update the Certified-Addr-Book"),
+    ("libp2p.kad_dht.value_store", f"Failed to store value at peer {PEER}: "),
+    ("libp2p.kad_dht.value_store", f"Failed to get value from peer {PEER}: gone"),
+    ("libp2p.kad_dht.provider_store", f"Failed to send ADD_PROVIDER to {PEER}"),
+    ("libp2p.kad_dht.provider_store", f"Error sending ADD_PROVIDER to {PEER}: gone"),
+    ("libp2p.kad_dht.provider_store", f"Failed to get providers from {PEER}: gone"),
+    ("libp2p.kad_dht.provider_store", f"Error getting providers from {PEER}: gone"),
+    ("libp2p.kad_dht.provider_store", "Received an invalid-signed-record, skipping provider"),
+    ("libp2p.network.swarm", f"[ADDCONN_FAIL] add_conn failed for peer {PEER}: LifecycleError('Cannot schedule "
+                             "task after service has stopped')\nTraceback (most recent call last):\n ..."),
+]
 
 
 class _Collect(logging.Handler):
@@ -41,19 +64,30 @@ def root_at():
 def test_expected_libp2p_messages_go_to_debug_and_the_rest_stays(root_at):
     route_libp2p_logging()
     seen = root_at(logging.INFO)
-    for name, start in EXPECTED_LIBP2P_MESSAGES:
-        logging.getLogger(name).warning("%s 12D3KooW...: gone", start)
-        logging.getLogger(name).error("%s 12D3KooW...: gone", start)
+    for name, _ in EXPECTED_LIBP2P_MESSAGES:
+        logging.getLogger(name).warning("Failed to save value records: disk full")  # not expected anywhere
+    assert len(seen.records) == len(EXPECTED_LIBP2P_MESSAGES)
+    seen = root_at(logging.INFO)
+    for name, start in EXAMPLES:
+        logging.getLogger(name).warning("%s", start)
+        logging.getLogger(name).error("%s", start)
     assert seen.records == []  # hidden at info level
     logging.getLogger("libp2p.kad_dht.value_store").warning("Failed to save value records: disk full")
     logging.getLogger("libp2p.pubsub.utils").error("Failed to update the Certified-Addr-Book")
+    logging.getLogger("libp2p.network.swarm").warning("[ADDCONN_FAIL] add_conn failed for peer X: OSError()")
     assert [(r.name, r.levelname) for r in seen.records] == [
-        ("libp2p.kad_dht.value_store", "WARNING"), ("libp2p.pubsub.utils", "ERROR")]
+        ("libp2p.kad_dht.value_store", "WARNING"), ("libp2p.pubsub.utils", "ERROR"), ("libp2p.network.swarm", "WARNING")]
 
     seen = root_at(logging.DEBUG)
-    name, start = next(iter(EXPECTED_LIBP2P_MESSAGES))
-    logging.getLogger(name).error("%s X", start)
+    name, message = EXAMPLES[0]
+    logging.getLogger(name).error("%s", message)
     assert [(r.name, r.levelname) for r in seen.records] == [(name, "DEBUG")]  # shown at debug level
+
+
+
+def test_every_expected_message_has_an_example():
+    for name, pattern in EXPECTED_LIBP2P_MESSAGES:
+        assert any(n == name and re.match(pattern, m, re.DOTALL) for n, m in EXAMPLES), (name, pattern)
 
 
 def test_routing_twice_installs_one_filter():

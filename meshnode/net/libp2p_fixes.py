@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import socket
 
 import multiaddr
@@ -82,7 +83,7 @@ def guarded_handler(serve, name: str):
 
 # What py-libp2p logs at WARNING or ERROR although it is expected where peers come and go,
 # and what meshnode already handles, retries or counts itself: logged at DEBUG instead.
-# (logger, start of the message): why it is expected.
+# (logger, regular expression matched at the start of the message): why it is expected.
 EXPECTED_LIBP2P_MESSAGES = {
     ("libp2p.host.basic_host", "Failed to open stream to peer"):
         "7 lines per failed stream; the caller gets the exception and handles it",
@@ -103,6 +104,8 @@ EXPECTED_LIBP2P_MESSAGES = {
     ("libp2p.kad_dht.provider_store", "Error getting providers from"): "a peer that is gone",
     ("libp2p.kad_dht.provider_store", "Received an invalid-signed-record, skipping provider"):
         "an older record of a restarted peer",
+    ("libp2p.network.swarm", r"\[ADDCONN_FAIL\] .*LifecycleError\('Cannot schedule task after service has stopped'\)"):
+        "a peer connected while this node was stopping",
 }
 
 
@@ -120,25 +123,25 @@ def route_libp2p_logging(level: int = logging.WARNING) -> None:
     logging.getLogger("multiaddr").setLevel(logging.WARNING)
     # benign connectivity failures are logged at ERROR by the transport: demote them
     logging.getLogger("libp2p.transport.tcp.tcp").setLevel(logging.CRITICAL)
-    starts: dict[str, list[str]] = {}
-    for name, start in EXPECTED_LIBP2P_MESSAGES:
-        starts.setdefault(name, []).append(start)
-    for name, prefixes in starts.items():
+    patterns: dict[str, list[str]] = {}
+    for name, pattern in EXPECTED_LIBP2P_MESSAGES:
+        patterns.setdefault(name, []).append(f"(?:{pattern})")
+    for name, alternatives in patterns.items():
         logger = logging.getLogger(name)
         logger.filters = [f for f in logger.filters if not isinstance(f, _ExpectedToDebug)]
-        logger.addFilter(_ExpectedToDebug(tuple(prefixes)))
+        logger.addFilter(_ExpectedToDebug(re.compile("|".join(alternatives), re.DOTALL)))
 
 
 class _ExpectedToDebug(logging.Filter):
-    """Log a record whose message starts with one of ``prefixes`` at DEBUG (shown only when
-    the node logs at debug level)."""
+    """Log a record whose message matches ``expected`` (at its start) at DEBUG, shown only
+    when the node logs at debug level."""
 
-    def __init__(self, prefixes: tuple[str, ...]):
+    def __init__(self, expected: re.Pattern):
         super().__init__()
-        self.prefixes = prefixes
+        self.expected = expected
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno <= logging.DEBUG or not record.getMessage().startswith(self.prefixes):
+        if record.levelno <= logging.DEBUG or not self.expected.match(record.getMessage()):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger().isEnabledFor(logging.DEBUG)
