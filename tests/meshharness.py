@@ -140,14 +140,15 @@ class Node:
 @contextlib.contextmanager
 def plain_peer(node: Node):
     """A plain libp2p peer (tests/plain_peer.py: no meshnode protocols) connected to ``node``
-    while the block runs."""
+    while the block runs; yields its peer id."""
     address = next(a for a in node.addresses if "/ip4/127.0.0.1/" in a)
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("plain_peer.py")), address],
                             env=node.env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        assert proc.stdout.readline().strip() == "connected", proc.stderr.read()[-2000:]
-        yield proc
+        said = proc.stdout.readline().split()
+        assert said[:1] == ["connected"], proc.stderr.read()[-2000:]
+        yield said[1]  # its peer id
     finally:
         proc.stdin.close()  # it leaves when its stdin closes
         try:

@@ -2,7 +2,7 @@
 
     python tests/plain_peer.py MULTIADDR_WITH_P2P
 
-Connects to the node, prints "connected", and stays connected until its stdin is closed.
+Connects to the node, prints "connected <its peer id>", and stays connected until its stdin is closed.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ async def main(target: str) -> None:
         try:
             with trio.fail_after(20):
                 await host.connect(info_from_p2p_addr(multiaddr.Multiaddr(target)))
-            print("connected", flush=True)
+            print("connected", host.get_id().to_base58(), flush=True)
             await trio.to_thread.run_sync(sys.stdin.read)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
