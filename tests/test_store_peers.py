@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from meshnode.identity.did import did_to_peer_id
 from meshnode.store import Database
-from meshnode.store.peers import list_peers, save_standing, set_liveness, upsert_peer
+from meshnode.store.peers import active_bans, list_peers, save_standing, set_liveness, upsert_peer
 
 DID = "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"
 PEER = "12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
@@ -28,5 +29,19 @@ def test_peer_rows_follow_announces_liveness_and_standing(tmp_path):
         db.conn.execute("UPDATE agent_peers SET status = 'blacklisted'")
         set_liveness(db, DID, state="ok", last_heard_ms=T0 + 70_000, last_seq=4, now_ms=T0 + 70_000)
         assert list_peers(db)[0]["status"] == "blacklisted"  # liveness never lifts a ban
+    finally:
+        db.close()
+
+
+def test_active_bans_are_those_not_over_yet(tmp_path):
+    db = Database(tmp_path / "x.db")
+    try:
+        other = "did:key:z6MkfcWMAQk7nLEaEWRQzZLNp7tqgQVjXpJBcAxa6yBKgBzi"
+        standing = {"valid": 0, "invalid": 20, "invalid_by_code": {"bad_frame": 20}, "rate_limited": 0}
+        for did, until in ((DID, T0 + 600_000), (other, T0 - 1)):
+            upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=T0, source="exchange")
+            save_standing(db, did, {**standing, "banned_until_ms": until}, T0)
+        assert active_bans(db, T0) == {DID: T0 + 600_000}
+        assert active_bans(db, T0 + 600_000) == {}
     finally:
         db.close()

@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-This module is the *driver* (with ``mesh_exchange`` and ``mesh_gossip``, the
-same class in three files): it owns the libp2p objects and the trio tasks,
+This module is the *driver* (with the ``mesh_*`` modules: one class, one file
+per concern): it owns the libp2p objects and the trio tasks,
 and moves bytes between the network and the pure parts (container
 verification, bootstrap parsing, announce records, liveness, standing,
 exchange messages). It holds no protocol logic of its own.
