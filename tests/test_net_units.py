@@ -70,16 +70,16 @@ def test_liveness_takes_a_restarted_senders_heartbeats_and_refuses_replays():
     tracker.tick(T0 + 300)
     assert tracker.state("a") is Liveness.STALE
     # restarted: seq counts from 1 again, signed later
-    assert tracker.is_fresh("a", 1, T0 + 290)
+    assert tracker.freshness("a", 1, T0 + 290) == "new"
     change = tracker.heard("a", T0 + 300, seq=1, sent_ms=T0 + 290)
     assert (change.old, change.new) == (Liveness.STALE, Liveness.OK)
     # the old run's heartbeats replayed: a higher seq, but signed earlier
-    assert not tracker.is_fresh("a", 41, T0 + 10)
+    assert tracker.freshness("a", 41, T0 + 10) == "older"
     tracker.tick(T0 + 600)
     assert tracker.heard("a", T0 + 600, seq=41, sent_ms=T0 + 10) is None
     assert tracker.state("a") is Liveness.STALE
-    assert not tracker.is_fresh("a", 1, T0 + 290)  # the same heartbeat again
-    assert tracker.is_fresh("a", 2, T0 + 290)  # two heartbeats in one millisecond
+    assert tracker.freshness("a", 1, T0 + 290) == "duplicate"  # the same heartbeat again
+    assert tracker.freshness("a", 2, T0 + 290) == "new"  # two heartbeats in one millisecond
 
 
 def test_liveness_thresholds_must_grow():

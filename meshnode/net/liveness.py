@@ -91,10 +91,13 @@ class LivenessTracker:
             return Change(peer, old, Liveness.OK, now_ms)
         return None
 
-    def is_fresh(self, peer: str, seq: int, sent_ms: int) -> bool:
-        """Whether a heartbeat would be taken (see ``heard``)."""
+    def freshness(self, peer: str, seq: int, sent_ms: int) -> str:
+        """Whether a heartbeat would be taken (see ``heard``): "new", "duplicate" (the last one
+        again: gossip may deliver a message twice when two copies race), or "older"."""
         p = self._peers.get(peer)
-        return p is None or (sent_ms, seq) > p.last_key
+        if p is None or (sent_ms, seq) > p.last_key:
+            return "new"
+        return "duplicate" if (sent_ms, seq) == p.last_key else "older"
 
     def tick(self, now_ms: int) -> list[Change]:
         """Re-classify every peer at ``now_ms``; returns the changes."""

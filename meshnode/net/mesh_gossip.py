@@ -97,8 +97,9 @@ class GossipMixin:
         async for c in self._from_others(subscription):
             now = self.clock()
             seq = c.payload["seq"]
-            if not self.liveness.is_fresh(c.sender_did, seq, c.timestamp_ms):
-                self.metrics.inc("heartbeats_ignored", reason="not_newer")  # a replay, or out of order
+            freshness = self.liveness.freshness(c.sender_did, seq, c.timestamp_ms)
+            if freshness != "new":  # a replay, a late one, or a copy that raced the first
+                self.metrics.inc("heartbeats_ignored", reason=freshness)
                 continue
             first = self.liveness.state(c.sender_did) is None
             change = self.liveness.heard(c.sender_did, now, seq=seq, sent_ms=c.timestamp_ms)
