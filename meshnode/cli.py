@@ -31,6 +31,7 @@ from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import _ask_node, _config, _open_db, read_limited_file, terminal_safe
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_reputation
+from meshnode import cli_ethics
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_consensus.add_parsers(sub, common)
     cli_llm.add_parsers(sub, common)
     cli_gate.add_parsers(sub, common)
+    cli_ethics.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true")

@@ -18,7 +18,7 @@ import logging
 
 import trio
 
-from meshnode.cognition import registry
+from meshnode.cognition import error_levels, registry
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.executor import run as run_command
 from meshnode.cognition.llm import LLMError, chat
@@ -79,6 +79,7 @@ def _apply(db: Database, key: NodeKey, now: int, task_id: int, answer: str) -> i
     extraction = extract(answer)
     results = [run_for_task(db, key, now, task_id, c) for c in extraction.commands]
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
+    error_levels.freeze(db, error_levels.failed_tasks(extraction.commands, results, task_id))  # error -> frozen
     with db.transaction() as conn:
         for r in results:
             conn.execute("INSERT INTO process_log (name, value, status) VALUES (?, ?, ?)",
@@ -89,7 +90,7 @@ def _apply(db: Database, key: NodeKey, now: int, task_id: int, answer: str) -> i
 
 def _finish(db: Database, task_id: int) -> None:
     with db.transaction() as conn:
-        conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ?", (task_id,))
+        conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ? AND repl_status = 'running'", (task_id,))
 
 
 async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float) -> None:

@@ -64,8 +64,10 @@ command("llm_memory_add", "remember something", {"text": (text(_LONG), True), "t
 command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), True)})
 command("goal_add", "propose a goal", {"title": (text(), True), "description": (text(_LONG), False),
                                        "priority": (number(0, 1), False)})
-command("task_update", "change a task", {"id": (integer(0), True), "status": (
-    one_of("open", "in_progress", "done", "frozen"), False), "pinned": (boolean, False)})
+command("task_update", "change a task; on a fact-check task, verdict verified|rejected (+ evidence) settles its facts",
+        {"id": (integer(0), True), "status": (one_of("open", "in_progress", "done", "frozen"), False),
+         "pinned": (boolean, False), "verdict": (one_of("verified", "rejected"), False),
+         "evidence": (text(4096), False)})
 command("llm_task", "give another LLM a task (a one-shot question or a read-only loop)",
         {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
          "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False),

@@ -54,6 +54,7 @@ class Command:
     description: str = ""
     target_llm: str | None = None
     mutating: bool = True
+    task_id: int | None = None  # the task it works for: an executor error freezes that task (error_levels)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def _command(raw: Any, seen: set[str]) -> Command | CommandError:
             raise _Refused("duplicate_cmd_id", f"cmd_id {ident} appears twice")
         if _depth(raw) > MAX_DEPTH or len(json.dumps(raw, ensure_ascii=False)) > MAX_COMMAND_BYTES:
             raise _Refused("command_too_large", f"a command is at most {MAX_COMMAND_BYTES} bytes, {MAX_DEPTH} deep")
-        extra = set(raw) - {"cmd_id", "type", "args", "description", "target_llm"}
+        extra = set(raw) - {"cmd_id", "type", "args", "description", "target_llm", "task_id"}
         if extra:
             raise _Refused("bad_command", f"unknown fields {sorted(extra)[:3]}")
         kind = command_type(raw.get("type")) if isinstance(raw.get("type"), str) else None
@@ -198,10 +199,13 @@ def _command(raw: Any, seen: set[str]) -> Command | CommandError:
             raise _Refused("bad_command", "description is text of at most 4096 characters")
         if target is not None and (not isinstance(target, str) or len(target) > 128):
             raise _Refused("bad_command", "target_llm is a short name")
+        task = raw.get("task_id")
+        if task is not None and (type(task) is not int or not 0 <= task < 2**63):
+            raise _Refused("bad_command", "task_id is the id of a task (an integer)")
     except _Refused as refusal:
         return CommandError(ident, refusal.code, refusal.reason)
     seen.add(ident)
-    return Command(ident, kind.name, args, description, target, kind.mutating)
+    return Command(ident, kind.name, args, description, target, kind.mutating, task)
 
 
 class _Refused(Exception):

@@ -16,6 +16,7 @@ import json
 
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.container import format_ms
+from meshnode.ethics import for_prompt as ethics_for_prompt
 from meshnode.store.database import Database
 
 SYSTEM_PROMPT = (
@@ -27,7 +28,8 @@ SYSTEM_PROMPT = (
 FORMAT = (
     "To act, end your answer with a section:\n# Commands:\n"
     '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
-    "(one JSON object per command)\n# End of commands\n"
+    "(one JSON object per command; add \"task_id\": N to a command that works for task N: if it fails,"
+    " task N is frozen for review)\n# End of commands\n"
 )
 BUDGET = {"pinned": 4000, "help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000}
@@ -68,9 +70,9 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     """The chat messages of one tick: the system prompt, then one user message of contexts."""
     q = db.conn.execute
     parts = []
-    ethics = q("SELECT id, principles_json FROM ethics_policies LIMIT 5").fetchall()
+    ethics = ethics_for_prompt(db)
     if ethics:
-        parts.append(("Ethics policies (context 1)", _fit(json.dumps(ethics, ensure_ascii=False), "ethics")))
+        parts.append(("Ethics policies (context 1)", _fit(ethics, "ethics")))
     parts.append(("Commands (context 2)", _fit(FORMAT + "\n".join(
         f"- {name}: {command_type(name).summary}" for name in command_names()), "help")))
     settings = _settings(db)
@@ -101,16 +103,16 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                  f" FROM concepts WHERE lineage IN ({marks}) OR container_did IN ({marks})", ids * 4).fetchall()
         parts.append(("Pinned entries (context 5)", _fit("\n".join(f"[{k} {i}] {t}" for k, i, t in kept), "pinned")))
     results = q("SELECT name, value, status, timestamp FROM process_log WHERE (name LIKE 'cmd:%' OR name LIKE"
-                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%') AND status != 'close'"
+                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%' OR name LIKE 'cycle:%') AND status != 'close'"
                 " ORDER BY id DESC LIMIT 20").fetchall()
     running = q("SELECT id, argv, started_at FROM processes WHERE status = 'running' ORDER BY id").fetchall()
     parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
         [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])
         or "(none)", "results")))
-    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 GROUP BY priority").fetchall()
+    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 AND hidden = 0 GROUP BY priority").fetchall()
     if settings.get("mode") == "auto":  # the LLM's own filter decides which notes it sees in full
         f = settings.get("notes_filter") or {}
-        where, params = ["read = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
+        where, params = ["read = 0", "hidden = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
         if f.get("source"):
             where.append("source = ?")
             params.append(str(f["source"]))
@@ -119,7 +121,7 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
         notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
             {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]}
     else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
-        ids = q("SELECT container_did, priority FROM notes WHERE read = 0 ORDER BY priority DESC, timestamp DESC"
+        ids = q("SELECT container_did, priority FROM notes WHERE read = 0 AND hidden = 0 ORDER BY priority DESC, timestamp DESC"
                 " LIMIT 50").fetchall()
         notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [{"id": d, "priority": p}
                                                                                  for d, p in ids]}

@@ -22,8 +22,8 @@ import logging
 
 import trio
 
-from meshnode.cognition import (assessment, auxiliary, contexts, executor, gate_commands, mesh_commands, processes,
-                                registry, stagnation)
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, mesh_commands,
+                                processes, registry, stagnation)
 from meshnode.cognition.command_types import command_type
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import LLMError, chat
@@ -73,6 +73,7 @@ class Cycle:
         self._context_digest = ""
         self._unread = 0
         self._aux: set[int] = set()  # tasks whose auxiliary loop runs
+        self.crashes = error_levels.CrashReporter(store, key, clock)  # crash -> a note to the person
 
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
@@ -94,12 +95,14 @@ class Cycle:
                     await self.tick()
                     await self._run_approved()
                     await self._supervise(helpers)
+                    self.crashes.recovered()
                 except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
                     log.warning("tick %d: %s", self.ticks, exc.reason)
                     self.last_error = exc.reason
-                except Exception as exc:  # a tick must never take the node down; it is logged and retried
+                except Exception as exc:  # a crash: logged, told to the person, and the loop goes on
                     log.exception("tick %d failed", self.ticks)
                     self.last_error = f"{type(exc).__name__}: {exc}"
+                    await self.crashes.report(f"main cycle, tick {self.ticks}", exc)
                 await self._pause()
 
     async def _run_approved(self) -> None:
@@ -120,6 +123,10 @@ class Cycle:
     async def _aux_loop(self, task_id: int, config: dict) -> None:
         try:
             await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
+        except Exception as exc:  # a crash stops this loop only: its task is frozen, the person told
+            log.exception("auxiliary loop of task %d failed", task_id)
+            await self.store.write_background(error_levels.freeze_aux_task, task_id)
+            await self.crashes.report(f"auxiliary loop of task {task_id}", exc)
         finally:
             self._aux.discard(task_id)
 
@@ -157,20 +164,27 @@ class Cycle:
         mains = await self.store.read(registry.mains)
         answer, used = None, None
         for endpoint in mains:
-            messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
-                                             mode=self.mode, llm_id=endpoint.id)
-            digest = _digest(messages[-1]["content"])
-            tuning = {}
-            if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
-                messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
-                tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
-            try:
-                answer = await chat(endpoint, messages, tools=self.tools, **tuning)
-                used = endpoint
+            for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
+                messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
+                                                 recent_k=self.recent_k, mode=self.mode, llm_id=endpoint.id)
+                digest = _digest(messages[-1]["content"])
+                tuning = {}
+                if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
+                    messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
+                    tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
+                try:
+                    answer = await chat(endpoint, messages, tools=self.tools, retry_timeouts=False, **tuning)
+                    used = endpoint
+                    break
+                except LLMError as exc:
+                    self.last_error = exc.reason
+                    log.warning("LLM %s: %s", endpoint.id, exc.reason)
+                    if exc.code != "llm_timeout" or restart == error_levels.MAX_RESTARTS:
+                        break
+                    await self.store.write_background(error_levels.log_timeout, self.ticks, endpoint.id,
+                                                      restart + 1, exc.reason)
+            if answer is not None:
                 break
-            except LLMError as exc:
-                self.last_error = exc.reason
-                log.warning("LLM %s: %s", endpoint.id, exc.reason)
         if answer is None:
             self.mode, self.llm = CORE_OUTAGE, None
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
@@ -200,6 +214,9 @@ class Cycle:
                 result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
                                    used.id)
+            if cmd.task_id is not None:
+                await self.store.write_background(error_levels.freeze, error_levels.failed_tasks([cmd], [result]),
+                                                  used.id)
         await self._reflex(score, verdict is None or bool(self._guard_events), digest)
         self._guard_events.clear()
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
@@ -358,7 +375,7 @@ def _checkpoint_of(db: Database) -> dict | None:
 
 
 def _unread(db: Database) -> int:
-    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0").fetchone()[0]
+    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0 AND hidden = 0").fetchone()[0]
 
 
 def _wake_up(db: Database) -> None:
@@ -436,6 +453,7 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
     for r in results:
         _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
+    error_levels.freeze(db, error_levels.failed_tasks(extraction.commands, results), llm_id)
     summary = {"tick": tick, "mode": mode, "novelty": round(score, 3), "repeated": False,
                "commands": len(extraction.commands), "refused": len(extraction.errors),
                "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes,

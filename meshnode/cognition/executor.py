@@ -13,6 +13,7 @@ import json
 from typing import Any, Callable
 
 from meshnode import knowledge
+from meshnode.cognition import facts
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
@@ -44,7 +45,7 @@ def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
     try:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": fn(db, key, now_ms, args)}
     except MeshnodeError as exc:
-        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
 
 
 @handler("help")
@@ -107,7 +108,7 @@ def _link_add(db, key, now, args):
 
 @handler("note_list")
 def _note_list(db, key, now, args):
-    where = " WHERE read = 0" if args.get("unread") else ""
+    where = " WHERE hidden = 0" + (" AND read = 0" if args.get("unread") else "")
     rows = db.conn.execute(f"SELECT container_did, timestamp, topic, text, source, priority, read FROM notes{where}"
                            " ORDER BY priority DESC, timestamp DESC LIMIT ?", (args.get("limit", 20),)).fetchall()
     return [dict(zip(("container_did", "timestamp", "topic", "text", "source", "priority", "read"), r)) for r in rows]
@@ -160,14 +161,21 @@ def _goal_add(db, key, now, args):
 
 @handler("task_update")
 def _task_update(db, key, now, args):
+    """A ``verdict`` (with ``evidence``) is a fact-check task's result: its facts become verified
+    or rejected (cognition/facts.py) and the task done, unless another status is given."""
     sets = {k: (int(v) if k == "pinned" else v) for k, v in args.items() if k in ("status", "pinned")}
+    if "verdict" in args:
+        sets.setdefault("status", "done")
     if not sets:
-        raise MeshnodeError("bad_args", "task_update changes status or pinned")
+        raise MeshnodeError("bad_args", "task_update changes status, pinned or gives a fact-check verdict")
     with db.transaction() as conn:
         cur = conn.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
                            (*sets.values(), args["id"]))
         if cur.rowcount == 0:
             raise MeshnodeError("not_found", f"no task {args['id']}")
+        if "verdict" in args:
+            checked = facts.resolve(conn, args["id"], args["verdict"], args.get("evidence"), key.did, now)
+            return {"id": args["id"], **sets, args["verdict"]: checked}
     return {"id": args["id"], **sets}
 
 
@@ -224,9 +232,9 @@ def _llm_task(db, key, now, args):
 
 def _register_the_rest():
     """The rest of the command set lives in executor_more, which registers itself on import."""
-    from meshnode.cognition import executor_more, processes
+    from meshnode.cognition import executor_edits, executor_ethics, executor_more, executor_settings, processes
 
-    return executor_more, processes
+    return executor_more, processes, executor_ethics, executor_edits, executor_settings
 
 
 _register_the_rest()

@@ -142,7 +142,7 @@ class Database:
         with sql_errors("reading notes"):
             cur = self.conn.execute(
                 "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
-                " ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+                " WHERE hidden = 0 ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 

@@ -30,6 +30,9 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
     for root in redraw:
         versions = [_load(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
         shown, forks = choose(versions, trust_scores(conn, {v.sender_did for v in versions}))
+        if shown.payload.get("retracted") is True:  # withdrawn by its author (knowledge_edits.retract)
+            conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
+            continue
         write(conn, root, shown, forks)
 
 
