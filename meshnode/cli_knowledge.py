@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from meshnode import knowledge
+from meshnode import cli_edits, knowledge
 from meshnode.cli_common import _ask_node, _config, live_or_local, terminal_safe
 from meshnode.container import now_ms
 from meshnode.store.database import Database
@@ -26,6 +26,7 @@ def add_note_parsers(note, common) -> None:
     p.add_argument("tags", nargs="*", help="tags to add")
     p.add_argument("--remove", action="append", default=[], metavar="TAG", help="a tag to remove (repeatable)")
     p.set_defaults(func=cmd_note_tag)
+    cli_edits.add_note_parsers(note, common)
 
 
 def add_parsers(sub, common) -> None:
@@ -38,6 +39,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_diary_add)
     _list_parser(diary, common, "diary", "diary entries, the version each lineage shows")
+    cli_edits.add_diary_parsers(diary, common)
 
     concept = sub.add_parser("concept", parents=[common], help="concepts (CogSync semantic nodes)")
     concept = concept.add_subparsers(dest="concept_command", required=True, metavar="SUBCOMMAND")
@@ -49,6 +51,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_concept_add)
     _list_parser(concept, common, "concepts", "concepts")
+    cli_edits.add_concept_parsers(concept, common)
 
     link = sub.add_parser("link", parents=[common], help="links between concepts (CogSync semantic edges)")
     link = link.add_subparsers(dest="link_command", required=True, metavar="SUBCOMMAND")
@@ -62,6 +65,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_link_add)
     _list_parser(link, common, "links", "links")
+    cli_edits.add_link_parsers(link, common)
 
     p = sub.add_parser("sync", parents=[common], help="sync with a peer now (needs a running node)")
     p.add_argument("did")

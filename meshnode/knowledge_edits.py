@@ -33,6 +33,7 @@ from meshnode.store.sharing import friends
 RETRACTED = "retracted"
 _TABLES = {"diary": ("diary_entries", "diary_entry"), "concept": ("concepts", "semantic_node"),
            "link": ("links", "semantic_edges")}
+_WHAT = {"diary": "diary entry", "concept": "concept", "link": "link"}
 
 
 class EditError(MeshnodeError):
@@ -48,10 +49,10 @@ def _shown(db: Database, kind: str, ident: str, now_ms: int) -> tuple[str, Conta
         row = db.conn.execute(f"SELECT lineage, container_did FROM {table} WHERE lineage = ?",
                               (root[0] if root else ident,)).fetchone()
     if row is None:
-        raise EditError("not_found", f"no {kind} {str(ident)[:128]} on this node (see `meshnode {kind} list`)")
+        raise EditError("not_found", f"no {_WHAT[kind]} {str(ident)[:128]} on this node (see `meshnode {kind} list`)")
     c = db.load_container(row[1], now_ms=now_ms)
     if c is None:
-        raise EditError("not_found", f"the {kind} {row[1]} is not in the store")
+        raise EditError("not_found", f"the {_WHAT[kind]} {row[1]} is not in the store")
     return row[0], c
 
 
@@ -154,3 +155,25 @@ def _own_note(db: Database, key: NodeKey, note_did: str, now_ms: int) -> Contain
     if c is None:
         raise EditError("not_found", f"the note {note_did} is not in the store")
     return c
+
+
+_OPS = {
+    "concept_update": lambda db, key, ident, now, f: update_concept(
+        db, key, ident, now_ms=now, label=f.get("label"), description=f.get("description"),
+        aliases=f.get("aliases"), tags=f.get("tags")),
+    "link_update": lambda db, key, ident, now, f: update_link(
+        db, key, ident, now_ms=now, relation=f.get("relation"), targets=f.get("targets"), inverse=f.get("inverse")),
+    "diary_delete": lambda db, key, ident, now, f: retract(db, key, "diary", ident, now_ms=now),
+    "concept_delete": lambda db, key, ident, now, f: retract(db, key, "concept", ident, now_ms=now),
+    "link_delete": lambda db, key, ident, now, f: retract(db, key, "link", ident, now_ms=now),
+    "note_update": lambda db, key, ident, now, f: update_note(db, key, ident, f.get("text") or "", now_ms=now),
+    "note_delete": lambda db, key, ident, now, f: hide_note(db, ident, not f.get("restore")),
+}
+
+
+def apply(db: Database, key: NodeKey, op: str, ident: str, *, now_ms: int, **fields) -> dict:
+    """One edit by name (the control channel's and the CLI's entry): ``op`` is a key of ``_OPS``."""
+    run = _OPS.get(op)
+    if run is None:
+        raise EditError("bad_request", f"no edit {str(op)[:40]!r}; one of {', '.join(sorted(_OPS))}")
+    return run(db, key, ident, now_ms, fields)

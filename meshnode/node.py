@@ -19,7 +19,7 @@ from meshnode.config import Config
 from meshnode.container import ContainerError, decode_container, format_ms, now_ms
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import knowledge
+from meshnode import knowledge, knowledge_edits
 from meshnode.cognition import gate_commands, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
@@ -303,6 +303,23 @@ class _Control:
         return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
                                                     domain=domain, inverse=inverse, tags=_texts(tags),
                                                     replaces=_texts(previous)))
+
+    async def cmd_edit(self, op: str, id: str, label: str | None = None, description: str | None = None,
+                       aliases: list | None = None, tags: list | None = None, relation: str | None = None,
+                       targets: list | None = None, inverse: str | None = None, text: str | None = None,
+                       restore: bool = False):
+        """Update or withdraw knowledge or a note (knowledge_edits); a new public note is gossiped."""
+        fields = {"label": label, "description": description, "relation": relation, "inverse": inverse,
+                  "text": text, "restore": bool(restore),
+                  **{k: _texts(v) for k, v in (("aliases", aliases), ("tags", tags), ("targets", targets))
+                     if v is not None}}
+        result = await self.store.write(lambda db: knowledge_edits.apply(db, self.key, op, id, now_ms=now_ms(),
+                                                                         **fields))
+        if op == "note_update":
+            note = await self.store.read(lambda db: db.load_container(result["did"], now_ms=now_ms()))
+            if note is not None and note.payload.get("audience") == "public":
+                await self.mesh.gossip(note)
+        return result
 
     async def cmd_diary(self, limit: int = 50):
         return await self.store.read(knowledge.listing, "diary", limit)
