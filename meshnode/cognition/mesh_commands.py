@@ -31,5 +31,5 @@ async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
         else:
             result = await mesh.sync_with(cmd.args["peer"])
     except MeshnodeError as exc:
-        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}

@@ -75,7 +75,7 @@ class Processes:
             else:
                 result = await self.stop(cmd.args["id"])
         except MeshnodeError as exc:
-            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
 
     async def start(self, program: str, args: list[str], *, task_id: int | None = None,
