@@ -288,21 +288,23 @@ class _Control:
         return {"did": c.did}
 
     async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
-                            previous: list | None = None):
+                            previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_diary_entry(self.key, text, now_ms=now_ms(), title=title,
-                                                           topics=_texts(topics), replaces=_texts(previous)))
+                                                           topics=_texts(topics), replaces=_texts(previous),
+                                                           forward=forward))
 
     async def cmd_concept_add(self, label: str, description: str | None = None, aliases: list | None = None,
-                              tags: list | None = None, previous: list | None = None):
+                              tags: list | None = None, previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_concept(self.key, label, now_ms=now_ms(), description=description,
                                                        aliases=_texts(aliases), tags=_texts(tags),
-                                                       replaces=_texts(previous)))
+                                                       replaces=_texts(previous), forward=forward))
 
     async def cmd_link_add(self, source: str, relation: str, targets: list, domain: str | None = None,
-                           inverse: str | None = None, tags: list | None = None, previous: list | None = None):
+                           inverse: str | None = None, tags: list | None = None, previous: list | None = None,
+                           forward: int | None = None):
         return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
                                                     domain=domain, inverse=inverse, tags=_texts(tags),
-                                                    replaces=_texts(previous)))
+                                                    replaces=_texts(previous), forward=forward))
 
     async def cmd_diary(self, limit: int = 50):
         return await self.store.read(knowledge.listing, "diary", limit)

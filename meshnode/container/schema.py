@@ -243,6 +243,7 @@ def known_classes() -> list[tuple[str, str]]:
 _LONG = 64 * 1024
 _tags = list_of(text(64), max_items=64)
 _dids = list_of(did, max_items=1024)
+_knowledge_forward = integer(0, 1)  # CogSync knowledge: hops past the author's friends (absent: no limit)
 
 # meshnode's notebook entry (HMP agent `notes` table; seed 000's distributed chat)
 register(
@@ -283,6 +284,7 @@ register(
         "topics": (_tags, False),
         "summary": (text(4096), False),
         "content": (text(_LONG), True),
+        "forward": (_knowledge_forward, False),
     },
 )
 register(
@@ -293,6 +295,7 @@ register(
         "description": (text(_LONG), False),
         "aliases": (list_of(text()), False),
         "fields": (mapping, False),
+        "forward": (_knowledge_forward, False),
     },
 )
 
@@ -326,7 +329,8 @@ def _edges(v: Any) -> str | None:
     return None
 
 
-register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (_edges, True)})
+register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (_edges, True),
+                                   "forward": (_knowledge_forward, False)})
 register(
     "goal",
     "1.0",
