@@ -38,7 +38,8 @@ def _forward(payload: dict, forward: int | None) -> dict:
     friend to friend; 0 keeps it with the author's friends; 1 lets them pass it one hop on."""
     if forward is not None:
         if type(forward) is not int or not 0 <= forward <= MAX_FORWARD:
-            raise KnowledgeError("bad_forward", f"forward is 0 or {MAX_FORWARD} hops past your friends (or none: no limit)")
+            raise KnowledgeError("bad_forward",
+                                 f"forward is 0 or {MAX_FORWARD} hops past your friends (or none: no limit)")
         payload["forward"] = forward
     return payload
 
