@@ -20,7 +20,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
-from meshnode.cognition import gate_commands, peer_validation, processes
+from meshnode.cognition import catalogue, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -145,7 +145,7 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
-                 gate=gate, tools=gate_commands.offered_tools() if config.values["gate"]["offer_tools"] else None)
+                 gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:

@@ -1,6 +1,6 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
-0 system prompt; 2 command help and the answer format; 3 the last K own
+0 system prompt; 2 the answer format and the catalogue of every command (``catalogue``); 3 the last K own
 responses, goals and task counts with pinned tasks first; 4 results of the
 last commands and open processes; 6 incoming notes (unread first, by
 priority); 7 system info and time; 8 ``llm_memory``. Each context is cut to
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition.command_types import command_names, command_type
+from meshnode.cognition.catalogue import catalogue
 from meshnode.container import format_ms
 from meshnode.store.database import Database
 
@@ -29,7 +29,8 @@ FORMAT = (
     '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
     "(one JSON object per command)\n# End of commands\n"
 )
-BUDGET = {"pinned": 4000, "help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
+# "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
+BUDGET = {"pinned": 4000, "help": 10000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000}
 CUT = "\n[... cut to fit the context budget]"
 
@@ -71,8 +72,7 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     ethics = q("SELECT id, principles_json FROM ethics_policies LIMIT 5").fetchall()
     if ethics:
         parts.append(("Ethics policies (context 1)", _fit(json.dumps(ethics, ensure_ascii=False), "ethics")))
-    parts.append(("Commands (context 2)", _fit(FORMAT + "\n".join(
-        f"- {name}: {command_type(name).summary}" for name in command_names()), "help")))
+    parts.append(("Commands (context 2)", _fit(FORMAT + catalogue(), "help")))
     settings = _settings(db)
     focus = settings.get("concentration") or {}
     if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):

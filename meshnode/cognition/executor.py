@@ -49,12 +49,14 @@ def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
 
 @handler("help")
 def _help(db, key, now, args):
+    from meshnode.cognition.catalogue import help_of
+
     name = args.get("command")
     if name:
         kind = command_type(name)
         if kind is None:
-            raise MeshnodeError("unknown_type", f"no command {name!r}")
-        return {"command": name, "summary": kind.summary, "args": sorted(kind.schema.fields)}
+            raise MeshnodeError("unknown_type", f"no command {name!r}; context 2 lists them all")
+        return help_of(kind)
     return {name: command_type(name).summary for name in command_names()}
 
 
