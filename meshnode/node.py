@@ -133,9 +133,10 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
 
     mesh.validator = _PeerValidator(store, min_trust)
 
-    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox
+    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
         note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
-        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
+        local = {"tags": ["gate"], "read": True}
+        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=local))
 
     settings = gate_setup.settings(config)
     if gate_setup.clear_leftovers(settings.scratch_dir):

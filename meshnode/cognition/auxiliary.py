@@ -61,7 +61,8 @@ def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Comman
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": f"refused: {refusal}"}
     if cmd.type == "note_add":  # its reasoning: a private note from llm:task, tagged with the task
         note = make_note(key, cmd.args["text"], now_ms=now, topic=f"task {task_id}", source="llm:task")
-        db.put_container(note, received_at_ms=now, local={"tags": ["llm:task", f"task:{task_id}"]})
+        db.put_container(note, received_at_ms=now, local={"tags": ["llm:task", f"task:{task_id}"],
+                                                          "read": True})  # the agent's own: not its mail
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": {"did": note.did}}
     return run_command(db, key, now, cmd)
 

@@ -23,7 +23,8 @@ LEGEND = ("One line per command: name(arg:type, optional?:type) what it does. Ty
 def arguments_schema(kind: CommandType) -> dict:
     """The JSON Schema of a command's ``args``: the same rules its checks apply."""
     fields = kind.schema.fields
-    return {"type": "object", "properties": {name: dict(getattr(check, "json", {})) for name, (check, _) in fields.items()},
+    return {"type": "object",
+            "properties": {name: dict(getattr(check, "json", {})) for name, (check, _) in fields.items()},
             "required": sorted(name for name, (_, required) in fields.items() if required),
             "additionalProperties": False}
 
@@ -92,7 +93,9 @@ def _example_value(name: str, schema: dict):
         return schema["enum"][0]
     kind = schema.get("type")
     if kind == "string":
-        return "did:key:z6Mk..." if schema.get("format") == "did" else f"<{name}>".ljust(schema.get("minLength", 0), "-")
+        if schema.get("format") == "did":
+            return "did:key:z6Mk..."
+        return f"<{name}>".ljust(schema.get("minLength", 0), "-")
     if kind in ("integer", "number"):
         return max(schema.get("minimum", 1), min(0, schema.get("maximum", 0)))
     if kind == "array":

@@ -16,6 +16,7 @@ import json
 
 from meshnode.cognition.catalogue import catalogue
 from meshnode.container import format_ms
+from meshnode.notes import author
 from meshnode.store.database import Database
 
 SYSTEM_PROMPT = (
@@ -65,7 +66,11 @@ def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) 
     return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
 
 
-def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str) -> list[dict]:
+_PEER_NAME = "(SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did)"
+
+
+def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
+          own_did: str | None = None) -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts."""
     q = db.conn.execute
     parts = []
@@ -114,15 +119,16 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
         if f.get("source"):
             where.append("source = ?")
             params.append(str(f["source"]))
-        unread = q(f"SELECT container_did, priority, source, text FROM notes WHERE {' AND '.join(where)}"
-                   " ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
+        unread = q(f"SELECT container_did, priority, source, text, agent_did, {_PEER_NAME} FROM notes"
+                   f" WHERE {' AND '.join(where)} ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
         notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
-            {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]}
+            {"id": d, "priority": p, "from": author(own_did, a, s, n), "source": s, "text": t[:500]}
+            for d, p, s, t, a, n in unread]}
     else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
-        ids = q("SELECT container_did, priority FROM notes WHERE read = 0 ORDER BY priority DESC, timestamp DESC"
-                " LIMIT 50").fetchall()
-        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [{"id": d, "priority": p}
-                                                                                 for d, p in ids]}
+        ids = q(f"SELECT container_did, priority, agent_did, source, {_PEER_NAME} FROM notes WHERE read = 0"
+                " ORDER BY priority DESC, timestamp DESC LIMIT 50").fetchall()
+        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [
+            {"id": d, "priority": p, "from": author(own_did, a, s, n)} for d, p, a, s, n in ids]}
     parts.append(("Incoming notes (context 6)", _fit(json.dumps(notes, ensure_ascii=False), "notes")))
     parts.append(("System (context 7)", _fit(json.dumps(
         {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))
