@@ -32,7 +32,7 @@ from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.standing import PeerLimits
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store import Store
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.store.peers import list_peers
@@ -135,8 +135,7 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
 
     async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
         note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
-        local = {"tags": ["gate"], "read": True}
-        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=local))
+        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=own_local("gate")))
 
     settings = gate_setup.settings(config)
     if gate_setup.clear_leftovers(settings.scratch_dir):

@@ -34,6 +34,12 @@ def author(own_did: str | None, sender: str | None, source: str, name: str | Non
     return f"{name} ({sender})" if name else sender
 
 
+def own_local(*tags: str) -> dict:
+    """The local fields a note this node's agent or the node itself writes starts with: read, since
+    it is not the agent's mail (context 6 and idle's on_note are for what others and the person write)."""
+    return {"tags": list(tags), "read": True}
+
+
 class NoteError(MeshnodeError):
     """A note that cannot be written as asked."""
 

@@ -24,7 +24,7 @@ from meshnode.cognition.executor import run as run_command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
@@ -61,8 +61,7 @@ def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Comman
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": f"refused: {refusal}"}
     if cmd.type == "note_add":  # its reasoning: a private note from llm:task, tagged with the task
         note = make_note(key, cmd.args["text"], now_ms=now, topic=f"task {task_id}", source="llm:task")
-        db.put_container(note, received_at_ms=now, local={"tags": ["llm:task", f"task:{task_id}"],
-                                                          "read": True})  # the agent's own: not its mail
+        db.put_container(note, received_at_ms=now, local=own_local("llm:task", f"task:{task_id}"))
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": {"did": note.did}}
     return run_command(db, key, now, cmd)
 

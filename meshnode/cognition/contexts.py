@@ -1,9 +1,10 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
-0 system prompt; 2 the answer format and the catalogue of every command (``catalogue``); 3 the last K own
-responses, goals and task counts with pinned tasks first; 4 results of the
-last commands and open processes; 6 incoming notes (unread first, by
-priority); 7 system info and time; 8 ``llm_memory``. Each context is cut to
+0 system prompt; 2 the answer format and every command (``catalogue``); 3
+the last K own responses, goals and task counts with pinned tasks first; 4
+results of the last commands and open processes; 6 incoming notes (unread
+first, by priority; what others and the person wrote, with its author); 7
+system info and time; 8 ``llm_memory``. Each context is cut to
 its budget with a visible marker (newest and highest-priority items are
 listed first, so the cut drops the least important). Contexts 1 (ethics
 policies) and 5 (requested diary and graph entries) are added when their

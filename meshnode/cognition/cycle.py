@@ -12,8 +12,8 @@ Modes: ``starting`` until the first tick has asked an LLM; ``normal``
 (``isolated`` without peers); ``core_outage`` when no LLM is registered or none
 answers (the loop keeps a reduced tick: it logs and waits, and ``meshnode
 status`` says so, with each registered LLM's last error, or how to add one).
-The prompt's context 7 names the mode the tick runs in if the LLM answers. Between ticks the cycle pauses
-``[cognition] pause_seconds``.
+The prompt's context 7 names the mode the tick runs in if the LLM answers.
+Between ticks the cycle pauses ``[cognition] pause_seconds``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import author, make_note
+from meshnode.notes import author, make_note, own_local
 from meshnode.store.database import Database
 from meshnode.store.sharing import friends
 
@@ -128,7 +128,7 @@ def _note_add(db, key, now, args):
     audience = args.get("audience", "private")
     note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
                      recipients=friends(db) if audience == "friends" else None)
-    db.put_container(note, received_at_ms=now, local={"tags": [], "read": True})  # its own: not its mail
+    db.put_container(note, received_at_ms=now, local=own_local())
     return {"did": note.did}
 
 
