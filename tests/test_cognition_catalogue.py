@@ -128,3 +128,23 @@ def test_commands_past_the_limit_are_named_in_an_error_not_dropped_silently():
     flood = extract(block(*[{"cmd_id": f"f{i}", "type": "note_list"} for i in range(2000)]))
     assert len(flood.commands) == MAX_COMMANDS and "these 256 or more were not run" in flood.errors[0].reason
     assert len(flood.errors[0].reason) < 2000
+
+
+def test_an_auxiliary_loop_is_shown_exactly_the_commands_it_may_run(tmp_path):
+    from meshnode.cognition import auxiliary
+    from meshnode.cognition.commands import Command
+
+    db = Database(tmp_path / "a.db")
+    try:
+        with db.transaction() as conn:
+            task = conn.execute("INSERT INTO tasks (name) VALUES ('look into quorums')").lastrowid
+        shown = auxiliary._context(db, task).split("Your commands:\n", 1)[1]
+    finally:
+        db.close()
+    listed = {line.split("(", 1)[0] for line in shown.splitlines() if "(" in line and not line.startswith(("{", "One"))}
+    assert {"note_add", "task_update", "diary_search", "help"} <= listed
+    for name in NAMES:
+        kind = command_type(name)
+        runs = executor.handles(name) and auxiliary.allowed(task, Command("c", name, {"id": task}, "", None,
+                                                                           kind.mutating)) is None
+        assert (name in listed) == runs, name

@@ -132,6 +132,8 @@ def test_the_agents_own_notes_are_not_its_mail_and_do_not_wake_it(tmp_path, llms
             wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("idle"), 30, "idle")
             assert conn.execute("SELECT count(*) FROM notes WHERE read = 0").fetchone()[0] == 0
             assert not _eventually(lambda: len(llm.seen()) > 2, 3), "its own notes woke it"
+            helper_asked = prompt(next(r for r in llm.seen() if r["messages"][0]["content"].startswith("You work on")))
+            assert "note_add(text:str" in helper_asked and "diary_add(" not in helper_asked  # what it may run
             mine = dict(conn.execute("SELECT source, container_did FROM notes"))
             person = node.cli("note", "add", "are you there?").strip()  # mail: this wakes it
             wait_until(lambda: len(llm.seen()) >= 3, 30, "a tick after the person's note")

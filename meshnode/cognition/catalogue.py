@@ -52,9 +52,9 @@ def line(kind: CommandType) -> str:
     return f"{kind.name}({args}) {kind.summary}"
 
 
-def catalogue() -> str:
-    """Every registered command, one line each, with the legend (context 2)."""
-    return LEGEND + "\n".join(line(command_type(name)) for name in command_names())
+def catalogue(names: list[str] | None = None) -> str:
+    """Every registered command (or those ``names``), one line each, with the legend (context 2)."""
+    return LEGEND + "\n".join(line(command_type(name)) for name in (command_names() if names is None else names))
 
 
 def describe(schema: dict) -> str:

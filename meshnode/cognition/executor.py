@@ -32,6 +32,11 @@ def handler(name: str):
     return register
 
 
+def handles(name: str) -> bool:
+    """Whether this store-side executor runs ``name`` (the rest need the cycle: mesh, gate, processes)."""
+    return name in _HANDLERS
+
+
 def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
     """{"cmd_id", "type", "status": ok|error, "result" or "error"}; never raises for a command's fault."""
     fn = _HANDLERS.get(cmd.type)
