@@ -25,7 +25,7 @@ import json
 from meshnode.container import Container, build_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store import lineage
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.sharing import friends
@@ -131,7 +131,7 @@ def update_note(db: Database, key: NodeKey, note_did: str, text: str, *, now_ms:
                   audience=p["audience"], priority=p.get("priority", 0), recipients=recipients,
                   forward=p.get("forward", 0), replaces=[old.did])
     tags = db.conn.execute("SELECT tags FROM notes WHERE container_did = ?", (old.did,)).fetchone()
-    db.put_container(c, received_at_ms=now_ms, local={"tags": json.loads(tags[0]) if tags and tags[0] else []})
+    db.put_container(c, received_at_ms=now_ms, local=own_local(*(json.loads(tags[0]) if tags and tags[0] else [])))
     return {"did": c.did, "replaces": old.did}
 
 

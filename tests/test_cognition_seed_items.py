@@ -147,7 +147,7 @@ def test_a_crash_in_the_tick_is_told_to_the_person_once_and_the_cycle_goes_on(tm
             notes = conn.execute("SELECT source, audience, topic, text, read FROM notes").fetchall()
             assert len(notes) == 1, notes  # once, not once per tick
             source, audience, topic, text, read = notes[0]
-            assert (source, audience, topic, read) == ("system", "private", "cognition crash", 0)
+            assert (source, audience, topic, read) == ("system", "private", "cognition crash", 1)  # not the agent's mail
             assert "OperationalError" in text and "llm_recent_responses" in text
             assert "OperationalError" in node.call("status")["cognition"]["last_error"]
             conn.execute("ALTER TABLE llm_recent_responses_away RENAME TO llm_recent_responses")

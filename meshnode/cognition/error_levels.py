@@ -25,7 +25,7 @@ import logging
 
 from meshnode.cognition.commands import Command
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
@@ -84,7 +84,7 @@ def crash_note(db: Database, key: NodeKey, now_ms: int, where: str, error: str) 
                           " traceback. The main cycle goes on after its pause; an auxiliary loop stays stopped"
                           " and its task frozen.", now_ms=now_ms, topic=CRASH_TOPIC, source="system",
                      audience="private", priority=5)
-    db.put_container(note, received_at_ms=now_ms, local={"tags": [CRASH_TAG]})
+    db.put_container(note, received_at_ms=now_ms, local=own_local(CRASH_TAG))  # the person's, not the agent's mail
     with db.transaction() as conn:
         _log(conn, "cycle:crash", {"where": where, "error": error[:1000], "note": note.did}, "error")
     return note.did

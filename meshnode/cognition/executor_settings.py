@@ -20,7 +20,7 @@ from meshnode.cognition import registry
 from meshnode.cognition.executor_admin import admin_command
 from meshnode.container.schema import did, integer, number, text
 from meshnode.errors import MeshnodeError
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 
 REQUEST_TAG = "reputation-request"
 
@@ -47,5 +47,5 @@ def _reputation_set(db, key, now, args):
     note = make_note(key, f"The agent asks you to set its trust in {args['did']} to {args['score']:g}: {reason}\n"
                           f"To do so, run:\n  {line}\n(Trust changes only by evidence or by you.)",
                      now_ms=now, topic="trust request", source="system", audience="private")
-    db.put_container(note, received_at_ms=now, local={"tags": [REQUEST_TAG]})
+    db.put_container(note, received_at_ms=now, local=own_local(REQUEST_TAG))  # for the person, not the agent's mail
     return {"asked": "the person", "note": note.did, "applied": False}
