@@ -9,6 +9,7 @@ one, on the database otherwise: the same functions either way.
 
 from __future__ import annotations
 
+import argparse
 from meshnode import knowledge_edits
 from meshnode.cli_common import _config, live_or_local, terminal_safe
 from meshnode.container import now_ms
@@ -22,6 +23,7 @@ def add_diary_parsers(diary, common) -> None:
 
 def add_concept_parsers(concept, common) -> None:
     p = concept.add_parser("update", parents=[common], help="a new version of a concept (what is not given is kept)",
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
                            description="Write a new version of a concept, e.g.\n"
                                        "  meshnode concept update DID --description \"a small domesticated feline\"")
     p.add_argument("id", help=_ID_HELP)
@@ -35,6 +37,7 @@ def add_concept_parsers(concept, common) -> None:
 
 def add_link_parsers(link, common) -> None:
     p = link.add_parser("update", parents=[common], help="a new version of a link of one relation",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="Write a new version of a link, e.g.\n  meshnode link update DID --relation part-of")
     p.add_argument("id", help=_ID_HELP)
     p.add_argument("--relation", help="a new relation, e.g. part-of")

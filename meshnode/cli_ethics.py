@@ -7,6 +7,7 @@ policies at every tick (context 1).
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from meshnode import ethics
@@ -18,6 +19,7 @@ def add_parsers(sub, common) -> None:
                        description="Ethics policies (seed 000, context 1): shown to the agent at every tick.")
     eth = p.add_subparsers(dest="ethics_command", required=True, metavar="SUBCOMMAND")
     p = eth.add_parser("add", parents=[common], help="add a policy (or --replace one of yours)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Add an ethics policy: a name and one or more principles, e.g.\n"
                                    "  meshnode ethics add privacy \"never share the person's notes without asking\"")
     p.add_argument("name", help="the policy's name: 1 to 64 letters, digits or ._-")

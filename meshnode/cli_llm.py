@@ -6,6 +6,7 @@ so they apply from the next one.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -27,6 +28,7 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     p.set_defaults(func=cmd_add)
     p = llm.add_parser("update", parents=[common], help="change some settings of a registered LLM",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Change the given settings of a registered LLM and keep the rest, e.g.\n"
                                    "  meshnode llm update local --timeout 300 --priority 5")
     p.add_argument("name", help="the LLM's name (see `meshnode llm list`)")

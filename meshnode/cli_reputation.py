@@ -9,6 +9,7 @@ else transitive through the statements its trusted peers published.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from meshnode.cli_common import terminal_safe, with_db
@@ -28,6 +29,7 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
     p = rep.add_parser("set", parents=[common], help="set an agent's trust to your own judgement",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Set an agent's trust score now (0 = none, 0.5 = unknown, 1 = full), e.g.\n"
                                    "  meshnode reputation set did:key:z6Mk... 0.8 --reason \"I know its operator\"\n"
                                    "It then decays toward 0.5 and moves with evidence like any score.")
