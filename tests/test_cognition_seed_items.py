@@ -94,22 +94,22 @@ def test_a_timeout_restarts_the_tick_and_an_executor_error_freezes_its_task(tmp_
          "args": {"task_description": "find the entry about bridges", "mode": "read_only_loop", "max_ticks": 3}})
     work = "Working on task 1. " + command_block(
         {"cmd_id": "r1", "type": "diary_read", "task_id": 1, "args": {"id": "did:hmp:container:uEiAnothing"}})
-    main = llms("main", [{"delay": 5, "answer": "too late"}, plan, work, "Waiting for review."])
+    main = llms("main", [{"delay": 12, "answer": "too late"}, plan, work, "Waiting for review."])
     helper = llms("helper", ["Reading it. " + command_block(
         {"cmd_id": "h1", "type": "diary_read", "args": {"id": "did:hmp:container:uEiAnobridge"}}),
         "Still looking."])
     node = Node(tmp_path, "mind", env=FAST_MIND)
     try:
-        node.cli("llm", "add", "main", "--url", main.url, "--model", "m", "--priority", "5", "--timeout", "1")
+        node.cli("llm", "add", "main", "--url", main.url, "--model", "m", "--priority", "5", "--timeout", "4")
         node.cli("llm", "add", "helper", "--url", helper.url, "--model", "m")
         node.start()
         with closing(_db(node)) as conn:
             wait_until(lambda: conn.execute("SELECT count(*) FROM tasks WHERE status = 'frozen'").fetchone()[0] == 2,
                        90, "both tasks to be frozen")
             # timeout: logged at its level, and the same tick asked again at once, told why
-            [timeout] = [json.loads(v) for v, s in conn.execute("SELECT value, status FROM process_log"
-                                                                " WHERE name = 'cycle:timeout'") if s == "timeout"]
-            assert timeout["tick"] == 1 and timeout["restart"] == 1 and "did not answer within 1 s" in timeout["error"]
+            timeout = [json.loads(v) for v, s in conn.execute("SELECT value, status FROM process_log"
+                                                              " WHERE name = 'cycle:timeout'") if s == "timeout"][0]
+            assert timeout["tick"] == 1 and timeout["restart"] == 1 and "did not answer within 4 s" in timeout["error"]
             asked = [r["messages"][1]["content"] for r in main.seen()]
             ticks = [json.loads(_section(p, "System (context 7)"))["tick"] for p in asked[:2]]
             assert ticks == [1, 1], ticks
