@@ -73,6 +73,8 @@ def test_reputation_set_is_a_persons_judgement_in_the_evidence_model(run_cli, ho
     # out of range, not a DID, this node itself: one line each, nothing written
     assert "from 0 to 1" in one_error_line(run_cli("--home", home, "reputation", "set", peer.did, "1.5"))
     assert "from 0 to 1" in one_error_line(run_cli("--home", home, "reputation", "set", peer.did, "nan"))
+    assert "at most 200" in one_error_line(run_cli("--home", home, "reputation", "set", peer.did, "0.5", "--reason",
+                                                    "y" * 201))
     assert "not a DID" in one_error_line(run_cli("--home", home, "reputation", "set", "xyz", "0.5"))
     own = json.loads(ok(run_cli("--home", home, "status", "--json")))["did"]
     assert "own DID" in one_error_line(run_cli("--home", home, "reputation", "set", own, "0.5"))

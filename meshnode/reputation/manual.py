@@ -30,7 +30,9 @@ def set_by_person(db: Database, did: str, score: float, *, now_ms: int, reason: 
         raise ReputationError("bad_did", "that is this node's own DID; a node holds no trust in itself")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         raise ReputationError("bad_score", "a trust score is a number from 0 to 1")
-    reason = " ".join(str(reason or "").split())[:MAX_REASON]
+    reason = " ".join(str(reason or "").split())
+    if len(reason) > MAX_REASON:
+        raise ReputationError("bad_reason", f"the reason is at most {MAX_REASON} characters")
     with db.transaction() as conn:
         _ensure_peer(conn, did)
         state = load_state(conn, did, now_ms)
