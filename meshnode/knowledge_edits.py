@@ -5,9 +5,10 @@
   given are kept. Anyone may version any lineage (CogSync's rule); the views
   pick the head by author trust.
 * **Delete** of a diary entry, concept or link: a *retraction*, a signed new
-  version of the lineage with ``retracted: true`` that replaces every head, so
-  the lineage leaves the views on this node and on every node that syncs it
-  (``protocols/cogsync.md`` 6). A retraction travels like any version, which is
+  version of the lineage with ``retracted: true`` that replaces this node's
+  heads of it, so the lineage leaves the views on this node and on every node
+  that syncs it (``protocols/cogsync.md`` 6), unless someone else's
+  concurrent version remains: that one is shown then. A retraction travels like any version, which is
   why only the author of the version shown may retract: withdrawing others'
   knowledge from friends' views is not ours to do (version it instead).
 * **Notes** are messages, not lineages: ``note_update`` writes a new note of
@@ -113,7 +114,8 @@ def retract(db: Database, key: NodeKey, kind: str, ident: str, *, now_ms: int) -
     if shown.sender_did != key.did:
         raise EditError("refused", f"the {kind} shown is by {shown.sender_did}; only its author retracts it"
                                    " (write a new version, or a link such as 'contradicts', to disagree)")
-    heads = sorted(lineage.heads(db.conn, root))
+    heads = sorted(d for d in lineage.heads(db.conn, root) if (c := db.load_container(d, now_ms=now_ms)) is not None
+                   and c.sender_did == key.did)  # others' concurrent versions stay theirs, and shown
     payload = {**shown.payload, RETRACTED: True}
     c = build_container(key, shown.cls, payload, timestamp_ms=max(now_ms, shown.timestamp_ms + 1),
                         head_extra={"tags": shown.head["tags"]} if shown.head.get("tags") else None,

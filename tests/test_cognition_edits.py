@@ -93,6 +93,14 @@ def test_only_the_author_retracts_and_others_knowledge_is_versioned_instead(db):
     diary = ok(db, "diary_add", {"text": "a thought"})["did"]
     ok(db, "diary_delete", {"id": diary}, at=T0 + 1)
     assert db.conn.execute("SELECT count(*) FROM diary_entries").fetchone()[0] == 0
+    # a retraction withdraws only its author's versions: a concurrent one by someone else stays shown
+    mine_later = ok(db, "concept_update", {"id": mine["did"], "description": "a good boy"}, at=T0 + 5)
+    theirs_too = make_concept(OTHER, "dog", description="barks", now_ms=T0 + 2, replaces=[theirs.did])
+    db.put_container(theirs_too, received_at_ms=T0 + 6)
+    assert db.conn.execute("SELECT container_did, forks FROM concepts").fetchone() == (mine_later["did"], 1)
+    ok(db, "concept_delete", {"id": theirs.did}, at=T0 + 6)
+    assert db.conn.execute("SELECT container_did, description, forks FROM concepts").fetchone() == \
+        (theirs_too.did, "barks", 0)
     # a link of several edges is not one relation to change
     edges = {theirs.did: [{"targets": [mine["did"]], "relation": "likes"}, {"targets": [diary], "relation": "x"}]}
     many = build_container(KEY, "semantic_edges", {"edges": edges}, timestamp_ms=T0)
