@@ -61,26 +61,35 @@ def test_a_fact_check_tasks_verdict_moves_its_fact_to_verified_or_rejected(tmp_p
     first = ("Two claims I am unsure of.\n"
              'UnverifiedFacts: [{"id": "a", "claim": "water boils at 100 C at sea level", "confidence": 0.5},'
              ' {"id": "b", "claim": "the moon is made of cheese", "confidence": 0.3},'
-             ' {"id": "c", "claim": "two plus two is four", "confidence": 0.99}]\n')
+             ' {"id": "c", "claim": "two plus two is four", "confidence": 0.99},'
+             ' {"id": "d", "claim": "bats are blind", "confidence": 0.4}]\n')
     second = "I checked both. " + command_block(
         {"cmd_id": "v1", "type": "task_update", "args": {"id": 1, "verdict": "verified", "evidence": "a handbook"}},
         {"cmd_id": "v2", "type": "task_update", "args": {"id": 2, "verdict": "rejected", "evidence": "seen it"}},
+        {"cmd_id": "h1", "type": "llm_task", "target_llm": "helper",
+         "args": {"task_id": 3, "task_description": "check this claim", "mode": "question"}},
         {"cmd_id": "v3", "type": "task_add", "args": {"name": "not a fact check"}},
-        {"cmd_id": "v4", "type": "task_update", "args": {"id": 3, "verdict": "verified"}})
+        {"cmd_id": "v4", "type": "task_update", "args": {"id": 4, "verdict": "verified"}})
     llm = llms("main", [first, second, "Done with the facts."])
+    helper = llms("helper", ["Bats see. " + command_block(
+        {"cmd_id": "f1", "type": "task_update", "args": {"id": 3, "verdict": "rejected", "evidence": "they see"}})])
     node = Node(tmp_path, "mind", env=FAST_MIND)
     try:
-        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m", "--priority", "5")
+        node.cli("llm", "add", "helper", "--url", helper.url, "--model", "m")
         node.start()
         with closing(_db(node)) as conn:
             wait_until(lambda: _logged(conn, "cmd:v4"), 60, "the verdicts to be given")
+            # a helper given the fact-check task settles it with its own task's verdict
+            wait_until(lambda: conn.execute("SELECT status FROM unverified_facts WHERE claim = 'bats are blind'"
+                                            ).fetchone()[0] != "pending", 60, "the helper's verdict")
             facts = dict(conn.execute("SELECT claim, status FROM unverified_facts"))
             assert facts == {"water boils at 100 C at sea level": "verified", "the moon is made of cheese": "rejected",
-                             "two plus two is four": "pending"}
+                             "two plus two is four": "pending", "bats are blind": "rejected"}
             resolution = json.loads(conn.execute("SELECT resolution_json FROM unverified_facts WHERE status ="
                                                  " 'verified'").fetchone()[0])
             assert resolution == {"status": "verified", "evidence": "a handbook", "task_id": 1}
-            assert dict(conn.execute("SELECT id, status FROM tasks")) == {1: "done", 2: "done", 3: "open"}
+            assert dict(conn.execute("SELECT id, status FROM tasks")) == {1: "done", 2: "done", 3: "done", 4: "open"}
             [wrong] = _logged(conn, "cmd:v4")
             assert wrong["status"] == "error" and "checks no unverified fact" in wrong["error"]
     finally:

@@ -33,7 +33,8 @@ from meshnode.store.database import Database
 log = logging.getLogger("meshnode.cognition")
 
 PROMPT = ("You work on one task for the main agent. You may read anything (list, search, read commands), "
-          "update only your own task (task_update with your task id: status, pinned), and write your findings "
+          "update only your own task (task_update with your task id: status, pinned, or on a fact-check the "
+          "verdict verified|rejected with evidence), and write your findings "
           "with note_add. Answer with your reasoning, then a # Commands: section.")
 WRITES = ("task_update", "note_add")  # the only changes an auxiliary loop may make (task_update: its own task)
 

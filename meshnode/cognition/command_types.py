@@ -112,8 +112,10 @@ command("task_update", "change a task; on a fact-check task, verdict verified|re
         {"id": (integer(0), True), "status": (one_of("open", "in_progress", "done", "frozen"), False),
          "pinned": (boolean, False), "verdict": (one_of("verified", "rejected"), False),
          "evidence": (text(4096), False)})
-command("llm_task", "give another LLM a task (a one-shot question or a read-only loop)",
+command("llm_task", "give another LLM a task (a one-shot question or a read-only loop); task_id hands it an"
+        " existing task, e.g. a fact-check whose verdict it then gives",
         {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
+         "task_id": (integer(0), False),
          "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False),
          "delay_s": (number(0, 86400), False), "deadline_ms": (integer(0), False), "backoff": (number(1, 10), False)})
 command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),

@@ -233,6 +233,17 @@ def _llm_task(db, key, now, args):
     config = {"max_ticks": args.get("max_ticks", 10) if loop else 1, "target_llm": args.get("target_llm"),
               **{k: args[k] for k in ("delay_s", "deadline_ms", "backoff") if k in args}}
     with db.transaction() as conn:
+        if "task_id" in args:  # an existing task (a fact-check, say): the helper works on it, and may settle it
+            row = conn.execute("SELECT repl_status, status FROM tasks WHERE id = ?", (args["task_id"],)).fetchone()
+            if row is None:
+                raise MeshnodeError("not_found", f"no task {args['task_id']}")
+            if row[0] == "running" or row[1] in ("done", "frozen"):
+                state = "being worked on" if row[0] == "running" else row[1]
+                raise MeshnodeError("busy", f"task {args['task_id']} is {state}; a helper takes an open task")
+            conn.execute("UPDATE tasks SET description = coalesce(description || char(10) || char(10), '') || ?,"
+                         " status = 'in_progress', repl_mode = 'read_only', repl_status = 'running', repl_config = ?"
+                         " WHERE id = ?", (args["task_description"], json.dumps(config), args["task_id"]))
+            return {"task_id": args["task_id"], **config}
         cur = conn.execute("INSERT INTO tasks (name, description, tags, status, repl_mode, repl_status, repl_config)"
                            " VALUES (?, ?, ?, 'in_progress', 'read_only', 'running', ?)",
                            (args["task_description"][:120], args["task_description"], json.dumps(["llm:task"]),
