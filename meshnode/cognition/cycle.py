@@ -132,9 +132,7 @@ class Cycle:
         try:
             await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
         except Exception as exc:  # a crash stops this loop only: its task is frozen, the person told
-            log.exception("auxiliary loop of task %d failed", task_id)
-            await self.store.write_background(error_levels.freeze_aux_task, task_id)
-            await self.crashes.report(f"auxiliary loop of task {task_id}", exc)
+            await error_levels.aux_crashed(self.store, self.crashes, task_id, exc)
         finally:
             self._aux.discard(task_id)
 

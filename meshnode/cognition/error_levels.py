@@ -111,7 +111,17 @@ class CrashReporter:
         self._last = None
 
 
-def freeze_aux_task(db: Database, task_id: int) -> None:
-    """An auxiliary loop that crashed: its task is frozen and its loop marked as failed."""
+def _freeze_aux_task(db: Database, task_id: int) -> None:
     with db.transaction() as conn:
         conn.execute("UPDATE tasks SET status = 'frozen', repl_status = 'error' WHERE id = ?", (task_id,))
+
+
+async def aux_crashed(store, crashes: CrashReporter, task_id: int, exc: BaseException) -> None:
+    """An auxiliary loop that crashed has stopped: its task is frozen and its loop marked as failed
+    (if the store still takes writes), and the person is told."""
+    log.error("auxiliary loop of task %d failed", task_id, exc_info=exc)
+    try:
+        await store.write_background(_freeze_aux_task, task_id)
+    except Exception:
+        log.exception("could not freeze task %d", task_id)
+    await crashes.report(f"auxiliary loop of task {task_id}", exc)
