@@ -38,7 +38,8 @@ def add_concept_parsers(concept, common) -> None:
 def add_link_parsers(link, common) -> None:
     p = link.add_parser("update", parents=[common], help="a new version of a link of one relation",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
-                        description="Write a new version of a link, e.g.\n  meshnode link update DID --relation part-of")
+                        description="Write a new version of a link, e.g.\n"
+                                    "  meshnode link update DID --relation part-of")
     p.add_argument("id", help=_ID_HELP)
     p.add_argument("--relation", help="a new relation, e.g. part-of")
     p.add_argument("--target", action="append", metavar="DID", help="a target concept (repeatable; replaces them)")
