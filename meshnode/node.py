@@ -138,7 +138,11 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
         await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
 
     settings = gate_setup.settings(config)
-    if gate_setup.clear_leftovers(settings.scratch_dir):
+    killed, removed = gate_setup.clear_leftovers(settings.scratch_dir)
+    if killed:
+        log.warning("killed %d sandboxed process(es) an earlier run of this node left running: pids %s",
+                    len(killed), ", ".join(map(str, killed)))
+    if removed:
         log.info("removed scratch copies left by an earlier run")
     gate = Gate(store, settings, now_ms, tell_user=tell_user)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),

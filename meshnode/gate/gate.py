@@ -185,7 +185,8 @@ class Gate:
         folder, manifest = await self.store.write(scratch.prepare, self.jail, self.settings.session,
                                                   self.settings.scratch_dir, uid)
         try:
-            result = await runner.run_command(argv, cwd=folder, policy=policy)
+            result = await runner.run_command(argv, cwd=folder, policy=policy,
+                                              records=scratch.records_folder(self.settings.scratch_dir))
             changed, ignored = await trio.to_thread.run_sync(scratch.changes, folder, manifest)
         finally:
             with trio.CancelScope(shield=True):  # a stopped process leaves no scratch folder behind
