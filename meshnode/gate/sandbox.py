@@ -409,9 +409,12 @@ def remember(folder: Path, supervisor: int, command: int) -> Path | None:
 
 
 def forget(path: Path | None) -> None:
+    """Drop a record; its folder too once empty (no folder is left behind by commands that ended)."""
     if path is not None:
         with contextlib.suppress(OSError):
             path.unlink()
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
 
 
 def kill_leftovers(folder: Path) -> list[int]:
