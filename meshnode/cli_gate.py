@@ -31,12 +31,14 @@ def add_parsers(sub, common) -> None:
         dest="drafts_command", required=True, metavar="SUBCOMMAND")
     p = d.add_parser("list", parents=[common], help="open drafts")
     p.add_argument("--diff", action="store_true", help="show each unified diff")
+    p.add_argument("--all", action="store_true", help="the drafts you rejected too (discarded at the next commit)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_drafts_list)
     for name in ("accept", "reject"):
         p = d.add_parser(name, parents=[common], help=f"{name} drafts")
-        p.add_argument("paths", nargs="*")
-        p.add_argument("--all", action="store_true")
+        p.add_argument("paths", nargs="*", help="drafted files, as `drafts list` shows them")
+        p.add_argument("--all", action="store_true", help="every pending draft" if name == "accept"
+                       else "every pending or accepted draft")
         p.set_defaults(func=cmd_drafts_decide, decision=name)
     p = d.add_parser("edit", parents=[common], help="put your own content in a draft")
     p.add_argument("path")
@@ -93,11 +95,11 @@ def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
 
 
 def cmd_drafts_list(args) -> int:
-    rows, submitted = _run(args, lambda db, jail: (drafts.review(db, jail, SESSION, shown_to_person=True),
-                                                   _last_submission(db)))
+    listed = _run(args, lambda db, jail: drafts.listing(db, jail, SESSION, rejected=args.all))
     if args.json:
-        print(json.dumps({"drafts": rows, "submission": submitted}, indent=2))
+        print(json.dumps(listed, indent=2))
         return 0
+    submitted, rows = listed["submission"], listed["drafts"]
     if submitted:
         state = "ready" if submitted["ready"] else "NOT ready"
         print(terminal_safe(f"the agent submitted these as {state}: {submitted['summary']}"))
@@ -109,32 +111,19 @@ def cmd_drafts_list(args) -> int:
         print(terminal_safe(f"{r['status']:9} {what:6} {r['path']}{'  CONFLICT: changed since drafted' if r['conflict'] else ''}"))
         if args.diff:
             print(terminal_safe(r["diff"], keep_newlines=True))
+    if listed["rejected_hidden"]:
+        print(f"({listed['rejected_hidden']} rejected, not shown: --all shows them; the next commit discards them)")
     return 0
-
-
-def _last_submission(db) -> dict | None:
-    row = db.conn.execute("SELECT summary, reflection, ready, drafts, created_ms FROM gate_submissions"
-                          " WHERE session = ? ORDER BY id DESC LIMIT 1", (SESSION,)).fetchone()
-    return None if row is None else dict(zip(("summary", "reflection", "ready", "drafts", "created_ms"), row))
 
 
 def cmd_drafts_decide(args) -> int:
     """Accepting takes only drafts whose content is what `drafts list` last showed; others are
     named, so the person looks again (the agent may have changed them in between)."""
-    def decide(db, jail):
-        paths = [r["path"] for r in drafts.review(db, jail, SESSION)] if args.all \
-            else [jail.resolve(p) for p in args.paths]
-        done, unseen = [], []
-        for path in paths:
-            try:
-                drafts.decide(db, SESSION, path, args.decision, shown_only=True)
-                done.append(path)
-            except GateError as exc:
-                if exc.code != "not_shown":
-                    raise
-                unseen.append(path)
-        return {"decided": done, "changed_since_listed": unseen}
-    result = _run(args, decide, tell_agent=args.decision)
+    if bool(args.all) == bool(args.paths):
+        raise GateError("bad_arguments", f"name the drafts to {args.decision}, or give --all (not both)")
+    result = _run(args, lambda db, jail: drafts.decide_many(db, jail, SESSION, args.decision,
+                                                             None if args.all else args.paths),
+                  tell_agent=args.decision)
     print(f"{args.decision}ed: {', '.join(result['decided']) or '(nothing)'}")
     if result["changed_since_listed"]:
         print(f"not accepted, changed since you listed them: {', '.join(result['changed_since_listed'])};"
