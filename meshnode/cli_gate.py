@@ -7,6 +7,7 @@
     meshnode snapshots list|show ID|rollback ID
     meshnode confirm list|approve ID|reject ID
     meshnode gate tools [--openai]         the tools and their risk levels
+    meshnode gate reset-limit              give the agent a fresh budget of tool calls
 
 These work on the node's database and workspace directly, so they also work
 while the node is stopped; a running node sees the answers at its next tick.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import GateError, confirm, drafts, snapshots
+from meshnode.gate import GateError, budget, confirm, drafts, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 
@@ -76,6 +77,9 @@ def add_parsers(sub, common) -> None:
     p = g.add_parser("tools", parents=[common], help="the tools and their risk levels")
     p.add_argument("--openai", action="store_true", help="as OpenAI tool definitions (JSON)")
     p.set_defaults(func=cmd_tools)
+    p = g.add_parser("reset-limit", parents=[common], help="let the agent go on after it used its budget of tool"
+                     " calls for a piece of work ([gate] max_calls_per_task)")
+    p.set_defaults(func=cmd_reset_limit)
 
 
 def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
@@ -194,4 +198,10 @@ def cmd_tools(args) -> int:
         return 0
     for t in TOOLS.values():
         print(f"{t.risk:12} {t.name:13} {t.summary}")
+    return 0
+
+
+def cmd_reset_limit(args) -> int:
+    _run(args, lambda db: budget.request_reset(db, now_ms(), "cli"), with_jail=False, tell_agent="limit reset")
+    print("the agent's budget of tool calls starts again at its next tick")
     return 0

@@ -72,6 +72,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "http_hosts": [],
         "confirm_hours": 1.0,
         "max_calls_per_task": 200,
+        "calls_quiet_seconds": 600.0,
         "loop_window": 20,
         "loop_repeats": 3,
         "offer_tools": False,
@@ -310,6 +311,8 @@ def _check(values: dict) -> None:
             or not 2 <= gate["loop_window"] <= 1000 or not 1 <= gate["loop_repeats"] <= gate["loop_window"]:
         raise ConfigError("bad_config", "gate: confirm_hours 0.01..720, max_calls_per_task 1..100000,"
                           " loop_window 2..1000, loop_repeats 1..loop_window")
+    if not 1 <= gate["calls_quiet_seconds"] <= 7 * 86400:
+        raise ConfigError("bad_config", "gate.calls_quiet_seconds must be between 1 and 604800")
     if not 0 <= cognition["peer_validators"] <= 16:
         raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
     if not 0 <= cognition["peer_validation_min_trust"] <= 1:

@@ -91,6 +91,8 @@ class Cycle:
                 await helpers.start(self.processes.run)
             while True:
                 try:
+                    if self.gate is not None:  # new work or a person's reset: a fresh budget of tool calls
+                        await self.gate.refresh()
                     await self.tick()
                     await self._run_approved()
                     await self._supervise(helpers)

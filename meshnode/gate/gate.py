@@ -26,11 +26,12 @@ from typing import Awaitable, Callable
 import httpx
 import trio
 
-from meshnode.gate import GateError, argschema, confirm, drafts, guards, runner, scratch
+from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, runner, scratch
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, RiskPolicy
 
 log = logging.getLogger("meshnode.gate")
+_NOT_READ = object()
 
 MAX_READ_BYTES = 256 * 1024
 HTTP_MAX_BYTES = 1024 * 1024
@@ -52,6 +53,7 @@ class GateSettings:
     loop_window: int = 20
     loop_repeats: int = 3
     max_calls_per_task: int = 200
+    calls_quiet_ms: int = 600_000
     confirm_ttl_ms: int = confirm.DEFAULT_TTL_MS
     http_timeout_s: float = 10.0
 
@@ -64,13 +66,16 @@ class Gate:
         self.tell_user = tell_user  # async (text): a private note to the user
         self.on_guard = on_guard  # (kind, reason): the anti-stagnation reflex hears about loops and limits
         self.loops = guards.LoopDetector(settings.loop_window, settings.loop_repeats)
-        self.limits = guards.IterationLimiter(settings.max_calls_per_task)
+        self.limits = guards.IterationLimiter(settings.max_calls_per_task, settings.calls_quiet_ms)
+        self.work = "main"  # the piece of work the agent is on (budget.work), refreshed every tick
+        self._reset_seen: str | None | object = _NOT_READ
+        self._told_limit = False
 
     @property
     def jail(self) -> Jail:
         return self.settings.jail
 
-    async def call(self, tool: str, args: dict, *, task: str = "main", approved: int | None = None) -> dict:
+    async def call(self, tool: str, args: dict, *, task: str | None = None, approved: int | None = None) -> dict:
         """Run one tool call, or refuse it (GateError), or ask a person (``needs_confirmation``)."""
         if tool not in TOOLS:
             raise GateError("unknown_tool", f"no tool {tool[:40]!r}; tools: {', '.join(TOOLS)}")
@@ -86,15 +91,34 @@ class Gate:
         except (OSError, UnicodeError) as exc:  # the file system's own refusals, as readable reasons
             raise GateError("io_error", f"{tool}: {type(exc).__name__}: {exc}"[:300]) from None
 
-    def guard(self, tool: str, args: dict, task: str = "main") -> None:
-        """The loop detector and the iteration limit (GateError); both tell the anti-stagnation reflex."""
+    def guard(self, tool: str, args: dict, task: str | None = None) -> None:
+        """The loop detector and the iteration limit of the current piece of work (or ``task``)
+        (GateError); both tell the anti-stagnation reflex."""
         try:
             self.loops.check(tool, args)
-            self.limits.check(task)
+            self.limits.check(task or self.work, self.clock())
         except GateError as exc:
             if self.on_guard:
                 self.on_guard(exc.code, exc.reason)
             raise
+
+    async def refresh(self) -> None:
+        """Once per tick, before the agent acts: a new task or goal starts a new piece of work
+        (a fresh budget of calls), and so does a person's reset (``budget.request_reset``). When
+        the budget is spent, the person is told once how to let the agent go on."""
+        work, marker = await self.store.read(budget.state)
+        if self._reset_seen is not _NOT_READ and marker != self._reset_seen:
+            self.limits.reset()
+            log.info("the agent's budget of tool calls was reset by a person")
+        self._reset_seen = marker  # a reset made before this run: the count starts at 0 anyway
+        self.work = work
+        if not self.limits.exhausted or self.limits.work != work:
+            self._told_limit = False
+        elif not self._told_limit and self.tell_user is not None:
+            self._told_limit = True
+            await self.tell_user(f"The agent used its {self.limits.max_calls} tool calls for this piece of work"
+                                 " and is refused more. `meshnode gate reset-limit` lets it go on; so does a new"
+                                 f" task or goal, or {guards.duration(self.limits.quiet_ms)} without tool calls.")
 
     def _normalized(self, tool: str, args: dict) -> dict:
         if "path" in args:
@@ -253,7 +277,7 @@ class Gate:
         await self.store.write(_record_submission, self.settings.session, summary, reply[:4000], ready, paths,
                                self.clock())
         if ready:
-            self.limits.reset("main")  # a piece of work is done: the next one gets a fresh budget of calls
+            self.limits.reset()  # a piece of work is done: the next one gets a fresh budget of calls
         if ready and self.tell_user is not None:
             await self.tell_user(f"{len(paths)} draft(s) wait for your review: {', '.join(paths)[:500]}. "
                                  f"The agent says: {summary[:500]}. See `meshnode drafts list --diff`.")

@@ -70,4 +70,5 @@ def settings(config: Config, session: str = "core") -> GateSettings:
         risk=risk_policy(dict(gate["risk"]), list(gate["risk_rules"]), list(gate["http_hosts"])),
         scratch_dir=scratch_dir(config), session=session, loop_window=int(gate["loop_window"]),
         loop_repeats=int(gate["loop_repeats"]), max_calls_per_task=int(gate["max_calls_per_task"]),
+        calls_quiet_ms=int(float(gate["calls_quiet_seconds"]) * 1000),
         confirm_ttl_ms=int(float(gate["confirm_hours"]) * 3600 * 1000))
