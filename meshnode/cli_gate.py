@@ -20,7 +20,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import GateError, budget, confirm, drafts, snapshots
+from meshnode.gate import GateError, budget, confirm, drafts, outbound, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 
@@ -74,11 +74,13 @@ def add_parsers(sub, common) -> None:
 
     g = sub.add_parser("gate", parents=[common], help="the action gate's tools").add_subparsers(
         dest="gate_command", required=True, metavar="SUBCOMMAND")
-    p = g.add_parser("tools", parents=[common], help="the tools and their risk levels")
+    p = g.add_parser("tools", parents=[common], help="the tools and their risk levels, and which sends out of"
+                     " the node ask a person first")
     p.add_argument("--openai", action="store_true", help="as OpenAI tool definitions (JSON)")
     p.set_defaults(func=cmd_tools)
-    p = g.add_parser("reset-limit", parents=[common], help="let the agent go on after it used its budget of tool"
-                     " calls for a piece of work ([gate] max_calls_per_task)")
+    what = "let the agent go on after it used its budget of tool calls for a piece of work ([gate] max_calls_per_task)"
+    p = g.add_parser("reset-limit", parents=[common], help=what, description=what + "; a running node applies it at"
+                     " its next tick")
     p.set_defaults(func=cmd_reset_limit)
 
 
@@ -198,6 +200,9 @@ def cmd_tools(args) -> int:
         return 0
     for t in TOOLS.values():
         print(f"{t.risk:12} {t.name:13} {t.summary}")
+    asks = _config(args).values["gate"]["outbound_confirm"]
+    for kind, what in outbound.KINDS.items():  # sends out of the node: [gate] outbound_confirm
+        print(f"{outbound.OUTBOUND:12} {kind:13} {what}: {'asks a person first' if kind in asks else 'goes at once'}")
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from meshnode.container.model import Limits
 from meshnode.errors import ConfigError
+from meshnode.gate.outbound import KINDS as OUTBOUND_KINDS
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -73,6 +74,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "confirm_hours": 1.0,
         "max_calls_per_task": 200,
         "calls_quiet_seconds": 600.0,
+        "outbound_confirm": ["public", "stranger"],
         "loop_window": 20,
         "loop_repeats": 3,
         "offer_tools": False,
@@ -153,7 +155,9 @@ _SECTION_NOTES = {
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
     "gate": "what the cognitive core may do to this host: its workspace folder, the programs it may run"
-            " (empty: a small read-mostly default set), and their limits",
+            " (empty: a small read-mostly default set), and their limits; the budget of tool calls per piece"
+            " of work (max_calls_per_task, restarted after calls_quiet_seconds without calls); which sends out"
+            " of the node wait for a person (outbound_confirm: public, friends, stranger, friend)",
     "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
                  " how many trusted peers (friends, or trust >= min) validate its answers",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
@@ -313,6 +317,10 @@ def _check(values: dict) -> None:
                           " loop_window 2..1000, loop_repeats 1..loop_window")
     if not 1 <= gate["calls_quiet_seconds"] <= 7 * 86400:
         raise ConfigError("bad_config", "gate.calls_quiet_seconds must be between 1 and 604800")
+    unknown = [k for k in gate["outbound_confirm"] if k not in OUTBOUND_KINDS]
+    if unknown:
+        raise ConfigError("bad_config", f"gate.outbound_confirm: {unknown[0]!r} is not a kind of send; kinds are"
+                          f" {', '.join(OUTBOUND_KINDS)}")
     if not 0 <= cognition["peer_validators"] <= 16:
         raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
     if not 0 <= cognition["peer_validation_min_trust"] <= 1:

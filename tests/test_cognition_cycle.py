@@ -231,7 +231,8 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
 
 def test_mesh_commands_reach_other_nodes(tmp_path, llms):
     b = Node(tmp_path, "bob", env=FAST_MIND)
-    a = Node(tmp_path, "alice", env=FAST_MIND)
+    # no send waits for a person here (that is tests/test_gate_outbound.py): bob is not a friend
+    a = Node(tmp_path, "alice", env={**FAST_MIND, "MESHNODE_GATE_OUTBOUND_CONFIRM": ""})
     llm = llms("main", ["Bob should know this. " + command_block(
         {"cmd_id": "s1", "type": "send_message", "args": {"to": b.did, "text": "the quorum math checks out"}},
         {"cmd_id": "p1", "type": "consensus_propose", "args": {"value": "adopt the plan"}},

@@ -23,9 +23,9 @@ import logging
 import trio
 
 from meshnode.cognition import (assessment, auxiliary, contexts, executor, gate_commands, mesh_commands, processes,
-                                registry, stagnation)
+                                registry, sending, stagnation)
 from meshnode.cognition.command_types import command_type
-from meshnode.cognition.commands import extract
+from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
 from meshnode.cognition.validation import Verdict, validate
@@ -55,6 +55,7 @@ class Cycle:
         self._guard_events: list[str] = []
         if gate is not None:
             gate.on_guard = lambda kind, reason: self._guard_events.append(kind)
+            gate.send_out = self._send_approved
         self._processes_ended = 0
         if processes is not None:
             processes.on_finish = self._process_ended
@@ -195,6 +196,8 @@ class Cycle:
         for cmd in summary.pop("deferred", []):
             if cmd.type in gate_commands.ASYNC_TYPES:
                 result = await gate_commands.run(self.gate, cmd, lambda prompt: self._reflect(used, prompt))
+            elif sending.leaves_node(cmd):  # through the gate's outbound level
+                result = await sending.run(self.gate, self.mesh, self.store, self.key, self.clock(), cmd)
             elif cmd.type in processes.ASYNC_TYPES:
                 result = await self.processes.handle(cmd) if self.processes else {
                     "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
@@ -207,6 +210,10 @@ class Cycle:
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
+
+    async def _send_approved(self, tool: str, args: dict) -> dict:
+        """A send out of the node a person approved (the gate's ``send_out``)."""
+        return await sending.send(self.mesh, self.store, self.key, self.clock(), Command("approved", tool, args))
 
     async def _reflect(self, endpoint, prompt: str) -> str:
         """Reflection before completion (the gate's submit): the main LLM checks its own work."""
@@ -425,8 +432,8 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
     if verdict.passes:
         results = []
         for cmd in extraction.commands:
-            if cmd.type in DEFERRED_TYPES:
-                deferred.append(cmd)  # the cycle runs these (the mesh, processes) after this
+            if cmd.type in DEFERRED_TYPES or sending.leaves_node(cmd):
+                deferred.append(cmd)  # the cycle runs these (the mesh, processes, sends) after this
             else:
                 results.append(executor.run(db, key, now, cmd))
     else:  # held: the validators did not back this answer

@@ -10,7 +10,9 @@ the guards (loop detector, iteration limit), which also tell the
 anti-stagnation reflex; its risk. ``destructive`` calls become confirmation
 requests and the call returns at once; the loop runs them once a person
 approves (``run_approved``). Every refusal is a GateError with a reason the
-LLM reads in its next tick.
+LLM reads in its next tick. Commands that send data out of the node pass
+``outbound`` (``gate.outbound``): the kinds of send ``[gate] outbound_confirm``
+names become confirmation requests too, run by ``send_out`` once approved.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from typing import Awaitable, Callable
 import httpx
 import trio
 
-from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, runner, scratch
+from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, outbound, runner, scratch
 from meshnode.gate.jail import Jail
+from meshnode.store.sharing import friends
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, RiskPolicy
 
 log = logging.getLogger("meshnode.gate")
@@ -54,6 +57,7 @@ class GateSettings:
     loop_repeats: int = 3
     max_calls_per_task: int = 200
     calls_quiet_ms: int = 600_000
+    outbound_confirm: frozenset[str] = frozenset(outbound.DEFAULT_CONFIRM)
     confirm_ttl_ms: int = confirm.DEFAULT_TTL_MS
     http_timeout_s: float = 10.0
 
@@ -70,6 +74,10 @@ class Gate:
         self.work = "main"  # the piece of work the agent is on (budget.work), refreshed every tick
         self._reset_seen: str | None | object = _NOT_READ
         self._told_limit = False
+        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
+        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
+        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
+        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
 
     @property
     def jail(self) -> Jail:
@@ -127,8 +135,17 @@ class Gate:
             args = {**args, "url": _checked_url(args["url"])}
         return args
 
-    async def _ask(self, tool: str, args: dict, risk: str) -> dict:
-        why = f"{tool} is {risk}"
+    async def outbound(self, tool: str, args: dict) -> dict | None:
+        """A send out of the node (``outbound.TOOLS``): a confirmation request when its kind waits
+        for a person ([gate] outbound_confirm), else None: it may go now."""
+        known = set(await self.store.read(friends))
+        kind = outbound.kind(tool, args, known)
+        if kind is None or kind not in self.settings.outbound_confirm:
+            return None
+        return await self._ask(tool, args, outbound.OUTBOUND, f"it sends {outbound.KINDS[kind]} out of the node")
+
+    async def _ask(self, tool: str, args: dict, risk: str, why: str | None = None) -> dict:
+        why = why or f"{tool} is {risk}"
         if tool == "http_fetch":
             why += f" (host {httpx.URL(args['url']).host!r} is not in [gate] http_hosts)"
         now = self.clock()
@@ -151,8 +168,10 @@ class Gate:
             if not await self.store.write(confirm.claim, req["id"]):
                 continue
             try:
-                result = await self.call(req["tool"], req["args"], approved=req["id"])
-                ok = True
+                if req["tool"] in outbound.TOOLS:
+                    result, ok = await self._send_approved(req["tool"], req["args"])
+                else:
+                    result, ok = await self.call(req["tool"], req["args"], approved=req["id"]), True
             except GateError as exc:
                 result, ok = {"error": exc.reason, "code": exc.code}, False
             except Exception as exc:  # a bug must not wedge the queue: the request fails, the next runs
@@ -161,6 +180,12 @@ class Gate:
             await self.store.write(confirm.finish, req["id"], ok, result)
             done.append({"confirmation": req["id"], "tool": req["tool"], "ok": ok, "result": result})
         return done
+
+    async def _send_approved(self, tool: str, args: dict) -> tuple[dict, bool]:
+        if self.send_out is None:
+            raise GateError("no_sender", f"{tool} cannot be sent from here (no cognitive cycle runs)")
+        sent = await self.send_out(tool, args)
+        return sent, sent.get("status") == "ok"
 
     async def _run(self, tool: str, args: dict) -> dict:
         s, jail = self.settings.session, self.jail

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from meshnode.config import Config
-from meshnode.gate import GateError, runner, sandbox, scratch
+from meshnode.gate import GateError, outbound, runner, sandbox, scratch
 from meshnode.gate.gate import GateSettings
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import risk_policy
@@ -71,4 +71,5 @@ def settings(config: Config, session: str = "core") -> GateSettings:
         scratch_dir=scratch_dir(config), session=session, loop_window=int(gate["loop_window"]),
         loop_repeats=int(gate["loop_repeats"]), max_calls_per_task=int(gate["max_calls_per_task"]),
         calls_quiet_ms=int(float(gate["calls_quiet_seconds"]) * 1000),
+        outbound_confirm=outbound.confirm_policy(list(gate["outbound_confirm"])),
         confirm_ttl_ms=int(float(gate["confirm_hours"]) * 3600 * 1000))
