@@ -201,8 +201,9 @@ def cmd_tools(args) -> int:
     for t in TOOLS.values():
         print(f"{t.risk:12} {t.name:13} {t.summary}")
     asks = _config(args).values["gate"]["outbound_confirm"]
-    for kind, what in outbound.KINDS.items():  # sends out of the node: [gate] outbound_confirm
-        print(f"{outbound.OUTBOUND:12} {kind:13} {what}: {'asks a person first' if kind in asks else 'goes at once'}")
+    for kind, (what, command) in outbound.KINDS.items():  # sends out of the node: [gate] outbound_confirm
+        print(f"{outbound.OUTBOUND:12} {kind:13} {what} ({command}):"
+              f" {'asks a person first' if kind in asks else 'goes at once'}")
     return 0
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from meshnode.container.model import Limits
-from meshnode.errors import ConfigError
-from meshnode.gate.outbound import KINDS as OUTBOUND_KINDS
+from meshnode.errors import ConfigError, MeshnodeError
+from meshnode.gate.outbound import confirm_policy
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -317,10 +317,10 @@ def _check(values: dict) -> None:
                           " loop_window 2..1000, loop_repeats 1..loop_window")
     if not 1 <= gate["calls_quiet_seconds"] <= 7 * 86400:
         raise ConfigError("bad_config", "gate.calls_quiet_seconds must be between 1 and 604800")
-    unknown = [k for k in gate["outbound_confirm"] if k not in OUTBOUND_KINDS]
-    if unknown:
-        raise ConfigError("bad_config", f"gate.outbound_confirm: {unknown[0]!r} is not a kind of send; kinds are"
-                          f" {', '.join(OUTBOUND_KINDS)}")
+    try:
+        confirm_policy(gate["outbound_confirm"])
+    except MeshnodeError as exc:
+        raise ConfigError("bad_config", exc.reason) from None
     if not 0 <= cognition["peer_validators"] <= 16:
         raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
     if not 0 <= cognition["peer_validation_min_trust"] <= 1:

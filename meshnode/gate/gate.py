@@ -142,7 +142,7 @@ class Gate:
         kind = outbound.kind(tool, args, known)
         if kind is None or kind not in self.settings.outbound_confirm:
             return None
-        return await self._ask(tool, args, outbound.OUTBOUND, f"it sends {outbound.KINDS[kind]} out of the node")
+        return await self._ask(tool, args, outbound.OUTBOUND, f"{outbound.KINDS[kind][0]}: it leaves the node")
 
     async def _ask(self, tool: str, args: dict, risk: str, why: str | None = None) -> dict:
         why = why or f"{tool} is {risk}"

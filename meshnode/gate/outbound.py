@@ -16,11 +16,11 @@ from meshnode.gate import GateError
 
 OUTBOUND = "outbound"
 TOOLS = ("note_add", "send_message")
-KINDS = {
-    "public": "a note to everyone (note_add audience=public)",
-    "friends": "a note to all friends (note_add audience=friends)",
-    "stranger": "a message to an agent that is not a friend (send_message)",
-    "friend": "a message to a friend (send_message)",
+KINDS = {  # kind -> (what it is, the command that does it)
+    "public": ("a note to everyone", "note_add audience=public"),
+    "friends": ("a note to all friends", "note_add audience=friends"),
+    "stranger": ("a message to an agent that is not a friend", "send_message"),
+    "friend": ("a message to a friend", "send_message"),
 }
 DEFAULT_CONFIRM = ("public", "stranger")
 
@@ -37,7 +37,7 @@ def kind(tool: str, args: dict, friends: set[str]) -> str | None:
 
 def confirm_policy(kinds: list[str]) -> frozenset[str]:
     """From ``[gate] outbound_confirm``: the kinds of send that wait for a person."""
-    unknown = [k for k in kinds if k not in KINDS]
+    unknown = [k for k in kinds if not isinstance(k, str) or k not in KINDS]
     if unknown:
         raise GateError("bad_config", f"gate.outbound_confirm: {', '.join(map(repr, unknown))[:200]}: kinds are"
                         f" {', '.join(KINDS)}")
