@@ -224,6 +224,10 @@ def cmd_status(args) -> int:
         if live is not None:
             mind = live.get("cognition", {})
             print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
+            calls = mind.get("tool_calls") or {}
+            if calls and calls["used"] >= calls["max"]:
+                print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"
+                      " `meshnode gate reset-limit` lets it go on")
     return 0
 
 

@@ -45,6 +45,8 @@ def test_a_person_resets_the_spent_budget_and_the_agent_goes_on(tmp_path, llms):
         wait_until(lambda: len(_results(node)) >= refused + 3, 60, "more ticks")
         assert all(r.get("code") == "iteration_limit" for _, r in _results(node)[refused - 1:])
 
+        assert node.call("status")["cognition"]["tool_calls"] == {"used": 3, "max": 3}
+        assert "gate reset-limit" in node.cli("status")
         assert "starts again" in node.cli("gate", "reset-limit")
         done = wait_until(lambda: [r for _, r in _results(node)[refused:] if r["status"] == "ok"], 60,
                           "a tool call to run again after the reset")

@@ -80,6 +80,8 @@ class Cycle:
                "idle": self.idle, "processes": self.processes.running() if self.processes else None}
         if self.mode == CORE_OUTAGE:
             out["hint"] = OUTAGE_HINT
+        if self.gate is not None:  # the budget of tool calls of the current piece of work
+            out["tool_calls"] = {"used": self.gate.limits.calls, "max": self.gate.limits.max_calls}
         return out
 
     async def run(self) -> None:
