@@ -224,6 +224,8 @@ def cmd_status(args) -> int:
         if live is not None:
             mind = live.get("cognition", {})
             print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
+            for llm in mind.get("llms") or []:  # in core outage: each registered LLM and why it did not answer
+                print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
             calls = mind.get("tool_calls") or {}
             if calls and calls["used"] >= calls["max"]:
                 print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"

@@ -71,6 +71,9 @@ def add_parsers(sub, common) -> None:
 def _replaces(p) -> None:
     p.add_argument("--replaces", action="append", default=[], metavar="DID",
                    help="the version this one updates (repeatable: joins forks)")
+    p.add_argument("--forward", type=int, choices=(0, 1), default=None, metavar="N",
+                   help="hops past your friends it may travel: 0 keeps it with your friends, 1 lets them "
+                        "pass it to theirs (default: no limit, friend to friend)")
 
 
 def _list_parser(sub, common, kind: str, what: str) -> None:
@@ -97,25 +100,27 @@ def _add(args, cmd: str, request: dict, build) -> int:
 
 def cmd_diary_add(args) -> int:
     return _add(args, "diary_add", {"text": args.text, "title": args.title, "topics": args.topic,
-                                    "previous": args.replaces},
+                                    "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_diary_entry(key, args.text, now_ms=now_ms(), title=args.title,
-                                                       topics=args.topic, replaces=args.replaces))
+                                                       topics=args.topic, replaces=args.replaces,
+                                                       forward=args.forward))
 
 
 def cmd_concept_add(args) -> int:
     return _add(args, "concept_add", {"label": args.label, "description": args.description, "aliases": args.alias,
-                                      "tags": args.tag, "previous": args.replaces},
+                                      "tags": args.tag, "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_concept(key, args.label, now_ms=now_ms(), description=args.description,
-                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces))
+                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces,
+                                                   forward=args.forward))
 
 
 def cmd_link_add(args) -> int:
     return _add(args, "link_add", {"source": args.source, "relation": args.relation, "targets": args.targets,
                                    "domain": args.domain, "inverse": args.inverse, "tags": args.tag,
-                                   "previous": args.replaces},
+                                   "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_link(key, args.source, args.relation, args.targets, now_ms=now_ms(),
                                                 domain=args.domain, inverse=args.inverse, tags=args.tag,
-                                                replaces=args.replaces))
+                                                replaces=args.replaces, forward=args.forward))
 
 
 _LINES = {

@@ -20,7 +20,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge
-from meshnode.cognition import gate_commands, peer_validation, processes
+from meshnode.cognition import catalogue, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -32,7 +32,7 @@ from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.standing import PeerLimits
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store import Store
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.store.peers import list_peers
@@ -133,9 +133,9 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
 
     mesh.validator = _PeerValidator(store, min_trust)
 
-    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox
+    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
         note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
-        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
+        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=own_local("gate")))
 
     settings = gate_setup.settings(config)
     killed, removed = gate_setup.clear_leftovers(settings.scratch_dir)
@@ -149,7 +149,7 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
-                 gate=gate, tools=gate_commands.offered_tools() if config.values["gate"]["offer_tools"] else None)
+                 gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:
@@ -292,21 +292,23 @@ class _Control:
         return {"did": c.did}
 
     async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
-                            previous: list | None = None):
+                            previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_diary_entry(self.key, text, now_ms=now_ms(), title=title,
-                                                           topics=_texts(topics), replaces=_texts(previous)))
+                                                           topics=_texts(topics), replaces=_texts(previous),
+                                                           forward=forward))
 
     async def cmd_concept_add(self, label: str, description: str | None = None, aliases: list | None = None,
-                              tags: list | None = None, previous: list | None = None):
+                              tags: list | None = None, previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_concept(self.key, label, now_ms=now_ms(), description=description,
                                                        aliases=_texts(aliases), tags=_texts(tags),
-                                                       replaces=_texts(previous)))
+                                                       replaces=_texts(previous), forward=forward))
 
     async def cmd_link_add(self, source: str, relation: str, targets: list, domain: str | None = None,
-                           inverse: str | None = None, tags: list | None = None, previous: list | None = None):
+                           inverse: str | None = None, tags: list | None = None, previous: list | None = None,
+                           forward: int | None = None):
         return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
                                                     domain=domain, inverse=inverse, tags=_texts(tags),
-                                                    replaces=_texts(previous)))
+                                                    replaces=_texts(previous), forward=forward))
 
     async def cmd_diary(self, limit: int = 50):
         return await self.store.read(knowledge.listing, "diary", limit)

@@ -8,10 +8,12 @@ LLMs rate it; ``auto_pass`` while none is registered) -> write
 ``llm_recent_responses`` -> run the commands against the store when the
 rating reaches +1 (else hold them) -> log the tick in ``process_log``.
 
-Modes: ``normal``; ``core_outage`` when no LLM is registered or none answers
-(the loop keeps a reduced tick: it logs and waits, and ``meshnode status``
-says so and how to add one). Between ticks the cycle pauses
-``[cognition] pause_seconds``.
+Modes: ``starting`` until the first tick has asked an LLM; ``normal``
+(``isolated`` without peers); ``core_outage`` when no LLM is registered or none
+answers (the loop keeps a reduced tick: it logs and waits, and ``meshnode
+status`` says so, with each registered LLM's last error, or how to add one).
+The prompt's context 7 names the mode the tick runs in if the LLM answers.
+Between ticks the cycle pauses ``[cognition] pause_seconds``.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
 
-NORMAL, ISOLATED, CORE_OUTAGE = "normal", "isolated", "core_outage"
+STARTING, NORMAL, ISOLATED, CORE_OUTAGE = "starting", "normal", "isolated", "core_outage"
 # commands the cycle runs itself, after the store-side ones: they need the event loop
 DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES))
 OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
+FAILING_HINT = ("no registered LLM answers (each one's last error is listed): check that it runs at its URL with that"
+                " model (`meshnode llm list`), or add another with `meshnode llm add`")
 
 
 class Cycle:
@@ -63,9 +67,11 @@ class Cycle:
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
         self.ticks = 0
-        self.mode = CORE_OUTAGE
+        self.mode = STARTING
         self.llm: str | None = None
         self.last_error: str | None = None
+        self.llm_errors: dict[str, str] = {}  # the last error of each main LLM tried (gone once it answers)
+        self.tried: list = []  # the main LLMs the last tick could ask (registry.mains), in order
         self.wake = trio.Event()
         self.idle = False
         self.streak = 0  # repetitions in a row
@@ -79,7 +85,9 @@ class Cycle:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
                "idle": self.idle, "processes": self.processes.running() if self.processes else None}
         if self.mode == CORE_OUTAGE:
-            out["hint"] = OUTAGE_HINT
+            out["hint"] = FAILING_HINT if self.tried else OUTAGE_HINT
+            out["llms"] = [{"id": e.id, "model": e.model, "url": e.base_url,
+                            "error": self.llm_errors.get(e.id, "not asked yet")} for e in self.tried]
         if self.gate is not None:  # the budget of tool calls of the current piece of work
             out["tool_calls"] = {"used": self.gate.limits.calls, "max": self.gate.limits.max_calls}
         return out
@@ -159,11 +167,12 @@ class Cycle:
     async def tick(self) -> dict:
         self.ticks += 1
         now = self.clock()
-        mains = await self.store.read(registry.mains)
+        mains = self.tried = await self.store.read(registry.mains)
         answer, used = None, None
-        for endpoint in mains:
+        for endpoint in mains:  # the prompt names the mode this tick runs in if this LLM answers
             messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
-                                             mode=self.mode, llm_id=endpoint.id)
+                                             mode=NORMAL if self.mesh_up() else ISOLATED, llm_id=endpoint.id,
+                                             own_did=self.key.did)
             digest = _digest(messages[-1]["content"])
             tuning = {}
             if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
@@ -172,13 +181,15 @@ class Cycle:
             try:
                 answer = await chat(endpoint, messages, tools=self.tools, **tuning)
                 used = endpoint
+                self.llm_errors.pop(endpoint.id, None)
                 break
             except LLMError as exc:
-                self.last_error = exc.reason
+                self.last_error = self.llm_errors[endpoint.id] = exc.reason
                 log.warning("LLM %s: %s", endpoint.id, exc.reason)
         if answer is None:
             self.mode, self.llm = CORE_OUTAGE, None
-            summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
+            summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered",
+                       "llms": {e.id: self.llm_errors.get(e.id) for e in mains}}
             await self.store.write_background(_log, "tick", summary, "offline")
             return summary
         was = self.mode

@@ -17,7 +17,7 @@ from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import author, make_note, own_local
 from meshnode.store.database import Database
 from meshnode.store.sharing import friends
 
@@ -30,6 +30,11 @@ def handler(name: str):
         _HANDLERS[name] = fn
         return fn
     return register
+
+
+def handles(name: str) -> bool:
+    """Whether this store-side executor runs ``name`` (the rest need the cycle: mesh, gate, processes)."""
+    return name in _HANDLERS
 
 
 def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
@@ -49,12 +54,14 @@ def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
 
 @handler("help")
 def _help(db, key, now, args):
+    from meshnode.cognition.catalogue import help_of
+
     name = args.get("command")
     if name:
         kind = command_type(name)
         if kind is None:
-            raise MeshnodeError("unknown_type", f"no command {name!r}")
-        return {"command": name, "summary": kind.summary, "args": sorted(kind.schema.fields)}
+            raise MeshnodeError("unknown_type", f"no command {name!r}; context 2 lists them all")
+        return help_of(kind)
     return {name: command_type(name).summary for name in command_names()}
 
 
@@ -108,9 +115,12 @@ def _link_add(db, key, now, args):
 @handler("note_list")
 def _note_list(db, key, now, args):
     where = " WHERE read = 0" if args.get("unread") else ""
-    rows = db.conn.execute(f"SELECT container_did, timestamp, topic, text, source, priority, read FROM notes{where}"
-                           " ORDER BY priority DESC, timestamp DESC LIMIT ?", (args.get("limit", 20),)).fetchall()
-    return [dict(zip(("container_did", "timestamp", "topic", "text", "source", "priority", "read"), r)) for r in rows]
+    rows = db.conn.execute("SELECT container_did, timestamp, topic, text, source, priority, read, agent_did,"
+                           " (SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did) FROM notes"
+                           f"{where} ORDER BY priority DESC, timestamp DESC LIMIT ?",
+                           (args.get("limit", 20),)).fetchall()
+    names = ("container_did", "timestamp", "topic", "text", "source", "priority", "read")
+    return [{**dict(zip(names, r)), "from": author(key.did, r[7], r[4], r[8])} for r in rows]
 
 
 @handler("note_read")
@@ -123,7 +133,7 @@ def _note_add(db, key, now, args):
     audience = args.get("audience", "private")
     note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
                      recipients=friends(db) if audience == "friends" else None)
-    db.put_container(note, received_at_ms=now, local={"tags": []})
+    db.put_container(note, received_at_ms=now, local=own_local())
     return {"did": note.did}
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import httpx
 import trio
 
+from meshnode.cognition.command_types import answer_limit
 from meshnode.errors import MeshnodeError
 
-MAX_ANSWER_BYTES = 1024 * 1024
+BYTES_PER_CHARACTER = 2  # the HTTP body may carry the answer's text escaped again (JSON in JSON)
 
 
 class LLMError(MeshnodeError):
@@ -74,8 +75,9 @@ async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float =
 
 
 def _content(endpoint: Endpoint, response: httpx.Response) -> str:
-    if len(response.content) > MAX_ANSWER_BYTES:
-        raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {MAX_ANSWER_BYTES} bytes")
+    limit = BYTES_PER_CHARACTER * answer_limit()  # room for the largest command the catalogue admits
+    if len(response.content) > limit:
+        raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {limit} bytes")
     try:
         message = response.json()["choices"][0]["message"]
         content, calls = message.get("content"), message.get("tool_calls")

@@ -3,7 +3,8 @@
 ``materialize`` writes the table row(s) a container stands for; running it
 again for the same container is harmless (upsert by container DID), so the
 tables can always be rebuilt from the ``containers`` table. Local columns
-(read marks, local tags, hidden) are left alone by a rebuild.
+(read marks, local tags, hidden) are left alone by a rebuild; ``local`` gives
+their first values (``tags``, ``read``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def _note(conn: sqlite3.Connection, c: Container, local: dict) -> None:
     conn.execute(
         """
         INSERT INTO notes (container_did, topic, text, code, mentions, hashtags, agent_did, source,
-                           priority, timestamp, audience, tags, user_did, forward)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           priority, timestamp, audience, tags, user_did, forward, read)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (container_did) DO UPDATE SET
             topic = excluded.topic, text = excluded.text, code = excluded.code,
             mentions = excluded.mentions, hashtags = excluded.hashtags, agent_did = excluded.agent_did,
@@ -54,6 +55,7 @@ def _note(conn: sqlite3.Connection, c: Container, local: dict) -> None:
             json.dumps(local["tags"]) if local.get("tags") else None,
             p.get("user_did", "ALL"),
             p.get("forward", 0),
+            int(bool(local.get("read"))),  # the agent's own notes start read: they are not its mail
         ),
     )
 
