@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 from llmharness import command_block
 from meshharness import wait_until
@@ -101,6 +106,34 @@ def test_a_restart_kills_the_sandboxed_processes_a_crash_left_running(tmp_path, 
                    "the process's row to be marked lost")
     finally:
         node.kill()
+        _kill_if_left(sleeper, supervisor)
+
+
+# A stand-in for a node: runs one sandboxed `sleep` through the runner, and is then killed.
+FAKE_NODE = textwrap.dedent("""\
+    import sys, trio
+    from meshnode.gate import runner, sandbox
+    if sys.argv[3] == "no-pidfd":  # as on a kernel before 5.3: the supervisor polls its parent instead
+        sandbox._pidfd = lambda pid: None
+    policy = runner.policy_from_config(["sleep"], timeout_s=600.0)
+    trio.run(lambda: runner.run_command(["sleep", sys.argv[2]], cwd=sys.argv[1], policy=policy))
+    """)
+
+
+@pytest.mark.parametrize("watch", ["pidfd", "no-pidfd"])
+def test_the_supervisor_ends_the_command_when_its_parent_dies(workspace, watch):
+    seconds = str(778_000 + random.randrange(1000))
+    parent = subprocess.Popen([sys.executable, "-c", FAKE_NODE, str(workspace), seconds, watch])
+    sleeper = supervisor = 0
+    try:
+        sleeper = wait_until(lambda: _sleeper(seconds, parent.pid), 60, "the sandboxed sleep to run")
+        supervisor = _stat(sleeper)[1]
+        parent.kill()
+        parent.wait()
+        wait_until(lambda: _gone(sleeper, supervisor), 30, "the sleep and its supervisor to end")
+    finally:
+        parent.kill()
+        parent.wait()
         _kill_if_left(sleeper, supervisor)
 
 
