@@ -1,7 +1,7 @@
 """The person's side of the action gate: review drafts, commit, roll back, answer confirmations.
 
-    meshnode drafts list [--diff]          the agent's open drafts (and what its reflection said)
-    meshnode drafts accept|reject PATH...  (or --all)
+    meshnode drafts list [--diff] [--all]  the agent's open drafts (and what its reflection said)
+    meshnode drafts accept|reject PATH...  (or --all: the pending ones; never a rejected one)
     meshnode drafts edit PATH --from FILE  replace a draft's content with your own
     meshnode drafts commit -m REASON       write the accepted drafts, all or nothing, after a snapshot
     meshnode snapshots list|show ID|rollback ID

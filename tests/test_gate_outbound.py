@@ -51,12 +51,13 @@ def test_a_public_note_and_a_message_to_a_stranger_wait_for_a_person(tmp_path, l
                    for n in alice.call("notes"))  # the person was asked
 
         alice.cli("confirm", "approve", str(by_tool["send_message"]["id"]))
-        alice.cli("confirm", "reject", str(by_tool["note_add"]["id"]))
+        alice.cli("confirm", "approve", str(by_tool["note_add"]["id"]))
         wait_until(lambda: any(n["text"] == "hello bob, from alice" for n in (bob.try_call("notes") or [])), 60,
                    "bob to get the approved message")
-        done = json.loads(alice.cli("confirm", "list", "--all", "--json"))
-        assert {r["tool"]: r["status"] for r in done} == {"send_message": "done", "note_add": "rejected"}
-        assert not _rows(alice, "SELECT 1 FROM notes WHERE audience = 'public'")  # rejected: never written
+        wait_until(lambda: {r["status"] for r in json.loads(alice.cli("confirm", "list", "--all", "--json"))}
+                   == {"done"}, 60, "both approved sends to run")
+        assert _rows(alice, "SELECT text, source FROM notes WHERE audience = 'public'") == [
+            ("my plan, for everyone", "llm")]
     finally:
         alice.kill()
         bob.kill()
