@@ -87,8 +87,9 @@ def cmd_mind(args) -> int:
 
 def _failing(f: dict) -> str:
     if f["set_aside"]:
-        at = time.strftime("%H:%M:%S", time.localtime(f["retry_at_ms"] / 1000))
-        return f"set aside after {f['failures_in_row']} failures in a row ({f['last_error']}); asked again at {at}"
+        at = "at the next answer" if f["retry_due"] else \
+            "at " + time.strftime("%H:%M:%S", time.localtime(f["retry_at_ms"] / 1000))
+        return f"set aside after {f['failures_in_row']} failures in a row ({f['last_error']}); asked again {at}"
     return f"{f['failures_in_row']} failure(s) in a row ({f['last_error']})"
 
 

@@ -53,12 +53,13 @@ class ValidatorHealth:
         return sorted(n for n in self._state if not self.usable(n, now_ms))
 
     def snapshot(self, now_ms: int) -> dict[str, dict]:
-        """Every validator with a failure on record: failures in a row, the last error, and
-        whether and until when it is set aside."""
+        """Every validator with a failure on record: failures in a row, the last error, whether
+        it is set aside (until it gives a verdict again), and when it is asked again."""
         out = {}
         for name, s in sorted(self._state.items()):
             if s.failures or s.aside_until_ms is not None:
                 out[name] = {"failures_in_row": s.failures, "last_error": s.last_error,
-                             "set_aside": s.aside_until_ms is not None and now_ms < s.aside_until_ms,
-                             "retry_at_ms": s.aside_until_ms, "times_set_aside": s.times_aside}
+                             "set_aside": s.aside_until_ms is not None, "retry_at_ms": s.aside_until_ms,
+                             "retry_due": s.aside_until_ms is not None and now_ms >= s.aside_until_ms,
+                             "times_set_aside": s.times_aside}
         return out
