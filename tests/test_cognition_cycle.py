@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 
-from llmharness import command_block
+from llmharness import command_block, distinct_answers
 from meshharness import Node, wait_until
 
 FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
@@ -265,24 +265,11 @@ def test_mesh_commands_reach_other_nodes(tmp_path, llms):
         b.kill()
 
 
-def _distinct_answers(n: int) -> list[str]:
-    """Answers different enough that none reads as a repetition of another."""
-    import random
-
-    words = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
-             " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
-    out = []
-    for i in range(n):
-        r = random.Random(i)
-        text = " ".join(r.sample(words, 12))
-        out.append(f"{text}. " + command_block({"cmd_id": f"m{i}", "type": "diary_add", "args": {"text": text}}))
-    return out
-
-
 def test_trusted_peers_validate_over_the_mesh_and_decisions_taken_alone_are_revisited(tmp_path, llms):
     alice = Node(tmp_path, "alice", env=FAST_MIND)
     bob = Node(tmp_path, "bob", env=FAST_MIND)
-    main = llms("main", _distinct_answers(400))
+    main = llms("main", distinct_answers(400, lambda i, text: [
+        {"cmd_id": f"m{i}", "type": "diary_add", "args": {"text": text}}]))
     harsh = llms("harsh", ["-3 -- unsafe: writes memory it was told not to"])
     try:
         alice.cli("llm", "add", "main", "--url", main.url, "--model", "m")

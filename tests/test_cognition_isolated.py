@@ -5,14 +5,11 @@ a scripted LLM over real HTTP on loopback."""
 from __future__ import annotations
 
 import json
-import random
 import sqlite3
 
-from llmharness import command_block
+from llmharness import distinct_answers
 from meshharness import Node, wait_until
 
-_WORDS = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
-          " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
 SOMEONE = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 
 
@@ -23,12 +20,9 @@ def _script() -> tuple[list[str], set[str]]:
                    {"cmd_id": "d2", "type": "diary_add", "args": {"text": "a second thought"}}],
                7: [{"cmd_id": "w1", "type": "write_file", "args": {"path": "plan.txt", "content": "the plan\n"}}],
                8: [{"cmd_id": "s1", "type": "send_message", "args": {"to": SOMEONE, "text": "are you there?"}}]}
-    out = []
-    for i in range(10):
-        text = " ".join(random.Random(i).sample(_WORDS, 12))
-        out.append(f"{text}. " + command_block(
-            {"cmd_id": f"m{i}", "type": "llm_memory_add", "args": {"text": text}},
-            {"cmd_id": f"g{i}", "type": "goal_add", "args": {"title": f"goal {i}"}}, *needing.get(i, [])))
+    out = distinct_answers(10, lambda i, text: [
+        {"cmd_id": f"m{i}", "type": "llm_memory_add", "args": {"text": text}},
+        {"cmd_id": f"g{i}", "type": "goal_add", "args": {"title": f"goal {i}"}}, *needing.get(i, [])])
     out.append("Nothing more to do for now; waiting quietly.")
     return out, {c["cmd_id"] for cs in needing.values() for c in cs}
 

@@ -5,24 +5,11 @@ how well it agrees with the panel. Real nodes thinking with scripted LLMs over r
 from __future__ import annotations
 
 import json
-import random
+import re
 import sqlite3
 
-from llmharness import command_block
+from llmharness import distinct_answers
 from meshharness import Node, wait_until
-
-_WORDS = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
-          " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
-
-
-def _answers(n: int) -> list[str]:
-    """Distinct answers (none reads as a repetition), each remembering something."""
-    out = []
-    for i in range(n):
-        text = " ".join(random.Random(i).sample(_WORDS, 12))
-        out.append(f"{text}. " + command_block({"cmd_id": f"m{i}", "type": "llm_memory_add", "args": {"text": text}}))
-    return out
-
 
 def _count(node: Node, sql: str) -> int:
     conn = sqlite3.connect(node.home / "data" / "meshnode.db")
@@ -33,11 +20,11 @@ def _count(node: Node, sql: str) -> int:
 
 
 def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(tmp_path, llms):
-    main = llms("main", _answers(300))
+    main = llms("main", distinct_answers(300))
     confused = llms("confused", ["Looks fine to me, I suppose."])  # never "<rating> -- <comment>"
     node = Node(tmp_path, "mind", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2",
                                        "MESHNODE_COGNITION_VALIDATOR_FAILURES": "2",
-                                       "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "4"})
+                                       "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "6"})
     try:
         node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
         node.cli("llm", "add", "confused", "--url", confused.url, "--model", "m", "--validator")
@@ -50,8 +37,10 @@ def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(t
         failing = mind["validators_failing"]["confused"]
         assert failing["set_aside"] and failing["failures_in_row"] == 2
         assert failing["last_error"].startswith("out of form: 'Looks fine")
-        assert "confused set aside after 2 failures in a row (out of form" in node.cli("status")
-        assert "set aside after 2 failures in a row" in node.cli("mind")
+        # (by now it may have been asked again after the retry time: 2 or more failures)
+        assert re.search(r"confused set aside after \d+ failures in a row \(out of form", node.cli("status"))
+        shown = node.cli("mind")
+        assert re.search(r"confused .*\n +set aside after \d+ failures in a row", shown), shown
         # answers taken while it was aside pass unvalidated, and say why
         conn = sqlite3.connect(node.home / "data" / "meshnode.db")
         try:
@@ -63,7 +52,9 @@ def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(t
         wait_until(lambda: len(confused.seen()) >= 3, 60, "the validator to be asked again")
         wait_until(lambda: _count(node, "SELECT count(*) FROM process_log WHERE name = 'validator_set_aside'") >= 2,
                    30, "it to be set aside again")
-        assert _count(node, "SELECT count(*) FROM held_commands") == 3  # one more held answer per retry
+        # each time it was asked it failed, and only that answer's commands were held
+        wait_until(lambda: _count(node, "SELECT count(*) FROM held_commands") == len(confused.seen()), 30,
+                   "one held answer per failed retry")
         node.stop()
         log = "\n".join(node.drain())
         assert log.count("validator confused set aside") >= 2 and "WARNING" in log
@@ -72,7 +63,7 @@ def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(t
 
 
 def test_validator_weights_adapt_to_agreement_so_one_dissenter_cannot_hold_everything(tmp_path, llms):
-    main = llms("main", _answers(300))
+    main = llms("main", distinct_answers(300))
     # two validators agree the answers are sound; one rates everything harmful
     one = llms("one", ["+2 -- sound"])
     two = llms("two", ["+2 -- sound, nothing to add"])
