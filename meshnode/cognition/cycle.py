@@ -236,7 +236,7 @@ class Cycle:
             return summary
         was = self.mode
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
-        if was == ISOLATED and self.mode == NORMAL:  # the mesh is back: decisions made alone get revisited
+        if was != NORMAL and self.mode == NORMAL:  # the mesh is back (or up at start): revisit decisions made alone
             await self.store.write_background(isolation.revisit_task)
         recent = await self.store.read(_recent, self.recent_k)
         score = novelty(answer, recent)
@@ -285,12 +285,12 @@ class Cycle:
                     f["validator"], self.health.failures, f["error"], self.health.retry_ms / 1000)
                 await self.store.write_background(_log, "validator_set_aside", {"validator": f["validator"], **state},
                                                   "warning")
-        if verdict.no_verdict and not self.stalled:
+        if verdict.no_verdict and not self.stalled:  # once per stall, however long it lasts
             self.stalled = True
             log.warning("commands are held: %s; see `meshnode mind held` (release or drop them there)",
                         verdict.why_held())
-        elif not verdict.no_verdict and self.stalled:
-            self.stalled = False
+        elif self.stalled and (verdict.validators or (verdict.auto_pass and not verdict.set_aside)):
+            self.stalled = False  # a validator answers again (passing while all are set aside is no end)
             log.info("validators give verdicts again; commands run or are held by their rating")
         return verdict
 
