@@ -25,6 +25,7 @@ from meshnode.store.database import Database, sql_errors
 TAG = "emergency_consensus"
 _SHARED_KNOWLEDGE = ("diary_add", "concept_add", "link_add")
 _LISTED = 50  # decisions named in the revisit task; the rest are counted
+KEEP = 10_000  # rows kept
 
 
 def needs_mesh(cmd_type: str, args: dict) -> str | None:
@@ -62,6 +63,9 @@ def record(conn, now_ms: int, tick: int | None, results: list[tuple[dict, dict]]
                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (now_ms, tick, cmd["cmd_id"], cmd["type"], why,
                                                           _text(summary), "ok" if ok else "error", by[:64]))
         n += 1
+    if n:  # bounded: the oldest go first (a revisit task already lists what was revisited)
+        conn.execute("DELETE FROM emergency_decisions WHERE id <= (SELECT max(id) FROM emergency_decisions) - ?",
+                     (KEEP,))
     return n
 
 
