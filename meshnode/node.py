@@ -81,7 +81,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     cognition = config.values["cognition"]
-                    cycle = _cycle(store, key, mesh, cognition, config) if cognition["enabled"] else None
+                    cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     control = _Control(config, key, store, mesh, metrics, cycle)
@@ -120,7 +120,7 @@ class _PeerValidator:
         return await peer_validation.judge(self.store, prompt, answer)
 
 
-def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> Cycle:
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs."""
     min_trust = float(cognition["peer_validation_min_trust"])
@@ -147,7 +147,7 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
                  gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
                  validator_failures=int(cognition["validator_failures"]),
-                 validator_retry_s=float(cognition["validator_retry_seconds"]))
+                 validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:

@@ -52,8 +52,9 @@ class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
                  peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None,
-                 validator_failures: int = 3, validator_retry_s: float = 300.0):
+                 validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None):
         self.store, self.key, self.clock = store, key, clock
+        self.metrics = metrics  # the node's counters (None: not counted)
         # validators failing validator_failures times in a row are set aside, asked again after the retry time
         self.health = ValidatorHealth(validator_failures, int(validator_retry_s * 1000))
         self.stalled = False  # commands are held because no validator gives a verdict (warned once)
@@ -277,7 +278,9 @@ class Cycle:
             if self.health.record(v["validator"], True, now) == "back":
                 log.info("validator %s gives verdicts again", v["validator"])
         for f in verdict.failed:
+            self._count("validator_no_verdict", reason=f["error"].split(":")[0].replace(" ", "_"))
             if self.health.record(f["validator"], False, now, f["error"]) == "set_aside":
+                self._count("validator_set_aside")
                 state = self.health.snapshot(now)[f["validator"]]
                 first = state["times_set_aside"] == 1
                 (log.warning if first else log.info)(
@@ -285,6 +288,8 @@ class Cycle:
                     f["validator"], self.health.failures, f["error"], self.health.retry_ms / 1000)
                 await self.store.write_background(_log, "validator_set_aside", {"validator": f["validator"], **state},
                                                   "warning")
+        if not verdict.passes:
+            self._count("answers_held", kind="no_verdict" if verdict.no_verdict else "rejected")
         if verdict.no_verdict and not self.stalled:  # once per stall, however long it lasts
             self.stalled = True
             log.warning("commands are held: %s; see `meshnode mind held` (release or drop them there)",
@@ -293,6 +298,10 @@ class Cycle:
             self.stalled = False  # a validator answers again (passing while all are set aside is no end)
             log.info("validators give verdicts again; commands run or are held by their rating")
         return verdict
+
+    def _count(self, name: str, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.inc(name, **labels)
 
     async def _reflect(self, endpoint, prompt: str) -> str:
         """Reflection before completion (the gate's submit): the main LLM checks its own work."""
