@@ -107,7 +107,8 @@ def cmd_held(args) -> int:
     for r in rows:
         args_text = json.dumps(r["command"].get("args", {}), ensure_ascii=False)
         args_text = args_text if len(args_text) <= 200 else args_text[:200] + "..."
-        print(terminal_safe(f"{r['id']:5}  {r['status']:8} tick {r['tick']:<5} {r['type']} ({r['cmd_id']}) {args_text}"))
+        print(terminal_safe(f"{r['id']:5}  {r['status']:8} tick {r['tick']:<5} {r['type']} ({r['cmd_id']})"
+                            f" {args_text}"))
         print(terminal_safe(f"       {r['kind']}: {r['reason']}"))
         if r["result"] is not None and r["status"] in ("done", "failed"):
             print(terminal_safe(f"       result: {json.dumps(r['result'], ensure_ascii=False)[:200]}"))

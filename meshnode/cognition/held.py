@@ -38,7 +38,8 @@ def hold(conn, tick: int, commands: list[Command], kind: str, reason: str, now_m
         body = {"cmd_id": cmd.cmd_id, "type": cmd.type, "args": cmd.args, "description": cmd.description,
                 "target_llm": cmd.target_llm, "mutating": cmd.mutating}
         ids.append(conn.execute(
-            "INSERT INTO held_commands (tick, cmd_id, type, command, kind, reason, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO held_commands (tick, cmd_id, type, command, kind, reason, created_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (tick, cmd.cmd_id, cmd.type, json.dumps(body, ensure_ascii=False), kind, reason[:1000], now_ms)).lastrowid)
     conn.execute("UPDATE held_commands SET status = 'expired' WHERE status = 'held' AND id NOT IN"
                  " (SELECT id FROM held_commands WHERE status = 'held' ORDER BY id DESC LIMIT ?)", (MAX_HELD,))

@@ -59,9 +59,9 @@ def record(conn, now_ms: int, tick: int | None, results: list[tuple[dict, dict]]
         outcome = "ok" if ok else f"error: {result.get('error')}"
         args = json.dumps(cmd.get("args") or {}, ensure_ascii=False, sort_keys=True, default=str)
         summary = f"{cmd['type']} ({cmd['cmd_id']}) {args[:200]}{'...' if len(args) > 200 else ''} -> {outcome[:160]}"
-        conn.execute("INSERT INTO emergency_decisions (created_ms, tick, cmd_id, type, why, summary, status, decided_by)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (now_ms, tick, cmd["cmd_id"], cmd["type"], why,
-                                                          _text(summary), "ok" if ok else "error", by[:64]))
+        conn.execute("INSERT INTO emergency_decisions (created_ms, tick, cmd_id, type, why, summary, status,"
+                     " decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (now_ms, tick, cmd["cmd_id"], cmd["type"], why, _text(summary), "ok" if ok else "error", by[:64]))
         n += 1
     if n:  # bounded: the oldest go first (a revisit task already lists what was revisited)
         conn.execute("DELETE FROM emergency_decisions WHERE id <= (SELECT max(id) FROM emergency_decisions) - ?",
