@@ -102,8 +102,12 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write_background(_log, "resume", saved)
-        if await self.store.write(held.interrupted):
-            log.warning("released commands that were running when the node stopped are marked failed, not rerun")
+        if await self.store.read(held.waiting, "running"):  # the write lock only when there is something to mark
+            try:
+                await self.store.write_background(held.interrupted)
+                log.warning("released commands that were running when the node stopped are marked failed, not rerun")
+            except MeshnodeError as exc:  # the database busy with another process: at the next start
+                log.warning("could not mark interrupted released commands: %s", exc.reason)
         async with trio.open_nursery() as helpers:  # auxiliary loops and processes live and die with the cycle
             if self.processes is not None:
                 await helpers.start(self.processes.run)
@@ -134,7 +138,9 @@ class Cycle:
         logged for the next tick like any command's result; in isolated mode recorded as a
         decision taken without the mesh."""
         out = []
-        for held_id, cmd, by in await self.store.write(held.claim_released):
+        if not await self.store.read(held.waiting, "released"):  # the common case: a read, no write lock
+            return out
+        for held_id, cmd, by in await self.store.write_background(held.claim_released):
             result = await self._run_command(cmd)
             await self.store.write(held.finish, held_id, result)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", {**result, "released_by": by},

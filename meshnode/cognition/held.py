@@ -97,6 +97,12 @@ def decide(db: Database, ids: list[int] | None, release: bool, now_ms: int, by: 
     return [_row(r) for r in rows]
 
 
+def waiting(db: Database, status: str) -> int:
+    """How many are in ``status`` (a read, so the loop takes the write lock only when there is work)."""
+    with sql_errors("reading held commands"):
+        return db.conn.execute("SELECT count(*) FROM held_commands WHERE status = ?", (status,)).fetchone()[0]
+
+
 def claim_released(db: Database, limit: int = 64) -> list[tuple[int, Command, str]]:
     """Released commands to run now, oldest first, as (id, command, who released it); each is
     marked running, so no one else takes it and a crash leaves it failed, not run twice."""
