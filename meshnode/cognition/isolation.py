@@ -56,7 +56,9 @@ def record(conn, now_ms: int, tick: int | None, results: list[tuple[dict, dict]]
         ok = result.get("status") == "ok"
         if why is None or not (ok or cmd["type"] in mesh_commands.MESH_TYPES):
             continue
-        outcome = "ok" if ok else f"error: {result.get('error')}"
+        inner = result.get("result")
+        outcome = f"error: {result.get('error')}" if not ok else \
+            f"ok ({inner['status']})" if isinstance(inner, dict) and isinstance(inner.get("status"), str) else "ok"
         args = json.dumps(cmd.get("args") or {}, ensure_ascii=False, sort_keys=True, default=str)
         summary = f"{cmd['type']} ({cmd['cmd_id']}) {args[:200]}{'...' if len(args) > 200 else ''} -> {outcome[:160]}"
         conn.execute("INSERT INTO emergency_decisions (created_ms, tick, cmd_id, type, why, summary, status,"
