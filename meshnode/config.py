@@ -80,7 +80,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "offer_tools": False,
     },
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
-                  "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0},
+                  "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0,
+                  "validator_failures": 3, "validator_retry_seconds": 300.0},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -159,7 +160,8 @@ _SECTION_NOTES = {
             " of work (max_calls_per_task, restarted after calls_quiet_seconds without calls); which sends out"
             " of the node wait for a person (outbound_confirm: public, friends, stranger, friend)",
     "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
-                 " how many trusted peers (friends, or trust >= min) validate its answers",
+                 " how many trusted peers (friends, or trust >= min) validate its answers, and after how many"
+                 " failures in a row a validator is set aside (asked again after validator_retry_seconds)",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -327,6 +329,9 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "cognition.peer_validation_min_trust must be between 0 and 1")
     if not 1 <= cognition["peer_validation_seconds"] <= 600:
         raise ConfigError("bad_config", "cognition.peer_validation_seconds must be between 1 and 600")
+    if not 1 <= cognition["validator_failures"] <= 1000 or not 1 <= cognition["validator_retry_seconds"] <= 86400:
+        raise ConfigError("bad_config", "cognition.validator_failures must be 1..1000 and"
+                          " cognition.validator_retry_seconds 1..86400")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")
