@@ -20,7 +20,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import knowledge, knowledge_edits
-from meshnode.cognition import catalogue, peer_validation, processes
+from meshnode.cognition import catalogue, held, mind_view, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -81,7 +81,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     cognition = config.values["cognition"]
-                    cycle = _cycle(store, key, mesh, cognition, config) if cognition["enabled"] else None
+                    cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     control = _Control(config, key, store, mesh, metrics, cycle)
@@ -120,7 +120,7 @@ class _PeerValidator:
         return await peer_validation.judge(self.store, prompt, answer)
 
 
-def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> Cycle:
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs."""
     min_trust = float(cognition["peer_validation_min_trust"])
@@ -138,14 +138,20 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
         await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=own_local("gate")))
 
     settings = gate_setup.settings(config)
-    if gate_setup.clear_leftovers(settings.scratch_dir):
+    killed, removed = gate_setup.clear_leftovers(settings.scratch_dir)
+    if killed:
+        log.warning("killed %d sandboxed process(es) an earlier run of this node left running: pids %s",
+                    len(killed), ", ".join(map(str, killed)))
+    if removed:
         log.info("removed scratch copies left by an earlier run")
     gate = Gate(store, settings, now_ms, tell_user=tell_user)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
-                 gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None)
+                 gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
+                 validator_failures=int(cognition["validator_failures"]),
+                 validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:
@@ -189,16 +195,25 @@ class _Control:
                 "home": str(self.config.home), "database": str(self.config.db_path),
                 "schema_version": self.store.version, "counts": counts, "running": True,
                 "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot(),
-                "cognition": self.cycle.status() if self.cycle else {"mode": "off"}}
+                "cognition": {**(self.cycle.status() if self.cycle else {"mode": "off"}),
+                              "held": await self.store.read(held.summary)}}
 
     async def cmd_mind(self):
-        """The cognitive cycle's state and its validation metrics."""
-        from meshnode.cognition.validation import metrics
+        """The cognitive cycle's state, its validation metrics, each validator's weight and why,
+        held commands and decisions taken alone."""
+        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), **await self.store.read(mind_view.view)}
 
-        rows = await self.store.read(lambda db: db.conn.execute(
-            "SELECT auto_pass, validators, rating FROM llm_recent_responses WHERE role = 'assistant'"
-            " ORDER BY id").fetchall())
-        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), "validation": metrics(rows)}
+    async def cmd_mind_held(self, status: str | None = "held", limit: int = 100):
+        return await self.store.read(held.listing, status, int(limit))
+
+    async def cmd_mind_release(self, ids: list | None = None):
+        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now."""
+        released = await self.store.write(held.decide, ids, True, now_ms(), "cli")
+        ran = await self.cycle.run_released() if self.cycle else []
+        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off"}
+
+    async def cmd_mind_drop(self, ids: list | None = None):
+        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), "cli")}
 
     async def cmd_tick(self):
         """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""

@@ -44,7 +44,7 @@ command("drafts_submit", "check your own work, then hand your drafts to a person
         {"summary": (text(4096), True)})
 
 
-async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]], task: str = "main") -> dict:
+async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]]) -> dict:
     """One gate command; an error result (never an exception) when the gate refuses it."""
     if gate is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "the action gate is off here"}
@@ -54,7 +54,7 @@ async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]], task
         elif cmd.type == "drafts_submit":
             result = await gate.submit(cmd.args["summary"], reflect)
         else:
-            result = await gate.call(cmd.type, cmd.args, task=task)
+            result = await gate.call(cmd.type, cmd.args)
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
