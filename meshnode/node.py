@@ -319,8 +319,10 @@ class _Control:
     async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
         return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
 
-    async def cmd_consensus_propose(self, value: str):
-        return await self.mesh.consensus_submit(value.encode("utf-8"))
+    async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
+        if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:
+            raise MeshnodeError("bad_request", "wait_seconds must be a number of seconds from 0 to 3600")
+        return await self.mesh.consensus_submit(value.encode("utf-8"), wait_s=wait_seconds)
 
     async def cmd_reputation_round(self):
         return await self.mesh.reputation_round()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 
 from meshharness import Node, wait_until
 
@@ -29,6 +30,24 @@ def trust_in(node: Node) -> dict[str, float]:
                                " (SELECT max(id) FROM agent_reputation WHERE agent_id = r.agent_id)"))
     finally:
         db.close()
+
+
+def report(nodes: list[Node]) -> list:
+    """Where each node stands, and what it logged lately: for a failure's message."""
+    out = []
+    for n in nodes:
+        logged = []
+        while not n.lines.empty():
+            line = n.lines.get_nowait()
+            if line is not None:
+                n.output.append(line)
+        logged = n.output[-30:]
+        out.append((n.name, decided(n), n.try_call("consensus_status"), logged))
+    return out
+
+
+def heartbeats_sent(node: Node) -> int:
+    return sum(m["value"] for m in node.call("metrics") if m["name"] == "heartbeats_sent")
 
 
 def start_committee(nodes: list[Node]) -> None:
@@ -68,14 +87,21 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
         wait_until(lambda: all(decided(n) == ["first decision", "decided by three"] for n in nodes[:3]), 90,
                    "the three survivors to decide again")
 
+        # let the decision leave GossipSub's replay window (3 gossip heartbeats of 1 s), which would
+        # otherwise hand it to the restarted node: the others' own heartbeats measure the time passing
+        beats = heartbeats_sent(nodes[0])
+        wait_until(lambda: heartbeats_sent(nodes[0]) >= beats + 12, 60, "six seconds of node 0's heartbeats")
         nodes[3].set_bootstrap(nodes[0])
-        nodes[3].start()  # back: it catches up from the others' commits when the mesh moves on
-        nodes[0].cli("consensus", "propose", "with everyone back")  # the command line, through the node
+        started = time.monotonic()
+        nodes[3].start()  # back: it asks for the commits it missed, with nothing new proposed
+        wait_until(lambda: decided(nodes[3]) == ["first decision", "decided by three"], 60,
+                   "the restarted member to learn the decision it missed")
+        print(f"restarted validator caught up {time.monotonic() - started:.2f} s after its start began")
+        # the proposer reports the height its value was committed at (the third decision: height 2)
+        out = nodes[3].cli("consensus", "propose", "with everyone back", "--wait", "50")
+        assert "committed at height 2" in out, out
         expected = ["first decision", "decided by three", "with everyone back"]
-        try:
-            wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "the restarted member to catch up")
-        except AssertionError as exc:  # say where each node stands
-            raise AssertionError(f"{exc}; {[(n.name, decided(n), n.try_call('consensus_status')) for n in nodes]}")
+        wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "everyone to decide it")
         listed = json.loads(nodes[3].cli("consensus", "decisions", "--json"))
         committed = sorted((r for r in listed if r["status"] == "committed"), key=lambda r: r["height"])
         assert [r["value"] for r in committed] == expected, listed
@@ -83,6 +109,9 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
             assert n.stop() == 0
         offline = json.loads(nodes[1].cli("consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
+    except AssertionError:  # say where each node stands and what it logged
+        print(report(nodes))
+        raise
     finally:
         for n in nodes:
             n.kill()

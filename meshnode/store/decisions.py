@@ -39,6 +39,27 @@ def next_height(db: Database) -> int:
     return 0 if row[0] is None else row[0] + 1
 
 
+def recent_decisions(db: Database, committee: str, limit: int = 64) -> list[tuple[int, bytes, int, list[bytes]]]:
+    """(height, value, round, encoded precommits) of ``committee``'s newest decisions, oldest
+    first: what a restarted node still answers nodes catching up with."""
+    with sql_errors("reading decisions"):
+        rows = db.conn.execute("SELECT height, value, round, precommits FROM consensus_decisions WHERE committee = ?"
+                               " ORDER BY height DESC LIMIT ?", (committee, int(limit))).fetchall()
+    out = []
+    for height, value, round_, raw in reversed(rows):
+        precommits = cbor2.loads(raw)
+        if type(precommits) is list and all(type(p) is bytes for p in precommits):
+            out.append((height, value, round_, precommits))
+    return out
+
+
+def height_of(db: Database, value: bytes) -> int | None:
+    """The height at which ``value`` was decided, or None."""
+    with sql_errors("reading decisions"):
+        row = db.conn.execute("SELECT min(height) FROM consensus_decisions WHERE value = ?", (value,)).fetchone()
+    return row[0]
+
+
 def decided_value_ids(db: Database) -> set[bytes]:
     """SHA-256 of every value decided (a value is decided once)."""
     with sql_errors("reading decisions"):
