@@ -109,21 +109,27 @@ def newest_member_statements(db: Database, members: set[str]) -> list[str]:
 
 
 def decisions(db: Database, limit: int = 50) -> list[dict]:
+    """Committed decisions and provisional (emergency) ones still unsettled, newest height first.
+    Every entry has the same keys: ``round`` is None and ``emergency`` names the provisional value
+    for an emergency entry; ``emergency`` is None for a decision made without one."""
+    limit = max(1, min(int(limit), 10_000))
     with sql_errors("reading decisions"):
         rows = db.conn.execute(
             "SELECT d.committee, d.height, d.value, d.round, d.decided_at_ms, e.value, e.revisited"
             " FROM consensus_decisions d LEFT JOIN consensus_emergency e"
             " ON e.committee = d.committee AND e.height = d.height"
-            " ORDER BY d.decided_at_ms DESC, d.height DESC LIMIT ?", (max(1, min(int(limit), 10_000)),)).fetchall()
+            " ORDER BY d.height DESC, d.decided_at_ms DESC LIMIT ?", (limit,)).fetchall()
         pending = db.conn.execute(
             "SELECT committee, height, value, decided_at_ms FROM consensus_emergency WHERE revisited IS NULL"
-            " ORDER BY height").fetchall()
+            " ORDER BY height DESC, decided_at_ms DESC LIMIT ?", (limit,)).fetchall()
     out = [{"committee": c, "height": h, "value": _text(v), "round": r, "decided_at_ms": t, "status": "committed",
             "emergency": None if ev is None else {"value": _text(ev), "revisited": rev}}
            for c, h, v, r, t, ev, rev in rows]
-    out += [{"committee": c, "height": h, "value": _text(v), "decided_at_ms": t, "status": "emergency_consensus"}
+    out += [{"committee": c, "height": h, "value": _text(v), "round": None, "decided_at_ms": t,
+             "status": "emergency_consensus", "emergency": {"value": _text(v), "revisited": None}}
             for c, h, v, t in pending]
-    return out
+    out.sort(key=lambda r: (r["height"], r["decided_at_ms"]), reverse=True)
+    return out[:limit]
 
 
 def _text(value: bytes) -> str:
