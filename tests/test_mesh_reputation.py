@@ -1,0 +1,44 @@
+"""Reputation from ordinary traffic, with real OS processes: two nodes that only gossip and
+sync (no consensus, no tasks) hold evidence about each other within seconds of meeting, not
+after a full reputation period."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+from meshharness import Node, wait_until
+
+# a period far longer than the test: only the early first round can fold the evidence in time
+SLOW_ROUNDS = {"MESHNODE_NET_REPUTATION_SECONDS": "3600", "MESHNODE_NET_REPUTATION_FIRST_SECONDS": "1"}
+
+
+def direct_trust(node: Node) -> dict[str, float]:
+    db = sqlite3.connect(node.home / "data" / "meshnode.db")
+    try:
+        return dict(db.execute("SELECT agent_id, reputation_score FROM agent_reputation r WHERE id ="
+                               " (SELECT max(id) FROM agent_reputation WHERE agent_id = r.agent_id)"))
+    finally:
+        db.close()
+
+
+def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
+    a, b = Node(tmp_path, "a", env=SLOW_ROUNDS), Node(tmp_path, "b", env=SLOW_ROUNDS)
+    try:
+        a.start()
+        b.set_bootstrap(a)
+        started = time.monotonic()
+        b.start()
+        wait_until(lambda: b.did in direct_trust(a) and a.did in direct_trust(b), 120,
+                   "each node to hold evidence about the other")
+        print(f"both hold reputation {time.monotonic() - started:.1f} s after the second node's start began")
+        for node, other in ((a, b), (b, a)):
+            listed = {r["did"]: r for r in json.loads(node.cli("reputation", "list", "--json"))}
+            assert listed[other.did]["basis"] == "direct" and listed[other.did]["score"] > 0.5, listed
+            shown = json.loads(node.cli("reputation", "show", other.did, "--json"))
+            assert shown["counts"].get("valid_container", 0) >= 1, shown  # sync sessions, containers
+        assert a.stop() == 0 and b.stop() == 0
+    finally:
+        a.kill()
+        b.kill()
