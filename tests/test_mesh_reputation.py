@@ -5,22 +5,13 @@ after a full reputation period."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 from meshharness import Node, wait_until
+from test_mesh_consensus import trust_in
 
 # a period far longer than the test: only the early first round can fold the evidence in time
 SLOW_ROUNDS = {"MESHNODE_NET_REPUTATION_SECONDS": "3600", "MESHNODE_NET_REPUTATION_FIRST_SECONDS": "1"}
-
-
-def direct_trust(node: Node) -> dict[str, float]:
-    db = sqlite3.connect(node.home / "data" / "meshnode.db")
-    try:
-        return dict(db.execute("SELECT agent_id, reputation_score FROM agent_reputation r WHERE id ="
-                               " (SELECT max(id) FROM agent_reputation WHERE agent_id = r.agent_id)"))
-    finally:
-        db.close()
 
 
 def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
@@ -30,7 +21,7 @@ def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
         b.set_bootstrap(a)
         started = time.monotonic()
         b.start()
-        wait_until(lambda: b.did in direct_trust(a) and a.did in direct_trust(b), 120,
+        wait_until(lambda: b.did in trust_in(a) and a.did in trust_in(b), 120,
                    "each node to hold evidence about the other")
         print(f"both hold reputation {time.monotonic() - started:.1f} s after the second node's start began")
         for node, other in ((a, b), (b, a)):
