@@ -33,3 +33,27 @@ def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
     finally:
         a.kill()
         b.kill()
+
+
+def test_sync_sessions_count_once_per_peer_per_hour():
+    """Being connected is cheap: sessions every few seconds must not lift an identity's trust."""
+    from meshnode.net.mesh_reputation import SESSION_CREDIT_MS, ReputationMixin
+    from meshnode.net.standing import Standing
+
+    class Peerless(ReputationMixin):
+        now = 1_000
+
+        def __init__(self):
+            self.standing = Standing()
+
+        def clock(self) -> int:
+            return self.now
+
+    n = Peerless()
+    for _ in range(10):
+        n.credit_sync_session("did:key:peer")
+        n.now += 30_000
+    assert n.standing.summary("did:key:peer")["valid"] == 1
+    n.now = 1_000 + SESSION_CREDIT_MS
+    n.credit_sync_session("did:key:peer")
+    assert n.standing.summary("did:key:peer")["valid"] == 2

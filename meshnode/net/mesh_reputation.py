@@ -25,8 +25,24 @@ from meshnode.sync.versions import DEFAULT_TRUST
 log = logging.getLogger("meshnode.reputation")
 
 
+SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour
+
+
 class ReputationMixin:
     _trust_now: dict[str, float] = {}
+    _sessions_credited: dict[str, int] | None = None
+
+    def credit_sync_session(self, did: str) -> None:
+        """A sync session completed with ``did`` is evidence of a well-behaved peer: the first
+        one counts at once (a new peer has evidence within seconds), then one per hour, like
+        liveness, so that merely being connected cannot lift an identity to the consensus floor."""
+        if self._sessions_credited is None:
+            self._sessions_credited = {}
+        now = self.clock()
+        last = self._sessions_credited.get(did)
+        if last is None or now - last >= SESSION_CREDIT_MS:
+            self._sessions_credited[did] = now
+            self.standing.record_valid(did, now)
 
     def app_score(self, peer_id) -> float:
         """GossipSub p6: a peer's trust as a score (``reputation.gossip_app_score``)."""
