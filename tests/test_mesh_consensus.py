@@ -14,12 +14,17 @@ FAST_CONSENSUS = {"MESHNODE_CONSENSUS_PROPOSE_MS": "400", "MESHNODE_CONSENSUS_PR
                   "MESHNODE_CONSENSUS_RESEND_MS": "1000", "MESHNODE_CONSENSUS_EMERGENCY_SECONDS": "20"}
 
 
+# reputation rounds only when a test asks for one: what each node publishes is then what the
+# test's own rounds publish (the node's early rounds would publish some views before the decisions)
+ROUNDS_ON_REQUEST = {"MESHNODE_NET_REPUTATION_SECONDS": "3600", "MESHNODE_NET_REPUTATION_FIRST_SECONDS": "3600"}
+
+
 def committee_of(tmp_path, count: int, wrapper_for=None, env_for=None) -> list[Node]:
     nodes = [Node(tmp_path, f"v{i}", wrapper=wrapper_for(i) if wrapper_for else None,
                   env=env_for(i) if env_for else None) for i in range(count)]
     dids = ",".join(n.did for n in nodes)
     for n in nodes:
-        n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
+        n.env.update(FAST_CONSENSUS, **ROUNDS_ON_REQUEST, MESHNODE_CONSENSUS_COMMITTEE=dids)
     return nodes
 
 
@@ -142,6 +147,9 @@ def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path
         wait_until(lambda: all(decided(n)[-1] == "decided in epoch 1" for n in nodes), 60, "a decision in epoch 1")
         for n in nodes:
             assert n.stop() == 0
+    except AssertionError:
+        print(report(nodes))
+        raise
     finally:
         for n in nodes:
             n.kill()
