@@ -114,14 +114,17 @@ class ConsensusMixin:
         after this node (re)starts, a peer back from a restart, a healed partition. Until a
         peer is in the mesh, nothing published reaches anyone."""
         known: set = set()
+        again_at = None  # asked once more a resend period later: a fresh stream may lose the first ask
         while True:
             gossipsub = getattr(self, "gossipsub", None)
             peers = set(gossipsub.mesh.get(CONSENSUS_TOPIC, ())) if gossipsub is not None else set()
-            if peers - known:
+            now = self._consensus_now()
+            if peers - known or (again_at is not None and now >= again_at):
+                again_at = now + self._timeouts.resend_ms if peers - known else None
                 self.metrics.inc("consensus_catchup_asked")
                 log.debug("asking for commits from height %d (%d new peer(s) in the mesh)", self.core.height,
                           len(peers - known))
-                await self._consensus_apply(self.core.join(self._consensus_now()))
+                await self._consensus_apply(self.core.join(now))
             known = peers
             await trio.sleep(JOIN_POLL_S)
 
