@@ -40,6 +40,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "gossip_heartbeat_seconds": 1.0,
         "sync_seconds": 30.0,
         "reputation_seconds": 60.0,
+        "reputation_first_seconds": 10.0,
         "quiet_after_seconds": 25.0,
         "stale_after_seconds": 60.0,
         "dead_after_seconds": 300.0,
@@ -277,6 +278,8 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "net.sync_seconds must be between 0.2 and 86400")
     if not 1 <= net["reputation_seconds"] <= 86400:
         raise ConfigError("bad_config", "net.reputation_seconds must be between 1 and 86400")
+    if not 0.1 <= net["reputation_first_seconds"] <= net["reputation_seconds"]:
+        raise ConfigError("bad_config", "net.reputation_first_seconds must be from 0.1 to net.reputation_seconds")
     if not 0.1 <= net["gossip_heartbeat_seconds"] <= 60:
         raise ConfigError("bad_config", "net.gossip_heartbeat_seconds must be between 0.1 and 60")
     if not 0.05 <= net["heartbeat_seconds"] <= 3600:

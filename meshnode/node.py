@@ -52,6 +52,7 @@ def net_config(config: Config) -> NetConfig:
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
         heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
         sync_s=float(net["sync_seconds"]), reputation_s=float(net["reputation_seconds"]),
+        reputation_first_s=float(net["reputation_first_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
                               int(net["dead_after_seconds"] * 1000)),
         interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),
@@ -353,8 +354,10 @@ class _Control:
     async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
         return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
 
-    async def cmd_consensus_propose(self, value: str):
-        return await self.mesh.consensus_submit(value.encode("utf-8"))
+    async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
+        if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:
+            raise MeshnodeError("bad_request", "wait_seconds must be a number of seconds from 0 to 3600")
+        return await self.mesh.consensus_submit(value.encode("utf-8"), wait_s=wait_seconds)
 
     async def cmd_reputation_round(self):
         return await self.mesh.reputation_round()
