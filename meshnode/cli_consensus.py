@@ -69,8 +69,13 @@ def add_cogvote_parsers(consensus, common) -> None:
     p.set_defaults(func=cmd_result)
 
     p = consensus.add_parser("verify", parents=[common],
-                             help="recompute a consensus_result from its votes; exit 1 if it does not hold")
-    p.add_argument("result", metavar="RESULT", help="a container DID in the store, or a container file")
+                             help="recompute a consensus_result from its votes; exit 1 if it does not hold",
+                             description="Recompute a consensus_result from the votes it lists. A result file "
+                                         "needs no node home: give the votes as files (--vote); a home's store, "
+                                         "when there is one, supplies the votes it holds.")
+    p.add_argument("result", metavar="RESULT", help="a container file, or a container DID in the store")
+    p.add_argument("--vote", action="append", default=[], metavar="FILE",
+                   help="a vote container file the result lists (repeatable)")
     p.set_defaults(func=cmd_verify)
 
 
@@ -150,27 +155,34 @@ def cmd_result(args) -> int:
 def cmd_verify(args) -> int:
     config = _config(args)
     now = now_ms()
-    path = Path(args.result)
-    data = read_limited_file(path, MAX_RESULT_FILE) if not args.result.startswith("did:") and path.exists() else None
-    if data is None and not args.result.startswith("did:"):
+    given = [_container_file(Path(f), config, now) for f in args.vote]
+    by_did = args.result.startswith("did:")
+    if not by_did and not Path(args.result).exists():
         raise MeshnodeError("not_found", f"{args.result} is neither a container file nor a container DID")
-    db = _open_db(config)
+    result = None if by_did else _container_file(Path(args.result), config, now)
+    # a DID is looked up in the store; a file needs none (the votes it lists may come as files)
+    db = _open_db(config) if by_did or config.db_path.exists() else None
     try:
-        if data is not None:
-            try:
-                result = decode_container(data, now_ms=now, limits=config.limits)
-            except ContainerError as exc:
-                raise MeshnodeError(exc.code, f"{args.result} is not a valid container ({exc.code}): "
-                                              f"{exc.reason}") from None
-        else:
+        if result is None:
             result = db.load_container(args.result, now_ms=now)
             if result is None:
                 raise MeshnodeError("not_found", f"no container {args.result} in this node's store")
-        verdict, view = verify_stored(db, result, now_ms=now)
-        if not verdict.ok:
-            raise ConsensusError(verdict.code, f"{result.did} does not verify ({verdict.code}): {verdict.reason}")
+        verdict, view = verify_stored(db, result, now_ms=now, given=given)
     finally:
-        db.close()
+        if db is not None:
+            db.close()
+    if not verdict.ok:
+        hint = " (give the vote's file with --vote)" if verdict.code == "missing_vote" else ""
+        raise ConsensusError(verdict.code, f"{result.did} does not verify ({verdict.code}): {verdict.reason}{hint}")
     print(verdict.line())
-    print(f"  {view.line()}")
+    if view is not None:
+        print(f"  {view.line()}")
     return 0
+
+
+def _container_file(path: Path, config, now: int):
+    data = read_limited_file(path, MAX_RESULT_FILE)
+    try:
+        return decode_container(data, now_ms=now, limits=config.limits)
+    except ContainerError as exc:
+        raise MeshnodeError(exc.code, f"{path} is not a valid container ({exc.code}): {exc.reason}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from meshnode import knowledge
+from meshnode import cli_edits, knowledge
 from meshnode.cli_common import _ask_node, _config, live_or_local, terminal_safe
 from meshnode.container import now_ms
 from meshnode.store.database import Database
@@ -26,6 +26,7 @@ def add_note_parsers(note, common) -> None:
     p.add_argument("tags", nargs="*", help="tags to add")
     p.add_argument("--remove", action="append", default=[], metavar="TAG", help="a tag to remove (repeatable)")
     p.set_defaults(func=cmd_note_tag)
+    cli_edits.add_note_parsers(note, common)
 
 
 def add_parsers(sub, common) -> None:
@@ -38,6 +39,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_diary_add)
     _list_parser(diary, common, "diary", "diary entries, the version each lineage shows")
+    cli_edits.add_diary_parsers(diary, common)
 
     concept = sub.add_parser("concept", parents=[common], help="concepts (CogSync semantic nodes)")
     concept = concept.add_subparsers(dest="concept_command", required=True, metavar="SUBCOMMAND")
@@ -49,6 +51,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_concept_add)
     _list_parser(concept, common, "concepts", "concepts")
+    cli_edits.add_concept_parsers(concept, common)
 
     link = sub.add_parser("link", parents=[common], help="links between concepts (CogSync semantic edges)")
     link = link.add_subparsers(dest="link_command", required=True, metavar="SUBCOMMAND")
@@ -62,6 +65,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p)
     p.set_defaults(func=cmd_link_add)
     _list_parser(link, common, "links", "links")
+    cli_edits.add_link_parsers(link, common)
 
     p = sub.add_parser("sync", parents=[common], help="sync with a peer now (needs a running node)")
     p.add_argument("did")
@@ -71,6 +75,9 @@ def add_parsers(sub, common) -> None:
 def _replaces(p) -> None:
     p.add_argument("--replaces", action="append", default=[], metavar="DID",
                    help="the version this one updates (repeatable: joins forks)")
+    p.add_argument("--forward", type=int, choices=(0, 1), default=None, metavar="N",
+                   help="hops past your friends it may travel: 0 keeps it with your friends, 1 lets them "
+                        "pass it to theirs (default: no limit, friend to friend)")
 
 
 def _list_parser(sub, common, kind: str, what: str) -> None:
@@ -97,25 +104,27 @@ def _add(args, cmd: str, request: dict, build) -> int:
 
 def cmd_diary_add(args) -> int:
     return _add(args, "diary_add", {"text": args.text, "title": args.title, "topics": args.topic,
-                                    "previous": args.replaces},
+                                    "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_diary_entry(key, args.text, now_ms=now_ms(), title=args.title,
-                                                       topics=args.topic, replaces=args.replaces))
+                                                       topics=args.topic, replaces=args.replaces,
+                                                       forward=args.forward))
 
 
 def cmd_concept_add(args) -> int:
     return _add(args, "concept_add", {"label": args.label, "description": args.description, "aliases": args.alias,
-                                      "tags": args.tag, "previous": args.replaces},
+                                      "tags": args.tag, "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_concept(key, args.label, now_ms=now_ms(), description=args.description,
-                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces))
+                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces,
+                                                   forward=args.forward))
 
 
 def cmd_link_add(args) -> int:
     return _add(args, "link_add", {"source": args.source, "relation": args.relation, "targets": args.targets,
                                    "domain": args.domain, "inverse": args.inverse, "tags": args.tag,
-                                   "previous": args.replaces},
+                                   "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_link(key, args.source, args.relation, args.targets, now_ms=now_ms(),
                                                 domain=args.domain, inverse=args.inverse, tags=args.tag,
-                                                replaces=args.replaces))
+                                                replaces=args.replaces, forward=args.forward))
 
 
 _LINES = {

@@ -90,6 +90,9 @@ class Standing:
         rec = self._record(peer, now_ms)
         rec.banned_until_ms = max(rec.banned_until_ms, banned_until_ms)
 
+    def peers(self) -> list[str]:
+        return list(self._peers)
+
     def summary(self, peer: str) -> dict:
         rec = self._peers.get(peer)
         if rec is None:

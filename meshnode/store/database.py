@@ -142,7 +142,7 @@ class Database:
         with sql_errors("reading notes"):
             cur = self.conn.execute(
                 "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
-                " ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+                " WHERE hidden = 0 ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
@@ -182,5 +182,10 @@ def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, receive
     if isinstance(recipients, list):
         conn.executemany("INSERT OR IGNORE INTO container_recipients (did, recipient) VALUES (?, ?)",
                          [(c.did, r) for r in recipients if isinstance(r, str)])
+    # CogSync knowledge (the versioned classes) may limit its hops (sharing.py)
+    forward = c.payload.get("forward") if c.cls in lineage.VERSIONED and type(c.payload) is dict else None
+    if type(forward) is int:  # a known class version allows 0 or 1; anything else is read as the nearest
+        conn.execute("INSERT OR IGNORE INTO container_forward (did, forward) VALUES (?, ?)",
+                     (c.did, min(max(forward, 0), 1)))
     views.materialize(conn, c, local)
     return True
