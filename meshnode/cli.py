@@ -29,10 +29,13 @@ from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
-from meshnode.cli_common import _ask_node, _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, print_json, print_rows,
+                                 read_limited_file, terminal_safe, who)
+from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_reputation
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
+NOTE_LINE = 100  # characters of a note's first line that `note list` shows
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,15 +129,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
     try:
-        return args.func(args) or 0
-    except MeshnodeError as exc:
-        print(f"meshnode: {exc.reason}", file=sys.stderr)
-        return 1
+        args = build_parser().parse_args(argv)
+        os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
+        try:
+            code = args.func(args) or 0
+        except MeshnodeError as exc:
+            print(f"meshnode: {exc.reason}", file=sys.stderr)
+            code = 1
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_left()
+
+
+def _reader_left() -> int:
+    """The reader of our output went away (``meshnode note list | head -3``): end quietly
+    with the shell's code for SIGPIPE. What is still buffered goes to /dev/null, so the
+    interpreter's own flush at exit cannot complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 # --- helpers -----------------------------------------------------------------
@@ -215,7 +233,7 @@ def cmd_status(args) -> int:
     if live is not None:
         info.update(addresses=live["addresses"], connected=live["connected"], cognition=live.get("cognition"))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
     else:
         for k in ("did", "peer_id", "name", "home", "database"):
             print(f"{k + ':':10} {info[k]}")
@@ -261,13 +279,18 @@ def cmd_note_list(args) -> int:
             rows = db.recent_notes(args.limit)
         finally:
             db.close()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            topic = f"({r['topic']}) " if r["topic"] else ""
-            print(terminal_safe(f"{r['timestamp']}  [{r['audience']}] {topic}{r['text']}"))
+    print_rows(args, rows, _note_line)
     return 0
+
+
+def _note_line(r: dict) -> str:
+    """One note: its short id (for ``note read``), when, who wrote it, to whom, what."""
+    topic = f"({r['topic']}) " if r["topic"] else ""
+    unread = "" if r.get("read", True) else "*"
+    first = r["text"].splitlines()[0][:NOTE_LINE] if r["text"] else ""
+    more = " ..." if len(first) < len(r["text"].rstrip()) else ""  # the rest: `note read`
+    return (f"{short_container_id(r['container_did'])}{unread:1} {r['timestamp'][:19]}  "
+            f"{who(r.get('author_did'), r.get('author_name'))} -> {r['audience']}  {topic}{first}{more}")
 
 
 def cmd_peers(args) -> int:
@@ -279,20 +302,18 @@ def cmd_peers(args) -> int:
             rows = list_peers(db)
         finally:
             db.close()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
-    for r in rows:
-        print(terminal_safe(f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} {(r['status'] or '-'):8} "
-                            f"{'yes' if r.get('connected') else '-':4}  {r['did']}"))
+    if rows and not args.json:
+        print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
+    print_rows(args, rows, lambda r: f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} "
+                                     f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  {r['did']}")
     return 0
 
 
 def cmd_ping(args) -> int:
     config = _config(args)
-    result = _ask_node(config, "ping", {"did": args.did})
-    print(f"{args.did}: {result['rtt_ms']:.2f} ms")
+    did = agent_did(config, args.did)
+    result = _ask_node(config, "ping", {"did": did})
+    print(f"{did}: {result['rtt_ms']:.2f} ms")
     return 0
 
 
@@ -303,18 +324,27 @@ def cmd_find(args) -> int:
         return 2
     if args.interest:
         rows = _ask_node(config, "find", {"interest": args.interest})
-        for r in rows:
-            print(r["did"])
+        print_rows(args, rows, lambda r: r["did"])
         return 0
-    result = _ask_node(config, "find", {"did": args.did})
-    print(json.dumps(result, indent=2))
+    result = _ask_node(config, "find", {"did": agent_did(config, args.did)})
+    if args.json:
+        print_json(result)
+        return 0
+    print(terminal_safe(f"did:       {result['did']}\n"
+                        f"peer id:   {result['peer_id']}\n"
+                        f"name:      {result.get('name') or '(no announce)'}\n"
+                        f"connected: {'yes' if result.get('connected') else 'no'}"
+                        f" ({result.get('elapsed_ms', 0):.0f} ms)"), keep_newlines=True)
+    for addr in result.get("addresses") or ["(no address)"]:
+        print(terminal_safe(f"address:   {addr}"))
     return 0
 
 
 def cmd_send(args) -> int:
     config = _config(args)
     data = read_limited_file(args.file, MAX_CONTAINER_FILE)
-    result = _ask_node(config, "send", {"did": args.did, "container": base64.b64encode(data).decode("ascii")})
+    result = _ask_node(config, "send", {"did": agent_did(config, args.did),
+                                        "container": base64.b64encode(data).decode("ascii")})
     for did in result["accepted"]:
         print(f"accepted {did}")
     for did in result["duplicates"]:
@@ -326,14 +356,15 @@ def cmd_send(args) -> int:
 
 def cmd_friend(args) -> int:
     config = _config(args)
-    peer_id = did_to_peer_id(args.did)
-    if _ask_node(config, "friend", {"did": args.did, "on": args.friend_on}, required=False) is None:
+    did = agent_did(config, args.did)
+    peer_id = did_to_peer_id(did)
+    if _ask_node(config, "friend", {"did": did, "on": args.friend_on}, required=False) is None:
         db = _open_db(config)
         try:
-            set_friend(db, args.did, peer_id, now_ms(), args.friend_on)
+            set_friend(db, did, peer_id, now_ms(), args.friend_on)
         finally:
             db.close()
-    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {args.did}")
+    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {did}")
     return 0
 
 
@@ -346,8 +377,7 @@ def cmd_friend_list(args) -> int:
             rows = friends(db)
         finally:
             db.close()
-    for did in rows:
-        print(did)
+    print_rows(args, rows, str)
     return 0
 
 
@@ -384,17 +414,18 @@ def cmd_container_verify(args) -> int:
 
 def cmd_container_export(args) -> int:
     config = _config(args)
-    live = _ask_node(config, "export", {"did": args.did}, required=False)
+    did = container_did(config, args.did)
+    live = _ask_node(config, "export", {"did": did}, required=False)
     if live is not None:
         data = bytes.fromhex(live["hex"])
     else:
         db = _open_db(config)
         try:
-            data = db.get_container_bytes(args.did)
+            data = db.get_container_bytes(did)
         finally:
             db.close()
     if data is None:
-        raise MeshnodeError("not_found", f"no container {args.did} in this node's store")
+        raise MeshnodeError("not_found", f"no container {did} in this node's store")
     try:
         args.file.write_bytes(data)
     except OSError as exc:

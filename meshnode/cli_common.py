@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import unicodedata
@@ -15,6 +16,7 @@ from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.store import Database
+from meshnode.store import short_ids
 
 
 def _config(args: argparse.Namespace):
@@ -56,6 +58,31 @@ def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, ne
         db.close()
 
 
+def container_did(config, text: str, noun: str = "container") -> str:
+    """A container DID from what a person typed: the DID, or a short id held here."""
+    return _resolve(config, short_ids.resolve_container, text, noun)
+
+
+def agent_did(config, text: str) -> str:
+    """An agent DID from what a person typed: the DID, a known name, or a short id."""
+    return _resolve(config, short_ids.resolve_agent, text)
+
+
+def _resolve(config, resolve, text: str, *rest) -> str:
+    if short_ids.is_whole(text):  # no database needed (nor a home)
+        return resolve(None, text, *rest)
+    db = _open_db(config)
+    try:
+        return resolve(db, text, *rest)
+    finally:
+        db.close()
+
+
+def who(did: str | None, name: str | None) -> str:
+    """An agent as a listing shows it: its name, else its short id."""
+    return name or (short_ids.short_agent_id(did) if did else "?")
+
+
 def terminal_safe(text: str, keep_newlines: bool = False) -> str:
     """Escape control and format characters (escape sequences, bidi overrides) before
     text from peers reaches a terminal; everything else, any script, prints as is."""
@@ -80,3 +107,23 @@ def read_limited_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise MeshnodeError("file_too_large", f"{path} is larger than {limit} bytes")
     return data
+
+
+def print_json(value: Any) -> None:
+    """Machine-readable output: indented JSON (what ``--json`` prints)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def print_rows(args: argparse.Namespace, rows: list, line: Callable[[Any], str]) -> None:
+    """The one output contract of a listing: with ``--json`` the rows as JSON (``[]`` when
+    there are none); otherwise ``line(row)`` for each, made terminal-safe (it may hold
+    newlines), and ``(none)`` when there are none and a person is looking (a terminal):
+    a pipe gets no lines at all."""
+    if getattr(args, "json", False):
+        print_json(rows)
+    elif not rows:
+        if sys.stdout.isatty():
+            print("(none)")
+    else:
+        for row in rows:
+            print(terminal_safe(line(row), keep_newlines=True))

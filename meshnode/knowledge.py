@@ -69,6 +69,22 @@ def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, n
                            related=_related(replaces))
 
 
+# --- references ------------------------------------------------------------------
+
+CLASS_NOUNS = {"diary_entry": "diary entry", "semantic_node": "concept", "semantic_edges": "link", "note": "note"}
+
+
+def reference_problem(db: Database, did: str, cls: str) -> str | None:
+    """Why ``did`` is not a held container of class ``cls`` (None when it is one)."""
+    with sql_errors("looking up a reference"):
+        row = db.conn.execute("SELECT class FROM containers WHERE did = ?", (did,)).fetchone()
+    if row is None:
+        return "no such container on this node"
+    if row[0] != cls:
+        return f"is a {CLASS_NOUNS.get(row[0], row[0])}, not a {CLASS_NOUNS.get(cls, cls)}"
+    return None
+
+
 # --- reading ---------------------------------------------------------------------
 
 _LISTS = {
@@ -90,7 +106,12 @@ def listing(db: Database, kind: str, limit: int = 50) -> list[dict]:
     with sql_errors(f"listing {kind}"):
         cur = db.conn.execute(_LISTS[kind], (max(1, min(int(limit), MAX_LIST)),))
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row)) for row in cur.fetchall()]
+    for r in rows:  # JSON columns as lists, not JSON text inside JSON
+        for key in ("tags", "aliases"):
+            if key in r:
+                r[key] = json.loads(r[key]) if r[key] else []
+    return rows
 
 
 # --- notes: the local side (read marks, the person's own tags) -------------------------
