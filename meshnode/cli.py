@@ -29,13 +29,16 @@ from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
-from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, print_json, print_rows,
-                                 read_limited_file, terminal_safe, who)
+from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, describe, print_json,
+                                 print_rows, read_limited_file, terminal_safe, who)
 from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_reputation
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
+
+
+_PEER = "the peer: its DID (did:key:...), its name, or its short id (key:...)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the node's home directory (default: $MESHNODE_HOME or ~/.meshnode)")
     common.add_argument("--db", default=argparse.SUPPRESS, help="database path (overrides [store] path)")
     common.add_argument("--key-file", default=argparse.SUPPRESS, help="key file path (overrides [keys] path)")
-    common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"))
+    common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"),
+                        help="how much the node logs to stderr (overrides [log] level)")
 
     parser = argparse.ArgumentParser(prog="meshnode", parents=[common],
                                      description="A HyperCortex Mesh Protocol node.")
@@ -58,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exist-ok", action="store_true", help="succeed (and change nothing) if already initialised")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM")
+    p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
+                       epilog="It prints its DID, its addresses and the line another node puts in its\n"
+                              "bootstrap.txt to connect to it.")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", parents=[common], help="who this node is and what it holds")
@@ -67,19 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     note = sub.add_parser("note", parents=[common], help="the notebook").add_subparsers(
         dest="note_command", required=True, metavar="SUBCOMMAND")
-    p = note.add_parser("add", parents=[common], help="write a signed note")
-    p.add_argument("text")
-    p.add_argument("--topic")
+    p = note.add_parser("add", parents=[common], help="write a signed note",
+                        epilog="example: meshnode note add 'lunch at noon #food @bob' --audience friends")
+    p.add_argument("text", help="the note (#hashtags and @mentions in it are indexed)")
+    p.add_argument("--topic", help="a topic line")
     p.add_argument("--tags", help="comma-separated local tags (kept on this node only)")
-    p.add_argument("--audience", choices=AUDIENCES, default="private")
-    p.add_argument("--source", choices=SOURCES, default="cli")
-    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--audience", choices=AUDIENCES, default="private",
+                   help="private: this node only; friends: sent to friends; public: gossiped to everyone")
+    p.add_argument("--source", choices=SOURCES, default="cli", help="who wrote it (default cli)")
+    p.add_argument("--priority", type=int, default=0, help="higher is more urgent (default 0)")
     p.add_argument("--forward", type=int, choices=(0, 1, 2), default=0,
                    help="a friends note may travel this many hops past its recipients, friend to friend")
     p.set_defaults(func=cmd_note_add)
-    p = note.add_parser("list", parents=[common], help="list recent notes")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p = note.add_parser("list", parents=[common], help="recent notes: short id (* unread), time, author -> audience, text",
+                        epilog="`meshnode note read ID` shows one in full (ID: the short id in the first column)")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_note_list)
     cli_knowledge.add_note_parsers(note, common)
     cli_knowledge.add_parsers(sub, common)
@@ -89,42 +98,46 @@ def build_parser() -> argparse.ArgumentParser:
     cli_gate.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_peers)
     p = sub.add_parser("ping", parents=[common], help="round trip to a peer (needs a running node)")
-    p.add_argument("did")
+    p.add_argument("did", metavar="PEER", help=_PEER)
     p.set_defaults(func=cmd_ping)
-    p = sub.add_parser("find", parents=[common], help="find a peer by DID, or peers by interest")
-    p.add_argument("did", nargs="?")
+    p = sub.add_parser("find", parents=[common], help="find a peer by DID, or peers by interest (needs a running node)",
+                       epilog="examples: meshnode find did:key:z6Mk...   meshnode find --interest chemistry")
+    p.add_argument("did", nargs="?", metavar="PEER", help=_PEER)
     p.add_argument("--interest", help="an interest tag instead of a DID")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_find)
     p = sub.add_parser("send", parents=[common], help="push a container file to a peer (needs a running node)")
-    p.add_argument("did")
-    p.add_argument("file", type=Path)
+    p.add_argument("did", metavar="PEER", help=_PEER)
+    p.add_argument("file", type=Path, help="a container file (e.g. from `meshnode container export`)")
     p.set_defaults(func=cmd_send)
     friend = sub.add_parser("friend", parents=[common], help="friends: who gets your friends notes").add_subparsers(
         dest="friend_command", required=True, metavar="SUBCOMMAND")
     for name, helptext in (("add", "make a peer a friend"), ("remove", "stop sharing friends notes with a peer")):
         p = friend.add_parser(name, parents=[common], help=helptext)
-        p.add_argument("did")
+        p.add_argument("did", metavar="PEER", help=_PEER)
         p.set_defaults(func=cmd_friend, friend_on=(name == "add"))
     p = friend.add_parser("list", parents=[common], help="list friends")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_friend_list)
     p = sub.add_parser("metrics", parents=[common], help="the running node's counters")
     p.set_defaults(func=cmd_metrics)
 
     cont = sub.add_parser("container", parents=[common], help="inspect container files").add_subparsers(
         dest="container_command", required=True, metavar="SUBCOMMAND")
-    p = cont.add_parser("show", parents=[common], help="print a container file (and whether it verifies)")
-    p.add_argument("file", type=Path)
+    p = cont.add_parser("show", parents=[common], help="print a container file as JSON (exit 1 if it does not verify)")
+    p.add_argument("file", type=Path, help="the container file")
     p.set_defaults(func=cmd_container_show)
     p = cont.add_parser("verify", parents=[common], help="verify a container file; exit 1 if invalid")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the container file")
     p.set_defaults(func=cmd_container_verify)
     p = cont.add_parser("export", parents=[common], help="write a stored container to a file")
-    p.add_argument("did")
-    p.add_argument("file", type=Path)
+    p.add_argument("did", metavar="CONTAINER", help="its container DID or short id")
+    p.add_argument("file", type=Path, help="where to write it")
     p.set_defaults(func=cmd_container_export)
+    describe(parser)
     return parser
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import _config, _open_db, container_did, read_limited_file, terminal_safe
 from meshnode.consensus.cogvote import (
     DAY_MS,
     DECISIONS,
@@ -45,8 +45,9 @@ def consensus_subparsers(sub, common):
 
 
 def add_cogvote_parsers(consensus, common) -> None:
-    p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container")
-    p.add_argument("target", metavar="TARGET_DID")
+    p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container",
+                             epilog="example: meshnode consensus vote Zj0MbGG0y9 --value 1 --argument 'checked it'")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     p.add_argument("--value", type=int, choices=(-1, 0, 1), required=True, help="1 approve, 0 abstain, -1 object")
     _type(p)
     p.add_argument("--argument", action="append", default=[], metavar="TEXT", help="a reason (repeatable)")
@@ -55,15 +56,15 @@ def add_cogvote_parsers(consensus, common) -> None:
     p.set_defaults(func=cmd_vote)
 
     p = consensus.add_parser("status", parents=[common], help="the local tally of the votes on a container")
-    p.add_argument("target", metavar="TARGET_DID")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     _type(p)
     _rule_flags(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
     p = consensus.add_parser("result", parents=[common],
                              help="sign and store a consensus_result listing the votes it used; prints its DID")
-    p.add_argument("target", metavar="TARGET_DID")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     _type(p)
     _rule_flags(p)
     p.set_defaults(func=cmd_result)
@@ -72,6 +73,9 @@ def add_cogvote_parsers(consensus, common) -> None:
                              help="recompute a consensus_result from its votes; exit 1 if it does not hold")
     p.add_argument("result", metavar="RESULT", help="a container DID in the store, or a container file")
     p.set_defaults(func=cmd_verify)
+
+
+_TARGET = "the container voted on: its DID or its short id"
 
 
 def _type(p) -> None:
@@ -97,6 +101,8 @@ def _rule(args) -> Rule:
 
 def cmd_vote(args) -> int:
     config = _config(args)
+    args.target = container_did(config, args.target)
+    args.evidence = [container_did(config, d) for d in args.evidence]
     key = open_identity(config)
     db = _open_db(config)
     try:
@@ -110,6 +116,7 @@ def cmd_vote(args) -> int:
 
 def cmd_status(args) -> int:
     config = _config(args)
+    args.target = container_did(config, args.target)
     db = _open_db(config)
     try:
         t = tally_stored(db, args.target, rule=_rule(args), at_ms=now_ms())
@@ -137,6 +144,7 @@ def cmd_status(args) -> int:
 
 def cmd_result(args) -> int:
     config = _config(args)
+    args.target = container_did(config, args.target)
     key = open_identity(config)
     db = _open_db(config)
     try:

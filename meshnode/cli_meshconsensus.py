@@ -18,8 +18,8 @@ def add_parsers(consensus, common) -> None:
     p.add_argument("value", help="the text to decide (at most 16 KiB)")
     p.set_defaults(func=cmd_propose)
     p = consensus.add_parser("decisions", parents=[common], help="binding decisions, newest first")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_decisions)
     p = consensus.add_parser("next-committee", parents=[common],
                              help="propose the next epoch's committee, weighted by the members' published trust")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cli_common import _config, _open_db, terminal_safe
+from meshnode.cli_common import _config, _open_db, agent_did, terminal_safe
 from meshnode.container import now_ms
 from meshnode.reputation.reading import reputation_detail, reputation_rows
 
@@ -22,7 +22,7 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
     p = rep.add_parser("show", parents=[common], help="one agent's trust: evidence, history, others' statements")
-    p.add_argument("did")
+    p.add_argument("did", metavar="AGENT", help="the agent: its DID (did:key:...), its name, or its short id (key:...)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
 
@@ -54,7 +54,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    d = _read(args, lambda db: reputation_detail(db, args.did, now_ms=now_ms()))
+    did = agent_did(_config(args), args.did)
+    d = _read(args, lambda db: reputation_detail(db, did, now_ms=now_ms()))
     if args.json:
         print(json.dumps(d, indent=2))
         return 0
