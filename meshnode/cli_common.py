@@ -128,6 +128,25 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+def print_fields(args: argparse.Namespace, record: dict) -> None:
+    """One record: with ``--json`` as JSON; otherwise a ``key: value`` line per field (lists
+    joined, tables as ``key=value``, nested records as JSON on their line)."""
+    if getattr(args, "json", False):
+        print_json(record)
+        return
+    width = max((len(k) for k in record), default=0) + 2
+    for key, value in record.items():
+        if isinstance(value, list):
+            shown = ", ".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, bool) or value is None:
+            shown = {True: "yes", False: "no", None: "-"}[value]
+        else:
+            shown = value
+        print(terminal_safe(f"{key + ':':{width}}{shown if shown != '' else '(none)'}"))
+
+
 def print_rows(args: argparse.Namespace, rows: list, line: Callable[[Any], str]) -> None:
     """The one output contract of a listing: with ``--json`` the rows as JSON (``[]`` when
     there are none); otherwise ``line(row)`` for each, made terminal-safe (it may hold

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
 from meshnode.container import now_ms
 from meshnode.gate import GateError, confirm, drafts, snapshots
 from meshnode.gate import setup as gate_setup
@@ -53,6 +53,7 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_snapshots_list)
     p = s.add_parser("show", parents=[common], help="one snapshot")
     p.add_argument("id", type=int, help="the snapshot's number, as `meshnode snapshots list` shows it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_snapshots_show)
     p = s.add_parser("rollback", parents=[common], help="restore the files as the snapshot has them")
     p.add_argument("id", type=int, help="the snapshot's number, as `meshnode snapshots list` shows it")
@@ -158,18 +159,12 @@ def cmd_drafts_commit(args) -> int:
 
 def cmd_snapshots_list(args) -> int:
     rows = _run(args, lambda db: snapshots.listing(db), with_jail=False)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no snapshots)")
-    for r in rows:
-        print(terminal_safe(f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}"))
+    print_rows(args, rows, lambda r: f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}")
     return 0
 
 
 def cmd_snapshots_show(args) -> int:
-    print(json.dumps(_run(args, lambda db: snapshots.show(db, args.id), with_jail=False), indent=2, default=str))
+    print_fields(args, _run(args, lambda db: snapshots.show(db, args.id), with_jail=False))
     return 0
 
 
@@ -181,14 +176,9 @@ def cmd_snapshots_rollback(args) -> int:
 
 def cmd_confirm_list(args) -> int:
     rows = _run(args, lambda db: confirm.listing(db, now_ms(), None if args.all else "pending"), with_jail=False)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no requests)")
-    for r in rows:
-        print(terminal_safe(f"{r['id']:5}  {r['status']:8} {r['tool']} {json.dumps(r['args'], ensure_ascii=False)}"
-                            f"  ({r['reason']})"))  # whole: a person approves exactly what they read
+    # each request whole: a person approves exactly what they read
+    print_rows(args, rows, lambda r: f"{r['id']:5}  {r['status']:8} {r['tool']}"
+                                     f" {json.dumps(r['args'], ensure_ascii=False)}  ({r['reason']})")
     return 0
 
 

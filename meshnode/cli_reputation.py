@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cli_common import _config, _open_db, agent_did, terminal_safe
+from meshnode.cli_common import _config, _open_db, agent_did, print_rows, terminal_safe
 from meshnode.container import now_ms
 from meshnode.reputation.reading import reputation_detail, reputation_rows
 
@@ -41,16 +41,14 @@ def _who(r: dict) -> str:
 
 def cmd_list(args) -> int:
     rows = _read(args, lambda db: reputation_rows(db, now_ms=now_ms()))
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no reputation yet)")
-    for r in rows:
-        flags = f"  capped until {r['capped_until']}" if r["capped_until"] else ""
-        via = f" via {' > '.join(r['via'])}" if r["via"] else ""
-        print(terminal_safe(f"{r['score']:.3f}  {r['trust_level']:6}  {r['basis']:10}  {_who(r)}{via}{flags}"))
+    print_rows(args, rows, _line)
     return 0
+
+
+def _line(r: dict) -> str:
+    flags = f"  capped until {r['capped_until']}" if r["capped_until"] else ""
+    via = f" via {' > '.join(r['via'])}" if r["via"] else ""
+    return f"{r['score']:.3f}  {r['trust_level']:6}  {r['basis']:10}  {_who(r)}{via}{flags}"
 
 
 def cmd_show(args) -> int:

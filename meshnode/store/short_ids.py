@@ -54,8 +54,8 @@ def resolve_container(db: Database | None, text: str, noun: str = "container") -
     body = text[len(CONTAINER_HEAD):] if text.startswith(CONTAINER_HEAD) else text
     if text.startswith("did:") and not text.startswith(CONTAINER_HEAD) or not _B64URL.fullmatch(body or "-") \
             or len(body) < MIN_SHORT:
-        raise ShortIdError("bad_id", f"{text!r} names no {noun}: give its DID (did:hmp:container:...) or the"
-                                     f" short id a listing shows (at least {MIN_SHORT} characters)")
+        raise ShortIdError("bad_id", f"{text!r} names no {noun}: it is not a DID (did:hmp:container:...) nor the"
+                                     f" short id a listing shows ({MIN_SHORT} characters or more)")
     with sql_errors("resolving a short id"):
         rows = db.conn.execute("SELECT did FROM containers WHERE did GLOB ? LIMIT 2",
                                (CONTAINER_HEAD + body + "*",)).fetchall()
@@ -77,8 +77,8 @@ def resolve_agent(db: Database | None, text: str) -> str:
             return _one(rows, text, "agent")
         body = text[4:] if text.startswith("key:") else text
         if not _B58.fullmatch(body or "0") or len(body) < MIN_SHORT:
-            raise ShortIdError("bad_id", f"{text!r} names no agent: give its DID (did:key:...), its name,"
-                                         " or the short id a listing shows (key:...)")
+            raise ShortIdError("bad_id", f"{text!r} names no agent: it is not a DID (did:key:...), a known name,"
+                                         " nor the short id a listing shows (key:...)")
         pattern = AGENT_HEAD + body + "*"
         rows = db.conn.execute("SELECT id FROM agent_peers WHERE id GLOB ? UNION"
                                " SELECT id FROM identity WHERE id GLOB ? LIMIT 2", (pattern, pattern)).fetchall()
@@ -87,7 +87,8 @@ def resolve_agent(db: Database | None, text: str) -> str:
 
 def _one(rows: list, text: str, noun: str) -> str:
     if not rows:
-        raise ShortIdError("not_found", f"{text!r} names no {noun} known to this node")
+        kind = "a DID, nor the name or short id" if noun == "agent" else "a DID, nor the short id"
+        raise ShortIdError("not_found", f"{text!r} names no {noun}: it is not {kind} of one known here")
     if len(rows) > 1:
         raise ShortIdError("ambiguous_id", f"{text!r} names more than one {noun}; give more characters")
     return rows[0][0]
