@@ -343,13 +343,11 @@ def cmd_find(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(terminal_safe(f"did:       {result['did']}\n"
-                        f"peer id:   {result['peer_id']}\n"
-                        f"name:      {result.get('name') or '(no announce)'}\n"
-                        f"connected: {'yes' if result.get('connected') else 'no'}"
-                        f" ({result.get('elapsed_ms', 0):.0f} ms)"), keep_newlines=True)
-    for addr in result.get("addresses") or ["(no address)"]:
-        print(terminal_safe(f"address:   {addr}"))
+    lines = [f"did:       {result['did']}", f"peer id:   {result['peer_id']}",
+             f"name:      {result.get('name') or '(no announce)'}",
+             f"connected: {'yes' if result.get('connected') else 'no'} ({result.get('elapsed_ms', 0):.0f} ms)"]
+    lines += [f"address:   {addr}" for addr in result.get("addresses") or ["(none)"]]
+    print(terminal_safe("\n".join(lines), keep_newlines=True))
     return 0
 
 
