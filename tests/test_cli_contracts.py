@@ -224,3 +224,13 @@ def test_subcommand_help_shows_its_description_and_example(run_cli):
     out = ok(run_cli("link", "add", "--help"))
     assert "Relate a concept to others" in out and "example: meshnode link add" in out
     assert "SOURCE" in out and "the concept's container DID or short id" in out
+
+
+def test_bad_fields_are_named_in_words_not_field_paths(home, run_cli):
+    cat = ok(run_cli("--home", home, "concept", "add", "cat")).strip()
+    for args, words in ((("link", "add", cat, "r" * 65, cat), "the relation is 1 to 64 characters"),
+                        (("link", "add", cat, "is-a", cat, "--tag", ""), "each of the tags is 1 to 64 characters"),
+                        (("diary", "add", "x", "--topic", " "), "each of the topics is 1 to 64 characters"),
+                        (("concept", "add", "dog", "--alias", ""), "each of the aliases is 1 to 256 characters")):
+        line = one_error_line(run_cli("--home", home, *args))
+        assert words in line and "payload" not in line and "edges" not in line, line
