@@ -143,19 +143,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
         try:
-            code = args.func(args) or 0
-        except MeshnodeError as exc:
-            print(f"meshnode: {exc.reason}", file=sys.stderr)
-            code = 1
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
-        return code
+            return _run(argv)
+        finally:  # also after --help or a usage error (SystemExit)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_left()
+
+
+def _run(argv: list[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
+    try:
+        return args.func(args) or 0
+    except MeshnodeError as exc:
+        print(f"meshnode: {exc.reason}", file=sys.stderr)
+        return 1
 
 
 def _reader_left() -> int:

@@ -130,7 +130,7 @@ def print_json(value: Any) -> None:
 
 def print_fields(args: argparse.Namespace, record: dict) -> None:
     """One record: with ``--json`` as JSON; otherwise a ``key: value`` line per field (lists
-    joined, tables as ``key=value``, nested records as JSON on their line)."""
+    joined, tables as ``key=value``, empty as ``(none)``)."""
     if getattr(args, "json", False):
         print_json(record)
         return

@@ -79,7 +79,8 @@ def test_a_closed_pipe_ends_quietly(home, run_cli, fake_user_home, tmp_path):
     exported = tmp_path / "note.cbor"
     ok(run_cli("--home", home, "container", "export", dids[0], exported))
     commands = [("status",), ("status", "--json"), ("note", "list"), ("note", "list", "--json", "--limit", "100"),
-                ("container", "show", exported), ("consensus", "status", dids[0]), ("diary", "list", "--json")]
+                ("container", "show", exported), ("consensus", "status", dids[0]), ("diary", "list", "--json"),
+                ("note", "add", "--help")]
     for command in commands:
         for read_lines in (0, 1):
             result = run_into_closed_pipe(fake_user_home, "--home", home, *command, read_lines=read_lines)
