@@ -162,9 +162,10 @@ def test_references_to_nothing_are_refused_unless_allowed(home, run_cli):
 
 def test_diary_list_shows_topics(home, run_cli):
     did = ok(run_cli("--home", home, "diary", "add", "it held", "--topic", "mesh", "--topic", "ops")).strip()
-    assert ok(run_cli("--home", home, "diary", "list")).splitlines() == [f"{short(did)}  "
-        + json.loads(ok(run_cli("--home", home, "diary", "list", "--json")))[0]["timestamp"][:19]
-        + "  (mesh, ops) it held"]
+    row = json.loads(ok(run_cli("--home", home, "diary", "list", "--json")))[0]
+    assert row["tags"] == ["mesh", "ops"]  # a list, not JSON text inside JSON
+    lines = ok(run_cli("--home", home, "diary", "list")).splitlines()
+    assert lines == [f"{short(did)}  {row['timestamp'][:19]}  (mesh, ops) it held"]
 
 
 def run_on_terminal(fake_user_home, *args) -> str:
