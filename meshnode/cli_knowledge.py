@@ -224,6 +224,5 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"sent {result['pushed']}, received {result['fetched']} container(s)"
-          f" ({result['rounds']} round(s), {result.get('passes', 1)} pass(es))")
+    print(f"sent {result['pushed']}, received {result['fetched']} container(s)")
     return 0
