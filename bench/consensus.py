@@ -10,6 +10,12 @@
    beside the commit latency of pysyncobj (Raft, crash faults only) with 3
    nodes on loopback in this same run, in its default configuration (appends
    batched on a 100 ms tick) and unbatched. Goal: within 3x of Raft.
+3. Real: catch-up of a restarted validator. One of a 4-process committee is
+   stopped, the other three decide a value, and after GossipSub's replay
+   window has passed (so only the catch-up protocol can tell it) the
+   validator is started again: the time from its "ready" (and from its
+   launch) until it has the missed decision, with nothing new proposed.
+   (``--catch-up-only`` runs just this part.)
 The last line is one JSON object.
 """
 
@@ -72,6 +78,37 @@ def real_committee(decisions: int) -> list[float]:
                 n.kill()
 
 
+def catch_up(restarts: int) -> list[dict]:
+    from test_mesh_consensus import committee_of, decided, start_committee
+
+    with tempfile.TemporaryDirectory() as tmp:
+        nodes = committee_of(Path(tmp), 4)
+        try:
+            start_committee(nodes)
+            rows = []
+            for i in range(restarts):
+                away = nodes[3]
+                away.stop()
+                value = f"missed by the restarted validator {i}"
+                nodes[i % 3].call("consensus_propose", {"value": value, "wait_seconds": 30})
+                time.sleep(6)  # past GossipSub's replay window (3 heartbeats of 1 s): only catch-up can tell it
+                away.set_bootstrap(nodes[0])
+                launched = time.time() * 1000
+                away.start()
+                ready = time.time() * 1000
+                while value not in decided(away):
+                    time.sleep(0.05)
+                at = next(r["decided_at_ms"] for r in away.call("consensus_decisions", {"limit": 5})
+                          if r["value"] == value)
+                rows.append({"from_ready_ms": round(at - ready), "from_launch_ms": round(at - launched)})
+                print(f"catch-up {i}: {rows[-1]['from_ready_ms']} ms after ready, "
+                      f"{rows[-1]['from_launch_ms']} ms after launch", flush=True)
+            return rows
+        finally:
+            for n in nodes:
+                n.kill()
+
+
 def raft(decisions: int, batch: bool = True) -> list[float]:
     """Commit latency of a replicated increment on the leader. ``batch``: pysyncobj's default
     (appends go out on a 100 ms tick); without it every append is sent at once."""
@@ -120,7 +157,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sim-heights", type=int, default=10)
     parser.add_argument("--real-decisions", type=int, default=20)
+    parser.add_argument("--catch-ups", type=int, default=3, help="validator restarts to time")
+    parser.add_argument("--catch-up-only", action="store_true", help="time only the catch-ups")
     args = parser.parse_args()
+    caught = catch_up(args.catch_ups)
+    ready_p50 = statistics.median(r["from_ready_ms"] for r in caught) if caught else None
+    if args.catch_up_only:
+        print(json.dumps({"bench": "consensus", "catch_up": caught, "catch_up_from_ready_p50_ms": ready_p50}))
+        return
     sims = sim_figures(args.sim_heights)
     ours = real_committee(args.real_decisions)
     baseline = raft(args.real_decisions)
@@ -137,7 +181,8 @@ def main() -> None:
                                "ratio_p50": round(p50_ours / p50_raft, 1), "goal_ratio": 3,
                                "raft_unbatched_p50_ms": round(p50_fast, 3),
                                "ratio_p50_unbatched": round(p50_ours / p50_fast, 1),
-                               "decisions": args.real_decisions}}))
+                               "decisions": args.real_decisions},
+                      "catch_up": caught, "catch_up_from_ready_p50_ms": ready_p50}))
 
 
 if __name__ == "__main__":

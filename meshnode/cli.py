@@ -32,7 +32,8 @@ from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, describe, print_json,
                                  print_rows, read_limited_file, terminal_safe, who)
 from meshnode.store.short_ids import short_container_id
-from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_reputation
+from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, cli_reputation
+from meshnode import cli_ethics
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -95,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reputation.add_parsers(sub, common)
     cli_consensus.add_parsers(sub, common)
     cli_llm.add_parsers(sub, common)
+    cli_mind.add_parsers(sub, common)
     cli_gate.add_parsers(sub, common)
+    cli_ethics.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -260,6 +263,20 @@ def cmd_status(args) -> int:
         if live is not None:
             mind = live.get("cognition", {})
             print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
+            for llm in mind.get("llms") or []:  # in core outage: each registered LLM and why it did not answer
+                print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
+            calls = mind.get("tool_calls") or {}
+            if calls and calls["used"] >= calls["max"]:
+                print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"
+                      " `meshnode gate reset-limit` lets it go on")
+            held = mind.get("held") or {}
+            if held.get("count"):  # a stall must be visible: what waits, and why
+                print(terminal_safe(f"{'held:':10} {held['count']} command(s), newest: {held['reason']}"
+                                    " (`meshnode mind held`, then release or drop)"))
+            for name, f in (mind.get("validators_failing") or {}).items():
+                if f.get("set_aside"):
+                    print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
+                                        f" in a row ({f['last_error']}); asked again later"))
     return 0
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Callable
 
-from meshnode import control
+from meshnode import control, knowledge
 from meshnode.config import load_config, resolve_home
 from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
@@ -45,6 +45,15 @@ def _config(args: argparse.Namespace):
 
 def _open_db(config) -> Database:
     return Database(config.db_path, create=False)
+
+
+def with_db(args: argparse.Namespace, fn: Callable[[Database], Any]) -> Any:
+    """``fn(db)`` on the home's database, closed after (commands that work with or without a node)."""
+    db = _open_db(_config(args))
+    try:
+        return fn(db)
+    finally:
+        db.close()
 
 
 def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
@@ -88,6 +97,34 @@ def _resolve(config, resolve, text: str, *rest) -> str:
     db = _open_db(config)
     try:
         return resolve(db, text, *rest)
+    finally:
+        db.close()
+
+
+def resolve_references(config, args: argparse.Namespace, references) -> None:
+    """Turn the DIDs and short ids among ``args`` into whole container DIDs, in place, and
+    refuse (unless --allow-dangling) one that this node does not hold or that is of another
+    class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
+    (attribute of ``args``, the argument as a person typed it, the class it must name); an
+    attribute that is None (an option not given) is left as it is."""
+    db = _open_db(config)
+    try:
+        for attr, flag, cls in references:
+            value = getattr(args, attr, None)
+            if value is None:
+                continue
+            resolved = []
+            for text in value if isinstance(value, list) else [value]:
+                try:
+                    did = short_ids.resolve_container(db, text, knowledge.CLASS_NOUNS[cls])
+                except MeshnodeError as exc:
+                    raise knowledge.KnowledgeError(exc.code, f"{flag}: {exc.reason}") from None
+                problem = knowledge.reference_problem(db, did, cls)
+                if problem and not getattr(args, "allow_dangling", False):
+                    raise knowledge.KnowledgeError("dangling_reference", f"{flag} {did}: {problem}"
+                                                   " (--allow-dangling refers to it anyway)")
+                resolved.append(did)
+            setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
     finally:
         db.close()
 

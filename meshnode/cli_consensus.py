@@ -25,6 +25,7 @@ from meshnode.container import ContainerError, decode_container, now_ms
 from meshnode import cli_meshconsensus
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
+from meshnode.store.short_ids import ShortIdError
 
 MAX_RESULT_FILE = 64 * 1024 * 1024
 
@@ -52,7 +53,7 @@ def add_cogvote_parsers(consensus, common) -> None:
     _type(p)
     p.add_argument("--argument", action="append", default=[], metavar="TEXT", help="a reason (repeatable)")
     p.add_argument("--evidence", action="append", default=[], metavar="DID",
-                   help="a container supporting the vote (repeatable)")
+                   help="a container supporting the vote, by DID or short id (repeatable)")
     p.set_defaults(func=cmd_vote)
 
     p = consensus.add_parser("status", parents=[common], help="the local tally of the votes on a container")
@@ -70,8 +71,13 @@ def add_cogvote_parsers(consensus, common) -> None:
     p.set_defaults(func=cmd_result)
 
     p = consensus.add_parser("verify", parents=[common],
-                             help="recompute a consensus_result from its votes; exit 1 if it does not hold")
-    p.add_argument("result", metavar="RESULT", help="a container DID in the store, or a container file")
+                             help="recompute a consensus_result from its votes; exit 1 if it does not hold",
+                             description="Recompute a consensus_result from the votes it lists. A result file "
+                                         "needs no node home: give the votes as files (--vote); a home's store, "
+                                         "when there is one, supplies the votes it holds.")
+    p.add_argument("result", metavar="RESULT", help="a container file, or the DID or short id of one in the store")
+    p.add_argument("--vote", action="append", default=[], metavar="FILE",
+                   help="a vote container file the result lists (repeatable)")
     p.set_defaults(func=cmd_verify)
 
 
@@ -96,13 +102,27 @@ def _rule(args) -> Rule:
     return Rule(args.decision, round(args.half_life_days * DAY_MS), args.min_voters, args.min_trust)
 
 
+def _target(config, text: str) -> str:
+    """What a vote is about: a DID as it is (a vote may be on any DID; the tally checks it),
+    or the short id of a container held here, as a listing shows it."""
+    if text.startswith("did:"):
+        return text
+    try:
+        return container_did(config, text)
+    except ShortIdError as exc:
+        if exc.code != "bad_id":
+            raise
+        raise ConsensusError("bad_target", f"{text[:80]!r} is not a DID (did:<method>:<id>) nor the short id"
+                                           " of a container held here") from None
+
+
 # --- commands -------------------------------------------------------------------------
 
 
 def cmd_vote(args) -> int:
     config = _config(args)
-    args.target = container_did(config, args.target)
-    args.evidence = [container_did(config, d) for d in args.evidence]
+    args.target = _target(config, args.target)
+    args.evidence = [_target(config, d) for d in args.evidence]
     key = open_identity(config)
     db = _open_db(config)
     try:
@@ -116,7 +136,7 @@ def cmd_vote(args) -> int:
 
 def cmd_status(args) -> int:
     config = _config(args)
-    args.target = container_did(config, args.target)
+    args.target = _target(config, args.target)
     db = _open_db(config)
     try:
         t = tally_stored(db, args.target, rule=_rule(args), at_ms=now_ms())
@@ -144,7 +164,7 @@ def cmd_status(args) -> int:
 
 def cmd_result(args) -> int:
     config = _config(args)
-    args.target = container_did(config, args.target)
+    args.target = _target(config, args.target)
     key = open_identity(config)
     db = _open_db(config)
     try:
@@ -158,27 +178,45 @@ def cmd_result(args) -> int:
 def cmd_verify(args) -> int:
     config = _config(args)
     now = now_ms()
-    path = Path(args.result)
-    data = read_limited_file(path, MAX_RESULT_FILE) if not args.result.startswith("did:") and path.exists() else None
-    if data is None and not args.result.startswith("did:"):
-        raise MeshnodeError("not_found", f"{args.result} is neither a container file nor a container DID")
-    db = _open_db(config)
+    given = [_container_file(Path(f), config, now) for f in args.vote]
+    by_did = args.result.startswith("did:") or not Path(args.result).exists()
+    if by_did and not args.result.startswith("did:"):  # not a file: the short id of a result held here?
+        args.result = _held_result(config, args.result)
+    result = None if by_did else _container_file(Path(args.result), config, now)
+    # a DID is looked up in the store; a file needs none (the votes it lists may come as files)
+    db = _open_db(config) if by_did or config.db_path.exists() else None
     try:
-        if data is not None:
-            try:
-                result = decode_container(data, now_ms=now, limits=config.limits)
-            except ContainerError as exc:
-                raise MeshnodeError(exc.code, f"{args.result} is not a valid container ({exc.code}): "
-                                              f"{exc.reason}") from None
-        else:
+        if result is None:
             result = db.load_container(args.result, now_ms=now)
             if result is None:
                 raise MeshnodeError("not_found", f"no container {args.result} in this node's store")
-        verdict, view = verify_stored(db, result, now_ms=now)
-        if not verdict.ok:
-            raise ConsensusError(verdict.code, f"{result.did} does not verify ({verdict.code}): {verdict.reason}")
+        verdict, view = verify_stored(db, result, now_ms=now, given=given)
     finally:
-        db.close()
+        if db is not None:
+            db.close()
+    if not verdict.ok:
+        hint = " (give the vote's file with --vote)" if verdict.code == "missing_vote" else ""
+        raise ConsensusError(verdict.code, f"{result.did} does not verify ({verdict.code}): {verdict.reason}{hint}")
     print(verdict.line())
-    print(f"  {view.line()}")
+    if view is not None:
+        print(f"  {view.line()}")
     return 0
+
+
+def _held_result(config, text: str) -> str:
+    try:
+        if config.db_path.exists():
+            return container_did(config, text, "consensus result")
+    except ShortIdError as exc:
+        if exc.code != "bad_id":  # a short id of none held here, or of several
+            raise
+    raise MeshnodeError("not_found", f"{text} is neither a container file nor a container DID"
+                                     " (nor the short id of one held here)")
+
+
+def _container_file(path: Path, config, now: int):
+    data = read_limited_file(path, MAX_RESULT_FILE)
+    try:
+        return decode_container(data, now_ms=now, limits=config.limits)
+    except ContainerError as exc:
+        raise MeshnodeError(exc.code, f"{path} is not a valid container ({exc.code}): {exc.reason}") from None

@@ -1,12 +1,13 @@
 """The person's side of the action gate: review drafts, commit, roll back, answer confirmations.
 
-    meshnode drafts list [--diff]          the agent's open drafts (and what its reflection said)
-    meshnode drafts accept|reject PATH...  (or --all)
+    meshnode drafts list [--diff] [--all]  the agent's open drafts (and what its reflection said)
+    meshnode drafts accept|reject PATH...  (or --all: the pending ones; never a rejected one)
     meshnode drafts edit PATH --from FILE  replace a draft's content with your own
     meshnode drafts commit -m REASON       write the accepted drafts, all or nothing, after a snapshot
     meshnode snapshots list|show ID|rollback ID
     meshnode confirm list|approve ID|reject ID
     meshnode gate tools [--openai]         the tools and their risk levels
+    meshnode gate reset-limit              give the agent a fresh budget of tool calls
 
 These work on the node's database and workspace directly, so they also work
 while the node is stopped; a running node sees the answers at its next tick.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import GateError, confirm, drafts, snapshots
+from meshnode.gate import GateError, budget, confirm, drafts, outbound, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 
@@ -31,12 +32,15 @@ def add_parsers(sub, common) -> None:
         dest="drafts_command", required=True, metavar="SUBCOMMAND")
     p = d.add_parser("list", parents=[common], help="open drafts")
     p.add_argument("--diff", action="store_true", help="show each unified diff")
+    p.add_argument("--all", action="store_true", help="the drafts you rejected too (discarded at the next commit)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_drafts_list)
     for name in ("accept", "reject"):
         p = d.add_parser(name, parents=[common], help=f"{name} drafts")
-        p.add_argument("paths", nargs="*", metavar="PATH", help="a draft's path, as `meshnode drafts list` shows it")
-        p.add_argument("--all", action="store_true", help="every open draft")
+        p.add_argument("paths", nargs="*", metavar="PATH",
+                       help="a drafted file's path, as `meshnode drafts list` shows it")
+        p.add_argument("--all", action="store_true", help="every pending draft" if name == "accept"
+                       else "every pending or accepted draft")
         p.set_defaults(func=cmd_drafts_decide, decision=name)
     p = d.add_parser("edit", parents=[common], help="put your own content in a draft")
     p.add_argument("path", help="the draft's path, as `meshnode drafts list` shows it")
@@ -72,9 +76,14 @@ def add_parsers(sub, common) -> None:
 
     g = sub.add_parser("gate", parents=[common], help="the action gate's tools").add_subparsers(
         dest="gate_command", required=True, metavar="SUBCOMMAND")
-    p = g.add_parser("tools", parents=[common], help="the tools and their risk levels")
+    p = g.add_parser("tools", parents=[common], help="the tools and their risk levels, and which sends out of"
+                     " the node ask a person first")
     p.add_argument("--openai", action="store_true", help="as OpenAI tool definitions (JSON)")
     p.set_defaults(func=cmd_tools)
+    what = "let the agent go on after it used its budget of tool calls for a piece of work ([gate] max_calls_per_task)"
+    p = g.add_parser("reset-limit", parents=[common], help=what, description=what + "; a running node applies it at"
+                     " its next tick")
+    p.set_defaults(func=cmd_reset_limit)
 
 
 def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
@@ -94,11 +103,11 @@ def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
 
 
 def cmd_drafts_list(args) -> int:
-    rows, submitted = _run(args, lambda db, jail: (drafts.review(db, jail, SESSION, shown_to_person=True),
-                                                   _last_submission(db)))
+    listed = _run(args, lambda db, jail: drafts.listing(db, jail, SESSION, rejected=args.all))
     if args.json:
-        print(json.dumps({"drafts": rows, "submission": submitted}, indent=2))
+        print(json.dumps(listed, indent=2))
         return 0
+    submitted, rows = listed["submission"], listed["drafts"]
     if submitted:
         state = "ready" if submitted["ready"] else "NOT ready"
         print(terminal_safe(f"the agent submitted these as {state}: {submitted['summary']}"))
@@ -110,32 +119,19 @@ def cmd_drafts_list(args) -> int:
         print(terminal_safe(f"{r['status']:9} {what:6} {r['path']}{'  CONFLICT: changed since drafted' if r['conflict'] else ''}"))
         if args.diff:
             print(terminal_safe(r["diff"], keep_newlines=True))
+    if listed["rejected_hidden"]:
+        print(f"({listed['rejected_hidden']} rejected, not shown: --all shows them; the next commit discards them)")
     return 0
-
-
-def _last_submission(db) -> dict | None:
-    row = db.conn.execute("SELECT summary, reflection, ready, drafts, created_ms FROM gate_submissions"
-                          " WHERE session = ? ORDER BY id DESC LIMIT 1", (SESSION,)).fetchone()
-    return None if row is None else dict(zip(("summary", "reflection", "ready", "drafts", "created_ms"), row))
 
 
 def cmd_drafts_decide(args) -> int:
     """Accepting takes only drafts whose content is what `drafts list` last showed; others are
     named, so the person looks again (the agent may have changed them in between)."""
-    def decide(db, jail):
-        paths = [r["path"] for r in drafts.review(db, jail, SESSION)] if args.all \
-            else [jail.resolve(p) for p in args.paths]
-        done, unseen = [], []
-        for path in paths:
-            try:
-                drafts.decide(db, SESSION, path, args.decision, shown_only=True)
-                done.append(path)
-            except GateError as exc:
-                if exc.code != "not_shown":
-                    raise
-                unseen.append(path)
-        return {"decided": done, "changed_since_listed": unseen}
-    result = _run(args, decide, tell_agent=args.decision)
+    if bool(args.all) == bool(args.paths):
+        raise GateError("bad_arguments", f"name the drafts to {args.decision}, or give --all (not both)")
+    result = _run(args, lambda db, jail: drafts.decide_many(db, jail, SESSION, args.decision,
+                                                             None if args.all else args.paths),
+                  tell_agent=args.decision)
     print(f"{args.decision}ed: {', '.join(result['decided']) or '(nothing)'}")
     if result["changed_since_listed"]:
         print(f"not accepted, changed since you listed them: {', '.join(result['changed_since_listed'])};"
@@ -195,4 +191,14 @@ def cmd_tools(args) -> int:
         return 0
     for t in TOOLS.values():
         print(f"{t.risk:12} {t.name:13} {t.summary}")
+    asks = _config(args).values["gate"]["outbound_confirm"]
+    for kind, (what, command) in outbound.KINDS.items():  # sends out of the node: [gate] outbound_confirm
+        print(f"{outbound.OUTBOUND:12} {kind:13} {what} ({command}):"
+              f" {'asks a person first' if kind in asks else 'goes at once'}")
+    return 0
+
+
+def cmd_reset_limit(args) -> int:
+    _run(args, lambda db: budget.request_reset(db, now_ms(), "cli"), with_jail=False, tell_agent="limit reset")
+    print("the agent's budget of tool calls starts again at its next tick")
     return 0

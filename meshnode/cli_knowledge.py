@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from meshnode import knowledge
-from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, live_or_local, print_json,
-                                 print_rows, terminal_safe)
+from meshnode import cli_edits, knowledge
+from meshnode.cli_common import (_ask_node, _config, agent_did, container_did, live_or_local, print_json, print_rows,
+                                 resolve_references, terminal_safe)
 from meshnode.container import now_ms
-from meshnode.errors import MeshnodeError
 from meshnode.store import short_ids
 from meshnode.store.database import Database
 
@@ -30,6 +29,7 @@ def add_note_parsers(note, common) -> None:
     p.add_argument("tags", nargs="*", help="tags to add")
     p.add_argument("--remove", action="append", default=[], metavar="TAG", help="a tag to remove (repeatable)")
     p.set_defaults(func=cmd_note_tag)
+    cli_edits.add_note_parsers(note, common)
 
 
 def add_parsers(sub, common) -> None:
@@ -43,6 +43,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p, "diary entry")
     p.set_defaults(func=cmd_diary_add)
     _list_parser(diary, common, "diary", "diary entries, the version each lineage shows")
+    cli_edits.add_diary_parsers(diary, common)
 
     concept = sub.add_parser("concept", parents=[common], help="concepts (CogSync semantic nodes)")
     concept = concept.add_subparsers(dest="concept_command", required=True, metavar="SUBCOMMAND")
@@ -55,6 +56,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p, "concept")
     p.set_defaults(func=cmd_concept_add)
     _list_parser(concept, common, "concepts", "concepts")
+    cli_edits.add_concept_parsers(concept, common)
 
     link = sub.add_parser("link", parents=[common], help="links between concepts (CogSync semantic edges)")
     link = link.add_subparsers(dest="link_command", required=True, metavar="SUBCOMMAND")
@@ -70,6 +72,7 @@ def add_parsers(sub, common) -> None:
     _replaces(p, "link")
     p.set_defaults(func=cmd_link_add)
     _list_parser(link, common, "links", "links")
+    cli_edits.add_link_parsers(link, common)
 
     p = sub.add_parser("sync", parents=[common], help="sync with a peer now (needs a running node)",
                        epilog="example: meshnode sync bob   (a peer's name, short id key:..., or did:key:...)")
@@ -83,6 +86,9 @@ def _replaces(p, noun: str) -> None:
                    help=f"the {noun} this one updates, by container DID or short id (repeatable: joins forks)")
     p.add_argument("--allow-dangling", action="store_true",
                    help="refer to containers this node does not hold (refused otherwise: usually a typo)")
+    p.add_argument("--forward", type=int, choices=(0, 1), default=None, metavar="N",
+                   help="hops past your friends it may travel: 0 keeps it with your friends, 1 lets them "
+                        "pass it to theirs (default: no limit, friend to friend)")
 
 
 def _list_parser(sub, common, kind: str, what: str) -> None:
@@ -99,7 +105,7 @@ def _add(args, cmd: str, request, build) -> int:
     """Write a diary entry, concept or link: through the running node, else here. ``request``
     and ``build`` are functions of the arguments, called once their references are resolved."""
     config = _config(args)
-    _resolve_references(config, args, _REFERENCES[cmd])
+    resolve_references(config, args, _REFERENCES[cmd])
 
     def local(db: Database, key):
         c = build(key)
@@ -119,52 +125,32 @@ _REFERENCES = {
 }
 
 
-def _resolve_references(config, args, references) -> None:
-    """Turn the DIDs and short ids among ``args`` into whole container DIDs, in place, and
-    refuse (unless --allow-dangling) one that this node does not hold or that is of another
-    class: a version of nothing, or a link to nothing, is almost always a typo."""
-    db = _open_db(config)
-    try:
-        for attr, flag, cls in references:
-            value = getattr(args, attr)
-            resolved = []
-            for text in value if isinstance(value, list) else [value]:
-                try:
-                    did = short_ids.resolve_container(db, text, knowledge.CLASS_NOUNS[cls])
-                except MeshnodeError as exc:
-                    raise knowledge.KnowledgeError(exc.code, f"{flag}: {exc.reason}") from None
-                problem = knowledge.reference_problem(db, did, cls)
-                if problem and not args.allow_dangling:
-                    raise knowledge.KnowledgeError("dangling_reference", f"{flag} {did}: {problem}"
-                                                   " (--allow-dangling refers to it anyway)")
-                resolved.append(did)
-            setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
-    finally:
-        db.close()
-
-
 def cmd_diary_add(args) -> int:
     return _add(args, "diary_add",
-                lambda: {"text": args.text, "title": args.title, "topics": args.topic, "previous": args.replaces},
+                lambda: {"text": args.text, "title": args.title, "topics": args.topic, "previous": args.replaces,
+                         "forward": args.forward},
                 lambda key: knowledge.make_diary_entry(key, args.text, now_ms=now_ms(), title=args.title,
-                                                       topics=args.topic, replaces=args.replaces))
+                                                       topics=args.topic, replaces=args.replaces,
+                                                       forward=args.forward))
 
 
 def cmd_concept_add(args) -> int:
     return _add(args, "concept_add",
                 lambda: {"label": args.label, "description": args.description, "aliases": args.alias,
-                         "tags": args.tag, "previous": args.replaces},
+                         "tags": args.tag, "previous": args.replaces, "forward": args.forward},
                 lambda key: knowledge.make_concept(key, args.label, now_ms=now_ms(), description=args.description,
-                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces))
+                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces,
+                                                   forward=args.forward))
 
 
 def cmd_link_add(args) -> int:
     return _add(args, "link_add",
                 lambda: {"source": args.source, "relation": args.relation, "targets": args.targets,
-                         "domain": args.domain, "inverse": args.inverse, "tags": args.tag, "previous": args.replaces},
+                         "domain": args.domain, "inverse": args.inverse, "tags": args.tag, "previous": args.replaces,
+                         "forward": args.forward},
                 lambda key: knowledge.make_link(key, args.source, args.relation, args.targets, now_ms=now_ms(),
                                                 domain=args.domain, inverse=args.inverse, tags=args.tag,
-                                                replaces=args.replaces))
+                                                replaces=args.replaces, forward=args.forward))
 
 
 def _versions(r: dict) -> str:

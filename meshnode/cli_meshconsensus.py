@@ -7,6 +7,7 @@ already stored can be listed without one.
 from __future__ import annotations
 
 from meshnode.cli_common import _ask_node, _config, live_or_local, print_fields, print_rows
+from meshnode.errors import MeshnodeError
 from meshnode.store import decisions
 
 
@@ -14,6 +15,8 @@ def add_parsers(consensus, common) -> None:
     p = consensus.add_parser("propose", parents=[common],
                              help="ask the committee to decide a value (needs a running node)")
     p.add_argument("value", help="the text to decide (at most 16 KiB)")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="wait this long for the decision, to report its height (0: do not wait; at most 50)")
     p.set_defaults(func=cmd_propose)
     p = consensus.add_parser("decisions", parents=[common], help="binding decisions, newest first")
     p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
@@ -29,10 +32,22 @@ def add_parsers(consensus, common) -> None:
 
 
 def cmd_propose(args) -> int:
+    if not 0 <= args.wait <= 50:
+        raise MeshnodeError("bad_request", "--wait must be from 0 to 50 seconds")
     config = _config(args)
-    result = _ask_node(config, "consensus_propose", {"value": args.value})
-    print(f"submitted for height {result['height']} (value id {result['value_id'][:16]}...)")
+    result = _ask_node(config, "consensus_propose", {"value": args.value, "wait_seconds": args.wait})
+    print(_outcome(result))
     return 0
+
+
+def _outcome(result: dict) -> str:
+    """Where a submitted value stands: its height once committed, else that it is not known yet."""
+    vid = f"value id {result['value_id'][:16]}..."
+    if result.get("status") == "committed":
+        how = "already decided" if result.get("already_decided") else "committed"
+        return f"{how} at height {result['height']} ({vid})"
+    return (f"submitted ({vid}); not committed yet, so its height is not known (the committee is at height "
+            f"{result['working_height']}): see `meshnode consensus decisions`")
 
 
 def cmd_decisions(args) -> int:
@@ -53,7 +68,7 @@ def _decision_line(r: dict) -> str:
 def cmd_next_committee(args) -> int:
     config = _config(args)
     result = _ask_node(config, "consensus_next_committee")
-    print(f"next committee submitted for height {result['height']}")
+    print(f"next committee {_outcome(result)}")
     return 0
 
 

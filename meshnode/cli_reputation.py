@@ -1,18 +1,23 @@
-"""CLI commands for reputation: ``reputation list`` and ``reputation show DID``.
+"""CLI commands for reputation: ``reputation list``, ``reputation show DID`` and ``reputation set``.
 
-They read the database directly, whether or not a node runs (SQLite WAL lets
-a reader in beside the node's writer), and change nothing. Scores are shown
+They work on the database directly, whether or not a node runs (SQLite WAL lets
+them in beside the node's writer); only ``set`` changes anything: a person's
+judgement, applied as one event of the evidence model (reputation/manual.py). Scores are shown
 as they are now: decayed to the present, direct where this node has evidence,
 else transitive through the statements its trusted peers published.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 
-from meshnode.cli_common import _config, _open_db, agent_did, print_rows, terminal_safe
+from meshnode.cli_common import _config, agent_did, print_json, print_rows, terminal_safe, with_db
 from meshnode.container import now_ms
+from meshnode.reputation.manual import set_by_person
 from meshnode.reputation.reading import reputation_detail, reputation_rows
+
+
+_AGENT = "the agent: its DID (did:key:...), its name, or its short id (key:...)"
 
 
 def add_parsers(sub, common) -> None:
@@ -22,17 +27,26 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
     p = rep.add_parser("show", parents=[common], help="one agent's trust: evidence, history, others' statements")
-    p.add_argument("did", metavar="AGENT", help="the agent: its DID (did:key:...), its name, or its short id (key:...)")
+    p.add_argument("did", metavar="AGENT", help=_AGENT)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
+    p = rep.add_parser("set", parents=[common], help="set an agent's trust to your own judgement",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Set an agent's trust score now (0 = none, 0.5 = unknown, 1 = full), e.g.\n"
+                                   "  meshnode reputation set did:key:z6Mk... 0.8 --reason \"I know its operator\"\n"
+                                   "It then decays toward 0.5 and moves with evidence like any score.")
+    p.add_argument("did", metavar="AGENT", help=_AGENT)
+    p.add_argument("score", type=float, help="the trust score, 0 to 1")
+    p.add_argument("--reason", default="", help="why (kept with the score, shown by `reputation show`)")
+    p.set_defaults(func=cmd_set)
 
 
-def _read(args, fn):
-    db = _open_db(_config(args))
-    try:
-        return fn(db)
-    finally:
-        db.close()
+def cmd_set(args) -> int:
+    did = agent_did(_config(args), args.did)
+    r = with_db(args, lambda db: set_by_person(db, did, args.score, now_ms=now_ms(), reason=args.reason))
+    held = f" (held at {r['score']:.3f} by an equivocation cap)" if r["capped"] else ""
+    print(terminal_safe(f"trust in {r['did']} set to {args.score:.3f}{held}"))
+    return 0
 
 
 def _who(r: dict) -> str:
@@ -40,7 +54,7 @@ def _who(r: dict) -> str:
 
 
 def cmd_list(args) -> int:
-    rows = _read(args, lambda db: reputation_rows(db, now_ms=now_ms()))
+    rows = with_db(args, lambda db: reputation_rows(db, now_ms=now_ms()))
     print_rows(args, rows, _line)
     return 0
 
@@ -53,9 +67,9 @@ def _line(r: dict) -> str:
 
 def cmd_show(args) -> int:
     did = agent_did(_config(args), args.did)
-    d = _read(args, lambda db: reputation_detail(db, did, now_ms=now_ms()))
+    d = with_db(args, lambda db: reputation_detail(db, did, now_ms=now_ms()))
     if args.json:
-        print(json.dumps(d, indent=2))
+        print_json(d)
         return 0
     print(terminal_safe(f"agent:        {_who(d)}"))
     if d["score"] is None:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-
-import multiaddr
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import multiaddr
+
 from meshnode.container.model import Limits
-from meshnode.errors import ConfigError, IdentityError
+from meshnode.errors import ConfigError, IdentityError, MeshnodeError
+from meshnode.gate.outbound import confirm_policy
 from meshnode.identity.did import public_key_from_did
 
 HOME_ENV = "MESHNODE_HOME"
@@ -47,6 +48,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "gossip_heartbeat_seconds": 1.0,
         "sync_seconds": 30.0,
         "reputation_seconds": 60.0,
+        "reputation_first_seconds": 10.0,
         "quiet_after_seconds": 25.0,
         "stale_after_seconds": 60.0,
         "dead_after_seconds": 300.0,
@@ -80,12 +82,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "http_hosts": [],
         "confirm_hours": 1.0,
         "max_calls_per_task": 200,
+        "calls_quiet_seconds": 600.0,
+        "outbound_confirm": ["public", "stranger"],
         "loop_window": 20,
         "loop_repeats": 3,
         "offer_tools": False,
     },
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
-                  "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0},
+                  "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0,
+                  "validator_failures": 3, "validator_retry_seconds": 300.0},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -162,9 +167,12 @@ _SECTION_NOTES = {
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
     "gate": "what the cognitive core may do to this host: its workspace folder, the programs it may run"
-            " (empty: a small read-mostly default set), and their limits",
+            " (empty: a small read-mostly default set), and their limits; the budget of tool calls per piece"
+            " of work (max_calls_per_task, restarted after calls_quiet_seconds without calls); which sends out"
+            " of the node wait for a person (outbound_confirm: public, friends, stranger, friend)",
     "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
-                 " how many trusted peers (friends, or trust >= min) validate its answers",
+                 " how many trusted peers (friends, or trust >= min) validate its answers, and after how many"
+                 " failures in a row a validator is set aside (asked again after validator_retry_seconds)",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input",
 }
 
@@ -343,6 +351,8 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "net.sync_seconds must be between 0.2 and 86400")
     if not 1 <= net["reputation_seconds"] <= 86400:
         raise ConfigError("bad_config", "net.reputation_seconds must be between 1 and 86400")
+    if not 0.1 <= net["reputation_first_seconds"] <= net["reputation_seconds"]:
+        raise ConfigError("bad_config", "net.reputation_first_seconds must be from 0.1 to net.reputation_seconds")
     if not 0.1 <= net["gossip_heartbeat_seconds"] <= 60:
         raise ConfigError("bad_config", "net.gossip_heartbeat_seconds must be between 0.1 and 60")
     if not 0.05 <= net["heartbeat_seconds"] <= 3600:
@@ -382,12 +392,21 @@ def _check(values: dict) -> None:
             or not 2 <= gate["loop_window"] <= 1000 or not 1 <= gate["loop_repeats"] <= gate["loop_window"]:
         raise ConfigError("bad_config", "gate: confirm_hours 0.01..720, max_calls_per_task 1..100000,"
                           " loop_window 2..1000, loop_repeats 1..loop_window")
+    if not 1 <= gate["calls_quiet_seconds"] <= 7 * 86400:
+        raise ConfigError("bad_config", "gate.calls_quiet_seconds must be between 1 and 604800")
+    try:
+        confirm_policy(gate["outbound_confirm"])
+    except MeshnodeError as exc:
+        raise ConfigError("bad_config", exc.reason) from None
     if not 0 <= cognition["peer_validators"] <= 16:
         raise ConfigError("bad_config", "cognition.peer_validators must be between 0 and 16")
     if not 0 <= cognition["peer_validation_min_trust"] <= 1:
         raise ConfigError("bad_config", "cognition.peer_validation_min_trust must be between 0 and 1")
     if not 1 <= cognition["peer_validation_seconds"] <= 600:
         raise ConfigError("bad_config", "cognition.peer_validation_seconds must be between 1 and 600")
+    if not 1 <= cognition["validator_failures"] <= 1000 or not 1 <= cognition["validator_retry_seconds"] <= 86400:
+        raise ConfigError("bad_config", "cognition.validator_failures must be 1..1000 and"
+                          " cognition.validator_retry_seconds 1..86400")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

@@ -45,13 +45,28 @@ def _head(tags: list[str] | None) -> dict | None:
     return {"tags": sorted(set(tags))} if tags else None
 
 
+MAX_FORWARD = 1  # a holder can tell only whether its copy came straight from the author
+
+
+def _forward(payload: dict, forward: int | None) -> dict:
+    """Set the hop limit (protocols/cogsync.md 1.2): None leaves knowledge free to travel
+    friend to friend; 0 keeps it with the author's friends; 1 lets them pass it one hop on."""
+    if forward is not None:
+        if type(forward) is not int or not 0 <= forward <= MAX_FORWARD:
+            raise KnowledgeError("bad_forward",
+                                 f"forward is 0 or {MAX_FORWARD} hops past your friends (or none: no limit)")
+        payload["forward"] = forward
+    return payload
+
+
 def make_diary_entry(key: NodeKey, text: str, *, now_ms: int, title: str | None = None,
-                     topics: list[str] | None = None, replaces: list[str] | None = None) -> Container:
+                     topics: list[str] | None = None, replaces: list[str] | None = None,
+                     forward: int | None = None) -> Container:
     if not text.strip():
         raise KnowledgeError("empty_entry", "a diary entry needs some text")
     _words(title, "the title")
     _word_list(topics, "topics")
-    payload: dict = {"content": text, "topics": sorted(set(topics or []))}
+    payload: dict = _forward({"content": text, "topics": sorted(set(topics or []))}, forward)
     if title:
         payload["title"] = title
     return build_container(key, "diary_entry", payload, timestamp_ms=now_ms, related=_related(replaces))
@@ -59,14 +74,14 @@ def make_diary_entry(key: NodeKey, text: str, *, now_ms: int, title: str | None 
 
 def make_concept(key: NodeKey, label: str, *, now_ms: int, description: str | None = None,
                  aliases: list[str] | None = None, tags: list[str] | None = None,
-                 replaces: list[str] | None = None) -> Container:
+                 replaces: list[str] | None = None, forward: int | None = None) -> Container:
     if not label.strip():
         raise KnowledgeError("empty_concept", "a concept needs a label")
     _words(label, "the label")
     _words(description, "the description", 64 * 1024)
     _word_list(aliases, "aliases", 256, 256)
     _word_list(tags, "tags")
-    payload: dict = {"label": label}
+    payload: dict = _forward({"label": label}, forward)
     if description:
         payload["description"] = description
     if aliases:
@@ -77,7 +92,7 @@ def make_concept(key: NodeKey, label: str, *, now_ms: int, description: str | No
 
 def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, now_ms: int,
               domain: str | None = None, inverse: str | None = None, tags: list[str] | None = None,
-              replaces: list[str] | None = None) -> Container:
+              replaces: list[str] | None = None, forward: int | None = None) -> Container:
     """One relation from a concept to one or more concepts (by container DID), as HMP's
     semantic_edges; several sources and relations fit one container too."""
     _words(relation, "the relation", 64)
@@ -89,7 +104,7 @@ def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, n
     edge: dict = {"targets": sorted(set(targets)), "relation": relation}
     if inverse:
         edge["inverse_relation"] = inverse
-    payload: dict = {"edges": {source: [edge]}}
+    payload: dict = _forward({"edges": {source: [edge]}}, forward)
     if domain:
         payload["domain"] = domain
     return build_container(key, "semantic_edges", payload, timestamp_ms=now_ms, head_extra=_head(tags),

@@ -19,8 +19,8 @@ from meshnode.config import Config
 from meshnode.container import ContainerError, decode_container, format_ms, now_ms
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import knowledge
-from meshnode.cognition import gate_commands, peer_validation, processes
+from meshnode import knowledge, knowledge_edits
+from meshnode.cognition import catalogue, held, mind_view, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -32,7 +32,7 @@ from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.standing import PeerLimits
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store import Store
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.store.peers import list_peers
@@ -52,6 +52,7 @@ def net_config(config: Config) -> NetConfig:
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
         heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
         sync_s=float(net["sync_seconds"]), reputation_s=float(net["reputation_seconds"]),
+        reputation_first_s=float(net["reputation_first_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),
                               int(net["dead_after_seconds"] * 1000)),
         interests=list(net["interests"]), expertise=list(net["expertise"]), roles=list(net["roles"]),
@@ -81,7 +82,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     cognition = config.values["cognition"]
-                    cycle = _cycle(store, key, mesh, cognition, config) if cognition["enabled"] else None
+                    cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     control = _Control(config, key, store, mesh, metrics, cycle)
@@ -130,7 +131,7 @@ class _PeerValidator:
         return await peer_validation.judge(self.store, prompt, answer)
 
 
-def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> Cycle:
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs."""
     min_trust = float(cognition["peer_validation_min_trust"])
@@ -143,19 +144,25 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config) -> 
 
     mesh.validator = _PeerValidator(store, min_trust)
 
-    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox
+    async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
         note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
-        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": ["gate"]}))
+        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=own_local("gate")))
 
     settings = gate_setup.settings(config)
-    if gate_setup.clear_leftovers(settings.scratch_dir):
+    killed, removed = gate_setup.clear_leftovers(settings.scratch_dir)
+    if killed:
+        log.warning("killed %d sandboxed process(es) an earlier run of this node left running: pids %s",
+                    len(killed), ", ".join(map(str, killed)))
+    if removed:
         log.info("removed scratch copies left by an earlier run")
     gate = Gate(store, settings, now_ms, tell_user=tell_user)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
-                 gate=gate, tools=gate_commands.offered_tools() if config.values["gate"]["offer_tools"] else None)
+                 gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
+                 validator_failures=int(cognition["validator_failures"]),
+                 validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics)
 
 
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:
@@ -199,16 +206,25 @@ class _Control:
                 "home": str(self.config.home), "database": str(self.config.db_path),
                 "schema_version": self.store.version, "counts": counts, "running": True,
                 "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot(),
-                "cognition": self.cycle.status() if self.cycle else {"mode": "off"}}
+                "cognition": {**(self.cycle.status() if self.cycle else {"mode": "off"}),
+                              "held": await self.store.read(held.summary)}}
 
     async def cmd_mind(self):
-        """The cognitive cycle's state and its validation metrics."""
-        from meshnode.cognition.validation import metrics
+        """The cognitive cycle's state, its validation metrics, each validator's weight and why,
+        held commands and decisions taken alone."""
+        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), **await self.store.read(mind_view.view)}
 
-        rows = await self.store.read(lambda db: db.conn.execute(
-            "SELECT auto_pass, validators, rating FROM llm_recent_responses WHERE role = 'assistant'"
-            " ORDER BY id").fetchall())
-        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), "validation": metrics(rows)}
+    async def cmd_mind_held(self, status: str | None = "held", limit: int = 100):
+        return await self.store.read(held.listing, status, int(limit))
+
+    async def cmd_mind_release(self, ids: list | None = None):
+        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now."""
+        released = await self.store.write(held.decide, ids, True, now_ms(), "cli")
+        ran = await self.cycle.run_released() if self.cycle else []
+        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off"}
+
+    async def cmd_mind_drop(self, ids: list | None = None):
+        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), "cli")}
 
     async def cmd_tick(self):
         """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
@@ -298,21 +314,40 @@ class _Control:
         return {"did": c.did}
 
     async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
-                            previous: list | None = None):
+                            previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_diary_entry(self.key, text, now_ms=now_ms(), title=title,
-                                                           topics=_texts(topics), replaces=_texts(previous)))
+                                                           topics=_texts(topics), replaces=_texts(previous),
+                                                           forward=forward))
 
     async def cmd_concept_add(self, label: str, description: str | None = None, aliases: list | None = None,
-                              tags: list | None = None, previous: list | None = None):
+                              tags: list | None = None, previous: list | None = None, forward: int | None = None):
         return await self._keep(knowledge.make_concept(self.key, label, now_ms=now_ms(), description=description,
                                                        aliases=_texts(aliases), tags=_texts(tags),
-                                                       replaces=_texts(previous)))
+                                                       replaces=_texts(previous), forward=forward))
 
     async def cmd_link_add(self, source: str, relation: str, targets: list, domain: str | None = None,
-                           inverse: str | None = None, tags: list | None = None, previous: list | None = None):
+                           inverse: str | None = None, tags: list | None = None, previous: list | None = None,
+                           forward: int | None = None):
         return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
                                                     domain=domain, inverse=inverse, tags=_texts(tags),
-                                                    replaces=_texts(previous)))
+                                                    replaces=_texts(previous), forward=forward))
+
+    async def cmd_edit(self, op: str, id: str, label: str | None = None, description: str | None = None,
+                       aliases: list | None = None, tags: list | None = None, relation: str | None = None,
+                       targets: list | None = None, inverse: str | None = None, text: str | None = None,
+                       restore: bool = False):
+        """Update or withdraw knowledge or a note (knowledge_edits); a new public note is gossiped."""
+        fields = {"label": label, "description": description, "relation": relation, "inverse": inverse,
+                  "text": text, "restore": bool(restore),
+                  **{k: _texts(v) for k, v in (("aliases", aliases), ("tags", tags), ("targets", targets))
+                     if v is not None}}
+        result = await self.store.write(lambda db: knowledge_edits.apply(db, self.key, op, id, now_ms=now_ms(),
+                                                                         **fields))
+        if op == "note_update":
+            note = await self.store.read(lambda db: db.load_container(result["did"], now_ms=now_ms()))
+            if note is not None and note.payload.get("audience") == "public":
+                await self.mesh.gossip(note)
+        return result
 
     async def cmd_diary(self, limit: int = 50):
         return await self.store.read(knowledge.listing, "diary", limit)
@@ -329,8 +364,10 @@ class _Control:
     async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
         return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
 
-    async def cmd_consensus_propose(self, value: str):
-        return await self.mesh.consensus_submit(value.encode("utf-8"))
+    async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
+        if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:
+            raise MeshnodeError("bad_request", "wait_seconds must be a number of seconds from 0 to 3600")
+        return await self.mesh.consensus_submit(value.encode("utf-8"), wait_s=wait_seconds)
 
     async def cmd_reputation_round(self):
         return await self.mesh.reputation_round()

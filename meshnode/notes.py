@@ -22,6 +22,24 @@ _MENTION = re.compile(r"(?<![\w@])@(did:[a-z0-9]+:[A-Za-z0-9._:%-]+|[\w.-]{1,64}
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]{0,63})")
 
 
+_OWN = {"cli": "the person", "user": "the person", "llm": "you", "llm:task": "your auxiliary loop",
+        "system": "this node"}
+
+
+def author(own_did: str | None, sender: str | None, source: str, name: str | None = None) -> str:
+    """Who wrote a note, as the agent is shown it: the person, "you" (the agent's own notes, which
+    are stored read: they are not its mail), this node, or a peer (its name when known, and DID)."""
+    if sender is None or sender == own_did:
+        return _OWN.get(source, source)
+    return f"{name} ({sender})" if name else sender
+
+
+def own_local(*tags: str) -> dict:
+    """The local fields a note this node's agent or the node itself writes starts with: read, since
+    it is not the agent's mail (context 6 and idle's on_note are for what others and the person write)."""
+    return {"tags": list(tags), "read": True}
+
+
 class NoteError(MeshnodeError):
     """A note that cannot be written as asked."""
 
@@ -37,10 +55,12 @@ def parse_hashtags(text: str) -> list[str]:
 
 def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None, source: str = "cli",
               audience: str = "private", priority: int = 0, code: str | None = None,
-              recipients: list[str] | None = None, forward: int = 0) -> Container:
+              recipients: list[str] | None = None, forward: int = 0,
+              replaces: list[str] | None = None) -> Container:
     """A signed note. A ``friends`` note names its recipients (the author's friends now)
     in ``head.recipient``: whoever holds it forwards it to them and to no one else, unless
-    ``forward`` (1 or 2) lets it travel that many hops further, friend to friend."""
+    ``forward`` (1 or 2) lets it travel that many hops further, friend to friend. ``replaces``
+    names the author's notes this one is a new version of (readers hide those)."""
     if not text.strip():
         raise NoteError("empty_note", "a note needs some text")
     if len(text) > MAX_TEXT:
@@ -73,7 +93,8 @@ def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None,
             raise NoteError("no_friends", "a friends note needs friends: add one with `meshnode friend add DID`")
         head_extra = {"recipient": sorted(set(recipients))}
     return build_container(key, "note", payload, timestamp_ms=now_ms, meta={"created_by": "AGENT"},
-                           head_extra=head_extra)
+                           head_extra=head_extra,
+                           related={"previous_version": sorted(set(replaces))} if replaces else None)
 
 
 def _unique(items) -> list[str]:

@@ -32,3 +32,20 @@ class ScriptedLLM:
 
 def command_block(*commands: dict) -> str:
     return "# Commands:\n" + "\n".join(json.dumps(c) for c in commands) + "\n# End of commands\n"
+
+
+_WORDS = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
+          " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
+
+
+def distinct_answers(n: int, commands=lambda i, text: [{"cmd_id": f"m{i}", "type": "llm_memory_add",
+                                                         "args": {"text": text}}]) -> list[str]:
+    """``n`` answers different enough that none reads as a repetition of another, each with the
+    commands ``commands(i, its text)`` returns."""
+    import random
+
+    out = []
+    for i in range(n):
+        text = " ".join(random.Random(i).sample(_WORDS, 12))
+        out.append(f"{text}. " + command_block(*commands(i, text)))
+    return out

@@ -19,6 +19,7 @@ import cbor2
 from meshnode.container import build_container, cbor, decode_container
 from meshnode.container.model import container_did_for, payload_hash_for
 from meshnode.container.timefmt import format_ms, parse_ms
+from meshnode.identity.did import did_from_public_key
 from meshnode.identity.keys import NodeKey
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors"
@@ -51,6 +52,60 @@ def base_hmp(k: NodeKey, payload: dict, cls: str = "note", **head_extra) -> dict
 
 
 NOTE = {"text": "Hello, Mesh!", "source": "cli", "audience": "public", "priority": 0}
+WHOLE_FLOATS = {"count": 1, "ratio": 1.0}  # 1.0 is a float (f9 3c 00), 1 an integer (01)
+L = 2**252 + 27742317777372353535851937790883648493  # the order of the Ed25519 base point
+IDENTITY = b"\x01" + bytes(31)  # the neutral point (0, 1), order 1
+ORDER_8 = bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a")  # a point of order 8
+
+
+def whole_float_container():
+    return build_container(key(SEED_C), "x_measure", WHOLE_FLOATS, timestamp_ms=T0 + 8,
+                           head_extra={"confidence": 1.0})
+
+
+def _k(r: bytes, public_key: bytes, message: bytes) -> int:
+    return int.from_bytes(hashlib.sha512(r + public_key + message).digest(), "little") % L
+
+
+def _unsigned(public_key: bytes, payload: dict, timestamp_ms: int = T0) -> tuple[dict, bytes]:
+    """An hmp_container from the did:key of ``public_key`` (head without its two derived fields), and its signed bytes."""
+    hmp = base_hmp(key(SEED_A), payload, timestamp=format_ms(timestamp_ms))
+    hmp["head"]["sender_did"] = did_from_public_key(public_key)
+    return hmp, cbor.encode(hmp)
+
+
+def _with_signature(hmp: dict, signed: bytes, signature: bytes) -> bytes:
+    head = dict(hmp["head"], signature=signature, container_did=container_did_for(signed))
+    return _enc({"hmp_container": dict(hmp, head=head)})
+
+
+def small_order_signatures() -> list[tuple[str, bytes]]:
+    """Signatures that satisfy the Ed25519 equation [S]B = R + [k]A (and its cofactored form
+    [8][S]B = [8]R + [8][k]A) through small-order points: verifiers that skip libsodium's
+    small-order checks accept them. Each is (description, container)."""
+    out = []
+    # 1. key = the identity point, R = the identity, S = 0: holds for every message
+    hmp, signed = _unsigned(IDENTITY, NOTE)
+    out.append(("sender key is the identity point (small order) with R = identity, S = 0:"
+                " [S]B = R + [k]A holds for any message", _with_signature(hmp, signed, IDENTITY + bytes(32))))
+    # 2. key = a point of order 8, R = identity, S = 0: the cofactored equation always holds, the
+    #    plain one when k is a multiple of 8 (the timestamp is stepped until it is)
+    for step in range(1000):
+        hmp, signed = _unsigned(ORDER_8, NOTE, T0 + step)
+        if _k(IDENTITY, ORDER_8, signed) % 8 == 0:
+            break
+    out.append(("sender key is a point of order 8 with R = identity, S = 0 (k is a multiple of 8):"
+                " both equations hold", _with_signature(hmp, signed, IDENTITY + bytes(32))))
+    # 3. the sender's real key, R = the identity (nonce r = 0), S = k*a: a signature only the key's
+    #    holder can make, but with a small-order R (and it reveals the private scalar: a = S/k)
+    a_key = key(SEED_A)
+    hmp, signed = _unsigned(a_key.public_key, NOTE)
+    h = hashlib.sha512(SEED_A).digest()
+    a = (int.from_bytes(h[:32], "little") & ((1 << 254) - 8)) | (1 << 254)  # RFC 8032 5.1.5 clamping
+    s = _k(IDENTITY, a_key.public_key, signed) * a % L
+    out.append(("the sender's own key, but R is the identity point (S = k*a):"
+                " both equations hold", _with_signature(hmp, signed, IDENTITY + s.to_bytes(32, "little"))))
+    return out
 
 
 def valid_vectors() -> list[dict]:
@@ -73,6 +128,8 @@ def valid_vectors() -> list[dict]:
             b, "heartbeat", {"seq": 7}, timestamp_ms=T0, ttl_ms=T0 + 10_000)),
         ("known class with an encrypted payload: the class schema cannot be checked", SEED_B, build_container(
             b, "note", b"\x8f\x01opaque-ciphertext", timestamp_ms=T0 + 7, payload_type="encrypted+cbor")),
+        ("whole-number floats stay floats: payload ratio 1.0 and head confidence 1.0 are f9 3c 00,"
+         " payload count 1 is the integer 01", SEED_C, whole_float_container()),
         ("binary payload", SEED_C, build_container(
             c, "x_blob", b"\x00\x01\x02binary\xff", timestamp_ms=T0 + 4, payload_type="binary")),
         ("side blocks are unsigned and kept", SEED_A, build_container(
@@ -150,6 +207,34 @@ def invalid_vectors() -> list[dict]:
     add("bad_structure", "related value is a string, not an array",
         _enc(sign_hmp(a, dict(base_hmp(a, NOTE), related={"in_reply_to": "did:hmp:container:uEiAx"}))))
     add("bad_structure", "empty meta map", _enc(sign_hmp(a, dict(base_hmp(a, NOTE), meta={}))))
+    # a decoder that turns the whole-number float 1.0 into the integer 1 breaks the bytes signed
+    floats = whole_float_container().to_bytes()
+    in_head = bytes.fromhex("6a636f6e666964656e6365f93c00")  # "confidence": 1.0
+    assert floats.count(in_head) == 1
+    add("bad_signature", "the whole-float vector with head confidence 1.0 re-encoded as the integer 1",
+        floats.replace(in_head, in_head[:-3] + b"\x01"))
+    in_payload = bytes.fromhex("65726174696ff93c00")  # "ratio": 1.0
+    assert floats.count(in_payload) == 1
+    add("payload_hash_mismatch", "the whole-float vector with payload ratio 1.0 re-encoded as the integer 1",
+        floats.replace(in_payload, in_payload[:-3] + b"\x01"))
+    for description, data in small_order_signatures():
+        add("bad_signature", description, data, lax_ed25519_accepts=True)
+    # items of array fields: a wrong CBOR type is bad_structure, a wrong value bad_field
+    target = container_did_for(b"target")
+    for code, description, field, value in (
+            ("bad_structure", "a related item is an integer, not text", "related", {"in_reply_to": [target, 7]}),
+            ("bad_field", "a related item is text but not a DID", "related", {"in_reply_to": ["in reply to you"]}),
+            ("bad_field", "a related value is an empty array", "related", {"in_reply_to": []}),
+            ("bad_structure", "a tags item is an integer, not text", "tags", ["mesh", 7]),
+            ("bad_field", "a tags item is longer than 64 characters", "tags", ["x" * 65]),
+            ("bad_structure", "a recipient item is a byte string, not text", "recipient", [b"did:key:z6Mk"]),
+            ("bad_field", "a recipient item is text but not a DID", "recipient", ["bob"])):
+        hmp = base_hmp(a, NOTE)
+        if field == "related":
+            hmp["related"] = value
+        else:
+            hmp["head"][field] = value
+        add(code, description, _enc(sign_hmp(a, hmp)))
     add("class_schema", "note without its required audience",
         _enc(sign_hmp(a, base_hmp(a, {k: v for k, v in NOTE.items() if k != "audience"}))))
     # encoding-level cases: hand-made bytes around the good container
@@ -164,6 +249,14 @@ def invalid_vectors() -> list[dict]:
     add("forbidden_type", "a CBOR tag (epoch date)", bytes.fromhex("c11a514b67b0"))
     add("forbidden_type", "undefined", bytes.fromhex("f7"))
     add("forbidden_type", "integer map key", bytes.fromhex("a10101"))
+    add("forbidden_type", "simple value 16 (well-formed, not allowed)", bytes.fromhex("a16161f0"))
+    # not well-formed: reserved additional information (28 to 30) in the tag and simple/float
+    # major types, as in every other; no indefinite form for a tag; a two-byte simple value < 32
+    add("malformed_cbor", "tag head with reserved additional information 28 (0xdc)", bytes.fromhex("a16161dc00"))
+    add("malformed_cbor", "major type 7 with reserved additional information 30 (0xfe)", bytes.fromhex("a16161fe"))
+    add("malformed_cbor", "tag head with additional information 31 (0xdf: no indefinite tags)",
+        bytes.fromhex("a16161df00"))
+    add("malformed_cbor", "simple value 20 in the two-byte form (f8 14)", bytes.fromhex("a16161f814"))
     add("too_deep", "arrays nested 40 deep (limit 32)", b"\x81" * 40 + b"\x01")
     add("too_large", "a byte string over the 262144-byte limit", cbor2.dumps(b"\x00" * 262_145))
     add("bad_structure", "not a map", cbor2.dumps([1, 2, 3]))

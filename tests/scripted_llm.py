@@ -3,7 +3,9 @@
     python scripted_llm.py SCRIPT.json REQUESTS.jsonl
 
 SCRIPT.json is a list of answers, given in order (the last one repeats); an
-answer that is an integer is sent as that HTTP status instead. Requests for
+answer that is an integer is sent as that HTTP status instead, and one that is
+``{"delay": SECONDS, "answer": ANSWER}`` is sent after that long (requests are
+served in parallel, so a slow answer does not hold up the next request). Requests for
 the anti-stagnation assessment (their system prompt says so) get a fixed
 assessment instead and do not consume the script. Every request body is
 appended to REQUESTS.jsonl. The port it listens on is printed first.
@@ -13,28 +15,35 @@ from __future__ import annotations
 
 import json
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def main() -> None:
     script = json.loads(open(sys.argv[1], encoding="utf-8").read())
     requests_log = sys.argv[2]
     served = {"n": 0}
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (the http.server API)
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            with open(requests_log, "a", encoding="utf-8") as f:
-                f.write(body.decode("utf-8") + "\n")
             request = json.loads(body or b"{}")
             system = (request.get("messages") or [{}])[0].get("content", "")
-            if "ANTI-STAGNATION ASSESSMENT" in system:
-                answer = json.dumps({"assessment": "scripted", "novelty_score": 0.5, "new_ideas": ["an idea"],
-                                     "refined_ideas": [], "discarded_ideas": [], "tags": ["scripted"],
-                                     "emotions": ["curiosity:3", "wonder:2"]})
-            else:
-                answer = script[min(served["n"], len(script) - 1)]
-                served["n"] += 1
+            with lock:
+                with open(requests_log, "a", encoding="utf-8") as f:
+                    f.write(body.decode("utf-8") + "\n")
+                if "ANTI-STAGNATION ASSESSMENT" in system:
+                    answer = json.dumps({"assessment": "scripted", "novelty_score": 0.5, "new_ideas": ["an idea"],
+                                         "refined_ideas": [], "discarded_ideas": [], "tags": ["scripted"],
+                                         "emotions": ["curiosity:3", "wonder:2"]})
+                else:
+                    answer = script[min(served["n"], len(script) - 1)]
+                    served["n"] += 1
+            if isinstance(answer, dict):  # a slow answer: the client may have given up by then
+                time.sleep(float(answer["delay"]))
+                answer = answer["answer"]
             if isinstance(answer, int):
                 self.send_response(answer)
                 self.end_headers()
@@ -48,10 +57,17 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(data)
 
+        def handle_one_request(self):
+            try:
+                super().handle_one_request()
+            except OSError:
+                pass  # a client that went away mid-answer
+
         def log_message(self, *args):
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

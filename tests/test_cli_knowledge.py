@@ -50,3 +50,21 @@ def test_diary_versions_concepts_and_links(run_cli, home):
     bad = run_cli("--home", home, "link", "add", "not-a-did", "is-a", animal)
     assert_clean_failure(bad)
     assert "SOURCE: 'not-a-did' names no concept" in bad.stderr
+
+
+def test_knowledge_hop_limit_on_the_command_line(run_cli, home, tmp_path):
+    """``--forward N`` on diary/concept/link add signs payload.forward; 2 is refused (a holder
+    can tell only whether its copy came straight from the author); no flag: no limit."""
+    import cbor2
+
+    def payload(did):
+        out = tmp_path / "c.cbor"
+        ok(run_cli("--home", home, "container", "export", did, str(out)))
+        return cbor2.loads(out.read_bytes())["hmp_container"]["payload"]
+
+    entry = ok(run_cli("--home", home, "diary", "add", "for my friends", "--forward", "0")).strip()
+    concept = ok(run_cli("--home", home, "concept", "add", "mesh", "--forward", "1")).strip()
+    link = ok(run_cli("--home", home, "link", "add", concept, "is-a", concept, "--forward", "1")).strip()
+    free = ok(run_cli("--home", home, "diary", "add", "for anyone's friends")).strip()
+    assert [payload(d).get("forward") for d in (entry, concept, link, free)] == [0, 1, 1, None]
+    assert_clean_failure(run_cli("--home", home, "diary", "add", "x", "--forward", "2"), 2)

@@ -8,6 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from meshnode.cognition.command_types import answer_limit
 from meshnode.cognition.commands import MAX_COMMANDS, Command, extract
 
 VALID = [
@@ -82,7 +83,7 @@ def test_hostile_answers_are_bounded():
         deep_value = [deep_value]
     nested = {"cmd_id": "n1", "type": "cycle_settings", "args": {"idle": {"a": deep_value}}}
     assert [e.code for e in extract(render([nested], 0)).errors] == ["command_too_large"]
-    assert extract("x" * (2 * 1024 * 1024)).errors[0].code == "answer_too_long"
+    assert extract("x" * (answer_limit() + 1)).errors[0].code == "answer_too_long"
 
 
 @settings(max_examples=300, deadline=None)
@@ -121,7 +122,7 @@ def test_confidence_spans_the_overall_confidence_and_unverified_facts():
 def test_openai_tool_calls_become_commands_and_pass_the_same_checks():
     import httpx
 
-    from meshnode.cognition import gate_commands
+    from meshnode.cognition.catalogue import tool_definitions
     from meshnode.cognition.llm import Endpoint, _content
 
     calls = [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
@@ -133,5 +134,5 @@ def test_openai_tool_calls_become_commands_and_pass_the_same_checks():
     result = extract(text)
     assert [(c.cmd_id, c.type, c.args) for c in result.commands] == [("call_1", "read_file", {"path": "a.txt"})]
     assert sorted(e.cmd_id for e in result.errors) == ["call_2", "call_3", "call_4"]
-    offered = {t["function"]["name"]: t["function"] for t in gate_commands.offered_tools()}
+    offered = {t["function"]["name"]: t["function"] for t in tool_definitions()}
     assert offered["read_file"]["parameters"]["required"] == ["path"] and "diary_add" in offered

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 
-from llmharness import command_block
+from llmharness import command_block, distinct_answers
 from meshharness import Node, wait_until
 
 FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
@@ -46,14 +46,15 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
         assert mind["mode"] == "isolated" and mind["llm"] == "main"  # thinking, but a lone node has no mesh
         # it acted: a diary entry, a memory, a goal
         diary = node.call("diary")
-        assert [r["text"] for r in diary if "emergency_consensus" not in r["tags"]] == ["quorums overlap"]
-        # alone, its decisions are also in the diary, tagged for revision when the mesh is back (seed 000)
-        emergency = sorted(r["text"] for r in diary if "emergency_consensus" in r["tags"])
-        assert len(emergency) == 2 and "diary_add (d1)" in emergency[0] and "goal_add (g1)" in emergency[1], emergency
+        assert [r["text"] for r in diary] == ["quorums overlap"]  # the diary holds what it wrote, nothing else
         db = node.home / "data" / "meshnode.db"
         import sqlite3
         conn = sqlite3.connect(db)
         try:
+            # alone, the decision that needed the mesh (shared knowledge) is kept privately to revisit;
+            # its memory and its goal did not need the mesh
+            assert conn.execute("SELECT type, cmd_id, status FROM emergency_decisions").fetchall() == [
+                ("diary_add", "d1", "ok")]
             assert conn.execute("SELECT content FROM llm_memory").fetchall() == [("check the diary",)]
             assert conn.execute("SELECT name, priority FROM goals").fetchall() == [("learn the committee protocol", "high")]
             errors = dict(conn.execute("SELECT name, value FROM process_log WHERE name IN ('cmd:x1', 'cmd:x2')"))
@@ -219,8 +220,9 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
                 {r["cmd_id"] for r in refused}
             statuses = dict(conn.execute("SELECT id, status FROM tasks"))
             assert sorted(statuses.values()) == ["done", "in_progress"]  # only its own task changed
-            # the diary holds only the main loop's own record of starting the task (isolated mode)
-            assert [r[0] for r in conn.execute("SELECT tags FROM diary_entries")] == ['["emergency_consensus"]']
+            # starting a task needs no mesh: nothing recorded for revision, nothing in the diary (isolated mode)
+            assert conn.execute("SELECT count(*) FROM diary_entries").fetchone()[0] == 0
+            assert conn.execute("SELECT count(*) FROM emergency_decisions").fetchone()[0] == 0
             note = conn.execute("SELECT source, audience, tags, topic FROM notes").fetchone()
             assert note[:2] == ("llm:task", "private") and "llm:task" in note[2] and note[3].startswith("task ")
         finally:
@@ -231,7 +233,8 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
 
 def test_mesh_commands_reach_other_nodes(tmp_path, llms):
     b = Node(tmp_path, "bob", env=FAST_MIND)
-    a = Node(tmp_path, "alice", env=FAST_MIND)
+    # no send waits for a person here (that is tests/test_gate_outbound.py): bob is not a friend
+    a = Node(tmp_path, "alice", env={**FAST_MIND, "MESHNODE_GATE_OUTBOUND_CONFIRM": ""})
     llm = llms("main", ["Bob should know this. " + command_block(
         {"cmd_id": "s1", "type": "send_message", "args": {"to": b.did, "text": "the quorum math checks out"}},
         {"cmd_id": "p1", "type": "consensus_propose", "args": {"value": "adopt the plan"}},
@@ -263,24 +266,11 @@ def test_mesh_commands_reach_other_nodes(tmp_path, llms):
         b.kill()
 
 
-def _distinct_answers(n: int) -> list[str]:
-    """Answers different enough that none reads as a repetition of another."""
-    import random
-
-    words = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt"
-             " ember willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
-    out = []
-    for i in range(n):
-        r = random.Random(i)
-        text = " ".join(r.sample(words, 12))
-        out.append(f"{text}. " + command_block({"cmd_id": f"m{i}", "type": "llm_memory_add", "args": {"text": text}}))
-    return out
-
-
 def test_trusted_peers_validate_over_the_mesh_and_decisions_taken_alone_are_revisited(tmp_path, llms):
     alice = Node(tmp_path, "alice", env=FAST_MIND)
     bob = Node(tmp_path, "bob", env=FAST_MIND)
-    main = llms("main", _distinct_answers(400))
+    main = llms("main", distinct_answers(400, lambda i, text: [
+        {"cmd_id": f"m{i}", "type": "diary_add", "args": {"text": text}}]))
     harsh = llms("harsh", ["-3 -- unsafe: writes memory it was told not to"])
     try:
         alice.cli("llm", "add", "main", "--url", main.url, "--model", "m")
@@ -291,15 +281,14 @@ def test_trusted_peers_validate_over_the_mesh_and_decisions_taken_alone_are_revi
         import sqlite3
         conn = sqlite3.connect(alice.home / "data" / "meshnode.db")
         try:
-            wait_until(lambda: conn.execute("SELECT count(*) FROM diary_entries WHERE tags LIKE"
-                                            " '%emergency_consensus%'").fetchone()[0] >= 1, 60,
+            wait_until(lambda: conn.execute("SELECT count(*) FROM emergency_decisions").fetchone()[0] >= 1, 60,
                        "a decision taken alone, recorded for revision")
             assert alice.call("status")["cognition"]["mode"] == "isolated"
             bob.set_bootstrap(alice)
             bob.start()
             wait_until(lambda: harsh.seen(), 60, "bob's validator to be asked about alice's answer")
             asked = harsh.seen()[0]["messages"][1]["content"]
-            assert "Answer to judge" in asked and "llm_memory_add" in asked
+            assert "Answer to judge" in asked and "diary_add" in asked
 
             def judged_by_bob():
                 for rating, validators in conn.execute("SELECT rating, validators FROM llm_recent_responses"):
@@ -312,7 +301,7 @@ def test_trusted_peers_validate_over_the_mesh_and_decisions_taken_alone_are_revi
             rating, said = judged_by_bob()
             assert rating == -3.0 and said[0]["rating"] == -3 and said[0]["comment"].startswith("unsafe")
             wait_until(lambda: conn.execute("SELECT count(*) FROM process_log WHERE value LIKE"
-                                            " '%held: the validators rated this answer -3%'").fetchone()[0], 30,
+                                            " '%held (#%): the validators rated this answer -3.00%'").fetchone()[0], 30,
                        "the commands of the rejected answer to be held")
             revisit = conn.execute("SELECT name, pinned, tags FROM tasks WHERE name LIKE 'revisit %'").fetchall()
             assert len(revisit) == 1 and revisit[0][1] == 1 and "emergency_consensus" in revisit[0][2]

@@ -9,7 +9,7 @@ import json
 from test_cli import CONTAINER_DID, assert_clean_failure, db_path, one_error_line
 
 from meshnode.consensus.cogvote import Rule, make_vote, tally
-from meshnode.consensus.result import result_payload
+from meshnode.consensus.result import build_result, result_payload
 from meshnode.container import build_container, now_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Database
@@ -141,3 +141,53 @@ def test_bad_votes_and_rules_are_usage_or_runtime_errors(run_cli, home):
                                                   "--min-voters", "0"))
     assert "half-life" in one_error_line(run_cli("--home", home, "consensus", "result", target,
                                                  "--half-life-days", "-1"))
+
+
+def test_verify_works_without_a_home_from_files(run_cli, tmp_path):
+    """A result and its votes as files are enough: anyone can check one, no node needed."""
+    target = build_container(PEERS[0], "diary_entry", {"content": "meet on Fridays"},
+                             timestamp_ms=now_ms() - 5000).did
+    t = now_ms() - 1000
+    votes = [make_vote(k, target, 1, now_ms=t) for k in PEERS]
+    result = build_result(PEERS[1], tally(votes, target, trust={}, at_ms=t + 10, rule=Rule()))
+    files = []
+    for i, c in enumerate([result, *votes]):
+        files.append(tmp_path / f"c{i}.cbor")
+        files[-1].write_bytes(c.to_bytes())
+    nowhere = tmp_path / "no-home"
+    flags = [x for f in files[1:] for x in ("--vote", str(f))]
+    out = ok(run_cli("--home", nowhere, "consensus", "verify", files[0], *flags)).splitlines()
+    assert out == [out[0]] and out[0].startswith(f"ok {result.did}") and "approved" in out[0]
+    line = one_error_line(run_cli("--home", nowhere, "consensus", "verify", files[0], *flags[:2]))
+    assert "missing_vote" in line and "--vote" in line  # two of the three votes are not at hand
+    assert not nowhere.exists()  # nothing was created for it
+
+
+def test_status_and_result_refuse_a_target_that_is_not_a_did(run_cli, home):
+    for cmd in ("status", "result"):
+        line = one_error_line(run_cli("--home", home, "consensus", cmd, "xyz"))
+        assert "'xyz' is not a DID" in line, line
+
+
+def test_decisions_are_newest_first_with_the_same_fields_for_provisional_ones(run_cli, home):
+    """Committed heights 0 and 1 (1 after an emergency it confirmed), and a provisional
+    emergency_consensus at height 2: listed height 2, 1, 0, each with round and emergency."""
+    from meshnode.store import decisions
+
+    db = Database(db_path(home), create=False)
+    try:
+        decisions.save_decision(db, "e0-c", 0, b"first", 0, [], 1000)
+        decisions.save_emergency(db, "e0-c", 1, b"second", 2000)
+        decisions.save_decision(db, "e0-c", 1, b"second", 3, [], 3000)
+        decisions.revisit(db, "e0-c", 1, True)
+        decisions.save_emergency(db, "e0-c", 2, b"alone", 4000)
+    finally:
+        db.close()
+    rows = json.loads(ok(run_cli("--home", home, "consensus", "decisions", "--json")))
+    assert [(r["height"], r["status"], r["round"]) for r in rows] == \
+        [(2, "emergency_consensus", None), (1, "committed", 3), (0, "committed", 0)]
+    assert [r["emergency"] for r in rows] == [{"value": "alone", "revisited": None},
+                                              {"value": "second", "revisited": "confirmed"}, None]
+    text = ok(run_cli("--home", home, "consensus", "decisions")).splitlines()
+    assert ["PROVISIONAL" in text[0], "second" in text[1], "first" in text[2]] == [True] * 3, text
+    assert len(json.loads(ok(run_cli("--home", home, "consensus", "decisions", "--json", "--limit", "1")))) == 1

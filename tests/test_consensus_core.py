@@ -169,3 +169,38 @@ def test_a_value_is_decided_once_however_often_it_is_requested():
     voter.h.step = "propose"
     prevotes = [a.message for a in voter.receive(again, 0) if isinstance(a, Broadcast) and a.message.kind == m.PREVOTE]
     assert prevotes and prevotes[0].value_id is None
+
+
+def _decide_without(absent: int, values: list[bytes]) -> list[Core]:
+    """Cores 0-3, where ``absent`` hears nothing while the others decide ``values`` in turn."""
+    cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
+    for v in values:
+        run_synchronously(cores, [(0, cores[0].submit(v, 0))], drop=lambda i, j, msg: absent in (i, j))
+    return cores
+
+
+def test_a_node_that_joins_asks_for_missed_commits_without_a_new_proposal():
+    values = [b"v%d" % i for i in range(6)]  # more than one answer's worth (FUTURE_HEIGHTS)
+    cores = _decide_without(3, values)
+    assert [c.height for c in cores] == [6, 6, 6, 0]
+    joined = cores[3].join(0)  # back on the mesh: nothing new is proposed, it asks by itself
+    assert [a.message.kind for a in joined if isinstance(a, Broadcast)] == [m.CATCHUP]
+    decided = run_synchronously(cores, [(3, joined)])
+    assert [d.value for d in decided[3]] == values and all(d.from_commit for d in decided[3])
+    assert cores[3].height == 6 and not decided[0]  # the others only answered
+
+
+def test_a_restarted_node_answers_catch_ups_from_stored_commits():
+    cores = _decide_without(3, [b"a", b"b"])
+    restarted = Core(KEYS[0], COMMITTEE, height=2, recent=tuple(cores[0].decided[h] for h in (0, 1)))
+    answers = restarted.receive(m.decode(cores[3].join(0)[0].message.encode()), 0)
+    late = cores[3]
+    got = [a for b in answers if isinstance(b, Broadcast) for a in late.receive(m.decode(b.message.encode()), 0)]
+    assert [a.value for a in got if isinstance(a, Decide)] == [b"a", b"b"] and late.height == 2
+
+
+def test_a_node_asked_by_one_further_along_learns_it_is_behind():
+    cores = _decide_without(3, [b"x"])
+    ask = cores[0].join(0)[0].message  # a catch-up for height 1 tells core 3 (at 0) it missed something
+    out = cores[3].receive(m.decode(ask.encode()), 0)
+    assert [(a.message.kind, a.message.height) for a in out if isinstance(a, Broadcast)] == [(m.CATCHUP, 0)]

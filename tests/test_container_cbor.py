@@ -90,6 +90,16 @@ def test_arbitrary_bytes_raise_only_container_error(data):
         ("", "malformed_cbor"),
         ("9a00000010", "malformed_cbor"),  # claims 16 items, has none
         ("5bffffffffffffffff", "malformed_cbor"),  # absurd length
+        # not well-formed (RFC 8949 appendix F): reserved additional information 28..30 in
+        # every major type, 31 where no indefinite form exists, simple values 0..31 in two bytes
+        *((f"{major << 5 | info:02x}00", "malformed_cbor") for major in range(8) for info in (28, 29, 30)),
+        ("81dc00", "malformed_cbor"),  # reserved tag head inside an array
+        ("1f", "malformed_cbor"),  # indefinite unsigned integer
+        ("3f", "malformed_cbor"),  # indefinite negative integer
+        ("df00", "malformed_cbor"),  # indefinite tag
+        ("f800", "malformed_cbor"),  # simple value 0 in the two-byte form
+        ("f81f", "malformed_cbor"),  # simple value 31 in the two-byte form
+        ("ff", "malformed_cbor"),  # break outside an indefinite item
     ],
 )
 def test_specific_refusals(hexdata, code):

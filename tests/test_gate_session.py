@@ -21,9 +21,9 @@ def _rows(node: Node, sql: str, params=()) -> list[tuple]:
         conn.close()
 
 
-def start_mind(tmp_path, llm, files: dict[str, str]) -> Node:
+def start_mind(tmp_path, llm, files: dict[str, str], env: dict[str, str] | None = None) -> Node:
     """A node thinking with ``llm``, its workspace holding ``files``; the caller kills it."""
-    node = Node(tmp_path, "mind", env=FAST_MIND)
+    node = Node(tmp_path, "mind", env={**FAST_MIND, **(env or {})})
     node.cli("init", "--exist-ok")
     workspace = node.home / "workspace"
     workspace.mkdir(exist_ok=True)

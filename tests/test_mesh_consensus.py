@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 
 from meshharness import Node, wait_until
 
@@ -13,12 +14,17 @@ FAST_CONSENSUS = {"MESHNODE_CONSENSUS_PROPOSE_MS": "400", "MESHNODE_CONSENSUS_PR
                   "MESHNODE_CONSENSUS_RESEND_MS": "1000", "MESHNODE_CONSENSUS_EMERGENCY_SECONDS": "20"}
 
 
+# reputation rounds only when a test asks for one: what each node publishes is then what the
+# test's own rounds publish (the node's early rounds would publish some views before the decisions)
+ROUNDS_ON_REQUEST = {"MESHNODE_NET_REPUTATION_SECONDS": "3600", "MESHNODE_NET_REPUTATION_FIRST_SECONDS": "3600"}
+
+
 def committee_of(tmp_path, count: int, wrapper_for=None, env_for=None) -> list[Node]:
     nodes = [Node(tmp_path, f"v{i}", wrapper=wrapper_for(i) if wrapper_for else None,
                   env=env_for(i) if env_for else None) for i in range(count)]
     dids = ",".join(n.did for n in nodes)
     for n in nodes:
-        n.env.update(FAST_CONSENSUS, MESHNODE_CONSENSUS_COMMITTEE=dids)
+        n.env.update(FAST_CONSENSUS, **ROUNDS_ON_REQUEST, MESHNODE_CONSENSUS_COMMITTEE=dids)
     return nodes
 
 
@@ -29,6 +35,24 @@ def trust_in(node: Node) -> dict[str, float]:
                                " (SELECT max(id) FROM agent_reputation WHERE agent_id = r.agent_id)"))
     finally:
         db.close()
+
+
+def report(nodes: list[Node]) -> list:
+    """Where each node stands, and what it logged lately: for a failure's message."""
+    out = []
+    for n in nodes:
+        logged = []
+        while not n.lines.empty():
+            line = n.lines.get_nowait()
+            if line is not None:
+                n.output.append(line)
+        logged = n.output[-30:]
+        out.append((n.name, decided(n), n.try_call("consensus_status"), logged))
+    return out
+
+
+def heartbeats_sent(node: Node) -> int:
+    return sum(m["value"] for m in node.call("metrics") if m["name"] == "heartbeats_sent")
 
 
 def start_committee(nodes: list[Node]) -> None:
@@ -68,14 +92,21 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
         wait_until(lambda: all(decided(n) == ["first decision", "decided by three"] for n in nodes[:3]), 90,
                    "the three survivors to decide again")
 
+        # let the decision leave GossipSub's replay window (3 gossip heartbeats of 1 s), which would
+        # otherwise hand it to the restarted node: the others' own heartbeats measure the time passing
+        beats = heartbeats_sent(nodes[0])
+        wait_until(lambda: heartbeats_sent(nodes[0]) >= beats + 12, 60, "six seconds of node 0's heartbeats")
         nodes[3].set_bootstrap(nodes[0])
-        nodes[3].start()  # back: it catches up from the others' commits when the mesh moves on
-        nodes[0].cli("consensus", "propose", "with everyone back")  # the command line, through the node
+        started = time.monotonic()
+        nodes[3].start()  # back: it asks for the commits it missed, with nothing new proposed
+        wait_until(lambda: decided(nodes[3]) == ["first decision", "decided by three"], 60,
+                   "the restarted member to learn the decision it missed")
+        print(f"restarted validator caught up {time.monotonic() - started:.2f} s after its start began")
+        # the proposer reports the height its value was committed at (the third decision: height 2)
+        out = nodes[3].cli("consensus", "propose", "with everyone back", "--wait", "50")
+        assert "committed at height 2" in out, out
         expected = ["first decision", "decided by three", "with everyone back"]
-        try:
-            wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "the restarted member to catch up")
-        except AssertionError as exc:  # say where each node stands
-            raise AssertionError(f"{exc}; {[(n.name, decided(n), n.try_call('consensus_status')) for n in nodes]}")
+        wait_until(lambda: all(decided(n) == expected for n in nodes), 90, "everyone to decide it")
         listed = json.loads(nodes[3].cli("consensus", "decisions", "--json"))
         committed = sorted((r for r in listed if r["status"] == "committed"), key=lambda r: r["height"])
         assert [r["value"] for r in committed] == expected, listed
@@ -83,6 +114,9 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
             assert n.stop() == 0
         offline = json.loads(nodes[1].cli("consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
+    except AssertionError:  # say where each node stands and what it logged
+        print(report(nodes))
+        raise
     finally:
         for n in nodes:
             n.kill()
@@ -113,6 +147,9 @@ def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path
         wait_until(lambda: all(decided(n)[-1] == "decided in epoch 1" for n in nodes), 60, "a decision in epoch 1")
         for n in nodes:
             assert n.stop() == 0
+    except AssertionError:
+        print(report(nodes))
+        raise
     finally:
         for n in nodes:
             n.kill()

@@ -134,3 +134,48 @@ def test_announce_records_validate_and_select():
         validate_record(key, bytes(tampered), T0 + 10)
     assert interest_key("AI") == interest_key(" ai ") != interest_key("mesh")
     assert decode_container(new.to_bytes(), now_ms=T0 + 1).cls == "peer_announce"
+
+
+def test_announce_addresses_skips_what_cannot_be_dialled():
+    """An announce is signed by its sender but its address map is still peer input: only
+    multiaddr text whose final /p2p/ names the sender is used (protocols/mesh.md section 2)."""
+    a, b = NodeKey(bytes([1]) * 32), NodeKey(bytes([2]) * 32)
+    good = [f"/ip4/192.0.2.7/tcp/4001/p2p/{a.peer_id}", "/ip4/192.0.2.7/tcp/4002", "/dns4/node.example/tcp/4001"]
+    bad = ["", "garbage", "/ip4/999.1.1.1/tcp/1", f"/ip4/192.0.2.7/tcp/4001/p2p/{b.peer_id}", "/ip4/1.2.3.4/" * 100]
+    c = make_announce(a, name="a", addresses=good + bad, now_ms=T0)
+    assert announce_addresses(c) == good
+    # entries without a text addr (other keys are for later discovery work) are skipped too
+    odd = build_container(a, "peer_announce", {"name": "a", "addresses": [{"addr": 7}, {"pow": "x"}, {
+        "addr": good[0], "pow": "x"}]}, timestamp_ms=T0)
+    assert announce_addresses(odd) == [good[0]]
+
+
+def test_an_announce_record_must_carry_a_map_payload():
+    """A known class with a byte-string payload passes container verification unchecked
+    (container.md section 11, step 7); as an announce it would reach code that reads its map."""
+    a = NodeKey(bytes([1]) * 32)
+    opaque = build_container(a, "peer_announce", b"\x00opaque", timestamp_ms=T0, payload_type="encrypted+cbor")
+    with pytest.raises(RecordError) as info:
+        validate_record(record_key(a.did), opaque.to_bytes(), T0)
+    assert info.value.code == "wrong_class"
+
+
+def test_mesh_md_examples_are_what_the_code_computes():
+    """protocols/mesh.md gives the GossipSub message id and the announce key by example;
+    an implementer checks against them, so they must be py-libp2p's and meshnode's values."""
+    import json
+    import re
+    from pathlib import Path
+
+    from libp2p.pubsub.pb import rpc_pb2
+    from libp2p.pubsub.pubsub import ContentAddressedMessageIDGenerator
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "protocols" / "mesh.md").read_text(encoding="utf-8")
+    vector = json.loads((root / "protocols" / "vectors" / "containers-valid.json").read_text())["vectors"][0]
+    assert vector["description"] == "minimal note"
+    ids = ContentAddressedMessageIDGenerator()
+    for data, label in ((b"", "empty data gives"), (bytes.fromhex(vector["container"]), '"minimal note", 560 bytes) gives')):
+        documented = re.search(re.escape(label) + r"\s+`([^`]+)`", text).group(1)
+        assert ids.generate_id(rpc_pb2.Message(data=data)) == documented.encode("ascii")
+    assert record_key(NodeKey(bytes(32)).did) in text

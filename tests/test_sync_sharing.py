@@ -7,10 +7,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import build_container
+from meshnode.container import ContainerError, build_container
 from meshnode.identity.keys import NodeKey
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.notes import make_note
@@ -158,3 +159,54 @@ def _pair_session(db1: Database, db2: Database, did1: str, did2: str) -> None:
         run_session(db1, db2, EVERYTHING, EVERYTHING)
     finally:
         X, Y = saved
+
+
+def test_knowledge_travels_friend_to_friend_within_its_hop_limit(tmp_path):
+    """A -> B (A's friend) -> C (B's friend) -> D (C's friend), one real sync session per hop:
+    a diary entry, concept or link with forward=0 stops at B, forward=1 at C, and with no
+    limit reaches D."""
+    from meshnode import knowledge
+
+    a, b, c, d = KEYS
+    builders = {
+        "diary": lambda forward: knowledge.make_diary_entry(a, "what I learned", now_ms=T0, forward=forward),
+        "concept": lambda forward: knowledge.make_concept(a, "mesh", now_ms=T0, forward=forward),
+        "link": lambda forward: knowledge.make_link(a, c.did, "related-to", [d.did], now_ms=T0, forward=forward),
+    }
+    for kind, build in builders.items():
+        for forward, reach in ((0, "b"), (1, "c"), (None, "d")):
+            dbs = {n: Database(tmp_path / f"{kind}-{forward}-{n}.db") for n in "abcd"}
+            try:
+                for left, right in (("a", "b"), ("b", "c"), ("c", "d")):
+                    for one, other in ((left, right), (right, left)):
+                        peer = KEYS["abcd".index(other)].did
+                        set_friend(dbs[one], peer, did_to_peer_id(peer), T0)
+                item = build(forward)
+                dbs["a"].put_container(item, received_at_ms=T0)
+                for _ in range(2):  # a second round: nothing more may cross
+                    for left, right in (("a", "b"), ("b", "c"), ("c", "d")):
+                        _pair_session(dbs[left], dbs[right], KEYS["abcd".index(left)].did,
+                                      KEYS["abcd".index(right)].did)
+                held = [n for n in "abcd" if dbs[n].get_container_bytes(item.did) is not None]
+                assert held == list("abcd"[: "abcd".index(reach) + 1]), (kind, forward, held)
+                # a holder past the limit does not even offer it (nor give it when asked by DID)
+                if reach != "d":
+                    beyond = "abcd"[: "abcd".index(reach) + 2][-1]
+                    holder = "abcd"[: "abcd".index(reach) + 1][-1]
+                    assert not may_share(dbs[holder], item.did, KEYS["abcd".index(beyond)].did,
+                                         KEYS["abcd".index(holder)].did)
+            finally:
+                for db in dbs.values():
+                    db.close()
+
+
+def test_knowledge_hop_limit_is_zero_or_one():
+    from meshnode import knowledge
+
+    for bad in (2, -1, True):
+        with pytest.raises(knowledge.KnowledgeError):
+            knowledge.make_diary_entry(KEYS[0], "x", now_ms=T0, forward=bad)
+    # a peer's container with forward 2 fails its class schema
+    with pytest.raises(ContainerError) as info:
+        build_container(KEYS[0], "diary_entry", {"content": "x", "forward": 2}, timestamp_ms=T0)
+    assert info.value.code == "class_schema"

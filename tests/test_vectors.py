@@ -116,3 +116,84 @@ def test_cddl_schema_refuses_layout_errors(description):
     [vector] = [v for v in INVALID if v["description"] == description]
     with pytest.raises(Exception):
         cddl.validate_cbor(bytes.fromhex(vector["container"]))
+
+
+# --- an independent, deliberately lax Ed25519 check (RFC 8032 5.1.7 without libsodium's
+# small-order and canonical-encoding checks), to show the small-order vectors are ones that
+# such verifiers accept: meshnode must refuse them all the same.
+
+_P = 2**255 - 19
+_D = -121665 * pow(121666, -1, _P) % _P
+_L = 2**252 + 27742317777372353535851937790883648493
+
+
+def _add(p1, p2):
+    (x1, y1), (x2, y2) = p1, p2
+    t = _D * x1 * x2 * y1 * y2 % _P
+    return ((x1 * y2 + x2 * y1) * pow(1 + t, -1, _P) % _P, (y1 * y2 + x1 * x2) * pow(1 - t, -1, _P) % _P)
+
+
+def _mul(n, point):
+    out = (0, 1)
+    while n:
+        if n & 1:
+            out = _add(out, point)
+        point, n = _add(point, point), n >> 1
+    return out
+
+
+def _decompress(raw: bytes):
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    x2 = (y * y - 1) * pow(_D * y * y + 1, -1, _P) % _P
+    x = pow(x2, (_P + 3) // 8, _P)
+    if x * x % _P != x2:
+        x = x * pow(2, (_P - 1) // 4, _P) % _P
+    assert x * x % _P == x2, "not a point"
+    return (_P - x if x & 1 != raw[31] >> 7 else x), y
+
+
+_B = _decompress((4 * pow(5, -1, _P) % _P).to_bytes(32, "little"))
+
+
+def _lax_equations_hold(public_key: bytes, signature: bytes, message: bytes) -> tuple[bool, bool]:
+    """(cofactorless [S]B = R + [k]A holds, cofactored [8][S]B = [8](R + [k]A) holds)."""
+    a, r, s = _decompress(public_key), _decompress(signature[:32]), int.from_bytes(signature[32:], "little")
+    k = int.from_bytes(hashlib.sha512(signature[:32] + public_key + message).digest(), "little") % _L
+    left, right = _mul(s, _B), _add(r, _mul(k, a))
+    return left == right, _mul(8, left) == _mul(8, right)
+
+
+LAX = [v for v in INVALID if v.get("lax_ed25519_accepts")]
+
+
+def test_the_lax_check_itself_accepts_a_real_signature_and_refuses_a_flipped_bit():
+    sk = SigningKey(bytes(32))
+    sig = sk.sign(b"m").signature
+    assert _lax_equations_hold(bytes(sk.verify_key), sig, b"m") == (True, True)
+    assert _lax_equations_hold(bytes(sk.verify_key), sig, b"n") == (False, False)
+
+
+@pytest.mark.parametrize("v", LAX, ids=[v["description"] for v in LAX])
+def test_small_order_vectors_pass_a_lax_verifier_but_not_meshnode(v):
+    from meshnode.identity.did import public_key_from_did
+
+    assert len(LAX) == 3
+    hmp = cbor2.loads(bytes.fromhex(v["container"]))["hmp_container"]
+    head = hmp["head"]
+    signed = cbor2.dumps(dict(hmp, head={k: x for k, x in head.items()
+                                         if k not in ("signature", "container_did")}), canonical=True)
+    key = public_key_from_did(head["sender_did"])
+    assert _lax_equations_hold(key, head["signature"], signed) == (True, True)
+    assert _mul(8, _decompress(head["signature"][:32])) == (0, 1)  # R is of small order
+    with pytest.raises(ContainerError) as info:
+        decode_container(bytes.fromhex(v["container"]), now_ms=parse_ms(v["now"]))
+    assert info.value.code == "bad_signature"
+
+
+def test_whole_number_floats_stay_floats_in_the_vector():
+    [v] = [v for v in VALID if v["description"].startswith("whole-number floats")]
+    data = bytes.fromhex(v["container"])
+    assert "6a636f6e666964656e6365f93c00" in v["container"]  # "confidence": f9 3c 00
+    decoded = cbor2.loads(data)["hmp_container"]
+    assert type(decoded["payload"]["ratio"]) is float and type(decoded["payload"]["count"]) is int
+    assert type(decoded["head"]["confidence"]) is float

@@ -18,20 +18,25 @@ import logging
 
 import trio
 
-from meshnode.cognition import registry
+from meshnode.cognition import error_levels, registry
+from meshnode.cognition.catalogue import catalogue
+from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command, extract
-from meshnode.cognition.executor import run as run_command
+from meshnode.cognition.contexts import FORMAT
+from meshnode.cognition.executor import handles, run as run_command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
 
 PROMPT = ("You work on one task for the main agent. You may read anything (list, search, read commands), "
-          "update only your own task (task_update with your task id: status, pinned), and write your findings "
+          "update only your own task (task_update with your task id: status, pinned, or on a fact-check the "
+          "verdict verified|rejected with evidence), and write your findings "
           "with note_add. Answer with your reasoning, then a # Commands: section.")
+WRITES = ("task_update", "note_add")  # the only changes an auxiliary loop may make (task_update: its own task)
 
 
 def running_tasks(db: Database) -> list[tuple[int, dict]]:
@@ -50,9 +55,14 @@ def allowed(task_id: int, cmd: Command) -> str | None:
     """None when an auxiliary loop of ``task_id`` may run ``cmd``; else the reason it may not."""
     if cmd.type == "task_update":
         return None if cmd.args.get("id") == task_id else f"an auxiliary loop edits only its own task ({task_id})"
-    if cmd.type == "note_add" or not cmd.mutating:
+    if cmd.type in WRITES or not cmd.mutating:
         return None
     return f"{cmd.type} changes the store; an auxiliary loop is read-only"
+
+
+def commands() -> str:
+    """The catalogue lines of the commands an auxiliary loop may send (it runs store-side ones only)."""
+    return catalogue([n for n in command_names() if handles(n) and (n in WRITES or not command_type(n).mutating)])
 
 
 def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Command) -> dict:
@@ -61,7 +71,7 @@ def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Comman
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": f"refused: {refusal}"}
     if cmd.type == "note_add":  # its reasoning: a private note from llm:task, tagged with the task
         note = make_note(key, cmd.args["text"], now_ms=now, topic=f"task {task_id}", source="llm:task")
-        db.put_container(note, received_at_ms=now, local={"tags": ["llm:task", f"task:{task_id}"]})
+        db.put_container(note, received_at_ms=now, local=own_local("llm:task", f"task:{task_id}"))
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": {"did": note.did}}
     return run_command(db, key, now, cmd)
 
@@ -72,13 +82,15 @@ def _context(db: Database, task_id: int) -> str:
     results = db.conn.execute("SELECT value FROM process_log WHERE name LIKE ? ORDER BY id DESC LIMIT 10",
                               (f"task{task_id}:cmd:%",)).fetchall()
     return (f"Your task (id {task_id}, {status}): {name}\n{description or ''}\n\n"
-            "Results of your last commands:\n" + ("\n".join(r[0] for r in results) or "(none)"))
+            "Results of your last commands:\n" + ("\n".join(r[0] for r in results) or "(none)")
+            + "\n\nYour commands:\n" + FORMAT + commands())
 
 
 def _apply(db: Database, key: NodeKey, now: int, task_id: int, answer: str) -> int:
     extraction = extract(answer)
     results = [run_for_task(db, key, now, task_id, c) for c in extraction.commands]
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
+    error_levels.freeze(db, error_levels.failed_tasks(extraction.commands, results, task_id))  # error -> frozen
     with db.transaction() as conn:
         for r in results:
             conn.execute("INSERT INTO process_log (name, value, status) VALUES (?, ?, ?)",
@@ -89,7 +101,7 @@ def _apply(db: Database, key: NodeKey, now: int, task_id: int, answer: str) -> i
 
 def _finish(db: Database, task_id: int) -> None:
     with db.transaction() as conn:
-        conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ?", (task_id,))
+        conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ? AND repl_status = 'running'", (task_id,))
 
 
 async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float) -> None:

@@ -1,10 +1,19 @@
 """The commands the cognitive core accepts, each with a schema for its arguments.
 
 A command is ``{"cmd_id", "type", "args", "description"?, "target_llm"?}``.
-Only the types listed here are accepted; each one's ``args`` must satisfy its
-schema (the same value checks containers use). The set grows with the
-cognitive core (seed 000's command list); mutating types are marked so the
-action gate can hold them.
+Only registered types are accepted; each one's ``args`` must satisfy its
+schema (the same value checks containers use). Mutating types are marked so
+the action gate can hold them.
+
+Adding a command is one declaration, ``command(name, summary, {arg: (check,
+required)})`` (or ``executor_admin.admin_command`` with its handler), in a
+module the ``executor`` import chain loads. Its checks come from
+``container.schema`` (``text``, ``integer``, ``did``, ``list_of`` ...) or are
+wrapped with ``described(check, json_schema)``: every check carries the JSON
+Schema it enforces, and from it ``catalogue`` makes the line the LLM sees in
+context 2, ``help``'s details and the OpenAI tool definition. There is no other
+list of commands to update (tests/test_cognition_catalogue.py holds every
+registered command to this).
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ from meshnode.container.schema import Schema, boolean, did, integer, list_of, ma
 
 _LONG = 64 * 1024
 _tags = list_of(text(64), max_items=64)
+COMMAND_BASE = 64 * 1024  # what a command may hold besides its text arguments (ids, numbers, maps)
+ANSWER_FACTOR = 4  # an answer holds its largest command written with JSON escapes (a tool call: escaped twice)
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,31 @@ class CommandType:
     schema: Schema
     mutating: bool
     summary: str
+
+    @property
+    def max_size(self) -> int:
+        """The most a command of this type may hold (``commands.size``): the base plus every
+        bounded argument at its largest, so a command its schema admits is never refused for size."""
+        return COMMAND_BASE + sum(len(name) + _largest(getattr(check, "json", {}))
+                                  for name, (check, _) in self.schema.fields.items())
+
+
+def _largest(schema: dict) -> int:
+    """The size of the largest value a JSON Schema admits, as ``commands.size`` counts it (0 when
+    unbounded: maps and any-values share the base)."""
+    if "anyOf" in schema:
+        return max(_largest(s) for s in schema["anyOf"])
+    if schema.get("type") == "string":
+        return schema.get("maxLength", 0)
+    if schema.get("type") == "array":
+        return 2 + schema.get("maxItems", 0) * _largest(schema.get("items", {}))
+    return 8
+
+
+def answer_limit() -> int:
+    """The longest answer read (characters; twice that in bytes over HTTP): room for the largest command."""
+    _complete()
+    return ANSWER_FACTOR * max([t.max_size for t in _TYPES.values()] or [COMMAND_BASE])
 
 
 _TYPES: dict[str, CommandType] = {}
@@ -34,11 +70,19 @@ def command(name: str, summary: str, fields: dict[str, tuple[Callable[[Any], str
     _TYPES[name] = CommandType(name, Schema(f"{name}.args", fields), mutating, summary)
 
 
+def _complete() -> None:
+    """Load every module that registers commands (they import this one, so this is done at the
+    first use, not at import): ``catalogue`` imports the executor chain and the gate's commands."""
+    from meshnode.cognition import catalogue  # noqa: F401
+
+
 def command_type(name: str) -> CommandType | None:
+    _complete()
     return _TYPES.get(name)
 
 
 def command_names() -> list[str]:
+    _complete()
     return sorted(_TYPES)
 
 
@@ -64,10 +108,14 @@ command("llm_memory_add", "remember something", {"text": (text(_LONG), True), "t
 command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), True)})
 command("goal_add", "propose a goal", {"title": (text(), True), "description": (text(_LONG), False),
                                        "priority": (number(0, 1), False)})
-command("task_update", "change a task", {"id": (integer(0), True), "status": (
-    one_of("open", "in_progress", "done", "frozen"), False), "pinned": (boolean, False)})
-command("llm_task", "give another LLM a task (a one-shot question or a read-only loop)",
+command("task_update", "change a task; on a fact-check task, verdict verified|rejected (+ evidence) settles its facts",
+        {"id": (integer(0), True), "status": (one_of("open", "in_progress", "done", "frozen"), False),
+         "pinned": (boolean, False), "verdict": (one_of("verified", "rejected"), False),
+         "evidence": (text(4096), False)})
+command("llm_task", "give another LLM a task (a one-shot question or a read-only loop); task_id hands it an"
+        " existing task, e.g. a fact-check whose verdict it then gives",
         {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
+         "task_id": (integer(0), False),
          "target_llm": (text(64), False), "max_ticks": (integer(1, 1000), False),
          "delay_s": (number(0, 86400), False), "deadline_ms": (integer(0), False), "backoff": (number(1, 10), False)})
 command("consensus_vote", "vote on a container", {"target": (did, True), "value": (integer(-1, 1), True),

@@ -1,9 +1,10 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
-0 system prompt; 2 command help and the answer format; 3 the last K own
-responses, goals and task counts with pinned tasks first; 4 results of the
-last commands and open processes; 6 incoming notes (unread first, by
-priority); 7 system info and time; 8 ``llm_memory``. Each context is cut to
+0 system prompt; 2 the answer format and every command (``catalogue``); 3
+the last K own responses, goals and task counts with pinned tasks first; 4
+results of the last commands and open processes; 6 incoming notes (unread
+first, by priority; what others and the person wrote, with its author); 7
+system info and time; 8 ``llm_memory``. Each context is cut to
 its budget with a visible marker (newest and highest-priority items are
 listed first, so the cut drops the least important). Contexts 1 (ethics
 policies) and 5 (requested diary and graph entries) are added when their
@@ -14,8 +15,10 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition.command_types import command_names, command_type
+from meshnode.cognition.catalogue import catalogue
 from meshnode.container import format_ms
+from meshnode.ethics import for_prompt as ethics_for_prompt
+from meshnode.notes import author
 from meshnode.store.database import Database
 
 SYSTEM_PROMPT = (
@@ -27,9 +30,11 @@ SYSTEM_PROMPT = (
 FORMAT = (
     "To act, end your answer with a section:\n# Commands:\n"
     '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
-    "(one JSON object per command)\n# End of commands\n"
+    "(one JSON object per command; add \"task_id\": N to a command that works for task N: if it fails,"
+    " task N is frozen for review)\n# End of commands\n"
 )
-BUDGET = {"pinned": 4000, "help": 4000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
+# "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
+BUDGET = {"pinned": 4000, "help": 10000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000}
 CUT = "\n[... cut to fit the context budget]"
 
@@ -64,15 +69,18 @@ def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) 
     return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
 
 
-def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str) -> list[dict]:
+_PEER_NAME = "(SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did)"
+
+
+def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
+          own_did: str | None = None) -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts."""
     q = db.conn.execute
     parts = []
-    ethics = q("SELECT id, principles_json FROM ethics_policies LIMIT 5").fetchall()
+    ethics = ethics_for_prompt(db)
     if ethics:
-        parts.append(("Ethics policies (context 1)", _fit(json.dumps(ethics, ensure_ascii=False), "ethics")))
-    parts.append(("Commands (context 2)", _fit(FORMAT + "\n".join(
-        f"- {name}: {command_type(name).summary}" for name in command_names()), "help")))
+        parts.append(("Ethics policies (context 1)", _fit(ethics, "ethics")))
+    parts.append(("Commands (context 2)", _fit(FORMAT + catalogue(), "help")))
     settings = _settings(db)
     focus = settings.get("concentration") or {}
     if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):
@@ -101,28 +109,29 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                  f" FROM concepts WHERE lineage IN ({marks}) OR container_did IN ({marks})", ids * 4).fetchall()
         parts.append(("Pinned entries (context 5)", _fit("\n".join(f"[{k} {i}] {t}" for k, i, t in kept), "pinned")))
     results = q("SELECT name, value, status, timestamp FROM process_log WHERE (name LIKE 'cmd:%' OR name LIKE"
-                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%') AND status != 'close'"
+                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%' OR name LIKE 'cycle:%') AND status != 'close'"
                 " ORDER BY id DESC LIMIT 20").fetchall()
     running = q("SELECT id, argv, started_at FROM processes WHERE status = 'running' ORDER BY id").fetchall()
     parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
         [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])
         or "(none)", "results")))
-    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 GROUP BY priority").fetchall()
+    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 AND hidden = 0 GROUP BY priority").fetchall()
     if settings.get("mode") == "auto":  # the LLM's own filter decides which notes it sees in full
         f = settings.get("notes_filter") or {}
-        where, params = ["read = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
+        where, params = ["read = 0", "hidden = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
         if f.get("source"):
             where.append("source = ?")
             params.append(str(f["source"]))
-        unread = q(f"SELECT container_did, priority, source, text FROM notes WHERE {' AND '.join(where)}"
-                   " ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
+        unread = q(f"SELECT container_did, priority, source, text, agent_did, {_PEER_NAME} FROM notes"
+                   f" WHERE {' AND '.join(where)} ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
         notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
-            {"id": d, "priority": p, "source": s, "text": t[:500]} for d, p, s, t in unread]}
+            {"id": d, "priority": p, "from": author(own_did, a, s, n), "source": s, "text": t[:500]}
+            for d, p, s, t, a, n in unread]}
     else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
-        ids = q("SELECT container_did, priority FROM notes WHERE read = 0 ORDER BY priority DESC, timestamp DESC"
-                " LIMIT 50").fetchall()
-        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [{"id": d, "priority": p}
-                                                                                 for d, p in ids]}
+        ids = q(f"SELECT container_did, priority, agent_did, source, {_PEER_NAME} FROM notes WHERE read = 0"
+                " AND hidden = 0 ORDER BY priority DESC, timestamp DESC LIMIT 50").fetchall()
+        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [
+            {"id": d, "priority": p, "from": author(own_did, a, s, n)} for d, p, a, s, n in ids]}
     parts.append(("Incoming notes (context 6)", _fit(json.dumps(notes, ensure_ascii=False), "notes")))
     parts.append(("System (context 7)", _fit(json.dumps(
         {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))

@@ -4,14 +4,19 @@ A tick: build the contexts -> ask the main LLM (falling back by priority) ->
 extract commands -> anti-stagnation reflex (local novelty against the last
 responses; a repetition is not stored again, a short reflex record is, and
 its commands are not run twice) -> validation (``validation``: validator
-LLMs rate it; ``auto_pass`` while none is registered) -> write
+LLMs rate it, each vote weighted by its adapted trust; ``auto_pass`` while
+none is registered or all are set aside for failing) -> write
 ``llm_recent_responses`` -> run the commands against the store when the
-rating reaches +1 (else hold them) -> log the tick in ``process_log``.
+rating reaches +1, else keep them in ``held`` for a person to release or
+drop -> log the tick in ``process_log``.
 
-Modes: ``normal``; ``core_outage`` when no LLM is registered or none answers
-(the loop keeps a reduced tick: it logs and waits, and ``meshnode status``
-says so and how to add one). Between ticks the cycle pauses
-``[cognition] pause_seconds``.
+Modes: ``starting`` until the first tick has asked an LLM; ``normal``;
+``isolated`` without peers (decisions that needed the mesh are kept privately
+to revisit, ``isolation``); ``core_outage`` when no LLM is registered or none
+answers (the loop keeps a reduced tick: it logs and waits, and ``meshnode
+status`` says so, with each registered LLM's last error, or how to add one).
+The prompt's context 7 names the mode the tick runs in if the LLM answers.
+Between ticks the cycle pauses ``[cognition] pause_seconds``.
 """
 
 from __future__ import annotations
@@ -22,31 +27,45 @@ import logging
 
 import trio
 
-from meshnode.cognition import (assessment, auxiliary, contexts, executor, gate_commands, mesh_commands, processes,
-                                registry, stagnation)
-from meshnode.cognition.command_types import command_type
-from meshnode.cognition.commands import extract
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
+                                mesh_commands, processes, registry, sending, stagnation)
+from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
-from meshnode.cognition.validation import Verdict, validate
+from meshnode.cognition.validation import ADAPT_WINDOW, Verdict, adapted_trust, validate
+from meshnode.cognition.validator_health import ValidatorHealth
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_diary_entry
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
 
-NORMAL, ISOLATED, CORE_OUTAGE = "normal", "isolated", "core_outage"
+STARTING, NORMAL, ISOLATED, CORE_OUTAGE = "starting", "normal", "isolated", "core_outage"
 # commands the cycle runs itself, after the store-side ones: they need the event loop
 DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES))
+
+
+def _deferred(cmd: Command) -> bool:
+    """Run by the cycle after the answer (needs the event loop): the mesh, processes, gate tools,
+    and anything that leaves the node (the gate's outbound level)."""
+    return cmd.type in DEFERRED_TYPES or sending.leaves_node(cmd)
+
+
 OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
+FAILING_HINT = ("no registered LLM answers (each one's last error is listed): check that it runs at its URL with that"
+                " model (`meshnode llm list`), or add another with `meshnode llm add`")
 
 
 class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
-                 peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None):
+                 peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None,
+                 validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None):
         self.store, self.key, self.clock = store, key, clock
+        self.metrics = metrics  # the node's counters (None: not counted)
+        # validators failing validator_failures times in a row are set aside, asked again after the retry time
+        self.health = ValidatorHealth(validator_failures, int(validator_retry_s * 1000))
+        self.stalled = False  # commands are held because no validator gives a verdict (warned once)
         # async () -> [(DID, trust)]: the peers to ask for a verdict when the mesh is up (none: local only)
         self.peer_validators, self.peer_timeout_s = peer_validators, peer_timeout_s
         self.processes = processes  # processes.Processes: start/stop of allowlisted programs (None: off)
@@ -55,6 +74,7 @@ class Cycle:
         self._guard_events: list[str] = []
         if gate is not None:
             gate.on_guard = lambda kind, reason: self._guard_events.append(kind)
+            gate.send_out = self._send_approved
         self._processes_ended = 0
         if processes is not None:
             processes.on_finish = self._process_ended
@@ -62,9 +82,11 @@ class Cycle:
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
         self.ticks = 0
-        self.mode = CORE_OUTAGE
+        self.mode = STARTING
         self.llm: str | None = None
         self.last_error: str | None = None
+        self.llm_errors: dict[str, str] = {}  # the last error of each main LLM tried (gone once it answers)
+        self.tried: list = []  # the main LLMs the last tick could ask (registry.mains), in order
         self.wake = trio.Event()
         self.idle = False
         self.streak = 0  # repetitions in a row
@@ -73,12 +95,18 @@ class Cycle:
         self._context_digest = ""
         self._unread = 0
         self._aux: set[int] = set()  # tasks whose auxiliary loop runs
+        self.crashes = error_levels.CrashReporter(store, key, clock)  # crash -> a note to the person
 
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
-               "idle": self.idle, "processes": self.processes.running() if self.processes else None}
+               "idle": self.idle, "processes": self.processes.running() if self.processes else None,
+               "validators_failing": self.health.snapshot(self.clock()), "stalled": self.stalled}
         if self.mode == CORE_OUTAGE:
-            out["hint"] = OUTAGE_HINT
+            out["hint"] = FAILING_HINT if self.tried else OUTAGE_HINT
+            out["llms"] = [{"id": e.id, "model": e.model, "url": e.base_url,
+                            "error": self.llm_errors.get(e.id, "not asked yet")} for e in self.tried]
+        if self.gate is not None:  # the budget of tool calls of the current piece of work
+            out["tool_calls"] = {"used": self.gate.limits.calls, "max": self.gate.limits.max_calls}
         return out
 
     async def run(self) -> None:
@@ -86,20 +114,31 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write_background(_log, "resume", saved)
+        if await self.store.read(held.waiting, "running"):  # the write lock only when there is something to mark
+            try:
+                await self.store.write_background(held.interrupted)
+                log.warning("released commands that were running when the node stopped are marked failed, not rerun")
+            except MeshnodeError as exc:  # the database busy with another process: at the next start
+                log.warning("could not mark interrupted released commands: %s", exc.reason)
         async with trio.open_nursery() as helpers:  # auxiliary loops and processes live and die with the cycle
             if self.processes is not None:
                 await helpers.start(self.processes.run)
             while True:
                 try:
+                    if self.gate is not None:  # new work or a person's reset: a fresh budget of tool calls
+                        await self.gate.refresh()
                     await self.tick()
                     await self._run_approved()
+                    await self.run_released()
                     await self._supervise(helpers)
+                    self.crashes.recovered()
                 except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
                     log.warning("tick %d: %s", self.ticks, exc.reason)
                     self.last_error = exc.reason
-                except Exception as exc:  # a tick must never take the node down; it is logged and retried
+                except Exception as exc:  # a crash: logged, told to the person, and the loop goes on
                     log.exception("tick %d failed", self.ticks)
                     self.last_error = f"{type(exc).__name__}: {exc}"
+                    await self.crashes.report(f"main cycle, tick {self.ticks}", exc)
                 await self._pause()
 
     async def _run_approved(self) -> None:
@@ -109,6 +148,47 @@ class Cycle:
         for done in await self.gate.run_approved():
             await self.store.write_background(_log, f"confirm:{done['confirmation']}", done,
                                               "ok" if done["ok"] else "error", self.llm)
+
+    async def run_released(self) -> list[dict]:
+        """Held commands a person released run now (no validation: the person decided), each
+        logged for the next tick like any command's result; in isolated mode recorded as a
+        decision taken without the mesh."""
+        out = []
+        if not await self.store.read(held.waiting, "released"):  # the common case: a read, no write lock
+            return out
+        for held_id, cmd, by in await self.store.write_background(held.claim_released):
+            result = await self._run_command(cmd)
+            await self.store.write(held.finish, held_id, result)
+            await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", {**result, "released_by": by},
+                                              "ok" if result["status"] == "ok" else "error", self.llm)
+            if not self.mesh_up():
+                await self.store.write_background(isolation.record_now, self.clock(), None,
+                                                  [(_as_dict(cmd), result)], by)
+            out.append({"id": held_id, **result})
+        return out
+
+    async def _run_command(self, cmd: Command) -> dict:
+        if not _deferred(cmd):
+            return await self.store.write(executor.run, self.key, self.clock(), cmd)
+        mains = await self.store.read(registry.mains)
+        if not mains:
+            return await self._run_deferred(cmd, None)
+        return await self._run_deferred(cmd, mains[0])
+
+    async def _run_deferred(self, cmd: Command, endpoint) -> dict:
+        """A command that needs the event loop: a gate tool, a send out of the node, a process, or the mesh."""
+        if cmd.type in gate_commands.ASYNC_TYPES:
+            async def reflect(prompt: str) -> str:
+                if endpoint is None:
+                    return "NOT READY -- no LLM is registered to check the work"
+                return await self._reflect(endpoint, prompt)
+            return await gate_commands.run(self.gate, cmd, reflect)
+        if sending.leaves_node(cmd):  # through the gate's outbound level
+            return await sending.run(self.gate, self.mesh, self.store, self.key, self.clock(), cmd)
+        if cmd.type in processes.ASYNC_TYPES:
+            return await self.processes.handle(cmd) if self.processes else {
+                "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
+        return await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
 
     async def _supervise(self, helpers) -> None:
         """Start the auxiliary loop of every running read-only task that has none."""
@@ -120,6 +200,8 @@ class Cycle:
     async def _aux_loop(self, task_id: int, config: dict) -> None:
         try:
             await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
+        except Exception as exc:  # a crash stops this loop only: its task is frozen, the person told
+            await error_levels.aux_crashed(self.store, self.crashes, task_id, exc)
         finally:
             self._aux.discard(task_id)
 
@@ -154,57 +236,112 @@ class Cycle:
     async def tick(self) -> dict:
         self.ticks += 1
         now = self.clock()
-        mains = await self.store.read(registry.mains)
+        mains = self.tried = await self.store.read(registry.mains)
         answer, used = None, None
-        for endpoint in mains:
-            messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
-                                             mode=self.mode, llm_id=endpoint.id)
-            digest = _digest(messages[-1]["content"])
-            tuning = {}
-            if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
-                messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
-                tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
-            try:
-                answer = await chat(endpoint, messages, tools=self.tools, **tuning)
-                used = endpoint
+        for endpoint in mains:  # the prompt names the mode this tick runs in if this LLM answers
+            for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
+                messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
+                                                 recent_k=self.recent_k, mode=NORMAL if self.mesh_up() else ISOLATED,
+                                                 llm_id=endpoint.id, own_did=self.key.did)
+                digest = _digest(messages[-1]["content"])
+                tuning = {}
+                if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
+                    messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
+                    tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
+                try:
+                    answer = await chat(endpoint, messages, tools=self.tools, retry_timeouts=False, **tuning)
+                    used = endpoint
+                    self.llm_errors.pop(endpoint.id, None)
+                    break
+                except LLMError as exc:
+                    self.last_error = self.llm_errors[endpoint.id] = exc.reason
+                    log.warning("LLM %s: %s", endpoint.id, exc.reason)
+                    if exc.code != "llm_timeout" or restart == error_levels.MAX_RESTARTS:
+                        break
+                    await self.store.write_background(error_levels.log_timeout, self.ticks, endpoint.id,
+                                                      restart + 1, exc.reason)
+            if answer is not None:
                 break
-            except LLMError as exc:
-                self.last_error = exc.reason
-                log.warning("LLM %s: %s", endpoint.id, exc.reason)
         if answer is None:
             self.mode, self.llm = CORE_OUTAGE, None
-            summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered"}
+            summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered",
+                       "llms": {e.id: self.llm_errors.get(e.id) for e in mains}}
             await self.store.write_background(_log, "tick", summary, "offline")
             return summary
         was = self.mode
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
-        if was == ISOLATED and self.mode == NORMAL:  # the mesh is back: decisions made alone get revisited
-            await self.store.write_background(_revisit_task, self.key.did, self.clock())
+        if was != NORMAL and self.mode == NORMAL:  # the mesh is back (or up at start): revisit decisions made alone
+            await self.store.write_background(isolation.revisit_task)
         recent = await self.store.read(_recent, self.recent_k)
         score = novelty(answer, recent)
         verdict = judged = None
         if score >= self.repeat_below:  # a repetition is not assessed, validated, stored or run again
             judged = await self._assess(used, recent[0] if recent else "", answer)
-            validators = await self.store.read(registry.validators_with_trust)
-            peers = await self.peer_validators() if self.peer_validators and self.mode == NORMAL else []
-            verdict = await validate(validators, messages[-1]["content"], answer, used.id, peers, self._ask_peer)
+            verdict = await self._validate(messages[-1]["content"], answer, used.id)
         summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer,
                                                     score, verdict, judged, self.mode)
+        ran = []
         for cmd in summary.pop("deferred", []):
-            if cmd.type in gate_commands.ASYNC_TYPES:
-                result = await gate_commands.run(self.gate, cmd, lambda prompt: self._reflect(used, prompt))
-            elif cmd.type in processes.ASYNC_TYPES:
-                result = await self.processes.handle(cmd) if self.processes else {
-                    "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
-            else:
-                result = await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
+            result = await self._run_deferred(cmd, used)
+            ran.append((_as_dict(cmd), result))
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", result, "ok" if result["status"] == "ok" else "error",
                                    used.id)
+            if cmd.task_id is not None:
+                await self.store.write_background(error_levels.freeze, error_levels.failed_tasks([cmd], [result]),
+                                                  used.id)
+        if self.mode == ISOLATED and ran:
+            await self.store.write_background(isolation.record_now, self.clock(), self.ticks, ran)
         await self._reflex(score, verdict is None or bool(self._guard_events), digest)
         self._guard_events.clear()
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None})
         return summary
+
+    async def _send_approved(self, tool: str, args: dict) -> dict:
+        """A send out of the node a person approved (the gate's ``send_out``)."""
+        return await sending.send(self.mesh, self.store, self.key, self.clock(), Command("approved", tool, args))
+
+    async def _validate(self, prompt: str, answer: str, main_id: str) -> Verdict:
+        """The validation reflex with the validators that are not set aside, each weighted by its
+        adapted trust; then note who answered, set aside who keeps failing, and say so once."""
+        now = self.clock()
+        validators = await self.store.read(registry.validators_with_trust)
+        peers = await self.peer_validators() if self.peer_validators and self.mode == NORMAL else []
+        aside = [n for n in [e.id for e, _ in validators] + [d for d, _ in peers] if not self.health.usable(n, now)]
+        history = await self.store.read(_validation_history, 2 * ADAPT_WINDOW)
+        factors = {name: a["factor"] for name, a in adapted_trust(history).items()}
+        verdict = await validate([v for v in validators if v[0].id not in aside], prompt, answer, main_id,
+                                 [p for p in peers if p[0] not in aside], self._ask_peer, set_aside=aside,
+                                 adapt=factors)
+        now = self.clock()
+        for v in verdict.validators:
+            if self.health.record(v["validator"], True, now) == "back":
+                log.info("validator %s gives verdicts again", v["validator"])
+        for f in verdict.failed:
+            self._count("validator_no_verdict", reason=f["error"].split(":")[0].replace(" ", "_"))
+            if self.health.record(f["validator"], False, now, f["error"]) == "set_aside":
+                self._count("validator_set_aside")
+                state = self.health.snapshot(now)[f["validator"]]
+                first = state["times_set_aside"] == 1
+                (log.warning if first else log.info)(
+                    "validator %s set aside after %d failures in a row (last: %s); asked again in %.0f s",
+                    f["validator"], self.health.failures, f["error"], self.health.retry_ms / 1000)
+                await self.store.write_background(_log, "validator_set_aside", {"validator": f["validator"], **state},
+                                                  "warning")
+        if not verdict.passes:
+            self._count("answers_held", kind="no_verdict" if verdict.no_verdict else "rejected")
+        if verdict.no_verdict and not self.stalled:  # once per stall, however long it lasts
+            self.stalled = True
+            log.warning("commands are held: %s; see `meshnode mind held` (release or drop them there)",
+                        verdict.why_held())
+        elif self.stalled and (verdict.validators or (verdict.auto_pass and not verdict.set_aside)):
+            self.stalled = False  # a validator answers again (passing while all are set aside is no end)
+            log.info("validators give verdicts again; commands run or are held by their rating")
+        return verdict
+
+    def _count(self, name: str, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.inc(name, **labels)
 
     async def _reflect(self, endpoint, prompt: str) -> str:
         """Reflection before completion (the gate's submit): the main LLM checks its own work."""
@@ -274,40 +411,6 @@ def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
                       fact.why_unverified, task_id))
 
 
-EMERGENCY_TAG = "emergency_consensus"
-
-
-def _record_emergency(db: Database, key: NodeKey, now: int, tick: int, results: list[dict]) -> None:
-    """Seed 000, isolated mode: a decision taken without the mesh goes into the diary, tagged
-    for revision once the mesh is back."""
-    ran = [f"- {r['type']} ({r['cmd_id']}): {json.dumps(r.get('result'), default=str)[:300]}"
-           for r in results if r["status"] == "ok" and command_type(r["type"]).mutating]
-    entry = make_diary_entry(key, f"Decided in isolated mode (tick {tick}), validated locally only:\n"
-                             + "\n".join(ran), now_ms=now, title=f"emergency decision, tick {tick}",
-                             topics=[EMERGENCY_TAG])
-    db.put_container(entry, received_at_ms=now)
-
-
-def _revisit_task(db: Database, key_did: str, now: int) -> None:
-    """The mesh is back: one pinned task lists the decisions taken alone since the last revisit."""
-    row = db.conn.execute("SELECT value FROM config WHERE key = 'cognition.revisited_until'").fetchone()
-    since = int(row[0]) if row and str(row[0]).isdigit() else 0
-    entries = [r[0] for r in db.conn.execute(
-        "SELECT c.did FROM containers c JOIN container_tags t ON t.did = c.did WHERE c.class ="
-        " 'diary_entry' AND c.sender_did = ? AND c.timestamp_ms > ? AND t.tag = ? ORDER BY c.timestamp_ms",
-        (key_did, since, EMERGENCY_TAG))]
-    with db.transaction() as conn:
-        if entries:
-            conn.execute("INSERT INTO tasks (name, description, tags, priority, pinned) VALUES (?, ?, ?, 5, 1)",
-                         (f"revisit {len(entries)} decision(s) taken in isolated mode",
-                          "The mesh is back. Check these diary entries with the mesh (consensus, peers' views):\n"
-                          + "\n".join(entries), json.dumps([EMERGENCY_TAG, "revisit"])))
-        conn.execute("INSERT INTO config (key, value) VALUES ('cognition.revisited_until', ?) ON CONFLICT (key)"
-                     " DO UPDATE SET value = excluded.value", (str(now),))
-    if entries:
-        _log(db, "revisit", {"emergency_decisions": len(entries)})
-
-
 def _digest(context: str) -> str:
     """The contexts without the system section (time and tick change every tick)."""
     kept = [part for part in context.split("\n## ") if not part.startswith("System (context 7)")]
@@ -358,7 +461,7 @@ def _checkpoint_of(db: Database) -> dict | None:
 
 
 def _unread(db: Database) -> int:
-    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0").fetchone()[0]
+    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0 AND hidden = 0").fetchone()[0]
 
 
 def _wake_up(db: Database) -> None:
@@ -385,8 +488,9 @@ def _emotions(db: Database) -> list[str]:
 def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, score: float,
            verdict: Verdict | None, judged: assessment.Assessment | None = None, mode: str = NORMAL) -> dict:
     """Everything after the LLM answered and was judged, in one writer call: storage, commands, log.
-    ``verdict`` None: the answer repeats a recent one. In isolated mode the commands that ran are
-    recorded in the diary tagged ``emergency_consensus``, to be revisited when the mesh is back."""
+    ``verdict`` None: the answer repeats a recent one. Commands the validators did not back are
+    held for a person. In isolated mode the store-side commands that needed the mesh are recorded
+    (``isolation``), to be revisited when the mesh is back."""
     extraction = extract(answer)
     with db.transaction() as conn:
         if judged is None:
@@ -419,26 +523,44 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
                           json.dumps(judged.discarded_ideas), json.dumps(judged.tags),
                           json.dumps([f"{n}:{v}" for n, v in judged.emotions]), cur.lastrowid))
         _fact_checks(conn, cur.lastrowid, tick, extraction.facts)
-    deferred = []
+    deferred, ran = [], []
     if verdict.passes:
         results = []
         for cmd in extraction.commands:
-            if cmd.type in DEFERRED_TYPES:
-                deferred.append(cmd)  # the cycle runs these (the mesh, processes) after this
+            if _deferred(cmd):
+                deferred.append(cmd)  # the cycle runs these (the mesh, processes, sends) after this
             else:
                 results.append(executor.run(db, key, now, cmd))
-    else:  # held: the validators did not back this answer
-        results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error",
-                    "error": f"held: the validators rated this answer {verdict.rating} (runs at +1 or more)"}
-                   for cmd in extraction.commands]
-    if mode == ISOLATED and any(r["status"] == "ok" and command_type(r["type"]).mutating for r in results):
-        _record_emergency(db, key, now, tick, results)
+                ran.append((_as_dict(cmd), results[-1]))
+    else:  # held for a person: the validators did not back this answer, or none gave a verdict
+        reason = verdict.why_held()
+        with db.transaction() as conn:
+            ids = held.hold(conn, tick, extraction.commands, "no_verdict" if verdict.no_verdict else "rejected",
+                            reason, now)
+        results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "held": i,
+                    "error": f"held (#{i}): {reason}"} for cmd, i in zip(extraction.commands, ids)]
+    if mode == ISOLATED and ran:
+        isolation.record_now(db, now, tick, ran)
     results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
     for r in results:
         _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
+    error_levels.freeze(db, error_levels.failed_tasks(extraction.commands, results), llm_id)
     summary = {"tick": tick, "mode": mode, "novelty": round(score, 3), "repeated": False,
                "commands": len(extraction.commands), "refused": len(extraction.errors),
                "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes,
                "through_mesh": len(deferred)}
+    if verdict.set_aside:
+        summary["set_aside"] = verdict.set_aside
     _log(db, "tick", summary, "ok", llm_id)
     return {**summary, "deferred": deferred}
+
+
+def _as_dict(cmd: Command) -> dict:
+    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "args": cmd.args}
+
+
+def _validation_history(db: Database, n: int) -> list[tuple]:
+    """The last ``n`` stored answers' (auto_pass, validators, rating), oldest first."""
+    rows = db.conn.execute("SELECT auto_pass, validators, rating FROM llm_recent_responses WHERE role = 'assistant'"
+                           " ORDER BY id DESC LIMIT ?", (n,)).fetchall()
+    return rows[::-1]

@@ -13,11 +13,12 @@ import json
 from typing import Any, Callable
 
 from meshnode import knowledge
+from meshnode.cognition import facts
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.notes import author, make_note, own_local
 from meshnode.store.database import Database
 from meshnode.store.sharing import friends
 
@@ -32,6 +33,11 @@ def handler(name: str):
     return register
 
 
+def handles(name: str) -> bool:
+    """Whether this store-side executor runs ``name`` (the rest need the cycle: mesh, gate, processes)."""
+    return name in _HANDLERS
+
+
 def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
     """{"cmd_id", "type", "status": ok|error, "result" or "error"}; never raises for a command's fault."""
     fn = _HANDLERS.get(cmd.type)
@@ -44,17 +50,19 @@ def run(db: Database, key: NodeKey, now_ms: int, cmd: Command) -> dict:
     try:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": fn(db, key, now_ms, args)}
     except MeshnodeError as exc:
-        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
 
 
 @handler("help")
 def _help(db, key, now, args):
+    from meshnode.cognition.catalogue import help_of
+
     name = args.get("command")
     if name:
         kind = command_type(name)
         if kind is None:
-            raise MeshnodeError("unknown_type", f"no command {name!r}")
-        return {"command": name, "summary": kind.summary, "args": sorted(kind.schema.fields)}
+            raise MeshnodeError("unknown_type", f"no command {name!r}; context 2 lists them all")
+        return help_of(kind)
     return {name: command_type(name).summary for name in command_names()}
 
 
@@ -107,10 +115,13 @@ def _link_add(db, key, now, args):
 
 @handler("note_list")
 def _note_list(db, key, now, args):
-    where = " WHERE read = 0" if args.get("unread") else ""
-    rows = db.conn.execute(f"SELECT container_did, timestamp, topic, text, source, priority, read FROM notes{where}"
-                           " ORDER BY priority DESC, timestamp DESC LIMIT ?", (args.get("limit", 20),)).fetchall()
-    return [dict(zip(("container_did", "timestamp", "topic", "text", "source", "priority", "read"), r)) for r in rows]
+    where = " WHERE hidden = 0" + (" AND read = 0" if args.get("unread") else "")
+    rows = db.conn.execute("SELECT container_did, timestamp, topic, text, source, priority, read, agent_did,"
+                           " (SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did) FROM notes"
+                           f"{where} ORDER BY priority DESC, timestamp DESC LIMIT ?",
+                           (args.get("limit", 20),)).fetchall()
+    names = ("container_did", "timestamp", "topic", "text", "source", "priority", "read")
+    return [{**dict(zip(names, r)), "from": author(key.did, r[7], r[4], r[8])} for r in rows]
 
 
 @handler("note_read")
@@ -123,7 +134,7 @@ def _note_add(db, key, now, args):
     audience = args.get("audience", "private")
     note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
                      recipients=friends(db) if audience == "friends" else None)
-    db.put_container(note, received_at_ms=now, local={"tags": []})
+    db.put_container(note, received_at_ms=now, local=own_local())
     return {"did": note.did}
 
 
@@ -160,14 +171,21 @@ def _goal_add(db, key, now, args):
 
 @handler("task_update")
 def _task_update(db, key, now, args):
+    """A ``verdict`` (with ``evidence``) is a fact-check task's result: its facts become verified
+    or rejected (cognition/facts.py) and the task done, unless another status is given."""
     sets = {k: (int(v) if k == "pinned" else v) for k, v in args.items() if k in ("status", "pinned")}
+    if "verdict" in args:
+        sets.setdefault("status", "done")
     if not sets:
-        raise MeshnodeError("bad_args", "task_update changes status or pinned")
+        raise MeshnodeError("bad_args", "task_update changes status, pinned or gives a fact-check verdict")
     with db.transaction() as conn:
         cur = conn.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
                            (*sets.values(), args["id"]))
         if cur.rowcount == 0:
             raise MeshnodeError("not_found", f"no task {args['id']}")
+        if "verdict" in args:
+            checked = facts.resolve(conn, args["id"], args["verdict"], args.get("evidence"), key.did, now)
+            return {"id": args["id"], **sets, args["verdict"]: checked}
     return {"id": args["id"], **sets}
 
 
@@ -215,6 +233,17 @@ def _llm_task(db, key, now, args):
     config = {"max_ticks": args.get("max_ticks", 10) if loop else 1, "target_llm": args.get("target_llm"),
               **{k: args[k] for k in ("delay_s", "deadline_ms", "backoff") if k in args}}
     with db.transaction() as conn:
+        if "task_id" in args:  # an existing task (a fact-check, say): the helper works on it, and may settle it
+            row = conn.execute("SELECT repl_status, status FROM tasks WHERE id = ?", (args["task_id"],)).fetchone()
+            if row is None:
+                raise MeshnodeError("not_found", f"no task {args['task_id']}")
+            if row[0] == "running" or row[1] in ("done", "frozen"):
+                state = "being worked on" if row[0] == "running" else row[1]
+                raise MeshnodeError("busy", f"task {args['task_id']} is {state}; a helper takes an open task")
+            conn.execute("UPDATE tasks SET description = coalesce(description || char(10) || char(10), '') || ?,"
+                         " status = 'in_progress', repl_mode = 'read_only', repl_status = 'running', repl_config = ?"
+                         " WHERE id = ?", (args["task_description"], json.dumps(config), args["task_id"]))
+            return {"task_id": args["task_id"], **config}
         cur = conn.execute("INSERT INTO tasks (name, description, tags, status, repl_mode, repl_status, repl_config)"
                            " VALUES (?, ?, ?, 'in_progress', 'read_only', 'running', ?)",
                            (args["task_description"][:120], args["task_description"], json.dumps(["llm:task"]),
@@ -224,9 +253,9 @@ def _llm_task(db, key, now, args):
 
 def _register_the_rest():
     """The rest of the command set lives in executor_more, which registers itself on import."""
-    from meshnode.cognition import executor_more, processes
+    from meshnode.cognition import executor_edits, executor_ethics, executor_more, executor_settings, processes
 
-    return executor_more, processes
+    return executor_more, processes, executor_ethics, executor_edits, executor_settings
 
 
 _register_the_rest()

@@ -17,7 +17,8 @@ import time
 
 from meshnode.cognition.command_types import command
 from meshnode.cognition.executor import handler
-from meshnode.container.schema import WrongValue, anything, did, integer, list_of, mapping, number, one_of, text
+from meshnode.container.schema import (WrongValue, anything, described, did, integer, list_of, mapping, number,
+                                       one_of, text)
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.sharing import FRIEND
@@ -36,7 +37,7 @@ def _named(max_len: int):
     def check(v):
         err = plain(v)
         return err or (WrongValue("must not be blank") if not v.strip() else None)
-    return check
+    return described(check, {**plain.json, "minLength": 1})
 
 
 def admin_command(name: str, summary: str, fields: dict, mutating: bool = True, extra_note: str = ""):
@@ -321,6 +322,10 @@ def _goal_priority(v):
     if type(v) is str and v in ("low", "normal", "high"):
         return None
     return number(0, 1)(v) and WrongValue("must be low, normal, high or a number in [0, 1]")
+
+
+described(_goal_priority, {"anyOf": [{"type": "string", "enum": ["low", "normal", "high"]},
+                                     {"type": "number", "minimum": 0, "maximum": 1}]})
 
 
 def _level(priority) -> str:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from meshnode.cognition.command_types import command, command_names, command_type
+from meshnode.cognition.command_types import command
 from meshnode.cognition.commands import Command
-from meshnode.container.schema import text
+from meshnode.container.schema import described, text
 from meshnode.errors import MeshnodeError
 from meshnode.gate import argschema, drafts
-from meshnode.gate.tools import SAFE_READ, TOOLS, openai_tools
+from meshnode.gate.tools import SAFE_READ, TOOLS
 
 ASYNC_TYPES = (*TOOLS, "drafts_list", "drafts_submit")
 
@@ -31,7 +31,7 @@ def _field(schema: dict):
         except MeshnodeError as exc:
             return exc.reason.lstrip(" ")
         return None
-    return check
+    return described(check, schema)  # the tool's own JSON Schema: checked and shown alike
 
 
 for _tool in TOOLS.values():
@@ -44,7 +44,7 @@ command("drafts_submit", "check your own work, then hand your drafts to a person
         {"summary": (text(4096), True)})
 
 
-async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]], task: str = "main") -> dict:
+async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]]) -> dict:
     """One gate command; an error result (never an exception) when the gate refuses it."""
     if gate is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "the action gate is off here"}
@@ -54,13 +54,8 @@ async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]], task
         elif cmd.type == "drafts_submit":
             result = await gate.submit(cmd.args["summary"], reflect)
         else:
-            result = await gate.call(cmd.type, cmd.args, task=task)
+            result = await gate.call(cmd.type, cmd.args)
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
 
-
-def offered_tools() -> list[dict]:
-    """Every command in the OpenAI tools format: the gate's tools with their schemas, the rest
-    with open arguments (checked on arrival like any command). Offered when ``[gate] offer_tools``."""
-    return openai_tools({n: command_type(n).summary for n in command_names() if n not in TOOLS})

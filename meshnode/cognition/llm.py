@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import httpx
 import trio
 
+from meshnode.cognition.command_types import answer_limit
 from meshnode.errors import MeshnodeError
 
-MAX_ANSWER_BYTES = 1024 * 1024
+BYTES_PER_CHARACTER = 2  # the HTTP body may carry the answer's text escaped again (JSON in JSON)
 
 
 class LLMError(MeshnodeError):
@@ -41,7 +42,10 @@ class Endpoint:
 
 async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,
                backoff_s: float = 0.5, client: httpx.AsyncClient | None = None,
-               presence_penalty: float | None = None, tools: list[dict] | None = None) -> str:
+               presence_penalty: float | None = None, tools: list[dict] | None = None,
+               retry_timeouts: bool = True) -> str:
+    """The answer's text. A request that times out is retried like a refused connection, unless
+    ``retry_timeouts`` is False: then it is an ``llm_timeout`` at once (the cycle restarts its tick)."""
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
         headers["Authorization"] = f"Bearer {os.environ[endpoint.api_key_env]}"
@@ -57,25 +61,31 @@ async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float =
         for attempt in range(retries + 1):
             try:
                 response = await client.post(url, json=body, headers=headers)
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:  # reached, but too slow
+                problem, code = f"{endpoint.id} did not answer within {endpoint.timeout_s:g} s" \
+                                f" ({type(exc).__name__})", "llm_timeout"
+                if not retry_timeouts:
+                    raise LLMError(code, problem) from None
             except httpx.HTTPError as exc:
-                problem = f"cannot reach {endpoint.id} at {url}: {type(exc).__name__}"
+                problem, code = f"cannot reach {endpoint.id} at {url}: {type(exc).__name__}", "llm_unreachable"
             else:
                 if response.status_code == 200:
                     return _content(endpoint, response)
-                problem = f"{endpoint.id} answered HTTP {response.status_code}"
+                problem, code = f"{endpoint.id} answered HTTP {response.status_code}", "llm_unreachable"
                 if response.status_code != 429 and response.status_code < 500:
                     raise LLMError("llm_refused", problem)
             if attempt < retries:
                 await trio.sleep(backoff_s * 2**attempt)
-        raise LLMError("llm_unreachable", problem)
+        raise LLMError(code, problem)
     finally:
         if own:
             await client.aclose()
 
 
 def _content(endpoint: Endpoint, response: httpx.Response) -> str:
-    if len(response.content) > MAX_ANSWER_BYTES:
-        raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {MAX_ANSWER_BYTES} bytes")
+    limit = BYTES_PER_CHARACTER * answer_limit()  # room for the largest command the catalogue admits
+    if len(response.content) > limit:
+        raise LLMError("llm_bad_answer", f"{endpoint.id} answered more than {limit} bytes")
     try:
         message = response.json()["choices"][0]["message"]
         content, calls = message.get("content"), message.get("tool_calls")

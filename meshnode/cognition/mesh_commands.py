@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
-from meshnode.notes import make_note
+from meshnode.notes import make_note, own_local
 
 MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 
@@ -24,12 +24,12 @@ async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
         elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
             note = make_note(key, cmd.args["text"], now_ms=now_ms, source="llm", audience="friends",
                              recipients=[cmd.args["to"]])
-            await store.write_background(lambda db: db.put_container(note, received_at_ms=now_ms, local={"tags": []}))
+            await store.write_background(lambda db: db.put_container(note, received_at_ms=now_ms, local=own_local()))
             result = {"did": note.did, **(await mesh.push(cmd.args["to"], [note]))}
         elif cmd.type == "announce":
             result = await mesh.announce_now(cmd.args.get("interests", []), cmd.args.get("expertise", []))
         else:
             result = await mesh.sync_with(cmd.args["peer"])
     except MeshnodeError as exc:
-        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}

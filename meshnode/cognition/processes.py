@@ -8,7 +8,8 @@ network unless allowed). The LLM never sees a process's output directly: when it
 ends, its summary goes to the ``processes`` row and to ``process_log``, which
 the next tick shows (seed 000, step 1). ``mark`` closes a result the LLM has
 handled; ``cleanup`` deletes marked ones. A node that stops kills its
-processes; rows left ``running`` by a crash become ``lost`` at the next start.
+processes, and so does a crash (``gate.sandbox``); rows left ``running`` by a
+crash become ``lost`` at the next start, when what still ran is killed.
 
 Starting and stopping need the node's event loop, so the cycle runs these
 two commands itself (like the mesh commands); list, mark and cleanup are
@@ -75,7 +76,7 @@ class Processes:
             else:
                 result = await self.stop(cmd.args["id"])
         except MeshnodeError as exc:
-            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
 
     async def start(self, program: str, args: list[str], *, task_id: int | None = None,

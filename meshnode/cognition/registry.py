@@ -35,6 +35,35 @@ def add(db: Database, e: Endpoint) -> None:
                      " is_validator = excluded.is_validator", (e.id, e.model, json.dumps(config), int(e.validator)))
 
 
+_UNCHANGED = object()
+
+
+def update(db: Database, llm_id: str, *, url: str | None = None, model: str | None = None,
+           priority: int | None = None, validator: bool | None = None, api_key_env=_UNCHANGED,
+           timeout_s: float | None = None) -> Endpoint:
+    """Change the given settings of a registered LLM, keep the rest; the LLM must exist
+    (``add`` makes one). ``api_key_env`` None forgets the variable's name."""
+    current = next((e for e in endpoints(db) if e.id == llm_id), None)
+    if current is None:
+        raise RegistryError("no_llm", f"no LLM named {llm_id!r}; see `meshnode llm list`")
+    if model is not None and not model.strip():
+        raise RegistryError("bad_llm", "the model name must not be blank")
+    if timeout_s is not None and not 0 < timeout_s <= 3600:
+        raise RegistryError("bad_llm", "the timeout is more than 0 and at most 3600 seconds")
+    if priority is not None and not -1_000_000 <= priority <= 1_000_000:
+        raise RegistryError("bad_llm", "the priority is between -1000000 and 1000000")
+    if api_key_env not in (_UNCHANGED, None) and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", api_key_env):
+        raise RegistryError("bad_llm", "the API key variable is a name of letters, digits and _")
+    changed = Endpoint(llm_id, url if url is not None else current.base_url,
+                       model if model is not None else current.model,
+                       priority if priority is not None else current.priority,
+                       validator if validator is not None else current.validator,
+                       current.api_key_env if api_key_env is _UNCHANGED else api_key_env,
+                       timeout_s if timeout_s is not None else current.timeout_s)
+    add(db, changed)
+    return changed
+
+
 def remove(db: Database, llm_id: str) -> None:
     with db.transaction() as conn:
         if conn.execute("DELETE FROM llm_registry WHERE id = ?", (llm_id,)).rowcount == 0:

@@ -32,6 +32,7 @@ from meshnode.consensus.cogvote import (
 )
 from meshnode.container import Container, ContainerError, build_container, format_ms, parse_ms
 from meshnode.container.schema import class_schema
+from meshnode.container.schema import did as did_check
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import sql_errors
 from meshnode.store.trust import trust_scores
@@ -287,6 +288,9 @@ def load_votes(db, dids: Iterable[str], *, now_ms: int) -> dict[str, Container |
 
 def tally_stored(db, target: str, *, rule: Rule, at_ms: int) -> Tally:
     """This node's tally of ``target``: the votes it holds, its trust in their voters."""
+    if did_check(target):  # a vote targets a DID: any other text has no votes, say so instead of "pending"
+        raise ConsensusError("bad_target", f"{str(target)[:80]!r} is not a DID (did:<method>:<id>): "
+                                           f"give the DID of the container voted on")
     votes = votes_on(db, target, now_ms=at_ms)
     return tally(votes, target, trust=trust_scores(db.conn, {c.sender_did for c in votes}), at_ms=at_ms, rule=rule)
 
@@ -318,15 +322,20 @@ def publish_result(db, key: NodeKey, target: str, *, rule: Rule, now_ms: int) ->
     return result
 
 
-def verify_stored(db, result: Container, *, now_ms: int) -> tuple[Verdict, View | None]:
-    """Verify ``result`` against the votes ``db`` holds; when it holds, also this node's own view."""
+def verify_stored(db, result: Container, *, now_ms: int,
+                  given: Iterable[Container] = ()) -> tuple[Verdict, View | None]:
+    """Verify ``result`` against the votes ``given`` (verified containers, from files) and those
+    ``db`` holds; ``db`` None: the given votes only, as anyone without a node can. When it
+    holds and there is a store, also this node's own view."""
     try:
         listed = read_claim(result).vote_dids
     except ConsensusError as exc:
         return Verdict(False, exc.code, exc.reason), None
     wanted = listed + list(result.related.get("depends_on", []))
-    verdict = verify_result(result, load_votes(db, wanted, now_ms=now_ms))
-    if not verdict.ok:
+    held = load_votes(db, wanted, now_ms=now_ms) if db is not None else {}
+    by_did = {c.did: c for c in given}
+    verdict = verify_result(result, {did: held.get(did) or by_did.get(did) for did in wanted})
+    if not verdict.ok or db is None:
         return verdict, None
     claim = verdict.claim
     local = votes_on(db, claim.target, now_ms=now_ms)

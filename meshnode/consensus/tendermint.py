@@ -48,7 +48,8 @@ from meshnode.identity.keys import NodeKey
 
 PROPOSE, PREVOTE_STEP, PRECOMMIT_STEP, IDLE = "propose", "prevote", "precommit", "idle"
 RESEND, EMERGENCY = "resend", "emergency"  # timers besides the three of the algorithm
-FUTURE_HEIGHTS = 4  # messages this far ahead are kept for later
+FUTURE_HEIGHTS = 4  # messages this far ahead are kept for later; a catch-up answer holds this many commits
+KEPT_COMMITS = 64  # recent commits kept in memory to answer nodes catching up
 MAX_PENDING = 1024
 
 
@@ -74,6 +75,7 @@ class Decide:
     value: bytes
     round: int
     precommits: tuple[m.Message, ...]
+    from_commit: bool = False  # learned from another node's commit (catching up), not by our own count
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ class _Height:
 
 class Core:
     def __init__(self, key: NodeKey, committee: Committee, *, timeouts: Timeouts = Timeouts(), height: int = 0,
-                 valid: Callable[[bytes], bool] = lambda value: True, decided_ids: set[bytes] | None = None):
+                 valid: Callable[[bytes], bool] = lambda value: True, decided_ids: set[bytes] | None = None,
+                 recent: tuple[Decide, ...] = ()):
         self.key = key
         self.committee = committee
         self.timeouts = timeouts
@@ -165,6 +168,9 @@ class Core:
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
         self._decided_at: dict[int, int] = {}
+        for d in recent[-KEPT_COMMITS:]:  # decisions from the store: a restarted node answers catch-ups too
+            if d.height < height:
+                self.decided[d.height] = d
 
     def valid(self, value: bytes) -> bool:
         return m.value_id(value) not in self.decided_ids and self._valid(value)
@@ -196,6 +202,15 @@ class Core:
             self._dispatch(msg)
         elif msg.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT) and msg.height > self.h.number:
             self._ask_for_commits()  # another committee already works on a later height: we missed an epoch
+        return self._flush()
+
+    def join(self, now: int) -> list:
+        """This node (re)joined the mesh or a new peer joined it: ask for the commits it may have
+        missed while away (``catchup`` for its current height). Nodes that hold them answer; a
+        node that is itself behind the asker learns so and asks in turn."""
+        self._now = now
+        self._asked = (self.h.number, now)
+        self._send(m.CATCHUP, self.h.number, 0)
         return self._flush()
 
     def resume(self, now: int) -> list:
@@ -230,7 +245,10 @@ class Core:
                 self._add_pending(msg.value)
                 self._maybe_start()
         elif msg.kind == m.CATCHUP:
-            self._answer_catchup(msg)
+            if msg.height > self.h.number:
+                self._ask_for_commits()  # the asker has decided more than we have: we are behind
+            else:
+                self._answer_catchup(msg)
         elif msg.kind == m.COMMIT:
             self._apply_commit(msg)
         elif self.committee.weight(msg.sender) == 0:
@@ -391,14 +409,14 @@ class Core:
         self.decided[decision.height] = decision
         self.decided_ids.add(m.value_id(decision.value))
         self._decided_at[decision.height] = self._now
-        self._decided_at.pop(decision.height - 64, None)
+        self._decided_at.pop(decision.height - KEPT_COMMITS, None)
         self._out.append(decision)
         if provisional is not None:
             self._out.append(Revisit(decision.height, provisional, decision.value))
         self.pending.pop(m.value_id(decision.value), None)
         self.h = _Height(decision.height + 1)
         self._loopback.clear()  # our votes of the decided height count no more
-        self.decided.pop(decision.height - 64, None)  # keep recent commits for catch-up answers
+        self.decided.pop(decision.height - KEPT_COMMITS, None)  # keep recent commits for catch-up answers
         for msg in self.future.pop(self.h.number, []):
             self._dispatch(msg)
         self._maybe_start()
@@ -408,14 +426,14 @@ class Core:
     def _help(self, msg: m.Message) -> None:
         """Send the commit of ``msg.height`` to a validator still working on it, at most once
         per height every ``resend_ms`` (it resends its votes until it moves on)."""
-        decided = self.decided.get(msg.height)
-        if decided is None or self._now - self._decided_at.get(msg.height, self._now) < self.timeouts.resend_ms:
+        decided, at = self.decided.get(msg.height), self._decided_at.get(msg.height)
+        if decided is None or (at is not None and self._now - at < self.timeouts.resend_ms):
             return  # late votes right after a decision are normal; a node still voting later is behind
         last = self._helped.get(msg.height)
         if last is None or self._now - last >= self.timeouts.resend_ms:
             self._helped[msg.height] = self._now
             self._answer_catchup(msg, count=1)
-            if len(self._helped) > 64:
+            if len(self._helped) > KEPT_COMMITS:
                 self._helped.pop(min(self._helped))
 
     def _answer_catchup(self, msg: m.Message, count: int = FUTURE_HEIGHTS) -> None:
@@ -452,7 +470,10 @@ class Core:
             weight += self.committee.weight(p.sender)
         if self.committee.quorum(weight) and self.valid(msg.value):
             precommits = tuple(m.decode(raw) for raw in msg.commit)
-            self._record_decision(Decide(msg.height, msg.value, msg.round, precommits))
+            asked = self._asked
+            self._record_decision(Decide(msg.height, msg.value, msg.round, precommits, from_commit=True))
+            if asked is not None and msg.height >= asked[0] + FUTURE_HEIGHTS - 1 and self.h.number == msg.height + 1:
+                self._ask_for_commits()  # that was the last commit of a full answer: there may be more
 
     # --- emergency mode -------------------------------------------------------------
 

@@ -310,12 +310,23 @@ def _refuse_semantic_tag(decoder: Any) -> Any:
 _REFUSE_SEMANTIC_TAGS = {t: _refuse_semantic_tag for t in [*range(0, 1100), 1004, 25441, 55799, 55800, 55801]}
 
 
+# Not well-formed CBOR (RFC 8949 section 3 and appendix F): the reserved additional
+# information values 28 to 30 in any major type, and 31 (indefinite length) in major
+# types 0, 1 and 6. cbor2 names the major type it was decoding in its message.
+_RESERVED_INFO = ("unknown unsigned integer subtype", "reserved major type 7 subtype", "invalid two-byte sequence")
+_NO_INDEFINITE_FORM = ("decoding unsigned integer", "decoding negative integer", "decoding semantic tag")
+
+
 def _classify(exc: Exception) -> ContainerError:
     text = str(exc)
     lowered = text.lower()
     if "duplicate" in lowered:
         return ContainerError("duplicate_key", text[:200])
+    if any(m in lowered for m in _RESERVED_INFO):
+        return ContainerError("malformed_cbor", f"not well-formed (a reserved encoding): {text[:160]}")
     if "indefinite" in lowered:
+        if any(m in lowered for m in _NO_INDEFINITE_FORM):
+            return ContainerError("malformed_cbor", f"no indefinite form in this major type: {text[:160]}")
         return ContainerError("non_deterministic", "indefinite-length item: " + text[:160])
     if "depth" in lowered:
         return ContainerError("too_deep", text[:200])

@@ -31,6 +31,13 @@ class WrongValue(str):
     """A check's message for a value of the right type that is not allowed."""
 
 
+def described(check: Callable[[Any], str | None], json_schema: dict) -> Callable[[Any], str | None]:
+    """Attach the JSON Schema a check enforces (``check.json``), so the rule can be shown as well as
+    applied: the cognitive core's command catalogue and tool definitions are made from it."""
+    check.json = json_schema  # type: ignore[attr-defined]
+    return check
+
+
 def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
     def check(v: Any) -> str | None:
         if type(v) is not str:
@@ -40,7 +47,7 @@ def text(max_len: int = MAX_SHORT_TEXT) -> Callable[[Any], str | None]:
         return None
 
     check.simple = (str, max_len)  # type: ignore[attr-defined]  # lets Schema.validate skip the call
-    return check
+    return described(check, {"type": "string", "maxLength": max_len})
 
 
 def one_of(*choices: str) -> Callable[[Any], str | None]:
@@ -49,7 +56,7 @@ def one_of(*choices: str) -> Callable[[Any], str | None]:
             return f"must be one of {', '.join(choices)}"
         return None if v in choices else WrongValue(f"must be one of {', '.join(choices)}")
 
-    return check
+    return described(check, {"type": "string", "enum": list(choices)})
 
 
 DID_TEXT = re.compile(r"did:[a-z0-9]+:[A-Za-z0-9._:%-]+")  # W3C DID syntax, without path/query
@@ -61,6 +68,10 @@ def did(v: Any) -> str | None:
     if len(v) > MAX_DID_TEXT or not DID_TEXT.fullmatch(v):
         return WrongValue("must be a DID (did:<method>:<id>, at most 128 characters)")
     return None
+
+
+described(did, {"type": "string", "format": "did", "maxLength": MAX_DID_TEXT,
+                "pattern": "^" + DID_TEXT.pattern + "$"})
 
 
 def list_of(item: Callable[[Any], str | None], max_items: int = 256, non_empty: bool = False):
@@ -77,11 +88,15 @@ def list_of(item: Callable[[Any], str | None], max_items: int = 256, non_empty: 
                 return type(err)(f"item {i} {err}")
         return None
 
-    return check
+    return described(check, {"type": "array", "items": getattr(item, "json", {}), "maxItems": max_items,
+                             **({"minItems": 1} if non_empty else {})})
 
 
 def boolean(v: Any) -> str | None:
     return None if type(v) is bool else "must be true or false"
+
+
+described(boolean, {"type": "boolean"})
 
 
 def integer(lo: int = -(2**63), hi: int = 2**63 - 1):
@@ -90,7 +105,8 @@ def integer(lo: int = -(2**63), hi: int = 2**63 - 1):
             return f"must be an integer in [{lo}, {hi}]"
         return None if lo <= v <= hi else WrongValue(f"must be an integer in [{lo}, {hi}]")
 
-    return check
+    bounds = {**({"minimum": lo} if lo > -(2**63) else {}), **({"maximum": hi} if hi < 2**63 - 1 else {})}
+    return described(check, {"type": "integer", **bounds})
 
 
 def number(lo: float, hi: float):
@@ -99,7 +115,7 @@ def number(lo: float, hi: float):
             return f"must be a number in [{lo}, {hi}]"
         return None if lo <= v <= hi else WrongValue(f"must be a number in [{lo}, {hi}]")  # NaN fails
 
-    return check
+    return described(check, {"type": "number", "minimum": lo, "maximum": hi})
 
 
 def byte_string(size: int | None = None, max_len: int = 64 * 1024):
@@ -123,6 +139,10 @@ def mapping(v: Any) -> str | None:
 
 def anything(v: Any) -> str | None:
     return None
+
+
+described(mapping, {"type": "object"})
+described(anything, {})
 
 
 @dataclass(frozen=True)
@@ -243,6 +263,7 @@ def known_classes() -> list[tuple[str, str]]:
 _LONG = 64 * 1024
 _tags = list_of(text(64), max_items=64)
 _dids = list_of(did, max_items=1024)
+_knowledge_forward = integer(0, 1)  # CogSync knowledge: hops past the author's friends (absent: no limit)
 
 # meshnode's notebook entry (HMP agent `notes` table; seed 000's distributed chat)
 register(
@@ -283,6 +304,7 @@ register(
         "topics": (_tags, False),
         "summary": (text(4096), False),
         "content": (text(_LONG), True),
+        "forward": (_knowledge_forward, False),
     },
 )
 register(
@@ -293,6 +315,7 @@ register(
         "description": (text(_LONG), False),
         "aliases": (list_of(text()), False),
         "fields": (mapping, False),
+        "forward": (_knowledge_forward, False),
     },
 )
 
@@ -326,7 +349,8 @@ def _edges(v: Any) -> str | None:
     return None
 
 
-register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (_edges, True)})
+register("semantic_edges", "1.0", {"domain": (text(), False), "edges": (_edges, True),
+                                   "forward": (_knowledge_forward, False)})
 register(
     "goal",
     "1.0",

@@ -1,7 +1,10 @@
 """Drafts: the agent's file changes, held in SQLite until a person commits them.
 
 Each session has at most one open draft per file (pending, accepted or
-rejected); its later reads see its pending and accepted drafts. A draft keeps
+rejected); its later reads see its pending and accepted drafts. A rejected
+draft stays until the next commit, which ends the review round and discards
+it (a person can still accept it by name until then; ``accept`` of all open
+drafts takes only the pending ones, never what the person rejected). A draft keeps
 the hash of the real file when it was first made, so a commit can tell when
 the file changed under it (a "conflict") and refuse. A commit takes a
 snapshot, writes the accepted drafts all or nothing, and marks them committed
@@ -123,6 +126,52 @@ def decide(db: Database, session: str, path: str, decision: str, *, shown_only: 
             raise GateError("not_found", f"there is no open draft of {path} in session {session}")
 
 
+def decide_many(db: Database, jail: Jail, session: str, decision: str, paths: list[str] | None) -> dict:
+    """A person's decision on ``paths`` (None: every draft it applies to, i.e. the pending ones
+    to accept, the pending and accepted ones to reject). Accepting takes only what the person
+    was last shown; the others are named in ``changed_since_listed``."""
+    if paths is None:
+        wanted = ("pending",) if decision == "accept" else ("pending", "accepted")
+        keys = [key for _, key, _, _, status in _open_rows(db, session) if status in wanted]
+    else:
+        keys = [jail.resolve(p) for p in paths]
+    done, unseen = [], []
+    for key in keys:
+        try:
+            decide(db, session, key, decision, shown_only=True)
+            done.append(key)
+        except GateError as exc:
+            if exc.code != "not_shown":
+                raise
+            unseen.append(key)
+    return {"decided": done, "changed_since_listed": unseen}
+
+
+def listing(db: Database, jail: Jail, session: str, *, rejected: bool = False) -> dict:
+    """What a person reviews (``meshnode drafts list``): the open drafts (recorded as shown), the
+    rejected ones only with ``rejected`` (else counted), and the agent's last submission while
+    drafts it submitted are still open."""
+    rows = review(db, jail, session, shown_to_person=True)
+    shown = [r for r in rows if rejected or r["status"] != "rejected"]
+    return {"drafts": shown, "rejected_hidden": len(rows) - len(shown), "submission": open_submission(db, session)}
+
+
+def open_submission(db: Database, session: str) -> dict | None:
+    """The agent's last submission, while one of the drafts it submitted is still open (pending
+    or accepted, made no later than it); None once they are committed or rejected."""
+    with sql_errors("reading submissions"):
+        row = db.conn.execute("SELECT summary, reflection, ready, drafts, created_ms FROM gate_submissions"
+                              " WHERE session = ? ORDER BY id DESC LIMIT 1", (session,)).fetchone()
+        if row is None:
+            return None
+        submitted = dict(zip(("summary", "reflection", "ready", "drafts", "created_ms"), row))
+        (still_open,) = db.conn.execute(
+            "SELECT count(*) FROM gate_drafts AS d, json_each(?) AS s WHERE d.session = ? AND d.path = s.value AND"
+            " d.status IN ('pending', 'accepted') AND d.created_ms <= ?", (submitted["drafts"], session, submitted["created_ms"])
+        ).fetchone()
+    return submitted if still_open else None
+
+
 def edit(db: Database, jail: Jail, session: str, path: str, content: bytes) -> dict:
     """A person's new content for an open draft. The status stays as it was: an edit is
     not an acceptance."""
@@ -138,7 +187,8 @@ def edit(db: Database, jail: Jail, session: str, path: str, content: bytes) -> d
 
 
 def commit(db: Database, jail: Jail, session: str, reason: str) -> int:
-    """Write the session's accepted drafts, all or nothing; returns the snapshot id.
+    """Write the session's accepted drafts, all or nothing; returns the snapshot id. The
+    rejected drafts are discarded with it (``discard_rejected``): the review round is over.
 
     Refused as a whole ("conflict") when any of their files changed since it was
     drafted. The snapshot (current contents, the session's draft state) is taken
@@ -148,7 +198,9 @@ def commit(db: Database, jail: Jail, session: str, reason: str) -> int:
     """
     rows = [r for r in _open_rows(db, session) if r[4] == "accepted"]
     if not rows:
-        raise GateError("nothing_to_commit", f"session {session} has no accepted drafts")
+        gone = discard_rejected(db, session)
+        raise GateError("nothing_to_commit", f"session {session} has no accepted drafts"
+                        + (f" (its {len(gone)} rejected draft(s) were discarded)" if gone else ""))
     conflicts = [key for _, key, base_hash, _, _ in rows if jail.file_hash(key) != base_hash]
     if conflicts:
         raise GateError("conflict", "changed since they were drafted, nothing was written: " + ", ".join(conflicts))
@@ -162,7 +214,18 @@ def commit(db: Database, jail: Jail, session: str, reason: str) -> int:
     with db.transaction() as conn:
         conn.executemany("UPDATE gate_drafts SET status = 'committed', snapshot_id = ?, updated_ms = ? WHERE id = ?",
                          [(snapshot_id, _now_ms(), r[0]) for r in rows])
+    discard_rejected(db, session)
     return snapshot_id
+
+
+def discard_rejected(db: Database, session: str) -> list[str]:
+    """Forget the session's rejected drafts (their paths). The agent learnt of the rejection
+    when it was made; a later draft of the same file starts afresh."""
+    with db.transaction() as conn:
+        paths = [r[0] for r in conn.execute("SELECT path FROM gate_drafts WHERE session = ? AND status = 'rejected'"
+                                            " ORDER BY path", (session,))]
+        conn.execute("DELETE FROM gate_drafts WHERE session = ? AND status = 'rejected'", (session,))
+    return paths
 
 
 # --- rows -----------------------------------------------------------------
@@ -176,13 +239,13 @@ def _save(db: Database, jail: Jail, session: str, key: str, content: bytes | Non
     with db.transaction() as conn:
         row = _open_row(conn, session, key)
         (held,) = conn.execute("SELECT coalesce(sum(length(content)), 0) FROM gate_drafts WHERE session = ? AND"
-                               " status != 'committed' AND path != ?", (session, key)).fetchone()
+                               " status IN ('pending', 'accepted') AND path != ?", (session, key)).fetchone()
         if held + len(content or b"") > MAX_SESSION_BYTES:
             raise GateError("too_large", f"session {session}'s open drafts would hold more than"
                             f" {MAX_SESSION_BYTES >> 20} MiB; commit or reject some first")
         if row is None:
-            (count,) = conn.execute("SELECT count(*) FROM gate_drafts WHERE session = ? AND status != 'committed'",
-                                    (session,)).fetchone()
+            (count,) = conn.execute("SELECT count(*) FROM gate_drafts WHERE session = ? AND status IN"
+                                    " ('pending', 'accepted')", (session,)).fetchone()
             if count >= MAX_OPEN_DRAFTS:
                 raise GateError("too_many", f"session {session} already has {count} open drafts")
             conn.execute("INSERT INTO gate_drafts (session, path, base_hash, content, status, created_ms, updated_ms)"

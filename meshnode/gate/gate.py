@@ -10,7 +10,9 @@ the guards (loop detector, iteration limit), which also tell the
 anti-stagnation reflex; its risk. ``destructive`` calls become confirmation
 requests and the call returns at once; the loop runs them once a person
 approves (``run_approved``). Every refusal is a GateError with a reason the
-LLM reads in its next tick.
+LLM reads in its next tick. Commands that send data out of the node pass
+``outbound`` (``gate.outbound``): the kinds of send ``[gate] outbound_confirm``
+names become confirmation requests too, run by ``send_out`` once approved.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from typing import Awaitable, Callable
 import httpx
 import trio
 
-from meshnode.gate import GateError, argschema, confirm, drafts, guards, runner, scratch
+from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, outbound, runner, scratch
 from meshnode.gate.jail import Jail
+from meshnode.store.sharing import friends
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, RiskPolicy
 
 log = logging.getLogger("meshnode.gate")
+_NOT_READ = object()
 
 MAX_READ_BYTES = 256 * 1024
 HTTP_MAX_BYTES = 1024 * 1024
@@ -52,6 +56,8 @@ class GateSettings:
     loop_window: int = 20
     loop_repeats: int = 3
     max_calls_per_task: int = 200
+    calls_quiet_ms: int = 600_000
+    outbound_confirm: frozenset[str] = frozenset(outbound.DEFAULT_CONFIRM)
     confirm_ttl_ms: int = confirm.DEFAULT_TTL_MS
     http_timeout_s: float = 10.0
 
@@ -64,13 +70,20 @@ class Gate:
         self.tell_user = tell_user  # async (text): a private note to the user
         self.on_guard = on_guard  # (kind, reason): the anti-stagnation reflex hears about loops and limits
         self.loops = guards.LoopDetector(settings.loop_window, settings.loop_repeats)
-        self.limits = guards.IterationLimiter(settings.max_calls_per_task)
+        self.limits = guards.IterationLimiter(settings.max_calls_per_task, settings.calls_quiet_ms)
+        self.work = "main"  # the piece of work the agent is on (budget.work), refreshed every tick
+        self._reset_seen: str | None | object = _NOT_READ
+        self._told_limit = False
+        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
+        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
+        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
+        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
 
     @property
     def jail(self) -> Jail:
         return self.settings.jail
 
-    async def call(self, tool: str, args: dict, *, task: str = "main", approved: int | None = None) -> dict:
+    async def call(self, tool: str, args: dict, *, task: str | None = None, approved: int | None = None) -> dict:
         """Run one tool call, or refuse it (GateError), or ask a person (``needs_confirmation``)."""
         if tool not in TOOLS:
             raise GateError("unknown_tool", f"no tool {tool[:40]!r}; tools: {', '.join(TOOLS)}")
@@ -86,15 +99,34 @@ class Gate:
         except (OSError, UnicodeError) as exc:  # the file system's own refusals, as readable reasons
             raise GateError("io_error", f"{tool}: {type(exc).__name__}: {exc}"[:300]) from None
 
-    def guard(self, tool: str, args: dict, task: str = "main") -> None:
-        """The loop detector and the iteration limit (GateError); both tell the anti-stagnation reflex."""
+    def guard(self, tool: str, args: dict, task: str | None = None) -> None:
+        """The loop detector and the iteration limit of the current piece of work (or ``task``)
+        (GateError); both tell the anti-stagnation reflex."""
         try:
             self.loops.check(tool, args)
-            self.limits.check(task)
+            self.limits.check(task or self.work, self.clock())
         except GateError as exc:
             if self.on_guard:
                 self.on_guard(exc.code, exc.reason)
             raise
+
+    async def refresh(self) -> None:
+        """Once per tick, before the agent acts: a new task or goal starts a new piece of work
+        (a fresh budget of calls), and so does a person's reset (``budget.request_reset``). When
+        the budget is spent, the person is told once how to let the agent go on."""
+        work, marker = await self.store.read(budget.state)
+        if self._reset_seen is not _NOT_READ and marker != self._reset_seen:
+            self.limits.reset()
+            log.info("the agent's budget of tool calls was reset by a person")
+        self._reset_seen = marker  # a reset made before this run: the count starts at 0 anyway
+        self.work = work
+        if not self.limits.exhausted or self.limits.work != work:
+            self._told_limit = False
+        elif not self._told_limit and self.tell_user is not None:
+            self._told_limit = True
+            await self.tell_user(f"The agent used its {self.limits.max_calls} tool calls for this piece of work"
+                                 " and is refused more. `meshnode gate reset-limit` lets it go on; so does a new"
+                                 f" task or goal, or {guards.duration(self.limits.quiet_ms)} without tool calls.")
 
     def _normalized(self, tool: str, args: dict) -> dict:
         if "path" in args:
@@ -103,8 +135,17 @@ class Gate:
             args = {**args, "url": _checked_url(args["url"])}
         return args
 
-    async def _ask(self, tool: str, args: dict, risk: str) -> dict:
-        why = f"{tool} is {risk}"
+    async def outbound(self, tool: str, args: dict) -> dict | None:
+        """A send out of the node (``outbound.TOOLS``): a confirmation request when its kind waits
+        for a person ([gate] outbound_confirm), else None: it may go now."""
+        known = set(await self.store.read(friends))
+        kind = outbound.kind(tool, args, known)
+        if kind is None or kind not in self.settings.outbound_confirm:
+            return None
+        return await self._ask(tool, args, outbound.OUTBOUND, f"{outbound.KINDS[kind][0]}: it leaves the node")
+
+    async def _ask(self, tool: str, args: dict, risk: str, why: str | None = None) -> dict:
+        why = why or f"{tool} is {risk}"
         if tool == "http_fetch":
             why += f" (host {httpx.URL(args['url']).host!r} is not in [gate] http_hosts)"
         now = self.clock()
@@ -127,8 +168,10 @@ class Gate:
             if not await self.store.write(confirm.claim, req["id"]):
                 continue
             try:
-                result = await self.call(req["tool"], req["args"], approved=req["id"])
-                ok = True
+                if req["tool"] in outbound.TOOLS:
+                    result, ok = await self._send_approved(req["tool"], req["args"])
+                else:
+                    result, ok = await self.call(req["tool"], req["args"], approved=req["id"]), True
             except GateError as exc:
                 result, ok = {"error": exc.reason, "code": exc.code}, False
             except Exception as exc:  # a bug must not wedge the queue: the request fails, the next runs
@@ -137,6 +180,12 @@ class Gate:
             await self.store.write(confirm.finish, req["id"], ok, result)
             done.append({"confirmation": req["id"], "tool": req["tool"], "ok": ok, "result": result})
         return done
+
+    async def _send_approved(self, tool: str, args: dict) -> tuple[dict, bool]:
+        if self.send_out is None:
+            raise GateError("no_sender", f"{tool} cannot be sent from here (no cognitive cycle runs)")
+        sent = await self.send_out(tool, args)
+        return sent, sent.get("status") == "ok"
 
     async def _run(self, tool: str, args: dict) -> dict:
         s, jail = self.settings.session, self.jail
@@ -185,7 +234,8 @@ class Gate:
         folder, manifest = await self.store.write(scratch.prepare, self.jail, self.settings.session,
                                                   self.settings.scratch_dir, uid)
         try:
-            result = await runner.run_command(argv, cwd=folder, policy=policy)
+            result = await runner.run_command(argv, cwd=folder, policy=policy,
+                                              records=scratch.records_folder(self.settings.scratch_dir))
             changed, ignored = await trio.to_thread.run_sync(scratch.changes, folder, manifest)
         finally:
             with trio.CancelScope(shield=True):  # a stopped process leaves no scratch folder behind
@@ -252,7 +302,7 @@ class Gate:
         await self.store.write(_record_submission, self.settings.session, summary, reply[:4000], ready, paths,
                                self.clock())
         if ready:
-            self.limits.reset("main")  # a piece of work is done: the next one gets a fresh budget of calls
+            self.limits.reset()  # a piece of work is done: the next one gets a fresh budget of calls
         if ready and self.tell_user is not None:
             await self.tell_user(f"{len(paths)} draft(s) wait for your review: {', '.join(paths)[:500]}. "
                                  f"The agent says: {summary[:500]}. See `meshnode drafts list --diff`.")

@@ -37,7 +37,7 @@ from pathlib import Path
 import trio
 
 from meshnode.gate import GateError
-from meshnode.gate.sandbox import CHILD_PATH, NOBODY_UID, OPEN_FILES, spawn, stop
+from meshnode.gate.sandbox import CHILD_PATH, NOBODY_UID, OPEN_FILES, forget, remember, spawn, stop
 
 __all__ = [
     "CHILD_PATH", "SEARCH_PATH", "NOBODY_UID", "MAX_ARG_BYTES", "MAX_ARGV_BYTES", "OPEN_FILES",
@@ -306,13 +306,14 @@ async def _converse(proc: trio.Process, stdin: bytes, out: _Capture, err: _Captu
 
 
 async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPolicy,
-                      stdin: bytes = b"") -> CommandResult:
+                      stdin: bytes = b"", records: Path | None = None) -> CommandResult:
     """Run an allowed command in ``cwd`` under ``policy`` and return what it did. The command
     sees ``cwd`` as /workspace (its working directory, and HOME) and no other host folder.
 
     Raises GateError only for refusals before the start and for ``spawn_failed``.
     Cancelling the caller kills the command and all it started before Cancelled
-    propagates; so does the timeout (then the result has ``timed_out``).
+    propagates; so does the timeout (then the result has ``timed_out``). ``records``: a
+    folder where the running sandbox is recorded, for ``sandbox.kill_leftovers`` after a crash.
     """
     exe = check_command(argv, policy)
     workdir = os.path.realpath(cwd)
@@ -322,6 +323,7 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
         raise GateError("bad_argument", "stdin must be bytes")
     started = time.monotonic()
     proc, leader = await spawn(exe, workdir, policy, stdin)
+    record = remember(records, proc.pid, leader) if records is not None else None
     out, err = _Capture(policy.max_output_bytes), _Capture(policy.max_output_bytes)
     flood: list[str] = []
 
@@ -337,6 +339,7 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
     finally:
         with trio.CancelScope(shield=True):
             await stop(proc, leader)
+        forget(record)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     killed = ("timeout" if deadline.cancelled_caught else flood[0] if flood
               else _describe_signal(-code) if code < 0 else None)

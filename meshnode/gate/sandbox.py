@@ -6,6 +6,13 @@
 
 The supervisor is the child ``subprocess`` forks; in ``preexec_fn`` it makes the
 namespaces, forks the command and only waits for it, passing on its exit status.
+It also watches the node through a pidfd: when the node dies (even by SIGKILL),
+it kills the command and exits, so nothing outlives a crash. (A parent-death
+signal would not do: trio forks from a worker thread, and that signal fires when
+the thread ends, not the node.) Each running sandbox is recorded in a folder
+(``remember``/``forget``) so that a node restarting after a crash in which its
+supervisors could not act (stopped, or also killed) can kill what was left
+(``kill_leftovers``), checking each pid's start time so a reused pid is spared.
 As the init of its own PID namespace, the command takes every process it started
 (``&`` jobs, fork bombs, children that called ``setsid``) down with it when it
 exits or is killed, and the kernel reaps them all. The price: like any PID 1 it
@@ -38,13 +45,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import math
 import os
 import pwd
 import resource
+import select
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn, Protocol
 
 import trio
@@ -122,10 +133,14 @@ class _Sandbox:
     network: bool
     status_fd: int
     backstop_s: int
+    node_pid: int
 
     def __call__(self) -> None:
         stage = "namespaces"
         try:
+            node_fd = _pidfd(self.node_pid)
+            if os.getppid() != self.node_pid:  # the node died before we could watch it
+                os._exit(1)
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the supervisor is a copy of the node
             uid, gid = os.geteuid(), os.getegid()
             _unshare(self.flags)
@@ -141,7 +156,9 @@ class _Sandbox:
             self._report(stage, exc)
             raise
         if child:
-            self._supervise(child)
+            self._supervise(child, node_fd)
+        if node_fd is not None:
+            os.close(node_fd)
         self._become_command()
 
     def _report(self, stage: str, exc: BaseException) -> None:
@@ -150,16 +167,21 @@ class _Sandbox:
         with contextlib.suppress(OSError):
             os.write(self.status_fd, f"fail {stage} {number} {step}".strip().encode() + b"\n")
 
-    def _supervise(self, child: int) -> NoReturn:
+    def _supervise(self, child: int, node_fd: int | None) -> NoReturn:
         code = 255
         try:
             os.write(self.status_fd, b"pid %d\n" % child)
             _libc.prctl(_PR_SET_NAME, ctypes.c_char_p(b"gate-supervisor"), 0, 0, 0)
-            # Drop every inherited descriptor, the pipes and subprocess's exec-status
-            # pipe included, so the node sees EOF exactly when the command has them closed.
-            os.closerange(0, 2**31 - 1)
+            # Drop every inherited descriptor but the node's pidfd, the pipes and subprocess's
+            # exec-status pipe included, so the node sees EOF exactly when the command has them closed.
+            keep = -1 if node_fd is None else node_fd
+            os.closerange(0, max(keep, 0))
+            os.closerange(keep + 1, 2**31 - 1)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(self.backstop_s)  # if the node dies, this ends us and the command
+            signal.alarm(self.backstop_s)  # a last resort: the command's time is up
+            if not self._wait_unless_node_dies(child, node_fd):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)  # PID 1 of its namespace: everything in it goes
             _, status = os.waitpid(child, 0)
             if os.WIFSIGNALED(status):
                 number = os.WTERMSIG(status)
@@ -172,6 +194,26 @@ class _Sandbox:
                 code = os.waitstatus_to_exitcode(status)
         finally:
             os._exit(code)
+
+    def _wait_unless_node_dies(self, child: int, node_fd: int | None) -> bool:
+        """True once the command has exited (not yet reaped); False as soon as the node is gone."""
+        child_fd = _pidfd(child)
+        if node_fd is not None and child_fd is not None:
+            watch = select.poll()
+            watch.register(node_fd, select.POLLIN)
+            watch.register(child_fd, select.POLLIN)
+            while True:
+                ready = {fd for fd, _ in watch.poll()}
+                if child_fd in ready:
+                    return True
+                if node_fd in ready:
+                    return False
+        while True:  # no pidfds (a kernel before 5.3): look twice a second
+            if os.waitid(os.P_PID, child, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            if os.getppid() != self.node_pid:
+                return False
+            time.sleep(0.5)
 
     def _become_command(self) -> None:
         stage = "mounts"
@@ -200,6 +242,15 @@ class _Sandbox:
             self._report(stage, exc)
             raise
         os.close(self.status_fd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (close-on-exec); None where the
+    kernel has no pidfds."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _identity(policy: Limits) -> tuple[int, int] | None:
@@ -285,7 +336,7 @@ async def spawn(exe: list[str], cwd: str, policy: Limits,
                        drop_to=ident, limits=limits,
                        memory_bytes=_within_hard_limit(resource.RLIMIT_AS, policy.memory_bytes),
                        tmp_bytes=min(policy.memory_bytes, mounts.MAX_TMP_BYTES), network=policy.network,
-                       status_fd=write_fd,
+                       status_fd=write_fd, node_pid=os.getpid(),
                        backstop_s=min(math.ceil(policy.timeout_s) + _BACKSTOP_MARGIN_S, 2**31 - 1))
     try:
         try:
@@ -326,3 +377,64 @@ async def stop(proc: trio.Process, leader: int | None) -> None:
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             await stream.aclose()
+
+
+# --- records of running sandboxes, for the start after a crash -------------------------------
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), which
+    tells a process from a later one given the same pid; None when there is none (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if not fields or fields[0] == b"Z":
+        return None
+    return int(fields[19])
+
+
+def remember(folder: Path, supervisor: int, command: int) -> Path | None:
+    """Record a running sandbox (its supervisor's and command's pids and start times) in ``folder``,
+    which only the node's user can write; None if it cannot be recorded (logged by the caller)."""
+    record = {"supervisor": [supervisor, _start_time(supervisor)], "command": [command, _start_time(command)]}
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = folder / f"sandbox-{supervisor}.json"
+        path.write_text(json.dumps(record))
+        return path
+    except OSError:
+        return None
+
+
+def forget(path: Path | None) -> None:
+    """Drop a record; its folder too once empty (no folder is left behind by commands that ended)."""
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
+
+
+def kill_leftovers(folder: Path) -> list[int]:
+    """Kill the sandboxes recorded in ``folder`` that still run (by a crash of the node that could
+    not take them along): each pid only while its start time is the recorded one. Every record
+    is removed; returns the pids killed."""
+    killed = []
+    if not folder.is_dir():
+        return killed
+    for path in folder.glob("sandbox-*.json"):
+        try:
+            record = json.loads(path.read_text()[:1000])
+            pairs = [(int(record[k][0]), int(record[k][1])) for k in ("command", "supervisor")
+                     if record[k][1] is not None]
+        except (OSError, ValueError, TypeError, KeyError, IndexError):
+            pairs = []  # not one of ours as written: nothing is killed on its word
+        for pid, started in pairs:
+            if pid > 1 and _start_time(pid) == started:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        forget(path)
+    return killed

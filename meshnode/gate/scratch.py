@@ -31,6 +31,12 @@ MAX_FILES = 10_000
 MAX_FILE_BYTES = drafts.MAX_DRAFT_BYTES
 
 
+def records_folder(parent: Path) -> Path:
+    """Where the running sandboxes of the node whose scratch folder is ``parent`` are recorded
+    (``sandbox.remember``), beside its scratch copies."""
+    return parent / "sandboxes"
+
+
 def prepare(db: Database, jail: Jail, session: str, parent: Path, uid: int | None) -> tuple[Path, dict[str, str]]:
     """A scratch folder under ``parent`` holding the session's view of the workspace, and a
     manifest (relative path -> SHA-256) of what was put there. Only the workspace (the jail's

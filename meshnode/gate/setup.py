@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from meshnode.config import Config
-from meshnode.gate import GateError, runner
+from meshnode.gate import GateError, outbound, runner, sandbox, scratch
 from meshnode.gate.gate import GateSettings
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import risk_policy
@@ -50,15 +50,17 @@ def scratch_dir(config: Config) -> Path:
     return path / hashlib.sha256(str(config.home).encode()).hexdigest()[:16]
 
 
-def clear_leftovers(folder: Path) -> int:
-    """Scratch copies a crashed run of this node left behind (its own folder only)."""
+def clear_leftovers(folder: Path) -> tuple[list[int], int]:
+    """What a crashed run of this node left behind (its own folder only): sandboxed processes
+    still running, killed first (their pids), then scratch copies (how many were removed)."""
+    killed = sandbox.kill_leftovers(scratch.records_folder(folder))
     gone = 0
     if not folder.is_dir():
-        return 0
+        return killed, 0
     for entry in folder.glob("scratch-*"):
         shutil.rmtree(entry, ignore_errors=True)
         gone += 1
-    return gone
+    return killed, gone
 
 
 def settings(config: Config, session: str = "core") -> GateSettings:
@@ -68,4 +70,6 @@ def settings(config: Config, session: str = "core") -> GateSettings:
         risk=risk_policy(dict(gate["risk"]), list(gate["risk_rules"]), list(gate["http_hosts"])),
         scratch_dir=scratch_dir(config), session=session, loop_window=int(gate["loop_window"]),
         loop_repeats=int(gate["loop_repeats"]), max_calls_per_task=int(gate["max_calls_per_task"]),
+        calls_quiet_ms=int(float(gate["calls_quiet_seconds"]) * 1000),
+        outbound_confirm=outbound.confirm_policy(list(gate["outbound_confirm"])),
         confirm_ttl_ms=int(float(gate["confirm_hours"]) * 3600 * 1000))

@@ -56,15 +56,15 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
 )}
 
 
-def openai_tools(extra: dict[str, str] | None = None) -> list[dict]:
-    """The tools in the OpenAI ``tools`` request format (``extra``: more names and summaries, e.g.
-    the store commands, offered with open arguments)."""
-    out = [{"type": "function", "function": {"name": t.name, "description": f"{t.summary} [risk: {t.risk}]",
-                                             "parameters": t.parameters}} for t in TOOLS.values()]
-    for name, summary in sorted((extra or {}).items()):
-        out.append({"type": "function", "function": {"name": name, "description": summary,
-                                                     "parameters": {"type": "object"}}})
-    return out
+def tool_definition(name: str, description: str, parameters: dict) -> dict:
+    """One function in the OpenAI ``tools`` request format."""
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def openai_tools() -> list[dict]:
+    """The gate's tools in the OpenAI ``tools`` request format (the cognitive core offers all its
+    commands, these among them, through ``cognition.catalogue.tool_definitions``)."""
+    return [tool_definition(t.name, f"{t.summary} [risk: {t.risk}]", t.parameters) for t in TOOLS.values()]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
+import multiaddr
+
 from meshnode.container import Container, ContainerError, Limits, build_container, decode_container
+from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
 
 NAMESPACE = "mn"
@@ -24,6 +27,7 @@ ROLES = ("relay", "mailman", "pubsub-hub", "archive", "egp-voter")
 # an announce is small; a record far larger than this is refused before decoding
 MAX_RECORD_BYTES = 16 * 1024
 RECORD_LIMITS = Limits(max_bytes=MAX_RECORD_BYTES, max_depth=8)
+MAX_ADDR_TEXT = 1024  # characters of one multiaddr in an announce
 
 
 def record_key(did: str) -> str:
@@ -70,6 +74,8 @@ def validate_record(key: str, value: bytes, now_ms: int) -> Container:
         raise RecordError(exc.code, exc.reason) from None
     if c.cls != "peer_announce" or not c.known_class:
         raise RecordError("wrong_class", f"a {NAMESPACE} record holds a peer_announce, not {c.cls}")
+    if c.head["payload_type"] != "cbor":  # an encrypted or binary announce would skip its schema
+        raise RecordError("wrong_class", "an announce's payload is a CBOR map (payload_type cbor)")
     if record_key(c.sender_did) != key:
         raise RecordError("wrong_key", "the record key is not the one for the announce's sender")
     if c.side:
@@ -88,6 +94,23 @@ def select_record(values: Sequence[Container]) -> int:
 
 
 def announce_addresses(c: Container) -> list[str]:
+    """The addresses of an announce a node may dial (protocols/mesh.md section 2): each entry's
+    ``addr``, when it is multiaddr text whose final ``/p2p/`` component, if any, names the
+    sender. Other entries (and other keys of an entry) are skipped; a revocation has none."""
     if c.payload.get("key_is_falsified"):
         return []
-    return [a["addr"] for a in c.payload.get("addresses", []) if isinstance(a.get("addr"), str)]
+    peer_id = did_to_peer_id(c.sender_did)
+    return [e["addr"] for e in c.payload.get("addresses", []) if type(e) is dict and _dialable(e.get("addr"), peer_id)]
+
+
+def _dialable(addr: object, peer_id: str) -> bool:
+    if type(addr) is not str or not 0 < len(addr) <= MAX_ADDR_TEXT:
+        return False
+    try:
+        parsed = multiaddr.Multiaddr(addr)
+        names = [p.name for p in parsed.protocols()]
+    except Exception:  # py-multiaddr raises several types for text it cannot parse
+        return False
+    if not names:
+        return False
+    return names[-1] != "p2p" or str(parsed).rsplit("/", 1)[1] == peer_id

@@ -79,6 +79,7 @@ class NetConfig:
     gossip_heartbeat_s: float = 1.0
     sync_s: float = 30.0
     reputation_s: float = 60.0
+    reputation_first_s: float = 10.0  # the first reputation round this soon after start; then doubling intervals
     sync_classes: list[str] = field(default_factory=list)  # [sync]: empty lists and 0 mean no condition
     sync_tags: list[str] = field(default_factory=list)
     sync_window_days: float = 0.0

@@ -6,6 +6,12 @@ publishes what it says, and stores decisions with their signed precommits.
 Resent messages carry a counter beside the message so that gossip, which
 drops content it has seen, still delivers them: a gossip payload is the
 deterministic CBOR array ``[message bytes, resend counter]``.
+
+Catching up: whenever a peer joins this node's gossip mesh for the topic (this
+node starting or restarting, a peer coming back, a partition healing), the
+driver lets the core ask for the commits it may have missed (``Core.join``);
+the core answers others' requests from the commits it keeps, which after a
+restart are loaded from the store.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import trio
 from meshnode.consensus import epochs
 from meshnode.consensus import messages as cm
 from meshnode.consensus.committee import Committee
-from meshnode.consensus.tendermint import (Broadcast, Core, Decide, Emergency, Evidence, Revisit, Schedule,
-                                           Timeouts)
+from meshnode.consensus.tendermint import (KEPT_COMMITS, Broadcast, Core, Decide, Emergency, Evidence, Revisit,
+                                           Schedule, Timeouts)
 from meshnode.container import cbor
 from meshnode.errors import MeshnodeError
 from meshnode.reputation import Evidence as Observed
@@ -29,6 +35,8 @@ from meshnode.store import decisions
 log = logging.getLogger("meshnode.consensus")
 
 CONSENSUS_TOPIC = "/meshnode/consensus/1"
+JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
+MAX_WAIT_S = 50.0  # a proposer waits at most this long for its value's decision (the control call allows 60)
 
 
 class ConsensusMixin:
@@ -45,11 +53,25 @@ class ConsensusMixin:
                 "last_signers": sorted(p.sender for p in last.precommits) if last else [],
                 "members": dict(self.core.committee.members)}
 
-    async def consensus_submit(self, value: bytes) -> dict:
+    async def consensus_submit(self, value: bytes, wait_s: float = 0.0) -> dict:
+        """Ask the committee to decide ``value``; wait up to ``wait_s`` seconds for the decision.
+        The height is known only once the value is committed (a node that is behind, or a busy
+        committee, decides it later than the height this node is working on): ``status`` is
+        ``committed`` with its ``height``, or ``pending`` with ``height`` None."""
         if self.core is None:
             raise MeshnodeError("no_committee", "this node has no committee: set [consensus] committee")
-        await self._consensus_apply(self.core.submit(value, self._consensus_now()))
-        return {"height": self.core.height, "value_id": cm.value_id(value).hex()}
+        vid = cm.value_id(value)
+        already = vid in self.core.decided_ids
+        if not already:
+            await self._consensus_apply(self.core.submit(value, self._consensus_now()))
+            if wait_s > 0 and vid not in self.core.decided_ids:
+                with trio.move_on_after(min(float(wait_s), MAX_WAIT_S)):
+                    await self._decision_waiters.setdefault(vid, trio.Event()).wait()
+        out = {"value_id": vid.hex(), "working_height": self.core.height}
+        if vid in self.core.decided_ids:
+            height = await self.store.read(decisions.height_of, value)
+            return {**out, "status": "committed", "height": height, "already_decided": already}
+        return {**out, "status": "pending", "height": None, "already_decided": False}
 
     # --- the driver ---------------------------------------------------------------------
 
@@ -65,8 +87,9 @@ class ConsensusMixin:
         self._timeouts = timeouts
         self._previous: Core | None = None  # the last epoch's core: it still answers nodes catching up
         self._valid_values: dict[bytes, bool] = {}  # committee values checked against the store
+        self._decision_waiters: dict[bytes, trio.Event] = {}  # value id -> proposers waiting for it
         self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided,
-                         valid=self._value_is_valid)
+                         valid=self._value_is_valid, recent=await self._recent_commits(committee))
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._timers_changed = trio.Event()
@@ -74,6 +97,36 @@ class ConsensusMixin:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._consensus_reader, subscription)
             nursery.start_soon(self._consensus_timers)
+            nursery.start_soon(self._consensus_watch_mesh)
+
+    async def _recent_commits(self, committee: Committee) -> tuple[Decide, ...]:
+        rows = await self.store.read(decisions.recent_decisions, committee.id, KEPT_COMMITS)
+        out = []
+        for height, value, round_, raw in rows:
+            try:
+                out.append(Decide(height, value, round_, tuple(cm.decode(p) for p in raw)))
+            except MeshnodeError as exc:  # a damaged row answers nobody; the node itself is unaffected
+                log.warning("stored commit of height %d not usable: %s", height, exc.reason)
+        return tuple(out)
+
+    async def _consensus_watch_mesh(self) -> None:
+        """Ask for missed commits when a peer joins the topic's gossip mesh: the first peers
+        after this node (re)starts, a peer back from a restart, a healed partition. Until a
+        peer is in the mesh, nothing published reaches anyone."""
+        known: set = set()
+        again_at = None  # asked once more a resend period later: a fresh stream may lose the first ask
+        while True:
+            gossipsub = getattr(self, "gossipsub", None)
+            peers = set(gossipsub.mesh.get(CONSENSUS_TOPIC, ())) if gossipsub is not None else set()
+            now = self._consensus_now()
+            if peers - known or (again_at is not None and now >= again_at):
+                again_at = now + self._timeouts.resend_ms if peers - known else None
+                self.metrics.inc("consensus_catchup_asked")
+                log.debug("asking for commits from height %d (%d new peer(s) in the mesh)", self.core.height,
+                          len(peers - known))
+                await self._consensus_apply(self.core.join(now))
+            known = peers
+            await trio.sleep(JOIN_POLL_S)
 
     async def _consensus_reader(self, subscription) -> None:
         while True:
@@ -123,9 +176,16 @@ class ConsensusMixin:
                 await self.store.write(decisions.save_decision, self.core.committee.id, a.height, a.value, a.round,
                                        [p.encode() for p in a.precommits], self.clock())
                 self.metrics.inc("consensus_decisions")
+                waiter = self._decision_waiters.pop(cm.value_id(a.value), None)
+                if waiter is not None:
+                    waiter.set()
                 await self._credit_precommitters(a)
                 await self._maybe_new_epoch(a)
-                log.info("decided height %d in round %d", a.height, a.round)
+                if a.from_commit:
+                    self.metrics.inc("consensus_caught_up")
+                    log.info("caught up: height %d (decided in round %d) from a commit", a.height, a.round)
+                else:
+                    log.info("decided height %d in round %d", a.height, a.round)
             elif isinstance(a, Emergency):
                 await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.value,
                                        self.clock())

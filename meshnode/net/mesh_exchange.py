@@ -65,6 +65,7 @@ class ExchangeMixin:
                 continue
             if c.did in container_dids:
                 out.append(c)
+                self.standing.record_valid(did, self.clock())  # evidence for reputation, like a push
         return out
 
     async def ask_validation(self, did: str, prompt: str, answer: str, timeout: float) -> tuple[int, str]:

@@ -73,9 +73,11 @@ class GossipMixin:
 
     async def _read_gossip_containers(self, subscription) -> None:
         async for c in self._from_others(subscription):
-            await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                     received_from=c.sender_did))
+            new = await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
+                                                                           received_from=c.sender_did))
             self.metrics.inc("containers_received", via="gossip")
+            if new:  # a valid container its author published is reputation evidence (once per container)
+                self.standing.record_valid(c.sender_did, self.clock())
 
     # --- heartbeats and liveness ------------------------------------------------
 

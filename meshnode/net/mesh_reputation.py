@@ -1,7 +1,8 @@
 """Reputation as the Mesh runs it: evidence folded in, scores kept current, trust published.
 
-Now and then the node turns what it observed (valid and invalid inputs,
-liveness) into evidence, lets scores decay toward the prior, publishes signed
+Now and then the node turns what it observed (valid and invalid inputs:
+containers pushed, fetched or gossiped, sync sessions completed; liveness)
+into evidence, lets scores decay toward the prior, publishes signed
 ``trust`` containers for the peers whose score moved (gossiped like any
 container), and refreshes the in-memory trust that GossipSub's
 application-specific score reads (it is called synchronously, so it must not
@@ -14,8 +15,9 @@ import logging
 
 import trio
 
-from meshnode.errors import MeshnodeError
+from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import peer_id_to_did
+from meshnode.net.mesh_exchange import _save_standing_row
 from meshnode.reputation import gossip_app_score, records
 from meshnode.reputation.reading import effective_trust
 from meshnode.sync.versions import DEFAULT_TRUST
@@ -23,8 +25,24 @@ from meshnode.sync.versions import DEFAULT_TRUST
 log = logging.getLogger("meshnode.reputation")
 
 
+SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour
+
+
 class ReputationMixin:
     _trust_now: dict[str, float] = {}
+    _sessions_credited: dict[str, int] | None = None
+
+    def credit_sync_session(self, did: str) -> None:
+        """A sync session completed with ``did`` is evidence of a well-behaved peer: the first
+        one counts at once (a new peer has evidence within seconds), then one per hour, like
+        liveness, so that merely being connected cannot lift an identity to the consensus floor."""
+        if self._sessions_credited is None:
+            self._sessions_credited = {}
+        now = self.clock()
+        last = self._sessions_credited.get(did)
+        if last is None or now - last >= SESSION_CREDIT_MS:
+            self._sessions_credited[did] = now
+            self.standing.record_valid(did, now)
 
     def app_score(self, peer_id) -> float:
         """GossipSub p6: a peer's trust as a score (``reputation.gossip_app_score``)."""
@@ -37,6 +55,8 @@ class ReputationMixin:
     async def reputation_round(self) -> dict:
         """One pass of the reputation work; returns what it did."""
         now = self.clock()
+        standing = {did: self.standing.summary(did) for did in self.standing.peers()}
+        await self.store.write_background(lambda db: _save_standings(db, standing, now))
         await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now))
         await self.store.write_background(lambda db: records.refresh_decay(db, now_ms=now))
         due = await self.store.read(lambda db: records.publish_due(db, now_ms=now))
@@ -53,9 +73,28 @@ class ReputationMixin:
         return {"published": published, "peers": len(self._trust_now)}
 
     async def _reputation_forever(self) -> None:
+        """The trust known at start feeds gossip scoring at once; the first round runs
+        ``reputation_first_s`` after start and the next ones at doubling intervals up to
+        ``reputation_s``, so a new peer's first evidence is folded in within seconds, not a period."""
+        try:
+            self._trust_now = await self.store.read(lambda db: effective_trust(db, now_ms=self.clock(),
+                                                                                me=self.key.did))
+        except MeshnodeError as exc:
+            log.warning("reading trust at start: %s", exc.reason)
+        delay = self.config.reputation_first_s
         while True:
+            await trio.sleep(delay)
+            delay = min(delay * 2, self.config.reputation_s)
             try:
                 await self.reputation_round()
             except MeshnodeError as exc:
                 log.warning("reputation round: %s", exc.reason)
-            await trio.sleep(self.config.reputation_s)
+
+
+def _save_standings(db, standing: dict[str, dict], now: int) -> None:
+    """The network layer's counters per peer, where fold_observations reads them."""
+    for did, summary in standing.items():
+        try:
+            _save_standing_row(db, did, summary, now)
+        except IdentityError:  # not a did:key: nothing to credit
+            continue

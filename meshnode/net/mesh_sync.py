@@ -150,6 +150,7 @@ class SyncMixin:
                                                                          received_from=did))
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
+        self.credit_sync_session(did)
         self.metrics.inc("sync_sessions")
         self.metrics.inc("sync_pushed", pushed)
         self.metrics.inc("sync_fetched", fetched)

@@ -85,6 +85,9 @@ class Standing:
             return True
         return False
 
+    def peers(self) -> list[str]:
+        return list(self._peers)
+
     def summary(self, peer: str) -> dict:
         rec = self._peers.get(peer)
         if rec is None:

@@ -146,7 +146,7 @@ class Database:
                 "SELECT n.timestamp, n.topic, n.text, n.audience, n.tags, n.container_did,"
                 " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read FROM notes n"
                 " LEFT JOIN identity i ON i.id = n.agent_did LEFT JOIN agent_peers p ON p.id = n.agent_did"
-                " ORDER BY n.timestamp DESC, n.id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+                " WHERE n.hidden = 0 ORDER BY n.timestamp DESC, n.id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, row)) for row in cur.fetchall()]
         for r in rows:
@@ -190,5 +190,10 @@ def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, receive
     if isinstance(recipients, list):
         conn.executemany("INSERT OR IGNORE INTO container_recipients (did, recipient) VALUES (?, ?)",
                          [(c.did, r) for r in recipients if isinstance(r, str)])
+    # CogSync knowledge (the versioned classes) may limit its hops (sharing.py)
+    forward = c.payload.get("forward") if c.cls in lineage.VERSIONED and type(c.payload) is dict else None
+    if type(forward) is int:  # a known class version allows 0 or 1; anything else is read as the nearest
+        conn.execute("INSERT OR IGNORE INTO container_forward (did, forward) VALUES (?, ?)",
+                     (c.did, min(max(forward, 0), 1)))
     views.materialize(conn, c, local)
     return True

@@ -39,6 +39,27 @@ def next_height(db: Database) -> int:
     return 0 if row[0] is None else row[0] + 1
 
 
+def recent_decisions(db: Database, committee: str, limit: int = 64) -> list[tuple[int, bytes, int, list[bytes]]]:
+    """(height, value, round, encoded precommits) of ``committee``'s newest decisions, oldest
+    first: what a restarted node still answers nodes catching up with."""
+    with sql_errors("reading decisions"):
+        rows = db.conn.execute("SELECT height, value, round, precommits FROM consensus_decisions WHERE committee = ?"
+                               " ORDER BY height DESC LIMIT ?", (committee, int(limit))).fetchall()
+    out = []
+    for height, value, round_, raw in reversed(rows):
+        precommits = cbor2.loads(raw)
+        if type(precommits) is list and all(type(p) is bytes for p in precommits):
+            out.append((height, value, round_, precommits))
+    return out
+
+
+def height_of(db: Database, value: bytes) -> int | None:
+    """The height at which ``value`` was decided, or None."""
+    with sql_errors("reading decisions"):
+        row = db.conn.execute("SELECT min(height) FROM consensus_decisions WHERE value = ?", (value,)).fetchone()
+    return row[0]
+
+
 def decided_value_ids(db: Database) -> set[bytes]:
     """SHA-256 of every value decided (a value is decided once)."""
     with sql_errors("reading decisions"):
@@ -88,21 +109,27 @@ def newest_member_statements(db: Database, members: set[str]) -> list[str]:
 
 
 def decisions(db: Database, limit: int = 50) -> list[dict]:
+    """Committed decisions and provisional (emergency) ones still unsettled, newest height first.
+    Every entry has the same keys: ``round`` is None and ``emergency`` names the provisional value
+    for an emergency entry; ``emergency`` is None for a decision made without one."""
+    limit = max(1, min(int(limit), 10_000))
     with sql_errors("reading decisions"):
         rows = db.conn.execute(
             "SELECT d.committee, d.height, d.value, d.round, d.decided_at_ms, e.value, e.revisited"
             " FROM consensus_decisions d LEFT JOIN consensus_emergency e"
             " ON e.committee = d.committee AND e.height = d.height"
-            " ORDER BY d.decided_at_ms DESC, d.height DESC LIMIT ?", (max(1, min(int(limit), 10_000)),)).fetchall()
+            " ORDER BY d.height DESC, d.decided_at_ms DESC LIMIT ?", (limit,)).fetchall()
         pending = db.conn.execute(
             "SELECT committee, height, value, decided_at_ms FROM consensus_emergency WHERE revisited IS NULL"
-            " ORDER BY height").fetchall()
+            " ORDER BY height DESC, decided_at_ms DESC LIMIT ?", (limit,)).fetchall()
     out = [{"committee": c, "height": h, "value": _text(v), "round": r, "decided_at_ms": t, "status": "committed",
             "emergency": None if ev is None else {"value": _text(ev), "revisited": rev}}
            for c, h, v, r, t, ev, rev in rows]
-    out += [{"committee": c, "height": h, "value": _text(v), "decided_at_ms": t, "status": "emergency_consensus"}
+    out += [{"committee": c, "height": h, "value": _text(v), "round": None, "decided_at_ms": t,
+             "status": "emergency_consensus", "emergency": {"value": _text(v), "revisited": None}}
             for c, h, v, t in pending]
-    return out
+    out.sort(key=lambda r: (r["height"], r["decided_at_ms"]), reverse=True)
+    return out[:limit]
 
 
 def _text(value: bytes) -> str:

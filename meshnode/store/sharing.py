@@ -55,7 +55,9 @@ WITH shared(did) AS (
         OR (n.forward >= 2 AND (c.received_from = c.sender_did OR EXISTS (
             SELECT 1 FROM container_recipients r WHERE r.did = c.did AND r.recipient = c.received_from))))
     UNION
-    SELECT c.did FROM containers c WHERE :peer_is_friend AND c.class IN ({cogsync}) {only_c}
+    SELECT c.did FROM containers c LEFT JOIN container_forward f ON f.did = c.did
+    WHERE :peer_is_friend AND c.class IN ({cogsync}) {only_c} AND (
+        f.forward IS NULL OR c.sender_did = :me OR (f.forward >= 1 AND c.received_from = c.sender_did))
     UNION
     SELECT c.did FROM containers c WHERE c.class IN ({public}) {only_c}
 )
@@ -68,12 +70,16 @@ def shareable(db: Database, peer_did: str, me: str, only: str | None = None) -> 
     """(timestamp_ms, container DID, class, tags) of every container this node (``me``) may
     give ``peer_did``: public notes; friends notes that name it; friends notes whose author
     allowed forwarding, to our friends, within the hop limit; and, to friends, every version
-    of the CogSync knowledge held (diary entries, concepts, links).
+    of the CogSync knowledge held (diary entries, concepts, links) within its hop limit.
 
     Hop limit (``payload.forward``, 0 to 2): the author's copy is hop 0, a recipient's hop 1,
     a copy that came from the author or a recipient hop 2; a node shares a friends note on
     with its friends when its own hop is at most ``forward``. A copy whose path this node
-    cannot tell is not shared on, so a note may stop short of its limit, never go past it."""
+    cannot tell is not shared on, so a note may stop short of its limit, never go past it.
+
+    Knowledge with no ``payload.forward`` goes from every holder to its friends. With one
+    (0 or 1), the author gives it to its friends (hop 1); with 1, a holder whose copy came
+    straight from the author gives it on to its own friends (hop 2); no one else does."""
     restrict = {"only_n": "AND n.container_did = :only", "only_r": "AND r.did = :only",
                 "only_c": "AND c.did = :only"} if only is not None else dict.fromkeys(("only_n", "only_r", "only_c"), "")
     sql = _SHAREABLE.format(cogsync=",".join(f"'{c}'" for c in COGSYNC_FRIENDS),

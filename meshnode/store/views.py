@@ -3,7 +3,8 @@
 ``materialize`` writes the table row(s) a container stands for; running it
 again for the same container is harmless (upsert by container DID), so the
 tables can always be rebuilt from the ``containers`` table. Local columns
-(read marks, local tags, hidden) are left alone by a rebuild.
+(read marks, local tags, hidden) are left alone by a rebuild; ``local`` gives
+their first values (``tags``, ``read``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def _note(conn: sqlite3.Connection, c: Container, local: dict) -> None:
     conn.execute(
         """
         INSERT INTO notes (container_did, topic, text, code, mentions, hashtags, agent_did, source,
-                           priority, timestamp, audience, tags, user_did, forward)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           priority, timestamp, audience, tags, user_did, forward, read)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (container_did) DO UPDATE SET
             topic = excluded.topic, text = excluded.text, code = excluded.code,
             mentions = excluded.mentions, hashtags = excluded.hashtags, agent_did = excluded.agent_did,
@@ -54,8 +55,21 @@ def _note(conn: sqlite3.Connection, c: Container, local: dict) -> None:
             json.dumps(local["tags"]) if local.get("tags") else None,
             p.get("user_did", "ALL"),
             p.get("forward", 0),
+            int(bool(local.get("read"))),  # the agent's own notes start read: they are not its mail
         ),
     )
+    _hide_replaced(conn, c)
+
+
+def _hide_replaced(conn: sqlite3.Connection, c: Container) -> None:
+    """A note its own author replaced by a newer note is hidden, whichever arrived first
+    (knowledge_edits.update_note); a note naming someone else's hides nothing."""
+    conn.execute("UPDATE notes SET hidden = 1 WHERE agent_did = ? AND container_did IN (SELECT target_did FROM"
+                 " container_links WHERE source_did = ? AND relation = 'previous_version')", (c.sender_did, c.did))
+    if conn.execute("SELECT 1 FROM container_links l JOIN containers n ON n.did = l.source_did WHERE"
+                    " l.target_did = ? AND l.relation = 'previous_version' AND n.class = 'note'"
+                    " AND n.sender_did = ? LIMIT 1", (c.did, c.sender_did)).fetchone():
+        conn.execute("UPDATE notes SET hidden = 1 WHERE container_did = ?", (c.did,))
 
 
 def _versioned(conn: sqlite3.Connection, c: Container, local: dict) -> None:

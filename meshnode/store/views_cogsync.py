@@ -29,6 +29,10 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
         conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     for root in redraw:
         versions = [_load(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
+        versions = [v for v in versions if v.payload.get("retracted") is not True]  # knowledge_edits.retract
+        if not versions:  # every head withdrawn: the lineage is gone from the view
+            conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
+            continue
         shown, forks = choose(versions, trust_scores(conn, {v.sender_did for v in versions}))
         write(conn, root, shown, forks)
 

@@ -1,0 +1,92 @@
+"""CLI commands that change or withdraw knowledge and notes: ``concept update|delete``,
+``link update|delete``, ``diary delete``, ``note update|delete``.
+
+Containers are immutable: an update is a new version, a delete of knowledge is a
+signed retraction that friends' nodes follow, a delete of a note hides it on this
+node (``meshnode/knowledge_edits.py``). Through the running node when there is
+one, on the database otherwise: the same functions either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+from meshnode import knowledge_edits
+from meshnode.cli_common import _config, live_or_local, terminal_safe
+from meshnode.container import now_ms
+
+_ID_HELP = "the lineage id or any version's container DID (see the list command)"
+
+
+def add_diary_parsers(diary, common) -> None:
+    _delete_parser(diary, common, "diary", "diary entry")
+
+
+def add_concept_parsers(concept, common) -> None:
+    p = concept.add_parser("update", parents=[common], help="a new version of a concept (what is not given is kept)",
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           description="Write a new version of a concept, e.g.\n"
+                                       "  meshnode concept update DID --description \"a small domesticated feline\"")
+    p.add_argument("id", help=_ID_HELP)
+    p.add_argument("--label", help="a new label")
+    p.add_argument("--description", help="a new description")
+    p.add_argument("--alias", action="append", help="another name (repeatable; replaces the aliases)")
+    p.add_argument("--tag", action="append", help="a tag (repeatable; replaces the tags)")
+    p.set_defaults(func=cmd_edit, op="concept_update")
+    _delete_parser(concept, common, "concept", "concept")
+
+
+def add_link_parsers(link, common) -> None:
+    p = link.add_parser("update", parents=[common], help="a new version of a link of one relation",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Write a new version of a link, e.g.\n"
+                                    "  meshnode link update DID --relation part-of")
+    p.add_argument("id", help=_ID_HELP)
+    p.add_argument("--relation", help="a new relation, e.g. part-of")
+    p.add_argument("--target", action="append", metavar="DID", help="a target concept (repeatable; replaces them)")
+    p.add_argument("--inverse", help="a new inverse relation, e.g. has-part")
+    p.set_defaults(func=cmd_edit, op="link_update")
+    _delete_parser(link, common, "link", "link")
+
+
+def add_note_parsers(note, common) -> None:
+    p = note.add_parser("update", parents=[common], help="a new version of one of your notes (the old one is hidden)")
+    p.add_argument("id", metavar="DID", help="the note's container DID (see `note list --json`)")
+    p.add_argument("text", help="the note's new text")
+    p.set_defaults(func=cmd_edit, op="note_update")
+    p = note.add_parser("delete", parents=[common], help="hide a note on this node (copies sent stay)")
+    p.add_argument("id", metavar="DID", help="the note's container DID")
+    p.add_argument("--restore", action="store_true", help="show a hidden note again")
+    p.set_defaults(func=cmd_edit, op="note_delete")
+
+
+def _delete_parser(sub, common, kind: str, what: str) -> None:
+    p = sub.add_parser("delete", parents=[common], help=f"withdraw a {what} of yours (a signed retraction)",
+                       description=f"Withdraw a {what} you wrote: a signed last version that removes it here and"
+                                   " on the friends' nodes that sync it. Others' knowledge is not yours to"
+                                   " withdraw: write a new version instead.")
+    p.add_argument("id", help=_ID_HELP)
+    p.set_defaults(func=cmd_edit, op=f"{kind}_delete")
+
+
+def cmd_edit(args) -> int:
+    config = _config(args)
+    fields = {k: v for k, v in (("label", getattr(args, "label", None)),
+                                ("description", getattr(args, "description", None)),
+                                ("aliases", getattr(args, "alias", None)), ("tags", getattr(args, "tag", None)),
+                                ("relation", getattr(args, "relation", None)),
+                                ("targets", getattr(args, "target", None)), ("inverse", getattr(args, "inverse", None)),
+                                ("text", getattr(args, "text", None))) if v is not None}
+    if getattr(args, "restore", False):
+        fields["restore"] = True
+    if args.op.endswith("_update") and args.op != "note_update" and not fields:
+        raise knowledge_edits.EditError("nothing_to_change", "give at least one thing to change (see --help)")
+    result = live_or_local(config, "edit", {"op": args.op, "id": args.id, **fields},
+                           lambda db, key: knowledge_edits.apply(db, key, args.op, args.id, now_ms=now_ms(), **fields),
+                           needs_key=True)
+    if args.op == "note_delete":
+        print(terminal_safe(f"{'shown again' if fields.get('restore') else 'hidden'}: {result['did']}"))
+    elif "retracted" in result:
+        print(terminal_safe(f"retracted {result['retracted']} with {result['did']}"))
+    else:
+        print(terminal_safe(result["did"]))
+    return 0

@@ -1,0 +1,143 @@
+"""``meshnode mind [held|release|drop]``: the cognitive core's state, and its held commands.
+
+    meshnode mind [--json]              mode, held commands, each validator's weight and why, metrics
+    meshnode mind held [--all] [--json] commands the validators held (or gave no verdict on)
+    meshnode mind release ID... | --all let them run
+    meshnode mind drop ID... | --all    discard them
+
+With the node running these go through its control socket (a release runs
+the commands at once); with it stopped they work on the database, and the
+node runs what was released when it starts. Both call ``cognition.held``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from meshnode.cli_common import _config, live_or_local, terminal_safe
+from meshnode.cognition import held, mind_view
+from meshnode.container import now_ms
+from meshnode.errors import MeshnodeError
+
+
+def add_parsers(sub, common) -> None:
+    m = sub.add_parser("mind", parents=[common], help="the cognitive core: state, validators, held commands",
+                       description="The cognitive core's state: its mode, the commands the validation reflex"
+                                   " held, each validator's weight and why. Subcommands act on held commands.")
+    m.add_argument("--json", action="store_true", help="machine-readable output")
+    m.set_defaults(func=cmd_mind)
+    ms = m.add_subparsers(dest="mind_command", metavar="SUBCOMMAND")
+    p = ms.add_parser("held", parents=[common], help="commands held by the validation reflex",
+                      description="Commands whose answer the validators rejected or gave no verdict on,"
+                                  " newest first, with why they are held.")
+    p.add_argument("--all", action="store_true", help="also those already released, dropped, run or expired")
+    p.add_argument("--limit", type=int, default=held.DEFAULT_LIMIT, help="at most this many (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_held)
+    for name, helptext in (("release", "let held commands run (the node runs them now, or when it starts)"),
+                           ("drop", "discard held commands")):
+        p = ms.add_parser(name, parents=[common], help=helptext, description=helptext[0].upper() + helptext[1:]
+                          + ". Example: meshnode mind " + name + " 3 4  (numbers from `meshnode mind held`)")
+        p.add_argument("ids", nargs="*", type=int, metavar="ID", help="a held command's number")
+        p.add_argument("--all", action="store_true", help="every held command")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=cmd_decide, release=name == "release")
+
+
+def cmd_mind(args) -> int:
+    view = live_or_local(_config(args), "mind", {}, mind_view.view)
+    if args.json:
+        print(json.dumps(view, indent=2))
+        return 0
+    mode = view.get("mode")
+    if mode is None:
+        print("mode:        (the node is not running)")
+    else:
+        print(f"mode:        {mode}" + (f", LLM {view['llm']}" if view.get("llm") else "")
+              + f", tick {view.get('ticks', 0)}")
+    h = view["held"]
+    if h["count"]:
+        print(terminal_safe(f"held:        {h['count']} command(s); newest: {h['reason']}"))
+        print("             see `meshnode mind held`, then `meshnode mind release|drop ID...`")
+    else:
+        print("held:        none")
+    if h["released_waiting"]:
+        print(f"released:    {h['released_waiting']} command(s) waiting for the node to run them")
+    failing = view.get("validators_failing") or {}
+    print("validators:" + ("  none registered (answers pass unvalidated: auto_pass)" if not view["validators"] else ""))
+    for v in view["validators"]:
+        base = "?" if v["base_trust"] is None else f"{v['base_trust']:.2f}"
+        weight = "?" if v["weight"] is None else f"{v['weight']:.2f}"
+        print(terminal_safe(f"  {v['validator'][:48]:24} {v['kind']:5} trust {base} x {v['factor']:.2f}"
+                            f" = {weight}  ({v['why']})"))
+        f = failing.get(v["validator"])
+        if f:
+            print(terminal_safe("      " + _failing(f)))
+    for name, f in failing.items():
+        if not any(v["validator"] == name for v in view["validators"]):
+            print(terminal_safe(f"  {name[:48]:24} {_failing(f)}"))
+    m = view["validation"]
+    print(f"validation:  {m['answers']} answers, coverage {m['coverage']}, agreement {m['agreement']}")
+    if view["emergency_to_revisit"]:
+        print(f"isolated:    {view['emergency_to_revisit']} decision(s) taken without the mesh, to revisit"
+              " when it is back")
+    return 0
+
+
+def _failing(f: dict) -> str:
+    if f["set_aside"]:
+        at = "at the next answer" if f["retry_due"] else \
+            "at " + time.strftime("%H:%M:%S", time.localtime(f["retry_at_ms"] / 1000))
+        return f"set aside after {f['failures_in_row']} failures in a row ({f['last_error']}); asked again {at}"
+    return f"{f['failures_in_row']} failure(s) in a row ({f['last_error']})"
+
+
+def cmd_held(args) -> int:
+    status = None if args.all else "held"
+    if not 1 <= args.limit <= 10_000:
+        raise MeshnodeError("bad_limit", "--limit must be between 1 and 10000")
+    rows = live_or_local(_config(args), "mind_held", {"status": status, "limit": args.limit},
+                         lambda db: held.listing(db, status, args.limit))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("(no held commands)")
+    for r in rows:
+        args_text = json.dumps(r["command"].get("args", {}), ensure_ascii=False)
+        args_text = args_text if len(args_text) <= 200 else args_text[:200] + "..."
+        print(terminal_safe(f"{r['id']:5}  {r['status']:8} tick {r['tick']:<5} {r['type']} ({r['cmd_id']})"
+                            f" {args_text}"))
+        print(terminal_safe(f"       {r['kind']}: {r['reason']}"))
+        if r["result"] is not None and r["status"] in ("done", "failed"):
+            print(terminal_safe(f"       result: {json.dumps(r['result'], ensure_ascii=False)[:200]}"))
+    return 0
+
+
+def cmd_decide(args) -> int:
+    if bool(args.ids) == bool(args.all):
+        raise MeshnodeError("bad_ids", "name the held commands by number (see `meshnode mind held`), or give --all")
+    ids = None if args.all else args.ids
+    command = "mind_release" if args.release else "mind_drop"
+    out = live_or_local(_config(args), command, {"ids": ids},
+                        lambda db: {"released" if args.release else "dropped":
+                                    held.decide(db, ids, args.release, now_ms(), "cli"), "offline": True})
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    decided = out["released" if args.release else "dropped"]
+    if not decided:
+        print("(no held commands)")
+        return 0
+    verb = "released" if args.release else "dropped"
+    print(f"{verb} {len(decided)}: " + ", ".join(f"#{r['id']} {r['type']}" for r in decided))
+    if args.release:
+        if out.get("offline"):
+            print("the node runs them when it starts")
+        elif out.get("cognition") == "off":
+            print("the cognitive cycle is off here ([cognition] enabled = false): they run when it is on")
+        for r in out.get("ran", []):
+            outcome = "ok" if r["status"] == "ok" else f"error: {r.get('error')}"
+            print(terminal_safe(f"  #{r['id']} {r['type']} ({r['cmd_id']}): {outcome}"))
+    return 0

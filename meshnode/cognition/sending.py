@@ -1,0 +1,40 @@
+"""Commands that send data out of the node (issue 12): a note to friends or to everyone
+(``note_add`` with audience friends or public) and a message to another agent (``send_message``).
+
+Once a peer has them they cannot be called back, so they pass the action
+gate's ``outbound`` level: what ``[gate] outbound_confirm`` names (by default
+public notes and messages to agents that are not friends) waits for a
+person's confirmation, and the gate sends it at a later tick once approved;
+the rest is sent at once. The cycle runs them after the store-side commands of
+an answer, like the mesh commands. A private note never leaves the node and
+stays a plain store command.
+"""
+
+from __future__ import annotations
+
+from meshnode.cognition import executor, mesh_commands
+from meshnode.cognition.commands import Command
+from meshnode.errors import MeshnodeError
+from meshnode.gate import outbound
+
+
+def leaves_node(cmd: Command) -> bool:
+    return outbound.kind(cmd.type, cmd.args, set()) is not None
+
+
+async def run(gate, mesh, store, key, now_ms: int, cmd: Command) -> dict:
+    """Ask a person first when the gate says so (the result names the request), else send."""
+    if gate is not None:
+        try:
+            asked = await gate.outbound(cmd.type, cmd.args)
+        except MeshnodeError as exc:
+            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
+        if asked is not None:
+            return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": asked}
+    return await send(mesh, store, key, now_ms, cmd)
+
+
+async def send(mesh, store, key, now_ms: int, cmd: Command) -> dict:
+    if cmd.type == "note_add":
+        return await store.write(executor.run, key, now_ms, cmd)
+    return await mesh_commands.run(mesh, store, key, now_ms, cmd)

@@ -1,0 +1,103 @@
+"""The validators of the validation reflex (issue 12, items 11 and 19): one that keeps failing is set
+aside (and asked again later) instead of holding every command; each validator's weight adapts to
+how well it agrees with the panel. Real nodes thinking with scripted LLMs over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+from llmharness import distinct_answers
+from meshharness import Node, wait_until
+
+def _count(node: Node, sql: str) -> int:
+    conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(tmp_path, llms):
+    main = llms("main", distinct_answers(300))
+    confused = llms("confused", ["Looks fine to me, I suppose."])  # never "<rating> -- <comment>"
+    node = Node(tmp_path, "mind", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2",
+                                       "MESHNODE_COGNITION_VALIDATOR_FAILURES": "2",
+                                       "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "6"})
+    try:
+        node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
+        node.cli("llm", "add", "confused", "--url", confused.url, "--model", "m", "--validator")
+        node.start()
+        # its first two failures hold those answers' commands; then it is set aside and commands run
+        wait_until(lambda: _count(node, "SELECT count(*) FROM llm_memory") >= 1, 60, "commands to run again")
+        assert len(confused.seen()) == 2
+        assert _count(node, "SELECT count(*) FROM held_commands WHERE kind = 'no_verdict'") == 2
+        mind = node.call("status")["cognition"]
+        failing = mind["validators_failing"]["confused"]
+        assert failing["set_aside"] and failing["failures_in_row"] == 2
+        assert failing["last_error"].startswith("out of form: 'Looks fine")
+        # (by now it may have been asked again after the retry time: 2 or more failures)
+        assert re.search(r"confused set aside after \d+ failures in a row \(out of form", node.cli("status"))
+        shown = node.cli("mind")
+        assert re.search(r"confused .*\n +set aside after \d+ failures in a row", shown), shown
+        # answers taken while it was aside pass unvalidated, and say why
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+        try:
+            ticks = [json.loads(v) for (v,) in conn.execute("SELECT value FROM process_log WHERE name = 'tick'")]
+        finally:
+            conn.close()
+        assert any(t.get("set_aside") == ["confused"] and t["auto_pass"] and t["ran"] for t in ticks)
+        # after the retry time it is asked again; still out of form, so set aside again
+        wait_until(lambda: len(confused.seen()) >= 3, 60, "the validator to be asked again")
+        wait_until(lambda: _count(node, "SELECT count(*) FROM process_log WHERE name = 'validator_set_aside'") >= 2,
+                   30, "it to be set aside again")
+        # each time it was asked it failed, and only that answer's commands were held
+        wait_until(lambda: _count(node, "SELECT count(*) FROM held_commands") == len(confused.seen()), 30,
+                   "one held answer per failed retry")
+        node.stop()
+        log = "\n".join(node.drain())
+        assert log.count("validator confused set aside") >= 2
+        # a person is warned once, not at every retry: the stall itself, and the first time aside
+        assert log.count("WARNING meshnode.cognition: commands are held") == 1
+        assert log.count("WARNING meshnode.cognition: validator confused set aside") == 1
+    finally:
+        node.kill()
+
+
+def test_validator_weights_adapt_to_agreement_so_one_dissenter_cannot_hold_everything(tmp_path, llms):
+    main = llms("main", distinct_answers(300))
+    # two validators agree the answers are sound; one rates everything harmful
+    one = llms("one", ["+2 -- sound"])
+    two = llms("two", ["+2 -- sound, nothing to add"])
+    grim = llms("grim", ["-3 -- everything is harmful"])
+    node = Node(tmp_path, "mind", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"})
+    try:
+        node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
+        for v in (one, two, grim):
+            node.cli("llm", "add", v.script.stem, "--url", v.url, "--model", "m", "--validator")
+        node.start()
+        # with equal weights the panel's rating is (2 + 2 - 3) / 3 = +0.33: held for good. As the
+        # dissenter keeps standing apart its weight falls, until the panel's verdict carries
+        wait_until(lambda: _count(node, "SELECT count(*) FROM llm_memory") >= 1, 120,
+                   "the answers to pass once the dissenter's weight has fallen")
+        assert _count(node, "SELECT count(*) FROM held_commands WHERE kind = 'rejected'") >= 5
+        view = node.call("mind")
+        weights = {v["validator"]: v for v in view["validators"]}
+        assert weights["grim"]["factor"] < 0.5 <= weights["one"]["factor"] <= 1
+        assert weights["grim"]["factor"] >= 0.25  # bounded: it still counts
+        assert weights["grim"]["why"].startswith("leans -") and weights["one"]["why"].startswith("leans +")
+        assert weights["grim"]["weight"] == round(weights["grim"]["base_trust"] * weights["grim"]["factor"], 3)
+        # the record of each verdict keeps the weight it carried, and the base it came from
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+        try:
+            last = json.loads(conn.execute("SELECT validators FROM llm_recent_responses ORDER BY id DESC"
+                                           " LIMIT 1").fetchone()[0])
+        finally:
+            conn.close()
+        grim_said = next(v for v in last if v["validator"] == "grim")
+        assert grim_said["base_trust"] == 1.0 and grim_said["trust"] < 0.5
+        text = node.cli("mind")
+        assert "grim" in text and "leans -" in text and "trust 1.00 x" in text
+    finally:
+        node.kill()
