@@ -80,7 +80,7 @@ def test_a_closed_pipe_ends_quietly(home, run_cli, fake_user_home, tmp_path):
     ok(run_cli("--home", home, "container", "export", dids[0], exported))
     commands = [("status",), ("status", "--json"), ("note", "list"), ("note", "list", "--json", "--limit", "100"),
                 ("container", "show", exported), ("consensus", "status", dids[0]), ("diary", "list", "--json"),
-                ("note", "add", "--help")]
+                ("note", "add", "--help"), ("mind",), ("mind", "held", "--json"), ("ethics", "list", "--json")]
     for command in commands:
         for read_lines in (0, 1):
             result = run_into_closed_pipe(fake_user_home, "--home", home, *command, read_lines=read_lines)
@@ -160,6 +160,63 @@ def test_references_to_nothing_are_refused_unless_allowed(home, run_cli):
     assert json.loads(ok(run_cli("--home", home, "concept", "list", "--json")))[-1]["tags"] == ["animals"]
 
 
+def test_edits_and_reputation_set_take_short_ids_and_names(home, run_cli):
+    """The commands that change or withdraw knowledge and notes, and `reputation set`, take what
+    a listing shows (a short id, a peer's name) like every other command that takes a DID."""
+    from meshnode.config import load_config
+    from meshnode.identity import NodeKey
+    from meshnode.identity.did import did_to_peer_id
+    from meshnode.store import Database
+    from meshnode.store.peers import upsert_peer
+
+    cat = ok(run_cli("--home", home, "concept", "add", "cat")).strip()
+    animal = ok(run_cli("--home", home, "concept", "add", "animal")).strip()
+    pet = ok(run_cli("--home", home, "concept", "add", "pet")).strip()
+    v2 = ok(run_cli("--home", home, "concept", "update", short(cat), "--description", "feline")).strip()
+    link = ok(run_cli("--home", home, "link", "add", short(v2), "is-a", short(animal))).strip()
+    ok(run_cli("--home", home, "link", "update", short(link), "--target", short(pet)))
+    assert "cat --is-a--> pet" in ok(run_cli("--home", home, "link", "list"))
+    nowhere = cat[:-4] + "AAAA"
+    line = one_error_line(run_cli("--home", home, "link", "update", short(link), "--target", nowhere))
+    assert line.startswith(f"meshnode: --target {nowhere}: no such container"), line
+    assert "names no link" in one_error_line(run_cli("--home", home, "link", "delete", "zzzzzzzzzz"))
+    assert ok(run_cli("--home", home, "concept", "delete", short(v2))).startswith(f"retracted {cat} with ")
+    entry = ok(run_cli("--home", home, "diary", "add", "a passing thought")).strip()
+    ok(run_cli("--home", home, "diary", "delete", short(entry)))
+    assert json.loads(ok(run_cli("--home", home, "diary", "list", "--json"))) == []
+    note = ok(run_cli("--home", home, "note", "add", "meet at 8")).strip()
+    newer = ok(run_cli("--home", home, "note", "update", short(note), "meet at 9")).strip()
+    assert ok(run_cli("--home", home, "note", "delete", short(newer))).strip() == f"hidden: {newer}"
+
+    peer = NodeKey.generate()
+    db = Database(load_config(home, environ={}).db_path, create=False)
+    try:
+        upsert_peer(db, peer.did, peer_id=did_to_peer_id(peer.did), now_ms=1_700_000_000_000, source="exchange",
+                    name="bob")
+    finally:
+        db.close()
+    assert ok(run_cli("--home", home, "reputation", "set", "bob", "0.7")).strip() == f"trust in {peer.did} set to 0.700"
+    short_agent = "key:" + peer.did.removeprefix("did:key:z6Mk")[:8]
+    out = ok(run_cli("--home", home, "reputation", "set", short_agent, "0.6"))
+    assert out.strip() == f"trust in {peer.did} set to 0.600"
+    assert "names no agent" in one_error_line(run_cli("--home", home, "reputation", "set", "nobody", "0.5"))
+    line = one_error_line(run_cli("--home", home, "reputation", "set", "did:key:bad", "0.5"))  # was stored
+    assert line == "meshnode: 'did:key:bad' is not an agent's DID: not an Ed25519 did:key (must start with 'did:key:z')"
+
+
+def test_votes_take_short_ids(home, run_cli):
+    """consensus vote|status|result|verify take the short id a listing shows; a target that is
+    neither a DID nor such an id is refused in one line (a vote may be on any DID, so a whole DID
+    passes to the tally's own check)."""
+    note = ok(run_cli("--home", home, "note", "add", "a proposal")).strip()
+    ok(run_cli("--home", home, "consensus", "vote", short(note), "--value", "1"))
+    assert json.loads(ok(run_cli("--home", home, "consensus", "status", short(note), "--json")))["target_did"] == note
+    result = ok(run_cli("--home", home, "consensus", "result", short(note))).strip()
+    assert ok(run_cli("--home", home, "consensus", "verify", short(result))).startswith(f"ok {result}: ")
+    assert "'xyz' is not a DID" in one_error_line(run_cli("--home", home, "consensus", "status", "xyz"))
+    assert "names no container" in one_error_line(run_cli("--home", home, "consensus", "status", "zzzzzzzzzz"))
+
+
 def test_diary_list_shows_topics(home, run_cli):
     did = ok(run_cli("--home", home, "diary", "add", "it held", "--topic", "mesh", "--topic", "ops")).strip()
     row = json.loads(ok(run_cli("--home", home, "diary", "list", "--json")))[0]
@@ -189,7 +246,8 @@ def run_on_terminal(fake_user_home, *args) -> str:
 
 
 @pytest.mark.parametrize("command", [("note", "list"), ("diary", "list"), ("concept", "list"), ("link", "list"),
-                                     ("peers",), ("friend", "list"), ("reputation", "list")])
+                                     ("peers",), ("friend", "list"), ("reputation", "list"), ("mind", "held"),
+                                     ("ethics", "list")])
 def test_empty_results_look_alike(home, run_cli, fake_user_home, command):
     assert ok(run_cli("--home", home, *command)) == ""  # a pipe: no lines at all
     assert json.loads(ok(run_cli("--home", home, *command, "--json"))) == []

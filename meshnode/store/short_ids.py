@@ -7,14 +7,16 @@ three characters after the prefix are the same for every container (multibase
 ``key:`` and the characters after the Ed25519 header. Every command that takes
 a DID resolves what it was given with ``resolve_container`` / ``resolve_agent``:
 a whole DID passes as it is (held here or not: the caller decides what a
-dangling one means); a short id or any longer prefix must match exactly one.
+dangling one means; an agent's must hold an Ed25519 key); a short id or any
+longer prefix must match exactly one.
 """
 
 from __future__ import annotations
 
 import re
 
-from meshnode.errors import MeshnodeError
+from meshnode.errors import IdentityError, MeshnodeError
+from meshnode.identity.did import public_key_from_did
 from meshnode.store.database import Database, sql_errors
 
 CONTAINER_PREFIX = "did:hmp:container:"
@@ -67,6 +69,11 @@ def resolve_agent(db: Database | None, text: str) -> str:
     or a unique short id (``key:...``) of an agent known here."""
     text = text.strip()
     if text.startswith(AGENT_PREFIX):
+        try:
+            public_key_from_did(text)
+        except IdentityError as exc:
+            reason = exc.reason.removesuffix(f": {text!r}")  # the DID is named once
+            raise ShortIdError("bad_id", f"{text[:80]!r} is not an agent's DID: {reason}") from None
         return text
     if text.startswith("did:"):
         raise ShortIdError("bad_id", f"{text!r} is not an agent's DID (did:key:...)")
