@@ -1,35 +1,43 @@
 # Two commands for a fresh machine with Python 3.11+: `make run` and `make test`.
 # Both create (or reuse) .venv and install meshnode with the pinned versions
-# in constraints.txt; the install is redone when pyproject.toml or
+# in constraints.txt: `make run` what a node needs and nothing more, `make test`
+# the test and bench tools on top. An install is redone when pyproject.toml or
 # constraints.txt change.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+BASE   := $(VENV)/.installed-base
+TOOLS  := $(VENV)/.installed-test
 
 .PHONY: run test soak bench system-deps clean
 
-run: $(STAMP)
+run: $(BASE)
 	$(BIN)/meshnode --home . init --exist-ok
 	$(BIN)/meshnode --home . run
 
-test: $(STAMP)
+test: $(TOOLS)
 	$(BIN)/python -m pytest
 
-soak: $(STAMP)
+soak: $(TOOLS)
 	$(BIN)/python -m pytest -m soak
 
-bench: $(STAMP)
+bench: $(TOOLS)
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
 
-$(STAMP): pyproject.toml constraints.txt
+# the node itself: what `make run` needs
+$(BASE): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "meshnode needs Python 3.11 or newer (found $$($(PYTHON) --version))"; exit 1; }
 	@$(MAKE) --no-print-directory system-deps
 	@test -x $(BIN)/pip || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	@touch $(BASE)
+
+# the test and bench tools on top (redone whenever the base install is)
+$(TOOLS): $(BASE)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench]'
-	@touch $(STAMP)
+	@touch $(TOOLS)
 
 # py-libp2p's fastecdsa has no wheel for every Python: it compiles against
 # libgmp and the Python headers. Install what is missing (and only that):

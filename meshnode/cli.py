@@ -29,11 +29,17 @@ from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
-from meshnode.cli_common import _ask_node, _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, describe, print_json,
+                                 print_rows, read_limited_file, terminal_safe, who)
+from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, cli_reputation
 from meshnode import cli_ethics
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
+NOTE_LINE = 100  # characters of a note's first line that `note list` shows
+
+
+_PEER = "the peer: its DID (did:key:...), its name, or its short id (key:...)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the node's home directory (default: $MESHNODE_HOME or ~/.meshnode)")
     common.add_argument("--db", default=argparse.SUPPRESS, help="database path (overrides [store] path)")
     common.add_argument("--key-file", default=argparse.SUPPRESS, help="key file path (overrides [keys] path)")
-    common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"))
+    common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"),
+                        help="how much the node logs to stderr (overrides [log] level)")
 
     parser = argparse.ArgumentParser(prog="meshnode", parents=[common],
                                      description="A HyperCortex Mesh Protocol node.")
@@ -56,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exist-ok", action="store_true", help="succeed (and change nothing) if already initialised")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM")
+    p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
+                       epilog="It prints its DID, its addresses and the line another node puts in its\n"
+                              "bootstrap.txt to connect to it.")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", parents=[common], help="who this node is and what it holds")
@@ -65,19 +74,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     note = sub.add_parser("note", parents=[common], help="the notebook").add_subparsers(
         dest="note_command", required=True, metavar="SUBCOMMAND")
-    p = note.add_parser("add", parents=[common], help="write a signed note")
-    p.add_argument("text")
-    p.add_argument("--topic")
+    p = note.add_parser("add", parents=[common], help="write a signed note",
+                        epilog="example: meshnode note add 'lunch at noon #food @bob' --audience friends")
+    p.add_argument("text", help="the note (#hashtags and @mentions in it are indexed)")
+    p.add_argument("--topic", help="a topic line")
     p.add_argument("--tags", help="comma-separated local tags (kept on this node only)")
-    p.add_argument("--audience", choices=AUDIENCES, default="private")
-    p.add_argument("--source", choices=SOURCES, default="cli")
-    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--audience", choices=AUDIENCES, default="private",
+                   help="private: this node only; friends: sent to friends; public: gossiped to everyone")
+    p.add_argument("--source", choices=SOURCES, default="cli", help="who wrote it (default cli)")
+    p.add_argument("--priority", type=int, default=0, help="higher is more urgent (default 0)")
     p.add_argument("--forward", type=int, choices=(0, 1, 2), default=0,
                    help="a friends note may travel this many hops past its recipients, friend to friend")
     p.set_defaults(func=cmd_note_add)
-    p = note.add_parser("list", parents=[common], help="list recent notes")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p = note.add_parser("list", parents=[common], help="recent notes: short id (* unread), time, author -> audience, text",
+                        epilog="`meshnode note read ID` shows one in full (ID: the short id in the first column)")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_note_list)
     cli_knowledge.add_note_parsers(note, common)
     cli_knowledge.add_parsers(sub, common)
@@ -89,46 +101,62 @@ def build_parser() -> argparse.ArgumentParser:
     cli_ethics.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_peers)
     p = sub.add_parser("ping", parents=[common], help="round trip to a peer (needs a running node)")
-    p.add_argument("did")
+    p.add_argument("did", metavar="PEER", help=_PEER)
     p.set_defaults(func=cmd_ping)
-    p = sub.add_parser("find", parents=[common], help="find a peer by DID, or peers by interest")
-    p.add_argument("did", nargs="?")
+    p = sub.add_parser("find", parents=[common], help="find a peer by DID, or peers by interest (needs a running node)",
+                       epilog="examples: meshnode find did:key:z6Mk...   meshnode find --interest chemistry")
+    p.add_argument("did", nargs="?", metavar="PEER", help=_PEER)
     p.add_argument("--interest", help="an interest tag instead of a DID")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_find)
     p = sub.add_parser("send", parents=[common], help="push a container file to a peer (needs a running node)")
-    p.add_argument("did")
-    p.add_argument("file", type=Path)
+    p.add_argument("did", metavar="PEER", help=_PEER)
+    p.add_argument("file", type=Path, help="a container file (e.g. from `meshnode container export`)")
     p.set_defaults(func=cmd_send)
     friend = sub.add_parser("friend", parents=[common], help="friends: who gets your friends notes").add_subparsers(
         dest="friend_command", required=True, metavar="SUBCOMMAND")
     for name, helptext in (("add", "make a peer a friend"), ("remove", "stop sharing friends notes with a peer")):
         p = friend.add_parser(name, parents=[common], help=helptext)
-        p.add_argument("did")
+        p.add_argument("did", metavar="PEER", help=_PEER)
         p.set_defaults(func=cmd_friend, friend_on=(name == "add"))
     p = friend.add_parser("list", parents=[common], help="list friends")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_friend_list)
     p = sub.add_parser("metrics", parents=[common], help="the running node's counters")
     p.set_defaults(func=cmd_metrics)
 
     cont = sub.add_parser("container", parents=[common], help="inspect container files").add_subparsers(
         dest="container_command", required=True, metavar="SUBCOMMAND")
-    p = cont.add_parser("show", parents=[common], help="print a container file (and whether it verifies)")
-    p.add_argument("file", type=Path)
+    p = cont.add_parser("show", parents=[common], help="print a container file as JSON (exit 1 if it does not verify)")
+    p.add_argument("file", type=Path, help="the container file")
     p.set_defaults(func=cmd_container_show)
     p = cont.add_parser("verify", parents=[common], help="verify a container file; exit 1 if invalid")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the container file")
     p.set_defaults(func=cmd_container_verify)
     p = cont.add_parser("export", parents=[common], help="write a stored container to a file")
-    p.add_argument("did")
-    p.add_argument("file", type=Path)
+    p.add_argument("did", metavar="CONTAINER", help="its container DID or short id")
+    p.add_argument("file", type=Path, help="where to write it")
     p.set_defaults(func=cmd_container_export)
+    describe(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _run(argv)
+        finally:  # also after --help or a usage error (SystemExit)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return _reader_left()
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
     try:
@@ -136,8 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     except MeshnodeError as exc:
         print(f"meshnode: {exc.reason}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+
+
+def _reader_left() -> int:
+    """The reader of our output went away (``meshnode note list | head -3``): end quietly
+    with the shell's code for SIGPIPE. What is still buffered goes to /dev/null, so the
+    interpreter's own flush at exit cannot complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 # --- helpers -----------------------------------------------------------------
@@ -218,7 +254,7 @@ def cmd_status(args) -> int:
     if live is not None:
         info.update(addresses=live["addresses"], connected=live["connected"], cognition=live.get("cognition"))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
     else:
         for k in ("did", "peer_id", "name", "home", "database"):
             print(f"{k + ':':10} {info[k]}")
@@ -278,13 +314,18 @@ def cmd_note_list(args) -> int:
             rows = db.recent_notes(args.limit)
         finally:
             db.close()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            topic = f"({r['topic']}) " if r["topic"] else ""
-            print(terminal_safe(f"{r['timestamp']}  [{r['audience']}] {topic}{r['text']}"))
+    print_rows(args, rows, _note_line)
     return 0
+
+
+def _note_line(r: dict) -> str:
+    """One note: its short id (for ``note read``), when, who wrote it, to whom, what."""
+    topic = f"({r['topic']}) " if r["topic"] else ""
+    unread = "" if r.get("read", True) else "*"
+    first = r["text"].splitlines()[0][:NOTE_LINE] if r["text"] else ""
+    more = " ..." if len(first) < len(r["text"].rstrip()) else ""  # the rest: `note read`
+    return (f"{short_container_id(r['container_did'])}{unread:1} {r['timestamp'][:19]}  "
+            f"{who(r.get('author_did'), r.get('author_name'))} -> {r['audience']}  {topic}{first}{more}")
 
 
 def cmd_peers(args) -> int:
@@ -296,20 +337,18 @@ def cmd_peers(args) -> int:
             rows = list_peers(db)
         finally:
             db.close()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
-    for r in rows:
-        print(terminal_safe(f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} {(r['status'] or '-'):8} "
-                            f"{'yes' if r.get('connected') else '-':4}  {r['did']}"))
+    if rows and not args.json:
+        print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
+    print_rows(args, rows, lambda r: f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} "
+                                     f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  {r['did']}")
     return 0
 
 
 def cmd_ping(args) -> int:
     config = _config(args)
-    result = _ask_node(config, "ping", {"did": args.did})
-    print(f"{args.did}: {result['rtt_ms']:.2f} ms")
+    did = agent_did(config, args.did)
+    result = _ask_node(config, "ping", {"did": did})
+    print(f"{did}: {result['rtt_ms']:.2f} ms")
     return 0
 
 
@@ -320,18 +359,25 @@ def cmd_find(args) -> int:
         return 2
     if args.interest:
         rows = _ask_node(config, "find", {"interest": args.interest})
-        for r in rows:
-            print(r["did"])
+        print_rows(args, rows, lambda r: r["did"])
         return 0
-    result = _ask_node(config, "find", {"did": args.did})
-    print(json.dumps(result, indent=2))
+    result = _ask_node(config, "find", {"did": agent_did(config, args.did)})
+    if args.json:
+        print_json(result)
+        return 0
+    lines = [f"did:       {result['did']}", f"peer id:   {result['peer_id']}",
+             f"name:      {result.get('name') or '(no announce)'}",
+             f"connected: {'yes' if result.get('connected') else 'no'} ({result.get('elapsed_ms', 0):.0f} ms)"]
+    lines += [f"address:   {addr}" for addr in result.get("addresses") or ["(none)"]]
+    print(terminal_safe("\n".join(lines), keep_newlines=True))
     return 0
 
 
 def cmd_send(args) -> int:
     config = _config(args)
     data = read_limited_file(args.file, MAX_CONTAINER_FILE)
-    result = _ask_node(config, "send", {"did": args.did, "container": base64.b64encode(data).decode("ascii")})
+    result = _ask_node(config, "send", {"did": agent_did(config, args.did),
+                                        "container": base64.b64encode(data).decode("ascii")})
     for did in result["accepted"]:
         print(f"accepted {did}")
     for did in result["duplicates"]:
@@ -343,14 +389,15 @@ def cmd_send(args) -> int:
 
 def cmd_friend(args) -> int:
     config = _config(args)
-    peer_id = did_to_peer_id(args.did)
-    if _ask_node(config, "friend", {"did": args.did, "on": args.friend_on}, required=False) is None:
+    did = agent_did(config, args.did)
+    peer_id = did_to_peer_id(did)
+    if _ask_node(config, "friend", {"did": did, "on": args.friend_on}, required=False) is None:
         db = _open_db(config)
         try:
-            set_friend(db, args.did, peer_id, now_ms(), args.friend_on)
+            set_friend(db, did, peer_id, now_ms(), args.friend_on)
         finally:
             db.close()
-    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {args.did}")
+    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {did}")
     return 0
 
 
@@ -363,8 +410,7 @@ def cmd_friend_list(args) -> int:
             rows = friends(db)
         finally:
             db.close()
-    for did in rows:
-        print(did)
+    print_rows(args, rows, str)
     return 0
 
 
@@ -401,17 +447,18 @@ def cmd_container_verify(args) -> int:
 
 def cmd_container_export(args) -> int:
     config = _config(args)
-    live = _ask_node(config, "export", {"did": args.did}, required=False)
+    did = container_did(config, args.did)
+    live = _ask_node(config, "export", {"did": did}, required=False)
     if live is not None:
         data = bytes.fromhex(live["hex"])
     else:
         db = _open_db(config)
         try:
-            data = db.get_container_bytes(args.did)
+            data = db.get_container_bytes(did)
         finally:
             db.close()
     if data is None:
-        raise MeshnodeError("not_found", f"no container {args.did} in this node's store")
+        raise MeshnodeError("not_found", f"no container {did} in this node's store")
     try:
         args.file.write_bytes(data)
     except OSError as exc:

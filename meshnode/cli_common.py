@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import unicodedata
 from pathlib import Path
 from typing import Any, Callable
 
-from meshnode import control
+from meshnode import control, knowledge
 from meshnode.config import load_config, resolve_home
 from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.store import Database
+from meshnode.store import short_ids
+
+
+def describe(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand its one-line help as the description its own ``--help`` shows
+    (unless it has one), and keep the line breaks of examples in epilogs."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                if not sub.description and helps.get(name):
+                    sub.description = helps[name][:1].upper() + helps[name][1:] + "."
+                if sub.epilog:
+                    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+                describe(sub)
 
 
 def _config(args: argparse.Namespace):
@@ -65,6 +81,59 @@ def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, ne
         db.close()
 
 
+def container_did(config, text: str, noun: str = "container") -> str:
+    """A container DID from what a person typed: the DID, or a short id held here."""
+    return _resolve(config, short_ids.resolve_container, text, noun)
+
+
+def agent_did(config, text: str) -> str:
+    """An agent DID from what a person typed: the DID, a known name, or a short id."""
+    return _resolve(config, short_ids.resolve_agent, text)
+
+
+def _resolve(config, resolve, text: str, *rest) -> str:
+    if short_ids.is_whole(text):  # no database needed (nor a home)
+        return resolve(None, text, *rest)
+    db = _open_db(config)
+    try:
+        return resolve(db, text, *rest)
+    finally:
+        db.close()
+
+
+def resolve_references(config, args: argparse.Namespace, references) -> None:
+    """Turn the DIDs and short ids among ``args`` into whole container DIDs, in place, and
+    refuse (unless --allow-dangling) one that this node does not hold or that is of another
+    class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
+    (attribute of ``args``, the argument as a person typed it, the class it must name); an
+    attribute that is None (an option not given) is left as it is."""
+    db = _open_db(config)
+    try:
+        for attr, flag, cls in references:
+            value = getattr(args, attr, None)
+            if value is None:
+                continue
+            resolved = []
+            for text in value if isinstance(value, list) else [value]:
+                try:
+                    did = short_ids.resolve_container(db, text, knowledge.CLASS_NOUNS[cls])
+                except MeshnodeError as exc:
+                    raise knowledge.KnowledgeError(exc.code, f"{flag}: {exc.reason}") from None
+                problem = knowledge.reference_problem(db, did, cls)
+                if problem and not getattr(args, "allow_dangling", False):
+                    raise knowledge.KnowledgeError("dangling_reference", f"{flag} {did}: {problem}"
+                                                   " (--allow-dangling refers to it anyway)")
+                resolved.append(did)
+            setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
+    finally:
+        db.close()
+
+
+def who(did: str | None, name: str | None) -> str:
+    """An agent as a listing shows it: its name, else its short id."""
+    return name or (short_ids.short_agent_id(did) if did else "?")
+
+
 def terminal_safe(text: str, keep_newlines: bool = False) -> str:
     """Escape control and format characters (escape sequences, bidi overrides) before
     text from peers reaches a terminal; everything else, any script, prints as is."""
@@ -89,3 +158,42 @@ def read_limited_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise MeshnodeError("file_too_large", f"{path} is larger than {limit} bytes")
     return data
+
+
+def print_json(value: Any) -> None:
+    """Machine-readable output: indented JSON (what ``--json`` prints)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def print_fields(args: argparse.Namespace, record: dict) -> None:
+    """One record: with ``--json`` as JSON; otherwise a ``key: value`` line per field (lists
+    joined, tables as ``key=value``, empty as ``(none)``)."""
+    if getattr(args, "json", False):
+        print_json(record)
+        return
+    width = max((len(k) for k in record), default=0) + 2
+    for key, value in record.items():
+        if isinstance(value, list):
+            shown = ", ".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, bool) or value is None:
+            shown = {True: "yes", False: "no", None: "-"}[value]
+        else:
+            shown = value
+        print(terminal_safe(f"{key + ':':{width}}{shown if shown != '' else '(none)'}"))
+
+
+def print_rows(args: argparse.Namespace, rows: list, line: Callable[[Any], str]) -> None:
+    """The one output contract of a listing: with ``--json`` the rows as JSON (``[]`` when
+    there are none); otherwise ``line(row)`` for each, made terminal-safe (it may hold
+    newlines), and ``(none)`` when there are none and a person is looking (a terminal):
+    a pipe gets no lines at all."""
+    if getattr(args, "json", False):
+        print_json(rows)
+    elif not rows:
+        if sys.stdout.isatty():
+            print("(none)")
+    else:
+        for row in rows:
+            print(terminal_safe(line(row), keep_newlines=True))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import _config, _open_db, container_did, read_limited_file, terminal_safe
 from meshnode.consensus.cogvote import (
     DAY_MS,
     DECISIONS,
@@ -25,6 +25,7 @@ from meshnode.container import ContainerError, decode_container, now_ms
 from meshnode import cli_meshconsensus
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
+from meshnode.store.short_ids import ShortIdError
 
 MAX_RESULT_FILE = 64 * 1024 * 1024
 
@@ -45,25 +46,26 @@ def consensus_subparsers(sub, common):
 
 
 def add_cogvote_parsers(consensus, common) -> None:
-    p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container")
-    p.add_argument("target", metavar="TARGET_DID")
+    p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container",
+                             epilog="example: meshnode consensus vote Zj0MbGG0y9 --value 1 --argument 'checked it'")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     p.add_argument("--value", type=int, choices=(-1, 0, 1), required=True, help="1 approve, 0 abstain, -1 object")
     _type(p)
     p.add_argument("--argument", action="append", default=[], metavar="TEXT", help="a reason (repeatable)")
     p.add_argument("--evidence", action="append", default=[], metavar="DID",
-                   help="a container supporting the vote (repeatable)")
+                   help="a container supporting the vote, by DID or short id (repeatable)")
     p.set_defaults(func=cmd_vote)
 
     p = consensus.add_parser("status", parents=[common], help="the local tally of the votes on a container")
-    p.add_argument("target", metavar="TARGET_DID")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     _type(p)
     _rule_flags(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
     p = consensus.add_parser("result", parents=[common],
                              help="sign and store a consensus_result listing the votes it used; prints its DID")
-    p.add_argument("target", metavar="TARGET_DID")
+    p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
     _type(p)
     _rule_flags(p)
     p.set_defaults(func=cmd_result)
@@ -73,10 +75,13 @@ def add_cogvote_parsers(consensus, common) -> None:
                              description="Recompute a consensus_result from the votes it lists. A result file "
                                          "needs no node home: give the votes as files (--vote); a home's store, "
                                          "when there is one, supplies the votes it holds.")
-    p.add_argument("result", metavar="RESULT", help="a container file, or a container DID in the store")
+    p.add_argument("result", metavar="RESULT", help="a container file, or the DID or short id of one in the store")
     p.add_argument("--vote", action="append", default=[], metavar="FILE",
                    help="a vote container file the result lists (repeatable)")
     p.set_defaults(func=cmd_verify)
+
+
+_TARGET = "the container voted on: its DID or its short id"
 
 
 def _type(p) -> None:
@@ -97,11 +102,27 @@ def _rule(args) -> Rule:
     return Rule(args.decision, round(args.half_life_days * DAY_MS), args.min_voters, args.min_trust)
 
 
+def _target(config, text: str) -> str:
+    """What a vote is about: a DID as it is (a vote may be on any DID; the tally checks it),
+    or the short id of a container held here, as a listing shows it."""
+    if text.startswith("did:"):
+        return text
+    try:
+        return container_did(config, text)
+    except ShortIdError as exc:
+        if exc.code != "bad_id":
+            raise
+        raise ConsensusError("bad_target", f"{text[:80]!r} is not a DID (did:<method>:<id>) nor the short id"
+                                           " of a container held here") from None
+
+
 # --- commands -------------------------------------------------------------------------
 
 
 def cmd_vote(args) -> int:
     config = _config(args)
+    args.target = _target(config, args.target)
+    args.evidence = [_target(config, d) for d in args.evidence]
     key = open_identity(config)
     db = _open_db(config)
     try:
@@ -115,6 +136,7 @@ def cmd_vote(args) -> int:
 
 def cmd_status(args) -> int:
     config = _config(args)
+    args.target = _target(config, args.target)
     db = _open_db(config)
     try:
         t = tally_stored(db, args.target, rule=_rule(args), at_ms=now_ms())
@@ -142,6 +164,7 @@ def cmd_status(args) -> int:
 
 def cmd_result(args) -> int:
     config = _config(args)
+    args.target = _target(config, args.target)
     key = open_identity(config)
     db = _open_db(config)
     try:
@@ -156,9 +179,9 @@ def cmd_verify(args) -> int:
     config = _config(args)
     now = now_ms()
     given = [_container_file(Path(f), config, now) for f in args.vote]
-    by_did = args.result.startswith("did:")
-    if not by_did and not Path(args.result).exists():
-        raise MeshnodeError("not_found", f"{args.result} is neither a container file nor a container DID")
+    by_did = args.result.startswith("did:") or not Path(args.result).exists()
+    if by_did and not args.result.startswith("did:"):  # not a file: the short id of a result held here?
+        args.result = _held_result(config, args.result)
     result = None if by_did else _container_file(Path(args.result), config, now)
     # a DID is looked up in the store; a file needs none (the votes it lists may come as files)
     db = _open_db(config) if by_did or config.db_path.exists() else None
@@ -178,6 +201,17 @@ def cmd_verify(args) -> int:
     if view is not None:
         print(f"  {view.line()}")
     return 0
+
+
+def _held_result(config, text: str) -> str:
+    try:
+        if config.db_path.exists():
+            return container_did(config, text, "consensus result")
+    except ShortIdError as exc:
+        if exc.code != "bad_id":  # a short id of none held here, or of several
+            raise
+    raise MeshnodeError("not_found", f"{text} is neither a container file nor a container DID"
+                                     " (nor the short id of one held here)")
 
 
 def _container_file(path: Path, config, now: int):

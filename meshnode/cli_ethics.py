@@ -8,10 +8,9 @@ policies at every tick (context 1).
 from __future__ import annotations
 
 import argparse
-import json
 
 from meshnode import ethics
-from meshnode.cli_common import terminal_safe, with_db
+from meshnode.cli_common import print_rows, terminal_safe, with_db
 
 
 def add_parsers(sub, common) -> None:
@@ -46,19 +45,18 @@ def cmd_add(args) -> int:
 
 def cmd_list(args) -> int:
     rows = with_db(args, ethics.listing)
-    if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return 0
-    if not rows:
-        print("(none)")
-    for p in rows:
-        model = f" ({p['model_type']})" if p["model_type"] else ""
-        print(terminal_safe(f"{p['name']}{model}  set by the {p['set_by']}, version {p['version']}"))
-        for x in p["principles"]:
-            print(terminal_safe(f"  - {x}"))
-        if p["on_violation"]:
-            print(terminal_safe(f"  on violation: {p['on_violation']}"))
+    print_rows(args, rows, _policy_lines)
     return 0
+
+
+def _policy_lines(p: dict) -> str:
+    """A policy: its name, model and who set it; a line per principle; what a violation does."""
+    model = f" ({p['model_type']})" if p["model_type"] else ""
+    lines = [f"{p['name']}{model}  set by the {p['set_by']}, version {p['version']}"]
+    lines += [f"  - {x}" for x in p["principles"]]
+    if p["on_violation"]:
+        lines.append(f"  on violation: {p['on_violation']}")
+    return "\n".join(map(terminal_safe, lines))  # each line escaped (a newline inside one too)
 
 
 def cmd_remove(args) -> int:

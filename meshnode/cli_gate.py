@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshnode.cli_common import _config, _open_db, read_limited_file, terminal_safe
+from meshnode.cli_common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
 from meshnode.container import now_ms
 from meshnode.gate import GateError, budget, confirm, drafts, outbound, snapshots
 from meshnode.gate import setup as gate_setup
@@ -33,16 +33,17 @@ def add_parsers(sub, common) -> None:
     p = d.add_parser("list", parents=[common], help="open drafts")
     p.add_argument("--diff", action="store_true", help="show each unified diff")
     p.add_argument("--all", action="store_true", help="the drafts you rejected too (discarded at the next commit)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_drafts_list)
     for name in ("accept", "reject"):
         p = d.add_parser(name, parents=[common], help=f"{name} drafts")
-        p.add_argument("paths", nargs="*", help="drafted files, as `drafts list` shows them")
+        p.add_argument("paths", nargs="*", metavar="PATH",
+                       help="a drafted file's path, as `meshnode drafts list` shows it")
         p.add_argument("--all", action="store_true", help="every pending draft" if name == "accept"
                        else "every pending or accepted draft")
         p.set_defaults(func=cmd_drafts_decide, decision=name)
     p = d.add_parser("edit", parents=[common], help="put your own content in a draft")
-    p.add_argument("path")
+    p.add_argument("path", help="the draft's path, as `meshnode drafts list` shows it")
     p.add_argument("--from", dest="source", required=True, help="a file with the new content")
     p.set_defaults(func=cmd_drafts_edit)
     p = d.add_parser("commit", parents=[common], help="write the accepted drafts (a snapshot first)")
@@ -52,24 +53,25 @@ def add_parsers(sub, common) -> None:
     s = sub.add_parser("snapshots", parents=[common], help="snapshots taken before commits; roll back").add_subparsers(
         dest="snapshots_command", required=True, metavar="SUBCOMMAND")
     p = s.add_parser("list", parents=[common], help="snapshots, newest first")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_snapshots_list)
     p = s.add_parser("show", parents=[common], help="one snapshot")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help="the snapshot's number, as `meshnode snapshots list` shows it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_snapshots_show)
     p = s.add_parser("rollback", parents=[common], help="restore the files as the snapshot has them")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help="the snapshot's number, as `meshnode snapshots list` shows it")
     p.set_defaults(func=cmd_snapshots_rollback)
 
     c = sub.add_parser("confirm", parents=[common], help="answer the agent's requests for confirmation"
                        ).add_subparsers(dest="confirm_command", required=True, metavar="SUBCOMMAND")
     p = c.add_parser("list", parents=[common], help="pending requests")
     p.add_argument("--all", action="store_true", help="answered and expired ones too")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_confirm_list)
     for name in ("approve", "reject"):
         p = c.add_parser(name, parents=[common], help=f"{name} a request")
-        p.add_argument("id", type=int)
+        p.add_argument("id", type=int, help="the request's number, as `meshnode confirm list` shows it")
         p.set_defaults(func=cmd_confirm_decide, approve=name == "approve")
 
     g = sub.add_parser("gate", parents=[common], help="the action gate's tools").add_subparsers(
@@ -153,18 +155,12 @@ def cmd_drafts_commit(args) -> int:
 
 def cmd_snapshots_list(args) -> int:
     rows = _run(args, lambda db: snapshots.listing(db), with_jail=False)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no snapshots)")
-    for r in rows:
-        print(terminal_safe(f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}"))
+    print_rows(args, rows, lambda r: f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}")
     return 0
 
 
 def cmd_snapshots_show(args) -> int:
-    print(json.dumps(_run(args, lambda db: snapshots.show(db, args.id), with_jail=False), indent=2, default=str))
+    print_fields(args, _run(args, lambda db: snapshots.show(db, args.id), with_jail=False))
     return 0
 
 
@@ -176,14 +172,9 @@ def cmd_snapshots_rollback(args) -> int:
 
 def cmd_confirm_list(args) -> int:
     rows = _run(args, lambda db: confirm.listing(db, now_ms(), None if args.all else "pending"), with_jail=False)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no requests)")
-    for r in rows:
-        print(terminal_safe(f"{r['id']:5}  {r['status']:8} {r['tool']} {json.dumps(r['args'], ensure_ascii=False)}"
-                            f"  ({r['reason']})"))  # whole: a person approves exactly what they read
+    # each request whole: a person approves exactly what they read
+    print_rows(args, rows, lambda r: f"{r['id']:5}  {r['status']:8} {r['tool']}"
+                                     f" {json.dumps(r['args'], ensure_ascii=False)}  ({r['reason']})")
     return 0
 
 

@@ -18,10 +18,11 @@ from meshnode.cognition.llm import Endpoint
 def add_parsers(sub, common) -> None:
     llm = sub.add_parser("llm", parents=[common], help="the LLMs of the cognitive core (OpenAI-compatible)")
     llm = llm.add_subparsers(dest="llm_command", required=True, metavar="SUBCOMMAND")
-    p = llm.add_parser("add", parents=[common], help="register an OpenAI-compatible chat endpoint")
-    p.add_argument("name")
+    p = llm.add_parser("add", parents=[common], help="register an OpenAI-compatible chat endpoint",
+                       epilog="example: meshnode llm add local --url http://127.0.0.1:11434/v1 --model qwen2.5:7b")
+    p.add_argument("name", help="a name for it, used by select and remove")
     p.add_argument("--url", required=True, help="base URL, e.g. http://127.0.0.1:11434/v1 (Ollama)")
-    p.add_argument("--model", required=True)
+    p.add_argument("--model", required=True, help="the model name the endpoint expects")
     p.add_argument("--priority", type=int, default=0, help="higher is tried first")
     p.add_argument("--validator", action="store_true", help="a validator, not a main LLM")
     p.add_argument("--api-key-env", help="the environment variable holding its API key (never stored)")
@@ -46,13 +47,13 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--timeout", type=float, help="seconds per request")
     p.set_defaults(func=cmd_update)
     p = llm.add_parser("list", parents=[common], help="registered LLMs, the main one first")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
     p = llm.add_parser("select", parents=[common], help="make an LLM the main one")
-    p.add_argument("name")
+    p.add_argument("name", help="its name (as `meshnode llm list` shows)")
     p.set_defaults(func=cmd_select)
     p = llm.add_parser("remove", parents=[common], help="forget an LLM")
-    p.add_argument("name")
+    p.add_argument("name", help="its name (as `meshnode llm list` shows)")
     p.set_defaults(func=cmd_remove)
 
 

@@ -6,9 +6,7 @@ already stored can be listed without one.
 
 from __future__ import annotations
 
-import json
-
-from meshnode.cli_common import _ask_node, _config, live_or_local, terminal_safe
+from meshnode.cli_common import _ask_node, _config, live_or_local, print_fields, print_rows
 from meshnode.errors import MeshnodeError
 from meshnode.store import decisions
 
@@ -21,14 +19,15 @@ def add_parsers(consensus, common) -> None:
                    help="wait this long for the decision, to report its height (0: do not wait; at most 50)")
     p.set_defaults(func=cmd_propose)
     p = consensus.add_parser("decisions", parents=[common], help="binding decisions, newest first")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_decisions)
     p = consensus.add_parser("next-committee", parents=[common],
                              help="propose the next epoch's committee, weighted by the members' published trust")
     p.set_defaults(func=cmd_next_committee)
     p = consensus.add_parser("committee", parents=[common],
                              help="the committee this node is in: height, round, step (needs a running node)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_committee)
 
 
@@ -55,18 +54,15 @@ def cmd_decisions(args) -> int:
     config = _config(args)
     rows = live_or_local(config, "consensus_decisions", {"limit": args.limit},
                          lambda db: decisions.decisions(db, args.limit))
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    for r in rows:
-        if r["status"] == "committed":
-            note = ""
-            if r["emergency"]:
-                note = f"  (emergency decision {r['emergency']['revisited']})"
-            print(terminal_safe(f"height {r['height']:>5}  round {r['round']}  {r['value']}{note}"))
-        else:
-            print(terminal_safe(f"height {r['height']:>5}  PROVISIONAL emergency_consensus: {r['value']}"))
+    print_rows(args, rows, _decision_line)
     return 0
+
+
+def _decision_line(r: dict) -> str:
+    if r["status"] != "committed":
+        return f"height {r['height']:>5}  PROVISIONAL emergency_consensus: {r['value']}"
+    note = f"  (emergency decision {r['emergency']['revisited']})" if r["emergency"] else ""
+    return f"height {r['height']:>5}  round {r['round']}  {r['value']}{note}"
 
 
 def cmd_next_committee(args) -> int:
@@ -78,6 +74,5 @@ def cmd_next_committee(args) -> int:
 
 def cmd_committee(args) -> int:
     config = _config(args)
-    status = _ask_node(config, "consensus_status")
-    print(json.dumps(status, indent=2))
+    print_fields(args, _ask_node(config, "consensus_status"))
     return 0

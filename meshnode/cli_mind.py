@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 
-from meshnode.cli_common import _config, live_or_local, terminal_safe
+from meshnode.cli_common import _config, live_or_local, print_json, print_rows, terminal_safe
 from meshnode.cognition import held, mind_view
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
@@ -48,7 +48,7 @@ def add_parsers(sub, common) -> None:
 def cmd_mind(args) -> int:
     view = live_or_local(_config(args), "mind", {}, mind_view.view)
     if args.json:
-        print(json.dumps(view, indent=2))
+        print_json(view)
         return 0
     mode = view.get("mode")
     if mode is None:
@@ -99,20 +99,19 @@ def cmd_held(args) -> int:
         raise MeshnodeError("bad_limit", "--limit must be between 1 and 10000")
     rows = live_or_local(_config(args), "mind_held", {"status": status, "limit": args.limit},
                          lambda db: held.listing(db, status, args.limit))
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no held commands)")
-    for r in rows:
-        args_text = json.dumps(r["command"].get("args", {}), ensure_ascii=False)
-        args_text = args_text if len(args_text) <= 200 else args_text[:200] + "..."
-        print(terminal_safe(f"{r['id']:5}  {r['status']:8} tick {r['tick']:<5} {r['type']} ({r['cmd_id']})"
-                            f" {args_text}"))
-        print(terminal_safe(f"       {r['kind']}: {r['reason']}"))
-        if r["result"] is not None and r["status"] in ("done", "failed"):
-            print(terminal_safe(f"       result: {json.dumps(r['result'], ensure_ascii=False)[:200]}"))
+    print_rows(args, rows, _held_lines)
     return 0
+
+
+def _held_lines(r: dict) -> str:
+    """A held command: its number, state, tick, type and arguments; why it is held; its result."""
+    args_text = json.dumps(r["command"].get("args", {}), ensure_ascii=False)
+    args_text = args_text if len(args_text) <= 200 else args_text[:200] + "..."
+    lines = [f"{r['id']:5}  {r['status']:8} tick {r['tick']:<5} {r['type']} ({r['cmd_id']}) {args_text}",
+             f"       {r['kind']}: {r['reason']}"]
+    if r["result"] is not None and r["status"] in ("done", "failed"):
+        lines.append(f"       result: {json.dumps(r['result'], ensure_ascii=False)[:200]}")
+    return "\n".join(map(terminal_safe, lines))  # each line escaped (a newline inside one too)
 
 
 def cmd_decide(args) -> int:
@@ -124,7 +123,7 @@ def cmd_decide(args) -> int:
                         lambda db: {"released" if args.release else "dropped":
                                     held.decide(db, ids, args.release, now_ms(), "cli"), "offline": True})
     if args.json:
-        print(json.dumps(out, indent=2))
+        print_json(out)
         return 0
     decided = out["released" if args.release else "dropped"]
     if not decided:

@@ -10,12 +10,14 @@ else transitive through the statements its trusted peers published.
 from __future__ import annotations
 
 import argparse
-import json
 
-from meshnode.cli_common import terminal_safe, with_db
+from meshnode.cli_common import _config, agent_did, print_json, print_rows, terminal_safe, with_db
 from meshnode.container import now_ms
 from meshnode.reputation.manual import set_by_person
 from meshnode.reputation.reading import reputation_detail, reputation_rows
+
+
+_AGENT = "the agent: its DID (did:key:...), its name, or its short id (key:...)"
 
 
 def add_parsers(sub, common) -> None:
@@ -25,7 +27,7 @@ def add_parsers(sub, common) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
     p = rep.add_parser("show", parents=[common], help="one agent's trust: evidence, history, others' statements")
-    p.add_argument("did")
+    p.add_argument("did", metavar="AGENT", help=_AGENT)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
     p = rep.add_parser("set", parents=[common], help="set an agent's trust to your own judgement",
@@ -33,14 +35,15 @@ def add_parsers(sub, common) -> None:
                        description="Set an agent's trust score now (0 = none, 0.5 = unknown, 1 = full), e.g.\n"
                                    "  meshnode reputation set did:key:z6Mk... 0.8 --reason \"I know its operator\"\n"
                                    "It then decays toward 0.5 and moves with evidence like any score.")
-    p.add_argument("did", help="the agent's DID")
+    p.add_argument("did", metavar="AGENT", help=_AGENT)
     p.add_argument("score", type=float, help="the trust score, 0 to 1")
     p.add_argument("--reason", default="", help="why (kept with the score, shown by `reputation show`)")
     p.set_defaults(func=cmd_set)
 
 
 def cmd_set(args) -> int:
-    r = with_db(args, lambda db: set_by_person(db, args.did, args.score, now_ms=now_ms(), reason=args.reason))
+    did = agent_did(_config(args), args.did)
+    r = with_db(args, lambda db: set_by_person(db, did, args.score, now_ms=now_ms(), reason=args.reason))
     held = f" (held at {r['score']:.3f} by an equivocation cap)" if r["capped"] else ""
     print(terminal_safe(f"trust in {r['did']} set to {args.score:.3f}{held}"))
     return 0
@@ -52,22 +55,21 @@ def _who(r: dict) -> str:
 
 def cmd_list(args) -> int:
     rows = with_db(args, lambda db: reputation_rows(db, now_ms=now_ms()))
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not rows:
-        print("(no reputation yet)")
-    for r in rows:
-        flags = f"  capped until {r['capped_until']}" if r["capped_until"] else ""
-        via = f" via {' > '.join(r['via'])}" if r["via"] else ""
-        print(terminal_safe(f"{r['score']:.3f}  {r['trust_level']:6}  {r['basis']:10}  {_who(r)}{via}{flags}"))
+    print_rows(args, rows, _line)
     return 0
 
 
+def _line(r: dict) -> str:
+    flags = f"  capped until {r['capped_until']}" if r["capped_until"] else ""
+    via = f" via {' > '.join(r['via'])}" if r["via"] else ""
+    return f"{r['score']:.3f}  {r['trust_level']:6}  {r['basis']:10}  {_who(r)}{via}{flags}"
+
+
 def cmd_show(args) -> int:
-    d = with_db(args, lambda db: reputation_detail(db, args.did, now_ms=now_ms()))
+    did = agent_did(_config(args), args.did)
+    d = with_db(args, lambda db: reputation_detail(db, did, now_ms=now_ms()))
     if args.json:
-        print(json.dumps(d, indent=2))
+        print_json(d)
         return 0
     print(terminal_safe(f"agent:        {_who(d)}"))
     if d["score"] is None:

@@ -7,7 +7,12 @@ config are relative to the home.
 
 Every setting has a section and a key (``[store] path``); the environment
 variable for it is ``MESHNODE_<SECTION>_<KEY>`` in upper case
-(``MESHNODE_STORE_PATH``). Values are type-checked against the defaults.
+(``MESHNODE_STORE_PATH``). Values are type-checked against the defaults. A
+list-valued setting is given in a variable as items separated by commas
+(``MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/4001,/ip6/::/tcp/4001``) or as a TOML
+array (``MESHNODE_NET_LISTEN='["/ip4/0.0.0.0/tcp/4001"]'``); empty is an
+empty list. Addresses and DIDs are checked when the configuration is loaded,
+and an error names the file (or variable) and the setting.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import multiaddr
+
 from meshnode.container.model import Limits
-from meshnode.errors import ConfigError, MeshnodeError
+from meshnode.errors import ConfigError, IdentityError, MeshnodeError
 from meshnode.gate.outbound import confirm_policy
+from meshnode.identity.did import public_key_from_did
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -140,7 +148,9 @@ def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = 
     file = home / CONFIG_FILE
     if file.exists():
         _merge(values, _read_toml(file), str(file))
-    _merge(values, _from_environ(environ), "environment")
+    for section, keys in _from_environ(environ).items():
+        for key, value in keys.items():
+            _merge(values, {section: {key: value}}, f"${_env_name(section, key)}")
     if overrides:
         _merge(values, {s: {k: v for k, v in kv.items() if v is not None} for s, kv in overrides.items()}, "flags")
     _check(values)
@@ -172,6 +182,8 @@ def default_config_text(name: str) -> str:
     lines = [
         "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,",
         "# command-line flags override both. Relative paths are relative to this folder.",
+        "# A list in a variable: items separated by commas, or a TOML array:",
+        "#   MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/4001,/ip6/::/tcp/4001",
     ]
     for section, keys in DEFAULTS.items():
         lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
@@ -215,10 +227,14 @@ def _from_environ(environ: Mapping[str, str]) -> dict:
     found: dict[str, dict[str, Any]] = {}
     for section, keys in DEFAULTS.items():
         for key, default in keys.items():
-            name = f"MESHNODE_{section}_{key}".upper()
+            name = _env_name(section, key)
             if name in environ:
                 found.setdefault(section, {})[key] = _parse_env(name, environ[name], default)
     return found
+
+
+def _env_name(section: str, key: str) -> str:
+    return f"MESHNODE_{section}_{key}".upper()
 
 
 def _parse_env(name: str, raw: str, default: Any) -> Any:
@@ -233,7 +249,12 @@ def _parse_env(name: str, raw: str, default: Any) -> Any:
             return type(default)(raw)
         except ValueError:
             raise ConfigError("bad_config", f"{name}={raw!r} is not a number") from None
-    if isinstance(default, list):  # comma-separated
+    if isinstance(default, list):  # a TOML array, or items separated by commas
+        if raw.lstrip().startswith("["):
+            try:
+                return tomllib.loads(f"v = {raw}")["v"]
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError("bad_config", f"{name}={raw!r} is not a TOML array ({exc})") from None
         return [item.strip() for item in raw.split(",") if item.strip()]
     return raw
 
@@ -253,7 +274,59 @@ def _merge(values: dict, new: Mapping, origin: str) -> None:
                 ok = True
             if not ok:
                 raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {type(default).__name__}")
+            check = _ITEM_CHECKS.get((section, key))
+            if check is not None:
+                _check_items(value, check, f"{origin}: {section}.{key}")
             values[section][key] = value
+
+
+def _listen_address(text: str) -> str | None:
+    """Why ``text`` is not an address this node can listen on (None when it is one)."""
+    try:
+        protocols = [p.name for p in multiaddr.Multiaddr(text).protocols()]
+    except (ValueError, TypeError) as exc:  # multiaddr's parse errors are ValueErrors
+        return _parse_problem(exc)
+    if protocols[:1] not in (["ip4"], ["ip6"]) or protocols[1:] != ["tcp"]:
+        return "a listen address is /ip4/ADDRESS/tcp/PORT or /ip6/ADDRESS/tcp/PORT"
+    return None
+
+
+def _announce_address(text: str) -> str | None:
+    try:
+        protocols = [p.name for p in multiaddr.Multiaddr(text).protocols()]
+    except (ValueError, TypeError) as exc:
+        return _parse_problem(exc)
+    if "tcp" not in protocols:
+        return "an announced address names a TCP port, e.g. /dns4/node.example.org/tcp/4001"
+    return None
+
+
+def _parse_problem(exc: Exception) -> str:
+    """multiaddr's reason without the repeated address: "base address '1.2.3' is not IPv4"."""
+    text = str(exc).split(" (string:")[0]
+    return text.split("': ", 1)[1] if text.startswith("Invalid MultiAddr '") and "': " in text else text
+
+
+def _did(text: str) -> str | None:
+    try:
+        public_key_from_did(text)
+    except IdentityError as exc:
+        return exc.reason
+    return None
+
+
+_ITEM_CHECKS = {("net", "listen"): _listen_address, ("net", "announce"): _announce_address,
+                ("consensus", "committee"): _did}
+
+
+def _check_items(items: list, check, where: str) -> None:
+    """Every item of a list setting, checked at load: one line naming the setting and the item."""
+    for index, item in enumerate(items):
+        problem = check(item) if isinstance(item, str) and len(item) <= 256 else "not a short string"
+        if problem:
+            raise ConfigError("bad_config", f"{where} item {index + 1} {str(item)[:80]!r}: {problem}")
+    if len(set(map(str, items))) != len(items):
+        raise ConfigError("bad_config", f"{where} names an item twice")
 
 
 def _check(values: dict) -> None:
@@ -295,8 +368,7 @@ def _check(values: dict) -> None:
     if not 0 <= sync["min_trust"] <= 1:
         raise ConfigError("bad_config", "sync.min_trust must be between 0 and 1")
     consensus = values["consensus"]
-    if len(consensus["committee"]) > 1000 or not all(
-            isinstance(d, str) and d.startswith("did:key:") and len(d) <= 128 for d in consensus["committee"]):
+    if len(consensus["committee"]) > 1000:  # each DID was checked when it was read
         raise ConfigError("bad_config", "consensus.committee is a list of at most 1000 did:key DIDs")
     for key in ("propose_ms", "prevote_ms", "precommit_ms", "round_delta_ms", "resend_ms"):
         if not 10 <= consensus[key] <= 600_000:

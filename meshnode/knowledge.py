@@ -22,6 +22,21 @@ class KnowledgeError(MeshnodeError):
     """Knowledge that cannot be written or found as asked."""
 
 
+def _words(value: str | None, what: str, max_len: int = 256) -> None:
+    """A person's (or the agent's) text field, checked in words before the container schema
+    sees it (whose reasons name field paths: ``payload.edges ... relation``)."""
+    if value is not None and (not value.strip() or len(value) > max_len):
+        raise KnowledgeError("bad_field", f"{what} is 1 to {max_len} characters, not blank")
+
+
+def _word_list(values: list[str] | None, what: str, max_len: int = 64, max_items: int = 64) -> None:
+    """``what``: the plural ("tags")."""
+    if values and len(values) > max_items:
+        raise KnowledgeError("bad_field", f"at most {max_items} {what}, not {len(values)}")
+    for value in values or []:
+        _words(value, f"each of the {what}", max_len)
+
+
 def _related(replaces: list[str] | None) -> dict | None:
     return {"previous_version": sorted(set(replaces))} if replaces else None
 
@@ -49,6 +64,8 @@ def make_diary_entry(key: NodeKey, text: str, *, now_ms: int, title: str | None 
                      forward: int | None = None) -> Container:
     if not text.strip():
         raise KnowledgeError("empty_entry", "a diary entry needs some text")
+    _words(title, "the title")
+    _word_list(topics, "topics")
     payload: dict = _forward({"content": text, "topics": sorted(set(topics or []))}, forward)
     if title:
         payload["title"] = title
@@ -60,6 +77,10 @@ def make_concept(key: NodeKey, label: str, *, now_ms: int, description: str | No
                  replaces: list[str] | None = None, forward: int | None = None) -> Container:
     if not label.strip():
         raise KnowledgeError("empty_concept", "a concept needs a label")
+    _words(label, "the label")
+    _words(description, "the description", 64 * 1024)
+    _word_list(aliases, "aliases", 256, 256)
+    _word_list(tags, "tags")
     payload: dict = _forward({"label": label}, forward)
     if description:
         payload["description"] = description
@@ -74,6 +95,12 @@ def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, n
               replaces: list[str] | None = None, forward: int | None = None) -> Container:
     """One relation from a concept to one or more concepts (by container DID), as HMP's
     semantic_edges; several sources and relations fit one container too."""
+    _words(relation, "the relation", 64)
+    _words(inverse, "the inverse relation", 64)
+    _words(domain, "the domain")
+    _word_list(tags, "tags")
+    if not targets or len(targets) > 256:
+        raise KnowledgeError("bad_field", "a link has 1 to 256 targets")
     edge: dict = {"targets": sorted(set(targets)), "relation": relation}
     if inverse:
         edge["inverse_relation"] = inverse
@@ -82,6 +109,22 @@ def make_link(key: NodeKey, source: str, relation: str, targets: list[str], *, n
         payload["domain"] = domain
     return build_container(key, "semantic_edges", payload, timestamp_ms=now_ms, head_extra=_head(tags),
                            related=_related(replaces))
+
+
+# --- references ------------------------------------------------------------------
+
+CLASS_NOUNS = {"diary_entry": "diary entry", "semantic_node": "concept", "semantic_edges": "link", "note": "note"}
+
+
+def reference_problem(db: Database, did: str, cls: str) -> str | None:
+    """Why ``did`` is not a held container of class ``cls`` (None when it is one)."""
+    with sql_errors("looking up a reference"):
+        row = db.conn.execute("SELECT class FROM containers WHERE did = ?", (did,)).fetchone()
+    if row is None:
+        return "no such container on this node"
+    if row[0] != cls:
+        return f"is a {CLASS_NOUNS.get(row[0], row[0])}, not a {CLASS_NOUNS.get(cls, cls)}"
+    return None
 
 
 # --- reading ---------------------------------------------------------------------
@@ -105,7 +148,12 @@ def listing(db: Database, kind: str, limit: int = 50) -> list[dict]:
     with sql_errors(f"listing {kind}"):
         cur = db.conn.execute(_LISTS[kind], (max(1, min(int(limit), MAX_LIST)),))
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row)) for row in cur.fetchall()]
+    for r in rows:  # JSON columns as lists, not JSON text inside JSON
+        for key in ("tags", "aliases"):
+            if key in r:
+                r[key] = json.loads(r[key]) if r[key] else []
+    return rows
 
 
 # --- notes: the local side (read marks, the person's own tags) -------------------------

@@ -94,6 +94,10 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     print(f"database: {config.db_path} (schema v{store.version})", file=out)
                     for addr in mesh.addresses():
                         print(f"listen:   {addr}", file=out)
+                    if mesh.addresses():
+                        print("to connect another node, add this line to its bootstrap.txt"
+                              " (or another listen address above that it can reach):", file=out)
+                        print(_bootstrap_example(mesh.addresses()), file=out)
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
                         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -106,6 +110,12 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     except StoreError as exc:
                         log.warning("could not record the stop: %s", exc.reason)
     print("stopped", file=out, flush=True)
+
+
+def _bootstrap_example(addresses: list[str]) -> str:
+    """The address another machine most likely reaches: the first not on loopback."""
+    outside = [a for a in addresses if not a.startswith(("/ip4/127.", "/ip6/::1/"))]
+    return (outside or addresses)[0]
 
 
 class _PeerValidator:

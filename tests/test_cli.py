@@ -171,7 +171,7 @@ def test_note_add_and_list(home, run_cli):
     assert notes[0]["text"] == text
     assert notes[0]["topic"] == "t"
     assert notes[0]["audience"] == "friends"
-    assert json.loads(notes[0]["tags"]) == ["a", "b"]
+    assert notes[0]["tags"] == ["a", "b"]
 
     with sqlite3.connect(db_path(home)) as conn:
         row = conn.execute(

@@ -24,7 +24,7 @@ def test_edits_without_a_running_node(run_cli, home):
     v2 = cli("concept", "update", cat, "--description", "a small feline")
     [row] = [r for r in json.loads(cli("concept", "list", "--json")) if r["name"] == "cat"]
     assert (row["lineage"], row["container_did"], row["description"], row["tags"]) == \
-        (cat, v2, "a small feline", '["animals"]')
+        (cat, v2, "a small feline", ["animals"])
     link = cli("link", "add", cat, "is-a", animal)
     cli("link", "update", link, "--relation", "kind-of")
     assert [r["relation_type"] for r in json.loads(cli("link", "list", "--json"))] == ["kind-of"]
@@ -52,7 +52,7 @@ def test_edits_through_the_running_node(tmp_path):
         node.start()
         dog = node.cli("concept", "add", "dog").strip()
         v2 = node.cli("concept", "update", dog, "--alias", "canis").strip()
-        assert [(r["container_did"], r["aliases"]) for r in node.call("concepts")] == [(v2, '["canis"]')]
+        assert [(r["container_did"], r["aliases"]) for r in node.call("concepts")] == [(v2, ["canis"])]
         assert node.cli("concept", "delete", dog).startswith(f"retracted {dog}")
         assert node.call("concepts") == []
         note = node.cli("note", "add", "draft").strip()

@@ -44,12 +44,12 @@ def test_diary_versions_concepts_and_links(run_cli, home):
     ok(run_cli("--home", home, "link", "add", cat, "is-a", animal, "--inverse", "has-kind"))
     concepts = json.loads(ok(run_cli("--home", home, "concept", "list", "--json")))
     assert sorted(c["name"] for c in concepts) == ["animal", "cat"]
-    assert next(c for c in concepts if c["name"] == "cat")["aliases"] == '["felis"]'
+    assert next(c for c in concepts if c["name"] == "cat")["aliases"] == ["felis"]
     out = ok(run_cli("--home", home, "link", "list"))
     assert re.search(r"cat --is-a--> animal", out)
     bad = run_cli("--home", home, "link", "add", "not-a-did", "is-a", animal)
     assert_clean_failure(bad)
-    assert "edges" in bad.stderr
+    assert "SOURCE: 'not-a-did' names no concept" in bad.stderr
 
 
 def test_knowledge_hop_limit_on_the_command_line(run_cli, home, tmp_path):

@@ -295,3 +295,54 @@ def test_resolve_home_makes_relative_absolute(tmp_path, monkeypatch):
     assert resolve_home("rel/home", {}) == tmp_path / "rel" / "home"
     assert resolve_home(None, {"MESHNODE_HOME": "envrel"}) == tmp_path / "envrel"
     assert resolve_home("~/h", {}).is_absolute()
+
+
+# --- addresses and DIDs are checked at load (one line naming the file or variable and the key) ----
+
+GOOD_DID = "did:key:z6MkqXda7zF3MypptRKBM9pvXMv9NGim7CK5iMfz3NNXciGS"
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ('[net]\nlisten = ["/ip4/1.2.3/tcp/1"]\n', "net.listen item 1 '/ip4/1.2.3/tcp/1': base address '1.2.3' is not IPv4"),
+    ('[net]\nlisten = ["/ip4/127.0.0.1/tcp/0", "garbage"]\n', "net.listen item 2 'garbage'"),
+    ('[net]\nlisten = ["/ip4/127.0.0.1/tcp/99999"]\n', "net.listen item 1"),
+    ('[net]\nlisten = ["/ip4/127.0.0.1/udp/4001/quic-v1"]\n', "/ip4/ADDRESS/tcp/PORT"),
+    ('[net]\nlisten = ["/ip4/127.0.0.1/tcp/1", "/ip4/127.0.0.1/tcp/1"]\n', "net.listen names an item twice"),
+    ('[net]\nannounce = ["/dns4/node.example.org"]\n', "net.announce item 1"),
+    ('[consensus]\ncommittee = ["did:key:zzz"]\n', "consensus.committee item 1 'did:key:zzz'"),
+    (f'[consensus]\ncommittee = ["{GOOD_DID}", "{GOOD_DID[:-3]}"]\n', "consensus.committee item 2"),
+    (f'[consensus]\ncommittee = ["{GOOD_DID}", "{GOOD_DID}"]\n', "consensus.committee names an item twice"),
+])
+def test_bad_addresses_and_dids_in_file(home, toml, needle):
+    write_config(home, toml)
+    exc = bad(home)
+    assert needle in exc.reason and exc.reason.startswith(str(home / CONFIG_FILE) + ": ")
+    assert "\n" not in exc.reason
+
+
+def test_good_addresses_and_dids_accepted(home):
+    write_config(home, '[net]\nlisten = ["/ip4/0.0.0.0/tcp/4001", "/ip6/::/tcp/4001"]\n'
+                       'announce = ["/dns4/node.example.org/tcp/4001", "/ip4/192.0.2.7/tcp/4001"]\n'
+                       f'[consensus]\ncommittee = ["{GOOD_DID}"]\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.get("consensus", "committee") == [GOOD_DID]
+
+
+def test_bad_address_in_environment_names_the_variable(home):
+    exc = bad(home, environ={"MESHNODE_NET_LISTEN": "/ip4/1.2.3/tcp/1"})
+    assert exc.reason.startswith("$MESHNODE_NET_LISTEN: net.listen item 1")
+
+
+@pytest.mark.parametrize("raw", [
+    "/ip4/127.0.0.1/tcp/4001,/ip6/::1/tcp/4001",
+    " /ip4/127.0.0.1/tcp/4001 , /ip6/::1/tcp/4001 ",
+    '["/ip4/127.0.0.1/tcp/4001", "/ip6/::1/tcp/4001"]',
+])
+def test_list_settings_in_the_environment(home, raw):
+    config = load_config(home, environ={"MESHNODE_NET_LISTEN": raw})
+    assert config.get("net", "listen") == ["/ip4/127.0.0.1/tcp/4001", "/ip6/::1/tcp/4001"]
+
+
+def test_a_broken_toml_array_in_the_environment(home):
+    exc = bad(home, environ={"MESHNODE_NET_LISTEN": '["/ip4/127.0.0.1/tcp/4001", '})
+    assert "MESHNODE_NET_LISTEN" in exc.reason and "TOML array" in exc.reason

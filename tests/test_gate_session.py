@@ -74,7 +74,7 @@ def test_perceive_plan_draft_reflect_review_commit_rollback_through_the_cli(tmp_
         snapshot = int(committed.split("snapshot ")[1].split()[0])
         assert (workspace / "notes.txt").read_text() == "the quick brown fox\n"
         assert "typo fix reviewed" in node.cli("snapshots", "list")
-        state = json.loads(node.cli("snapshots", "show", str(snapshot)))["state"]
+        state = json.loads(node.cli("snapshots", "show", str(snapshot), "--json"))["state"]
         assert state["drafts"][0]["path"] == "notes.txt" and state["messages"]  # where its thinking stood
         # the agent hears what the person decided, at its next tick
         wait_until(lambda: "gate:commit" in llm.seen()[-1]["messages"][-1]["content"], 30,

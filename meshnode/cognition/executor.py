@@ -70,7 +70,7 @@ def _help(db, key, now, args):
 def _diary_list(db, key, now, args):
     rows = knowledge.listing(db, "diary", args.get("limit", 20))
     tags = set(args.get("tags", []))
-    return [r for r in rows if not tags or tags & set(json.loads(r["tags"] or "[]"))]
+    return [r for r in rows if not tags or tags & set(r["tags"])]
 
 
 @handler("diary_search")

@@ -116,6 +116,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
+        self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
         # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
         # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
         self.validator = None

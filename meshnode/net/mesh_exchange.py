@@ -142,6 +142,7 @@ class ExchangeMixin:
             else:
                 got.append(data)
         self.metrics.inc("containers_served", len(got))
+        self._count_moved(requester, served=len(got))
         return exchange.found(got, missing)
 
     async def _serve_validate(self, did: str, prompt: str, answer: str) -> dict:
@@ -178,6 +179,7 @@ class ExchangeMixin:
             new = await self.store.write(
                 lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
             (accepted if new else duplicates).append(c.did)
+            self._count_moved(did, received=int(new))
             self.standing.record_valid(did, self.clock())
             self.metrics.inc("containers_received", via="push")
         return exchange.ack(accepted, duplicates, rejected)

@@ -40,6 +40,15 @@ MAX_SYNC_FRAME = 40 * 1024 * 1024  # a 1% difference between 100k-item sets list
 BATCH = 64
 
 
+async def _until_closed(stream) -> None:
+    """Wait until the peer closes its side of ``stream`` (nothing more is expected on it)."""
+    try:
+        while await stream.read(MAX_SYNC_FRAME):
+            pass
+    except Exception:  # EOF, reset or a broken connection: closed in any case
+        return
+
+
 def _digest(container_did: str) -> bytes:
     raw = base64.urlsafe_b64decode(container_did.split(":")[-1][1:] + "==")
     return raw[2:]
@@ -47,11 +56,14 @@ def _digest(container_did: str) -> bytes:
 
 class SyncMixin:
     async def sync_with(self, did: str) -> dict:
-        """Run one sync session with ``did`` now; returns what moved."""
+        """Run one sync session with ``did`` now; returns what moved both ways: what this side
+        pushed and fetched, and what the peer pushed here and fetched from here (the side that
+        learned a difference moves it, and for a small set that is the responder)."""
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.reach(did)
         session, by_digest = await self._session_for(did, INITIATOR)
+        received_before, served_before = self._moved.get(did, (0, 0))
         stream = await self.open_stream(did, SYNC_PROTOCOL_ID)
         try:
             with trio.fail_after(SYNC_TIMEOUT):
@@ -61,14 +73,20 @@ class SyncMixin:
                     frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
                     for message in session.receive(_parse(frame)):
                         await stream.write(encode_frame(cbor.encode(message)))
-                await stream.close()
+            result = await self._settle(did, session, by_digest)
+            with trio.move_on_after(SYNC_TIMEOUT):  # the responder closes once its transfers are done
+                await _until_closed(stream)
+            await stream.close()
         except (trio.TooSlowError, ReconcileError, MeshnodeError):
             await stream.reset()
             raise
         except Exception as exc:
             await stream.reset()
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
-        return await self._settle(did, session, by_digest)
+        received, served = self._moved.get(did, (0, 0))
+        result["pushed"] += served - served_before
+        result["fetched"] += received - received_before
+        return result
 
     async def _serve_sync(self, stream) -> None:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
@@ -88,8 +106,15 @@ class SyncMixin:
                     raise NetError("bad_sync", exc.args[0]) from None
                 for message in out:
                     await stream.write(encode_frame(cbor.encode(message)))
-        await stream.close()
-        await self._settle(did, session, by_digest)
+        try:
+            await self._settle(did, session, by_digest)
+        finally:
+            await stream.close()  # after the transfers: the initiator waits for this to report them
+
+    def _count_moved(self, did: str, received: int = 0, served: int = 0) -> None:
+        """What a peer pushed here (new containers) and fetched from here, for session reports."""
+        r, s = self._moved.get(did, (0, 0))
+        self._moved[did] = (r + received, s + served)
 
     async def _session_for(self, did: str, role: str) -> tuple[Session, dict[bytes, str]]:
         """What we may give ``did``, and what we take from it (the [sync] settings; nothing

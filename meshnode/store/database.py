@@ -8,6 +8,7 @@ it returns, which is what "an acknowledged write is durable" needs.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -139,12 +140,19 @@ class Database:
         return n
 
     def recent_notes(self, limit: int) -> list[dict]:
+        """The newest notes with their author (DID, and name when this node knows one)."""
         with sql_errors("reading notes"):
             cur = self.conn.execute(
-                "SELECT timestamp, topic, text, audience, tags, container_did FROM notes"
-                " WHERE hidden = 0 ORDER BY timestamp DESC, id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+                "SELECT n.timestamp, n.topic, n.text, n.audience, n.tags, n.container_did,"
+                " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read FROM notes n"
+                " LEFT JOIN identity i ON i.id = n.agent_did LEFT JOIN agent_peers p ON p.id = n.agent_did"
+                " WHERE n.hidden = 0 ORDER BY n.timestamp DESC, n.id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            rows = [dict(zip(names, row)) for row in cur.fetchall()]
+        for r in rows:
+            r["tags"] = json.loads(r["tags"]) if r["tags"] else []
+            r["read"] = bool(r["read"])
+        return rows
 
     def counts(self) -> dict[str, int]:
         q = self.conn.execute
