@@ -99,7 +99,7 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     pinned = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 ORDER BY priority DESC LIMIT 10").fetchall()
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(
         {"goals": goals, "tasks": tasks, "pinned_tasks": pinned}, ensure_ascii=False), "goals")))
-    from meshnode.cognition.executor_more import pinned
+    from meshnode.cognition.executor_records import pinned
 
     ids = pinned(db)
     if ids:  # context 5: what the agent chose to keep in view (pin); archives only on request

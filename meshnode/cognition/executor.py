@@ -252,10 +252,10 @@ def _llm_task(db, key, now, args):
 
 
 def _register_the_rest():
-    """The rest of the command set lives in executor_more, which registers itself on import."""
-    from meshnode.cognition import executor_edits, executor_ethics, executor_more, executor_settings, processes
+    """The rest of the command set lives in executor_records, which registers itself on import."""
+    from meshnode.cognition import executor_edits, executor_ethics, executor_records, executor_settings, processes
 
-    return executor_more, processes, executor_ethics, executor_edits, executor_settings
+    return executor_records, processes, executor_ethics, executor_edits, executor_settings
 
 
 _register_the_rest()

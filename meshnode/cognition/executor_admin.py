@@ -1,7 +1,7 @@
 """The rest of seed 000's command set, store-side: agent scripts and tables, external services
 and accounts, config, identity, ratings, goal and task details, known agents.
 
-Registers its command types and handlers on import (executor_more imports it). Nothing here
+Registers its command types and handlers on import (executor_records imports it). Nothing here
 runs code or reaches the network: a script is stored text (running one goes through the
 action gate), a service or an account is a record. The agent-table commands live in
 executor_tables (imported at the end). Every handler refuses arguments its schema does not

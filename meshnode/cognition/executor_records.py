@@ -1,4 +1,4 @@
-"""More of the seed's command set, store-side: tags, reputation, known agents, the LLM
+"""The seed's commands over the agent's own records, store-side: tags, reputation, known agents, the LLM
 registry, identity, knowledge listings, goals and tasks, thinking methods and strategies,
 ratings, read marks. Registered into ``executor`` on import (kept apart to keep files small)."""
 
