@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from meshnode import knowledge_edits as edits
 from meshnode.cognition import executor, registry
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import Endpoint
@@ -122,9 +123,23 @@ def test_notes_are_updated_by_their_author_and_hidden_locally(db, tmp_path):
     rows = dict(db.conn.execute("SELECT text, hidden FROM notes"))
     assert rows == {"meet at 8": 1, "meet at 9": 0, "hello from afar": 0}
     assert db.conn.execute("SELECT topic FROM notes WHERE text = 'meet at 9'").fetchone() == ("plans",)
-    assert "only its author" in refused(db, "note_update", {"id": theirs.did, "text": "edited"})
-    ok(db, "note_delete", {"id": theirs.did})
-    assert [r["text"] for r in ok(db, "note_list", {})] == ["meet at 9"]
+    assert "only notes you wrote" in refused(db, "note_update", {"id": theirs.did, "text": "edited"})
+    assert "only notes you wrote" in refused(db, "note_delete", {"id": theirs.did})  # others' mail is not the agent's
+    # the person's notes and the node's notices to the person are signed with this node's key, yet not the agent's
+    persons = make_note(KEY, "my own plan", now_ms=T0, source="cli", audience="public")
+    notice = make_note(KEY, "The agent asks to run ...", now_ms=T0, source="system", audience="private")
+    for n in (persons, notice):
+        db.put_container(n, received_at_ms=T0)
+        assert "only notes you wrote" in refused(db, "note_update", {"id": n.did, "text": "rewritten"})
+        assert "only notes you wrote" in refused(db, "note_delete", {"id": n.did})
+    # a new version of a shared note would leave the node past the gate's outbound level
+    shared = ok(db, "note_add", {"text": "to everyone", "audience": "public"})["did"]
+    assert "write a new note_add" in refused(db, "note_update", {"id": shared, "text": "changed"})
+    ok(db, "note_delete", {"id": shared})  # hiding it here sends nothing
+    for n in (persons, notice):
+        edits.hide_note(db, n.did)  # the person hides what they like (meshnode note delete)
+    assert [r["text"] for r in ok(db, "note_list", {})] == ["meet at 9", "hello from afar"]
+    edits.hide_note(db, theirs.did)
     assert [r["text"] for r in db.recent_notes(10)] == ["meet at 9"]
     assert "no note" in refused(db, "note_delete", {"id": "did:hmp:container:uEiAnothing"})
     # the new version hides the old one on a node that gets both, whichever comes first
@@ -160,3 +175,8 @@ def test_the_agent_asks_the_person_to_set_trust_and_changes_only_safe_llm_settin
                                                "args": {"name": "local", field: value}}) + "\n"
         assert extract(answer).errors  # refused before it runs
     assert "no LLM named" in refused(db, "llm_update", {"name": "nope", "priority": 1})
+    # a validator's model or timeout is the person's: a broken validator must not be the agent's doing
+    registry.add(db, Endpoint("judge", "http://127.0.0.1:9/v1", "m2", 0, True, None, 60.0))
+    for change in ({"model": "nonexistent"}, {"timeout_s": 1}, {"priority": 3}):
+        assert "is a validator" in refused(db, "llm_update", {"name": "judge", **change})
+    assert [(e.model, e.timeout_s) for e in registry.endpoints(db) if e.id == "judge"] == [("m2", 60.0)]

@@ -137,3 +137,13 @@ def test_which_decisions_needed_the_mesh():
     assert needs_mesh("read_file", {}) is None  # reading changes nothing
     for local in ("llm_memory_add", "goal_add", "task_update", "cycle_settings", "llm_task", "note_readmark"):
         assert needs_mesh(local, {}) is None, local
+
+
+async def test_every_validator_set_aside_holds_the_commands_it_never_passes_them_unvalidated():
+    from meshnode.cognition.validation import validate
+
+    none_registered = await validate([], "prompt", "answer", "main")
+    assert none_registered.passes and none_registered.auto_pass
+    all_aside = await validate([], "prompt", "answer", "main", set_aside=["judge"])
+    assert not all_aside.passes and all_aside.no_verdict
+    assert "every validator is set aside after failing: judge" in all_aside.why_held()

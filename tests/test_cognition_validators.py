@@ -22,45 +22,48 @@ def _count(node: Node, sql: str) -> int:
 def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(tmp_path, llms):
     main = llms("main", distinct_answers(300))
     confused = llms("confused", ["Looks fine to me, I suppose."])  # never "<rating> -- <comment>"
+    steady = llms("steady", ["+2 -- sound"])
     node = Node(tmp_path, "mind", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2",
                                        "MESHNODE_COGNITION_VALIDATOR_FAILURES": "2",
                                        "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "6"})
     try:
         node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
         node.cli("llm", "add", "confused", "--url", confused.url, "--model", "m", "--validator")
+        node.cli("llm", "add", "steady", "--url", steady.url, "--model", "m", "--validator")
         node.start()
-        # its first two failures hold those answers' commands; then it is set aside and commands run
-        wait_until(lambda: _count(node, "SELECT count(*) FROM llm_memory") >= 1, 60, "commands to run again")
-        assert len(confused.seen()) == 2
-        assert _count(node, "SELECT count(*) FROM held_commands WHERE kind = 'no_verdict'") == 2
+        # after two failures in a row it is set aside; the validator that answers carries on alone
+        wait_until(lambda: _count(node, "SELECT count(*) FROM process_log WHERE name = 'validator_set_aside'") >= 1,
+                   60, "the confused validator to be set aside")
         mind = node.call("status")["cognition"]
         failing = mind["validators_failing"]["confused"]
-        assert failing["set_aside"] and failing["failures_in_row"] == 2
+        assert failing["set_aside"] and failing["failures_in_row"] >= 2
         assert failing["last_error"].startswith("out of form: 'Looks fine")
-        # (by now it may have been asked again after the retry time: 2 or more failures)
         assert re.search(r"confused set aside after \d+ failures in a row \(out of form", node.cli("status"))
         shown = node.cli("mind")
         assert re.search(r"confused .*\n +set aside after \d+ failures in a row", shown), shown
-        # answers taken while it was aside pass unvalidated, and say why
-        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
-        try:
-            ticks = [json.loads(v) for (v,) in conn.execute("SELECT value FROM process_log WHERE name = 'tick'")]
-        finally:
-            conn.close()
-        assert any(t.get("set_aside") == ["confused"] and t["auto_pass"] and t["ran"] for t in ticks)
+        # answers taken while it was aside are judged by the other validator, not passed unvalidated
+        def aside_ticks():
+            conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+            try:
+                ticks = [json.loads(v) for (v,) in conn.execute("SELECT value FROM process_log WHERE name = 'tick'")]
+            finally:
+                conn.close()
+            return [t for t in ticks if t.get("set_aside") == ["confused"]]
+        wait_until(lambda: any(t["ran"] for t in aside_ticks()), 60, "an answer judged while it is aside")
+        assert not any(t["auto_pass"] for t in aside_ticks())
+        # a failing validator vetoes nothing while another gives verdicts
+        assert _count(node, "SELECT count(*) FROM held_commands") == 0
         # after the retry time it is asked again; still out of form, so set aside again
-        wait_until(lambda: len(confused.seen()) >= 3, 60, "the validator to be asked again")
+        asked = len(confused.seen())
+        wait_until(lambda: len(confused.seen()) > asked, 60, "the validator to be asked again")
         wait_until(lambda: _count(node, "SELECT count(*) FROM process_log WHERE name = 'validator_set_aside'") >= 2,
                    30, "it to be set aside again")
-        # each time it was asked it failed, and only that answer's commands were held
-        wait_until(lambda: _count(node, "SELECT count(*) FROM held_commands") == len(confused.seen()), 30,
-                   "one held answer per failed retry")
         node.stop()
         log = "\n".join(node.drain())
         assert log.count("validator confused set aside") >= 2
-        # a person is warned once, not at every retry: the stall itself, and the first time aside
-        assert log.count("WARNING meshnode.cognition: commands are held") == 1
+        # a person is warned the first time it is set aside, not at every retry; nothing stalled
         assert log.count("WARNING meshnode.cognition: validator confused set aside") == 1
+        assert "commands are held" not in log
     finally:
         node.kill()
 

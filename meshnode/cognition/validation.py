@@ -59,7 +59,9 @@ class Verdict:
         if self.no_verdict and self.validators:
             return "the validators that answered carry no weight (trust 0)"
         if self.no_verdict:
-            said = "; ".join(f"{f['validator']}: {f['error']}" for f in self.failed[:4]) or "no validator was asked"
+            said = "; ".join(f"{f['validator']}: {f['error']}" for f in self.failed[:4]) or (
+                f"every validator is set aside after failing: {', '.join(self.set_aside[:4])}" if self.set_aside
+                else "no validator was asked")
             return f"no validator gave a verdict ({said})"
         return f"the validators rated this answer {self.rating:+.2f} (commands run at +1 or more)"
 
@@ -116,9 +118,10 @@ async def validate(validators: list[tuple[Endpoint, float]], prompt: str, answer
     """Ask every validator LLM, (endpoint, trust) pairs, and every peer, (DID, trust) pairs, through
     ``ask_peer(did, prompt, answer) -> (rating, comment)``. No validator at all: auto_pass.
     ``set_aside``: validators left out (recorded only); ``adapt``: a factor per validator that
-    scales its trust (``adapted_trust``)."""
+    scales its trust (``adapted_trust``). When every validator is set aside there is no verdict
+    (the commands are held for a person): a failing validator must never switch validation off."""
     if not validators and not (peers and ask_peer):
-        return Verdict(auto_pass=True, rating=None, set_aside=list(set_aside))
+        return Verdict(auto_pass=not set_aside, rating=None, set_aside=list(set_aside))
     said: list[dict] = []
     failed: list[dict] = []
     adapt = adapt or {}

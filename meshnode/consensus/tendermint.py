@@ -207,8 +207,11 @@ class Core:
     def join(self, now: int) -> list:
         """This node (re)joined the mesh or a new peer joined it: ask for the commits it may have
         missed while away (``catchup`` for its current height). Nodes that hold them answer; a
-        node that is itself behind the asker learns so and asks in turn."""
+        node that is itself behind the asker learns so and asks in turn. At most once per
+        ``resend_ms`` for one height, however often peers come and go."""
         self._now = now
+        if self._asked is not None and self._asked[0] == self.h.number and now - self._asked[1] < self.timeouts.resend_ms:
+            return self._flush()
         self._asked = (self.h.number, now)
         self._send(m.CATCHUP, self.h.number, 0)
         return self._flush()

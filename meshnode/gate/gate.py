@@ -76,8 +76,6 @@ class Gate:
         self._told_limit = False
         # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
         self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
-        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
-        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
 
     @property
     def jail(self) -> Jail:

@@ -74,6 +74,7 @@ class GatingMixin:
         if not self.host.get_network().get_connections(peer_id):
             did = _did_of(peer_id)
             self._unsupported.pop(did, None)
+            self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
 
     def speaks(self, did: str, protocol: str) -> bool | None:
         """Whether ``did`` speaks ``protocol``: from identify, or a refusal on this connection;

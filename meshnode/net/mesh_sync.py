@@ -84,8 +84,8 @@ class SyncMixin:
             await stream.reset()
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
         received, served = self._moved.get(did, (0, 0))
-        result["pushed"] += served - served_before
-        result["fetched"] += received - received_before
+        result["pushed"] += max(0, served - served_before)  # counts restart when the peer disconnects
+        result["fetched"] += max(0, received - received_before)
         return result
 
     async def _serve_sync(self, stream) -> None:
