@@ -31,6 +31,8 @@ from meshnode.metrics import Metrics
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.addresses import AddressLimits
+from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.store import Store
@@ -60,7 +62,17 @@ def net_config(config: Config) -> NetConfig:
                                messages_per_second=float(peers["messages_per_second"]), burst=peers["burst"],
                                max_outstanding=peers["max_outstanding"],
                                invalid_threshold=peers["invalid_threshold"],
-                               ban_ms=int(peers["ban_seconds"] * 1000)),
+                               ban_ms=int(peers["ban_seconds"] * 1000), max_peers=peers["max_records"]),
+        budget_limits=BudgetLimits(ms_per_second=float(peers["cpu_ms_per_second"]),
+                                   burst_ms=float(peers["cpu_burst_ms"]), known_factor=float(peers["known_factor"]),
+                                   address_factor=float(peers["address_factor"]),
+                                   subnet_factor=float(peers["subnet_factor"]), max_keys=peers["max_records"]),
+        address_limits=AddressLimits(connections_per_minute=float(peers["connections_per_minute"]),
+                                     cutoffs_to_ban=peers["address_cutoffs"], ban_ms=int(peers["ban_seconds"] * 1000),
+                                     max_streams=peers["address_streams"], max_keys=peers["max_records"]),
+        workers=peers["decode_workers"], work_queue=peers["decode_queue"], inline_bytes=peers["inline_bytes"],
+        frame_timeout_s=float(peers["frame_timeout_seconds"]), sync_sessions=peers["sync_sessions"],
+        sync_sessions_per_peer=peers["sync_sessions_per_peer"],
         container_limits=config.limits,
         sync_classes=list(sync["classes"]), sync_tags=list(sync["tags"]),
         sync_window_days=float(sync["window_days"]), min_trust=float(sync["min_trust"]),

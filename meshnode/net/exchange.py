@@ -11,7 +11,8 @@ varint-framed deterministic-CBOR map:
 
 Every container a peer pushes is verified before it is stored; every
 rejection is counted against the peer (standing) and in metrics; a busy node
-answers ``error/busy`` rather than queueing without bound.
+answers ``error/busy`` rather than queueing without bound, and a peer over its
+CPU budget ``error/over_budget``, both with ``retry_ms``, a hint in milliseconds.
 """
 
 from __future__ import annotations
@@ -80,8 +81,12 @@ def verdict(rating: int, comment: str) -> dict:
     return {"op": "verdict", "rating": rating, "comment": comment[:100]}
 
 
-def error(code: str, reason: str) -> dict:
-    return {"op": "error", "code": code, "reason": reason[:200]}
+def error(code: str, reason: str, retry_ms: int | None = None) -> dict:
+    """An error answer; a refusal for load (``busy``, ``over_budget``) says when to try again."""
+    message = {"op": "error", "code": code, "reason": reason[:200]}
+    if retry_ms is not None:
+        message["retry_ms"] = int(retry_ms)
+    return message
 
 
 def check_response(message: dict, expected_op: str) -> dict[str, Any]:

@@ -63,6 +63,24 @@ def count_gossip_refused_unseen(pubsub, on_refused) -> None:
     pubsub.push_msg = push_msg
 
 
+def forget_ignored(pubsub, was_ignored) -> None:
+    """py-libp2p's validators answer only valid or invalid, and pubsub caches an invalid answer by
+    message id for 5 minutes: a message meshnode *ignored* for load (its forwarder over budget, the
+    worker pool full) would then be refused from every later forwarder, who would be counted for
+    it (``invalid_again``). After a message was handled, forget the cached answer when
+    ``was_ignored(msg)`` says so. Patches this one Pubsub object (private API, verified against 0.8.1)."""
+    original = pubsub.push_msg
+
+    async def push_msg(forwarder, msg) -> None:
+        try:
+            await original(forwarder, msg)
+        finally:
+            if was_ignored(msg):
+                pubsub.validation_cache._remove(pubsub._msg_id_constructor(msg))
+
+    pubsub.push_msg = push_msg
+
+
 def guarded_handler(serve, name: str):
     """An exception escaping a py-libp2p stream handler tears down the whole host:
     wrap ``serve(stream)`` so any failure resets that one stream and is logged."""

@@ -42,9 +42,13 @@ from meshnode.net.announce import (
 from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
+from meshnode.net.addresses import AddressGuard, AddressLimits
+from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
+from meshnode.net.mesh_cost import CostMixin
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_gating import GatingMixin
-from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
+from meshnode.net.offload import INLINE_BYTES, Offload
+from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, VALIDATED_KEPT, GossipMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
@@ -75,6 +79,14 @@ class NetConfig:
     expertise: list[str] = field(default_factory=list)
     roles: list[str] = field(default_factory=list)
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
+    budget_limits: BudgetLimits = field(default_factory=BudgetLimits)  # [peers] cpu_* and *_factor
+    address_limits: AddressLimits = field(default_factory=AddressLimits)
+    workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
+    work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
+    inline_bytes: int = INLINE_BYTES  # [peers] inline_bytes: smaller input is decoded on the event loop
+    frame_timeout_s: float = 10.0  # [peers] frame_timeout_seconds: to read one sync frame (slow-loris)
+    sync_sessions: int = 8  # [peers] sync_sessions: inbound sync sessions at once, in all
+    sync_sessions_per_peer: int = 2  # [peers] sync_sessions_per_peer
     container_limits: Limits = field(default_factory=Limits)
     maintenance_s: float = 30.0
     gossip_heartbeat_s: float = 1.0
@@ -97,7 +109,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -106,6 +118,13 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.metrics = metrics
         self.clock = clock
         self.standing = Standing(config.peer_limits)
+        # DIDs exempt from address limits and given larger budgets: own, friends, trusted, committee.
+        # H2's known-authors work replaces this with a set refreshed from the store.
+        self.known: set[str] = {key.did, *config.committee_dids}
+        self.budgets = CpuBudgets(config.budget_limits)
+        self.addresses = AddressGuard(config.address_limits)
+        self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
+                               cost_of=lambda did: self.budgets.spent(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
         self.host = None
         self.dht = None
@@ -116,12 +135,15 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
+        self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
         self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
         # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
         # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
         self.validator = None
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
+        self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
+        self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -176,8 +198,9 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
-        pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
+        pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid)
+        libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         try:

@@ -1,8 +1,10 @@
 """The exchange protocol's two sides, as the Mesh runs them (split from mesh.py).
 
 Client: ``request``/``push``/``fetch``. Server: the stream handler, which
-applies the peer's standing (ban, rate, outstanding requests), verifies every
-pushed container, and counts every invalid input against the peer.
+applies the peer's standing (ban, rate, outstanding requests, concurrent
+streams per address), charges the frame and every pushed container to the
+peer's CPU budget before decoding it off the event loop (``mesh_cost``), and
+counts every invalid input against the peer by the cost it caused.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
+from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.standing import invalid_weight
 from meshnode.store.peers import peer_trust, save_standing, upsert_peer
 from meshnode.store.sharing import may_share
 
@@ -48,7 +52,11 @@ class ExchangeMixin:
             raise NetError("timeout", f"{did} did not answer within {timeout:.0f} s") from None
         except Exception as exc:
             raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
-        return exchange.check_response(exchange.decode_message(frame, limit), expected)
+        try:
+            message = await self._work(did, None, len(frame), exchange.decode_message, frame, limit, admit=False)
+        except WorkFailed as exc:
+            raise exc.error from None
+        return exchange.check_response(message, expected)
 
     async def push(self, did: str, containers: list[Container]) -> dict:
         return await self.request(did, {"op": "push", "containers": [c.to_bytes() for c in containers]}, "ack")
@@ -58,9 +66,9 @@ class ExchangeMixin:
         out = []
         for raw in response["containers"]:
             try:
-                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError as exc:
-                self._invalid(did, exc.code)
+                c = await self._work(did, None, len(raw), self._decode, raw, admit=False)
+            except WorkFailed as exc:
+                self._invalid(did, _container_error(exc).code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 continue
             if c.did in container_dids:
                 out.append(c)
@@ -84,6 +92,7 @@ class ExchangeMixin:
 
         peer_id = stream.muxed_conn.peer_id.to_base58()
         did = peer_id_to_did(peer_id)
+        host = None if self._is_known(did) else remote_host(stream.muxed_conn)
         now = self.clock()
         if self.standing.is_banned(did, now):
             self.metrics.inc("exchange_refused", reason="banned")
@@ -97,6 +106,11 @@ class ExchangeMixin:
             self.metrics.inc("exchange_refused", reason="busy")
             await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
             return
+        if host is not None and not self.addresses.begin_stream(host, now):
+            self.standing.end_request(did)
+            self.metrics.inc("exchange_refused", reason="address_busy")
+            await self._respond(stream, exchange.error("busy", "too many requests from this address at once"))
+            return
         try:
             limit = self.config.peer_limits.max_frame_bytes
             try:
@@ -106,25 +120,39 @@ class ExchangeMixin:
                 self._invalid(did, "frame_too_large")
                 await stream.reset()
                 return
+            except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris)
+                self._invalid(did, "slow_frame")
+                await stream.reset()
+                return
             except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
                 self._invalid(did, "bad_frame")
                 await stream.reset()
                 return
             try:
-                op, items = exchange.parse_request(exchange.decode_message(frame, limit))
-            except exchange.ExchangeError as exc:
-                self._invalid(did, exc.code)
-                await self._respond(stream, exchange.error(exc.code, exc.reason))
+                message = await self._work(did, host, len(frame), exchange.decode_message, frame, limit)
+                op, items = exchange.parse_request(message)
+            except Refused as exc:
+                self.metrics.inc("exchange_refused", reason=exc.code)
+                await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
+                return
+            except (WorkFailed, exchange.ExchangeError) as exc:
+                error = exc.error if isinstance(exc, WorkFailed) else exc
+                if not isinstance(error, exchange.ExchangeError):
+                    raise error
+                self._invalid(did, error.code, cost_ms=getattr(exc, "cost_ms", 0.0), nbytes=len(frame))
+                await self._respond(stream, exchange.error(error.code, error.reason))
                 return
             if op == "fetch":
                 response = await self._serve_fetch(did, items)
             elif op == "validate":
                 response = await self._serve_validate(did, *items)
             else:
-                response = await self._serve_push(did, items)
+                response = await self._serve_push(did, items, host)
             await self._respond(stream, response)
         finally:
             self.standing.end_request(did)
+            if host is not None:
+                self.addresses.end_stream(host)
             await self._save_standing(did)
 
     async def _serve_fetch(self, requester: str, dids: list[str]) -> dict:
@@ -164,17 +192,22 @@ class ExchangeMixin:
         self.metrics.inc("validations_served")
         return exchange.verdict(rating, comment)
 
-    async def _serve_push(self, did: str, items: list[bytes]) -> dict:
+    async def _serve_push(self, did: str, items: list[bytes], host: str | None = None) -> dict:
         accepted, duplicates, rejected = [], [], []
         if self.config.min_trust > 0 and await self.store.read(peer_trust, did) < self.config.min_trust:
             self.metrics.inc("exchange_refused", reason="untrusted")
             return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
         for index, raw in enumerate(items):
             try:
-                c = decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError as exc:
-                self._invalid(did, exc.code)
+                c = await self._work(did, host, len(raw), self._decode, raw)
+            except Refused as exc:  # each container is charged: the rest of the push waits for the budget
+                self.metrics.inc("exchange_refused", reason=exc.code)
                 rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})
+                continue
+            except WorkFailed as exc:
+                error = _container_error(exc)
+                self._invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
+                rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
             new = await self.store.write(
                 lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
@@ -188,13 +221,19 @@ class ExchangeMixin:
         await stream.write(encode_frame(exchange.encode_message(message)))
         await stream.close()
 
-    def _invalid(self, did: str, code: str) -> None:
-        """Count one invalid input from ``did``; past the threshold, cut the peer off."""
+    def _decode(self, raw: bytes) -> Container:
+        """A peer's container, verified (run in the worker pool when large)."""
+        return decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+
+    def _invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
+        """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
+        threshold, cut the peer off (and count the cut-off against its address)."""
         self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock()):
+        if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
             log.warning("cutting off %s after %d invalid inputs", did,
                         self.standing.summary(did)["invalid"])
             self.metrics.inc("peers_cut_off")
+            self._address_cut_off(did)
             trio.lowlevel.spawn_system_task(self._keep_ban, did)
             if self.host is not None:
                 pid = peer_id_object(did)
@@ -220,6 +259,13 @@ class ExchangeMixin:
 def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
     upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
     save_standing(db, did, summary, now)
+
+
+def _container_error(failed: WorkFailed) -> ContainerError:
+    """Why a container was refused; anything but a ContainerError is a bug and raised as it is."""
+    if not isinstance(failed.error, ContainerError):
+        raise failed.error
+    return failed.error
 
 
 def peer_id_object(did: str):

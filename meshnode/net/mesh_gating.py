@@ -5,7 +5,10 @@ again at once, and only the exchange and sync handlers refused it. Here a
 network notifee closes a banned peer's connection as soon as it is made, and
 again once identify has finished (a connection that raced the ban), counting
 every refusal (``connections_refused``); our own dials to a banned peer are
-refused before they start.
+refused before they start. Since identities are free, inbound connections
+from an unknown peer are also refused when its address connects too often
+(``reason=rate``) or had several identities cut off (``reason=address_banned``,
+``addresses.AddressGuard``).
 
 Identify also says which protocols a peer speaks. meshnode's own protocols
 are opened only to peers that list them (a plain libp2p peer answers ``na``,
@@ -23,6 +26,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.errors import NetError
+from meshnode.net.mesh_cost import remote_host
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import active_bans
 
@@ -56,17 +60,29 @@ class GatingMixin:
         did = _did_of(conn.muxed_conn.peer_id)
         if self._banned(did):
             self._refuse(conn, did, "connect", nursery)
+            return
+        refusal = self._address_refusal(conn, did)
+        if refusal is not None:
+            self._refuse(conn, did, "connect", nursery, reason=refusal)
         elif did is not None:
             nursery.start_soon(self._check_once_identified, conn, did, nursery)
+
+    def _address_refusal(self, conn, did: str | None) -> str | None:
+        """Why an inbound connection of an unknown peer is refused for its address, or None."""
+        secured = getattr(conn.muxed_conn, "secured_conn", None)
+        if getattr(secured, "is_initiator", True) or (did is not None and self._is_known(did)):
+            return None  # our own dial, or a known peer: exempt
+        host = remote_host(conn.muxed_conn)
+        return self.addresses.allow_connection(host, self.clock()) if host else None
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
         if self._banned(did) and not conn.muxed_conn.is_closed:
             self._refuse(conn, did, "identify", nursery)
 
-    def _refuse(self, conn, did: str, stage: str, nursery: trio.Nursery) -> None:
-        self.metrics.inc("connections_refused", reason="banned", stage=stage)
-        log.debug("refused a connection from banned peer %s (at %s)", did, stage)
+    def _refuse(self, conn, did: str | None, stage: str, nursery: trio.Nursery, reason: str = "banned") -> None:
+        self.metrics.inc("connections_refused", reason=reason, stage=stage)
+        log.debug("refused a connection from peer %s (%s, at %s)", did, reason, stage)
         nursery.start_soon(_close, conn)
 
     def _on_disconnected(self, conn) -> None:

@@ -1,4 +1,15 @@
-"""Gossip topics, heartbeats and liveness, as the Mesh runs them (split from mesh.py)."""
+"""Gossip topics, heartbeats and liveness, as the Mesh runs them (split from mesh.py).
+
+The containers topic's validator is asynchronous: each message is charged to
+its forwarder's CPU budget and decoded in the worker pool when large, so one
+peer's large message does not hold up the others' (pubsub runs each message
+in a task of its own). A forwarder over budget, or a pool too busy, is
+*ignored*, not rejected: its message is neither relayed nor held against
+those who forward it later (``libp2p_fixes.forget_ignored``). The validated
+container is handed to the reader (``_validated``), not decoded again.
+Heartbeats stay on a cheap synchronous validator that refuses anything
+larger than a heartbeat before decoding it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +20,9 @@ import trio
 from meshnode.container import Container, ContainerError, build_container, decode_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
+from meshnode.net.mesh_cost import Refused, WorkFailed
 from meshnode.store.peers import set_liveness, upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -17,6 +30,14 @@ log = logging.getLogger("meshnode.net")
 HEARTBEAT_TOPIC = "/meshnode/heartbeat/1"
 CONTAINER_TOPIC = "/meshnode/containers/1"
 MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push
+MAX_HEARTBEAT_BYTES = 1024  # a heartbeat is ~300 bytes
+GOSSIP_VALIDATE_S = 3.0  # under pubsub's 5 s validation timeout, which would cache the message as invalid
+VALIDATED_KEPT = 256  # validated containers waiting for the reader (each at most MAX_GOSSIP_BYTES)
+
+
+def message_key(message) -> bytes:
+    """A gossip message's identity: its author and sequence number (both covered by its signature)."""
+    return bytes(message.from_id) + bytes(message.seqno)
 
 
 class GossipMixin:
@@ -30,15 +51,41 @@ class GossipMixin:
         await self.pubsub.publish(CONTAINER_TOPIC, data)
         self.metrics.inc("gossip_published")
 
-    def _validate_gossip_container(self, forwarder, message) -> bool:
+    _validated: BoundedLRU  # message_key -> (data, Container) validated, for the subscription reader
+    _ignored: set  # message keys ignored (not rejected) by the validator
+
+    async def _validate_gossip_container(self, forwarder, message) -> bool:
+        did = _did_or_peer_id(forwarder)
+        host = None if self._is_known(did) else self._host_of_peer(forwarder)
         try:
-            decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            return True
-        except ContainerError as exc:
-            self._gossip_invalid(forwarder, exc.code)
+            with trio.move_on_after(GOSSIP_VALIDATE_S):
+                c = await self._work(did, host, len(message.data), self._decode, message.data)
+                self._validated.put(message_key(message), (message.data, c))
+                return True
+            refusal = "slow"
+        except Refused as exc:
+            refusal = exc.code
+        except WorkFailed as exc:
+            if not isinstance(exc.error, ContainerError):
+                raise exc.error
+            self._gossip_invalid(forwarder, exc.error.code, exc.cost_ms, len(message.data))
             return False
+        self.metrics.inc("gossip_ignored", reason=refusal)
+        if len(self._ignored) < 4 * VALIDATED_KEPT:  # forgotten by push_msg right after; a bound all the same
+            self._ignored.add(message_key(message))
+        return False
+
+    def _was_ignored(self, message) -> bool:
+        key = message_key(message)
+        if key in self._ignored:
+            self._ignored.discard(key)
+            return True
+        return False
 
     def _validate_heartbeat(self, forwarder, message) -> bool:
+        if len(message.data) > MAX_HEARTBEAT_BYTES:  # refused before any decoding
+            self._gossip_invalid(forwarder, "heartbeat_too_large", nbytes=len(message.data))
+            return False
         try:
             c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
         except ContainerError as exc:
@@ -49,25 +96,31 @@ class GossipMixin:
         if c.cls != "heartbeat" or did_to_peer_id(c.sender_did) != ID(message.from_id).to_base58():
             self._gossip_invalid(forwarder, "not_own_heartbeat")
             return False
+        self._validated.put(message_key(message), (message.data, c))
         return True
 
-    def _gossip_invalid(self, forwarder, code: str) -> None:
+    def _gossip_invalid(self, forwarder, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
         try:
             did = peer_id_to_did(forwarder.to_base58())
         except MeshnodeError:
             self.metrics.inc("invalid_from_peer", code=code)
             return
-        self._invalid(did, code)
+        self._invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
 
     async def _from_others(self, subscription):
-        """The containers of a subscription, verified, from other nodes (own publishes skipped;
-        invalid ones were counted by the topic validator)."""
+        """The containers of a subscription, as its topic validator verified them, from other nodes
+        (own publishes skipped; invalid ones were counted by the validator)."""
         while True:
             message = await subscription.get()
-            try:
-                c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            except ContainerError:
-                continue
+            kept = self._validated.pop(message_key(message))
+            if kept is not None and kept[0] == message.data:
+                c = kept[1]
+            else:  # pushed out of the cache by a burst: verify again, off the loop when large
+                self.metrics.inc("gossip_decoded_again")
+                try:
+                    c, _ = await self.offload.run("gossip", len(message.data), self._decode, message.data)
+                except MeshnodeError:  # invalid (counted by the validator), or the pool is full
+                    continue
             if c.sender_did != self.key.did:
                 yield c
 
@@ -133,6 +186,14 @@ class GossipMixin:
         connected = {p.to_base58() for p in self.host.get_connected_peers()} if self.host else set()
         return {"connected": sorted(connected), "liveness": {k: v.value for k, v in self.liveness.peers().items()}}
 
+
+
+def _did_or_peer_id(peer_id) -> str:
+    """The key a gossip forwarder is charged under: its DID, or its peer id when it has none."""
+    try:
+        return peer_id_to_did(peer_id.to_base58())
+    except MeshnodeError:
+        return peer_id.to_base58()
 
 
 def _set_liveness_row(db, did: str, state: str, last_heard_ms: int, now: int) -> None:

@@ -7,6 +7,11 @@ only what its [sync] settings want. When the session ends, each side pushes
 what the other lacks and wants, and fetches what it lacks and wants, over the
 exchange protocol, which checks sharing again. The side with the smaller DID
 starts a session; a responder whose want differs gets a second pass in it.
+
+Under load: a responder serves at most ``sync_sessions`` sessions at once
+(``sync_sessions_per_peer`` per peer), each frame must arrive within
+``frame_timeout_s`` (a stream that trickles bytes is reset and counted), and
+each frame is charged to the peer and worked on off the loop when large.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
+from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
@@ -59,8 +65,6 @@ class SyncMixin:
         """Run one sync session with ``did`` now; returns what moved both ways: what this side
         pushed and fetched, and what the peer pushed here and fetched from here (the side that
         learned a difference moves it, and for a small set that is the responder)."""
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
         await self.reach(did)
         session, by_digest = await self._session_for(did, INITIATOR)
         received_before, served_before = self._moved.get(did, (0, 0))
@@ -70,8 +74,8 @@ class SyncMixin:
                 for message in session.start():
                     await stream.write(encode_frame(cbor.encode(message)))
                 while not session.done:
-                    frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
-                    for message in session.receive(_parse(frame)):
+                    frame = await self._read_sync_frame(did, stream)
+                    for message in await self._sync_step(did, None, session, frame, admit=False):
                         await stream.write(encode_frame(cbor.encode(message)))
             result = await self._settle(did, session, by_digest)
             with trio.move_on_after(SYNC_TIMEOUT):  # the responder closes once its transfers are done
@@ -89,27 +93,69 @@ class SyncMixin:
         return result
 
     async def _serve_sync(self, stream) -> None:
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
         did = peer_id_to_did(stream.muxed_conn.peer_id.to_base58())
         if self.standing.is_banned(did, self.clock()) or not self.standing.allow_message(did, self.clock()):
+            self.metrics.inc("sync_refused", reason="banned_or_rate")
             await stream.reset()
             return
+        host = None if self._is_known(did) else remote_host(stream.muxed_conn)
+        serving = self._sync_serving
+        if sum(serving.values()) >= self.config.sync_sessions or \
+                serving.get(did, 0) >= self.config.sync_sessions_per_peer:
+            self.metrics.inc("sync_refused", reason="sessions")
+            await stream.reset()
+            return
+        if host is not None and not self.addresses.begin_stream(host, self.clock()):
+            self.metrics.inc("sync_refused", reason="address_busy")
+            await stream.reset()
+            return
+        serving[did] = serving.get(did, 0) + 1
+        try:
+            await self._serve_sync_session(did, host, stream)
+        except Refused as exc:
+            self.metrics.inc("sync_refused", reason=exc.code)
+            await stream.reset()
+        finally:
+            serving[did] -= 1
+            if not serving[did]:
+                del serving[did]
+            if host is not None:
+                self.addresses.end_stream(host)
+
+    async def _serve_sync_session(self, did: str, host: str | None, stream) -> None:
         session, by_digest = await self._session_for(did, RESPONDER)
         with trio.fail_after(SYNC_TIMEOUT):
             while not session.done:
-                frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
-                try:
-                    out = session.receive(_parse(frame))
-                except ReconcileError as exc:
-                    self._invalid(did, "bad_sync")
-                    raise NetError("bad_sync", exc.args[0]) from None
-                for message in out:
+                frame = await self._read_sync_frame(did, stream)
+                for message in await self._sync_step(did, host, session, frame):
                     await stream.write(encode_frame(cbor.encode(message)))
         try:
             await self._settle(did, session, by_digest)
         finally:
             await stream.close()  # after the transfers: the initiator waits for this to report them
+
+    async def _read_sync_frame(self, did: str, stream) -> bytes:
+        """One sync frame, within ``frame_timeout_s`` (a stream that trickles bytes is cut and counted)."""
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
+        try:
+            with trio.fail_after(self.config.frame_timeout_s):
+                return await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
+        except trio.TooSlowError:
+            self._invalid(did, "slow_frame")
+            raise NetError("slow_frame", f"{did} took over {self.config.frame_timeout_s:.0f} s to send"
+                           " one sync frame") from None
+
+    async def _sync_step(self, did: str, host: str | None, session: Session, frame: bytes,
+                         admit: bool = True) -> list:
+        """Parse a frame and advance the session, charged to ``did`` and off the loop when large."""
+        try:
+            return await self._work(did, host, len(frame), _receive, session, frame, admit=admit)
+        except WorkFailed as exc:
+            if not isinstance(exc.error, ReconcileError):
+                raise exc.error
+            self._invalid(did, "bad_sync", cost_ms=exc.cost_ms, nbytes=len(frame))
+            raise NetError("bad_sync", exc.error.args[0]) from None
 
     def _count_moved(self, did: str, received: int = 0, served: int = 0) -> None:
         """What a peer pushed here (new containers) and fetched from here, for session reports."""
@@ -250,6 +296,10 @@ def _did_for(digest: bytes) -> str:
     from meshnode.container.model import CONTAINER_DID_PREFIX
 
     return CONTAINER_DID_PREFIX + base64.urlsafe_b64encode(b"\x12\x20" + digest).rstrip(b"=").decode("ascii")
+
+
+def _receive(session: Session, frame: bytes) -> list:
+    return session.receive(_parse(frame))
 
 
 def _parse(frame: bytes):

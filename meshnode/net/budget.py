@@ -1,0 +1,205 @@
+"""CPU budgets: who may make this node work, and how much (sans-IO, time passed in).
+
+Theory of operation
+-------------------
+Every inbound frame, container and gossip message costs CPU to decode and
+verify. The cost is charged to whoever caused it, in milliseconds of work,
+against token buckets that refill at ``ms_per_second`` up to ``burst_ms``:
+
+* *before* the work, an estimate from the input's size (``estimate_ms``):
+  a key whose bucket cannot cover it is refused (``admit`` says which key);
+* *after* the work, the measured cost replaces the estimate (``settle``).
+
+Identities are free, so one input is charged to three keys at once: the peer
+(its DID), its remote address and the address's subnet (/24 for IPv4, /48 for
+IPv6), each with its own, larger bucket. A known peer (own key, friend,
+trusted, committee) is charged on its own key alone, with a larger budget:
+an honest friend behind the attacker's NAT is not held to the attacker's
+aggregate. Every table is a bounded LRU: idle keys are forgotten first.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Generic, Iterator, TypeVar
+
+V = TypeVar("V")
+
+ESTIMATE_BASE_MS = 0.2  # a frame's fixed cost: a thread hop and a small decode measured ~0.1-0.15 ms here
+ESTIMATE_MS_PER_KIB = 0.1  # ~8x a valid container's decode and verify (0.0125 ms/KiB at 8-60 KiB); the
+#                            measured cost replaces it afterwards, so it only has to be cheap and not far off
+
+
+def estimate_ms(nbytes: int) -> float:
+    """What decoding and verifying ``nbytes`` is expected to cost, before doing it."""
+    return ESTIMATE_BASE_MS + nbytes / 1024 * ESTIMATE_MS_PER_KIB
+
+
+def subnet_of(host: str) -> str:
+    """The subnet an address is aggregated under: /24 for IPv4, /48 for IPv6 (an IPv4-mapped IPv6
+    address counts as IPv4); anything that is not an IP address stands for itself."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = 24 if ip.version == 4 else 48
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
+class BoundedLRU(Generic[V]):
+    """A dict that keeps at most ``limit`` entries, forgetting the least recently used one for which
+    ``may_forget(value)`` holds (an entry that may not be forgotten stays, over the limit if need be)."""
+
+    def __init__(self, limit: int, may_forget=lambda value: True):
+        self.limit = limit
+        self.may_forget = may_forget
+        self._items: OrderedDict[str, V] = OrderedDict()
+
+    def get(self, key: str) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def peek(self, key: str) -> V | None:
+        return self._items.get(key)
+
+    def pop(self, key: str) -> V | None:
+        return self._items.pop(key, None)
+
+    def put(self, key: str, value: V) -> V:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self.limit:
+            self._forget_one()
+        return value
+
+    def _forget_one(self) -> None:
+        for key, value in self._items.items():  # oldest first; stops at the first that may go
+            if self.may_forget(value):
+                del self._items[key]
+                return
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def keys(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    ms_per_second: float = 100.0  # a tenth of a core per unknown peer, sustained
+    burst_ms: float = 2000.0  # what it may spend at once (a first sync of a few thousand containers)
+    known_factor: float = 10.0  # a known peer's budget, times the above
+    address_factor: float = 4.0  # all identities of one address together, times a peer's
+    subnet_factor: float = 8.0  # all addresses of one subnet together, times a peer's
+    max_keys: int = 4096  # remembered keys per table
+
+
+@dataclass
+class Bucket:
+    tokens: float
+    refilled_ms: int
+    rate: float  # ms of work per second
+    burst: float
+
+    def refill(self, now_ms: int) -> None:
+        elapsed = max(0, now_ms - self.refilled_ms)
+        self.tokens = min(self.burst, self.tokens + elapsed * self.rate / 1000)
+        self.refilled_ms = now_ms
+
+    @property
+    def spent(self) -> float:
+        """How much of its burst is spent (more than the burst when in debt)."""
+        return self.burst - self.tokens
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What was charged for one piece of work, to settle once its real cost is known."""
+    keys: tuple[str, ...]
+    estimate_ms: float
+
+
+class OverBudget(Exception):
+    """``key`` cannot pay for the work now; it may try again after ``retry_ms``."""
+
+    def __init__(self, key: str, retry_ms: int):
+        super().__init__(f"{key} is over its CPU budget; retry in {retry_ms} ms")
+        self.key = key
+        self.retry_ms = retry_ms
+
+
+class CpuBudgets:
+    """The token buckets of peers, addresses and subnets."""
+
+    def __init__(self, limits: BudgetLimits = BudgetLimits()):
+        self.limits = limits
+        self._buckets: BoundedLRU[Bucket] = BoundedLRU(3 * limits.max_keys)
+
+    def keys_for(self, peer: str, host: str | None, known: bool) -> tuple[str, ...]:
+        """The keys one input from ``peer`` at ``host`` is charged to."""
+        if known or not host:
+            return (f"peer:{peer}",)
+        return (f"peer:{peer}", f"addr:{host}", f"net:{subnet_of(host)}")
+
+    def _bucket(self, key: str, known: bool, now_ms: int) -> Bucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            kind = key.split(":", 1)[0]
+            factor = {"addr": self.limits.address_factor, "net": self.limits.subnet_factor}.get(
+                kind, self.limits.known_factor if known else 1.0)
+            rate, burst = self.limits.ms_per_second * factor, self.limits.burst_ms * factor
+            bucket = self._buckets.put(key, Bucket(burst, now_ms, rate, burst))
+        elif key.startswith("peer:") and known and bucket.rate < self.limits.ms_per_second * self.limits.known_factor:
+            bucket.rate *= self.limits.known_factor  # became known since: the larger budget from now on
+            bucket.burst *= self.limits.known_factor
+        bucket.refill(now_ms)
+        return bucket
+
+    def admit(self, peer: str, host: str | None, known: bool, estimate: float, now_ms: int) -> Charge:
+        """Charge ``estimate`` ms to every key of this input, or raise OverBudget (charging nothing)
+        naming the first key that cannot pay. A bucket pays when it holds the estimate, or is full
+        (work larger than a whole burst is done once, then paid back)."""
+        keys = self.keys_for(peer, host, known)
+        buckets = [self._bucket(k, known, now_ms) for k in keys]
+        for key, bucket in zip(keys, buckets):
+            if bucket.tokens < min(estimate, bucket.burst):
+                missing = min(estimate, bucket.burst) - bucket.tokens
+                raise OverBudget(key, max(1, int(missing * 1000 / bucket.rate) + 1))
+        for bucket in buckets:
+            bucket.tokens -= estimate
+        return Charge(keys, estimate)
+
+    def settle(self, charge: Charge, cost_ms: float, now_ms: int) -> None:
+        """Replace the estimate by the measured cost (a bucket may go into debt: it pays it back
+        before it is admitted again)."""
+        for key in charge.keys:
+            bucket = self._buckets.peek(key)
+            if bucket is not None:
+                bucket.refill(now_ms)
+                bucket.tokens += charge.estimate_ms - cost_ms
+
+    def charge(self, peer: str, host: str | None, known: bool, cost_ms: float, now_ms: int) -> None:
+        """Charge work already done (answers to our own requests, refused input) without admission."""
+        for key in self.keys_for(peer, host, known):
+            self._bucket(key, known, now_ms).tokens -= cost_ms
+
+    def spent(self, peer: str, now_ms: int) -> float:
+        """How much of its burst ``peer`` has spent recently: the fair queue serves the thriftiest first."""
+        bucket = self._buckets.peek(f"peer:{peer}")
+        if bucket is None:
+            return 0.0
+        bucket.refill(now_ms)
+        return bucket.spent
+
+    def __len__(self) -> int:
+        return len(self._buckets)

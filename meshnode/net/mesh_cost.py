@@ -1,0 +1,118 @@
+"""Charging peers for the work they cause, as the Mesh runs it (split from mesh.py).
+
+Each input is charged before it is worked on (``CpuBudgets.admit``, by its
+size) to its peer, its address and the address's subnet, then worked on in
+the worker pool (``Offload``) and settled at its measured cost. A refusal is
+typed (``Refused``: ``over_budget`` or ``busy``, with a retry hint in ms) and
+counted by the caller under its own metric (``exchange_refused``,
+``gossip_ignored``, ``sync_refused``). Known peers are charged on their own,
+larger budget, and are exempt from the address limits (``AddressGuard``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import did_to_peer_id
+from meshnode.net.budget import OverBudget, estimate_ms
+from meshnode.net.offload import OffloadBusy
+
+log = logging.getLogger("meshnode.net")
+
+BUSY_RETRY_MS = 1000  # the hint given with ``busy``: about one large job's time
+
+
+class Refused(MeshnodeError):
+    """This peer's input is not worked on now: ``over_budget`` or ``busy``; try again after ``retry_ms``."""
+
+    def __init__(self, code: str, reason: str, retry_ms: int):
+        super().__init__(code, reason)
+        self.retry_ms = retry_ms
+
+
+class WorkFailed(Exception):
+    """The work raised ``error`` after costing ``cost_ms`` (already charged)."""
+
+    def __init__(self, error: Exception, cost_ms: float):
+        super().__init__(str(error))
+        self.error = error
+        self.cost_ms = cost_ms
+
+
+def remote_host(muxed_conn) -> str | None:
+    """The remote IP of a connection (py-libp2p 0.8.1: ``get_remote_address()`` is (host, port))."""
+    try:
+        address = muxed_conn.get_remote_address()
+    except Exception:  # a connection being torn down
+        return None
+    return address[0] if address else None
+
+
+class CostMixin:
+    known: set[str]
+
+    def _is_known(self, did: str) -> bool:
+        return did in self.known
+
+    def _host_of(self, did: str) -> str | None:
+        """The remote IP of ``did``'s current connection, if any."""
+        from libp2p.peer.id import ID
+
+        return self._host_of_peer(ID.from_base58(did_to_peer_id(did)))
+
+    def _host_of_peer(self, peer_id) -> str | None:
+        if self.host is None:
+            return None
+        for conn in self.host.get_network().get_connections(peer_id):
+            host = remote_host(conn.muxed_conn)
+            if host:
+                return host
+        return None
+
+    async def _work(self, did: str, host: str | None, nbytes: int, fn: Callable, *args,
+                    admit: bool = True) -> Any:
+        """``fn(*args)`` on ``did``'s input of ``nbytes``: charged before (refused with ``Refused`` when
+        over budget, unless ``admit`` is False: answers to our own requests are charged but never
+        refused by budget), run off the loop when large, settled at its cost. An exception of ``fn``
+        comes out as WorkFailed (its cost charged)."""
+        known = self._is_known(did)
+        now = self.clock()
+        if admit:
+            try:
+                charge = self.budgets.admit(did, host, known, estimate_ms(nbytes), now)
+            except OverBudget as exc:
+                raise Refused("over_budget", f"over its CPU budget ({exc.key.split(':', 1)[0]});"
+                              f" retry in {exc.retry_ms} ms", exc.retry_ms) from None
+        else:
+            self.budgets.charge(did, host, known, estimate_ms(nbytes), now)
+            charge = None
+        try:
+            result, cost = await self.offload.run(did, nbytes, fn, *args)
+        except OffloadBusy as exc:
+            if charge is not None:
+                self.budgets.settle(charge, 0.0, self.clock())
+            raise Refused("busy", exc.reason, BUSY_RETRY_MS) from None
+        except Exception as exc:
+            cost = getattr(exc, "cost_ms", 0.0)
+            self._settle(did, host, known, charge, nbytes, cost)
+            raise WorkFailed(exc, cost) from exc
+        self._settle(did, host, known, charge, nbytes, cost)
+        return result
+
+    def _settle(self, did, host, known, charge, nbytes: int, cost: float) -> None:
+        now = self.clock()
+        if charge is not None:
+            self.budgets.settle(charge, cost, now)
+        else:
+            self.budgets.charge(did, host, known, cost - estimate_ms(nbytes), now)
+        self.metrics.inc("work_ms", int(cost))
+
+    def _address_cut_off(self, did: str) -> None:
+        """One more identity at ``did``'s address was cut off: the address may be refused next."""
+        host = self._host_of(did)
+        if host and not self._is_known(did) and self.addresses.cut_off(host, self.clock()):
+            log.warning("refusing connections from %s for a while: %d identities there were cut off",
+                        host, self.addresses.limits.cutoffs_to_ban)
+            self.metrics.inc("addresses_cut_off")

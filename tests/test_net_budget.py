@@ -1,0 +1,132 @@
+"""CPU budgets per peer, address and subnet; limits per address; weighted standing (pure parts)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from meshnode.net.addresses import AddressGuard, AddressLimits
+from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets, OverBudget, estimate_ms, subnet_of
+from meshnode.net.standing import PeerLimits, Standing, invalid_weight
+
+T0 = 1_700_000_000_000
+LIMITS = BudgetLimits(ms_per_second=100, burst_ms=1000, known_factor=10, address_factor=2, subnet_factor=3)
+
+
+def test_subnets_are_slash_24_and_slash_48():
+    assert subnet_of("203.0.113.77") == "203.0.113.0/24"
+    assert subnet_of("2001:db8:1:2:3::4") == "2001:db8:1::/48"
+    assert subnet_of("::ffff:203.0.113.77") == "203.0.113.0/24"
+    assert subnet_of("127.0.0.1") == "127.0.0.0/24"
+    assert subnet_of("not-an-ip") == "not-an-ip"
+
+
+def test_charged_before_the_work_then_settled_at_its_cost():
+    budgets = CpuBudgets(LIMITS)
+    charge = budgets.admit("p", "10.0.0.1", False, 600, T0)
+    assert charge.keys == ("peer:p", "addr:10.0.0.1", "net:10.0.0.0/24")
+    with pytest.raises(OverBudget) as refused:  # 400 left of 1000: a second estimate of 600 waits
+        budgets.admit("p", "10.0.0.1", False, 600, T0)
+    assert refused.value.key == "peer:p" and 1900 <= refused.value.retry_ms <= 2100  # 200 ms at 100 ms/s
+    budgets.settle(charge, 50, T0)  # the work cost 50 ms, not 600: refunded
+    budgets.admit("p", "10.0.0.1", False, 600, T0)
+    assert budgets.spent("p", T0) == pytest.approx(650)
+    assert budgets.spent("p", T0 + 10_000) == 0  # refilled at 100 ms/s, capped at the burst
+
+
+def test_work_larger_than_a_burst_is_done_once_then_paid_back():
+    budgets = CpuBudgets(LIMITS)
+    charge = budgets.admit("p", None, False, 5000, T0)  # a full bucket pays for anything once
+    budgets.settle(charge, 3000, T0)
+    with pytest.raises(OverBudget):
+        budgets.admit("p", None, False, 1, T0 + 10_000)  # 3000 of debt, 1000 repaid
+    budgets.admit("p", None, False, 1, T0 + 30_001)
+
+
+def test_many_identities_of_one_address_share_its_budget_and_subnet():
+    budgets = CpuBudgets(LIMITS)
+    for i in range(2):  # the address holds 2000: two fresh identities spend it
+        budgets.charge(f"sybil{i}", "10.0.0.1", False, 1000, T0)
+    with pytest.raises(OverBudget) as refused:
+        budgets.admit("sybil2", "10.0.0.1", False, 10, T0)
+    assert refused.value.key == "addr:10.0.0.1"
+    budgets.charge("other", "10.0.0.2", False, 900, T0)  # the subnet holds 3000: 2900 spent
+    with pytest.raises(OverBudget) as refused:
+        budgets.admit("next", "10.0.0.3", False, 200, T0)
+    assert refused.value.key == "net:10.0.0.0/24"
+    budgets.admit("friend", "10.0.0.1", True, 5000, T0)  # a known peer: its own, larger budget alone
+    budgets.admit("elsewhere", "10.0.1.1", False, 500, T0)  # another subnet is not held to this one
+
+
+def test_a_peer_that_becomes_known_gets_the_larger_budget():
+    budgets = CpuBudgets(LIMITS)
+    budgets.admit("p", None, False, 1000, T0)
+    with pytest.raises(OverBudget):
+        budgets.admit("p", None, False, 500, T0)
+    budgets.admit("p", None, True, 500, T0 + 1000)  # 100 refilled at 10x the rate: 1000 ms
+
+
+def test_estimates_grow_with_size():
+    assert estimate_ms(0) > 0 and estimate_ms(1 << 20) > 50 * estimate_ms(1024)
+
+
+def test_the_tables_are_bounded():
+    budgets = CpuBudgets(BudgetLimits(max_keys=50))
+    for i in range(1000):
+        budgets.charge(f"p{i}", f"10.{i // 256}.{i % 256}.1", False, 1, T0)
+    assert len(budgets) <= 150
+    standing = Standing(PeerLimits(max_peers=100, invalid_threshold=3))
+    standing.restore_ban("banned", T0 + 60_000, T0)
+    assert standing.begin_request("busy", T0)
+    for i in range(1000):
+        standing.record_invalid(f"p{i}", "bad", T0)
+    assert len(standing) <= 102
+    assert standing.is_banned("banned", T0 + 1)  # a ban is never forgotten for room
+    assert "busy" in standing.peers()  # nor a peer with a request running
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["get", "put", "put"]), st.integers(0, 30), st.booleans()), max_size=300))
+def test_bounded_lru_never_forgets_what_it_must_keep(ops):
+    lru = BoundedLRU(8, may_forget=lambda v: not v)
+    pinned = set()
+    for op, key, pin in ops:
+        if op == "get":
+            lru.get(str(key))
+        else:
+            lru.put(str(key), pin)
+            (pinned.add if pin else pinned.discard)(str(key))
+        assert pinned <= set(lru.keys())
+        assert len(lru) <= max(8, len(pinned))
+
+
+def test_invalid_input_weighs_by_its_cost():
+    assert invalid_weight() == 1
+    assert invalid_weight(cost_ms=1330) == pytest.approx(26.6)  # the issue's 1 MiB frame: 1.33 s of work
+    assert invalid_weight(nbytes=1 << 20) == 16
+    standing = Standing(PeerLimits(invalid_threshold=20))
+    assert standing.record_invalid("p", "bad_message", T0, invalid_weight(cost_ms=1330))  # cut off at once
+    assert standing.summary("p")["invalid"] == 1
+
+
+def test_connections_per_address_are_rate_limited():
+    guard = AddressGuard(AddressLimits(connections_per_minute=6))
+    assert [guard.allow_connection("10.0.0.1", T0) for _ in range(7)] == [None] * 6 + ["rate"]
+    assert guard.allow_connection("10.0.0.2", T0) is None  # per address
+    assert guard.allow_connection("10.0.0.1", T0 + 10_000) is None  # one more after 10 s
+
+
+def test_an_address_whose_identities_keep_getting_cut_off_is_refused():
+    guard = AddressGuard(AddressLimits(cutoffs_to_ban=3, ban_ms=60_000))
+    assert not guard.cut_off("10.0.0.1", T0) and not guard.cut_off("10.0.0.1", T0 + 1)
+    assert guard.cut_off("10.0.0.1", T0 + 2)
+    assert guard.allow_connection("10.0.0.1", T0 + 3) == "address_banned"
+    assert guard.allow_connection("10.0.0.1", T0 + 60_003) is None
+    assert not guard.cut_off("10.0.0.1", T0 + 130_000)  # the old cut-offs are forgotten with the ban
+
+
+def test_streams_per_address_are_bounded():
+    guard = AddressGuard(AddressLimits(max_streams=2))
+    assert guard.begin_stream("a", T0) and guard.begin_stream("a", T0) and not guard.begin_stream("a", T0)
+    guard.end_stream("a")
+    assert guard.begin_stream("a", T0)

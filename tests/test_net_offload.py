@@ -1,0 +1,120 @@
+"""The worker pool's fair queue (pure) and its driver over trio.to_thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings, strategies as st
+
+from meshnode.net.offload import FairQueue, Offload, OffloadBusy
+
+
+def test_a_full_queue_refuses_the_most_expensive_peer_and_serves_the_thriftiest_first():
+    costs = {"cheap": 1.0, "mid": 5.0, "hog": 50.0}
+    q = FairQueue(workers=1, max_waiting=2, cost_of=costs.get)
+    running, _ = q.submit("mid")
+    assert running.running
+    hog, _ = q.submit("hog")
+    mid, _ = q.submit("mid")
+    cheap, refused = q.submit("cheap")  # full: the hog's job makes room
+    assert refused is hog and hog.refused and not cheap.refused
+    hog2, refused = q.submit("hog")  # the hog itself, when it is the most expensive
+    assert refused is hog2
+    assert q.done(running) is cheap  # the cheapest waiter first
+    assert q.done(cheap) is mid
+    assert q.done(mid) is None and q.running == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(workers=st.integers(1, 3), max_waiting=st.integers(1, 5),
+       ops=st.lists(st.one_of(st.tuples(st.just("submit"), st.integers(0, 5)),
+                              st.tuples(st.just("done"), st.integers(0, 20))), max_size=80))
+def test_the_queue_never_exceeds_its_bounds_and_refuses_the_costliest(workers, max_waiting, ops):
+    cost = {f"p{i}": float(i) for i in range(6)}
+    q = FairQueue(workers, max_waiting, cost_of=cost.get)
+    running, live = [], []
+    for op, n in ops:
+        if op == "submit":
+            before = list(q.waiting)
+            ticket, refused = q.submit(f"p{n}")
+            if refused is not None:  # the refused one cost at least as much as any that stays
+                assert all(cost[t.peer] <= cost[refused.peer] for t in q.waiting)
+                assert refused is ticket or refused in before
+            (running if ticket.running else live).append(ticket)
+        elif running:
+            ticket = running.pop(n % len(running))
+            nxt = q.done(ticket)
+            if nxt is not None:
+                assert all(cost[nxt.peer] <= cost[t.peer] for t in q.waiting)
+                running.append(nxt)
+        assert q.running <= workers and len(q.waiting) <= max_waiting
+        assert q.running == len(running)
+        assert not q.waiting or q.running == workers  # nobody waits while a worker is free
+
+
+def test_waiting_jobs_run_in_threads_and_a_cancelled_waiter_leaves_the_queue():
+    async def main():
+        offload = Offload(workers=1, max_waiting=1, inline_bytes=10)
+        gate = threading.Event()
+        threads = []
+
+        def job(x):
+            threads.append(threading.get_ident())
+            gate.wait(5)
+            return x * 2
+
+        async with trio.open_nursery() as nursery:
+            results = []
+
+            async def run(x):
+                results.append((await offload.run("a", 100, job, x))[0])
+
+            nursery.start_soon(run, 1)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(0.05):  # gives up while waiting: its place is freed
+                await offload.run("b", 100, job, 2)
+            assert offload.queue.waiting == []
+            nursery.start_soon(run, 3)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(OffloadBusy):  # full, and "a" costs no more than the newcomer
+                await offload.run("c", 100, job, 4)
+            gate.set()
+        assert sorted(results) == [2, 6]
+        assert threading.get_ident() not in threads
+        assert offload.queue.running == 0
+        value, cost = await offload.run("a", 5, lambda: sum(range(1000)))  # small: inline
+        assert value == 499500 and cost >= 0
+
+    trio.run(main)
+
+
+def test_the_loop_keeps_turning_while_a_worker_decodes():
+    """A job that holds a worker for 300 ms of pure Python leaves the loop's ticks short."""
+    def busy():
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+
+    async def main():
+        offload = Offload(workers=1, inline_bytes=0)
+        gaps = []
+        async with trio.open_nursery() as nursery:
+            async def tick():
+                last = time.perf_counter()
+                while True:
+                    await trio.sleep(0.01)
+                    now = time.perf_counter()
+                    gaps.append(now - last)
+                    last = now
+
+            nursery.start_soon(tick)
+            _, cost = await offload.run("p", 1, busy)
+            nursery.cancel_scope.cancel()
+        assert cost >= 250
+        assert max(gaps) < 0.2, max(gaps)  # inline, the loop would have stopped for 300 ms
+
+    trio.run(main)
