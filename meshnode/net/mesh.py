@@ -122,7 +122,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         # H2's known-authors work replaces this with a set refreshed from the store.
         self.known: set[str] = {key.did, *config.committee_dids}
         self.budgets = CpuBudgets(config.budget_limits)
-        self.addresses = AddressGuard(config.address_limits)
+        self.address_guard = AddressGuard(config.address_limits)
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.spent(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)

@@ -96,12 +96,12 @@ class CostMixin:
             raise Refused("busy", exc.reason, BUSY_RETRY_MS) from None
         except Exception as exc:
             cost = getattr(exc, "cost_ms", 0.0)
-            self._settle(did, host, known, charge, nbytes, cost)
+            self._settle_cost(did, host, known, charge, nbytes, cost)
             raise WorkFailed(exc, cost) from exc
-        self._settle(did, host, known, charge, nbytes, cost)
+        self._settle_cost(did, host, known, charge, nbytes, cost)
         return result
 
-    def _settle(self, did, host, known, charge, nbytes: int, cost: float) -> None:
+    def _settle_cost(self, did, host, known, charge, nbytes: int, cost: float) -> None:
         now = self.clock()
         if charge is not None:
             self.budgets.settle(charge, cost, now)
@@ -112,7 +112,7 @@ class CostMixin:
     def _address_cut_off(self, did: str) -> None:
         """One more identity at ``did``'s address was cut off: the address may be refused next."""
         host = self._host_of(did)
-        if host and not self._is_known(did) and self.addresses.cut_off(host, self.clock()):
+        if host and not self._is_known(did) and self.address_guard.cut_off(host, self.clock()):
             log.warning("refusing connections from %s for a while: %d identities there were cut off",
-                        host, self.addresses.limits.cutoffs_to_ban)
+                        host, self.address_guard.limits.cutoffs_to_ban)
             self.metrics.inc("addresses_cut_off")

@@ -106,7 +106,7 @@ class ExchangeMixin:
             self.metrics.inc("exchange_refused", reason="busy")
             await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
             return
-        if host is not None and not self.addresses.begin_stream(host, now):
+        if host is not None and not self.address_guard.begin_stream(host, now):
             self.standing.end_request(did)
             self.metrics.inc("exchange_refused", reason="address_busy")
             await self._respond(stream, exchange.error("busy", "too many requests from this address at once"))
@@ -152,7 +152,7 @@ class ExchangeMixin:
         finally:
             self.standing.end_request(did)
             if host is not None:
-                self.addresses.end_stream(host)
+                self.address_guard.end_stream(host)
             await self._save_standing(did)
 
     async def _serve_fetch(self, requester: str, dids: list[str]) -> dict:

@@ -73,7 +73,7 @@ class GatingMixin:
         if getattr(secured, "is_initiator", True) or (did is not None and self._is_known(did)):
             return None  # our own dial, or a known peer: exempt
         host = remote_host(conn.muxed_conn)
-        return self.addresses.allow_connection(host, self.clock()) if host else None
+        return self.address_guard.allow_connection(host, self.clock()) if host else None
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)

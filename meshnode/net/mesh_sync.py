@@ -105,7 +105,7 @@ class SyncMixin:
             self.metrics.inc("sync_refused", reason="sessions")
             await stream.reset()
             return
-        if host is not None and not self.addresses.begin_stream(host, self.clock()):
+        if host is not None and not self.address_guard.begin_stream(host, self.clock()):
             self.metrics.inc("sync_refused", reason="address_busy")
             await stream.reset()
             return
@@ -120,7 +120,7 @@ class SyncMixin:
             if not serving[did]:
                 del serving[did]
             if host is not None:
-                self.addresses.end_stream(host)
+                self.address_guard.end_stream(host)
 
     async def _serve_sync_session(self, did: str, host: str | None, stream) -> None:
         session, by_digest = await self._session_for(did, RESPONDER)
