@@ -1,7 +1,7 @@
 """A misbehaving peer for tests: connects to a node and sends it bad input.
 
     python tests/evil_peer.py MULTIADDR_WITH_P2P GOOD_CONTAINER_HEX [ROUNDS] [--reconnect N] [--gossip HEX]
-                              [--seed HEX]
+                              [--seed HEX] [--costly N]
 
 Opens the exchange protocol again and again with: garbage bytes, an oversized
 frame, a non-deterministic encoding, a forged container (bit flipped in the
@@ -10,7 +10,9 @@ container replayed. Prints one line per attempt: "<kind> <outcome>", where
 the outcome is the node's answer, or "reset" when it would not talk to us.
 With ``--reconnect N`` it then connects N more times and prints "reconnect
 closed" when the node closed the connection, "reconnect kept" when it was
-still open after 15 s. With ``--gossip HEX`` it publishes those bytes on the
+still open after 15 s. With ``--costly N`` it first sends N costly frames:
+valid CBOR of ~900 KiB that is mostly empty arrays, slow to decode
+("costly <outcome>" each). With ``--gossip HEX`` it publishes those bytes on the
 containers topic once the node has subscribed, prints "gossip published", and
 stays connected until its stdin is closed.
 """
@@ -36,6 +38,11 @@ from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.frames import encode_frame, encode_varint
 
 
+def costly_frame(size: int = 900 * 1024) -> bytes:
+    """A push frame that is valid CBOR but mostly empty arrays: cheap to send, slow to decode."""
+    return encode_frame(cbor.encode({"op": "push", "zz": [[] for _ in range(size - 16)]}))
+
+
 def attempts(good: bytes) -> list[tuple[str, bytes]]:
     forged = bytearray(good)
     forged[len(forged) // 2] ^= 0x01
@@ -52,7 +59,7 @@ def attempts(good: bytes) -> list[tuple[str, bytes]]:
 
 
 async def main(target: str, good_hex: str, rounds: int, reconnects: int, gossip: bytes | None,
-               seed: bytes | None = None) -> None:
+               seed: bytes | None = None, costly: int = 0) -> None:
     libp2p_fixes.route_libp2p_logging()
     key_pair = create_new_key_pair(seed or NodeKey.generate().seed())
     host = new_host(key_pair=key_pair, sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
@@ -60,6 +67,9 @@ async def main(target: str, good_hex: str, rounds: int, reconnects: int, gossip:
     info = info_from_p2p_addr(multiaddr.Multiaddr(target))
     async with host.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
         try:
+            frame = costly_frame() if costly else b""
+            for _ in range(costly):
+                print("costly", await one_attempt(host, info, frame), flush=True)
             for _ in range(rounds):
                 for kind, payload in attempts(bytes.fromhex(good_hex)):
                     print(kind, await one_attempt(host, info, payload), flush=True)
@@ -150,6 +160,7 @@ def parse_args(argv: list[str]):
     parser.add_argument("rounds", nargs="?", type=int, default=5, help="rounds of the six attempts")
     parser.add_argument("--reconnect", type=int, default=0, help="connect this many more times afterwards")
     parser.add_argument("--gossip", type=bytes.fromhex, default=None, help="publish these bytes (hex) as gossip")
+    parser.add_argument("--costly", type=int, default=0, help="first send this many frames slow to decode")
     parser.add_argument("--seed", type=bytes.fromhex, default=None, help="its key's 32-byte seed (hex): the same "
                         "peer across runs (default: a new key)")
     return parser.parse_args(argv)
@@ -157,4 +168,4 @@ def parse_args(argv: list[str]):
 
 if __name__ == "__main__":
     a = parse_args(sys.argv[1:])
-    trio.run(main, a.target, a.good_hex, a.rounds, a.reconnect, a.gossip, a.seed)
+    trio.run(main, a.target, a.good_hex, a.rounds, a.reconnect, a.gossip, a.seed, a.costly)

@@ -46,11 +46,11 @@ def test_work_larger_than_a_burst_is_done_once_then_paid_back():
 def test_many_identities_of_one_address_share_its_budget_and_subnet():
     budgets = CpuBudgets(LIMITS)
     for i in range(2):  # the address holds 2000: two fresh identities spend it
-        budgets.charge(f"sybil{i}", "10.0.0.1", False, 1000, T0)
+        budgets.admit(f"sybil{i}", "10.0.0.1", False, 1000, T0)
     with pytest.raises(OverBudget) as refused:
         budgets.admit("sybil2", "10.0.0.1", False, 10, T0)
     assert refused.value.key == "addr:10.0.0.1"
-    budgets.charge("other", "10.0.0.2", False, 900, T0)  # the subnet holds 3000: 2900 spent
+    budgets.admit("other", "10.0.0.2", False, 900, T0)  # the subnet holds 3000: 2900 spent
     with pytest.raises(OverBudget) as refused:
         budgets.admit("next", "10.0.0.3", False, 200, T0)
     assert refused.value.key == "net:10.0.0.0/24"
@@ -73,7 +73,7 @@ def test_estimates_grow_with_size():
 def test_the_tables_are_bounded():
     budgets = CpuBudgets(BudgetLimits(max_keys=50))
     for i in range(1000):
-        budgets.charge(f"p{i}", f"10.{i // 256}.{i % 256}.1", False, 1, T0)
+        budgets.admit(f"p{i}", f"10.{i // 256}.{i % 256}.1", False, 1, T0)
     assert len(budgets) <= 150
     standing = Standing(PeerLimits(max_peers=100, invalid_threshold=3))
     standing.restore_ban("banned", T0 + 60_000, T0)

@@ -74,20 +74,16 @@ class CostMixin:
     async def _work(self, did: str, host: str | None, nbytes: int, fn: Callable, *args,
                     admit: bool = True) -> Any:
         """``fn(*args)`` on ``did``'s input of ``nbytes``: charged before (refused with ``Refused`` when
-        over budget, unless ``admit`` is False: answers to our own requests are charged but never
-        refused by budget), run off the loop when large, settled at its cost. An exception of ``fn``
+        over budget), run off the loop when large, settled at its cost. With ``admit`` False (answers
+        to our own requests: we asked for that work) nothing is charged. An exception of ``fn``
         comes out as WorkFailed (its cost charged)."""
-        known = self._is_known(did)
-        now = self.clock()
+        charge = None
         if admit:
             try:
-                charge = self.budgets.admit(did, host, known, estimate_ms(nbytes), now)
+                charge = self.budgets.admit(did, host, self._is_known(did), estimate_ms(nbytes), self.clock())
             except OverBudget as exc:
                 raise Refused("over_budget", f"over its CPU budget ({exc.key.split(':', 1)[0]});"
                               f" retry in {exc.retry_ms} ms", exc.retry_ms) from None
-        else:
-            self.budgets.charge(did, host, known, estimate_ms(nbytes), now)
-            charge = None
         try:
             result, cost = await self.offload.run(did, nbytes, fn, *args)
         except OffloadBusy as exc:
@@ -96,17 +92,14 @@ class CostMixin:
             raise Refused("busy", exc.reason, BUSY_RETRY_MS) from None
         except Exception as exc:
             cost = getattr(exc, "cost_ms", 0.0)
-            self._settle_cost(did, host, known, charge, nbytes, cost)
+            self._settle_cost(charge, cost)
             raise WorkFailed(exc, cost) from exc
-        self._settle_cost(did, host, known, charge, nbytes, cost)
+        self._settle_cost(charge, cost)
         return result
 
-    def _settle_cost(self, did, host, known, charge, nbytes: int, cost: float) -> None:
-        now = self.clock()
+    def _settle_cost(self, charge, cost: float) -> None:
         if charge is not None:
-            self.budgets.settle(charge, cost, now)
-        else:
-            self.budgets.charge(did, host, known, cost - estimate_ms(nbytes), now)
+            self.budgets.settle(charge, cost, self.clock())
         self.metrics.inc("work_ms", int(cost))
 
     def _address_cut_off(self, did: str) -> None:

@@ -129,18 +129,16 @@ class ExchangeMixin:
                 await stream.reset()
                 return
             try:
-                message = await self._work(did, host, len(frame), exchange.decode_message, frame, limit)
-                op, items = exchange.parse_request(message)
+                op, items = await self._work(did, host, len(frame), _parse_request, frame, limit)
             except Refused as exc:
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
                 return
-            except (WorkFailed, exchange.ExchangeError) as exc:
-                error = exc.error if isinstance(exc, WorkFailed) else exc
-                if not isinstance(error, exchange.ExchangeError):
-                    raise error
-                self._invalid(did, error.code, cost_ms=getattr(exc, "cost_ms", 0.0), nbytes=len(frame))
-                await self._respond(stream, exchange.error(error.code, error.reason))
+            except WorkFailed as exc:
+                if not isinstance(exc.error, exchange.ExchangeError):
+                    raise exc.error
+                self._invalid(did, exc.error.code, cost_ms=exc.cost_ms, nbytes=len(frame))
+                await self._respond(stream, exchange.error(exc.error.code, exc.error.reason))
                 return
             if op == "fetch":
                 response = await self._serve_fetch(did, items)
@@ -259,6 +257,10 @@ class ExchangeMixin:
 def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
     upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
     save_standing(db, did, summary, now)
+
+
+def _parse_request(frame: bytes, limit: int) -> tuple[str, list]:
+    return exchange.parse_request(exchange.decode_message(frame, limit))
 
 
 def _container_error(failed: WorkFailed) -> ContainerError:
