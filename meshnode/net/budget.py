@@ -160,8 +160,10 @@ class CpuBudgets:
             rate, burst = self.limits.ms_per_second * factor, self.limits.burst_ms * factor
             bucket = self._buckets.put(key, Bucket(burst, now_ms, rate, burst))
         elif key.startswith("peer:") and known and bucket.rate < self.limits.ms_per_second * self.limits.known_factor:
-            bucket.rate *= self.limits.known_factor  # became known since: the larger budget from now on
-            bucket.burst *= self.limits.known_factor
+            extra = bucket.burst * (self.limits.known_factor - 1)  # became known since: the larger budget
+            bucket.rate *= self.limits.known_factor
+            bucket.burst += extra
+            bucket.tokens += extra
         bucket.refill(now_ms)
         return bucket
 

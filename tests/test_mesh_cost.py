@@ -1,0 +1,204 @@
+"""The Mesh charging peers for their input, driven in-process with fake streams and gossip messages
+(no libp2p host): refusals for budget, weighted invalid input, the heartbeat size cap, gossip
+ignored rather than rejected and not decoded twice, slow sync frames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import trio
+import trio.testing
+
+from meshnode.container import build_container, cbor, now_ms
+from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net import exchange
+from meshnode.net.budget import BudgetLimits
+from meshnode.net.errors import NetError
+from meshnode.net.frames import encode_frame
+from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.mesh_gossip import message_key
+from meshnode.store import Store
+
+
+class _Conn:
+    def __init__(self, peer_id, host: str):
+        self.peer_id, self.host = peer_id, host
+
+    def get_remote_address(self):
+        return (self.host, 4001)
+
+
+class FakeStream:
+    """Hands out ``data`` (then EOF, or nothing more while ``hang``) and collects what is written."""
+
+    def __init__(self, data: bytes, peer_id, host: str = "203.0.113.5", hang: bool = False):
+        self.data, self.out, self.hang, self.was_reset = data, b"", hang, False
+        self.muxed_conn = _Conn(peer_id, host)
+
+    async def read(self, n: int | None = None) -> bytes:
+        if not self.data and self.hang:
+            await trio.sleep_forever()
+        n = len(self.data) if n is None else n
+        chunk, self.data = self.data[:n], self.data[n:]
+        return chunk
+
+    async def write(self, data: bytes) -> None:
+        self.out += data
+
+    async def close(self) -> None:
+        pass
+
+    async def reset(self) -> None:
+        self.was_reset = True
+
+    def answer(self) -> dict:
+        from meshnode.net.frames import FrameDecoder
+
+        return cbor.decode(FrameDecoder(1 << 20).feed(self.out)[0], max_bytes=1 << 20, max_depth=8)[0]
+
+
+@dataclass
+class Message:
+    data: bytes
+    from_id: bytes
+    seqno: bytes = b"\x00" * 8
+
+
+def peer(key: NodeKey):
+    from libp2p.peer.id import ID
+
+    return ID.from_base58(key.peer_id)
+
+
+async def mesh_for(tmp_path, **config) -> tuple[Mesh, Store]:
+    store = await Store.open(tmp_path / "db")
+    net = NetConfig(listen=[], announce=[], bootstrap=[], name="victim", **config)
+    return Mesh(NodeKey.generate(), net, store, Metrics()), store
+
+
+def push_frame(containers: list[bytes]) -> bytes:
+    return encode_frame(exchange.encode_message({"op": "push", "containers": containers}))
+
+
+def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, budget_limits=BudgetLimits(ms_per_second=1, burst_ms=1, known_factor=1000))
+        async with store:
+            sender = NodeKey.generate()
+            good = build_container(sender, "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes()
+            first = FakeStream(push_frame([good]), peer(sender))
+            await mesh._serve_exchange(first)  # the frame and the container fit in the one-ms burst
+            answers = [first.answer()]
+            for _ in range(3):
+                again = FakeStream(push_frame([good]), peer(sender))
+                await mesh._serve_exchange(again)
+                answers.append(again.answer())
+            refused = [a for a in answers if a["op"] == "error"]
+            assert refused and refused[-1]["code"] == "over_budget" and refused[-1]["retry_ms"] > 0
+            assert mesh.metrics.get("exchange_refused", reason="over_budget") >= 1
+            assert not mesh.standing.is_banned(sender.did, mesh.clock())  # refused, not held against it
+
+            mesh.known.add(sender.did)  # a known peer: its own, larger budget, no address limits
+            known = FakeStream(push_frame([good]), peer(sender))
+            await mesh._serve_exchange(known)
+            assert known.answer()["op"] == "ack"
+
+    trio.run(main)
+
+
+def test_a_large_invalid_frame_weighs_more_than_one(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        async with store:
+            sender = NodeKey.generate()
+            junk = encode_frame(cbor.encode({"op": "push", "zz": [b"x" * 1000] * 500}))  # ~500 KiB, invalid
+            stream = FakeStream(junk, peer(sender))
+            await mesh._serve_exchange(stream)
+            assert stream.answer()["code"] == "bad_request"
+            assert mesh.standing._peers.peek(sender.did).invalid_weight >= 7
+            await mesh._serve_exchange(FakeStream(junk, peer(sender)))
+            await mesh._serve_exchange(FakeStream(junk, peer(sender)))
+            assert mesh.standing.is_banned(sender.did, mesh.clock())  # 3 frames, not 20
+
+    trio.run(main)
+
+
+def test_streams_per_address_are_bounded_for_unknown_peers(tmp_path):
+    async def main():
+        from meshnode.net.addresses import AddressLimits
+
+        mesh, store = await mesh_for(tmp_path, address_limits=AddressLimits(max_streams=1))
+        async with store:
+            slow = FakeStream(b"", peer(NodeKey.generate()), hang=True)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(mesh._serve_exchange, slow)
+                await trio.testing.wait_all_tasks_blocked()
+                other = FakeStream(push_frame([b"x"]), peer(NodeKey.generate()))  # a second identity there
+                await mesh._serve_exchange(other)
+                assert other.answer()["code"] == "busy"
+                assert mesh.metrics.get("exchange_refused", reason="address_busy") == 1
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_oversized_heartbeats_are_refused_before_decoding(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        async with store:
+            sender = NodeKey.generate()
+            junk = b"\x9a\x00\x01\x00\x00" + b"\x80" * 2000  # 65536 empty arrays promised: never decoded
+            assert not mesh._validate_heartbeat(peer(sender), Message(junk, peer(sender).to_bytes()))
+            assert mesh.metrics.get("invalid_from_peer", code="heartbeat_too_large") == 1
+
+    trio.run(main)
+
+
+def test_gossip_is_decoded_once_and_ignored_not_rejected_when_over_budget(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, budget_limits=BudgetLimits(ms_per_second=0.01, burst_ms=0.5))
+        async with store:
+            author, forwarder = NodeKey.generate(), NodeKey.generate()
+            decoded = []
+            decode = mesh._decode
+            mesh._decode = lambda raw: decoded.append(raw) or decode(raw)
+            c = build_container(author, "x_test", {"n": 1}, timestamp_ms=now_ms())
+            message = Message(c.to_bytes(), peer(author).to_bytes())
+            assert await mesh._validate_gossip_container(peer(forwarder), message)
+            send, receive = trio.open_memory_channel(1)
+
+            class Subscription:
+                get = receive.receive
+
+            await send.send(message)
+            got = await mesh._from_others(Subscription()).__anext__()
+            assert got.did == c.did and len(decoded) == 1  # the reader took the validator's container
+
+            ignored = 0
+            for n in range(2, 40):  # the forwarder's half millisecond runs out: ignored, not rejected
+                other = Message(build_container(author, "x_test", {"n": n}, timestamp_ms=now_ms()).to_bytes(),
+                                peer(author).to_bytes(), seqno=bytes([n]) * 8)
+                if not await mesh._validate_gossip_container(peer(forwarder), other):
+                    ignored += 1
+                    assert mesh._was_ignored(other) and not mesh._was_ignored(other)
+            assert ignored and mesh.metrics.get("gossip_ignored", reason="over_budget") == ignored
+            assert mesh.metrics.get("invalid_from_peer") == 0
+            assert message_key(message) not in mesh._validated  # handed on, not kept
+
+    trio.run(main)
+
+
+def test_a_sync_frame_that_trickles_in_is_cut_and_counted(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, frame_timeout_s=2.0)
+        async with store:
+            sender = NodeKey.generate()
+            stream = FakeStream(b"\x80\x80\x01" + b"x" * 100, peer(sender), hang=True)  # promises 16 KiB
+            with pytest.raises(NetError) as cut:
+                await mesh._read_sync_frame(sender.did, stream)
+            assert cut.value.code == "slow_frame"
+            assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
