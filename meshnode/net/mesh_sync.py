@@ -65,6 +65,8 @@ class SyncMixin:
         """Run one sync session with ``did`` now; returns what moved both ways: what this side
         pushed and fetched, and what the peer pushed here and fetched from here (the side that
         learned a difference moves it, and for a small set that is the responder)."""
+        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
+
         await self.reach(did)
         session, by_digest = await self._session_for(did, INITIATOR)
         received_before, served_before = self._moved.get(did, (0, 0))
@@ -73,8 +75,8 @@ class SyncMixin:
             with trio.fail_after(SYNC_TIMEOUT):
                 for message in session.start():
                     await stream.write(encode_frame(cbor.encode(message)))
-                while not session.done:
-                    frame = await self._read_sync_frame(did, stream)
+                while not session.done:  # the responder's frames: no frame timeout (it may be busy)
+                    frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
                     for message in await self._sync_step(did, None, session, frame, admit=False):
                         await stream.write(encode_frame(cbor.encode(message)))
             result = await self._settle(did, session, by_digest)
@@ -135,7 +137,8 @@ class SyncMixin:
             await stream.close()  # after the transfers: the initiator waits for this to report them
 
     async def _read_sync_frame(self, did: str, stream) -> bytes:
-        """One sync frame, within ``frame_timeout_s`` (a stream that trickles bytes is cut and counted)."""
+        """One sync frame from an initiator, within ``frame_timeout_s`` (a stream that trickles bytes,
+        slow-loris, is cut and counted)."""
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         try:
