@@ -42,3 +42,26 @@ def test_a_peer_sending_costly_frames_is_cut_off_after_a_few(tmp_path):
     finally:
         victim.kill()
         honest.kill()
+
+
+def test_an_address_whose_identities_keep_getting_cut_off_is_refused_at_connect(tmp_path):
+    """Identities are free: after two of them from 127.0.0.1 were cut off, a third new one is
+    closed as it connects (every process here is on 127.0.0.1, so the threshold is lowered to 2)."""
+    victim = Node(tmp_path, "victim", env={"MESHNODE_PEERS_ADDRESS_CUTOFFS": "2"})
+    try:
+        victim.start()
+        good = build_container(NodeKey.generate(), "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes().hex()
+        address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
+        for expected in (1, 2):  # two throw-away identities, each cut off by its costly frames
+            result = subprocess.run([sys.executable, str(EVIL), address, good, "0", "--costly", "3"],
+                                    capture_output=True, text=True, timeout=300, env=victim.env)
+            assert result.returncode == 0, result.stderr[-2000:]
+            assert metric(victim, "peers_cut_off") == expected
+        assert metric(victim, "addresses_cut_off") == 1
+        result = subprocess.run([sys.executable, str(EVIL), address, good, "0", "--reconnect", "1"],
+                                capture_output=True, text=True, timeout=300, env=victim.env)
+        assert result.stdout.splitlines() == ["reconnect closed"], result.stdout + result.stderr[-2000:]
+        assert metric(victim, "connections_refused", reason="address_banned") >= 1
+        assert victim.stop() == 0
+    finally:
+        victim.kill()
