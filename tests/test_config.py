@@ -346,3 +346,14 @@ def test_list_settings_in_the_environment(home, raw):
 def test_a_broken_toml_array_in_the_environment(home):
     exc = bad(home, environ={"MESHNODE_NET_LISTEN": '["/ip4/127.0.0.1/tcp/4001", '})
     assert "MESHNODE_NET_LISTEN" in exc.reason and "TOML array" in exc.reason
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ("[peers]\ndecode_workers = 0\n", "peers.decode_workers"),
+    ("[peers]\ncpu_ms_per_second = 0.0\n", "peers.cpu_ms_per_second"),
+    ("[peers]\nframe_timeout_seconds = 0.1\n", "peers.frame_timeout_seconds"),
+    ("[peers]\nsync_sessions = 2\nsync_sessions_per_peer = 3\n", "peers.sync_sessions_per_peer"),
+])
+def test_limits_under_attack_are_checked_at_load(home, toml, needle):
+    write_config(home, toml)
+    assert needle in bad(home).reason
