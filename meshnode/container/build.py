@@ -12,6 +12,7 @@ from typing import Any
 from meshnode.container import cbor, schema
 from meshnode.container.cbor import key_order
 from meshnode.container.errors import ContainerError
+from meshnode.container.prescan import scan
 from meshnode.container.model import (
     CONTAINER_VERSION,
     DEFAULT_LIMITS,
@@ -122,6 +123,8 @@ def build_container(
     size = len(container.to_bytes()) if side_c else len(core)  # the limit counts side blocks too
     if size > limits.max_bytes:
         raise ContainerError("too_large", f"{size} bytes, the limit is {limits.max_bytes}")
+    if size > limits.max_items:  # fewer bytes cannot hold more items (each takes one at least)
+        scan(container.to_bytes() if side_c else core, limits.max_items, limits.max_depth)
     return container
 
 
