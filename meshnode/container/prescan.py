@@ -63,7 +63,7 @@ def scan(data: bytes, max_items: int, max_depth: int) -> int:
             if pos > end:
                 raise ContainerError("malformed_cbor", "the input ends inside an item header")
             if b == 0xF8 and arg < 32:
-                raise ContainerError("malformed_cbor", "not well-formed (a reserved encoding): a simple value below 32 in two bytes")
+                raise ContainerError("malformed_cbor", "not well-formed: a simple value below 32 in two bytes")
         major = b >> 5
         if major == 4 or major == 5:
             if arg:
