@@ -38,9 +38,10 @@ STUCK_AFTER = 2 * SESSION_BUDGET  # a job still running this long ignored its ow
 OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other side starts one too
 # One sync message. Sized for sets of 100k items (bench/sync.py) differing by anything up to all
 # of them: the largest frame measured is 3.7 MB with 157k data items (ids listed in full, 29 bytes
-# per item). The item limit bounds the decode of any frame to ~0.2 s whatever its bytes hold (a
-# frame of empty arrays is one item per byte); sets of several hundred thousand items with
-# scattered differences would need more (or the reconciler cutting its messages to fit).
+# per item). The item limit bounds the decode of any frame to 0.2-0.3 s whatever its bytes hold
+# (a frame of empty arrays is one item per byte: at the old 40 MiB limit, over a minute). Sets of
+# several hundred thousand items with scattered differences would need more (or the reconciler
+# cutting its messages to fit).
 MAX_SYNC_FRAME = 8 * 1024 * 1024
 MAX_SYNC_ITEMS = 256 * 1024
 MAX_SYNC_DEPTH = 8  # message map, ranges list, range, ids list (the want: map, list)
