@@ -203,3 +203,20 @@ def test_sync_frames_have_their_own_limits():
     assert "more than" in str(info.value)
     ok = cbor2.dumps({"ranges": [None] * (mesh_sync.MAX_SYNC_ITEMS - 3)})
     assert len(mesh_sync._parse(ok)["ranges"]) == mesh_sync.MAX_SYNC_ITEMS - 3
+
+
+@pytest.mark.parametrize("text, ok", [("1024", True), ("1048576", True), ("1023", False), ("1048577", False),
+                                      ('"many"', False), ("2.5", False)])
+def test_the_max_items_setting(tmp_path, text, ok):
+    from meshnode.config import CONFIG_FILE, DEFAULTS, default_config_text, load_config
+    from meshnode.errors import ConfigError
+
+    assert DEFAULTS["limits"]["max_items"] == DEFAULT_LIMITS.max_items
+    assert f"max_items = {DEFAULT_LIMITS.max_items}" in default_config_text("n")
+    (tmp_path / CONFIG_FILE).write_text(f"[limits]\nmax_items = {text}\n", encoding="utf-8")
+    if ok:
+        assert load_config(tmp_path, environ={}).limits.max_items == int(text)
+    else:
+        with pytest.raises(ConfigError) as info:
+            load_config(tmp_path, environ={})
+        assert "limits.max_items" in info.value.reason and "\n" not in info.value.reason
