@@ -337,7 +337,7 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 16 MiB")
     if not 4 <= limits["max_depth"] <= 256:
         raise ConfigError("bad_config", "limits.max_depth must be between 4 and 256")
-    # the item count bounds the decode cost whatever the size (~0.6 us per item, worst shape)
+    # the item count bounds the decode cost whatever the size (about 1 us per item, worst shape)
     if not 1024 <= limits["max_items"] <= 1024 * 1024:
         raise ConfigError("bad_config", "limits.max_items must be between 1024 and 1048576")
     if not 0 <= limits["clock_skew_seconds"] <= 86400:

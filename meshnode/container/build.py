@@ -12,7 +12,6 @@ from typing import Any
 from meshnode.container import cbor, schema
 from meshnode.container.cbor import key_order
 from meshnode.container.errors import ContainerError
-from meshnode.container.prescan import scan
 from meshnode.container.model import (
     CONTAINER_VERSION,
     DEFAULT_LIMITS,
@@ -22,6 +21,7 @@ from meshnode.container.model import (
     container_did_for,
     payload_hash_for,
 )
+from meshnode.container.prescan import scan
 from meshnode.container.timefmt import format_ms
 from meshnode.container.verify import check_head_values, check_related, check_side
 from meshnode.identity.keys import NodeKey

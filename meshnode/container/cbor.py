@@ -9,11 +9,12 @@ their encoded form). On top of that meshnode allows only a JSON-like subset:
 maps with text keys, arrays, text, bytes, integers within 64 bits, floats,
 booleans and null. No tags, no ``undefined``, no other simple values.
 
-The decoder is strict: input is size-limited, pre-scanned so that its item count
-and nesting are bounded before any real work (``prescan``), decoded by cbor2's C decoder with
-duplicate keys, indefinite lengths and deep nesting refused, walked once to
-refuse forbidden types and unsorted keys, then re-encoded and compared byte for
-byte with the input. Anything that differs is ``non_deterministic``.
+The decoder is strict: input is size-limited, pre-scanned so that its item
+count and nesting are bounded before any real work (``prescan``), decoded by
+cbor2's C decoder with duplicate keys, indefinite lengths and deep nesting
+refused, walked once to refuse forbidden types and unsorted keys, then
+re-encoded and compared byte for byte with the input. Anything that differs is
+``non_deterministic``.
 
 Speed note: cbor2's canonical mode sorts every map on every call and costs
 about five times its plain mode. A decoded dict keeps the wire's key order, and
