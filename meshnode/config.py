@@ -38,7 +38,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "node": {"name": "meshnode"},
     "keys": {"path": "keys/node.key"},
     "store": {"path": "data/meshnode.db"},
-    "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "clock_skew_seconds": 300},
+    "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "max_items": 16384, "clock_skew_seconds": 300},
     "log": {"level": "info"},
     "net": {
         "listen": ["/ip4/0.0.0.0/tcp/4001"],
@@ -132,6 +132,7 @@ class Config:
         return Limits(
             max_bytes=self.get("limits", "max_container_bytes"),
             max_depth=self.get("limits", "max_depth"),
+            max_items=self.get("limits", "max_items"),
             clock_skew_ms=int(self.get("limits", "clock_skew_seconds") * 1000),
         )
 
@@ -161,7 +162,7 @@ _SECTION_NOTES = {
     "node": "who this node is",
     "keys": "the key file (mode 0600; never commit it)",
     "store": "the SQLite database",
-    "limits": "what a container may be (see protocols/container.md)",
+    "limits": "what a container may be: size, nesting, data items, clock skew (see protocols/container.md)",
     "log": "debug, info, warning or error",
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
@@ -336,6 +337,9 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 16 MiB")
     if not 4 <= limits["max_depth"] <= 256:
         raise ConfigError("bad_config", "limits.max_depth must be between 4 and 256")
+    # the item count bounds the decode cost whatever the size (about 1 us per item, worst shape)
+    if not 1024 <= limits["max_items"] <= 1024 * 1024:
+        raise ConfigError("bad_config", "limits.max_items must be between 1024 and 1048576")
     if not 0 <= limits["clock_skew_seconds"] <= 86400:
         raise ConfigError("bad_config", "limits.clock_skew_seconds must be between 0 and 86400")
     if values["log"]["level"] not in _LOG_LEVELS:

@@ -36,7 +36,15 @@ SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
 STUCK_AFTER = 2 * SESSION_BUDGET  # a job still running this long ignored its own timeouts
 OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other side starts one too
-MAX_SYNC_FRAME = 40 * 1024 * 1024  # a 1% difference between 100k-item sets lists ~3 MB of ids
+# One sync message. Sized for sets of 100k items (bench/sync.py) differing by anything up to all
+# of them: the largest frame measured is 3.7 MB with 157k data items (ids listed in full, 29 bytes
+# per item). The item limit bounds the decode of any frame to 0.2-0.3 s whatever its bytes hold
+# (a frame of empty arrays is one item per byte: at the old 40 MiB limit, over a minute). Sets of
+# several hundred thousand items with scattered differences would need more (or the reconciler
+# cutting its messages to fit).
+MAX_SYNC_FRAME = 8 * 1024 * 1024
+MAX_SYNC_ITEMS = 256 * 1024
+MAX_SYNC_DEPTH = 8  # message map, ranges list, range, ids list (the want: map, list)
 BATCH = 64
 
 
@@ -254,7 +262,7 @@ def _did_for(digest: bytes) -> str:
 
 def _parse(frame: bytes):
     try:
-        message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=8)
+        message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=MAX_SYNC_DEPTH, max_items=MAX_SYNC_ITEMS)
     except MeshnodeError as exc:
         raise ReconcileError(f"sync message: {exc.reason}") from None
     return message

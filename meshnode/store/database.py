@@ -165,7 +165,7 @@ class Database:
 
 # Stored containers were checked at arrival within the node's limits; re-reading
 # them must not fail because a limit was lowered later or the clock moved.
-_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
 assert DEFAULT_LIMITS.max_bytes <= _STORED.max_bytes
 
 
