@@ -86,7 +86,8 @@ async def gossip_all(target: str, items: list, tally: Counter) -> None:
     host = _host()
     info = info_from_p2p_addr(multiaddr.Multiaddr(target))
     gossipsub = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
-                          heartbeat_initial_delay=0.1, heartbeat_interval=1)
+                          heartbeat_initial_delay=0.1, heartbeat_interval=1,
+                          spam_protection_enabled=False)  # its default (10/s) would throttle the flood itself
     pubsub = Pubsub(host, gossipsub, strict_signing=True, msg_id_constructor=ContentAddressedMessageIDGenerator())
     async with host.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
         try:
