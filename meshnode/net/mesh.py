@@ -135,7 +135,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.author_rate = AuthorRate(config.author_rate)
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
-        self._evicted_since_trim = 0
+        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
     # --- lifecycle ------------------------------------------------------------
 
