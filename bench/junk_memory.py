@@ -24,9 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from meshharness import Node  # noqa: E402
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory in MB; ``RssAnon`` leaves out pages of mapped files (code touched once stays)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -45,13 +46,13 @@ def main() -> None:
             node.start()
             pid = node.proc.pid
             time.sleep(args.settle)  # a measurement interval: the node's own start-up allocations settle
-            before = rss_mb(pid)
+            before, anon_before = rss_mb(pid), rss_mb(pid, "RssAnon")
             samples: list[float] = []
             done = threading.Event()
 
             def sample() -> None:
                 while not done.is_set():
-                    samples.append(rss_mb(pid))
+                    samples.append((rss_mb(pid), rss_mb(pid, "RssAnon")))
                     done.wait(0.2)
 
             sampler = threading.Thread(target=sample, daemon=True)
@@ -65,9 +66,14 @@ def main() -> None:
             flood_s = time.monotonic() - started
             tally = json.loads(flood.stdout.strip().splitlines()[-1]) if flood.stdout.strip() else {"error": flood.stderr[-500:]}
             time.sleep(args.after)  # the interval being measured: memory this long after the flood
-            after = rss_mb(pid)
+            after, anon_after = rss_mb(pid), rss_mb(pid, "RssAnon")
             done.set()
             sampler.join()
+            wanted = ("containers_refused", "containers_evicted", "gossip_ignored", "memory_trims", "invalid_from_peer")
+            counts: dict[str, int] = {}
+            for m in node.call("metrics"):
+                if m["name"] in wanted:
+                    counts[m["name"]] = counts.get(m["name"], 0) + m["value"]
             node.stop()
             conn = sqlite3.connect(node.home / "data" / "meshnode.db")
             try:
@@ -77,9 +83,12 @@ def main() -> None:
                 conn.close()
         finally:
             node.kill()
-    print(json.dumps({"rss_before_mb": round(before, 1), "rss_peak_mb": round(max(samples or [before]), 1),
-                      "rss_after_mb": round(after, 1), "after_s": args.after, "flood_s": round(flood_s, 1),
-                      "junk_stored": junk, "junk_stored_mb": round(size / 1e6, 2), "flood": tally}))
+    samples = samples or [(before, anon_before)]
+    print(json.dumps({"rss_before_mb": round(before, 1), "rss_peak_mb": round(max(s[0] for s in samples), 1),
+                      "rss_after_mb": round(after, 1), "anon_before_mb": round(anon_before, 1),
+                      "anon_peak_mb": round(max(s[1] for s in samples), 1), "anon_after_mb": round(anon_after, 1),
+                      "after_s": args.after, "flood_s": round(flood_s, 1),
+                      "junk_stored": junk, "junk_stored_mb": round(size / 1e6, 2), "metrics": counts, "flood": tally}))
 
 
 if __name__ == "__main__":
