@@ -228,3 +228,51 @@ def test_quotas_hold_for_any_arrival_order(tmp_path_factory, arrivals):
         assert usage == db.conn.execute("SELECT count(*) FROM containers").fetchone()[0]
     finally:
         db.close()
+
+
+def _views(db) -> dict:
+    q = db.conn.execute
+    return {
+        "notes": sorted(q("SELECT container_did, hidden FROM notes").fetchall()),
+        "concepts": sorted(q("SELECT lineage, container_did, name, forks FROM concepts").fetchall()),
+        "links": sorted(q("SELECT lineage, container_did, from_did, to_did, from_concept_id IS NULL,"
+                          " to_concept_id IS NULL FROM links").fetchall()),
+        "versions": sorted(q("SELECT did, root, head FROM container_versions").fetchall()),
+        "tags": sorted(q("SELECT did, tag FROM container_tags").fetchall()),
+    }
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["note", "concept", "edit", "link"]), st.integers(0, 2)),
+                min_size=1, max_size=25))
+def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_factory, steps):
+    """Whatever was evicted, the views are those of a store that only ever held the survivors."""
+    authors = [A, B, C]
+    q = Quotas(author_containers=100, author_bytes=10**7, total_containers=6, total_bytes=10**9, slack=0.3)
+    folder = tmp_path_factory.mktemp("v")
+    db = Database(folder / "evicted.db")
+    fresh = Database(folder / "fresh.db")
+    try:
+        made, concepts = [], []
+        for t, (kind, who) in enumerate(steps):
+            k, now = authors[who], T0 + t
+            if kind == "note":
+                c = make_note(k, f"#t{t % 3} note {t}", now_ms=now, audience="public")
+            elif kind == "concept" or not concepts:
+                c = make_concept(k, f"c{t}", now_ms=now, tags=[f"t{t % 2}"])
+                concepts.append(c)
+            elif kind == "edit":
+                c = make_concept(k, f"c{t}", now_ms=now, replaces=[concepts[-1].did])
+                concepts.append(c)
+            else:
+                c = make_link(k, concepts[0].did, "near", [concepts[-1].did], now_ms=now)
+            made.append(c)
+            put(db, c, q, t=now)
+        left = {r[0] for r in db.conn.execute("SELECT did FROM containers")}
+        for c in made:
+            if c.did in left:
+                fresh.put_container(c, received_at_ms=T0)
+        assert _views(db) == _views(fresh)
+    finally:
+        db.close()
+        fresh.close()
