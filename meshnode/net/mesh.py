@@ -43,6 +43,7 @@ from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
+from meshnode.net.mesh_admission import AdmissionMixin
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, GossipMixin
 from meshnode.consensus.committee import Committee
@@ -53,7 +54,10 @@ from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
+from meshnode.net.author_rate import AuthorRate, RateSettings
 from meshnode.store import Store
+from meshnode.store.known import KnownAuthors
+from meshnode.store.quotas import Quotas
 from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -86,6 +90,11 @@ class NetConfig:
     sync_window_days: float = 0.0
     min_trust: float = 0.0
 
+    quotas: Quotas = field(default_factory=Quotas)  # [limits] unknown_*: what strangers may make it hold
+    known_min_trust: float = 0.7
+    author_rate: RateSettings = field(default_factory=RateSettings)
+    max_unknown_peers: int = 2000
+
     committee_dids: list[str] = field(default_factory=list)  # [consensus] committee: the genesis validators
     consensus_timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -97,7 +106,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -122,6 +131,11 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.validator = None
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
+        # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission)
+        self.known = KnownAuthors({key.did, *config.committee_dids})
+        self.author_rate = AuthorRate(config.author_rate)
+        self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
+        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -177,13 +191,14 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=False)
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
+                    await self.refresh_known()
                     await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
                     heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
@@ -200,6 +215,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
                     nursery.start_soon(self._reputation_forever)
+                    nursery.start_soon(self._admission_forever)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:

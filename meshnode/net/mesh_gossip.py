@@ -32,11 +32,11 @@ class GossipMixin:
 
     def _validate_gossip_container(self, forwarder, message) -> bool:
         try:
-            decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
-            return True
+            c = decode_container(message.data, now_ms=self.clock(), limits=self.config.container_limits)
         except ContainerError as exc:
             self._gossip_invalid(forwarder, exc.code)
             return False
+        return self._admit_gossip_author(c, message)
 
     def _validate_heartbeat(self, forwarder, message) -> bool:
         try:
@@ -73,8 +73,7 @@ class GossipMixin:
 
     async def _read_gossip_containers(self, subscription) -> None:
         async for c in self._from_others(subscription):
-            new = await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                           received_from=c.sender_did))
+            new = (await self._store_from_peer(c, c.sender_did, "gossip")).new
             self.metrics.inc("containers_received", via="gossip")
             if new:  # a valid container its author published is reputation evidence (once per container)
                 self.standing.record_valid(c.sender_did, self.clock())

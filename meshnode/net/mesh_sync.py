@@ -151,8 +151,7 @@ class SyncMixin:
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
             for c in got:
-                await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                         received_from=did))
+                await self._store_from_peer(c, did, "sync")
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
         self.credit_sync_session(did)

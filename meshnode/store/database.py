@@ -115,6 +115,11 @@ class Database:
         with self.transaction() as conn:
             return _insert(conn, c, received_at_ms, received_from, local)
 
+    def shrink_memory(self) -> None:
+        """Free this connection's page cache (it refills on use): after a burst of writes."""
+        with sql_errors("freeing the page cache"):
+            self.conn.execute("PRAGMA shrink_memory")
+
     def get_container_bytes(self, did: str, with_side: bool = True) -> bytes | None:
         with sql_errors("reading a container"):
             row = self.conn.execute("SELECT core, side FROM containers WHERE did = ?", (did,)).fetchone()
