@@ -3,9 +3,17 @@
 Prints, for a small and a larger note: containers signed+encoded per second
 and decoded+verified per second, each next to PyNaCl's raw sign / verify rate
 over a message of the same size, and the ratios (goals: decode+verify >= 0.8
-of raw verify, sign+encode >= 0.6 of raw sign). The last line is one JSON
-object. Each figure is the best of several rounds, rounds interleaved, so a
-busy moment on the machine hurts all figures alike.
+of raw verify, sign+encode >= 0.6 of raw sign). Each figure is the best of
+several rounds, rounds interleaved, so a busy moment on the machine hurts all
+figures alike.
+
+Then the worst cases at the default limits (protocols/container.md section
+2.5): how long one decode_container takes on inputs of the maximum size in the
+shapes that cost most per byte (empty arrays, empty maps, small integers,
+deep nesting, one big text), and on signed containers holding exactly
+max_items items of those shapes, padded to the maximum size (the most work an
+input can cause and still pass the pre-scan). The last line is one JSON object
+(key ``worst_case``: shape, bytes, items, outcome, ms).
 
     python bench/containers.py [--seconds 0.5] [--rounds 5]
 """
@@ -20,7 +28,11 @@ import time
 import nacl
 from nacl.signing import SigningKey
 
-from meshnode.container import build_container, decode_container, now_ms
+import cbor2
+
+from meshnode.container import ContainerError, build_container, decode_container, now_ms
+from meshnode.container.model import DEFAULT_LIMITS, Limits
+from meshnode.container.prescan import scan
 from meshnode.identity.keys import NodeKey
 
 
@@ -68,6 +80,73 @@ def bench_case(name: str, payload: dict, seconds: float, rounds: int) -> dict:
     }
 
 
+def _at_the_item_limit(key: NodeKey, t: int, item) -> bytes:
+    """A signed container of exactly max_items items (a list of ``item``), padded to max_bytes."""
+    lax = Limits(max_bytes=1 << 24, max_items=1 << 30)
+    limit, size = DEFAULT_LIMITS.max_items, DEFAULT_LIMITS.max_bytes
+    per = scan(cbor2.dumps(item), 1 << 30, 64)
+    k = pad = 0
+
+    def build() -> bytes:
+        return build_container(key, "x_worst", {"v": [item] * k, "pad": "x" * pad}, timestamp_ms=t,
+                               limits=lax).to_bytes()
+
+    k = (limit - scan(build(), 1 << 30, 64)) // per
+    for _ in range(3):  # the pad's own header grows with it
+        pad += size - len(build())
+    data = build()
+    assert len(data) == size and limit - per < scan(data, 1 << 30, 64) <= limit, (len(data), k, pad)
+    return data
+
+
+def worst_cases(rounds: int) -> list[dict]:
+    """One decode_container per input; the best of ``rounds`` runs, in ms."""
+    key = NodeKey(bytes(range(32)))
+    t = now_ms()
+    size, depth = DEFAULT_LIMITS.max_bytes, DEFAULT_LIMITS.max_depth
+    inputs = {
+        "empty arrays, max size": cbor2.dumps([[]] * (size - 5)),
+        "empty maps, max size": cbor2.dumps([{}] * (size - 5)),
+        "small ints, max size": cbor2.dumps([0] * (size - 5)),
+        "deep nesting, max size": b"\x81" * (size - 1) + b"\x01",
+        "one big text, max size": build_container(key, "x_worst", {"t": "x" * (size - 600)}, timestamp_ms=t).to_bytes(),
+        "empty arrays at the item limit": _at_the_item_limit(key, t, []),
+        "empty maps at the item limit": _at_the_item_limit(key, t, {}),
+        "one-item arrays at the item limit": _at_the_item_limit(key, t, [0]),
+        "small ints at the item limit": _at_the_item_limit(key, t, 0),
+        "nesting at the depth limit": build_container(key, "x_worst", {"v": _nested(depth - 3)}, timestamp_ms=t)
+        .to_bytes(),
+    }
+    out = []
+    for shape, data in inputs.items():
+        best, outcome = float("inf"), "accepted"
+        for _ in range(rounds):
+            start = time.perf_counter()
+            try:
+                decode_container(data, now_ms=t)
+            except ContainerError as exc:
+                outcome = exc.code
+            best = min(best, time.perf_counter() - start)
+        items = _count(data)
+        out.append({"shape": shape, "bytes": len(data), "items": items, "outcome": outcome,
+                    "ms": round(best * 1000, 2)})
+    return out
+
+
+def _nested(n: int):
+    value: object = 0
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+def _count(data: bytes) -> int | None:
+    try:
+        return scan(data, 1 << 30, 1 << 30)
+    except ContainerError:
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=0.5, help="length of one timed run")
@@ -84,8 +163,15 @@ def main() -> None:
         print(f"{r['case']:12} {r['container_bytes']:>6} {r['raw_sign']:>11} {r['sign_encode']:>11}"
               f" {r['sign_ratio']:>6} {r['raw_verify']:>13} {r['decode_verify']:>13} {r['verify_ratio']:>6}")
     print("goals: sign+encode >= 0.6 x raw sign; decode+verify >= 0.8 x raw verify")
+    worst = worst_cases(max(args.rounds, 3))
+    limits = {"max_bytes": DEFAULT_LIMITS.max_bytes, "max_depth": DEFAULT_LIMITS.max_depth,
+              "max_items": DEFAULT_LIMITS.max_items}
+    print(f"worst cases of one decode at the default limits {limits}:")
+    for w in worst:
+        print(f"  {w['shape']:34} {w['bytes']:>7} bytes {str(w['items']):>7} items  {w['outcome']:15} {w['ms']:>8} ms")
     print(json.dumps({"bench": "containers", "python": platform.python_version(), "pynacl": nacl.__version__,
-                      "goal_sign_ratio": 0.6, "goal_verify_ratio": 0.8, "results": results}))
+                      "goal_sign_ratio": 0.6, "goal_verify_ratio": 0.8, "results": results,
+                      "limits": limits, "worst_case": worst}))
 
 
 if __name__ == "__main__":

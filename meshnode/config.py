@@ -34,11 +34,27 @@ HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
 MAX_CONFIG_BYTES = 256 * 1024
 
+# what unknown authors and peers may make this node hold (store/quotas.py, net/author_rate.py;
+# the reasons for each default are in protocols/mesh.md "Storage quotas")
+STRANGER_LIMITS: dict[str, Any] = {
+    "known_min_trust": 0.7,
+    "unknown_author_containers": 64,
+    "unknown_author_kib": 1024,
+    "unknown_total_containers": 16384,
+    "unknown_total_mib": 64,
+    "unknown_gossip_per_second": 0.2,
+    "unknown_gossip_burst": 10,
+    "unknown_gossip_total_per_second": 10.0,
+    "unknown_gossip_total_burst": 50,
+    "unknown_peers": 2000,
+}
+
 DEFAULTS: dict[str, dict[str, Any]] = {
     "node": {"name": "meshnode"},
     "keys": {"path": "keys/node.key"},
     "store": {"path": "data/meshnode.db"},
-    "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "clock_skew_seconds": 300},
+    "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "max_items": 16384, "clock_skew_seconds": 300,
+               **STRANGER_LIMITS},
     "log": {"level": "info"},
     "net": {
         "listen": ["/ip4/0.0.0.0/tcp/4001"],
@@ -147,6 +163,7 @@ class Config:
         return Limits(
             max_bytes=self.get("limits", "max_container_bytes"),
             max_depth=self.get("limits", "max_depth"),
+            max_items=self.get("limits", "max_items"),
             clock_skew_ms=int(self.get("limits", "clock_skew_seconds") * 1000),
         )
 
@@ -176,7 +193,9 @@ _SECTION_NOTES = {
     "node": "who this node is",
     "keys": "the key file (mode 0600; never commit it)",
     "store": "the SQLite database",
-    "limits": "what a container may be (see protocols/container.md)",
+    "limits": "what a container may be: size, nesting, data items, clock skew (see protocols/container.md);"
+              " what unknown authors may make this node store and relay, and how many unknown peers it"
+              " remembers (protocols/mesh.md, Storage quotas)",
     "log": "debug, info, warning or error",
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
@@ -353,8 +372,12 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "limits.max_container_bytes must be between 1 KiB and 16 MiB")
     if not 4 <= limits["max_depth"] <= 256:
         raise ConfigError("bad_config", "limits.max_depth must be between 4 and 256")
+    # the item count bounds the decode cost whatever the size (about 1 us per item, worst shape)
+    if not 1024 <= limits["max_items"] <= 1024 * 1024:
+        raise ConfigError("bad_config", "limits.max_items must be between 1024 and 1048576")
     if not 0 <= limits["clock_skew_seconds"] <= 86400:
         raise ConfigError("bad_config", "limits.clock_skew_seconds must be between 0 and 86400")
+    _check_stranger_limits(limits)
     if values["log"]["level"] not in _LOG_LEVELS:
         raise ConfigError("bad_config", f"log.level must be one of {', '.join(_LOG_LEVELS)}")
     check_name(values["node"]["name"])
@@ -448,6 +471,30 @@ def _check_load_limits(peers: Mapping[str, Any]) -> None:
             raise ConfigError("bad_config", f"peers.{key} must be between {lo} and {hi}")
     if peers["sync_sessions_per_peer"] > peers["sync_sessions"]:
         raise ConfigError("bad_config", "peers.sync_sessions_per_peer must not exceed peers.sync_sessions")
+
+
+_STRANGER_RANGES = {  # setting: (lowest, highest)
+    "known_min_trust": (0.0, 1.0),
+    "unknown_author_containers": (1, 1_000_000),
+    "unknown_author_kib": (1, 1024 * 1024),
+    "unknown_total_containers": (1, 100_000_000),
+    "unknown_total_mib": (1, 1024 * 1024),
+    "unknown_gossip_per_second": (0.001, 10_000.0),
+    "unknown_gossip_burst": (1, 1_000_000),
+    "unknown_gossip_total_per_second": (0.001, 100_000.0),
+    "unknown_gossip_total_burst": (1, 1_000_000),
+    "unknown_peers": (10, 10_000_000),
+}
+
+
+def _check_stranger_limits(limits: dict) -> None:
+    for key, (low, high) in _STRANGER_RANGES.items():
+        if not low <= limits[key] <= high:
+            raise ConfigError("bad_config", f"limits.{key} must be between {low:g} and {high:g}")
+    if limits["unknown_author_containers"] > limits["unknown_total_containers"] \
+            or limits["unknown_author_kib"] > limits["unknown_total_mib"] * 1024:
+        raise ConfigError("bad_config", "limits.unknown_author_containers and unknown_author_kib must not exceed"
+                          " limits.unknown_total_containers and unknown_total_mib")
 
 
 def check_name(name: str) -> None:

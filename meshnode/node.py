@@ -28,6 +28,7 @@ from meshnode.consensus.tendermint import Timeouts
 from meshnode.store import decisions
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
+from meshnode.net.author_rate import RateSettings
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
@@ -36,12 +37,29 @@ from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.store import Store
+from meshnode.store.quotas import Quotas
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 
 log = logging.getLogger("meshnode.node")
 STOP_BUSY_TIMEOUT_MS = 500
+
+
+def stranger_limits(limits: dict) -> dict:
+    """The NetConfig fields of ``[limits]``' settings for unknown authors and peers."""
+    return {
+        "quotas": Quotas(author_containers=limits["unknown_author_containers"],
+                         author_bytes=limits["unknown_author_kib"] * 1024,
+                         total_containers=limits["unknown_total_containers"],
+                         total_bytes=limits["unknown_total_mib"] * 1024 * 1024),
+        "known_min_trust": float(limits["known_min_trust"]),
+        "author_rate": RateSettings(per_author_per_second=float(limits["unknown_gossip_per_second"]),
+                                    per_author_burst=limits["unknown_gossip_burst"],
+                                    total_per_second=float(limits["unknown_gossip_total_per_second"]),
+                                    total_burst=limits["unknown_gossip_total_burst"]),
+        "max_unknown_peers": limits["unknown_peers"],
+    }
 
 
 def net_config(config: Config) -> NetConfig:
@@ -77,6 +95,7 @@ def net_config(config: Config) -> NetConfig:
         sync_classes=list(sync["classes"]), sync_tags=list(sync["tags"]),
         sync_window_days=float(sync["window_days"]), min_trust=float(sync["min_trust"]),
         committee_dids=list(consensus["committee"]),
+        **stranger_limits(config.values["limits"]),
         consensus_timeouts=Timeouts(propose_ms=consensus["propose_ms"], prevote_ms=consensus["prevote_ms"],
                                     precommit_ms=consensus["precommit_ms"], delta_ms=consensus["round_delta_ms"],
                                     resend_ms=consensus["resend_ms"],
@@ -313,6 +332,8 @@ class _Control:
     async def cmd_friend(self, did: str, on: bool = True):
         peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
         await self.store.write(set_friend, did, peer_id, now_ms(), bool(on))
+        if self.mesh is not None:
+            await self.mesh.refresh_known()  # a new friend's containers are never a stranger's
         return {"did": did, "friend": bool(on)}
 
     async def cmd_friends(self):

@@ -17,7 +17,8 @@ from pathlib import Path
 import cbor2
 
 from meshnode.container import build_container, cbor, decode_container
-from meshnode.container.model import container_did_for, payload_hash_for
+from meshnode.container.model import DEFAULT_LIMITS, Limits, container_did_for, payload_hash_for
+from meshnode.container.prescan import scan
 from meshnode.container.timefmt import format_ms, parse_ms
 from meshnode.identity.did import did_from_public_key
 from meshnode.identity.keys import NodeKey
@@ -61,6 +62,27 @@ ORDER_8 = bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7
 def whole_float_container():
     return build_container(key(SEED_C), "x_measure", WHOLE_FLOATS, timestamp_ms=T0 + 8,
                            head_extra={"confidence": 1.0})
+
+
+_LAX = Limits(max_depth=64, max_items=1 << 20)  # to sign the vectors one step past a limit
+
+
+def items_edge_container(extra: int):
+    """A container of exactly max_items data items (plus ``extra``): a payload list of zeros."""
+    base = build_container(key(SEED_C), "x_items", {"v": []}, timestamp_ms=T0 + 9)
+    k = DEFAULT_LIMITS.max_items - scan(base.to_bytes(), 1 << 20, 64) + extra
+    c = build_container(key(SEED_C), "x_items", {"v": [0] * k}, timestamp_ms=T0 + 9, limits=_LAX)
+    assert scan(c.to_bytes(), 1 << 20, 64) == DEFAULT_LIMITS.max_items + extra
+    return c
+
+
+def depth_edge_container(extra: int):
+    """A container whose deepest item sits inside exactly max_depth arrays and maps (plus ``extra``):
+    the payload's "v" value sits inside three (envelope, hmp_container, payload)."""
+    value: object = 0
+    for _ in range(DEFAULT_LIMITS.max_depth - 3 + extra):
+        value = [value]
+    return build_container(key(SEED_C), "x_nested", {"v": value}, timestamp_ms=T0 + 10, limits=_LAX)
 
 
 def _k(r: bytes, public_key: bytes, message: bytes) -> int:
@@ -136,6 +158,10 @@ def valid_vectors() -> list[dict]:
             a, "note", NOTE, timestamp_ms=T0 + 5,
             side={"relay_chain": [{"relay_did": b.did, "timestamp": format_ms(T0 + 6)}],
                   "evaluations": {"items": []}})),
+        (f"exactly max_items ({DEFAULT_LIMITS.max_items}) data items: the item limit's edge passes", SEED_C,
+         items_edge_container(0)),
+        (f"an item inside exactly max_depth ({DEFAULT_LIMITS.max_depth}) arrays and maps: the depth limit's edge"
+         " passes", SEED_C, depth_edge_container(0)),
     ]
     out = []
     for description, seed, c in made:
@@ -260,6 +286,10 @@ def invalid_vectors() -> list[dict]:
     add("too_deep", "arrays nested 40 deep (limit 32)", b"\x81" * 40 + b"\x01")
     add("too_large", "a byte string over the 262144-byte limit", cbor2.dumps(b"\x00" * 262_145))
     add("bad_structure", "not a map", cbor2.dumps([1, 2, 3]))
+    add("too_many_items", f"one data item over max_items ({DEFAULT_LIMITS.max_items}), otherwise valid",
+        items_edge_container(1).to_bytes())
+    add("too_deep", f"an item inside max_depth + 1 ({DEFAULT_LIMITS.max_depth + 1}) arrays and maps, otherwise"
+        " valid", depth_edge_container(1).to_bytes())
     out = []
     for code, description, data, extra in cases:
         out.append({"description": description, "container": data.hex(), "now": format_ms(NOW),
@@ -275,7 +305,8 @@ def _resign_as(hmp: dict, signer: NodeKey, claimed: NodeKey) -> dict:
 
 def render() -> dict[str, str]:
     meta = {"format": "meshnode container test vectors", "spec": "protocols/container.md",
-            "limits": {"max_bytes": 262144, "max_depth": 32, "clock_skew_seconds": 300}}
+            "limits": {"max_bytes": 262144, "max_depth": 32, "max_items": DEFAULT_LIMITS.max_items,
+                       "clock_skew_seconds": 300}}
     return {
         "containers-valid.json": json.dumps({**meta, "vectors": valid_vectors()}, indent=2, ensure_ascii=False) + "\n",
         "containers-invalid.json": json.dumps({**meta, "vectors": invalid_vectors()}, indent=2,

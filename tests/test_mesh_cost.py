@@ -100,7 +100,7 @@ def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
             assert mesh.metrics.get("exchange_refused", reason="over_budget") >= 1
             assert not mesh.standing.is_banned(sender.did, mesh.clock())  # refused, not held against it
 
-            mesh.known.add(sender.did)  # a known peer: its own, larger budget, no address limits
+            mesh.known.replace([sender.did])  # a known peer: its own, larger budget, no address limits
             known = FakeStream(push_frame([good]), peer(sender))
             await mesh._serve_exchange(known)
             assert known.answer()["op"] == "ack"

@@ -36,6 +36,10 @@ KINDS = (PROPOSAL, PREVOTE, PRECOMMIT, REQUEST, COMMIT, CATCHUP)
 VOTES = (PREVOTE, PRECOMMIT)
 MAX_VALUE = 16 * 1024
 MAX_MESSAGE = 2 * 1024 * 1024  # a commit carries up to a committee's worth of precommits
+MAX_COMMIT_PRECOMMITS = 4096
+# data items in one message: at most 9 fields (18 items), the map, and a commit's precommits (each a
+# byte string: one item); the rest of a 2 MiB frame could otherwise be two million empty arrays
+MAX_MESSAGE_ITEMS = 2 * MAX_COMMIT_PRECOMMITS
 MAX_ROUND = 10_000
 
 
@@ -93,7 +97,7 @@ def sign(key: NodeKey, kind: str, committee: str, height: int, round_: int, *, v
 def decode(data: bytes, *, check_signature: bool = True) -> Message:
     """A message from the wire: shape, limits and (by default) the sender's signature."""
     try:
-        raw, _ = cbor.decode(data, max_bytes=MAX_MESSAGE, max_depth=4)
+        raw, _ = cbor.decode(data, max_bytes=MAX_MESSAGE, max_depth=4, max_items=MAX_MESSAGE_ITEMS)
     except MeshnodeError as exc:
         raise MessageError("bad_message", f"consensus message: {exc.reason}") from None
     if type(raw) is not dict:
@@ -124,7 +128,7 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if type(valid_round) is not int or not -1 <= valid_round < max(round_, 1):
         raise MessageError("bad_message", "a proposal's valid round is -1 or an earlier round")
     commit = raw.get("q", [])
-    if type(commit) is not list or len(commit) > 4096 or any(type(x) is not bytes for x in commit):
+    if type(commit) is not list or len(commit) > MAX_COMMIT_PRECOMMITS or any(type(x) is not bytes for x in commit):
         raise MessageError("bad_message", "a commit lists encoded precommits")
     message = Message(kind, committee, height, round_, sender, vid, valid_round, value, tuple(commit), sig)
     if check_signature:

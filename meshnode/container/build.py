@@ -21,6 +21,7 @@ from meshnode.container.model import (
     container_did_for,
     payload_hash_for,
 )
+from meshnode.container.prescan import scan
 from meshnode.container.timefmt import format_ms
 from meshnode.container.verify import check_head_values, check_related, check_side
 from meshnode.identity.keys import NodeKey
@@ -122,6 +123,8 @@ def build_container(
     size = len(container.to_bytes()) if side_c else len(core)  # the limit counts side blocks too
     if size > limits.max_bytes:
         raise ContainerError("too_large", f"{size} bytes, the limit is {limits.max_bytes}")
+    if size > limits.max_items:  # fewer bytes cannot hold more items (each takes one at least)
+        scan(container.to_bytes() if side_c else core, limits.max_items, limits.max_depth)
     return container
 
 

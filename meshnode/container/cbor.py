@@ -9,10 +9,12 @@ their encoded form). On top of that meshnode allows only a JSON-like subset:
 maps with text keys, arrays, text, bytes, integers within 64 bits, floats,
 booleans and null. No tags, no ``undefined``, no other simple values.
 
-The decoder is strict: input is size-limited, decoded by cbor2's C decoder with
-duplicate keys, indefinite lengths and deep nesting refused, walked once to
-refuse forbidden types and unsorted keys, then re-encoded and compared byte for
-byte with the input. Anything that differs is ``non_deterministic``.
+The decoder is strict: input is size-limited, pre-scanned so that its item
+count and nesting are bounded before any real work (``prescan``), decoded by
+cbor2's C decoder with duplicate keys, indefinite lengths and deep nesting
+refused, walked once to refuse forbidden types and unsorted keys, then
+re-encoded and compared byte for byte with the input. Anything that differs is
+``non_deterministic``.
 
 Speed note: cbor2's canonical mode sorts every map on every call and costs
 about five times its plain mode. A decoded dict keeps the wire's key order, and
@@ -29,6 +31,7 @@ from typing import Any
 import cbor2
 
 from meshnode.container.errors import ContainerError
+from meshnode.container.prescan import scan
 
 HARD_MAX_DEPTH = 256  # the most any configuration allows (config.py checks the same bound)
 _INT_MIN = -(2**64)
@@ -167,7 +170,7 @@ def check_tree(value: Any) -> bool:
         if float in types:
             has_float = True
         if dict in types or list in types:
-            for x in items:
+            for x in filter(None, items):  # an empty array or map holds nothing to check
                 if type(x) is dict or type(x) is list:
                     push(x)
     return has_float
@@ -203,13 +206,15 @@ def _cacheable(keys) -> bool:
     return len(keys) <= 32 and sum(map(len, keys)) <= 512
 
 
-def decode(data: bytes, *, max_bytes: int, max_depth: int) -> tuple[Any, bool]:
+def decode(data: bytes, *, max_bytes: int, max_depth: int, max_items: int | None = None) -> tuple[Any, bool]:
     """Strictly decode one deterministic CBOR item. Returns ``(value, has_float)``.
 
     Raises only ContainerError, whatever the input. ``max_depth``: no item may
-    sit inside more than this many arrays and maps.
+    sit inside more than this many arrays and maps. ``max_items``: the most
+    data items (arrays, maps, keys, values, scalars) the item may hold; None
+    leaves only the size limit (every item takes at least one byte).
     """
-    value, has_float = decode_tree(data, max_bytes=max_bytes, max_depth=max_depth)
+    value, has_float = decode_tree(data, max_bytes=max_bytes, max_depth=max_depth, max_items=max_items)
     check_encoding(value, has_float, data)
     return value, has_float
 
@@ -223,7 +228,8 @@ def as_bytes(data: object) -> bytes:
     return bytes(data)
 
 
-def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, walk: bool = True) -> tuple[Any, bool]:
+def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, max_items: int | None = None,
+                walk: bool = True) -> tuple[Any, bool]:
     """Decode and walk, but leave the byte-for-byte comparison to the caller.
 
     The container verifier compares the input with bytes it assembles anyway
@@ -237,6 +243,8 @@ def decode_tree(data: bytes, *, max_bytes: int, max_depth: int, walk: bool = Tru
         raise ContainerError("too_large", f"{len(data)} bytes, the limit is {max_bytes}")
     if not data:
         raise ContainerError("malformed_cbor", "empty input")
+    if max_items is not None and len(data) > max_items:  # shorter input cannot hold more items than bytes
+        scan(data, max_items, max_depth)  # cost bounded by max_items; refuses before cbor2 does any work
     try:
         value = cbor2.loads(
             data,

@@ -17,6 +17,7 @@ CODES = {
     "non_deterministic": "well-formed CBOR, but not the deterministic encoding (RFC 8949 4.2.1)",
     "duplicate_key": "a map holds the same key twice",
     "too_deep": "arrays and maps are nested deeper than the configured maximum",
+    "too_many_items": "the item holds more data items (arrays, maps, keys, values) than the configured maximum",
     "forbidden_type": "a CBOR type meshnode does not allow (tags, undefined, simple values, non-text map keys)",
     "bad_structure": "a required block or field is missing, or a field has the wrong type",
     "bad_field": "a field has the right type but an invalid value",

@@ -42,6 +42,7 @@ class Limits:
 
     max_bytes: int = 256 * 1024
     max_depth: int = 32
+    max_items: int = 16384
     clock_skew_ms: int = 5 * 60 * 1000
 
 

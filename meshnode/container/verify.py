@@ -42,7 +42,8 @@ _RELATED_ITEM = schema.list_of(schema.did, max_items=1024, non_empty=True)
 def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Container:
     """Return the verified Container encoded in ``data``, or raise ContainerError."""
     data = cbor.as_bytes(data)
-    value, _ = cbor.decode_tree(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth, walk=False)
+    value, _ = cbor.decode_tree(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth,
+                                max_items=limits.max_items, walk=False)
     # Walk the blocks whose content is not otherwise compared; in the usual
     # layout the envelope and hmp_container maps are checked byte for byte below.
     hmp_in = value.get("hmp_container") if type(value) is dict else None

@@ -26,6 +26,11 @@ PROTOCOL_ID = "/meshnode/mce/1.0.0"
 MAX_ITEMS = 64
 MAX_VALIDATE_CHARS = 32 * 1024  # a prompt or an answer sent for validation (the sender cuts longer ones)
 MAX_MESSAGE_DEPTH = 8  # the message map, its arrays, the rejection maps; containers travel as bytes
+# Data items in one message. The largest an honest node sends is an ack for 64 containers: 64 DIDs
+# accepted or duplicate and 64 rejection maps of 7 items each, under 700 in all (a push of 64
+# containers is 70: they travel as byte strings). The limit bounds a frame's decode whatever its
+# size: a 1 MiB frame of empty arrays would otherwise be a million items (over a second of CPU).
+MAX_MESSAGE_ITEMS = 2048
 
 
 class ExchangeError(MeshnodeError):
@@ -38,7 +43,7 @@ def encode_message(message: dict) -> bytes:
 
 def decode_message(data: bytes, max_bytes: int) -> dict:
     try:
-        message, _ = cbor.decode(data, max_bytes=max_bytes, max_depth=MAX_MESSAGE_DEPTH)
+        message, _ = cbor.decode(data, max_bytes=max_bytes, max_depth=MAX_MESSAGE_DEPTH, max_items=MAX_MESSAGE_ITEMS)
     except ContainerError as exc:
         raise ExchangeError("bad_message", f"{exc.code}: {exc.reason}") from None
     if type(message) is not dict or type(message.get("op")) is not str:

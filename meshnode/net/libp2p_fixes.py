@@ -41,11 +41,12 @@ async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:
         gossipsub.equivocation_detection.clear()
 
 
-def count_gossip_refused_unseen(pubsub, on_refused) -> None:
+def count_gossip_refused_unseen(pubsub, on_refused, pardoned=None) -> None:
     """Pubsub drops two kinds of message before any topic validator sees them, so their
     forwarder was never counted: one whose id is cached as invalid (the same bad data sent
     again, for the cache's 5 minutes) and one whose signature fails. Report those as
-    ``on_refused(forwarder, code)`` with code ``invalid_again`` or ``bad_signature``.
+    ``on_refused(forwarder, code)`` with code ``invalid_again`` or ``bad_signature``;
+    ``pardoned(msg_id)`` names cached refusals that were no fault of the data (a rate).
     Patches this one Pubsub object (private API, verified against 0.8.1)."""
     import libp2p.pubsub.pubsub as pubsub_module
 
@@ -53,8 +54,9 @@ def count_gossip_refused_unseen(pubsub, on_refused) -> None:
 
     async def push_msg(forwarder, msg) -> None:
         if forwarder != pubsub.host.get_id() and not pubsub._is_msg_seen(msg):
-            cached = pubsub.validation_cache.get(pubsub._msg_id_constructor(msg))
-            if cached is not None and not cached.is_valid:
+            msg_id = pubsub._msg_id_constructor(msg)
+            cached = pubsub.validation_cache.get(msg_id)
+            if cached is not None and not cached.is_valid and not (pardoned and pardoned(msg_id)):
                 on_refused(forwarder, "invalid_again")
             elif pubsub.strict_signing and not pubsub_module.signature_validator(msg):
                 on_refused(forwarder, "bad_signature")

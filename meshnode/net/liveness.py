@@ -117,5 +117,9 @@ class LivenessTracker:
         p = self._peers.get(peer)
         return p.last_heard_ms if p else None
 
+    def forget(self, peer: str) -> None:
+        """Drop what is known of ``peer`` (a dead stranger): heard again, it starts afresh."""
+        self._peers.pop(peer, None)
+
     def peers(self) -> dict[str, Liveness]:
         return {peer: p.state for peer, p in self._peers.items()}

@@ -46,6 +46,7 @@ from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
 from meshnode.net.mesh_cost import CostMixin
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
+from meshnode.net.mesh_admission import AdmissionMixin
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, VALIDATED_KEPT, GossipMixin
@@ -57,7 +58,10 @@ from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
+from meshnode.net.author_rate import AuthorRate, RateSettings
 from meshnode.store import Store
+from meshnode.store.known import KnownAuthors
+from meshnode.store.quotas import Quotas
 from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -98,6 +102,11 @@ class NetConfig:
     sync_window_days: float = 0.0
     min_trust: float = 0.0
 
+    quotas: Quotas = field(default_factory=Quotas)  # [limits] unknown_*: what strangers may make it hold
+    known_min_trust: float = 0.7
+    author_rate: RateSettings = field(default_factory=RateSettings)
+    max_unknown_peers: int = 2000
+
     committee_dids: list[str] = field(default_factory=list)  # [consensus] committee: the genesis validators
     consensus_timeouts: Timeouts = field(default_factory=Timeouts)
 
@@ -109,7 +118,8 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin):
+class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
+           AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -118,9 +128,6 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.metrics = metrics
         self.clock = clock
         self.standing = Standing(config.peer_limits)
-        # DIDs exempt from address limits and given larger budgets: own, friends, trusted, committee.
-        # H2's known-authors work replaces this with a set refreshed from the store.
-        self.known: set[str] = {key.did, *config.committee_dids}
         self.budgets = CpuBudgets(config.budget_limits)
         self.address_guard = AddressGuard(config.address_limits)
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
@@ -144,6 +151,12 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._validating = trio.Semaphore(1)
         self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
         self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
+        # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
+        # peers, they are exempt from address limits and get larger CPU budgets (mesh_cost)
+        self.known = KnownAuthors({key.did, *config.committee_dids})
+        self.author_rate = AuthorRate(config.author_rate)
+        self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
+        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -199,7 +212,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
@@ -207,6 +220,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
+                    await self.refresh_known()
                     await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
                     heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
@@ -223,6 +237,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
                     nursery.start_soon(self._reputation_forever)
+                    nursery.start_soon(self._admission_forever)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:

@@ -132,7 +132,7 @@ class ConsensusMixin:
         while True:
             message = await subscription.get()
             try:
-                payload, _ = cbor.decode(message.data, max_bytes=cm.MAX_MESSAGE + 64, max_depth=2)
+                payload, _ = cbor.decode(message.data, max_bytes=cm.MAX_MESSAGE + 64, max_depth=2, max_items=3)
                 if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not bytes:
                     raise cm.MessageError("bad_message", "a consensus gossip payload is [message, counter]")
                 msg = cm.decode(payload[0])

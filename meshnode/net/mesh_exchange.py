@@ -207,8 +207,11 @@ class ExchangeMixin:
                 self._invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
-            new = await self.store.write(
-                lambda db, c=c: db.put_container(c, received_at_ms=self.clock(), received_from=did))
+            admission = await self._store_from_peer(c, did, "push")
+            if admission.outcome == "refused":  # the author's quota, no fault of the pushing peer
+                rejected.append({"index": index, "code": "quota", "reason": "the author's storage quota is full"})
+                continue
+            new = admission.new
             (accepted if new else duplicates).append(c.did)
             self._count_moved(did, received=int(new))
             self.standing.record_valid(did, self.clock())

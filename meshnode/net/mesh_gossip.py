@@ -60,6 +60,8 @@ class GossipMixin:
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
                 c = await self._work(did, host, len(message.data), self._decode, message.data)
+                if not self._admit_gossip_author(c, message):
+                    return False
                 self._validated.put(message_key(message), (message.data, c))
                 return True
             refusal = "slow"
@@ -126,8 +128,7 @@ class GossipMixin:
 
     async def _read_gossip_containers(self, subscription) -> None:
         async for c in self._from_others(subscription):
-            new = await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                           received_from=c.sender_did))
+            new = (await self._store_from_peer(c, c.sender_did, "gossip")).new
             self.metrics.inc("containers_received", via="gossip")
             if new:  # a valid container its author published is reputation evidence (once per container)
                 self.standing.record_valid(c.sender_did, self.clock())

@@ -42,7 +42,15 @@ SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
 STUCK_AFTER = 2 * SESSION_BUDGET  # a job still running this long ignored its own timeouts
 OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other side starts one too
-MAX_SYNC_FRAME = 40 * 1024 * 1024  # a 1% difference between 100k-item sets lists ~3 MB of ids
+# One sync message. Sized for sets of 100k items (bench/sync.py) differing by anything up to all
+# of them: the largest frame measured is 3.7 MB with 157k data items (ids listed in full, 29 bytes
+# per item). The item limit bounds the decode of any frame to 0.2-0.3 s whatever its bytes hold
+# (a frame of empty arrays is one item per byte: at the old 40 MiB limit, over a minute). Sets of
+# several hundred thousand items with scattered differences would need more (or the reconciler
+# cutting its messages to fit).
+MAX_SYNC_FRAME = 8 * 1024 * 1024
+MAX_SYNC_ITEMS = 256 * 1024
+MAX_SYNC_DEPTH = 8  # message map, ranges list, range, ids list (the want: map, list)
 BATCH = 64
 
 
@@ -192,8 +200,7 @@ class SyncMixin:
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
             for c in got:
-                await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=self.clock(),
-                                                                         received_from=did))
+                await self._store_from_peer(c, did, "sync")
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
         self.credit_sync_session(did)
@@ -307,7 +314,7 @@ def _receive(session: Session, frame: bytes) -> list:
 
 def _parse(frame: bytes):
     try:
-        message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=8)
+        message, _ = cbor.decode(frame, max_bytes=MAX_SYNC_FRAME, max_depth=MAX_SYNC_DEPTH, max_items=MAX_SYNC_ITEMS)
     except MeshnodeError as exc:
         raise ReconcileError(f"sync message: {exc.reason}") from None
     return message

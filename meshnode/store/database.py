@@ -115,6 +115,11 @@ class Database:
         with self.transaction() as conn:
             return _insert(conn, c, received_at_ms, received_from, local)
 
+    def shrink_memory(self) -> None:
+        """Free this connection's page cache (it refills on use): after a burst of writes."""
+        with sql_errors("freeing the page cache"):
+            self.conn.execute("PRAGMA shrink_memory")
+
     def get_container_bytes(self, did: str, with_side: bool = True) -> bytes | None:
         with sql_errors("reading a container"):
             row = self.conn.execute("SELECT core, side FROM containers WHERE did = ?", (did,)).fetchone()
@@ -165,7 +170,7 @@ class Database:
 
 # Stored containers were checked at arrival within the node's limits; re-reading
 # them must not fail because a limit was lowered later or the clock moved.
-_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
 assert DEFAULT_LIMITS.max_bytes <= _STORED.max_bytes
 
 

@@ -18,7 +18,7 @@ from meshnode.store.trust import trust_scores
 from meshnode.sync.versions import choose
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
-_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
 
 
 def refresh(conn: sqlite3.Connection, c: Container) -> None:

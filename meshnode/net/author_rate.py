@@ -1,0 +1,72 @@
+"""How fast gossip from unknown authors is relayed: token buckets, one per author and one for all.
+
+A gossiped container whose author the node does not know (``store.known``)
+is relayed and stored only while both its author's bucket and the shared
+bucket of all unknown authors hold a token; otherwise it is ignored (not
+relayed, not stored, not held against the peer that forwarded it). Known
+authors are never limited here.
+
+Pure: time is passed in. Memory stays bounded however many identities
+appear: an author gets a bucket only when a token was taken (so the shared
+bucket bounds how many are created per second), and a bucket that has
+filled up again is the same as none and is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RateSettings:
+    per_author_per_second: float = 0.2
+    per_author_burst: int = 10
+    total_per_second: float = 10.0
+    total_burst: int = 50
+
+
+class _Bucket:
+    __slots__ = ("tokens", "at_ms")
+
+    def __init__(self, tokens: float, at_ms: int):
+        self.tokens = tokens
+        self.at_ms = at_ms
+
+    def refill(self, now_ms: int, rate: float, burst: int) -> float:
+        self.tokens = min(float(burst), self.tokens + max(0, now_ms - self.at_ms) * rate / 1000)
+        self.at_ms = now_ms
+        return self.tokens
+
+
+class AuthorRate:
+    def __init__(self, settings: RateSettings = RateSettings(), sweep_above: int = 1024):
+        self.settings = settings
+        self._total = _Bucket(float(settings.total_burst), 0)
+        self._authors: dict[str, _Bucket] = {}
+        self._sweep_above = sweep_above
+
+    def allow(self, author: str, now_ms: int) -> tuple[bool, str]:
+        """(True, "") when a container of ``author`` may pass now, else (False, reason):
+        ``author_rate`` (this author is over its rate) or ``total_rate`` (all unknown authors are)."""
+        s = self.settings
+        bucket = self._authors.get(author)
+        if bucket is not None and bucket.refill(now_ms, s.per_author_per_second, s.per_author_burst) < 1:
+            return False, "author_rate"
+        if self._total.refill(now_ms, s.total_per_second, s.total_burst) < 1:
+            return False, "total_rate"
+        self._total.tokens -= 1
+        if bucket is None:
+            if len(self._authors) >= self._sweep_above:
+                self.sweep(now_ms)
+            bucket = self._authors[author] = _Bucket(float(s.per_author_burst), now_ms)
+        bucket.tokens -= 1
+        return True, ""
+
+    def sweep(self, now_ms: int) -> None:
+        """Drop the buckets that are full again (they hold nothing a new bucket would not)."""
+        s = self.settings
+        self._authors = {a: b for a, b in self._authors.items()
+                         if b.refill(now_ms, s.per_author_per_second, s.per_author_burst) < s.per_author_burst}
+
+    def tracked(self) -> int:
+        return len(self._authors)

@@ -1,0 +1,138 @@
+"""Admission of strangers' containers and upkeep of what strangers grow, as the Mesh runs it.
+
+Known authors (``store.known``) pass untouched. Containers of unknown authors
+are stored within quotas (``store.quotas``) and their gossip is relayed only
+within a rate (``net.author_rate``); neither refusal is held against the peer
+that relayed them. Every maintenance round the known set is read again, and
+what identities that come and go leave behind is trimmed: peer rows of
+strangers beyond ``[limits] unknown_peers`` (``store.stranger_peers``) and the
+Mesh's own per-identity memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import trio
+
+from meshnode.container import Container
+from meshnode.net.liveness import Liveness
+from meshnode.store.known import known_authors
+from meshnode.store.quotas import Admission, admit
+from meshnode.store.stranger_peers import prune_unknown_peers
+
+log = logging.getLogger("meshnode.net")
+
+PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are not counted as invalid
+# After a burst of arrivals the SQLite page caches are emptied and the freed heap handed back to the
+# system: after a flood of 5000 junk containers, Python's own objects were back within 1 MB of their
+# baseline (tracemalloc) while the process still held 5-6 MB more; gc.collect() returned nothing,
+# the page caches (up to 2 MB per connection) plus glibc's malloc_trim about 3 MB of it.
+TRIM_AFTER_ARRIVALS = 256  # containers from the network since the last trim
+TRIM_CHECK_S = 5.0
+
+
+class AdmissionMixin:
+    async def _store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
+        """Store a verified container from the network within the quotas; counts refusals and evictions."""
+        result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
+                                        quotas=self.config.quotas, known=self.known.snapshot())
+        if result.outcome == "refused":
+            self.metrics.inc("containers_refused", reason=result.reason, via=via)
+        if result.evicted:
+            self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
+        self._arrivals_since_trim += 1 + result.evicted
+        return result
+
+    def _admit_gossip_author(self, c: Container, message=None) -> bool:
+        """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author,
+        within the unknown-author rate for anyone else. A refusal is counted, not charged to
+        the forwarder; pubsub caches it as a failed validation, so the message's id (from
+        ``message``) is pardoned: later copies from other forwarders are not charged either."""
+        if c.sender_did in self.known:
+            return True
+        ok, why = self.author_rate.allow(c.sender_did, self.clock())
+        if ok:
+            return True
+        self.metrics.inc("gossip_ignored", reason="unknown_author_rate" if why == "author_rate" else "unknown_total_rate")
+        if message is not None and self.pubsub is not None:
+            self._pardoned[self.pubsub._msg_id_constructor(message)] = None
+            while len(self._pardoned) > PARDONS_KEPT:
+                del self._pardoned[next(iter(self._pardoned))]
+        return False
+
+    def _gossip_pardoned(self, msg_id: bytes) -> bool:
+        return msg_id in self._pardoned
+
+    async def refresh_known(self) -> None:
+        """Read the known authors from the store again (at start, each round, when friends change)."""
+        fixed = self.known.fixed
+        self.known.replace(await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust))
+
+    async def _admission_forever(self) -> None:
+        """Each maintenance round: known authors again, stranger rows and memory trimmed;
+        once a burst of arrivals is over (none for TRIM_CHECK_S): freed memory handed back."""
+        while True:
+            await self._admission_round()
+            with trio.move_on_after(self.config.maintenance_s):
+                while True:
+                    seen = self._arrivals_since_trim
+                    await trio.sleep(TRIM_CHECK_S)
+                    if seen == self._arrivals_since_trim >= TRIM_AFTER_ARRIVALS:  # a burst, now over
+                        self._arrivals_since_trim = 0
+                        await self._release_memory()
+
+    async def _release_memory(self) -> None:
+        try:
+            await self.store.write_background(lambda db: db.shrink_memory())
+            await self.store.read(lambda db: db.shrink_memory())
+        except Exception as exc:  # a busy store: the caches are freed next time
+            log.debug("page caches not freed: %s", exc)
+        await trio.to_thread.run_sync(release_freed_memory)
+        self.metrics.inc("memory_trims")
+
+    async def _admission_round(self) -> None:
+        try:
+            await self.refresh_known()
+            pruned = await self.store.write_background(
+                prune_unknown_peers, keep=self.config.max_unknown_peers, known=self.known.snapshot(),
+                now_ms=self.clock(), min_trust=self.config.known_min_trust)
+            if pruned:
+                self.metrics.inc("peers_pruned", pruned)
+        except Exception as exc:  # a busy store: the next round tries again
+            log.info("admission upkeep: %s: %s", type(exc).__name__, exc)
+        self._forget_strangers()
+
+    def _forget_strangers(self) -> None:
+        """Drop per-identity memory that a stranger left and that would be rebuilt if it came back."""
+        from meshnode.net.mesh import ANNOUNCE_RECHECK_MS
+
+        now = self.clock()
+        self._looked_up = {d: t for d, t in self._looked_up.items() if now - t < ANNOUNCE_RECHECK_MS}
+        connected = self._connected_dids()
+        self._synced_at = {d: t for d, t in self._synced_at.items() if d in connected or d in self.known}
+        for did, state in self.liveness.peers().items():
+            if state is Liveness.DEAD and did not in self.known:
+                self.liveness.forget(did)
+        self.author_rate.sweep(now)
+
+    def _connected_dids(self) -> set[str]:
+        from meshnode.identity.did import peer_id_to_did
+        from meshnode.errors import MeshnodeError
+
+        out = set()
+        for pid in list(self.host.get_connected_peers()) if self.host else []:
+            try:
+                out.add(peer_id_to_did(pid.to_base58()))
+            except MeshnodeError:
+                continue
+        return out
+
+
+def release_freed_memory() -> None:
+    """Hand heap pages freed after a burst back to the system (glibc keeps them otherwise)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass

@@ -1,0 +1,126 @@
+"""Storage quotas for unknown authors: what strangers can make a node keep on disk.
+
+Identities cost nothing, so every container from an author this node does
+not know (``store.known``) counts against two quotas: one per author
+(containers and bytes) and one for all unknown authors together. Admission
+is decided in the same write transaction as the insert, from the usage the
+store keeps itself (``author_usage`` and ``store_usage``, maintained by
+triggers: migration 0015), so concurrent writes and restarts never skew it.
+
+* Over its own quota an unknown author's new container is refused: not
+  stored, and not held against the peer that relayed it.
+* Over the global quota, unknown authors' containers are evicted until the
+  total is ``slack`` below the quota (so eviction runs once per many
+  arrivals, not on each): first those no known author's container points at
+  (``related``), then the least trusted authors', then the oldest received.
+  A known author's container is never evicted, and neither is the one that
+  just arrived.
+
+Functions run in the store's writer thread (``await store.write(admit, ...)``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Iterable
+
+from meshnode.container import Container, cbor
+from meshnode.store.database import Database, _insert, sql_errors
+from meshnode.store.removal import remove_containers
+from meshnode.sync.versions import DEFAULT_TRUST
+
+REFUSED_AUTHOR_QUOTA = "author_quota"
+
+
+@dataclass(frozen=True)
+class Quotas:
+    author_containers: int = 64
+    author_bytes: int = 1024 * 1024
+    total_containers: int = 16_384
+    total_bytes: int = 64 * 1024 * 1024
+    slack: float = 0.05  # eviction frees this share of the global quota beyond what is over
+
+
+@dataclass(frozen=True)
+class Admission:
+    outcome: str  # "new", "duplicate" or "refused"
+    evicted: int = 0
+    reason: str = ""
+
+    @property
+    def new(self) -> bool:
+        return self.outcome == "new"
+
+
+def stored_size(c: Container) -> int:
+    """Bytes a container takes in ``containers`` (core and side blocks), as the triggers count them."""
+    return len(c.core_bytes()) + (len(cbor.encode(c.side)) if c.side else 0)
+
+
+def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str | None, quotas: Quotas,
+          known: Iterable[str]) -> Admission:
+    """Store a verified container from the network if the quotas allow it (see the module doc)."""
+    known = frozenset(known)
+    with db.transaction() as conn:
+        if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone():
+            return Admission("duplicate")
+        if c.sender_did in known:
+            _insert(conn, c, received_at_ms, received_from, None)
+            return Admission("new")
+        size = stored_size(c)
+        used = conn.execute("SELECT containers, bytes FROM author_usage WHERE author = ?", (c.sender_did,)).fetchone()
+        count, held = used or (0, 0)
+        if count + 1 > quotas.author_containers or held + size > quotas.author_bytes:
+            return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
+        _insert(conn, c, received_at_ms, received_from, None)
+        return Admission("new", evicted=_evict_over_quota(conn, quotas, known, c.did))
+
+
+def unknown_usage(conn: sqlite3.Connection, known: Iterable[str]) -> tuple[int, int]:
+    """(containers, bytes) held for authors outside ``known``."""
+    total = conn.execute("SELECT containers, bytes FROM store_usage WHERE id = 1").fetchone() or (0, 0)
+    mine = conn.execute("SELECT COALESCE(sum(containers), 0), COALESCE(sum(bytes), 0) FROM author_usage"
+                        " WHERE author IN (SELECT value FROM json_each(?))", (json.dumps(sorted(known)),)).fetchone()
+    return total[0] - mine[0], total[1] - mine[1]
+
+
+def read_unknown_usage(db: Database, known: Iterable[str]) -> dict[str, int]:
+    with sql_errors("reading storage usage"):
+        containers, size = unknown_usage(db.conn, known)
+    return {"containers": containers, "bytes": size}
+
+
+# Unknown authors' containers, the first to go first. A container a known author's container
+# names (a reply to it, a vote on it, a version it replaces) goes last.
+_VICTIMS = """
+WITH known(did) AS (SELECT value FROM json_each(:known))
+SELECT c.did, length(c.core) + COALESCE(length(c.side), 0)
+FROM author_usage u JOIN containers c ON c.sender_did = u.author
+WHERE u.author NOT IN known AND c.did != :spare
+ORDER BY
+    EXISTS (SELECT 1 FROM container_links l JOIN containers s ON s.did = l.source_did
+            WHERE l.target_did = c.did AND s.sender_did IN known),
+    COALESCE((SELECT r.reputation_score FROM agent_reputation r WHERE r.agent_id = u.author
+              ORDER BY r.id DESC LIMIT 1), :default),
+    c.received_at_ms, c.did
+"""
+
+
+def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[str], spare: str) -> int:
+    count, size = unknown_usage(conn, known)
+    if count <= quotas.total_containers and size <= quotas.total_bytes:
+        return 0
+    keep_count = int(quotas.total_containers * (1 - quotas.slack))
+    keep_bytes = int(quotas.total_bytes * (1 - quotas.slack))
+    victims = []
+    cur = conn.execute(_VICTIMS, {"known": json.dumps(sorted(known)), "spare": spare, "default": DEFAULT_TRUST})
+    while count > keep_count or size > keep_bytes:
+        row = cur.fetchone()
+        if row is None:
+            break
+        victims.append(row[0])
+        count, size = count - 1, size - row[1]
+    cur.close()
+    return remove_containers(conn, victims)

@@ -1,0 +1,59 @@
+"""Taking containers out of the store, with every row ``database._insert`` derived from them.
+
+Containers are immutable and normally never leave; quota eviction
+(``store.quotas``) is the one reason they do. What an insert wrote and what
+goes with the container: ``container_links``, ``container_recipients`` and
+``container_forward`` (ON DELETE CASCADE), ``container_tags``, the note row,
+and for the versioned CogSync classes the lineage index and the diary,
+concept or link row of every lineage it belonged to, redrawn from the
+versions that remain. Runs inside the caller's write transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from meshnode.container import Container, Limits, decode_container
+from meshnode.store import lineage, views_cogsync
+
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
+_VIEW_TABLE = {"diary_entry": "diary_entries", "semantic_node": "concepts", "semantic_edges": "links"}
+
+
+def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
+    """Delete these containers and their derived rows; returns how many were held."""
+    lineages: dict[str, str] = {}  # root -> class, redrawn once at the end
+    removed = 0
+    for did in dids:
+        row = conn.execute("SELECT class FROM containers WHERE did = ?", (did,)).fetchone()
+        if row is None:
+            continue
+        cls = row[0]
+        if cls in lineage.VERSIONED:
+            root = lineage.root_of(conn, did)
+            if root is not None:
+                lineages[root] = cls
+        conn.execute("DELETE FROM container_tags WHERE did = ?", (did,))
+        conn.execute("DELETE FROM notes WHERE container_did = ?", (did,))
+        conn.execute("DELETE FROM container_versions WHERE did = ?", (did,))
+        conn.execute("DELETE FROM containers WHERE did = ?", (did,))
+        removed += 1
+    for root, cls in lineages.items():
+        _redraw_lineage(conn, root, cls)
+    return removed
+
+
+def _redraw_lineage(conn: sqlite3.Connection, root: str, cls: str) -> None:
+    """Index the lineage's remaining versions again from scratch: a removed version may have
+    been its root, its head or the link between two halves that now stand apart."""
+    table = _VIEW_TABLE[cls]
+    left = [r[0] for r in conn.execute("SELECT did FROM container_versions WHERE root = ?", (root,))]
+    conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
+    conn.executemany("DELETE FROM container_versions WHERE did = ?", [(d,) for d in left])
+    for did in left:  # any order: each joined set is walked whole when one of its members has children
+        views_cogsync.refresh(conn, _load(conn, did))
+
+
+def _load(conn: sqlite3.Connection, did: str) -> Container:
+    core = conn.execute("SELECT core FROM containers WHERE did = ?", (did,)).fetchone()[0]
+    return decode_container(core, now_ms=2**62, limits=_STORED)

@@ -1,0 +1,110 @@
+"""The Mesh's admission of strangers' containers (mesh_admission), driven without a network."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net import libp2p_fixes
+from meshnode.net.author_rate import RateSettings
+from meshnode.net.liveness import Liveness, Thresholds
+from meshnode.net.mesh import ANNOUNCE_RECHECK_MS, Mesh, NetConfig
+from meshnode.notes import make_note
+from meshnode.store import Store
+from meshnode.store.quotas import Quotas
+from meshnode.store.sharing import set_friend
+
+T0 = 1_760_000_000_000
+ME, FRIEND, COMMITTEE, STRANGER = (NodeKey(bytes([n]) * 32) for n in range(11, 15))
+
+
+def count(metrics: Metrics, name: str, **labels) -> int:
+    return sum(m["value"] for m in metrics.snapshot()
+               if m["name"] == name and all(m["labels"].get(k) == x for k, x in labels.items()))
+
+
+@pytest.fixture
+async def mesh(tmp_path):
+    config = NetConfig(listen=[], announce=[], bootstrap=[], name="t", committee_dids=[COMMITTEE.did],
+                       quotas=Quotas(author_containers=2, author_bytes=10**6, total_containers=100,
+                                     total_bytes=10**9),
+                       author_rate=RateSettings(per_author_per_second=0.001, per_author_burst=2,
+                                                total_per_second=1000, total_burst=1000),
+                       thresholds=Thresholds(1000, 2000, 3000))
+    async with await Store.open(tmp_path / "node.db") as store:
+        yield Mesh(ME, config, store, Metrics(), clock=lambda: T0)
+
+
+def note(key: NodeKey, i: int):
+    return make_note(key, f"n{i}", now_ms=T0 + i, audience="public")
+
+
+async def test_own_committee_and_friends_are_known_after_a_refresh(mesh):
+    assert ME.did in mesh.known and COMMITTEE.did in mesh.known and FRIEND.did not in mesh.known
+    await mesh.store.write(set_friend, FRIEND.did, "p", T0)
+    await mesh.refresh_known()
+    assert FRIEND.did in mesh.known and STRANGER.did not in mesh.known
+
+
+async def test_store_from_peer_refuses_over_quota_and_counts_it(mesh):
+    outcomes = [(await mesh._store_from_peer(note(STRANGER, i), "did:key:zrelay", "push")).outcome for i in range(3)]
+    assert outcomes == ["new", "new", "refused"]
+    assert count(mesh.metrics, "containers_refused", reason="author_quota", via="push") == 1
+    assert count(mesh.metrics, "invalid_from_peer") == 0
+    await mesh.store.write(set_friend, STRANGER.did, "p", T0)
+    await mesh.refresh_known()  # a friend now: no quota
+    assert (await mesh._store_from_peer(note(STRANGER, 5), None, "gossip")).new
+
+
+async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
+    mesh.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
+    message = SimpleNamespace(data=b"abcdefgh")
+    assert [mesh._admit_gossip_author(note(STRANGER, i), message) for i in range(3)] == [True, True, False]
+    assert count(mesh.metrics, "gossip_ignored", reason="unknown_author_rate") == 1
+    assert mesh._gossip_pardoned(b"abcd") and not mesh._gossip_pardoned(b"wxyz")
+    assert all(mesh._admit_gossip_author(note(COMMITTEE, i)) for i in range(10))
+
+
+async def test_pardoned_gossip_is_not_counted_as_invalid_again():
+    refused = []
+
+    class FakePubsub:
+        host = SimpleNamespace(get_id=lambda: "me")
+        strict_signing = False
+        validation_cache = SimpleNamespace(get=lambda msg_id: SimpleNamespace(is_valid=False))
+
+        @staticmethod
+        def _is_msg_seen(msg):
+            return False
+
+        @staticmethod
+        def _msg_id_constructor(msg):
+            return msg
+
+        async def push_msg(self, forwarder, msg):
+            return None
+
+    pubsub = FakePubsub()
+    libp2p_fixes.count_gossip_refused_unseen(pubsub, lambda f, code: refused.append((f, code)),
+                                             pardoned=lambda msg_id: msg_id == b"pardoned")
+    await pubsub.push_msg("relay", b"pardoned")
+    assert refused == []
+    await pubsub.push_msg("relay", b"bad")
+    assert refused == [("relay", "invalid_again")]
+
+
+async def test_strangers_are_forgotten_in_memory(mesh):
+    mesh.liveness.heard(STRANGER.did, T0 - 10_000, seq=1, sent_ms=T0 - 10_000)
+    mesh.liveness.heard(COMMITTEE.did, T0 - 10_000, seq=1, sent_ms=T0 - 10_000)
+    mesh.liveness.tick(T0)
+    assert mesh.liveness.state(STRANGER.did) is Liveness.DEAD
+    mesh._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
+    mesh._synced_at = {STRANGER.did: 1.0, COMMITTEE.did: 1.0}
+    mesh._forget_strangers()
+    assert mesh.liveness.state(STRANGER.did) is None
+    assert mesh.liveness.state(COMMITTEE.did) is Liveness.DEAD  # known: kept
+    assert set(mesh._looked_up) == {"recent"}
+    assert set(mesh._synced_at) == {COMMITTEE.did}
