@@ -17,7 +17,8 @@ tests/flood_peer.py for ``--seconds``; for each it prints:
   friend less than ok;
 - what the attacker saw (flood_peer's summary: served, refused, identities, ...).
 It uses only the node's control commands and CLI that existed before issue 13, so it also
-measures older code (PYTHONPATH=<old checkout>). The last line is one JSON object.
+measures older code (PYTHONPATH=<old checkout>; "code" in the output says which ran). The last
+line is one JSON object.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -86,11 +88,18 @@ def one_attack(victim, honest, mode: str, seconds: float, settle: float, unloade
 def run(args) -> dict:
     from meshharness import Node, wait_until, watch
 
+    import meshnode
+
     root = Path(tempfile.mkdtemp(prefix="attackbench"))
+    # `python -m meshnode` puts its working directory first on sys.path: run the nodes from an
+    # empty one, so they run the code this bench imports (PYTHONPATH, or the installed package)
+    os.chdir(root)
     victim, honest = Node(root, "victim", env=NET), Node(root, "honest", env=NET)
     victim.cli("reputation", "set", honest.did, "0.9")
     honest.cli("reputation", "set", victim.did, "0.9")
-    out: dict = {"seconds": args.seconds, "settle_s": args.settle, "goal_p99_ratio": GOAL_P99_RATIO}
+    out: dict = {"code": str(Path(meshnode.__file__).resolve().parent.parent), "seconds": args.seconds,
+                 "settle_s": args.settle, "goal_p99_ratio": GOAL_P99_RATIO}
+    print(f"meshnode from {out['code']}", flush=True)
     try:
         victim.start()
         honest.set_bootstrap(victim)

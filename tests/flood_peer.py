@@ -25,6 +25,7 @@ refused, reset, timed out or cut the attacker off (``refused``, ``rotations``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
 from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
 from meshnode.container import ContainerError, build_container, cbor, now_ms
+from meshnode.container.model import DEFAULT_LIMITS, Limits
 from meshnode.identity.keys import NodeKey
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.frames import encode_frame, encode_varint
@@ -69,18 +71,27 @@ def zz_frame(limit: int = MIB) -> bytes:
 
 
 def costly_container(size: int) -> bytes:
-    """A valid container of at most ``size`` bytes whose payload is empty arrays (the
-    costliest to decode per byte), signed by a throw-away key."""
+    """A validly signed container of at most ``size`` bytes whose payload is empty arrays (the
+    costliest to decode per byte), from a throw-away key. Built past any item-count limit
+    of the builder: refusing it early is the node's job."""
     n = size - 600
     while True:
         try:
-            data = build_container(NodeKey.generate(), "x_flood", {"a": [[]] * n}, timestamp_ms=now_ms()).to_bytes()
-        except ContainerError:
+            data = build_container(NodeKey.generate(), "x_flood", {"a": [[]] * n}, timestamp_ms=now_ms(),
+                                   limits=UNLIMITED_ITEMS).to_bytes()
+        except ContainerError as exc:
+            if exc.code != "too_large":
+                raise
             n -= 512
             continue
         if len(data) <= size:
             return data
         n -= len(data) - size
+
+
+# the default limits, without an item count (a field only code after issue 13 has)
+UNLIMITED_ITEMS = dataclasses.replace(
+    DEFAULT_LIMITS, **({"max_items": 1 << 30} if "max_items" in {f.name for f in dataclasses.fields(Limits)} else {}))
 
 
 def junk_container(text_bytes: int = 8000) -> bytes:

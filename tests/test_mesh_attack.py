@@ -24,10 +24,11 @@ NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS"
        "MESHNODE_NET_SYNC_SECONDS": "10"}
 
 # The storage quota for containers of unknown authors (issue 13 item 4), small so that a few
-# seconds of junk cross it. On code without quotas the variable is ignored (config reads only
-# the settings it knows) and the store grows without bound: the junk checks fail.
+# seconds of junk cross it: 1 MiB and 128 containers in all. On code without quotas the variables
+# are ignored (config reads only the settings it knows): the store grows without bound and the
+# junk checks fail.
 UNKNOWN_QUOTA_BYTES = 1024 * 1024
-QUOTA_ENV = {"MESHNODE_LIMITS_UNKNOWN_TOTAL_BYTES": str(UNKNOWN_QUOTA_BYTES)}
+QUOTA_ENV = {"MESHNODE_LIMITS_UNKNOWN_TOTAL_MIB": "1", "MESHNODE_LIMITS_UNKNOWN_TOTAL_CONTAINERS": "128"}
 JUNK_BYTES = 8 * 1024  # flood_peer's junk containers: ~8 KiB each, so the quota holds at most this many:
 JUNK_ALLOWANCE = UNKNOWN_QUOTA_BYTES // JUNK_BYTES
 COSTLY_ALLOWANCE = UNKNOWN_QUOTA_BYTES // (63 * 1024)  # biggossip's valid containers are 63 or 96 KiB
