@@ -13,8 +13,8 @@ tests/flood_peer.py for ``--seconds``; for each it prints:
   unloaded figures measured at the start of the run (goal: p99 at most 3x);
 - the victim's CPU share (of one core, /proc/PID/stat) during the attack;
 - the victim's RSS before, at its peak, and ``--settle`` s after the attack;
-- containers and bytes (database on disk) the victim stored, and how often it marked its
-  friend less than ok;
+- containers (in all and by class: flood_peer's are x_flood_*) and bytes (database on disk)
+  the victim stored, and how often it marked its friend less than ok;
 - what the attacker saw (flood_peer's summary: served, refused, identities, ...).
 It uses only the node's control commands and CLI that existed before issue 13, so it also
 measures older code (PYTHONPATH=<old checkout>; "code" in the output says which ran). The last
@@ -68,7 +68,7 @@ def one_attack(victim, honest, mode: str, seconds: float, settle: float, unloade
 
     out: dict = {"calm_after_s": calm(victim)}
     pid = victim.proc.pid
-    containers, disk, rss = victim.call("status")["counts"]["containers"], data_bytes(victim), rss_mib(pid)
+    counts, disk, rss = victim.call("status")["counts"], data_bytes(victim), rss_mib(pid)
     seen = flood(victim, honest, mode, seconds, *ATTACKS[mode])
     time.sleep(settle)  # part of the measurement: what memory the node still holds afterwards
     for name in ("status", "ping"):
@@ -78,8 +78,11 @@ def one_attack(victim, honest, mode: str, seconds: float, settle: float, unloade
         out[f"{name}_failed"] = seen[f"{name}_failed"]
     out.update(cpu_share=seen["cpu_share"], rss_before_mib=rss, rss_peak_mib=seen["rss_peak_mib"],
                rss_after_mib=rss_mib(pid), friend_not_ok=seen["not_ok"],
-               junk_containers=victim.call("status")["counts"]["containers"] - containers,
                junk_bytes_on_disk=data_bytes(victim) - disk, attacker=seen["attacker"])
+    after = victim.call("status")["counts"]
+    out["junk_containers"] = after["containers"] - counts["containers"]
+    out["stored_by_class"] = {k.removeprefix("class:"): after[k] - counts.get(k, 0) for k in after
+                              if k.startswith("class:") and after[k] != counts.get(k, 0)}
     out["within_goal"] = all(out[f"{n}_p99_ratio"] is not None and out[f"{n}_p99_ratio"] <= GOAL_P99_RATIO
                              for n in ("status", "ping"))
     return out
@@ -128,7 +131,7 @@ def run(args) -> dict:
                   f"{r['ping_ms_p99']} ms (x{r['ping_p50_ratio']}/x{r['ping_p99_ratio']}, {r['ping_failed']} failed), "
                   f"cpu {r['cpu_share']}, rss {r['rss_before_mib']}/{r['rss_peak_mib']}/{r['rss_after_mib']} MiB, "
                   f"friend not ok {r['friend_not_ok']}x, stored {r['junk_containers']} containers "
-                  f"(+{r['junk_bytes_on_disk']} B), attacker served {a['served']} refused {a['refused']} "
+                  f"(+{r['junk_bytes_on_disk']} B; {r['stored_by_class']}), attacker served {a['served']} refused {a['refused']} "
                   f"identities {a['identities']} {'ok' if r['within_goal'] else 'OVER GOAL'}", flush=True)
             print(f"{'':12} attacker: {json.dumps(a)}", flush=True)
     finally:

@@ -3,7 +3,8 @@
     python tests/flood_peer.py MODE MULTIADDR_WITH_P2P [--seconds S] [--workers W] [options]
 
 Each of W workers is a py-libp2p host with a fresh identity (a new one whenever
-the node cuts it off, or when a mode leaves on purpose), all on one address:
+the node cuts it off, or when a mode leaves on purpose), all on one address
+(``--source``, 127.0.0.1 by default):
 
 - ``bigframe``: valid-CBOR 1 MiB exchange frames (``{"op": "push", "zz": [[], ...]}``)
   and pushes of a 256 KiB container of empty arrays, paced to stay under the
@@ -70,14 +71,14 @@ def zz_frame(limit: int = MIB) -> bytes:
     return encode_frame(body)
 
 
-def costly_container(size: int) -> bytes:
-    """A validly signed container of at most ``size`` bytes whose payload is empty arrays (the
-    costliest to decode per byte), from a throw-away key. Built past any item-count limit
+def costly_container(size: int, cls: str) -> bytes:
+    """A validly signed container of class ``cls`` and at most ``size`` bytes whose payload is
+    empty arrays (the costliest to decode per byte), from a throw-away key. Built past any item-count limit
     of the builder: refusing it early is the node's job."""
     n = size - 600
     while True:
         try:
-            data = build_container(NodeKey.generate(), "x_flood", {"a": [[]] * n}, timestamp_ms=now_ms(),
+            data = build_container(NodeKey.generate(), cls, {"a": [[]] * n}, timestamp_ms=now_ms(),
                                    limits=UNLIMITED_ITEMS).to_bytes()
         except ContainerError as exc:
             if exc.code != "too_large":
@@ -94,9 +95,13 @@ UNLIMITED_ITEMS = dataclasses.replace(
     DEFAULT_LIMITS, **({"max_items": 1 << 30} if "max_items" in {f.name for f in dataclasses.fields(Limits)} else {}))
 
 
+# the classes of what each mode makes a node store, so that a test counts one attack's leftovers apart
+BIGFRAME_CLASS, JUNK_CLASS, GOSSIP_CLASS = "x_flood_bigframe", "x_flood_junk", "x_flood_gossip"
+
+
 def junk_container(text_bytes: int = 8000) -> bytes:
     """A valid container of about 8 KiB from a throw-away key: what fills a store."""
-    return build_container(NodeKey.generate(), "x_junk", {"text": os.urandom(text_bytes // 2).hex()},
+    return build_container(NodeKey.generate(), JUNK_CLASS, {"text": os.urandom(text_bytes // 2).hex()},
                            timestamp_ms=now_ms()).to_bytes()
 
 
@@ -116,7 +121,7 @@ class Tally:
         self.outcomes: Counter = Counter()
         self.rotations: Counter = Counter()
         self.extra: Counter = Counter()
-        self.bytes_sent = self.identities = self.served = self.refused = 0
+        self.bytes_sent = self.identities = self.connected = self.served = self.refused = 0
         self.answer_ms: list[float] = []
         self.hold_s: list[float] = []
         self.open_now = 0
@@ -135,7 +140,8 @@ class Tally:
             self.answer_ms.append(ms)
 
     def summary(self) -> dict:
-        out = {"mode": self.mode, "seconds": self.seconds, "workers": self.workers, "identities": self.identities,
+        out = {"mode": self.mode, "seconds": self.seconds, "workers": self.workers, "source": SOURCE[0],
+               "identities": self.identities, "connected": self.connected,
                "sent": dict(self.sent), "bytes_sent": self.bytes_sent, "outcomes": dict(self.outcomes),
                "served": self.served, "refused": self.refused, "rotations": dict(self.rotations), **self.extra}
         if self.answer_ms:
@@ -229,6 +235,23 @@ async def _quietly(awaitable) -> None:
             pass
 
 
+SOURCE = ["127.0.0.1"]  # the address every identity dials from (--source)
+
+
+def dial_from(address: str) -> None:
+    """Every TCP connection this process opens leaves from ``address`` (any of 127.0.0.0/8 on
+    loopback): one attack's address, so that what the node holds against it (an address ban)
+    does not follow the next attack, which comes from another."""
+    SOURCE[0] = address
+    original = trio.open_tcp_stream
+
+    async def open_from(host, port, **kwargs):
+        kwargs.setdefault("local_address", address)
+        return await original(host, port, **kwargs)
+
+    trio.open_tcp_stream = open_from  # py-libp2p's TCP transport dials through trio.open_tcp_stream
+
+
 def _new_host():
     key_pair = create_new_key_pair(NodeKey.generate().seed())
     return new_host(key_pair=key_pair, sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
@@ -241,7 +264,7 @@ async def as_new_identity(info, tally: Tally, body, gossip: bool = False) -> Non
     host = _new_host()
     tally.identities += 1
     try:
-        async with host.run([multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
+        async with host.run([multiaddr.Multiaddr(f"/ip4/{SOURCE[0]}/tcp/0")]):
             peer = Peer(host, info, tally)
             try:
                 if gossip:
@@ -269,6 +292,7 @@ async def _connected(peer: Peer, body) -> None:
         peer.tally.rotations["connect_failed"] += 1
         await trio.sleep(0.2)  # a refused dial comes back at once: do not spin
         return
+    peer.tally.connected += 1
     peer.tally.rotations[await body(peer)] += 1
 
 
@@ -435,8 +459,8 @@ async def slowloris(info, tally: Tally, args) -> None:
 
 
 async def biggossip(info, tally: Tally, args) -> None:
-    makers = {"oversized": lambda: costly_container(96 * 1024),  # over what py-libp2p carries intact
-              "just_under": lambda: costly_container(63 * 1024),  # the costliest that arrives whole
+    makers = {"oversized": lambda: costly_container(96 * 1024, GOSSIP_CLASS),  # over what py-libp2p carries intact
+              "just_under": lambda: costly_container(63 * 1024, GOSSIP_CLASS),  # the costliest that arrives whole
               "garbage": lambda: os.urandom(63 * 1024)}  # not a container: invalid input
 
     async def body(peer: Peer) -> str:
@@ -454,10 +478,11 @@ async def main(args) -> None:
     libp2p_fixes.route_libp2p_logging()
     logging.disable(logging.CRITICAL)  # libp2p logs every refusal; the summary line says what happened
     libp2p_fixes.enlarge_pubsub_queues()
+    dial_from(args.source)
     info = info_from_p2p_addr(multiaddr.Multiaddr(args.target))
     tally = Tally(args.mode, args.seconds, args.workers)
     args.zz = zz_frame()  # built before the clock starts (the node's cost, not ours, is measured)
-    args.big = push_frame([costly_container(256 * 1024 - 64)]) if args.mode == "bigframe" else None
+    args.big = push_frame([costly_container(256 * 1024 - 64, BIGFRAME_CLASS)]) if args.mode == "bigframe" else None
     mode = globals()[args.mode]
     print("started", flush=True)  # the clock starts now: a watcher measures from this line
     async with trio.open_nursery() as nursery:
@@ -474,6 +499,7 @@ def parse_args(argv: list[str]):
     parser.add_argument("target", help="the node's multiaddr, ending in /p2p/<peer id>")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to attack")
     parser.add_argument("--workers", type=int, default=2, help="concurrent identities")
+    parser.add_argument("--source", default="127.0.0.1", help="the loopback address to attack from")
     parser.add_argument("--pace", type=float, default=19.0, help="bigframe: frames per 30 s per identity")
     parser.add_argument("--per-identity", type=int, default=19, help="bigframe: frames before a new identity "
                         "(today's cut-off counts 20 invalid inputs)")

@@ -225,6 +225,10 @@ def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:
 # --- a node under attack (tests/test_mesh_attack.py, bench/attack.py) -------------------
 
 FLOOD = Path(__file__).with_name("flood_peer.py")
+# each attack from its own loopback address, in its own /16: what a node holds against one
+# attacker's address or subnet does not meet the next attack at the door
+SOURCES = {"bigframe": "127.10.0.1", "identities": "127.11.0.1", "junk": "127.12.0.1", "slowloris": "127.13.0.1",
+           "biggossip": "127.14.0.1"}
 
 
 def pct(values: list[float], p: float) -> float | None:
@@ -316,7 +320,8 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) 
     """Run tests/flood_peer.py MODE against ``victim`` for ``seconds`` while ``watch``ing it;
     the figures, with the attacker's own summary as "attacker"."""
     address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
-    proc = subprocess.Popen([sys.executable, str(FLOOD), mode, address, "--seconds", str(seconds), *options],
+    proc = subprocess.Popen([sys.executable, str(FLOOD), mode, address, "--seconds", str(seconds),
+                             "--source", SOURCES[mode], *options],
                             env=victim.env, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     killer = threading.Timer(seconds + 120, proc.kill)  # a hung attacker must not hang the run
