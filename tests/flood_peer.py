@@ -45,6 +45,7 @@ from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as N
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
 from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
+from meshharness import pct
 from meshnode.container import ContainerError, build_container, cbor, now_ms
 from meshnode.container.model import DEFAULT_LIMITS, Limits
 from meshnode.identity.keys import NodeKey
@@ -145,22 +146,19 @@ class Tally:
                "sent": dict(self.sent), "bytes_sent": self.bytes_sent, "outcomes": dict(self.outcomes),
                "served": self.served, "refused": self.refused, "rotations": dict(self.rotations), **self.extra}
         if self.answer_ms:
-            out["answer_ms_p50"] = _pct(self.answer_ms, 50)
+            out["answer_ms_p50"] = pct(self.answer_ms, 50)
             out["answer_ms_max"] = round(max(self.answer_ms), 1)
         if self.mode == "slowloris":
             out["open_at_deadline"] = self.open_now
-            out["hold_s_p50"] = _pct(self.hold_s, 50) if self.hold_s else None
+            out["hold_s_p50"] = pct(self.hold_s, 50)
             out["hold_s_max"] = round(max(self.hold_s), 1) if self.hold_s else None
         return out
 
 
-REFUSALS = {"reset", "timeout", "disconnected", "connect_failed", "open_failed"}  # "disconnected": cut off, or
-# the connection broke (the attacker cannot tell which; the node's metrics can)
-
-
-def _pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 1)
+# "disconnected": cut off, or the connection broke (the attacker cannot tell which; the node's
+# metrics can); the last three: a held stream that the node answered (busy), closed or reset
+REFUSALS = {"reset", "timeout", "disconnected", "connect_failed", "open_failed", "answered", "closed_by_node",
+            "reset_by_node"}
 
 
 # --- one identity ------------------------------------------------------------------

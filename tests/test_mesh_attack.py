@@ -89,7 +89,12 @@ def attack(pair, mode: str, seconds: float, *options: str) -> tuple[dict, dict, 
     victim, honest = pair
     base = baseline(victim, honest)
     before, friend_had = _victim_counts(victim), _counts(honest)
-    seen = flood(victim, honest, mode, seconds, *options)
+    try:
+        seen = flood(victim, honest, mode, seconds, *options)
+    finally:
+        for node in pair:  # a node that died under the attack is the failure to report
+            assert node.proc.poll() is None, f"{node.name} exited ({node.proc.returncode}) under the {mode} " \
+                "attack:\n" + "\n".join(node.drain(timeout=2)[-60:])
     for node in pair:  # what was still queued when the attacker left is stored (or refused) too
         _settled(node)
     seen["victim"] = _grown(before, _victim_counts(victim))
