@@ -29,7 +29,8 @@ NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS"
 # are ignored (config reads only the settings it knows): the store grows without bound and the
 # store checks fail.
 UNKNOWN_QUOTA = 8
-QUOTA_ENV = {"MESHNODE_LIMITS_UNKNOWN_TOTAL_CONTAINERS": str(UNKNOWN_QUOTA), "MESHNODE_LIMITS_UNKNOWN_TOTAL_MIB": "1"}
+QUOTA_ENV = {"MESHNODE_LIMITS_UNKNOWN_TOTAL_CONTAINERS": str(UNKNOWN_QUOTA), "MESHNODE_LIMITS_UNKNOWN_TOTAL_MIB": "1",
+             "MESHNODE_LIMITS_UNKNOWN_AUTHOR_CONTAINERS": str(UNKNOWN_QUOTA)}  # one author's share: at most the total
 
 
 def status_bound(base_ms: float) -> float:
@@ -40,10 +41,11 @@ def status_bound(base_ms: float) -> float:
 
 
 def ping_bound(base_ms: float) -> float:
-    """The friend's ping p99 under attack: 5x unloaded, at least 1 s. A ping is the CLI's: a DHT
+    """The friend's ping p99 under attack: 5x unloaded, at least 2 s. A ping is the CLI's: a DHT
     lookup of the victim's announce (through the victim), a new stream and a round trip, across
-    two nodes' event loops, Noise and yamux; unloaded it takes 35-300 ms here on two shared cores."""
-    return max(5 * base_ms, 1000.0)
+    two nodes' event loops, Noise and yamux; unloaded it takes 35-800 ms here on two shared cores,
+    and one slow sample of the ~20 is the p99. A stalled victim makes it 9-14 s (issue 13)."""
+    return max(5 * base_ms, 2000.0)
 
 
 def liveness_of(observer: Node, did: str) -> str | None:
