@@ -41,9 +41,6 @@ ATTACKS = {  # mode: its options (how many concurrent identities)
     "slowloris": ["--workers", "4"],
     "biggossip": ["--workers", "2"],
 }
-NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS": "4",
-       "MESHNODE_NET_STALE_AFTER_SECONDS": "8", "MESHNODE_NET_DEAD_AFTER_SECONDS": "60",
-       "MESHNODE_NET_SYNC_SECONDS": "10"}
 GOAL_P99_RATIO = 3.0
 
 
@@ -89,7 +86,7 @@ def one_attack(victim, honest, mode: str, seconds: float, settle: float, unloade
 
 
 def run(args) -> dict:
-    from meshharness import Node, wait_until, watch
+    from meshharness import ATTACK_NET, Node, wait_until, watch
 
     import meshnode
 
@@ -97,7 +94,7 @@ def run(args) -> dict:
     # `python -m meshnode` puts its working directory first on sys.path: run the nodes from an
     # empty one, so they run the code this bench imports (PYTHONPATH, or the installed package)
     os.chdir(root)
-    victim, honest = Node(root, "victim", env=NET), Node(root, "honest", env=NET)
+    victim, honest = Node(root, "victim", env=ATTACK_NET), Node(root, "honest", env=ATTACK_NET)
     victim.cli("reputation", "set", honest.did, "0.9")
     honest.cli("reputation", "set", victim.did, "0.9")
     out: dict = {"code": str(Path(meshnode.__file__).resolve().parent.parent), "seconds": args.seconds,

@@ -225,6 +225,12 @@ def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:
 # --- a node under attack (tests/test_mesh_attack.py, bench/attack.py) -------------------
 
 FLOOD = Path(__file__).with_name("flood_peer.py")
+# Heartbeats every second and quiet after 4 s of silence: an event loop that stalls for seconds
+# shows as a flap, while a node that keeps serving misses no deadline (4 s is 4 heartbeats, far
+# above any scheduling delay on two busy cores). Sync every 10 s, as a busy mesh might.
+ATTACK_NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS": "4",
+              "MESHNODE_NET_STALE_AFTER_SECONDS": "8", "MESHNODE_NET_DEAD_AFTER_SECONDS": "60",
+              "MESHNODE_NET_SYNC_SECONDS": "10"}
 # each attack from its own loopback address, in its own /16: what a node holds against one
 # attacker's address or subnet does not meet the next attack at the door
 SOURCES = {"bigframe": "127.10.0.1", "identities": "127.11.0.1", "junk": "127.12.0.1", "slowloris": "127.13.0.1",

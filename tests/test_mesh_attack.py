@@ -15,14 +15,7 @@ import time
 import pytest
 
 from flood_peer import GOSSIP_CLASS, JUNK_CLASS
-from meshharness import Node, data_bytes, flood, metric, wait_until, watch
-
-# Heartbeats every second and quiet after 4 s of silence: an event loop that stalls for
-# seconds shows as a flap, while a node that keeps serving misses no deadline (4 s is 4
-# heartbeats, far above any scheduling delay on two busy cores).
-NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS": "4",
-       "MESHNODE_NET_STALE_AFTER_SECONDS": "8", "MESHNODE_NET_DEAD_AFTER_SECONDS": "60",
-       "MESHNODE_NET_SYNC_SECONDS": "10"}
+from meshharness import ATTACK_NET, Node, data_bytes, flood, metric, wait_until, watch
 
 # The storage quota for containers of unknown authors (issue 13 item 4), small so that a few
 # seconds of junk cross it: 8 containers and 1 MiB in all. On code without quotas the variables
@@ -56,8 +49,8 @@ def liveness_of(observer: Node, did: str) -> str | None:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("attack")
-    victim = Node(root, "victim", env={**NET, **QUOTA_ENV})
-    honest = Node(root, "honest", env={**NET, **QUOTA_ENV})
+    victim = Node(root, "victim", env={**ATTACK_NET, **QUOTA_ENV})
+    honest = Node(root, "honest", env={**ATTACK_NET, **QUOTA_ENV})
     victim.cli("reputation", "set", honest.did, "0.9")  # known and trusted both ways, and friends
     honest.cli("reputation", "set", victim.did, "0.9")
     try:
