@@ -195,7 +195,7 @@ def test_junk_from_throwaway_keys_stays_within_the_quota(pair):
 
 def test_slow_streams_do_not_hold_the_node(pair):
     """Exchange and sync streams held open, trickled a byte a second or silent."""
-    base, seen, problems = attack(pair, "slowloris", 6, "--workers", "2")
+    base, seen, problems = attack(pair, "slowloris", 6, "--workers", "4")
     assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
 
 
