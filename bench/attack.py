@@ -15,7 +15,8 @@ tests/flood_peer.py for ``--seconds``; for each it prints:
 - the victim's RSS before, at its peak, and ``--settle`` s after the attack;
 - containers (in all and by class: flood_peer's are x_flood_*) and bytes (database on disk)
   the victim stored, and how often it marked its friend less than ok;
-- what the attacker saw (flood_peer's summary: served, refused, identities, ...).
+- what the attacker saw (flood_peer's summary: served, refused, identities, ...), and whether
+  a new peer can still connect afterwards.
 It uses only the node's control commands and CLI that existed before issue 13, so it also
 measures older code (PYTHONPATH=<old checkout>; "code" in the output says which ran). The last
 line is one JSON object.
@@ -40,6 +41,7 @@ ATTACKS = {  # mode: its options (how many concurrent identities)
     "junk": ["--workers", "2"],
     "slowloris": ["--workers", "4"],
     "biggossip": ["--workers", "2"],
+    "churn": ["--workers", "8", "--identities", "300"],  # last: on py-libp2p 0.8.1 it locked new peers out
 }
 GOAL_P99_RATIO = 3.0
 
@@ -80,9 +82,21 @@ def one_attack(victim, honest, mode: str, seconds: float, settle: float, unloade
     out["junk_containers"] = after["containers"] - counts["containers"]
     out["stored_by_class"] = {k.removeprefix("class:"): after[k] - counts.get(k, 0) for k in after
                               if k.startswith("class:") and after[k] != counts.get(k, 0)}
-    out["within_goal"] = all(out[f"{n}_p99_ratio"] is not None and out[f"{n}_p99_ratio"] <= GOAL_P99_RATIO
-                             for n in ("status", "ping"))
+    out["new_peer_connects"] = _new_peer_connects(victim)
+    out["within_goal"] = out["new_peer_connects"] and all(
+        out[f"{n}_p99_ratio"] is not None and out[f"{n}_p99_ratio"] <= GOAL_P99_RATIO for n in ("status", "ping"))
     return out
+
+
+def _new_peer_connects(victim) -> bool:
+    """Whether a new plain libp2p peer can still connect to the victim (after the churn, none could)."""
+    from meshharness import plain_peer
+
+    try:
+        with plain_peer(victim):
+            return True
+    except AssertionError:
+        return False
 
 
 def run(args) -> dict:
@@ -129,7 +143,8 @@ def run(args) -> dict:
                   f"cpu {r['cpu_share']}, rss {r['rss_before_mib']}/{r['rss_peak_mib']}/{r['rss_after_mib']} MiB, "
                   f"friend not ok {r['friend_not_ok']}x, stored {r['junk_containers']} containers "
                   f"(+{r['junk_bytes_on_disk']} B; {r['stored_by_class']}), attacker served {a['served']} refused {a['refused']} "
-                  f"identities {a['identities']} {'ok' if r['within_goal'] else 'OVER GOAL'}", flush=True)
+                  f"identities {a['identities']}, new peer connects: {r['new_peer_connects']} "
+                  f"{'ok' if r['within_goal'] else 'OVER GOAL'}", flush=True)
             print(f"{'':12} attacker: {json.dumps(a)}", flush=True)
     finally:
         for node in (victim, honest):

@@ -15,7 +15,8 @@ the node cuts it off, or when a mode leaves on purpose), all on one address
 - ``slowloris``: up to ``--streams`` exchange and sync streams held open per worker,
   half trickled one byte every ``--trickle`` s, half silent;
 - ``biggossip``: gossip over 64 KiB and just under it: costly (empty-array) valid
-  containers and undecodable bytes.
+  containers and undecodable bytes;
+- ``churn``: identities that connect and leave at once, ``--identities`` of them in all.
 
 It prints "started" when its payloads are ready and the clock starts, and at
 ``--seconds`` one JSON line: what it sent, what the node answered
@@ -56,7 +57,7 @@ from meshnode.net.frames import encode_frame, encode_varint
 MIB = 1 << 20
 CONTAINER_TOPIC = "/meshnode/containers/1"  # meshnode.net.mesh_gossip.CONTAINER_TOPIC
 SYNC_PROTOCOL = "/meshnode/sync/1.0.0"  # meshnode.net.mesh_sync.SYNC_PROTOCOL_ID
-MODES = ("bigframe", "identities", "junk", "slowloris", "biggossip")
+MODES = ("bigframe", "identities", "junk", "slowloris", "biggossip", "churn")
 ANSWER_TIMEOUT = 30.0  # a loaded node answers late; later than this counts as a timeout
 
 
@@ -492,6 +493,14 @@ async def biggossip(info, tally: Tally, args) -> None:
         await as_new_identity(info, tally, body, gossip=True)
 
 
+async def churn(info, tally: Tally, args) -> None:
+    async def body(peer: Peer) -> str:
+        return "left"
+
+    while tally.identities < args.identities:
+        await as_new_identity(info, tally, body)
+
+
 async def main(args) -> None:
     libp2p_fixes.route_libp2p_logging()
     logging.disable(logging.CRITICAL)  # libp2p logs every refusal; the summary line says what happened
@@ -504,10 +513,18 @@ async def main(args) -> None:
     mode = globals()[args.mode]
     print("started", flush=True)  # the clock starts now: a watcher measures from this line
     async with trio.open_nursery() as nursery:
-        for _ in range(args.workers):
-            nursery.start_soon(mode, info, tally, args)
-        await trio.sleep(args.seconds)
-        print(json.dumps(tally.summary()), flush=True)  # the figures at the deadline; cleanup may take a moment
+        finished = trio.Event()  # a mode may end before the deadline (churn: enough identities)
+
+        async def workers() -> None:
+            async with trio.open_nursery() as inner:
+                for _ in range(args.workers):
+                    inner.start_soon(mode, info, tally, args)
+            finished.set()
+
+        nursery.start_soon(workers)
+        with trio.move_on_after(args.seconds):
+            await finished.wait()
+        print(json.dumps(tally.summary()), flush=True)  # the figures at the end; cleanup may take a moment
         nursery.cancel_scope.cancel()
 
 
@@ -525,6 +542,8 @@ def parse_args(argv: list[str]):
     parser.add_argument("--batch", type=int, default=16, help="junk: containers per push")
     parser.add_argument("--rate", type=float, default=8.0, help="junk, biggossip: publishes per second per worker")
     parser.add_argument("--streams", type=int, default=32, help="slowloris: streams held open per worker")
+    parser.add_argument("--identities", type=int, default=300, help="churn: identities in all (py-libp2p keeps "
+                        "250 inbound slots)")
     parser.add_argument("--trickle", type=float, default=1.0, help="slowloris: seconds between trickled bytes")
     return parser.parse_args(argv)
 

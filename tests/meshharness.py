@@ -234,7 +234,7 @@ ATTACK_NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_S
 # each attack from its own loopback address, in its own /16: what a node holds against one
 # attacker's address or subnet does not meet the next attack at the door
 SOURCES = {"bigframe": "127.10.0.1", "identities": "127.11.0.1", "junk": "127.12.0.1", "slowloris": "127.13.0.1",
-           "biggossip": "127.14.0.1"}
+           "biggossip": "127.14.0.1", "churn": "127.15.0.1"}
 
 
 def pct(values: list[float], p: float) -> float | None:

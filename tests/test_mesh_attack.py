@@ -15,7 +15,7 @@ import time
 import pytest
 
 from flood_peer import GOSSIP_CLASS, JUNK_CLASS
-from meshharness import ATTACK_NET, Node, data_bytes, flood, metric, wait_until, watch
+from meshharness import ATTACK_NET, Node, data_bytes, flood, metric, plain_peer, wait_until, watch
 
 # The storage quota for containers of unknown authors (issue 13 item 4), small so that a few
 # seconds of junk cross it: 8 containers and 1 MiB in all. On code without quotas the variables
@@ -203,4 +203,19 @@ def test_oversized_and_costly_gossip_does_not_stall_the_node(pair):
     """Gossip over 64 KiB and just under: valid containers of empty arrays, and undecodable bytes."""
     base, seen, problems = attack(pair, "biggossip", 6, "--workers", "2")
     problems += stored_within(seen, GOSSIP_CLASS, "costly containers (63 or 96 KiB)")
+    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+
+
+def test_connection_churn_does_not_lock_out_new_peers(pair):
+    """300 identities that connect and leave at once. py-libp2p 0.8.1 admits at most 250 inbound
+    connections at a time (its max_connections 300 less min_connections 50) and, measured on
+    issue 13's code, did not give a slot back when such a connection ended: after 250 of them
+    the node accepted no new peer at all, from any address, minutes later still."""
+    victim, _ = pair
+    base, seen, problems = attack(pair, "churn", 60, "--workers", "8", "--identities", "300")
+    try:
+        with plain_peer(victim):  # a new peer from another address, after the churn
+            pass
+    except AssertionError as exc:
+        problems.append(f"a new peer could not connect after the churn: ...{str(exc)[-300:]}")
     assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
