@@ -213,7 +213,10 @@ class Peer:
         except Exception:
             return ("reset" if self.connected() else "disconnected"), None, (time.perf_counter() - started) * 1000
         ms = (time.perf_counter() - started) * 1000
-        message = cbor.decode(data, max_bytes=MIB, max_depth=8)[0]
+        try:
+            message = exchange.decode_message(data, MIB)
+        except exchange.ExchangeError:
+            return "bad_answer", None, ms
         if message["op"] == "error":
             return f"error:{message['code']}", message, ms
         if message["op"] == "ack":
