@@ -9,6 +9,7 @@ can wait for a line with a deadline; conditions across nodes are awaited with
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import signal
@@ -219,3 +220,129 @@ def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:
             node.kill()
         raise
     return nodes
+
+
+# --- a node under attack (tests/test_mesh_attack.py, bench/attack.py) -------------------
+
+FLOOD = Path(__file__).with_name("flood_peer.py")
+# Heartbeats every second and quiet after 4 s of silence: an event loop that stalls for seconds
+# shows as a flap, while a node that keeps serving misses no deadline (4 s is 4 heartbeats, far
+# above any scheduling delay on two busy cores). Sync every 10 s, as a busy mesh might.
+ATTACK_NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_SECONDS": "4",
+              "MESHNODE_NET_STALE_AFTER_SECONDS": "8", "MESHNODE_NET_DEAD_AFTER_SECONDS": "60",
+              "MESHNODE_NET_SYNC_SECONDS": "10"}
+# each attack from its own loopback address, in its own /16: what a node holds against one
+# attacker's address or subnet does not meet the next attack at the door
+SOURCES = {"bigframe": "127.10.0.1", "identities": "127.11.0.1", "junk": "127.12.0.1", "slowloris": "127.13.0.1",
+           "biggossip": "127.14.0.1", "churn": "127.15.0.1"}
+
+
+def pct(values: list[float], p: float) -> float | None:
+    """The ``p``-th percentile (nearest rank) of ``values``; None for none."""
+    if not values:
+        return None
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 2)
+
+
+class Probe:
+    """Ask ``ask()`` (returns milliseconds, or None to time the call itself) on a thread,
+    every ``interval`` s until stopped; a failed call counts ``failed_ms`` and a failure."""
+
+    def __init__(self, ask, interval: float, failed_ms: float):
+        self.ask, self.interval, self.failed_ms = ask, interval, failed_ms
+        self.ms: list[float] = []
+        self.failures = 0
+        self.last = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            try:
+                self.last = self.ask()
+                self.ms.append(self.last if isinstance(self.last, (int, float)) else
+                               (time.perf_counter() - started) * 1000)
+            except ControlError:
+                self.failures += 1
+                self.ms.append(self.failed_ms)
+            self._stop.wait(self.interval)  # the pace of the questions, not a guess about the node
+
+    def __enter__(self) -> "Probe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=120)
+
+    def figures(self, name: str) -> dict:
+        return {f"{name}_ms_p50": pct(self.ms, 50), f"{name}_ms_p99": pct(self.ms, 99),
+                f"{name}_n": len(self.ms), f"{name}_failed": self.failures}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmRSS"))
+    return round(int(line.split()[1]) / 1024, 1)
+
+
+def data_bytes(node: Node) -> int:
+    """What the node's database takes on disk (the database file and its write-ahead log)."""
+    return sum(p.stat().st_size for p in (node.home / "data").glob("*.db*"))
+
+
+def not_ok(victim: Node) -> int:
+    """How often ``victim`` has marked a peer less than ok (quiet, stale or dead) since it started."""
+    return sum(metric(victim, "liveness_changes", state=s) for s in ("quiet", "stale", "dead"))
+
+
+def watch(victim: Node, honest: Node, until) -> dict:
+    """Until ``until()`` returns (its value is kept as "result"): the victim's control `status`
+    round trips (every 0.1 s), the honest node's pings of the victim (every 0.25 s, the whole
+    control call: the ping's own rtt leaves out opening its stream, where a stalled victim
+    makes it wait), the victim's
+    CPU share (of one core), its peak RSS, and how often it marked a peer less than ok."""
+    pid = victim.proc.pid
+    flaps, cpu, started = not_ok(victim), cpu_seconds(pid), time.perf_counter()
+    rss = [rss_mib(pid)]
+    with Probe(lambda: victim.call("status", timeout=60) and None, 0.1, 60_000) as status, \
+            Probe(lambda: honest.call("ping", {"did": victim.did}, timeout=60) and None, 0.25, 10_000) as ping, \
+            Probe(lambda: rss.append(rss_mib(pid)) or 0.0, 0.25, 0.0):
+        result = until()
+        wall = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu  # up to now; the probes' last questions may still be waiting for answers
+    return {**status.figures("status"), **ping.figures("ping"), "cpu_share": round(cpu / wall, 2),
+            "rss_peak_mib": max(rss), "not_ok": not_ok(victim) - flaps, "seconds": round(wall, 1), "result": result}
+
+
+def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) -> dict:
+    """Run tests/flood_peer.py MODE against ``victim`` for ``seconds`` while ``watch``ing it;
+    the figures, with the attacker's own summary as "attacker"."""
+    address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
+    proc = subprocess.Popen([sys.executable, str(FLOOD), mode, address, "--seconds", str(seconds),
+                             "--source", SOURCES[mode], *options],
+                            env=victim.env, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    killer = threading.Timer(seconds + 120, proc.kill)  # a hung attacker must not hang the run
+    killer.start()
+    try:
+        started = proc.stdout.readline()
+        assert started.strip() == "started", f"flood_peer {mode} did not start: {started!r} {proc.stderr.read()[-2000:]}"
+        figures = watch(victim, honest, proc.stdout.readline)  # its summary line comes at its deadline
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+    finally:
+        killer.cancel()
+    line = figures.pop("result")
+    assert line.strip(), f"flood_peer {mode} printed no summary: {err[-2000:]}"
+    return {**figures, "attacker": json.loads(line)}
