@@ -44,6 +44,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
+from meshnode.net.inbound import mend_inbound
 from meshnode.net.mesh_cost import CostMixin
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_admission import AdmissionMixin
@@ -130,6 +131,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.standing = Standing(config.peer_limits)
         self.budgets = CpuBudgets(config.budget_limits)
         self.address_guard = AddressGuard(config.address_limits)
+        self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.spent(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
@@ -194,6 +196,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         )
         if host.get_id().to_base58() != self.key.peer_id:
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
+        # inbound slots given back when a connection ends; refused addresses closed before the handshake
+        mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
         self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         libp2p_fixes.answer_find_node_for_self(dht)

@@ -67,11 +67,43 @@ class GatingMixin:
         elif did is not None:
             nursery.start_soon(self._check_once_identified, conn, did, nursery)
 
+    def _admit_at_accept(self, address: tuple) -> str | None:
+        """Before the handshake: why a new inbound connection is refused for its address (its
+        identities were cut off, or it connects too often), or None. An address a known peer is
+        connected from is left to the check at connect, which knows who is connecting."""
+        host = address[0]
+        if host in self._known_hosts():
+            return None
+        refusal = self.address_guard.allow_connection(host, self.clock())
+        if refusal is None:
+            self._admitted_at_accept.put(f"{address[0]}|{address[1]}", True)
+        return refusal
+
+    def _refused_at_accept(self, host: str, reason: str) -> None:
+        self.metrics.inc("connections_refused", reason=reason, stage="accept")
+        log.debug("refused a connection from %s before its handshake (%s)", host, reason)
+
+    def _known_hosts(self) -> set[str]:
+        hosts = set()
+        for pid in list(self.host.get_connected_peers()):
+            did = _did_of(pid)
+            if did is not None and self._is_known(did):
+                host = self._host_of_peer(pid)
+                if host:
+                    hosts.add(host)
+        return hosts
+
     def _address_refusal(self, conn, did: str | None) -> str | None:
         """Why an inbound connection of an unknown peer is refused for its address, or None."""
         secured = getattr(conn.muxed_conn, "secured_conn", None)
         if getattr(secured, "is_initiator", True) or (did is not None and self._is_known(did)):
             return None  # our own dial, or a known peer: exempt
+        try:
+            address = conn.muxed_conn.get_remote_address()
+        except Exception:  # a connection being torn down
+            address = None
+        if address and self._admitted_at_accept.pop(f"{address[0]}|{address[1]}") is not None:
+            return None  # its address was checked (and charged) as it was accepted
         host = remote_host(conn.muxed_conn)
         return self.address_guard.allow_connection(host, self.clock()) if host else None
 

@@ -55,6 +55,9 @@ class GossipMixin:
     _ignored: set  # message keys ignored (not rejected) by the validator
 
     async def _validate_gossip_container(self, forwarder, message) -> bool:
+        if len(message.data) > MAX_GOSSIP_BYTES:  # never published by a node of ours; relayed, it arrives corrupt
+            self._gossip_invalid(forwarder, "gossip_too_large", nbytes=len(message.data))
+            return False
         did = _did_or_peer_id(forwarder)
         host = None if self._is_known(did) else self._host_of_peer(forwarder)
         try:

@@ -1,0 +1,73 @@
+"""Inbound connections at accept time: two mends to py-libp2p 0.8.1's swarm.
+
+1. **Slots given back.** The swarm takes one of 250 inbound slots per accepted
+   connection and keeps its handler task waiting until the whole swarm stops
+   (``_do_handle_inbound_connection`` ends on ``manager.wait_finished()``), so
+   the slot, the task and the raw connection are never released: after 250
+   inbound connections in a node's lifetime, no new peer can connect from
+   anywhere. Measured: 300 identities that connect and leave lock every new
+   peer out. Here the handler instead ends when its connection has shut down.
+2. **Refused before the handshake.** An address refused by the node's own
+   rules (``admit(host)`` returns a reason) is closed as it is accepted,
+   before the Noise handshake and identify are paid for.
+
+Both patch one swarm object (private API, verified against 0.8.1).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from typing import Callable
+
+import trio
+
+log = logging.getLogger("meshnode.net")
+
+_ACCEPTING = contextvars.ContextVar("meshnode_accepting", default=False)  # set in an accept handler's task
+
+
+class _ConnectionOver(Exception):
+    """Raised out of the upgrade once its connection has shut down: the handler then cleans up and
+    returns, which releases its inbound slot (py-libp2p catches it and logs it at debug)."""
+
+
+def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callable[[str, str], None]) -> None:
+    """Patch ``swarm``: refuse an accepted connection when ``admit((ip, port))`` gives a reason
+    (``on_refused(ip, reason)`` is told), and end each inbound handler when its connection is over."""
+    handle = swarm._handle_inbound_connection
+    upgrade = swarm.upgrade_inbound_raw_conn
+
+    async def handle_inbound(read_write_closer, maddr) -> None:
+        address = _remote_address(read_write_closer)
+        host = address[0] if address else None
+        reason = admit(address) if address else None
+        if reason is not None:
+            on_refused(host, reason)
+            with trio.move_on_after(1):
+                try:
+                    await read_write_closer.close()
+                except Exception as exc:  # already gone: nothing left to refuse
+                    log.debug("closing a refused connection from %s: %s", host, exc)
+            return
+        _ACCEPTING.set(True)
+        await handle(read_write_closer, maddr)
+
+    async def upgrade_until_over(raw_conn, maddr):
+        muxed_conn = await upgrade(raw_conn, maddr)
+        shut_down = getattr(muxed_conn, "event_shutting_down", None)
+        if shut_down is None or not _ACCEPTING.get():  # not yamux, or not the accept path (hole punching)
+            return muxed_conn
+        await shut_down.wait()
+        raise _ConnectionOver("the inbound connection has shut down")
+
+    swarm._handle_inbound_connection = handle_inbound
+    swarm.upgrade_inbound_raw_conn = upgrade_until_over
+
+
+def _remote_address(read_write_closer) -> tuple | None:
+    try:
+        address = read_write_closer.get_remote_address()
+    except Exception:  # a stream being torn down
+        return None
+    return tuple(address[:2]) if address else None
