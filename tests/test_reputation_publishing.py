@@ -176,3 +176,44 @@ def test_the_round_limit_holds_back_the_rest_for_later_rounds(tmp_path):
             assert v.metrics.get("trust_statements_withheld", reason="round_limit") == 3 + 1
 
     trio.run(main)
+
+
+def test_sessions_credited_are_remembered_for_a_bounded_number_of_peers():
+    from meshnode.net.mesh_reputation import SESSIONS_KEPT
+
+    class Peerless(ReputationMixin):
+        def __init__(self):
+            self.standing = Standing()
+
+        def clock(self) -> int:
+            return T0
+
+    n = Peerless()
+    for i in range(SESSIONS_KEPT + 50):
+        n.credit_sync_session(f"did:key:z{i}")
+    assert len(n._sessions_credited) == SESSIONS_KEPT
+
+
+def test_strangers_with_evidence_outlast_a_flood_of_throwaway_rows(tmp_path):
+    import json
+
+    from meshnode.store import Database
+    from meshnode.store.peers import upsert_peer
+    from meshnode.store.stranger_peers import prune_unknown_peers
+
+    db = Database(tmp_path / "p.db")
+    try:
+        upsert_peer(db, "did:key:zsteady", peer_id="ps", now_ms=T0, source="exchange")
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO agent_reputation (agent_id, reputation_score, counts) VALUES (?, 0.52, ?)",
+                         ("did:key:zsteady", json.dumps({"valid_container": 8, "liveness_ok": 3})))
+        for i in range(20):  # seen after it, one input each
+            upsert_peer(db, f"did:key:zjunk{i:02d}", peer_id=f"p{i}", now_ms=T0 + (i + 1) * 1000, source="exchange")
+            with db.transaction() as conn:
+                conn.execute("INSERT INTO agent_reputation (agent_id, reputation_score, counts) VALUES (?, 0.5015, ?)",
+                             (f"did:key:zjunk{i:02d}", json.dumps({"valid_container": 1})))
+        assert prune_unknown_peers(db, keep=5, known=(), now_ms=T0 + 60_000, min_trust=0.7) == 16
+        ids = {r[0] for r in db.conn.execute("SELECT id FROM agent_peers")}
+        assert ids == {"did:key:zsteady", *(f"did:key:zjunk{i:02d}" for i in range(16, 20))}
+    finally:
+        db.close()

@@ -18,7 +18,9 @@ import trio
 
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import peer_id_to_did
+from meshnode.net.budget import BoundedLRU
 from meshnode.net.mesh_exchange import _save_standing_row
+from meshnode.net.standing import PeerLimits
 from meshnode.reputation import gossip_app_score, publishing, records
 from meshnode.reputation.reading import effective_trust
 from meshnode.sync.versions import DEFAULT_TRUST
@@ -27,11 +29,12 @@ log = logging.getLogger("meshnode.reputation")
 
 
 SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour
+SESSIONS_KEPT = PeerLimits().max_peers  # as many peers as standing remembers; the least recent forgotten first
 
 
 class ReputationMixin:
     _trust_now: dict[str, float] = {}
-    _sessions_credited: dict[str, int] | None = None
+    _sessions_credited: BoundedLRU[int] | None = None  # DID -> when a session last counted (bounded: free ids)
     trust_policy: publishing.PublishPolicy = publishing.DEFAULT_POLICY  # which statements are signed, how many
 
     def credit_sync_session(self, did: str) -> None:
@@ -39,11 +42,11 @@ class ReputationMixin:
         one counts at once (a new peer has evidence within seconds), then one per hour, like
         liveness, so that merely being connected cannot lift an identity to the consensus floor."""
         if self._sessions_credited is None:
-            self._sessions_credited = {}
+            self._sessions_credited = BoundedLRU(SESSIONS_KEPT)
         now = self.clock()
         last = self._sessions_credited.get(did)
         if last is None or now - last >= SESSION_CREDIT_MS:
-            self._sessions_credited[did] = now
+            self._sessions_credited.put(did, now)
             self.standing.record_valid(did, now)
 
     def app_score(self, peer_id) -> float:
