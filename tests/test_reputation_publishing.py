@@ -13,7 +13,7 @@ from meshnode.identity import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.mesh_reputation import ReputationMixin
 from meshnode.net.standing import Standing
-from meshnode.reputation.model import ReputationError
+from meshnode.reputation.model import Evidence, ReputationError, apply_all, initial
 from meshnode.reputation.publishing import (
     DEFAULT_POLICY,
     Candidate,
@@ -46,6 +46,16 @@ def test_what_makes_a_peer_worth_speaking_of():
     assert not worth_publishing(Candidate("did:key:s", 0.51, evidence=9, first_ms=T0), now)
     assert worth_publishing(Candidate("did:key:e", 0.05, evidence=1, first_ms=now), now)  # an equivocator
     assert worth_publishing(Candidate("did:key:p", 0.9, evidence=1, first_ms=now), now)  # a person's judgement
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 100_000), st.integers(0, 1000), st.integers(0, HOUR - 1))
+def test_cheap_evidence_in_bulk_earns_a_stranger_no_statement_within_the_hour(valid, hours_heard, age):
+    """Volume is free for a flooder: valid containers and liveness alone never reach the margin."""
+    state = apply_all(initial(T0), [Evidence("valid_container", T0, valid)]
+                      + ([Evidence("liveness_ok", T0, hours_heard)] if hours_heard else []))
+    c = Candidate("did:key:flooder", state.score, evidence=sum(state.counts.values()), first_ms=T0)
+    assert not worth_publishing(c, T0 + age)
 
 
 def test_the_round_limit_takes_known_peers_then_the_largest_changes():
