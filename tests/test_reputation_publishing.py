@@ -40,10 +40,11 @@ def test_one_valid_input_from_a_stranger_is_not_worth_a_statement():
 def test_what_makes_a_peer_worth_speaking_of():
     now = T0 + 2 * HOUR
     assert worth_publishing(Candidate("did:key:f", 0.5, known=True), now)  # a friend, even with no evidence
-    steady = Candidate("did:key:s", 0.51, evidence=10, first_ms=T0)
+    steady = Candidate("did:key:s", 0.51, evidence=10, first_ms=T0, last_ms=T0 + HOUR)
     assert worth_publishing(steady, now)
-    assert not worth_publishing(steady, T0 + HOUR - 1)  # the same evidence within the hour: not yet
-    assert not worth_publishing(Candidate("did:key:s", 0.51, evidence=9, first_ms=T0), now)
+    assert not worth_publishing(Candidate("did:key:s", 0.51, evidence=9, first_ms=T0, last_ms=T0 + HOUR), now)
+    burst = Candidate("did:key:b", 0.51, evidence=50, first_ms=T0, last_ms=T0 + HOUR - 1)
+    assert not worth_publishing(burst, T0 + 100 * HOUR)  # a burst followed by silence never ages into one
     assert worth_publishing(Candidate("did:key:e", 0.05, evidence=1, first_ms=now), now)  # an equivocator
     assert worth_publishing(Candidate("did:key:p", 0.9, evidence=1, first_ms=now), now)  # a person's judgement
 
@@ -54,14 +55,14 @@ def test_cheap_evidence_in_bulk_earns_a_stranger_no_statement_within_the_hour(va
     """Volume is free for a flooder: valid containers and liveness alone never reach the margin."""
     state = apply_all(initial(T0), [Evidence("valid_container", T0, valid)]
                       + ([Evidence("liveness_ok", T0, hours_heard)] if hours_heard else []))
-    c = Candidate("did:key:flooder", state.score, evidence=sum(state.counts.values()), first_ms=T0)
+    c = Candidate("did:key:flooder", state.score, evidence=sum(state.counts.values()), first_ms=T0, last_ms=T0 + age)
     assert not worth_publishing(c, T0 + age)
 
 
 def test_the_round_limit_takes_known_peers_then_the_largest_changes():
     now = T0 + 2 * HOUR
     policy = PublishPolicy(max_per_round=2)
-    strangers = [Candidate(f"did:key:s{i}", 0.5 + i / 20, evidence=50, first_ms=T0) for i in range(1, 6)]
+    strangers = [Candidate(f"did:key:s{i}", 0.5 + i / 20, evidence=50, first_ms=T0, last_ms=now) for i in range(1, 6)]
     friend = Candidate("did:key:f", 0.5, known=True)
     out = select([*strangers, friend], now, policy)
     assert out.publish == ["did:key:f", "did:key:s5"]
@@ -87,7 +88,8 @@ candidates = st.builds(
     published=st.none() | st.floats(0, 1),
     published_ms=st.integers(T0 - 48 * HOUR, T0),
     evidence=st.integers(0, 40),
-    first_ms=st.integers(T0 - 3 * HOUR, T0),
+    first_ms=st.integers(T0 - 3 * HOUR, T0 - HOUR),
+    last_ms=st.integers(T0 - 3 * HOUR, T0),
     known=st.booleans(),
 )
 
@@ -141,7 +143,7 @@ def subjects(victim: Victim) -> list[str]:
 def test_throwaway_identities_get_no_statements_but_a_friend_does(tmp_path):
     n = 60
     throwaway = [NodeKey.generate().did for _ in range(n)]
-    friend, steady = NodeKey.generate().did, NodeKey.generate().did
+    friend, steady, burster = (NodeKey.generate().did for _ in range(3))
 
     async def main():
         async with await Store.open(tmp_path / "v.db") as store:
@@ -153,18 +155,19 @@ def test_throwaway_identities_get_no_statements_but_a_friend_does(tmp_path):
                 if minute == 1:
                     for did in throwaway:  # the flood: one valid input each
                         v.standing.record_valid(did, v.now)
+                    v.standing.record_valid(burster, v.now, 20)  # and one identity with a burst, then silence
                 result = await v.reputation_round()
             assert subjects(v) == [friend]  # the friend's statement went out in the first round
-            assert result["published"] == [] and result["withheld"] == {"little_evidence": n + 1}
-            assert v.metrics.get("trust_statements_withheld", reason="little_evidence") == 2 * (n + 1) + 1
+            assert result["published"] == [] and result["withheld"] == {"little_evidence": n + 2}
+            assert v.metrics.get("trust_statements_withheld", reason="little_evidence") == 2 * (n + 2) + 1
             assert v.metrics.get("trust_published") == 1
-            assert result["peers"] >= n + 2  # local scores are still kept for every one of them
+            assert result["peers"] >= n + 3  # local scores are still kept for every one of them
             # the steady stranger, an hour later and with more evidence, is worth speaking of
             v.now = T0 + HOUR + 3 * 60_000
             v.standing.record_valid(steady, v.now, 5)
             result = await v.reputation_round()
             assert [c.payload["agent_did"] for c in v.gossiped[1:]] == [steady]
-            assert result["withheld"] == {"little_evidence": n}
+            assert result["withheld"] == {"little_evidence": n + 1}  # the throw-away ids and the burster
 
     trio.run(main)
 

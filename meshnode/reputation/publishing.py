@@ -11,7 +11,8 @@ what is published is limited:
   ``min_change`` since it was, or published ``max_age_ms`` ago or more;
 * a due statement is *worth publishing* when its subject is known (own
   friends, committee, trusted: ``store.known``), or has ``min_evidence``
-  observations spread over at least ``min_span_ms``, or its score lies at
+  observations spread over at least ``min_span_ms`` (from the first evidence
+  to the newest: a burst followed by silence does not age into a statement), or its score lies at
   least ``margin`` away from the prior (judged work, a person's judgement, an
   equivocation, repeated invalid input); the rest are withheld as
   ``little_evidence``;
@@ -58,7 +59,8 @@ DEFAULT_POLICY = PublishPolicy()
 class Candidate:
     """One peer with a local score: ``score`` decayed to now; ``published``/``published_ms`` the
     last statement (None when never); ``evidence`` observations behind the score; ``first_ms``
-    when the node first held a score about it; ``known`` whether it is a known author."""
+    and ``last_ms`` when the first and the newest of them were taken in; ``known`` whether it
+    is a known author."""
 
     did: str
     score: float
@@ -66,6 +68,7 @@ class Candidate:
     published_ms: int | None = None
     evidence: int = 0
     first_ms: int = 0
+    last_ms: int = 0
     known: bool = False
 
 
@@ -87,7 +90,7 @@ def worth_publishing(c: Candidate, now_ms: int, policy: PublishPolicy = DEFAULT_
                      prior: float = DEFAULT_TRUST) -> bool:
     """Known, or enough evidence over enough time, or a score well away from the prior."""
     return (c.known or abs(c.score - prior) >= policy.margin
-            or (c.evidence >= policy.min_evidence and now_ms - c.first_ms >= policy.min_span_ms))
+            or (c.evidence >= policy.min_evidence and c.last_ms - c.first_ms >= policy.min_span_ms))
 
 
 def change(c: Candidate, prior: float = DEFAULT_TRUST) -> float:

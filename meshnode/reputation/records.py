@@ -258,19 +258,22 @@ def publish_trust(db: Database, key: NodeKey, did: str, *, now_ms: int,
 def publish_candidates(db: Database, *, now_ms: int, known=frozenset(),
                        params: Params = DEFAULT_PARAMS) -> list[Candidate]:
     """Every agent with a local score, as ``reputation.publishing`` weighs it: the score decayed
-    to now, the last published statement, the evidence behind it and when it was first held."""
+    to now, the last published statement, the evidence behind it, and when the first and the
+    newest evidence were taken in (rows that applied evidence, not decay rows; of the rows kept)."""
     with sql_errors("reading reputation"):
         rows = db.conn.execute(
             "SELECT r.agent_id, r.reputation_score, r.updated_ms, r.capped_until_ms, r.counts, p.score, p.at_ms,"
-            " m.first_ms FROM agent_reputation r"
-            " JOIN (SELECT agent_id, MAX(id) AS id, MIN(updated_ms) AS first_ms FROM agent_reputation"
-            " GROUP BY agent_id) m ON m.id = r.id"
+            " m.first_ms, m.last_ms FROM agent_reputation r"
+            " JOIN (SELECT agent_id, MAX(id) AS id, MIN(updated_ms) AS first_ms,"
+            "  MAX(CASE WHEN COALESCE(applied, '{}') != '{}' THEN updated_ms END) AS last_ms"
+            "  FROM agent_reputation GROUP BY agent_id) m ON m.id = r.id"
             " LEFT JOIN reputation_published p ON p.did = r.agent_id ORDER BY r.agent_id").fetchall()
     out = []
-    for did, score, updated, capped, counts, published, at_ms, first_ms in rows:
+    for did, score, updated, capped, counts, published, at_ms, first_ms, last_ms in rows:
         state = decay(state_of_row((score, updated, capped, counts), now_ms), now_ms, params)
-        out.append(Candidate(did, state.score, published, at_ms, sum(state.counts.values()),
-                             now_ms if first_ms is None else int(first_ms), did in known))
+        first = now_ms if first_ms is None else int(first_ms)
+        out.append(Candidate(did, state.score, published, at_ms, sum(state.counts.values()), first,
+                             first if last_ms is None else int(last_ms), did in known))
     return out
 
 
