@@ -3,10 +3,11 @@
 Now and then the node turns what it observed (valid and invalid inputs:
 containers pushed, fetched or gossiped, sync sessions completed; liveness)
 into evidence, lets scores decay toward the prior, publishes signed
-``trust`` containers for the peers whose score moved (gossiped like any
-container), and refreshes the in-memory trust that GossipSub's
-application-specific score reads (it is called synchronously, so it must not
-touch the database).
+``trust`` containers for the peers whose score moved and who are worth
+speaking of (``reputation.publishing``: known peers, strangers with enough
+evidence, at most a few per round; gossiped like any container), and
+refreshes the in-memory trust that GossipSub's application-specific score
+reads (it is called synchronously, so it must not touch the database).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import trio
 
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import peer_id_to_did
+from meshnode.net.budget import BoundedLRU
 from meshnode.net.mesh_exchange import _save_standing_row
-from meshnode.reputation import gossip_app_score, records
+from meshnode.net.standing import PeerLimits
+from meshnode.reputation import gossip_app_score, publishing, records
 from meshnode.reputation.reading import effective_trust
 from meshnode.sync.versions import DEFAULT_TRUST
 
@@ -26,22 +29,24 @@ log = logging.getLogger("meshnode.reputation")
 
 
 SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour
+SESSIONS_KEPT = PeerLimits().max_peers  # as many peers as standing remembers; the least recent forgotten first
 
 
 class ReputationMixin:
     _trust_now: dict[str, float] = {}
-    _sessions_credited: dict[str, int] | None = None
+    _sessions_credited: BoundedLRU[int] | None = None  # DID -> when a session last counted (bounded: free ids)
+    trust_policy: publishing.PublishPolicy = publishing.DEFAULT_POLICY  # which statements are signed, how many
 
     def credit_sync_session(self, did: str) -> None:
         """A sync session completed with ``did`` is evidence of a well-behaved peer: the first
         one counts at once (a new peer has evidence within seconds), then one per hour, like
         liveness, so that merely being connected cannot lift an identity to the consensus floor."""
         if self._sessions_credited is None:
-            self._sessions_credited = {}
+            self._sessions_credited = BoundedLRU(SESSIONS_KEPT)
         now = self.clock()
         last = self._sessions_credited.get(did)
         if last is None or now - last >= SESSION_CREDIT_MS:
-            self._sessions_credited[did] = now
+            self._sessions_credited.put(did, now)
             self.standing.record_valid(did, now)
 
     def app_score(self, peer_id) -> float:
@@ -59,9 +64,13 @@ class ReputationMixin:
         await self.store.write_background(lambda db: _save_standings(db, standing, now))
         await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now))
         await self.store.write_background(lambda db: records.refresh_decay(db, now_ms=now))
-        due = await self.store.read(lambda db: records.publish_due(db, now_ms=now))
+        known = self.known.snapshot()
+        candidates = await self.store.read(lambda db: records.publish_candidates(db, now_ms=now, known=known))
+        chosen = publishing.select(candidates, now, self.trust_policy)
+        for reason, n in sorted(chosen.withheld.items()):
+            self.metrics.inc("trust_statements_withheld", n, reason=reason)
         published = []
-        for did in due:
+        for did in chosen.publish:
             c = await self.store.write_background(lambda db, did=did: records.publish_trust(db, self.key, did, now_ms=now))
             published.append(c.did)
             try:
@@ -70,7 +79,7 @@ class ReputationMixin:
                 log.debug("trust container not gossiped: %s", exc)
         self._trust_now = await self.store.read(lambda db: effective_trust(db, now_ms=now, me=self.key.did))
         self.metrics.inc("trust_published", len(published))
-        return {"published": published, "peers": len(self._trust_now)}
+        return {"published": published, "withheld": chosen.withheld, "peers": len(self._trust_now)}
 
     async def _reputation_forever(self) -> None:
         """The trust known at start feeds gossip scoring at once; the first round runs

@@ -32,6 +32,7 @@ from meshnode.reputation.model import (
     evidence_ref,
     trust_level,
 )
+from meshnode.reputation.publishing import Candidate, PublishPolicy, is_due
 from meshnode.reputation.statements import build_trust, statement_of
 from meshnode.store.database import Database, sql_errors
 
@@ -254,22 +255,34 @@ def publish_trust(db: Database, key: NodeKey, did: str, *, now_ms: int,
     return c
 
 
-def publish_due(db: Database, *, now_ms: int, params: Params = DEFAULT_PARAMS, min_change: float = 0.05,
-                max_age_ms: int = 24 * HOUR_MS) -> list[str]:
-    """Agents whose trust this node should (re)publish: never published, moved at least
-    ``min_change`` since, or last published ``max_age_ms`` ago or more."""
+def publish_candidates(db: Database, *, now_ms: int, known=frozenset(),
+                       params: Params = DEFAULT_PARAMS) -> list[Candidate]:
+    """Every agent with a local score, as ``reputation.publishing`` weighs it: the score decayed
+    to now, the last published statement, the evidence behind it, and when the first and the
+    newest evidence were taken in (rows that applied evidence, not decay rows; of the rows kept)."""
     with sql_errors("reading reputation"):
         rows = db.conn.execute(
-            "SELECT r.agent_id, r.reputation_score, r.updated_ms, r.capped_until_ms, r.counts, p.score, p.at_ms"
-            " FROM agent_reputation r"
-            " JOIN (SELECT agent_id, MAX(id) AS id FROM agent_reputation GROUP BY agent_id) m ON m.id = r.id"
+            "SELECT r.agent_id, r.reputation_score, r.updated_ms, r.capped_until_ms, r.counts, p.score, p.at_ms,"
+            " m.first_ms, m.last_ms FROM agent_reputation r"
+            " JOIN (SELECT agent_id, MAX(id) AS id, MIN(updated_ms) AS first_ms,"
+            "  MAX(CASE WHEN COALESCE(applied, '{}') != '{}' THEN updated_ms END) AS last_ms"
+            "  FROM agent_reputation GROUP BY agent_id) m ON m.id = r.id"
             " LEFT JOIN reputation_published p ON p.did = r.agent_id ORDER BY r.agent_id").fetchall()
-    due = []
-    for did, score, updated, capped, counts, published, at_ms in rows:
-        now_score = decay(state_of_row((score, updated, capped, counts), now_ms), now_ms, params).score
-        if published is None or abs(now_score - published) >= min_change or now_ms - at_ms >= max_age_ms:
-            due.append(did)
-    return due
+    out = []
+    for did, score, updated, capped, counts, published, at_ms, first_ms, last_ms in rows:
+        state = decay(state_of_row((score, updated, capped, counts), now_ms), now_ms, params)
+        first = now_ms if first_ms is None else int(first_ms)
+        out.append(Candidate(did, state.score, published, at_ms, sum(state.counts.values()), first,
+                             first if last_ms is None else int(last_ms), did in known))
+    return out
+
+
+def publish_due(db: Database, *, now_ms: int, params: Params = DEFAULT_PARAMS, min_change: float = 0.05,
+                max_age_ms: int = 24 * HOUR_MS) -> list[str]:
+    """Agents whose trust would be (re)published if worth it: never published, moved at least
+    ``min_change`` since, or last published ``max_age_ms`` ago or more (``publishing.is_due``)."""
+    policy = PublishPolicy(min_change=min_change, max_age_ms=max_age_ms)
+    return [c.did for c in publish_candidates(db, now_ms=now_ms, params=params) if is_due(c, now_ms, policy)]
 
 
 def ingest_trust(db: Database, c: Container, *, now_ms: int, received_from: str | None = None) -> bool:
