@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshnode.container import build_container
+from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.identity.keys import NodeKey
 from meshnode.knowledge import make_concept, make_link
 from meshnode.notes import make_note
@@ -276,3 +279,19 @@ def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_facto
     finally:
         db.close()
         fresh.close()
+
+
+def test_eviction_rereads_versions_stored_under_higher_item_limits(db):
+    """A lineage holding a version with more items than today's limit (stored under older
+    rules) is redrawn on eviction; it used to raise too_many_items on every later arrival."""
+    q = Quotas(author_containers=10, author_bytes=10**8, total_containers=3, total_bytes=10**9, slack=0)
+    v1 = make_concept(A, "sky", now_ms=T0)
+    roomy = dataclasses.replace(DEFAULT_LIMITS, max_items=10**6)  # [limits] max_items raised, later lowered
+    big = build_container(A, "semantic_node", {"label": "sky, blue"}, meta={"n": list(range(20_000))},
+                          timestamp_ms=T0 + 1, related={"previous_version": [v1.did]}, limits=roomy)
+    for i, c in enumerate((v1, big, note(A, 5))):
+        put(db, c, q, t=T0 + i)
+    set_trust(db, B.did, 0.9)
+    assert put(db, note(B, 0), q, t=T0 + 9).evicted == 1  # v1 goes: the lineage is redrawn from `big`
+    assert db.conn.execute("SELECT name, lineage FROM concepts").fetchall() == [("sky, blue", big.did)]
+    assert put(db, note(B, 1), q, t=T0 + 10).new

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from meshnode.container import Container, Limits, decode_container
 from meshnode.store import lineage, views_cogsync
 
-_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
 _VIEW_TABLE = {"diary_entry": "diary_entries", "semantic_node": "concepts", "semantic_edges": "links"}
 
 
@@ -51,9 +49,5 @@ def _redraw_lineage(conn: sqlite3.Connection, root: str, cls: str) -> None:
     conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     conn.executemany("DELETE FROM container_versions WHERE did = ?", [(d,) for d in left])
     for did in left:  # any order: each joined set is walked whole when one of its members has children
-        views_cogsync.refresh(conn, _load(conn, did))
+        views_cogsync.refresh(conn, views_cogsync.load_stored(conn, did))
 
-
-def _load(conn: sqlite3.Connection, did: str) -> Container:
-    core = conn.execute("SELECT core FROM containers WHERE did = ?", (did,)).fetchone()[0]
-    return decode_container(core, now_ms=2**62, limits=_STORED)
