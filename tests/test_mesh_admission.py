@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from meshnode.container.errors import ContainerError
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net import libp2p_fixes
@@ -57,6 +58,26 @@ async def test_store_from_peer_refuses_over_quota_and_counts_it(mesh):
     await mesh.store.write(set_friend, STRANGER.did, "p", T0)
     await mesh.refresh_known()  # a friend now: no quota
     assert (await mesh._store_from_peer(note(STRANGER, 5), None, "gossip")).new
+
+
+async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_goes_on(mesh):
+    broken, fine = note(STRANGER, 0), note(STRANGER, 1)
+    write = mesh.store.write
+
+    async def failing_write(fn, c, **kw):
+        if c.did == broken.did:
+            raise ContainerError("too_many_items", "more than 16384 items")
+        return await write(fn, c, **kw)
+
+    async def arrivals(subscription):
+        for c in (broken, fine):
+            yield c
+
+    mesh.store.write, mesh._from_others = failing_write, arrivals
+    await mesh._read_gossip_containers(None)  # raised ContainerError out of the reader (and the node)
+    assert count(mesh.metrics, "containers_not_stored", reason="too_many_items", via="gossip") == 1
+    held = await mesh.store.read(lambda db: db.get_container_bytes(fine.did))
+    assert held is not None and await mesh.store.read(lambda db: db.get_container_bytes(broken.did)) is None
 
 
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):

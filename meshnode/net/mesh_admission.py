@@ -17,6 +17,7 @@ import logging
 import trio
 
 from meshnode.container import Container
+from meshnode.errors import MeshnodeError
 from meshnode.net.liveness import Liveness
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
@@ -35,9 +36,17 @@ TRIM_CHECK_S = 5.0
 
 class AdmissionMixin:
     async def _store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
-        """Store a verified container from the network within the quotas; counts refusals and evictions."""
-        result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
-                                        quotas=self.config.quotas, known=self.known.snapshot())
+        """Store a verified container from the network within the quotas; counts refusals and evictions.
+        A container the store fails on is logged and counted (``containers_not_stored``), outcome
+        "failed": one container must not take down the gossip reader or the session storing it."""
+        try:
+            result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
+                                            quotas=self.config.quotas, known=self.known.snapshot())
+        except Exception as exc:
+            reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
+            log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
+            self.metrics.inc("containers_not_stored", reason=reason, via=via)
+            return Admission("failed", reason=reason)
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
         if result.evicted:
