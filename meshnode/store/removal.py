@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from meshnode.store import lineage, views_cogsync
+from meshnode.store import lineage, views, views_cogsync
 
 _VIEW_TABLE = {"diary_entry": "diary_entries", "semantic_node": "concepts", "semantic_edges": "links"}
 
@@ -53,9 +53,7 @@ def _show_if_no_longer_replaced(conn: sqlite3.Connection, note: str, author: str
     """A note hidden because its author replaced it is shown again once no held note of that
     author replaces it (``views._hide_replaced`` in reverse): eviction order is arrival order,
     which need not be the order of versions, so the newer note can go first."""
-    if not conn.execute("SELECT 1 FROM container_links l JOIN containers n ON n.did = l.source_did WHERE"
-                        " l.target_did = ? AND l.relation = 'previous_version' AND n.class = 'note'"
-                        " AND n.sender_did = ? LIMIT 1", (note, author)).fetchone():
+    if not views.replaced_by_own_note(conn, note, author):
         conn.execute("UPDATE notes SET hidden = 0 WHERE container_did = ? AND agent_did = ?", (note, author))
 
 
