@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable
 
-NOT_WANTED_KEPT = 8192  # ~1.6 MB when full (a DID and its author's DID per entry)
+NOT_WANTED_KEPT = 8192  # full, measured: 1.1 MB (container DIDs), 1.7 MB ((peer, container DID) pairs)
 
 
 class NotWanted:
