@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import pytest
 
+from meshnode.container.errors import ContainerError
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net import libp2p_fixes
 from meshnode.net.author_rate import RateSettings
 from meshnode.net.liveness import Liveness, Thresholds
 from meshnode.net.mesh import ANNOUNCE_RECHECK_MS, Mesh, NetConfig
+from meshnode.net.mesh_sync import _digest
+from meshnode.net.not_wanted import NotWanted
 from meshnode.notes import make_note
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
@@ -57,6 +61,88 @@ async def test_store_from_peer_refuses_over_quota_and_counts_it(mesh):
     await mesh.store.write(set_friend, STRANGER.did, "p", T0)
     await mesh.refresh_known()  # a friend now: no quota
     assert (await mesh._store_from_peer(note(STRANGER, 5), None, "gossip")).new
+
+
+async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_goes_on(mesh):
+    broken, fine = note(STRANGER, 0), note(STRANGER, 1)
+    write = mesh.store.write
+
+    async def failing_write(fn, c, **kw):
+        if c.did == broken.did:
+            raise ContainerError("too_many_items", "more than 16384 items")
+        return await write(fn, c, **kw)
+
+    async def arrivals(subscription):
+        for c in (broken, fine):
+            yield c
+
+    mesh.store.write, mesh._from_others = failing_write, arrivals
+    await mesh._read_gossip_containers(None)  # raised ContainerError out of the reader (and the node)
+    assert count(mesh.metrics, "containers_not_stored", reason="too_many_items", via="gossip") == 1
+    held = await mesh.store.read(lambda db: db.get_container_bytes(fine.did))
+    assert held is not None and await mesh.store.read(lambda db: db.get_container_bytes(broken.did)) is None
+
+
+async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mesh):
+    mesh.config.quotas = Quotas(author_containers=2, author_bytes=10**6, total_containers=3, total_bytes=10**9,
+                                slack=0)
+    sent = [note(STRANGER, i) for i in range(3)] + [note(FRIEND, 0), note(FRIEND, 1)]
+    ticks = itertools.count(T0)
+    mesh.clock = lambda: next(ticks)  # received in order: the oldest stranger's note is evicted first
+    results = [await mesh._store_from_peer(c, "did:key:zrelay", "sync") for c in sent]
+    assert [r.outcome for r in results] == ["new", "new", "refused", "new", "new"]
+    refused, evicted = sent[2], sent[0]
+    assert results[4].gone == ((evicted.did, STRANGER.did),)
+    assert refused.did in mesh.not_wanted and evicted.did in mesh.not_wanted
+    writes = []
+    write = mesh.store.write
+
+    async def counted_write(fn, *args, **kw):
+        writes.append(fn)
+        return await write(fn, *args, **kw)
+
+    mesh.store.write = counted_write
+    again = await mesh._store_from_peer(evicted, "did:key:zrelay", "push")
+    assert (again.outcome, again.reason, writes) == ("refused", "refused_before", [])
+
+    fetched = []
+
+    async def fetch(did, dids):
+        fetched.extend(dids)
+        return []
+
+    mesh.fetch, mesh.credit_sync_session = fetch, lambda did: None
+    lacked = {_digest(c.did) for c in (refused, evicted)} | {_digest(note(STRANGER, 7).did)}
+    session = SimpleNamespace(push=set(), fetch=lacked, rounds=1, passes=1)
+    await mesh._settle("did:key:zfriend", session, {})
+    assert fetched == [note(STRANGER, 7).did]  # what sync lacks, less what was refused or evicted
+    assert count(mesh.metrics, "sync_not_fetched", reason="refused_before") == 2
+
+    await mesh.store.write(set_friend, STRANGER.did, "p", T0)
+    await mesh.refresh_known()  # a friend now: no quota, nothing remembered against it
+    assert len(mesh.not_wanted) == 0 and (await mesh._store_from_peer(evicted, None, "gossip")).new
+
+
+async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh):
+    mine = [note(STRANGER, i) for i in range(3)]
+    for c in mine:
+        await mesh.store.write(lambda db, c=c: db.put_container(c, received_at_ms=T0))
+    pushes = []
+
+    async def push(did, batch):
+        pushes.append([c.did for c in batch])
+        return {"op": "ack", "accepted": [batch[0].did], "duplicates": [],
+                "rejected": [{"index": i, "code": "quota", "reason": "full"} for i in range(1, len(batch))]}
+
+    mesh.push, mesh.credit_sync_session = push, lambda did: None
+    by_digest = {_digest(c.did): c.did for c in mine}
+    for _ in range(2):
+        await mesh._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1),
+                           by_digest)
+    assert len(pushes[0]) == 3 and len(pushes[1]) == 1  # the two refused ones are not sent again
+    await mesh._settle("did:key:zother", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1),
+                       by_digest)
+    assert len(pushes[2]) == 3  # another peer's quota is its own
 
 
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
@@ -108,3 +194,15 @@ async def test_strangers_are_forgotten_in_memory(mesh):
     assert mesh.liveness.state(COMMITTEE.did) is Liveness.DEAD  # known: kept
     assert set(mesh._looked_up) == {"recent"}
     assert set(mesh._synced_at) == {COMMITTEE.did}
+
+
+def test_not_wanted_is_bounded_and_forgets_authors_who_became_known():
+    table = NotWanted(limit=3)
+    for i in range(5):
+        table.add(f"c{i}", "did:key:za" if i % 2 else "did:key:zb")
+    assert len(table) == 3 and "c1" not in table and "c4" in table  # the oldest forgotten first
+    table.add("c2", "did:key:zb")  # seen again: kept longest
+    table.add("c5", "did:key:za")
+    assert "c2" in table and "c3" not in table
+    table.forget_authors({"did:key:zb"})
+    assert "c2" not in table and "c4" not in table and "c5" in table

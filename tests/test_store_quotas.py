@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshnode.container import build_container
+from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.identity.keys import NodeKey
 from meshnode.knowledge import make_concept, make_link
 from meshnode.notes import make_note
@@ -145,6 +148,21 @@ def test_eviction_redraws_cogsync_lineages(db):
     assert db.conn.execute("SELECT from_concept_id FROM links").fetchall() == [(None,)]
 
 
+def test_a_note_is_shown_again_when_the_note_that_replaced_it_is_evicted(db):
+    """The newer note arrives first (gossip), the older later (sync): eviction by arrival takes the
+    newer one first, and the older one must not stay hidden behind a note that is gone."""
+    q = Quotas(author_containers=10, author_bytes=10**6, total_containers=3, total_bytes=10**9, slack=0)
+    old = note(A, 0)
+    new = make_note(A, "note 0, corrected", now_ms=T0 + 1, audience="public", replaces=[old.did])
+    put(db, new, q, t=T0)
+    put(db, old, q, t=T0 + 1)
+    put(db, note(A, 2), q, t=T0 + 2)
+    assert db.conn.execute("SELECT hidden FROM notes WHERE container_did = ?", (old.did,)).fetchone() == (1,)
+    set_trust(db, B.did, 0.9)
+    assert put(db, note(B, 0), q, t=T0 + 9).gone == ((new.did, A.did),)
+    assert db.conn.execute("SELECT hidden FROM notes WHERE container_did = ?", (old.did,)).fetchone() == (0,)
+
+
 def test_accounting_survives_a_restart_and_matches_the_store(tmp_path):
     path = tmp_path / "node.db"
     q = Quotas(author_containers=3, author_bytes=10**6, total_containers=100, total_bytes=10**9)
@@ -243,8 +261,8 @@ def _views(db) -> dict:
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["note", "concept", "edit", "link"]), st.integers(0, 2)),
-                min_size=1, max_size=25))
+@given(st.lists(st.tuples(st.sampled_from(["note", "note_edit", "concept", "edit", "link"]), st.integers(0, 2),
+                          st.integers(0, 9)), min_size=1, max_size=25))
 def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_factory, steps):
     """Whatever was evicted, the views are those of a store that only ever held the survivors."""
     authors = [A, B, C]
@@ -253,11 +271,16 @@ def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_facto
     db = Database(folder / "evicted.db")
     fresh = Database(folder / "fresh.db")
     try:
-        made, concepts = [], []
-        for t, (kind, who) in enumerate(steps):
+        made, concepts, notes = [], [], {k.did: [] for k in authors}
+        for t, (kind, who, late) in enumerate(steps):
             k, now = authors[who], T0 + t
-            if kind == "note":
+            if kind == "note" or (kind == "note_edit" and not notes[k.did]):
                 c = make_note(k, f"#t{t % 3} note {t}", now_ms=now, audience="public")
+                notes[k.did].append(c)
+            elif kind == "note_edit":  # replaces one of the author's earlier notes
+                c = make_note(k, f"note {t}", now_ms=now, audience="public",
+                              replaces=[notes[k.did][late % len(notes[k.did])].did])
+                notes[k.did].append(c)
             elif kind == "concept" or not concepts:
                 c = make_concept(k, f"c{t}", now_ms=now, tags=[f"t{t % 2}"])
                 concepts.append(c)
@@ -267,7 +290,7 @@ def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_facto
             else:
                 c = make_link(k, concepts[0].did, "near", [concepts[-1].did], now_ms=now)
             made.append(c)
-            put(db, c, q, t=now)
+            put(db, c, q, t=now + 100 * late)  # received out of order: eviction order is not version order
         left = {r[0] for r in db.conn.execute("SELECT did FROM containers")}
         for c in made:
             if c.did in left:
@@ -276,3 +299,19 @@ def test_views_after_eviction_equal_views_built_from_what_is_left(tmp_path_facto
     finally:
         db.close()
         fresh.close()
+
+
+def test_eviction_rereads_versions_stored_under_higher_item_limits(db):
+    """A lineage holding a version with more items than today's limit (stored under older
+    rules) is redrawn on eviction; it used to raise too_many_items on every later arrival."""
+    q = Quotas(author_containers=10, author_bytes=10**8, total_containers=3, total_bytes=10**9, slack=0)
+    v1 = make_concept(A, "sky", now_ms=T0)
+    roomy = dataclasses.replace(DEFAULT_LIMITS, max_items=10**6)  # [limits] max_items raised, later lowered
+    big = build_container(A, "semantic_node", {"label": "sky, blue"}, meta={"n": list(range(20_000))},
+                          timestamp_ms=T0 + 1, related={"previous_version": [v1.did]}, limits=roomy)
+    for i, c in enumerate((v1, big, note(A, 5))):
+        put(db, c, q, t=T0 + i)
+    set_trust(db, B.did, 0.9)
+    assert put(db, note(B, 0), q, t=T0 + 9).evicted == 1  # v1 goes: the lineage is redrawn from `big`
+    assert db.conn.execute("SELECT name, lineage FROM concepts").fetchall() == [("sky, blue", big.did)]
+    assert put(db, note(B, 1), q, t=T0 + 10).new

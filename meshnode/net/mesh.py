@@ -48,6 +48,7 @@ from meshnode.net.inbound import mend_inbound
 from meshnode.net.mesh_cost import CostMixin
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_admission import AdmissionMixin
+from meshnode.net.not_wanted import NotWanted
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, VALIDATED_KEPT, GossipMixin
@@ -158,6 +159,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.author_rate = AuthorRate(config.author_rate)
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
+        self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
+        self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
     # --- lifecycle ------------------------------------------------------------

@@ -17,6 +17,7 @@ import logging
 import trio
 
 from meshnode.container import Container
+from meshnode.errors import MeshnodeError
 from meshnode.net.liveness import Liveness
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
@@ -24,6 +25,7 @@ from meshnode.store.stranger_peers import prune_unknown_peers
 
 log = logging.getLogger("meshnode.net")
 
+REFUSED_BEFORE = "refused_before"  # refused or evicted earlier (net.not_wanted): not taken again
 PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are not counted as invalid
 # After a burst of arrivals the SQLite page caches are emptied and the freed heap handed back to the
 # system: after a flood of 5000 junk containers, Python's own objects were back within 1 MB of their
@@ -35,11 +37,25 @@ TRIM_CHECK_S = 5.0
 
 class AdmissionMixin:
     async def _store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
-        """Store a verified container from the network within the quotas; counts refusals and evictions."""
-        result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
-                                        quotas=self.config.quotas, known=self.known.snapshot())
+        """Store a verified container from the network within the quotas; counts refusals and evictions.
+        A container the store fails on is logged and counted (``containers_not_stored``), outcome
+        "failed": one container must not take down the gossip reader or the session storing it."""
+        if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
+            self.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
+            return Admission("refused", reason=REFUSED_BEFORE)
+        try:
+            result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
+                                            quotas=self.config.quotas, known=self.known.snapshot())
+        except Exception as exc:
+            reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
+            log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
+            self.metrics.inc("containers_not_stored", reason=reason, via=via)
+            return Admission("failed", reason=reason)
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
+            self.not_wanted.add(c.did, c.sender_did)
+        for did, author in result.gone:
+            self.not_wanted.add(did, author)
         if result.evicted:
             self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
         self._arrivals_since_trim += 1 + result.evicted
@@ -69,6 +85,7 @@ class AdmissionMixin:
         """Read the known authors from the store again (at start, each round, when friends change)."""
         fixed = self.known.fixed
         self.known.replace(await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust))
+        self.not_wanted.forget_authors(self.known.snapshot())
 
     async def _admission_forever(self) -> None:
         """Each maintenance round: known authors again, stranger rows and memory trimmed;

@@ -186,7 +186,12 @@ class SyncMixin:
     async def _settle(self, did: str, session: Session, by_digest: dict[bytes, str]) -> dict:
         """Push what the peer lacks and wants, fetch what we lack and want."""
         have = [by_digest[d] for d in sorted(session.push) if d in by_digest]
+        have = [d for d in have if (did, d) not in self._refused_by_peer]
         need = [_did_for(d) for d in sorted(session.fetch)]
+        skipped = len(need)
+        need = [d for d in need if d not in self.not_wanted]  # refused or evicted here before
+        if len(need) < skipped:
+            self.metrics.inc("sync_not_fetched", skipped - len(need), reason="refused_before")
         pushed = fetched = 0
         for i in range(0, len(have), BATCH):
             batch = []
@@ -195,7 +200,7 @@ class SyncMixin:
                 if c is not None:
                     batch.append(c)
             if batch:
-                await self.push(did, batch)
+                self._remember_quota_refusals(did, batch, await self.push(did, batch))
                 pushed += len(batch)
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
@@ -208,6 +213,13 @@ class SyncMixin:
         self.metrics.inc("sync_pushed", pushed)
         self.metrics.inc("sync_fetched", fetched)
         return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
+
+    def _remember_quota_refusals(self, did: str, batch: list, ack: dict) -> None:
+        """Containers the peer refused over their author's quota are not pushed to it again."""
+        for item in ack.get("rejected", []) if isinstance(ack, dict) else []:
+            index = item.get("index") if isinstance(item, dict) else None
+            if item.get("code") == "quota" and isinstance(index, int) and 0 <= index < len(batch):
+                self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
 
     async def _sync_forever(self) -> None:
         """Sync with every connected peer and every friend now and then, and soon after a peer

@@ -45,9 +45,10 @@ class Quotas:
 
 @dataclass(frozen=True)
 class Admission:
-    outcome: str  # "new", "duplicate" or "refused"
+    outcome: str  # "new", "duplicate" or "refused" (or "failed": not stored, see mesh_admission)
     evicted: int = 0
     reason: str = ""
+    gone: tuple[tuple[str, str], ...] = ()  # (container DID, author) of each container evicted
 
     @property
     def new(self) -> bool:
@@ -75,7 +76,8 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
         if count + 1 > quotas.author_containers or held + size > quotas.author_bytes:
             return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
         _insert(conn, c, received_at_ms, received_from, None)
-        return Admission("new", evicted=_evict_over_quota(conn, quotas, known, c.did))
+        gone = _evict_over_quota(conn, quotas, known, c.did)
+        return Admission("new", evicted=len(gone), gone=gone)
 
 
 def unknown_usage(conn: sqlite3.Connection, known: Iterable[str]) -> tuple[int, int]:
@@ -96,7 +98,7 @@ def read_unknown_usage(db: Database, known: Iterable[str]) -> dict[str, int]:
 # names (a reply to it, a vote on it, a version it replaces) goes last.
 _VICTIMS = """
 WITH known(did) AS (SELECT value FROM json_each(:known))
-SELECT c.did, length(c.core) + COALESCE(length(c.side), 0)
+SELECT c.did, length(c.core) + COALESCE(length(c.side), 0), c.sender_did
 FROM author_usage u JOIN containers c ON c.sender_did = u.author
 WHERE u.author NOT IN known AND c.did != :spare
 ORDER BY
@@ -108,10 +110,12 @@ ORDER BY
 """
 
 
-def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[str], spare: str) -> int:
+def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[str],
+                      spare: str) -> tuple[tuple[str, str], ...]:
+    """Evict down to ``slack`` below the global quota; returns (container DID, author) of each evicted."""
     count, size = unknown_usage(conn, known)
     if count <= quotas.total_containers and size <= quotas.total_bytes:
-        return 0
+        return ()
     keep_count = int(quotas.total_containers * (1 - quotas.slack))
     keep_bytes = int(quotas.total_bytes * (1 - quotas.slack))
     victims = []
@@ -120,7 +124,8 @@ def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset
         row = cur.fetchone()
         if row is None:
             break
-        victims.append(row[0])
+        victims.append((row[0], row[2]))
         count, size = count - 1, size - row[1]
     cur.close()
-    return remove_containers(conn, victims)
+    remove_containers(conn, [did for did, _ in victims])
+    return tuple(victims)

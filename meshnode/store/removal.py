@@ -6,23 +6,23 @@ goes with the container: ``container_links``, ``container_recipients`` and
 ``container_forward`` (ON DELETE CASCADE), ``container_tags``, the note row,
 and for the versioned CogSync classes the lineage index and the diary,
 concept or link row of every lineage it belonged to, redrawn from the
-versions that remain. Runs inside the caller's write transaction.
+versions that remain; a note an evicted note replaced is shown again when
+nothing held replaces it any more. Runs inside the caller's write transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from meshnode.container import Container, Limits, decode_container
-from meshnode.store import lineage, views_cogsync
+from meshnode.store import lineage, views, views_cogsync
 
-_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, clock_skew_ms=2**62)
 _VIEW_TABLE = {"diary_entry": "diary_entries", "semantic_node": "concepts", "semantic_edges": "links"}
 
 
 def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
     """Delete these containers and their derived rows; returns how many were held."""
     lineages: dict[str, str] = {}  # root -> class, redrawn once at the end
+    replaced: set[tuple[str, str]] = set()  # (note, author) an evicted note of the author hid
     removed = 0
     for did in dids:
         row = conn.execute("SELECT class FROM containers WHERE did = ?", (did,)).fetchone()
@@ -33,6 +33,10 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
             root = lineage.root_of(conn, did)
             if root is not None:
                 lineages[root] = cls
+        if cls == "note":
+            replaced.update(conn.execute(
+                "SELECT l.target_did, c.sender_did FROM container_links l JOIN containers c ON c.did = l.source_did"
+                " WHERE l.source_did = ? AND l.relation = 'previous_version'", (did,)).fetchall())
         conn.execute("DELETE FROM container_tags WHERE did = ?", (did,))
         conn.execute("DELETE FROM notes WHERE container_did = ?", (did,))
         conn.execute("DELETE FROM container_versions WHERE did = ?", (did,))
@@ -40,7 +44,17 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
         removed += 1
     for root, cls in lineages.items():
         _redraw_lineage(conn, root, cls)
+    for target, author in replaced:
+        _show_if_no_longer_replaced(conn, target, author)
     return removed
+
+
+def _show_if_no_longer_replaced(conn: sqlite3.Connection, note: str, author: str) -> None:
+    """A note hidden because its author replaced it is shown again once no held note of that
+    author replaces it (``views._hide_replaced`` in reverse): eviction order is arrival order,
+    which need not be the order of versions, so the newer note can go first."""
+    if not views.replaced_by_own_note(conn, note, author):
+        conn.execute("UPDATE notes SET hidden = 0 WHERE container_did = ? AND agent_did = ?", (note, author))
 
 
 def _redraw_lineage(conn: sqlite3.Connection, root: str, cls: str) -> None:
@@ -51,9 +65,5 @@ def _redraw_lineage(conn: sqlite3.Connection, root: str, cls: str) -> None:
     conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     conn.executemany("DELETE FROM container_versions WHERE did = ?", [(d,) for d in left])
     for did in left:  # any order: each joined set is walked whole when one of its members has children
-        views_cogsync.refresh(conn, _load(conn, did))
+        views_cogsync.refresh(conn, views_cogsync.load_stored(conn, did))
 
-
-def _load(conn: sqlite3.Connection, did: str) -> Container:
-    core = conn.execute("SELECT core FROM containers WHERE did = ?", (did,)).fetchone()[0]
-    return decode_container(core, now_ms=2**62, limits=_STORED)

@@ -66,10 +66,15 @@ def _hide_replaced(conn: sqlite3.Connection, c: Container) -> None:
     (knowledge_edits.update_note); a note naming someone else's hides nothing."""
     conn.execute("UPDATE notes SET hidden = 1 WHERE agent_did = ? AND container_did IN (SELECT target_did FROM"
                  " container_links WHERE source_did = ? AND relation = 'previous_version')", (c.sender_did, c.did))
-    if conn.execute("SELECT 1 FROM container_links l JOIN containers n ON n.did = l.source_did WHERE"
-                    " l.target_did = ? AND l.relation = 'previous_version' AND n.class = 'note'"
-                    " AND n.sender_did = ? LIMIT 1", (c.did, c.sender_did)).fetchone():
+    if replaced_by_own_note(conn, c.did, c.sender_did):
         conn.execute("UPDATE notes SET hidden = 1 WHERE container_did = ?", (c.did,))
+
+
+def replaced_by_own_note(conn: sqlite3.Connection, did: str, author: str) -> bool:
+    """Whether a note of ``author`` held here names ``did`` as its previous version."""
+    return conn.execute("SELECT 1 FROM container_links l JOIN containers n ON n.did = l.source_did WHERE"
+                        " l.target_did = ? AND l.relation = 'previous_version' AND n.class = 'note'"
+                        " AND n.sender_did = ? LIMIT 1", (did, author)).fetchone() is not None
 
 
 def _versioned(conn: sqlite3.Connection, c: Container, local: dict) -> None:

@@ -28,7 +28,7 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
     for root in gone:
         conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     for root in redraw:
-        versions = [_load(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
+        versions = [load_stored(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
         versions = [v for v in versions if v.payload.get("retracted") is not True]  # knowledge_edits.retract
         if not versions:  # every head withdrawn: the lineage is gone from the view
             conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
@@ -37,7 +37,8 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
         write(conn, root, shown, forks)
 
 
-def _load(conn: sqlite3.Connection, did: str) -> Container:
+def load_stored(conn: sqlite3.Connection, did: str) -> Container:
+    """A held container, read again whatever limits it arrived under (``_STORED``)."""
     core = conn.execute("SELECT core FROM containers WHERE did = ?", (did,)).fetchone()[0]
     return decode_container(core, now_ms=2**62, limits=_STORED)
 
