@@ -84,7 +84,7 @@ def main() -> None:
         finally:
             node.kill()
     samples = samples or [(before, anon_before)]
-    print(json.dumps({"rss_before_mb": round(before, 1), "rss_peak_mb": round(max(s[0] for s in samples), 1),
+    print(json.dumps({"bench": "junk_memory", "rss_before_mb": round(before, 1), "rss_peak_mb": round(max(s[0] for s in samples), 1),
                       "rss_after_mb": round(after, 1), "anon_before_mb": round(anon_before, 1),
                       "anon_peak_mb": round(max(s[1] for s in samples), 1), "anon_after_mb": round(anon_after, 1),
                       "after_s": args.after, "flood_s": round(flood_s, 1),

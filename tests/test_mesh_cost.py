@@ -72,10 +72,10 @@ def peer(key: NodeKey):
     return ID.from_base58(key.peer_id)
 
 
-async def mesh_for(tmp_path, **config) -> tuple[Mesh, Store]:
+async def mesh_for(tmp_path, clock=now_ms, **config) -> tuple[Mesh, Store]:
     store = await Store.open(tmp_path / "db")
     net = NetConfig(listen=[], announce=[], bootstrap=[], name="victim", **config)
-    return Mesh(NodeKey.generate(), net, store, Metrics()), store
+    return Mesh(NodeKey.generate(), net, store, Metrics(), clock=clock), store
 
 
 def push_frame(containers: list[bytes]) -> bytes:
@@ -84,7 +84,9 @@ def push_frame(containers: list[bytes]) -> bytes:
 
 def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
     async def main():
-        mesh, store = await mesh_for(tmp_path, budget_limits=BudgetLimits(ms_per_second=1, burst_ms=1, known_factor=1000))
+        frozen = now_ms()  # no refill between the pushes, however slow the machine
+        mesh, store = await mesh_for(tmp_path, clock=lambda: frozen,
+                                     budget_limits=BudgetLimits(ms_per_second=1, burst_ms=1, known_factor=1000))
         async with store:
             sender = NodeKey.generate()
             good = build_container(sender, "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes()
