@@ -28,7 +28,11 @@ def test_every_bench_script_is_covered():
     assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(TINY)
 
 
-@pytest.mark.parametrize("script", sorted(TINY))
+# consensus.py starts a real committee (~50 s even when tiny): run with the soak tests (make soak)
+SLOW = {"consensus.py"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.soak) if s in SLOW else s for s in sorted(TINY)])
 def test_a_bench_runs_and_ends_with_one_json_object(script):
     result = subprocess.run([sys.executable, str(BENCH / script), *TINY[script]], capture_output=True, text=True,
                             timeout=240, stdin=subprocess.DEVNULL)
