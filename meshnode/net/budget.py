@@ -52,12 +52,18 @@ def subnet_of(host: str) -> str:
 
 class BoundedLRU(Generic[V]):
     """A dict that keeps at most ``limit`` entries, forgetting the least recently used one for which
-    ``may_forget(value)`` holds (an entry that may not be forgotten stays, over the limit if need be)."""
+    ``may_forget(value, now_ms)`` holds.
 
-    def __init__(self, limit: int, may_forget=lambda value: True):
+    The entry being inserted is never the one forgotten (the caller goes on to update it). When
+    every other entry is protected, the oldest of them is forgotten anyway: memory stays bounded,
+    and an attacker who fills the table with protected entries cannot switch the limits off for
+    newcomers. What a forgotten entry loses is its in-memory state only (bans persist in the store)."""
+
+    def __init__(self, limit: int, may_forget=lambda value, now_ms: True):
         self.limit = limit
         self.may_forget = may_forget
         self._items: OrderedDict[str, V] = OrderedDict()
+        self.forced = 0  # protected entries forgotten because nothing else could go
 
     def get(self, key: str) -> V | None:
         value = self._items.get(key)
@@ -71,18 +77,26 @@ class BoundedLRU(Generic[V]):
     def pop(self, key: str) -> V | None:
         return self._items.pop(key, None)
 
-    def put(self, key: str, value: V) -> V:
+    def put(self, key: str, value: V, now_ms: int = 0) -> V:
         self._items[key] = value
         self._items.move_to_end(key)
-        if len(self._items) > self.limit:
-            self._forget_one()
+        while len(self._items) > self.limit:
+            self._forget_one(key, now_ms)
         return value
 
-    def _forget_one(self) -> None:
+    def _forget_one(self, keep: str, now_ms: int) -> None:
+        oldest = None
         for key, value in self._items.items():  # oldest first; stops at the first that may go
-            if self.may_forget(value):
+            if key == keep:
+                continue
+            if oldest is None:
+                oldest = key
+            if self.may_forget(value, now_ms):
                 del self._items[key]
                 return
+        if oldest is not None:  # every other entry is protected: the oldest goes anyway
+            del self._items[oldest]
+            self.forced += 1
 
     def __len__(self) -> int:
         return len(self._items)
