@@ -202,3 +202,20 @@ def test_a_sync_frame_that_trickles_in_is_cut_and_counted(tmp_path):
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_push_stops_costing_work_once_its_peer_is_cut_off(tmp_path):
+    async def main():
+        from meshnode.net.standing import PeerLimits
+
+        mesh, store = await mesh_for(tmp_path, peer_limits=PeerLimits(invalid_threshold=2))
+        async with store:
+            sender = NodeKey.generate()
+            stream = FakeStream(push_frame([b"\xa1\x61a\x01"] * 5), peer(sender))  # five invalid containers
+            await mesh._serve_exchange(stream)
+            rejected = stream.answer()["rejected"]
+            assert [r["code"] for r in rejected[2:]] == ["cut_off"] * 3  # answered, not decoded
+            assert mesh.standing.summary(sender.did)["invalid"] == 2
+            assert mesh.metrics.get("exchange_refused", reason="cut_off") == 3
+
+    trio.run(main)

@@ -66,8 +66,9 @@ def test_a_peer_that_becomes_known_gets_the_larger_budget():
     budgets.admit("p", None, True, 500, T0 + 1000)  # 100 refilled at 10x the rate: 1000 ms
 
 
-def test_estimates_grow_with_size():
+def test_estimates_grow_with_size_and_items():
     assert estimate_ms(0) > 0 and estimate_ms(1 << 20) > 50 * estimate_ms(1024)
+    assert estimate_ms(8041, 7533) >= 10  # 8 KiB of empty arrays took 11.9 ms; by bytes alone ~1 ms
 
 
 def test_the_tables_are_bounded():

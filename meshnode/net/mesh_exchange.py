@@ -53,7 +53,7 @@ class ExchangeMixin:
         except Exception as exc:
             raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
         try:
-            message = await self._work(did, None, len(frame), exchange.decode_message, frame, limit, admit=False)
+            message = await self._work(did, None, frame, exchange.decode_message, frame, limit, admit=False)
         except WorkFailed as exc:
             raise exc.error from None
         return exchange.check_response(message, expected)
@@ -66,7 +66,7 @@ class ExchangeMixin:
         out = []
         for raw in response["containers"]:
             try:
-                c = await self._work(did, None, len(raw), self._decode, raw, admit=False)
+                c = await self._work(did, None, raw, self._decode, raw, admit=False)
             except WorkFailed as exc:
                 self._invalid(did, _container_error(exc).code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 continue
@@ -129,7 +129,7 @@ class ExchangeMixin:
                 await stream.reset()
                 return
             try:
-                op, items = await self._work(did, host, len(frame), _parse_request, frame, limit)
+                op, items = await self._work(did, host, frame, _parse_request, frame, limit)
             except Refused as exc:
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
@@ -196,8 +196,13 @@ class ExchangeMixin:
             self.metrics.inc("exchange_refused", reason="untrusted")
             return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
         for index, raw in enumerate(items):
+            if self.standing.is_banned(did, self.clock()):  # cut off by an earlier item: no more work for it
+                self.metrics.inc("exchange_refused", len(items) - index, reason="cut_off")
+                rejected.extend({"index": i, "code": "cut_off", "reason": "this peer was cut off for invalid input"}
+                                for i in range(index, len(items)))
+                break
             try:
-                c = await self._work(did, host, len(raw), self._decode, raw)
+                c = await self._work(did, host, raw, self._decode, raw)
             except Refused as exc:  # each container is charged: the rest of the push waits for the budget
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})

@@ -161,7 +161,7 @@ class SyncMixin:
                          admit: bool = True) -> list:
         """Parse a frame and advance the session, charged to ``did`` and off the loop when large."""
         try:
-            return await self._work(did, host, len(frame), _receive, session, frame, admit=admit)
+            return await self._work(did, host, frame, _receive, session, frame, admit=admit)
         except WorkFailed as exc:
             if not isinstance(exc.error, ReconcileError):
                 raise exc.error
