@@ -85,13 +85,15 @@ def push_frame(containers: list[bytes]) -> bytes:
 def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
     async def main():
         mesh, store = await mesh_for(tmp_path, budget_limits=BudgetLimits(ms_per_second=1, burst_ms=1, known_factor=1000))
+        frozen = now_ms()
+        mesh.clock = lambda: frozen  # no refill between pushes however slowly a loaded machine runs them
         async with store:
             sender = NodeKey.generate()
             good = build_container(sender, "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes()
             first = FakeStream(push_frame([good]), peer(sender))
             await mesh._serve_exchange(first)  # the frame and the container fit in the one-ms burst
             answers = [first.answer()]
-            for _ in range(3):
+            for _ in range(12):
                 again = FakeStream(push_frame([good]), peer(sender))
                 await mesh._serve_exchange(again)
                 answers.append(again.answer())
@@ -217,5 +219,23 @@ def test_a_push_stops_costing_work_once_its_peer_is_cut_off(tmp_path):
             assert [r["code"] for r in rejected[2:]] == ["cut_off"] * 3  # answered, not decoded
             assert mesh.standing.summary(sender.did)["invalid"] == 2
             assert mesh.metrics.get("exchange_refused", reason="cut_off") == 3
+
+    trio.run(main)
+
+
+def test_strangers_cannot_take_the_sync_slots_of_known_peers(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, sync_sessions=8, sync_sessions_per_peer=2)
+        async with store:
+            mesh._sync_serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
+            stranger, friend = NodeKey.generate(), NodeKey.generate()
+            mesh.known.replace([friend.did])
+            refused = FakeStream(b"", peer(stranger))
+            await mesh._serve_sync(refused)
+            assert refused.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
+            friendly = FakeStream(b"", peer(friend), hang=True)
+            with trio.move_on_after(0.5):
+                await mesh._serve_sync(friendly)  # served: waits for its first frame
+            assert not friendly.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
 
     trio.run(main)

@@ -8,10 +8,13 @@ what the other lacks and wants, and fetches what it lacks and wants, over the
 exchange protocol, which checks sharing again. The side with the smaller DID
 starts a session; a responder whose want differs gets a second pass in it.
 
-Under load: a responder serves at most ``sync_sessions`` sessions at once
-(``sync_sessions_per_peer`` per peer), each frame must arrive within
-``frame_timeout_s`` (a stream that trickles bytes is reset and counted), and
-each frame is charged to the peer and worked on off the loop when large.
+Under load: a responder serves at most ``sync_sessions`` sessions of unknown
+peers at once (known peers are not counted against it, so strangers cannot
+take every slot) and ``sync_sessions_per_peer`` per peer; each frame must
+arrive within ``frame_timeout_s`` plus the time its announced length takes at
+``MIN_FRAME_RATE`` (a stream that trickles bytes is reset, and counted invalid
+for an unknown peer), and each frame is charged to the peer and worked on off
+the loop when large.
 """
 
 from __future__ import annotations
@@ -110,8 +113,9 @@ class SyncMixin:
             return
         host = None if self._is_known(did) else remote_host(stream.muxed_conn)
         serving = self._sync_serving
-        if sum(serving.values()) >= self.config.sync_sessions or \
-                serving.get(did, 0) >= self.config.sync_sessions_per_peer:
+        strangers = sum(n for peer, n in serving.items() if not self._is_known(peer))
+        if (not self._is_known(did) and strangers >= self.config.sync_sessions) or \
+                serving.get(did, 0) >= self.config.sync_sessions_per_peer:  # known peers: outside the total
             self.metrics.inc("sync_refused", reason="sessions")
             await stream.reset()
             return
