@@ -58,6 +58,18 @@ def test_many_identities_of_one_address_share_its_budget_and_subnet():
     budgets.admit("elsewhere", "10.0.1.1", False, 500, T0)  # another subnet is not held to this one
 
 
+def test_pressure_is_relative_and_counts_the_address_of_fresh_identities():
+    budgets = CpuBudgets(LIMITS)
+    budgets.admit("friend", "10.0.0.9", True, 500, T0)  # half a burst of 1000, of a budget of 10,000
+    budgets.admit("stranger", "10.0.1.1", False, 500, T0)  # half of its 1000
+    assert budgets.pressure("friend", T0) < budgets.pressure("stranger", T0)  # the friend is the thrifty one
+    for i in range(4):  # identities made up at one address, each spending 450 of its own 1000
+        budgets.admit(f"fresh{i}", "10.0.2.1", False, 450, T0)
+    assert budgets.pressure("fresh4-never-seen", T0) == 0
+    budgets.admit("fresh4", "10.0.2.1", False, 1, T0)  # new, nearly nothing spent on its own key
+    assert budgets.pressure("fresh4", T0) > budgets.pressure("stranger", T0)  # its address spent 1801 of 2000
+
+
 def test_a_peer_that_becomes_known_gets_the_larger_budget():
     budgets = CpuBudgets(LIMITS)
     budgets.admit("p", None, False, 1000, T0)

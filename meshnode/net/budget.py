@@ -162,6 +162,7 @@ class CpuBudgets:
     def __init__(self, limits: BudgetLimits = BudgetLimits()):
         self.limits = limits
         self._buckets: BoundedLRU[Bucket] = BoundedLRU(3 * limits.max_keys)
+        self._keys_of: BoundedLRU[tuple[str, ...]] = BoundedLRU(limits.max_keys)  # peer -> keys it was last charged to
 
     def keys_for(self, peer: str, host: str | None, known: bool) -> tuple[str, ...]:
         """The keys one input from ``peer`` at ``host`` is charged to."""
@@ -197,6 +198,7 @@ class CpuBudgets:
                 raise OverBudget(key, max(1, int(missing * 1000 / bucket.rate) + 1))
         for bucket in buckets:
             bucket.tokens -= estimate
+        self._keys_of.put(peer, keys, now_ms)
         return Charge(keys, estimate)
 
     def settle(self, charge: Charge, cost_ms: float, now_ms: int) -> None:
@@ -210,8 +212,10 @@ class CpuBudgets:
 
     def charge(self, peer: str, host: str | None, known: bool, cost_ms: float, now_ms: int) -> None:
         """Charge work already done (answers to our own requests, refused input) without admission."""
-        for key in self.keys_for(peer, host, known):
+        keys = self.keys_for(peer, host, known)
+        for key in keys:
             self._bucket(key, known, now_ms).tokens -= cost_ms
+        self._keys_of.put(peer, keys, now_ms)
 
     def spent(self, peer: str, now_ms: int) -> float:
         """How much of its burst ``peer`` has spent recently: the fair queue serves the thriftiest first."""
@@ -220,6 +224,20 @@ class CpuBudgets:
             return 0.0
         bucket.refill(now_ms)
         return bucket.spent
+
+    def pressure(self, peer: str, now_ms: int) -> float:
+        """How much of its budgets ``peer``'s input has spent recently, relative to their bursts: the
+        most over the peer, the address and the subnet it was last charged to (more than 1 in debt).
+        The fair queue refuses the costliest first: relative, so a known peer's larger budget does not
+        make it look costlier; over address and subnet, so fresh identities do not hide their spending."""
+        keys = self._keys_of.peek(peer) or (f"peer:{peer}",)
+        most = 0.0
+        for key in keys:
+            bucket = self._buckets.peek(key)
+            if bucket is not None:
+                bucket.refill(now_ms)
+                most = max(most, bucket.spent / bucket.burst)
+        return most
 
     def __len__(self) -> int:
         return len(self._buckets)

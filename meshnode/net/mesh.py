@@ -133,7 +133,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.address_guard = AddressGuard(config.address_limits)
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
-                               cost_of=lambda did: self.budgets.spent(did, self.clock()), metrics=metrics)
+                               cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
         self.host = None
         self.dht = None

@@ -15,7 +15,8 @@ job the loop is given a checkpoint, so a batch of them yields.
 
 ``FairQueue`` (sans-IO) decides who runs: at most ``workers`` jobs at once and
 ``max_waiting`` waiting. When the queue is full, the job of the peer that has
-spent the most recently (``cost_of``) is refused (``OffloadBusy``), the
+spent the most recently (``cost_of``: the Mesh gives the share of its
+budgets spent, the most over peer, address and subnet) is refused (``OffloadBusy``), the
 newcomer's own if it is that peer; waiters are served thriftiest peer first,
 in arrival order between equals. Heartbeats and pings never go through it.
 """
