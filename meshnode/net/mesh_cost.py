@@ -104,6 +104,14 @@ class CostMixin:
             self.budgets.settle(charge, cost, self.clock())
         self.metrics.inc("work_ms", int(cost))
 
+    def _slow_frame(self, did: str) -> None:
+        """A frame came slower than the paced read allows: invalid input from an unknown peer (slow-loris);
+        from a known peer, a slow link (counted, not held against it; the stream is reset all the same)."""
+        if self._is_known(did):
+            self.metrics.inc("slow_frame_from_known_peer")
+        else:
+            self._invalid(did, "slow_frame")
+
     def _address_cut_off(self, did: str) -> None:
         """One more identity at ``did``'s address was cut off: the address may be refused next."""
         host = self._host_of(did)

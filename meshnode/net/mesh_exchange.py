@@ -20,6 +20,7 @@ from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.standing import invalid_weight
 from meshnode.store.peers import peer_trust, save_standing, upsert_peer
 from meshnode.store.sharing import may_share
@@ -88,7 +89,6 @@ class ExchangeMixin:
         from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
         from libp2p.network.stream.exceptions import StreamError
         from libp2p.utils.varint import ParseError
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         peer_id = stream.muxed_conn.peer_id.to_base58()
         did = peer_id_to_did(peer_id)
@@ -114,14 +114,13 @@ class ExchangeMixin:
         try:
             limit = self.config.peer_limits.max_frame_bytes
             try:
-                with trio.fail_after(REQUEST_TIMEOUT):
-                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+                frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT)
             except MessageTooLarge:
                 self._invalid(did, "frame_too_large")
                 await stream.reset()
                 return
-            except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris)
-                self._invalid(did, "slow_frame")
+            except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris), or a slow link
+                self._slow_frame(did)
                 await stream.reset()
                 return
             except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all

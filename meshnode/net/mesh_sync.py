@@ -31,6 +31,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
 from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.paced_read import MIN_FRAME_RATE, read_paced_frame
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
@@ -149,17 +150,15 @@ class SyncMixin:
             await stream.close()  # after the transfers: the initiator waits for this to report them
 
     async def _read_sync_frame(self, did: str, stream) -> bytes:
-        """One sync frame from an initiator, within ``frame_timeout_s`` (a stream that trickles bytes,
-        slow-loris, is cut and counted)."""
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
+        """One sync frame from an initiator, within ``frame_timeout_s`` plus its announced length at
+        ``MIN_FRAME_RATE`` (a stream that trickles bytes, slow-loris, is cut; counted invalid when
+        its peer is unknown)."""
         try:
-            with trio.fail_after(self.config.frame_timeout_s):
-                return await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
+            return await read_paced_frame(stream, MAX_SYNC_FRAME, self.config.frame_timeout_s)
         except trio.TooSlowError:
-            self._invalid(did, "slow_frame")
-            raise NetError("slow_frame", f"{did} took over {self.config.frame_timeout_s:.0f} s to send"
-                           " one sync frame") from None
+            self._slow_frame(did)
+            raise NetError("slow_frame", f"{did} sent one sync frame slower than {MIN_FRAME_RATE // 1024} KiB/s"
+                           f" after {self.config.frame_timeout_s:.0f} s") from None
 
     async def _sync_step(self, did: str, host: str | None, session: Session, frame: bytes,
                          admit: bool = True) -> list:
