@@ -25,6 +25,14 @@ def test_per_author_burst_then_rate():
     assert rate.allow("a", T0 + 1000)[0]  # one token per second
 
 
+def test_copies_of_one_container_spend_once():
+    rate = AuthorRate(RateSettings(per_author_per_second=1.0, per_author_burst=2, total_per_second=1000,
+                                   total_burst=1000))
+    assert [rate.allow("a", T0, copy_of="c1")[0] for _ in range(5)] == [True] * 5  # five forwarders, one token
+    assert rate.allow("a", T0, copy_of="c2")[0]
+    assert not rate.allow("a", T0, copy_of="c3")[0]  # the author's burst of 2 is spent on two containers
+
+
 def test_global_bucket_bounds_all_unknown_authors_together():
     rate = AuthorRate(RateSettings(per_author_per_second=1.0, per_author_burst=5, total_per_second=2.0,
                                    total_burst=4))

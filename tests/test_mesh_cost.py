@@ -93,7 +93,7 @@ def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
             first = FakeStream(push_frame([good]), peer(sender))
             await mesh._serve_exchange(first)  # the frame and the container fit in the one-ms burst
             answers = [first.answer()]
-            for _ in range(3):
+            for _ in range(12):
                 again = FakeStream(push_frame([good]), peer(sender))
                 await mesh._serve_exchange(again)
                 answers.append(again.answer())
@@ -202,5 +202,82 @@ def test_a_sync_frame_that_trickles_in_is_cut_and_counted(tmp_path):
                 await mesh._read_sync_frame(sender.did, stream)
             assert cut.value.code == "slow_frame"
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_push_stops_costing_work_once_its_peer_is_cut_off(tmp_path):
+    async def main():
+        from meshnode.net.standing import PeerLimits
+
+        mesh, store = await mesh_for(tmp_path, peer_limits=PeerLimits(invalid_threshold=2))
+        async with store:
+            sender = NodeKey.generate()
+            stream = FakeStream(push_frame([b"\xa1\x61a\x01"] * 5), peer(sender))  # five invalid containers
+            await mesh._serve_exchange(stream)
+            rejected = stream.answer()["rejected"]
+            assert [r["code"] for r in rejected[2:]] == ["cut_off"] * 3  # answered, not decoded
+            assert mesh.standing.summary(sender.did)["invalid"] == 2
+            assert mesh.metrics.get("exchange_refused", reason="cut_off") == 3
+
+    trio.run(main)
+
+
+def test_strangers_cannot_take_the_sync_slots_of_known_peers(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, sync_sessions=8, sync_sessions_per_peer=2)
+        async with store:
+            mesh._sync_serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
+            stranger, friend = NodeKey.generate(), NodeKey.generate()
+            mesh.known.replace([friend.did])
+            refused = FakeStream(b"", peer(stranger))
+            await mesh._serve_sync(refused)
+            assert refused.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
+            friendly = FakeStream(b"", peer(friend), hang=True)
+            with trio.move_on_after(0.5):
+                await mesh._serve_sync(friendly)  # served: waits for its first frame
+            assert not friendly.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
+
+    trio.run(main)
+
+
+class SlowStream(FakeStream):
+    """Hands out ``data`` ``chunk`` bytes at a time, one chunk every ``every_s`` seconds."""
+
+    def __init__(self, data: bytes, peer_id, chunk: int, every_s: float):
+        super().__init__(data, peer_id)
+        self.chunk, self.every_s = chunk, every_s
+
+    async def read(self, n: int | None = None) -> bytes:
+        await trio.sleep(self.every_s)
+        return await super().read(min(self.chunk, len(self.data) if n is None else n))
+
+
+def test_a_large_frame_on_a_slow_link_gets_time_by_its_length(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path)  # frame_timeout_s 10
+        async with store:
+            sender = NodeKey.generate()
+            body = b"\x00" * (1 << 20)
+            slow = SlowStream(encode_frame(body), peer(sender), chunk=16 * 1024, every_s=0.16)  # 100 KiB/s: 10.2 s
+            assert await mesh._read_sync_frame(sender.did, slow) == body
+            assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 0
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_known_peers_slow_frame_is_cut_but_not_held_against_it(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, frame_timeout_s=2.0)
+        async with store:
+            friend = NodeKey.generate()
+            mesh.known.replace([friend.did])
+            with pytest.raises(NetError):
+                await mesh._read_sync_frame(friend.did, FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True))
+            stream = FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True)
+            await mesh._serve_exchange(stream)
+            assert stream.was_reset
+            assert mesh.standing.summary(friend.did)["invalid"] == 0
+            assert mesh.metrics.get("slow_frame_from_known_peer") == 2
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -58,6 +58,18 @@ def test_many_identities_of_one_address_share_its_budget_and_subnet():
     budgets.admit("elsewhere", "10.0.1.1", False, 500, T0)  # another subnet is not held to this one
 
 
+def test_pressure_is_relative_and_counts_the_address_of_fresh_identities():
+    budgets = CpuBudgets(LIMITS)
+    budgets.admit("friend", "10.0.0.9", True, 500, T0)  # half a burst of 1000, of a budget of 10,000
+    budgets.admit("stranger", "10.0.1.1", False, 500, T0)  # half of its 1000
+    assert budgets.pressure("friend", T0) < budgets.pressure("stranger", T0)  # the friend is the thrifty one
+    for i in range(4):  # identities made up at one address, each spending 450 of its own 1000
+        budgets.admit(f"fresh{i}", "10.0.2.1", False, 450, T0)
+    assert budgets.pressure("fresh4-never-seen", T0) == 0
+    budgets.admit("fresh4", "10.0.2.1", False, 1, T0)  # new, nearly nothing spent on its own key
+    assert budgets.pressure("fresh4", T0) > budgets.pressure("stranger", T0)  # its address spent 1801 of 2000
+
+
 def test_a_peer_that_becomes_known_gets_the_larger_budget():
     budgets = CpuBudgets(LIMITS)
     budgets.admit("p", None, False, 1000, T0)
@@ -66,8 +78,9 @@ def test_a_peer_that_becomes_known_gets_the_larger_budget():
     budgets.admit("p", None, True, 500, T0 + 1000)  # 100 refilled at 10x the rate: 1000 ms
 
 
-def test_estimates_grow_with_size():
+def test_estimates_grow_with_size_and_items():
     assert estimate_ms(0) > 0 and estimate_ms(1 << 20) > 50 * estimate_ms(1024)
+    assert estimate_ms(8041, 7533) >= 10  # 8 KiB of empty arrays took 11.9 ms; by bytes alone ~1 ms
 
 
 def test_the_tables_are_bounded():
@@ -87,17 +100,51 @@ def test_the_tables_are_bounded():
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["get", "put", "put"]), st.integers(0, 30), st.booleans()), max_size=300))
-def test_bounded_lru_never_forgets_what_it_must_keep(ops):
-    lru = BoundedLRU(8, may_forget=lambda v: not v)
+def test_bounded_lru_is_bounded_and_forgets_what_it_must_keep_only_when_nothing_else_may_go(ops):
+    lru = BoundedLRU(8, may_forget=lambda v, now_ms: not v)
     pinned = set()
     for op, key, pin in ops:
+        forced = lru.forced
         if op == "get":
             lru.get(str(key))
         else:
             lru.put(str(key), pin)
             (pinned.add if pin else pinned.discard)(str(key))
+            assert str(key) in lru  # the newcomer is never the one forgotten
+        if lru.forced > forced:  # only when every other entry was pinned
+            assert len(pinned - {str(key)}) >= 8
+            pinned &= set(lru.keys())
         assert pinned <= set(lru.keys())
-        assert len(lru) <= max(8, len(pinned))
+        assert len(lru) <= 8
+
+
+def test_a_table_full_of_bans_still_limits_and_cuts_off_a_new_peer():
+    standing = Standing(PeerLimits(max_peers=64, invalid_threshold=2, ban_ms=60_000))
+    for i in range(64):
+        standing.restore_ban(f"banned{i}", T0 + 60_000, T0)
+    cut = [standing.record_invalid("new", "bad", T0 + 1) for _ in range(5)]
+    assert cut == [False, True, False, False, False]  # cut off at the threshold, as with room in the table
+    assert standing.is_banned("new", T0 + 2)
+    assert len(standing) <= 64
+    busy = Standing(PeerLimits(max_peers=4, max_outstanding=1))
+    for i in range(4):
+        assert busy.begin_request(f"busy{i}", T0)
+    assert busy.begin_request("new", T0) and not busy.begin_request("new", T0)  # its outstanding limit holds
+
+
+def test_ended_bans_and_old_cutoffs_are_forgotten_first():
+    standing = Standing(PeerLimits(max_peers=3, ban_ms=1000))
+    standing.restore_ban("ended", T0 + 1000, T0)
+    standing.restore_ban("running", T0 + 60_000, T0)
+    standing.record_valid("idle", T0)
+    standing.record_valid("new", T0 + 2000)  # the ban of "ended" is over: it goes before "running" or "idle"
+    assert set(standing.peers()) == {"running", "idle", "new"}
+    guard = AddressGuard(AddressLimits(max_keys=2, ban_ms=1000, max_streams=1))
+    assert guard.begin_stream("busy", T0)
+    guard.cut_off("stale", T0 + 1)
+    guard.allow_connection("new", T0 + 2000)  # the cut-off of "stale" is past ban_ms: it goes, not "busy"
+    assert not guard.begin_stream("busy", T0 + 2001)  # still remembered with its stream running
+    assert len(guard) == 2
 
 
 def test_invalid_input_weighs_by_its_cost():

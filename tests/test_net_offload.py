@@ -10,7 +10,8 @@ import trio
 import trio.testing
 from hypothesis import given, settings, strategies as st
 
-from meshnode.net.offload import FairQueue, Offload, OffloadBusy
+from meshnode.container import cbor
+from meshnode.net.offload import INLINE_ITEMS, FairQueue, Offload, OffloadBusy, count_items
 
 
 def test_a_full_queue_refuses_the_most_expensive_peer_and_serves_the_thriftiest_first():
@@ -86,7 +87,7 @@ def test_waiting_jobs_run_in_threads_and_a_cancelled_waiter_leaves_the_queue():
         assert sorted(results) == [2, 6]
         assert threading.get_ident() not in threads
         assert offload.queue.running == 0
-        value, cost = await offload.run("a", 5, lambda: sum(range(1000)))  # small: inline
+        value, cost = await offload.run("a", 5, lambda: sum(range(1000)), items=1)  # small: inline
         assert value == 499500 and cost >= 0
 
     trio.run(main)
@@ -116,5 +117,34 @@ def test_the_loop_keeps_turning_while_a_worker_decodes():
             nursery.cancel_scope.cancel()
         assert cost >= 250
         assert max(gaps) < 0.2, max(gaps)  # inline, the loop would have stopped for 300 ms
+
+    trio.run(main)
+
+
+def test_small_input_of_many_items_goes_to_a_worker_and_inline_jobs_yield():
+    empty_arrays = cbor.encode([[]] * 4000)  # 4 KiB, 4,001 items: under inline_bytes, costly to decode
+    assert len(empty_arrays) < 8 * 1024 and count_items(empty_arrays) is None
+    assert count_items(cbor.encode({"n": 1})) == 3 and count_items(b"\xff") == INLINE_ITEMS
+
+    async def main():
+        offload = Offload(workers=1)
+        threads = []
+        job = lambda: threads.append(threading.get_ident())  # noqa: E731
+        await offload.run("p", len(empty_arrays), job, items=count_items(empty_arrays))
+        assert threads[-1] != threading.get_ident()  # off the loop
+        await offload.run("p", 10, job, items=3)
+        assert threads[-1] == threading.get_ident()  # small in both: inline
+        others_ran = []
+
+        async def other():
+            others_ran.append(True)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            for _ in range(50):  # a batch of inline jobs and nothing else awaited
+                if others_ran:
+                    break
+                await offload.run("p", 10, job, items=3)
+            assert others_ran  # the inline jobs gave the loop checkpoints
 
     trio.run(main)

@@ -47,12 +47,17 @@ class AddressGuard:
     def __init__(self, limits: AddressLimits = AddressLimits()):
         self.limits = limits
         self._records: BoundedLRU[AddressRecord] = BoundedLRU(
-            limits.max_keys, may_forget=lambda r: r.streams == 0 and not r.cutoffs)
+            limits.max_keys, may_forget=self._may_forget)
+
+    def _may_forget(self, rec: AddressRecord, now_ms: int) -> bool:
+        """Idle: no streams running, no ban running, no cut-off within ``ban_ms`` at ``now_ms``."""
+        return (rec.streams == 0 and rec.banned_until_ms <= now_ms
+                and all(now_ms - t >= self.limits.ban_ms for t in rec.cutoffs))
 
     def _record(self, host: str, now_ms: int) -> AddressRecord:
         rec = self._records.get(host)
         if rec is None:
-            rec = self._records.put(host, AddressRecord(self.limits.connections_per_minute, now_ms, []))
+            rec = self._records.put(host, AddressRecord(self.limits.connections_per_minute, now_ms, []), now_ms)
         rec.cutoffs = [t for t in rec.cutoffs if now_ms - t < self.limits.ban_ms]
         return rec
 

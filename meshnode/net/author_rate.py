@@ -10,11 +10,18 @@ Pure: time is passed in. Memory stays bounded however many identities
 appear: an author gets a bucket only when a token was taken (so the shared
 bucket bounds how many are created per second), and a bucket that has
 filled up again is the same as none and is dropped.
+
+Copies of one container arrive from several forwarders at once (gossip
+floods it); passing ``copy_of`` (the container's content-addressed id) lets a
+copy of one already let through pass without spending a second token.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+
+COPIES_KEPT = 1024  # ids of containers let through lately: copies of one arrive within seconds
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,22 @@ class AuthorRate:
         self._total = _Bucket(float(settings.total_burst), 0)
         self._authors: dict[str, _Bucket] = {}
         self._sweep_above = sweep_above
+        self._passed: OrderedDict[str, None] = OrderedDict()  # container ids let through lately
 
-    def allow(self, author: str, now_ms: int) -> tuple[bool, str]:
+    def allow(self, author: str, now_ms: int, copy_of: str | None = None) -> tuple[bool, str]:
         """(True, "") when a container of ``author`` may pass now, else (False, reason):
-        ``author_rate`` (this author is over its rate) or ``total_rate`` (all unknown authors are)."""
+        ``author_rate`` (this author is over its rate) or ``total_rate`` (all unknown authors are).
+        A container ``copy_of`` one let through lately passes free."""
+        if copy_of is not None and copy_of in self._passed:
+            return True, ""
+        ok, why = self._spend(author, now_ms)
+        if ok and copy_of is not None:
+            self._passed[copy_of] = None
+            while len(self._passed) > COPIES_KEPT:
+                self._passed.popitem(last=False)
+        return ok, why
+
+    def _spend(self, author: str, now_ms: int) -> tuple[bool, str]:
         s = self.settings
         bucket = self._authors.get(author)
         if bucket is not None and bucket.refill(now_ms, s.per_author_per_second, s.per_author_burst) < 1:

@@ -41,12 +41,21 @@ async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:
         gossipsub.equivocation_detection.clear()
 
 
+def no_fault_of_the_data(result) -> bool:
+    """A cached refusal that says nothing about the message: pubsub's validation timed out (its 5 s
+    include waiting for one of its 10 validator slots, so a burst times honest messages out) or a
+    validator raised. py-libp2p 0.8.1 caches both as invalid, by these error messages."""
+    error = getattr(result, "error_message", None) or ""
+    return error == "Validation timeout" or error.startswith("Validation error:")
+
+
 def count_gossip_refused_unseen(pubsub, on_refused, pardoned=None) -> None:
     """Pubsub drops two kinds of message before any topic validator sees them, so their
     forwarder was never counted: one whose id is cached as invalid (the same bad data sent
     again, for the cache's 5 minutes) and one whose signature fails. Report those as
     ``on_refused(forwarder, code)`` with code ``invalid_again`` or ``bad_signature``;
-    ``pardoned(msg_id)`` names cached refusals that were no fault of the data (a rate).
+    ``pardoned(msg_id)`` names cached refusals that were no fault of the data (a rate), as do
+    ``no_fault_of_the_data`` (a validation timeout, a validator that raised).
     Patches this one Pubsub object (private API, verified against 0.8.1)."""
     import libp2p.pubsub.pubsub as pubsub_module
 
@@ -56,7 +65,8 @@ def count_gossip_refused_unseen(pubsub, on_refused, pardoned=None) -> None:
         if forwarder != pubsub.host.get_id() and not pubsub._is_msg_seen(msg):
             msg_id = pubsub._msg_id_constructor(msg)
             cached = pubsub.validation_cache.get(msg_id)
-            if cached is not None and not cached.is_valid and not (pardoned and pardoned(msg_id)):
+            if cached is not None and not cached.is_valid and not no_fault_of_the_data(cached) \
+                    and not (pardoned and pardoned(msg_id)):
                 on_refused(forwarder, "invalid_again")
             elif pubsub.strict_signing and not pubsub_module.signature_validator(msg):
                 on_refused(forwarder, "bad_signature")
@@ -70,15 +80,19 @@ def forget_ignored(pubsub, was_ignored) -> None:
     message id for 5 minutes: a message meshnode *ignored* for load (its forwarder over budget, the
     worker pool full) would then be refused from every later forwarder, who would be counted for
     it (``invalid_again``). After a message was handled, forget the cached answer when
-    ``was_ignored(msg)`` says so. Patches this one Pubsub object (private API, verified against 0.8.1)."""
+    ``was_ignored(msg)`` says so, or when it is a refusal that is ``no_fault_of_the_data`` (the next
+    forwarder's copy is validated afresh). Patches this one Pubsub object (private API, verified
+    against 0.8.1)."""
     original = pubsub.push_msg
 
     async def push_msg(forwarder, msg) -> None:
         try:
             await original(forwarder, msg)
         finally:
-            if was_ignored(msg):
-                pubsub.validation_cache._remove(pubsub._msg_id_constructor(msg))
+            msg_id = pubsub._msg_id_constructor(msg)
+            cached = pubsub.validation_cache.cache.get(msg_id)  # a peek: get() would reorder its LRU list
+            if was_ignored(msg) or (cached is not None and not cached.is_valid and no_fault_of_the_data(cached)):
+                pubsub.validation_cache._remove(msg_id)
 
     pubsub.push_msg = push_msg
 

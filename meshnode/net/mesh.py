@@ -90,8 +90,8 @@ class NetConfig:
     workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
     work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
     inline_bytes: int = INLINE_BYTES  # [peers] inline_bytes: smaller input is decoded on the event loop
-    frame_timeout_s: float = 10.0  # [peers] frame_timeout_seconds: to read one sync frame (slow-loris)
-    sync_sessions: int = 8  # [peers] sync_sessions: inbound sync sessions at once, in all
+    frame_timeout_s: float = 10.0  # [peers] frame_timeout_seconds: for a sync frame's prefix, then + length at 64 KiB/s
+    sync_sessions: int = 8  # [peers] sync_sessions: inbound sync sessions of unknown peers at once, in all
     sync_sessions_per_peer: int = 2  # [peers] sync_sessions_per_peer
     container_limits: Limits = field(default_factory=Limits)
     maintenance_s: float = 30.0
@@ -134,7 +134,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.address_guard = AddressGuard(config.address_limits)
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
-                               cost_of=lambda did: self.budgets.spent(did, self.clock()), metrics=metrics)
+                               cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
         self.host = None
         self.dht = None

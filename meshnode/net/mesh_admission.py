@@ -68,7 +68,7 @@ class AdmissionMixin:
         ``message``) is pardoned: later copies from other forwarders are not charged either."""
         if c.sender_did in self.known:
             return True
-        ok, why = self.author_rate.allow(c.sender_did, self.clock())
+        ok, why = self.author_rate.allow(c.sender_did, self.clock(), copy_of=c.did)
         if ok:
             return True
         self.metrics.inc("gossip_ignored", reason="unknown_author_rate" if why == "author_rate" else "unknown_total_rate")

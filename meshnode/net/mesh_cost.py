@@ -17,7 +17,7 @@ from typing import Any, Callable
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id
 from meshnode.net.budget import OverBudget, estimate_ms
-from meshnode.net.offload import OffloadBusy
+from meshnode.net.offload import OffloadBusy, count_items
 
 log = logging.getLogger("meshnode.net")
 
@@ -71,21 +71,23 @@ class CostMixin:
                 return host
         return None
 
-    async def _work(self, did: str, host: str | None, nbytes: int, fn: Callable, *args,
+    async def _work(self, did: str, host: str | None, data: bytes, fn: Callable, *args,
                     admit: bool = True) -> Any:
-        """``fn(*args)`` on ``did``'s input of ``nbytes``: charged before (refused with ``Refused`` when
-        over budget), run off the loop when large, settled at its cost. With ``admit`` False (answers
-        to our own requests: we asked for that work) nothing is charged. An exception of ``fn``
-        comes out as WorkFailed (its cost charged)."""
+        """``fn(*args)`` on ``did``'s input ``data``: charged before (refused with ``Refused`` when over
+        budget) by its size and item count, run off the loop unless small in both, settled at its cost.
+        With ``admit`` False (answers to our own requests: we asked for that work) nothing is charged.
+        An exception of ``fn`` comes out as WorkFailed (its cost charged)."""
+        nbytes, items = len(data), count_items(data)
         charge = None
         if admit:
+            estimate = estimate_ms(nbytes, nbytes if items is None else items)  # not counted: one a byte at most
             try:
-                charge = self.budgets.admit(did, host, self._is_known(did), estimate_ms(nbytes), self.clock())
+                charge = self.budgets.admit(did, host, self._is_known(did), estimate, self.clock())
             except OverBudget as exc:
                 raise Refused("over_budget", f"over its CPU budget ({exc.key.split(':', 1)[0]});"
                               f" retry in {exc.retry_ms} ms", exc.retry_ms) from None
         try:
-            result, cost = await self.offload.run(did, nbytes, fn, *args)
+            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items)
         except OffloadBusy as exc:
             if charge is not None:
                 self.budgets.settle(charge, 0.0, self.clock())
@@ -101,6 +103,14 @@ class CostMixin:
         if charge is not None:
             self.budgets.settle(charge, cost, self.clock())
         self.metrics.inc("work_ms", int(cost))
+
+    def _slow_frame(self, did: str) -> None:
+        """A frame came slower than the paced read allows: invalid input from an unknown peer (slow-loris);
+        from a known peer, a slow link (counted, not held against it; the stream is reset all the same)."""
+        if self._is_known(did):
+            self.metrics.inc("slow_frame_from_known_peer")
+        else:
+            self._invalid(did, "slow_frame")
 
     def _address_cut_off(self, did: str) -> None:
         """One more identity at ``did``'s address was cut off: the address may be refused next."""

@@ -20,6 +20,7 @@ from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.standing import invalid_weight
 from meshnode.store.peers import peer_trust, save_standing, upsert_peer
 from meshnode.store.sharing import may_share
@@ -53,7 +54,7 @@ class ExchangeMixin:
         except Exception as exc:
             raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
         try:
-            message = await self._work(did, None, len(frame), exchange.decode_message, frame, limit, admit=False)
+            message = await self._work(did, None, frame, exchange.decode_message, frame, limit, admit=False)
         except WorkFailed as exc:
             raise exc.error from None
         return exchange.check_response(message, expected)
@@ -66,7 +67,7 @@ class ExchangeMixin:
         out = []
         for raw in response["containers"]:
             try:
-                c = await self._work(did, None, len(raw), self._decode, raw, admit=False)
+                c = await self._work(did, None, raw, self._decode, raw, admit=False)
             except WorkFailed as exc:
                 self._invalid(did, _container_error(exc).code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 continue
@@ -88,7 +89,6 @@ class ExchangeMixin:
         from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
         from libp2p.network.stream.exceptions import StreamError
         from libp2p.utils.varint import ParseError
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         peer_id = stream.muxed_conn.peer_id.to_base58()
         did = peer_id_to_did(peer_id)
@@ -114,14 +114,13 @@ class ExchangeMixin:
         try:
             limit = self.config.peer_limits.max_frame_bytes
             try:
-                with trio.fail_after(REQUEST_TIMEOUT):
-                    frame = await read_varint_prefixed_bytes_limited(stream, limit)
+                frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT)
             except MessageTooLarge:
                 self._invalid(did, "frame_too_large")
                 await stream.reset()
                 return
-            except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris)
-                self._invalid(did, "slow_frame")
+            except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris), or a slow link
+                self._slow_frame(did)
                 await stream.reset()
                 return
             except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
@@ -129,7 +128,7 @@ class ExchangeMixin:
                 await stream.reset()
                 return
             try:
-                op, items = await self._work(did, host, len(frame), _parse_request, frame, limit)
+                op, items = await self._work(did, host, frame, _parse_request, frame, limit)
             except Refused as exc:
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
@@ -196,8 +195,13 @@ class ExchangeMixin:
             self.metrics.inc("exchange_refused", reason="untrusted")
             return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
         for index, raw in enumerate(items):
+            if self.standing.is_banned(did, self.clock()):  # cut off by an earlier item: no more work for it
+                self.metrics.inc("exchange_refused", len(items) - index, reason="cut_off")
+                rejected.extend({"index": i, "code": "cut_off", "reason": "this peer was cut off for invalid input"}
+                                for i in range(index, len(items)))
+                break
             try:
-                c = await self._work(did, host, len(raw), self._decode, raw)
+                c = await self._work(did, host, raw, self._decode, raw)
             except Refused as exc:  # each container is charged: the rest of the push waits for the budget
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})

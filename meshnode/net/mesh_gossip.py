@@ -62,7 +62,7 @@ class GossipMixin:
         host = None if self._is_known(did) else self._host_of_peer(forwarder)
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
-                c = await self._work(did, host, len(message.data), self._decode, message.data)
+                c = await self._work(did, host, message.data, self._decode, message.data)
                 if not self._admit_gossip_author(c, message):
                     return False
                 self._validated.put(message_key(message), (message.data, c))

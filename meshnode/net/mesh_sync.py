@@ -8,10 +8,13 @@ what the other lacks and wants, and fetches what it lacks and wants, over the
 exchange protocol, which checks sharing again. The side with the smaller DID
 starts a session; a responder whose want differs gets a second pass in it.
 
-Under load: a responder serves at most ``sync_sessions`` sessions at once
-(``sync_sessions_per_peer`` per peer), each frame must arrive within
-``frame_timeout_s`` (a stream that trickles bytes is reset and counted), and
-each frame is charged to the peer and worked on off the loop when large.
+Under load: a responder serves at most ``sync_sessions`` sessions of unknown
+peers at once (known peers are not counted against it, so strangers cannot
+take every slot) and ``sync_sessions_per_peer`` per peer; each frame must
+arrive within ``frame_timeout_s`` plus the time its announced length takes at
+``MIN_FRAME_RATE`` (a stream that trickles bytes is reset, and counted invalid
+for an unknown peer), and each frame is charged to the peer and worked on off
+the loop when large.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
 from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.paced_read import MIN_FRAME_RATE, read_paced_frame
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
@@ -110,8 +114,9 @@ class SyncMixin:
             return
         host = None if self._is_known(did) else remote_host(stream.muxed_conn)
         serving = self._sync_serving
-        if sum(serving.values()) >= self.config.sync_sessions or \
-                serving.get(did, 0) >= self.config.sync_sessions_per_peer:
+        strangers = sum(n for peer, n in serving.items() if not self._is_known(peer))
+        if (not self._is_known(did) and strangers >= self.config.sync_sessions) or \
+                serving.get(did, 0) >= self.config.sync_sessions_per_peer:  # known peers: outside the total
             self.metrics.inc("sync_refused", reason="sessions")
             await stream.reset()
             return
@@ -145,23 +150,21 @@ class SyncMixin:
             await stream.close()  # after the transfers: the initiator waits for this to report them
 
     async def _read_sync_frame(self, did: str, stream) -> bytes:
-        """One sync frame from an initiator, within ``frame_timeout_s`` (a stream that trickles bytes,
-        slow-loris, is cut and counted)."""
-        from libp2p.utils.varint import read_varint_prefixed_bytes_limited
-
+        """One sync frame from an initiator, within ``frame_timeout_s`` plus its announced length at
+        ``MIN_FRAME_RATE`` (a stream that trickles bytes, slow-loris, is cut; counted invalid when
+        its peer is unknown)."""
         try:
-            with trio.fail_after(self.config.frame_timeout_s):
-                return await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
+            return await read_paced_frame(stream, MAX_SYNC_FRAME, self.config.frame_timeout_s)
         except trio.TooSlowError:
-            self._invalid(did, "slow_frame")
-            raise NetError("slow_frame", f"{did} took over {self.config.frame_timeout_s:.0f} s to send"
-                           " one sync frame") from None
+            self._slow_frame(did)
+            raise NetError("slow_frame", f"{did} sent one sync frame slower than {MIN_FRAME_RATE // 1024} KiB/s"
+                           f" after {self.config.frame_timeout_s:.0f} s") from None
 
     async def _sync_step(self, did: str, host: str | None, session: Session, frame: bytes,
                          admit: bool = True) -> list:
         """Parse a frame and advance the session, charged to ``did`` and off the loop when large."""
         try:
-            return await self._work(did, host, len(frame), _receive, session, frame, admit=admit)
+            return await self._work(did, host, frame, _receive, session, frame, admit=admit)
         except WorkFailed as exc:
             if not isinstance(exc.error, ReconcileError):
                 raise exc.error

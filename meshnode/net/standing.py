@@ -6,8 +6,9 @@ by the cost it caused (``invalid_weight``: a megabyte of junk that took a
 second to refuse is not one mistake), and past ``invalid_threshold`` the peer
 is cut off (disconnected and refused for ``ban_ms``). The counts are what the
 reputation work consumes. Identities are free, so at most ``max_peers``
-records are kept: the least recently seen idle one is forgotten first (never
-a banned one; bans also persist in the store). Time is passed in.
+records are kept: the least recently seen idle one is forgotten first (one
+with requests running or a ban still running at the time only when every
+other record is such; bans also persist in the store). Time is passed in.
 """
 
 from __future__ import annotations
@@ -53,15 +54,15 @@ class Standing:
     def __init__(self, limits: PeerLimits = PeerLimits()):
         self.limits = limits
         self._peers: BoundedLRU[PeerRecord] = BoundedLRU(
-            limits.max_peers, may_forget=lambda r: r.outstanding == 0 and r.banned_until_ms == 0)
+            limits.max_peers, may_forget=lambda r, now_ms: r.outstanding == 0 and r.banned_until_ms <= now_ms)
 
     def _record(self, peer: str, now_ms: int) -> PeerRecord:
         rec = self._peers.get(peer)
         if rec is None:
-            rec = self._peers.put(peer, PeerRecord(tokens=float(self.limits.burst), refilled_ms=now_ms))
+            rec = self._peers.put(peer, PeerRecord(tokens=float(self.limits.burst), refilled_ms=now_ms), now_ms)
         elif 0 < rec.banned_until_ms <= now_ms:
-            rec.banned_until_ms = 0  # the ban is over: the record may be forgotten again (its weight stays:
-            #                          the next invalid input cuts it off again, as long as it is remembered)
+            rec.banned_until_ms = 0  # the ban is over (its weight stays: the next invalid input cuts it off
+            #                          again, as long as it is remembered)
         return rec
 
     def is_banned(self, peer: str, now_ms: int) -> bool:
