@@ -63,6 +63,19 @@ async def test_store_from_peer_refuses_over_quota_and_counts_it(mesh):
     assert (await mesh._store_from_peer(note(STRANGER, 5), None, "gossip")).new
 
 
+async def test_strangers_containers_by_push_and_sync_are_stored_within_a_write_rate(mesh):
+    from meshnode.net.author_rate import StrangerWrites
+
+    mesh.stranger_writes = StrangerWrites(per_second=1, burst=3)  # the clock is frozen: no refill
+    others = [NodeKey.generate() for _ in range(5)]
+    outcomes = [(await mesh._store_from_peer(note(k, 0), "did:key:zrelay", "sync")).outcome for k in others]
+    assert outcomes == ["new", "new", "new", "busy", "busy"]
+    assert count(mesh.metrics, "containers_refused", reason="stranger_rate", via="sync") == 2
+    assert note(others[3], 0).did not in mesh.not_wanted  # for now only: it comes again with a later session
+    assert (await mesh._store_from_peer(note(ME, 1), None, "sync")).new  # known authors are never held
+    assert (await mesh._store_from_peer(note(others[4], 2), None, "gossip")).new  # gossip has its own rate
+
+
 async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_goes_on(mesh):
     broken, fine = note(STRANGER, 0), note(STRANGER, 1)
     write = mesh.store.write

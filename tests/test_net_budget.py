@@ -43,6 +43,16 @@ def test_work_larger_than_a_burst_is_done_once_then_paid_back():
     budgets.admit("p", None, False, 1, T0 + 30_001)
 
 
+def test_a_peer_or_address_in_debt_is_told_how_long_before_its_input_is_read_again():
+    budgets = CpuBudgets(LIMITS)
+    assert budgets.in_debt("p", "10.0.0.1", False, T0) is None  # never charged: nothing to owe
+    charge = budgets.admit("p", "10.0.0.1", False, 100, T0)
+    budgets.settle(charge, 1500, T0)  # the peer's 1000 ms burst overspent by 500 ms
+    assert 4900 <= budgets.in_debt("p", "10.0.0.1", False, T0) <= 5100  # 500 ms at 100 ms/s
+    assert budgets.in_debt("fresh", "10.0.0.1", False, T0) is None  # the address (2x) is not in debt
+    assert budgets.in_debt("p", "10.0.0.1", False, T0 + 5100) is None  # paid back
+
+
 def test_many_identities_of_one_address_share_its_budget_and_subnet():
     budgets = CpuBudgets(LIMITS)
     for i in range(2):  # the address holds 2000: two fresh identities spend it

@@ -89,3 +89,25 @@ class AuthorRate:
 
     def tracked(self) -> int:
         return len(self._authors)
+
+
+STRANGER_WRITES_PER_SECOND = 50.0  # ~75 ms/s of verify and write work: a tenth of a core, like a peer's budget
+STRANGER_WRITES_BURST = 1000  # a first sync with a node holding that many strangers' containers goes at once
+
+
+class StrangerWrites:
+    """How fast containers of unknown authors that arrive by push or sync are stored: one bucket for
+    all of them. Storing is the costliest step of an arrival (the insert, its triggers and views, about
+    1-1.5 ms here) and is not in the decoding budgets; past the rate a container is refused for now
+    (``busy``) and comes again with the next session. Known authors are never limited here."""
+
+    def __init__(self, per_second: float = STRANGER_WRITES_PER_SECOND, burst: int = STRANGER_WRITES_BURST):
+        self.per_second = per_second
+        self.burst = burst
+        self._bucket = _Bucket(float(burst), 0)
+
+    def take(self, now_ms: int) -> bool:
+        if self._bucket.refill(now_ms, self.per_second, self.burst) < 1:
+            return False
+        self._bucket.tokens -= 1
+        return True

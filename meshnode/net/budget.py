@@ -201,6 +201,17 @@ class CpuBudgets:
         self._keys_of.put(peer, keys, now_ms)
         return Charge(keys, estimate)
 
+    def in_debt(self, peer: str, host: str | None, known: bool, now_ms: int) -> int | None:
+        """When one of this input's keys is in debt (it spent more than it had), the ms until it is
+        not: such a peer is refused before its input is even read. None when none is."""
+        for key in self.keys_for(peer, host, known):
+            bucket = self._buckets.peek(key)
+            if bucket is not None:
+                bucket.refill(now_ms)
+                if bucket.tokens < 0:
+                    return max(1, int(-bucket.tokens * 1000 / bucket.rate) + 1)
+        return None
+
     def settle(self, charge: Charge, cost_ms: float, now_ms: int) -> None:
         """Replace the estimate by the measured cost (a bucket may go into debt: it pays it back
         before it is admitted again)."""

@@ -60,7 +60,7 @@ from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
-from meshnode.net.author_rate import AuthorRate, RateSettings
+from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
 from meshnode.store import Store
 from meshnode.store.known import KnownAuthors
 from meshnode.store.quotas import Quotas
@@ -158,6 +158,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         # peers, they are exempt from address limits and get larger CPU budgets (mesh_cost)
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.author_rate = AuthorRate(config.author_rate)
+        self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
         self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota

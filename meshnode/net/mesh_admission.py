@@ -26,6 +26,7 @@ from meshnode.store.stranger_peers import prune_unknown_peers
 log = logging.getLogger("meshnode.net")
 
 REFUSED_BEFORE = "refused_before"  # refused or evicted earlier (net.not_wanted): not taken again
+STRANGER_RATE = "stranger_rate"  # over the write rate of unknown authors' containers (net.author_rate)
 PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are not counted as invalid
 # After a burst of arrivals the SQLite page caches are emptied and the freed heap handed back to the
 # system: after a flood of 5000 junk containers, Python's own objects were back within 1 MB of their
@@ -43,6 +44,9 @@ class AdmissionMixin:
         if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
             self.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
             return Admission("refused", reason=REFUSED_BEFORE)
+        if via != "gossip" and c.sender_did not in self.known and not self.stranger_writes.take(self.clock()):
+            self.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
+            return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.config.quotas, known=self.known.snapshot())

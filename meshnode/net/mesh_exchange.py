@@ -112,6 +112,12 @@ class ExchangeMixin:
             await self._respond(stream, exchange.error("busy", "too many requests from this address at once"))
             return
         try:
+            debt = self.budgets.in_debt(did, host, self._is_known(did), now)
+            if debt is not None:  # throttled: its frame is not even read (yamux holds the sender to its window)
+                self.metrics.inc("exchange_refused", reason="in_debt")
+                await self._respond(stream, exchange.error("over_budget", "over its CPU budget; retry in"
+                                                                          f" {debt} ms", debt))
+                return
             limit = self.config.peer_limits.max_frame_bytes
             try:
                 frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT)
@@ -214,6 +220,10 @@ class ExchangeMixin:
             admission = await self._store_from_peer(c, did, "push")
             if admission.outcome == "refused":  # the author's quota, no fault of the pushing peer
                 rejected.append({"index": index, "code": "quota", "reason": "the author's storage quota is full"})
+                continue
+            if admission.outcome == "busy":  # strangers' containers over their write rate: push again later
+                rejected.append({"index": index, "code": "busy", "reason": "too many unknown authors' containers"
+                                 " at once; try again later"})
                 continue
             new = admission.new
             (accepted if new else duplicates).append(c.did)

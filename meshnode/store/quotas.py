@@ -45,7 +45,7 @@ class Quotas:
 
 @dataclass(frozen=True)
 class Admission:
-    outcome: str  # "new", "duplicate" or "refused" (or "failed": not stored, see mesh_admission)
+    outcome: str  # "new", "duplicate" or "refused" (or "failed", "busy": not stored, see mesh_admission)
     evicted: int = 0
     reason: str = ""
     gone: tuple[tuple[str, str], ...] = ()  # (container DID, author) of each container evicted
