@@ -102,7 +102,7 @@ class CostMixin:
     def _settle_cost(self, charge, cost: float) -> None:
         if charge is not None:
             self.budgets.settle(charge, cost, self.clock())
-        self.metrics.inc("work_ms", int(cost))
+        self.metrics.inc("work_us", int(cost * 1000))  # integer counters: most jobs take under a ms
 
     def _slow_frame(self, did: str) -> None:
         """A frame came slower than the paced read allows: invalid input from an unknown peer (slow-loris);
