@@ -39,7 +39,7 @@ def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callab
     upgrade = swarm.upgrade_inbound_raw_conn
 
     async def handle_inbound(read_write_closer, maddr) -> None:
-        address = _remote_address(read_write_closer)
+        address = remote_address(read_write_closer)
         host = address[0] if address else None
         reason = admit(address) if address else None
         if reason is not None:
@@ -65,9 +65,11 @@ def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callab
     swarm.upgrade_inbound_raw_conn = upgrade_until_over
 
 
-def _remote_address(read_write_closer) -> tuple | None:
+def remote_address(conn) -> tuple | None:
+    """(ip, port) of a raw, secured or muxed connection (py-libp2p 0.8.1: ``get_remote_address()``),
+    or None for one being torn down."""
     try:
-        address = read_write_closer.get_remote_address()
-    except Exception:  # a stream being torn down
+        address = conn.get_remote_address()
+    except Exception:  # a connection being torn down
         return None
     return tuple(address[:2]) if address else None

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id
 from meshnode.net.budget import OverBudget, estimate_ms
+from meshnode.net.inbound import remote_address
 from meshnode.net.offload import OffloadBusy, count_items
 
 log = logging.getLogger("meshnode.net")
@@ -42,11 +43,8 @@ class WorkFailed(Exception):
 
 
 def remote_host(muxed_conn) -> str | None:
-    """The remote IP of a connection (py-libp2p 0.8.1: ``get_remote_address()`` is (host, port))."""
-    try:
-        address = muxed_conn.get_remote_address()
-    except Exception:  # a connection being torn down
-        return None
+    """The remote IP of a connection, or None."""
+    address = remote_address(muxed_conn)
     return address[0] if address else None
 
 

@@ -26,7 +26,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.errors import NetError
-from meshnode.net.mesh_cost import remote_host
+from meshnode.net.inbound import remote_address
 from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import active_bans
 
@@ -98,14 +98,12 @@ class GatingMixin:
         secured = getattr(conn.muxed_conn, "secured_conn", None)
         if getattr(secured, "is_initiator", True) or (did is not None and self._is_known(did)):
             return None  # our own dial, or a known peer: exempt
-        try:
-            address = conn.muxed_conn.get_remote_address()
-        except Exception:  # a connection being torn down
-            address = None
-        if address and self._admitted_at_accept.pop(f"{address[0]}|{address[1]}") is not None:
+        address = remote_address(conn.muxed_conn)
+        if address is None:
+            return None
+        if self._admitted_at_accept.pop(f"{address[0]}|{address[1]}") is not None:
             return None  # its address was checked (and charged) as it was accepted
-        host = remote_host(conn.muxed_conn)
-        return self.address_guard.allow_connection(host, self.clock()) if host else None
+        return self.address_guard.allow_connection(address[0], self.clock())
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
