@@ -86,7 +86,8 @@ def test_a_locked_database_is_one_clear_line_and_does_not_slow_shutdown(home, ru
         code = node.proc.wait(timeout=10)
         elapsed = time.monotonic() - sent
         assert code == 0, node.stderr
-        assert elapsed <= 1.0, f"took {elapsed:.2f} s to stop with the database locked"
+        # the bug this guards against waits out the 10 s busy timeout; 3 s leaves room for a loaded CI host
+        assert elapsed <= 3.0, f"took {elapsed:.2f} s to stop with the database locked"
         assert not any("Traceback" in line for line in node.stderr)
     finally:
         locker.rollback()
