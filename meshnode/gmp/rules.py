@@ -66,6 +66,7 @@ class Outcome:
 
 ADMITTED = Outcome("admitted")
 EXEC_FIELDS = frozenset({"status", "progress", "next_check_at", "metrics", "notes", "reason"})
+DELEGATOR_FREE = frozenset({"assigned_to", "reason", "next_check_at"})
 TAKEOVER_FREE = frozenset({"status", "reason", "assigned_to", "next_check_at"})
 GOAL_NEXT = {"proposed": {"active", "cancelled"}, "active": {"paused", "completed", "cancelled", "failed"},
              "paused": {"active", "cancelled", "failed"}}
@@ -335,11 +336,11 @@ def _check_locked(c: Container, parents, roles: set[str]) -> None:
         if "assignee" in roles and _locked_view(c, EXEC_FIELDS | {"assigned_to"}) == \
                 _locked_view(p, EXEC_FIELDS | {"assigned_to"}) and mine in (theirs, theirs - {signer}):
             return
-        if "delegator" in roles and _locked_view(c, {"assigned_to", "reason"}) == \
-                _locked_view(p, {"assigned_to", "reason"}) and mine >= theirs:
+        if "delegator" in roles and _locked_view(c, DELEGATOR_FREE) == _locked_view(p, DELEGATOR_FREE) \
+                and mine >= theirs:
             return
     what = "an assignee may change only status, progress, next_check_at, metrics, notes, reason and drop itself" \
-        if "assignee" in roles else "a steward may only add accepted assignees"
+        if "assignee" in roles else "a steward may only add accepted assignees (and set next_check_at, reason)"
     _refuse("gmp_field_locked", what)
 
 
@@ -492,3 +493,7 @@ class MemoryHeld:
 
     def all(self) -> list[Container]:
         return list(self._by_did.values())
+
+    def all_versions(self, lineage: str) -> list[Container]:
+        """Every held version of the goal or task lineage ``lineage``."""
+        return [c for d, c in self._by_did.items() if self._root.get(d) == lineage]
