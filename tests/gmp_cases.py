@@ -86,10 +86,12 @@ def full():
         depends_on=[parent.did], tags=["fixtures"]))
     o = k.add("delegation", build.entry(A, "delegation", {"task_version": t.did, "candidates": [B.did, C.did],
                                                           "selection": "interest", "expires_at": w.t + HOUR},
-                                        now_ms=w.tick(), about=t.did, summary="who wants it", recipients=[B.did, C.did]))
+                                        now_ms=w.tick(), about=t.did, summary="who wants it",
+                                        recipients=[B.did, C.did]))
     k.add("receipt", build.entry(B, "receipt", {"received": o.did, "received_at": w.t}, now_ms=w.tick(), about=t.did))
     k.add("refusal", build.entry(B, "refusal", {"offer": o.did, "reason": "busy"}, now_ms=w.tick(), about=t.did))
-    k.add("progress", build.entry(A, "progress", {"progress": 0.3, "task_version": t.did}, now_ms=w.tick(), about=t.did))
+    k.add("progress", build.entry(A, "progress", {"progress": 0.3, "task_version": t.did}, now_ms=w.tick(),
+                                  about=t.did))
     log = k.add("execution_log", build.entry(A, "execution_log", {"task_version": t.did}, now_ms=w.tick(),
                                              about=t.did, summary="recorded 3 exchanges"))
     k.add("blocker", build.entry(A, "blocker", {"blocking": [parent.did], "resolved": False, "task_version": t.did},
@@ -241,7 +243,8 @@ def arrival_orders():
 
 
 def refusals():
-    k = Case("one fault each, on the lifecycle: every refusal code; only the honest steps (B completes) change the view")
+    k = Case("one fault each, on the lifecycle: every refusal code; only the honest steps (B completes) "
+             "change the view")
     s, w = k.s, k.w
     other = k.add("other_task", w.task(s.g, title="other"))
     k.add("outsider_version", s.by(M, [s.t3], status="abandoned"), "gmp_not_authorized")
