@@ -200,9 +200,7 @@ def _admit_first(c: Container, held: Held) -> None:
             _refuse("gmp_bad_creator", f"payload.creator {_short(p['creator'])} did not sign the first version")
         if p["status"] not in FIRST_GOAL_STATUSES:
             _refuse("gmp_bad_transition", f"a goal starts proposed or active, not {p['status']}")
-        if _links(c, "in_reply_to"):
-            _lineage_id(held, _links(c, "in_reply_to")[0], "goal", "parent goal")
-        return
+        return  # a parent goal is not read: a subgoal's audience need not hold it
     irt = _links(c, "in_reply_to")
     goal = _lineage_id(held, irt[0], "goal", "goal")
     parent = _lineage_id(held, irt[1], "task", "parent task") if len(irt) == 2 else None
@@ -379,14 +377,21 @@ def _check_assignment(c: Container, d: str, parents, root: str, creator: str, he
     if not agreed:
         _refuse("gmp_no_acceptance", f"no acceptance by {_short(d)} in related.agreed")
     offers = _need(held, [a.payload["offer"] for a in agreed])
-    lineage = ancestry(parents, held)
-    allowed = delegators(parents, creator, held)
+    walked: dict = {}  # the lineage's versions and delegators, walked once and only when needed
+
+    def walk(what: str):
+        if not walked:
+            walked["versions"] = ancestry(parents, held)
+            walked["delegators"] = delegators(parents, creator, held)
+        return walked[what]
+
     faults, good = [], []
     for a, o in zip(agreed, offers):
         fault = offer_fault(o, root, d)
-        if fault is None and o.sender_did not in allowed:
+        if fault is None and o.sender_did != creator and o.sender_did not in walk("delegators"):
             fault = "the offer is not signed by a delegator"
-        if fault is None and o.payload["task_version"] not in lineage:
+        if fault is None and o.payload["task_version"] not in {p.did for p in parents} and \
+                o.payload["task_version"] not in walk("versions"):
             fault = "the offer names a task version that is not a parent or an ancestor of one"
         if fault is None and a.timestamp_ms > parse_ms(o.payload["expires_at"]):
             fault = "accepted after the offer's expires_at"
