@@ -405,3 +405,10 @@ def test_held_task_in_terminal_status_needs_no_check():
                     class_version="1.1", timestamp_ms=0)
     build_container(A, "workflow_entry", {"entry_type": "x-metrics", "details": {"n": 1}}, class_version="1.1",
                     timestamp_ms=0)
+
+
+def test_unreadable_payload_refused():
+    s = Story()
+    c = build_container(A, "task", b"\x00opaque", class_version="1.1", payload_type="binary", timestamp_ms=s.w.tick(),
+                        related={"in_reply_to": [s.g.did]})
+    refused(s.w, c, "gmp_unreadable")

@@ -29,6 +29,7 @@ CODES = {
     "gmp_bad_creator": "payload.creator is not the lineage creator",
     "gmp_takeover_early": "a steward's takeover before the parent is overdue (gmp.md section 8)",
     "gmp_bad_related": "related has not the shape the class needs (in_reply_to items, contradicts)",
+    "gmp_unreadable": "the payload is not a CBOR map (binary or encrypted): admission cannot read it",
 }
 
 
@@ -118,6 +119,9 @@ def admit(c: Container, held: Held) -> Outcome:
     Non-GMP containers have nothing to judge here and are admitted."""
     if not is_gmp(c):
         return ADMITTED
+    if type(c.payload) is not dict:
+        return Outcome("refused", "gmp_unreadable", f"a {c.cls} payload of type {c.head['payload_type']} "
+                                                    "cannot be judged; GMP containers are readable by their audience")
     try:
         if c.cls == "workflow_entry":
             _admit_entry(c, held)
