@@ -109,9 +109,8 @@ def _path(conn: sqlite3.Connection, root: str, shown: Container, held: DbHeld, c
 
 def _draw_goal(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
     first, shown, forks = _heads(conn, root, held)
-    p = shown.payload
-    fields = view.goal_fields(shown)
-    parent = first.related.get("in_reply_to", [None])[0]
+    f = view.goal_fields(shown, first.sender_did)
+    parent = (first.related.get("in_reply_to") or [None])[0]  # fixed by the first version
     conn.execute(
         """
         INSERT INTO goals (name, description, tags, status, priority, constraints, success_criteria, created_at,
@@ -126,11 +125,10 @@ def _draw_goal(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
             audience = excluded.audience, participants = excluded.participants,
             parent_goal = excluded.parent_goal, timestamp_ms = excluded.timestamp_ms
         """,
-        (p["title"], p.get("description"), json.dumps(shown.head.get("tags", [])), fields.get("status", p["status"]),
-         fields.get("priority", p.get("priority", view.DEFAULT_PRIORITY)), json.dumps(p.get("constraints", [])),
-         json.dumps(p.get("success_criteria", [])), _sql_time(first.timestamp_ms), _sql_time(shown.timestamp_ms),
-         root, shown.did, shown.sender_did, first.sender_did, forks, p.get("audience", "participants"),
-         json.dumps(p.get("participants", [])), _lineage(held, parent) if parent else None, shown.timestamp_ms))
+        (f["title"], f["description"], json.dumps(f["tags"]), f["status"], f["priority"], json.dumps(f["constraints"]),
+         json.dumps(f["success_criteria"]), _sql_time(first.timestamp_ms), _sql_time(shown.timestamp_ms), root,
+         shown.did, shown.sender_did, first.sender_did, forks, f["audience"], json.dumps(f["participants"]),
+         _lineage(held, parent) if parent else None, shown.timestamp_ms))
     gid = conn.execute("SELECT id FROM goals WHERE lineage = ?", (root,)).fetchone()[0]
     conn.execute("UPDATE tasks SET goal_id = ? WHERE goal_lineage = ? AND goal_id IS NOT ?", (gid, root, gid))
     _goal_links(conn, gid, shown, held)
