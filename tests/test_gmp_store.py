@@ -389,3 +389,29 @@ def test_task_due_range_uses_the_index(db):
     assert "tasks_open_by_overdue" in plan, plan
     rows = db.conn.execute(sql, (T0 + 2 * HOUR,)).fetchall()
     assert 0 < len(rows) <= 3601
+
+
+def test_goal_links_from_related(tmp_path):
+    w = World()
+    parent = w.goal()
+    other = w.goal(participants=())
+    from meshnode.gmp import build
+
+    child = build.goal(A, {"title": "sub", "status": "active"}, now_ms=w.tick(), parent_goal=parent.did,
+                       depends_on=[other.did])
+    snaps = []
+    for i, order in enumerate(([parent, other, child], [child, other, parent])):
+        d = Database(tmp_path / f"l{i}.db")
+        try:
+            for c in order:
+                put(d, c)
+            rows = d.conn.execute(
+                "SELECT p.lineage, c.lineage, l.relation_type FROM goal_links l JOIN goals p ON p.id = l.parent_goal_id"
+                " JOIN goals c ON c.id = l.child_goal_id ORDER BY l.relation_type").fetchall()
+            assert rows == [(other.did, child.did, "dependency"), (parent.did, child.did, "subgoal")]
+            assert d.conn.execute("SELECT parent_goal FROM goals WHERE lineage = ?", (child.did,)).fetchone() == (
+                parent.did,)
+            snaps.append(snapshot(d))
+        finally:
+            d.close()
+    assert snaps[0] == snaps[1]
