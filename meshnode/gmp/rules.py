@@ -66,6 +66,7 @@ class Outcome:
 
 ADMITTED = Outcome("admitted")
 EXEC_FIELDS = frozenset({"status", "progress", "next_check_at", "metrics", "notes", "reason"})
+DELEGATOR_FREE = frozenset({"assigned_to", "reason", "next_check_at"})
 TAKEOVER_FREE = frozenset({"status", "reason", "assigned_to", "next_check_at"})
 GOAL_NEXT = {"proposed": {"active", "cancelled"}, "active": {"paused", "completed", "cancelled", "failed"},
              "paused": {"active", "cancelled", "failed"}}
@@ -199,9 +200,7 @@ def _admit_first(c: Container, held: Held) -> None:
             _refuse("gmp_bad_creator", f"payload.creator {_short(p['creator'])} did not sign the first version")
         if p["status"] not in FIRST_GOAL_STATUSES:
             _refuse("gmp_bad_transition", f"a goal starts proposed or active, not {p['status']}")
-        if _links(c, "in_reply_to"):
-            _lineage_id(held, _links(c, "in_reply_to")[0], "goal", "parent goal")
-        return
+        return  # a parent goal is not read: a subgoal's audience need not hold it
     irt = _links(c, "in_reply_to")
     goal = _lineage_id(held, irt[0], "goal", "goal")
     parent = _lineage_id(held, irt[1], "task", "parent task") if len(irt) == 2 else None
@@ -335,11 +334,11 @@ def _check_locked(c: Container, parents, roles: set[str]) -> None:
         if "assignee" in roles and _locked_view(c, EXEC_FIELDS | {"assigned_to"}) == \
                 _locked_view(p, EXEC_FIELDS | {"assigned_to"}) and mine in (theirs, theirs - {signer}):
             return
-        if "delegator" in roles and _locked_view(c, {"assigned_to", "reason"}) == \
-                _locked_view(p, {"assigned_to", "reason"}) and mine >= theirs:
+        if "delegator" in roles and _locked_view(c, DELEGATOR_FREE) == _locked_view(p, DELEGATOR_FREE) \
+                and mine >= theirs:
             return
     what = "an assignee may change only status, progress, next_check_at, metrics, notes, reason and drop itself" \
-        if "assignee" in roles else "a steward may only add accepted assignees"
+        if "assignee" in roles else "a steward may only add accepted assignees (and set next_check_at, reason)"
     _refuse("gmp_field_locked", what)
 
 
@@ -378,14 +377,21 @@ def _check_assignment(c: Container, d: str, parents, root: str, creator: str, he
     if not agreed:
         _refuse("gmp_no_acceptance", f"no acceptance by {_short(d)} in related.agreed")
     offers = _need(held, [a.payload["offer"] for a in agreed])
-    lineage = ancestry(parents, held)
-    allowed = delegators(parents, creator, held)
+    walked: dict = {}  # the lineage's versions and delegators, walked once and only when needed
+
+    def walk(what: str):
+        if not walked:
+            walked["versions"] = ancestry(parents, held)
+            walked["delegators"] = delegators(parents, creator, held)
+        return walked[what]
+
     faults, good = [], []
     for a, o in zip(agreed, offers):
         fault = offer_fault(o, root, d)
-        if fault is None and o.sender_did not in allowed:
+        if fault is None and o.sender_did != creator and o.sender_did not in walk("delegators"):
             fault = "the offer is not signed by a delegator"
-        if fault is None and o.payload["task_version"] not in lineage:
+        if fault is None and o.payload["task_version"] not in {p.did for p in parents} and \
+                o.payload["task_version"] not in walk("versions"):
             fault = "the offer names a task version that is not a parent or an ancestor of one"
         if fault is None and a.timestamp_ms > parse_ms(o.payload["expires_at"]):
             fault = "accepted after the offer's expires_at"
@@ -492,3 +498,7 @@ class MemoryHeld:
 
     def all(self) -> list[Container]:
         return list(self._by_did.values())
+
+    def all_versions(self, lineage: str) -> list[Container]:
+        """Every held version of the goal or task lineage ``lineage``."""
+        return [c for d, c in self._by_did.items() if self._root.get(d) == lineage]

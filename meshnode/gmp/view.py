@@ -201,6 +201,9 @@ def holder_spans(path: Sequence[Container]) -> list[HolderSpan]:
         for who in v.payload.get("assigned_to", ()):
             if who in now and who not in open_:
                 open_[who] = (v.did, v.timestamp_ms)
+            elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans if sp.to_version == v.did}:
+                # a holder the version (a join) lists as having finished it
+                spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
     for who, (start, since) in open_.items():
         spans.append(HolderSpan(who, start, None, since, None, None))
     return sorted(spans, key=lambda s: (s.since_ms, s.assignee, s.from_version))
