@@ -5,7 +5,7 @@ them first). Goal and task versions join the lineage index (``store.lineage``); 
 is one ``goals``/``tasks`` row drawn from its shown head (``gmp.view.shown_head``: no trust,
 so every node shows the same one) with its fork count, upserted by ``lineage`` so the local
 columns (pinned, repl_*, llm_id) are never touched. ``task_holders`` follows the path to the
-shown head; ``gmp_entries`` keeps every entry with whether it counts and why not, counted
+shown head (``gmp.view.path_to``); ``gmp_entries`` keeps every entry with whether it counts and why not, counted
 again whenever something of its lineage arrives (a named version may arrive after it).
 ``gmp_members`` maps every container to its goal and ``gmp_audience`` lists who is given
 the goal (``store.sharing``): its creator, the participants of the shown goal version,
@@ -89,20 +89,6 @@ def _heads(conn: sqlite3.Connection, root: str, held: DbHeld) -> tuple[Container
     heads = [h for h in (held.get(d) for d in sorted(lineage.heads(conn, root))) if h is not None]
     shown = view.shown_head(heads, first.sender_did)
     return first, shown, len(heads) - 1
-
-
-def _path(conn: sqlite3.Connection, root: str, shown: Container, held: DbHeld, creator: str) -> list[Container]:
-    """Versions from the first to ``shown``; at a join, the parent the shown-head rule picks."""
-    members = set(lineage.members(conn, root))
-    path, at = [shown], shown
-    while at.did != root and len(path) <= len(members):
-        parents = [p for p in (held.get(d) for d in at.related.get("previous_version", []) if d in members)
-                   if p is not None]
-        if not parents:
-            break
-        at = view.shown_head(parents, creator)
-        path.append(at)
-    return path[::-1]
 
 
 # --- goals ----------------------------------------------------------------------------------
@@ -193,7 +179,7 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
         "INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms, ended)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
-         for s in view.holder_spans(_path(conn, root, shown, held, creator))])
+         for s in view.holder_spans(view.path_to(shown, held))])
 
 
 def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view.TaskState) -> float | None:
