@@ -56,10 +56,9 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
         goal = row[0] if row else about
     _member(conn, c, goal)
     _entry(conn, c, about, held)
-    if kind and kind[0] == "task":
-        _draw_task(conn, about, held)  # entries counted again, progress shown
-    else:
-        _recount(conn, about, held)
+    _recount(conn, about, held)  # an offer may make acceptances count, and so on
+    if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
+        _show_progress(conn, about, held)
     _audience(conn, goal, c.timestamp_ms, full=c.payload.get("entry_type") == "delegation")
 
 
@@ -180,6 +179,14 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
          for s in view.holder_spans(view.path_to(shown, held))])
+
+
+def _show_progress(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
+    row = conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (root,)).fetchone()
+    shown = held.get(row[0]) if row and row[0] else None
+    if shown is not None:
+        conn.execute("UPDATE tasks SET progress = ? WHERE lineage = ?",
+                     (_progress(conn, root, shown, view.task_state(shown)), root))
 
 
 def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view.TaskState) -> float | None:
