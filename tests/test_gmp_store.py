@@ -461,3 +461,23 @@ def test_vector_case_through_the_store(case, tmp_path):
         assert {did: [bool(n), why] for did, n, why in entries} == v["entries"]
     finally:
         d.close()
+
+
+def test_pending_released_by_a_container_of_another_class(db):
+    """An assignment under cogconsensus waits for the consensus_result its offer cites; storing the
+    result (not a GMP class) releases it in the same write."""
+    case = next(c for c in VECTORS["cases"] if c["description"].startswith("contested"))
+    now = parse_ms(case["now"])
+    by_name = {x["name"]: decode_container(bytes.fromhex(x["hex"]), now_ms=now) for x in case["containers"]}
+    skip = {"result", "assigned_without_basis"}
+    late = ["offer_with_basis", "acceptance_c", "assigned_c"]
+    for x in case["containers"]:
+        if x["name"] not in skip and x["name"] not in late:
+            assert put(db, by_name[x["name"]]), x["name"]
+    assert [put(db, by_name[n]) for n in late] == [True, True, False]  # entries are admitted, the version waits
+    assert by_name["result"].did in gmp_admission.missing_for_pending(db)
+    assert put(db, by_name["result"])
+    assert gmp_admission.gmp_pending_of(db) == []
+    lineage = case["view"]["lineage"]
+    assert db.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (lineage,)).fetchone() == (
+        by_name["assigned_c"].did,)
