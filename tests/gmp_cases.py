@@ -275,6 +275,9 @@ def refusals():
                                                timestamp_ms=w.tick(),
                                                related={"in_reply_to": [s.g.did, s.lineage, other.did]}),
           "gmp_bad_related")
+    k.add("binary_payload", build_container(A, "task", b"\x00opaque", class_version="1.1", payload_type="binary",
+                                            timestamp_ms=w.tick(), related={"in_reply_to": [s.g.did]}),
+          "gmp_unreadable")
     return k, s.lineage, None
 
 

@@ -405,3 +405,21 @@ def test_held_task_in_terminal_status_needs_no_check():
                     class_version="1.1", timestamp_ms=0)
     build_container(A, "workflow_entry", {"entry_type": "x-metrics", "details": {"n": 1}}, class_version="1.1",
                     timestamp_ms=0)
+
+
+def test_unreadable_payload_refused():
+    s = Story()
+    c = build_container(A, "task", b"\x00opaque", class_version="1.1", payload_type="binary", timestamp_ms=s.w.tick(),
+                        related={"in_reply_to": [s.g.did]})
+    refused(s.w, c, "gmp_unreadable")
+
+
+def test_next_version_builders_keep_links_and_apply_changes():
+    s = Story()
+    w = s.w
+    sub = w.ok(w.task(s.g, key=B, parent=s.lineage, see_also=[s.t3], title="fixtures"))
+    v = w.ok(build.next_task(B, [sub], now_ms=w.tick(), changes={"notes": "n", "status": "paused"}))
+    assert v.related["in_reply_to"] == [s.g.did, s.lineage] and v.related["previous_version"] == [sub.did]
+    assert v.payload["notes"] == "n" and v.payload["title"] == "fixtures"
+    g2 = w.ok(build.next_goal(A, [s.g], now_ms=w.tick(), changes={"status": "paused", "participants": None}))
+    assert "participants" not in g2.payload and g2.related["previous_version"] == [s.g.did]

@@ -161,3 +161,15 @@ def test_goal_fields_defaults():
     f = view.goal_fields(s.g, A.did)
     assert f["priority"] == 0.5 and f["audience"] == "participants" and f["participants"] == [A.did, B.did, C.did]
     assert f["parent_goal"] is None
+
+
+def test_steward_schedule_ranks_participants_but_not_holders():
+    import hashlib
+
+    s = Story()
+    overdue = view.task_state(s.t3).overdue_at_ms
+    sched = view.steward_schedule(s.lineage, s.t3, [A.did, B.did, C.did, C.did])
+    assert B.did not in dict(sched) and len(sched) == 2
+    order = sorted([A.did, C.did], key=lambda d: hashlib.sha256((s.lineage + s.t3.did + d).encode()).digest())
+    assert sched == [(order[0], overdue + 900_000), (order[1], overdue + 1_800_000)]
+    assert view.steward_schedule(s.lineage, s.t1, [C.did]) == []

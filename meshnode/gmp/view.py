@@ -5,6 +5,7 @@ same containers computes the same view."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -226,6 +227,19 @@ def path_to(head: Container, held: Held) -> list[Container]:
 def lineage_versions(head: Container, held: Held) -> list[Container]:
     """Every version ``head`` descends from (itself included)."""
     return list(ancestry([head], held).values())
+
+
+def steward_schedule(lineage: str, version: Container, participants) -> list[tuple[str, int]]:
+    """When each steward may take ``version`` over (section 8): the goal's participants except its
+    assignees, ranked by SHA-256(lineage id ‖ version DID ‖ participant DID) over the UTF-8 texts
+    joined; rank k at overdue_at + (k + 1) * check_grace_s / 4. Empty when nothing can be overdue."""
+    st = task_state(version)
+    if st.overdue_at_ms is None:
+        return []
+    held_by = set(st.assigned_to)
+    ranked = sorted((d for d in dict.fromkeys(participants) if d not in held_by),
+                    key=lambda d: hashlib.sha256((lineage + version.did + d).encode()).digest())
+    return [(d, st.overdue_at_ms + (k + 1) * st.grace_ms // 4) for k, d in enumerate(ranked)]
 
 
 # --- due state (section 8, "no silent loss") ---------------------------------------------------------
