@@ -213,3 +213,17 @@ def test_a_cancelled_goal_abandons_its_creators_open_tasks(nodes):
     with pytest.raises(GmpError) as err:
         service.task_add(a, A, T + 21, goal=goal, title="more")
     assert err.value.code == "goal_closed"
+
+
+def test_participants_decompose_a_goal_and_strangers_cannot(nodes):
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="census", participants=[B.did])
+    carry(nodes, a, goal)
+    task = service.task_add(b, B, T + 1, goal=goal["lineage"], title="count the north")  # cites the goal version
+    assert task["push"] == [{"to": A.did, "dids": [task["did"]]}]
+    carry(nodes, b, task)
+    assert a.conn.execute("SELECT creator_did FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone() == (B.did,)
+    c.put_container(load_stored(a.conn, goal["did"]), received_at_ms=T)  # C holds the goal, takes no part in it
+    with pytest.raises(GmpError) as err:
+        service.task_add(c, C, T + 2, goal=goal["lineage"], title="count the south")
+    assert err.value.code == "not_allowed" and "participants" in err.value.reason
