@@ -227,3 +227,14 @@ def test_participants_decompose_a_goal_and_strangers_cannot(nodes):
     with pytest.raises(GmpError) as err:
         service.task_add(c, C, T + 2, goal=goal["lineage"], title="count the south")
     assert err.value.code == "not_allowed" and "participants" in err.value.reason
+
+
+def test_a_participant_added_later_gets_every_version_of_the_goal(nodes):
+    a, c = nodes[A.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="harvest", participants=[B.did])
+    service.goal_update(a, A, T + 1, goal=goal["lineage"], title="the harvest")
+    added = service.goal_update(a, A, T + 2, goal=goal["lineage"], add_participants=[C.did])
+    to_c = [p["dids"] for p in added["push"] if p["to"] == C.did][0]
+    assert len(to_c) == 3 and to_c[0] == goal["did"] and to_c[-1] == added["did"]
+    carry(nodes, a, added, only=C.did)
+    assert c.conn.execute("SELECT name, participants FROM goals").fetchone()[0] == "the harvest"
