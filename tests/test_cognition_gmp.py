@@ -89,3 +89,13 @@ def test_context_3_shows_what_needs_a_check(dbs):
     assert a.conn.execute("SELECT count(*) FROM containers WHERE class = 'task'").fetchone()[0] == 1
     text = contexts.build(a, now_ms=T + 3, tick=1, recent_k=3, mode="auto", llm_id="m", own_did=A.did)[1]["content"]
     assert "check the fuses" in text and "unassigned" in text
+
+
+def test_what_the_agent_signs_waits_for_the_cycle_to_push_it(dbs):
+    from meshnode.cognition import executor_gmp
+
+    a = dbs[A.did]
+    executor_gmp.take_pushes(A.did), executor_gmp.take_pushes(B.did)  # earlier tests of this process
+    goal = run(a, A, T, "goal_add", {"title": "paint the barn", "participants": [B.did]})
+    assert executor_gmp.take_pushes(A.did) == [{"to": B.did, "dids": [goal["did"]]}]
+    assert executor_gmp.take_pushes(A.did) == [] and executor_gmp.take_pushes(B.did) == []
