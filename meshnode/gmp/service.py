@@ -409,6 +409,9 @@ def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires
         _task_push(push, db, row, c)
         return {"did": c.did, "lineage": lineage, "assigned": [key.did], "push": push.result()}
     people = [d for d in people if d != key.did]
+    holding = [d for d in people if d in row["assigned_to"]]
+    if holding:
+        raise GmpError("bad_args", f"{', '.join(holding)} already hold(s) task {lineage}")
     expires = now_ms + expires_s * 1000
     offer = _store(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": people,
                                                         "selection": selection, "expires_at": format_ms(expires)},
@@ -470,6 +473,8 @@ def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None)
 
 
 def task_accept(db, key, now_ms, *, task, offer=None) -> dict:
+    if key.did in task_row(db, resolve(db, task, "task"))["assigned_to"]:
+        raise GmpError("bad_args", "you hold this task already")
     return _answer(db, key, now_ms, task, offer, "acceptance", {})
 
 
