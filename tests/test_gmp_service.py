@@ -238,3 +238,17 @@ def test_a_participant_added_later_gets_every_version_of_the_goal(nodes):
     assert len(to_c) == 3 and to_c[0] == goal["did"] and to_c[-1] == added["did"]
     carry(nodes, a, added, only=C.did)
     assert c.conn.execute("SELECT name, participants FROM goals").fetchone()[0] == "the harvest"
+
+
+def test_the_creators_node_joins_a_fork_of_its_task(nodes):
+    a, b = nodes[A.did], nodes[B.did]
+    task = _held_by_b(nodes, "survey", T)
+    started = service.task_update(b, B, T + 10, task=task["lineage"], status="in_progress")  # B starts ...
+    service.task_update(a, A, T + 11, task=task["lineage"], title="survey the ford")  # ... while A edits
+    carry(nodes, b, started)
+    assert a.conn.execute("SELECT forks FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone() == (1,)
+    joined = service.on_admitted(a, A, T + 12, [started["did"]])
+    assert len(joined["published"]) == 1 and joined["push"] == [{"to": B.did, "dids": joined["published"]}]
+    row = a.conn.execute("SELECT forks, status, name, reason FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()
+    assert row == (0, "in_progress", "survey the ford", "merged")
+    assert service.on_admitted(a, A, T + 13, joined["published"])["published"] == []  # no fork, nothing to join
