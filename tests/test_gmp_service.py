@@ -60,6 +60,7 @@ def test_a_delegation_from_goal_to_completion_on_two_nodes(nodes):
     assert offer["push"][0]["dids"][-1] == offer["did"]  # the goal and the task come before the offer
     carry(nodes, a, offer)
     assert status(b, task["lineage"])[0] == "pending"
+    assert [r["due"] for r in service.task_due(a, T + 2)] == ["offer_open"]
 
     receipt = service.on_admitted(b, B, T + 3, [d for p in offer["push"] for d in p["dids"]])
     assert len(receipt["published"]) == 1 and receipt["push"] == [{"to": A.did, "dids": receipt["published"]}]
@@ -91,6 +92,7 @@ def test_a_delegation_from_goal_to_completion_on_two_nodes(nodes):
     tree = service.goal_show(a, goal=goal["lineage"], now_ms=T + 10)
     assert (tree["tasks_total"], tree["tasks_completed"]) == (1, 1)
     assert tree["tasks"][0]["assignee_names"] == ["bob"]
+    assert tree["tasks"][0]["offers"] == []  # taken: no longer open
     holders = service.task_show(a, task=task["lineage"], now_ms=T + 10)["holders"]
     assert [(h["assignee"], h["ended"]) for h in holders] == [(B.did, "completed")]
     assert [g["title"] for g in service.goal_list(b, me=B.did)] == ["Ship the bridge"]
@@ -125,7 +127,7 @@ def test_a_refusal_is_kept_and_assigns_nobody(nodes):
     assert service.on_admitted(a, A, T + 4, [refusal["did"]])["published"] == []
     shown = service.task_show(a, task=task["lineage"], now_ms=T + 5)
     assert [e["kind"] for e in shown["entries"]] == ["delegation", "refusal"]
-    assert shown["assigned_to"] == [] and shown["due"] == "offer_open"
+    assert shown["assigned_to"] == [] and shown["due"] == "unassigned"  # its only candidate said no
     with pytest.raises(GmpError) as err:  # the refused offer was B's only one: accepting needs it named
         service.task_accept(b, B, T + 2 * HOUR, task=task["lineage"])
     assert err.value.code == "no_offer"

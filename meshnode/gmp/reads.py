@@ -250,26 +250,37 @@ def task_list(db: Database, *, goal: str | None = None, me: str | None = None, s
 
 
 def _open_offers(db: Database, lineages: list[str], now_ms: int) -> dict[str, list[dict]]:
-    """Unexpired offers (not nominations) per task lineage, with their candidates."""
+    """Open offers per task lineage: counted, unexpired, not yet taken (no task version cites an
+    acceptance of it), with the candidates that have not refused it (none left: closed)."""
     if not lineages:
         return {}
     out: dict[str, list[dict]] = {}
     for i in range(0, len(lineages), 500):
         part = lineages[i:i + 500]
-        for lin, did, cands, expires, ts in db.conn.execute(
-                f"SELECT lineage, did, candidates, expires_ms, timestamp_ms FROM gmp_entries WHERE kind = 'delegation'"
-                f" AND counted = 1 AND expires_ms > ? AND lineage IN ({','.join('?' * len(part))})", (now_ms, *part)):
-            out.setdefault(lin, []).append({"did": did, "candidates": _json(cands, []), "expires_ms": expires,
-                                            "timestamp_ms": ts})
+        found = db.conn.execute(
+            "SELECT e.lineage, e.did, e.candidates, e.expires_ms, e.timestamp_ms FROM gmp_entries e WHERE e.kind ="
+            f" 'delegation' AND e.counted = 1 AND e.expires_ms > ? AND e.lineage IN ({','.join('?' * len(part))})"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries a JOIN container_links l ON l.target_did = a.did AND"
+            " l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')", (now_ms, *part)).fetchall()
+        refused: dict[str, set[str]] = {}
+        dids = [r[1] for r in found]
+        for j in range(0, len(dids), 500):
+            for offer, signer in db.conn.execute(
+                    f"SELECT offer, signer FROM gmp_entries WHERE kind = 'refusal' AND counted = 1 AND offer IN"
+                    f" ({','.join('?' * len(dids[j:j + 500]))})", dids[j:j + 500]):
+                refused.setdefault(offer, set()).add(signer)
+        for lin, did, cands, expires, ts in found:
+            left = [c for c in _json(cands, []) if c not in refused.get(did, ())]
+            if left:
+                out.setdefault(lin, []).append({"did": did, "candidates": left, "expires_ms": expires,
+                                                "timestamp_ms": ts})
     return out
 
 
 def due_of(row: dict, *, now_ms: int, liveness: dict[str, str], offers: list[dict], goal_status: str | None) -> str | None:
     """The due state of one task row (``gmp.view.due_state``): what it needs, or None."""
-    newest_version = row.get("timestamp_ms") or 0  # an offer older than the shown version was answered
-    open_offer = any(o["timestamp_ms"] >= newest_version for o in offers)
     return view.due_state(status=row["status"], assigned_to=tuple(row["assigned_to"]), due_at_ms=row.get("due_at_ms"),
-                          overdue_at_ms=row.get("overdue_at_ms"), liveness=liveness, offer_open=open_offer,
+                          overdue_at_ms=row.get("overdue_at_ms"), liveness=liveness, offer_open=bool(offers),
                           forks=row.get("forks") or 0, goal_status=goal_status,
                           rule=row.get("delegation_rule") or "creator", now_ms=now_ms)
 
