@@ -201,7 +201,7 @@ def goal_list(db: Database, *, status: str | None = None, me: str | None = None)
             " g.audience, g.forks, g.parent_goal, g.timestamp_ms,"
             " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage) AS tasks_total,"
             f" (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage AND t.{_NOT_DONE}) AS tasks_open"
-            f" FROM goals g WHERE {' AND '.join(where)} ORDER BY g.priority DESC, g.timestamp_ms DESC LIMIT 1000",
+            f" FROM goals g WHERE {' AND '.join(where)} ORDER BY g.priority DESC, g.timestamp_ms DESC LIMIT 10000",
             params))
     who = names(db, [r["creator_did"] for r in found])
     for r in found:
@@ -239,7 +239,7 @@ def task_list(db: Database, *, goal: str | None = None, me: str | None = None, s
     with sql_errors("listing tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
             f"SELECT {_TASK_COLUMNS} FROM tasks t WHERE {' AND '.join(where)}"
-            " ORDER BY t.timestamp_ms DESC LIMIT 1000", params))]
+            " ORDER BY t.timestamp_ms DESC LIMIT 10000", params))]
     who = names(db, [d for r in found for d in r["assigned_to"]])
     for r in found:
         r["assignee_names"] = [who.get(d) for d in r["assigned_to"]]
