@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from dataclasses import dataclass
 
 import trio
 
@@ -34,6 +35,18 @@ PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are no
 # the page caches (up to 2 MB per connection) plus glibc's malloc_trim about 3 MB of it.
 TRIM_AFTER_ARRIVALS = 256  # containers from the network since the last trim
 TRIM_CHECK_S = 5.0
+GMP_CLASSES = ("goal", "task", "workflow_entry")  # at class_version 1.1 (gmp.rules.is_gmp)
+
+
+@dataclass(frozen=True)
+class GmpRefusal(Admission):
+    """A GMP container refused at admission (step 8, ``gmp.rules.GmpRefused``): invalid input of
+    the peer that sent it. ``reason`` is the gmp_* code, ``detail`` the readable reason."""
+    detail: str = ""
+
+
+def is_gmp(c: Container) -> bool:
+    return c.cls in GMP_CLASSES and c.head.get("class_version") == "1.1"
 
 
 class AdmissionMixin:
@@ -50,11 +63,12 @@ class AdmissionMixin:
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.config.quotas, known=self.known.snapshot())
+        except MeshnodeError as exc:
+            if not exc.code.startswith("gmp_"):
+                return self._not_stored(c, received_from, via, exc)
+            return self._gmp_refused(c, received_from, via, exc)
         except Exception as exc:
-            reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
-            log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
-            self.metrics.inc("containers_not_stored", reason=reason, via=via)
-            return Admission("failed", reason=reason)
+            return self._not_stored(c, received_from, via, exc)
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
             self.not_wanted.add(c.did, c.sender_did)
@@ -63,7 +77,25 @@ class AdmissionMixin:
         if result.evicted:
             self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
         self._arrivals_since_trim += 1 + result.evicted
+        if result.outcome in ("new", "pending") and self.gmp is not None and is_gmp(c):  # admitted, or held aside
+            self.gmp.arrived(c.did, received_from)
         return result
+
+    def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: MeshnodeError) -> Admission:
+        """Refused by GMP admission: counted, not taken again, and invalid input of the sender
+        (an honest relay forwards only what it admitted itself)."""
+        self.metrics.inc("containers_refused", reason=exc.code, via=via)
+        self.not_wanted.add(c.did, c.sender_did)
+        log.info("GMP container %s from %s (%s) refused: %s: %s", c.did, received_from, via, exc.code, exc.reason)
+        if received_from is not None and via != "gossip" and received_from != self.key.did:
+            self._invalid(received_from, exc.code)
+        return GmpRefusal("invalid", reason=exc.code, detail=exc.reason)
+
+    def _not_stored(self, c: Container, received_from: str | None, via: str, exc: Exception) -> Admission:
+        reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
+        log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
+        self.metrics.inc("containers_not_stored", reason=reason, via=via)
+        return Admission("failed", reason=reason)
 
     def _admit_gossip_author(self, c: Container, message=None) -> bool:
         """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author,

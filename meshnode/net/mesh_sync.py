@@ -225,7 +225,8 @@ class SyncMixin:
                 self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
 
     async def _sync_forever(self) -> None:
-        """Sync with every connected peer and every friend now and then, and soon after a peer
+        """Sync with every connected peer, every friend and every peer sharing a goal with this
+        node (GMP containers go to goal audiences, friends or not) now and then, and soon after a peer
         (re)appears. The smaller DID starts each session; a node reaches out to friends with
         smaller DIDs (connects) so that they can start theirs, and starts one itself when none
         has completed for OVERDUE_ROUNDS rounds. Peers that went quiet are left alone until they
@@ -249,7 +250,7 @@ class SyncMixin:
                         connected.add(peer_id_to_did(pid.to_base58()))
                     except MeshnodeError:
                         continue
-                mine = set(await self.store.read(friends))
+                mine = set(await self.store.read(friends)) | await self._goal_peers()
                 overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
                 for did in sorted((connected | mine) - busy.keys()):
                     if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self._banned(did):
@@ -269,6 +270,16 @@ class SyncMixin:
                         # (its streams to us may hang): start one ourselves
                         self.metrics.inc("sync_overdue")
                         nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
+
+    async def _goal_peers(self) -> set[str]:
+        """Peers in the audience of a goal this node takes part in (none without GMP running)."""
+        if self.gmp is None:
+            return set()
+        try:
+            return await self.gmp.sync_peers()
+        except MeshnodeError as exc:  # a busy store: the next round asks again
+            log.info("listing goal audiences: %s", exc.reason)
+            return set()
 
     @staticmethod
     async def _one_at_a_time(busy: dict[str, float], did: str, job) -> None:

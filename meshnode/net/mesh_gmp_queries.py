@@ -1,0 +1,110 @@
+"""What the running node reads of the GMP views (``store/views_gmp.py``) to act on them.
+
+Functions take a Database and run in the store's worker threads
+(``await store.read(fn, ...)``). They only read the tables the views keep
+(``tasks``, ``gmp_entries``, ``gmp_pending``, ``gmp_audience``) and the
+liveness rows the Mesh writes (``peer_liveness``); the decisions stay in
+``meshnode.gmp.service`` and ``net.mesh_gmp``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.store.database import Database, sql_errors
+from meshnode.store.trust import trust_scores
+from meshnode.sync.versions import DEFAULT_TRUST
+
+TERMINAL = ("completed", "failed", "abandoned")
+MAX_AUDIENCE = 256  # peers this node syncs with because they share a goal with it
+
+
+def liveness_since(db: Database) -> dict[str, tuple[str, int]]:
+    """DID -> (liveness state, since when in ms) of every peer the node has heard. Kept in the
+    store (``peer_liveness``), so a dead stranger the Mesh has forgotten stays dead here."""
+    with sql_errors("reading liveness"):
+        rows = db.conn.execute("SELECT did, state, changed_at_ms FROM peer_liveness").fetchall()
+    return {did: (state, int(since or 0)) for did, state, since in rows}
+
+
+def task_tags(db: Database, task: str) -> list[str]:
+    """The tags of a task (by lineage), for an interest lookup; [] when unknown."""
+    with sql_errors("reading a task's tags"):
+        row = db.conn.execute("SELECT tags FROM tasks WHERE lineage = ?", (task,)).fetchone()
+    return _json_list(row[0]) if row else []
+
+
+def candidate_facts(db: Database, dids: list[str]) -> dict[str, tuple[float, int]]:
+    """DID -> (trust, open tasks it holds in this node's view), for ranking candidates."""
+    if not dids:
+        return {}
+    trust = trust_scores(db.conn, dids)
+    placeholders = ",".join("?" * len(dids))
+    with sql_errors("counting open tasks"):
+        rows = db.conn.execute(
+            f"SELECT a.value, count(*) FROM tasks t, json_each(t.assigned_to) a"
+            f" WHERE json_valid(t.assigned_to) AND t.status NOT IN {TERMINAL} AND a.value IN ({placeholders})"
+            f" GROUP BY a.value", dids).fetchall()
+    held = dict(rows)
+    return {d: (float(trust.get(d, DEFAULT_TRUST)), int(held.get(d, 0))) for d in dids}
+
+
+def unanswered_offers(db: Database, me: str, now_ms: int, older_than_ms: int) -> list[tuple[str, str]]:
+    """(offer DID, candidate DID) of this node's open offers (not expired, sent before
+    ``older_than_ms``) with no receipt, acceptance or refusal signed by that candidate."""
+    with sql_errors("listing unanswered offers"):
+        rows = db.conn.execute(
+            "SELECT did, candidates FROM gmp_entries WHERE kind = 'delegation' AND signer = ?"
+            " AND (expires_ms IS NULL OR expires_ms > ?) AND timestamp_ms <= ?",
+            (me, now_ms, older_than_ms)).fetchall()
+        out = []
+        for offer, candidates in rows:
+            for candidate in _json_list(candidates):
+                answered = db.conn.execute(
+                    "SELECT 1 FROM gmp_entries WHERE offer = ? AND signer = ?"
+                    " AND kind IN ('receipt', 'acceptance', 'refusal') LIMIT 1", (offer, candidate)).fetchone()
+                if not answered and candidate != me:
+                    out.append((offer, candidate))
+    return out
+
+
+def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
+    """Whether an offer of ``task`` (lineage) is still open (not expired)."""
+    with sql_errors("looking for an open offer"):
+        return db.conn.execute(
+            "SELECT 1 FROM gmp_entries WHERE kind = 'delegation' AND lineage = ?"
+            " AND (expires_ms IS NULL OR expires_ms > ?) LIMIT 1", (task, now_ms)).fetchone() is not None
+
+
+def audience_peers(db: Database, me: str) -> list[str]:
+    """Peers that share a goal with this node (its goals' audiences): the sync sessions must
+    run with them even when they are neither connected nor friends."""
+    with sql_errors("listing goal audiences"):
+        rows = db.conn.execute(
+            "SELECT DISTINCT other.did FROM gmp_audience mine JOIN gmp_audience other"
+            " ON other.goal_lineage = mine.goal_lineage WHERE mine.did = ? AND other.did != ?"
+            " ORDER BY other.did LIMIT ?", (me, me, MAX_AUDIENCE)).fetchall()
+    return [r[0] for r in rows]
+
+
+def pending_state(db: Database, dids: list[str]) -> dict[str, dict]:
+    """For each DID: {"admitted": bool} when held in ``containers``, or {"pending": True,
+    "from": peer, "missing": [...]} while it waits in ``gmp_pending``; absent: neither."""
+    out: dict[str, dict] = {}
+    with sql_errors("reading pending containers"):
+        for did in dids:
+            if db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (did,)).fetchone():
+                out[did] = {"admitted": True}
+                continue
+            row = db.conn.execute("SELECT received_from, missing FROM gmp_pending WHERE did = ?", (did,)).fetchone()
+            if row:
+                out[did] = {"pending": True, "from": row[0], "missing": _json_list(row[1])}
+    return out
+
+
+def _json_list(text) -> list[str]:
+    try:
+        items = json.loads(text) if text else []
+    except (TypeError, ValueError):
+        return []
+    return [x for x in items if isinstance(x, str)] if isinstance(items, list) else []
