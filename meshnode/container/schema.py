@@ -147,10 +147,13 @@ described(anything, {})
 
 @dataclass(frozen=True)
 class Schema:
-    """``fields``: name -> (check, required)."""
+    """``fields``: name -> (check, required). ``whole``, when set, checks the payload as a whole
+    after every field passed (cross-field rules such as "required when ..."); same message
+    convention as a field check."""
 
     name: str
     fields: dict[str, tuple[Callable[[Any], str | None], bool]] = field(default_factory=dict)
+    whole: Callable[[dict], str | None] | None = None
 
     def __post_init__(self) -> None:
         required = frozenset(n for n, (_, req) in self.fields.items() if req)
@@ -187,6 +190,11 @@ class Schema:
                 if err:
                     raise ContainerError(value_code or code if isinstance(err, WrongValue) else code,
                                          f"{self.name}.{name} {err}")
+        if self.whole is not None:
+            err = self.whole(value)
+            if err:
+                raise ContainerError(value_code or code if isinstance(err, WrongValue) else code,
+                                     f"{self.name} {err}")
 
 
 def _timestamp_text(v: Any) -> str | None:
@@ -245,8 +253,9 @@ HEAD = Schema(
 _REGISTRY: dict[tuple[str, str], Schema] = {}
 
 
-def register(cls: str, version: str, fields: dict[str, tuple[Callable[[Any], str | None], bool]]) -> Schema:
-    schema = Schema(f"{cls}.payload", fields)
+def register(cls: str, version: str, fields: dict[str, tuple[Callable[[Any], str | None], bool]],
+             whole: Callable[[dict], str | None] | None = None) -> Schema:
+    schema = Schema(f"{cls}.payload", fields, whole)
     _REGISTRY[(cls, version)] = schema
     return schema
 
@@ -475,3 +484,6 @@ register(
     "1.0",
     {"entry_type": (text(64), True), "summary": (text(4096), False), "details": (anything, False)},
 )
+
+# GMP 1.1 (protocols/gmp.md section 2): registered by their own module, which needs the checks above
+from meshnode.container import gmp_classes  # noqa: E402,F401  (import for its registrations)

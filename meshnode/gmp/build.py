@@ -1,0 +1,62 @@
+"""Builders of GMP containers: goal, task and workflow_entry, all at class_version 1.1.
+
+Each builder lays out ``related`` the way gmp.md section 2 wants it and signs through
+``build_container``, which checks the class schema (so a builder never signs what a peer
+would refuse at step 7). Times may be given as integer milliseconds: they are formatted
+as container time text.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from meshnode.container import Container, build_container, format_ms
+from meshnode.identity.keys import NodeKey
+
+VERSION = "1.1"
+TIME_FIELDS = ("deadline", "next_check_at", "expires_at", "received_at")
+
+
+def _times(fields: dict) -> dict:
+    """``fields`` with integer times (ms) in the time fields turned into container time text."""
+    return {k: (format_ms(v) if k in TIME_FIELDS and type(v) is int else v) for k, v in fields.items()}
+
+
+def _related(**links: Iterable[str] | None) -> dict[str, list[str]] | None:
+    related = {name: list(dids) for name, dids in links.items() if dids}
+    return related or None
+
+
+def _sign(key: NodeKey, cls: str, payload: dict, now_ms: int, related, tags=(), recipients=()) -> Container:
+    return build_container(key, cls, payload, class_version=VERSION, timestamp_ms=now_ms, related=related,
+                           tags=list(tags) or None,
+                           head_extra={"recipient": list(recipients)} if recipients else None)
+
+
+def goal(key: NodeKey, payload: dict, *, now_ms: int, tags=(), parent_goal: str | None = None, depends_on=(),
+         see_also=(), previous=()) -> Container:
+    """A goal version; ``parent_goal`` (a goal lineage id) makes it a subgoal."""
+    related = _related(in_reply_to=[parent_goal] if parent_goal else None, depends_on=depends_on,
+                       see_also=see_also, previous_version=previous)
+    return _sign(key, "goal", payload, now_ms, related, tags)
+
+
+def task(key: NodeKey, payload: dict, *, now_ms: int, goal: str, parent_task: str | None = None, depends_on=(),
+         previous=(), agreed=(), see_also=(), tags=(), recipients=()) -> Container:
+    """A task version under the goal lineage ``goal`` (and the parent task lineage ``parent_task``)."""
+    related = _related(in_reply_to=[goal] + ([parent_task] if parent_task else []), depends_on=depends_on,
+                       previous_version=previous, agreed=agreed, see_also=see_also)
+    return _sign(key, "task", _times(payload), now_ms, related, tags, recipients)
+
+
+def entry(key: NodeKey, entry_type: str, fields: dict, *, now_ms: int, about: str, summary: str | None = None,
+          contradicts=(), recipients=(), see_also=()) -> Container:
+    """A workflow entry about the task (or goal) lineage ``about``; ``fields`` are the kind's own fields.
+
+    ``see_also`` is for a nomination by a participant: the goal version listing the signer.
+    """
+    payload = {"entry_type": entry_type, **_times(fields)}
+    if summary is not None:
+        payload["summary"] = summary
+    related = _related(in_reply_to=[about], contradicts=contradicts, see_also=see_also)
+    return _sign(key, "workflow_entry", payload, now_ms, related, (), recipients)

@@ -1,0 +1,128 @@
+"""What a running node does on its own about goals and tasks (gmp.md sections 6.1 and 8).
+
+* A candidate's node returns a signed receipt for an offer naming it, and an assignee's
+  node for the task version that first names it (delivery, not consent: nobody receipts
+  for another).
+* The delegator's node turns the earliest counted acceptance of its open offer into the
+  next task version, the acceptor assigned and the acceptance in ``related.agreed``.
+* The creator's node removes a holder dead for ``dead_grace_ms`` (``reassigned_dead``) or
+  past ``overdue_at`` (``reassigned_overdue``); the node then offers the task again.
+
+Called through ``gmp.service`` (``on_admitted``, ``reassign_stale``); each returns the
+containers it published and the ``push`` list, like every service action.
+"""
+
+from __future__ import annotations
+
+from meshnode.container import Container, format_ms, parse_ms
+from meshnode.gmp import build, rules
+from meshnode.gmp.reads import TASK_TERMINAL, held, task_row
+from meshnode.gmp.service import Push, _store, _task_push, _task_version
+from meshnode.store import lineage as lineage_index
+from meshnode.store.database import sql_errors
+
+
+def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
+    push, published = Push(key.did), []
+    for did in dict.fromkeys(d for d in dids if isinstance(d, str)):
+        c = held(db, did)
+        if c is None or not rules.is_gmp(c) or not isinstance(c.payload, dict):
+            continue
+        p = c.payload
+        if c.cls == "workflow_entry":
+            kind = p.get("entry_type")
+            reply = c.related.get("in_reply_to") or []
+            if kind == "delegation" and not p.get("nomination") and key.did in (p.get("candidates") or []) \
+                    and c.sender_did != key.did and reply:
+                _receipt(db, key, now_ms, c, reply[0], push, published)
+            elif kind == "acceptance" and isinstance(p.get("offer"), str):
+                offer = held(db, p["offer"])
+                if offer is not None and offer.sender_did == key.did:
+                    _assign(db, key, now_ms, offer, push, published)
+        elif c.cls == "task" and key.did in (p.get("assigned_to") or []) and c.sender_did != key.did:
+            before = [held(db, d) for d in c.related.get("previous_version") or []]
+            if not any(v is not None and key.did in (v.payload.get("assigned_to") or []) for v in before):
+                root = lineage_index.root_of(db.conn, c.did) or c.did
+                _receipt(db, key, now_ms, c, root, push, published)
+    return {"published": published, "push": push.result()}
+
+
+def _receipt(db, key, now_ms, received: Container, about: str, push: Push, published: list) -> None:
+    with sql_errors("looking for a receipt"):
+        done = db.conn.execute("SELECT 1 FROM gmp_entries WHERE kind = 'receipt' AND signer = ? AND offer = ?",
+                               (key.did, received.did)).fetchone()
+    if done:
+        return
+    e = _store(db, build.entry(key, "receipt", {"received": received.did, "received_at": format_ms(now_ms)},
+                               now_ms=now_ms, about=about, recipients=(received.sender_did,)), now_ms)
+    published.append(e.did)
+    push.add([received.sender_did], [e.did])
+
+
+def _assign(db, key, now_ms, offer: Container, push: Push, published: list) -> None:
+    """The earliest counted acceptance of ``offer`` (this node's) becomes the next task version,
+    once: an offer whose acceptance a version already cites is answered."""
+    p = offer.payload
+    lineage = (offer.related.get("in_reply_to") or [None])[0]
+    candidates = p.get("candidates") or []
+    try:
+        expires = parse_ms(p.get("expires_at"), "expires_at")
+    except Exception:  # noqa: BLE001 — admitted offers have one; a broken one offers nothing
+        return
+    with sql_errors("reading acceptances"):
+        row_exists = db.conn.execute("SELECT 1 FROM tasks WHERE lineage = ?", (lineage,)).fetchone()
+        accepts = db.conn.execute(
+            "SELECT c.did, c.sender_did, c.timestamp_ms FROM gmp_entries e JOIN containers c ON c.did = e.did"
+            " WHERE e.kind = 'acceptance' AND e.offer = ? ORDER BY c.timestamp_ms, c.did", (offer.did,)).fetchall()
+    if not row_exists:
+        return
+    accepts = [(d, s) for d, s, t in accepts if s in candidates and t <= expires]
+    if not accepts:
+        return
+    marks = ",".join("?" * len(accepts))
+    with sql_errors("reading assignments"):
+        used = db.conn.execute(f"SELECT 1 FROM container_links WHERE relation = 'agreed' AND target_did IN ({marks})",
+                               [d for d, _ in accepts]).fetchone()
+    if used:
+        return
+    row = task_row(db, lineage)
+    acceptance, acceptor = accepts[0]
+    if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or row["creator_did"] != key.did:
+        return
+    c, row = _task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], acceptor], "reason": "assigned"},
+                           agreed=(acceptance,))
+    published.append(c.did)
+    _task_push(push, db, row, c, newcomers=(acceptor,))
+
+
+def _state(value) -> tuple[str | None, int]:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        state, since = value
+        return (state if isinstance(state, str) else None), (since if type(since) is int else 0)
+    return (value if isinstance(value, str) else None), 0
+
+
+def reassign_stale(db, key, now_ms, *, liveness: dict, dead_grace_ms: int) -> dict:
+    push, out = Push(key.did), []
+    with sql_errors("looking for stale tasks"):
+        lineages = [r[0] for r in db.conn.execute(
+            "SELECT lineage FROM tasks WHERE creator_did = ? AND lineage IS NOT NULL AND status NOT IN"
+            " ('completed', 'failed', 'abandoned') AND assigned_to IS NOT NULL AND assigned_to != '[]'"
+            " AND EXISTS (SELECT 1 FROM json_each(assigned_to))", (key.did,))]
+    for lin in lineages:
+        row = task_row(db, lin)
+        others = [a for a in row["assigned_to"] if a != key.did]
+        dead = [a for a in others if _state(liveness.get(a))[0] == "dead"
+                and now_ms - _state(liveness.get(a))[1] >= dead_grace_ms]
+        overdue = row.get("overdue_at_ms") is not None and now_ms >= row["overdue_at_ms"]
+        removed, why = (dead, "reassigned_dead") if dead else (others, "reassigned_overdue") if overdue else ([], None)
+        if not removed:
+            continue
+        left = [a for a in row["assigned_to"] if a not in removed]
+        changes = {"assigned_to": left, "reason": why}
+        if not left:
+            changes.update(status="pending", next_check_at=None)
+        c, row = _task_version(db, key, now_ms, row, changes)
+        push.add([*removed, *left], [c.did])
+        out.append({"task": lin, "removed": removed, "why": why, "did": c.did, "tags": row["tags"]})
+    return {"reassigned": out, "push": push.result()}
