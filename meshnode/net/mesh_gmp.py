@@ -130,12 +130,18 @@ class MeshGmp:
         if cmd == "task_assign":
             return await self._assign(dict(args))
         if cmd == "task_due":
-            return await self._due(**_bound(self.service.task_due, args, skip=2, extra=("liveness",)))
+            kwargs = _bound(self.service.task_due, args, skip=2, extra=("liveness",))
+            kwargs["liveness"] = await self.liveness()
+            return await self.store.read(lambda db: self.service.task_due(db, self.clock(), **kwargs))
         if cmd in READS:
             fn = getattr(self.service, cmd)
-            kwargs = _bound(fn, args, skip=1, extra=("now_ms",) if READS[cmd] else ())
+            kwargs = _bound(fn, args, skip=1, extra=("now_ms", "liveness"))
+            if kwargs.get("me") is True:  # "mine": this node's DID
+                kwargs["me"] = self.key.did
             if READS[cmd]:
                 kwargs["now_ms"] = self.clock()
+            if "liveness" in inspect.signature(fn).parameters:
+                kwargs["liveness"] = await self.liveness()
             return await self.store.read(lambda db: fn(db, **kwargs))
         if cmd in WRITES - {"task_offer"}:
             return await self.write(cmd, _bound(getattr(self.service, cmd), args, skip=3, extra=()))
@@ -175,11 +181,11 @@ class MeshGmp:
         shown = await self.store.read(lambda db: self.service.task_show(db, task=str(task), now_ms=self.clock()))
         return shown.get("lineage") or str(task)
 
-    async def _due(self, **kwargs):
-        liveness = {d: s.value for d, s in self.mesh.liveness.peers().items()} if self.mesh else {}
+    async def liveness(self) -> dict[str, str]:
+        """DID -> liveness state, as this node sees it now (stored rows for peers it forgot)."""
         stored = await self.store.read(q.liveness_since)
-        kwargs["liveness"] = {**{d: s for d, (s, _) in stored.items()}, **liveness}
-        return await self.store.read(lambda db: self.service.task_due(db, self.clock(), **kwargs))
+        live = {d: s.value for d, s in self.mesh.liveness.peers().items()} if self.mesh else {}
+        return {**{d: s for d, (s, _) in stored.items()}, **live}
 
     # --- pushing --------------------------------------------------------------------
 
