@@ -118,9 +118,13 @@ class AdmissionMixin:
         return msg_id in self._pardoned
 
     async def refresh_known(self) -> None:
-        """Read the known authors from the store again (at start, each round, when friends change)."""
+        """Read the known authors from the store again (at start, each round, when friends change,
+        after GMP work that may change whom this node works with)."""
         fixed = self.known.fixed
-        self.known.replace(await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust))
+        known = await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust)
+        if self.gmp is not None:  # peers this node chose to work with on a goal (net.mesh_gmp)
+            known |= await self.gmp.coworkers()
+        self.known.replace(known)
         self.not_wanted.forget_authors(self.known.snapshot())
 
     async def _admission_forever(self) -> None:

@@ -121,6 +121,12 @@ class MeshGmp:
             return set()
         return set(await self.store.read(q.audience_peers, self.key.did))
 
+    async def coworkers(self) -> set[str]:
+        """Peers whose containers are not a stranger's because this node chose to work with them."""
+        if self.service is None:
+            return set()
+        return set(await self.store.read(q.coworkers, self.key.did))
+
     # --- control commands ----------------------------------------------------------
 
     async def command(self, cmd: str, args: dict):
@@ -154,9 +160,14 @@ class MeshGmp:
         result = await self.store.write(lambda db: fn(db, self.key, now, **kwargs))
         self.metrics.inc("gmp_written", cmd=name)
         result = dict(result)
+        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
         result["pushed"] = await self.push(result.get("push", []))
         await self._react(_written(result), echo=True)
         return result
+
+    async def _refresh_known(self) -> None:
+        if self.mesh is not None:
+            await self.mesh.refresh_known()
 
     async def _assign(self, args: dict) -> dict:
         interest = args.pop("interest", None)
@@ -271,6 +282,8 @@ class MeshGmp:
                 self._pending.pop(did, None)
             else:
                 await self._fetch_missing(did, state[did], senders.get(did))
+        if admitted:
+            await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
         await self._react(admitted)
 
     async def _fetch_missing(self, did: str, pending: dict, sender: str | None) -> None:

@@ -87,6 +87,20 @@ def audience_peers(db: Database, me: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def coworkers(db: Database, me: str) -> list[str]:
+    """Peers this node chose to work with: the audience of the goals it created (participants it
+    named, assignees whose acceptance it took) and the creators of tasks it holds (it accepted
+    their offer). Their containers are not a stranger's (store.known); a goal naming this node
+    that someone else created makes no one known, so strangers cannot use it to skip quotas."""
+    with sql_errors("listing coworkers"):
+        rows = db.conn.execute(
+            "SELECT a.did FROM gmp_audience a JOIN goals g ON g.lineage = a.goal_lineage WHERE g.creator_did = ?"
+            " UNION SELECT t.creator_did FROM tasks t, json_each(t.assigned_to) h"
+            " WHERE json_valid(t.assigned_to) AND h.value = ? AND t.creator_did IS NOT NULL LIMIT ?",
+            (me, me, MAX_AUDIENCE * 4)).fetchall()
+    return [r[0] for r in rows if r[0] != me]
+
+
 def pending_state(db: Database, dids: list[str]) -> dict[str, dict]:
     """For each DID: {"admitted": bool} when held in ``containers``, or {"pending": True,
     "from": peer, "missing": [...]} while it waits in ``gmp_pending``; absent: neither."""
