@@ -41,7 +41,7 @@ WRITES = ("task_update", "note_add")  # the only changes an auxiliary loop may m
 
 def running_tasks(db: Database) -> list[tuple[int, dict]]:
     rows = db.conn.execute("SELECT id, repl_config FROM tasks WHERE repl_mode = 'read_only'"
-                           " AND repl_status = 'running' AND status IN ('open', 'in_progress')").fetchall()
+                           " AND repl_status = 'running' AND status IN ('pending', 'in_progress')").fetchall()
     out = []
     for task_id, config in rows:
         try:

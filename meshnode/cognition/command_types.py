@@ -106,12 +106,6 @@ command("note_add", "write a note to the user", {"text": (text(_LONG), True), "t
 command("note_tag", "tag a note", {"id": (text(128), True), "tags": (_tags, True)})
 command("llm_memory_add", "remember something", {"text": (text(_LONG), True), "tags": (_tags, False)})
 command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), True)})
-command("goal_add", "propose a goal", {"title": (text(), True), "description": (text(_LONG), False),
-                                       "priority": (number(0, 1), False)})
-command("task_update", "change a task; on a fact-check task, verdict verified|rejected (+ evidence) settles its facts",
-        {"id": (integer(0), True), "status": (one_of("open", "in_progress", "done", "frozen"), False),
-         "pinned": (boolean, False), "verdict": (one_of("verified", "rejected"), False),
-         "evidence": (text(4096), False)})
 command("llm_task", "give another LLM a task (a one-shot question or a read-only loop); task_id hands it an"
         " existing task, e.g. a fact-check whose verdict it then gives",
         {"task_description": (text(_LONG), True), "mode": (one_of("question", "read_only_loop"), False),
@@ -140,8 +134,6 @@ command("llm_select", "make a registered LLM the main one", {"name": (text(64), 
 command("identity_show", "this agent's DID and peer id", {}, mutating=False)
 command("concept_list", "concepts", _limit, mutating=False)
 command("link_list", "links between concepts", _limit, mutating=False)
-command("goal_list", "goals", _limit, mutating=False)
-command("task_list", "tasks, pinned first", _limit, mutating=False)
 command("methods_list", "thinking methods or stagnation strategies",
         {"kind": (one_of("thinking", "stagnation"), False)}, mutating=False)
 command("method_add", "record a thinking method or a stagnation strategy",

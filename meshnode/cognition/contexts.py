@@ -1,7 +1,8 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
 0 system prompt; 2 the answer format and every command (``catalogue``); 3
-the last K own responses, goals and task counts with pinned tasks first; 4
+the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
+states (local tasks: a count and the pinned ones); 4
 results of the last commands and open processes; 6 incoming notes (unread
 first, by priority; what others and the person wrote, with its author); 7
 system info and time; 8 ``llm_memory``. Each context is cut to
@@ -20,6 +21,7 @@ from meshnode.container import format_ms
 from meshnode.ethics import for_prompt as ethics_for_prompt
 from meshnode.notes import author
 from meshnode.store.database import Database
+from meshnode.store.short_ids import short_container_id
 
 SYSTEM_PROMPT = (
     "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
@@ -72,6 +74,41 @@ def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) 
 _PEER_NAME = "(SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did)"
 
 
+def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
+    """Context 3's goals and tasks: active goals (shared ones by short id), the shared tasks this
+    agent created or holds with their assignees' names and due states (what needs a check
+    first), offers waiting for its answer, and its local tasks (count, pinned ones)."""
+    from meshnode.gmp.reads import open_tasks_of
+
+    q = db.conn.execute
+    goals = [{"goal": short_container_id(lin) if lin else i, "title": n, "priority": p,
+              "tasks_open": o, "tasks_total": t}
+             for i, lin, n, p, o, t in q(
+                 "SELECT g.id, g.lineage, g.name, g.priority,"
+                 " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage"
+                 "  AND t.status IN ('pending', 'in_progress', 'paused')),"
+                 " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage)"
+                 " FROM goals g WHERE g.status = 'active' ORDER BY g.priority DESC, g.id LIMIT 20")]
+    out: dict = {"goals": goals}
+    if own_did:
+        mine = open_tasks_of(db, own_did, now_ms, limit=20)
+        out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+                         "goal": short_container_id(r["goal_lineage"] or ""),
+                         "assignees": [n or d for d, n in zip(r["assigned_to"], r["assignee_names"])] or "(none)",
+                         **({"you_hold_it": True} if own_did in r["assigned_to"] else {}),
+                         **({"progress": r["progress"]} if r.get("progress") is not None else {}),
+                         **({"due": r["due"]} if r["due"] else {}),
+                         **({"next_check": format_ms(r["next_check_ms"])} if r.get("next_check_ms") else {})}
+                        for r in mine["tasks"]]
+        if mine["offers"]:
+            out["offers_to_you"] = [{"task": short_container_id(o["lineage"]), "offer": short_container_id(o["did"]),
+                                     "expires": format_ms(o["expires_ms"])} for o in mine["offers"]]
+    out["local_tasks"] = q("SELECT count(*) FROM tasks WHERE lineage IS NULL").fetchone()[0]
+    out["pinned_tasks"] = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 AND lineage IS NULL"
+                            " ORDER BY priority DESC LIMIT 10").fetchall()
+    return out
+
+
 def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
           own_did: str | None = None) -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts."""
@@ -93,12 +130,8 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                    " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
         title = "Your last responses (context 3)"
     parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
-    goals = q("SELECT id, name, priority, status FROM goals WHERE status = 'active'"
-              " ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, id LIMIT 20").fetchall()
-    tasks = q("SELECT count(*) FROM tasks").fetchone()[0]
-    pinned = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 ORDER BY priority DESC LIMIT 10").fetchall()
-    parts.append(("Goals and tasks (context 3)", _fit(json.dumps(
-        {"goals": goals, "tasks": tasks, "pinned_tasks": pinned}, ensure_ascii=False), "goals")))
+    parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
+                                                                 ensure_ascii=False), "goals")))
     from meshnode.cognition.executor_records import pinned
 
     ids = pinned(db)

@@ -8,8 +8,9 @@
 * **error**: a command that was allowed failed while running (not found,
   bad value, ...). When it names its task (``"task_id"`` beside ``args``),
   or runs in a task's auxiliary loop, that task is frozen (``status =
-  frozen``, ``repl_status = error``) and waits for review; the freeze is
-  logged with the task id.
+  paused``, ``repl_status = error``) and waits for review; the freeze is
+  logged with the task id. Only local tasks (``lineage IS NULL``) are frozen
+  so: a shared (GMP) task changes only by a signed version.
 * **crash**: something unexpected escaped a tick, or an auxiliary loop. A
   private note from ``system`` tells the person (once per distinct error,
   not once per tick); an auxiliary loop stops, the main loop goes on after
@@ -66,9 +67,9 @@ def freeze(db: Database, failures: dict[int, dict], llm_id: str | None = None) -
     frozen = []
     with db.transaction() as conn:
         for task, r in sorted(failures.items()):
-            cur = conn.execute("UPDATE tasks SET status = 'frozen', repl_status = CASE WHEN repl_mode = 'none'"
+            cur = conn.execute("UPDATE tasks SET status = 'paused', repl_status = CASE WHEN repl_mode = 'none'"
                                " THEN repl_status ELSE 'error' END, updated_at = CURRENT_TIMESTAMP"
-                               " WHERE id = ? AND status != 'frozen'", (task,))
+                               " WHERE id = ? AND status != 'paused' AND lineage IS NULL", (task,))
             if cur.rowcount:
                 frozen.append(task)
                 _log(conn, f"cmd:freeze:{task}", {"task_id": task, "frozen": True, "cmd_id": r.get("cmd_id"),
@@ -113,7 +114,8 @@ class CrashReporter:
 
 def _freeze_aux_task(db: Database, task_id: int) -> None:
     with db.transaction() as conn:
-        conn.execute("UPDATE tasks SET status = 'frozen', repl_status = 'error' WHERE id = ?", (task_id,))
+        conn.execute("UPDATE tasks SET status = 'paused', repl_status = 'error' WHERE id = ? AND lineage IS NULL",
+                     (task_id,))
 
 
 async def aux_crashed(store, crashes: CrashReporter, task_id: int, exc: BaseException) -> None:

@@ -13,7 +13,6 @@ import json
 from typing import Any, Callable
 
 from meshnode import knowledge
-from meshnode.cognition import facts
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
@@ -159,36 +158,6 @@ def _memory_delete(db, key, now, args):
     return {"deleted": args["id"]}
 
 
-@handler("goal_add")
-def _goal_add(db, key, now, args):
-    priority = args.get("priority", 0.5)
-    level = "high" if priority >= 0.7 else "low" if priority < 0.3 else "normal"
-    with db.transaction() as conn:
-        cur = conn.execute("INSERT INTO goals (name, description, priority) VALUES (?, ?, ?)",
-                           (args["title"], args.get("description"), level))
-    return {"id": cur.lastrowid}
-
-
-@handler("task_update")
-def _task_update(db, key, now, args):
-    """A ``verdict`` (with ``evidence``) is a fact-check task's result: its facts become verified
-    or rejected (cognition/facts.py) and the task done, unless another status is given."""
-    sets = {k: (int(v) if k == "pinned" else v) for k, v in args.items() if k in ("status", "pinned")}
-    if "verdict" in args:
-        sets.setdefault("status", "done")
-    if not sets:
-        raise MeshnodeError("bad_args", "task_update changes status, pinned or gives a fact-check verdict")
-    with db.transaction() as conn:
-        cur = conn.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
-                           (*sets.values(), args["id"]))
-        if cur.rowcount == 0:
-            raise MeshnodeError("not_found", f"no task {args['id']}")
-        if "verdict" in args:
-            checked = facts.resolve(conn, args["id"], args["verdict"], args.get("evidence"), key.did, now)
-            return {"id": args["id"], **sets, args["verdict"]: checked}
-    return {"id": args["id"], **sets}
-
-
 @handler("consensus_vote")
 def _consensus_vote(db, key, now, args):
     from meshnode.consensus.result import cast_vote
@@ -234,12 +203,14 @@ def _llm_task(db, key, now, args):
               **{k: args[k] for k in ("delay_s", "deadline_ms", "backoff") if k in args}}
     with db.transaction() as conn:
         if "task_id" in args:  # an existing task (a fact-check, say): the helper works on it, and may settle it
-            row = conn.execute("SELECT repl_status, status FROM tasks WHERE id = ?", (args["task_id"],)).fetchone()
+            row = conn.execute("SELECT repl_status, status FROM tasks WHERE id = ? AND lineage IS NULL",
+                               (args["task_id"],)).fetchone()
             if row is None:
-                raise MeshnodeError("not_found", f"no task {args['task_id']}")
-            if row[0] == "running" or row[1] in ("done", "frozen"):
+                raise MeshnodeError("not_found", f"no local task {args['task_id']} (a helper works on the agent's"
+                                                " own tasks: fact checks and the like)")
+            if row[0] == "running" or row[1] not in ("pending", "in_progress"):
                 state = "being worked on" if row[0] == "running" else row[1]
-                raise MeshnodeError("busy", f"task {args['task_id']} is {state}; a helper takes an open task")
+                raise MeshnodeError("busy", f"task {args['task_id']} is {state}; a helper takes an open (pending) task")
             conn.execute("UPDATE tasks SET description = coalesce(description || char(10) || char(10), '') || ?,"
                          " status = 'in_progress', repl_mode = 'read_only', repl_status = 'running', repl_config = ?"
                          " WHERE id = ?", (args["task_description"], json.dumps(config), args["task_id"]))
@@ -253,9 +224,10 @@ def _llm_task(db, key, now, args):
 
 def _register_the_rest():
     """The rest of the command set lives in executor_records, which registers itself on import."""
-    from meshnode.cognition import executor_edits, executor_ethics, executor_records, executor_settings, processes
+    from meshnode.cognition import (executor_edits, executor_ethics, executor_gmp, executor_records, executor_settings,
+                                    processes)
 
-    return executor_records, processes, executor_ethics, executor_edits, executor_settings
+    return executor_records, processes, executor_ethics, executor_edits, executor_settings, executor_gmp
 
 
 _register_the_rest()

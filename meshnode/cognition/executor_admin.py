@@ -328,11 +328,15 @@ described(_goal_priority, {"anyOf": [{"type": "string", "enum": ["low", "normal"
                                      {"type": "number", "minimum": 0, "maximum": 1}]})
 
 
-def _level(priority) -> str:
-    """The same mapping goal_add uses: a number in [0, 1] becomes low, normal or high."""
-    if isinstance(priority, str):
-        return priority
-    return "high" if priority >= 0.7 else "low" if priority < 0.3 else "normal"
+def _level(priority) -> float:
+    """A goal's priority is a number in [0, 1]; the old words are 0.25, 0.5 and 0.75."""
+    return {"low": 0.25, "normal": 0.5, "high": 0.75}.get(priority, priority)
+
+
+def _shared(db, table: str, row_id: int) -> str | None:
+    """The lineage of a goal or task row that is a view of signed containers (None: a local row)."""
+    row = db.conn.execute(f"SELECT lineage FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    return row[0] if row else None
 
 
 @admin_command("goal_read", "a goal in full, with its tasks", _ID, mutating=False)
@@ -346,9 +350,16 @@ def _goal_read(db, key, now, args):
 
 @admin_command("goal_update", "change a goal's title, description, status or priority",
                {"id": (integer(0), True), "title": (_named(256), False), "description": (text(_LONG), False),
-                "status": (one_of("active", "paused", "completed", "failed"), False),
+                "status": (one_of("proposed", "active", "paused", "completed", "cancelled", "failed"), False),
                 "priority": (_goal_priority, False)})
 def _goal_update(db, key, now, args):
+    """A shared goal (one with a lineage) changes by a new signed version (gmp.service); a local row in place."""
+    lineage = _shared(db, "goals", args["id"])
+    if lineage:
+        from meshnode.gmp import service
+
+        changes = {k: (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
+        return service.goal_update(db, key, now, goal=lineage, **changes)
     sets = {{"title": "name"}.get(k, k): (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
     if not sets:
         raise MeshnodeError("bad_args", "goal_update changes title, description, status or priority")
@@ -364,6 +375,9 @@ def _goal_delete(db, key, now, args):
     with db.transaction() as conn:
         if conn.execute("SELECT 1 FROM goals WHERE id = ?", (args["id"],)).fetchone() is None:
             raise MeshnodeError("not_found", f"no goal {args['id']}")
+        if _shared(db, "goals", args["id"]):
+            raise MeshnodeError("refused", f"goal {args['id']} is shared (signed): cancel it instead"
+                                           " (goal_update with status cancelled)")
         detached = conn.execute("UPDATE tasks SET goal_id = NULL WHERE goal_id = ?", (args["id"],)).rowcount
         conn.execute("DELETE FROM goal_links WHERE parent_goal_id = ? OR child_goal_id = ?", (args["id"],) * 2)
         conn.execute("DELETE FROM goals WHERE id = ?", (args["id"],))
@@ -377,28 +391,17 @@ def _task_read(db, key, now, args):
                                 (args["id"],)), "task", args["id"])
 
 
-@admin_command("task_add", "add a task, optionally under a goal",
-               {"name": (_named(256), True), "description": (text(_LONG), False), "goal_id": (integer(0), False),
-                "priority": (integer(-1000, 1000), False), "tags": (_tags, False)})
-def _task_add(db, key, now, args):
-    with db.transaction() as conn:
-        goal = args.get("goal_id")
-        if goal is not None and conn.execute("SELECT 1 FROM goals WHERE id = ?", (goal,)).fetchone() is None:
-            raise MeshnodeError("not_found", f"no goal {args['goal_id']}")
-        cur = conn.execute("INSERT INTO tasks (goal_id, name, description, tags, priority, created_at)"
-                           " VALUES (?, ?, ?, ?, ?, ?)", (args.get("goal_id"), args["name"], args.get("description"),
-                                                          _tags_json(args), args.get("priority", 0), sql_time(now)))
-    return {"id": cur.lastrowid}
-
-
 @admin_command("task_delete", "delete a task (not while an auxiliary loop runs it)", _ID)
 def _task_delete(db, key, now, args):
     with db.transaction() as conn:
         row = conn.execute("SELECT repl_status FROM tasks WHERE id = ?", (args["id"],)).fetchone()
         if row is None:
             raise MeshnodeError("not_found", f"no task {args['id']}")
+        if _shared(db, "tasks", args["id"]):
+            raise MeshnodeError("refused", f"task {args['id']} is shared (signed): its creator abandons it"
+                                           " (task_update with status abandoned)")
         if row[0] == "running":
-            raise MeshnodeError("busy", f"task {args['id']} has a running auxiliary loop; set its status to frozen"
+            raise MeshnodeError("busy", f"task {args['id']} has a running auxiliary loop; set its status to paused"
                                         " (task_update) and delete it once the loop has stopped")
         conn.execute("UPDATE llm_recent_responses SET task_id = NULL WHERE task_id = ?", (args["id"],))
         conn.execute("DELETE FROM tasks WHERE id = ?", (args["id"],))

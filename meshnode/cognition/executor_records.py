@@ -61,18 +61,6 @@ def _links(db, key, now, args):
     return knowledge.listing(db, "links", args.get("limit", 20))
 
 
-@handler("goal_list")
-def _goals(db, key, now, args):
-    return _rows(db.conn.execute("SELECT id, name, status, priority FROM goals ORDER BY id DESC LIMIT ?",
-                                 (args.get("limit", 20),)))
-
-
-@handler("task_list")
-def _tasks(db, key, now, args):
-    return _rows(db.conn.execute("SELECT id, name, status, priority, pinned, repl_status FROM tasks"
-                                 " ORDER BY pinned DESC, priority DESC, id DESC LIMIT ?", (args.get("limit", 20),)))
-
-
 @handler("methods_list")
 def _methods(db, key, now, args):
     table = "thinking_methods" if args.get("kind", "thinking") == "thinking" else "stagnation_strategies"

@@ -24,7 +24,7 @@ TASK_TERMINAL = ("completed", "failed", "abandoned")
 GOAL_TERMINAL = ("completed", "cancelled", "failed")
 TASK_STATUSES = ("pending", "in_progress", "paused", "completed", "failed", "abandoned")
 GOAL_STATUSES = ("proposed", "active", "paused", "completed", "cancelled", "failed")
-_NOT_DONE = "status NOT IN ('completed', 'failed', 'abandoned')"
+_NOT_DONE = "status IN ('pending', 'in_progress', 'paused')"  # the open-task indexes' own predicate
 
 
 class GmpError(MeshnodeError):
@@ -311,6 +311,29 @@ def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = Non
                        for o in offers.get(r["lineage"], [])]
         out.append(r)
     return out
+
+
+def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
+    """The open tasks ``me`` created or holds, held ones first, each with its due state and
+    its assignees' names, and the open offers naming ``me`` it has not answered (context 3)."""
+    with sql_errors("reading the agent's tasks"):
+        found = [_task_fields(r) for r in rows(db.conn.execute(
+            f"SELECT {_TASK_COLUMNS}, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage) AS goal_status"
+            f" FROM tasks t WHERE t.lineage IS NOT NULL AND t.{_NOT_DONE} AND (t.creator_did = ? OR EXISTS"
+            " (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)) ORDER BY t.timestamp_ms DESC LIMIT ?",
+            (me, me, limit * 4)))]
+        offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
+        offered = rows(db.conn.execute(
+            "SELECT e.lineage, e.did, e.expires_ms FROM gmp_entries e, json_each(e.candidates) c WHERE e.kind ="
+            " 'delegation' AND c.value = ? AND e.expires_ms > ? AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE"
+            " a.offer = e.did AND a.signer = ?) ORDER BY e.timestamp_ms DESC LIMIT ?", (me, now_ms, me, limit)))
+    who = names(db, [d for r in found for d in r["assigned_to"]])
+    for r in found:
+        r["due"] = due_of(r, now_ms=now_ms, liveness={}, offers=offers.get(r["lineage"], []),
+                          goal_status=r["goal_status"])
+        r["assignee_names"] = [who.get(d) for d in r["assigned_to"]]
+    found.sort(key=lambda r: (me not in r["assigned_to"], r["due"] is None))
+    return {"tasks": found[:limit], "offers": offered}
 
 
 # --- one goal, one task -------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import cbor2
 from meshnode.container import Container, Limits, cbor, decode_container, parse_ms
 from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.errors import StoreError
-from meshnode.store import lineage, views
+from meshnode.gmp import rules
+from meshnode.store import gmp_admission, lineage, views, views_gmp
 from meshnode.store.migrate import migrate, schema_version
 
 BUSY_TIMEOUT_MS = 10_000
@@ -139,9 +140,11 @@ class Database:
         """Re-derive every agent-table row from the containers; returns how many were applied."""
         n = 0
         with self.transaction() as conn:
-            for (core,) in conn.execute("SELECT core FROM containers WHERE known_class = 1").fetchall():
+            views_gmp.clear(conn)
+            for (core,) in conn.execute("SELECT core FROM containers WHERE known_class = 1 ORDER BY rowid").fetchall():
                 views.materialize(conn, decode_container(core, now_ms=2**62, limits=_STORED))
                 n += 1
+            views_gmp.rebuild_all(conn)
         return n
 
     def recent_notes(self, limit: int) -> list[dict]:
@@ -176,6 +179,33 @@ assert DEFAULT_LIMITS.max_bytes <= _STORED.max_bytes
 
 def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
             local: dict | None) -> bool:
+    """Store ``c`` and its rows; False if it was here already or is held aside pending (GMP).
+
+    A GMP 1.1 container passes step 8 first (``gmp_admission``): pending ones go to
+    ``gmp_pending`` instead, refused ones raise ``GmpRefused`` (the caller's transaction
+    rolls back). Every container stored releases the pending ones waiting for it."""
+    if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone() is not None:
+        return False
+    held = gmp_admission.DbHeld(conn)
+    if rules.is_gmp(c):
+        gmp_admission.sweep(conn, received_at_ms)
+        outcome = rules.admit(c, held)
+        if outcome.kind == "pending":
+            gmp_admission.hold(conn, c, received_at_ms, received_from, outcome.missing)
+            return False
+        if outcome.kind == "refused":
+            raise rules.GmpRefused(outcome.code or "gmp_not_authorized", outcome.reason)
+        conn.execute("DELETE FROM gmp_pending WHERE did = ?", (c.did,))  # it may have waited here before
+    if not _store(conn, c, received_at_ms, received_from, local):
+        return False
+    if conn.execute("SELECT 1 FROM gmp_pending_missing WHERE missing_did = ? LIMIT 1", (c.did,)).fetchone():
+        held.add(c)
+        gmp_admission.release(conn, c.did, held, lambda cn, p, at, frm: _store(cn, p, at, frm, None))
+    return True
+
+
+def _store(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
+           local: dict | None) -> bool:
     head = c.head
     expires = parse_ms(head["ttl"], "ttl") if "ttl" in head else None
     cur = conn.execute(

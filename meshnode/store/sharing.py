@@ -5,13 +5,22 @@ Notes (seed 000's distributed chat): ``private`` never leaves the node;
 names — the author's friends when it was written — from the author or from
 any node that holds it. A friend is a peer whose ``agent_peers.tags`` holds
 "Friend".
+
+GMP 1.1 goals, tasks and workflow entries (gmp.md section 7) go to their goal's
+audience (``gmp_audience``, drawn by ``store.views_gmp``), and, when the goal is
+public, to anyone whose sync want has ``public_goals``; a fetch of one by DID is
+checked against the audience too (a public goal's containers may be fetched by
+anyone: public is public, the want only says what a node cares to receive).
+``workflow_entry`` 1.0 stays private.
 """
 
 from __future__ import annotations
 
 import json
 
+from meshnode.gmp.rules import GMP_CLASSES, VERSION as GMP_VERSION
 from meshnode.store.database import Database, sql_errors
+from meshnode.sync.selective import PUBLIC_GOAL
 
 FRIEND = "Friend"
 PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
@@ -60,17 +69,30 @@ WITH shared(did) AS (
         f.forward IS NULL OR c.sender_did = :me OR (f.forward >= 1 AND c.received_from = c.sender_did))
     UNION
     SELECT c.did FROM containers c WHERE c.class IN ({public}) {only_c}
+    UNION
+    SELECT m.did FROM gmp_audience a JOIN gmp_members m ON m.goal_lineage = a.goal_lineage
+    WHERE a.did = :peer {only_m}
 )
 SELECT c.timestamp_ms, c.did, c.class, (SELECT group_concat(t.tag, char(31)) FROM container_tags t WHERE t.did = c.did)
 FROM shared s JOIN containers c ON c.did = s.did
 """
 
+# GMP containers of public goals whose audience does not include ``:peer``
+_PUBLIC_GOALS = """
+SELECT c.timestamp_ms, c.did, c.class, (SELECT group_concat(t.tag, char(31)) FROM container_tags t WHERE t.did = c.did)
+FROM goals g JOIN gmp_members m ON m.goal_lineage = g.lineage JOIN containers c ON c.did = m.did
+WHERE g.audience = 'public' AND g.lineage IS NOT NULL {only_m} AND NOT EXISTS (
+    SELECT 1 FROM gmp_audience a WHERE a.goal_lineage = g.lineage AND a.did = :peer)
+"""
 
-def shareable(db: Database, peer_did: str, me: str, only: str | None = None) -> list[tuple[int, str, str, tuple]]:
+
+def shareable(db: Database, peer_did: str, me: str, only: str | None = None,
+              public_goals: bool | None = None) -> list[tuple[int, str, str, tuple]]:
     """(timestamp_ms, container DID, class, tags) of every container this node (``me``) may
     give ``peer_did``: public notes; friends notes that name it; friends notes whose author
-    allowed forwarding, to our friends, within the hop limit; and, to friends, every version
-    of the CogSync knowledge held (diary entries, concepts, links) within its hop limit.
+    allowed forwarding, to our friends, within the hop limit; to friends, every version
+    of the CogSync knowledge held (diary entries, concepts, links) within its hop limit;
+    and the GMP containers of the goals whose audience has ``peer_did``.
 
     Hop limit (``payload.forward``, 0 to 2): the author's copy is hop 0, a recipient's hop 1,
     a copy that came from the author or a recipient hop 2; a node shares a friends note on
@@ -79,24 +101,39 @@ def shareable(db: Database, peer_did: str, me: str, only: str | None = None) -> 
 
     Knowledge with no ``payload.forward`` goes from every holder to its friends. With one
     (0 or 1), the author gives it to its friends (hop 1); with 1, a holder whose copy came
-    straight from the author gives it on to its own friends (hop 2); no one else does."""
+    straight from the author gives it on to its own friends (hop 2); no one else does.
+
+    Public goals outside the peer's audience: with ``public_goals`` None (a sync catalog,
+    built before the peer's want is known) they are listed with the pseudo-tag
+    ``selective.PUBLIC_GOAL``, which only a want with ``public_goals`` lets through; True
+    lists them plainly, False leaves them out."""
     restrict = {"only_n": "AND n.container_did = :only", "only_r": "AND r.did = :only",
-                "only_c": "AND c.did = :only"} if only is not None else dict.fromkeys(("only_n", "only_r", "only_c"), "")
+                "only_c": "AND c.did = :only", "only_m": "AND m.did = :only"} if only is not None else dict.fromkeys(
+        ("only_n", "only_r", "only_c", "only_m"), "")
     sql = _SHAREABLE.format(cogsync=",".join(f"'{c}'" for c in COGSYNC_FRIENDS),
                             public=",".join(f"'{c}'" for c in PUBLIC_CLASSES), **restrict)
     params = {"peer": peer_did, "me": me, "peer_is_friend": int(peer_did in friends(db)), "only": only}
     with sql_errors("listing shareable containers"):
         rows = db.conn.execute(sql, params).fetchall()
-    return [(ts, did, cls, tuple(tags.split("\x1f")) if tags else ()) for ts, did, cls, tags in rows]
+        public = [] if public_goals is False else db.conn.execute(
+            _PUBLIC_GOALS.format(only_m=restrict["only_m"]), params).fetchall()
+    out = [(ts, did, cls, tuple(tags.split("\x1f")) if tags else ()) for ts, did, cls, tags in rows]
+    mark = (PUBLIC_GOAL,) if public_goals is None else ()
+    return out + [(ts, did, cls, (tuple(tags.split("\x1f")) if tags else ()) + mark) for ts, did, cls, tags in public]
 
 
-def may_share(db: Database, container_did: str, peer_did: str, me: str) -> bool:
+def may_share(db: Database, container_did: str, peer_did: str, me: str, public_goals: bool = True) -> bool:
     """Whether ``peer_did`` may receive this container from us (fetch requests are checked too).
-    Containers that are neither notes, CogSync knowledge nor private (announces, containers
+    Containers that are neither notes, CogSync knowledge, GMP nor private (announces, containers
     that were gossiped) go to anyone who asks."""
     with sql_errors("checking a share"):
-        row = db.conn.execute("SELECT class FROM containers WHERE did = ?", (container_did,)).fetchone()
-    if row is None or row[0] in PRIVATE_CLASSES:
+        row = db.conn.execute("SELECT class, class_version FROM containers WHERE did = ?",
+                              (container_did,)).fetchone()
+    if row is None:
+        return False
+    if row[0] in GMP_CLASSES and row[1] == GMP_VERSION:
+        return bool(shareable(db, peer_did, me, only=container_did, public_goals=public_goals))
+    if row[0] in PRIVATE_CLASSES:
         return False
     if row[0] != "note" and row[0] not in COGSYNC_FRIENDS:
         return True  # public classes, and containers that were gossiped

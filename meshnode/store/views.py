@@ -13,7 +13,8 @@ import json
 import sqlite3
 
 from meshnode.container import Container, format_ms
-from meshnode.store import views_cogsync
+from meshnode.gmp.rules import is_gmp
+from meshnode.store import views_cogsync, views_gmp
 from meshnode.store.lineage import VERSIONED
 from meshnode.sync.selective import tags_of
 
@@ -23,7 +24,9 @@ def materialize(conn: sqlite3.Connection, c: Container, local: dict | None = Non
     if c.known_class and type(c.payload) is dict:  # not for encrypted payloads
         conn.executemany("INSERT OR IGNORE INTO container_tags (did, tag) VALUES (?, ?)",
                          [(c.did, tag) for tag in tags_of(c)])
-        if handler is not None:
+        if is_gmp(c):  # goals, tasks and entries 1.1: admitted already (database._insert)
+            views_gmp.refresh(conn, c)
+        elif handler is not None:
             handler(conn, c, local or {})
 
 

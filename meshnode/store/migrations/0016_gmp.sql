@@ -162,6 +162,7 @@ CREATE TABLE gmp_entries (
 );
 CREATE INDEX gmp_entries_by_lineage ON gmp_entries (lineage, timestamp_ms);
 CREATE INDEX gmp_entries_by_offer ON gmp_entries (offer);
+CREATE INDEX gmp_entries_by_expiry ON gmp_entries (kind, expires_ms);
 
 -- Containers whose admission waits for named containers not held yet (gmp.md section 4.1).
 CREATE TABLE gmp_pending (
@@ -190,6 +191,19 @@ CREATE TABLE gmp_audience (
     PRIMARY KEY (goal_lineage, did)
 );
 CREATE INDEX gmp_audience_by_did ON gmp_audience (did);
+
+-- Every DID ever in assigned_to of a task version under the goal (the audience only grows by them).
+CREATE TABLE gmp_assignees (
+    goal_lineage  TEXT NOT NULL,
+    did           TEXT NOT NULL,
+    PRIMARY KEY (goal_lineage, did)
+);
+
+-- The newest head.timestamp among a goal's containers: the time offers' expiry is judged against.
+CREATE TABLE gmp_goal_clock (
+    goal_lineage  TEXT PRIMARY KEY,
+    newest_ms     INTEGER NOT NULL
+);
 
 -- Every admitted GMP container and the goal it belongs to.
 CREATE TABLE gmp_members (

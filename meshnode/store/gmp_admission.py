@@ -1,0 +1,142 @@
+"""GMP admission inside the store: a DB-backed ``Held`` and the pending containers.
+
+``database._insert`` runs step 8 (``gmp.rules.admit``) on every GMP 1.1 container with a
+:class:`DbHeld` over what this node holds. A container naming something not held yet is
+kept aside in ``gmp_pending`` (with one ``gmp_pending_missing`` row per DID it waits for)
+instead of ``containers``; whenever any container is stored, the pending ones waiting for
+its DID are judged again in the same transaction, and those admitted release the ones
+waiting for them in turn (a work list, not recursion: a chain may be long). Limits:
+:data:`MAX_PER_AUTHOR` pending containers per author and :data:`MAX_AGE_MS`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Callable
+
+import cbor2
+
+from meshnode.container import Container, Limits, cbor, decode_container
+from meshnode.gmp import rules
+
+MAX_PER_AUTHOR = 1024  # an author's pending set beyond this is a flood, not a gap in a history
+MAX_AGE_MS = 7 * 86_400_000  # a named container not found in a week is not coming
+
+# stored containers were verified on arrival; re-reading them ignores limits and the clock
+_STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
+
+
+def decode_stored(core: bytes, side: bytes | None = None) -> Container:
+    data = core if side is None else cbor.encode({**cbor2.loads(core), **cbor2.loads(side)})
+    return decode_container(data, now_ms=2**62, limits=_STORED)
+
+
+class DbHeld:
+    """``gmp.rules.Held`` over ``containers`` (every stored container was admitted) and the
+    lineage index ``container_versions``. Decoded containers are cached for the object's
+    life: one object per write transaction."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._cache: dict[str, Container | None] = {}
+
+    def get(self, did: str) -> Container | None:
+        if did not in self._cache:
+            row = self.conn.execute("SELECT core FROM containers WHERE did = ?", (did,)).fetchone()
+            self._cache[did] = decode_stored(row[0]) if row else None
+        return self._cache[did]
+
+    def root(self, did: str) -> str | None:
+        row = self.conn.execute("SELECT root FROM container_versions WHERE did = ?", (did,)).fetchone()
+        return row[0] if row else None
+
+    def add(self, c: Container) -> None:
+        """Make a container just stored in this transaction visible without reading it back."""
+        self._cache[c.did] = c
+
+
+def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
+         missing: tuple[str, ...]) -> bool:
+    """Keep ``c`` aside until ``missing`` arrive; False when its author has too many pending already."""
+    here = conn.execute("SELECT 1 FROM gmp_pending WHERE did = ?", (c.did,)).fetchone() is not None
+    if not here and conn.execute("SELECT count(*) FROM gmp_pending WHERE author = ?",
+                                 (c.sender_did,)).fetchone()[0] >= MAX_PER_AUTHOR:
+        return False
+    conn.execute(
+        "INSERT INTO gmp_pending (did, core, side, author, received_from, received_at_ms, missing)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (did) DO UPDATE SET missing = excluded.missing",
+        (c.did, c.core_bytes(), cbor.encode(c.side) if c.side else None, c.sender_did, received_from,
+         received_at_ms, json.dumps(sorted(missing))))
+    conn.execute("DELETE FROM gmp_pending_missing WHERE did = ?", (c.did,))
+    conn.executemany("INSERT OR IGNORE INTO gmp_pending_missing (did, missing_did) VALUES (?, ?)",
+                     [(c.did, m) for m in missing])
+    return True
+
+
+Store = Callable[[sqlite3.Connection, Container, int, str | None], None]
+
+
+def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: Store) -> list[tuple[str, str, str]]:
+    """Judge again the pending containers waiting for ``did`` (just stored), and those waiting for
+    each one admitted, and so on. ``store`` stores an admitted one (rows and views, no admission).
+    Returns (DID, code, reason) of those now refused: they are dropped."""
+    refused = []
+    todo = [did]
+    while todo:
+        waited = todo.pop()
+        rows = conn.execute(
+            "SELECT p.did, p.core, p.side, p.received_from, p.received_at_ms FROM gmp_pending_missing m"
+            " JOIN gmp_pending p ON p.did = m.did WHERE m.missing_did = ? ORDER BY p.received_at_ms, p.did",
+            (waited,)).fetchall()
+        for pdid, core, side, received_from, received_at_ms in rows:
+            c = decode_stored(core, side)
+            outcome = rules.admit(c, held)
+            if outcome.kind == "pending":
+                hold(conn, c, received_at_ms, received_from, outcome.missing)
+                continue
+            conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
+            if outcome.kind == "refused":
+                refused.append((pdid, outcome.code or "", outcome.reason))
+                continue
+            if conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:
+                store(conn, c, received_at_ms, received_from)
+                held.add(c)
+                todo.append(pdid)
+    return refused
+
+
+def sweep(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Drop pending containers older than :data:`MAX_AGE_MS`; returns how many."""
+    return conn.execute("DELETE FROM gmp_pending WHERE received_at_ms < ?", (now_ms - MAX_AGE_MS,)).rowcount
+
+
+def prune_gmp_pending(db, now_ms: int) -> int:
+    """Maintenance: drop the pending containers past their age (``db``: a store Database)."""
+    with db.transaction() as conn:
+        return sweep(conn, now_ms)
+
+
+def gmp_pending_of(db, author: str | None = None) -> list[dict]:
+    """The pending containers (all, or one author's): DID, author, who sent it, when, what it waits for."""
+    sql = "SELECT did, author, received_from, received_at_ms, missing FROM gmp_pending"
+    rows = db.conn.execute(sql + (" WHERE author = ?" if author else "") + " ORDER BY received_at_ms, did",
+                           (author,) if author else ()).fetchall()
+    return [{"did": d, "author": a, "received_from": f, "received_at_ms": t, "missing": json.loads(m)}
+            for d, a, f, t, m in rows]
+
+
+def missing_for_pending(db) -> list[str]:
+    """DIDs the pending containers wait for that are neither held nor pending themselves: what to fetch."""
+    return [r[0] for r in db.conn.execute(
+        "SELECT DISTINCT m.missing_did FROM gmp_pending_missing m"
+        " WHERE m.missing_did NOT IN (SELECT did FROM containers)"
+        " AND m.missing_did NOT IN (SELECT did FROM gmp_pending) ORDER BY m.missing_did")]
+
+
+def missing_from(db) -> list[tuple[str, str | None]]:
+    """(missing DID, peer that sent a container waiting for it): where to fetch each from."""
+    return [tuple(r) for r in db.conn.execute(
+        "SELECT m.missing_did, min(p.received_from) FROM gmp_pending_missing m JOIN gmp_pending p ON p.did = m.did"
+        " WHERE m.missing_did NOT IN (SELECT did FROM containers)"
+        " AND m.missing_did NOT IN (SELECT did FROM gmp_pending) GROUP BY m.missing_did ORDER BY m.missing_did")]
