@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import multiaddr
@@ -118,8 +118,7 @@ class NetConfig:
         return Committee.of({did: 1 for did in self.committee_dids}) if self.committee_dids else None
 
     def want(self, now: int) -> Want:
-        want = Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
-        return replace(want, public_goals=True) if self.public_goals else want
+        return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
 class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
