@@ -127,6 +127,11 @@ def test_delegation_progress_reassignment_and_privacy_across_four_nodes(tmp_path
         assert d.call("goal_list", {}) == [] and d.call("task_list", {}) == []
         for n in (a, c, d):
             assert n.stop() == 0
+    except BaseException:
+        for n in nodes:  # what each node knew and said, for the failure's report
+            print(f"--- {n.name} ({n.did}) metrics: {n.try_call('metrics')}")
+            print("\n".join(n.drain(timeout=0.5)[-40:]))
+        raise
     finally:
         for n in nodes:
             n.kill()

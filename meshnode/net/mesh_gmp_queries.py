@@ -69,20 +69,25 @@ def unanswered_offers(db: Database, me: str, now_ms: int, older_than_ms: int) ->
 
 
 def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
-    """Whether an offer of ``task`` (lineage) is still open (not expired)."""
+    """Whether ``task`` (lineage) has an offer still open made since its shown version (an older
+    one was answered, or offered the task to a holder since removed)."""
     with sql_errors("looking for an open offer"):
         return db.conn.execute(
-            "SELECT 1 FROM gmp_entries WHERE kind = 'delegation' AND lineage = ?"
-            " AND (expires_ms IS NULL OR expires_ms > ?) LIMIT 1", (task, now_ms)).fetchone() is not None
+            "SELECT 1 FROM gmp_entries e JOIN tasks t ON t.lineage = e.lineage WHERE e.kind = 'delegation'"
+            " AND e.lineage = ? AND e.counted = 1 AND (e.expires_ms IS NULL OR e.expires_ms > ?)"
+            " AND e.timestamp_ms >= t.timestamp_ms LIMIT 1", (task, now_ms)).fetchone() is not None
 
 
 def audience_peers(db: Database, me: str) -> list[str]:
     """Peers that share a goal with this node (its goals' audiences): the sync sessions must
-    run with them even when they are neither connected nor friends."""
+    run with them even when they are neither connected nor friends. Those last heard stale or
+    dead are left out (the Mesh forgets dead strangers; the stored row remembers them) until
+    their heartbeats are heard again."""
     with sql_errors("listing goal audiences"):
         rows = db.conn.execute(
             "SELECT DISTINCT other.did FROM gmp_audience mine JOIN gmp_audience other"
-            " ON other.goal_lineage = mine.goal_lineage WHERE mine.did = ? AND other.did != ?"
+            " ON other.goal_lineage = mine.goal_lineage LEFT JOIN peer_liveness l ON l.did = other.did"
+            " WHERE mine.did = ? AND other.did != ? AND COALESCE(l.state, 'ok') NOT IN ('stale', 'dead')"
             " ORDER BY other.did LIMIT ?", (me, me, MAX_AUDIENCE)).fetchall()
     return [r[0] for r in rows]
 
