@@ -11,11 +11,8 @@ from __future__ import annotations
 import base64
 import time
 
-import pytest
-
 from meshharness import Node, metric, wait_until
 from meshnode.control import ControlError
-from meshnode.net.mesh_gmp import GmpSettings, _bound, rank_candidates
 
 GMP_ENV = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_NET_DEAD_AFTER_SECONDS": "5",
            "MESHNODE_GMP_CHECK_SECONDS": "0.5", "MESHNODE_GMP_DEAD_GRACE_SECONDS": "1",
@@ -153,38 +150,3 @@ def forge_version(holder: Node, task: str) -> bytes:
     c = build.task(NodeKey.generate(), payload, now_ms=int(time.time() * 1000), goal=head.related["in_reply_to"][0],
                    previous=(head.did,))
     return c.to_bytes()
-
-
-# --- the pure parts of net/mesh_gmp -------------------------------------------------------------------
-
-
-def test_candidates_rank_live_then_trust_then_fewer_tasks_then_hash():
-    facts = {"did:key:a": (0.5, 0), "did:key:b": (0.9, 3), "did:key:c": (0.9, 1), "did:key:d": (0.2, 0),
-             "did:key:e": (0.99, 0)}
-    live = {"did:key:a": True, "did:key:b": True, "did:key:c": True, "did:key:d": True, "did:key:e": False}
-    assert rank_candidates("did:hmp:t", facts, live, min_trust=0.3) == ["did:key:c", "did:key:b", "did:key:a",
-                                                                        "did:key:e"]
-    tied = {"did:key:x": (0.5, 0), "did:key:y": (0.5, 0)}
-    one = rank_candidates("did:hmp:t1", tied, {}, 0.0)
-    assert sorted(one) == ["did:key:x", "did:key:y"] and one == rank_candidates("did:hmp:t1", tied, {}, 0.0)
-
-
-def test_control_arguments_are_checked_against_the_service_signature():
-    def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires_s=3600):
-        return task
-
-    assert _bound(task_offer, {"task": "t", "candidates": []}, skip=3, extra=()) == {"task": "t", "candidates": []}
-    from meshnode.errors import MeshnodeError
-
-    with pytest.raises(MeshnodeError, match="unknown argument"):
-        _bound(task_offer, {"task": "t", "candidates": [], "db": 1}, skip=3, extra=())
-    with pytest.raises(MeshnodeError, match="missing argument"):
-        _bound(task_offer, {"task": "t"}, skip=3, extra=())
-
-
-def test_settings_come_from_the_config(tmp_path):
-    from meshnode.config import load_config
-
-    config = load_config(tmp_path, environ={"MESHNODE_GMP_DEAD_GRACE_SECONDS": "2", "MESHNODE_SYNC_MIN_TRUST": "0.4"})
-    assert GmpSettings.from_config(config) == GmpSettings(offer_s=3600.0, receipt_s=60.0, dead_grace_s=2.0,
-                                                          check_s=30.0, min_trust=0.4)

@@ -229,8 +229,15 @@ class MeshGmp:
         report["later"] = sorted(set(by_target) - set(report["done"]) - set(report["failed"]))
         return report
 
+    async def _is_dead(self, did: str) -> bool:
+        """Dead by liveness now, or last heard dead (the Mesh forgets dead strangers; the store does not)."""
+        state = self.mesh.liveness.state(did)
+        if state is not None:
+            return state is Liveness.DEAD
+        return (await self.store.read(q.liveness_since)).get(did, ("", 0))[0] == "dead"
+
     async def _push_to(self, to: str, dids: list[str]) -> bool:
-        if self.mesh.liveness.state(to) is Liveness.DEAD:
+        if await self._is_dead(to):
             self.metrics.inc("gmp_push_skipped", reason="dead")  # sync carries it when it is back
             return False
         now = self.clock()
