@@ -32,6 +32,7 @@ from meshnode.net.author_rate import RateSettings
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.mesh_admission import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
@@ -302,6 +303,8 @@ class _Control:
         got = await self.mesh.fetch(did, [container_did])
         for c in got:
             await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=now_ms(), received_from=did))
+            if self.gmp is not None and is_gmp(c):
+                self.gmp.arrived(c.did, did)
         return {"fetched": [c.did for c in got]}
 
     async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",

@@ -85,8 +85,14 @@ def test_a_task_taken_from_a_dead_holder_is_offered_to_another_peer_never_to_it(
         assert (await gmp.check())["reassigned"] == []
         clock[0] += 10_000
         mesh.pushed.clear()
+        everyone = mesh.providers["docs"]
+        mesh.providers["docs"] = [holder]  # only the removed holder announces the tag now
         result = await gmp.check()
         assert [(r["removed"], r["why"]) for r in result["reassigned"]] == [([holder], "reassigned_dead")]
+        assert result["offered"] == []  # never to the holder it was taken from: tried again next time
+        mesh.providers["docs"] = everyone
+        later = MeshGmp(store, mesh, a, gmp.settings, Metrics(), clock=lambda: clock[0])  # as after a restart
+        result = await later.check()
         assert [o["to"] for o in result["offered"]] == [[other.did]]
         assert all(to != holder for to, _ in mesh.pushed)  # dead: left to sync
         again = await gmp.check()

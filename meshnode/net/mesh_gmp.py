@@ -44,6 +44,7 @@ PUSH_WAIT_S = 5.0  # how long a command waits for its pushes before it answers
 PUSH_TIMEOUT_S = 20.0  # one target's pushes, reach included
 LOOKUP_TIMEOUT_S = 20.0
 MAX_TAGS = 8  # tags of one task looked up as interests
+REOFFERS_PER_CHECK = 8  # tasks taken back offered again per check (each costs interest lookups)
 QUEUE = 1024  # admitted DIDs waiting for a reaction
 
 WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
@@ -93,7 +94,6 @@ class MeshGmp:
         self._reacted = BoundedLRU(8192)  # DIDs already reacted to: on_admitted runs once per container
         self._pending: dict[str, int] = {}  # DID held aside -> fetches of its missing DIDs so far
         self._retries: dict[tuple[str, str], int] = {}  # (offer, candidate) -> pushes again so far
-        self._to_offer: dict[str, set[str]] = {}  # task taken back -> holders removed (never offered it)
 
     # --- running ------------------------------------------------------------------
 
@@ -357,8 +357,6 @@ class MeshGmp:
         for moved in result.get("reassigned", []):
             self.metrics.inc("gmp_reassigned", why=str(moved.get("why"))[:40])
             log.info("task %s taken back from %s (%s)", moved.get("task"), moved.get("removed"), moved.get("why"))
-            removed = moved.get("removed") or []
-            self._to_offer.setdefault(moved["task"], set()).update([removed] if isinstance(removed, str) else removed)
         await self.push(result.get("push", []), wait_s=0)
         await self._react(_written(result))
         offered = await self._offer_again(now)
@@ -366,13 +364,10 @@ class MeshGmp:
         return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}
 
     async def _offer_again(self, now: int) -> list[dict]:
-        """Offer each task taken back to the best peer its tags find, never a holder it removed;
-        a task nobody can take yet is tried again at the next check (and listed by ``task due``)."""
+        """Offer each task taken back to the best peer its tags find, never a holder it was taken
+        from; a task nobody can take yet is tried again at the next check (and listed by ``task due``)."""
         offered = []
-        for task, removed in list(self._to_offer.items()):
-            if await self.store.read(q.open_offer_for, task, now):
-                del self._to_offer[task]
-                continue
+        for task, removed in await self.store.read(q.taken_back, self.key.did, now, REOFFERS_PER_CHECK):
             tags = await self.store.read(q.task_tags, task)
             found = await self.candidates(task, tags, exclude=removed)
             if not found:
@@ -386,7 +381,6 @@ class MeshGmp:
                 log.info("offering task %s again: %s", task, exc.reason)
                 self.metrics.inc("gmp_reoffer_failed", code=exc.code)
                 continue
-            del self._to_offer[task]
             offered.append({"task": task, "to": found[:1], "offer": result.get("did")})
         return offered
 

@@ -78,6 +78,29 @@ def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
             " AND e.timestamp_ms >= t.timestamp_ms LIMIT 1", (task, now_ms)).fetchone() is not None
 
 
+def taken_back(db: Database, me: str, now_ms: int, limit: int) -> list[tuple[str, list[str]]]:
+    """(task lineage, holders it was taken from) of this node's tasks that it took back (a
+    ``reassigned_*`` version is shown), unheld, with no offer since: to be offered again. Read from
+    the views, so a restart between taking a task back and offering it loses nothing."""
+    with sql_errors("listing tasks taken back"):
+        rows = db.conn.execute(
+            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE t.creator_did = ? AND t.status = 'pending'"
+            " AND t.reason IN ('reassigned_dead', 'reassigned_overdue')"
+            " AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
+            " ORDER BY t.timestamp_ms LIMIT ?", (me, limit * 4)).fetchall()
+        out = []
+        for lineage, _ in rows:
+            if open_offer_for(db, lineage, now_ms):
+                continue
+            removed = [r[0] for r in db.conn.execute(
+                "SELECT DISTINCT assignee FROM task_holders WHERE lineage = ? AND ended IN"
+                " ('reassigned_dead', 'reassigned_overdue')", (lineage,))]
+            out.append((lineage, removed))
+            if len(out) >= limit:
+                break
+    return out
+
+
 def audience_peers(db: Database, me: str) -> list[str]:
     """Peers that share a goal with this node (its goals' audiences): the sync sessions must
     run with them even when they are neither connected nor friends. Those last heard stale or
