@@ -32,7 +32,7 @@ from meshnode.net.author_rate import RateSettings
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
-from meshnode.net.mesh_admission import is_gmp
+from meshnode.gmp.rules import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits

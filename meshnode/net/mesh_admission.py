@@ -19,6 +19,7 @@ import trio
 
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
+from meshnode.gmp.rules import GmpRefused, is_gmp
 from meshnode.net.liveness import Liveness
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
@@ -35,7 +36,6 @@ PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are no
 # the page caches (up to 2 MB per connection) plus glibc's malloc_trim about 3 MB of it.
 TRIM_AFTER_ARRIVALS = 256  # containers from the network since the last trim
 TRIM_CHECK_S = 5.0
-GMP_CLASSES = ("goal", "task", "workflow_entry")  # at class_version 1.1 (gmp.rules.is_gmp)
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,6 @@ class GmpRefusal(Admission):
     """A GMP container refused at admission (step 8, ``gmp.rules.GmpRefused``): invalid input of
     the peer that sent it. ``reason`` is the gmp_* code, ``detail`` the readable reason."""
     detail: str = ""
-
-
-def is_gmp(c: Container) -> bool:
-    return c.cls in GMP_CLASSES and c.head.get("class_version") == "1.1"
 
 
 class AdmissionMixin:
@@ -63,9 +59,7 @@ class AdmissionMixin:
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.config.quotas, known=self.known.snapshot())
-        except MeshnodeError as exc:
-            if not exc.code.startswith("gmp_"):
-                return self._not_stored(c, received_from, via, exc)
+        except GmpRefused as exc:
             return self._gmp_refused(c, received_from, via, exc)
         except Exception as exc:
             return self._not_stored(c, received_from, via, exc)
@@ -81,7 +75,7 @@ class AdmissionMixin:
             self.gmp.arrived(c.did, received_from)
         return result
 
-    def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: MeshnodeError) -> Admission:
+    def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: GmpRefused) -> Admission:
         """Refused by GMP admission: counted, not taken again, and invalid input of the sender
         (an honest relay forwards only what it admitted itself)."""
         self.metrics.inc("containers_refused", reason=exc.code, via=via)
