@@ -172,7 +172,8 @@ class MeshGmp:
     async def _assign(self, args: dict) -> dict:
         interest = args.pop("interest", None)
         limit = args.pop("candidates_max", None) or 1
-        args.setdefault("expires_s", int(self.settings.offer_s))
+        if args.get("expires_s") is None:  # [gmp] offer_seconds unless the command says
+            args["expires_s"] = int(self.settings.offer_s)
         if interest:
             if type(limit) is not int or not 1 <= limit <= 16:
                 raise MeshnodeError("bad_request", "candidates_max is a number from 1 to 16")
