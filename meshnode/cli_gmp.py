@@ -297,7 +297,8 @@ def tree_lines(tree: dict, verbose: bool = False) -> list[str]:
             icon = "!" if needs else _ICONS.get(t["status"], "?")
             status = t["status"] + (f" {round(t['progress'] * 100)} %" if t.get("progress") is not None
                                     and t["status"] == "in_progress" else "")
-            lines.append(f"{prefix}{'└─' if last else '├─'} {icon} {t['title'][:40]:22} {status:15} "
+            width = max(8, 26 - len(prefix))  # the status column lines up at every depth
+            lines.append(f"{prefix}{'└─' if last else '├─'} {icon} {t['title'][:40]:{width}} {status:15} "
                          f"{_due_text(tree, t, verbose)}  {short_container_id(t['lineage'])}")
             walk(t.get("subtasks", []), prefix + ("   " if last else "│  "))
 

@@ -13,6 +13,8 @@ from meshnode.identity.keys import NodeKey
 from meshnode.knowledge import make_concept, make_link
 from meshnode.notes import make_note
 from meshnode.store import Database
+from meshnode.store import migrate as migrate_module
+from meshnode.store.database import _store
 from meshnode.store.known import KnownAuthors, known_authors
 from meshnode.store.quotas import Quotas, admit, read_unknown_usage, stored_size
 from meshnode.store.sharing import set_friend
@@ -184,12 +186,15 @@ def test_accounting_survives_a_restart_and_matches_the_store(tmp_path):
         db.close()
 
 
-def test_migration_counts_containers_already_held(tmp_path):
+def test_migration_counts_containers_already_held(tmp_path, monkeypatch):
     """A database from before 0015 gets its usage from the containers it holds."""
     path = tmp_path / "old.db"
+    steps = migrate_module.migrations()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps[:15])  # made by a meshnode at 0015
     db = Database(path)
-    for i in range(3):
-        db.put_container(note(A, i), received_at_ms=T0)
+    with db.transaction() as conn:  # as that meshnode stored them (no GMP tables yet)
+        for i in range(3):
+            _store(conn, note(A, i), T0, None, None)
     with db.transaction() as conn:
         for table in ("author_usage", "store_usage"):
             conn.execute(f"DELETE FROM {table}")
@@ -200,6 +205,7 @@ def test_migration_counts_containers_already_held(tmp_path):
         conn.execute("DROP INDEX containers_by_sender_received")
     db.conn.execute("PRAGMA user_version = 14")
     db.close()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps)
     db = Database(path)
     try:
         assert db.conn.execute("SELECT containers FROM author_usage WHERE author = ?", (A.did,)).fetchone() == (3,)

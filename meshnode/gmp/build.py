@@ -60,3 +60,31 @@ def entry(key: NodeKey, entry_type: str, fields: dict, *, now_ms: int, about: st
         payload["summary"] = summary
     related = _related(in_reply_to=[about], contradicts=contradicts, see_also=see_also)
     return _sign(key, "workflow_entry", payload, now_ms, related, (), recipients)
+
+
+def _changed(payload: dict, changes: dict) -> dict:
+    """``payload`` with ``changes`` over it; a change to None removes the field."""
+    out = dict(payload, **changes)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def next_task(key: NodeKey, parents: list[Container], *, now_ms: int, changes: dict, agreed=(), see_also=(),
+              depends_on=None, recipients=()) -> Container:
+    """The next version of a task after ``parents`` (one, or the heads it joins): the payload, tags,
+    goal, parent task and dependencies of ``parents[0]`` with ``changes`` applied (None removes a field)."""
+    base = parents[0]
+    irt = base.related["in_reply_to"]
+    return task(key, _changed(base.payload, changes), now_ms=now_ms, goal=irt[0],
+                parent_task=irt[1] if len(irt) > 1 else None,
+                depends_on=base.related.get("depends_on", ()) if depends_on is None else depends_on,
+                previous=[p.did for p in parents], agreed=agreed, see_also=see_also,
+                tags=base.head.get("tags", ()), recipients=recipients)
+
+
+def next_goal(key: NodeKey, parents: list[Container], *, now_ms: int, changes: dict) -> Container:
+    """The next version of a goal after ``parents``, keeping its tags and links, with ``changes`` applied."""
+    base = parents[0]
+    rel = base.related
+    return goal(key, _changed(base.payload, changes), now_ms=now_ms, tags=base.head.get("tags", ()),
+                parent_goal=(rel.get("in_reply_to") or [None])[0], depends_on=rel.get("depends_on", ()),
+                see_also=rel.get("see_also", ()), previous=[p.did for p in parents])

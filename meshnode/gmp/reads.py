@@ -346,7 +346,8 @@ def goal_show(db: Database, *, goal: str, now_ms: int, liveness: dict[str, str] 
     g = goal_row(db, lin)
     with sql_errors("reading a goal's tasks"):
         tasks = [_task_fields(r) for r in rows(db.conn.execute(
-            f"SELECT {_TASK_COLUMNS} FROM tasks t WHERE t.goal_lineage = ? ORDER BY t.timestamp_ms, t.lineage", (lin,)))]
+            f"SELECT {_TASK_COLUMNS} FROM tasks t WHERE t.goal_lineage = ?"  # in the order they were created
+            " ORDER BY (SELECT c.timestamp_ms FROM containers c WHERE c.did = t.lineage), t.lineage", (lin,)))]
         offers = _open_offers(db, [t["lineage"] for t in tasks], now_ms)
         dead_since = dict(db.conn.execute(
             "SELECT assignee, max(until_ms) FROM task_holders WHERE ended = 'reassigned_dead' AND lineage IN"

@@ -14,6 +14,7 @@ from typing import Protocol
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import GOAL_ENTRY_KINDS, TASK_TERMINAL
 from meshnode.errors import MeshnodeError
+from meshnode.gmp.held import MemoryHeld  # noqa: F401  (part of this module's API)
 
 GMP_CLASSES = ("goal", "task", "workflow_entry")
 VERSION = "1.1"
@@ -28,6 +29,7 @@ CODES = {
     "gmp_bad_creator": "payload.creator is not the lineage creator",
     "gmp_takeover_early": "a steward's takeover before the parent is overdue (gmp.md section 8)",
     "gmp_bad_related": "related has not the shape the class needs (in_reply_to items, contradicts)",
+    "gmp_unreadable": "the payload is not a CBOR map (binary or encrypted): admission cannot read it",
 }
 
 
@@ -66,6 +68,7 @@ class Outcome:
 
 ADMITTED = Outcome("admitted")
 EXEC_FIELDS = frozenset({"status", "progress", "next_check_at", "metrics", "notes", "reason"})
+DELEGATOR_FREE = frozenset({"assigned_to", "reason", "next_check_at"})
 TAKEOVER_FREE = frozenset({"status", "reason", "assigned_to", "next_check_at"})
 GOAL_NEXT = {"proposed": {"active", "cancelled"}, "active": {"paused", "completed", "cancelled", "failed"},
              "paused": {"active", "cancelled", "failed"}}
@@ -116,6 +119,9 @@ def admit(c: Container, held: Held) -> Outcome:
     Non-GMP containers have nothing to judge here and are admitted."""
     if not is_gmp(c):
         return ADMITTED
+    if type(c.payload) is not dict:
+        return Outcome("refused", "gmp_unreadable", f"a {c.cls} payload of type {c.head['payload_type']} "
+                                                    "cannot be judged; GMP containers are readable by their audience")
     try:
         if c.cls == "workflow_entry":
             _admit_entry(c, held)
@@ -153,19 +159,22 @@ def ancestry(versions, held: Held) -> dict[str, Container]:
     return seen
 
 
-def is_takeover(v: Container, creator: str, held: Held) -> bool:
+def is_takeover(v: Container, creator: str, held: Held, known: dict[str, Container] | None = None) -> bool:
     """An admitted task version made by a steward (section 8): not the creator, not an assignee of
-    every parent (so admission let it through as a takeover), reason reassigned_overdue."""
+    every parent (so admission let it through as a takeover), reason reassigned_overdue.
+    ``known``: versions already at hand by DID (saves lookups)."""
     if v.sender_did == creator or v.payload.get("reason") != "reassigned_overdue":
         return False
-    parents = [held.get(d) for d in _links(v, "previous_version")]
+    known = known or {}
+    parents = [known.get(d) or held.get(d) for d in _links(v, "previous_version")]
     return bool(parents) and not all(p is not None and v.sender_did in _assigned(p) for p in parents)
 
 
-def delegators(versions, creator: str, held: Held) -> set[str]:
+def delegators(versions, creator: str, held: Held, walked: dict[str, Container] | None = None) -> set[str]:
     """Who may offer a task whose current versions are ``versions``: the creator and every steward
-    whose takeover is among their ancestors (themselves included)."""
-    return {creator} | {v.sender_did for v in ancestry(versions, held).values() if is_takeover(v, creator, held)}
+    whose takeover is among their ancestors (themselves included). ``walked``: their ancestry, if known."""
+    seen = walked if walked is not None else ancestry(versions, held)
+    return {creator} | {v.sender_did for v in seen.values() if is_takeover(v, creator, held, seen)}
 
 
 # --- first versions ---------------------------------------------------------------------------------
@@ -199,9 +208,7 @@ def _admit_first(c: Container, held: Held) -> None:
             _refuse("gmp_bad_creator", f"payload.creator {_short(p['creator'])} did not sign the first version")
         if p["status"] not in FIRST_GOAL_STATUSES:
             _refuse("gmp_bad_transition", f"a goal starts proposed or active, not {p['status']}")
-        if _links(c, "in_reply_to"):
-            _lineage_id(held, _links(c, "in_reply_to")[0], "goal", "parent goal")
-        return
+        return  # a parent goal is not read: a subgoal's audience need not hold it
     irt = _links(c, "in_reply_to")
     goal = _lineage_id(held, irt[0], "goal", "goal")
     parent = _lineage_id(held, irt[1], "task", "parent task") if len(irt) == 2 else None
@@ -335,11 +342,11 @@ def _check_locked(c: Container, parents, roles: set[str]) -> None:
         if "assignee" in roles and _locked_view(c, EXEC_FIELDS | {"assigned_to"}) == \
                 _locked_view(p, EXEC_FIELDS | {"assigned_to"}) and mine in (theirs, theirs - {signer}):
             return
-        if "delegator" in roles and _locked_view(c, {"assigned_to", "reason"}) == \
-                _locked_view(p, {"assigned_to", "reason"}) and mine >= theirs:
+        if "delegator" in roles and _locked_view(c, DELEGATOR_FREE) == _locked_view(p, DELEGATOR_FREE) \
+                and mine >= theirs:
             return
     what = "an assignee may change only status, progress, next_check_at, metrics, notes, reason and drop itself" \
-        if "assignee" in roles else "a steward may only add accepted assignees"
+        if "assignee" in roles else "a steward may only add accepted assignees (and set next_check_at, reason)"
     _refuse("gmp_field_locked", what)
 
 
@@ -378,14 +385,21 @@ def _check_assignment(c: Container, d: str, parents, root: str, creator: str, he
     if not agreed:
         _refuse("gmp_no_acceptance", f"no acceptance by {_short(d)} in related.agreed")
     offers = _need(held, [a.payload["offer"] for a in agreed])
-    lineage = ancestry(parents, held)
-    allowed = delegators(parents, creator, held)
+    walked: dict = {}  # the lineage's versions and delegators, walked once and only when needed
+
+    def walk(what: str):
+        if not walked:
+            walked["versions"] = ancestry(parents, held)
+            walked["delegators"] = delegators(parents, creator, held, walked["versions"])
+        return walked[what]
+
     faults, good = [], []
     for a, o in zip(agreed, offers):
         fault = offer_fault(o, root, d)
-        if fault is None and o.sender_did not in allowed:
+        if fault is None and o.sender_did != creator and o.sender_did not in walk("delegators"):
             fault = "the offer is not signed by a delegator"
-        if fault is None and o.payload["task_version"] not in lineage:
+        if fault is None and o.payload["task_version"] not in {p.did for p in parents} and \
+                o.payload["task_version"] not in walk("versions"):
             fault = "the offer names a task version that is not a parent or an ancestor of one"
         if fault is None and a.timestamp_ms > parse_ms(o.payload["expires_at"]):
             fault = "accepted after the offer's expires_at"
@@ -462,33 +476,3 @@ def _admit_entry(c: Container, held: Held) -> None:
         _refuse("gmp_cross_lineage", "related.in_reply_to names no goal or task lineage")
     if about.cls == "goal" and kind not in GOAL_ENTRY_KINDS and not kind.startswith("x-"):
         _refuse("gmp_cross_lineage", f"a {kind} entry is about a task, not a goal")
-
-class MemoryHeld:
-    """A dict-backed :class:`Held` for tests, vectors and simulations (holds what it is given)."""
-
-    def __init__(self, containers=()):
-        self._by_did: dict[str, Container] = {}
-        self._root: dict[str, str] = {}
-        for c in containers:
-            self.add(c)
-
-    def add(self, c: Container) -> None:
-        self._by_did[c.did] = c
-        if c.cls in ("goal", "task"):
-            parents = c.related.get("previous_version", [])
-            self._root[c.did] = self._root.get(parents[0], parents[0]) if parents else c.did
-
-    def get(self, did: str) -> Container | None:
-        return self._by_did.get(did)
-
-    def root(self, did: str) -> str | None:
-        return self._root.get(did)
-
-    def __contains__(self, did: str) -> bool:
-        return did in self._by_did
-
-    def __len__(self) -> int:
-        return len(self._by_did)
-
-    def all(self) -> list[Container]:
-        return list(self._by_did.values())

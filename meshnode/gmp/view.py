@@ -5,6 +5,7 @@ same containers computes the same view."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -201,6 +202,9 @@ def holder_spans(path: Sequence[Container]) -> list[HolderSpan]:
         for who in v.payload.get("assigned_to", ()):
             if who in now and who not in open_:
                 open_[who] = (v.did, v.timestamp_ms)
+            elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans if sp.to_version == v.did}:
+                # a holder the version (a join) lists as having finished it
+                spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
     for who, (start, since) in open_.items():
         spans.append(HolderSpan(who, start, None, since, None, None))
     return sorted(spans, key=lambda s: (s.since_ms, s.assignee, s.from_version))
@@ -223,6 +227,19 @@ def path_to(head: Container, held: Held) -> list[Container]:
 def lineage_versions(head: Container, held: Held) -> list[Container]:
     """Every version ``head`` descends from (itself included)."""
     return list(ancestry([head], held).values())
+
+
+def steward_schedule(lineage: str, version: Container, participants) -> list[tuple[str, int]]:
+    """When each steward may take ``version`` over (section 8): the goal's participants except its
+    assignees, ranked by SHA-256(lineage id ‖ version DID ‖ participant DID) over the UTF-8 texts
+    joined; rank k at overdue_at + (k + 1) * check_grace_s / 4. Empty when nothing can be overdue."""
+    st = task_state(version)
+    if st.overdue_at_ms is None:
+        return []
+    held_by = set(st.assigned_to)
+    ranked = sorted((d for d in dict.fromkeys(participants) if d not in held_by),
+                    key=lambda d: hashlib.sha256((lineage + version.did + d).encode()).digest())
+    return [(d, st.overdue_at_ms + (k + 1) * st.grace_ms // 4) for k, d in enumerate(ranked)]
 
 
 # --- due state (section 8, "no silent loss") ---------------------------------------------------------

@@ -12,6 +12,7 @@ waiting for them in turn (a work list, not recursion: a chain may be long). Limi
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from typing import Callable
 
@@ -19,6 +20,8 @@ import cbor2
 
 from meshnode.container import Container, Limits, cbor, decode_container
 from meshnode.gmp import rules
+
+log = logging.getLogger("meshnode.store")
 
 MAX_PER_AUTHOR = 1024  # an author's pending set beyond this is a flood, not a gap in a history
 MAX_AGE_MS = 7 * 86_400_000  # a named container not found in a week is not coming
@@ -62,6 +65,8 @@ def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_f
     here = conn.execute("SELECT 1 FROM gmp_pending WHERE did = ?", (c.did,)).fetchone() is not None
     if not here and conn.execute("SELECT count(*) FROM gmp_pending WHERE author = ?",
                                  (c.sender_did,)).fetchone()[0] >= MAX_PER_AUTHOR:
+        log.info("GMP container %s not kept pending: its author %s has %d pending already", c.did, c.sender_did,
+                 MAX_PER_AUTHOR)
         return False
     conn.execute(
         "INSERT INTO gmp_pending (did, core, side, author, received_from, received_at_ms, missing)"
@@ -97,6 +102,8 @@ def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: Store) -> l
                 continue
             conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
             if outcome.kind == "refused":
+                log.info("pending GMP container %s refused once %s arrived: %s: %s", pdid, waited, outcome.code,
+                         outcome.reason)
                 refused.append((pdid, outcome.code or "", outcome.reason))
                 continue
             if conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:

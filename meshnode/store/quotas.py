@@ -32,6 +32,7 @@ from meshnode.store.removal import remove_containers
 from meshnode.sync.versions import DEFAULT_TRUST
 
 REFUSED_AUTHOR_QUOTA = "author_quota"
+GMP_PENDING = "gmp_pending"  # a GMP container waiting for containers it names (store.gmp_admission)
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Quotas:
 
 @dataclass(frozen=True)
 class Admission:
-    outcome: str  # "new", "duplicate" or "refused" (or "failed", "busy": not stored, see mesh_admission)
+    outcome: str  # "new", "duplicate", "refused" or "pending" (GMP, held aside; or "failed", "busy": not stored,
+    # see mesh_admission); a GMP refusal raises gmp.rules.GmpRefused out of admit
     evicted: int = 0
     reason: str = ""
     gone: tuple[tuple[str, str], ...] = ()  # (container DID, author) of each container evicted
@@ -68,14 +70,16 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
         if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone():
             return Admission("duplicate")
         if c.sender_did in known:
-            _insert(conn, c, received_at_ms, received_from, None)
+            if not _insert(conn, c, received_at_ms, received_from, None):
+                return Admission("pending", reason=GMP_PENDING)
             return Admission("new")
         size = stored_size(c)
         used = conn.execute("SELECT containers, bytes FROM author_usage WHERE author = ?", (c.sender_did,)).fetchone()
         count, held = used or (0, 0)
         if count + 1 > quotas.author_containers or held + size > quotas.author_bytes:
             return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
-        _insert(conn, c, received_at_ms, received_from, None)
+        if not _insert(conn, c, received_at_ms, received_from, None):
+            return Admission("pending", reason=GMP_PENDING)
         gone = _evict_over_quota(conn, quotas, known, c.did)
         return Admission("new", evicted=len(gone), gone=gone)
 

@@ -5,7 +5,7 @@ them first). Goal and task versions join the lineage index (``store.lineage``); 
 is one ``goals``/``tasks`` row drawn from its shown head (``gmp.view.shown_head``: no trust,
 so every node shows the same one) with its fork count, upserted by ``lineage`` so the local
 columns (pinned, repl_*, llm_id) are never touched. ``task_holders`` follows the path to the
-shown head; ``gmp_entries`` keeps every entry with whether it counts and why not, counted
+shown head (``gmp.view.path_to``); ``gmp_entries`` keeps every entry with whether it counts and why not, counted
 again whenever something of its lineage arrives (a named version may arrive after it).
 ``gmp_members`` maps every container to its goal and ``gmp_audience`` lists who is given
 the goal (``store.sharing``): its creator, the participants of the shown goal version,
@@ -56,10 +56,9 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
         goal = row[0] if row else about
     _member(conn, c, goal)
     _entry(conn, c, about, held)
-    if kind and kind[0] == "task":
-        _draw_task(conn, about, held)  # entries counted again, progress shown
-    else:
-        _recount(conn, about, held)
+    _recount(conn, about, held)  # an offer may make acceptances count, and so on
+    if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
+        _show_progress(conn, about, held)
     _audience(conn, goal, c.timestamp_ms, full=c.payload.get("entry_type") == "delegation")
 
 
@@ -91,27 +90,12 @@ def _heads(conn: sqlite3.Connection, root: str, held: DbHeld) -> tuple[Container
     return first, shown, len(heads) - 1
 
 
-def _path(conn: sqlite3.Connection, root: str, shown: Container, held: DbHeld, creator: str) -> list[Container]:
-    """Versions from the first to ``shown``; at a join, the parent the shown-head rule picks."""
-    members = set(lineage.members(conn, root))
-    path, at = [shown], shown
-    while at.did != root and len(path) <= len(members):
-        parents = [p for p in (held.get(d) for d in at.related.get("previous_version", []) if d in members)
-                   if p is not None]
-        if not parents:
-            break
-        at = view.shown_head(parents, creator)
-        path.append(at)
-    return path[::-1]
-
-
 # --- goals ----------------------------------------------------------------------------------
 
 def _draw_goal(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
     first, shown, forks = _heads(conn, root, held)
-    p = shown.payload
-    fields = view.goal_fields(shown)
-    parent = first.related.get("in_reply_to", [None])[0]
+    f = view.goal_fields(shown, first.sender_did)
+    parent = (first.related.get("in_reply_to") or [None])[0]  # fixed by the first version
     conn.execute(
         """
         INSERT INTO goals (name, description, tags, status, priority, constraints, success_criteria, created_at,
@@ -126,11 +110,10 @@ def _draw_goal(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
             audience = excluded.audience, participants = excluded.participants,
             parent_goal = excluded.parent_goal, timestamp_ms = excluded.timestamp_ms
         """,
-        (p["title"], p.get("description"), json.dumps(shown.head.get("tags", [])), fields.get("status", p["status"]),
-         fields.get("priority", p.get("priority", view.DEFAULT_PRIORITY)), json.dumps(p.get("constraints", [])),
-         json.dumps(p.get("success_criteria", [])), _sql_time(first.timestamp_ms), _sql_time(shown.timestamp_ms),
-         root, shown.did, shown.sender_did, first.sender_did, forks, p.get("audience", "participants"),
-         json.dumps(p.get("participants", [])), _lineage(held, parent) if parent else None, shown.timestamp_ms))
+        (f["title"], f["description"], json.dumps(f["tags"]), f["status"], f["priority"], json.dumps(f["constraints"]),
+         json.dumps(f["success_criteria"]), _sql_time(first.timestamp_ms), _sql_time(shown.timestamp_ms), root,
+         shown.did, shown.sender_did, first.sender_did, forks, f["audience"], json.dumps(f["participants"]),
+         _lineage(held, parent) if parent else None, shown.timestamp_ms))
     gid = conn.execute("SELECT id FROM goals WHERE lineage = ?", (root,)).fetchone()[0]
     conn.execute("UPDATE tasks SET goal_id = ? WHERE goal_lineage = ? AND goal_id IS NOT ?", (gid, root, gid))
     _goal_links(conn, gid, shown, held)
@@ -195,7 +178,15 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
         "INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms, ended)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
-         for s in view.holder_spans(_path(conn, root, shown, held, creator))])
+         for s in view.holder_spans(view.path_to(shown, held))])
+
+
+def _show_progress(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
+    row = conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (root,)).fetchone()
+    shown = held.get(row[0]) if row and row[0] else None
+    if shown is not None:
+        conn.execute("UPDATE tasks SET progress = ? WHERE lineage = ?",
+                     (_progress(conn, root, shown, view.task_state(shown)), root))
 
 
 def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view.TaskState) -> float | None:

@@ -1,0 +1,215 @@
+"""The GMP service layer (meshnode/gmp/service.py) on two nodes' databases, containers carried
+between them by hand exactly as each action's ``push`` list says: a whole delegation
+lifecycle, a refusal, refused actions as typed errors, reassignment of a dead or overdue
+holder, and the due states ``task due`` lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from meshnode.gmp import build, service
+from meshnode.gmp.reads import GmpError
+from meshnode.gmp.rules import GmpRefused
+from meshnode.identity.keys import NodeKey
+from meshnode.store.database import Database
+from meshnode.store.short_ids import short_container_id
+from meshnode.store.views_cogsync import load_stored
+
+T = 1_800_000_000_000
+HOUR, DAY = 3_600_000, 86_400_000
+A, B, C = (NodeKey(bytes([n]) * 32) for n in (1, 2, 3))
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    dbs = {k.did: Database(tmp_path / f"{n}.db") for n, k in (("a", A), ("b", B), ("c", C))}
+    for db, key, name in ((dbs[A.did], B, "bob"), (dbs[B.did], A, "alice")):  # each knows the other's name
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO agent_peers (id, name) VALUES (?, ?)", (key.did, name))
+    yield dbs
+    for db in dbs.values():
+        db.close()
+
+
+def carry(dbs: dict, source: Database, result: dict, only: str | None = None) -> list[str]:
+    """Deliver ``result["push"]`` from ``source`` in the order given; returns the DIDs new to each receiver."""
+    new = []
+    for item in result["push"]:
+        if only and item["to"] != only:
+            continue
+        for did in item["dids"]:
+            if dbs[item["to"]].put_container(load_stored(source.conn, did), received_at_ms=T):
+                new.append(did)
+    return new
+
+
+def status(db, lineage):
+    row = db.conn.execute("SELECT status, assigned_to, progress FROM tasks WHERE lineage = ?", (lineage,)).fetchone()
+    return row
+
+
+def test_a_delegation_from_goal_to_completion_on_two_nodes(nodes):
+    a, b = nodes[A.did], nodes[B.did]
+    goal = service.goal_add(a, A, T, title="Ship the bridge", participants=[B.did], priority=0.8, tags=["bridge"])
+    assert carry(nodes, a, goal) == [goal["did"]]
+    task = service.task_add(a, A, T + 1, goal=short_container_id(goal["lineage"]), title="build adapter",
+                            tags=["rust"], check_every_s=DAY // 1000)
+    assert task["push"] == []  # A created the goal: nobody else needs the new task yet
+    offer = service.task_offer(a, A, T + 2, task=task["lineage"], candidates=[B.did])
+    assert [p["to"] for p in offer["push"]] == [B.did]
+    assert offer["push"][0]["dids"][-1] == offer["did"]  # the goal and the task come before the offer
+    carry(nodes, a, offer)
+    assert status(b, task["lineage"])[0] == "pending"
+
+    receipt = service.on_admitted(b, B, T + 3, [d for p in offer["push"] for d in p["dids"]])
+    assert len(receipt["published"]) == 1 and receipt["push"] == [{"to": A.did, "dids": receipt["published"]}]
+    assert service.on_admitted(b, B, T + 3, [offer["did"]])["published"] == []  # one receipt per offer
+    carry(nodes, b, receipt)
+
+    accept = service.task_accept(b, B, T + 4, task=short_container_id(task["lineage"]))
+    assert accept["offer"] == offer["did"]
+    carry(nodes, b, accept)
+    assigned = service.on_admitted(a, A, T + 5, [accept["did"]])
+    assert len(assigned["published"]) == 1
+    assert status(a, task["lineage"])[:2] == ("pending", f'["{B.did}"]')
+    assert service.on_admitted(a, A, T + 5, [accept["did"]])["published"] == []  # an offer is taken once
+    carry(nodes, a, assigned)
+    assert status(b, task["lineage"])[:2] == ("pending", f'["{B.did}"]')
+    version_receipt = service.on_admitted(b, B, T + 6, assigned["published"])
+    assert len(version_receipt["published"]) == 1
+
+    progress = service.task_progress(b, B, T + 7, task=task["lineage"], progress=0.4, summary="half the parsers")
+    carry(nodes, b, progress)
+    shown = service.task_show(a, task=task["lineage"], now_ms=T + 8)
+    assert {e["kind"]: e["counted"] for e in shown["entries"]}["progress"] is True
+    assert shown["progress"] == pytest.approx(0.4)
+
+    done = service.task_done(b, B, T + 9, task=task["lineage"], summary="merged")
+    assert len(done["versions"]) == 2  # started, then completed
+    carry(nodes, b, done)
+    assert status(a, task["lineage"])[0] == "completed" and status(a, task["lineage"])[2] == 1.0
+    tree = service.goal_show(a, goal=goal["lineage"], now_ms=T + 10)
+    assert (tree["tasks_total"], tree["tasks_completed"]) == (1, 1)
+    assert tree["tasks"][0]["assignee_names"] == ["bob"]
+    holders = service.task_show(a, task=task["lineage"], now_ms=T + 10)["holders"]
+    assert [(h["assignee"], h["ended"]) for h in holders] == [(B.did, "completed")]
+    assert [g["title"] for g in service.goal_list(b, me=B.did)] == ["Ship the bridge"]
+    assert [t["title"] for t in service.task_list(b, me=B.did)] == ["build adapter"]
+
+
+def _offered(nodes, title: str, now: int) -> tuple[dict, dict]:
+    a = nodes[A.did]
+    goal = service.goal_add(a, A, now, title=f"goal of {title}", participants=[B.did])
+    carry(nodes, a, goal)
+    task = service.task_add(a, A, now + 1, goal=goal["lineage"], title=title)
+    offer = service.task_offer(a, A, now + 2, task=task["lineage"], candidates=[B.did], expires_s=3600)
+    carry(nodes, a, offer)
+    return task, offer
+
+
+def _held_by_b(nodes, title: str, now: int) -> dict:
+    a, b = nodes[A.did], nodes[B.did]
+    task, offer = _offered(nodes, title, now)
+    accept = service.task_accept(b, B, now + 3, task=task["lineage"])
+    carry(nodes, b, accept)
+    carry(nodes, a, service.on_admitted(a, A, now + 4, [accept["did"]]))
+    assert status(a, task["lineage"])[1] == f'["{B.did}"]'
+    return task
+
+
+def test_a_refusal_is_kept_and_assigns_nobody(nodes):
+    a, b = nodes[A.did], nodes[B.did]
+    task, offer = _offered(nodes, "load test", T)
+    refusal = service.task_refuse(b, B, T + 3, task=task["lineage"], reason="no time this week")
+    carry(nodes, b, refusal)
+    assert service.on_admitted(a, A, T + 4, [refusal["did"]])["published"] == []
+    shown = service.task_show(a, task=task["lineage"], now_ms=T + 5)
+    assert [e["kind"] for e in shown["entries"]] == ["delegation", "refusal"]
+    assert shown["assigned_to"] == [] and shown["due"] == "offer_open"
+    with pytest.raises(GmpError) as err:  # the refused offer was B's only one: accepting needs it named
+        service.task_accept(b, B, T + 2 * HOUR, task=task["lineage"])
+    assert err.value.code == "no_offer"
+
+
+def test_unauthorized_and_bad_actions_are_typed_errors_before_signing(nodes):
+    a, b = nodes[A.did], nodes[B.did]
+    task = _held_by_b(nodes, "fixtures", T)
+    cases = [
+        (lambda: service.task_update(b, B, T + 10, task=task["lineage"], title="mine now"), "not_allowed"),
+        (lambda: service.task_offer(b, B, T + 10, task=task["lineage"], candidates=[C.did]), "not_allowed"),
+        (lambda: service.task_done(a, A, T + 10, task=task["lineage"]), "not_allowed"),
+        (lambda: service.task_progress(b, B, T + 10, task=task["lineage"], progress=1.5), "bad_progress"),
+        (lambda: service.task_update(b, B, T + 10, task=task["lineage"], status="sideways"), "bad_status"),
+        (lambda: service.task_update(a, A, T + 10, task="did:hmp:container:uEinothinghere" + "x" * 30),
+         "unknown_task"),
+        (lambda: service.task_update(a, A, T + 10, task="zzzzzzzz"), "unknown_task"),
+        (lambda: service.goal_add(a, A, T, title="  "), "bad_args"),
+    ]
+    for action, code in cases:
+        with pytest.raises(GmpError) as err:
+            action()
+        assert err.value.code == code, (code, err.value.reason)
+        assert err.value.reason
+    goal = a.conn.execute("SELECT goal_lineage FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()[0]
+    with pytest.raises(GmpError) as err:
+        service.goal_update(b, B, T + 10, goal=goal, status="paused")
+    assert err.value.code == "not_allowed"
+    # a forged version (B assigning C without any acceptance) is refused by admission itself
+    head = load_stored(b.conn, status_row_did(b, task["lineage"]))
+    forged = build.task(B, {**head.payload, "assigned_to": [B.did, C.did]}, now_ms=T + 11, goal=goal,
+                        previous=(head.did,))
+    with pytest.raises(GmpRefused) as refused:
+        b.put_container(forged, received_at_ms=T + 11)
+    assert refused.value.code.startswith("gmp_")
+    assert status(b, task["lineage"])[1] == f'["{B.did}"]'
+
+
+def status_row_did(db, lineage):
+    return db.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (lineage,)).fetchone()[0]
+
+
+def test_a_dead_holder_is_removed_by_the_creator_after_the_grace(nodes):
+    a = nodes[A.did]
+    task = _held_by_b(nodes, "adapter", T)
+    grace = 600_000
+    quiet = service.reassign_stale(a, A, T + HOUR, liveness={B.did: ("dead", T + HOUR - grace + 1)},
+                                   dead_grace_ms=grace)
+    assert quiet["reassigned"] == []  # dead for less than the grace: a restart costs nothing
+    due = service.task_due(a, T + HOUR, liveness={B.did: "dead"})
+    assert [(r["lineage"], r["due"]) for r in due] == [(task["lineage"], "holder_dead")]
+    moved = service.reassign_stale(a, A, T + HOUR, liveness={B.did: ["dead", T]}, dead_grace_ms=grace)
+    assert [(r["task"], r["removed"], r["why"]) for r in moved["reassigned"]] == [(task["lineage"], [B.did],
+                                                                                    "reassigned_dead")]
+    assert moved["push"] == [{"to": B.did, "dids": [moved["reassigned"][0]["did"]]}]
+    assert status(a, task["lineage"])[:2] in (("pending", None), ("pending", "[]"))
+    holders = service.task_show(a, task=task["lineage"], now_ms=T + HOUR)["holders"]
+    assert [(h["assignee"], h["ended"]) for h in holders] == [(B.did, "reassigned_dead")]
+    assert [r["due"] for r in service.task_due(a, T + HOUR)] == ["unassigned"]
+
+
+def test_an_overdue_holder_is_removed_and_due_states_follow_the_clock(nodes):
+    a = nodes[A.did]
+    task = _held_by_b(nodes, "report", T)
+    row = a.conn.execute("SELECT due_at_ms, overdue_at_ms FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()
+    due_at, overdue_at = row
+    assert due_at == T + 4 + DAY and overdue_at == due_at + HOUR  # default check a day on, grace an hour
+    assert service.task_due(a, due_at - 1) == []
+    assert [r["due"] for r in service.task_due(a, due_at)] == ["due"]
+    assert [r["due"] for r in service.task_due(a, overdue_at)] == ["overdue"]
+    assert [r["due"] for r in service.task_due(a, due_at - 1, include_all=True)] == [None]
+    assert service.reassign_stale(a, A, overdue_at - 1, liveness={}, dead_grace_ms=1)["reassigned"] == []
+    moved = service.reassign_stale(a, A, overdue_at, liveness={}, dead_grace_ms=1)
+    assert [r["why"] for r in moved["reassigned"]] == ["reassigned_overdue"]
+
+
+def test_a_cancelled_goal_abandons_its_creators_open_tasks(nodes):
+    a = nodes[A.did]
+    task = _held_by_b(nodes, "docs", T)
+    goal = a.conn.execute("SELECT goal_lineage FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()[0]
+    result = service.goal_cancel(a, A, T + 20, goal=goal, reason="the bridge was cancelled upstream")
+    assert result["abandoned"] == [task["lineage"]]
+    assert status(a, task["lineage"])[0] == "abandoned"
+    assert {p["to"] for p in result["push"]} == {B.did}
+    with pytest.raises(GmpError) as err:
+        service.task_add(a, A, T + 21, goal=goal, title="more")
+    assert err.value.code == "goal_closed"
