@@ -173,3 +173,19 @@ def test_settings_come_from_the_config(tmp_path):
     config = load_config(tmp_path, environ={"MESHNODE_GMP_DEAD_GRACE_SECONDS": "2", "MESHNODE_SYNC_MIN_TRUST": "0.4"})
     assert GmpSettings.from_config(config) == GmpSettings(offer_s=3600.0, receipt_s=60.0, dead_grace_s=2.0,
                                                           check_s=30.0, min_trust=0.4)
+
+
+def test_coworkers_are_chosen_by_this_node_never_by_a_stranger(tmp_path):
+    """The audience of its own goals, and the creators of goals it signed something under, are not
+    strangers to a node; a stranger's goal merely naming it makes no one known."""
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        assert await gmp.coworkers() == set()
+        theirs = await store.write(lambda db: service.goal_add(db, b, clock[0], title="b's", participants=[a.did]))
+        assert await gmp.coworkers() == set()  # named as participant by b: b is still a stranger
+        await gmp.command("goal_add", {"title": "mine", "participants": [c.did]})
+        assert await gmp.coworkers() == {c.did}
+        await gmp.command("task_add", {"goal": theirs["lineage"], "title": "a's part"})
+        assert await gmp.coworkers() == {b.did, c.did}  # a signed under b's goal: its own choice
+
+    run_with_node(tmp_path, lambda b, c: {}, body)

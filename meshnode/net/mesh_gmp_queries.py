@@ -117,15 +117,18 @@ def audience_peers(db: Database, me: str) -> list[str]:
 
 def coworkers(db: Database, me: str) -> list[str]:
     """Peers this node chose to work with: the audience of the goals it created (participants it
-    named, assignees whose acceptance it took) and the creators of tasks it holds (it accepted
-    their offer). Their containers are not a stranger's (store.known); a goal naming this node
-    that someone else created makes no one known, so strangers cannot use it to skip quotas."""
+    named, assignees whose acceptance it took), the creators of tasks it holds (it accepted their
+    offer) and of goals under which it signed anything. Their containers are not a stranger's
+    (store.known); a goal naming this node that someone else created makes no one known until
+    this node signs something under it, so strangers cannot use one to skip the quotas."""
     with sql_errors("listing coworkers"):
         rows = db.conn.execute(
-            "SELECT a.did FROM gmp_audience a JOIN goals g ON g.lineage = a.goal_lineage WHERE g.creator_did = ?"
+            "SELECT a.did FROM gmp_audience a JOIN goals g ON g.lineage = a.goal_lineage WHERE g.creator_did = :me"
             " UNION SELECT t.creator_did FROM tasks t, json_each(t.assigned_to) h"
-            " WHERE json_valid(t.assigned_to) AND h.value = ? AND t.creator_did IS NOT NULL LIMIT ?",
-            (me, me, MAX_AUDIENCE * 4)).fetchall()
+            " WHERE json_valid(t.assigned_to) AND h.value = :me AND t.creator_did IS NOT NULL"
+            " UNION SELECT g.creator_did FROM goals g WHERE g.creator_did IS NOT NULL AND EXISTS (SELECT 1 FROM"
+            " gmp_members m JOIN containers c ON c.did = m.did WHERE m.goal_lineage = g.lineage AND c.sender_did = :me)"
+            " LIMIT :limit", {"me": me, "limit": MAX_AUDIENCE * 4}).fetchall()
     return [r[0] for r in rows if r[0] != me]
 
 
