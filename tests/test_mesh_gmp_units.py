@@ -189,3 +189,21 @@ def test_coworkers_are_chosen_by_this_node_never_by_a_stranger(tmp_path):
         assert await gmp.coworkers() == {b.did, c.did}  # a signed under b's goal: its own choice
 
     run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_an_acceptance_not_reacted_to_is_taken_up_by_the_check(tmp_path):
+    """An acceptance stored while no reaction ran (dropped in a flood, or before a restart)
+    still assigns its acceptor at the next check."""
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await gmp.command("goal_add", {"title": "g"}))["lineage"]
+        task = (await gmp.command("task_add", {"goal": goal, "title": "t"}))["lineage"]
+        await gmp.command("task_assign", {"task": task, "candidates": [b.did]})
+        await store.write(lambda db: service.task_accept(db, b, clock[0] + 1, task=task))
+        shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
+        assert shown["assigned_to"] == []
+        await gmp.check()
+        shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
+        assert shown["assigned_to"] == [b.did]
+
+    run_with_node(tmp_path, lambda b, c: {}, body)

@@ -83,10 +83,7 @@ class MeshGmp:
     def __init__(self, store, mesh, key, settings: GmpSettings, metrics, clock: Callable[[], int] = now_ms,
                  service=None):
         if service is None:
-            try:
-                from meshnode.gmp import service
-            except ImportError:  # a build without the GMP service: the node runs, GMP commands say so
-                service = None
+            from meshnode.gmp import service
         self.store, self.mesh, self.key, self.settings = store, mesh, key, settings
         self.metrics, self.clock, self.service = metrics, clock, service
         self._nursery: trio.Nursery | None = None
@@ -100,39 +97,30 @@ class MeshGmp:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            if self.service is not None:
-                nursery.start_soon(self._react_forever)
-                nursery.start_soon(self._check_forever)
+            nursery.start_soon(self._react_forever)
+            nursery.start_soon(self._check_forever)
             task_status.started(self)
             await trio.sleep_forever()
 
     def arrived(self, did: str, received_from: str | None) -> None:
         """A GMP container stored from the network (called by the Mesh; never blocks)."""
-        if self.service is None:
-            return
         try:
             self._arrived_send.send_nowait((did, received_from))
-        except trio.WouldBlock:  # a flood: the periodic check and sync catch up with what is dropped here
+        except trio.WouldBlock:  # a flood: the periodic check takes up acceptances dropped here
             self.metrics.inc("gmp_reactions_dropped")
 
     async def sync_peers(self) -> set[str]:
         """Peers sync sessions must reach besides connected ones and friends: those sharing a goal."""
-        if self.service is None:
-            return set()
         return set(await self.store.read(q.audience_peers, self.key.did))
 
     async def coworkers(self) -> set[str]:
         """Peers whose containers are not a stranger's because this node chose to work with them."""
-        if self.service is None:
-            return set()
         return set(await self.store.read(q.coworkers, self.key.did))
 
     # --- control commands ----------------------------------------------------------
 
     async def command(self, cmd: str, args: dict):
         """Run control command ``cmd`` (one of COMMANDS) with the service's keyword ``args``."""
-        if self.service is None:
-            raise MeshnodeError("gmp_unavailable", "this build of the node has no GMP service")
         if cmd == "task_assign":
             return await self._assign(dict(args))
         if cmd == "task_due":
@@ -324,10 +312,10 @@ class MeshGmp:
         fresh = [d for d in dict.fromkeys(dids) if self._reacted.peek(d) is None]
         if not fresh:
             return
-        for d in fresh:
-            self._reacted.put(d, True)
         now = self.clock()
         result = await self.store.write(lambda db: self.service.on_admitted(db, self.key, now, fresh))
+        for d in fresh:  # only once it succeeded: a failed reaction is tried again (check)
+            self._reacted.put(d, True)
         published = list(result.get("published", []))
         if published:
             self.metrics.inc("gmp_reactions", len(published))
@@ -360,6 +348,9 @@ class MeshGmp:
             log.info("task %s taken back from %s (%s)", moved.get("task"), moved.get("removed"), moved.get("why"))
         await self.push(result.get("push", []), wait_s=0)
         await self._react(_written(result))
+        # acceptances of open offers that no version cites yet: a reaction dropped in a flood, or
+        # lost to a restart between storing one and reacting to it (on_admitted does each once)
+        await self._react(await self.store.read(q.uncited_acceptances, self.key.did, now))
         offered = await self._offer_again(now)
         retried = await self._retry_offers(now)
         return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}

@@ -68,6 +68,17 @@ def unanswered_offers(db: Database, me: str, now_ms: int, older_than_ms: int) ->
     return out
 
 
+def uncited_acceptances(db: Database, me: str, now_ms: int, limit: int = 64) -> list[str]:
+    """Acceptances of this node's open offers that no task version cites in ``related.agreed``."""
+    with sql_errors("listing acceptances"):
+        rows = db.conn.execute(
+            "SELECT e.did FROM gmp_entries e JOIN gmp_entries o ON o.did = e.offer WHERE e.kind = 'acceptance'"
+            " AND o.kind = 'delegation' AND o.signer = ? AND o.expires_ms > ? AND NOT EXISTS (SELECT 1 FROM"
+            " container_links l WHERE l.relation = 'agreed' AND l.target_did = e.did) LIMIT ?",
+            (me, now_ms, limit)).fetchall()
+    return [r[0] for r in rows]
+
+
 def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
     """Whether ``task`` (lineage) has an offer still open made since its shown version (an older
     one was answered, or offered the task to a holder since removed)."""
