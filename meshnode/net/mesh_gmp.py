@@ -46,6 +46,7 @@ LOOKUP_TIMEOUT_S = 20.0
 MAX_TAGS = 8  # tags of one task looked up as interests
 REOFFERS_PER_CHECK = 8  # tasks taken back offered again per check (each costs interest lookups)
 QUEUE = 1024  # admitted DIDs waiting for a reaction
+PENDING_WATCHED = 4096  # pending containers looked at again after each batch of arrivals
 
 WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
           "task_refuse", "task_progress", "task_done", "task_release"}
@@ -291,6 +292,8 @@ class MeshGmp:
         if tries >= FETCH_TRIES:
             return
         self._pending[did] = tries + 1
+        while len(self._pending) > PENDING_WATCHED:  # the store keeps them; sync releases them
+            del self._pending[next(iter(self._pending))]
         peer = pending.get("from") or sender
         missing = [m for m in pending.get("missing", []) if isinstance(m, str)][:64]
         if not peer or not missing or peer == self.key.did:
