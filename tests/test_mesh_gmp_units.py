@@ -42,6 +42,9 @@ class FakeMesh:
     async def refresh_known(self):
         pass
 
+    def remember_refusals(self, did, batch, ack):
+        pass
+
 
 def dead(db, did: str, now: int) -> None:
     upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")

@@ -246,6 +246,7 @@ class MeshGmp:
             log.warning("%s refused GMP container %s: %s %s", to, item.get("index"), item.get("code"),
                         item.get("reason"))
             self.metrics.inc("gmp_push_rejected", code=str(item.get("code"))[:40])
+        self.mesh.remember_refusals(to, containers, ack)  # not pushed to it again by sync
         self.metrics.inc("gmp_pushed", len(containers))
         return True
 

@@ -203,7 +203,7 @@ class SyncMixin:
                 if c is not None:
                     batch.append(c)
             if batch:
-                self._remember_quota_refusals(did, batch, await self.push(did, batch))
+                self.remember_refusals(did, batch, await self.push(did, batch))
                 pushed += len(batch)
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
@@ -217,11 +217,14 @@ class SyncMixin:
         self.metrics.inc("sync_fetched", fetched)
         return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
 
-    def _remember_quota_refusals(self, did: str, batch: list, ack: dict) -> None:
-        """Containers the peer refused over their author's quota are not pushed to it again."""
+    def remember_refusals(self, did: str, batch: list, ack: dict) -> None:
+        """Containers the peer refused over their author's quota, or at GMP admission (a peer whose
+        rules differ from ours: pushing one again would only be counted against us), are not
+        pushed to it again."""
         for item in ack.get("rejected", []) if isinstance(ack, dict) else []:
             index = item.get("index") if isinstance(item, dict) else None
-            if item.get("code") == "quota" and isinstance(index, int) and 0 <= index < len(batch):
+            code = str(item.get("code")) if isinstance(item, dict) else ""
+            if (code == "quota" or code.startswith("gmp_")) and isinstance(index, int) and 0 <= index < len(batch):
                 self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
 
     async def _sync_forever(self) -> None:
