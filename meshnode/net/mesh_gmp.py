@@ -45,6 +45,7 @@ PUSH_TIMEOUT_S = 20.0  # one target's pushes, reach included
 LOOKUP_TIMEOUT_S = 20.0
 MAX_TAGS = 8  # tags of one task looked up as interests
 REOFFERS_PER_CHECK = 8  # tasks taken back offered again per check (each costs interest lookups)
+REOFFER_BUDGET_S = 60.0  # the rest waits for the next check (the views remember what is left)
 QUEUE = 1024  # admitted DIDs waiting for a reaction
 PENDING_WATCHED = 4096  # pending containers looked at again after each batch of arrivals
 
@@ -355,7 +356,9 @@ class MeshGmp:
         # acceptances of open offers that no version cites yet: a reaction dropped in a flood, or
         # lost to a restart between storing one and reacting to it (on_admitted does each once)
         await self._react(await self.store.read(q.uncited_acceptances, self.key.did, now))
-        offered = await self._offer_again(now)
+        offered = []
+        with trio.move_on_after(REOFFER_BUDGET_S):  # slow DHT lookups hold up no other check for long
+            offered = await self._offer_again(now)
         retried = await self._retry_offers(now)
         return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}
 
