@@ -150,9 +150,9 @@ class MeshGmp:
         result = await self.store.write(lambda db: fn(db, self.key, now, **kwargs))
         self.metrics.inc("gmp_written", cmd=name)
         result = dict(result)
-        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
         result["pushed"] = await self.push(result.get("push", []))
         await self._react(_written(result), echo=True)
+        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
         return result
 
     async def _refresh_known(self) -> None:
@@ -281,9 +281,9 @@ class MeshGmp:
                 self._pending.pop(did, None)
             else:
                 await self._fetch_missing(did, state[did], senders.get(did))
+        await self._react(admitted)
         if admitted:
             await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
-        await self._react(admitted)
 
     async def _fetch_missing(self, did: str, pending: dict, sender: str | None) -> None:
         """Fetch what a pending container waits for, from the peer that sent it."""
