@@ -267,34 +267,43 @@ def test_ratings_are_listed_and_withdrawn(db):
 
 
 def test_goals_and_tasks_are_read_changed_and_deleted(db):
-    ok(db, "goal_add", {"title": "ship"})
+    shared = ok(db, "goal_add", {"title": "ship"})  # a goal the agent makes is signed (GMP)
     assert ok(db, "goal_read", {"id": 1})["tasks"] == []
     ok(db, "goal_update", {"id": 1, "title": "ship it", "status": "paused", "priority": "high"})
-    assert rows(db, "SELECT name, status, priority, updated_at FROM goals") \
-        == [("ship it", "paused", "high", "2027-01-15 08:00:00")]
-    ok(db, "goal_update", {"id": 1, "priority": 0.1})
-    assert rows(db, "SELECT priority FROM goals") == [("low",)]
-    assert refused(db, "goal_update", {"id": 1})
-    assert refused(db, "goal_update", {"id": 9, "status": "active"}) == "no goal 9"
+    assert rows(db, "SELECT name, status, priority, lineage FROM goals") == [("ship it", "paused", 0.75,
+                                                                             shared["lineage"])]
+    assert rows(db, "SELECT count(*) FROM containers WHERE class = 'goal'") == [(2,)]  # a new version, signed
+    assert "shared" in refused(db, "goal_delete", {"id": 1})
+    with db.transaction() as conn:  # a local goal (from before GMP) changes in place
+        lg = conn.execute("INSERT INTO goals (name) VALUES ('local')").lastrowid
+    ok(db, "goal_update", {"id": lg, "priority": 0.1})
+    assert rows(db, f"SELECT priority FROM goals WHERE id = {lg}") == [(0.1,)]
+    assert refused(db, "goal_update", {"id": lg})
+    assert refused(db, "goal_update", {"id": 99, "status": "active"}) == "no goal 99"
     assert "status" in refused_at_extraction("goal_update", {"id": 1, "status": "gone"})
     assert "priority" in refused_at_extraction("goal_update", {"id": 1, "priority": 2})
-    assert ok(db, "task_add", {"name": "write", "goal_id": 1, "priority": 5, "tags": ["x"]}) == {"id": 1}
-    assert refused(db, "task_add", {"name": "orphan", "goal_id": 9}) == "no goal 9"
-    assert ok(db, "goal_read", {"id": 1})["tasks"] == [{"id": 1, "name": "write", "status": "open", "priority": 5}]
-    task = ok(db, "task_read", {"id": 1})
-    assert (task["goal_id"], task["tags"], task["status"]) == (1, ["x"], "open")
+    task = ok(db, "task_add", {"title": "write", "goal": shared["lineage"], "priority": 0.5, "tags": ["x"]})
+    assert task["task"] == task["lineage"].removeprefix("did:hmp:container:uEi")[:10]
+    assert "names no goal" in refused(db, "task_add", {"title": "orphan", "goal": "nosuchgoal"})
+    lt = ok(db, "task_add", {"title": "local one", "priority": 0.9})["id"]
+    assert ok(db, "goal_read", {"id": 1})["tasks"] == [{"id": 1, "name": "write", "status": "pending",
+                                                        "priority": 0.5}]
+    local = ok(db, "task_read", {"id": lt})
+    assert (local["goal_id"], local["status"]) == (None, "pending")
+    assert "shared" in refused(db, "task_delete", {"id": 1})
     with db.transaction() as conn:
-        conn.execute("INSERT INTO goal_links (parent_goal_id, child_goal_id) VALUES (1, 1)")
-        conn.execute("INSERT INTO llm_recent_responses (role, content, task_id) VALUES ('assistant', 'hi', 1)")
-    assert ok(db, "goal_delete", {"id": 1}) == {"deleted": 1, "tasks_detached": 1}
-    assert refused(db, "goal_read", {"id": 1}) == "no goal 1"
-    assert rows(db, "SELECT goal_id FROM tasks") == [(None,)] and rows(db, "SELECT * FROM goal_links") == []
-    assert ok(db, "task_delete", {"id": 1}) == {"deleted": 1}
+        conn.execute("INSERT INTO goal_links (parent_goal_id, child_goal_id) VALUES (?, ?)", (lg, lg))
+        conn.execute("INSERT INTO tasks (name, goal_id) VALUES ('under local', ?)", (lg,))
+        conn.execute("INSERT INTO llm_recent_responses (role, content, task_id) VALUES ('assistant', 'hi', ?)", (lt,))
+    assert ok(db, "goal_delete", {"id": lg}) == {"deleted": lg, "tasks_detached": 1}
+    assert refused(db, "goal_read", {"id": lg}) == f"no goal {lg}"
+    assert rows(db, "SELECT * FROM goal_links") == []
+    assert ok(db, "task_delete", {"id": lt}) == {"deleted": lt}
     assert rows(db, "SELECT task_id FROM llm_recent_responses") == [(None,)]
-    assert refused(db, "task_read", {"id": 1}) == "no task 1"
+    assert refused(db, "task_read", {"id": lt}) == f"no task {lt}"
     running = ok(db, "llm_task", {"task_description": "look around", "mode": "read_only_loop"})["task_id"]
     assert "running auxiliary loop" in refused(db, "task_delete", {"id": running})
-    assert rows(db, "SELECT id FROM tasks") == [(running,)]
+    assert running in [r[0] for r in rows(db, "SELECT id FROM tasks")]
 
 
 def test_agents_are_added_and_only_unrecorded_ones_deleted(db):

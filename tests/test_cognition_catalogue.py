@@ -80,9 +80,8 @@ def test_the_tool_definitions_carry_every_commands_argument_schema():
         assert params["type"] == "object" and params["additionalProperties"] is False
         assert set(params["properties"]) == set(command_type(name).schema.fields)
         assert params == catalogue.arguments_schema(command_type(name))
-    assert tools["task_add"]["parameters"]["required"] == ["name"]
-    assert tools["task_add"]["parameters"]["properties"]["priority"] == {"type": "integer", "minimum": -1000,
-                                                                         "maximum": 1000}
+    assert tools["task_add"]["parameters"]["required"] == ["title"]
+    assert tools["task_add"]["parameters"]["properties"]["priority"] == {"type": "number", "minimum": 0, "maximum": 1}
     for gate_tool in openai_tools():  # the gate's tools are offered exactly as the gate defines them
         assert tools[gate_tool["function"]["name"]] == gate_tool["function"]
 

@@ -56,7 +56,8 @@ def test_the_cycle_thinks_acts_refuses_bad_commands_and_notices_repetition(tmp_p
             assert conn.execute("SELECT type, cmd_id, status FROM emergency_decisions").fetchall() == [
                 ("diary_add", "d1", "ok")]
             assert conn.execute("SELECT content FROM llm_memory").fetchall() == [("check the diary",)]
-            assert conn.execute("SELECT name, priority FROM goals").fetchall() == [("learn the committee protocol", "high")]
+            assert conn.execute("SELECT name, priority, lineage IS NOT NULL FROM goals").fetchall() \
+                == [("learn the committee protocol", 0.8, 1)]  # signed by the node (GMP)
             errors = dict(conn.execute("SELECT name, value FROM process_log WHERE name IN ('cmd:x1', 'cmd:x2')"))
             assert "unknown_type" in errors["cmd:x1"] and "bad_args" in errors["cmd:x2"]
             # the repeated answer was noticed and neither stored again nor run twice
@@ -196,8 +197,8 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
          "args": {"task_description": "count the notes", "mode": "question"}}),
         "Waiting for the helpers to finish their work."])
     helper = llms("helper", ["I will close both tasks and keep the diary tidy. " + command_block(
-        {"cmd_id": "u1", "type": "task_update", "args": {"id": 1, "status": "done"}},
-        {"cmd_id": "u2", "type": "task_update", "args": {"id": 2, "status": "done"}},
+        {"cmd_id": "u1", "type": "task_update", "args": {"id": 1, "status": "completed"}},
+        {"cmd_id": "u2", "type": "task_update", "args": {"id": 2, "status": "completed"}},
         {"cmd_id": "n1", "type": "note_add", "args": {"text": "the diary is empty", "audience": "public"}},
         {"cmd_id": "d1", "type": "diary_add", "args": {"text": "written by a helper"}},
         {"cmd_id": "r1", "type": "diary_list", "args": {}}), "Nothing more to do."])
@@ -219,7 +220,7 @@ def test_an_auxiliary_loop_may_change_only_its_own_task(tmp_path, llms):
             assert {r["cmd_id"] for r in logged if r["status"] == "ok"} == {"u1", "u2", "n1", "r1"} - \
                 {r["cmd_id"] for r in refused}
             statuses = dict(conn.execute("SELECT id, status FROM tasks"))
-            assert sorted(statuses.values()) == ["done", "in_progress"]  # only its own task changed
+            assert sorted(statuses.values()) == ["completed", "in_progress"]  # only its own task changed
             # starting a task needs no mesh: nothing recorded for revision, nothing in the diary (isolated mode)
             assert conn.execute("SELECT count(*) FROM diary_entries").fetchone()[0] == 0
             assert conn.execute("SELECT count(*) FROM emergency_decisions").fetchone()[0] == 0

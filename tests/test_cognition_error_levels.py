@@ -49,7 +49,7 @@ async def test_one_note_per_distinct_crash_and_a_crashed_helper_is_frozen(tmp_pa
         task = await store.write(add_task)
         await error_levels.aux_crashed(store, crashes, task, RuntimeError("helper fell over"))
         row = await store.read(lambda db: db.conn.execute("SELECT status, repl_status FROM tasks").fetchone())
-        assert row == ("frozen", "error")
+        assert row == ("paused", "error")
         assert "auxiliary loop of task" in (await store.read(_notes))[-1][3]
 
         def break_tasks(db):

@@ -40,15 +40,16 @@ def test_the_llm_is_told_every_command_with_its_arguments_and_gets_details_on_re
             line = next((x for x in catalogue.splitlines() if x.startswith(f"{name}(")), None)
             assert line is not None, f"{name} is not shown to the LLM"
             assert all(f"{arg}{'' if req else '?'}:" in line for arg, (_, req) in command_type(name).schema.fields.items())
-        assert "task_add(name:str, description?:str, goal_id?:int, priority?:int, tags?:[str])" in catalogue
+        assert ("task_add(title:str, goal?:str, description?:str, parent?:str, deadline_ms?:int, check_every_s?:int,"
+                " priority?:0..1, tags?:[str])") in catalogue
         # the tool definitions carry the same argument schemas
         tools = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
         assert sorted(tools) == command_names()
-        assert tools["task_add"]["required"] == ["name"] and "goal_id" in tools["task_add"]["properties"]
+        assert tools["task_add"]["required"] == ["title"] and "goal" in tools["task_add"]["properties"]
         assert tools["write_file"]["properties"]["content"]["maxLength"] == 1 << 20
         # help TYPE answered in the next tick's results: each argument in words, and an example
         results = section(prompt(second), "Results of your last commands and processes (context 4)")
-        assert "cmd:h1 [ok]" in results and "optional: an integer from -1000 to 1000" in results
+        assert "cmd:h1 [ok]" in results and "optional: a number from 0 to 1" in results
         assert '"example"' in results
     finally:
         node.kill()

@@ -68,7 +68,7 @@ def test_a_fact_check_tasks_verdict_moves_its_fact_to_verified_or_rejected(tmp_p
         {"cmd_id": "v2", "type": "task_update", "args": {"id": 2, "verdict": "rejected", "evidence": "seen it"}},
         {"cmd_id": "h1", "type": "llm_task", "target_llm": "helper",
          "args": {"task_id": 3, "task_description": "check this claim", "mode": "question"}},
-        {"cmd_id": "v3", "type": "task_add", "args": {"name": "not a fact check"}},
+        {"cmd_id": "v3", "type": "task_add", "args": {"title": "not a fact check"}},
         {"cmd_id": "v4", "type": "task_update", "args": {"id": 4, "verdict": "verified"}})
     llm = llms("main", [first, second, "Done with the facts."])
     helper = llms("helper", ["Bats see. " + command_block(
@@ -89,7 +89,7 @@ def test_a_fact_check_tasks_verdict_moves_its_fact_to_verified_or_rejected(tmp_p
             resolution = json.loads(conn.execute("SELECT resolution_json FROM unverified_facts WHERE status ="
                                                  " 'verified'").fetchone()[0])
             assert resolution == {"status": "verified", "evidence": "a handbook", "task_id": 1}
-            assert dict(conn.execute("SELECT id, status FROM tasks")) == {1: "done", 2: "done", 3: "done", 4: "open"}
+            assert dict(conn.execute("SELECT id, status FROM tasks")) == {1: "completed", 2: "completed", 3: "completed", 4: "pending"}
             [wrong] = _logged(conn, "cmd:v4")
             assert wrong["status"] == "error" and "checks no unverified fact" in wrong["error"]
     finally:
@@ -98,7 +98,7 @@ def test_a_fact_check_tasks_verdict_moves_its_fact_to_verified_or_rejected(tmp_p
 
 def test_a_timeout_restarts_the_tick_and_an_executor_error_freezes_its_task(tmp_path, llms):
     plan = "A task for me and a question for a helper. " + command_block(
-        {"cmd_id": "t1", "type": "task_add", "args": {"name": "survey the diary"}},
+        {"cmd_id": "t1", "type": "task_add", "args": {"title": "survey the diary"}},
         {"cmd_id": "t2", "type": "llm_task", "target_llm": "helper",
          "args": {"task_description": "find the entry about bridges", "mode": "read_only_loop", "max_ticks": 3}})
     work = "Working on task 1. " + command_block(
@@ -113,7 +113,7 @@ def test_a_timeout_restarts_the_tick_and_an_executor_error_freezes_its_task(tmp_
         node.cli("llm", "add", "helper", "--url", helper.url, "--model", "m")
         node.start()
         with closing(_db(node)) as conn:
-            wait_until(lambda: conn.execute("SELECT count(*) FROM tasks WHERE status = 'frozen'").fetchone()[0] == 2,
+            wait_until(lambda: conn.execute("SELECT count(*) FROM tasks WHERE status = 'paused'").fetchone()[0] == 2,
                        90, "both tasks to be frozen")
             # timeout: logged at its level, and the same tick asked again at once, told why
             timeout = [json.loads(v) for v, s in conn.execute("SELECT value, status FROM process_log"
@@ -127,8 +127,8 @@ def test_a_timeout_restarts_the_tick_and_an_executor_error_freezes_its_task(tmp_
             # failed read froze its own task and stopped its loop
             tasks = {name: (status, repl) for name, status, repl in conn.execute(
                 "SELECT name, status, repl_status FROM tasks")}
-            assert tasks == {"survey the diary": ("frozen", "stopped"),
-                             "find the entry about bridges": ("frozen", "error")}
+            assert tasks == {"survey the diary": ("paused", "stopped"),
+                             "find the entry about bridges": ("paused", "error")}
             frozen = _logged(conn, "cmd:freeze:1")
             assert frozen and frozen[0]["cmd_id"] == "r1" and "no diary entry" in frozen[0]["error"]
             wait_until(lambda: len(helper.seen()) >= 1, 30, "the helper to be asked")

@@ -213,3 +213,42 @@ def test_a_cancelled_goal_abandons_its_creators_open_tasks(nodes):
     with pytest.raises(GmpError) as err:
         service.task_add(a, A, T + 21, goal=goal, title="more")
     assert err.value.code == "goal_closed"
+
+
+def test_participants_decompose_a_goal_and_strangers_cannot(nodes):
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="census", participants=[B.did])
+    carry(nodes, a, goal)
+    task = service.task_add(b, B, T + 1, goal=goal["lineage"], title="count the north")  # cites the goal version
+    assert task["push"] == [{"to": A.did, "dids": [task["did"]]}]
+    carry(nodes, b, task)
+    assert a.conn.execute("SELECT creator_did FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone() == (B.did,)
+    c.put_container(load_stored(a.conn, goal["did"]), received_at_ms=T)  # C holds the goal, takes no part in it
+    with pytest.raises(GmpError) as err:
+        service.task_add(c, C, T + 2, goal=goal["lineage"], title="count the south")
+    assert err.value.code == "not_allowed" and "participants" in err.value.reason
+
+
+def test_a_participant_added_later_gets_every_version_of_the_goal(nodes):
+    a, c = nodes[A.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="harvest", participants=[B.did])
+    service.goal_update(a, A, T + 1, goal=goal["lineage"], title="the harvest")
+    added = service.goal_update(a, A, T + 2, goal=goal["lineage"], add_participants=[C.did])
+    to_c = [p["dids"] for p in added["push"] if p["to"] == C.did][0]
+    assert len(to_c) == 3 and to_c[0] == goal["did"] and to_c[-1] == added["did"]
+    carry(nodes, a, added, only=C.did)
+    assert c.conn.execute("SELECT name, participants FROM goals").fetchone()[0] == "the harvest"
+
+
+def test_the_creators_node_joins_a_fork_of_its_task(nodes):
+    a, b = nodes[A.did], nodes[B.did]
+    task = _held_by_b(nodes, "survey", T)
+    started = service.task_update(b, B, T + 10, task=task["lineage"], status="in_progress")  # B starts ...
+    service.task_update(a, A, T + 11, task=task["lineage"], title="survey the ford")  # ... while A edits
+    carry(nodes, b, started)
+    assert a.conn.execute("SELECT forks FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone() == (1,)
+    joined = service.on_admitted(a, A, T + 12, [started["did"]])
+    assert len(joined["published"]) == 1 and joined["push"] == [{"to": B.did, "dids": joined["published"]}]
+    row = a.conn.execute("SELECT forks, status, name, reason FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()
+    assert row == (0, "in_progress", "survey the ford", "merged")
+    assert service.on_admitted(a, A, T + 13, joined["published"])["published"] == []  # no fork, nothing to join

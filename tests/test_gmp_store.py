@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from gmp_fixtures import A, B, C, HOUR, M, T0, World
 
 from meshnode.container import decode_container, parse_ms
@@ -481,3 +483,29 @@ def test_pending_released_by_a_container_of_another_class(db):
     lineage = case["view"]["lineage"]
     assert db.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (lineage,)).fetchone() == (
         by_name["assigned_c"].did,)
+
+
+FAULTS = next(c for c in VECTORS["cases"] if c["description"].startswith("one fault each"))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(range(len([x for x in FAULTS["containers"] if x["expect"]["outcome"] != "class_schema"]))))
+def test_any_arrival_order_with_forgeries_gives_the_same_rows(tmp_path, order):
+    """The lifecycle with one forged or faulty container per refusal code, in any order: refused ones
+    (at once or when released) never count, and the rows are those of the order they were made in."""
+    now = parse_ms(FAULTS["now"])
+    cs = [decode_container(bytes.fromhex(x["hex"]), now_ms=now) for x in FAULTS["containers"]
+          if x["expect"]["outcome"] != "class_schema"]
+    snaps = []
+    for i, seq in enumerate((cs, [cs[j] for j in order])):
+        d = Database(tmp_path / f"h{len(list(tmp_path.iterdir()))}-{i}.db")
+        try:
+            for c in seq:
+                try:
+                    put(d, c)
+                except GmpRefused:
+                    pass
+            snaps.append(snapshot(d))
+        finally:
+            d.close()
+    assert snaps[0] == snaps[1]

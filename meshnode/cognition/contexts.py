@@ -36,7 +36,7 @@ FORMAT = (
     " task N is frozen for review)\n# End of commands\n"
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
-BUDGET = {"pinned": 4000, "help": 10000, "recent": 6000, "goals": 2000, "results": 4000, "notes": 4000, "system": 1000,
+BUDGET = {"pinned": 4000, "help": 10000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000}
 CUT = "\n[... cut to fit the context budget]"
 

@@ -27,8 +27,8 @@ import logging
 
 import trio
 
-from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
-                                mesh_commands, processes, registry, sending, stagnation)
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
+                                held, isolation, mesh_commands, processes, registry, sending, stagnation)
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -167,9 +167,18 @@ class Cycle:
             out.append({"id": held_id, **result})
         return out
 
+    async def _push_gmp(self) -> None:
+        """What the agent's GMP commands signed goes to the peers concerned at once (gmp-node's push)."""
+        pushes, gmp = executor_gmp.take_pushes(self.key.did), getattr(self.mesh, "gmp", None)
+        if pushes and gmp is not None:
+            await gmp.push(pushes, wait_s=0)
+
     async def _run_command(self, cmd: Command) -> dict:
         if not _deferred(cmd):
-            return await self.store.write(executor.run, self.key, self.clock(), cmd)
+            try:
+                return await self.store.write(executor.run, self.key, self.clock(), cmd)
+            finally:
+                await self._push_gmp()
         mains = await self.store.read(registry.mains)
         if not mains:
             return await self._run_deferred(cmd, None)
@@ -280,6 +289,7 @@ class Cycle:
             verdict = await self._validate(messages[-1]["content"], answer, used.id)
         summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer,
                                                     score, verdict, judged, self.mode)
+        await self._push_gmp()
         ran = []
         for cmd in summary.pop("deferred", []):
             result = await self._run_deferred(cmd, used)

@@ -10,6 +10,7 @@ them in place, ``task_add`` without a goal makes one. Registered on import (exec
 
 from __future__ import annotations
 
+import collections
 import json
 
 from meshnode.cognition import facts
@@ -26,9 +27,23 @@ _REF = text(128)  # a lineage DID, a version's DID or a short id
 _LIMIT = {"limit": (integer(1, 500), False)}
 
 
-def _shown(result: dict) -> dict:
-    """What the agent reads back: the result without the push list (the node pushes; sync repairs)."""
+_OUTBOX: dict[str, collections.deque] = {}  # signer DID -> push lists the cycle hands to the node's GMP service
+
+
+def _shown(result: dict, key) -> dict:
+    """What the agent reads back: the result without its push list, which waits in the outbox for
+    the cycle to push at once (``take_pushes``); without a running mesh, sync carries them."""
+    if result.get("push"):
+        _OUTBOX.setdefault(key.did, collections.deque(maxlen=1024)).append(result["push"])
     return {k: v for k, v in result.items() if k != "push"}
+
+
+def take_pushes(did: str) -> list[dict]:
+    """The push lists of the GMP commands signed by ``did`` since the last call (thread-safe)."""
+    box, out = _OUTBOX.get(did), []
+    while box:
+        out += box.popleft()
+    return out
 
 
 @admin_command("goal_add", "create a goal shared with its participants (signed by this node)",
@@ -38,7 +53,7 @@ def _shown(result: dict) -> dict:
 def _goal_add(db, key, now, args):
     return _shown(service.goal_add(db, key, now, title=args["title"], description=args.get("description"),
                                    priority=args.get("priority"), participants=args.get("participants", ()),
-                                   tags=args.get("tags", ()), public=args.get("public", False)))
+                                   tags=args.get("tags", ()), public=args.get("public", False)), key)
 
 
 @admin_command("goal_list", "goals with their open/total tasks", {**_LIMIT, "status": (one_of(*GOAL_STATUSES), False)},
@@ -72,7 +87,7 @@ def _task_add(db, key, now, args):
                               parent=args.get("parent"), deadline_ms=args.get("deadline_ms"),
                               check_every_s=args.get("check_every_s"), tags=args.get("tags", ()),
                               priority=args.get("priority"))
-    return {**_shown(result), "task": short_container_id(result["lineage"])}
+    return {**_shown(result, key), "task": short_container_id(result["lineage"])}
 
 
 @admin_command("task_update", "change a task: a shared one (task: id) by a new signed version; a local one (id: n)"
@@ -101,7 +116,7 @@ def _task_update(db, key, now, args):
         if "pinned" in args:
             with db.transaction() as conn:
                 conn.execute("UPDATE tasks SET pinned = ? WHERE lineage = ?", (int(args["pinned"]), result["lineage"]))
-        return _shown(result)
+        return _shown(result, key)
     return _local_update(db, key, now, args)
 
 
@@ -154,20 +169,20 @@ def _task_list(db, key, now, args):
                 "expires_s": (integer(60, 30 * 86400), False)})
 def _task_delegate(db, key, now, args):
     return _shown(service.task_offer(db, key, now, task=args["task"], candidates=args["to"],
-                                     expires_s=args.get("expires_s", 3600)))
+                                     expires_s=args.get("expires_s", 3600)), key)
 
 
 @admin_command("task_accept", "accept an offer of a task (the delegator then assigns it to you)",
                {"task": (_REF, True), "offer": (_REF, False)})
 def _task_accept(db, key, now, args):
-    return _shown(service.task_accept(db, key, now, task=args["task"], offer=args.get("offer")))
+    return _shown(service.task_accept(db, key, now, task=args["task"], offer=args.get("offer")), key)
 
 
 @admin_command("task_refuse", "refuse an offer of a task",
                {"task": (_REF, True), "offer": (_REF, False), "reason": (text(1024), False)})
 def _task_refuse(db, key, now, args):
     return _shown(service.task_refuse(db, key, now, task=args["task"], offer=args.get("offer"),
-                                      reason=args.get("reason")))
+                                      reason=args.get("reason")), key)
 
 
 @admin_command("task_progress", "report progress (0..1) on a task you hold; check_in also moves its next check on",
@@ -175,11 +190,11 @@ def _task_refuse(db, key, now, args):
                 "check_in": (boolean, False)})
 def _task_progress(db, key, now, args):
     return _shown(service.task_progress(db, key, now, task=args["task"], progress=args["progress"],
-                                        summary=args.get("summary"), check_in=args.get("check_in", False)))
+                                        summary=args.get("summary"), check_in=args.get("check_in", False)), key)
 
 
 @admin_command("task_done", "complete a task you hold (failed: true if it could not be done)",
                {"task": (_REF, True), "summary": (text(_LONG), False), "failed": (boolean, False)})
 def _task_done(db, key, now, args):
     return _shown(service.task_done(db, key, now, task=args["task"], summary=args.get("summary"),
-                                    failed=args.get("failed", False)))
+                                    failed=args.get("failed", False)), key)

@@ -24,6 +24,7 @@ from meshnode.store.database import Database, sql_errors
 
 TAG = "emergency_consensus"
 _SHARED_KNOWLEDGE = ("diary_add", "concept_add", "link_add")
+_SHARED_WORK = ("task_delegate", "task_accept", "task_refuse")  # answers another agent waits for
 _LISTED = 50  # decisions named in the revisit task; the rest are counted
 KEEP = 10_000  # rows kept
 
@@ -39,6 +40,8 @@ def needs_mesh(cmd_type: str, args: dict) -> str | None:
         return "changes the ethics policies"
     if cmd_type == "note_add" and args.get("audience", "private") != "private":
         return f"leaves the node (audience {args.get('audience')})"
+    if cmd_type in _SHARED_WORK:
+        return "work shared with other agents (GMP)"
     if cmd_type in _SHARED_KNOWLEDGE:
         return "knowledge shared with friends"
     if cmd_type in (*gate_commands.ASYNC_TYPES, *processes.ASYNC_TYPES) and (kind is None or kind.mutating):

@@ -15,7 +15,7 @@ containers it published and the ``push`` list, like every service action.
 from __future__ import annotations
 
 from meshnode.container import Container, format_ms, parse_ms
-from meshnode.gmp import build, rules
+from meshnode.gmp import build, rules, view
 from meshnode.gmp.reads import TASK_TERMINAL, held, task_row
 from meshnode.gmp.service import Push, _store, _task_push, _task_version
 from meshnode.store import lineage as lineage_index
@@ -39,12 +39,50 @@ def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
                 offer = held(db, p["offer"])
                 if offer is not None and offer.sender_did == key.did:
                     _assign(db, key, now_ms, offer, push, published)
-        elif c.cls == "task" and key.did in (p.get("assigned_to") or []) and c.sender_did != key.did:
-            before = [held(db, d) for d in c.related.get("previous_version") or []]
-            if not any(v is not None and key.did in (v.payload.get("assigned_to") or []) for v in before):
-                root = lineage_index.root_of(db.conn, c.did) or c.did
-                _receipt(db, key, now_ms, c, root, push, published)
+        elif c.cls == "task":
+            root = lineage_index.root_of(db.conn, c.did) or c.did
+            if key.did in (p.get("assigned_to") or []) and c.sender_did != key.did:
+                before = [held(db, d) for d in c.related.get("previous_version") or []]
+                if not any(v is not None and key.did in (v.payload.get("assigned_to") or []) for v in before):
+                    _receipt(db, key, now_ms, c, root, push, published)
+            _join(db, key, now_ms, root, push, published)
     return {"published": published, "push": push.result()}
+
+
+def _join(db, key, now_ms, lineage: str, push: Push, published: list) -> None:
+    """A fork of a task this node created is joined by a version naming every head (gmp.md section 5):
+    the creator's fields from its best head, the work (status, progress, next check, notes) from
+    the newest head of an assignee it still names, ``reason: merged``. Best effort: a join the
+    rules refuse leaves the fork shown as it is (every node still shows the same head)."""
+    with sql_errors("looking at a fork"):
+        row = db.conn.execute("SELECT creator_did, forks FROM tasks WHERE lineage = ?", (lineage,)).fetchone()
+        if row is None or row[0] != key.did or not row[1]:
+            return
+        heads = [held(db, d) for d in lineage_index.heads(db.conn, lineage)]
+    heads = [h for h in heads if h is not None]
+    mine = [h for h in heads if h.sender_did == key.did]
+    if len(heads) < 2 or not mine:
+        return
+    base = view.shown_head(mine, key.did)
+    payload = dict(base.payload)
+    holders = payload.get("assigned_to") or []
+    work = [h for h in heads if h.sender_did in holders and h.sender_did != key.did]
+    if work:
+        newest = max(work, key=lambda h: (h.timestamp_ms, h.did))
+        for k in ("status", "progress", "next_check_at", "metrics", "notes"):
+            if k in newest.payload:
+                payload[k] = newest.payload[k]
+    payload["reason"] = "merged"
+    reply = list(base.related.get("in_reply_to") or [])
+    c = build.task(key, payload, now_ms=max(now_ms, *(h.timestamp_ms + 1 for h in heads)), goal=reply[0],
+                   parent_task=reply[1] if len(reply) > 1 else None, depends_on=tuple(base.related.get("depends_on") or ()),
+                   previous=tuple(sorted(h.did for h in heads)), tags=tuple(base.head.get("tags") or ()))
+    try:
+        _store(db, c, now_ms)
+    except rules.GmpRefused:
+        return
+    published.append(c.did)
+    push.add(holders, [c.did])
 
 
 def _receipt(db, key, now_ms, received: Container, about: str, push: Push, published: list) -> None:

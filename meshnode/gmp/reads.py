@@ -276,24 +276,28 @@ def due_of(row: dict, *, now_ms: int, liveness: dict[str, str], offers: list[dic
 
 def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = None, include_all: bool = False) -> list[dict]:
     """Tasks that need a check now: unassigned, holder dead, overdue, due, offer open, needing a
-    decision, forked, or under a closed goal (``include_all``: every open task, with its state)."""
+    decision, or under a closed goal (``include_all``: every open task, with its state, forks
+    included: a fork whose holder is on time is not looked for by the quick path)."""
     liveness = dict(liveness or {})
     dead = sorted(d for d, s in liveness.items() if s == "dead")
-    where = [f"t.{_NOT_DONE}", "t.lineage IS NOT NULL"]
-    params: list = []
-    if not include_all:
-        cond = ["t.assigned_to IS NULL", "t.assigned_to = '[]'", "t.due_at_ms <= ?", "t.forks > 0",
-                "t.delegation_rule = 'meshconsensus'",
-                f"EXISTS (SELECT 1 FROM goals g WHERE g.lineage = t.goal_lineage AND g.status IN {GOAL_TERMINAL})"]
-        params.append(now_ms)
+    open_rows = f"t.{_NOT_DONE} AND t.lineage IS NOT NULL"
+    if include_all:
+        picked, params = f"SELECT t.id FROM tasks t WHERE {open_rows}", []
+    else:  # each part a range scan on an index (the open-task due index, goals, holders), never the whole table
+        parts = [f"SELECT t.id FROM tasks t WHERE {open_rows} AND t.due_at_ms <= ?",
+                 f"SELECT t.id FROM tasks t WHERE {open_rows} AND t.due_at_ms IS NULL",  # nobody holds it
+                 f"SELECT t.id FROM goals g CROSS JOIN tasks t ON t.goal_lineage = g.lineage WHERE g.status IN"
+                 f" {GOAL_TERMINAL} AND t.{_NOT_DONE}"]  # CROSS: closed goals first, then their tasks
+        params = [now_ms]
         if dead:
-            cond.append(f"EXISTS (SELECT 1 FROM json_each(t.assigned_to) a WHERE a.value IN ({','.join('?' * len(dead))}))")
+            parts.append(f"SELECT t.id FROM task_holders h CROSS JOIN tasks t ON t.lineage = h.lineage WHERE h.assignee IN"
+                         f" ({','.join('?' * len(dead))}) AND h.to_version IS NULL AND {open_rows}")
             params += dead
-        where.append("(" + " OR ".join(cond) + ")")
+        picked = " UNION ".join(parts)
     with sql_errors("listing due tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
             f"SELECT {_TASK_COLUMNS}, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage) AS goal_status"
-            f" FROM tasks t WHERE {' AND '.join(where)} ORDER BY coalesce(t.overdue_at_ms, 0), t.timestamp_ms"
+            f" FROM tasks t WHERE t.id IN ({picked}) ORDER BY coalesce(t.overdue_at_ms, 0), t.timestamp_ms"
             " LIMIT 10000", params))]
         offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
     who = names(db, [d for r in found for d in r["assigned_to"]]

@@ -17,8 +17,9 @@ import json
 from meshnode.container import Container, format_ms, parse_ms
 from meshnode.gmp import build
 from meshnode.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
-                                goal_list, goal_row, goal_show, resolve, shown, task_due, task_list, task_row,
+                                goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show)
+from meshnode.store import lineage as lineage_index
 from meshnode.store.database import Database, sql_errors
 
 __all__ = ["GmpError", "goal_add", "goal_update", "goal_cancel", "goal_list", "goal_show", "task_add", "task_update",
@@ -163,6 +164,10 @@ def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=N
         raise GmpError("bad_args", "goal update changes the status, title, description, priority or participants")
     c, row = _goal_version(db, key, now_ms, lineage, changes)
     push = Push(key.did)
+    newcomers = [d for d in people if d not in row["participants"]]
+    if newcomers:  # a new participant has seen no version of the goal: it gets them all, oldest first
+        with sql_errors("collecting a goal's versions"):
+            push.add(newcomers, ordered(db.conn, lineage_index.members(db.conn, lineage)))
     push.add(dict.fromkeys([*row["participants"], *people]), [c.did])
     out = {"did": c.did, "lineage": lineage, "status": c.payload.get("status")}
     if c.payload.get("status") in GOAL_TERMINAL:
@@ -404,6 +409,9 @@ def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires
         _task_push(push, db, row, c)
         return {"did": c.did, "lineage": lineage, "assigned": [key.did], "push": push.result()}
     people = [d for d in people if d != key.did]
+    holding = [d for d in people if d in row["assigned_to"]]
+    if holding:
+        raise GmpError("bad_args", f"{', '.join(holding)} already hold(s) task {lineage}")
     expires = now_ms + expires_s * 1000
     offer = _store(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": people,
                                                         "selection": selection, "expires_at": format_ms(expires)},
@@ -465,6 +473,8 @@ def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None)
 
 
 def task_accept(db, key, now_ms, *, task, offer=None) -> dict:
+    if key.did in task_row(db, resolve(db, task, "task"))["assigned_to"]:
+        raise GmpError("bad_args", "you hold this task already")
     return _answer(db, key, now_ms, task, offer, "acceptance", {})
 
 

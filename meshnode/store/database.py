@@ -112,7 +112,9 @@ class Database:
 
     def put_container(self, c: Container, *, received_at_ms: int, received_from: str | None = None,
                       local: dict | None = None) -> bool:
-        """Store a verified container and its table views; False if it was already here."""
+        """Store a verified container and its table views; False if it was already here, or if it is a
+        GMP container held aside pending (``store.gmp_admission``). A GMP container refused at
+        admission raises ``gmp.rules.GmpRefused`` and nothing is stored."""
         with self.transaction() as conn:
             return _insert(conn, c, received_at_ms, received_from, local)
 

@@ -56,7 +56,7 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
         goal = row[0] if row else about
     _member(conn, c, goal)
     _entry(conn, c, about, held)
-    _recount(conn, about, held)  # an offer may make acceptances count, and so on
+    _recount(conn, about, held, naming=c.did)  # answers to an offer that came after them
     if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
         _show_progress(conn, about, held)
     _audience(conn, goal, c.timestamp_ms, full=c.payload.get("entry_type") == "delegation")
@@ -217,10 +217,11 @@ def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> 
          parse_ms(expires, "expires_at") if isinstance(expires, str) else None, c.timestamp_ms, p.get("summary")))
 
 
-def _recount(conn: sqlite3.Connection, about: str, held: DbHeld) -> None:
-    """Count a lineage's entries again: what they name may have arrived after them."""
-    for did, counted, why in conn.execute("SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?",
-                                          (about,)).fetchall():
+def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None) -> None:
+    """Count a lineage's entries again (or only those naming ``naming`` as their offer or receipt):
+    what they name may have arrived after them."""
+    sql = "SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?" + (" AND offer = ?" if naming else "")
+    for did, counted, why in conn.execute(sql, (about, naming) if naming else (about,)).fetchall():
         entry = held.get(did)
         if entry is None:
             continue
