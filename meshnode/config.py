@@ -72,7 +72,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "expertise": [],
         "roles": [],
     },
-    "sync": {"classes": [], "tags": [], "window_days": 0.0, "min_trust": 0.0},
+    "sync": {"classes": [], "tags": [], "window_days": 0.0, "min_trust": 0.0, "public_goals": False},
+    # GMP (protocols/gmp.md sections 6 and 8; the reason for each default is in README, Settings)
+    "gmp": {"offer_seconds": 3600.0, "receipt_seconds": 60.0, "dead_grace_seconds": 600.0, "check_seconds": 30.0},
     "consensus": {
         "committee": [],
         "propose_ms": 1000,
@@ -198,7 +200,11 @@ _SECTION_NOTES = {
               " remembers (protocols/mesh.md, Storage quotas)",
     "log": "debug, info, warning or error",
     "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
-    "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust",
+    "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust;"
+            " public_goals: also take goals (and their tasks) that anyone may see",
+    "gmp": "goals and tasks across the mesh: how long an offer stays open, when an offer without a receipt"
+           " is pushed again, how long an assignee may be dead before its task is offered again, and how"
+           " often this node looks for such tasks (protocols/gmp.md sections 6 and 8)",
     "consensus": "MeshConsensus: the genesis committee (validator DIDs, the same list on every node) and timeouts",
     "gate": "what the cognitive core may do to this host: its workspace folder, the programs it may run"
             " (empty: a small read-mostly default set), and their limits; the budget of tool calls per piece"
@@ -407,6 +413,7 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "sync.window_days must be between 0 (no limit) and 36500")
     if not 0 <= sync["min_trust"] <= 1:
         raise ConfigError("bad_config", "sync.min_trust must be between 0 and 1")
+    _check_gmp(values["gmp"])
     consensus = values["consensus"]
     if len(consensus["committee"]) > 1000:  # each DID was checked when it was read
         raise ConfigError("bad_config", "consensus.committee is a list of at most 1000 did:key DIDs")
@@ -471,6 +478,22 @@ def _check_load_limits(peers: Mapping[str, Any]) -> None:
             raise ConfigError("bad_config", f"peers.{key} must be between {lo} and {hi}")
     if peers["sync_sessions_per_peer"] > peers["sync_sessions"]:
         raise ConfigError("bad_config", "peers.sync_sessions_per_peer must not exceed peers.sync_sessions")
+
+
+_GMP_RANGES = {  # [gmp] settings, in seconds: (lowest, highest)
+    "offer_seconds": (10.0, 30 * 86400.0),
+    "receipt_seconds": (0.5, 86400.0),
+    "dead_grace_seconds": (0.0, 30 * 86400.0),
+    "check_seconds": (0.1, 86400.0),
+}
+
+
+def _check_gmp(gmp: Mapping[str, Any]) -> None:
+    for key, (lo, hi) in _GMP_RANGES.items():
+        if not lo <= gmp[key] <= hi:
+            raise ConfigError("bad_config", f"gmp.{key} must be between {lo:g} and {hi:g} seconds")
+    if gmp["receipt_seconds"] >= gmp["offer_seconds"]:
+        raise ConfigError("bad_config", "gmp.receipt_seconds must be shorter than gmp.offer_seconds")
 
 
 _STRANGER_RANGES = {  # setting: (lowest, highest)

@@ -32,6 +32,8 @@ from meshnode.net.author_rate import RateSettings
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.gmp.rules import is_gmp
+from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
@@ -94,6 +96,7 @@ def net_config(config: Config) -> NetConfig:
         container_limits=config.limits,
         sync_classes=list(sync["classes"]), sync_tags=list(sync["tags"]),
         sync_window_days=float(sync["window_days"]), min_trust=float(sync["min_trust"]),
+        public_goals=bool(sync["public_goals"]),
         committee_dids=list(consensus["committee"]),
         **stranger_limits(config.values["limits"]),
         consensus_timeouts=Timeouts(propose_ms=consensus["propose_ms"], prevote_ms=consensus["prevote_ms"],
@@ -112,11 +115,13 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
+                    mesh.gmp = gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics)
+                    await nursery.start(gmp.run)
                     cognition = config.values["cognition"]
                     cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
-                    control = _Control(config, key, store, mesh, metrics, cycle)
+                    control = _Control(config, key, store, mesh, metrics, cycle, gmp)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
@@ -209,12 +214,15 @@ class _Control:
     """Answers the CLI's control requests with the running node's own objects."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
-                 cycle: Cycle | None = None):
+                 cycle: Cycle | None = None, gmp: MeshGmp | None = None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
-        self.cycle = cycle
+        self.cycle, self.gmp = cycle, gmp
 
     async def handle(self, cmd: str, args: dict):
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
+        if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
+            async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
+                return await self.gmp.command(cmd, kwargs)
         if method is None:
             raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
         try:
@@ -295,6 +303,8 @@ class _Control:
         got = await self.mesh.fetch(did, [container_did])
         for c in got:
             await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=now_ms(), received_from=did))
+            if self.gmp is not None and is_gmp(c):
+                self.gmp.arrived(c.did, did)
         return {"fetched": [c.did for c in got]}
 
     async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",

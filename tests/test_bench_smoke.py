@@ -20,6 +20,7 @@ TINY = {
     "consensus.py": ["--sim-heights", "2", "--real-decisions", "2"],
     "mesh.py": ["--nodes", "3", "--messages", "3"],
     "junk_memory.py": ["--authors", "3", "--per-author", "3", "--after", "1", "--settle", "1"],
+    "gmp.py": ["--tasks", "200", "--delegations", "2", "--pushes", "2"],
     "attack.py": ["--seconds", "2", "--attacks", "junk", "--baseline", "1", "--settle", "1"],
 }
 

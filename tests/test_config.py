@@ -364,3 +364,23 @@ def test_a_broken_toml_array_in_the_environment(home):
 def test_limits_under_attack_are_checked_at_load(home, toml, needle):
     write_config(home, toml)
     assert needle in bad(home).reason
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ("[gmp]\noffer_seconds = 5\n", "gmp.offer_seconds"),
+    ("[gmp]\nreceipt_seconds = 0.1\n", "gmp.receipt_seconds"),
+    ("[gmp]\ndead_grace_seconds = -1\n", "gmp.dead_grace_seconds"),
+    ("[gmp]\ncheck_seconds = 0\n", "gmp.check_seconds"),
+    ("[gmp]\noffer_seconds = 60\nreceipt_seconds = 60\n", "gmp.receipt_seconds"),
+    ('[sync]\npublic_goals = "yes"\n', "sync.public_goals"),
+])
+def test_gmp_settings_are_checked_at_load(home, toml, needle):
+    write_config(home, toml)
+    assert needle in bad(home).reason
+
+
+def test_gmp_settings_from_file_and_environment(home):
+    write_config(home, "[gmp]\ndead_grace_seconds = 0\ncheck_seconds = 1\n[sync]\npublic_goals = true\n")
+    config = load_config(home, environ={"MESHNODE_GMP_RECEIPT_SECONDS": "2.5"})
+    assert (config.get("gmp", "dead_grace_seconds"), config.get("gmp", "check_seconds"),
+            config.get("gmp", "receipt_seconds"), config.get("sync", "public_goals")) == (0, 1, 2.5, True)

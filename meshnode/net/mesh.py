@@ -103,6 +103,7 @@ class NetConfig:
     sync_tags: list[str] = field(default_factory=list)
     sync_window_days: float = 0.0
     min_trust: float = 0.0
+    public_goals: bool = False  # [sync] public_goals: the want asks for goals anyone may see
 
     quotas: Quotas = field(default_factory=Quotas)  # [limits] unknown_*: what strangers may make it hold
     known_min_trust: float = 0.7
@@ -117,7 +118,7 @@ class NetConfig:
         return Committee.of({did: 1 for did in self.committee_dids}) if self.committee_dids else None
 
     def want(self, now: int) -> Want:
-        return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now)
+        return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
 class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
@@ -163,6 +164,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
+        self.gmp = None  # goals and tasks (net.mesh_gmp.MeshGmp), set by the node: told of GMP arrivals
 
     # --- lifecycle ------------------------------------------------------------
 

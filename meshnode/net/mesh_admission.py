@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from dataclasses import dataclass
 
 import trio
 
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
+from meshnode.gmp.rules import GmpRefused, is_gmp
 from meshnode.net.liveness import Liveness
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
@@ -36,6 +38,13 @@ TRIM_AFTER_ARRIVALS = 256  # containers from the network since the last trim
 TRIM_CHECK_S = 5.0
 
 
+@dataclass(frozen=True)
+class GmpRefusal(Admission):
+    """A GMP container refused at admission (step 8, ``gmp.rules.GmpRefused``): invalid input of
+    the peer that sent it. ``reason`` is the gmp_* code, ``detail`` the readable reason."""
+    detail: str = ""
+
+
 class AdmissionMixin:
     async def _store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
@@ -50,11 +59,10 @@ class AdmissionMixin:
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.config.quotas, known=self.known.snapshot())
+        except GmpRefused as exc:
+            return self._gmp_refused(c, received_from, via, exc)
         except Exception as exc:
-            reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
-            log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
-            self.metrics.inc("containers_not_stored", reason=reason, via=via)
-            return Admission("failed", reason=reason)
+            return self._not_stored(c, received_from, via, exc)
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
             self.not_wanted.add(c.did, c.sender_did)
@@ -63,7 +71,25 @@ class AdmissionMixin:
         if result.evicted:
             self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
         self._arrivals_since_trim += 1 + result.evicted
+        if result.outcome in ("new", "pending") and self.gmp is not None and is_gmp(c):  # admitted, or held aside
+            self.gmp.arrived(c.did, received_from)
         return result
+
+    def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: GmpRefused) -> Admission:
+        """Refused by GMP admission: counted, not taken again, and invalid input of the sender
+        (an honest relay forwards only what it admitted itself)."""
+        self.metrics.inc("containers_refused", reason=exc.code, via=via)
+        self.not_wanted.add(c.did, c.sender_did)
+        log.info("GMP container %s from %s (%s) refused: %s: %s", c.did, received_from, via, exc.code, exc.reason)
+        if received_from is not None and via != "gossip" and received_from != self.key.did:
+            self._invalid(received_from, exc.code)
+        return GmpRefusal("invalid", reason=exc.code, detail=exc.reason)
+
+    def _not_stored(self, c: Container, received_from: str | None, via: str, exc: Exception) -> Admission:
+        reason = exc.code if isinstance(exc, MeshnodeError) else type(exc).__name__
+        log.warning("container %s from %s (%s) not stored: %s: %s", c.did, received_from, via, reason, exc)
+        self.metrics.inc("containers_not_stored", reason=reason, via=via)
+        return Admission("failed", reason=reason)
 
     def _admit_gossip_author(self, c: Container, message=None) -> bool:
         """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author,
@@ -86,9 +112,13 @@ class AdmissionMixin:
         return msg_id in self._pardoned
 
     async def refresh_known(self) -> None:
-        """Read the known authors from the store again (at start, each round, when friends change)."""
+        """Read the known authors from the store again (at start, each round, when friends change,
+        after GMP work that may change whom this node works with)."""
         fixed = self.known.fixed
-        self.known.replace(await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust))
+        known = await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust)
+        if self.gmp is not None:  # peers this node chose to work with on a goal (net.mesh_gmp)
+            known |= await self.gmp.coworkers()
+        self.known.replace(known)
         self.not_wanted.forget_authors(self.known.snapshot())
 
     async def _admission_forever(self) -> None:

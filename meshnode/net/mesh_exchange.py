@@ -218,6 +218,9 @@ class ExchangeMixin:
                 rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
             admission = await self._store_from_peer(c, did, "push")
+            if admission.outcome == "invalid":  # GMP admission refused it: counted against the peer already
+                rejected.append({"index": index, "code": admission.reason, "reason": admission.detail[:200]})
+                continue
             if admission.outcome == "refused":  # the author's quota, no fault of the pushing peer
                 rejected.append({"index": index, "code": "quota", "reason": "the author's storage quota is full"})
                 continue

@@ -203,7 +203,7 @@ class SyncMixin:
                 if c is not None:
                     batch.append(c)
             if batch:
-                self._remember_quota_refusals(did, batch, await self.push(did, batch))
+                self.remember_refusals(did, batch, await self.push(did, batch))
                 pushed += len(batch)
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
@@ -217,15 +217,19 @@ class SyncMixin:
         self.metrics.inc("sync_fetched", fetched)
         return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
 
-    def _remember_quota_refusals(self, did: str, batch: list, ack: dict) -> None:
-        """Containers the peer refused over their author's quota are not pushed to it again."""
+    def remember_refusals(self, did: str, batch: list, ack: dict) -> None:
+        """Containers the peer refused over their author's quota, or at GMP admission (a peer whose
+        rules differ from ours: pushing one again would only be counted against us), are not
+        pushed to it again."""
         for item in ack.get("rejected", []) if isinstance(ack, dict) else []:
             index = item.get("index") if isinstance(item, dict) else None
-            if item.get("code") == "quota" and isinstance(index, int) and 0 <= index < len(batch):
+            code = str(item.get("code")) if isinstance(item, dict) else ""
+            if (code == "quota" or code.startswith("gmp_")) and isinstance(index, int) and 0 <= index < len(batch):
                 self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
 
     async def _sync_forever(self) -> None:
-        """Sync with every connected peer and every friend now and then, and soon after a peer
+        """Sync with every connected peer, every friend and every peer sharing a goal with this
+        node (GMP containers go to goal audiences, friends or not) now and then, and soon after a peer
         (re)appears. The smaller DID starts each session; a node reaches out to friends with
         smaller DIDs (connects) so that they can start theirs, and starts one itself when none
         has completed for OVERDUE_ROUNDS rounds. Peers that went quiet are left alone until they
@@ -249,7 +253,7 @@ class SyncMixin:
                         connected.add(peer_id_to_did(pid.to_base58()))
                     except MeshnodeError:
                         continue
-                mine = set(await self.store.read(friends))
+                mine = set(await self.store.read(friends)) | await self._goal_peers()
                 overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
                 for did in sorted((connected | mine) - busy.keys()):
                     if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self._banned(did):
@@ -269,6 +273,16 @@ class SyncMixin:
                         # (its streams to us may hang): start one ourselves
                         self.metrics.inc("sync_overdue")
                         nursery.start_soon(self._one_at_a_time, busy, did, self._sync_quietly)
+
+    async def _goal_peers(self) -> set[str]:
+        """Peers in the audience of a goal this node takes part in (none without GMP running)."""
+        if self.gmp is None:
+            return set()
+        try:
+            return await self.gmp.sync_peers()
+        except MeshnodeError as exc:  # a busy store: the next round asks again
+            log.info("listing goal audiences: %s", exc.reason)
+            return set()
 
     @staticmethod
     async def _one_at_a_time(busy: dict[str, float], did: str, job) -> None:

@@ -1,0 +1,438 @@
+"""Goals and tasks on the running node: the GMP service (``meshnode.gmp.service``) wired to the mesh.
+
+The service decides what to sign; this class carries it out on the network
+(protocols/gmp.md sections 6 to 8):
+
+* control commands (``goal_*``, ``task_*``) call the service function of the
+  same name in the store, push what it returns at once (best effort: a push
+  that fails is counted and left to sync) and react to what was written;
+* every GMP container admitted from the network (push, sync, fetch) is
+  reacted to (``service.on_admitted``: receipts, the assigned version after an
+  acceptance), and one held aside as pending has its missing containers
+  fetched from the peer that sent it;
+* every ``check_seconds``: tasks whose holder is dead past the grace (or
+  overdue) are taken back (``service.reassign_stale``) and offered again to
+  peers found by the task's tags, never the removed holder; offers without a
+  receipt after ``receipt_seconds`` are pushed again, twice at most.
+
+Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
+a test can drive it with fakes. Pushes run in its own nursery: a command waits
+for them a short while, then returns and lets them finish.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import trio
+
+from meshnode.container import now_ms
+from meshnode.errors import MeshnodeError
+from meshnode.net import mesh_gmp_queries as q
+from meshnode.net.budget import BoundedLRU
+from meshnode.net.liveness import Liveness
+
+log = logging.getLogger("meshnode.gmp")
+
+RETRIES = 2  # pushes of an unanswered offer after the first
+FETCH_TRIES = 3  # fetches of one pending container's missing DIDs
+PUSH_WAIT_S = 5.0  # how long a command waits for its pushes before it answers
+PUSH_TIMEOUT_S = 20.0  # one target's pushes, reach included
+LOOKUP_TIMEOUT_S = 20.0
+MAX_TAGS = 8  # tags of one task looked up as interests
+REOFFERS_PER_CHECK = 8  # tasks taken back offered again per check (each costs interest lookups)
+REOFFER_BUDGET_S = 60.0  # the rest waits for the next check (the views remember what is left)
+QUEUE = 1024  # admitted DIDs waiting for a reaction
+PENDING_WATCHED = 4096  # pending containers looked at again after each batch of arrivals
+
+WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
+          "task_refuse", "task_progress", "task_done", "task_release"}
+READS = {"goal_list": False, "task_list": False, "goal_show": True, "task_show": True}  # name: takes now_ms
+COMMANDS = sorted(WRITES - {"task_offer"} | set(READS) | {"task_assign", "task_due"})
+
+
+@dataclass(frozen=True)
+class GmpSettings:
+    offer_s: float = 3600.0
+    receipt_s: float = 60.0
+    dead_grace_s: float = 600.0
+    check_s: float = 30.0
+    min_trust: float = 0.0  # [sync] min_trust: candidates below it are left out
+
+    @classmethod
+    def from_config(cls, config) -> "GmpSettings":
+        gmp = config.values["gmp"]
+        return cls(float(gmp["offer_seconds"]), float(gmp["receipt_seconds"]), float(gmp["dead_grace_seconds"]),
+                   float(gmp["check_seconds"]), float(config.values["sync"]["min_trust"]))
+
+
+def rank_candidates(lineage: str, facts: dict[str, tuple[float, int]], live: dict[str, bool],
+                    min_trust: float) -> list[str]:
+    """Candidates for a task, best first (gmp.md 6.2): liveness ok, then trust, then fewer
+    open tasks held, then SHA-256(lineage id ‖ DID); those trusted below ``min_trust`` are left out."""
+    def key(did: str):
+        trust, held = facts[did]
+        return (not live.get(did, False), -trust, held, hashlib.sha256((lineage + did).encode()).digest())
+
+    return sorted((d for d, (trust, _) in facts.items() if trust >= min_trust), key=key)
+
+
+class MeshGmp:
+    def __init__(self, store, mesh, key, settings: GmpSettings, metrics, clock: Callable[[], int] = now_ms,
+                 service=None):
+        if service is None:
+            from meshnode.gmp import service
+        self.store, self.mesh, self.key, self.settings = store, mesh, key, settings
+        self.metrics, self.clock, self.service = metrics, clock, service
+        self._nursery: trio.Nursery | None = None
+        self._arrived_send, self._arrived = trio.open_memory_channel(QUEUE)
+        self._reacted = BoundedLRU(8192)  # DIDs already reacted to: on_admitted runs once per container
+        self._pending: dict[str, int] = {}  # DID held aside -> fetches of its missing DIDs so far
+        self._retries: dict[tuple[str, str], int] = {}  # (offer, candidate) -> pushes again so far
+
+    # --- running ------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._react_forever)
+            nursery.start_soon(self._check_forever)
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    def arrived(self, did: str, received_from: str | None) -> None:
+        """A GMP container stored from the network (called by the Mesh; never blocks)."""
+        try:
+            self._arrived_send.send_nowait((did, received_from))
+        except trio.WouldBlock:  # a flood: the periodic check takes up acceptances dropped here
+            self.metrics.inc("gmp_reactions_dropped")
+
+    async def sync_peers(self) -> set[str]:
+        """Peers sync sessions must reach besides connected ones and friends: those sharing a goal."""
+        return set(await self.store.read(q.audience_peers, self.key.did))
+
+    async def coworkers(self) -> set[str]:
+        """Peers whose containers are not a stranger's because this node chose to work with them."""
+        return set(await self.store.read(q.coworkers, self.key.did))
+
+    # --- control commands ----------------------------------------------------------
+
+    async def command(self, cmd: str, args: dict):
+        """Run control command ``cmd`` (one of COMMANDS) with the service's keyword ``args``."""
+        if cmd == "task_assign":
+            return await self._assign(dict(args))
+        if cmd == "task_due":
+            kwargs = _bound(self.service.task_due, args, skip=2, extra=("liveness",))
+            kwargs["liveness"] = await self.liveness()
+            return await self.store.read(lambda db: self.service.task_due(db, self.clock(), **kwargs))
+        if cmd in READS:
+            fn = getattr(self.service, cmd)
+            kwargs = _bound(fn, args, skip=1, extra=("now_ms", "liveness"))
+            if kwargs.get("me") is True:  # "mine": this node's DID
+                kwargs["me"] = self.key.did
+            if READS[cmd]:
+                kwargs["now_ms"] = self.clock()
+            if "liveness" in inspect.signature(fn).parameters:
+                kwargs["liveness"] = await self.liveness()
+            return await self.store.read(lambda db: fn(db, **kwargs))
+        if cmd in WRITES - {"task_offer"}:
+            return await self.write(cmd, _bound(getattr(self.service, cmd), args, skip=3, extra=()))
+        raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
+
+    async def write(self, name: str, kwargs: dict) -> dict:
+        """Call mutating service function ``name`` as this node, push its result, react to it."""
+        fn = getattr(self.service, name)
+        now = self.clock()
+        result = await self.store.write(lambda db: fn(db, self.key, now, **kwargs))
+        self.metrics.inc("gmp_written", cmd=name)
+        result = dict(result)
+        result["pushed"] = await self.push(result.get("push", []))
+        await self._react(_written(result), echo=True)
+        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
+        return result
+
+    async def _refresh_known(self) -> None:
+        if self.mesh is not None:
+            await self.mesh.refresh_known()
+
+    async def _assign(self, args: dict) -> dict:
+        interest = args.pop("interest", None)
+        limit = args.pop("candidates_max", None) or 1
+        if args.get("expires_s") is None:  # [gmp] offer_seconds unless the command says
+            args["expires_s"] = int(self.settings.offer_s)
+        if interest:
+            if type(limit) is not int or not 1 <= limit <= 16:
+                raise MeshnodeError("bad_request", "candidates_max is a number from 1 to 16")
+            task = await self._lineage_of(args.get("task"))
+            found = await self.candidates(task, [str(interest)], exclude=set(args.get("candidates") or ()))
+            if not found:
+                raise MeshnodeError("no_candidates", f"no peer announces the interest {str(interest)[:64]!r}"
+                                    " (or none is trusted enough)")
+            args["candidates"] = found[:limit]
+            args.setdefault("selection", "interest")
+        return await self.write("task_offer", _bound(self.service.task_offer, args, skip=3, extra=()))
+
+    async def _lineage_of(self, task) -> str:
+        """A task named as the CLI allows (lineage, version or short id), as its lineage id."""
+        if not task:
+            raise MeshnodeError("bad_request", "task_assign needs a task")
+        shown = await self.store.read(lambda db: self.service.task_show(db, task=str(task), now_ms=self.clock()))
+        return shown.get("lineage") or str(task)
+
+    async def liveness(self) -> dict[str, str]:
+        """DID -> liveness state, as this node sees it now (stored rows for peers it forgot)."""
+        stored = await self.store.read(q.liveness_since)
+        live = {d: s.value for d, s in self.mesh.liveness.peers().items()} if self.mesh else {}
+        return {**{d: s for d, (s, _) in stored.items()}, **live}
+
+    # --- pushing --------------------------------------------------------------------
+
+    async def push(self, pushes: list[dict], wait_s: float = PUSH_WAIT_S) -> dict:
+        """Push each {"to", "dids"} at once (one job per target, its containers in order); wait up to
+        ``wait_s`` and report {"done": [DIDs of targets], "failed": [...], "later": [...]}."""
+        by_target: dict[str, list[str]] = {}
+        for p in pushes or []:
+            to = p.get("to")
+            if isinstance(to, str) and to != self.key.did:
+                by_target.setdefault(to, []).extend(d for d in p.get("dids", []) if d not in by_target.get(to, []))
+        report = {"done": [], "failed": [], "later": []}
+        if not by_target or self.mesh is None or self._nursery is None:
+            report["later"] = sorted(by_target)
+            return report
+        finished = trio.Event()
+        left = [len(by_target)]
+
+        async def one(to: str, dids: list[str]) -> None:
+            ok = await self._push_to(to, dids)
+            report["done" if ok else "failed"].append(to)
+            left[0] -= 1
+            if not left[0]:
+                finished.set()
+
+        for to, dids in sorted(by_target.items()):
+            self._nursery.start_soon(one, to, dids)
+        with trio.move_on_after(wait_s):
+            await finished.wait()
+        report["later"] = sorted(set(by_target) - set(report["done"]) - set(report["failed"]))
+        return report
+
+    async def _is_dead(self, did: str) -> bool:
+        """Dead by liveness now, or last heard dead (the Mesh forgets dead strangers; the store does not)."""
+        state = self.mesh.liveness.state(did)
+        if state is not None:
+            return state is Liveness.DEAD
+        return (await self.store.read(q.liveness_since)).get(did, ("", 0))[0] == "dead"
+
+    async def _push_to(self, to: str, dids: list[str]) -> bool:
+        if await self._is_dead(to):
+            self.metrics.inc("gmp_push_skipped", reason="dead")  # sync carries it when it is back
+            return False
+        now = self.clock()
+        containers = [c for c in [await self.store.read(lambda db, d=d: db.load_container(d, now_ms=now))
+                                  for d in dids] if c is not None]
+        if not containers:
+            return True
+        try:
+            with trio.fail_after(PUSH_TIMEOUT_S):
+                ack = await self.mesh.push(to, containers)
+        except (MeshnodeError, trio.TooSlowError) as exc:
+            log.info("GMP push to %s: %s (left to sync)", to, getattr(exc, "reason", "timed out"))
+            self.metrics.inc("gmp_push_failed")
+            return False
+        for item in ack.get("rejected", []) if isinstance(ack, dict) else []:
+            log.warning("%s refused GMP container %s: %s %s", to, item.get("index"), item.get("code"),
+                        item.get("reason"))
+            self.metrics.inc("gmp_push_rejected", code=str(item.get("code"))[:40])
+        self.mesh.remember_refusals(to, containers, ack)  # not pushed to it again by sync
+        self.metrics.inc("gmp_pushed", len(containers))
+        return True
+
+    # --- reacting to what arrives ------------------------------------------------------
+
+    async def _react_forever(self) -> None:
+        while True:
+            batch = [await self._arrived.receive()]
+            while True:
+                try:
+                    batch.append(self._arrived.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            try:
+                await self._react_to_arrivals(batch)
+            except MeshnodeError as exc:
+                log.info("reacting to GMP containers: %s", exc.reason)
+            except Exception as exc:  # a background task must never take the node down
+                log.exception("reacting to GMP containers failed")
+                self.metrics.inc("gmp_errors", where=type(exc).__name__)
+
+    async def _react_to_arrivals(self, batch: list[tuple[str, str | None]]) -> None:
+        senders = dict(batch)
+        dids = list(dict.fromkeys([*senders, *self._pending]))
+        state = await self.store.read(q.pending_state, dids)
+        admitted = [d for d in dids if state.get(d, {}).get("admitted")]
+        for did in dids:
+            if did not in state:  # pending ones dropped (too old, too many): nothing more to do
+                self._pending.pop(did, None)
+            elif state[did].get("admitted"):
+                self._pending.pop(did, None)
+            else:
+                await self._fetch_missing(did, state[did], senders.get(did))
+        await self._react(admitted)
+        if admitted:
+            await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
+
+    async def _fetch_missing(self, did: str, pending: dict, sender: str | None) -> None:
+        """Fetch what a pending container waits for, from the peer that sent it."""
+        tries = self._pending.get(did)
+        if tries is None:
+            self.metrics.inc("gmp_pending")
+            tries = 0
+        if tries >= FETCH_TRIES:
+            return
+        self._pending[did] = tries + 1
+        while len(self._pending) > PENDING_WATCHED:  # the store keeps them; sync releases them
+            del self._pending[next(iter(self._pending))]
+        peer = pending.get("from") or sender
+        missing = [m for m in pending.get("missing", []) if isinstance(m, str)][:64]
+        if not peer or not missing or peer == self.key.did:
+            return
+        try:
+            with trio.fail_after(PUSH_TIMEOUT_S):
+                got = await self.mesh.fetch(peer, missing)
+        except (MeshnodeError, trio.TooSlowError) as exc:
+            log.info("fetching what %s waits for from %s: %s", did, peer, getattr(exc, "reason", "timed out"))
+            self.metrics.inc("gmp_fetch_failed")
+            return
+        for c in got:
+            await self.mesh._store_from_peer(c, peer, "fetch")  # comes back through arrived()
+        self.metrics.inc("gmp_fetched", len(got))
+
+    async def _react(self, dids: list[str], echo: bool = False) -> None:
+        """``service.on_admitted`` for containers not reacted to yet; push what it publishes.
+        ``echo``: containers this node wrote itself (their own reactions are pushed the same way)."""
+        fresh = [d for d in dict.fromkeys(dids) if self._reacted.peek(d) is None]
+        if not fresh:
+            return
+        now = self.clock()
+        result = await self.store.write(lambda db: self.service.on_admitted(db, self.key, now, fresh))
+        for d in fresh:  # only once it succeeded: a failed reaction is tried again (check)
+            self._reacted.put(d, True)
+        published = list(result.get("published", []))
+        if published:
+            self.metrics.inc("gmp_reactions", len(published))
+        for d in published:
+            self._reacted.put(d, True)  # our own reaction needs no reaction of ours
+        await self.push(result.get("push", []), wait_s=0 if not echo else PUSH_WAIT_S)
+
+    # --- the periodic check --------------------------------------------------------------
+
+    async def _check_forever(self) -> None:
+        while True:
+            await trio.sleep(self.settings.check_s)
+            try:
+                await self.check()
+            except MeshnodeError as exc:
+                log.info("GMP check: %s", exc.reason)
+            except Exception as exc:  # a background task must never take the node down
+                log.exception("GMP check failed")
+                self.metrics.inc("gmp_errors", where=type(exc).__name__)
+
+    async def check(self) -> dict:
+        """Take back stale tasks and offer them again; push unanswered offers again."""
+        now = self.clock()
+        liveness = await self.store.read(q.liveness_since)
+        grace = int(self.settings.dead_grace_s * 1000)
+        result = await self.store.write(lambda db: self.service.reassign_stale(db, self.key, now, liveness=liveness,
+                                                                               dead_grace_ms=grace))
+        for moved in result.get("reassigned", []):
+            self.metrics.inc("gmp_reassigned", why=str(moved.get("why"))[:40])
+            log.info("task %s taken back from %s (%s)", moved.get("task"), moved.get("removed"), moved.get("why"))
+        await self.push(result.get("push", []), wait_s=0)
+        await self._react(_written(result))
+        # acceptances of open offers that no version cites yet: a reaction dropped in a flood, or
+        # lost to a restart between storing one and reacting to it (on_admitted does each once)
+        await self._react(await self.store.read(q.uncited_acceptances, self.key.did, now))
+        offered = []
+        with trio.move_on_after(REOFFER_BUDGET_S):  # slow DHT lookups hold up no other check for long
+            offered = await self._offer_again(now)
+        retried = await self._retry_offers(now)
+        return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}
+
+    async def _offer_again(self, now: int) -> list[dict]:
+        """Offer each task taken back to the best peer its tags find, never a holder it was taken
+        from; a task nobody can take yet is tried again at the next check (and listed by ``task due``)."""
+        offered = []
+        for task, removed in await self.store.read(q.taken_back, self.key.did, now, REOFFERS_PER_CHECK):
+            tags = await self.store.read(q.task_tags, task)
+            found = await self.candidates(task, tags, exclude=removed)
+            if not found:
+                self.metrics.inc("gmp_no_candidates")
+                continue
+            try:
+                result = await self.write("task_offer", {"task": task, "candidates": found[:1],
+                                                         "selection": "interest",
+                                                         "expires_s": int(self.settings.offer_s)})
+            except MeshnodeError as exc:
+                log.info("offering task %s again: %s", task, exc.reason)
+                self.metrics.inc("gmp_reoffer_failed", code=exc.code)
+                continue
+            offered.append({"task": task, "to": found[:1], "offer": result.get("did")})
+        return offered
+
+    async def _retry_offers(self, now: int) -> list[tuple[str, str]]:
+        older = now - int(self.settings.receipt_s * 1000)
+        retried = []
+        unanswered = await self.store.read(q.unanswered_offers, self.key.did, now, older)
+        self._retries = {k: n for k, n in self._retries.items() if k in set(unanswered)}  # answered: forgotten
+        for offer, candidate in unanswered:
+            tries = self._retries.get((offer, candidate), 0)
+            if tries >= RETRIES:
+                continue
+            self._retries[(offer, candidate)] = tries + 1
+            self.metrics.inc("gmp_offer_retries")
+            await self.push([{"to": candidate, "dids": [offer]}], wait_s=0)
+            retried.append((offer, candidate))
+        return retried
+
+    async def candidates(self, lineage: str, tags: list[str], exclude=()) -> list[str]:
+        """Peers announcing any of ``tags`` as an interest, ranked (``rank_candidates``)."""
+        found: set[str] = set()
+        for tag in list(dict.fromkeys(tags))[:MAX_TAGS]:
+            with trio.move_on_after(LOOKUP_TIMEOUT_S):
+                try:
+                    found |= {p["did"] for p in await self.mesh.find_interest(tag)}
+                except Exception as exc:  # the DHT may have no peers yet: no candidate from this tag
+                    log.info("interest lookup %r: %s: %s", tag, type(exc).__name__, exc)
+        found -= {self.key.did, *exclude}
+        facts = await self.store.read(q.candidate_facts, sorted(found))
+        live = {d: self.mesh.liveness.state(d) is Liveness.OK for d in found}
+        return rank_candidates(lineage, facts, live, self.settings.min_trust)
+
+
+def _written(result: dict) -> list[str]:
+    """Every container DID a service result says it wrote (its own and those it pushes)."""
+    dids = [result["did"]] if isinstance(result.get("did"), str) else []
+    dids += [d for d in result.get("published", []) if isinstance(d, str)]
+    for p in result.get("push", []):
+        dids += [d for d in p.get("dids", []) if isinstance(d, str)]
+    return list(dict.fromkeys(dids))
+
+
+def _bound(fn, args: dict, *, skip: int, extra: tuple[str, ...]) -> dict:
+    """``args`` checked against ``fn``'s keyword parameters (the first ``skip`` positional ones,
+    and ``extra``, are the node's to give): a wrong name is a bad request, not a crash."""
+    params = [p for i, p in enumerate(inspect.signature(fn).parameters.values())
+              if i >= skip and p.name not in extra]
+    allowed = {p.name for p in params}
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise MeshnodeError("bad_request", f"{fn.__name__}: unknown argument(s) {', '.join(unknown)[:200]}")
+    missing = [p.name for p in params if p.default is inspect.Parameter.empty
+               and p.kind is p.KEYWORD_ONLY and p.name not in args]
+    if missing:
+        raise MeshnodeError("bad_request", f"{fn.__name__}: missing argument(s) {', '.join(missing)}")
+    return dict(args)

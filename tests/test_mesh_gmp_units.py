@@ -1,0 +1,212 @@
+"""net/mesh_gmp without a network: a real store and service, a fake mesh that records pushes.
+
+The multi-process story is tests/test_mesh_gmp.py; here the node's own decisions are pinned:
+who gets re-offered a task taken back (never the removed holder), how often an unanswered
+offer is pushed again, how control arguments are checked, how candidates are ranked."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from meshnode.errors import MeshnodeError
+from meshnode.gmp import service
+from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net.liveness import LivenessTracker
+from meshnode.net.mesh_gmp import GmpSettings, MeshGmp, _bound, rank_candidates
+from meshnode.identity.did import did_to_peer_id
+from meshnode.store import Store
+from meshnode.store.peers import set_liveness, upsert_peer
+
+T0 = 1_800_000_000_000
+
+
+class FakeMesh:
+    """What MeshGmp uses of the Mesh: push, fetch, find_interest, liveness, refresh_known."""
+
+    def __init__(self, providers: dict[str, list[str]]):
+        self.providers, self.pushed = providers, []
+        self.liveness = LivenessTracker()
+
+    async def push(self, did, containers):
+        self.pushed.append((did, [c.did for c in containers]))
+        return {"op": "ack", "accepted": [c.did for c in containers], "duplicates": [], "rejected": []}
+
+    async def fetch(self, did, dids):
+        return []
+
+    async def find_interest(self, tag):
+        return [{"did": d} for d in self.providers.get(tag, [])]
+
+    async def refresh_known(self):
+        pass
+
+    def remember_refusals(self, did, batch, ack):
+        pass
+
+
+def dead(db, did: str, now: int) -> None:
+    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
+    set_liveness(db, did, state="dead", last_heard_ms=now - 1, last_seq=-1, now_ms=now)
+
+
+def run_with_node(tmp_path, providers, body, settings=GmpSettings(receipt_s=1.0, dead_grace_s=10.0)):
+    a, b, c = NodeKey(bytes([1]) * 32), NodeKey(bytes([2]) * 32), NodeKey(bytes([3]) * 32)
+    clock = [T0]
+
+    async def main():
+        async with await Store.open(tmp_path / "a.db") as store:
+            mesh = FakeMesh(providers(b, c))
+            gmp = MeshGmp(store, mesh, a, settings, Metrics(), clock=lambda: clock[0])
+            async with trio.open_nursery() as nursery:
+                await nursery.start(gmp.run)
+                await body(gmp, store, mesh, (a, b, c), clock)
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_task_taken_from_a_dead_holder_is_offered_to_another_peer_never_to_it(tmp_path):
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await gmp.command("goal_add", {"title": "g", "participants": [c.did]}))["lineage"]
+        task = (await gmp.command("task_add", {"goal": goal, "title": "t", "tags": ["docs"]}))["lineage"]
+        offer = await gmp.command("task_assign", {"task": task, "interest": "docs"})
+        ranked = sorted([b.did, c.did], key=lambda d: rank_candidates(task, {b.did: (0.5, 0), c.did: (0.5, 0)},
+                                                                         {}, 0.0).index(d))
+        assert offer["candidates"] == ranked[:1]
+        holder = offer["candidates"][0]
+        other = c if holder == b.did else b
+        holder_key = b if holder == b.did else c
+        accept = await store.write(lambda db: service.task_accept(db, holder_key, clock[0] + 1, task=task))
+        await gmp._react([accept["did"]])  # as if it had arrived: alice's node assigns the holder
+        shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
+        assert shown["assigned_to"] == [holder]
+        await store.write(dead, holder, clock[0])
+        clock[0] += 5_000  # dead for less than the grace: nothing moves
+        assert (await gmp.check())["reassigned"] == []
+        clock[0] += 10_000
+        mesh.pushed.clear()
+        everyone = mesh.providers["docs"]
+        mesh.providers["docs"] = [holder]  # only the removed holder announces the tag now
+        result = await gmp.check()
+        assert [(r["removed"], r["why"]) for r in result["reassigned"]] == [([holder], "reassigned_dead")]
+        assert result["offered"] == []  # never to the holder it was taken from: tried again next time
+        mesh.providers["docs"] = everyone
+        later = MeshGmp(store, mesh, a, gmp.settings, Metrics(), clock=lambda: clock[0])  # as after a restart
+        result = await later.check()
+        assert [o["to"] for o in result["offered"]] == [[other.did]]
+        assert all(to != holder for to, _ in mesh.pushed)  # dead: left to sync
+        again = await gmp.check()
+        assert again["offered"] == [] and again["reassigned"] == []  # the new offer is open: offered once
+
+    run_with_node(tmp_path, lambda b, c: {"docs": [b.did, c.did]}, body)
+
+
+def test_an_offer_without_a_receipt_is_pushed_again_twice_then_left_to_sync(tmp_path):
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await gmp.command("goal_add", {"title": "g"}))["lineage"]
+        task = (await gmp.command("task_add", {"goal": goal, "title": "t"}))["lineage"]
+        offer = (await gmp.command("task_assign", {"task": task, "candidates": [b.did]}))["offer"]
+        assert (b.did, offer) in [(to, dids[-1]) for to, dids in mesh.pushed]  # pushed at once, with the task
+        assert (await gmp.check())["retried"] == []  # not yet receipt_seconds old
+        retried = []
+        for _ in range(4):
+            clock[0] += 2_000
+            retried += (await gmp.check())["retried"]
+        assert retried == [(offer, b.did)] * 2
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_an_answered_offer_is_not_pushed_again(tmp_path):
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await gmp.command("goal_add", {"title": "g"}))["lineage"]
+        task = (await gmp.command("task_add", {"goal": goal, "title": "t"}))["lineage"]
+        await gmp.command("task_assign", {"task": task, "candidates": [b.did]})
+        await store.write(lambda db: service.task_refuse(db, b, clock[0] + 1, task=task, reason="busy"))
+        clock[0] += 5_000
+        assert (await gmp.check())["retried"] == []
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_gmp_commands_refuse_unknown_or_missing_arguments(tmp_path):
+    async def body(gmp, store, mesh, keys, clock):
+        with pytest.raises(MeshnodeError, match="unknown argument"):
+            await gmp.command("goal_add", {"title": "g", "owner": "me"})
+        with pytest.raises(MeshnodeError, match="missing argument"):
+            await gmp.command("task_add", {"title": "t"})
+        with pytest.raises(MeshnodeError, match="no peer announces"):
+            goal = (await gmp.command("goal_add", {"title": "g"}))["lineage"]
+            task = (await gmp.command("task_add", {"goal": goal, "title": "t"}))["lineage"]
+            await gmp.command("task_assign", {"task": task, "interest": "knitting"})
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_candidates_rank_live_then_trust_then_fewer_tasks_then_hash():
+    facts = {"did:key:a": (0.5, 0), "did:key:b": (0.9, 3), "did:key:c": (0.9, 1), "did:key:d": (0.2, 0),
+             "did:key:e": (0.99, 0)}
+    live = {"did:key:a": True, "did:key:b": True, "did:key:c": True, "did:key:d": True, "did:key:e": False}
+    assert rank_candidates("did:hmp:t", facts, live, min_trust=0.3) == ["did:key:c", "did:key:b", "did:key:a",
+                                                                        "did:key:e"]
+    tied = {"did:key:x": (0.5, 0), "did:key:y": (0.5, 0)}
+    one = rank_candidates("did:hmp:t1", tied, {}, 0.0)
+    assert sorted(one) == ["did:key:x", "did:key:y"] and one == rank_candidates("did:hmp:t1", tied, {}, 0.0)
+
+
+def test_control_arguments_are_checked_against_the_service_signature():
+    def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires_s=3600):
+        return task
+
+    assert _bound(task_offer, {"task": "t", "candidates": []}, skip=3, extra=()) == {"task": "t", "candidates": []}
+    with pytest.raises(MeshnodeError, match="unknown argument"):
+        _bound(task_offer, {"task": "t", "candidates": [], "db": 1}, skip=3, extra=())
+    with pytest.raises(MeshnodeError, match="missing argument"):
+        _bound(task_offer, {"task": "t"}, skip=3, extra=())
+
+
+def test_settings_come_from_the_config(tmp_path):
+    from meshnode.config import load_config
+
+    config = load_config(tmp_path, environ={"MESHNODE_GMP_DEAD_GRACE_SECONDS": "2", "MESHNODE_SYNC_MIN_TRUST": "0.4"})
+    assert GmpSettings.from_config(config) == GmpSettings(offer_s=3600.0, receipt_s=60.0, dead_grace_s=2.0,
+                                                          check_s=30.0, min_trust=0.4)
+
+
+def test_coworkers_are_chosen_by_this_node_never_by_a_stranger(tmp_path):
+    """The audience of its own goals, and the creators of goals it signed something under, are not
+    strangers to a node; a stranger's goal merely naming it makes no one known."""
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        assert await gmp.coworkers() == set()
+        theirs = await store.write(lambda db: service.goal_add(db, b, clock[0], title="b's", participants=[a.did]))
+        assert await gmp.coworkers() == set()  # named as participant by b: b is still a stranger
+        await gmp.command("goal_add", {"title": "mine", "participants": [c.did]})
+        assert await gmp.coworkers() == {c.did}
+        await gmp.command("task_add", {"goal": theirs["lineage"], "title": "a's part"})
+        assert await gmp.coworkers() == {b.did, c.did}  # a signed under b's goal: its own choice
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_an_acceptance_not_reacted_to_is_taken_up_by_the_check(tmp_path):
+    """An acceptance stored while no reaction ran (dropped in a flood, or before a restart)
+    still assigns its acceptor at the next check."""
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await gmp.command("goal_add", {"title": "g"}))["lineage"]
+        task = (await gmp.command("task_add", {"goal": goal, "title": "t"}))["lineage"]
+        await gmp.command("task_assign", {"task": task, "candidates": [b.did]})
+        await store.write(lambda db: service.task_accept(db, b, clock[0] + 1, task=task))
+        shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
+        assert shown["assigned_to"] == []
+        await gmp.check()
+        shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
+        assert shown["assigned_to"] == [b.did]
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
