@@ -11,7 +11,7 @@ from typing import Sequence
 
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import TASK_TERMINAL
-from meshnode.gmp.rules import Held, ancestry, delegators, lineage_of, offer_fault
+from meshnode.gmp.rules import Held, _is, ancestry, delegators, lineage_of, offer_fault
 
 DEFAULT_GRACE_S = 3600
 DEFAULT_PRIORITY = 0.5
@@ -118,7 +118,8 @@ def counts(entry: Container, held: Held) -> tuple[bool, str | None]:
         return _counts_delegation(entry, held, about)
     if kind in ("acceptance", "refusal"):
         offer = held.get(p["offer"])
-        if offer is None or offer_fault(offer, about, offer.payload.get("candidates", [None])[0]) is not None:
+        if offer is None or not _is(offer, "workflow_entry") or \
+                offer_fault(offer, about, offer.payload.get("candidates", [None])[0]) is not None:
             nomination = offer is not None and offer.payload.get("nomination") is True
             return False, "nomination" if nomination else "not_offer"
         if signer not in offer.payload["candidates"]:
@@ -128,7 +129,7 @@ def counts(entry: Container, held: Held) -> tuple[bool, str | None]:
         return True, None
     if kind == "receipt":
         r = held.get(p["received"])
-        if r is not None and r.cls == "workflow_entry" and r.payload.get("entry_type") == "delegation":
+        if _is(r, "workflow_entry") and r.payload["entry_type"] == "delegation":
             ok = signer in r.payload["candidates"] and r.related.get("in_reply_to") == [about]
         else:
             ok = _version_of(held, p["received"], about) is not None and signer in r.payload.get("assigned_to", ())

@@ -58,6 +58,10 @@ class DbHeld:
         """Make a container just stored in this transaction visible without reading it back."""
         self._cache[c.did] = c
 
+    def forget(self, did: str) -> None:
+        """A container whose storing was rolled back (to a savepoint) is not held after all."""
+        self._cache.pop(did, None)
+
 
 def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
          missing: tuple[str, ...]) -> bool:
@@ -95,21 +99,34 @@ def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: Store) -> l
             " JOIN gmp_pending p ON p.did = m.did WHERE m.missing_did = ? ORDER BY p.received_at_ms, p.did",
             (waited,)).fetchall()
         for pdid, core, side, received_from, received_at_ms in rows:
-            c = decode_stored(core, side)
-            outcome = rules.admit(c, held)
-            if outcome.kind == "pending":
-                hold(conn, c, received_at_ms, received_from, outcome.missing)
-                continue
-            conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
-            if outcome.kind == "refused":
-                log.info("pending GMP container %s refused once %s arrived: %s: %s", pdid, waited, outcome.code,
-                         outcome.reason)
-                refused.append((pdid, outcome.code or "", outcome.reason))
-                continue
-            if conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:
-                store(conn, c, received_at_ms, received_from)
-                held.add(c)
-                todo.append(pdid)
+            # each pending container in a savepoint: one that fails to store (a peer's odd payload) is
+            # dropped, it must not roll back the container that released it, and so block that one forever
+            conn.execute("SAVEPOINT gmp_release")
+            try:
+                c = decode_stored(core, side)
+                outcome = rules.admit(c, held)
+                if outcome.kind == "pending":
+                    hold(conn, c, received_at_ms, received_from, outcome.missing)
+                    conn.execute("RELEASE gmp_release")
+                    continue
+                conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
+                if outcome.kind == "refused":
+                    log.info("pending GMP container %s refused once %s arrived: %s: %s", pdid, waited,
+                             outcome.code, outcome.reason)
+                    refused.append((pdid, outcome.code or "", outcome.reason))
+                elif conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:
+                    store(conn, c, received_at_ms, received_from)
+                    held.add(c)
+                    todo.append(pdid)
+                conn.execute("RELEASE gmp_release")
+            except Exception as exc:  # noqa: BLE001 - whatever it was, it concerns that container only
+                conn.execute("ROLLBACK TO gmp_release")
+                conn.execute("RELEASE gmp_release")
+                held.forget(pdid)
+                conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
+                log.warning("pending GMP container %s dropped once %s arrived: %s: %s", pdid, waited,
+                            type(exc).__name__, exc)
+                refused.append((pdid, "gmp_unreadable", f"could not be stored: {type(exc).__name__}"))
     return refused
 
 

@@ -22,6 +22,7 @@ import time
 from typing import Sequence
 
 from meshnode.container import Container, parse_ms
+from meshnode.container.gmp_classes import KIND_FIELDS
 from meshnode.gmp import view
 from meshnode.store import lineage
 from meshnode.store.gmp_admission import DbHeld
@@ -206,15 +207,22 @@ def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view
 # --- entries --------------------------------------------------------------------------------
 
 def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> None:
-    p = c.payload
+    """The entry's row. Only the fields its kind defines are read (the schema checked those); a kind
+    may carry others of any type (unknown fields are allowed), which must not reach the columns."""
+    p, kind = c.payload, c.payload["entry_type"]
+    own = KIND_FIELDS.get(kind, {})
     counted, why = view.counts(c, held)
-    expires = p.get("expires_at")
+
+    def field(name: str):
+        return p.get(name) if name in own else None
+
+    offer = field("offer") or field("received")
     conn.execute(
         "INSERT OR REPLACE INTO gmp_entries (did, lineage, kind, signer, counted, reason, task_version, progress,"
         " offer, candidates, expires_ms, timestamp_ms, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (c.did, about, p["entry_type"], c.sender_did, int(counted), why, p.get("task_version"), p.get("progress"),
-         p.get("offer", p.get("received")), json.dumps(p["candidates"]) if "candidates" in p else None,
-         parse_ms(expires, "expires_at") if isinstance(expires, str) else None, c.timestamp_ms, p.get("summary")))
+        (c.did, about, kind, c.sender_did, int(counted), why, field("task_version"), field("progress"), offer,
+         json.dumps(p["candidates"]) if "candidates" in own else None,
+         parse_ms(p["expires_at"], "expires_at") if "expires_at" in own else None, c.timestamp_ms, p.get("summary")))
 
 
 def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None) -> None:

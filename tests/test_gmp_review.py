@@ -1,0 +1,83 @@
+"""Review of the GMP merge (issue 14): odd but schema-valid payloads from peers, pending floods."""
+
+from __future__ import annotations
+
+import pytest
+from gmp_fixtures import A, B, M, T0, World
+
+from meshnode.gmp import build
+from meshnode.gmp.rules import MemoryHeld
+from meshnode.gmp.view import counts
+from meshnode.identity.keys import NodeKey
+from meshnode.store import gmp_admission
+from meshnode.store.database import Database
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = Database(tmp_path / "gmp.db")
+    yield d
+    d.close()
+
+
+def put(db: Database, c, at: int = T0) -> bool:
+    return db.put_container(c, received_at_ms=at, received_from=None)
+
+
+@pytest.mark.parametrize("candidates", [[], 5, "x"])
+def test_an_acceptance_naming_an_odd_container_is_not_counted_and_does_not_crash(db, candidates):
+    w = World()
+    g, t1 = w.goal(), None
+    t1 = w.task(g)
+    odd = build.goal(A, {"title": "odd", "status": "active", "candidates": candidates}, now_ms=w.tick())
+    for c in (g, t1, odd):
+        assert put(db, c)
+    for kind in ("acceptance", "refusal"):
+        e = w.entry(M, kind, t1.did, offer=odd.did)
+        assert put(db, e)
+        held = MemoryHeld()
+        for c in (g, t1, odd):
+            held.add(c)
+        assert counts(e, held) == (False, "not_offer")
+        row = db.conn.execute("SELECT counted, reason FROM gmp_entries WHERE did = ?", (e.did,)).fetchone()
+        assert tuple(row) == (0, "not_offer")
+
+
+@pytest.mark.parametrize("fields", [{"task_version": {"a": 1}}, {"progress": [1]}, {"expires_at": "garbage"},
+                                    {"offer": {"x": 1}}, {"received": ["y"]}])
+@pytest.mark.parametrize("kind", ["reflection", "x-note"])
+def test_fields_a_kind_does_not_define_never_reach_the_columns(db, kind, fields):
+    w = World()
+    g = w.goal()
+    t1 = w.task(g)
+    e = w.entry(M, kind, t1.did, **fields)
+    for c in (g, t1, e):
+        assert put(db, c)
+    row = db.conn.execute("SELECT task_version, progress, offer, expires_ms FROM gmp_entries WHERE did = ?",
+                          (e.did,)).fetchone()
+    assert tuple(row) == (None, None, None, None)
+
+
+def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db, monkeypatch):
+    """A stranger's entry pending on a task must not make that task impossible to store."""
+    from meshnode.store import views_gmp
+
+    w = World()
+    g = w.goal()
+    t1 = w.task(g)
+    bad = w.entry(M, "reflection", t1.did, summary="poison")
+    assert put(db, g)
+    assert not put(db, bad)  # pending on t1
+    real = views_gmp._entry
+
+    def boom(conn, c, about, held):
+        if c.did == bad.did:
+            raise TypeError("an odd payload")
+        return real(conn, c, about, held)
+
+    monkeypatch.setattr(views_gmp, "_entry", boom)
+    assert put(db, t1)  # stored; the poisoned entry is dropped
+    assert db.conn.execute("SELECT 1 FROM tasks WHERE lineage = ?", (t1.did,)).fetchone()
+    assert db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (bad.did,)).fetchone() is None
+    assert db.conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] == 0
+    assert db.conn.execute("SELECT count(*) FROM gmp_members WHERE did = ?", (bad.did,)).fetchone()[0] == 0
