@@ -81,3 +81,20 @@ def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db
     assert db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (bad.did,)).fetchone() is None
     assert db.conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] == 0
     assert db.conn.execute("SELECT count(*) FROM gmp_members WHERE did = ?", (bad.did,)).fetchone()[0] == 0
+
+
+def test_pending_bounded_per_sender_and_in_all_whatever_the_authors(db, monkeypatch):
+    """A peer signing with a fresh key per container cannot grow gmp_pending without bound."""
+    monkeypatch.setattr(gmp_admission, "MAX_PER_SENDER", 3)
+    monkeypatch.setattr(gmp_admission, "MAX_PENDING", 5)
+    w = World()
+    g = w.goal()  # not stored: every entry about it waits for it
+    keys = [NodeKey(bytes([i + 1]) * 32) for i in range(8)]
+    for i, k in enumerate(keys):
+        e = w.entry(k, "reflection", g.did, summary=f"flood {i}")
+        db.put_container(e, received_at_ms=T0, received_from="did:peer:flooder")
+    assert db.conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] == 3
+    for i, k in enumerate(keys):
+        e = w.entry(k, "reflection", g.did, summary=f"other {i}")
+        db.put_container(e, received_at_ms=T0, received_from=f"did:peer:p{i}")
+    assert db.conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] == 5

@@ -25,6 +25,10 @@ log = logging.getLogger("meshnode.store")
 
 MAX_PER_AUTHOR = 1024  # an author's pending set beyond this is a flood, not a gap in a history
 MAX_AGE_MS = 7 * 86_400_000  # a named container not found in a week is not coming
+# Authors cost nothing (a fresh key each): the pending set is also bounded per peer that sent it and
+# in all, so a peer signing with ever new keys cannot grow it without bound.
+MAX_PER_SENDER = 4 * MAX_PER_AUTHOR
+MAX_PENDING = 64 * MAX_PER_AUTHOR
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
 _STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
@@ -71,6 +75,14 @@ def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_f
                                  (c.sender_did,)).fetchone()[0] >= MAX_PER_AUTHOR:
         log.info("GMP container %s not kept pending: its author %s has %d pending already", c.did, c.sender_did,
                  MAX_PER_AUTHOR)
+        return False
+    if not here and received_from is not None and conn.execute(
+            "SELECT count(*) FROM gmp_pending WHERE received_from = ?", (received_from,)).fetchone()[0] >= MAX_PER_SENDER:
+        log.info("GMP container %s not kept pending: %s sent %d pending already", c.did, received_from,
+                 MAX_PER_SENDER)
+        return False
+    if not here and conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] >= MAX_PENDING:
+        log.info("GMP container %s not kept pending: %d pending already", c.did, MAX_PENDING)
         return False
     conn.execute(
         "INSERT INTO gmp_pending (did, core, side, author, received_from, received_at_ms, missing)"
