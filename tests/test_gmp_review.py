@@ -98,3 +98,29 @@ def test_pending_bounded_per_sender_and_in_all_whatever_the_authors(db, monkeypa
         e = w.entry(k, "reflection", g.did, summary=f"other {i}")
         db.put_container(e, received_at_ms=T0, received_from=f"did:peer:p{i}")
     assert db.conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] == 5
+
+
+def test_a_strangers_offer_receipted_automatically_makes_no_coworker(tmp_path):
+    """The node receipts an offer naming it on its own (delivery, not a choice): that receipt must
+    not make the stranger who offered a known author (known authors skip the quotas)."""
+    from test_mesh_gmp_units import run_with_node
+
+    from meshnode.gmp import service
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = await store.write(lambda db: service.goal_add(db, b, clock[0], title="b's", participants=[a.did]))
+        task = await store.write(lambda db: service.task_add(db, b, clock[0] + 1, goal=goal["lineage"], title="t"))
+        offer = await store.write(lambda db: service.task_offer(db, b, clock[0] + 2, task=task["lineage"],
+                                                                 candidates=[a.did]))
+        await gmp._react([goal["did"], task["did"], offer["did"]])
+        signed = await store.read(lambda db: db.conn.execute(
+            "SELECT kind FROM gmp_entries WHERE signer = ?", (a.did,)).fetchall())
+        assert [tuple(r) for r in signed] == [("receipt",)]  # the receipt was signed
+        assert await gmp.coworkers() == set()
+        await gmp.command("task_refuse", {"task": task["lineage"]})  # a no is not working together either
+        assert await gmp.coworkers() == set()
+        await gmp.command("task_accept", {"task": task["lineage"]})
+        assert await gmp.coworkers() == {b.did}
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
