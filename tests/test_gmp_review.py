@@ -124,3 +124,41 @@ def test_a_strangers_offer_receipted_automatically_makes_no_coworker(tmp_path):
         assert await gmp.coworkers() == {b.did}
 
     run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_a_new_version_does_not_count_every_entry_of_its_lineage_again(db, monkeypatch):
+    """Anyone may add entries about a task; a version of it must not cost O(entries) (it did: every
+    entry was decoded and counted again on each version)."""
+    from gmp_fixtures import Story
+
+    from meshnode.gmp import view as gmp_view
+    from meshnode.store import views_gmp
+
+    s = Story()
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    for i in range(50):
+        assert put(db, s.w.entry(M, "reflection", s.lineage, summary=f"noise {i}"))
+    calls = []
+    real = gmp_view.counts
+    monkeypatch.setattr(views_gmp.view, "counts", lambda e, h: calls.append(e.did) or real(e, h))
+    assert put(db, s.by(B, [s.t3], progress=0.5))
+    assert calls == []
+
+
+def test_an_evicted_version_uncounts_the_entries_naming_it(db):
+    """Eviction still counts a lineage's entries again (a progress entry naming a version gone)."""
+    from gmp_fixtures import Story
+
+    from meshnode.store.removal import remove_containers
+
+    s = Story()
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    p = s.w.entry(B, "progress", s.lineage, progress=0.3, task_version=s.t3.did)
+    assert put(db, p)
+    row = "SELECT counted, reason FROM gmp_entries WHERE did = ?"
+    assert tuple(db.conn.execute(row, (p.did,)).fetchone()) == (1, None)
+    with db.transaction() as conn:
+        remove_containers(conn, [s.t3.did])
+    assert tuple(db.conn.execute(row, (p.did,)).fetchone()) == (0, "no_version")

@@ -147,7 +147,7 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
     p, state = shown.payload, view.task_state(shown)
     links = first.related.get("in_reply_to", [])
     goal = _lineage(held, links[0])
-    _recount(conn, root, held)
+    _recount(conn, root, held, unresolved=True)
     progress = _progress(conn, root, shown, state)
     conn.execute(
         """
@@ -225,11 +225,26 @@ def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> 
          parse_ms(p["expires_at"], "expires_at") if "expires_at" in own else None, c.timestamp_ms, p.get("summary")))
 
 
-def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None) -> None:
-    """Count a lineage's entries again (or only those naming ``naming`` as their offer or receipt):
-    what they name may have arrived after them."""
-    sql = "SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?" + (" AND offer = ?" if naming else "")
-    for did, counted, why in conn.execute(sql, (about, naming) if naming else (about,)).fetchall():
+# Why an entry may not count only until the version it names is in the lineage index: admission
+# holds an entry until what it names is held, so on arrival it is counted for good, but a full
+# rebuild (containers in arrival order) or an eviction can index a version after entries naming it.
+UNRESOLVED = ("no_version", "not_recipient")
+
+
+def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None,
+             unresolved: bool = False) -> None:
+    """Count a lineage's entries again (or only those naming ``naming`` as their offer or receipt,
+    or only those counted out for a version not indexed then, ``unresolved``): what they name may
+    have been indexed after them. Not every entry on every version: anyone may add entries to a
+    lineage, and decoding them all per version made each version cost O(entries)."""
+    sql = "SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?"
+    params: tuple = (about,)
+    if naming:
+        sql, params = sql + " AND offer = ?", (about, naming)
+    elif unresolved:
+        sql += f" AND reason IN ({','.join('?' * len(UNRESOLVED))})"
+        params = (about, *UNRESOLVED)
+    for did, counted, why in conn.execute(sql, params).fetchall():
         entry = held.get(did)
         if entry is None:
             continue
@@ -280,6 +295,11 @@ def clear(conn: sqlite3.Connection) -> None:
         conn.execute(f"DELETE FROM {table}")
     conn.execute("DELETE FROM container_versions WHERE class IN ('goal', 'task') AND did IN"
                  " (SELECT did FROM containers WHERE class_version = '1.1')")
+
+
+def recount(conn: sqlite3.Connection, about: str) -> None:
+    """Every entry of a lineage counted again (after an eviction took versions or entries it names)."""
+    _recount(conn, about, DbHeld(conn))
 
 
 def rebuild_all(conn: sqlite3.Connection) -> None:
