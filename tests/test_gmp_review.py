@@ -162,3 +162,30 @@ def test_an_evicted_version_uncounts_the_entries_naming_it(db):
     with db.transaction() as conn:
         remove_containers(conn, [s.t3.did])
     assert tuple(db.conn.execute(row, (p.did,)).fetchone()) == (0, "no_version")
+
+
+def test_an_offer_adds_its_candidates_without_drawing_the_whole_audience(db, monkeypatch):
+    """Each delegation entry (anyone's, counted or not) drew the goal's audience from scratch:
+    O(goal size) per entry. Candidates of a counted open offer join; nobody else does."""
+    from gmp_fixtures import C, Story
+
+    from meshnode.store import views_gmp
+
+    s = Story()
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    stranger = NodeKey(bytes([0x77]) * 32)
+    drawn = []
+    real = views_gmp.draw_audience
+    monkeypatch.setattr(views_gmp, "draw_audience", lambda conn, goal: drawn.append(goal) or real(conn, goal))
+    forged = s.w.offer(s.lineage, s.t3, to=(stranger,), key=M)  # not a delegator: not counted
+    assert put(db, forged)
+    real_offer = s.w.offer(s.lineage, s.t3, to=(C, stranger))
+    assert put(db, real_offer)
+    assert drawn == []
+    audience = {r[0] for r in db.conn.execute("SELECT did FROM gmp_audience WHERE goal_lineage = ?", (s.g.did,))}
+    assert stranger.did in audience and M.did not in audience
+    with db.transaction() as conn:
+        real(conn, s.g.did)
+    assert {r[0] for r in db.conn.execute("SELECT did FROM gmp_audience WHERE goal_lineage = ?",
+                                          (s.g.did,))} == audience

@@ -60,7 +60,12 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
     _recount(conn, about, held, naming=c.did)  # answers to an offer that came after them
     if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
         _show_progress(conn, about, held)
-    _audience(conn, goal, c.timestamp_ms, full=c.payload.get("entry_type") == "delegation")
+    _audience(conn, goal, c.timestamp_ms, full=False)
+    if c.payload["entry_type"] == "delegation":  # its candidates join while it is counted and open
+        conn.execute(
+            "INSERT OR IGNORE INTO gmp_audience (goal_lineage, did) SELECT :goal, j.value FROM gmp_entries e,"
+            " json_each(e.candidates) j WHERE e.did = :did AND e.counted = 1 AND e.expires_ms >="
+            " (SELECT newest_ms FROM gmp_goal_clock WHERE goal_lineage = :goal)", {"goal": goal, "did": c.did})
 
 
 def _lineage(held: DbHeld, did: str) -> str:
