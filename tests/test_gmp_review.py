@@ -189,3 +189,37 @@ def test_an_offer_adds_its_candidates_without_drawing_the_whole_audience(db, mon
         real(conn, s.g.did)
     assert {r[0] for r in db.conn.execute("SELECT did FROM gmp_audience WHERE goal_lineage = ?",
                                           (s.g.did,))} == audience
+
+
+def test_a_peer_that_never_answers_a_fetch_does_not_hold_up_reactions(tmp_path):
+    """Fetching what a pending container waits for ran inside the reaction loop (20 s per try):
+    a peer sending pending containers and never answering stalled every receipt and assignment."""
+    import trio
+    from test_mesh_gmp_units import run_with_node
+
+    from meshnode.gmp import service
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        asked = trio.Event()
+
+        async def never(did, dids):
+            asked.set()
+            await trio.sleep_forever()
+
+        mesh.fetch = never
+        goal = await store.write(lambda db: service.goal_add(db, b, clock[0], title="b's", participants=[a.did]))
+        task = await store.write(lambda db: service.task_add(db, b, clock[0] + 1, goal=goal["lineage"], title="t"))
+        offer = await store.write(lambda db: service.task_offer(db, b, clock[0] + 2, task=task["lineage"],
+                                                                 candidates=[a.did]))
+        waiting = build.entry(c, "reflection", {}, now_ms=clock[0] + 3, about="did:key:z6MkNotHeldHereAtAll")
+        assert not await store.write(lambda db: db.put_container(waiting, received_at_ms=clock[0],
+                                                                 received_from=c.did))
+        with trio.fail_after(5):
+            await gmp._react_to_arrivals([(waiting.did, c.did), (offer["did"], b.did)])
+            await asked.wait()
+        receipts = await store.read(lambda db: db.conn.execute(
+            "SELECT count(*) FROM gmp_entries WHERE kind = 'receipt' AND signer = ?", (a.did,)).fetchone()[0])
+        assert receipts == 1
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
