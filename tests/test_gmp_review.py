@@ -223,3 +223,25 @@ def test_a_peer_that_never_answers_a_fetch_does_not_hold_up_reactions(tmp_path):
         assert receipts == 1
 
     run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_no_receipt_for_an_offer_that_does_not_count(tmp_path):
+    """An "offer" by someone who may not offer the task (not its creator nor a steward) is no offer:
+    the node signed and pushed a receipt for each one a stranger sent."""
+    from gmp_fixtures import C, Story
+
+    from meshnode.gmp import service
+    from meshnode.store.database import Database
+
+    s = Story()
+    db = Database(tmp_path / "c.db")
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    forged = s.w.offer(s.lineage, s.t3, to=(C,), key=M)
+    real = s.w.offer(s.lineage, s.t3, to=(C,))
+    assert put(db, forged) and put(db, real)
+    out = service.on_admitted(db, C, T0, [forged.did, real.did])
+    receipts = db.conn.execute("SELECT offer FROM gmp_entries WHERE kind = 'receipt' AND signer = ?",
+                               (C.did,)).fetchall()
+    assert [r[0] for r in receipts] == [real.did] and len(out["published"]) == 1
+    db.close()

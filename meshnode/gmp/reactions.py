@@ -33,7 +33,7 @@ def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
             kind = p.get("entry_type")
             reply = c.related.get("in_reply_to") or []
             if kind == "delegation" and not p.get("nomination") and key.did in (p.get("candidates") or []) \
-                    and c.sender_did != key.did and reply:
+                    and c.sender_did != key.did and reply and _counted(db, c.did):
                 _receipt(db, key, now_ms, c, reply[0], push, published)
             elif kind == "acceptance" and isinstance(p.get("offer"), str):
                 offer = held(db, p["offer"])
@@ -47,6 +47,14 @@ def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
                     _receipt(db, key, now_ms, c, root, push, published)
             _join(db, key, now_ms, root, push, published)
     return {"published": published, "push": push.result()}
+
+
+def _counted(db, did: str) -> bool:
+    """An entry that counts (gmp_entries): an "offer" by someone who may not offer the task is no
+    offer, and gets no receipt (each would be a container this node signs and pushes for a stranger)."""
+    with sql_errors("reading an entry"):
+        row = db.conn.execute("SELECT counted FROM gmp_entries WHERE did = ?", (did,)).fetchone()
+    return bool(row and row[0])
 
 
 def _join(db, key, now_ms, lineage: str, push: Push, published: list) -> None:
