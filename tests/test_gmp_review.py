@@ -245,3 +245,39 @@ def test_no_receipt_for_an_offer_that_does_not_count(tmp_path):
                                (C.did,)).fetchall()
     assert [r[0] for r in receipts] == [real.did] and len(out["published"]) == 1
     db.close()
+
+
+def test_a_version_extends_the_holders_instead_of_walking_the_lineage(db, monkeypatch):
+    """Each version walked (and decoded, signatures checked) the whole path to draw task_holders:
+    O(versions) per version. Appending one extends the stored spans; the rows are the same as a
+    full draw (rebuild_views), through releases, reassignment and completion."""
+    from gmp_fixtures import C, Story
+
+    from meshnode.gmp import view as gmp_view
+
+    s, w = Story(), None
+    w = s.w
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    walks = []
+    real = gmp_view.path_to
+    monkeypatch.setattr(gmp_view, "path_to", lambda head, held: walks.append(head.did) or real(head, held))
+    prev = s.t3
+    for i in range(5):
+        prev = s.by(B, [prev], progress=i / 10, reason="check_in")
+        assert put(db, prev)
+    released = s.by(B, [prev], assigned=[], status="pending", reason="released", next_check_at=None)
+    assert put(db, released)
+    offer = w.offer(s.lineage, released, to=(C,))
+    acc = w.entry(C, "acceptance", s.lineage, offer=offer.did)
+    again = s.by(A, [released], assigned=[C], agreed=[acc], reason="assigned", next_check_at=w.t + 3_600_000)
+    started = s.by(C, [again], status="in_progress", reason="started")
+    done = s.by(C, [started], status="completed", reason="completed")
+    for c in (offer, acc, again, started, done):
+        assert put(db, c)
+    assert walks == []
+    rows = "SELECT * FROM task_holders ORDER BY lineage, assignee, from_version"
+    incremental = db.conn.execute(rows).fetchall()
+    assert [(r[1], r[6]) for r in incremental] == [(B.did, "released"), (C.did, "completed")]
+    db.rebuild_views()
+    assert walks and db.conn.execute(rows).fetchall() == incremental

@@ -193,22 +193,31 @@ def holder_spans(path: Sequence[Container]) -> list[HolderSpan]:
     spans: list[HolderSpan] = []
     open_: dict[str, tuple[str, int]] = {}  # assignee -> (from version, since)
     for v in path:
-        status = v.payload["status"]
-        now = set(v.payload.get("assigned_to", ())) if status not in TASK_TERMINAL else set()
-        for who in sorted(set(open_) - now):
-            start, since = open_.pop(who)
-            reason = v.payload.get("reason")
-            ended = status if status in TASK_TERMINAL else reason if reason in HOLDER_ENDS else "removed"
-            spans.append(HolderSpan(who, start, v.did, since, v.timestamp_ms, ended))
-        for who in v.payload.get("assigned_to", ()):
-            if who in now and who not in open_:
-                open_[who] = (v.did, v.timestamp_ms)
-            elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans if sp.to_version == v.did}:
-                # a holder the version (a join) lists as having finished it
-                spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
+        spans += holder_step(open_, v)
     for who, (start, since) in open_.items():
         spans.append(HolderSpan(who, start, None, since, None, None))
     return sorted(spans, key=lambda s: (s.since_ms, s.assignee, s.from_version))
+
+
+def holder_step(open_: dict[str, tuple[str, int]], v: Container) -> list[HolderSpan]:
+    """One version of ``holder_spans``: the holdings ``v`` ends (returned) and begins (added to
+    ``open_``, assignee -> (from version, since)). Lets a view extend the spans of a path by one
+    version instead of walking the whole path again."""
+    spans: list[HolderSpan] = []
+    status = v.payload["status"]
+    now = set(v.payload.get("assigned_to", ())) if status not in TASK_TERMINAL else set()
+    for who in sorted(set(open_) - now):
+        start, since = open_.pop(who)
+        reason = v.payload.get("reason")
+        ended = status if status in TASK_TERMINAL else reason if reason in HOLDER_ENDS else "removed"
+        spans.append(HolderSpan(who, start, v.did, since, v.timestamp_ms, ended))
+    for who in v.payload.get("assigned_to", ()):
+        if who in now and who not in open_:
+            open_[who] = (v.did, v.timestamp_ms)
+        elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans}:
+            # a holder the version (a join) lists as having finished it
+            spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
+    return spans
 
 
 def path_to(head: Container, held: Held) -> list[Container]:

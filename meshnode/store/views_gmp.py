@@ -45,7 +45,10 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
         if c.cls == "task":
             _assignees(conn, goal, c.payload.get("assigned_to", []))
         for r in redraw:
-            (_draw_goal if c.cls == "goal" else _draw_task)(conn, r, held)
+            if c.cls == "goal":
+                _draw_goal(conn, r, held)
+            else:
+                _draw_task(conn, r, held, c)
         _audience(conn, goal, c.timestamp_ms, full=c.cls == "goal")
         return
     about = _lineage(held, c.related["in_reply_to"][0])
@@ -146,7 +149,11 @@ def _goal_links(conn: sqlite3.Connection, gid: int, shown: Container, held: DbHe
 
 # --- tasks ----------------------------------------------------------------------------------
 
-def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
+def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld, new: Container | None = None) -> None:
+    """The task row and its holders. ``new``: the version just indexed; when it is the shown head and
+    its one parent was, the holders are extended by it (the path is the old one plus it) instead of
+    walking the whole path again, which made every version cost O(versions)."""
+    was = conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (root,)).fetchone()
     first, shown, forks = _heads(conn, root, held)
     creator = first.sender_did
     p, state = shown.payload, view.task_state(shown)
@@ -179,12 +186,27 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
          json.dumps([_lineage(held, d) for d in shown.related.get("depends_on", [])]),
          json.dumps(list(state.assigned_to)), progress, state.deadline_ms, state.next_check_ms,
          state.grace_ms // 1000, state.due_at_ms, state.overdue_at_ms, state.rule, state.reason, shown.timestamp_ms))
-    conn.execute("DELETE FROM task_holders WHERE lineage = ?", (root,))
-    conn.executemany(
-        "INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms, ended)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
-         for s in view.holder_spans(view.path_to(shown, held))])
+    _holders(conn, root, shown, held, extend=new is not None and new.did == shown.did and was is not None
+             and was[0] is not None and list(new.related.get("previous_version", ())) == [was[0]])
+
+
+def _holders(conn: sqlite3.Connection, root: str, shown: Container, held: DbHeld, extend: bool) -> None:
+    """task_holders along the path to ``shown``: drawn again, or (``extend``) the stored spans of the
+    path to its parent extended by ``shown``."""
+    insert = ("INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms,"
+              " ended) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    if not extend:
+        conn.execute("DELETE FROM task_holders WHERE lineage = ?", (root,))
+        spans = view.holder_spans(view.path_to(shown, held))
+    else:
+        open_ = {who: (start, since) for who, start, since in conn.execute(
+            "SELECT assignee, from_version, since_ms FROM task_holders WHERE lineage = ? AND to_version IS NULL",
+            (root,))}
+        ended = view.holder_step(open_, shown)
+        conn.execute("DELETE FROM task_holders WHERE lineage = ? AND to_version IS NULL", (root,))
+        spans = ended + [view.HolderSpan(who, start, None, since, None, None) for who, (start, since) in open_.items()]
+    conn.executemany(insert, [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
+                              for s in spans])
 
 
 def _show_progress(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
@@ -298,6 +320,8 @@ def clear(conn: sqlite3.Connection) -> None:
     with their local columns, and are upserted again)."""
     for table in DERIVED:
         conn.execute(f"DELETE FROM {table}")
+    conn.execute("UPDATE tasks SET container_did = NULL WHERE lineage IN (SELECT root FROM container_versions"
+                 " WHERE class = 'task')")  # so the first version drawn again draws its holders whole
     conn.execute("DELETE FROM container_versions WHERE class IN ('goal', 'task') AND did IN"
                  " (SELECT did FROM containers WHERE class_version = '1.1')")
 
