@@ -281,3 +281,25 @@ def test_a_version_extends_the_holders_instead_of_walking_the_lineage(db, monkey
     assert [(r[1], r[6]) for r in incremental] == [(B.did, "released"), (C.did, "completed")]
     db.rebuild_views()
     assert walks and db.conn.execute(rows).fetchall() == incremental
+
+
+def test_counting_a_strangers_offer_does_not_walk_the_lineage(db, monkeypatch):
+    """Counting an offer walked the task's whole lineage (decoding every version) to find stewards,
+    for anyone's offer: O(versions) per entry a stranger sends. The creator counts at once, and
+    a signer with no version in the lineage cannot be a steward."""
+    from gmp_fixtures import C, Story
+
+    from meshnode.gmp import view as gmp_view
+
+    s = Story()
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    walks = []
+    real = gmp_view.delegators
+    monkeypatch.setattr(gmp_view, "delegators", lambda *a, **k: walks.append(1) or real(*a, **k))
+    forged, by_creator = s.w.offer(s.lineage, s.t3, to=(C,), key=M), s.w.offer(s.lineage, s.t3, to=(C,))
+    assert put(db, forged) and put(db, by_creator)
+    assert walks == []
+    got = dict(db.conn.execute("SELECT did, counted FROM gmp_entries WHERE did IN (?, ?)",
+                               (forged.did, by_creator.did)).fetchall())
+    assert got == {forged.did: 0, by_creator.did: 1}

@@ -158,7 +158,14 @@ def _counts_delegation(entry: Container, held: Held, about: str) -> tuple[bool, 
                     signer in g.payload.get("participants", ()):
                 return True, None
         return False, "not_participant"
-    _, first = lineage_of(v, held)
+    root, first = lineage_of(v, held)
+    if signer == first.sender_did:
+        return True, None
+    # a steward is a delegator only through a takeover it signed in this lineage: a Held that can
+    # tell it signed none spares the walk of the whole lineage (anyone may add delegation entries)
+    signed = getattr(held, "signed_in", None)
+    if signed is not None and not signed(root, signer):
+        return False, "not_delegator"
     return (True, None) if signer in delegators([v], first.sender_did, held) else (False, "not_delegator")
 
 

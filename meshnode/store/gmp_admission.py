@@ -58,6 +58,14 @@ class DbHeld:
         row = self.conn.execute("SELECT root FROM container_versions WHERE did = ?", (did,)).fetchone()
         return row[0] if row else None
 
+    def signed_in(self, root: str, signer: str) -> bool:
+        """Whether ``signer`` signed a task 1.1 version of lineage ``root`` (or one not indexed yet):
+        only then can it be a steward there (``gmp.view`` counting offers)."""
+        return self.conn.execute(
+            "SELECT 1 FROM containers c LEFT JOIN container_versions v ON v.did = c.did WHERE c.sender_did = ?"
+            " AND c.class = 'task' AND c.class_version = '1.1' AND (v.root = ? OR v.root IS NULL) LIMIT 1",
+            (signer, root)).fetchone() is not None
+
     def add(self, c: Container) -> None:
         """Make a container just stored in this transaction visible without reading it back."""
         self._cache[c.did] = c
