@@ -303,3 +303,20 @@ def test_counting_a_strangers_offer_does_not_walk_the_lineage(db, monkeypatch):
     got = dict(db.conn.execute("SELECT did, counted FROM gmp_entries WHERE did IN (?, ?)",
                                (forged.did, by_creator.did)).fetchall())
     assert got == {forged.did: 0, by_creator.did: 1}
+
+
+def test_a_strangers_version_is_refused_without_walking_the_lineage(db, monkeypatch):
+    from gmp_fixtures import Story
+
+    from meshnode.gmp import rules
+    from meshnode.gmp.rules import GmpRefused
+
+    s = Story()
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    walks = []
+    real = rules.delegators
+    monkeypatch.setattr(rules, "delegators", lambda *a, **k: walks.append(1) or real(*a, **k))
+    with pytest.raises(GmpRefused) as refused:
+        put(db, s.by(M, [s.t3], progress=0.9))
+    assert refused.value.code == "gmp_not_authorized" and walks == []
