@@ -320,3 +320,31 @@ def test_a_strangers_version_is_refused_without_walking_the_lineage(db, monkeypa
     with pytest.raises(GmpRefused) as refused:
         put(db, s.by(M, [s.t3], progress=0.9))
     assert refused.value.code == "gmp_not_authorized" and walks == []
+
+
+def test_a_push_that_fails_in_the_store_does_not_take_the_service_down(tmp_path):
+    """A push job runs in the GMP service's nursery; a store error while loading what to push (a
+    busy database) escaped it and cancelled the whole service (and the node with it)."""
+    import trio
+    from test_mesh_gmp_units import run_with_node
+
+    from meshnode.errors import StoreError
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        real = store.read
+
+        async def failing(fn, *args, **kwargs):
+            if getattr(fn, "__name__", "") == "<lambda>" and "load_container" in fn.__code__.co_names:
+                raise StoreError("db_error", "database is locked")
+            return await real(fn, *args, **kwargs)
+
+        store.read = failing
+        with trio.fail_after(5):
+            report = await gmp.push([{"to": b.did, "dids": ["did:hmp:container:x"]}])
+        assert report["failed"] == [b.did]
+        store.read = real
+        goal = await gmp.command("goal_add", {"title": "still running"})  # the service lives on
+        assert goal["lineage"]
+
+    run_with_node(tmp_path, lambda b, c: {}, body)

@@ -209,7 +209,12 @@ class MeshGmp:
         left = [len(by_target)]
 
         async def one(to: str, dids: list[str]) -> None:
-            ok = await self._push_to(to, dids)
+            try:
+                ok = await self._push_to(to, dids)
+            except Exception as exc:  # runs in the service's nursery: an escape would take the node down
+                log.warning("GMP push to %s failed: %s: %s", to, type(exc).__name__, exc)
+                self.metrics.inc("gmp_push_failed")
+                ok = False
             report["done" if ok else "failed"].append(to)
             left[0] -= 1
             if not left[0]:
