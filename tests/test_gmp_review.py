@@ -348,3 +348,27 @@ def test_a_push_that_fails_in_the_store_does_not_take_the_service_down(tmp_path)
         assert goal["lineage"]
 
     run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_one_reaction_refused_does_not_lose_the_others(tmp_path, monkeypatch):
+    """Reactions commit one by one; one that raised (a refused assignment) lost the push list of
+    those already stored in the same call (a receipt signed and never pushed)."""
+    from gmp_fixtures import C, Story
+
+    from meshnode.gmp import reactions, service
+    from meshnode.gmp.rules import GmpRefused
+
+    s = Story()
+    db = Database(tmp_path / "c.db")
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        assert put(db, c)
+    offer = s.w.offer(s.lineage, s.t3, to=(C,))
+    assert put(db, offer)
+
+    def refused(*args):
+        raise GmpRefused("gmp_against_decision", "a rule changed under it")
+
+    monkeypatch.setattr(reactions, "_join", refused)
+    out = service.on_admitted(db, C, T0, [offer.did, s.t3.did])
+    assert [p["to"] for p in out["push"]] == [A.did] and len(out["published"]) == 1
+    db.close()
