@@ -372,3 +372,26 @@ def test_one_reaction_refused_does_not_lose_the_others(tmp_path, monkeypatch):
     out = service.on_admitted(db, C, T0, [offer.did, s.t3.did])
     assert [p["to"] for p in out["push"]] == [A.did] and len(out["published"]) == 1
     db.close()
+
+
+def test_an_offer_under_a_subgoal_does_not_push_the_private_parent_goal(tmp_path):
+    """The bundle pushed to a candidate held every version of the subgoal's parent goals, which its
+    audience need not hold (admission never reads them) and the candidate may not have: a private
+    goal pushed to a non-participant."""
+    from gmp_fixtures import C
+
+    from meshnode.gmp import service
+    from meshnode.store.sharing import may_share
+
+    db = Database(tmp_path / "a.db")
+    try:
+        secret = service.goal_add(db, A, T0, title="private parent", participants=[B.did])
+        sub = service.goal_add(db, A, T0 + 1, title="subgoal", parent=secret["lineage"])
+        task = service.task_add(db, A, T0 + 2, goal=sub["lineage"], title="t")
+        offer = service.task_offer(db, A, T0 + 3, task=task["lineage"], candidates=[C.did])
+        to_c = [d for p in offer["push"] if p["to"] == C.did for d in p["dids"]]
+        assert sub["did"] in to_c and offer["did"] in to_c
+        assert not may_share(db, secret["did"], C.did, A.did)
+        assert secret["did"] not in to_c
+    finally:
+        db.close()
