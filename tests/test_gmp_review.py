@@ -395,3 +395,42 @@ def test_an_offer_under_a_subgoal_does_not_push_the_private_parent_goal(tmp_path
         assert secret["did"] not in to_c
     finally:
         db.close()
+
+
+def test_pending_containers_over_the_fetches_in_flight_are_fetched_later(tmp_path, monkeypatch):
+    import trio
+    from test_mesh_gmp_units import run_with_node
+
+    from meshnode.net import mesh_gmp
+
+    monkeypatch.setattr(mesh_gmp, "FETCHES_IN_FLIGHT", 1)
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        asked, release = [], trio.Event()
+
+        async def slow(did, dids):
+            asked.append(tuple(dids))
+            await release.wait()
+            return []
+
+        mesh.fetch = slow
+        waiting = []
+        for i in range(2):
+            e = build.entry(c, "reflection", {}, now_ms=clock[0] + i, about=f"did:key:z6MkNotHeldHere{i}")
+            assert not await store.write(lambda db, e=e: db.put_container(e, received_at_ms=clock[0],
+                                                                          received_from=c.did))
+            waiting.append(e.did)
+        with trio.fail_after(5):
+            await gmp._react_to_arrivals([(d, c.did) for d in waiting])
+            while len(asked) < 1:
+                await trio.sleep(0.01)
+            release.set()
+            while gmp._fetching:
+                await trio.sleep(0.01)
+            await gmp._react_to_arrivals([])  # the next batch of arrivals (none of them new)
+            while len(asked) < 2:
+                await trio.sleep(0.01)
+        assert sorted(asked) == [("did:key:z6MkNotHeldHere0",), ("did:key:z6MkNotHeldHere1",)]
+
+    run_with_node(tmp_path, lambda b, c: {}, body)

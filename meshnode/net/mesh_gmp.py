@@ -299,6 +299,9 @@ class MeshGmp:
             return
         if len(self._fetching) >= FETCHES_IN_FLIGHT:  # tried again after a later batch of arrivals
             self.metrics.inc("gmp_fetch_deferred")
+            if did not in self._pending and len(self._pending) < PENDING_WATCHED:
+                self._pending[did] = 0  # watched, so a later batch looks at it again
+                self.metrics.inc("gmp_pending")
             return
         self._fetching.add(did)
 
