@@ -255,7 +255,7 @@ def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> 
 # Why an entry may not count only until the version it names is in the lineage index: admission
 # holds an entry until what it names is held, so on arrival it is counted for good, but a full
 # rebuild (containers in arrival order) or an eviction can index a version after entries naming it.
-UNRESOLVED = ("no_version", "not_recipient")
+UNRESOLVED = ("no_version", "not_recipient", "not_participant")
 
 
 def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None,
