@@ -14,39 +14,59 @@ containers it published and the ``push`` list, like every service action.
 
 from __future__ import annotations
 
+import logging
+
 from meshnode.container import Container, format_ms, parse_ms
+from meshnode.errors import MeshnodeError
 from meshnode.gmp import build, rules, view
 from meshnode.gmp.reads import TASK_TERMINAL, held, task_row
 from meshnode.gmp.service import Push, _store, _task_push, _task_version
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 
+log = logging.getLogger("meshnode.gmp")
+
 
 def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
     push, published = Push(key.did), []
     for did in dict.fromkeys(d for d in dids if isinstance(d, str)):
-        c = held(db, did)
-        if c is None or not rules.is_gmp(c) or not isinstance(c.payload, dict):
-            continue
-        p = c.payload
-        if c.cls == "workflow_entry":
-            kind = p.get("entry_type")
-            reply = c.related.get("in_reply_to") or []
-            if kind == "delegation" and not p.get("nomination") and key.did in (p.get("candidates") or []) \
-                    and c.sender_did != key.did and reply:
-                _receipt(db, key, now_ms, c, reply[0], push, published)
-            elif kind == "acceptance" and isinstance(p.get("offer"), str):
-                offer = held(db, p["offer"])
-                if offer is not None and offer.sender_did == key.did:
-                    _assign(db, key, now_ms, offer, push, published)
-        elif c.cls == "task":
-            root = lineage_index.root_of(db.conn, c.did) or c.did
-            if key.did in (p.get("assigned_to") or []) and c.sender_did != key.did:
-                before = [held(db, d) for d in c.related.get("previous_version") or []]
-                if not any(v is not None and key.did in (v.payload.get("assigned_to") or []) for v in before):
-                    _receipt(db, key, now_ms, c, root, push, published)
-            _join(db, key, now_ms, root, push, published)
+        try:  # each reaction commits on its own: one refused must not lose the pushes of the others
+            _react_to(db, key, now_ms, did, push, published)
+        except MeshnodeError as exc:
+            log.info("no reaction to %s: %s: %s", did, exc.code, exc.reason)
     return {"published": published, "push": push.result()}
+
+
+def _react_to(db, key, now_ms, did: str, push: Push, published: list) -> None:
+    c = held(db, did)
+    if c is None or not rules.is_gmp(c) or not isinstance(c.payload, dict):
+        return
+    p = c.payload
+    if c.cls == "workflow_entry":
+        kind = p.get("entry_type")
+        reply = c.related.get("in_reply_to") or []
+        if kind == "delegation" and not p.get("nomination") and key.did in (p.get("candidates") or []) \
+                and c.sender_did != key.did and reply and _counted(db, c.did):
+            _receipt(db, key, now_ms, c, reply[0], push, published)
+        elif kind == "acceptance" and isinstance(p.get("offer"), str):
+            offer = held(db, p["offer"])
+            if offer is not None and offer.sender_did == key.did:
+                _assign(db, key, now_ms, offer, push, published)
+    elif c.cls == "task":
+        root = lineage_index.root_of(db.conn, c.did) or c.did
+        if key.did in (p.get("assigned_to") or []) and c.sender_did != key.did:
+            before = [held(db, d) for d in c.related.get("previous_version") or []]
+            if not any(v is not None and key.did in (v.payload.get("assigned_to") or []) for v in before):
+                _receipt(db, key, now_ms, c, root, push, published)
+        _join(db, key, now_ms, root, push, published)
+
+
+def _counted(db, did: str) -> bool:
+    """An entry that counts (gmp_entries): an "offer" by someone who may not offer the task is no
+    offer, and gets no receipt (each would be a container this node signs and pushes for a stranger)."""
+    with sql_errors("reading an entry"):
+        row = db.conn.execute("SELECT counted FROM gmp_entries WHERE did = ?", (did,)).fetchone()
+    return bool(row and row[0])
 
 
 def _join(db, key, now_ms, lineage: str, push: Push, published: list) -> None:

@@ -120,8 +120,8 @@ def names(db: Database, dids) -> dict[str, str]:
 
 def bundle(db: Database, task_lineage: str, *, extra: tuple[str, ...] = ()) -> list[str]:
     """What a peer that has never seen the task needs to admit it (and ``extra``), in dependency
-    order: the goal's versions (and its parent goals'), the parent tasks', the task's, and the
-    offers and acceptances its versions rely on."""
+    order: the goal's versions (not its parent goals': they have audiences of their own), the
+    parent tasks', the task's, and the offers and acceptances its versions rely on."""
     conn = db.conn
     want: list[str] = []
     with sql_errors("collecting a task's containers"):
@@ -134,13 +134,9 @@ def bundle(db: Database, task_lineage: str, *, extra: tuple[str, ...] = ()) -> l
             tasks.insert(0, parent)
             row = conn.execute("SELECT parent_task FROM tasks WHERE lineage = ?", (parent,)).fetchone()
             parent = row[0] if row else None
-        goals = []
-        for _ in range(16):  # the goal and its parents
-            if not goal or goal in goals:
-                break
-            goals.insert(0, goal)
-            row = conn.execute("SELECT parent_goal FROM goals WHERE lineage = ?", (goal,)).fetchone()
-            goal = row[0] if row else None
+        # the goal only: admission never reads a subgoal's parent goals, and their audience (who may
+        # be given them, store.sharing) is theirs, not this goal's
+        goals = [goal] if goal else []
         for root in goals + tasks:
             want += lineage_index.members(conn, root) or [root]
         for root in tasks:

@@ -320,7 +320,8 @@ def _task_version(c: Container, parents, root: str, first: Container, held: Held
         roles.add("assignee")
     if not roles and c.payload.get("reason") == "reassigned_overdue":
         return _takeover(c, parents, first, held)
-    if not roles and signer in delegators(parents, creator, held):
+    signed = getattr(held, "signed_in", None)  # none signed in the lineage: no steward, no walk (view.counts)
+    if not roles and (signed is None or signed(root, signer)) and signer in delegators(parents, creator, held):
         roles.add("delegator")
     if not roles:
         _refuse("gmp_not_authorized", f"{_short(signer)} is neither the task's creator, an assignee of every "

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import TASK_TERMINAL
-from meshnode.gmp.rules import Held, ancestry, delegators, lineage_of, offer_fault
+from meshnode.gmp.rules import Held, _is, ancestry, delegators, lineage_of, offer_fault
 
 DEFAULT_GRACE_S = 3600
 DEFAULT_PRIORITY = 0.5
@@ -118,7 +118,8 @@ def counts(entry: Container, held: Held) -> tuple[bool, str | None]:
         return _counts_delegation(entry, held, about)
     if kind in ("acceptance", "refusal"):
         offer = held.get(p["offer"])
-        if offer is None or offer_fault(offer, about, offer.payload.get("candidates", [None])[0]) is not None:
+        if offer is None or not _is(offer, "workflow_entry") or \
+                offer_fault(offer, about, offer.payload.get("candidates", [None])[0]) is not None:
             nomination = offer is not None and offer.payload.get("nomination") is True
             return False, "nomination" if nomination else "not_offer"
         if signer not in offer.payload["candidates"]:
@@ -128,7 +129,7 @@ def counts(entry: Container, held: Held) -> tuple[bool, str | None]:
         return True, None
     if kind == "receipt":
         r = held.get(p["received"])
-        if r is not None and r.cls == "workflow_entry" and r.payload.get("entry_type") == "delegation":
+        if _is(r, "workflow_entry") and r.payload["entry_type"] == "delegation":
             ok = signer in r.payload["candidates"] and r.related.get("in_reply_to") == [about]
         else:
             ok = _version_of(held, p["received"], about) is not None and signer in r.payload.get("assigned_to", ())
@@ -157,7 +158,14 @@ def _counts_delegation(entry: Container, held: Held, about: str) -> tuple[bool, 
                     signer in g.payload.get("participants", ()):
                 return True, None
         return False, "not_participant"
-    _, first = lineage_of(v, held)
+    root, first = lineage_of(v, held)
+    if signer == first.sender_did:
+        return True, None
+    # a steward is a delegator only through a takeover it signed in this lineage: a Held that can
+    # tell it signed none spares the walk of the whole lineage (anyone may add delegation entries)
+    signed = getattr(held, "signed_in", None)
+    if signed is not None and not signed(root, signer):
+        return False, "not_delegator"
     return (True, None) if signer in delegators([v], first.sender_did, held) else (False, "not_delegator")
 
 
@@ -192,22 +200,31 @@ def holder_spans(path: Sequence[Container]) -> list[HolderSpan]:
     spans: list[HolderSpan] = []
     open_: dict[str, tuple[str, int]] = {}  # assignee -> (from version, since)
     for v in path:
-        status = v.payload["status"]
-        now = set(v.payload.get("assigned_to", ())) if status not in TASK_TERMINAL else set()
-        for who in sorted(set(open_) - now):
-            start, since = open_.pop(who)
-            reason = v.payload.get("reason")
-            ended = status if status in TASK_TERMINAL else reason if reason in HOLDER_ENDS else "removed"
-            spans.append(HolderSpan(who, start, v.did, since, v.timestamp_ms, ended))
-        for who in v.payload.get("assigned_to", ()):
-            if who in now and who not in open_:
-                open_[who] = (v.did, v.timestamp_ms)
-            elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans if sp.to_version == v.did}:
-                # a holder the version (a join) lists as having finished it
-                spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
+        spans += holder_step(open_, v)
     for who, (start, since) in open_.items():
         spans.append(HolderSpan(who, start, None, since, None, None))
     return sorted(spans, key=lambda s: (s.since_ms, s.assignee, s.from_version))
+
+
+def holder_step(open_: dict[str, tuple[str, int]], v: Container) -> list[HolderSpan]:
+    """One version of ``holder_spans``: the holdings ``v`` ends (returned) and begins (added to
+    ``open_``, assignee -> (from version, since)). Lets a view extend the spans of a path by one
+    version instead of walking the whole path again."""
+    spans: list[HolderSpan] = []
+    status = v.payload["status"]
+    now = set(v.payload.get("assigned_to", ())) if status not in TASK_TERMINAL else set()
+    for who in sorted(set(open_) - now):
+        start, since = open_.pop(who)
+        reason = v.payload.get("reason")
+        ended = status if status in TASK_TERMINAL else reason if reason in HOLDER_ENDS else "removed"
+        spans.append(HolderSpan(who, start, v.did, since, v.timestamp_ms, ended))
+    for who in v.payload.get("assigned_to", ()):
+        if who in now and who not in open_:
+            open_[who] = (v.did, v.timestamp_ms)
+        elif status in TASK_TERMINAL and who not in {sp.assignee for sp in spans}:
+            # a holder the version (a join) lists as having finished it
+            spans.append(HolderSpan(who, v.did, v.did, v.timestamp_ms, v.timestamp_ms, status))
+    return spans
 
 
 def path_to(head: Container, held: Held) -> list[Container]:

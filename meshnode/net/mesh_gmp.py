@@ -48,6 +48,7 @@ REOFFERS_PER_CHECK = 8  # tasks taken back offered again per check (each costs i
 REOFFER_BUDGET_S = 60.0  # the rest waits for the next check (the views remember what is left)
 QUEUE = 1024  # admitted DIDs waiting for a reaction
 PENDING_WATCHED = 4096  # pending containers looked at again after each batch of arrivals
+FETCHES_IN_FLIGHT = 16  # fetches of missing containers running at once (in the background)
 
 WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
           "task_refuse", "task_progress", "task_done", "task_release"}
@@ -93,6 +94,7 @@ class MeshGmp:
         self._reacted = BoundedLRU(8192)  # DIDs already reacted to: on_admitted runs once per container
         self._pending: dict[str, int] = {}  # DID held aside -> fetches of its missing DIDs so far
         self._retries: dict[tuple[str, str], int] = {}  # (offer, candidate) -> pushes again so far
+        self._fetching: set[str] = set()  # pending DIDs whose missing containers are being fetched
 
     # --- running ------------------------------------------------------------------
 
@@ -207,7 +209,12 @@ class MeshGmp:
         left = [len(by_target)]
 
         async def one(to: str, dids: list[str]) -> None:
-            ok = await self._push_to(to, dids)
+            try:
+                ok = await self._push_to(to, dids)
+            except Exception as exc:  # runs in the service's nursery: an escape would take the node down
+                log.warning("GMP push to %s failed: %s: %s", to, type(exc).__name__, exc)
+                self.metrics.inc("gmp_push_failed")
+                ok = False
             report["done" if ok else "failed"].append(to)
             left[0] -= 1
             if not left[0]:
@@ -280,10 +287,34 @@ class MeshGmp:
             elif state[did].get("admitted"):
                 self._pending.pop(did, None)
             else:
-                await self._fetch_missing(did, state[did], senders.get(did))
+                self._fetch_soon(did, state[did], senders.get(did))
         await self._react(admitted)
         if admitted:
             await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
+
+    def _fetch_soon(self, did: str, pending: dict, sender: str | None) -> None:
+        """Fetch what ``did`` waits for in the background: a peer that does not answer must not hold
+        up the reactions (receipts, assignments) to everything else that arrives."""
+        if did in self._fetching or self._nursery is None:
+            return
+        if len(self._fetching) >= FETCHES_IN_FLIGHT:  # tried again after a later batch of arrivals
+            self.metrics.inc("gmp_fetch_deferred")
+            if did not in self._pending and len(self._pending) < PENDING_WATCHED:
+                self._pending[did] = 0  # watched, so a later batch looks at it again
+                self.metrics.inc("gmp_pending")
+            return
+        self._fetching.add(did)
+
+        async def fetch() -> None:
+            try:
+                await self._fetch_missing(did, pending, sender)
+            except Exception as exc:  # a background task must never take the node down
+                log.exception("fetching what %s waits for failed", did)
+                self.metrics.inc("gmp_errors", where=type(exc).__name__)
+            finally:
+                self._fetching.discard(did)
+
+        self._nursery.start_soon(fetch)
 
     async def _fetch_missing(self, did: str, pending: dict, sender: str | None) -> None:
         """Fetch what a pending container waits for, from the peer that sent it."""

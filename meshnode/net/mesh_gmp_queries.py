@@ -129,7 +129,8 @@ def audience_peers(db: Database, me: str) -> list[str]:
 def coworkers(db: Database, me: str) -> list[str]:
     """Peers this node chose to work with: the audience of the goals it created (participants it
     named, assignees whose acceptance it took), the creators of tasks it holds (it accepted their
-    offer) and of goals under which it signed anything. Their containers are not a stranger's
+    offer) and of goals under which it signed anything but a receipt (signed on its own for any offer naming
+    it: delivery, not a choice) or a refusal. Their containers are not a stranger's
     (store.known); a goal naming this node that someone else created makes no one known until
     this node signs something under it, so strangers cannot use one to skip the quotas."""
     with sql_errors("listing coworkers"):
@@ -138,7 +139,8 @@ def coworkers(db: Database, me: str) -> list[str]:
             " UNION SELECT t.creator_did FROM tasks t, json_each(t.assigned_to) h"
             " WHERE json_valid(t.assigned_to) AND h.value = :me AND t.creator_did IS NOT NULL"
             " UNION SELECT g.creator_did FROM goals g WHERE g.creator_did IS NOT NULL AND EXISTS (SELECT 1 FROM"
-            " gmp_members m JOIN containers c ON c.did = m.did WHERE m.goal_lineage = g.lineage AND c.sender_did = :me)"
+            " gmp_members m JOIN containers c ON c.did = m.did WHERE m.goal_lineage = g.lineage AND c.sender_did = :me"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries e WHERE e.did = c.did AND e.kind IN ('receipt', 'refusal')))"
             " LIMIT :limit", {"me": me, "limit": MAX_AUDIENCE * 4}).fetchall()
     return [r[0] for r in rows if r[0] != me]
 

@@ -25,6 +25,10 @@ log = logging.getLogger("meshnode.store")
 
 MAX_PER_AUTHOR = 1024  # an author's pending set beyond this is a flood, not a gap in a history
 MAX_AGE_MS = 7 * 86_400_000  # a named container not found in a week is not coming
+# Authors cost nothing (a fresh key each): the pending set is also bounded per peer that sent it and
+# in all, so a peer signing with ever new keys cannot grow it without bound.
+MAX_PER_SENDER = 4 * MAX_PER_AUTHOR
+MAX_PENDING = 64 * MAX_PER_AUTHOR
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
 _STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)
@@ -54,9 +58,21 @@ class DbHeld:
         row = self.conn.execute("SELECT root FROM container_versions WHERE did = ?", (did,)).fetchone()
         return row[0] if row else None
 
+    def signed_in(self, root: str, signer: str) -> bool:
+        """Whether ``signer`` signed a task 1.1 version of lineage ``root`` (or one not indexed yet):
+        only then can it be a steward there (``gmp.view`` counting offers)."""
+        return self.conn.execute(
+            "SELECT 1 FROM containers c LEFT JOIN container_versions v ON v.did = c.did WHERE c.sender_did = ?"
+            " AND c.class = 'task' AND c.class_version = '1.1' AND (v.root = ? OR v.root IS NULL) LIMIT 1",
+            (signer, root)).fetchone() is not None
+
     def add(self, c: Container) -> None:
         """Make a container just stored in this transaction visible without reading it back."""
         self._cache[c.did] = c
+
+    def forget(self, did: str) -> None:
+        """A container whose storing was rolled back (to a savepoint) is not held after all."""
+        self._cache.pop(did, None)
 
 
 def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
@@ -67,6 +83,14 @@ def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_f
                                  (c.sender_did,)).fetchone()[0] >= MAX_PER_AUTHOR:
         log.info("GMP container %s not kept pending: its author %s has %d pending already", c.did, c.sender_did,
                  MAX_PER_AUTHOR)
+        return False
+    if not here and received_from is not None and conn.execute(
+            "SELECT count(*) FROM gmp_pending WHERE received_from = ?", (received_from,)).fetchone()[0] >= MAX_PER_SENDER:
+        log.info("GMP container %s not kept pending: %s sent %d pending already", c.did, received_from,
+                 MAX_PER_SENDER)
+        return False
+    if not here and conn.execute("SELECT count(*) FROM gmp_pending").fetchone()[0] >= MAX_PENDING:
+        log.info("GMP container %s not kept pending: %d pending already", c.did, MAX_PENDING)
         return False
     conn.execute(
         "INSERT INTO gmp_pending (did, core, side, author, received_from, received_at_ms, missing)"
@@ -95,21 +119,34 @@ def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: Store) -> l
             " JOIN gmp_pending p ON p.did = m.did WHERE m.missing_did = ? ORDER BY p.received_at_ms, p.did",
             (waited,)).fetchall()
         for pdid, core, side, received_from, received_at_ms in rows:
-            c = decode_stored(core, side)
-            outcome = rules.admit(c, held)
-            if outcome.kind == "pending":
-                hold(conn, c, received_at_ms, received_from, outcome.missing)
-                continue
-            conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
-            if outcome.kind == "refused":
-                log.info("pending GMP container %s refused once %s arrived: %s: %s", pdid, waited, outcome.code,
-                         outcome.reason)
-                refused.append((pdid, outcome.code or "", outcome.reason))
-                continue
-            if conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:
-                store(conn, c, received_at_ms, received_from)
-                held.add(c)
-                todo.append(pdid)
+            # each pending container in a savepoint: one that fails to store (a peer's odd payload) is
+            # dropped, it must not roll back the container that released it, and so block that one forever
+            conn.execute("SAVEPOINT gmp_release")
+            try:
+                c = decode_stored(core, side)
+                outcome = rules.admit(c, held)
+                if outcome.kind == "pending":
+                    hold(conn, c, received_at_ms, received_from, outcome.missing)
+                    conn.execute("RELEASE gmp_release")
+                    continue
+                conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
+                if outcome.kind == "refused":
+                    log.info("pending GMP container %s refused once %s arrived: %s: %s", pdid, waited,
+                             outcome.code, outcome.reason)
+                    refused.append((pdid, outcome.code or "", outcome.reason))
+                elif conn.execute("SELECT 1 FROM containers WHERE did = ?", (pdid,)).fetchone() is None:
+                    store(conn, c, received_at_ms, received_from)
+                    held.add(c)
+                    todo.append(pdid)
+                conn.execute("RELEASE gmp_release")
+            except Exception as exc:  # noqa: BLE001 - whatever it was, it concerns that container only
+                conn.execute("ROLLBACK TO gmp_release")
+                conn.execute("RELEASE gmp_release")
+                held.forget(pdid)
+                conn.execute("DELETE FROM gmp_pending WHERE did = ?", (pdid,))
+                log.warning("pending GMP container %s dropped once %s arrived: %s: %s", pdid, waited,
+                            type(exc).__name__, exc)
+                refused.append((pdid, "gmp_unreadable", f"could not be stored: {type(exc).__name__}"))
     return refused
 
 

@@ -28,6 +28,7 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
     replaced: set[tuple[str, str]] = set()  # (note, author) an evicted note of the author hid
     gmp: dict[str, str] = {}  # GMP lineage root -> class
     goals: set[str] = set()  # goals whose audience is drawn again
+    recount: set[str] = set()  # lineages whose entries may name what goes (their counting changes)
     removed = 0
     for did in dids:
         row = conn.execute("SELECT class, class_version FROM containers WHERE did = ?", (did,)).fetchone()
@@ -39,6 +40,7 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
             root = lineage.root_of(conn, did)
             if root is not None:
                 gmp[root] = cls
+            recount.update(r[0] for r in conn.execute("SELECT lineage FROM gmp_entries WHERE did = ?", (did,)))
             conn.execute("DELETE FROM gmp_entries WHERE did = ?", (did,))
             conn.execute("DELETE FROM gmp_members WHERE did = ?", (did,))
         elif cls in lineage.VERSIONED:
@@ -58,6 +60,8 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str]) -> int:
         _redraw_lineage(conn, root, cls)
     for root, cls in gmp.items():
         _redraw_gmp(conn, root, cls)
+    for root in sorted(recount | set(gmp)):
+        views_gmp.recount(conn, root)
     for goal in goals:
         views_gmp.draw_audience(conn, goal)
     for target, author in replaced:

@@ -22,6 +22,7 @@ import time
 from typing import Sequence
 
 from meshnode.container import Container, parse_ms
+from meshnode.container.gmp_classes import KIND_FIELDS
 from meshnode.gmp import view
 from meshnode.store import lineage
 from meshnode.store.gmp_admission import DbHeld
@@ -44,7 +45,10 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
         if c.cls == "task":
             _assignees(conn, goal, c.payload.get("assigned_to", []))
         for r in redraw:
-            (_draw_goal if c.cls == "goal" else _draw_task)(conn, r, held)
+            if c.cls == "goal":
+                _draw_goal(conn, r, held)
+            else:
+                _draw_task(conn, r, held, c)
         _audience(conn, goal, c.timestamp_ms, full=c.cls == "goal")
         return
     about = _lineage(held, c.related["in_reply_to"][0])
@@ -59,7 +63,12 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
     _recount(conn, about, held, naming=c.did)  # answers to an offer that came after them
     if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
         _show_progress(conn, about, held)
-    _audience(conn, goal, c.timestamp_ms, full=c.payload.get("entry_type") == "delegation")
+    _audience(conn, goal, c.timestamp_ms, full=False)
+    if c.payload["entry_type"] == "delegation":  # its candidates join while it is counted and open
+        conn.execute(
+            "INSERT OR IGNORE INTO gmp_audience (goal_lineage, did) SELECT :goal, j.value FROM gmp_entries e,"
+            " json_each(e.candidates) j WHERE e.did = :did AND e.counted = 1 AND e.expires_ms >="
+            " (SELECT newest_ms FROM gmp_goal_clock WHERE goal_lineage = :goal)", {"goal": goal, "did": c.did})
 
 
 def _lineage(held: DbHeld, did: str) -> str:
@@ -140,13 +149,17 @@ def _goal_links(conn: sqlite3.Connection, gid: int, shown: Container, held: DbHe
 
 # --- tasks ----------------------------------------------------------------------------------
 
-def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
+def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld, new: Container | None = None) -> None:
+    """The task row and its holders. ``new``: the version just indexed; when it is the shown head and
+    its one parent was, the holders are extended by it (the path is the old one plus it) instead of
+    walking the whole path again, which made every version cost O(versions)."""
+    was = conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (root,)).fetchone()
     first, shown, forks = _heads(conn, root, held)
     creator = first.sender_did
     p, state = shown.payload, view.task_state(shown)
     links = first.related.get("in_reply_to", [])
     goal = _lineage(held, links[0])
-    _recount(conn, root, held)
+    _recount(conn, root, held, unresolved=True)
     progress = _progress(conn, root, shown, state)
     conn.execute(
         """
@@ -173,12 +186,27 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
          json.dumps([_lineage(held, d) for d in shown.related.get("depends_on", [])]),
          json.dumps(list(state.assigned_to)), progress, state.deadline_ms, state.next_check_ms,
          state.grace_ms // 1000, state.due_at_ms, state.overdue_at_ms, state.rule, state.reason, shown.timestamp_ms))
-    conn.execute("DELETE FROM task_holders WHERE lineage = ?", (root,))
-    conn.executemany(
-        "INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms, ended)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
-         for s in view.holder_spans(view.path_to(shown, held))])
+    _holders(conn, root, shown, held, extend=new is not None and new.did == shown.did and was is not None
+             and was[0] is not None and list(new.related.get("previous_version", ())) == [was[0]])
+
+
+def _holders(conn: sqlite3.Connection, root: str, shown: Container, held: DbHeld, extend: bool) -> None:
+    """task_holders along the path to ``shown``: drawn again, or (``extend``) the stored spans of the
+    path to its parent extended by ``shown``."""
+    insert = ("INSERT OR REPLACE INTO task_holders (lineage, assignee, from_version, to_version, since_ms, until_ms,"
+              " ended) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    if not extend:
+        conn.execute("DELETE FROM task_holders WHERE lineage = ?", (root,))
+        spans = view.holder_spans(view.path_to(shown, held))
+    else:
+        open_ = {who: (start, since) for who, start, since in conn.execute(
+            "SELECT assignee, from_version, since_ms FROM task_holders WHERE lineage = ? AND to_version IS NULL",
+            (root,))}
+        ended = view.holder_step(open_, shown)
+        conn.execute("DELETE FROM task_holders WHERE lineage = ? AND to_version IS NULL", (root,))
+        spans = ended + [view.HolderSpan(who, start, None, since, None, None) for who, (start, since) in open_.items()]
+    conn.executemany(insert, [(root, s.assignee, s.from_version, s.to_version, s.since_ms, s.until_ms, s.ended)
+                              for s in spans])
 
 
 def _show_progress(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
@@ -206,22 +234,44 @@ def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view
 # --- entries --------------------------------------------------------------------------------
 
 def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> None:
-    p = c.payload
+    """The entry's row. Only the fields its kind defines are read (the schema checked those); a kind
+    may carry others of any type (unknown fields are allowed), which must not reach the columns."""
+    p, kind = c.payload, c.payload["entry_type"]
+    own = KIND_FIELDS.get(kind, {})
     counted, why = view.counts(c, held)
-    expires = p.get("expires_at")
+
+    def field(name: str):
+        return p.get(name) if name in own else None
+
+    offer = field("offer") or field("received")
     conn.execute(
         "INSERT OR REPLACE INTO gmp_entries (did, lineage, kind, signer, counted, reason, task_version, progress,"
         " offer, candidates, expires_ms, timestamp_ms, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (c.did, about, p["entry_type"], c.sender_did, int(counted), why, p.get("task_version"), p.get("progress"),
-         p.get("offer", p.get("received")), json.dumps(p["candidates"]) if "candidates" in p else None,
-         parse_ms(expires, "expires_at") if isinstance(expires, str) else None, c.timestamp_ms, p.get("summary")))
+        (c.did, about, kind, c.sender_did, int(counted), why, field("task_version"), field("progress"), offer,
+         json.dumps(p["candidates"]) if "candidates" in own else None,
+         parse_ms(p["expires_at"], "expires_at") if "expires_at" in own else None, c.timestamp_ms, p.get("summary")))
 
 
-def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None) -> None:
-    """Count a lineage's entries again (or only those naming ``naming`` as their offer or receipt):
-    what they name may have arrived after them."""
-    sql = "SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?" + (" AND offer = ?" if naming else "")
-    for did, counted, why in conn.execute(sql, (about, naming) if naming else (about,)).fetchall():
+# Why an entry may not count only until the version it names is in the lineage index: admission
+# holds an entry until what it names is held, so on arrival it is counted for good, but a full
+# rebuild (containers in arrival order) or an eviction can index a version after entries naming it.
+UNRESOLVED = ("no_version", "not_recipient", "not_participant")
+
+
+def _recount(conn: sqlite3.Connection, about: str, held: DbHeld, naming: str | None = None,
+             unresolved: bool = False) -> None:
+    """Count a lineage's entries again (or only those naming ``naming`` as their offer or receipt,
+    or only those counted out for a version not indexed then, ``unresolved``): what they name may
+    have been indexed after them. Not every entry on every version: anyone may add entries to a
+    lineage, and decoding them all per version made each version cost O(entries)."""
+    sql = "SELECT did, counted, reason FROM gmp_entries WHERE lineage = ?"
+    params: tuple = (about,)
+    if naming:
+        sql, params = sql + " AND offer = ?", (about, naming)
+    elif unresolved:
+        sql += f" AND reason IN ({','.join('?' * len(UNRESOLVED))})"
+        params = (about, *UNRESOLVED)
+    for did, counted, why in conn.execute(sql, params).fetchall():
         entry = held.get(did)
         if entry is None:
             continue
@@ -270,8 +320,15 @@ def clear(conn: sqlite3.Connection) -> None:
     with their local columns, and are upserted again)."""
     for table in DERIVED:
         conn.execute(f"DELETE FROM {table}")
+    conn.execute("UPDATE tasks SET container_did = NULL WHERE lineage IN (SELECT root FROM container_versions"
+                 " WHERE class = 'task')")  # so the first version drawn again draws its holders whole
     conn.execute("DELETE FROM container_versions WHERE class IN ('goal', 'task') AND did IN"
                  " (SELECT did FROM containers WHERE class_version = '1.1')")
+
+
+def recount(conn: sqlite3.Connection, about: str) -> None:
+    """Every entry of a lineage counted again (after an eviction took versions or entries it names)."""
+    _recount(conn, about, DbHeld(conn))
 
 
 def rebuild_all(conn: sqlite3.Connection) -> None:
