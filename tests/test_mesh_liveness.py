@@ -13,8 +13,10 @@ def liveness_of(observer: Node, did: str) -> str | None:
 def test_a_restarted_node_is_ok_again_with_its_first_heartbeats(tmp_path):
     """A restarted node counts its heartbeats from 1 again; its peers must take them (their
     timestamps are newer), not wait until the count passes the one before the restart."""
-    a = Node(tmp_path, "a")
-    b = Node(tmp_path, "b")
+    fast = {"MESHNODE_NET_HEARTBEAT_SECONDS": "0.1", "MESHNODE_NET_QUIET_AFTER_SECONDS": "1",
+            "MESHNODE_NET_STALE_AFTER_SECONDS": "2"}  # 80 heartbeats in 8 s, not 40
+    a = Node(tmp_path, "a", env=fast)
+    b = Node(tmp_path, "b", env=fast)
     try:
         a.start()
         b.set_bootstrap(a)

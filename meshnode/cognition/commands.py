@@ -150,6 +150,9 @@ def _in_fences_outside_section(answer: str, wanted: int) -> list[Any]:
     return found[:max(0, wanted)]
 
 
+_OPENERS = frozenset("[{ \t\r\n")
+
+
 def _json_values(text: str, wanted: int = MAX_COMMANDS) -> list[Any]:
     """The top-level JSON objects and arrays in ``text`` (up to ``wanted``), skipping what is not JSON."""
     decoder = json.JSONDecoder()
@@ -161,8 +164,14 @@ def _json_values(text: str, wanted: int = MAX_COMMANDS) -> list[Any]:
         i = min(starts)
         try:
             value, end = decoder.raw_decode(text, i)
-        except (ValueError, RecursionError):
+        except ValueError:
             i += 1
+            continue
+        except RecursionError:  # a run of brackets too deep to parse: only its last MAX_DEPTH can start a
+            j = i              # command, so skip the rest of the run (one by one it took 19 s for 100k)
+            while j < len(text) and text[j] in _OPENERS:
+                j += 1
+            i = max(i + 1, j - MAX_DEPTH)
             continue
         if isinstance(value, (dict, list)):
             values.append(value)
