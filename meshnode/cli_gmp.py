@@ -1,5 +1,5 @@
 """CLI commands for GMP (protocols/gmp.md section 10): ``goal add|list|show|update|cancel`` and
-``task add|list|show|update|assign|accept|refuse|progress|done|due|release``.
+``task add|list|show|update|assign|nominate|accept|refuse|progress|done|due|release``.
 
 Each asks the running node when there is one (it then pushes offers, answers and new versions
 at once) and works on the database directly otherwise; both call the same function of
@@ -160,9 +160,17 @@ def _task_parsers(sub, common) -> None:
     p.add_argument("--to", action="append", default=[], metavar="PEER", help="a candidate (repeatable)")
     p.add_argument("--interest", metavar="TAG", help="find candidates by interest in the mesh")
     p.add_argument("--candidates", type=int, default=1, metavar="N", help="with --interest: offer to the top N")
-    p.add_argument("--expires", default="1h", metavar="D", help="how long the offer stands (default 1h)")
+    p.add_argument("--basis", metavar="RESULT", help="a contested task: the approved CogConsensus result on a"
+                   " nomination, whose candidate is offered the task")
+    p.add_argument("--expires", metavar="D", help="how long the offer stands (default: [gmp] offer_seconds, 1h)")
     _json_flag(p)
     p.set_defaults(func=cmd_task_assign)
+    p = task.add_parser("nominate", parents=[common], help="propose a peer for a contested task (participants then"
+                        " vote on the nomination: consensus vote / consensus result)")
+    p.add_argument("task", metavar="TASK", help=_TASK)
+    p.add_argument("peer", metavar="PEER", help="the candidate")
+    _json_flag(p)
+    p.set_defaults(func=cmd_task_nominate)
     for name, helptext in (("accept", "accept an offer of a task"), ("refuse", "refuse an offer of a task")):
         p = task.add_parser(name, parents=[common], help=helptext)
         p.add_argument("task", metavar="TASK", help=_TASK)
@@ -387,18 +395,33 @@ def cmd_task_update(args) -> int:
 
 
 def cmd_task_assign(args) -> int:
-    expires = seconds(args.expires, "--expires")
-    if bool(args.to) == bool(args.interest):
-        raise GmpCliError("bad_args", "task assign takes --to PEER (repeatable) or --interest TAG")
+    expires = seconds(args.expires, "--expires") if args.expires else None
+    if sum(map(bool, (args.to, args.interest, args.basis))) != 1:
+        raise GmpCliError("bad_args", "task assign takes --to PEER (repeatable), --interest TAG or --basis RESULT")
     if args.interest:  # the mesh's interest lookup: only a running node can do it
         kwargs = {"task": args.task, "interest": args.interest, "candidates_max": args.candidates, "expires_s": expires}
         result = _ask_node(_config(args), "task_assign", kwargs)
     else:
-        kwargs = {"task": args.task, "candidates": _peers(args, args.to), "selection": "direct", "expires_s": expires}
-        result = _act(args, "task_assign", kwargs, service.task_offer)
+        kwargs = {"task": args.task, "expires_s": expires}
+        kwargs.update({"basis": args.basis} if args.basis else {"candidates": _peers(args, args.to),
+                                                                 "selection": "direct"})
+        result = _act(args, "task_assign", kwargs, _offer)
     if "offer" not in result:
         return _done(args, result, f"{result['did']} (assigned to yourself)")
     return _done(args, result, f"{result['did']} (offered until {_clock(result.get('expires_ms'))})")
+
+
+def _offer(db, key, now, **kwargs):
+    """The offer made here when no node runs: [gmp] offer_seconds is the node's, so 1 h."""
+    if kwargs.get("expires_s") is None:
+        kwargs["expires_s"] = 3600
+    return service.task_offer(db, key, now, **kwargs)
+
+
+def cmd_task_nominate(args) -> int:
+    result = _act(args, "task_nominate", {"task": args.task, "candidate": _peers(args, [args.peer])[0]},
+                  service.task_nominate)
+    return _done(args, result, f"{result['did']} (nominated; participants vote on it with `meshnode consensus vote`)")
 
 
 def cmd_task_answer(args) -> int:

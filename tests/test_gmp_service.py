@@ -254,3 +254,45 @@ def test_the_creators_node_joins_a_fork_of_its_task(nodes):
     row = a.conn.execute("SELECT forks, status, name, reason FROM tasks WHERE lineage = ?", (task["lineage"],)).fetchone()
     assert row == (0, "in_progress", "survey the ford", "merged")
     assert service.on_admitted(a, A, T + 13, joined["published"])["published"] == []  # no fork, nothing to join
+
+
+def test_a_contested_task_goes_to_the_nominee_an_approved_vote_selects(nodes):
+    """delegation_rule cogconsensus (gmp.md 6.3): a participant nominates, participants vote, the
+    creator offers to the nominee citing the approved result; an offer without one is refused."""
+    from meshnode.consensus.cogvote import Rule
+    from meshnode.consensus.result import cast_vote, publish_result
+
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="Choose well", participants=[C.did])
+    carry(nodes, a, goal)
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="contested", rule="cogconsensus")
+    carry(nodes, a, {"push": [{"to": C.did, "dids": [task["did"]]}]})
+    with pytest.raises(GmpError) as refused:  # the creator alone does not choose
+        service.task_offer(a, A, T + 2, task=task["lineage"], candidates=[B.did])
+    assert refused.value.code == "needs_decision"
+    with pytest.raises(GmpError) as stranger:
+        service.task_nominate(b, B, T + 2, task=task["lineage"], candidate=B.did)
+    assert stranger.value.code in ("unknown_task", "not_allowed")
+    nomination = service.task_nominate(c, C, T + 3, task=task["lineage"], candidate=B.did)
+    carry(nodes, c, nomination, only=A.did)
+    audience = {r[0] for r in a.conn.execute("SELECT did FROM gmp_audience WHERE goal_lineage = ?", (goal["lineage"],))}
+    assert B.did not in audience  # a nominee is not given the goal before an offer
+    votes = [cast_vote(a, A, nomination["did"], 1, now_ms=T + 4)]
+    votes.append(cast_vote(c, C, nomination["did"], 1, now_ms=T + 4))
+    a.put_container(votes[1], received_at_ms=T + 5)
+    with a.transaction() as conn:  # A trusts C and itself enough for the votes to weigh
+        for did in (A.did, C.did):
+            conn.execute("INSERT OR IGNORE INTO agent_peers (id, name) VALUES (?, ?)", (did, did[-6:]))
+    result = publish_result(a, A, nomination["did"], rule=Rule("general", 86_400_000, 1, 0.0), now_ms=T + 6)
+    assert result.payload["state"] == "approved", result.payload
+    offer = service.task_offer(a, A, T + 7, task=task["lineage"], basis=result.did)
+    assert offer["candidates"] == [B.did]
+    carry(nodes, a, offer, only=B.did)  # the nomination, votes and result travel with the offer
+    accept = service.task_accept(b, B, T + 8, task=task["lineage"])
+    carry(nodes, b, accept)
+    assigned = service.on_admitted(a, A, T + 9, [accept["did"]])
+    assert len(assigned["published"]) == 1
+    carry(nodes, a, assigned, only=B.did)
+    assert status(b, task["lineage"])[:2] == ("pending", f'["{B.did}"]')
+    shown = service.task_show(a, task=task["lineage"], now_ms=T + 10)
+    assert "nomination" in {e["kind"] for e in shown["entries"]}

@@ -382,7 +382,7 @@ def task_release(db, key, now_ms, *, task, reason="released") -> dict:
 # --- delegation --------------------------------------------------------------------------------------
 
 
-def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires_s=3600) -> dict:
+def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expires_s=3600, basis=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
     if row["creator_did"] != key.did:
@@ -390,13 +390,22 @@ def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires
     if row["status"] in TASK_TERMINAL:
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: there is nothing to offer")
     rule = row.get("delegation_rule") or "creator"
-    if rule != "creator":
-        raise GmpError("needs_decision", f"task {lineage} is contested (delegation_rule {rule}): its holder is chosen"
-                                         " by a vote, which this version of meshnode does not run")
+    if rule == "meshconsensus":
+        raise GmpError("needs_decision", f"task {lineage} is to be settled by MeshConsensus, which this version of"
+                                         " meshnode does not run for delegations")
+    if (rule == "cogconsensus") != (basis is not None):
+        raise GmpError("needs_decision" if basis is None else "bad_args",
+                       f"task {lineage} is contested: offer it with --basis RESULT, an approved CogConsensus result on"
+                       " a nomination (task nominate, consensus vote, consensus result)" if basis is None else
+                       f"task {lineage} is not contested (delegation_rule {rule}): an offer cites no basis")
+    extra: tuple[str, ...] = ()
+    if basis is not None:
+        candidates, basis, extra = _decided(db, lineage, basis)
+        selection = "cogconsensus"
     people = _dids(candidates, "candidate")
     if not 1 <= len(people) <= 16:
         raise GmpError("bad_args", "an offer names 1 to 16 candidates")
-    if selection not in ("direct", "interest"):
+    if selection not in ("direct", "interest", "cogconsensus"):
         raise GmpError("bad_args", "selection is direct or interest")
     if type(expires_s) is not int or not 60 <= expires_s <= 30 * DAY_S:
         raise GmpError("bad_args", "an offer expires after 60 s to 30 days")
@@ -413,14 +422,71 @@ def task_offer(db, key, now_ms, *, task, candidates, selection="direct", expires
     if holding:
         raise GmpError("bad_args", f"{', '.join(holding)} already hold(s) task {lineage}")
     expires = now_ms + expires_s * 1000
-    offer = _store(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": people,
-                                                        "selection": selection, "expires_at": format_ms(expires)},
-                                   now_ms=now_ms, about=lineage, recipients=tuple(people)), now_ms)
+    fields = {"task_version": row["container_did"], "candidates": people, "selection": selection,
+              "expires_at": format_ms(expires)}
+    if basis is not None:
+        fields["basis"] = basis
+    offer = _store(db, build.entry(key, "delegation", fields, now_ms=now_ms, about=lineage, recipients=tuple(people)),
+                   now_ms)
     push = Push(key.did)
     for peer in people:
-        push.add([peer], bundle(db, lineage, extra=(offer.did,)))
+        push.add([peer], bundle(db, lineage, extra=(*extra, offer.did)))
     return {"did": offer.did, "lineage": lineage, "offer": offer.did, "candidates": people, "expires_ms": expires,
             "push": push.result()}
+
+
+def task_nominate(db, key, now_ms, *, task, candidate) -> dict:
+    """Propose ``candidate`` for a contested task (delegation_rule cogconsensus): a nomination the
+    participants vote on (``consensus vote``); an approved result on it is the basis of the offer."""
+    lineage = resolve(db, task, "task")
+    row = task_row(db, lineage)
+    if (row.get("delegation_rule") or "creator") != "cogconsensus":
+        raise GmpError("bad_args", f"task {lineage} is not contested by CogConsensus: its creator offers it")
+    if row["status"] in TASK_TERMINAL:
+        raise GmpError("not_allowed", f"task {lineage} is {row['status']}: there is nothing to offer")
+    person = _dids([candidate], "candidate")[0]
+    goal = goal_row(db, row["goal_lineage"])
+    cite: tuple[str, ...] = ()
+    if key.did != goal["creator_did"]:
+        if key.did not in goal["participants"]:
+            raise GmpError("not_allowed", f"only the goal's participants nominate for task {lineage}")
+        cite = (goal["container_did"],)  # the goal version listing the signer as participant
+    e = _store(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
+                                                   "selection": "cogconsensus", "nomination": True,
+                                                   "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
+                               now_ms=now_ms, about=lineage, see_also=cite), now_ms)
+    push = Push(key.did)
+    push.add([goal["creator_did"], *goal["participants"]], [*cite, e.did])
+    return {"did": e.did, "lineage": lineage, "nomination": e.did, "candidate": person, "push": push.result()}
+
+
+def _decided(db, lineage: str, basis) -> tuple[list[str], str, tuple[str, ...]]:
+    """The candidate an approved CogConsensus result on a nomination of this task selects, the
+    result's DID, and what a candidate needs to check it (nomination, votes, result)."""
+    from meshnode.consensus.cogvote import ConsensusError
+    from meshnode.consensus.result import read_claim
+    from meshnode.store import short_ids
+
+    try:
+        did = short_ids.resolve_container(db, str(basis), "result")
+    except short_ids.ShortIdError as exc:
+        raise GmpError("unknown_result", exc.reason) from None
+    result = db.load_container(did, now_ms=2**62)
+    if result is None:
+        raise GmpError("unknown_result", f"no consensus_result {did} here")
+    try:
+        claim = read_claim(result)
+    except ConsensusError as exc:
+        raise GmpError("bad_basis", exc.reason) from None
+    if claim.state != "approved":
+        raise GmpError("bad_basis", f"the result's state is {claim.state}, not approved")
+    with sql_errors("reading a nomination"):
+        n = db.conn.execute("SELECT candidates FROM gmp_entries WHERE did = ? AND lineage = ? AND kind = 'nomination'",
+                            (claim.target, lineage)).fetchone()
+    nomination = db.load_container(claim.target, now_ms=2**62) if n else None
+    if nomination is None or nomination.payload.get("nomination") is not True:
+        raise GmpError("bad_basis", f"result {did} is not about a nomination for task {lineage}")
+    return list(nomination.payload["candidates"]), did, (claim.target, *claim.vote_dids, did)
 
 
 def _offer_for(db, key, now_ms, lineage: str, offer) -> Container:

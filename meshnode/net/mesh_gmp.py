@@ -51,7 +51,7 @@ PENDING_WATCHED = 4096  # pending containers looked at again after each batch of
 FETCHES_IN_FLIGHT = 16  # fetches of missing containers running at once (in the background)
 
 WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
-          "task_refuse", "task_progress", "task_done", "task_release"}
+          "task_refuse", "task_progress", "task_done", "task_release", "task_nominate"}
 READS = {"goal_list": False, "task_list": False, "goal_show": True, "task_show": True}  # name: takes now_ms
 COMMANDS = sorted(WRITES - {"task_offer"} | set(READS) | {"task_assign", "task_due"})
 

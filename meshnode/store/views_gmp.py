@@ -64,7 +64,8 @@ def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) 
     if kind and kind[0] == "task" and c.payload.get("entry_type") == "progress":
         _show_progress(conn, about, held)
     _audience(conn, goal, c.timestamp_ms, full=False)
-    if c.payload["entry_type"] == "delegation":  # its candidates join while it is counted and open
+    if c.payload["entry_type"] == "delegation" and c.payload.get("nomination") is not True:  # an offer's
+        # candidates join the audience while it is counted and open (a nomination's do not)
         conn.execute(
             "INSERT OR IGNORE INTO gmp_audience (goal_lineage, did) SELECT :goal, j.value FROM gmp_entries e,"
             " json_each(e.candidates) j WHERE e.did = :did AND e.counted = 1 AND e.expires_ms >="
@@ -244,6 +245,8 @@ def _entry(conn: sqlite3.Connection, c: Container, about: str, held: DbHeld) -> 
         return p.get(name) if name in own else None
 
     offer = field("offer") or field("received")
+    if kind == "delegation" and p.get("nomination") is True:
+        kind = "nomination"  # a proposal to vote on, not an offer: nobody answers it (gmp.md 6.3)
     conn.execute(
         "INSERT OR REPLACE INTO gmp_entries (did, lineage, kind, signer, counted, reason, task_version, progress,"
         " offer, candidates, expires_ms, timestamp_ms, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
