@@ -23,7 +23,6 @@ from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container,
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
-from meshnode.node import run_node
 from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
@@ -212,6 +211,8 @@ def cmd_init(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from meshnode.node import run_node  # the node's modules (libp2p, the cognition) load only to run one
+
     config = _config(args)
     key = open_identity(config)
     try:
