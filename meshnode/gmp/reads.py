@@ -418,3 +418,31 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
             "due": due_of(r, now_ms=now_ms, liveness={}, offers=offers, goal_status=goal_status[0] if goal_status else None),
             "forks": r["forks"] or 0, "heads": heads, "holders": holders, "entries": entries, "names": who,
             "timestamp": format_ms(c.timestamp_ms)}
+
+
+def decided_basis(db, lineage: str, basis) -> tuple[list[str], str, tuple[str, ...]]:
+    """The candidate an approved CogConsensus result on a nomination of this task selects, the
+    result's DID, and what a candidate needs to check it (nomination, votes, result)."""
+    from meshnode.consensus.cogvote import ConsensusError
+    from meshnode.consensus.result import read_claim
+
+    try:
+        did = short_ids.resolve_container(db, str(basis), "result")
+    except short_ids.ShortIdError as exc:
+        raise GmpError("unknown_result", exc.reason) from None
+    result = db.load_container(did, now_ms=2**62)
+    if result is None:
+        raise GmpError("unknown_result", f"no consensus_result {did} here")
+    try:
+        claim = read_claim(result)
+    except ConsensusError as exc:
+        raise GmpError("bad_basis", exc.reason) from None
+    if claim.state != "approved":
+        raise GmpError("bad_basis", f"the result's state is {claim.state}, not approved")
+    with sql_errors("reading a nomination"):
+        n = db.conn.execute("SELECT candidates FROM gmp_entries WHERE did = ? AND lineage = ? AND kind = 'nomination'",
+                            (claim.target, lineage)).fetchone()
+    nomination = db.load_container(claim.target, now_ms=2**62) if n else None
+    if nomination is None or nomination.payload.get("nomination") is not True:
+        raise GmpError("bad_basis", f"result {did} is not about a nomination for task {lineage}")
+    return list(nomination.payload["candidates"]), did, (claim.target, *claim.vote_dids, did)

@@ -18,13 +18,13 @@ from meshnode.container import Container, format_ms, parse_ms
 from meshnode.gmp import build
 from meshnode.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
-                                task_show)
+                                task_show, decided_basis)
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import Database, sql_errors
 
 __all__ = ["GmpError", "goal_add", "goal_update", "goal_cancel", "goal_list", "goal_show", "task_add", "task_update",
            "task_offer", "task_accept", "task_refuse", "task_progress", "task_done", "task_release", "task_list",
-           "task_show", "task_due", "on_admitted", "reassign_stale", "Push"]
+           "task_show", "task_due", "task_nominate", "on_admitted", "reassign_stale", "Push"]
 
 DAY_S = 86_400
 DEFAULT_CHECK_S = DAY_S  # a held task says when it is looked at next: by default a day on
@@ -400,7 +400,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
                        f"task {lineage} is not contested (delegation_rule {rule}): an offer cites no basis")
     extra: tuple[str, ...] = ()
     if basis is not None:
-        candidates, basis, extra = _decided(db, lineage, basis)
+        candidates, basis, extra = decided_basis(db, lineage, basis)
         selection = "cogconsensus"
     people = _dids(candidates, "candidate")
     if not 1 <= len(people) <= 16:
@@ -458,35 +458,6 @@ def task_nominate(db, key, now_ms, *, task, candidate) -> dict:
     push = Push(key.did)
     push.add([goal["creator_did"], *goal["participants"]], [*cite, e.did])
     return {"did": e.did, "lineage": lineage, "nomination": e.did, "candidate": person, "push": push.result()}
-
-
-def _decided(db, lineage: str, basis) -> tuple[list[str], str, tuple[str, ...]]:
-    """The candidate an approved CogConsensus result on a nomination of this task selects, the
-    result's DID, and what a candidate needs to check it (nomination, votes, result)."""
-    from meshnode.consensus.cogvote import ConsensusError
-    from meshnode.consensus.result import read_claim
-    from meshnode.store import short_ids
-
-    try:
-        did = short_ids.resolve_container(db, str(basis), "result")
-    except short_ids.ShortIdError as exc:
-        raise GmpError("unknown_result", exc.reason) from None
-    result = db.load_container(did, now_ms=2**62)
-    if result is None:
-        raise GmpError("unknown_result", f"no consensus_result {did} here")
-    try:
-        claim = read_claim(result)
-    except ConsensusError as exc:
-        raise GmpError("bad_basis", exc.reason) from None
-    if claim.state != "approved":
-        raise GmpError("bad_basis", f"the result's state is {claim.state}, not approved")
-    with sql_errors("reading a nomination"):
-        n = db.conn.execute("SELECT candidates FROM gmp_entries WHERE did = ? AND lineage = ? AND kind = 'nomination'",
-                            (claim.target, lineage)).fetchone()
-    nomination = db.load_container(claim.target, now_ms=2**62) if n else None
-    if nomination is None or nomination.payload.get("nomination") is not True:
-        raise GmpError("bad_basis", f"result {did} is not about a nomination for task {lineage}")
-    return list(nomination.payload["candidates"]), did, (claim.target, *claim.vote_dids, did)
 
 
 def _offer_for(db, key, now_ms, lineage: str, offer) -> Container:
