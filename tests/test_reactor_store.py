@@ -224,3 +224,35 @@ def test_last_scan(db):
     assert persist.last_scan(db) is None
     persist.mark_scan(db, T, {"events": 3, "jobs": 1})
     assert persist.last_scan(db) == {"events": 3, "jobs": 1, "at_ms": T}
+
+
+def test_audit_reads(db):
+    from meshnode.reactor import audit
+
+    core = Reactor(CFG, ALIASES)
+    step = step_and_save(db, core, T, stream())
+    persist.mark_scan(db, T, {"events": 6})
+    st = audit.status(db, T + 1)
+    assert st["last_scan"]["at_ms"] == T and st["wakes_last_hour_total"] == len(step.jobs)
+    assert {j["job_id"] for j in st["open_jobs"]} == {j.job_id for j in step.jobs}
+    assert st["unknown"] == [{"name": "nobody", "events": 1, "last_seen_ms": T, "event_type": "note.direct"}]
+    shown = {e["dedupe_key"]: e for e in audit.events(db)}
+    assert "note:noise" not in shown and "note:c" not in shown
+    assert shown["note:a"]["decision"] in ("woken", "coalesced") and shown["note:a"]["refs"] == {"note_id": 1,
+                                                                                                  "thread": "t"}
+    assert "note:noise" in {e["dedupe_key"] for e in audit.events(db, all=True)}
+    assert [e["dedupe_key"] for e in audit.events(db, agent="scout")] == ["note:b"]
+    jid = shown["note:a"]["job_id"]
+    one = audit.job(db, jid)
+    assert one["status"] == "queued" and isinstance(one["context"], dict)
+    assert "note:a" in {e["dedupe_key"] for e in one["event_rows"]}
+    ex = audit.explain(db, "note:a")
+    assert ex["kind"] == "event" and [d["action"] for d in ex["decisions"]][-1] in ("woken", "coalesced")
+    assert ex["jobs"][0]["job_id"] == jid
+    assert audit.explain(db, "noise")["event"]["noise"] == "repeat"  # a bare note id: note:<id>
+    assert audit.explain(db, jid)["kind"] == "job"
+    assert [j["job_id"] for j in audit.jobs(db, status="queued")]
+    with pytest.raises(audit.ReactorNotFound):
+        audit.job(db, "wake-none")
+    with pytest.raises(audit.ReactorNotFound):
+        audit.explain(db, "nothing:here")
