@@ -43,7 +43,8 @@ _COLUMNS = (
     " n.priority, n.timestamp, n.read,"
     " EXISTS (SELECT 1 FROM container_recipients r WHERE r.recipient = :me AND r.did = n.container_did) AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
-    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply,"
+    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply")
+_NOISE_COLUMNS = (
     " EXISTS (SELECT 1 FROM notes m WHERE m.agent_did = n.agent_did AND m.timestamp >= "
     + _T.format("n.timestamp", "-1 day") + " AND m.timestamp < n.timestamp AND m.id != n.id"
     "   AND reactor_norm(m.text) = reactor_norm(n.text)) AS repeated,"
@@ -136,7 +137,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
     since = format_ms(max(0, now_ms - int((cfg.max_note_age_days + 1) * DAY_MS)))  # a day past archive: logged once
     _with_norm(db)
     cur = db.conn.execute(
-        f"SELECT {_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
+        f"SELECT {_COLUMNS}, {_NOISE_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
         f" AND n.timestamp >= :since AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
         {"me": self_did, "since": since, "limit": MAX_NOTES})
     names = [d[0] for d in cur.description]
@@ -190,7 +191,6 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
     since = now_ms - int(cfg.max_note_age_days * DAY_MS)
     if until <= since or until <= 0:
         return []
-    _with_norm(db)
     cur = db.conn.execute(
         f"SELECT {_COLUMNS} FROM notes n INDEXED BY idx_notes_timestamp WHERE n.timestamp >= :since"
         f" AND n.timestamp < :until AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
@@ -224,11 +224,13 @@ def _answered(db: Database, row: dict, *, self_did: str) -> bool:
     q = db.conn.execute
     ts = row["timestamp"]
     if row["topic"]:
-        return q("SELECT 1 FROM notes m WHERE m.agent_did = ? AND m.timestamp > ? AND m.topic = ? AND m.source IN"
-                 " ('llm', 'llm:task', 'system') LIMIT 1", (self_did, ts, row["topic"])).fetchone() is not None
+        return q("SELECT 1 FROM notes m INDEXED BY reactor_notes_by_topic WHERE m.topic = ? AND m.timestamp > ? AND"
+                 " m.agent_did = ? AND m.source IN ('llm', 'llm:task', 'system') LIMIT 1",
+                 (row["topic"], ts, self_did)).fetchone() is not None
     if row["agent_did"] in (None, self_did):
         return q("SELECT 1 FROM notes m WHERE m.agent_did = ? AND m.timestamp > ? AND m.topic IS NULL AND m.source"
                  " IN ('llm', 'llm:task') LIMIT 1", (self_did, ts)).fetchone() is not None
-    return q("SELECT 1 FROM notes m JOIN container_recipients r ON r.did = m.container_did AND r.recipient = ?"
-             " WHERE m.agent_did = ? AND m.timestamp > ? LIMIT 1", (row["agent_did"], self_did, ts)).fetchone() is not None
+    return q("SELECT 1 FROM container_recipients r CROSS JOIN notes m ON m.container_did = r.did WHERE r.recipient = ?"
+             " AND m.agent_did = ? AND m.timestamp > ? LIMIT 1",  # CROSS: the author's mail first, not all of ours
+             (row["agent_did"], self_did, ts)).fetchone() is not None
 
