@@ -20,7 +20,7 @@ from meshnode.reactor.types import (
 )
 
 SELF = "did:key:z6MkSELFxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-MENTOR = "did:key:z6MkMENTORxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+MENTOR = "did:key:z6MkMENTxRxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 PEER = "did:key:z6MkPEERxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 T0 = 1_800_000_000_000
 EXTERNAL = ("scout", "ava", "bob", "cid")
