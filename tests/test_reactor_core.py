@@ -224,6 +224,15 @@ def run_to_check(r, job, at, **kw):
     return s.checks[0]
 
 
+def test_an_unanswered_check_is_asked_again_later():
+    r = core()
+    job = r.step(T0, [ev("scout", "n1")]).jobs[0]
+    run_to_check(r, job, T0 + 1000)
+    at = T0 + 1000 + r.cfg.trace_grace_ms
+    assert r.step(at + 1, []).checks == []
+    assert [c.job_id for c in r.step(at + 60_000, []).checks] == [job.job_id]
+
+
 def test_trace_found_closes_the_job_ok():
     r = core()
     job = r.step(T0, [ev("scout", "n1")]).jobs[0]

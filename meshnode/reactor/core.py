@@ -36,6 +36,8 @@ from meshnode.reactor.types import (
 
 __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
 
+CHECK_RETRY_MS = 60_000
+
 
 class Reactor(AfterRun):
     def __init__(self, cfg: ReactorConfig, aliases: AliasRegistry, state: ReactorState | None = None) -> None:
@@ -404,6 +406,8 @@ class Reactor(AfterRun):
         while heap and heap[0][0] <= now:
             at, job_id = heapq.heappop(heap)
             job = self._jobs.get(job_id)
-            if job is None or job.status != "checking" or job.check_at_ms != at:
+            if job is None or job.status != "checking" or (job.check_at_ms or 0) > at:
                 continue
             self._step.checks.append(self._trace_check(job))
+            # unanswered (a driver that crashed between scans): ask again later, once per retry
+            heapq.heappush(heap, (now + max(self.cfg.trace_grace_ms, CHECK_RETRY_MS), job_id))
