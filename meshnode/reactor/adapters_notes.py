@@ -54,7 +54,7 @@ _NOISE_COLUMNS = (
 # inbound and possibly addressed: another node's note naming a recipient or a mention, or the person's
 _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXISTS (SELECT 1 FROM"
               " container_recipients r WHERE r.recipient = :me AND r.did = n.container_did)))"
-              " OR (coalesce(n.agent_did, :me) = :me AND n.source IN ('cli', 'user')))")
+              " OR (coalesce(n.agent_did, :me) = :me AND n.source IN ('cli', 'user') AND n.llm_id IS NULL))")
 
 
 def _with_norm(db: Database) -> None:
@@ -123,8 +123,9 @@ _TYPES = {
 }
 
 
-def summary_of(row: dict, limit: int = 200) -> str:
-    who = "the person" if row["source"] in PERSON_SOURCES and row["agent_did"] is None else (row["agent_did"] or "?")
+def summary_of(row: dict, self_did: str, limit: int = 200) -> str:
+    person = row["source"] in PERSON_SOURCES and row["agent_did"] in (None, self_did)
+    who = "the person" if person else (row["agent_did"] or "?")
     first = " ".join((row["text"] or "").split())
     text = f"{who[:60]}: {first}"
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -167,7 +168,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                 key += f":{agent}"
             e = Event(event_type=etype, subject=did, agent=agent, severity=severity, dedupe_key=key,
                       suggested_route="agent", required_trace=kinds, at_ms=at_ms, source="notes",
-                      summary=summary_of(row), noise=noise,
+                      summary=summary_of(row, self_did), noise=noise,
                       refs={"note_id": row["id"], "container": did, "author": author, "thread": thread,
                             **({"topic": row["topic"]} if row["topic"] else {})})
             out.append(e)
@@ -213,8 +214,9 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
         out.append(Event(event_type="thread.unanswered", subject=thread, agent=agent, severity=Severity.P3,
                          dedupe_key=f"unanswered:{agent}:{thread}:{did}", suggested_route="agent",
                          required_trace=(M, B), at_ms=_ms(row["timestamp"], now_ms), source="threads",
-                         summary=summary_of(row), refs={"note_id": row["id"], "container": did, "thread": thread,
-                                                        "author": row["agent_did"] or self_did}))
+                         summary=summary_of(row, self_did),
+                         refs={"note_id": row["id"], "container": did, "thread": thread,
+                               "author": row["agent_did"] or self_did, **({"topic": row["topic"]} if row["topic"] else {})}))
     return out
 
 
