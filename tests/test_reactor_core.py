@@ -314,6 +314,21 @@ def test_an_escalation_key_is_never_sent_twice_even_if_failure_rows_are_lost():
     assert s.escalations == [] and actions(s, "n1") == ["trace_missing", "escalation_capped"]
 
 
+def test_a_lost_round_row_does_not_stop_the_repeats():
+    r = core(escalation_repeat_hours=0.005, dedupe_days=0.01)
+    dead = ev("cid", "live:dead:cid:1", etype="liveness.dead", traces=(TraceKind.HEARTBEAT,))
+    now, keys = T0, [x.key for x in r.step(T0, [dead]).escalations]
+    for _ in range(2):
+        now += r.cfg.escalation_repeat_ms
+        st = r.state()
+        st.cooldowns = {k: v for k, v in st.cooldowns.items() if not k.startswith("esc:")}  # expired rows not loaded
+        r = Reactor(r.cfg, registry(), st)
+        for c in r.step(now, []).checks:
+            keys += [x.key for x in r.step(now, [TracesFound(c.job_id, now, ())]).escalations]
+    assert keys == ["esc:operator:cid:live:dead:cid:1", "esc:operator:cid:live:dead:cid:1:r1",
+                    "esc:operator:cid:live:dead:cid:1:r2"]
+
+
 def test_report_mismatch_fails_the_job():
     r = core()
     job = r.step(T0, [ev("ava", "n1")]).jobs[0]
