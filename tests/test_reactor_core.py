@@ -391,6 +391,14 @@ def test_may_send_limits_per_thread_and_refuses_broadcast():
     assert "msg:self:ava:t" in r.step(T0 + 3_600_001, []).changed.cooldowns
 
 
+def test_cheap_accessors():
+    r = core()
+    job = r.step(T0, [ev("scout", "n1")]).jobs[0]
+    r.step(T0 + 1, [ev("scout", "n2")])
+    assert r.open_jobs() == [job] and r.event("n1").agent == "scout" and r.event("n2").dedupe_key == "n2"
+    assert r.event("nope") is None
+
+
 def test_state_round_trips_through_json():
     d = play([(1000, [ev(a, f"n:{a}") for a in EXTERNAL], [5]), (60_000, [], [3, 0])])
     st = d.r.state()
