@@ -184,6 +184,12 @@ def test_info_events_are_digest_only_and_ride_along():
     assert set(s.jobs[0].events) == {"note:1", "live:quiet:1"}
 
 
+def test_routes_reroute_an_event_type():
+    r = core(routes={"task.due": "coordinator"})
+    s = r.step(T0, [ev("ava", "due:1", etype="task.due", traces=(TraceKind.TASK_UPDATE,))])
+    assert [j.agent for j in s.jobs] == [SELF]
+
+
 def test_rules_off_logs_digest_only():
     s = core(rules_off=["direct_note"]).step(T0, [ev("scout", "n1")])
     assert s.jobs == [] and actions(s, "n1") == ["digest_only"]
