@@ -103,7 +103,7 @@ def test_settings_defaults_and_rewrites():
     ({"ignore_subjects": ["("]}, "reactor.ignore_subjects"), ({"coordinator": "ghost"}, "reactor.coordinator"),
     ({"external": {"Bad Name": {"command": ["x"]}}}, "reactor.external"), ({"bogus": 1}, "reactor.bogus"),
     ({"external": {"scout": {"command": []}}}, "reactor.external.scout.command"),
-    ({"adapters": {"mon": {}}}, "reactor.adapters.mon"), ({"mentors": {"a": 3}}, "reactor.mentors.a"),
+    ({"adapters": {"mon": {}}}, "reactor.adapters.mon"), ({"routes": {"task.due": "ghost"}}, "reactor.routes.task.due"), ({"mentors": {"a": 3}}, "reactor.mentors.a"),
 ])
 def test_settings_errors_name_the_setting(d, word):
     with pytest.raises(ValueError) as exc:

@@ -96,7 +96,20 @@ class Reactor(AfterRun):
             self._between[key] = value
         return ok
 
+    def open_jobs(self) -> list[WakeJob]:
+        """The open jobs (queued|leased|running|checking), without copying the whole state."""
+        return list(self._jobs.values())
+
+    def event(self, key: str) -> Event | None:
+        """An event of an open job (or a pending one) by dedupe key; O(1)."""
+        e = self._events.get(key)
+        if e is None and key in self._meta:
+            e = self._pending.get(self._meta[key][0], {}).get(key)
+        return e
+
     def state(self) -> ReactorState:
+        """A copy of everything the core holds (O(state): for persistence tests and dry runs; use
+        ``open_jobs``/``event`` each scan)."""
         return ReactorState(
             seen=dict(self._seen),
             pending={t: list(evs.values()) for t, evs in self._pending.items() if evs},

@@ -150,7 +150,11 @@ class AfterRun:
             new_level, until, rnd = (1 if mentor else 2), now + cfg.escalation_repeat_ms, rnd + 1
         else:
             new_level = 0
-        esc_key = f"esc:{'mentor' if new_level == 1 else 'operator'}:{agent}:{key}" + (f":r{rnd}" if rnd else "")
+        esc_key = self._esc_key(new_level, agent, key, rnd)
+        if level >= 2 and new_level:  # a new round: skip rounds already sent (a round row lost on reload)
+            while rnd < 1000 and (esc_key in self._escalated or esc_key in self._seen):
+                rnd += 1
+                esc_key = self._esc_key(new_level, agent, key, rnd)
         if new_level == 0 or esc_key in self._escalated or esc_key in self._seen:
             self._set_failure(agent, key, count, level, job.job_id if job else None)
             self._events.pop(key, None)
@@ -228,6 +232,10 @@ class AfterRun:
                 + (f" Job {job.job_id}." if job and job.kind == "wake" else "")
                 + f" Summary: {e.summary}\ndedupe: {esc_key}")
         return text[:1000]
+
+    @staticmethod
+    def _esc_key(level: int, agent: str, key: str, rnd: int) -> str:
+        return f"esc:{'mentor' if level == 1 else 'operator'}:{agent}:{key}" + (f":r{rnd}" if rnd else "")
 
     def _set_failure(self, agent: str, key: str, count: int, level: int, last: str | None) -> None:
         self._failures[(agent, key)] = (count, level, last)
