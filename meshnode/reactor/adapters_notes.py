@@ -192,9 +192,13 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
     since = now_ms - int(cfg.max_note_age_days * DAY_MS)
     if until <= since or until <= 0:
         return []
-    cur = db.conn.execute(
-        f"SELECT {_COLUMNS} FROM notes n INDEXED BY idx_notes_timestamp WHERE n.timestamp >= :since"
-        f" AND n.timestamp < :until AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
+    cur = db.conn.execute(  # only the notes that may be addressed, each part a range scan on its own index
+        f"SELECT {_COLUMNS} FROM notes n WHERE n.id IN (SELECT m.id FROM container_recipients r CROSS JOIN notes m"
+        " ON m.container_did = r.did WHERE r.recipient = :me AND m.timestamp >= :since AND m.timestamp < :until"
+        " UNION SELECT id FROM notes INDEXED BY reactor_notes_mentions WHERE mentions NOT IN ('', '[]') AND"
+        " timestamp >= :since AND timestamp < :until UNION SELECT id FROM notes INDEXED BY reactor_notes_person"
+        " WHERE source IN ('cli', 'user') AND timestamp >= :since AND timestamp < :until)"
+        f" AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
         {"me": self_did, "since": format_ms(max(0, since)), "until": format_ms(until), "limit": MAX_THREAD_NOTES})
     names = [d[0] for d in cur.description]
     newest: dict[tuple[str, str], dict] = {}
