@@ -67,7 +67,7 @@ CREATE TABLE reactor_jobs (
     context         TEXT,                         -- JSON (wake_context.build)
     report          TEXT,                         -- JSON: the final report as received
     missing         TEXT,                         -- JSON array: events without a trace
-    job             TEXT NOT NULL                 -- JSON: the WakeJob
+    job             TEXT NOT NULL                 -- JSON: the WakeJob but its context
 );
 CREATE INDEX reactor_jobs_by_agent ON reactor_jobs (agent, created_ms);
 CREATE INDEX reactor_jobs_by_status ON reactor_jobs (status);
