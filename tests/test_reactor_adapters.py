@@ -222,3 +222,14 @@ def test_liveness_events_keyed_by_episode():
                                     last_heard={A.did: T + 80 * HOUR})
     assert back[0].dedupe_key == f"live:back:{A.did}:{T + 80 * HOUR}"
     assert adapters.liveness_events([Change(A.did, Liveness.QUIET, Liveness.OK, T)], T, CFG) == []
+
+
+def test_task_fork(db):
+    s = _held_story(db)
+    put(db, s.w.ok(s.by(A, [s.t2], title="build the east adapter", reason="edited")))  # A edits as B starts
+    lin = s.lineage
+    due_at, forks = db.conn.execute("SELECT due_at_ms, forks FROM tasks WHERE lineage = ?", (lin,)).fetchone()
+    assert forks == 1
+    ev = by_type(scan(db, due_at))
+    (fork,) = ev["task.fork"]
+    assert fork.dedupe_key == f"task_fork:{lin}:1" and fork.required_trace == (adapters.TraceKind.TASK_UPDATE,)
