@@ -233,3 +233,13 @@ def test_task_fork(db):
     ev = by_type(scan(db, due_at))
     (fork,) = ev["task.fork"]
     assert fork.dedupe_key == f"task_fork:{lin}:1" and fork.required_trace == (adapters.TraceKind.TASK_UPDATE,)
+
+
+def test_a_failing_adapter_does_not_stop_the_others(db):
+    n = note(db, A, "please review the bridge plan", T, to=[B])
+    db.conn.execute("DROP TABLE held_commands")
+    errors: list[str] = []
+    found = adapters.scan(db, T + 10, CFG, self_did=ME, errors=errors)
+    assert [e.dedupe_key for e in found] == [f"note:{n.did}"]
+    assert len(errors) == 1 and errors[0].startswith("person: ") and "held_commands" in errors[0]
+    assert not db.conn.in_transaction
