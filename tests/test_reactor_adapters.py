@@ -95,12 +95,12 @@ def test_aliases_route_legacy_mentions_and_keep_unknown_raw(db):
 
 
 def test_escalation_note_uses_its_own_key(db):
-    text = "B did not answer\ndedupe: esc:mentor:did:key:zX:note:abc\nexpected: message"
+    text = "B did not answer, expected a message\n\ndedupe: esc:mentor:did:key:zX:note:abc\n#reactor #escalation"
     note(db, A, text, T, to=[B], topic="reactor-escalation", source="system")
     (e,) = scan(db, T + 10)
     assert e.event_type == "note.escalation"
     assert e.dedupe_key == "esc:mentor:did:key:zX:note:abc"
-    assert e.noise == ""  # not synthetic: an escalation
+    assert e.noise == ""  # an escalation: neither synthetic (source system) nor own (#reactor)
 
 
 def test_noise_filters(db):

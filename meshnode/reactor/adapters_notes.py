@@ -31,7 +31,7 @@ MAX_NOTES = 2000                 # unread notes read per scan (newest first)
 MAX_THREAD_NOTES = 2000          # notes looked at for unanswered threads per scan
 ESCALATION_TOPIC = "reactor-escalation"
 PERSON_SOURCES = ("cli", "user")
-_DEDUPE_LINE = re.compile(r"^dedupe:\s*(esc:\S{1,190})\s*$", re.MULTILINE)
+_DEDUPE_LINE = re.compile(r"^dedupe:\s*(esc:\S{1,400})\s*$", re.MULTILINE)
 _T = "strftime('%Y-%m-%dT%H:%M:%fZ', {}, '{}')"  # notes.timestamp is format_ms text: this shifts it in SQL
 
 M, A, B = TraceKind.MESSAGE, TraceKind.ACK, TraceKind.BLOCKER
