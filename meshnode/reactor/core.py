@@ -39,6 +39,10 @@ __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
 CHECK_RETRY_MS = 60_000
 
 
+def _urgency(e: Event) -> tuple[int, int, str]:
+    return (int(e.severity), e.at_ms, e.dedupe_key)
+
+
 class Reactor(AfterRun):
     def __init__(self, cfg: ReactorConfig, aliases: AliasRegistry, state: ReactorState | None = None) -> None:
         self.cfg = cfg
@@ -48,6 +52,8 @@ class Reactor(AfterRun):
         self._seen_heap = [(ms + cfg.dedupe_ms, k) for k, ms in self._seen.items()]
         heapq.heapify(self._seen_heap)
         self._pending: dict[str, dict[str, Event]] = {}
+        self._heaps: dict[str, list[tuple[int, int, int, str]]] = {}  # target -> lazy heap of (not wakes, sev, at, key)
+        self._last_meta: dict[str, tuple[str, str, bool, str | None]] = {}  # meta of events just taken
         self._meta: dict[str, tuple[str, str, bool, str | None]] = {}  # key -> (target, rule, wakes, nudge key)
         self._wakeable: dict[str, int] = {}  # target -> wakeable pending count
         self._p1: dict[str, int] = {}
@@ -240,8 +246,14 @@ class Reactor(AfterRun):
         nudge = None
         if wakes and rule in NUDGE_RULES:
             nudge = nudge_key(str(e.refs.get("lineage", e.subject)), target)
-        self._pending.setdefault(target, {})[key] = e
+        evs = self._pending.setdefault(target, {})
+        evs[key] = e
         self._meta[key] = (target, rule, wakes, nudge)
+        heap = self._heaps.setdefault(target, [])
+        heapq.heappush(heap, (0 if wakes else 1, int(e.severity), e.at_ms, key))
+        if len(heap) > 4 * len(evs) + 64:  # mostly stale entries: rebuild from what is pending
+            self._heaps[target] = heap = [(0 if self._meta[k][2] else 1, int(x.severity), x.at_ms, k) for k, x in evs.items()]
+            heapq.heapify(heap)
         if wakes:
             self._wakeable[target] = self._wakeable.get(target, 0) + 1
             if e.severity == Severity.P1:
@@ -252,11 +264,13 @@ class Reactor(AfterRun):
         meta = self._meta.pop(key, None)
         if meta is None:
             return None
+        self._last_meta[key] = meta
         target, _rule, wakes, _n = meta
         evs = self._pending.get(target)
         e = evs.pop(key) if evs else None
         if evs is not None and not evs:
             del self._pending[target]
+            self._heaps.pop(target, None)
         if wakes and e is not None:
             self._wakeable[target] -= 1
             if not self._wakeable[target]:
@@ -305,7 +319,7 @@ class Reactor(AfterRun):
         cfg, now = self.cfg, self._now
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
-        groups: list[tuple[int, int, str, list[Event]]] = []
+        groups: list[tuple[int, int, str]] = []
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
         agents = list(self._wakeable) if hour_left > 0 else {self._meta[k][0] for k in self._undecided if k in self._meta}
         for agent in agents:
@@ -316,40 +330,37 @@ class Reactor(AfterRun):
             if hour_left <= 0:
                 held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            evs = self._eligible(agent)
-            if evs:
-                best = min(evs, key=lambda e: (int(e.severity), e.at_ms))
-                groups.append((int(best.severity), best.at_ms, agent, evs))
-        groups.sort(key=lambda g: (g[0], g[1], g[2]))
+            best = self._peek(agent, True)
+            if best is None:
+                continue
+            if until > now and best.severity != Severity.P1:  # its P1 was dropped by a nudge cooldown
+                held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
+                continue
+            groups.append((int(best.severity), best.at_ms, agent))
+        groups.sort()
         urgent = [g for g in groups if g[0] == Severity.P1]
         normal = [g for g in groups if g[0] != Severity.P1]
-        plan: dict[str, list[Event]] = {a: evs for _s, _t, a, evs in urgent}
-        routed: set[str] = set()
+        plan: dict[str, list[tuple[int, int, str]]] = {g[2]: [g] for g in urgent}
         if len(normal) > cfg.max_jobs_per_scan:
             coord = cfg.coordinator
             c_until = self._cooldowns.get(wake_key(coord), (0, 0))[0]
             if c_until <= now or coord in plan:
-                for _s, _t, a, evs in normal:
-                    plan.setdefault(coord, []).extend(evs)
-                    if a != coord:
-                        routed.update(e.dedupe_key for e in evs)
+                plan.setdefault(coord, []).extend(normal)
             else:
-                for _s, _t, a, _evs in normal[cfg.max_jobs_per_scan:]:
-                    held[a] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
-                               f"{coord} cooling until {iso(c_until)}")
-                for _s, _t, a, evs in normal[: cfg.max_jobs_per_scan]:
-                    plan[a] = evs
+                for g in normal[cfg.max_jobs_per_scan:]:
+                    held[g[2]] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
+                                  f"{coord} cooling until {iso(c_until)}")
+                for g in normal[: cfg.max_jobs_per_scan]:
+                    plan[g[2]] = [g]
         else:
-            for _s, _t, a, evs in normal:
-                plan[a] = evs
-        ordered = sorted(plan.items(), key=lambda kv: min((int(e.severity), e.at_ms) for e in kv[1]))
-        for n, (agent, evs) in enumerate(ordered):
+            for g in normal:
+                plan[g[2]] = [g]
+        for n, (agent, sources) in enumerate(sorted(plan.items(), key=lambda kv: min(kv[1]))):
             if n >= hour_left:
-                held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
-                for e in evs:  # routed events wait with their own agent
-                    held.setdefault(self._meta[e.dedupe_key][0], held[agent])
+                for g in sources:  # routed events wait with their own agent
+                    held[g[2]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            self._make_job(agent, evs, routed)
+            self._make_job(agent, [g[2] for g in sources])
         for key in list(self._undecided):
             meta = self._meta.get(key)
             if meta is None:
@@ -358,48 +369,84 @@ class Reactor(AfterRun):
             self._status(key, "held")
             self._decide(key, action, meta[1], why)
 
-    def _eligible(self, agent: str) -> list[Event]:
-        """The agent's pending events that may go into a wake now; nudge-held ones are dropped."""
-        out = []
-        for key, e in list(self._pending.get(agent, {}).items()):
-            _t, rule, wakes, nk = self._meta[key]
+    def _peek(self, agent: str, wake_only: bool) -> Event | None:
+        """The agent's most urgent pending event (wakeable ones first), from its lazy heap; stale
+        entries are dropped, and so are events held by their nudge cooldown (6.2 item 2)."""
+        heap = self._heaps.get(agent)
+        while heap:
+            nw, _sev, _at, key = heap[0]
+            meta = self._meta.get(key)
+            if meta is None or meta[0] != agent:
+                heapq.heappop(heap)
+                continue
+            if nw and wake_only:
+                return None
+            nk = meta[3]
             if nk is not None:
                 until = self._cooldowns.get(nk, (0, 0))[0]
                 if until > self._now:
+                    heapq.heappop(heap)
                     self._take_pending(key)
                     self._status(key, "held")
-                    self._decide(key, "held_cooldown", rule, f"cooldown {nk} until {iso(until)} (dropped)")
+                    self._decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
                     continue
-            out.append(e)
-        return out if any(self._meta[e.dedupe_key][2] for e in out) else []
+            return self._pending[agent][key]
+        return None
 
-    def _make_job(self, agent: str, candidates: list[Event], routed: set[str]) -> None:
+    def _select(self, sources: list[str], limit: int, wake_only: bool) -> list[Event]:
+        """Up to ``limit`` most urgent events across the sources' heaps (a k-way merge: O(limit log n))."""
+        front = []
+        for a in sources:
+            e = self._peek(a, wake_only)
+            if e is not None:
+                front.append((_urgency(e), a))
+        heapq.heapify(front)
+        out: list[Event] = []
+        while front and len(out) < limit:
+            _u, a = heapq.heappop(front)
+            e = self._peek(a, wake_only)  # still the top: nothing else touched this agent's heap
+            heapq.heappop(self._heaps[a])
+            out.append(e)
+            self._take_pending(e.dedupe_key)
+            nxt = self._peek(a, wake_only)
+            if nxt is not None:
+                heapq.heappush(front, (_urgency(nxt), a))
+        return out
+
+    def _make_job(self, agent: str, sources: list[str]) -> None:
         cfg, now, step = self.cfg, self._now, self._step
-        candidates.sort(key=lambda e: (int(e.severity), e.at_ms, e.dedupe_key))
-        evs = [e for e in candidates if self._meta[e.dedupe_key][2]][: cfg.digest_items]
-        room = cfg.digest_items - len(evs)
-        if room > 0:
-            evs += [e for e in candidates if not self._meta[e.dedupe_key][2]][:room]
+        metas = {}
+        evs = self._select(sources, cfg.digest_items, True)
+        for e in evs:
+            metas[e.dedupe_key] = self._last_meta[e.dedupe_key]
+        if not evs:
+            return
+        if len(evs) < cfg.digest_items:
+            more = self._select(sources, cfg.digest_items - len(evs), False)
+            for e in more:
+                metas[e.dedupe_key] = self._last_meta[e.dedupe_key]
+            evs += more
+        self._last_meta.clear()
         self._seq += 1
         job_id = f"wake-{short(agent)}-{now}-{self._seq}"
-        rules = sorted({self._meta[e.dedupe_key][1] for e in evs})
-        nudges = {self._meta[e.dedupe_key][3] for e in evs} - {None}
+        rules = sorted({metas[e.dedupe_key][1] for e in evs})
+        nudges = {metas[e.dedupe_key][3] for e in evs} - {None}
         required = tuple(sorted({k for e in evs for k in e.required_trace if k != TraceKind.NONE}, key=lambda k: k.value))
         job = WakeJob(job_id=job_id, agent=agent, reason=tuple(rules), priority=Severity(int(evs[0].severity)),
                       events=tuple(e.dedupe_key for e in evs), created_ms=now, max_runtime_s=cfg.runtime_s(agent),
                       required_trace=required, status="queued", context={},
                       dedupe_key=f"wake:{agent}:{evs[0].dedupe_key}")
         job.context = wake_context.build(job, evs, None, cfg)
-        for i, e in enumerate(evs):
+        first = True
+        for e in evs:
             key = e.dedupe_key
-            rule = self._meta[key][1]
-            self._take_pending(key)
+            owner, rule = metas[key][0], metas[key][1]
             self._events[key] = e
             self._status(key, "job", job_id)
-            if key in routed:
+            if owner != agent:
                 action, why = "routed_coordinator", f"more than {cfg.max_jobs_per_scan} agents need a wake"
-            elif i == 0:
-                action, why = "woken", f"{agent} woken"
+            elif first:
+                action, why, first = "woken", f"{agent} woken", False
             else:
                 action, why = "coalesced", f"into {job_id}"
             self._decide(key, action, rule, why, job_id)
