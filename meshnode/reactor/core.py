@@ -6,7 +6,7 @@ reads a clock, a file or the store; the driver persists ``Step.changed`` and doe
 - Ingest, per event, O(1): dedupe (a key seen within ``dedupe_days`` is a ``duplicate``), then the
   noise mark, then alias resolution (unknown addressees are kept, never routed), then the rule:
   digest-only, escalate at once (routed to the mentor), a note to the operator, or pending for the
-  agent the rule targets (only agents local to this node can be woken).
+  agent the rule targets (only agents local to this node can be woken; queues in ``pending.py``).
 - Plan, per scan, over the agents with wakeable pending events: wake cooldown (P1 bypasses), nudge
   cooldown (drops the event), coalescing into one job per agent (``digest_items`` most urgent
   events; the rest stay pending), the per-scan budget (more agents than ``max_jobs_per_scan`` ->
@@ -27,7 +27,8 @@ from typing import Iterable
 from meshnode.reactor import wake_context
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.ladder import AfterRun
-from meshnode.reactor.limits import NUDGE_RULES, HourWindow, iso, message_allowed, nudge_key, rule_for, short, wake_key
+from meshnode.reactor.limits import HourWindow, iso, message_allowed, rule_for, short, wake_key
+from meshnode.reactor.pending import PendingQueues
 from meshnode.reactor.settings import ReactorConfig
 from meshnode.reactor.types import (
     ANY_TRACE, OPEN_STATUSES, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity,
@@ -39,11 +40,7 @@ __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
 CHECK_RETRY_MS = 60_000
 
 
-def _urgency(e: Event) -> tuple[int, int, str]:
-    return (int(e.severity), e.at_ms, e.dedupe_key)
-
-
-class Reactor(AfterRun):
+class Reactor(PendingQueues, AfterRun):
     def __init__(self, cfg: ReactorConfig, aliases: AliasRegistry, state: ReactorState | None = None) -> None:
         self.cfg = cfg
         self.aliases = aliases
@@ -53,7 +50,6 @@ class Reactor(AfterRun):
         heapq.heapify(self._seen_heap)
         self._pending: dict[str, dict[str, Event]] = {}
         self._heaps: dict[str, list[tuple[int, int, int, str]]] = {}  # target -> lazy heap of (not wakes, sev, at, key)
-        self._last_meta: dict[str, tuple[str, str, bool, str | None]] = {}  # meta of events just taken
         self._meta: dict[str, tuple[str, str, bool, str | None]] = {}  # key -> (target, rule, wakes, nudge key)
         self._wakeable: dict[str, int] = {}  # target -> wakeable pending count
         self._p1: dict[str, int] = {}
@@ -237,50 +233,6 @@ class Reactor(AfterRun):
             return "digest", self.cfg.coordinator, rule.name, f"{target} is not an agent of this node"
         return "wake", target, rule.name, ""
 
-    def _add_pending(self, e: Event, since_ms: int, routed: tuple[str, str, str, str] | None = None) -> None:
-        """Pending for the agent the rules target. Rows rebuilt from the store are routed again
-        here, so a stale grouping can never make a non-local agent wakeable."""
-        key = e.dedupe_key
-        kind, target, rule, _why = routed or self._route(e)
-        wakes = kind == "wake"  # mentor/operator only for a rebuilt row: it waits in a digest
-        nudge = None
-        if wakes and rule in NUDGE_RULES:
-            nudge = nudge_key(str(e.refs.get("lineage", e.subject)), target)
-        evs = self._pending.setdefault(target, {})
-        evs[key] = e
-        self._meta[key] = (target, rule, wakes, nudge)
-        heap = self._heaps.setdefault(target, [])
-        heapq.heappush(heap, (0 if wakes else 1, int(e.severity), e.at_ms, key))
-        if len(heap) > 4 * len(evs) + 64:  # mostly stale entries: rebuild from what is pending
-            self._heaps[target] = heap = [(0 if self._meta[k][2] else 1, int(x.severity), x.at_ms, k) for k, x in evs.items()]
-            heapq.heapify(heap)
-        if wakes:
-            self._wakeable[target] = self._wakeable.get(target, 0) + 1
-            if e.severity == Severity.P1:
-                self._p1[target] = self._p1.get(target, 0) + 1
-        heapq.heappush(self._ttl_heap, (since_ms + self.cfg.event_ttl_ms, key))
-
-    def _take_pending(self, key: str) -> Event | None:
-        meta = self._meta.pop(key, None)
-        if meta is None:
-            return None
-        self._last_meta[key] = meta
-        target, _rule, wakes, _n = meta
-        evs = self._pending.get(target)
-        e = evs.pop(key) if evs else None
-        if evs is not None and not evs:
-            del self._pending[target]
-            self._heaps.pop(target, None)
-        if wakes and e is not None:
-            self._wakeable[target] -= 1
-            if not self._wakeable[target]:
-                del self._wakeable[target]
-            if e.severity == Severity.P1:
-                self._p1[target] -= 1
-                if not self._p1[target]:
-                    del self._p1[target]
-        return e
-
     # ---- time-driven -------------------------------------------------------------------------
     def _due_self_checks(self) -> None:
         now = self._now
@@ -369,64 +321,14 @@ class Reactor(AfterRun):
             self._status(key, "held")
             self._decide(key, action, meta[1], why)
 
-    def _peek(self, agent: str, wake_only: bool) -> Event | None:
-        """The agent's most urgent pending event (wakeable ones first), from its lazy heap; stale
-        entries are dropped, and so are events held by their nudge cooldown (6.2 item 2)."""
-        heap = self._heaps.get(agent)
-        while heap:
-            nw, _sev, _at, key = heap[0]
-            meta = self._meta.get(key)
-            if meta is None or meta[0] != agent:
-                heapq.heappop(heap)
-                continue
-            if nw and wake_only:
-                return None
-            nk = meta[3]
-            if nk is not None:
-                until = self._cooldowns.get(nk, (0, 0))[0]
-                if until > self._now:
-                    heapq.heappop(heap)
-                    self._take_pending(key)
-                    self._status(key, "held")
-                    self._decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
-                    continue
-            return self._pending[agent][key]
-        return None
-
-    def _select(self, sources: list[str], limit: int, wake_only: bool) -> list[Event]:
-        """Up to ``limit`` most urgent events across the sources' heaps (a k-way merge: O(limit log n))."""
-        front = []
-        for a in sources:
-            e = self._peek(a, wake_only)
-            if e is not None:
-                front.append((_urgency(e), a))
-        heapq.heapify(front)
-        out: list[Event] = []
-        while front and len(out) < limit:
-            _u, a = heapq.heappop(front)
-            e = self._peek(a, wake_only)  # still the top: nothing else touched this agent's heap
-            heapq.heappop(self._heaps[a])
-            out.append(e)
-            self._take_pending(e.dedupe_key)
-            nxt = self._peek(a, wake_only)
-            if nxt is not None:
-                heapq.heappush(front, (_urgency(nxt), a))
-        return out
-
     def _make_job(self, agent: str, sources: list[str]) -> None:
         cfg, now, step = self.cfg, self._now, self._step
-        metas = {}
-        evs = self._select(sources, cfg.digest_items, True)
-        for e in evs:
-            metas[e.dedupe_key] = self._last_meta[e.dedupe_key]
+        metas: dict[str, tuple[str, str, bool, str | None]] = {}
+        evs = self._select(sources, cfg.digest_items, True, metas)
         if not evs:
             return
-        if len(evs) < cfg.digest_items:
-            more = self._select(sources, cfg.digest_items - len(evs), False)
-            for e in more:
-                metas[e.dedupe_key] = self._last_meta[e.dedupe_key]
-            evs += more
-        self._last_meta.clear()
+        if len(evs) < cfg.digest_items:  # room left: the digest-only items ride along
+            evs += self._select(sources, cfg.digest_items - len(evs), False, metas)
         self._seq += 1
         job_id = f"wake-{short(agent)}-{now}-{self._seq}"
         rules = sorted({metas[e.dedupe_key][1] for e in evs})
