@@ -302,3 +302,23 @@ def test_replay_of_any_prefix_through_reloaded_cores_adds_nothing(tmp_path):
         assert {d.action for d in replay.decisions} - {d.action for d in quiet.decisions} <= {"duplicate"}, scan
     assert db.conn.execute("SELECT count(*) FROM reactor_jobs").fetchone()[0] > 3
     db.close()
+
+
+def test_an_event_dropped_by_its_nudge_cooldown_is_not_pending_after_a_reload(db):
+    from dataclasses import replace
+
+    cfg = replace(CFG, wake_cooldown_hours=0)
+    due = dict(etype="task.due", kinds=(TraceKind.TASK_UPDATE,))
+    core = Reactor(cfg, ALIASES)
+    step_and_save(db, core, T, [replace(ev("task_due:L1:1", **due), subject="L1")])
+    step = step_and_save(db, core, T + 1000, [replace(ev("task_due:L1:2", **due), subject="L1")])
+    assert [d.action for d in step.decisions if d.dedupe_key == "task_due:L1:2"] == ["held_cooldown"]
+    assert db.conn.execute("SELECT status FROM reactor_events WHERE dedupe_key = 'task_due:L1:2'").fetchone()[0] == \
+        "dropped"
+    loaded = persist.load_state(db, T + 2000, cfg)
+    assert "task_due:L1:2" not in {e.dedupe_key for evs in loaded.pending.values() for e in evs}
+    assert "task_due:L1:2" in loaded.seen  # still a duplicate if seen again
+    # reloaded after the nudge cooldown: the dropped event does not come back into a wake
+    again = Reactor(cfg, ALIASES, persist.load_state(db, T + cfg.nudge_cooldown_ms + 1, cfg))
+    step = again.step(T + cfg.nudge_cooldown_ms + 1, [])
+    assert all("task_due:L1:2" not in j.events for j in step.jobs)

@@ -86,7 +86,7 @@ class PendingQueues:
                 if until > self._now:
                     heapq.heappop(heap)
                     self._take_pending(key)
-                    self._status(key, "held")
+                    self._status(key, "dropped")  # not kept: a reload must not bring it back
                     self._decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
                     continue
             return self._pending[agent][key]

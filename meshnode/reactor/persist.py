@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 OPEN_JOB_STATUSES = ("queued", "leased", "running", "checking")
 JOB_STATUSES = OPEN_JOB_STATUSES + ("ok", "failed", "interrupted", "skipped")
-WAITING_STATUSES = ("pending", "held", "digest")  # accepted, waiting for a wake (held: a cooldown or budget)
+WAITING_STATUSES = ("pending", "held", "digest")  # accepted, waiting for a wake (held: a cooldown or budget;
+# not "dropped": taken out by its nudge cooldown, never pending again)
 LAST_SCAN_KEY = "reactor.last_scan"
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS

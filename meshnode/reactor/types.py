@@ -179,7 +179,10 @@ class Decision:
 
 Input = Union[Event, RunEnded, TracesFound, LeaseRefused]
 
-EVENT_STATUSES = frozenset({"pending", "job", "held", "digest", "noise", "unknown", "expired", "done", "failed"})
+# held: waiting, held back by a wake cooldown or budget; dropped: taken out by its nudge cooldown
+# (design 6.2 item 2), never pending again
+EVENT_STATUSES = frozenset({"pending", "job", "held", "dropped", "digest", "noise", "unknown", "expired", "done",
+                            "failed"})
 
 
 @dataclass

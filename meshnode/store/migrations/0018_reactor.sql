@@ -4,7 +4,9 @@
 -- Written by meshnode.reactor.persist only (one transaction per scan); read by reactor.audit.
 
 -- One row per accepted dedupe key. status is the core's (StateDelta.event_status):
--- pending | job | held | digest | noise | unknown | expired | done | failed.
+-- pending | job | held | dropped | digest | noise | unknown | expired | done | failed
+-- (held: waiting behind a wake cooldown or budget; dropped: taken out by its nudge cooldown, never
+-- pending again, so persist.load_state skips it).
 CREATE TABLE reactor_events (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     dedupe_key      TEXT NOT NULL UNIQUE,
@@ -22,7 +24,7 @@ CREATE TABLE reactor_events (
     seen_ms         INTEGER NOT NULL,             -- first scan that saw it
     last_seen_ms    INTEGER NOT NULL,             -- last scan that saw it (dedupe window, retention)
     status          TEXT NOT NULL
-                    CHECK (status IN ('pending', 'job', 'held', 'digest', 'noise', 'unknown', 'expired',
+                    CHECK (status IN ('pending', 'job', 'held', 'dropped', 'digest', 'noise', 'unknown', 'expired',
                                       'done', 'failed')),
     job_id          TEXT
 );
