@@ -322,3 +322,22 @@ def test_an_event_dropped_by_its_nudge_cooldown_is_not_pending_after_a_reload(db
     again = Reactor(cfg, ALIASES, persist.load_state(db, T + cfg.nudge_cooldown_ms + 1, cfg))
     step = again.step(T + cfg.nudge_cooldown_ms + 1, [])
     assert all("task_due:L1:2" not in j.events for j in step.jobs)
+
+
+def test_a_second_interruption_across_a_restart_counts_as_a_failure(db):
+    core = Reactor(CFG, ALIASES)
+    job = _job(db, core, "note:a", T)
+    # first interruption, then a restart: the event is pending again, its job re-made by the new core
+    again = Reactor(CFG, ALIASES, persist.load_state(db, T + 20, CFG))
+    step_and_save(db, again, T + 20, [RunEnded(job.job_id, T + 20, "interrupted")])
+    assert db.conn.execute("SELECT until_ms FROM reactor_cooldowns WHERE key = 'int:note:a'").fetchone() is not None
+    now = T + CFG.wake_cooldown_ms + 30
+    third = Reactor(CFG, ALIASES, persist.load_state(db, now, CFG))
+    (job2,) = step_and_save(db, third, now, []).jobs
+    assert job2.events == ("note:a",)
+    # second interruption after another restart: a failure, escalated to the mentor
+    fourth = Reactor(CFG, ALIASES, persist.load_state(db, now + 10, CFG))
+    step = step_and_save(db, fourth, now + 10, [RunEnded(job2.job_id, now + 10, "interrupted")])
+    acts = [d.action for d in step.decisions if d.dedupe_key == "note:a"]
+    assert acts[:2] == ["interrupted", "escalated"] and step.jobs == []
+    assert [(x.to_id, x.level) for x in step.escalations] == [(MENTOR, 1)]

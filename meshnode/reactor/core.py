@@ -65,7 +65,6 @@ class Reactor(PendingQueues, AfterRun):
         for key, (until, _n) in st.cooldowns.items():
             if key.startswith("check:"):
                 self._next_checks.setdefault(key[6:], until)
-        self._interrupted: set[str] = set()
         self._between: dict[str, tuple[int, int]] = {}  # cooldowns changed by may_send between steps
         self._seq = 0
         for evs in st.pending.values():

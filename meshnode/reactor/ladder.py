@@ -4,7 +4,8 @@ A mixin of ``Reactor`` (core.py), split out so each file holds one concern: core
 woken; this file decides what a finished run means. Lifecycle: a job is ``queued`` until the driver
 reports ``RunEnded``; then ``checking`` until ``trace_grace_seconds`` after the end, when the core
 emits a ``TraceCheck``; ``TracesFound`` closes it ``ok`` or ``failed``. A lying final report
-(mismatches) fails the job at once; ``interrupted`` puts its events back to pending once.
+(mismatches) fails the job at once; ``interrupted`` puts its events back to pending once (the
+memory of it is a cooldown row ``int:<event key>``, so it survives a restart).
 
 The ladder, per (agent, event key): the first failure goes to the agent's mentor (level 1), the
 next to the operator (level 2); each escalation opens a *watch* job (status ``checking``, never
@@ -28,6 +29,12 @@ from meshnode.reactor.types import (
 )
 
 ESCALATION_TRACES = (TraceKind.MESSAGE, TraceKind.TASK_UPDATE, TraceKind.BLOCKER)
+
+
+def interrupted_key(event_key: str) -> str:
+    """The cooldown row saying an event's job was interrupted once (design 7.2: a second
+    interruption is a failure); it lasts the event's dedupe window (or its pending TTL if longer)."""
+    return f"int:{event_key}"
 
 
 class AfterRun:
@@ -74,12 +81,14 @@ class AfterRun:
             e = self._events.pop(key, None)
             if e is None:
                 continue
-            if key in self._interrupted:
+            ikey = interrupted_key(key)
+            if self._cooldowns.get(ikey, (0, 0))[0] > self._now:
                 self._status(key, "failed", job.job_id)
                 self._decide(key, "interrupted", self._rule_of(e), "interrupted twice: counted as a failure", job.job_id)
                 self._fail(job.agent, e, job)
             else:
-                self._interrupted.add(key)
+                # remembered in the cooldown table (persisted), so a restart does not forget it
+                self._set_cooldown(ikey, self._now + max(self.cfg.dedupe_ms, self.cfg.event_ttl_ms), 1)
                 self._add_pending(e, self._now)
                 self._status(key, "pending")
                 self._decide(key, "interrupted", self._rule_of(e), "back to pending once", job.job_id)

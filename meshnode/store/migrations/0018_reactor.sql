@@ -76,7 +76,8 @@ CREATE INDEX reactor_jobs_by_status ON reactor_jobs (status);
 CREATE INDEX reactor_jobs_by_created ON reactor_jobs (created_ms);
 
 CREATE TABLE reactor_cooldowns (
-    key        TEXT PRIMARY KEY,                  -- wake:<agent>, nudge:<lineage>:<agent>, msg:..., esc:...
+    key        TEXT PRIMARY KEY,                  -- wake:<agent>, nudge:<lineage>:<agent>, msg:..., esc:...,
+                                                  -- check:<agent>, int:<event key> (its job interrupted once)
     until_ms   INTEGER NOT NULL,
     count      INTEGER NOT NULL DEFAULT 1
 );
