@@ -433,3 +433,15 @@ def test_step_is_linear_in_events():
         return time.perf_counter() - t
     small, big = min(run(2000) for _ in range(3)), min(run(20_000) for _ in range(2))
     assert big < small * 30
+
+
+def test_a_failed_job_with_many_missing_events_batches_per_recipient_and_level():
+    r = core(wake_cooldown_hours=0)
+    job = r.step(T0, [ev("ava", f"n{i}", at_ms=T0 + i) for i in range(4)]).jobs[0]
+    run_to_check(r, job, T0 + 1000)
+    conf = [ev("self", f"confirm:{i}", etype="person.confirmation", traces=(TraceKind.DECISION,)) for i in range(2)]
+    s = r.step(T0 + 60_000, [conf[0], TracesFound(job.job_id, 0, ()), conf[1]])
+    assert sorted(x.key for x in s.escalations if x.level == 1) == [f"esc:mentor:ava:n{i}" for i in range(4)]
+    batches = s.escalation_batches()  # one note per (recipient, level); each escalation keeps its key
+    assert [[(x.to_id, x.level) for x in b] for b in batches] == [[("operator", 2)] * 2, [(MENTOR, 1)] * 4]
+    assert [x.key for b in batches for x in b] == [x.key for x in sorted(s.escalations, key=lambda x: -x.level)]

@@ -205,6 +205,15 @@ class Step:
     escalations: list[Escalation] = field(default_factory=list)
     changed: StateDelta = field(default_factory=StateDelta)
 
+    def escalation_batches(self) -> list[list[Escalation]]:
+        """The step's escalations grouped by (to_id, level), so the driver can send ONE note per
+        recipient and level per step while each escalation keeps its own dedupe key (recorded one
+        by one). Groups in the order of their first escalation; inside a group, the step's order."""
+        groups: dict[tuple[str, int], list[Escalation]] = {}
+        for x in self.escalations:
+            groups.setdefault((x.to_id, x.level), []).append(x)
+        return list(groups.values())
+
 
 @dataclass
 class ReactorState:
