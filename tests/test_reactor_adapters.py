@@ -245,3 +245,58 @@ def test_a_failing_adapter_does_not_stop_the_others(db):
     assert [e.dedupe_key for e in found] == [f"note:{n.did}"]
     assert len(errors) == 1 and errors[0].startswith("person: ") and "held_commands" in errors[0]
     assert not db.conn.in_transaction
+
+
+def _step_and_save(db, now, events, cfg=CFG):
+    from meshnode.reactor import persist
+    from meshnode.reactor.core import Reactor
+
+    core = Reactor(cfg, AliasRegistry.from_mapping({}, self_id=ME), persist.load_state(db, now, cfg))
+    step = core.step(now, events)
+    persist.save_step(db, step, now, retention_days=cfg.retention_days)
+    return step
+
+
+def test_a_big_unread_backlog_drains_oldest_first_across_scans(db, monkeypatch):
+    from meshnode.reactor import adapters_notes
+
+    monkeypatch.setattr(adapters_notes, "MAX_NOTES", 3)
+    aliases = AliasRegistry.from_mapping({"agents": {C.did: {"aliases": ["carol"]}}}, self_id=ME)
+    for i in range(4):  # older notes naming a peer only: never events, and they must not block the queue
+        note(db, A, f"@carol peer business {i}", T - 100 + i, audience="public")
+    dids = [note(db, A, f"backlog note number {i}", T + i * 1000, to=[B]).did for i in range(7)]
+    seen: list[str] = []
+    for n in range(4):
+        now = T + 60_000 + n
+        evs = adapters.scan(db, now, CFG, self_did=ME, aliases=aliases, errors=[])
+        got = [e.dedupe_key for e in evs if e.event_type.startswith("note.")]
+        assert len(got) <= 3
+        seen += got
+        _step_and_save(db, now, evs)
+    assert seen == [f"note:{d}" for d in dids]  # every note once, oldest first
+
+
+def test_an_old_unread_note_is_not_new_again_after_the_dedupe_window(db):
+    cfg = ReactorConfig(self_id=ME, local_agents=frozenset({ME}), dedupe_days=7, retention_days=30)
+    c = note(db, A, "please look at the invoice", T, to=[B])
+    step = _step_and_save(db, T + 1000, scan(db, T + 1000, cfg), cfg)
+    assert [e.dedupe_key for e in step.accepted] == [f"note:{c.did}"]
+    # the node was off for 10 days (past dedupe_days, within retention and max_note_age_days): still unread
+    later = T + 2 * 24 * HOUR  # unanswered for a day: its own episode, once
+    assert [e.event_type for e in _step_and_save(db, later, scan(db, later, cfg), cfg).accepted] == \
+        ["thread.unanswered"]
+    later = T + 10 * 24 * HOUR
+    assert scan(db, later, cfg) == []
+    assert _step_and_save(db, later, scan(db, later, cfg), cfg).accepted == []
+
+
+def test_the_read_window_never_outlives_the_event_rows(db):
+    # retention shorter than the archive window: once the row is pruned, the note is too old to be read
+    cfg = ReactorConfig(self_id=ME, local_agents=frozenset({ME}), dedupe_days=1, retention_days=3)
+    c = note(db, A, "the weekly #digest of the router", T, to=[B])  # noise: no open job keeps its row
+    assert [e.dedupe_key for e in _step_and_save(db, T + 1000, scan(db, T + 1000, cfg), cfg).accepted] == \
+        [f"note:{c.did}"]
+    later = T + 4 * 24 * HOUR
+    _step_and_save(db, later, [], cfg)  # prunes the row (last seen 4 days ago, retention 3)
+    assert db.conn.execute("SELECT count(*) FROM reactor_events").fetchone()[0] == 0
+    assert scan(db, later, cfg) == []

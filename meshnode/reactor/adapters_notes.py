@@ -8,6 +8,13 @@ when one of its ``mentions`` resolves to a local agent, or when it is the person
 node, unless it mentions another local agent). Own notes of the node (llm, llm:task, system) are
 never read here. Reads go through two indexes of migration 0018: unread notes by time and one
 author's notes by time; every query has a LIMIT.
+
+**Backlog**: a scan reads only the unread notes the reactor has no event row for yet (NOT EXISTS on
+``reactor_events.dedupe_key``, unique-indexed), oldest first, at most ``MAX_NOTES``: a big unread
+backlog drains over several scans, and a note already known costs one index probe, never an event
+again. That row, not the core's dedupe window, is what keeps an old unread note from coming back
+as new: it lives ``retention_days`` after its last sighting, and the read window is at most
+``retention_days`` (``read_window_ms``), so a note whose row was pruned is too old to be read.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ if TYPE_CHECKING:
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-MAX_NOTES = 2000                 # unread notes read per scan (newest first)
+MAX_NOTES = 2000                 # unread notes not yet known to the reactor read per scan (oldest first)
 MAX_THREAD_NOTES = 2000          # notes looked at for unanswered threads per scan
 ESCALATION_TOPIC = "reactor-escalation"
 PERSON_SOURCES = ("cli", "user")
@@ -38,10 +45,10 @@ M, A, B = TraceKind.MESSAGE, TraceKind.ACK, TraceKind.BLOCKER
 
 # One row per candidate note: the note, whether it names this node as a recipient, whether it
 # links a note this node wrote (a reply), and the noise facts (repeat, flood) from the author index.
+_TO_ME = "EXISTS (SELECT 1 FROM container_recipients r WHERE r.recipient = :me AND r.did = n.container_did)"
 _COLUMNS = (
     "n.id, n.container_did, n.agent_did, n.source, n.topic, n.text, n.mentions, n.hashtags, n.tags,"
-    " n.priority, n.timestamp, n.read,"
-    " EXISTS (SELECT 1 FROM container_recipients r WHERE r.recipient = :me AND r.did = n.container_did) AS to_me,"
+    " n.priority, n.timestamp, n.read, " + _TO_ME + " AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
     "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply")
 _NOISE_COLUMNS = (
@@ -57,10 +64,31 @@ _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXI
               " OR (coalesce(n.agent_did, :me) = :me AND n.source IN ('cli', 'user') AND n.llm_id IS NULL))")
 
 
+# the dedupe key of a note's first event (note_events): known notes are skipped by this probe
+_KNOWN = ("EXISTS (SELECT 1 FROM reactor_events e WHERE e.dedupe_key = CASE WHEN n.topic = '" + ESCALATION_TOPIC
+          + "' THEN reactor_note_key(n.text, n.container_did, n.id) ELSE 'note:' || coalesce(n.container_did,"
+          " 'local-' || n.id) END)")
+
+
+def _note_key(text, did, note_id) -> str:
+    """An escalation-topic note's first dedupe key, as note_events gives it (note_type)."""
+    m = _DEDUPE_LINE.search(text) if isinstance(text, str) else None
+    return m.group(1) if m else f"note:{did or f'local-{note_id}'}"
+
+
 def _with_norm(db: Database) -> None:
-    """The repeat filter's normalized text (noise.normalized_text) as an SQL function."""
+    """The repeat filter's normalized text (noise.normalized_text) and an escalation note's dedupe
+    key as SQL functions."""
     db.conn.create_function("reactor_norm", 1, lambda t: normalized_text(t) if isinstance(t, str) else t,
                             deterministic=True)
+    db.conn.create_function("reactor_note_key", 3, _note_key, deterministic=True)
+
+
+def read_window_ms(cfg: ReactorConfig) -> int:
+    """How far back unread notes are read: a day past the archive filter (the backlog at first
+    start is logged once as noise), but never beyond ``retention_days``, so a note is never read
+    again after its event row was pruned (it would be new again)."""
+    return int(min(cfg.max_note_age_days + 1, cfg.retention_days) * DAY_MS)
 
 
 def _json_list(text) -> list:
@@ -133,20 +161,28 @@ def summary_of(row: dict, self_did: str, limit: int = 200) -> str:
 
 def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                 aliases: AliasRegistry | None = None) -> list[Event]:
-    """note.* events (and note.flood) for the unread notes addressed to a local agent, each
-    carrying the noise filter's verdict (design 4.2)."""
-    since = format_ms(max(0, now_ms - int((cfg.max_note_age_days + 1) * DAY_MS)))  # a day past archive: logged once
+    """note.* events (and note.flood) for the unread notes addressed to a local agent and not yet
+    known to the reactor (oldest first, at most MAX_NOTES), each carrying the noise filter's
+    verdict (design 4.2)."""
+    since = format_ms(max(0, now_ms - read_window_ms(cfg)))
+    local = frozenset(cfg.local_agents) | {self_did}
     _with_norm(db)
+
+    def addressed(mentions, author, source, to_me) -> bool:  # a mention of a peer only is no event: skip it in SQL
+        row = {"mentions": mentions, "agent_did": author, "source": source, "to_me": to_me}
+        return bool(addressees(row, self_did=self_did, local=local, aliases=aliases))
+
+    db.conn.create_function("reactor_addressed", 4, addressed)
     cur = db.conn.execute(
         f"SELECT {_COLUMNS}, {_NOISE_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
-        f" AND n.timestamp >= :since AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
+        f" AND n.timestamp >= :since AND {_ADDRESSED} AND NOT {_KNOWN} AND reactor_addressed(n.mentions, n.agent_did,"
+        f" n.source, {_TO_ME}) ORDER BY n.timestamp LIMIT :limit",
         {"me": self_did, "since": since, "limit": MAX_NOTES})
     names = [d[0] for d in cur.description]
     rows = [dict(zip(names, r)) for r in cur.fetchall()]
-    local = frozenset(cfg.local_agents) | {self_did}
     out: list[Event] = []
     floods: dict[tuple[str, str, int], list[Event]] = {}
-    for row in reversed(rows):  # oldest first: the first notes of a flood are the ones kept
+    for row in rows:  # oldest first: the first notes of a flood are the ones kept
         etype, esc_key = note_type(row)
         at_ms = _ms(row["timestamp"], now_ms)
         author = row["agent_did"] or self_did
@@ -160,7 +196,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
         severity, kinds = _TYPES[etype]
         if etype == "note.direct" and (row["priority"] or 0) >= 2:
             severity = Severity.P1
-        did = row["container_did"] or f"local-{row['id']}"
+        did = _did(row)
         thread = row["topic"] or author
         for n, agent in enumerate(addressees(row, self_did=self_did, local=local, aliases=aliases)):
             key = esc_key or f"note:{did}"
@@ -187,9 +223,10 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
                       aliases: AliasRegistry | None = None) -> list[Event]:
     """thread.unanswered (design 3.4): per (agent, thread), the newest inbound note addressed to
     the agent, read or not, older than ``unanswered_hours``, with no note by this node in that
-    thread after it. Looks at the notes of the window [max_note_age_days, unanswered_hours] ago."""
+    thread after it. Looks at the notes of the window [max_note_age_days (at most retention_days),
+    unanswered_hours] ago; an episode already known (its event row) is skipped."""
     until = now_ms - int(cfg.unanswered_hours * HOUR_MS)
-    since = now_ms - int(cfg.max_note_age_days * DAY_MS)
+    since = now_ms - min(int(cfg.max_note_age_days * DAY_MS), read_window_ms(cfg))  # within retention, as notes
     if until <= since or until <= 0:
         return []
     cur = db.conn.execute(  # only the notes that may be addressed, each part a range scan on its own index
@@ -210,17 +247,33 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
         thread = row["topic"] or (row["agent_did"] or self_did)
         for agent in addressees(row, self_did=self_did, local=local, aliases=aliases):
             newest.setdefault((agent, thread), row)
+    keys = {(a, t): f"unanswered:{a}:{t}:{_did(row)}" for (a, t), row in newest.items()}
+    known = _known(db, list(keys.values()))  # as for notes: a known episode is not read again (no new event later)
     out = []
     for (agent, thread), row in newest.items():
-        if _answered(db, row, self_did=self_did):
+        if keys[(agent, thread)] in known or _answered(db, row, self_did=self_did):
             continue
-        did = row["container_did"] or f"local-{row['id']}"
+        did = _did(row)
         out.append(Event(event_type="thread.unanswered", subject=thread, agent=agent, severity=Severity.P3,
-                         dedupe_key=f"unanswered:{agent}:{thread}:{did}", suggested_route="agent",
+                         dedupe_key=keys[(agent, thread)], suggested_route="agent",
                          required_trace=(M, B), at_ms=_ms(row["timestamp"], now_ms), source="threads",
                          summary=summary_of(row, self_did),
                          refs={"note_id": row["id"], "container": did, "thread": thread,
                                "author": row["agent_did"] or self_did, **({"topic": row["topic"]} if row["topic"] else {})}))
+    return out
+
+
+def _did(row: dict) -> str:
+    return row["container_did"] or f"local-{row['id']}"
+
+
+def _known(db: Database, keys: list[str]) -> set[str]:
+    """The keys among ``keys`` that already have an event row (unique index probes, 500 at a time)."""
+    out: set[str] = set()
+    for i in range(0, len(keys), 500):
+        part = keys[i:i + 500]
+        out.update(k for (k,) in db.conn.execute(
+            f"SELECT dedupe_key FROM reactor_events WHERE dedupe_key IN ({', '.join('?' * len(part))})", part))
     return out
 
 
