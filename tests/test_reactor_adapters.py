@@ -300,3 +300,22 @@ def test_the_read_window_never_outlives_the_event_rows(db):
     _step_and_save(db, later, [], cfg)  # prunes the row (last seen 4 days ago, retention 3)
     assert db.conn.execute("SELECT count(*) FROM reactor_events").fetchone()[0] == 0
     assert scan(db, later, cfg) == []
+
+
+def test_noise_facts_normalize_each_note_once_and_keep_the_24h_window(db, monkeypatch):
+    from meshnode.reactor import adapters_notes
+
+    calls = []
+    real = adapters_notes.normalized_text
+    monkeypatch.setattr(adapters_notes, "normalized_text", lambda t: calls.append(1) or real(t))
+    cfg = ReactorConfig(self_id=ME, local_agents=frozenset({ME}), flood_per_author_hour=1000)
+    old = note(db, C, "the same words", T - 25 * HOUR, to=[B])            # more than 24 h before: no repeat
+    first = note(db, C, "The same   words", T, to=[B])
+    again = note(db, C, "the same words", T + 5, to=[B])
+    for i in range(150):
+        note(db, C, f"distinct note {i}", T + 10 + i, to=[B])
+    found = {e.dedupe_key: e for e in adapters_notes.note_events(db, T + 1000, cfg, self_did=ME)}
+    assert found[f"note:{old.did}"].noise == "" and found[f"note:{first.did}"].noise == ""
+    assert found[f"note:{again.did}"].noise == "repeat"
+    # linear: each of the author's notes in the window once, plus each row of the scan; not rows x notes
+    assert len(calls) <= 2 * 153 + 10

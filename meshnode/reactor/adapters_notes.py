@@ -19,6 +19,7 @@ as new: it lives ``retention_days`` after its last sighting, and the read window
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from typing import TYPE_CHECKING
@@ -39,24 +40,18 @@ MAX_THREAD_NOTES = 2000          # notes looked at for unanswered threads per sc
 ESCALATION_TOPIC = "reactor-escalation"
 PERSON_SOURCES = ("cli", "user")
 _DEDUPE_LINE = re.compile(r"^dedupe:\s*(esc:\S{1,400})\s*$", re.MULTILINE)
-_T = "strftime('%Y-%m-%dT%H:%M:%fZ', {}, '{}')"  # notes.timestamp is format_ms text: this shifts it in SQL
+MAX_AUTHOR_NOTES = 20_000       # one author's notes looked at for the repeat and flood facts per scan
 
 M, A, B = TraceKind.MESSAGE, TraceKind.ACK, TraceKind.BLOCKER
 
 # One row per candidate note: the note, whether it names this node as a recipient, whether it
-# links a note this node wrote (a reply), and the noise facts (repeat, flood) from the author index.
+# links a note this node wrote (a reply). The noise facts (repeat, flood) come from noise_facts.
 _TO_ME = "EXISTS (SELECT 1 FROM container_recipients r WHERE r.recipient = :me AND r.did = n.container_did)"
 _COLUMNS = (
     "n.id, n.container_did, n.agent_did, n.source, n.topic, n.text, n.mentions, n.hashtags, n.tags,"
     " n.priority, n.timestamp, n.read, " + _TO_ME + " AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
     "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply")
-_NOISE_COLUMNS = (
-    " EXISTS (SELECT 1 FROM notes m WHERE m.agent_did = n.agent_did AND m.timestamp >= "
-    + _T.format("n.timestamp", "-1 day") + " AND m.timestamp < n.timestamp AND m.id != n.id"
-    "   AND reactor_norm(m.text) = reactor_norm(n.text)) AS repeated,"
-    " (SELECT count(*) FROM notes m WHERE m.agent_did = n.agent_did AND m.timestamp > "
-    + _T.format("n.timestamp", "-1 hour") + " AND m.timestamp <= n.timestamp) AS hour_count")
 
 # inbound and possibly addressed: another node's note naming a recipient or a mention, or the person's
 _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXISTS (SELECT 1 FROM"
@@ -76,12 +71,42 @@ def _note_key(text, did, note_id) -> str:
     return m.group(1) if m else f"note:{did or f'local-{note_id}'}"
 
 
-def _with_norm(db: Database) -> None:
-    """The repeat filter's normalized text (noise.normalized_text) and an escalation note's dedupe
-    key as SQL functions."""
-    db.conn.create_function("reactor_norm", 1, lambda t: normalized_text(t) if isinstance(t, str) else t,
-                            deterministic=True)
+def _with_functions(db: Database) -> None:
+    """An escalation note's dedupe key as an SQL function."""
     db.conn.create_function("reactor_note_key", 3, _note_key, deterministic=True)
+
+
+def noise_facts(db: Database, rows: list[dict], now_ms: int) -> dict[int, tuple[bool, int]]:
+    """note id -> (same text from its author within 24 h before it, the author's notes in the hour
+    up to it) for this scan's rows. One range read per author on its index (the 24 h before the
+    author's first row up to its last, at most MAX_AUTHOR_NOTES), each text normalized once:
+    O(author's notes in the window) per scan, never a subquery per note (that grew with the
+    square of an author's notes per day)."""
+    by_author: dict[str, list[dict]] = {}
+    for row in rows:
+        if row["agent_did"] is not None:  # the person's own (no author DID): no repeat or flood facts
+            by_author.setdefault(row["agent_did"], []).append(row)
+    out: dict[int, tuple[bool, int]] = {}
+    for author, mine in by_author.items():
+        first = min(_ms(r["timestamp"], now_ms) for r in mine)
+        last = max(r["timestamp"] for r in mine)
+        times: list[int] = []
+        texts: dict[str, list[tuple[int, int]]] = {}  # normalized text -> [(ms, note id)] by time
+        for nid, ts, text in db.conn.execute(
+                "SELECT id, timestamp, text FROM notes INDEXED BY reactor_notes_by_author WHERE agent_did = ? AND"
+                " timestamp >= ? AND timestamp <= ? ORDER BY timestamp LIMIT ?",
+                (author, format_ms(max(0, first - DAY_MS)), last, MAX_AUTHOR_NOTES)):
+            ms = _ms(ts, now_ms)
+            times.append(ms)
+            texts.setdefault(normalized_text(text or ""), []).append((ms, nid))
+        for r in mine:
+            ms = _ms(r["timestamp"], now_ms)
+            same = texts.get(normalized_text(r["text"] or ""), ())
+            lo = bisect.bisect_left(same, (ms - DAY_MS, -1))  # the first of that text within the 24 h before
+            repeated = lo < len(same) and same[lo][0] < ms
+            hour = bisect.bisect_right(times, ms) - bisect.bisect_right(times, ms - HOUR_MS)
+            out[r["id"]] = (repeated, hour)
+    return out
 
 
 def read_window_ms(cfg: ReactorConfig) -> int:
@@ -166,7 +191,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
     verdict (design 4.2)."""
     since = format_ms(max(0, now_ms - read_window_ms(cfg)))
     local = frozenset(cfg.local_agents) | {self_did}
-    _with_norm(db)
+    _with_functions(db)
 
     def addressed(mentions, author, source, to_me) -> bool:  # a mention of a peer only is no event: skip it in SQL
         row = {"mentions": mentions, "agent_did": author, "source": source, "to_me": to_me}
@@ -174,16 +199,18 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
 
     db.conn.create_function("reactor_addressed", 4, addressed)
     cur = db.conn.execute(
-        f"SELECT {_COLUMNS}, {_NOISE_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
+        f"SELECT {_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
         f" AND n.timestamp >= :since AND {_ADDRESSED} AND NOT {_KNOWN} AND reactor_addressed(n.mentions, n.agent_did,"
         f" n.source, {_TO_ME}) ORDER BY n.timestamp LIMIT :limit",
         {"me": self_did, "since": since, "limit": MAX_NOTES})
     names = [d[0] for d in cur.description]
     rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    facts_of = noise_facts(db, rows, now_ms)
     out: list[Event] = []
     floods: dict[tuple[str, str, int], list[Event]] = {}
     for row in rows:  # oldest first: the first notes of a flood are the ones kept
         etype, esc_key = note_type(row)
+        repeated, hour_count = facts_of.get(row["id"], (False, 0))
         at_ms = _ms(row["timestamp"], now_ms)
         author = row["agent_did"] or self_did
         facts = NoteFacts(
@@ -191,7 +218,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
             own=row["agent_did"] == self_did and row["source"] not in PERSON_SOURCES,
             source=row["source"] or "", tags=tuple(_json_list(row["tags"]) + _json_list(row["hashtags"])),
             topic=row["topic"] or "", text=row["text"] or "", at_ms=at_ms, is_escalation=esc_key is not None,
-            same_text_recent=bool(row["repeated"]), author_hour_count=int(row["hour_count"]))
+            same_text_recent=repeated, author_hour_count=hour_count)
         noise = classify(facts, cfg, now_ms)
         severity, kinds = _TYPES[etype]
         if etype == "note.direct" and (row["priority"] or 0) >= 2:
