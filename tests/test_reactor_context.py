@@ -115,3 +115,12 @@ def test_settings_errors_name_the_setting(d, word):
     with pytest.raises(ValueError) as exc:
         ReactorConfig.from_mapping(d, self_id=SELF)
     assert word in str(exc.value)
+
+
+def test_last_json_object_is_public_and_the_old_name_still_works():
+    from meshnode.reactor import report
+
+    text = 'log line\n{"not": "a report"}\n{"blocked": false, "task_updates": ["L1"]}\ntrailing words'
+    assert report.last_json_object(text) == {"blocked": False, "task_updates": ["L1"]}
+    assert report._last_json_object is report.last_json_object
+    assert report.last_json_object('{"x": 1}\nno json here') is None

@@ -54,7 +54,9 @@ def _when(x: Any) -> int | None | bool:
     return False
 
 
-def _last_json_object(text: str) -> dict | None:
+def last_json_object(text: str) -> dict | None:
+    """The last line of ``text`` that is a JSON object with at least one report key, or None
+    (an agent's output: logs first, the report last)."""
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
         if not line.startswith("{"):
@@ -68,11 +70,14 @@ def _last_json_object(text: str) -> dict | None:
     return None
 
 
+_last_json_object = last_json_object  # the old private name, still imported by cognition/wake_report.py
+
+
 def parse_report(text_or_obj: str | dict | None, now_ms: int | None = None) -> FinalReport | None:
     """A FinalReport from a dict or from the last JSON line of a text; None when there is none or
     it is malformed. With ``now_ms``, next_check_at is clamped to [now + 10 min, now + 7 days]."""
     if isinstance(text_or_obj, str):
-        obj = _last_json_object(text_or_obj)
+        obj = last_json_object(text_or_obj)
     elif isinstance(text_or_obj, dict):
         obj = text_or_obj
     else:
