@@ -124,3 +124,48 @@ def test_last_json_object_is_public_and_the_old_name_still_works():
     assert report.last_json_object(text) == {"blocked": False, "task_updates": ["L1"]}
     assert report._last_json_object is report.last_json_object
     assert report.last_json_object('{"x": 1}\nno json here') is None
+
+
+_X = {"command": ["/usr/local/bin/agent"]}
+_P = {"command": ["/usr/local/bin/mon"]}
+
+
+@pytest.mark.parametrize("spec, word", [
+    ({**_X, "network": "yes"}, "reactor.external.scout.network"),
+    ({**_X, "memory_mb": 32}, "reactor.external.scout.memory_mb"),
+    ({**_X, "memory_mb": 70000}, "reactor.external.scout.memory_mb"),
+    ({**_X, "memory_mb": 512.5}, "reactor.external.scout.memory_mb"),
+    ({**_X, "workspace": "tmp"}, "reactor.external.scout.workspace"),
+    ({**_X, "timeout_seconds": True}, "reactor.external.scout.timeout_seconds"),
+    ({**_X, "timeout": 60}, "reactor.external.scout.timeout"),
+])
+def test_external_agent_keys_are_checked_at_load(spec, word):
+    with pytest.raises(ValueError) as exc:
+        ReactorConfig.from_mapping({"external": {"scout": spec}}, self_id=SELF)
+    assert word in str(exc.value)
+
+
+@pytest.mark.parametrize("spec, word", [
+    ({**_P, "timeout_seconds": 0}, "reactor.adapters.mon.timeout_seconds"),
+    ({**_P, "timeout_seconds": "20"}, "reactor.adapters.mon.timeout_seconds"),
+    ({**_P, "network": 1}, "reactor.adapters.mon.network"),
+    ({**_P, "workspace": "relative/dir"}, "reactor.adapters.mon.workspace"),
+    ({**_P, "agent": ""}, "reactor.adapters.mon.agent"),
+    ({**_P, "agent": ["scout"]}, "reactor.adapters.mon.agent"),
+    ({"entry_point": "no colon here"}, "reactor.adapters.mon.entry_point"),
+    ({"command": "mon --json"}, "reactor.adapters.mon.command"),
+    ({**_P, "every": 60}, "reactor.adapters.mon.every"),
+])
+def test_plugin_adapter_keys_are_checked_at_load(spec, word):
+    with pytest.raises(ValueError) as exc:
+        ReactorConfig.from_mapping({"adapters": {"mon": spec}}, self_id=SELF)
+    assert word in str(exc.value)
+
+
+def test_valid_external_and_plugin_keys_load():
+    cfg = ReactorConfig.from_mapping({
+        "external": {"scout": {**_X, "timeout_seconds": 60, "network": False, "memory_mb": 1024, "workspace": "home"}},
+        "adapters": {"mon": {**_P, "every_seconds": 60, "max_severity": "P3", "timeout_seconds": 5, "network": True,
+                             "workspace": "/var/lib/mon", "agent": "scout"},
+                     "ep": {"entry_point": "mtl_tools.reactor:events"}}}, self_id=SELF)
+    assert cfg.external["scout"]["memory_mb"] == 1024 and cfg.adapters["mon"]["agent"] == "scout"

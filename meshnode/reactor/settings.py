@@ -213,25 +213,10 @@ class ReactorConfig:
             raise ValueError("reactor.mentor must be a string (a DID)")
         external = _table(d, "external")
         for name, spec in external.items():
-            if not _AGENT_NAME.match(name) or name == "self":
-                raise ValueError(f"reactor.external.{name} must be named [a-z0-9_-]{{1,32}} (not 'self')")
-            cmd = spec.get("command")
-            if not isinstance(cmd, (list, tuple)) or not cmd or not all(isinstance(c, str) and c for c in cmd):
-                raise ValueError(f"reactor.external.{name}.command must be a non-empty list of strings")
-            t = spec.get("timeout_seconds", EXTERNAL_TIMEOUT_S)
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 1 <= t <= 86400:
-                raise ValueError(f"reactor.external.{name}.timeout_seconds must be between 1 and 86400")
+            _check_external(name, spec)
         adapters = _table(d, "adapters")
         for name, spec in adapters.items():
-            if not re.match(r"^[a-z0-9_]{1,32}$", name):
-                raise ValueError(f"reactor.adapters.{name} must be named [a-z0-9_]{{1,32}}")
-            if ("command" in spec) == ("entry_point" in spec):
-                raise ValueError(f"reactor.adapters.{name} needs exactly one of command or entry_point")
-            every = spec.get("every_seconds", 900)
-            if isinstance(every, bool) or not isinstance(every, (int, float)) or not 1 <= every <= 7 * 86400:
-                raise ValueError(f"reactor.adapters.{name}.every_seconds must be between 1 and 604800")
-            if spec.get("max_severity", "P2") not in ("P1", "P2", "P3", "P4"):
-                raise ValueError(f"reactor.adapters.{name}.max_severity must be P1..P4")
+            _check_adapter(name, spec)
 
         def canon(x: str) -> str:
             return self_id if x == "self" else x
@@ -252,6 +237,70 @@ class ReactorConfig:
         v["coordinator"] = canon(coordinator)
         return cls(**v, mentors=mentors, routes=routes, external=external, adapters=adapters,
                    local_agents=frozenset({self_id, *external}), self_id=self_id)
+
+
+# The keys each sub-table may hold: what reactor/external.py (wake_external) and reactor/plugins.py
+# (run_plugin, parse_lines) read. Anything else is a typo, refused at load.
+EXTERNAL_KEYS = frozenset({"command", "timeout_seconds", "network", "memory_mb", "workspace"})
+ADAPTER_KEYS = frozenset({"command", "entry_point", "every_seconds", "max_severity", "timeout_seconds", "network",
+                          "workspace", "agent"})
+_ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _number(where: str, x: Any, lo: float, hi: float, *, whole: bool = False) -> None:
+    if isinstance(x, bool) or not isinstance(x, int if whole else (int, float)) or not lo <= x <= hi:
+        raise ValueError(f"{where} must be {'an integer' if whole else 'a number'} from {lo:g} to {hi:g}")
+
+
+def _command(where: str, cmd: Any) -> None:
+    if not isinstance(cmd, (list, tuple)) or not cmd or not all(isinstance(c, str) and c for c in cmd):
+        raise ValueError(f"{where}.command must be a non-empty list of strings")
+
+
+def _check_external(name: str, spec: Mapping[str, Any]) -> None:
+    """``[reactor.external.NAME]`` (design 9.2): command, timeout_seconds, network, memory_mb, workspace."""
+    where = f"reactor.external.{name}"
+    if not _AGENT_NAME.match(name) or name == "self":
+        raise ValueError(f"{where} must be named [a-z0-9_-]{{1,32}} (not 'self')")
+    for key in spec:
+        if key not in EXTERNAL_KEYS:
+            raise ValueError(f"{where}.{key} is not a setting of an external agent ({', '.join(sorted(EXTERNAL_KEYS))})")
+    _command(where, spec.get("command"))
+    _number(f"{where}.timeout_seconds", spec.get("timeout_seconds", EXTERNAL_TIMEOUT_S), 1, 86400)
+    if not isinstance(spec.get("network", True), bool):
+        raise ValueError(f"{where}.network must be true or false")
+    _number(f"{where}.memory_mb", spec.get("memory_mb", 2048), 64, 65536, whole=True)
+    if spec.get("workspace", "job") not in ("job", "home"):
+        raise ValueError(f'{where}.workspace must be "job" or "home"')
+
+
+def _check_adapter(name: str, spec: Mapping[str, Any]) -> None:
+    """``[reactor.adapters.NAME]`` (design 4.1): one of command / entry_point, every_seconds,
+    max_severity, timeout_seconds, network, workspace (an absolute folder), agent (the default addressee)."""
+    where = f"reactor.adapters.{name}"
+    if not re.match(r"^[a-z0-9_]{1,32}$", name):
+        raise ValueError(f"{where} must be named [a-z0-9_]{{1,32}}")
+    for key in spec:
+        if key not in ADAPTER_KEYS:
+            raise ValueError(f"{where}.{key} is not a setting of a plug-in adapter ({', '.join(sorted(ADAPTER_KEYS))})")
+    if ("command" in spec) == ("entry_point" in spec):
+        raise ValueError(f"{where} needs exactly one of command or entry_point")
+    if "command" in spec:
+        _command(where, spec["command"])
+    elif not isinstance(spec["entry_point"], str) or not _ENTRY_POINT.match(spec["entry_point"]):
+        raise ValueError(f'{where}.entry_point must be "module:callable"')
+    _number(f"{where}.every_seconds", spec.get("every_seconds", 900), 1, 7 * 86400)
+    if spec.get("max_severity", "P2") not in ("P1", "P2", "P3", "P4"):
+        raise ValueError(f"{where}.max_severity must be P1..P4")
+    _number(f"{where}.timeout_seconds", spec.get("timeout_seconds", 20), 1, 3600)
+    if not isinstance(spec.get("network", False), bool):
+        raise ValueError(f"{where}.network must be true or false")
+    ws = spec.get("workspace", "")
+    if not isinstance(ws, str) or (ws and not ws.startswith("/")):
+        raise ValueError(f"{where}.workspace must be an absolute folder path")
+    agent = spec.get("agent", "self")
+    if not isinstance(agent, str) or not 0 < len(agent) <= 200:
+        raise ValueError(f"{where}.agent must be an agent name, alias or DID (1..200 characters)")
 
 
 def _table(d: Mapping[str, Any], key: str, *, strings: bool = False) -> dict:
