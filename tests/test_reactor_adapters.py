@@ -319,3 +319,14 @@ def test_noise_facts_normalize_each_note_once_and_keep_the_24h_window(db, monkey
     assert found[f"note:{again.did}"].noise == "repeat"
     # linear: each of the author's notes in the window once, plus each row of the scan; not rows x notes
     assert len(calls) <= 2 * 153 + 10
+
+
+def test_a_batched_escalation_note_gives_one_event_per_dedupe_line(db):
+    keys = [f"esc:mentor:did:key:zX:note:{i}" for i in range(3)]
+    text = "\n\n".join(f"C left no trace for note {i}\ndedupe: {k}" for i, k in enumerate(keys)) + "\n#reactor #escalation"
+    note(db, A, text, T, to=[B], topic="reactor-escalation", source="system")
+    found = scan(db, T + 10)
+    assert [e.dedupe_key for e in found] == keys
+    assert {e.event_type for e in found} == {"note.escalation"} and all(e.noise == "" for e in found)
+    _step_and_save(db, T + 10, found)
+    assert scan(db, T + 20) == []  # known: not read again

@@ -445,3 +445,11 @@ def test_a_failed_job_with_many_missing_events_batches_per_recipient_and_level()
     batches = s.escalation_batches()  # one note per (recipient, level); each escalation keeps its key
     assert [[(x.to_id, x.level) for x in b] for b in batches] == [[("operator", 2)] * 2, [(MENTOR, 1)] * 4]
     assert [x.key for b in batches for x in b] == [x.key for x in sorted(s.escalations, key=lambda x: -x.level)]
+
+
+def test_group_escalations_works_on_rows_rebuilt_by_the_driver():
+    from meshnode.reactor.types import Escalation, group_escalations
+
+    xs = [Escalation(f"esc:{i}", "ava", to, lvl, f"n{i}", "note.direct", "s", "t", None, T0)
+          for i, (to, lvl) in enumerate([(MENTOR, 1), ("operator", 2), (MENTOR, 1), (MENTOR, 2), ("operator", 2)])]
+    assert [[x.key for x in b] for b in group_escalations(xs)] == [["esc:0", "esc:2"], ["esc:1", "esc:4"], ["esc:3"]]

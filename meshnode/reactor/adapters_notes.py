@@ -154,6 +154,22 @@ def addressees(row: dict, *, self_did: str, local: frozenset[str], aliases: Alia
     return out
 
 
+MAX_ESCALATION_KEYS = 100       # dedupe lines read from one (batched) escalation note
+
+
+def escalation_keys(text: str | None) -> list[str]:
+    """Every ``dedupe: esc:...`` line of an escalation note, in order, without repeats: a note
+    batching several escalations to one recipient (one per recipient and level per scan) carries
+    one line per escalation, and each becomes its own event (so each key stays idempotent)."""
+    out: list[str] = []
+    for m in _DEDUPE_LINE.finditer(text or ""):
+        if m.group(1) not in out:
+            out.append(m.group(1))
+            if len(out) >= MAX_ESCALATION_KEYS:
+                break
+    return out
+
+
 def note_type(row: dict) -> tuple[str, str | None]:
     """(event type, escalation key) in the order escalation, question, reply, direct (design 3.2)."""
     if row["topic"] == ESCALATION_TOPIC:
@@ -225,8 +241,10 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
             severity = Severity.P1
         did = _did(row)
         thread = row["topic"] or author
-        for n, agent in enumerate(addressees(row, self_did=self_did, local=local, aliases=aliases)):
-            key = esc_key or f"note:{did}"
+        # a batched escalation note (one per recipient and level, reactor-node) names several keys: one event each
+        keys = escalation_keys(row["text"]) if esc_key else [f"note:{did}"]
+        targets = addressees(row, self_did=self_did, local=local, aliases=aliases)
+        for n, agent, key in ((n, a, k) for n, a in enumerate(targets) for k in keys):
             if n:
                 key += f":{agent}"
             e = Event(event_type=etype, subject=did, agent=agent, severity=severity, dedupe_key=key,

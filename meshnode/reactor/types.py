@@ -206,13 +206,20 @@ class Step:
     changed: StateDelta = field(default_factory=StateDelta)
 
     def escalation_batches(self) -> list[list[Escalation]]:
-        """The step's escalations grouped by (to_id, level), so the driver can send ONE note per
-        recipient and level per step while each escalation keeps its own dedupe key (recorded one
-        by one). Groups in the order of their first escalation; inside a group, the step's order."""
-        groups: dict[tuple[str, int], list[Escalation]] = {}
-        for x in self.escalations:
-            groups.setdefault((x.to_id, x.level), []).append(x)
-        return list(groups.values())
+        """The step's escalations grouped by (to_id, level): see ``group_escalations``."""
+        return group_escalations(self.escalations)
+
+
+def group_escalations(escalations) -> list[list[Escalation]]:
+    """Escalations grouped by (to_id, level), so a driver can send ONE note per recipient and
+    level while each escalation keeps its own dedupe key (its row recorded one by one, the note
+    carrying one ``dedupe:`` line each; the receiving notes adapter makes one event per line).
+    Groups in the order of their first escalation; inside a group, the given order. Works on a
+    step's ``escalations`` or on Escalations rebuilt from ``persist.unsent_escalations`` rows."""
+    groups: dict[tuple[str, int], list[Escalation]] = {}
+    for x in escalations:
+        groups.setdefault((x.to_id, x.level), []).append(x)
+    return list(groups.values())
 
 
 @dataclass
