@@ -239,3 +239,22 @@ def test_a_woken_ticks_report_is_validated_and_held_like_any_command(tmp_path):
             assert row["status"] == "failed" and row["result"]["code"] == "no_wake"
 
     trio.run(main)
+
+
+def test_a_report_is_read_strictly_with_every_key_filled():
+    from meshnode.cognition.wake_report import ReportError, last_report, normalize
+
+    full = normalize({"processed_messages": [1, "n2"], "next_check_at": 1_800_000_000_000})
+    assert full == {"processed_messages": [1, "n2"], "task_updates": [], "outgoing_messages": [], "blocked": False,
+                    "blocked_reason": "", "needs_human": False, "next_check_at": 1_800_000_000_000}
+    for bad, why in (({"processed": [1]}, "no field 'processed'"),
+                     ({"task_updates": ["x"] * 101}, "more than 100"),
+                     ({"outgoing_messages": [True]}, "outgoing_messages item 0"),
+                     ({"blocked": "yes"}, "blocked must be true or false"),
+                     ({"blocked": True, "blocked_reason": "   waiting   "}, "at least 20"),
+                     ({"next_check_at": "next week"}, "ISO 8601")):
+        with pytest.raises(ReportError, match=why):
+            normalize(bad)
+    assert last_report("thinking\n{not json}\n") == (None, "no final report (a JSON object with the report's keys"
+                                                     " on a line of its own)")
+    assert last_report('{"needs_human": "maybe"}\n')[1] == "needs_human must be true or false"
