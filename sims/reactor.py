@@ -137,10 +137,10 @@ class ReactorSim:
 
     def _signals(self, now: int, *, resight: bool) -> list:
         fresh = self.notes.until(now) + self.tasks.until(now)
-        for agent, heard in self.beats.until(now, self.start):
-            self.tracker.heard(agent, heard)
-        last = {peer: self.tracker.last_heard_ms(peer) for peer in self.beats.phase}
-        fresh += liveness_events(self.tracker.tick(now), now, last)
+        changes = [c for agent, heard in self.beats.until(now, self.start) if (c := self.tracker.heard(agent, heard))]
+        changes += self.tracker.tick(now)
+        last = {c.peer: self.tracker.last_heard_ms(c.peer) for c in changes}
+        fresh += liveness_events(changes, now, last)
         for e in fresh:
             if e.dedupe_key in self.tally.signals:
                 continue

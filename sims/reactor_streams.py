@@ -34,7 +34,7 @@ from meshnode.reactor.types import Event, FinalReport, Severity, Trace, TraceChe
 MIN = 60_000
 HOUR = 3_600_000
 T0 = 1_800_000_000_000  # the simulated day starts here (ms since the epoch)
-SELF = "did:key:z6MkSimulatedCoordinatorNode"
+SELF = "did:key:z6MkSimCoordinatorNode1"
 K = TraceKind
 
 
