@@ -109,7 +109,7 @@ class ReactorSim:
 
     def run(self) -> Tally:
         scan_ms = int(self.cfg.scan_seconds * 1000)
-        total = (self.end - self.start) // scan_ms + 1
+        total = max(1, (self.end - self.start) // scan_ms)  # scans at start, start + scan, ... before the end
         started = time.perf_counter()
         for k in range(total):
             now = self.start + k * scan_ms

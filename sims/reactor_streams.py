@@ -100,8 +100,12 @@ class Population:
         return cls(ids, mentors, aliases)
 
     def registry_table(self) -> dict:
-        """The alias file's content as a mapping (``[agents.<id>] aliases = [...]``)."""
-        return {"agents": {agent: {"aliases": list(names)} for agent, names in self.aliases.items()}}
+        """The alias file's content as a mapping (``[agents.<id>] aliases = [...]``): every agent
+        of the node is registered, a few with legacy aliases."""
+        table = {("self" if a == SELF else a): {"aliases": []} for a in self.ids}
+        for agent, names in self.aliases.items():
+            table[agent]["aliases"] = list(names)
+        return {"agents": table}
 
     def canonical(self, name: str) -> str:
         return SELF if name == "self" else name
