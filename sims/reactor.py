@@ -169,10 +169,11 @@ class ReactorSim:
         for d in step.decisions:
             t.actions[d.action] += 1
             t.decided.add(d.dedupe_key)
-            if d.action == "escalated":
-                self._escalated(now, escalation_level(d.dedupe_key), d.dedupe_key)
-        for e in step.escalations:  # to a remote mentor or the operator (a local mentor is a pending event)
-            self._escalated(now, e.level, e.key)
+        for e in step.accepted:  # an escalation to a local mentor is a pending note.escalation event
+            if e.event_type == "note.escalation":
+                self._escalated(now, escalation_level(e.dedupe_key), e.dedupe_key)
+        for x in step.escalations:  # to a remote mentor or to the operator: a note the driver sends
+            self._escalated(now, x.level, x.key)
         for key, (status, _job) in step.changed.event_status.items():
             t.status[key] = status
         for job in step.changed.jobs:
@@ -198,8 +199,8 @@ class ReactorSim:
             if report is not None:
                 self.reports[job.job_id] = report
             heapq.heappush(self.runs, (ended, job.job_id))
-        for check in step.checks:
-            traces = self.behaviour.traces(check, self.ended.get(check.job_id, now))
+        for check in step.checks:  # a wake's check, or a watch after an escalation (no run: not in ended)
+            traces = self.behaviour.traces(check, self.ended.get(check.job_id), now)
             self.found.append(TracesFound(check.job_id, now, traces))
             for trace in traces:  # the agent read the note / updated the task: the adapters stop seeing it
                 e = self.open.pop(trace.event_key, None)

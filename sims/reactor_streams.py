@@ -393,14 +393,21 @@ class Behaviour:
     def absent(self, agent: str, now_ms: int) -> bool:
         return agent in self.unreliable or self.heartbeats.silent(agent, now_ms)
 
-    def traces(self, check: TraceCheck, ended_ms: int) -> tuple[Trace, ...]:
-        if self.absent(check.agent, check.since_ms):
+    def traces(self, check: TraceCheck, ended_ms: int | None, now_ms: int) -> tuple[Trace, ...]:
+        """The traces a check finds: for a run (``ended_ms`` known) those the agent left during
+        it; for a watch after an escalation (no run), a late trace when the agent, nudged by its
+        mentor, is around again (a dead peer's heartbeat, a late answer)."""
+        if ended_ms is None:
+            since, until, salt = check.since_ms, now_ms, "late"
+        else:
+            since, until, salt = check.since_ms, ended_ms, "run"
+        if self.absent(check.agent, until - 1 if ended_ms is None else since):
             return ()
-        r = rng_for(self.w.seed, "traces", check.job_id)
+        r = rng_for(self.w.seed, "traces", salt, check.job_id)
         out = []
         for key, kinds, _refs, _type in check.events:
-            kind = next((k for k in kinds if k is not K.NONE), None)
+            kind = next((k for k in kinds if k not in (K.NONE, K.RESOLVED)), None)
             if kind is not None and r.random() < self.w.trace_probability:
-                at = r.randrange(check.since_ms, max(check.since_ms + 1, ended_ms))
+                at = r.randrange(since, max(since + 1, until))
                 out.append(Trace(key, kind, f"sim:{check.job_id}:{key}", check.agent, at))
         return tuple(out)
