@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meshnode.net.liveness import LivenessTracker, Thresholds
+from meshnode.reactor.adapters import liveness_events
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor, Step
 from meshnode.reactor.settings import DEFAULTS, ReactorConfig
 from meshnode.reactor.types import Event, RunEnded, TracesFound
-from sims.reactor_streams import (HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World,
-                                  liveness_events)
+from sims.reactor_streams import HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World
 
 EXIT_LIMITS, EXIT_VANISHED = 4, 5
 
@@ -139,8 +139,7 @@ class ReactorSim:
         fresh = self.notes.until(now) + self.tasks.until(now)
         changes = [c for agent, heard in self.beats.until(now, self.start) if (c := self.tracker.heard(agent, heard))]
         changes += self.tracker.tick(now)
-        last = {c.peer: self.tracker.last_heard_ms(c.peer) for c in changes}
-        fresh += liveness_events(changes, now, last)
+        fresh += liveness_events(changes, now, self.cfg, last_heard=self.tracker.last_heard_ms)
         for e in fresh:
             if e.dedupe_key in self.tally.signals:
                 continue
@@ -184,7 +183,7 @@ class ReactorSim:
             for key in job.events:
                 if key in t.signals and key not in t.woken_keys:
                     t.woken_keys.add(key)
-                    t.latency_ms.append(job.created_ms - t.signals[key])
+                    t.latency_ms.append(job.created_ms - max(t.signals[key], self.start))  # backlog: from the start
 
     def _escalated(self, now: int, level: int, key: str) -> None:
         if key not in self.tally.escalation_keys:

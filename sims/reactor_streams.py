@@ -28,7 +28,6 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from meshnode.net.liveness import Change, Liveness
 from meshnode.reactor.types import Event, FinalReport, Severity, Trace, TraceCheck, TraceKind
 
 MIN = 60_000
@@ -340,32 +339,6 @@ class Heartbeats:
                 t += self.every_ms
             self._next[agent] = t
         return out
-
-
-def liveness_events(changes: list[Change], now_ms: int, last_heard: dict[str, int]) -> list[Event]:
-    """The hour-scale tracker's changes as events (design 3.1): quiet and back are digest-only
-    information, stale wakes the subject, dead goes to the subject's mentor. A first sighting
-    (``old is None``) and a return from quiet are nothing. Local stand-in for reactor-store's
-    ``adapters.liveness_events`` (same types, keys, severities and traces)."""
-    out = []
-    for c in changes:
-        heard = last_heard.get(c.peer, c.at_ms)
-        if c.old is None:
-            continue
-        if c.new is Liveness.OK:
-            if c.old in (Liveness.STALE, Liveness.DEAD):
-                out.append(Event("liveness.back", c.peer, c.peer, Severity.P4, f"live:back:{c.peer}:{heard}", "agent",
-                                 (K.NONE,), c.at_ms, "liveness", f"{c.peer} back", {"did": c.peer}))
-            continue
-        state = c.new.value
-        severity, route, traces = {
-            "quiet": (Severity.P4, "agent", (K.NONE,)),
-            "stale": (Severity.P3, "agent", (K.HEARTBEAT, K.MESSAGE)),
-            "dead": (Severity.P2, "mentor", (K.HEARTBEAT, K.ACK)),
-        }[state]
-        out.append(Event(f"liveness.{state}", c.peer, c.peer, severity, f"live:{state}:{c.peer}:{heard}", route,
-                         traces, c.at_ms, "liveness", f"{c.peer} {state} since {heard}", {"did": c.peer}))
-    return out
 
 
 # --- a woken agent ----------------------------------------------------------------------
