@@ -10,9 +10,9 @@ the same run: building the same Event objects, and a naive loop that dedupes by 
 appends to a per-agent list (what any wake-on-signal loop does at least); the ratio says how much
 the rules cost on top of that.
 
-Store part (only when reactor-store's adapters are present): a store with N notes (a third
-addressed to this node) and M held tasks (one in ten due), then one ``adapters.scan`` over it,
-timed. The last line is one JSON object.
+Store part (only when reactor-store's adapters are present): a store with N notes over a month
+from 200 peers (a third addressed to this node, the last two days unread) and M held tasks (one
+in ten due), then one ``adapters.scan`` over it (median of three, after a warm-up), timed. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from meshnode.container import format_ms
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.settings import DEFAULTS, ReactorConfig
@@ -121,18 +122,21 @@ def core_part(n: int, agents_n: int, batch: int, duplicates: float) -> dict:
             "ratio_core_vs_naive_dedupe": round(rate / (n / naive_s), 4)}
 
 
-def fill(db, notes: int, tasks: int) -> tuple[str, int]:
-    """Notes from 20 peers, a third of them addressed to this node (its DID as recipient), the
-    rest public chatter; held tasks, one in ten past its next check. Stored through the node's
-    insert path in large transactions. Returns (this node's DID, now)."""
+def fill(db, notes: int, tasks: int) -> tuple[str, int, int]:
+    """A month of notes from 200 peers, a third addressed to this node (its DID as recipient),
+    the rest public chatter; the last two days unread, the older ones read (as the person and the
+    core leave them). Held tasks, one in ten past its next check. Stored through the node's insert
+    path in large transactions. Returns (this node's DID, now, unread notes)."""
     from meshnode.gmp import build
     from meshnode.identity.keys import NodeKey
     from meshnode.notes import make_note
     from meshnode.store.database import _insert
 
+    day = 86_400_000
     me = NodeKey(bytes(range(32)))
-    peers = [NodeKey(bytes([i + 1]) * 32) for i in range(20)]
-    now = T0 + 10 * 86_400_000
+    peers = [NodeKey(i.to_bytes(2, "big") * 16) for i in range(1, 201)]
+    now = T0 + 40 * day
+    spacing = max(1, 30 * day // max(notes, 1))
 
     def load(containers) -> None:
         batch: list = []
@@ -148,15 +152,22 @@ def fill(db, notes: int, tasks: int) -> tuple[str, int]:
             for c in batch:
                 _insert(conn, c, now - 1000, None, None)
 
-    load(make_note(peers[i % 20], f"note {i}: can you look at item {i}?", now_ms=now - 86_400_000 + i,
-                   audience="friends", recipients=[me.did]) if i % 3 == 0 else
-         make_note(peers[i % 20], f"chatter {i} about topic {i % 97}", now_ms=now - 86_400_000 + i, audience="public")
-         for i in range(notes))
+    def note(i: int):
+        at = now - 30 * day + i * spacing
+        if i % 3 == 0:
+            return make_note(peers[i % 200], f"note {i}: can you look at item {i}?", now_ms=at, audience="friends",
+                             recipients=[me.did])
+        return make_note(peers[i % 200], f"chatter {i} about topic {i % 97}", now_ms=at, audience="public")
+
+    load(note(i) for i in range(notes))
+    with db.transaction() as conn:
+        conn.execute("UPDATE notes SET read = 1 WHERE timestamp < ?", (format_ms(now - 2 * day),))
+    unread = db.conn.execute("SELECT count(*) FROM notes WHERE read = 0").fetchone()[0]
     goal = build.goal(me, {"title": "bench goal", "status": "active"}, now_ms=T0)
     load([goal] + [build.task(me, {"title": f"task {i}", "status": "pending", "assigned_to": [me.did],
-                                   "next_check_at": now + (-3_600_000 if i % 10 == 0 else 86_400_000) + i},
+                                   "next_check_at": now + (-3_600_000 if i % 10 == 0 else day) + i},
                               now_ms=T0 + 1 + i, goal=goal.did) for i in range(tasks)])
-    return me.did, now
+    return me.did, now, unread
 
 
 def store_part(notes: int, tasks: int) -> dict:
@@ -172,7 +183,7 @@ def store_part(notes: int, tasks: int) -> dict:
         db = Database(Path(tmp) / "reactor.db")
         try:
             started = time.perf_counter()
-            self_did, now = fill(db, notes, tasks)
+            self_did, now, unread = fill(db, notes, tasks)
             fill_s = time.perf_counter() - started
             cfg = ReactorConfig.from_mapping(DEFAULTS, self_id=self_did)
             try:
@@ -186,7 +197,7 @@ def store_part(notes: int, tasks: int) -> dict:
                 runs.append(time.perf_counter() - t)
         finally:
             db.close()
-    return {"notes": notes, "tasks": tasks, "fill_seconds": round(fill_s, 1),
+    return {"notes": notes, "unread_notes": unread, "tasks": tasks, "fill_seconds": round(fill_s, 1),
             "scan_ms": round(statistics.median(runs) * 1000, 1),
             "scan_ms_max": round(max(runs) * 1000, 1), "events_found": len(found)}
 

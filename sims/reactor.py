@@ -310,8 +310,10 @@ def plots(sim: ReactorSim, tally: Tally, out: Path) -> list[Path]:
     ax.bar(range(hours), other, label="P2-P4 wakes")
     ax.bar(range(hours), urgent, bottom=other, label="P1 wakes")
     ax.axhline(sim.cfg.max_wakes_per_hour, color="red", linestyle="--", label="max_wakes_per_hour")
-    ax.set(xlabel="simulated hour", ylabel="wakes (LLM runs)", title=f"Wakes per hour, {sim.o.world.agents} agents")
-    ax.legend()
+    top = max([sim.cfg.max_wakes_per_hour] + [u + o for u, o in zip(urgent, other)])
+    ax.set(xlabel="simulated hour", ylabel="wakes (LLM runs)", title=f"Wakes per hour, {sim.o.world.agents} agents",
+           ylim=(0, top * 1.35 + 1))
+    ax.legend(loc="upper right", ncols=3)
     save(fig, "wakes_per_hour.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))
