@@ -12,7 +12,8 @@ the rules cost on top of that.
 
 Store part (only when reactor-store's adapters are present): a store with N notes over a month
 from 200 peers (a third addressed to this node, the last two days unread) and M held tasks (one
-in ten due), then one ``adapters.scan`` over it (median of three, after a warm-up), timed. The last line is one JSON object.
+in ten due), then one ``adapters.scan`` over it (median of three, after a warm-up), timed.
+The last line is one JSON object.
 """
 
 from __future__ import annotations

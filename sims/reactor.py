@@ -269,7 +269,8 @@ def summary(sim: ReactorSim, tally: Tally) -> dict:
         "held_cooldown": tally.actions.get("held_cooldown", 0), "held_budget": tally.actions.get("held_budget", 0),
         "routed_coordinator": tally.actions.get("routed_coordinator", 0),
         "latency_p50_min": round(_pct(lat_min, 0.5), 1), "latency_p95_min": round(_pct(lat_min, 0.95), 1),
-        "signals_woken": len(tally.woken_keys), "events_by_status": dict(sorted(Counter(tally.status.values()).items())),
+        "signals_woken": len(tally.woken_keys),
+        "events_by_status": dict(sorted(Counter(tally.status.values()).items())),
         "vanished_events": len(vanished), "unserved_agents": len(unserved),
         "limit_violations": broken["cooldown"] + broken["hourly"], "violations_cooldown": broken["cooldown"],
         "violations_hourly": broken["hourly"], "step_ms_p99": round(_pct(tally.step_ms, 0.99), 2),
@@ -352,7 +353,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pace the virtual clock to at most this many times real time (default: unpaced)")
     p.add_argument("--scan-seconds", type=float, default=60.0, help="virtual seconds between scans")
     p.add_argument("--notes-per-hour", type=float, default=World.notes_per_agent_hour, help="mean notes per agent-hour")
-    p.add_argument("--fail-share", type=float, default=World.fail_share, help="share of agents that never leave a trace")
+    p.add_argument("--fail-share", type=float, default=World.fail_share,
+                   help="share of agents that never leave a trace")
     p.add_argument("--trace-probability", type=float, default=World.trace_probability)
     p.add_argument("--set", type=_setting, action="append", default=[], metavar="KEY=VALUE",
                    help="a [reactor] setting for the run, e.g. --set max_wakes_per_hour=12 (repeatable)")

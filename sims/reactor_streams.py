@@ -171,7 +171,8 @@ class NoteStream:
                 said.append(author)
                 kind = r.choices(["note.question", "note.reply", "note.direct"],
                                  [w.question_share, w.reply_share, 1 - w.question_share - w.reply_share])[0]
-                urgent = kind == "note.direct" and r.random() < w.urgent_share / max(1e-9, 1 - w.question_share - w.reply_share)
+                direct_share = max(1e-9, 1 - w.question_share - w.reply_share)
+                urgent = kind == "note.direct" and r.random() < w.urgent_share / direct_share
             self.events.append(note_event(kind, note_id, addressee, author, int(t), urgent=urgent, noise=noise))
 
     def _floods(self, w: World, pop: Population, start: int, end: int) -> None:
