@@ -87,7 +87,7 @@ def test_blocker_note_needs_a_reason(db):
     assert kinds(traces.find(db, check, T + 100, self_did=ME)) == {e.dedupe_key: TraceKind.BLOCKER}
 
 
-def test_receipt_for_an_offer(db):
+def test_an_offer_is_answered_by_acceptance_or_refusal_not_by_the_receipt(db):
     w = World(T)
     g = put(db, w.ok(w.goal()))
     t1 = put(db, w.ok(w.task(g)))
@@ -96,6 +96,8 @@ def test_receipt_for_an_offer(db):
     check = check_of([e], w.t)
     assert traces.find(db, check, w.t, self_did=ME) == []
     put(db, w.ok(w.entry(B, "receipt", t1.did, received=e.refs["offer"], received_at=w.t)))
+    assert traces.find(db, check, w.t, self_did=ME) == []  # signed on arrival: not the agent's answer
+    put(db, w.ok(w.entry(B, "refusal", t1.did, offer=e.refs["offer"])))
     assert kinds(traces.find(db, check, w.t, self_did=ME)) == {e.dedupe_key: TraceKind.RECEIPT}
 
 
@@ -170,3 +172,31 @@ def test_check_report_mismatches(db):
     claimed = report(processed_messages=(other.did,), outgoing_messages=(other.did,))
     bad = traces.check_report(db, claimed, T + 35, self_did=ME, agent=ME)
     assert "no reply or ack" in bad[0] and "not written by" in bad[1]
+
+
+def test_a_remote_mentors_answer_to_the_escalation(db):
+    from meshnode.net.liveness import Change
+
+    from tests.gmp_fixtures import C
+
+    (dead,) = adapters.liveness_events([Change(A.did, "stale", "dead", T)], T, CFG, last_heard={A.did: T - HOUR})
+    esc_key = f"esc:mentor:{A.did}:{dead.dedupe_key}"
+    db.conn.execute("INSERT INTO reactor_escalations (key, agent, to_id, level, event_key, sent_ms) VALUES"
+                    " (?, ?, ?, 1, ?, ?)", (esc_key, A.did, C.did, dead.dedupe_key, T))
+    check = check_of([dead], T, agent=A.did, job="watch-1")
+    put(db, make_note(C, "ok", now_ms=T + 10, topic="reactor-escalation", audience="friends", recipients=[B.did]))
+    assert traces.find(db, check, T + 100, self_did=ME) == []  # status-only
+    answer = put(db, make_note(C, f"I called A's operator; its disk died, back tomorrow.\n{esc_key}", now_ms=T + 20,
+                               topic="reactor-escalation", audience="friends", recipients=[B.did]))
+    (t,) = traces.find(db, check, T + 100, self_did=ME)
+    assert t.kind is TraceKind.ACK and t.ref == answer.did and t.by == C.did
+
+
+def test_unanswered_thread_trace_is_a_message_in_its_topic(db):
+    put(db, make_note(A, "where are the east side numbers?", now_ms=T, audience="friends", recipients=[B.did],
+                      topic="bridge"))
+    (u,) = [e for e in adapters.scan(db, T + 25 * HOUR, CFG, self_did=ME) if e.event_type == "thread.unanswered"]
+    check = check_of([u], T + 25 * HOUR)
+    put(db, make_note(B, "The east side numbers: 41.2 m and 39.8 m, measured this morning.", now_ms=T + 26 * HOUR,
+                      source="llm", topic="bridge"), own_local())
+    assert kinds(traces.find(db, check, T + 27 * HOUR, self_did=ME)) == {u.dedupe_key: TraceKind.MESSAGE}
