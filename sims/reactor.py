@@ -88,7 +88,7 @@ class ReactorSim:
         self.aliases = AliasRegistry.from_mapping(self.pop.registry_table(), self_id=SELF)
         self.reactor = Reactor(self.cfg, self.aliases)
         self.start, self.end = T0, T0 + int(w.hours * HOUR)
-        self.notes = NoteStream(w, self.pop, self.start)
+        self.notes = NoteStream(w, self.pop, self.start, self.cfg)
         self.tasks = TaskBook(w, self.pop, self.start, self.cfg.stale_task_hours)
         self.beats = Heartbeats.build(w, self.pop, self.start, self.cfg.quiet_hours, self.cfg.stale_hours,
                                       self.cfg.dead_hours)

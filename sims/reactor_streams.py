@@ -5,12 +5,14 @@ the agent and the stream's name, so a run is reproducible from its seed and one 
 does not move when another's does. What reaches the core is what the built-in adapters would
 hand it (protocols/reactor.md 3.1): ``Event``s with the adapters' types, dedupe keys, severities
 and required traces, the addressee raw as the note named it (a legacy alias, sometimes an unknown
-name), and noise already classified in ``Event.noise`` the way the adapter marks it. Nothing here
-decides anything the core decides: no cooldowns, no budgets, no routing.
+name), and noise classified in ``Event.noise`` by the adapter's own pure filter
+(``reactor.noise.classify``) from the facts the adapter computes. Nothing here decides anything
+the core decides: no cooldowns, no budgets, no routing.
 
 * ``Population``: canonical ids (the coordinator is the node itself), the mentor tree, aliases.
-* ``NoteStream``: notes per agent (Poisson, heterogeneous rates), questions, urgent ones, SLA and
-  synthetic noise, repeats, and floods (one author, one agent, dozens of notes in minutes).
+* ``NoteStream``: notes per agent (Poisson, heterogeneous rates), questions, urgent ones, SLA
+  reminders (tag ``sla``), synthetic system notes, repeats, and floods (one author, one agent,
+  dozens of notes in minutes), classified by the real noise filter.
 * ``TaskBook``: held tasks with ``next_check_at`` and deadlines; due -> overdue -> stale; a task
   update by the holder starts the next episode.
 * ``Heartbeats``: a heartbeat per agent every half hour, with injected silences (quiet mid-day,
@@ -26,12 +28,15 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
+from meshnode.reactor.noise import NoteFacts, classify, normalized_text
 from meshnode.reactor.types import Event, FinalReport, Severity, Trace, TraceCheck, TraceKind
 
 MIN = 60_000
 HOUR = 3_600_000
+DAY = 24 * HOUR
 T0 = 1_800_000_000_000  # the simulated day starts here (ms since the epoch)
 SELF = "did:key:z6MkSimCoordinatorNode1"
 K = TraceKind
@@ -59,7 +64,6 @@ class World:
     unknown_share: float = 0.005       # notes to a name nobody registered
     floods_per_day: float = 6.0
     flood_notes: int = 40
-    flood_per_author_hour: int = 20
     tasks_per_agent: float = 2.0
     stale_task_share: float = 0.05     # tasks already overdue for about a day at the start
     heartbeat_minutes: int = 30
@@ -115,44 +119,56 @@ class Population:
 
 # --- notes ------------------------------------------------------------------------------
 
-_NOTE_TYPES = {  # event_type -> (severity, required traces)
+_NOTE_TYPES = {  # event_type -> (severity, required traces), as the notes adapter gives them
     "note.direct": (Severity.P2, (K.MESSAGE, K.ACK, K.BLOCKER)),
     "note.question": (Severity.P2, (K.MESSAGE, K.BLOCKER)),
     "note.reply": (Severity.P3, (K.MESSAGE, K.ACK, K.BLOCKER)),
-    "note.flood": (Severity.P3, (K.MESSAGE, K.ACK, K.BLOCKER)),
 }
 
 
-def note_event(kind: str, note_id: str, addressee: str, author: str, at_ms: int, *, urgent: bool = False,
-               noise: str = "", key: str | None = None) -> Event:
-    severity, traces = _NOTE_TYPES[kind]
-    return Event(event_type=kind, subject=note_id, agent=addressee, severity=Severity.P1 if urgent else severity,
-                 dedupe_key=key or f"note:{note_id}", suggested_route="agent", required_trace=traces, at_ms=at_ms,
-                 source="notes", summary=f"{kind.split('.')[1]} from {author}"[:200],
-                 refs={"note_id": note_id, "author": author}, noise=noise)
+@dataclass(frozen=True)
+class Note:
+    """A note as it lands in the store: what the adapter reads to make the event and its facts."""
+
+    at_ms: int
+    note_id: str
+    addressee: str  # raw: the canonical id, a legacy alias, or a name nobody registered
+    author: str
+    kind: str  # the adapter's event type for it
+    urgent: bool = False  # priority >= 2
+    tags: tuple[str, ...] = ()
+    source: str = "user"
+    text: str = ""
 
 
 class NoteStream:
-    """Every note of the day, drawn up front per agent, in time order."""
+    """Every note of the day, drawn up front per agent, then classified in time order by the real
+    noise filter (``reactor.noise.classify``) from the facts the notes adapter computes: tags,
+    source, the same text from the author within 24 h, the author's notes to the agent in the
+    hour. Flooded notes are grouped into one ``note.flood`` per (author, agent, hour), as the
+    adapter does."""
 
-    def __init__(self, world: World, pop: Population, start_ms: int):
-        self.events: list[Event] = []
+    def __init__(self, world: World, pop: Population, start_ms: int, cfg):
         end = start_ms + int(world.hours * HOUR)
+        notes: list[Note] = []
         for index, agent in enumerate(pop.ids):
-            self._agent_notes(world, pop, index, agent, start_ms, end)
-        self._floods(world, pop, start_ms, end)
+            notes += self._agent_notes(world, pop, index, agent, start_ms, end)
+        notes += self._floods(world, pop, start_ms, end)
+        notes.sort(key=lambda n: (n.at_ms, n.note_id))
+        self.events = self._classify(notes, cfg)
         self.events.sort(key=lambda e: (e.at_ms, e.dedupe_key))
         self._next = 0
 
-    def _agent_notes(self, w: World, pop: Population, index: int, agent: str, start: int, end: int) -> None:
+    def _agent_notes(self, w: World, pop: Population, index: int, agent: str, start: int, end: int) -> list[Note]:
         r = rng_for(w.seed, "notes", agent)
         rate = w.notes_per_agent_hour * r.lognormvariate(0, 0.8)  # some agents are much busier
         names = [agent] + pop.aliases.get(agent if agent != SELF else "self", [])
-        t, k, said = float(start), 0, []
+        direct_share = max(1e-9, 1 - w.question_share - w.reply_share)
+        t, k, said, out = float(start), 0, [], []
         while True:
             t += r.expovariate(rate / HOUR) if rate > 0 else math.inf
             if t >= end:
-                return
+                return out
             k += 1
             note_id = f"n{index:03d}-{k}"
             author = f"peer-{r.randrange(40):02d}"
@@ -160,36 +176,64 @@ class NoteStream:
             if r.random() < w.unknown_share:
                 addressee = f"ghost-{r.randrange(3)}"
             draw = r.random()
-            kind, noise, urgent = "note.direct", "", False
             if draw < w.sla_share:
-                noise = "ignore_tags"
+                out.append(Note(int(t), note_id, addressee, author, "note.direct", tags=("sla",),
+                                text=f"SLA reminder {note_id}: response time at 80%"))
             elif draw < w.sla_share + w.synthetic_share:
-                noise = "synthetic"
+                out.append(Note(int(t), note_id, addressee, author, "note.direct", source="system",
+                                text=f"automatic status {note_id}"))
             elif said and draw < w.sla_share + w.synthetic_share + w.repeat_share:
-                author, noise = r.choice(said), "repeat"
+                author, text = r.choice(said)
+                out.append(Note(int(t), note_id, addressee, author, "note.direct", text=text))
             else:
-                said.append(author)
                 kind = r.choices(["note.question", "note.reply", "note.direct"],
-                                 [w.question_share, w.reply_share, 1 - w.question_share - w.reply_share])[0]
-                direct_share = max(1e-9, 1 - w.question_share - w.reply_share)
+                                 [w.question_share, w.reply_share, direct_share])[0]
                 urgent = kind == "note.direct" and r.random() < w.urgent_share / direct_share
-            self.events.append(note_event(kind, note_id, addressee, author, int(t), urgent=urgent, noise=noise))
+                text = f"{kind} {note_id} from {author}" + ("?" if kind == "note.question" else "")
+                said.append((author, text))
+                out.append(Note(int(t), note_id, addressee, author, kind, urgent=urgent, text=text))
 
-    def _floods(self, w: World, pop: Population, start: int, end: int) -> None:
-        """One author, one agent, ``flood_notes`` notes in a quarter of an hour: the first
-        ``flood_per_author_hour`` are ordinary notes, the rest noise (flood) and one ``note.flood``."""
+    def _floods(self, w: World, pop: Population, start: int, end: int) -> list[Note]:
+        """One author, one agent, ``flood_notes`` different notes in a quarter of an hour."""
         r = rng_for(w.seed, "floods")
+        out = []
         for f in range(_poisson(r, w.floods_per_day * w.hours / 24)):
             agent, author = r.choice(pop.ids), f"flooder-{f}"
             t0 = r.randrange(start, end - 15 * MIN)
-            hour = (t0 // HOUR) * HOUR
-            for k in range(w.flood_notes):
-                at = t0 + k * 15 * MIN // w.flood_notes
-                noise = "flood" if k >= w.flood_per_author_hour else ""
-                self.events.append(note_event("note.direct", f"flood{f}-{k}", agent, author, at, noise=noise))
-            self.events.append(note_event("note.flood", f"flood{f}", agent, author,
-                                          t0 + w.flood_per_author_hour * 15 * MIN // w.flood_notes,
-                                          key=f"flood:{author}:{agent}:{hour}"))
+            out += [Note(t0 + k * 15 * MIN // w.flood_notes, f"flood{f}-{k}", agent, author, "note.direct",
+                         text=f"flood {f} item {k}") for k in range(w.flood_notes)]
+        return out
+
+    @staticmethod
+    def _classify(notes: list[Note], cfg) -> list[Event]:
+        texts: dict[str, deque[tuple[int, str]]] = defaultdict(deque)  # author -> (at, normalized text), 24 h
+        hour: dict[tuple[str, str], deque[int]] = defaultdict(deque)   # (author, addressee) -> times, 1 h
+        floods: dict[tuple[str, str, int], list[Event]] = {}
+        out = []
+        for n in notes:
+            seen, times = texts[n.author], hour[(n.author, n.addressee)]
+            while seen and seen[0][0] <= n.at_ms - DAY:
+                seen.popleft()
+            while times and times[0] <= n.at_ms - HOUR:
+                times.popleft()
+            norm = normalized_text(n.text)
+            facts = NoteFacts(n.note_id, n.author, False, n.source, n.tags, "", n.text, n.at_ms, False,
+                              any(t == norm for _, t in seen), len(times) + 1)
+            seen.append((n.at_ms, norm))
+            times.append(n.at_ms)
+            severity, traces = _NOTE_TYPES[n.kind]
+            e = Event(n.kind, n.note_id, n.addressee, Severity.P1 if n.urgent else severity, f"note:{n.note_id}",
+                      "agent", traces, n.at_ms, "notes", f"{n.kind.split('.')[1]} from {n.author}",
+                      {"note_id": n.note_id, "author": n.author}, classify(facts, cfg, n.at_ms))
+            out.append(e)
+            if e.noise == "flood":
+                floods.setdefault((n.author, n.addressee, n.at_ms // HOUR), []).append(e)
+        for (author, agent, h), evs in floods.items():
+            out.append(Event("note.flood", author, agent, Severity.P3, f"flood:{author}:{agent}:{h}", "agent",
+                             (K.MESSAGE, K.BLOCKER), evs[0].at_ms, "notes",
+                             f"{len(evs)}+ more notes from {author} within the hour (flood)",
+                             {"author": author, "count": len(evs), "first": evs[0].subject}))
+        return out
 
     def until(self, now_ms: int) -> list[Event]:
         """The notes that arrived up to ``now_ms`` and were not handed out yet."""
