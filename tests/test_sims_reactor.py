@@ -3,6 +3,7 @@ seeded signal streams. A short day runs here; the full 24 h, 200-agent day is a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sims.reactor import Options, ReactorSim, summary, violations
+from meshnode.reactor.core import Reactor
+from sims.reactor import EXIT_LIMITS, Options, ReactorSim, exit_status, summary, violations
 from sims.reactor_streams import HOUR, World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +67,17 @@ def test_the_limit_counter_is_independent_of_the_core_and_does_catch_breaches():
     assert violations(burst, cooldown, 6)["hourly"] == 1
     spread = [(i * HOUR // 6, f"x{i}", 1) for i in range(12)]  # six an hour, never seven in one
     assert violations(spread, cooldown, 6)["hourly"] == 0
+
+
+def test_the_day_catches_a_core_that_wakes_more_than_the_limits_allow():
+    """The same day with a core configured without cooldown and with a loose ceiling, while the
+    checker keeps the real limits: the breaches are counted and the exit status says so."""
+    sim = ReactorSim(Options(world=World(agents=50, hours=2, seed=1)))
+    loose = dataclasses.replace(sim.cfg, wake_cooldown_hours=0.0, max_wakes_per_hour=100, max_jobs_per_scan=50)
+    sim.reactor = Reactor(loose, sim.aliases)
+    rows = summary(sim, sim.run())
+    assert rows["violations_cooldown"] > 0 and rows["violations_hourly"] > 0
+    assert exit_status(rows) == EXIT_LIMITS
 
 
 def test_the_command_line_writes_the_summary_and_plots(tmp_path):
