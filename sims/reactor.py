@@ -78,6 +78,10 @@ def escalation_level(key: str) -> int:
 
 
 class ReactorSim:
+    """One node's reactor over the simulated day; ``run`` plays it and returns the ``Tally``.
+    ``reactor`` is the real core, replaceable before ``run`` (a test swaps in a misconfigured one
+    to show the checker catches it)."""
+
     def __init__(self, options: Options, progress=None):
         self.o, w = options, options.world
         self.progress = progress
