@@ -1,10 +1,12 @@
 """``python -m sims <scenario> [options]``: run a simulated mesh and report.
 
     python -m sims consensus --nodes 64 --byzantine 0.3 --seed 1 --out sims-out
+    python -m sims reactor --agents 200 --hours 24 --seed 1 --out sims-out
 
 Prints a progress bar, then a summary table; with ``--out DIR`` writes plots
 (PNG) there. The last line is the summary as one JSON object. Exit status 0
-when the run was safe, 3 when an honest pair committed different values.
+when the run was safe; consensus: 3 when an honest pair committed different
+values; reactor: 4 when a wake limit was broken, 5 when a signal got no decision.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from sims import reactor
 from sims.consensus import BEHAVIOURS, ConsensusSim, Options
 from sims.report import ProgressBar, plots, summary, table
 
@@ -54,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-time", type=int, default=600, help="simulated seconds before giving up")
     p.add_argument("--out", type=Path, help="write PNG plots into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    reactor.add_arguments(sub.add_parser("reactor", help="a simulated day of signals through the reactor's core"))
     args = parser.parse_args(argv)
+    if args.scenario == "reactor":
+        return reactor.main(args, parser)
     if not 4 <= args.nodes <= 1000:
         parser.error("--nodes must be between 4 and 1000")
     options = Options(nodes=args.nodes, byzantine=args.byzantine, behaviour=args.behaviour, sybils=args.sybils,

@@ -13,8 +13,8 @@ class ProgressBar:
     """A one-line bar on stderr, redrawn when the count changes (on a terminal; elsewhere,
     one line per tenth of the way, so logs stay readable)."""
 
-    def __init__(self, stream=sys.stderr, width: int = 30):
-        self.stream, self.width = stream, width
+    def __init__(self, stream=sys.stderr, width: int = 30, unit: str = "decisions"):
+        self.stream, self.width, self.unit = stream, width, unit
         self.tty = stream.isatty()
         self._tenth = -1
 
@@ -23,10 +23,10 @@ class ProgressBar:
             tenth = 10 * done // max(total, 1)
             if tenth != self._tenth:
                 self._tenth = tenth
-                self.stream.write(f"{done}/{total} decisions, sim time {sim_ms / 1000:.1f} s\n")
+                self.stream.write(f"{done}/{total} {self.unit}, sim time {sim_ms / 1000:.1f} s\n")
             return
         filled = self.width * done // max(total, 1)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} decisions"
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {self.unit}"
                           f"  sim time {sim_ms / 1000:.1f} s ")
         self.stream.flush()
 

@@ -22,6 +22,7 @@ TINY = {
     "junk_memory.py": ["--authors", "3", "--per-author", "3", "--after", "1", "--settle", "1"],
     "gmp.py": ["--tasks", "200", "--delegations", "2", "--pushes", "2"],
     "attack.py": ["--seconds", "2", "--attacks", "junk", "--baseline", "1", "--settle", "1"],
+    "reactor.py": ["--events", "3000", "--agents", "50", "--notes", "300", "--tasks", "30"],
 }
 
 
