@@ -36,8 +36,8 @@ FORMAT = (
     " task N is frozen for review)\n# End of commands\n"
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
-BUDGET = {"pinned": 4000, "help": 10000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
-          "memory": 3000, "ethics": 2000}
+BUDGET = {"pinned": 4000, "help": 10500, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
+          "memory": 3000, "ethics": 2000, "wake": 10000}
 CUT = "\n[... cut to fit the context budget]"
 
 
@@ -110,8 +110,9 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
 
 
 def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
-          own_did: str | None = None) -> list[dict]:
-    """The chat messages of one tick: the system prompt, then one user message of contexts."""
+          own_did: str | None = None, focus: str | None = None) -> list[dict]:
+    """The chat messages of one tick: the system prompt, then one user message of contexts;
+    ``focus``, a reactor wake's context (cognition/wake.py), goes before the tasks as ``## Wake``."""
     q = db.conn.execute
     parts = []
     ethics = ethics_for_prompt(db)
@@ -130,6 +131,8 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                    " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
         title = "Your last responses (context 3)"
     parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
+    if focus:
+        parts.append(("Wake", _fit(focus, "wake")))
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
                                                                  ensure_ascii=False), "goals")))
     from meshnode.cognition.executor_records import pinned

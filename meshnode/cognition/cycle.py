@@ -28,12 +28,13 @@ import logging
 import trio
 
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
-                                held, isolation, mesh_commands, processes, registry, sending, stagnation)
+                                held, isolation, mesh_commands, processes, registry, sending, stagnation, wake_report)
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
 from meshnode.cognition.validation import ADAPT_WINDOW, Verdict, adapted_trust, validate
 from meshnode.cognition.validator_health import ValidatorHealth
+from meshnode.cognition.wake import WakeSlot
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import Database
@@ -42,7 +43,8 @@ log = logging.getLogger("meshnode.cognition")
 
 STARTING, NORMAL, ISOLATED, CORE_OUTAGE = "starting", "normal", "isolated", "core_outage"
 # commands the cycle runs itself, after the store-side ones: they need the event loop
-DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES))
+DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES,
+                            *wake_report.ASYNC_TYPES))
 
 
 def _deferred(cmd: Command) -> bool:
@@ -88,6 +90,7 @@ class Cycle:
         self.llm_errors: dict[str, str] = {}  # the last error of each main LLM tried (gone once it answers)
         self.tried: list = []  # the main LLMs the last tick could ask (registry.mains), in order
         self.wake = trio.Event()
+        self.wakes = WakeSlot(self)  # the reactor's bounded wakes (cognition/wake.py)
         self.idle = False
         self.streak = 0  # repetitions in a row
         self.plan: stagnation.Plan | None = None  # the anti-stagnation response in force
@@ -100,7 +103,8 @@ class Cycle:
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
                "idle": self.idle, "processes": self.processes.running() if self.processes else None,
-               "validators_failing": self.health.snapshot(self.clock()), "stalled": self.stalled}
+               "validators_failing": self.health.snapshot(self.clock()), "stalled": self.stalled,
+               "wake": self.wakes.status()}
         if self.mode == CORE_OUTAGE:
             out["hint"] = FAILING_HINT if self.tried else OUTAGE_HINT
             out["llms"] = [{"id": e.id, "model": e.model, "url": e.base_url,
@@ -194,6 +198,8 @@ class Cycle:
             return await gate_commands.run(self.gate, cmd, reflect)
         if sending.leaves_node(cmd):  # through the gate's outbound level
             return await sending.run(self.gate, self.mesh, self.store, self.key, self.clock(), cmd)
+        if cmd.type in wake_report.ASYNC_TYPES:
+            return self.wakes.record(cmd)
         if cmd.type in processes.ASYNC_TYPES:
             return await self.processes.handle(cmd) if self.processes else {
                 "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
@@ -221,6 +227,9 @@ class Cycle:
         """The pause between ticks ([cognition] pause_seconds, or the LLM's own `cycle_settings`);
         in idle mode, until its timeout or, with on_note, until an unread note arrives, or with
         on_process, until a process ends."""
+        if self.wakes.due():  # a reactor wake: tick now
+            self.wake = trio.Event()
+            return
         settings = await self.store.read(executor.cycle_settings)
         self.recent_k = int(settings.get("responses", self.recent_k))
         idle = settings.get("idle") or {}
@@ -234,7 +243,8 @@ class Cycle:
                     if self.wake.is_set() or (idle.get("on_process") and self._processes_ended > ended) \
                             or (idle.get("on_note") and await self.store.read(_unread) > unread):
                         break
-            await self.store.write_background(_wake_up)
+            if not self.wakes.due():  # a reactor wake interrupts idle mode; the cycle returns to it after
+                await self.store.write_background(_wake_up)
         else:
             self.idle = False
             factor = self.plan.pause_factor if self.plan else 1.0  # a radical pause lasts longer
@@ -243,6 +253,9 @@ class Cycle:
         self.wake = trio.Event()
 
     async def tick(self) -> dict:
+        return await self.wakes.around(self._tick)  # with the reactor's focus when a wake is due
+
+    async def _tick(self) -> dict:
         self.ticks += 1
         now = self.clock()
         mains = self.tried = await self.store.read(registry.mains)
@@ -251,7 +264,7 @@ class Cycle:
             for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
                 messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
                                                  recent_k=self.recent_k, mode=NORMAL if self.mesh_up() else ISOLATED,
-                                                 llm_id=endpoint.id, own_did=self.key.did)
+                                                 llm_id=endpoint.id, own_did=self.key.did, focus=self.wakes.focus)
                 digest = _digest(messages[-1]["content"])
                 tuning = {}
                 if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice

@@ -1,0 +1,7 @@
+"""The reactor: signals to bounded wakes, with traces and escalation (protocols/reactor.md).
+
+Pure parts (reactor-core): ``types`` (the values), ``settings`` (``[reactor]``), ``core`` (the
+sans-IO ``Reactor``), ``limits`` (rules and limits), ``ladder`` (escalation), ``aliases``, ``noise``,
+``wake_context`` and ``report``. The store side, the wake adapters and the node's driver build on
+them; nothing here does I/O except ``AliasRegistry.load`` reading its file.
+"""
