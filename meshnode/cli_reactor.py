@@ -244,12 +244,14 @@ def cmd_explain(args) -> int:
 
 
 def cmd_rules(args) -> int:
-    from meshnode.reactor.service import rules_table
+    from meshnode.config import check_reactor
+    from meshnode.reactor.limits import rules_table
 
-    config = _config(args)
-    rows = rules_table(config.values["reactor"])
-    print_rows(args, rows, lambda r: f"{r['rule']:<16} {'off' if r['off'] else 'on ':<4} {r['route']:<12}"
-                                     f" {r['wakes']:<14} {', '.join(r['events'])}")
+    rows = rules_table(check_reactor(_config(args).values["reactor"]))
+    print_rows(args, rows, lambda r: f"{r['rule']:<16} {'off' if r['off'] else 'on':<4}"
+                                     f" {r['route']:<9} {'wakes' if r['wakes'] else 'digest only':<12}"
+                                     f"{' nudge' if r['nudge'] else '      '}  {', '.join(r['events'])}"
+                                     + "".join(f"  ({t} -> {to})" for t, to in r['rerouted'].items()))
     return 0
 
 

@@ -81,6 +81,8 @@ class ReactorService:
         self._aliases_mtime: float | None = None
         self._inputs: list = []  # RunEnded / TracesFound / LeaseRefused for the next step
         self._running: dict[str, str] = {}  # job id -> agent, runs this process started and waits on
+        self._started: set[str] = set()  # every job this process started (a queued row is not started twice)
+        self._aliases: AliasRegistry | None = None
         self._plugin_due: dict[str, int] = {}  # plug-in name -> next run (ms)
         self._plugin_failures: dict[str, int] = {}
         self._poked = trio.Event()
@@ -148,8 +150,8 @@ class ReactorService:
             t0 = time.monotonic()
             now = self.clock()
             if dry_run:
-                reactor = Reactor(self.cfg, self._load_aliases(force=True),
-                                  await self.store.read(persist.load_state, now, self.cfg))
+                self._aliases = self._load_aliases(force=True)
+                reactor = Reactor(self.cfg, self._aliases, await self.store.read(persist.load_state, now, self.cfg))
             else:
                 reactor = await self._reactor(now)
             events = await self._signals(now)
@@ -180,11 +182,13 @@ class ReactorService:
         if self.reactor is None or self._reload:
             self._reload = False
             state = await self.store.read(persist.load_state, now, self.cfg)
-            self.reactor = Reactor(self.cfg, self._load_aliases(force=True), state)
+            self._aliases = self._load_aliases(force=True)
+            self.reactor = Reactor(self.cfg, self._aliases, state)
             self._inputs.extend(await self._ended_elsewhere(state))
         else:
             aliases = self._load_aliases()
             if aliases is not None:
+                self._aliases = aliases
                 self.reactor.set_aliases(aliases)
         return self.reactor
 
@@ -213,7 +217,7 @@ class ReactorService:
         a restart: their stored end, as the RunEnded the core waits for."""
         out = []
         for job_id, job in state.jobs.items():
-            if job.status != "checking" or job_id in self._running:
+            if job.status != "checking" or job.check_at_ms is not None or job_id in self._running:
                 continue
             row = await self.store.read(audit.job, job_id)
             report = parse_report(row.get("report"), now_ms=row.get("ended_ms") or 0) if row.get("report") else None
@@ -223,7 +227,8 @@ class ReactorService:
     async def _signals(self, now: int) -> list:
         """Events of this scan: the built-in adapters, the hour-scale liveness changes, due plug-ins."""
         live = await self._mesh_liveness()
-        events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live))
+        events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live,
+                                            aliases=self._aliases))
         events += adapters.liveness_events(await self._liveness_changes(now), now, self.cfg)
         events += await self._plugins(now)
         return events
@@ -296,7 +301,7 @@ class ReactorService:
         started = []
         queued = [j for j in reactor.state().jobs.values() if j.status == "queued"]
         for job in _unique([*step.jobs, *queued]):
-            if job.job_id in self._running:
+            if job.job_id in self._started or job.kind != "wake":  # a watch job runs nobody
                 continue
             if job.agent == self.did and self.cycle is None:
                 if self.poke_node is not None:  # scan --once: the running node's core takes it
@@ -311,7 +316,7 @@ class ReactorService:
                 continue
             md_path = await self._write_context(job)
             await self.store.write(persist.set_job_status, job.job_id, "running", self.clock())
-            job.status = "running"
+            self._started.add(job.job_id)
             self._running[job.job_id] = job.agent
             self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status="started")
             self.metrics.inc("reactor_signal_to_wake_ms_total", max(0, now - _first_signal(reactor, job)))
@@ -386,7 +391,8 @@ class ReactorService:
         """Look for the traces the step asks about; what is found (or not) closes the jobs next step."""
         checked = []
         for check in step.checks:
-            found = tuple(await self.store.read(traces.find, check, now, self_did=self.did))
+            found = tuple(await self.store.read(traces.find, check, now, self_did=self.did,
+                                                phrases=tuple(self.cfg.status_only_phrases)))
             for t in found:
                 self.metrics.inc("reactor_traces_total", kind=t.kind.value)
             self._inputs.append(TracesFound(check.job_id, now, found))
