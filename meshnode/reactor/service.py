@@ -282,13 +282,15 @@ class ReactorService:
     # --- what a step asks for ------------------------------------------------------------
 
     async def _contexts(self, step, reactor: Reactor, now: int) -> None:
-        """Give each new job its wake context (design 8) before the step is written."""
+        """Give each new job its wake context (design 8) before the step is written, and write it
+        to ``<home>/reactor/wake/<job_id>.md`` (what the agent reads) and ``.json``."""
         state = reactor.state()
         for job in step.jobs:
-            if job.context:
-                continue
-            events = [e for k in job.events if (e := state.events.get(k)) is not None]
-            job.context = wake_context.build(job, events, await self._extras(job, now), self.cfg)
+            if not job.context:
+                events = [e for k in job.events if (e := state.events.get(k)) is not None]
+                job.context = wake_context.build(job, events, await self._extras(job, now), self.cfg)
+            if job.kind == "wake":
+                await self._write_context(job)
 
     async def _extras(self, job, now: int) -> dict:
         names = await self.store.read(_peer_names)
@@ -314,7 +316,9 @@ class ReactorService:
                 self._inputs.append(LeaseRefused(job.job_id, holder="another process"))
                 self.metrics.inc("reactor_held_total", limit="lease")
                 continue
-            md_path = await self._write_context(job)
+            md_path = self.wake_dir / f"{job.job_id}.md"
+            if not md_path.exists():
+                md_path = await self._write_context(job)
             await self.store.write(persist.set_job_status, job.job_id, "running", self.clock())
             self._started.add(job.job_id)
             self._running[job.job_id] = job.agent
