@@ -120,7 +120,7 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
         parts.append(("Ethics policies (context 1)", _fit(ethics, "ethics")))
     parts.append(("Commands (context 2)", _fit(FORMAT + catalogue(), "help")))
     settings = _settings(db)
-    focus = settings.get("concentration") or {}
+    wake, focus = focus, settings.get("concentration") or {}
     if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):
         rows = q("SELECT timestamp, content, tags, emotions FROM llm_recent_responses WHERE role = 'assistant'"
                  " ORDER BY id DESC LIMIT 500").fetchall()
@@ -131,8 +131,8 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                    " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
         title = "Your last responses (context 3)"
     parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
-    if focus:
-        parts.append(("Wake", _fit(focus, "wake")))
+    if wake:
+        parts.append(("Wake", _fit(wake, "wake")))
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
                                                                  ensure_ascii=False), "goals")))
     from meshnode.cognition.executor_records import pinned
