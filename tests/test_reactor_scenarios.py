@@ -1,0 +1,230 @@
+"""The reactor's done-when scenario (issue 15) across real node processes, and the seed's MVP points
+of protocols/reactor.md section 16 that need no mesh, in-process over a real store.
+
+Across processes: alice delegates a task to bob, whose core is idle (a pause of an hour); bob's
+reactor (a scan every second) wakes bob's core, whose scripted LLM accepts the task, updates it and
+ends with a ``reactor_report``; the job is ``ok`` and bob is not woken again for it. carol's LLM
+answers only "ok": her wake leaves no trace, and alice, her mentor, receives exactly one escalation
+note with the dedupe key, also across a restart of carol.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import trio
+
+from llmharness import ScriptedLLM, command_block, distinct_answers
+from meshharness import Node, wait_until
+
+STEP = 30  # seconds any one step may take on a loaded machine (most take a second or two)
+REACTOR_ENV = {"MESHNODE_REACTOR_SCAN_SECONDS": "1", "MESHNODE_REACTOR_TRACE_GRACE_SECONDS": "0",
+               "MESHNODE_REACTOR_MAX_RUNTIME_SECONDS": "30", "MESHNODE_COGNITION_PAUSE_SECONDS": "3600"}
+ESCALATION_TOPIC = "reactor-escalation"
+
+
+def rows(node: Node, sql: str, *args) -> list[tuple]:
+    """A read of the node's database (WAL: it reads beside the running node)."""
+    conn = sqlite3.connect(f"file:{node.home / 'data' / 'meshnode.db'}?mode=ro", uri=True, timeout=10)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def jobs(node: Node) -> list[tuple]:
+    return rows(node, "SELECT job_id, status, events FROM reactor_jobs ORDER BY created_ms")
+
+
+def last_scan_ms(node: Node) -> int:
+    got = rows(node, "SELECT value FROM config WHERE key = 'reactor.last_scan'")
+    return json.loads(got[0][0]).get("at_ms", 0) if got else 0
+
+
+def scans_after(node: Node, t_ms: int, n: int = 2) -> None:
+    """Wait until the node's reactor has scanned ``n`` times after ``t_ms`` (its own scan counter)."""
+    first = wait_until(lambda: (s := last_scan_ms(node)) > t_ms and s, STEP, f"{node.name} to scan")
+    for _ in range(n - 1):
+        first = wait_until(lambda f=first: (s := last_scan_ms(node)) > f and s, STEP, f"{node.name} to scan again")
+
+
+def escalations_at(node: Node) -> list[str]:
+    """The texts of the escalation notes the node holds (from another node's reactor)."""
+    return [t for (t,) in rows(node, "SELECT text FROM notes WHERE topic = ? ORDER BY id", ESCALATION_TOPIC)]
+
+
+def answer(i: int, *commands: dict) -> str:
+    return distinct_answers(i + 1, lambda n, text: [])[i].split("# Commands:")[0] + command_block(*commands)
+
+
+def test_a_delegated_task_wakes_the_idle_holder_once_and_silence_reaches_the_mentor_once(tmp_path):
+    started = time.monotonic()
+    alice = Node(tmp_path, "alice", env={"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_REACTOR_ENABLED": "false"})
+    bob = Node(tmp_path, "bob", env={**REACTOR_ENV, "MESHNODE_REACTOR_MAX_TICKS": "2"})
+    carol = Node(tmp_path, "carol", env={**REACTOR_ENV, "MESHNODE_REACTOR_MAX_TICKS": "1",
+                                         "MESHNODE_REACTOR_MENTOR": alice.did})
+    nodes, llms = [alice, bob, carol], []
+    try:
+        alice.start()
+        goal = alice.call("goal_add", {"title": "Ship the bridge", "participants": [bob.did, carol.did]})["lineage"]
+        t_bob = alice.call("task_add", {"goal": goal, "title": "build adapter"})["lineage"]
+        t_carol = alice.call("task_add", {"goal": goal, "title": "write docs"})["lineage"]
+        report = {"processed_messages": [], "task_updates": [t_bob], "outgoing_messages": [], "blocked": False,
+                  "needs_human": False}
+        bob_llm = ScriptedLLM(tmp_path, "bob-llm", [
+            answer(0),  # the tick at start; then an hour's pause: only a wake makes bob think
+            answer(1, {"cmd_id": "a1", "type": "task_accept", "args": {"task": t_bob}}),
+            {"delay": 2.0, "answer": answer(2, {"cmd_id": "u1", "type": "task_update",
+                                                "args": {"task": t_bob, "status": "in_progress"}},
+                                            {"cmd_id": "r1", "type": "reactor_report", "args": report})},
+            answer(3)])
+        carol_llm = ScriptedLLM(tmp_path, "carol-llm", ["ok"])
+        llms += [bob_llm, carol_llm]
+        for node, llm in ((bob, bob_llm), (carol, carol_llm)):
+            node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+            node.set_bootstrap(alice)
+            node.start()
+        wait_until(lambda: len(bob_llm.seen()) >= 1 and len(carol_llm.seen()) >= 1, STEP, "the first ticks")
+
+        # alice delegates; bob's reactor wakes bob's core within a scan of the offer's arrival
+        alice.call("task_assign", {"task": t_bob, "candidates": [bob.did]})
+        alice.call("task_assign", {"task": t_carol, "candidates": [carol.did]})
+        job = wait_until(lambda: jobs(bob), STEP, "bob's reactor to write a wake job")[0]
+        offer_at = rows(bob, "SELECT min(received_at_ms) FROM containers WHERE class = 'workflow_entry'")[0][0]
+        created = rows(bob, "SELECT created_ms FROM reactor_jobs WHERE job_id = ?", job[0])[0][0]
+        assert created - offer_at <= 3000, (created, offer_at)  # scan_seconds 1, poked on arrival
+        done = wait_until(lambda: (j := jobs(bob)) and j[0][1] in ("ok", "failed") and j[0], STEP,
+                          "bob's job to end")
+        assert done[1] == "ok", (done, rows(bob, "SELECT action, why FROM reactor_decisions ORDER BY id"))
+        assert (bob.home / "reactor" / "wake" / f"{job[0]}.md").exists()
+        assert wait_until(lambda: (alice.call("task_show", {"task": t_bob}) or {}).get("status") == "in_progress",
+                          STEP, "alice to see bob's update")
+        seen = len(bob_llm.seen())
+        scans_after(bob, int(time.time() * 1000), 3)
+        assert len(jobs(bob)) == 1 and len(bob_llm.seen()) == seen  # not woken again for it
+
+        # carol's LLM says "ok": no trace; her mentor alice gets one note with the dedupe key
+        wait_until(lambda: (j := jobs(carol)) and j[0][1] == "failed", STEP, "carol's job to fail")
+        note = wait_until(lambda: escalations_at(alice), STEP, "alice to receive the escalation")
+        assert len(note) == 1 and "dedupe: esc:mentor:" in note[0], note
+        key = next(line for line in note[0].splitlines() if line.startswith("dedupe: ")).split(" ", 1)[1]
+        assert rows(carol, "SELECT key FROM reactor_escalations") == [(key,)]
+        assert carol.stop() == 0
+        carol.start()
+        scans_after(carol, int(time.time() * 1000), 3)
+        assert escalations_at(alice) == note and len(jobs(carol)) == 1
+        for n in nodes:
+            assert n.stop() == 0
+    except BaseException:
+        for n in nodes:
+            print(f"--- {n.name} ({n.did}) jobs: {jobs(n) if (n.home / 'data').exists() else None}")
+            print("\n".join(n.drain(timeout=0.5)[-40:]))
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+        for llm in llms:
+            llm.stop()
+    print(f"scenario took {time.monotonic() - started:.1f} s")
+
+
+# --- in-process: the MVP points that need no mesh ------------------------------------------------
+
+
+class FakeWakes:
+    """The cycle's wake slot as the reactor sees it: records each wake, ends it at once."""
+
+    def __init__(self):
+        self.runs: list[tuple[str, str]] = []
+
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+        self.runs.append((job_id, context_md))
+        return "ok", None
+
+
+class FakeCycle:
+    def __init__(self):
+        self.wakes = FakeWakes()
+
+
+async def _service(home: Path, key, values: dict, cycle=None):
+    from meshnode.config import DEFAULTS
+    from meshnode.metrics import Metrics
+    from meshnode.reactor.service import ReactorService, reactor_config
+    from meshnode.store import Store
+
+    store = await Store.open(home / "data" / "meshnode.db")
+    cfg = reactor_config({**DEFAULTS["reactor"], **values}, key.did)
+    return store, ReactorService(store, key, cfg, home, Metrics(), cycle=cycle)
+
+
+def _person_note(store, key, text: str):
+    from meshnode.container import now_ms
+    from meshnode.notes import make_note
+
+    note = make_note(key, text, now_ms=now_ms(), source="cli")
+    return store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": []}))
+
+
+def test_aliases_are_normalized_unknown_addressees_reported_and_the_digest_goes_to_one_agent(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+    (tmp_path / "reactor").mkdir()
+    (tmp_path / "reactor" / "aliases.toml").write_text('[agents.self]\naliases = ["ductor", "Nodus"]\n')
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {}, cycle)
+        try:
+            await _person_note(store, key, "@Ductor could you look at the pump in the cellar?")
+            await _person_note(store, key, "@somebody-else please water the plants today?")
+            notes_before = await store.read(lambda db: db.conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                summary = await service.scan()
+            assert [j["agent"] for j in summary["jobs"]] == [key.did], summary  # the alias's canonical id
+            assert len(cycle.wakes.runs) == 1 and "pump" in cycle.wakes.runs[0][1]
+            actions = {d["action"] for d in summary["decisions"]}
+            assert "unknown_agent" in actions, summary
+            from meshnode.reactor import audit
+            unknown = await store.read(audit.unknown)
+            assert any("somebody-else" in json.dumps(u) for u in unknown), unknown
+            assert "water the plants" not in cycle.wakes.runs[0][1]  # never routed, never guessed
+            # the digest went to one agent's wake: no note, let alone a topic note for all, was written
+            notes_after = await store.read(lambda db: db.conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+            assert notes_after == notes_before
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_five_agents_needing_a_wake_over_the_budget_wake_only_the_coordinator(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+    names = [f"agent{i}" for i in range(5)]
+    external = {n: {"command": ["/bin/false"], "timeout_seconds": 5} for n in names}
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {"max_jobs_per_scan": 3, "external": external}, cycle)
+        try:
+            for n in names:
+                await _person_note(store, key, f"@{n} would you review the plan for the {n} bridge?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                summary = await service.scan()
+            assert [j["agent"] for j in summary["jobs"]] == [key.did], summary  # the coordinator alone
+            assert len(cycle.wakes.runs) == 1
+            digest = cycle.wakes.runs[0][1]
+            assert all(f"{n} bridge" in digest for n in names), digest
+            assert sum(d["action"] == "routed_coordinator" for d in summary["decisions"]) >= 5 - 1, summary
+        finally:
+            await store.aclose()
+
+    trio.run(main)
