@@ -18,6 +18,7 @@ from typing import Any
 from meshnode.cognition.command_types import command
 from meshnode.container.schema import WrongValue, boolean, described, list_of, text
 from meshnode.errors import MeshnodeError
+from meshnode.reactor.report import parse_report
 
 REPORT_KEYS = ("processed_messages", "task_updates", "outgoing_messages", "blocked", "blocked_reason",
                "needs_human", "next_check_at")
@@ -76,17 +77,6 @@ FIELDS = {
 }
 command("reactor_report", "end a ## Wake: what you handled, updated, sent; blocked? need a person? next check",
         {**FIELDS, "job_id": (text(MAX_REF), False)})
-
-
-def _stub_parse(report: dict, now_ms: int | None = None):
-    """Stands in for ``meshnode.reactor.report.parse_report`` until that module exists."""
-    return report
-
-
-try:  # the reactor's own reading of a report (reactor-core); both sides must agree on what is valid
-    from meshnode.reactor.report import parse_report
-except ImportError:  # pragma: no cover - only before the reactor core is merged
-    parse_report = _stub_parse
 
 
 def normalize(args: dict, now_ms: int | None = None) -> dict:

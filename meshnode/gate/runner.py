@@ -306,7 +306,8 @@ async def _converse(proc: trio.Process, stdin: bytes, out: _Capture, err: _Captu
 
 
 async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPolicy,
-                      stdin: bytes = b"", records: Path | None = None) -> CommandResult:
+                      stdin: bytes = b"", records: Path | None = None,
+                      env: Mapping[str, str] | None = None) -> CommandResult:
     """Run an allowed command in ``cwd`` under ``policy`` and return what it did. The command
     sees ``cwd`` as /workspace (its working directory, and HOME) and no other host folder.
 
@@ -314,6 +315,8 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
     Cancelling the caller kills the command and all it started before Cancelled
     propagates; so does the timeout (then the result has ``timed_out``). ``records``: a
     folder where the running sandbox is recorded, for ``sandbox.kill_leftovers`` after a crash.
+    ``env``: variables added to the command's fixed environment (PATH, HOME, LANG), which they
+    may not replace (the reactor passes MESHNODE_REACTOR_JOB this way).
     """
     exe = check_command(argv, policy)
     workdir = os.path.realpath(cwd)
@@ -322,7 +325,13 @@ async def run_command(argv: Sequence[str], *, cwd: str | Path, policy: CommandPo
     if not isinstance(stdin, bytes):
         raise GateError("bad_argument", "stdin must be bytes")
     started = time.monotonic()
-    proc, leader = await spawn(exe, workdir, policy, stdin)
+    extra = dict(env or {})
+    for name, value in extra.items():
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", str(name)) or name in ("PATH", "HOME", "LANG") \
+                or not isinstance(value, str) or "\0" in value or len(value) > MAX_ARG_BYTES:
+            raise GateError("bad_argument", f"environment variable {str(name)[:40]!r}: give a new upper-case name"
+                            " and a text value")
+    proc, leader = await spawn(exe, workdir, policy, stdin, extra)
     record = remember(records, proc.pid, leader) if records is not None else None
     out, err = _Capture(policy.max_output_bytes), _Capture(policy.max_output_bytes)
     flood: list[str] = []

@@ -318,7 +318,7 @@ def _within_hard_limit(kind: int, value: int) -> int:
 
 
 async def spawn(exe: list[str], cwd: str, policy: Limits,
-                stdin: bytes) -> tuple[trio.Process, int]:
+                stdin: bytes, env: dict[str, str] | None = None) -> tuple[trio.Process, int]:
     """Start ``exe`` in ``cwd`` in a new sandbox: (the supervisor, the command's pid); GateError if
     it cannot be isolated or started."""
     ident = _identity(policy)
@@ -342,7 +342,8 @@ async def spawn(exe: list[str], cwd: str, policy: Limits,
         try:
             proc = await trio.lowlevel.open_process(
                 exe, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env={"PATH": CHILD_PATH, "HOME": mounts.WORKSPACE, "LANG": "C.UTF-8"},
+                stderr=subprocess.PIPE,
+                env={**(env or {}), "PATH": CHILD_PATH, "HOME": mounts.WORKSPACE, "LANG": "C.UTF-8"},
                 close_fds=True, start_new_session=True, restore_signals=True, preexec_fn=sandbox)
         finally:
             os.close(write_fd)

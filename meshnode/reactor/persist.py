@@ -8,54 +8,328 @@ whole scan or none of it, and a job is always written before it is started (desi
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from typing import TYPE_CHECKING
 
+from meshnode.store.database import sql_errors
+
 if TYPE_CHECKING:
-    from meshnode.reactor.core import ReactorState, Step
+    from meshnode.reactor.types import ReactorState, Step
     from meshnode.reactor.settings import ReactorConfig
+    from meshnode.reactor.types import Event, WakeJob
     from meshnode.store.database import Database
 
 OPEN_JOB_STATUSES = ("queued", "leased", "running", "checking")
+JOB_STATUSES = OPEN_JOB_STATUSES + ("ok", "failed", "interrupted", "skipped")
+PENDING_STATUSES = ("pending", "held")  # accepted, waiting for a wake (held: by a cooldown or budget)
 LAST_SCAN_KEY = "reactor.last_scan"
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+NOISE_DECISIONS_DAYS = 3            # noise (and duplicate) decisions are kept 3 days (design 11)
+PRUNE_BATCH = 5_000                 # rows per table per scan: a backlog is pruned over several scans
+_OPEN = f"({', '.join(repr(s) for s in OPEN_JOB_STATUSES)})"
+_PENDING = f"({', '.join(repr(s) for s in PENDING_STATUSES)})"
+
+
+# --- rows <-> core types --------------------------------------------------------------------
+
+
+def event_from_row(r: sqlite3.Row | tuple | dict) -> Event:
+    """An Event from a reactor_events row (columns as selected by ``_EVENT_COLUMNS``)."""
+    from meshnode.reactor.types import Event, Severity, TraceKind
+
+    (key, etype, subject, agent, severity, route, required, source, summary, refs, noise, at_ms) = r
+    return Event(event_type=etype, subject=subject, agent=agent, severity=Severity(severity), dedupe_key=key,
+                 suggested_route=route, required_trace=tuple(TraceKind(k) for k in json.loads(required)),
+                 at_ms=at_ms, source=source, summary=summary, refs=json.loads(refs or "{}"), noise=noise or "")
+
+
+_EVENT_COLUMNS = ("dedupe_key, event_type, subject, agent, severity, route, required_trace, source, summary,"
+                  " refs, noise, at_ms")
+
+
+def _event_values(e: Event) -> tuple:
+    return (e.dedupe_key, e.event_type, e.subject, e.agent, int(e.severity), e.suggested_route,
+            json.dumps([k.value for k in e.required_trace]), e.source, e.summary,
+            json.dumps(dict(e.refs), sort_keys=True), e.noise)
+
+
+def _job_json(job: WakeJob) -> str:
+    from meshnode.reactor.types import job_to_dict
+
+    return json.dumps(job_to_dict(job), sort_keys=True, default=str)
+
+
+def _job_from_json(text: str, status: str) -> WakeJob:
+    from meshnode.reactor.types import job_from_dict
+
+    d = json.loads(text)
+    d["status"] = status  # the column is the truth: the driver moves it (leased, running) after the step
+    return job_from_dict(d)
+
+
+# --- load -------------------------------------------------------------------------------------
 
 
 def load_state(db: Database, now_ms: int, cfg: ReactorConfig) -> ReactorState:
-    raise NotImplementedError
+    """The core's state as the rows say at ``now_ms`` (design 2.4): seen keys within
+    ``dedupe_days`` of their last sighting, pending events, open jobs and their events, live
+    cooldowns, failure counts, escalation keys, this hour's wakes and the self.check schedule."""
+    from meshnode.reactor.types import ReactorState
+
+    q = db.conn.execute
+    with sql_errors("loading the reactor's state"):
+        seen = dict(q("SELECT dedupe_key, seen_ms FROM reactor_events WHERE last_seen_ms >= ?",
+                      (now_ms - int(cfg.dedupe_days * DAY_MS),)).fetchall())
+        pending: dict[str, list[Event]] = {}
+        for row in q(f"SELECT {_EVENT_COLUMNS} FROM reactor_events WHERE status IN {_PENDING} AND job_id IS NULL"
+                     " ORDER BY severity, at_ms, id"):
+            e = event_from_row(row)
+            pending.setdefault(e.agent, []).append(e)
+        jobs = {job_id: _job_from_json(text, status) for job_id, text, status in q(
+            f"SELECT job_id, job, status FROM reactor_jobs WHERE status IN {_OPEN} ORDER BY created_ms")}
+        events: dict[str, Event] = {}
+        for row in q(f"SELECT {_EVENT_COLUMNS} FROM reactor_events e WHERE e.job_id IN (SELECT job_id FROM"
+                     f" reactor_jobs WHERE status IN {_OPEN}) OR e.dedupe_key IN (SELECT dedupe_key FROM"
+                     " reactor_failures)"):
+            e = event_from_row(row)
+            events[e.dedupe_key] = e
+        cooldowns = {k: (u, c) for k, u, c in q("SELECT key, until_ms, count FROM reactor_cooldowns WHERE"
+                                                 " until_ms > ?", (now_ms,))}
+        failures = {(a, k): (c, lv, j) for a, k, c, lv, j in q(
+            "SELECT agent, dedupe_key, count, level, last_job FROM reactor_failures")}
+        escalated = {k for (k,) in q("SELECT key FROM reactor_escalations")}
+        wakes = [(c, a) for c, a in q("SELECT created_ms, agent FROM reactor_jobs WHERE created_ms > ? AND status"
+                                      " != 'skipped' ORDER BY created_ms", (now_ms - HOUR_MS,))]
+        next_checks = _next_checks(db, seen)
+    return ReactorState(seen=seen, pending=pending, cooldowns=cooldowns, jobs=jobs, failures=failures,
+                        escalated=escalated, wakes=wakes, events=events, next_checks=next_checks)
+
+
+def _next_checks(db: Database, seen: dict[str, int]) -> dict[str, int]:
+    """agent -> the next_check_at of its newest final report, unless that self.check was raised."""
+    out: dict[str, int] = {}
+    for agent, report in db.conn.execute(
+            "SELECT j.agent, j.report FROM reactor_jobs j WHERE j.report IS NOT NULL AND j.created_ms ="
+            " (SELECT max(k.created_ms) FROM reactor_jobs k WHERE k.agent = j.agent AND k.report IS NOT NULL)"):
+        try:
+            at = json.loads(report).get("next_check_at_ms")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(at, int) and f"selfcheck:{agent}:{at}" not in seen:
+            out[agent] = at
+    return out
+
+
+# --- save -------------------------------------------------------------------------------------
 
 
 def save_step(db: Database, step: Step, now_ms: int, *, retention_days: float = 30.0) -> None:
-    raise NotImplementedError
+    """Write one step in one transaction: new events, decisions (not duplicates), event statuses
+    and sightings, jobs, cooldowns, failures, escalation rows; then prune what retention allows."""
+    with db.transaction() as conn:
+        _write_step(conn, step, now_ms)
+        prune(conn, now_ms, retention_days=retention_days)
+
+
+def _write_step(conn: sqlite3.Connection, step: Step, now_ms: int) -> None:
+    delta = step.changed
+    statuses = delta.event_status
+    conn.executemany(
+        "INSERT INTO reactor_events (dedupe_key, event_type, subject, agent, severity, route, required_trace,"
+        " source, summary, refs, noise, at_ms, seen_ms, last_seen_ms, status, job_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO UPDATE SET"
+        " last_seen_ms = excluded.last_seen_ms",
+        [(*_event_values(e), e.at_ms, now_ms, now_ms, *statuses.get(e.dedupe_key, ("pending", None)))
+         for e in step.accepted])
+    conn.executemany("UPDATE reactor_events SET status = ?, job_id = ? WHERE dedupe_key = ?",
+                     [(st, job, key) for key, (st, job) in statuses.items()])
+    conn.executemany("UPDATE reactor_events SET last_seen_ms = ? WHERE dedupe_key = ?",
+                     [(now_ms, key) for key in delta.seen_again])
+    conn.executemany(
+        "INSERT INTO reactor_decisions (at_ms, dedupe_key, action, rule, why, job_id) VALUES (?, ?, ?, ?, ?, ?)",
+        [(d.at_ms, d.dedupe_key, d.action, d.rule, d.why or "", d.job_id)
+         for d in step.decisions if d.action != "duplicate"])
+    conn.executemany(
+        "INSERT INTO reactor_jobs (job_id, agent, priority, reason, status, created_ms, max_runtime_s,"
+        " required_trace, events, dedupe_key, context, missing, job) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (job_id) DO UPDATE SET priority = excluded.priority, reason = excluded.reason,"
+        # the core's queued never undoes the driver's leased/running (the core learns of those by RunEnded)
+        " status = CASE WHEN excluded.status = 'queued' AND reactor_jobs.status IN ('leased', 'running')"
+        " THEN reactor_jobs.status ELSE excluded.status END, required_trace = excluded.required_trace,"
+        " events = excluded.events, context = excluded.context, missing = coalesce(excluded.missing,"
+        " reactor_jobs.missing), job = excluded.job,"
+        " ended_ms = CASE WHEN excluded.status IN ('ok', 'failed', 'interrupted', 'skipped') THEN"
+        " coalesce(reactor_jobs.ended_ms, ?) ELSE reactor_jobs.ended_ms END",
+        [_job_values(j) + (now_ms,) for j in delta.jobs])
+    for key, (until, count) in delta.cooldowns.items():
+        if until == 0:
+            conn.execute("DELETE FROM reactor_cooldowns WHERE key = ?", (key,))
+        else:
+            conn.execute("INSERT INTO reactor_cooldowns (key, until_ms, count) VALUES (?, ?, ?) ON CONFLICT (key)"
+                         " DO UPDATE SET until_ms = excluded.until_ms, count = excluded.count", (key, until, count))
+    for (agent, key), (count, level, last_job) in delta.failures.items():
+        if count == 0:
+            conn.execute("DELETE FROM reactor_failures WHERE agent = ? AND dedupe_key = ?", (agent, key))
+        else:
+            conn.execute("INSERT INTO reactor_failures (agent, dedupe_key, count, level, last_job) VALUES"
+                         " (?, ?, ?, ?, ?) ON CONFLICT (agent, dedupe_key) DO UPDATE SET count = excluded.count,"
+                         " level = excluded.level, last_job = excluded.last_job", (agent, key, count, level, last_job))
+    conn.executemany(
+        "INSERT INTO reactor_escalations (key, agent, to_id, level, event_key, event_type, subject, text, job_id,"
+        " sent_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        [(x.key, x.agent, x.to_id, x.level, x.event_key, x.event_type, x.subject, x.text, x.job_id, x.at_ms)
+         for x in step.escalations])
+
+
+def _job_values(j: WakeJob) -> tuple:
+    missing = getattr(j, "missing", None)
+    return (j.job_id, j.agent, int(j.priority), json.dumps(list(j.reason)), j.status, j.created_ms,
+            int(j.max_runtime_s), json.dumps([k.value for k in j.required_trace]), json.dumps(list(j.events)),
+            j.dedupe_key, json.dumps(j.context, sort_keys=True, default=str) if j.context is not None else None,
+            json.dumps(list(missing)) if missing else None, _job_json(j))
+
+
+def prune(conn: sqlite3.Connection, now_ms: int, *, retention_days: float) -> dict[str, int]:
+    """Retention (design 11), bounded per call: events and decisions older than ``retention_days``
+    except those of open jobs; noise decisions after 3 days; closed jobs, escalations and
+    failures-free expired cooldowns likewise. Returns the rows deleted per table."""
+    cutoff = now_ms - int(retention_days * DAY_MS)
+    noise_cutoff = now_ms - NOISE_DECISIONS_DAYS * DAY_MS
+    out = {}
+    out["events"] = conn.execute(
+        "DELETE FROM reactor_events WHERE id IN (SELECT id FROM reactor_events WHERE last_seen_ms < ?"
+        f" AND (job_id IS NULL OR job_id NOT IN (SELECT job_id FROM reactor_jobs WHERE status IN {_OPEN}))"
+        " AND dedupe_key NOT IN (SELECT dedupe_key FROM reactor_failures) LIMIT ?)",
+        (cutoff, PRUNE_BATCH)).rowcount
+    out["decisions"] = conn.execute(
+        "DELETE FROM reactor_decisions WHERE id IN (SELECT id FROM reactor_decisions WHERE at_ms < ?"
+        f" AND (job_id IS NULL OR job_id NOT IN (SELECT job_id FROM reactor_jobs WHERE status IN {_OPEN})) LIMIT ?)",
+        (cutoff, PRUNE_BATCH)).rowcount
+    out["decisions"] += conn.execute(
+        "DELETE FROM reactor_decisions WHERE id IN (SELECT id FROM reactor_decisions WHERE at_ms < ? AND"
+        " action IN ('noise', 'duplicate') LIMIT ?)", (noise_cutoff, PRUNE_BATCH)).rowcount
+    out["jobs"] = conn.execute(
+        "DELETE FROM reactor_jobs WHERE job_id IN (SELECT job_id FROM reactor_jobs WHERE created_ms < ? AND"
+        f" status NOT IN {_OPEN} LIMIT ?)", (cutoff, PRUNE_BATCH)).rowcount
+    out["escalations"] = conn.execute(
+        "DELETE FROM reactor_escalations WHERE key IN (SELECT key FROM reactor_escalations WHERE sent_ms < ?"
+        " LIMIT ?)", (cutoff, PRUNE_BATCH)).rowcount
+    out["cooldowns"] = conn.execute("DELETE FROM reactor_cooldowns WHERE until_ms <= ?", (now_ms,)).rowcount
+    return out
+
+
+# --- escalations ------------------------------------------------------------------------------
 
 
 def record_escalation(db: Database, key: str, container_id: str | None) -> None:
-    raise NotImplementedError
+    """The note of escalation ``key`` was sent (``container_id``: its container, or None when it
+    could not be: the row stays listed by unsent_escalations)."""
+    with db.transaction() as conn:
+        conn.execute("UPDATE reactor_escalations SET container_id = ? WHERE key = ?", (container_id, key))
 
 
 def unsent_escalations(db: Database, limit: int = 100) -> list[dict]:
-    """Escalation rows written by save_step whose note the driver has not recorded as sent."""
-    raise NotImplementedError
+    """Escalation rows written by save_step whose note the driver has not recorded as sent
+    (the node stopped between the two): the driver sends them at its next scan."""
+    with sql_errors("reading unsent escalations"):
+        cur = db.conn.execute(
+            "SELECT key, agent, to_id, level, event_key, event_type, subject, text, job_id, sent_ms FROM"
+            " reactor_escalations WHERE container_id IS NULL ORDER BY sent_ms LIMIT ?", (limit,))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+# --- leases and job status --------------------------------------------------------------------
+
+_LEASE = ("INSERT INTO reactor_leases (agent, job_id, holder, expires_ms) VALUES (?, ?, ?, ?)"
+          " ON CONFLICT (agent) DO UPDATE SET job_id = excluded.job_id, holder = excluded.holder,"
+          " expires_ms = excluded.expires_ms WHERE reactor_leases.expires_ms < ?")
 
 
 def take_lease(db: Database, agent: str, job_id: str, holder: str, now_ms: int, expires_ms: int) -> bool:
-    raise NotImplementedError
+    """Take ``agent``'s lease for ``job_id`` unless a live one exists (design 7.2). One write
+    transaction: the upsert replaces only an expired lease, and the job runs only if the row
+    then names it, so two processes scanning at once wake an agent at most once. A won lease
+    moves a queued job to ``leased``."""
+    with db.transaction() as conn:
+        conn.execute(_LEASE, (agent, job_id, holder, expires_ms, now_ms))
+        row = conn.execute("SELECT job_id, holder FROM reactor_leases WHERE agent = ?", (agent,)).fetchone()
+        won = row is not None and row[0] == job_id and row[1] == holder
+        if won:
+            conn.execute("UPDATE reactor_jobs SET status = 'leased' WHERE job_id = ? AND status = 'queued'", (job_id,))
+        return won
 
 
 def release_lease(db: Database, job_id: str) -> bool:
-    raise NotImplementedError
+    """Drop the lease held for ``job_id`` (the run ended, or ``meshnode reactor release``)."""
+    with db.transaction() as conn:
+        return conn.execute("DELETE FROM reactor_leases WHERE job_id = ?", (job_id,)).rowcount > 0
 
 
 def set_job_status(db: Database, job_id: str, status: str, now_ms: int, *, exit: str | None = None,
                    report: dict | None = None) -> None:
-    raise NotImplementedError
+    """The driver's moves of a job: ``running`` (sets started_ms), and the run's end (``exit``
+    and ``report`` given: sets ended_ms). Terminal statuses come from the core's step."""
+    if status not in JOB_STATUSES:
+        raise ValueError(f"unknown job status {status!r}")
+    with db.transaction() as conn:
+        conn.execute(
+            "UPDATE reactor_jobs SET status = ?, started_ms = CASE WHEN ? = 'running' THEN coalesce(started_ms, ?)"
+            " ELSE started_ms END, ended_ms = CASE WHEN ? IS NOT NULL THEN ? ELSE ended_ms END,"
+            " exit = coalesce(?, exit), report = coalesce(?, report) WHERE job_id = ?",
+            (status, status, now_ms, exit, now_ms, exit,
+             json.dumps(report, sort_keys=True, default=str) if report is not None else None, job_id))
+
+
+def parse_holder(holder: str) -> tuple[str, str, str]:
+    """``<pid>@<hostname>:<boot ms>`` -> (pid, hostname, boot)."""
+    pid, _, rest = holder.partition("@")
+    host, _, boot = rest.rpartition(":")
+    return pid, host, boot
 
 
 def interrupted_jobs(db: Database, now_ms: int, holder: str) -> list[str]:
-    raise NotImplementedError
+    """At start (design 7.2): the jobs ``leased``/``running`` whose lease expired, is gone, or is
+    held by this host under another boot. Marks them (exit ``interrupted``, ended_ms, lease
+    dropped) and returns their ids; the driver feeds ``RunEnded(exit="interrupted")`` for each
+    to the core, which puts their events back to pending once and sets the status."""
+    _, my_host, my_boot = parse_holder(holder)
+    out = []
+    with db.transaction() as conn:
+        for job_id, agent, lease_holder, expires in conn.execute(
+                "SELECT j.job_id, j.agent, l.holder, l.expires_ms FROM reactor_jobs j LEFT JOIN reactor_leases l"
+                " ON l.job_id = j.job_id WHERE j.status IN ('leased', 'running') ORDER BY j.created_ms").fetchall():
+            if lease_holder is not None and expires >= now_ms:
+                _, host, boot = parse_holder(lease_holder)
+                if host != my_host or boot == my_boot:
+                    continue  # live: another host's, or a process of this boot (a concurrent scan --once)
+            conn.execute("UPDATE reactor_jobs SET exit = 'interrupted', ended_ms = coalesce(ended_ms, ?)"
+                         " WHERE job_id = ?", (now_ms, job_id))
+            conn.execute("DELETE FROM reactor_leases WHERE job_id = ?", (job_id,))
+            out.append(job_id)
+    return out
+
+
+# --- scans ------------------------------------------------------------------------------------
 
 
 def last_scan(db: Database) -> dict | None:
-    raise NotImplementedError
+    with sql_errors("reading the last scan"):
+        row = db.conn.execute("SELECT value FROM config WHERE key = ?", (LAST_SCAN_KEY,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = json.loads(row[0])
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def mark_scan(db: Database, now_ms: int, info: dict) -> None:
-    raise NotImplementedError
+    """Record a scan (``config`` key reactor.last_scan): its time and what the driver says of it."""
+    value = json.dumps({**info, "at_ms": now_ms}, sort_keys=True, default=str)
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO config (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
+                     " value = excluded.value", (LAST_SCAN_KEY, value))

@@ -1,0 +1,224 @@
+"""The reactor's built-in adapters over real rows (notes, GMP, gate, held commands, liveness)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from meshnode.net.liveness import Change, Liveness
+from meshnode.notes import make_note, own_local
+from meshnode.reactor import adapters
+from meshnode.reactor.aliases import AliasRegistry
+from meshnode.reactor.settings import ReactorConfig
+from meshnode.store import Database
+from tests.gmp_fixtures import HOUR, A, B, C, Story, World
+
+ME = B.did  # this node
+CFG = ReactorConfig(self_id=ME, local_agents=frozenset({ME, "scout"}))
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = Database(tmp_path / "node.db")
+    yield d
+    d.close()
+
+
+def put(db: Database, c, local=None):
+    assert db.put_container(c, received_at_ms=c.timestamp_ms, local=local)
+    return c
+
+
+def note(db, key, text, t, *, to=(), local=None, **kw):
+    c = make_note(key, text, now_ms=t, audience="friends" if to else kw.pop("audience", "private"),
+                  recipients=[k.did for k in to] or None, **kw)
+    return put(db, c, local)
+
+
+def by_type(events):
+    out: dict[str, list] = {}
+    for e in events:
+        out.setdefault(e.event_type, []).append(e)
+    return out
+
+
+def scan(db, now, cfg=CFG, **kw):
+    errors: list[str] = []
+    out = adapters.scan(db, now, cfg, self_did=ME, errors=errors, **kw)
+    assert errors == []
+    return out
+
+
+T = 1_780_000_000_000
+
+
+def test_notes_addressed_by_recipient_mention_and_the_person(db):
+    direct = note(db, A, "please review the bridge plan", T, to=[B, C])
+    question = note(db, C, "can you take the next step?", T + 1, to=[B])
+    note(db, A, "public musing about nothing", T + 2, audience="public")            # not addressed
+    mention = note(db, A, "@scout have a look at the logs", T + 3, audience="public")
+    person = note(db, B, "remind me to call the vendor", T + 4, source="cli")       # the person's own
+    note(db, B, "my own thought", T + 5, source="llm", local=own_local())          # own: nothing
+    note(db, B, "@scout system notice", T + 6, source="system", local=own_local())  # own: nothing
+    found = {e.dedupe_key: e for e in scan(db, T + 10)}
+    assert set(found) == {f"note:{direct.did}", f"note:{question.did}", f"note:{mention.did}",
+                          f"note:{person.did}"}
+    assert found[f"note:{direct.did}"].event_type == "note.direct"
+    assert found[f"note:{direct.did}"].agent == ME
+    assert found[f"note:{question.did}"].event_type == "note.question"
+    assert found[f"note:{mention.did}"].agent == "scout"
+    assert found[f"note:{person.did}"].agent == ME
+    assert all(e.noise == "" for e in found.values())
+    assert found[f"note:{direct.did}"].refs["author"] == A.did
+
+
+def test_read_notes_are_not_events_and_priority_makes_p1(db):
+    c = make_note(A, "urgent: the bridge is down", now_ms=T, audience="friends", recipients=[B.did], priority=2)
+    put(db, c)
+    (e,) = scan(db, T + 10)
+    assert int(e.severity) == 1
+    db.conn.execute("UPDATE notes SET read = 1")
+    assert scan(db, T + 10) == []
+
+
+def test_aliases_route_legacy_mentions_and_keep_unknown_raw(db):
+    aliases = AliasRegistry.from_mapping({"agents": {"scout": {"aliases": ["murr"]},
+                                                     C.did: {"aliases": ["carol"]}}}, self_id=ME)
+    n1 = note(db, A, "@murr the logs again", T, audience="public")
+    n2 = note(db, A, "@carol not for this node", T + 1, audience="public")
+    n3 = note(db, A, "@nobody_known who is this", T + 2, audience="public")
+    found = {e.dedupe_key: e for e in scan(db, T + 10, aliases=aliases)}
+    assert found[f"note:{n1.did}"].agent == "scout"
+    assert f"note:{n2.did}" not in found          # resolves to a peer, not a local agent
+    assert found[f"note:{n3.did}"].agent == "nobody_known"  # unknown: the core reports it
+
+
+def test_escalation_note_uses_its_own_key(db):
+    text = "B did not answer\ndedupe: esc:mentor:did:key:zX:note:abc\nexpected: message"
+    note(db, A, text, T, to=[B], topic="reactor-escalation", source="system")
+    (e,) = scan(db, T + 10)
+    assert e.event_type == "note.escalation"
+    assert e.dedupe_key == "esc:mentor:did:key:zX:note:abc"
+    assert e.noise == ""  # not synthetic: an escalation
+
+
+def test_noise_filters(db):
+    cfg = ReactorConfig(self_id=ME, local_agents=frozenset({ME}), flood_per_author_hour=3,
+                        ignore_subjects=("^\\[auto\\]",))
+    tagged = note(db, A, "weekly #digest of things", T, to=[B])
+    subject = note(db, A, "[auto] nightly report", T + 1, to=[B])
+    first = note(db, C, "same words again", T + 2, to=[B])
+    again = note(db, C, "Same words   again", T + 3, to=[B])
+    old = note(db, A, "an old note from the backlog", T - 14 * 24 * HOUR - 12 * HOUR, to=[B])
+    floods = [note(db, C, f"flood number {i}", T + 10 + i, to=[B]) for i in range(5)]
+    found = {e.dedupe_key: e for e in scan(db, T + 1000, cfg)}
+    assert found[f"note:{tagged.did}"].noise == "ignore_tags"
+    assert found[f"note:{subject.did}"].noise == "ignore_subjects"
+    assert found[f"note:{first.did}"].noise == ""
+    assert found[f"note:{again.did}"].noise == "repeat"
+    assert found[f"note:{old.did}"].noise == "archive"
+    # C wrote 2 + 5 notes within the hour: beyond 3, flood; they become one note.flood event
+    assert [found[f"note:{f.did}"].noise for f in floods] == ["", "flood", "flood", "flood", "flood"]
+    (flood,) = [e for e in found.values() if e.event_type == "note.flood"]
+    assert flood.noise == "" and flood.refs["count"] == 4 and flood.agent == ME
+
+
+def test_unanswered_thread_until_this_node_writes_in_it(db):
+    now = T + 30 * HOUR
+    n = note(db, A, "status of the bridge?", T, to=[B], topic="bridge")
+    db.conn.execute("UPDATE notes SET read = 1")  # read, but not answered
+    ev = by_type(scan(db, now))
+    (u,) = ev["thread.unanswered"]
+    assert u.dedupe_key == f"unanswered:{ME}:bridge:{n.did}" and u.agent == ME
+    note(db, B, "the bridge is at 80 %, tests pending on the east side", T + HOUR, topic="bridge", source="llm",
+         local=own_local())
+    assert "thread.unanswered" not in by_type(scan(db, now))
+
+
+def test_offer_until_answered(db):
+    w = World(T)
+    s = Story.__new__(Story)
+    s.w = w
+    g = put(db, w.ok(w.goal()))
+    t1 = put(db, w.ok(w.task(g)))
+    offer = put(db, w.ok(w.offer(t1.did, t1, to=(B,))))
+    (e,) = by_type(scan(db, w.t))["task.offer"]
+    assert e.dedupe_key == f"offer:{t1.did}:{offer.did}" and e.agent == ME and e.refs["from"] == A.did
+    put(db, w.ok(w.entry(B, "receipt", t1.did, received=offer.did, received_at=w.t)))
+    assert "task.offer" not in by_type(scan(db, w.t))
+
+
+def _held_story(db):
+    s = Story(World(T))
+    for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
+        put(db, c)
+    return s
+
+
+def test_task_due_overdue_and_stale_for_the_holder(db):
+    s = _held_story(db)
+    row = db.conn.execute("SELECT due_at_ms, overdue_at_ms FROM tasks WHERE lineage = ?", (s.lineage,)).fetchone()
+    due_at, overdue_at = row
+    assert "task.due" not in by_type(scan(db, due_at - 1))
+    (due,) = by_type(scan(db, due_at))["task.due"]
+    assert due.dedupe_key == f"task_due:{s.lineage}:{ME}:{due_at}"
+    ev = by_type(scan(db, overdue_at))
+    assert ev["task.overdue"][0].dedupe_key == f"task_overdue:{s.lineage}:{ME}:{overdue_at}"
+    assert "task.stale" not in ev
+    stale = by_type(scan(db, overdue_at + 25 * HOUR))["task.stale"][0]
+    assert stale.suggested_route == "mentor" and stale.dedupe_key == f"task_stale:{s.lineage}:{ME}:{overdue_at}"
+
+
+def test_task_events_for_the_creator(db):
+    s = _held_story(db)
+    me_a = ReactorConfig(self_id=A.did, local_agents=frozenset({A.did}))
+    ev = by_type(adapters.scan(db, s.w.t, me_a, self_did=A.did, liveness={B.did: "dead"}))
+    (dead,) = ev["task.holder_dead"]
+    assert dead.dedupe_key == f"task_holder_dead:{s.lineage}:{B.did}" and dead.agent == A.did
+    # an unheld task of A's: t4 releases it
+    put(db, s.w.ok(s.by(B, [s.t3], assigned=[], status="pending", reason="released")))
+    ev = by_type(adapters.scan(db, s.w.t, me_a, self_did=A.did))
+    (unheld,) = ev["task.unheld"]
+    assert unheld.dedupe_key.startswith(f"task_unassigned:{s.lineage}:")
+    assert by_type(scan(db, s.w.t)).get("task.due") is None  # B holds nothing now
+
+
+def test_person_confirmation_draft_held(db):
+    q = db.conn.execute
+    q("INSERT INTO gate_confirmations (session, tool, args, risk, reason, created_ms, expires_ms) VALUES"
+      " ('s', 'write_file', '{}', 'destructive', 'overwrites a file', ?, ?)", (T, T + 10 * 60_000))
+    q("INSERT INTO gate_confirmations (session, tool, args, risk, reason, status, created_ms, expires_ms) VALUES"
+      " ('s', 'x', '{}', 'destructive', 'r', 'approved', ?, ?)", (T, T + HOUR))
+    q("INSERT INTO gate_drafts (session, path, content, created_ms, updated_ms) VALUES ('s', 'a.txt', x'00', ?, ?)",
+      (T, T))
+    q("INSERT INTO gate_drafts (session, path, content, created_ms, updated_ms) VALUES ('s', 'b.txt', x'00', ?, ?)",
+      (T, T))
+    q("INSERT INTO gate_submissions (session, summary, ready, drafts, created_ms) VALUES ('s', 'done', 1, ?, ?)",
+      (json.dumps(["a.txt"]), T))
+    q("INSERT INTO held_commands (tick, cmd_id, type, command, kind, reason, created_ms) VALUES"
+      " (1, 'c1', 'send_note', '{}', 'rejected', 'the validators refused it', ?)", (T,))
+    ev = by_type(scan(db, T + 60_000))
+    (conf,) = ev["person.confirmation"]
+    assert conf.dedupe_key.startswith("confirm:") and int(conf.severity) == 1  # expires within 15 min
+    assert conf.suggested_route == "operator"
+    (draft,) = ev["person.draft"]           # b.txt was never submitted
+    assert draft.refs["path"] == "a.txt"
+    assert ev["person.held"][0].dedupe_key.startswith("held:")
+    assert "person.confirmation" not in by_type(scan(db, T + 11 * 60_000))  # expired: nothing to decide
+
+
+def test_liveness_events_keyed_by_episode():
+    heard = {A.did: T}
+    changes = [Change(A.did, Liveness.OK, Liveness.QUIET, T + 6 * HOUR),
+               Change(A.did, Liveness.QUIET, Liveness.STALE, T + 24 * HOUR),
+               Change(A.did, Liveness.STALE, Liveness.DEAD, T + 72 * HOUR),
+               Change(C.did, None, Liveness.OK, T)]
+    out = adapters.liveness_events(changes, T + 72 * HOUR, CFG, last_heard=heard)
+    assert [e.dedupe_key for e in out] == [f"live:quiet:{A.did}:{T}", f"live:stale:{A.did}:{T}",
+                                          f"live:dead:{A.did}:{T}"]
+    assert out[2].suggested_route == "mentor" and out[0].required_trace[0].value == "none"
+    back = adapters.liveness_events([Change(A.did, Liveness.DEAD, Liveness.OK, T + 80 * HOUR)], T, CFG,
+                                    last_heard={A.did: T + 80 * HOUR})
+    assert back[0].dedupe_key == f"live:back:{A.did}:{T + 80 * HOUR}"
+    assert adapters.liveness_events([Change(A.did, Liveness.QUIET, Liveness.OK, T)], T, CFG) == []
