@@ -31,10 +31,11 @@ from meshnode.reactor.aliases import AliasError, AliasRegistry
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.reactor.settings import ReactorConfig
-from meshnode.reactor.types import LeaseRefused, RunEnded, TracesFound
+from meshnode.reactor.types import Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
 
 log = logging.getLogger("meshnode.reactor")
 
+PLUGIN_FAILURES = 3  # failed runs in a row that make an adapter.failed event (design 4.1)
 POKE_DEBOUNCE_S = 5.0  # a burst of notes makes one early scan, not one each
 LEASE_SLACK_MS = 60_000  # a lease outlives its run's budget by this much (design 7.2)
 HOUR_MS = 3_600_000
@@ -47,9 +48,21 @@ def reactor_config(values: dict, self_did: str) -> ReactorConfig:
     return dataclasses.replace(cfg, self_id=self_did, local_agents=frozenset({self_did, *cfg.external}))
 
 
-def holder_id(boot_ms: int) -> str:
+def machine_boot_ms() -> int:
+    """When this host booted (ms): a lease held under another boot of this host is dead."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("btime "):
+                    return int(line.split()[1]) * 1000
+    except OSError:
+        pass
+    return int((time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)) // 1 * 1000)
+
+
+def holder_id() -> str:
     """Who holds a lease: ``<pid>@<hostname>:<boot ms>`` (design 7.2)."""
-    return f"{os.getpid()}@{socket.gethostname()}:{boot_ms}"
+    return f"{os.getpid()}@{socket.gethostname()}:{machine_boot_ms()}"
 
 
 def tracked_dids(cfg: ReactorConfig, committee: list[str], coworkers: list[str], self_did: str) -> set[str]:
@@ -69,8 +82,7 @@ class ReactorService:
         self.did = key.did
         self.committee = list(committee or [])
         self.relay, self.poke_node = relay, poke_node  # the CLI's ways to the running node (scan --once)
-        self.boot_ms = clock()
-        self.holder = holder_id(self.boot_ms)
+        self.holder = holder_id()
         self.aliases_path = self.home / "reactor" / "aliases.toml"
         self.wake_dir = self.home / "reactor" / "wake"
         self.reactor: Reactor | None = None
@@ -84,7 +96,9 @@ class ReactorService:
         self._started: set[str] = set()  # every job this process started (a queued row is not started twice)
         self._aliases: AliasRegistry | None = None
         self._plugin_due: dict[str, int] = {}  # plug-in name -> next run (ms)
-        self._plugin_failures: dict[str, int] = {}
+        self._plugin_failures: dict[str, tuple[int, int]] = {}  # name -> (first failure ms, failures in a row)
+        self.plugin_runs: dict[str, dict] = {}  # name -> its last run, for status
+        self.adapter_errors: list[str] = []
         self._poked = trio.Event()
         self._reload = False
         self._scan_lock = trio.Lock()
@@ -98,11 +112,7 @@ class ReactorService:
         """Scan every ``scan_seconds`` and early when poked, until cancelled; runs in its own nursery."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            interrupted = await self.store.write(persist.interrupted_jobs, self.clock(), self.holder)
-            if interrupted:
-                log.warning("reactor: %d job(s) were interrupted by the last stop: %s", len(interrupted),
-                            ", ".join(interrupted))
-                self.metrics.inc("reactor_jobs_total", len(interrupted), agent="*", status="interrupted")
+            await self._interrupted()
             await self._seed_liveness()
             task_status.started(self)
             while True:
@@ -118,6 +128,16 @@ class ReactorService:
                     await self._poked.wait()
                     await trio.sleep(min(POKE_DEBOUNCE_S, self.cfg.scan_seconds / 2))  # gather the burst
                 self._poked = trio.Event()
+
+    async def _interrupted(self) -> None:
+        """Jobs a stopped process left leased or running (design 7.2): the core hears they ended."""
+        now = self.clock()
+        interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder)
+        if interrupted:
+            log.warning("reactor: %d job(s) were interrupted by the last stop: %s", len(interrupted),
+                        ", ".join(interrupted))
+            self.metrics.inc("reactor_jobs_total", len(interrupted), agent="*", status="interrupted")
+        self._inputs.extend(RunEnded(job_id, now, "interrupted") for job_id in interrupted)
 
     def poke(self, *, reload: bool = False) -> None:
         """Scan soon (a note or task arrived; ``reload``: another process wrote jobs, read them)."""
@@ -227,9 +247,15 @@ class ReactorService:
     async def _signals(self, now: int) -> list:
         """Events of this scan: the built-in adapters, the hour-scale liveness changes, due plug-ins."""
         live = await self._mesh_liveness()
+        errors: list[str] = []
         events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live,
-                                            aliases=self._aliases))
-        events += adapters.liveness_events(await self._liveness_changes(now), now, self.cfg)
+                                            aliases=self._aliases, errors=errors))
+        for error in errors:  # one adapter's failed read does not stop the others
+            log.warning("reactor adapter failed: %s", error)
+            self.metrics.inc("reactor_adapter_errors", adapter=error.split(":", 1)[0])
+        self.adapter_errors = errors
+        events += adapters.liveness_events(await self._liveness_changes(now), now, self.cfg,
+                                           last_heard=self.liveness.last_heard_ms)
         events += await self._plugins(now)
         return events
 
@@ -271,12 +297,18 @@ class ReactorService:
             self._plugin_due[name] = now + int(float(spec.get("every_seconds", 900)) * 1000)
             run = await plugins.run_plugin(name, spec, self.home, now)
             events += list(run.events)
-            for result, n in (("valid", len(run.events)), ("invalid", len(run.errors))):
+            for result, n in (("valid", run.valid), ("invalid", run.invalid), ("dropped", run.dropped)):
                 if n:
                     self.metrics.inc("reactor_adapter_lines_total", n, adapter=name, result=result)
-            failed = getattr(run, "failed", False)
-            self._plugin_failures[name] = self._plugin_failures.get(name, 0) + 1 if failed else 0
-            events += list(getattr(run, "failure_events", ()) or ())
+            self.plugin_runs[name] = {"at_ms": now, "exit": run.exit, "valid": run.valid, "invalid": run.invalid,
+                                      "first_error": run.first_error, "stderr": run.stderr[-500:]}
+            if not run.failed:
+                self._plugin_failures.pop(name, None)
+                continue
+            first, count = self._plugin_failures.get(name, (now, 0))
+            self._plugin_failures[name] = (first, count + 1)
+            if count + 1 >= PLUGIN_FAILURES:  # the person hears of it (rule person); the key is the episode
+                events.append(_adapter_failed(name, first, now, run, self.did))
         return events
 
     # --- what a step asks for ------------------------------------------------------------
@@ -440,6 +472,15 @@ class ReactorService:
                 "last_scan": self.last or stored.get("last_scan"), "next_scan_ms": self.next_scan_ms,
                 "running_jobs": sorted(self._running), "holder": self.holder,
                 "liveness_tracked": len(self._tracked)}
+
+
+def _adapter_failed(name: str, first_ms: int, now: int, run, self_did: str) -> Event:
+    why = run.first_error or run.stderr[-200:] or run.exit
+    return Event(event_type="adapter.failed", subject=name, agent=self_did, severity=Severity.P3,
+                 dedupe_key=f"adapter_failed:{name}:{first_ms}", suggested_route="operator",
+                 required_trace=(TraceKind.NONE,), at_ms=now, source="reactor",
+                 summary=f"the plug-in adapter {name} failed {PLUGIN_FAILURES} runs in a row: {why}"[:200],
+                 refs={"adapter": name})
 
 
 def _summary(step, n_events: int) -> dict:
