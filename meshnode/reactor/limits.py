@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from datetime import datetime, timezone
 
 from meshnode.reactor.types import Rule
 
 HOUR_MS = 3_600_000
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def short(agent: str) -> str:
+    """A short, readable form of an agent id for job ids (a DID's tail, a name's head)."""
+    return agent[-8:] if agent.startswith("did:") else agent[:8]
 
 RULES: tuple[Rule, ...] = (
     Rule("direct_note", frozenset({"note.direct", "note.question", "note.reply", "note.escalation",
