@@ -204,8 +204,7 @@ class ReactorService:
             self._reload = False
             state = await self.store.read(persist.load_state, now, self.cfg)
             self._aliases = self._load_aliases(force=True)
-            self.reactor = Reactor(self.cfg, self._aliases, state)
-            self._inputs.extend(await self._ended_elsewhere(state))
+            self.reactor = Reactor(self.cfg, self._aliases, state)  # checking jobs: their checks are scheduled
         else:
             aliases = self._load_aliases()
             if aliases is not None:
@@ -232,18 +231,6 @@ class ReactorService:
             return None
         self._aliases_mtime = mtime
         return registry
-
-    async def _ended_elsewhere(self, state) -> list:
-        """Runs that ended in another process (a ``scan --once`` that ran an external agent) or before
-        a restart: their stored end, as the RunEnded the core waits for."""
-        out = []
-        for job_id, job in state.jobs.items():
-            if job.status != "checking" or job.check_at_ms is not None or job_id in self._running:
-                continue
-            row = await self.store.read(audit.job, job_id)
-            report = parse_report(row.get("report"), now_ms=row.get("ended_ms") or 0) if row.get("report") else None
-            out.append(RunEnded(job_id, int(row.get("ended_ms") or self.clock()), row.get("exit") or "ok", report))
-        return out
 
     async def _signals(self, now: int) -> list:
         """Events of this scan: the built-in adapters, the hour-scale liveness changes, due plug-ins."""
