@@ -42,8 +42,9 @@ def test_the_agent_reads_its_context_in_a_reduced_environment_and_its_last_repor
         import json, os, sys
         text = open(sys.argv[1]).read()
         twin = os.path.exists(sys.argv[1][:-3] + ".json")
-        open("seen.json", "w").write(json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
-                                                 "text": text, "twin": twin, "home_db": os.path.exists("/workspace/data")}}))
+        seen = {{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "text": text, "twin": twin,
+                "home_db": os.path.exists("/workspace/data")}}
+        open("seen.json", "w").write(json.dumps(seen))
         print('{{"processed_messages": [1]}}')  # an earlier report line: the last one counts
         print("working...")
         print({json.dumps(json.dumps(REPORT))})
@@ -108,3 +109,13 @@ def test_settings_that_cannot_run_are_an_error_not_a_crash(tmp_path):
     # the policy allows this one program, not the gate's list for the LLM
     argv, policy = policy_for("scout", {"command": ["python3", "-u"]})
     assert argv == ["python3", "-u"] and list(policy.programs) == ["python3"]
+
+
+def test_the_runner_adds_variables_but_never_replaces_the_fixed_ones(tmp_path):
+    from meshnode.gate import GateError
+    from meshnode.gate.runner import run_command
+
+    _, policy = policy_for("scout", {"command": ["python3"]})
+    for env in ({"PATH": "/tmp"}, {"HOME": "/"}, {"lower": "x"}, {"X": "a\0b"}):
+        with pytest.raises(GateError, match="environment variable"):
+            trio.run(lambda: run_command(["python3", "-c", "pass"], cwd=tmp_path, policy=policy, env=env))

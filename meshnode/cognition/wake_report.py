@@ -11,13 +11,13 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any
 
 from meshnode.cognition.command_types import command
 from meshnode.container.schema import WrongValue, boolean, described, list_of, text
 from meshnode.errors import MeshnodeError
+from meshnode.reactor.report import _last_json_object as last_json_object  # one reading of agent output
 from meshnode.reactor.report import parse_report
 
 REPORT_KEYS = ("processed_messages", "task_updates", "outgoing_messages", "blocked", "blocked_reason",
@@ -105,19 +105,12 @@ def normalize(args: dict, now_ms: int | None = None) -> dict:
 
 
 def last_report(stdout: str, now_ms: int | None = None) -> tuple[dict | None, str | None]:
-    """An external agent's report: the last output line that is a JSON object with report keys,
-    normalized; (None, why) when there is none or it is wrong."""
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and set(value) & set(REPORT_KEYS):
-            try:
-                return normalize(value, now_ms), None
-            except ReportError as exc:
-                return None, exc.reason
-    return None, "no final report (a JSON object with the report's keys on a line of its own)"
+    """An external agent's report: the last output line that is a JSON object with report keys
+    (found as the reactor finds it), normalized; (None, why) when there is none or it is wrong."""
+    value = last_json_object(stdout)
+    if value is None:
+        return None, "no final report (a JSON object with the report's keys on a line of its own)"
+    try:
+        return normalize(value, now_ms), None
+    except ReportError as exc:
+        return None, exc.reason
