@@ -36,7 +36,9 @@ def rows(node: Node, sql: str, *args) -> list[tuple]:
 
 
 def jobs(node: Node) -> list[tuple]:
-    return rows(node, "SELECT job_id, status, events FROM reactor_jobs ORDER BY created_ms")
+    """The node's wake jobs (not the core's watch jobs, which wait for a mentor's answer and run nobody)."""
+    return rows(node, "SELECT job_id, status, events FROM reactor_jobs WHERE json_extract(job, '$.kind') = 'wake'"
+                      " ORDER BY created_ms")
 
 
 def last_scan_ms(node: Node) -> int:
