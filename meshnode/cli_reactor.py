@@ -109,10 +109,13 @@ def cmd_status(args) -> int:
     out["enabled"] = bool(values["enabled"])
     out["node"] = "running" if live is not None else "not running"
     if live is None:
-        waiting = [j for j in stored.get("open_jobs", []) if j.get("agent_label") == "self" or j.get("self")]
-        out["core"] = "not running: jobs for this node's core wait for `meshnode run`"
-        if waiting:
-            out["waiting_for_node"] = len(waiting)
+        from meshnode.home import open_identity
+        from meshnode.reactor import audit as reads
+
+        me = open_identity(config).did
+        waiting = [j["job_id"] for j in _read(config, reads.jobs, status="queued") if j.get("agent") == me]
+        out["core"] = "not running: a job for this node's core waits for `meshnode run`"
+        out["waiting_for_node"] = waiting
     if args.json:
         print_json(out)
         return 0
@@ -139,13 +142,17 @@ def cmd_scan(args) -> int:
     config = _config(args)
     if not config.values["reactor"]["enabled"]:
         raise ReactorCliError("reactor_off", "the reactor is off ([reactor] enabled = false)")
-    if args.once:
+    # a running node scans itself (it can wake its own core, and its state stays its own); without
+    # one, --once scans in this process
+    summary = _ask_node(config, "reactor_scan", {"dry_run": bool(args.dry_run)}, required=False, timeout=120)
+    if summary is not None:
+        summary["scanned_by"] = "the running node"
+    elif args.once:
         summary = trio.run(_scan_once, config, args.dry_run)
+        summary["scanned_by"] = "this process"
     else:
-        summary = _ask_node(config, "reactor_scan", {"dry_run": bool(args.dry_run)}, required=False, timeout=120)
-        if summary is None:
-            raise ReactorCliError("node_not_running", "no node is running here; `meshnode reactor scan --once`"
-                                  " scans in this process")
+        raise ReactorCliError("node_not_running", "no node is running here; `meshnode reactor scan --once`"
+                              " scans in this process")
     if args.json:
         print_json(summary)
         return 0
@@ -166,12 +173,8 @@ async def _scan_once(config, dry_run: bool) -> dict:
         return await trio.to_thread.run_sync(lambda: _ask_node(config, "send", {"did": did, "container": container},
                                                                timeout=60))
 
-    async def poke_node():
-        return await trio.to_thread.run_sync(lambda: _ask_node(config, "reactor_poke", {"reload": True},
-                                                               required=False, timeout=20))
-
     async with await Store.open(config.db_path, create=False) as store:
-        service = ReactorService(store, key, cfg, config.home, Metrics(), relay=relay, poke_node=poke_node,
+        service = ReactorService(store, key, cfg, config.home, Metrics(), relay=relay,
                                  committee=list(config.values["consensus"]["committee"]))
         summary = await service.scan_once(dry_run=dry_run)
     return summary

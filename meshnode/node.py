@@ -459,11 +459,6 @@ class _Control:
         """One scan now, in the node (its core can be woken here)."""
         return await self._reactor().scan(dry_run=bool(dry_run))
 
-    async def cmd_reactor_poke(self, reload: bool = True):
-        """Scan soon; ``reload``: jobs were written by another process (``reactor scan --once``)."""
-        self._reactor().poke(reload=bool(reload))
-        return {"poked": True}
-
 
 def _texts(items: list | None) -> list[str]:
     return [str(x) for x in (items or [])]

@@ -75,13 +75,12 @@ def tracked_dids(cfg: ReactorConfig, committee: list[str], coworkers: list[str],
 class ReactorService:
     def __init__(self, store, key, cfg: ReactorConfig, home: Path, metrics, *, cycle=None, mesh=None,
                  clock: Callable[[], int] = now_ms, committee: list[str] | None = None,
-                 relay: Callable[[str, str], Awaitable[object]] | None = None,
-                 poke_node: Callable[[], Awaitable[object]] | None = None):
+                 relay: Callable[[str, str], Awaitable[object]] | None = None):
         self.store, self.key, self.cfg, self.home, self.metrics = store, key, cfg, Path(home), metrics
         self.cycle, self.mesh, self.clock = cycle, mesh, clock
         self.did = key.did
         self.committee = list(committee or [])
-        self.relay, self.poke_node = relay, poke_node  # the CLI's ways to the running node (scan --once)
+        self.relay = relay  # scan --once: escalation notes pushed by the running node, when there is one
         self.holder = holder_id()
         self.aliases_path = self.home / "reactor" / "aliases.toml"
         self.wake_dir = self.home / "reactor" / "wake"
@@ -101,7 +100,6 @@ class ReactorService:
         self.adapter_errors: list[str] = []
         self._gauges: dict[str, int] = {}
         self._poked = trio.Event()
-        self._reload = False
         self._scan_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self.last: dict = {}
@@ -140,9 +138,8 @@ class ReactorService:
             self.metrics.inc("reactor_jobs_total", len(interrupted), agent="*", status="interrupted")
         self._inputs.extend(RunEnded(job_id, now, "interrupted") for job_id in interrupted)
 
-    def poke(self, *, reload: bool = False) -> None:
-        """Scan soon (a note or task arrived; ``reload``: another process wrote jobs, read them)."""
-        self._reload = self._reload or reload
+    def poke(self) -> None:
+        """Scan soon: a note or a task arrived, or a run ended (its check is due)."""
         self._poked.set()
 
     def heard(self, did: str, at_ms: int) -> None:
@@ -198,10 +195,9 @@ class ReactorService:
             return summary
 
     async def _reactor(self, now: int) -> Reactor:
-        """The core with its state; loaded from the tables at the first scan and after a reload
-        (another process wrote jobs), re-given the alias registry when its file changed."""
-        if self.reactor is None or self._reload:
-            self._reload = False
+        """The core with its state, loaded from the tables at the first scan; re-given the alias
+        registry when its file changed."""
+        if self.reactor is None:
             state = await self.store.read(persist.load_state, now, self.cfg)
             self._aliases = self._load_aliases(force=True)
             self.reactor = Reactor(self.cfg, self._aliases, state)  # checking jobs: their checks are scheduled
@@ -326,9 +322,7 @@ class ReactorService:
             if job.job_id in self._started or job.kind != "wake":  # a watch job runs nobody
                 continue
             if job.agent == self.did and self.cycle is None:
-                if self.poke_node is not None:  # scan --once: the running node's core takes it
-                    await self.poke_node()
-                continue
+                continue  # scan --once without a node: the job waits for `meshnode run` to start it
             if job.agent != self.did and job.agent not in self.cfg.external:
                 continue  # not ours to wake (the core routes only local agents; defensive)
             expires = now + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
