@@ -174,7 +174,7 @@ def test_bad_reports_are_error_results_the_llm_sees_and_a_report_needs_a_wake(tm
             assert b4["code"] == "wrong_job" and "job-5" in b4["error"]
             # the next wake tick shows the LLM what was wrong
             assert "blocked_reason of at least 20" in prompts(llm)[2]
-            assert cycle.metrics.get("reactor_report_refused") == 3
+            assert cycle.metrics.get("reactor_reports_refused_total") == 3
 
     trio.run(main)
 

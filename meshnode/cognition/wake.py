@@ -129,7 +129,7 @@ class WakeSlot:
         base = {"cmd_id": cmd.cmd_id, "type": cmd.type}
         if run is None or run is not self._run:
             why = "no wake is running" if run is None else f"wake {run.job_id} has ended (its runtime ran out)"
-            self._count("reactor_report_refused", reason="no_wake")
+            self._count("reactor_reports_refused_total", reason="no_wake")
             return {**base, "status": "error", "code": "no_wake", "error": f"{why}; a report is for a ## Wake tick"}
         args = dict(cmd.args)
         job = args.pop("job_id", run.job_id)
@@ -138,7 +138,7 @@ class WakeSlot:
                 raise ReportError("wrong_job", f"this report names job {job[:64]!r}; the running wake is {run.job_id}")
             report = normalize(args, self._cycle.clock())
         except ReportError as exc:
-            self._count("reactor_report_refused", reason=exc.code)
+            self._count("reactor_reports_refused_total", reason=exc.code)
             return {**base, "status": "error", "code": exc.code, "error": exc.reason}
         run.report = report
         return {**base, "status": "ok", "result": {"job_id": run.job_id, "recorded": True,

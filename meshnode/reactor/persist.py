@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 
 OPEN_JOB_STATUSES = ("queued", "leased", "running", "checking")
 JOB_STATUSES = OPEN_JOB_STATUSES + ("ok", "failed", "interrupted", "skipped")
-PENDING_STATUSES = ("pending", "held")  # accepted, waiting for a wake (held: by a cooldown or budget)
+WAITING_STATUSES = ("pending", "held", "digest")  # accepted, waiting for a wake (held: a cooldown or budget)
 LAST_SCAN_KEY = "reactor.last_scan"
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 NOISE_DECISIONS_DAYS = 3            # noise (and duplicate) decisions are kept 3 days (design 11)
 PRUNE_BATCH = 5_000                 # rows per table per scan: a backlog is pruned over several scans
 _OPEN = f"({', '.join(repr(s) for s in OPEN_JOB_STATUSES)})"
-_PENDING = f"({', '.join(repr(s) for s in PENDING_STATUSES)})"
+_WAITING = f"({', '.join(repr(s) for s in WAITING_STATUSES)})"
 
 
 # --- rows <-> core types --------------------------------------------------------------------
@@ -74,19 +74,21 @@ def _job_from_json(text: str, status: str) -> WakeJob:
 
 def load_state(db: Database, now_ms: int, cfg: ReactorConfig) -> ReactorState:
     """The core's state as the rows say at ``now_ms`` (design 2.4): seen keys within
-    ``dedupe_days`` of their last sighting, pending events, open jobs and their events, live
-    cooldowns, failure counts, escalation keys, this hour's wakes and the self.check schedule."""
+    ``dedupe_days`` of their last sighting, pending and digest events by target, open jobs and
+    the events of open jobs and of failures, live cooldowns (the core derives its self.check
+    schedule from ``check:<agent>``), failure counts, escalation keys and this hour's wakes."""
     from meshnode.reactor.types import ReactorState
 
     q = db.conn.execute
     with sql_errors("loading the reactor's state"):
-        seen = dict(q("SELECT dedupe_key, seen_ms FROM reactor_events WHERE last_seen_ms >= ?",
+        seen = dict(q("SELECT dedupe_key, last_seen_ms FROM reactor_events WHERE last_seen_ms >= ?",
                       (now_ms - int(cfg.dedupe_days * DAY_MS),)).fetchall())
         pending: dict[str, list[Event]] = {}
-        for row in q(f"SELECT {_EVENT_COLUMNS} FROM reactor_events WHERE status IN {_PENDING} AND job_id IS NULL"
-                     " ORDER BY severity, at_ms, id"):
+        for status, row in ((r[0], r[1:]) for r in q(
+                f"SELECT status, {_EVENT_COLUMNS} FROM reactor_events INDEXED BY reactor_events_by_status WHERE"
+                f" status IN {_WAITING} ORDER BY severity, at_ms, id").fetchall()):
             e = event_from_row(row)
-            pending.setdefault(e.agent, []).append(e)
+            pending.setdefault(_target(e, status, cfg), []).append(e)
         jobs = {job_id: _job_from_json(text, status) for job_id, text, status in q(
             f"SELECT job_id, job, status FROM reactor_jobs WHERE status IN {_OPEN} ORDER BY created_ms")}
         events: dict[str, Event] = {}
@@ -102,24 +104,25 @@ def load_state(db: Database, now_ms: int, cfg: ReactorConfig) -> ReactorState:
         escalated = {k for (k,) in q("SELECT key FROM reactor_escalations")}
         wakes = [(c, a) for c, a in q("SELECT created_ms, agent FROM reactor_jobs WHERE created_ms > ? AND status"
                                       " != 'skipped' ORDER BY created_ms", (now_ms - HOUR_MS,))]
-        next_checks = _next_checks(db, seen)
     return ReactorState(seen=seen, pending=pending, cooldowns=cooldowns, jobs=jobs, failures=failures,
-                        escalated=escalated, wakes=wakes, events=events, next_checks=next_checks)
+                        escalated=escalated, wakes=wakes, events=events, next_checks={})
 
 
-def _next_checks(db: Database, seen: dict[str, int]) -> dict[str, int]:
-    """agent -> the next_check_at of its newest final report, unless that self.check was raised."""
-    out: dict[str, int] = {}
-    for agent, report in db.conn.execute(
-            "SELECT j.agent, j.report FROM reactor_jobs j WHERE j.report IS NOT NULL AND j.created_ms ="
-            " (SELECT max(k.created_ms) FROM reactor_jobs k WHERE k.agent = j.agent AND k.report IS NOT NULL)"):
-        try:
-            at = json.loads(report).get("next_check_at_ms")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(at, int) and f"selfcheck:{agent}:{at}" not in seen:
-            out[agent] = at
-    return out
+def _target(e: Event, status: str, cfg: ReactorConfig) -> str:
+    """Whose pending list a waiting event is on (the core's routing, design 6.1): its agent's, or
+    the coordinator's for a coordinator route, a digest item of a non-local agent, or a route
+    naming another local agent."""
+    from meshnode.reactor.limits import rule_for
+
+    local = cfg.local_agents
+    if status == "digest":
+        return e.agent if e.agent in local else cfg.coordinator
+    _rule, route, _off = rule_for(e.event_type, e.suggested_route, cfg)
+    if route == "coordinator":
+        return cfg.coordinator
+    if route not in ("agent", "mentor", "operator") and route in local:
+        return route
+    return e.agent
 
 
 # --- save -------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ RULE_NAMES = frozenset({"direct_note", "offer", "task_due", "task_stale", "heart
 ROUTES = frozenset({"agent", "mentor", "operator", "coordinator"})
 _AGENT_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 _H = 3_600_000
+EXTERNAL_TIMEOUT_S = 1800  # design 9.2: an external agent's run may take minutes of tool use
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,10 @@ class ReactorConfig:
         return m or None
 
     def runtime_s(self, agent: str) -> int:
+        """The run budget of a wake: an external agent's timeout_seconds (1800 by default), else max_runtime_seconds."""
         spec = self.external.get(agent)
-        if spec and "timeout_seconds" in spec:
-            return int(spec["timeout_seconds"])
+        if spec is not None:
+            return int(spec.get("timeout_seconds", EXTERNAL_TIMEOUT_S))
         return int(self.max_runtime_seconds)
 
     @classmethod
@@ -216,7 +218,7 @@ class ReactorConfig:
             cmd = spec.get("command")
             if not isinstance(cmd, (list, tuple)) or not cmd or not all(isinstance(c, str) and c for c in cmd):
                 raise ValueError(f"reactor.external.{name}.command must be a non-empty list of strings")
-            t = spec.get("timeout_seconds", 1800)
+            t = spec.get("timeout_seconds", EXTERNAL_TIMEOUT_S)
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not 1 <= t <= 86400:
                 raise ValueError(f"reactor.external.{name}.timeout_seconds must be between 1 and 86400")
         adapters = _table(d, "adapters")
