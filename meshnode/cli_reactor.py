@@ -9,13 +9,15 @@ them; a job for this node's own core is written and the running node is poked to
 
 from __future__ import annotations
 
+import json
 import re
 
 import trio
 
-from meshnode.cli_common import _ask_node, _config, _open_db, print_fields, print_json, print_rows
+from meshnode.cli_common import _ask_node, _config, _open_db, print_json, print_rows, terminal_safe
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
+from meshnode.store.short_ids import short_agent_id
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
@@ -119,17 +121,53 @@ def cmd_status(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    print_fields(args, {k: _shown(v) for k, v in out.items()})
+    for line in status_lines(out, config_did(config)):
+        print(terminal_safe(line))
     return 0
 
 
-def _shown(value):
-    """A status field as one line: counts for long lists, key=value for small tables."""
-    if isinstance(value, list) and len(value) > 5:
-        return f"{len(value)} (see --json)"
-    if isinstance(value, list):
-        return [v if isinstance(v, str) else _compact(v) for v in value]
-    return value
+def config_did(config) -> str:
+    from meshnode.home import open_identity
+
+    return open_identity(config).did
+
+
+def _who(agent: str | None, me: str) -> str:
+    """An agent as a listing shows it: ``self`` for this node, a short id for a DID, else its name."""
+    if not agent:
+        return "-"
+    return "self" if agent == me else short_agent_id(agent) if agent.startswith("did:") else agent
+
+
+def status_lines(st: dict, me: str) -> list[str]:
+    """``reactor status`` for a person: one line per fact, one per open job, lease and cooldown."""
+    last = st.get("last_scan") or {}
+    out = [f"reactor:    {'on' if st.get('enabled') else 'off ([reactor] enabled = false)'};"
+           f" node {st.get('node')}" + (f"; core {st['core']}" if st.get("core") else ""),
+           f"last scan:  {_when(last.get('at_ms'))} ({last.get('took_ms', '?')} ms, {last.get('events', 0)} event(s))"
+           if last else "last scan:  never",
+           f"next scan:  {_when(st.get('next_scan_ms'))}" if st.get("next_scan_ms") else None,
+           f"pending:    " + (", ".join(f"{_who(a, me)} {n}" for a, n in (st.get("pending") or {}).items()) or "none"),
+           f"wakes:      {st.get('wakes_last_hour_total', 0)} in the last hour"]
+    for j in st.get("open_jobs") or []:
+        out.append(f"job:        {j.get('job_id')}  {j.get('status')}  {_who(j.get('agent'), me)}  P{j.get('priority')}"
+                   f"  {', '.join(j.get('reason') or [])}")
+    for job_id in st.get("waiting_for_node") or []:
+        out.append(f"waiting:    {job_id} waits for `meshnode run` (this node's core is woken by the node)")
+    for lease in st.get("leases") or []:
+        out.append(f"lease:      {_who(lease.get('agent'), me)}  {lease.get('job_id')}  until"
+                   f" {_when(lease.get('expires_ms'))}  by {lease.get('holder')}")
+    for c in st.get("cooldowns") or []:
+        out.append(f"cooldown:   {c.get('key')}  until {_when(c.get('until_ms'))}")
+    if st.get("unsent_escalations"):
+        out.append(f"unsent:     {st['unsent_escalations']} escalation(s) not sent yet")
+    for u in st.get("unknown") or []:
+        out.append(f"unknown:    {_compact(u)}")
+    for name, run in (st.get("adapters") or {}).items():
+        out.append(f"adapter:    {name}  {_compact(run)}")
+    by_status = st.get("events_by_status") or {}
+    out.append("events:     " + (", ".join(f"{k} {v}" for k, v in by_status.items()) or "none"))
+    return [line for line in out if line]
 
 
 def _compact(v) -> str:
@@ -200,9 +238,10 @@ def cmd_events(args) -> int:
     since = since_ms(args.since, now_ms()) if args.since else None
     rows = _read(config, audit.events, agent=args.agent, type=args.type, since_ms=since, all=args.all,
                  limit=args.limit)
+    me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('seen_ms'))}  {r.get('event_type', '?'):<18}"
-                                     f" {r.get('status') or r.get('action') or '-':<10} {r.get('agent') or '-'}"
-                                     f"  {r.get('dedupe_key')}  {r.get('summary') or ''}")
+                                     f" {r.get('status') or '-':<8} {_who(r.get('agent'), me):<14}"
+                                     f" {r.get('dedupe_key')}  {r.get('summary') or ''}")
     return 0
 
 
@@ -216,15 +255,43 @@ def cmd_jobs(args) -> int:
         job = _read(config, audit.job, args.show[1])
         if not job:
             raise ReactorCliError("not_found", f"no job {args.show[1]!r} (see `meshnode reactor jobs`)")
-        print_fields(args, job)
+        if args.json:
+            print_json(job)
+            return 0
+        for line in job_lines(job, config_did(config)):
+            print(terminal_safe(line, keep_newlines=True))
         return 0
     if not 1 <= args.limit <= 10000:
         raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
     rows = _read(config, audit.jobs, status=args.status, limit=args.limit)
+    me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('created_ms'))}  {r.get('status', '?'):<11}"
-                                     f" P{r.get('priority', '?')} {r.get('agent')}  {r.get('job_id')}"
+                                     f" P{r.get('priority', '?')} {_who(r.get('agent'), me):<14} {r.get('job_id')}"
                                      f"  {', '.join(r.get('reason') or [])}")
     return 0
+
+
+def job_lines(job: dict, me: str) -> list[str]:
+    """``jobs show``: the job, its events and decisions, then the wake context as the agent read it."""
+    from meshnode.reactor.wake_context import render_md
+
+    out = [f"job:       {job['job_id']}  {job.get('status')}  {_who(job.get('agent'), me)}  P{job.get('priority')}",
+           f"reason:    {', '.join(job.get('reason') or [])}",
+           f"created:   {_when(job.get('created_ms'))}  started {_when(job.get('started_ms'))}"
+           f"  ended {_when(job.get('ended_ms'))}  exit {job.get('exit') or '-'}",
+           f"required:  {', '.join(job.get('required_trace') or [])}",
+           f"missing:   {', '.join(job.get('missing') or []) or '-'}"]
+    if job.get("report"):
+        out.append(f"report:    {json.dumps(job['report'], ensure_ascii=False)}")
+    for e in job.get("event_rows") or []:
+        out.append(f"event:     {e.get('event_type')}  {e.get('status')}  {e.get('dedupe_key')}")
+    for d in job.get("decisions") or []:
+        out.append(f"decision:  {_when(d.get('at_ms'))}  {d.get('action')}  {d.get('dedupe_key')}  {d.get('why') or ''}")
+    for e in job.get("escalations") or []:
+        out.append(f"escalated: level {e.get('level')} to {_who(e.get('to_id'), me)}  {e.get('key')}")
+    if job.get("context"):
+        out += ["", render_md(job["context"], 1 << 20)]
+    return out
 
 
 def cmd_explain(args) -> int:
