@@ -230,3 +230,96 @@ def test_five_agents_needing_a_wake_over_the_budget_wake_only_the_coordinator(tm
             await store.aclose()
 
     trio.run(main)
+
+
+def test_a_wake_without_trace_goes_to_the_operator_once_when_there_is_no_mentor(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+
+    async def main():
+        cycle = FakeCycle()  # the core "runs" and leaves nothing behind
+        store, service = await _service(tmp_path, key, {"trace_grace_seconds": 0}, cycle)
+        try:
+            await _person_note(store, key, "could you call the plumber about the leak before noon?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                for _ in range(4):  # wake, run ended -> check, traces found -> failed -> escalation, quiet
+                    await service.scan()
+            assert len(cycle.wakes.runs) == 1
+            notes = await store.read(_operator_notes)
+            assert len(notes) == 1, notes
+            text, priority, source, audience = notes[0]
+            assert (priority, source, audience) == (2, "system", "private") and "dedupe: esc:operator:" in text
+        finally:
+            await store.aclose()
+        # a restart: a new service over the same rows sends nothing again, wakes nobody again
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {"trace_grace_seconds": 0}, cycle)
+        try:
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                for _ in range(2):
+                    await service.scan()
+            assert cycle.wakes.runs == [] and len(await store.read(_operator_notes)) == 1
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def _operator_notes(db) -> list[tuple]:
+    return db.conn.execute("SELECT text, priority, source, audience FROM notes WHERE topic = ?",
+                           (ESCALATION_TOPIC,)).fetchall()
+
+
+def test_two_concurrent_one_shot_scans_wake_an_external_agent_once(tmp_path, run_cli, home):
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    agent = "import time; open('ran', 'w').write('1'); time.sleep(1); print('{\"processed_messages\": []}')"
+    with open(home / "config.toml", "a", encoding="utf-8") as f:
+        f.write(f'\n[reactor.external.scout]\ncommand = ["python3", "-c", {json.dumps(agent)}]\n'
+                'timeout_seconds = 20\n')
+    assert run_cli("--home", home, "note", "add", "@scout would you review the plan for the bridge?").returncode == 0
+    argv = [sys.executable, "-m", "meshnode", "--home", str(home), "reactor", "scan", "--once", "--json"]
+    procs = [subprocess.Popen(argv, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    ran = sorted((home / "reactor" / "wake").glob("*/ran"))
+    assert len(ran) == 1, (ran, results)  # a lease per agent: one of the two scans woke scout
+
+
+def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli, home):
+    import socket
+
+    from meshnode.container import now_ms
+    from meshnode.reactor import persist
+    from meshnode.reactor.service import machine_boot_ms
+    from meshnode.store import Database
+
+    agent = "open('ran', 'w').write('1')"
+    with open(home / "config.toml", "a", encoding="utf-8") as f:
+        f.write(f'\n[reactor.external.scout]\ncommand = ["python3", "-c", {json.dumps(agent)}]\n')
+    db = Database(home / "data" / "meshnode.db", create=False)
+    try:  # another live process of this host (a concurrent `scan --once`) is waking scout
+        assert persist.take_lease(db, "scout", "wake-elsewhere", f"1@{socket.gethostname()}:{machine_boot_ms()}",
+                                  now_ms(), now_ms() + 60_000)
+    finally:
+        db.close()
+    assert run_cli("--home", home, "note", "add", "@scout would you review the plan for the bridge?").returncode == 0
+    no_cooldown = {"MESHNODE_REACTOR_WAKE_COOLDOWN_HOURS": "0"}  # scout may be woken again at once
+    scan = json.loads(run_cli("--home", home, "reactor", "scan", "--once", "--json", env=no_cooldown).stdout)
+    assert [j["agent"] for j in scan["jobs"]] == ["scout"] and scan["started"] == [], scan
+    listed = json.loads(run_cli("--home", home, "reactor", "jobs", "--json").stdout)
+    assert [j["status"] for j in listed] == ["skipped"], listed
+    assert not list((home / "reactor" / "wake").glob("*/ran"))
+    released = run_cli("--home", home, "reactor", "release", "wake-elsewhere")
+    assert released.returncode == 0 and "released" in released.stdout
+    assert run_cli("--home", home, "note", "add", "@scout and the second part of the plan, please?").returncode == 0
+    again = json.loads(run_cli("--home", home, "reactor", "scan", "--once", "--json", env=no_cooldown).stdout)
+    assert len(again["started"]) == 1, again
+    assert len(list((home / "reactor" / "wake").glob("*/ran"))) == 1
