@@ -323,3 +323,43 @@ def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli,
     again = json.loads(run_cli("--home", home, "reactor", "scan", "--once", "--json", env=no_cooldown).stdout)
     assert len(again["started"]) == 1, again
     assert len(list((home / "reactor" / "wake").glob("*/ran"))) == 1
+
+
+def test_a_dead_peer_reaches_its_mentor_once_across_a_restart(tmp_path):
+    from meshnode.container import now_ms
+    from meshnode.identity.keys import NodeKey
+
+    key, peer, mentor = NodeKey.generate(), NodeKey.generate().did, NodeKey.generate().did
+    values = {"quiet_hours": 0.0001, "stale_hours": 0.0002, "dead_hours": 0.0003, "mentors": {peer: mentor}}
+
+    def heard_long_ago(db):  # what the node's liveness recorded before this start: silent for an hour
+        from meshnode.identity.did import did_to_peer_id
+        from meshnode.store.peers import upsert_peer
+
+        upsert_peer(db, peer, peer_id=did_to_peer_id(peer), now_ms=now_ms(), source="exchange")
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO peer_liveness (did, state, last_heard_ms, last_seq, changed_at_ms)"
+                         " VALUES (?, 'dead', ?, 1, ?)", (peer, now_ms() - 3_600_000, now_ms()))
+
+    async def main():
+        for run in range(2):  # the second service is the node restarted over the same rows
+            store, service = await _service(tmp_path, key, values, FakeCycle())
+            try:
+                if run == 0:
+                    await store.write(heard_long_ago)
+                async with trio.open_nursery() as nursery:
+                    service._nursery = nursery
+                    for _ in range(2):
+                        await service.scan()
+                notes = await store.read(_operator_notes)
+                assert len(notes) == 1, notes  # one note, to the mentor (stored here; pushed by a node's mesh)
+                text, priority, source, audience = notes[0]
+                assert audience == "friends" and peer in text and f"dedupe: esc:mentor:{peer}:" in text, text
+                recipients = await store.read(lambda db: db.conn.execute(
+                    "SELECT recipient FROM container_recipients WHERE did = (SELECT container_did FROM notes"
+                    " WHERE topic = ?)", (ESCALATION_TOPIC,)).fetchall())
+                assert recipients == [(mentor,)]  # addressed to the mentor alone
+            finally:
+                await store.aclose()
+
+    trio.run(main)
