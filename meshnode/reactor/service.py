@@ -31,7 +31,7 @@ from meshnode.reactor.aliases import AliasError, AliasRegistry
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.reactor.settings import ReactorConfig
-from meshnode.reactor.types import Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
+from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
 
 log = logging.getLogger("meshnode.reactor")
 
@@ -183,7 +183,7 @@ class ReactorService:
             await self.store.write(persist.save_step, step, now)
             self._count(step, events)
             summary["started"] = await self._start_jobs(reactor, step, now)
-            summary["escalations_sent"] = await self._escalate(step, now)
+            summary["escalations_sent"] = await self._escalate(now)
             summary["checks"] = await self._check(step, now)
             took = int((time.monotonic() - t0) * 1000)
             self.last = {"at_ms": now, "took_ms": took, "events": len(events),
@@ -400,9 +400,14 @@ class ReactorService:
         self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status=f"ran_{exit_}")
         self.poke()  # the check is due trace_grace_seconds from now: do not wait a whole scan for it
 
-    async def _escalate(self, step, now: int) -> list[str]:
+    async def _escalate(self, now: int) -> list[str]:
+        """Send the escalations the step wrote, and any a stop left unsent (written, never sent):
+        the rows are the truth, so a restart neither loses nor repeats one."""
         sent = []
-        for esc in step.escalations:
+        for row in await self.store.read(persist.unsent_escalations):
+            esc = Escalation(key=row["key"], agent=row["agent"], to_id=row["to_id"], level=int(row["level"]),
+                             event_key=row["event_key"], event_type=row["event_type"], subject=row["subject"],
+                             text=row["text"], job_id=row["job_id"], at_ms=int(row["sent_ms"]))
             cid = await escalate.send(self.store, self.key, esc, now, mesh=self.mesh, relay=self.relay,
                                       metrics=self.metrics)
             await self.store.write(persist.record_escalation, esc.key, cid)
