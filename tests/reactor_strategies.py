@@ -72,7 +72,7 @@ def events(draw, keys: int = 40) -> Event:
     )
 
 
-def scans(max_scans: int = 25, max_events: int = 8):
+def scans(max_scans: int = 25, max_events: int = 10):
     return st.lists(
         st.tuples(st.integers(1_000, 150_000), st.lists(events(), max_size=max_events),
                   st.lists(st.integers(0, 99), min_size=1, max_size=6)),

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from llmharness import ScriptedLLM, command_block, distinct_answers
-from meshnode.cognition import registry
+from meshnode.cognition import held, registry
 from meshnode.cognition.cycle import Cycle
 from meshnode.cognition.llm import Endpoint
 from meshnode.container import now_ms
@@ -32,13 +32,18 @@ def answer(i: int, *commands: dict) -> str:
 
 
 @asynccontextmanager
-async def running_cycle(tmp_path, answers: list | None, *, idle: bool = False, pause_s: float = LONG_PAUSE):
-    """A Cycle thinking with a scripted LLM (``answers``; None: no LLM, core outage), running."""
+async def running_cycle(tmp_path, answers: list | None, *, idle: bool = False, pause_s: float = LONG_PAUSE,
+                        validators: dict[str, list] | None = None):
+    """A Cycle thinking with a scripted LLM (``answers``; None: no LLM, core outage), running;
+    ``validators``: scripted validator LLMs by name."""
     llm = ScriptedLLM(tmp_path, "main", answers) if answers is not None else None
+    judges = [ScriptedLLM(tmp_path, name, verdicts) for name, verdicts in (validators or {}).items()]
     store = await Store.open(tmp_path / "mind.db")
     try:
         if llm is not None:
             await store.write(registry.add, Endpoint("main", llm.url, "scripted", timeout_s=30))
+        for judge in judges:
+            await store.write(registry.add, Endpoint(judge.script.stem, judge.url, "scripted", validator=True))
         if idle:
             await store.write(_idle_on)
         cycle = Cycle(store, NodeKey.generate(), now_ms, pause_s=pause_s, metrics=Metrics())
@@ -47,8 +52,8 @@ async def running_cycle(tmp_path, answers: list | None, *, idle: bool = False, p
             yield cycle, llm
             nursery.cancel_scope.cancel()
     finally:
-        if llm is not None:
-            llm.stop()
+        for scripted in [llm, *judges] if llm is not None else judges:
+            scripted.stop()
         await store.aclose()
 
 
@@ -75,9 +80,9 @@ def prompts(llm: ScriptedLLM) -> list[str]:
     return [r["messages"][1]["content"] for r in llm.seen()]
 
 
-async def logged(cycle: Cycle, cmd_id: str) -> dict | None:
+async def logged(cycle: Cycle, cmd_id: str, name: str | None = None) -> dict | None:
     row = await cycle.store.read(lambda db: db.conn.execute(
-        "SELECT value FROM process_log WHERE name = ? ORDER BY id DESC", (f"cmd:{cmd_id}",)).fetchone())
+        "SELECT value FROM process_log WHERE name = ? ORDER BY id DESC", (name or f"cmd:{cmd_id}",)).fetchone())
     return json.loads(row[0]) if row else None
 
 
@@ -106,6 +111,8 @@ def test_an_idle_cycle_wakes_for_a_job_sees_the_focus_and_returns_the_report_the
             assert await cycle.store.read(lambda db: db.conn.execute(
                 "SELECT count(*) FROM config WHERE key = 'cycle.idle'").fetchone()[0]) == 1
             assert cycle.metrics.get("reactor_wakes_total", exit="ok") == 1
+            ended = await logged(cycle, "", "cycle:wake")
+            assert ended == {"job_id": "job-1", "exit": "ok", "ticks": 1, "report": True}
 
     trio.run(main)
 
@@ -215,3 +222,39 @@ def test_wakes_are_queued_one_at_a_time_in_order(tmp_path):
             assert "CTX-a" in woken[0] and "CTX-b" not in woken[0] and "CTX-b" in woken[1]
 
     trio.run(main)
+
+
+def test_a_woken_ticks_report_is_validated_and_held_like_any_command(tmp_path):
+    async def main():
+        async with running_cycle(tmp_path, [answer(0), answer(1, report_cmd("r", processed_messages=[7]))],
+                                 validators={"strict": ["-3 -- harmful: claims work not done"]}) as (cycle, llm):
+            await until(lambda: len(llm.seen()) == 1, what="the first tick")
+            assert await cycle.wakes.run("job-7", "CTX", max_ticks=1, max_runtime_s=20) == ("ok", None)
+            assert "held" in (await logged(cycle, "r"))["error"]
+            # a person releases it after the wake: it finds no wake to report to
+            await cycle.store.write(held.decide, None, True, now_ms(), "person")
+            await cycle.run_released()  # (or the cycle's own loop runs it first: wait for its end)
+            await until(lambda: cycle.store.read(lambda db: held.listing(db, "failed")), what="the released report")
+            (row,) = await cycle.store.read(held.listing, None)
+            assert row["status"] == "failed" and row["result"]["code"] == "no_wake"
+
+    trio.run(main)
+
+
+def test_a_report_is_read_strictly_with_every_key_filled():
+    from meshnode.cognition.wake_report import ReportError, last_report, normalize
+
+    full = normalize({"processed_messages": [1, "n2"], "next_check_at": 1_800_000_000_000})
+    assert full == {"processed_messages": [1, "n2"], "task_updates": [], "outgoing_messages": [], "blocked": False,
+                    "blocked_reason": "", "needs_human": False, "next_check_at": 1_800_000_000_000}
+    for bad, why in (({"processed": [1]}, "no field 'processed'"),
+                     ({"task_updates": ["x"] * 101}, "more than 100"),
+                     ({"outgoing_messages": [True]}, "outgoing_messages item 0"),
+                     ({"blocked": "yes"}, "blocked must be true or false"),
+                     ({"blocked": True, "blocked_reason": "   waiting   "}, "at least 20"),
+                     ({"next_check_at": "next week"}, "ISO 8601")):
+        with pytest.raises(ReportError, match=why):
+            normalize(bad)
+    assert last_report("thinking\n{not json}\n") == (None, "no final report (a JSON object with the report's keys"
+                                                     " on a line of its own)")
+    assert last_report('{"needs_human": "maybe"}\n')[1] == "needs_human must be true or false"

@@ -95,12 +95,12 @@ def test_aliases_route_legacy_mentions_and_keep_unknown_raw(db):
 
 
 def test_escalation_note_uses_its_own_key(db):
-    text = "B did not answer\ndedupe: esc:mentor:did:key:zX:note:abc\nexpected: message"
+    text = "B did not answer, expected a message\n\ndedupe: esc:mentor:did:key:zX:note:abc\n#reactor #escalation"
     note(db, A, text, T, to=[B], topic="reactor-escalation", source="system")
     (e,) = scan(db, T + 10)
     assert e.event_type == "note.escalation"
     assert e.dedupe_key == "esc:mentor:did:key:zX:note:abc"
-    assert e.noise == ""  # not synthetic: an escalation
+    assert e.noise == ""  # an escalation: neither synthetic (source system) nor own (#reactor)
 
 
 def test_noise_filters(db):
@@ -222,3 +222,24 @@ def test_liveness_events_keyed_by_episode():
                                     last_heard={A.did: T + 80 * HOUR})
     assert back[0].dedupe_key == f"live:back:{A.did}:{T + 80 * HOUR}"
     assert adapters.liveness_events([Change(A.did, Liveness.QUIET, Liveness.OK, T)], T, CFG) == []
+
+
+def test_task_fork(db):
+    s = _held_story(db)
+    put(db, s.w.ok(s.by(A, [s.t2], title="build the east adapter", reason="edited")))  # A edits as B starts
+    lin = s.lineage
+    due_at, forks = db.conn.execute("SELECT due_at_ms, forks FROM tasks WHERE lineage = ?", (lin,)).fetchone()
+    assert forks == 1
+    ev = by_type(scan(db, due_at))
+    (fork,) = ev["task.fork"]
+    assert fork.dedupe_key == f"task_fork:{lin}:1" and fork.required_trace == (adapters.TraceKind.TASK_UPDATE,)
+
+
+def test_a_failing_adapter_does_not_stop_the_others(db):
+    n = note(db, A, "please review the bridge plan", T, to=[B])
+    db.conn.execute("DROP TABLE held_commands")
+    errors: list[str] = []
+    found = adapters.scan(db, T + 10, CFG, self_did=ME, errors=errors)
+    assert [e.dedupe_key for e in found] == [f"note:{n.did}"]
+    assert len(errors) == 1 and errors[0].startswith("person: ") and "held_commands" in errors[0]
+    assert not db.conn.in_transaction

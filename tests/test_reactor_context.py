@@ -43,6 +43,12 @@ def test_build_has_every_section_and_orders_by_urgency():
     assert "no broadcast" in md
 
 
+def test_routed_items_name_their_agent():
+    other = Event("note.direct", "n", "scout", Severity.P2, "note:s", "agent", (TraceKind.MESSAGE,), NOW, "notes", "hi")
+    md = wake_context.render_md(wake_context.build(job(2), [event(1), other], None, CFG), 8192)
+    assert "`note:s` (for scout)" in md and "(for did:key" not in md
+
+
 def test_digest_items_cap_counts_the_rest():
     ctx = wake_context.build(job(30), [event(i) for i in range(30)], None, CFG)
     assert len(ctx["inbox"]) == 20 and ctx["inbox_more"] == 10
@@ -103,7 +109,7 @@ def test_settings_defaults_and_rewrites():
     ({"ignore_subjects": ["("]}, "reactor.ignore_subjects"), ({"coordinator": "ghost"}, "reactor.coordinator"),
     ({"external": {"Bad Name": {"command": ["x"]}}}, "reactor.external"), ({"bogus": 1}, "reactor.bogus"),
     ({"external": {"scout": {"command": []}}}, "reactor.external.scout.command"),
-    ({"adapters": {"mon": {}}}, "reactor.adapters.mon"), ({"mentors": {"a": 3}}, "reactor.mentors.a"),
+    ({"adapters": {"mon": {}}}, "reactor.adapters.mon"), ({"routes": {"task.due": "ghost"}}, "reactor.routes.task.due"), ({"mentors": {"a": 3}}, "reactor.mentors.a"),
 ])
 def test_settings_errors_name_the_setting(d, word):
     with pytest.raises(ValueError) as exc:

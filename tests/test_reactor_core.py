@@ -184,6 +184,12 @@ def test_info_events_are_digest_only_and_ride_along():
     assert set(s.jobs[0].events) == {"note:1", "live:quiet:1"}
 
 
+def test_routes_reroute_an_event_type():
+    r = core(routes={"task.due": "coordinator"})
+    s = r.step(T0, [ev("ava", "due:1", etype="task.due", traces=(TraceKind.TASK_UPDATE,))])
+    assert [j.agent for j in s.jobs] == [SELF]
+
+
 def test_rules_off_logs_digest_only():
     s = core(rules_off=["direct_note"]).step(T0, [ev("scout", "n1")])
     assert s.jobs == [] and actions(s, "n1") == ["digest_only"]
@@ -222,6 +228,15 @@ def run_to_check(r, job, at, **kw):
     s = r.step(at + r.cfg.trace_grace_ms, [])
     assert [c.job_id for c in s.checks] == [job.job_id]
     return s.checks[0]
+
+
+def test_an_unanswered_check_is_asked_again_later():
+    r = core()
+    job = r.step(T0, [ev("scout", "n1")]).jobs[0]
+    run_to_check(r, job, T0 + 1000)
+    at = T0 + 1000 + r.cfg.trace_grace_ms
+    assert r.step(at + 1, []).checks == []
+    assert [c.job_id for c in r.step(at + 60_000, []).checks] == [job.job_id]
 
 
 def test_trace_found_closes_the_job_ok():
@@ -305,6 +320,21 @@ def test_an_escalation_key_is_never_sent_twice_even_if_failure_rows_are_lost():
     assert s.escalations == [] and actions(s, "n1") == ["trace_missing", "escalation_capped"]
 
 
+def test_a_lost_round_row_does_not_stop_the_repeats():
+    r = core(escalation_repeat_hours=0.005, dedupe_days=0.01)
+    dead = ev("cid", "live:dead:cid:1", etype="liveness.dead", traces=(TraceKind.HEARTBEAT,))
+    now, keys = T0, [x.key for x in r.step(T0, [dead]).escalations]
+    for _ in range(2):
+        now += r.cfg.escalation_repeat_ms
+        st = r.state()
+        st.cooldowns = {k: v for k, v in st.cooldowns.items() if not k.startswith("esc:")}  # expired rows not loaded
+        r = Reactor(r.cfg, registry(), st)
+        for c in r.step(now, []).checks:
+            keys += [x.key for x in r.step(now, [TracesFound(c.job_id, now, ())]).escalations]
+    assert keys == ["esc:operator:cid:live:dead:cid:1", "esc:operator:cid:live:dead:cid:1:r1",
+                    "esc:operator:cid:live:dead:cid:1:r2"]
+
+
 def test_report_mismatch_fails_the_job():
     r = core()
     job = r.step(T0, [ev("ava", "n1")]).jobs[0]
@@ -365,6 +395,14 @@ def test_may_send_limits_per_thread_and_refuses_broadcast():
     assert r.may_send("self", "ava", "t2", T0) and not r.may_send("self", "", "t", T0)
     assert r.may_send("self", "ava", "t", T0 + 3_600_000)
     assert "msg:self:ava:t" in r.step(T0 + 3_600_001, []).changed.cooldowns
+
+
+def test_cheap_accessors():
+    r = core()
+    job = r.step(T0, [ev("scout", "n1")]).jobs[0]
+    r.step(T0 + 1, [ev("scout", "n2")])
+    assert r.open_jobs() == [job] and r.event("n1").agent == "scout" and r.event("n2").dedupe_key == "n2"
+    assert r.event("nope") is None
 
 
 def test_state_round_trips_through_json():

@@ -10,7 +10,8 @@ from meshnode.reactor import persist
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.settings import ReactorConfig
-from meshnode.reactor.types import Event, RunEnded, Severity, TraceKind, TracesFound
+from meshnode.reactor.types import job_to_dict
+from meshnode.reactor.types import Event, RunEnded, Severity, Trace, TraceKind, TracesFound
 from meshnode.store import Database
 
 ME = "did:key:z6MkSelfNodeForReactorStoreTests"
@@ -70,8 +71,6 @@ def test_save_and_load_round_trip(db):
 
 
 def persist_job(j):
-    from meshnode.reactor.types import job_to_dict
-
     return job_to_dict(j)
 
 
@@ -86,6 +85,8 @@ def test_replay_through_a_reloaded_core_adds_nothing(db):
     assert {d.action for d in step.decisions} == {"duplicate"}
     assert db.conn.execute("SELECT count(*) FROM reactor_events").fetchone()[0] == n_events
     assert db.conn.execute("SELECT count(*) FROM reactor_jobs").fetchone()[0] == n_jobs
+    # duplicates are not stored (one per sighting per scan would grow without bound)
+    assert db.conn.execute("SELECT count(*) FROM reactor_decisions WHERE at_ms = ?", (T + 60_000,)).fetchone()[0] == 0
     last = dict(db.conn.execute("SELECT dedupe_key, last_seen_ms FROM reactor_events").fetchall())
     assert last["note:a"] == T + 60_000  # seen again
 
@@ -256,3 +257,45 @@ def test_audit_reads(db):
         audit.job(db, "wake-none")
     with pytest.raises(audit.ReactorNotFound):
         audit.explain(db, "nothing:here")
+
+
+def test_replay_of_any_prefix_through_reloaded_cores_adds_nothing(tmp_path):
+    """A seeded stream of events and run outcomes, saved scan by scan; at every scan a core
+    reloaded from the rows and fed the whole stream again adds no event and no escalation,
+    and wakes exactly as many agents as a reloaded core fed nothing."""
+    import random
+
+    rnd = random.Random(7)
+    db = Database(tmp_path / "node.db")
+    core = Reactor(CFG, ALIASES)
+    agents = [ME, "murr", "scout", "stranger", PEER]
+    seen: list = []
+    running: list = []
+    now = T
+    for scan in range(25):
+        now += rnd.choice([1_000, 60_000, 3_600_000])
+        inputs: list = []
+        for _ in range(rnd.randrange(0, 5)):
+            e = ev(f"note:{scan}:{len(seen)}", agent=rnd.choice(agents), sev=Severity(rnd.choice([1, 2, 3, 4])),
+                   at=now)
+            seen.append(e)
+            inputs.append(e)
+        if seen and rnd.random() < 0.3:
+            inputs.append(rnd.choice(seen))  # a sighting again
+        for job_id in list(running):
+            if rnd.random() < 0.5:
+                inputs.append(RunEnded(job_id, now, rnd.choice(["ok", "ok", "error"])))
+                running.remove(job_id)
+        step = core.step(now, inputs)
+        persist.save_step(db, step, now)
+        running += [j.job_id for j in step.jobs]
+        for c in step.checks:
+            found = tuple(Trace(k, kinds[0], "ref", ME, now) for k, kinds, _r, _t in c.events if rnd.random() < 0.5)
+            persist.save_step(db, core.step(now, [TracesFound(c.job_id, now, found)]), now)
+        quiet = Reactor(CFG, ALIASES, persist.load_state(db, now, CFG)).step(now, [])
+        replay = Reactor(CFG, ALIASES, persist.load_state(db, now, CFG)).step(now, list(seen))
+        assert replay.accepted == [], scan
+        assert len(replay.jobs) == len(quiet.jobs) and replay.escalations == quiet.escalations, scan
+        assert {d.action for d in replay.decisions} - {d.action for d in quiet.decisions} <= {"duplicate"}, scan
+    assert db.conn.execute("SELECT count(*) FROM reactor_jobs").fetchone()[0] > 3
+    db.close()

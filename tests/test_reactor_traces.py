@@ -170,3 +170,31 @@ def test_check_report_mismatches(db):
     claimed = report(processed_messages=(other.did,), outgoing_messages=(other.did,))
     bad = traces.check_report(db, claimed, T + 35, self_did=ME, agent=ME)
     assert "no reply or ack" in bad[0] and "not written by" in bad[1]
+
+
+def test_a_remote_mentors_answer_to_the_escalation(db):
+    from meshnode.net.liveness import Change
+
+    from tests.gmp_fixtures import C
+
+    (dead,) = adapters.liveness_events([Change(A.did, "stale", "dead", T)], T, CFG, last_heard={A.did: T - HOUR})
+    esc_key = f"esc:mentor:{A.did}:{dead.dedupe_key}"
+    db.conn.execute("INSERT INTO reactor_escalations (key, agent, to_id, level, event_key, sent_ms) VALUES"
+                    " (?, ?, ?, 1, ?, ?)", (esc_key, A.did, C.did, dead.dedupe_key, T))
+    check = check_of([dead], T, agent=A.did, job="watch-1")
+    put(db, make_note(C, "ok", now_ms=T + 10, topic="reactor-escalation", audience="friends", recipients=[B.did]))
+    assert traces.find(db, check, T + 100, self_did=ME) == []  # status-only
+    answer = put(db, make_note(C, f"I called A's operator; its disk died, back tomorrow.\n{esc_key}", now_ms=T + 20,
+                               topic="reactor-escalation", audience="friends", recipients=[B.did]))
+    (t,) = traces.find(db, check, T + 100, self_did=ME)
+    assert t.kind is TraceKind.ACK and t.ref == answer.did and t.by == C.did
+
+
+def test_unanswered_thread_trace_is_a_message_in_its_topic(db):
+    put(db, make_note(A, "where are the east side numbers?", now_ms=T, audience="friends", recipients=[B.did],
+                      topic="bridge"))
+    (u,) = [e for e in adapters.scan(db, T + 25 * HOUR, CFG, self_did=ME) if e.event_type == "thread.unanswered"]
+    check = check_of([u], T + 25 * HOUR)
+    put(db, make_note(B, "The east side numbers: 41.2 m and 39.8 m, measured this morning.", now_ms=T + 26 * HOUR,
+                      source="llm", topic="bridge"), own_local())
+    assert kinds(traces.find(db, check, T + 27 * HOUR, self_did=ME)) == {u.dedupe_key: TraceKind.MESSAGE}

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 
 import trio
 
+from meshnode.cognition import error_levels
 from meshnode.cognition.commands import Command
 from meshnode.cognition.wake_report import ReportError, normalize
+from meshnode.errors import MeshnodeError
 
 log = logging.getLogger("meshnode.cognition.wake")
 
@@ -83,6 +85,11 @@ class WakeSlot:
         self._count("reactor_wakes_total", exit=run.exit)
         log.info("wake %s ended: %s after %d tick(s)%s", job_id, run.exit, run.ticks,
                  ", with a report" if run.report is not None else "")
+        ended = {"job_id": job_id, "exit": run.exit, "ticks": run.ticks, "report": run.report is not None}
+        try:  # the next tick shows it (context 4), and `meshnode mind` a person
+            await self._cycle.store.write_background(_log_end, ended)
+        except MeshnodeError as exc:  # the database busy with another process: the log line only is lost
+            log.warning("wake %s: not logged: %s", job_id, exc.reason)
         return run.exit, run.report
 
     def due(self) -> bool:
@@ -152,3 +159,8 @@ class WakeSlot:
         metrics = getattr(self._cycle, "metrics", None)
         if metrics is not None:
             metrics.inc(name, **labels)
+
+
+def _log_end(db, ended: dict) -> None:
+    with db.transaction() as conn:
+        error_levels._log(conn, "cycle:wake", ended, "ok" if ended["exit"] == "ok" else "error")

@@ -54,6 +54,8 @@ def parse_time(v: str) -> int:
 
 
 def _time(v: Any) -> str | None:
+    if type(v) is int:  # ms since the epoch, as the reactor also reads it
+        return None if 0 <= v < 2**53 else WrongValue("must be ms since the epoch or an ISO 8601 date-time")
     if type(v) is not str or len(v) > 40:
         return "must be an ISO 8601 date-time such as 2026-12-02T12:00:00Z"
     try:
@@ -63,7 +65,8 @@ def _time(v: Any) -> str | None:
     return None
 
 
-described(_time, {"type": "string", "maxLength": 40, "format": "date-time"})
+described(_time, {"anyOf": [{"type": "string", "maxLength": 40, "format": "date-time"},
+                            {"type": "integer", "minimum": 0}]})
 
 _refs = list_of(_ref, max_items=MAX_ITEMS)
 FIELDS = {

@@ -48,7 +48,9 @@ def scan(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
     ]
     out: list[Event] = []
     with sql_errors("reading the reactor's signals"):
-        db.conn.execute("BEGIN")  # one read transaction: every adapter sees the same snapshot (WAL)
+        began = not db.conn.in_transaction
+        if began:
+            db.conn.execute("BEGIN")  # one read transaction: every adapter sees the same snapshot (WAL)
         try:
             for name, run in runs:
                 try:
@@ -58,7 +60,7 @@ def scan(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                         raise
                     errors.append(f"{name}: {exc}"[:300])
         finally:
-            if db.conn.in_transaction:
+            if began and db.conn.in_transaction:
                 db.conn.execute("COMMIT")
     return out
 

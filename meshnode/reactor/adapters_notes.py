@@ -31,7 +31,7 @@ MAX_NOTES = 2000                 # unread notes read per scan (newest first)
 MAX_THREAD_NOTES = 2000          # notes looked at for unanswered threads per scan
 ESCALATION_TOPIC = "reactor-escalation"
 PERSON_SOURCES = ("cli", "user")
-_DEDUPE_LINE = re.compile(r"^dedupe:\s*(esc:\S{1,190})\s*$", re.MULTILINE)
+_DEDUPE_LINE = re.compile(r"^dedupe:\s*(esc:\S{1,400})\s*$", re.MULTILINE)
 _T = "strftime('%Y-%m-%dT%H:%M:%fZ', {}, '{}')"  # notes.timestamp is format_ms text: this shifts it in SQL
 
 M, A, B = TraceKind.MESSAGE, TraceKind.ACK, TraceKind.BLOCKER
@@ -43,7 +43,8 @@ _COLUMNS = (
     " n.priority, n.timestamp, n.read,"
     " EXISTS (SELECT 1 FROM container_recipients r WHERE r.recipient = :me AND r.did = n.container_did) AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
-    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply,"
+    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply")
+_NOISE_COLUMNS = (
     " EXISTS (SELECT 1 FROM notes m WHERE m.agent_did = n.agent_did AND m.timestamp >= "
     + _T.format("n.timestamp", "-1 day") + " AND m.timestamp < n.timestamp AND m.id != n.id"
     "   AND reactor_norm(m.text) = reactor_norm(n.text)) AS repeated,"
@@ -53,7 +54,7 @@ _COLUMNS = (
 # inbound and possibly addressed: another node's note naming a recipient or a mention, or the person's
 _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXISTS (SELECT 1 FROM"
               " container_recipients r WHERE r.recipient = :me AND r.did = n.container_did)))"
-              " OR (coalesce(n.agent_did, :me) = :me AND n.source IN ('cli', 'user')))")
+              " OR (coalesce(n.agent_did, :me) = :me AND n.source IN ('cli', 'user') AND n.llm_id IS NULL))")
 
 
 def _with_norm(db: Database) -> None:
@@ -122,8 +123,9 @@ _TYPES = {
 }
 
 
-def summary_of(row: dict, limit: int = 200) -> str:
-    who = "the person" if row["source"] in PERSON_SOURCES and row["agent_did"] is None else (row["agent_did"] or "?")
+def summary_of(row: dict, self_did: str, limit: int = 200) -> str:
+    person = row["source"] in PERSON_SOURCES and row["agent_did"] in (None, self_did)
+    who = "the person" if person else (row["agent_did"] or "?")
     first = " ".join((row["text"] or "").split())
     text = f"{who[:60]}: {first}"
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -136,7 +138,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
     since = format_ms(max(0, now_ms - int((cfg.max_note_age_days + 1) * DAY_MS)))  # a day past archive: logged once
     _with_norm(db)
     cur = db.conn.execute(
-        f"SELECT {_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
+        f"SELECT {_COLUMNS}, {_NOISE_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
         f" AND n.timestamp >= :since AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
         {"me": self_did, "since": since, "limit": MAX_NOTES})
     names = [d[0] for d in cur.description]
@@ -166,7 +168,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                 key += f":{agent}"
             e = Event(event_type=etype, subject=did, agent=agent, severity=severity, dedupe_key=key,
                       suggested_route="agent", required_trace=kinds, at_ms=at_ms, source="notes",
-                      summary=summary_of(row), noise=noise,
+                      summary=summary_of(row, self_did), noise=noise,
                       refs={"note_id": row["id"], "container": did, "author": author, "thread": thread,
                             **({"topic": row["topic"]} if row["topic"] else {})})
             out.append(e)
@@ -190,10 +192,13 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
     since = now_ms - int(cfg.max_note_age_days * DAY_MS)
     if until <= since or until <= 0:
         return []
-    _with_norm(db)
-    cur = db.conn.execute(
-        f"SELECT {_COLUMNS} FROM notes n INDEXED BY idx_notes_timestamp WHERE n.timestamp >= :since"
-        f" AND n.timestamp < :until AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
+    cur = db.conn.execute(  # only the notes that may be addressed, each part a range scan on its own index
+        f"SELECT {_COLUMNS} FROM notes n WHERE n.id IN (SELECT m.id FROM container_recipients r CROSS JOIN notes m"
+        " ON m.container_did = r.did WHERE r.recipient = :me AND m.timestamp >= :since AND m.timestamp < :until"
+        " UNION SELECT id FROM notes INDEXED BY reactor_notes_mentions WHERE mentions NOT IN ('', '[]') AND"
+        " timestamp >= :since AND timestamp < :until UNION SELECT id FROM notes INDEXED BY reactor_notes_person"
+        " WHERE source IN ('cli', 'user') AND timestamp >= :since AND timestamp < :until)"
+        f" AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
         {"me": self_did, "since": format_ms(max(0, since)), "until": format_ms(until), "limit": MAX_THREAD_NOTES})
     names = [d[0] for d in cur.description]
     newest: dict[tuple[str, str], dict] = {}
@@ -213,8 +218,9 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
         out.append(Event(event_type="thread.unanswered", subject=thread, agent=agent, severity=Severity.P3,
                          dedupe_key=f"unanswered:{agent}:{thread}:{did}", suggested_route="agent",
                          required_trace=(M, B), at_ms=_ms(row["timestamp"], now_ms), source="threads",
-                         summary=summary_of(row), refs={"note_id": row["id"], "container": did, "thread": thread,
-                                                        "author": row["agent_did"] or self_did}))
+                         summary=summary_of(row, self_did),
+                         refs={"note_id": row["id"], "container": did, "thread": thread,
+                               "author": row["agent_did"] or self_did, **({"topic": row["topic"]} if row["topic"] else {})}))
     return out
 
 
@@ -224,11 +230,13 @@ def _answered(db: Database, row: dict, *, self_did: str) -> bool:
     q = db.conn.execute
     ts = row["timestamp"]
     if row["topic"]:
-        return q("SELECT 1 FROM notes m WHERE m.agent_did = ? AND m.timestamp > ? AND m.topic = ? AND m.source IN"
-                 " ('llm', 'llm:task', 'system') LIMIT 1", (self_did, ts, row["topic"])).fetchone() is not None
+        return q("SELECT 1 FROM notes m INDEXED BY reactor_notes_by_topic WHERE m.topic = ? AND m.timestamp > ? AND"
+                 " m.agent_did = ? AND m.source IN ('llm', 'llm:task', 'system') LIMIT 1",
+                 (row["topic"], ts, self_did)).fetchone() is not None
     if row["agent_did"] in (None, self_did):
         return q("SELECT 1 FROM notes m WHERE m.agent_did = ? AND m.timestamp > ? AND m.topic IS NULL AND m.source"
                  " IN ('llm', 'llm:task') LIMIT 1", (self_did, ts)).fetchone() is not None
-    return q("SELECT 1 FROM notes m JOIN container_recipients r ON r.did = m.container_did AND r.recipient = ?"
-             " WHERE m.agent_did = ? AND m.timestamp > ? LIMIT 1", (row["agent_did"], self_did, ts)).fetchone() is not None
+    return q("SELECT 1 FROM container_recipients r CROSS JOIN notes m ON m.container_did = r.did WHERE r.recipient = ?"
+             " AND m.agent_did = ? AND m.timestamp > ? LIMIT 1",  # CROSS: the author's mail first, not all of ours
+             (row["agent_did"], self_did, ts)).fetchone() is not None
 

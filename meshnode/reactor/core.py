@@ -27,7 +27,7 @@ from typing import Iterable
 from meshnode.reactor import wake_context
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.ladder import AfterRun
-from meshnode.reactor.limits import HourWindow, iso, message_allowed, nudge_key, rule_for, short, wake_key
+from meshnode.reactor.limits import NUDGE_RULES, HourWindow, iso, message_allowed, nudge_key, rule_for, short, wake_key
 from meshnode.reactor.settings import ReactorConfig
 from meshnode.reactor.types import (
     ANY_TRACE, OPEN_STATUSES, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity,
@@ -35,6 +35,8 @@ from meshnode.reactor.types import (
 )
 
 __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
+
+CHECK_RETRY_MS = 60_000
 
 
 class Reactor(AfterRun):
@@ -64,12 +66,13 @@ class Reactor(AfterRun):
         self._interrupted: set[str] = set()
         self._between: dict[str, tuple[int, int]] = {}  # cooldowns changed by may_send between steps
         self._seq = 0
-        for target, evs in st.pending.items():
+        for evs in st.pending.values():
             for e in evs:
-                self._add_pending(target, e, self._seen.get(e.dedupe_key, e.at_ms))
+                if e.dedupe_key not in self._meta:
+                    self._add_pending(e, self._seen.get(e.dedupe_key, e.at_ms))
         for job in self._jobs.values():
             if job.status == "checking":
-                at = job.check_at_ms if job.check_at_ms is not None else (job.ended_ms or 0) + cfg.trace_grace_ms
+                at = job.check_at_ms or job.context.get("check_at_ms") or (job.ended_ms or 0) + cfg.trace_grace_ms
                 job.check_at_ms = at
                 heapq.heappush(self._check_heap, (at, job.job_id))
         self._now = 0
@@ -93,7 +96,20 @@ class Reactor(AfterRun):
             self._between[key] = value
         return ok
 
+    def open_jobs(self) -> list[WakeJob]:
+        """The open jobs (queued|leased|running|checking), without copying the whole state."""
+        return list(self._jobs.values())
+
+    def event(self, key: str) -> Event | None:
+        """An event of an open job (or a pending one) by dedupe key; O(1)."""
+        e = self._events.get(key)
+        if e is None and key in self._meta:
+            e = self._pending.get(self._meta[key][0], {}).get(key)
+        return e
+
     def state(self) -> ReactorState:
+        """A copy of everything the core holds (O(state): for persistence tests and dry runs; use
+        ``open_jobs``/``event`` each scan)."""
         return ReactorState(
             seen=dict(self._seen),
             pending={t: list(evs.values()) for t, evs in self._pending.items() if evs},
@@ -179,20 +195,32 @@ class Reactor(AfterRun):
             self._status(key, "unknown")
             self._decide(key, "unknown_agent", None, f"no agent named {e.agent!r}")
             return
-        rule, route, off = rule_for(e.event_type, e.suggested_route, self.cfg)
-        if off or not rule.wakes:
-            target = cid if self._is_local(cid) else self.cfg.coordinator
-            self._add_pending(target, e, now, wakes=False, rule=rule.name)
-            self._status(key, "digest")
-            self._decide(key, "digest_only", rule.name, "rule switched off" if off else "informational")
-            return
-        if route == "mentor":
+        routed = self._route(e)
+        kind, target, rule, why = routed
+        if kind == "mentor":
             self._events[key] = e
             self._fail(cid, e, None)
-            return
-        if route == "operator":
-            self._to_operator(cid, e, rule.name)
-            return
+        elif kind == "operator":
+            self._to_operator(cid, e, rule)
+        elif kind == "digest":
+            self._add_pending(e, now, routed)
+            self._status(key, "digest")
+            self._decide(key, "digest_only", rule, why)
+        else:
+            self._add_pending(e, now, routed)
+            self._status(key, "pending")
+            self._undecided.add(key)
+
+    def _route(self, e: Event) -> tuple[str, str, str, str]:
+        """(kind, target, rule, why) for an event with a canonical agent: kind is wake (pending for
+        target), digest (pending, never wakes), mentor (escalate at once) or operator (a note)."""
+        rule, route, off = rule_for(e.event_type, e.suggested_route, self.cfg)
+        cid = e.agent
+        if off or not rule.wakes:
+            target = cid if self._is_local(cid) else self.cfg.coordinator
+            return "digest", target, rule.name, "rule switched off" if off else "informational"
+        if route in ("mentor", "operator"):
+            return route, cid, rule.name, ""
         if route == "coordinator":
             target = self.cfg.coordinator
         elif route == "agent":
@@ -200,26 +228,20 @@ class Reactor(AfterRun):
         else:
             target = self._resolve(route) or cid
         if not self._is_local(target):
-            self._add_pending(self.cfg.coordinator, e, now, wakes=False, rule=rule.name)
-            self._status(key, "digest")
-            self._decide(key, "digest_only", rule.name, f"{target} is not an agent of this node")
-            return
-        nk = None
-        if rule.nudge:
-            nk = nudge_key(str(e.refs.get("lineage", e.subject)), target)
-        self._add_pending(target, e, now, wakes=True, rule=rule.name, nudge=nk)
-        self._status(key, "pending")
-        self._undecided.add(key)
+            return "digest", self.cfg.coordinator, rule.name, f"{target} is not an agent of this node"
+        return "wake", target, rule.name, ""
 
-    def _add_pending(self, target: str, e: Event, since_ms: int, wakes: bool | None = None,
-                     rule: str | None = None, nudge: str | None = None) -> None:
+    def _add_pending(self, e: Event, since_ms: int, routed: tuple[str, str, str, str] | None = None) -> None:
+        """Pending for the agent the rules target. Rows rebuilt from the store are routed again
+        here, so a stale grouping can never make a non-local agent wakeable."""
         key = e.dedupe_key
-        if wakes is None:  # rebuilt from state: derive the rule again
-            r, _route, off = rule_for(e.event_type, e.suggested_route, self.cfg)
-            wakes, rule = (r.wakes and not off), r.name
-            nudge = nudge_key(str(e.refs.get("lineage", e.subject)), target) if r.nudge else None
+        kind, target, rule, _why = routed or self._route(e)
+        wakes = kind == "wake"  # mentor/operator only for a rebuilt row: it waits in a digest
+        nudge = None
+        if wakes and rule in NUDGE_RULES:
+            nudge = nudge_key(str(e.refs.get("lineage", e.subject)), target)
         self._pending.setdefault(target, {})[key] = e
-        self._meta[key] = (target, rule or "", wakes, nudge)
+        self._meta[key] = (target, rule, wakes, nudge)
         if wakes:
             self._wakeable[target] = self._wakeable.get(target, 0) + 1
             if e.severity == Severity.P1:
@@ -284,7 +306,9 @@ class Reactor(AfterRun):
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
         groups: list[tuple[int, int, str, list[Event]]] = []
-        for agent in list(self._wakeable):
+        # with the hourly ceiling reached nobody can be woken: only the new events need a word
+        agents = list(self._wakeable) if hour_left > 0 else {self._meta[k][0] for k in self._undecided if k in self._meta}
+        for agent in agents:
             until = self._cooldowns.get(wake_key(agent), (0, 0))[0]
             if until > now and not self._p1.get(agent):
                 held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
@@ -395,6 +419,8 @@ class Reactor(AfterRun):
         while heap and heap[0][0] <= now:
             at, job_id = heapq.heappop(heap)
             job = self._jobs.get(job_id)
-            if job is None or job.status != "checking" or job.check_at_ms != at:
+            if job is None or job.status != "checking" or (job.check_at_ms or 0) > at:
                 continue
             self._step.checks.append(self._trace_check(job))
+            # unanswered (a driver that crashed between scans): ask again later, once per retry
+            heapq.heappush(heap, (now + max(self.cfg.trace_grace_ms, CHECK_RETRY_MS), job_id))

@@ -80,7 +80,7 @@ class AfterRun:
                 self._fail(job.agent, e, job)
             else:
                 self._interrupted.add(key)
-                self._add_pending(job.agent, e, self._now)
+                self._add_pending(e, self._now)
                 self._status(key, "pending")
                 self._decide(key, "interrupted", self._rule_of(e), "back to pending once", job.job_id)
         self._close(job)
@@ -150,9 +150,15 @@ class AfterRun:
             new_level, until, rnd = (1 if mentor else 2), now + cfg.escalation_repeat_ms, rnd + 1
         else:
             new_level = 0
-        esc_key = f"esc:{'mentor' if new_level == 1 else 'operator'}:{agent}:{key}" + (f":r{rnd}" if rnd else "")
-        if new_level == 0 or esc_key in self._escalated:
+        esc_key = self._esc_key(new_level, agent, key, rnd)
+        if level >= 2 and new_level:  # a new round: skip rounds already sent (a round row lost on reload)
+            while rnd < 1000 and (esc_key in self._escalated or esc_key in self._seen):
+                rnd += 1
+                esc_key = self._esc_key(new_level, agent, key, rnd)
+        if new_level == 0 or esc_key in self._escalated or esc_key in self._seen:
             self._set_failure(agent, key, count, level, job.job_id if job else None)
+            self._events.pop(key, None)
+            self._status(key, "failed" if job else "done", job.job_id if job else None)
             self._decide(key, "escalation_capped", rule, f"{count} failures; ladder done for this episode",
                          job.job_id if job else None)
             return
@@ -168,7 +174,8 @@ class AfterRun:
         check_at = now + cfg.mentor_answer_ms if new_level == 1 else max(until, now + 1)
         watch = WakeJob(job_id=watch_id, agent=agent, reason=("escalation",), priority=e.severity, events=(key,),
                         created_ms=job.created_ms if job else now, max_runtime_s=0, required_trace=e.required_trace,
-                        status="checking", context={"escalation": esc_key, "level": new_level, "to": to_id},
+                        status="checking",
+                        context={"escalation": esc_key, "level": new_level, "to": to_id, "check_at_ms": check_at},
                         dedupe_key=f"watch:{agent}:{key}:{count}", check_at_ms=check_at, kind="watch")
         self._jobs[watch_id] = watch
         self._events[key] = e
@@ -225,6 +232,10 @@ class AfterRun:
                 + (f" Job {job.job_id}." if job and job.kind == "wake" else "")
                 + f" Summary: {e.summary}\ndedupe: {esc_key}")
         return text[:1000]
+
+    @staticmethod
+    def _esc_key(level: int, agent: str, key: str, rnd: int) -> str:
+        return f"esc:{'mentor' if level == 1 else 'operator'}:{agent}:{key}" + (f":r{rnd}" if rnd else "")
 
     def _set_failure(self, agent: str, key: str, count: int, level: int, last: str | None) -> None:
         self._failures[(agent, key)] = (count, level, last)

@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     Rule("info", frozenset({"liveness.quiet", "liveness.back"}), "info", False, False),
 )
 _BY_TYPE = {t: r for r in RULES for t in r.event_types}
+NUDGE_RULES = frozenset(r.name for r in RULES if r.nudge)
 _EXT = Rule("ext", frozenset(), "event", False, True)  # route: the event's suggested_route
 
 

@@ -56,16 +56,20 @@ def _event_values(e: Event) -> tuple:
 
 
 def _job_json(job: WakeJob) -> str:
+    """The WakeJob as JSON, without its context (kept once, in the context column)."""
     from meshnode.reactor.types import job_to_dict
 
-    return json.dumps(job_to_dict(job), sort_keys=True, default=str)
+    d = job_to_dict(job)
+    d.pop("context", None)
+    return json.dumps(d, sort_keys=True, default=str)
 
 
-def _job_from_json(text: str, status: str) -> WakeJob:
+def _job_from_json(text: str, status: str, context: str | None) -> WakeJob:
     from meshnode.reactor.types import job_from_dict
 
     d = json.loads(text)
     d["status"] = status  # the column is the truth: the driver moves it (leased, running) after the step
+    d["context"] = json.loads(context) if context else {}
     return job_from_dict(d)
 
 
@@ -89,8 +93,8 @@ def load_state(db: Database, now_ms: int, cfg: ReactorConfig) -> ReactorState:
                 f" status IN {_WAITING} ORDER BY severity, at_ms, id").fetchall()):
             e = event_from_row(row)
             pending.setdefault(_target(e, status, cfg), []).append(e)
-        jobs = {job_id: _job_from_json(text, status) for job_id, text, status in q(
-            f"SELECT job_id, job, status FROM reactor_jobs WHERE status IN {_OPEN} ORDER BY created_ms")}
+        jobs = {job_id: _job_from_json(text, status, context) for job_id, text, status, context in q(
+            f"SELECT job_id, job, status, context FROM reactor_jobs WHERE status IN {_OPEN} ORDER BY created_ms")}
         events: dict[str, Event] = {}
         for row in q(f"SELECT {_EVENT_COLUMNS} FROM reactor_events e WHERE e.job_id IN (SELECT job_id FROM"
                      f" reactor_jobs WHERE status IN {_OPEN}) OR e.dedupe_key IN (SELECT dedupe_key FROM"

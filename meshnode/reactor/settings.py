@@ -242,8 +242,10 @@ class ReactorConfig:
             mentors[self_id] = v["mentor"]
         routes = _table(d, "routes", strings=True)
         for etype, route in routes.items():
-            if not route:
-                raise ValueError(f"reactor.routes.{etype} must name a route or an agent")
+            if route not in ROUTES and route != "self" and route not in external:
+                raise ValueError(f"reactor.routes.{etype} must be agent, mentor, operator, coordinator, self"
+                                 " or a name in [reactor.external]")
+        routes = {etype: canon(route) for etype, route in routes.items()}
         coordinator = v["coordinator"]
         if not isinstance(coordinator, str) or not (coordinator == "self" or coordinator in external):
             raise ValueError("reactor.coordinator must be 'self' or a name in [reactor.external]")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshnode.container import format_ms
+from meshnode.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.reactor.report import status_only
 from meshnode.reactor.settings import DEFAULTS
 from meshnode.reactor.types import Trace, TraceKind
@@ -34,9 +35,12 @@ class _Agent:
     def __init__(self, db: Database, agent: str, since_ms: int, *, self_did: str, phrases):
         self.db, self.agent, self.since, self.self_did = db, agent, since_ms, self_did
         self.is_self = agent == self_did
-        who = ("n.agent_did = ? AND n.source IN ('llm', 'llm:task')" if self.is_self
-               else "n.agent_did = ? AND n.llm_id = ?")
-        params = (self_did,) if self.is_self else (self_did, agent)
+        if self.is_self:
+            who, params = "n.agent_did = ? AND n.source IN ('llm', 'llm:task')", (self_did,)
+        elif agent.startswith("did:"):  # another node (a watch on a peer): what it wrote, as received
+            who, params = "n.agent_did = ?", (agent,)
+        else:  # an external agent of this node: what it wrote through the CLI
+            who, params = "n.agent_did = ? AND n.llm_id = ?", (self_did, agent)
         cur = db.conn.execute(
             "SELECT n.id, n.container_did, n.topic, n.text, n.mentions, n.hashtags, n.tags, n.timestamp FROM notes n"
             f" INDEXED BY reactor_notes_by_author WHERE {who} AND n.timestamp >= ? ORDER BY n.timestamp LIMIT ?",
@@ -168,6 +172,28 @@ def _resolved(db: Database, key: str, etype: str, refs: Mapping, now_ms: int) ->
     return None
 
 
+def _mentor_answer(db: Database, key: str, kinds, self_did: str, phrases) -> Trace | None:
+    """A remote mentor's answer to an escalation about ``key`` (design 10.3): a note it wrote
+    after the escalation went out, naming the escalation or event key or in the escalation topic
+    addressed to this node, and not status-only."""
+    kind = next((k for k in (TraceKind.ACK, TraceKind.MESSAGE) if k in kinds), None)
+    if kind is None:
+        return None
+    for esc_key, to_id, sent in db.conn.execute(
+            "SELECT key, to_id, sent_ms FROM reactor_escalations WHERE event_key = ? AND level = 1 AND"
+            " to_id LIKE 'did:%' ORDER BY sent_ms LIMIT 5", (key,)).fetchall():
+        for did, text, topic, ts in db.conn.execute(
+                "SELECT n.container_did, n.text, n.topic, n.timestamp FROM notes n INDEXED BY reactor_notes_by_author"
+                " WHERE n.agent_did = ? AND n.timestamp >= ? ORDER BY n.timestamp LIMIT ?",
+                (to_id, format_ms(max(0, sent)), MAX_NOTES)):
+            text = text or ""
+            to_me = topic == ESCALATION_TOPIC and db.conn.execute(
+                "SELECT 1 FROM container_recipients WHERE recipient = ? AND did = ?", (self_did, did)).fetchone()
+            if (esc_key in text or key in text or to_me) and not status_only(text, phrases):
+                return Trace(key, kind, did, to_id, _ms(ts))
+    return None
+
+
 def _report_blocked(db: Database, job_id: str) -> bool:
     row = db.conn.execute("SELECT report FROM reactor_jobs WHERE job_id = ?", (job_id,)).fetchone()
     try:
@@ -208,6 +234,8 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
                     or me.blocker_note(key)
                 if t is None and blocked:
                     t = Trace(key, TraceKind.BLOCKER, f"report:{check.job_id}", check.agent, now_ms)
+        if t is None:
+            t = _mentor_answer(db, key, kinds, self_did, phrases)
         if t is not None:
             out.append(t)
     return out

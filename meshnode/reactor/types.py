@@ -285,7 +285,8 @@ def job_from_dict(d: Mapping[str, Any]) -> WakeJob:
         required_trace=tuple(TraceKind(k) for k in d.get("required_trace", ())),
         status=str(d["status"]), context=dict(d.get("context") or {}), dedupe_key=str(d.get("dedupe_key", "")),
         ended_ms=d.get("ended_ms"), exit=d.get("exit"), report=d.get("report"),
-        missing=tuple(d.get("missing") or ()), check_at_ms=d.get("check_at_ms"), kind=str(d.get("kind", "wake")),
+        missing=tuple(d.get("missing") or ()), check_at_ms=d.get("check_at_ms"),
+        kind=str(d.get("kind") or ("watch" if str(d["job_id"]).startswith("watch-") else "wake")),
     )
 
 

@@ -75,10 +75,10 @@ def _item_line(item: Any) -> str:
     return f"- {_cut(item)}"
 
 
-def _inbox_line(i: dict) -> str:
+def _inbox_line(i: dict, woken: str) -> str:
     who = i.get("from_name") or i.get("author") or ""
     head = f"- [{i['severity']}] {i['type']} `{i['key']}`" + (f" from {who}" if who else "")
-    if i.get("agent") and i["agent"] != "":
+    if i.get("agent") and i["agent"] != woken:  # routed to the coordinator: whose it is
         head += f" (for {i['agent']})"
     need = ", ".join(i.get("required") or []) or "none"
     return f"{head}: {i['summary']} — needs: {need}"
@@ -97,7 +97,7 @@ def render_md(ctx: dict, max_bytes: int) -> str:
             f"{lim['max_runtime_s']} s\n" + "".join(f"- {f}\n" for f in lim["forbidden"]) +
             f"- {lim['final_report']}\n")
     sections: list[tuple[str, list[str], int]] = [
-        ("Actionable inbox", [_inbox_line(i) for i in ctx["inbox"]], ctx.get("inbox_more", 0)),
+        ("Actionable inbox", [_inbox_line(i, h["agent_id"]) for i in ctx["inbox"]], ctx.get("inbox_more", 0)),
         ("Due tasks", [_item_line(t) for t in ctx["due_tasks"]], 0),
         ("Liveness", [_item_line(t) for t in ctx["liveness"]], 0),
         ("Waiting on a person", [_item_line(t) for t in ctx["waiting_on_person"]], 0),

@@ -67,7 +67,7 @@ CREATE TABLE reactor_jobs (
     context         TEXT,                         -- JSON (wake_context.build)
     report          TEXT,                         -- JSON: the final report as received
     missing         TEXT,                         -- JSON array: events without a trace
-    job             TEXT NOT NULL                 -- JSON: the WakeJob
+    job             TEXT NOT NULL                 -- JSON: the WakeJob but its context
 );
 CREATE INDEX reactor_jobs_by_agent ON reactor_jobs (agent, created_ms);
 CREATE INDEX reactor_jobs_by_status ON reactor_jobs (status);
@@ -115,9 +115,14 @@ CREATE TABLE reactor_escalations (
 CREATE INDEX reactor_escalations_by_event ON reactor_escalations (event_key);
 CREATE INDEX reactor_escalations_unsent ON reactor_escalations (sent_ms) WHERE container_id IS NULL;
 
--- The notes adapter's reads (reactor.adapters): unread notes by time, and one author's recent notes
--- (the repeat and flood filters), each a range scan instead of a pass over the whole table.
+-- The notes adapter's reads (reactor.adapters_notes, reactor.traces), each a range scan instead of a
+-- pass over the whole table: unread notes by time; one author's notes by time (the repeat and flood
+-- filters, the trace check); one topic's notes by time, and the notes that may be addressed (with
+-- mentions, the person's own) by time (unanswered threads).
 CREATE INDEX reactor_notes_unread ON notes (timestamp) WHERE read = 0 AND hidden = 0;
 CREATE INDEX reactor_notes_by_author ON notes (agent_did, timestamp);
+CREATE INDEX reactor_notes_by_topic ON notes (topic, timestamp) WHERE topic IS NOT NULL;
+CREATE INDEX reactor_notes_mentions ON notes (timestamp) WHERE mentions NOT IN ('', '[]');
+CREATE INDEX reactor_notes_person ON notes (timestamp) WHERE source IN ('cli', 'user');
 -- person.draft: the undecided drafts without reading the committed history.
 CREATE INDEX reactor_drafts_by_status ON gate_drafts (status, id);
