@@ -300,10 +300,9 @@ class ReactorService:
     async def _contexts(self, step, reactor: Reactor, now: int) -> None:
         """Give each new job its wake context (design 8) before the step is written, and write it
         to ``<home>/reactor/wake/<job_id>.md`` (what the agent reads) and ``.json``."""
-        state = reactor.state()
         for job in step.jobs:
             if not job.context:
-                events = [e for k in job.events if (e := state.events.get(k)) is not None]
+                events = [e for k in job.events if (e := reactor.event(k)) is not None]
                 job.context = wake_context.build(job, events, await self._extras(job, now), self.cfg)
             if job.kind == "wake":
                 await self._write_context(job)
@@ -317,7 +316,7 @@ class ReactorService:
         """Lease and start the step's jobs, and queued ones found in the state (left by a crash or
         written by ``scan --once`` for this node's core)."""
         started = []
-        queued = [j for j in reactor.state().jobs.values() if j.status == "queued"]
+        queued = [j for j in reactor.open_jobs() if j.status == "queued"]
         for job in _unique([*step.jobs, *queued]):
             if job.job_id in self._started or job.kind != "wake":  # a watch job runs nobody
                 continue
@@ -500,8 +499,7 @@ def _agent_label(agent: str, self_did: str) -> str:
 
 
 def _first_signal(reactor: Reactor, job) -> int:
-    events = reactor.state().events
-    times = [e.at_ms for k in job.events if (e := events.get(k)) is not None]
+    times = [e.at_ms for k in job.events if (e := reactor.event(k)) is not None]
     return min(times) if times else job.created_ms
 
 
