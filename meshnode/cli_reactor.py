@@ -109,14 +109,14 @@ def cmd_status(args) -> int:
     live = _ask_node(config, "reactor_status", required=False, timeout=20) if values["enabled"] else None
     out = {**stored, **(live or {})}
     out["enabled"] = bool(values["enabled"])
-    out["node"] = "running" if live is not None else "not running"
-    if live is None:
+    out["node"] = "running" if live is not None else "not running" if values["enabled"] else "-"
+    if live is None and values["enabled"]:
         from meshnode.home import open_identity
         from meshnode.reactor import audit as reads
 
         me = open_identity(config).did
         waiting = [j["job_id"] for j in _read(config, reads.jobs, status="queued") if j.get("agent") == me]
-        out["core"] = "not running: a job for this node's core waits for `meshnode run`"
+        out["core"] = "not running (its jobs wait for `meshnode run`)"
         out["waiting_for_node"] = waiting
     if args.json:
         print_json(out)
@@ -142,8 +142,8 @@ def _who(agent: str | None, me: str) -> str:
 def status_lines(st: dict, me: str) -> list[str]:
     """``reactor status`` for a person: one line per fact, one per open job, lease and cooldown."""
     last = st.get("last_scan") or {}
-    out = [f"reactor:    {'on' if st.get('enabled') else 'off ([reactor] enabled = false)'};"
-           f" node {st.get('node')}" + (f"; core {st['core']}" if st.get("core") else ""),
+    on = f"on; node {st.get('node')}" + (f"; core {st['core']}" if st.get("core") else "")
+    out = [f"reactor:    {on if st.get('enabled') else 'off ([reactor] enabled = false): nothing is scanned'}",
            f"last scan:  {_when(last.get('at_ms'))} ({last.get('took_ms', '?')} ms, {last.get('events', 0)} event(s))"
            if last else "last scan:  never",
            f"next scan:  {_when(st.get('next_scan_ms'))}" if st.get("next_scan_ms") else None,
@@ -224,6 +224,8 @@ def _print_scan(summary: dict) -> None:
         job = f" -> {d['job_id']}" if d.get("job_id") else ""
         print(f"{d['action']:<18} {d['dedupe_key']}{job}{why}")
     started = summary.get("started", [])
+    for job_id in summary.get("waiting_for_node", []):
+        print(f"{job_id} waits for `meshnode run`: this node's core is woken by the running node")
     print(f"{summary.get('events', 0)} event(s), {len(summary.get('jobs', []))} job(s), {len(started)} started,"
           f" {len(summary.get('escalations', []))} escalation(s)" + (" (dry run: nothing written)"
                                                                       if summary.get("dry_run") else ""))

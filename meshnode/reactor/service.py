@@ -99,6 +99,7 @@ class ReactorService:
         self.plugin_runs: dict[str, dict] = {}  # name -> its last run, for status
         self.adapter_errors: list[str] = []
         self._gauges: dict[str, int] = {}
+        self.waiting: list[str] = []  # jobs of this node's core a scan without the cycle left queued
         self._poked = trio.Event()
         self._scan_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
@@ -183,6 +184,8 @@ class ReactorService:
             await self.store.write(persist.save_step, step, now)
             self._count(step, events)
             summary["started"] = await self._start_jobs(reactor, step, now)
+            if self.waiting:
+                summary["waiting_for_node"] = list(self.waiting)
             summary["escalations_sent"] = await self._escalate(now)
             summary["checks"] = await self._check(step, now)
             took = int((time.monotonic() - t0) * 1000)
@@ -315,13 +318,14 @@ class ReactorService:
     async def _start_jobs(self, reactor: Reactor, step, now: int) -> list[str]:
         """Lease and start the step's jobs, and queued ones found in the state (left by a crash or
         written by ``scan --once`` for this node's core)."""
-        started = []
+        started, self.waiting = [], []
         queued = [j for j in reactor.open_jobs() if j.status == "queued"]
         for job in _unique([*step.jobs, *queued]):
             if job.job_id in self._started or job.kind != "wake":  # a watch job runs nobody
                 continue
             if job.agent == self.did and self.cycle is None:
-                continue  # scan --once without a node: the job waits for `meshnode run` to start it
+                self.waiting.append(job.job_id)  # scan --once without a node: `meshnode run` starts it
+                continue
             if job.agent != self.did and job.agent not in self.cfg.external:
                 continue  # not ours to wake (the core routes only local agents; defensive)
             expires = now + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
