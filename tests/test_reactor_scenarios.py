@@ -363,3 +363,55 @@ def test_a_dead_peer_reaches_its_mentor_once_across_a_restart(tmp_path):
                 await store.aclose()
 
     trio.run(main)
+
+
+class BlockedWakes(FakeWakes):
+    """A wake that never ends by itself (the node is stopped while it runs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.started = trio.Event()
+
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+        self.runs.append((job_id, context_md))
+        self.started.set()
+        await trio.sleep_forever()
+
+
+def test_a_run_cut_by_a_stop_is_interrupted_and_its_event_woken_again_at_the_next_start(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+    values = {"wake_cooldown_hours": 0, "scan_seconds": 0.05}
+
+    async def main():
+        cycle = FakeCycle()
+        cycle.wakes = BlockedWakes()
+        store, service = await _service(tmp_path, key, values, cycle)
+        try:
+            await _person_note(store, key, "could you renew the certificate of the web server soon?")
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                with trio.fail_after(10):
+                    await cycle.wakes.started.wait()
+                nursery.cancel_scope.cancel()  # the node stops mid-run
+            first = cycle.wakes.runs[0][0]
+        finally:
+            await store.aclose()
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, values, cycle)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                with trio.fail_after(10):
+                    while not cycle.wakes.runs:
+                        await trio.sleep(0.02)
+                nursery.cancel_scope.cancel()
+            status = await store.read(lambda db: db.conn.execute(
+                "SELECT status FROM reactor_jobs WHERE job_id = ?", (first,)).fetchone()[0])
+            assert status == "interrupted" and cycle.wakes.runs[0][0] != first
+            assert "certificate" in cycle.wakes.runs[0][1]  # the same event, back to pending once
+        finally:
+            await store.aclose()
+
+    trio.run(main)

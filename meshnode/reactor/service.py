@@ -37,6 +37,7 @@ log = logging.getLogger("meshnode.reactor")
 
 PLUGIN_FAILURES = 3  # failed runs in a row that make an adapter.failed event (design 4.1)
 POKE_DEBOUNCE_S = 5.0  # a burst of notes makes one early scan, not one each
+TRACKED_REFRESH_MS = 600_000  # who the hour-scale liveness follows is listed again every 10 minutes
 LEASE_SLACK_MS = 60_000  # a lease outlives its run's budget by this much (design 7.2)
 HOUR_MS = 3_600_000
 
@@ -89,6 +90,7 @@ class ReactorService:
                                                    int(cfg.dead_hours * HOUR_MS)))
         self._fed: dict[str, int] = {}  # DID -> last heard time given to the hour-scale tracker
         self._tracked: set[str] = set()
+        self._tracked_at = 0  # when the tracked DIDs were last listed (ms)
         self._aliases_mtime: float | None = None
         self._inputs: list = []  # RunEnded / TracesFound / LeaseRefused for the next step
         self._running: dict[str, str] = {}  # job id -> agent, runs this process started and waits on
@@ -113,7 +115,6 @@ class ReactorService:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await self._interrupted()
-            await self._seed_liveness()
             task_status.started(self)
             while True:
                 started = trio.current_time()
@@ -261,11 +262,12 @@ class ReactorService:
         self._tracked = tracked_dids(self.cfg, self.committee, coworkers, self.did)
         stored = await self.store.read(_last_heard)
         for did in sorted(self._tracked):
-            if stored.get(did):
+            if stored.get(did) and did not in self._fed:  # those followed already keep what was heard
                 self.heard(did, stored[did])
 
     async def _liveness_changes(self, now: int) -> list:
-        if not self._tracked:
+        if now - self._tracked_at >= TRACKED_REFRESH_MS:  # new mentees, coworkers since the last look
+            self._tracked_at = now
             await self._seed_liveness()
         node_tracker = getattr(self.mesh, "liveness", None)
         if node_tracker is not None:  # what the node's tracker heard since the last scan
@@ -381,13 +383,16 @@ class ReactorService:
                 from meshnode.reactor.external import wake_external
                 exit_, report = await wake_external(job.agent, self.cfg.external[job.agent], md_path, self.home,
                                                     job.job_id)
+        except trio.Cancelled:  # the node stops mid-run: the next start finds it interrupted (design 7.2)
+            with trio.CancelScope(shield=True):
+                await self.store.write(persist.release_lease, job.job_id)
+            raise
         except MeshnodeError as exc:
             log.warning("reactor: job %s failed to run: %s", job.job_id, exc.reason)
         except Exception:
             log.exception("reactor: job %s failed to run", job.job_id)
-        finally:
-            with trio.CancelScope(shield=True):
-                await self._ended(job, exit_ if exit_ else "error", report)
+        with trio.CancelScope(shield=True):
+            await self._ended(job, exit_ or "error", report)
 
     async def _ended(self, job, exit_: str, report: dict | None) -> None:
         now = self.clock()
