@@ -146,6 +146,8 @@ def test_offer_until_answered(db):
     (e,) = by_type(scan(db, w.t))["task.offer"]
     assert e.dedupe_key == f"offer:{t1.did}:{offer.did}" and e.agent == ME and e.refs["from"] == A.did
     put(db, w.ok(w.entry(B, "receipt", t1.did, received=offer.did, received_at=w.t)))
+    assert by_type(scan(db, w.t))["task.offer"] == [e]  # the node's automatic receipt is no answer
+    put(db, w.ok(w.entry(B, "acceptance", t1.did, offer=offer.did)))
     assert "task.offer" not in by_type(scan(db, w.t))
 
 

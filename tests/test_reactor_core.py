@@ -16,7 +16,7 @@ from tests.reactor_strategies import (
     EXTERNAL, MENTOR, PEER, SELF, T0, Driver, registry, scans, small_config,
 )
 
-PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=int(__import__("os").environ.get("REACTOR_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FINAL = {"woken", "coalesced", "routed_coordinator", "held_cooldown", "held_budget", "digest_only", "escalated",
          "noise", "unknown_agent", "expired", "escalation_capped"}
 
@@ -155,6 +155,14 @@ def test_cooldown_holds_and_p1_bypasses():
     assert s.jobs == [] and actions(s, "n4") == ["held_cooldown"]
     s = r.step(T0 + 2000 + small_config().wake_cooldown_ms, [])
     assert [j.events for j in s.jobs] == [("n4",)]
+
+
+def test_a_p1_dropped_by_its_nudge_cooldown_does_not_bypass_the_wake_cooldown():
+    r = core()
+    due = dict(etype="task.due", traces=(TraceKind.TASK_UPDATE,), refs={"lineage": "L1"})
+    assert len(r.step(T0, [ev("scout", "due:1", **due)]).jobs) == 1
+    s = r.step(T0 + 1000, [ev("scout", "due:2", sev=Severity.P1, **due), ev("scout", "note:x")])
+    assert s.jobs == [] and actions(s, "due:2") == ["held_cooldown"] and actions(s, "note:x") == ["held_cooldown"]
 
 
 def test_hourly_ceiling_includes_p1():

@@ -112,7 +112,10 @@ def test_a_failed_job_escalates_once_across_a_reload(db):
     assert persist.unsent_escalations(db)[0]["key"] == esc[0].key
     persist.record_escalation(db, esc[0].key, "did:hmp:container:sent")
     assert persist.unsent_escalations(db) == []
-    again = Reactor(CFG, ALIASES, persist.load_state(db, now, CFG))
+    loaded = persist.load_state(db, now, CFG)
+    assert sorted(loaded.wakes) == sorted(core.state().wakes) and loaded.failures == core.state().failures
+    assert set(loaded.jobs) == set(core.state().jobs)  # the watch waiting for the mentor's answer
+    again = Reactor(CFG, ALIASES, loaded)
     s = step_and_save(db, again, now, [ev("note:a")])
     assert s.escalations == [] and s.jobs == []
     assert db.conn.execute("SELECT status FROM reactor_jobs WHERE job_id = ?", (job.job_id,)).fetchone()[0] == "failed"

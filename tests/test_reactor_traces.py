@@ -87,7 +87,7 @@ def test_blocker_note_needs_a_reason(db):
     assert kinds(traces.find(db, check, T + 100, self_did=ME)) == {e.dedupe_key: TraceKind.BLOCKER}
 
 
-def test_receipt_for_an_offer(db):
+def test_an_offer_is_answered_by_acceptance_or_refusal_not_by_the_receipt(db):
     w = World(T)
     g = put(db, w.ok(w.goal()))
     t1 = put(db, w.ok(w.task(g)))
@@ -96,6 +96,8 @@ def test_receipt_for_an_offer(db):
     check = check_of([e], w.t)
     assert traces.find(db, check, w.t, self_did=ME) == []
     put(db, w.ok(w.entry(B, "receipt", t1.did, received=e.refs["offer"], received_at=w.t)))
+    assert traces.find(db, check, w.t, self_did=ME) == []  # signed on arrival: not the agent's answer
+    put(db, w.ok(w.entry(B, "refusal", t1.did, offer=e.refs["offer"])))
     assert kinds(traces.find(db, check, w.t, self_did=ME)) == {e.dedupe_key: TraceKind.RECEIPT}
 
 

@@ -26,13 +26,15 @@ TU, BL = TraceKind.TASK_UPDATE, TraceKind.BLOCKER
 
 def offer_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
     """task.offer: an unexpired counted delegation naming this node as a candidate that it has
-    not answered (no receipt, acceptance or refusal signed by it) and that nobody took yet."""
+    not answered (no acceptance or refusal signed by it) and that nobody took yet. The receipt
+    is not an answer: the node signs it on arrival (delivery, not consent; gmp.md 8)."""
     rows = db.conn.execute(
         "SELECT e.lineage, e.did, e.expires_ms, e.timestamp_ms, e.signer, t.name FROM gmp_entries e"
         " INDEXED BY gmp_entries_by_expiry LEFT JOIN tasks t ON t.lineage = e.lineage"
         " WHERE e.kind = 'delegation' AND e.counted = 1 AND e.expires_ms > ?"
         " AND EXISTS (SELECT 1 FROM json_each(e.candidates) c WHERE c.value = ?)"
-        " AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE a.offer = e.did AND a.signer = ?)"
+        " AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE a.offer = e.did AND a.signer = ? AND a.kind IN"
+        "   ('acceptance', 'refusal'))"
         " AND NOT EXISTS (SELECT 1 FROM gmp_entries a JOIN container_links l ON l.target_did = a.did AND"
         "   l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
         " ORDER BY e.expires_ms LIMIT ?", (now_ms, self_did, self_did, MAX_ROWS)).fetchall()

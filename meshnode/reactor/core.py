@@ -6,7 +6,7 @@ reads a clock, a file or the store; the driver persists ``Step.changed`` and doe
 - Ingest, per event, O(1): dedupe (a key seen within ``dedupe_days`` is a ``duplicate``), then the
   noise mark, then alias resolution (unknown addressees are kept, never routed), then the rule:
   digest-only, escalate at once (routed to the mentor), a note to the operator, or pending for the
-  agent the rule targets (only agents local to this node can be woken).
+  agent the rule targets (only agents local to this node can be woken; queues in ``pending.py``).
 - Plan, per scan, over the agents with wakeable pending events: wake cooldown (P1 bypasses), nudge
   cooldown (drops the event), coalescing into one job per agent (``digest_items`` most urgent
   events; the rest stay pending), the per-scan budget (more agents than ``max_jobs_per_scan`` ->
@@ -27,7 +27,8 @@ from typing import Iterable
 from meshnode.reactor import wake_context
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.ladder import AfterRun
-from meshnode.reactor.limits import NUDGE_RULES, HourWindow, iso, message_allowed, nudge_key, rule_for, short, wake_key
+from meshnode.reactor.limits import HourWindow, iso, message_allowed, rule_for, short, wake_key
+from meshnode.reactor.pending import PendingQueues
 from meshnode.reactor.settings import ReactorConfig
 from meshnode.reactor.types import (
     ANY_TRACE, OPEN_STATUSES, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity,
@@ -39,7 +40,7 @@ __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
 CHECK_RETRY_MS = 60_000
 
 
-class Reactor(AfterRun):
+class Reactor(PendingQueues, AfterRun):
     def __init__(self, cfg: ReactorConfig, aliases: AliasRegistry, state: ReactorState | None = None) -> None:
         self.cfg = cfg
         self.aliases = aliases
@@ -48,6 +49,7 @@ class Reactor(AfterRun):
         self._seen_heap = [(ms + cfg.dedupe_ms, k) for k, ms in self._seen.items()]
         heapq.heapify(self._seen_heap)
         self._pending: dict[str, dict[str, Event]] = {}
+        self._heaps: dict[str, list[tuple[int, int, int, str]]] = {}  # target -> lazy heap of (not wakes, sev, at, key)
         self._meta: dict[str, tuple[str, str, bool, str | None]] = {}  # key -> (target, rule, wakes, nudge key)
         self._wakeable: dict[str, int] = {}  # target -> wakeable pending count
         self._p1: dict[str, int] = {}
@@ -231,42 +233,6 @@ class Reactor(AfterRun):
             return "digest", self.cfg.coordinator, rule.name, f"{target} is not an agent of this node"
         return "wake", target, rule.name, ""
 
-    def _add_pending(self, e: Event, since_ms: int, routed: tuple[str, str, str, str] | None = None) -> None:
-        """Pending for the agent the rules target. Rows rebuilt from the store are routed again
-        here, so a stale grouping can never make a non-local agent wakeable."""
-        key = e.dedupe_key
-        kind, target, rule, _why = routed or self._route(e)
-        wakes = kind == "wake"  # mentor/operator only for a rebuilt row: it waits in a digest
-        nudge = None
-        if wakes and rule in NUDGE_RULES:
-            nudge = nudge_key(str(e.refs.get("lineage", e.subject)), target)
-        self._pending.setdefault(target, {})[key] = e
-        self._meta[key] = (target, rule, wakes, nudge)
-        if wakes:
-            self._wakeable[target] = self._wakeable.get(target, 0) + 1
-            if e.severity == Severity.P1:
-                self._p1[target] = self._p1.get(target, 0) + 1
-        heapq.heappush(self._ttl_heap, (since_ms + self.cfg.event_ttl_ms, key))
-
-    def _take_pending(self, key: str) -> Event | None:
-        meta = self._meta.pop(key, None)
-        if meta is None:
-            return None
-        target, _rule, wakes, _n = meta
-        evs = self._pending.get(target)
-        e = evs.pop(key) if evs else None
-        if evs is not None and not evs:
-            del self._pending[target]
-        if wakes and e is not None:
-            self._wakeable[target] -= 1
-            if not self._wakeable[target]:
-                del self._wakeable[target]
-            if e.severity == Severity.P1:
-                self._p1[target] -= 1
-                if not self._p1[target]:
-                    del self._p1[target]
-        return e
-
     # ---- time-driven -------------------------------------------------------------------------
     def _due_self_checks(self) -> None:
         now = self._now
@@ -305,7 +271,7 @@ class Reactor(AfterRun):
         cfg, now = self.cfg, self._now
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
-        groups: list[tuple[int, int, str, list[Event]]] = []
+        groups: list[tuple[int, int, str]] = []
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
         agents = list(self._wakeable) if hour_left > 0 else {self._meta[k][0] for k in self._undecided if k in self._meta}
         for agent in agents:
@@ -316,40 +282,37 @@ class Reactor(AfterRun):
             if hour_left <= 0:
                 held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            evs = self._eligible(agent)
-            if evs:
-                best = min(evs, key=lambda e: (int(e.severity), e.at_ms))
-                groups.append((int(best.severity), best.at_ms, agent, evs))
-        groups.sort(key=lambda g: (g[0], g[1], g[2]))
+            best = self._peek(agent, True)
+            if best is None:
+                continue
+            if until > now and best.severity != Severity.P1:  # its P1 was dropped by a nudge cooldown
+                held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
+                continue
+            groups.append((int(best.severity), best.at_ms, agent))
+        groups.sort()
         urgent = [g for g in groups if g[0] == Severity.P1]
         normal = [g for g in groups if g[0] != Severity.P1]
-        plan: dict[str, list[Event]] = {a: evs for _s, _t, a, evs in urgent}
-        routed: set[str] = set()
+        plan: dict[str, list[tuple[int, int, str]]] = {g[2]: [g] for g in urgent}
         if len(normal) > cfg.max_jobs_per_scan:
             coord = cfg.coordinator
             c_until = self._cooldowns.get(wake_key(coord), (0, 0))[0]
             if c_until <= now or coord in plan:
-                for _s, _t, a, evs in normal:
-                    plan.setdefault(coord, []).extend(evs)
-                    if a != coord:
-                        routed.update(e.dedupe_key for e in evs)
+                plan.setdefault(coord, []).extend(normal)
             else:
-                for _s, _t, a, _evs in normal[cfg.max_jobs_per_scan:]:
-                    held[a] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
-                               f"{coord} cooling until {iso(c_until)}")
-                for _s, _t, a, evs in normal[: cfg.max_jobs_per_scan]:
-                    plan[a] = evs
+                for g in normal[cfg.max_jobs_per_scan:]:
+                    held[g[2]] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
+                                  f"{coord} cooling until {iso(c_until)}")
+                for g in normal[: cfg.max_jobs_per_scan]:
+                    plan[g[2]] = [g]
         else:
-            for _s, _t, a, evs in normal:
-                plan[a] = evs
-        ordered = sorted(plan.items(), key=lambda kv: min((int(e.severity), e.at_ms) for e in kv[1]))
-        for n, (agent, evs) in enumerate(ordered):
+            for g in normal:
+                plan[g[2]] = [g]
+        for n, (agent, sources) in enumerate(sorted(plan.items(), key=lambda kv: min(kv[1]))):
             if n >= hour_left:
-                held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
-                for e in evs:  # routed events wait with their own agent
-                    held.setdefault(self._meta[e.dedupe_key][0], held[agent])
+                for g in sources:  # routed events wait with their own agent
+                    held[g[2]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            self._make_job(agent, evs, routed)
+            self._make_job(agent, [g[2] for g in sources])
         for key in list(self._undecided):
             meta = self._meta.get(key)
             if meta is None:
@@ -358,48 +321,34 @@ class Reactor(AfterRun):
             self._status(key, "held")
             self._decide(key, action, meta[1], why)
 
-    def _eligible(self, agent: str) -> list[Event]:
-        """The agent's pending events that may go into a wake now; nudge-held ones are dropped."""
-        out = []
-        for key, e in list(self._pending.get(agent, {}).items()):
-            _t, rule, wakes, nk = self._meta[key]
-            if nk is not None:
-                until = self._cooldowns.get(nk, (0, 0))[0]
-                if until > self._now:
-                    self._take_pending(key)
-                    self._status(key, "held")
-                    self._decide(key, "held_cooldown", rule, f"cooldown {nk} until {iso(until)} (dropped)")
-                    continue
-            out.append(e)
-        return out if any(self._meta[e.dedupe_key][2] for e in out) else []
-
-    def _make_job(self, agent: str, candidates: list[Event], routed: set[str]) -> None:
+    def _make_job(self, agent: str, sources: list[str]) -> None:
         cfg, now, step = self.cfg, self._now, self._step
-        candidates.sort(key=lambda e: (int(e.severity), e.at_ms, e.dedupe_key))
-        evs = [e for e in candidates if self._meta[e.dedupe_key][2]][: cfg.digest_items]
-        room = cfg.digest_items - len(evs)
-        if room > 0:
-            evs += [e for e in candidates if not self._meta[e.dedupe_key][2]][:room]
+        metas: dict[str, tuple[str, str, bool, str | None]] = {}
+        evs = self._select(sources, cfg.digest_items, True, metas)
+        if not evs:
+            return
+        if len(evs) < cfg.digest_items:  # room left: the digest-only items ride along
+            evs += self._select(sources, cfg.digest_items - len(evs), False, metas)
         self._seq += 1
         job_id = f"wake-{short(agent)}-{now}-{self._seq}"
-        rules = sorted({self._meta[e.dedupe_key][1] for e in evs})
-        nudges = {self._meta[e.dedupe_key][3] for e in evs} - {None}
+        rules = sorted({metas[e.dedupe_key][1] for e in evs})
+        nudges = {metas[e.dedupe_key][3] for e in evs} - {None}
         required = tuple(sorted({k for e in evs for k in e.required_trace if k != TraceKind.NONE}, key=lambda k: k.value))
         job = WakeJob(job_id=job_id, agent=agent, reason=tuple(rules), priority=Severity(int(evs[0].severity)),
                       events=tuple(e.dedupe_key for e in evs), created_ms=now, max_runtime_s=cfg.runtime_s(agent),
                       required_trace=required, status="queued", context={},
                       dedupe_key=f"wake:{agent}:{evs[0].dedupe_key}")
         job.context = wake_context.build(job, evs, None, cfg)
-        for i, e in enumerate(evs):
+        first = True
+        for e in evs:
             key = e.dedupe_key
-            rule = self._meta[key][1]
-            self._take_pending(key)
+            owner, rule = metas[key][0], metas[key][1]
             self._events[key] = e
             self._status(key, "job", job_id)
-            if key in routed:
+            if owner != agent:
                 action, why = "routed_coordinator", f"more than {cfg.max_jobs_per_scan} agents need a wake"
-            elif i == 0:
-                action, why = "woken", f"{agent} woken"
+            elif first:
+                action, why, first = "woken", f"{agent} woken", False
             else:
                 action, why = "coalesced", f"into {job_id}"
             self._decide(key, action, rule, why, job_id)

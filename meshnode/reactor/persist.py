@@ -106,8 +106,10 @@ def load_state(db: Database, now_ms: int, cfg: ReactorConfig) -> ReactorState:
         failures = {(a, k): (c, lv, j) for a, k, c, lv, j in q(
             "SELECT agent, dedupe_key, count, level, last_job FROM reactor_failures")}
         escalated = {k for (k,) in q("SELECT key FROM reactor_escalations")}
-        wakes = [(c, a) for c, a in q("SELECT created_ms, agent FROM reactor_jobs WHERE created_ms > ? AND status"
-                                      " != 'skipped' ORDER BY created_ms", (now_ms - HOUR_MS,))]
+        wakes = [(c, a) for c, a in q(  # runs, not the watches of an escalation (they run nobody)
+            "SELECT created_ms, agent FROM reactor_jobs INDEXED BY reactor_jobs_by_created WHERE created_ms > ? AND"
+            " status != 'skipped' AND coalesce(json_extract(job, '$.kind'), 'wake') != 'watch' ORDER BY created_ms",
+            (now_ms - HOUR_MS,))]
     return ReactorState(seen=seen, pending=pending, cooldowns=cooldowns, jobs=jobs, failures=failures,
                         escalated=escalated, wakes=wakes, events=events, next_checks={})
 

@@ -126,8 +126,10 @@ def _blocked_entry(db: Database, key: str, lineage: str, since: int, signer: str
 
 
 def _receipt(db: Database, key: str, offer: str, signer: str) -> Trace | None:
+    """The answer to an offer: an acceptance or a refusal by this node. Its receipt does not count:
+    the node signs it on arrival, before anyone thought about the offer (gmp.md 8)."""
     row = db.conn.execute("SELECT did, timestamp_ms FROM gmp_entries WHERE offer = ? AND signer = ? AND kind IN"
-                          " ('receipt', 'acceptance', 'refusal') ORDER BY timestamp_ms LIMIT 1",
+                          " ('acceptance', 'refusal') ORDER BY timestamp_ms LIMIT 1",
                           (offer, signer)).fetchone()
     return Trace(key, TraceKind.RECEIPT, row[0], signer, row[1]) if row else None
 
