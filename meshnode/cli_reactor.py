@@ -164,7 +164,13 @@ def status_lines(st: dict, me: str) -> list[str]:
     for u in st.get("unknown") or []:
         out.append(f"unknown:    {_compact(u)}")
     for name, run in (st.get("adapters") or {}).items():
-        out.append(f"adapter:    {name}  {_compact(run)}")
+        out.append(f"adapter:    {name}  last run {_when(run.get('at_ms'))}  {run.get('exit')}  {run.get('valid')} valid,"
+                   f" {run.get('invalid')} invalid" + (f"  first error: {run['first_error']}" if run.get("first_error")
+                                                      else ""))
+    for error in st.get("adapter_errors") or []:
+        out.append(f"adapter:    {error}")
+    if st.get("running_jobs"):
+        out.append(f"running:    {', '.join(st['running_jobs'])}")
     by_status = st.get("events_by_status") or {}
     out.append("events:     " + (", ".join(f"{k} {v}" for k, v in by_status.items()) or "none"))
     return [line for line in out if line]

@@ -175,28 +175,37 @@ class ReactorService:
             else:
                 reactor = await self._reactor(now)
             events = await self._signals(now)
-            inputs, self._inputs = [*self._inputs, *events], [] if not dry_run else self._inputs
-            step = reactor.step(now, inputs)
-            summary = _summary(step, len(events))
             if dry_run:
+                summary = _summary(reactor.step(now, [*self._inputs, *events]), len(events))
                 summary["dry_run"] = True
                 return summary
-            await self._contexts(step, reactor, now)
-            await self.store.write(persist.save_step, step, now)
-            self._count(step, events)
-            summary["started"] = await self._start_jobs(reactor, step, now)
-            if self.waiting:
-                summary["waiting_for_node"] = list(self.waiting)
-            summary["escalations_sent"] = await self._escalate(now)
-            summary["checks"] = await self._check(step, now)
-            took = int((time.monotonic() - t0) * 1000)
-            self.last = {"at_ms": now, "took_ms": took, "events": len(events),
-                         "jobs": [j.job_id for j in step.jobs], "holder": self.holder}
-            await self.store.write(persist.mark_scan, now, self.last)
-            self.metrics.inc("reactor_scans_total")
-            self._gauge("reactor_scan_ms", took)
-            summary["took_ms"] = took
-            return summary
+            try:
+                return await self._step(reactor, events, now, t0)
+            except BaseException:  # the core may be ahead of the rows: the next scan reloads it from them
+                self.reactor = None
+                raise
+
+    async def _step(self, reactor: Reactor, events: list, now: int, t0: float) -> dict:
+        """The step of one scan, written, then carried out."""
+        inputs, self._inputs = [*self._inputs, *events], []
+        step = reactor.step(now, inputs)
+        summary = _summary(step, len(events))
+        await self._contexts(step, reactor, now)
+        await self.store.write(persist.save_step, step, now)
+        self._count(step, events)
+        summary["started"] = await self._start_jobs(reactor, step, now)
+        if self.waiting:
+            summary["waiting_for_node"] = list(self.waiting)
+        summary["escalations_sent"] = await self._escalate(now)
+        summary["checks"] = await self._check(step, now)
+        took = int((time.monotonic() - t0) * 1000)
+        self.last = {"at_ms": now, "took_ms": took, "events": len(events),
+                     "jobs": [j.job_id for j in step.jobs], "holder": self.holder}
+        await self.store.write(persist.mark_scan, now, self.last)
+        self.metrics.inc("reactor_scans_total")
+        self._gauge("reactor_scan_ms", took)
+        summary["took_ms"] = took
+        return summary
 
     async def _reactor(self, now: int) -> Reactor:
         """The core with its state, loaded from the tables at the first scan; re-given the alias
@@ -354,7 +363,7 @@ class ReactorService:
 
     def _spawn(self, fn, *args) -> None:
         if self._nursery is None:
-            raise RuntimeError("ReactorService: no nursery (use run() or jobs_nursery())")
+            raise RuntimeError("ReactorService: no nursery to run jobs in (use run() or scan_once())")
         self._nursery.start_soon(fn, *args)
 
     async def _write_context(self, job) -> Path:
@@ -471,7 +480,8 @@ class ReactorService:
         return {**stored, "enabled": True, "node": "running", "core": "running" if self.cycle else "off",
                 "last_scan": self.last or stored.get("last_scan"), "next_scan_ms": self.next_scan_ms,
                 "running_jobs": sorted(self._running), "holder": self.holder,
-                "liveness_tracked": len(self._tracked)}
+                "liveness_tracked": len(self._tracked), "adapters": dict(self.plugin_runs),
+                "adapter_errors": list(self.adapter_errors)}
 
 
 def _adapter_failed(name: str, first_ms: int, now: int, run, self_did: str) -> Event:
