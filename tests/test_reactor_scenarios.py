@@ -152,7 +152,7 @@ class FakeCycle:
         self.wakes = FakeWakes()
 
 
-async def _service(home: Path, key, values: dict, cycle=None):
+async def _service(home: Path, key, values: dict, cycle=None, clock=None):
     from meshnode.config import DEFAULTS
     from meshnode.metrics import Metrics
     from meshnode.reactor.service import ReactorService, reactor_config
@@ -160,7 +160,8 @@ async def _service(home: Path, key, values: dict, cycle=None):
 
     store = await Store.open(home / "data" / "meshnode.db")
     cfg = reactor_config({**DEFAULTS["reactor"], **values}, key.did)
-    return store, ReactorService(store, key, cfg, home, Metrics(), cycle=cycle)
+    kwargs = {"clock": clock} if clock is not None else {}
+    return store, ReactorService(store, key, cfg, home, Metrics(), cycle=cycle, **kwargs)
 
 
 def _person_note(store, key, text: str):
@@ -411,6 +412,41 @@ def test_a_run_cut_by_a_stop_is_interrupted_and_its_event_woken_again_at_the_nex
                 "SELECT status FROM reactor_jobs WHERE job_id = ?", (first,)).fetchone()[0])
             assert status == "interrupted" and cycle.wakes.runs[0][0] != first
             assert "certificate" in cycle.wakes.runs[0][1]  # the same event, back to pending once
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_a_plug_in_s_lines_count_and_three_failed_runs_reach_the_person(tmp_path):
+    from meshnode.container import now_ms
+    from meshnode.identity.keys import NodeKey
+
+    key, t = NodeKey.generate(), [now_ms()]
+    monitor = ("import json, sys\n"
+               "print(json.dumps({'event_type': 'disk', 'subject': 'sda', 'dedupe_key': 'disk-sda', 'severity': 'P1',"
+               " 'summary': 'disk sda 97 % full', 'owner': 'self'}))\n"
+               "print('not json')\n"
+               "sys.exit(3)\n")
+    values = {"adapters": {"mon": {"command": ["python3", "-c", monitor], "every_seconds": 1}}}
+
+    async def main():
+        store, service = await _service(tmp_path, key, values, FakeCycle(), clock=lambda: t[0])
+        try:
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                first = await service.scan()
+                for _ in range(2):
+                    t[0] += 2000  # the next run is due
+                    await service.scan()
+            assert [j["events"] for j in first["jobs"]] == [["ext:mon:disk-sda"]], first  # capped at P2, woken
+            assert first["jobs"][0]["priority"] == 2
+            m = service.metrics
+            assert (m.get("reactor_adapter_lines_total", adapter="mon", result="valid"),
+                    m.get("reactor_adapter_lines_total", adapter="mon", result="invalid")) == (3, 3)
+            assert service.plugin_runs["mon"]["first_error"]
+            notes = await store.read(_operator_notes)
+            assert len(notes) == 1 and "adapter.failed" in notes[0][0] and notes[0][1] == 2, notes
         finally:
             await store.aclose()
 
