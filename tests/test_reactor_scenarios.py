@@ -107,6 +107,10 @@ def test_a_delegated_task_wakes_the_idle_holder_once_and_silence_reaches_the_men
         seen = len(bob_llm.seen())
         scans_after(bob, int(time.time() * 1000), 3)
         assert len(jobs(bob)) == 1 and len(bob_llm.seen()) == seen  # not woken again for it
+        status = json.loads(bob.cli("reactor", "status", "--json"))
+        assert (status["node"], status["core"]) == ("running", "running") and status["next_scan_ms"], status
+        once = json.loads(bob.cli("reactor", "scan", "--once", "--json"))  # the running node scans, not the CLI
+        assert once["scanned_by"] == "the running node" and once["jobs"] == [], once
 
         # carol's LLM says "ok": no trace; her mentor alice gets one note with the dedupe key
         wait_until(lambda: (j := jobs(carol)) and j[0][1] == "failed", STEP, "carol's job to fail")
