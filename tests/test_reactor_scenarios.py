@@ -95,9 +95,10 @@ def test_a_delegated_task_wakes_the_idle_holder_once_and_silence_reaches_the_men
         alice.call("task_assign", {"task": t_bob, "candidates": [bob.did]})
         alice.call("task_assign", {"task": t_carol, "candidates": [carol.did]})
         job = wait_until(lambda: jobs(bob), STEP, "bob's reactor to write a wake job")[0]
-        offer_at = rows(bob, "SELECT min(received_at_ms) FROM containers WHERE class = 'workflow_entry'")[0][0]
+        offer = "did:hmp:container:" + json.loads(job[2])[0].rsplit("did:hmp:container:", 1)[1]  # offer:<lin>:<did>
+        offer_at = rows(bob, "SELECT received_at_ms FROM containers WHERE did = ?", offer)[0][0]
         created = rows(bob, "SELECT created_ms FROM reactor_jobs WHERE job_id = ?", job[0])[0][0]
-        assert created - offer_at <= 3000, (created, offer_at)  # scan_seconds 1, poked on arrival
+        assert 0 <= created - offer_at <= 4000, (created, offer_at)  # within a scan (1 s) of its arrival, + slack
         done = wait_until(lambda: (j := jobs(bob)) and j[0][1] in ("ok", "failed") and j[0], STEP,
                           "bob's job to end")
         assert done[1] == "ok", (done, rows(bob, "SELECT action, why FROM reactor_decisions ORDER BY id"))
@@ -134,7 +135,7 @@ def test_a_delegated_task_wakes_the_idle_holder_once_and_silence_reaches_the_men
             n.kill()
         for llm in llms:
             llm.stop()
-    print(f"scenario took {time.monotonic() - started:.1f} s")
+    print(f"scenario took {time.monotonic() - started:.1f} s; offer to wake job {created - offer_at} ms")
 
 
 # --- in-process: the MVP points that need no mesh ------------------------------------------------
