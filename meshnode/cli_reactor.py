@@ -164,9 +164,9 @@ def status_lines(st: dict, me: str) -> list[str]:
     for u in st.get("unknown") or []:
         out.append(f"unknown:    {_compact(u)}")
     for name, run in (st.get("adapters") or {}).items():
-        out.append(f"adapter:    {name}  last run {_when(run.get('at_ms'))}  {run.get('exit')}  {run.get('valid')} valid,"
-                   f" {run.get('invalid')} invalid" + (f"  first error: {run['first_error']}" if run.get("first_error")
-                                                      else ""))
+        error = f"  first error: {run['first_error']}" if run.get("first_error") else ""
+        out.append(f"adapter:    {name}  last run {_when(run.get('at_ms'))}  {run.get('exit')}"
+                   f"  {run.get('valid')} valid, {run.get('invalid')} invalid{error}")
     for error in st.get("adapter_errors") or []:
         out.append(f"adapter:    {error}")
     if st.get("running_jobs"):
@@ -294,7 +294,8 @@ def job_lines(job: dict, me: str) -> list[str]:
     for e in job.get("event_rows") or []:
         out.append(f"event:     {e.get('event_type')}  {e.get('status')}  {e.get('dedupe_key')}")
     for d in job.get("decisions") or []:
-        out.append(f"decision:  {_when(d.get('at_ms'))}  {d.get('action')}  {d.get('dedupe_key')}  {d.get('why') or ''}")
+        out.append(f"decision:  {_when(d.get('at_ms'))}  {d.get('action')}  {d.get('dedupe_key')}"
+                   f"  {d.get('why') or ''}")
     for e in job.get("escalations") or []:
         out.append(f"escalated: level {e.get('level')} to {_who(e.get('to_id'), me)}  {e.get('key')}")
     if job.get("context"):

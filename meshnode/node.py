@@ -214,6 +214,12 @@ def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, metrics: Metrics, 
     service = ReactorService(store, key, reactor_config(config.values["reactor"], key.did), config.home, metrics,
                              cycle=cycle, mesh=mesh, committee=list(config.values["consensus"]["committee"]))
     mesh.on_stored = lambda c: service.poke()
+    if cycle is not None and cycle.gate is not None:  # a woken agent's sends pass the reactor's limits first
+        from meshnode.reactor.send_limits import WakeSendLimits
+
+        limits = WakeSendLimits(cycle.gate.outbound, cycle.wakes, key.did, service.cfg.max_outgoing_per_run, now_ms,
+                                lambda: service.reactor, metrics)
+        cycle.gate.outbound = limits.outbound
     return service
 
 

@@ -22,8 +22,9 @@ def js(run_cli, home: Path, *args, env=None):
 
 
 def test_rules_show_the_config_changes(home, run_cli):
-    (home / "config.toml").write_text((home / "config.toml").read_text().replace(
-        "rules_off = []", 'rules_off = ["info"]').replace("[reactor.routes]\n", '[reactor.routes]\n"task.due" = "coordinator"\n'))
+    text = (home / "config.toml").read_text().replace("rules_off = []", 'rules_off = ["info"]')
+    text = text.replace("[reactor.routes]\n", '[reactor.routes]\n"task.due" = "coordinator"\n')
+    (home / "config.toml").write_text(text)
     rules = {r["rule"]: r for r in js(run_cli, home, "rules")}
     assert {"direct_note", "offer", "task_due", "heartbeat_dead", "person", "info", "ext"} <= set(rules)
     assert rules["info"]["off"] is True and rules["offer"]["off"] is False

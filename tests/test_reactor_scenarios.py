@@ -456,3 +456,54 @@ def test_a_plug_in_s_lines_count_and_three_failed_runs_reach_the_person(tmp_path
             await store.aclose()
 
     trio.run(main)
+
+
+def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits():
+    from meshnode.identity.keys import NodeKey
+    from meshnode.metrics import Metrics
+    from meshnode.reactor.aliases import AliasRegistry
+    from meshnode.reactor.core import Reactor
+    from meshnode.reactor.send_limits import WakeSendLimits, WakeSendRefused
+    from meshnode.reactor.service import reactor_config
+    from meshnode.config import DEFAULTS
+
+    me, bob, carol = (NodeKey.generate().did for _ in range(3))
+    cfg = reactor_config({**DEFAULTS["reactor"], "thread_messages_per_hour": 2, "max_outgoing_per_run": 3}, me)
+    core = Reactor(cfg, AliasRegistry({}, self_id=me))
+
+    class Wakes:
+        focus, job = None, "wake-1"
+
+        def status(self):
+            return {"job_id": self.job}
+
+    sent = []
+
+    async def gate_outbound(tool, args):
+        sent.append((tool, args.get("to") or args.get("audience")))
+        return None
+
+    wakes, metrics = Wakes(), Metrics()
+    guard = WakeSendLimits(gate_outbound, wakes, me, cfg.max_outgoing_per_run, lambda: 1_800_000_000_000,
+                           lambda: core, metrics)
+
+    async def main():
+        public = {"text": "hello all", "audience": "public"}
+        assert await guard.outbound("note_add", public) is None  # outside a wake: the gate's rules only
+        wakes.focus = "## Wake ..."
+        for tool, args, refused in (("note_add", public, "broadcast"),
+                                    ("send_message", {"to": bob, "text": "a"}, None),
+                                    ("send_message", {"to": bob, "text": "b"}, None),
+                                    ("send_message", {"to": bob, "text": "c"}, "per_thread"),  # 2 an hour
+                                    ("send_message", {"to": carol, "text": "d"}, None),
+                                    ("send_message", {"to": carol, "text": "e"}, "per_run")):  # 3 a run
+            try:
+                await guard.outbound(tool, args)
+                assert refused is None, (tool, args)
+            except WakeSendRefused as exc:
+                assert refused is not None and metrics.get("reactor_sends_refused_total", limit=refused), exc
+        assert [to for _, to in sent] == ["public", bob, bob, carol]
+        wakes.job = "wake-2"  # a new run starts its own count
+        await guard.outbound("send_message", {"to": carol, "text": "f"})
+
+    trio.run(main)
