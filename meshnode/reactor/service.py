@@ -45,8 +45,7 @@ HOUR_MS = 3_600_000
 def reactor_config(values: dict, self_did: str) -> ReactorConfig:
     """``[reactor]`` as the core's settings, for this node: ``self`` is its DID, and the agents it can
     wake are its own core and the external agents configured."""
-    cfg = ReactorConfig.from_mapping(values, self_id=self_did)
-    return dataclasses.replace(cfg, self_id=self_did, local_agents=frozenset({self_did, *cfg.external}))
+    return ReactorConfig.from_mapping(values, self_id=self_did)
 
 
 def machine_boot_ms() -> int:
