@@ -334,7 +334,8 @@ def _merge(values: dict, new: Mapping, origin: str) -> None:
             if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
                 ok = True
             if not ok:
-                raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {type(default).__name__}")
+                kind = "a table" if isinstance(default, dict) else type(default).__name__
+                raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {kind}")
             check = _ITEM_CHECKS.get((section, key))
             if check is not None:
                 _check_items(value, check, f"{origin}: {section}.{key}")

@@ -433,7 +433,7 @@ def test_the_default_config_file_lets_the_person_fill_the_reactor_tables(home):
     ("[reactor.external.scout]\ntimeout_seconds = 5\n", "reactor.external.scout.command"),
     ("[reactor.adapters.mon]\nevery_seconds = 60\n", "reactor.adapters.mon needs exactly one of"),
     ("[reactor.mentors]\nscout = 3\n", "reactor.mentors.scout must be a string"),
-    ("[reactor]\nmentors = 3\n", "reactor.mentors must be dict"),
+    ("[reactor]\nmentors = 3\n", "reactor.mentors must be a table"),
 ])
 def test_reactor_settings_are_checked_at_load(home, toml, needle):
     write_config(home, toml)
