@@ -79,7 +79,8 @@ def test_a_delegated_task_wakes_the_idle_holder_once_and_silence_reaches_the_men
         bob_llm = ScriptedLLM(tmp_path, "bob-llm", [
             answer(0),  # the tick at start; then an hour's pause: only a wake makes bob think
             answer(1, {"cmd_id": "a1", "type": "task_accept", "args": {"task": t_bob}}),
-            {"delay": 2.0, "answer": answer(2, {"cmd_id": "u1", "type": "task_update",
+            # the next tick comes at once; its answer waits until alice's node has assigned the task to bob
+            {"delay": 4.0, "answer": answer(2, {"cmd_id": "u1", "type": "task_update",
                                                 "args": {"task": t_bob, "status": "in_progress"}},
                                             {"cmd_id": "r1", "type": "reactor_report", "args": report})},
             answer(3)])
