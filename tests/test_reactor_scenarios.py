@@ -508,3 +508,50 @@ def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits
         await guard.outbound("send_message", {"to": carol, "text": "f"})
 
     trio.run(main)
+
+
+def test_a_lease_left_by_a_killed_process_of_this_boot_frees_its_job_when_it_expires(tmp_path):
+    from meshnode.container import now_ms
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor.service import holder_id
+
+    key = NodeKey.generate()
+    values = {"wake_cooldown_hours": 0, "scan_seconds": 0.05}
+
+    async def main():
+        cycle = FakeCycle()
+        cycle.wakes = BlockedWakes()
+        store, service = await _service(tmp_path, key, values, cycle)
+        try:
+            await _person_note(store, key, "could you rotate the logs of the mail server today?")
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                with trio.fail_after(10):
+                    await cycle.wakes.started.wait()
+                nursery.cancel_scope.cancel()
+            first = cycle.wakes.runs[0][0]
+
+            def as_if_killed(db):  # kill -9: the run's row and lease stay, the lease for a little longer
+                with db.transaction() as conn:
+                    conn.execute("UPDATE reactor_jobs SET status = 'running' WHERE job_id = ?", (first,))
+                    conn.execute("INSERT INTO reactor_leases (agent, job_id, holder, expires_ms) VALUES (?, ?, ?, ?)",
+                                 (key.did, first, "1" + holder_id()[holder_id().index("@"):], now_ms() + 500))
+            await store.write(as_if_killed)
+        finally:
+            await store.aclose()
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, values, cycle)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)  # the lease is live at start: the job is left alone
+                assert await store.read(lambda db: db.conn.execute(
+                    "SELECT status FROM reactor_jobs WHERE job_id = ?", (first,)).fetchone()[0]) == "running"
+                with trio.fail_after(10):
+                    while not cycle.wakes.runs:  # once it has expired, the event is woken again
+                        await trio.sleep(0.02)
+                nursery.cancel_scope.cancel()
+            assert "rotate the logs" in cycle.wakes.runs[0][1]
+        finally:
+            await store.aclose()
+
+    trio.run(main)

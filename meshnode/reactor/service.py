@@ -118,6 +118,8 @@ class ReactorService:
             while True:
                 started = trio.current_time()
                 await self._scan_logged()
+                # leases that expired since (a process of this boot killed mid-run) free their jobs
+                await self._interrupted()
                 took = trio.current_time() - started
                 if took > self.cfg.scan_seconds:
                     log.warning("reactor: a scan took %.1f s, longer than scan_seconds (%g); the next starts now",
@@ -130,9 +132,15 @@ class ReactorService:
                 self._poked = trio.Event()
 
     async def _interrupted(self) -> None:
-        """Jobs a stopped process left leased or running (design 7.2): the core hears they ended."""
+        """Jobs a stopped process left leased or running (design 7.2): the core hears they ended.
+        At start, and after each scan for leases that expired meanwhile (a process of this boot
+        killed mid-run holds its lease until it expires)."""
         now = self.clock()
-        interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder)
+        try:
+            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder)
+        except MeshnodeError as exc:  # the database busy: the next scan looks again
+            log.warning("reactor: interrupted jobs not looked for: %s", exc.reason)
+            return
         if interrupted:
             log.warning("reactor: %d job(s) were interrupted by the last stop: %s", len(interrupted),
                         ", ".join(interrupted))
