@@ -29,6 +29,7 @@ from meshnode.container.model import Limits
 from meshnode.errors import ConfigError, IdentityError, MeshnodeError
 from meshnode.gate.outbound import confirm_policy
 from meshnode.identity.did import public_key_from_did
+from meshnode.reactor.settings import DEFAULTS as REACTOR_DEFAULTS, ReactorConfig
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -109,6 +110,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
                   "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0,
                   "validator_failures": 3, "validator_retry_seconds": 300.0},
+    # the reactor (protocols/reactor.md section 13); its sub-tables are [reactor.NAME] tables of their own
+    "reactor": {**REACTOR_DEFAULTS, "mentors": {}, "routes": {}, "external": {}, "adapters": {}},
     "peers": {
         "max_frame_bytes": 1024 * 1024,
         "messages_per_second": 50.0,
@@ -134,6 +137,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+REACTOR_TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
+# a well-formed DID standing in for this node's at load (the key is not read then); the driver uses the real one
+_LOAD_SELF_ID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,10 @@ _SECTION_NOTES = {
     "cognition": "the REPL cycle: on or off, the pause between ticks, how many own responses each tick sees,"
                  " how many trusted peers (friends, or trust >= min) validate its answers, and after how many"
                  " failures in a row a validator is set aside (asked again after validator_retry_seconds)",
+    "reactor": "the reactor: scans the node's signals every scan_seconds and wakes an agent only when something"
+               " needs it, with cooldowns and budgets; escalates to a mentor, then to you, when a wake leaves no"
+               " trace (protocols/reactor.md). Sub-tables: [reactor.mentors] agent = mentor, [reactor.routes]"
+               " event type = route, [reactor.external.NAME] command = [...], [reactor.adapters.NAME] command = [...]",
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
@@ -229,8 +239,12 @@ def default_config_text(name: str) -> str:
     ]
     for section, keys in DEFAULTS.items():
         lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
+        tables = [key for key in keys if section == "reactor" and key in REACTOR_TABLES]
         for key, value in keys.items():
-            lines.append(f"{key} = {_toml_value(name if (section, key) == ('node', 'name') else value)}")
+            if key not in tables:
+                lines.append(f"{key} = {_toml_value(name if (section, key) == ('node', 'name') else value)}")
+        for key in tables:  # empty tables the person fills in (an inline {} could not be extended)
+            lines.append(f"[{section}.{key}]")
     return "\n".join(lines) + "\n"
 
 
@@ -291,6 +305,11 @@ def _parse_env(name: str, raw: str, default: Any) -> Any:
             return type(default)(raw)
         except ValueError:
             raise ConfigError("bad_config", f"{name}={raw!r} is not a number") from None
+    if isinstance(default, dict):  # a TOML inline table: MESHNODE_REACTOR_MENTORS='{self = "did:key:..."}'
+        try:
+            return tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("bad_config", f"{name}={raw!r} is not a TOML inline table ({exc})") from None
     if isinstance(default, list):  # a TOML array, or items separated by commas
         if raw.lstrip().startswith("["):
             try:
@@ -315,7 +334,8 @@ def _merge(values: dict, new: Mapping, origin: str) -> None:
             if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
                 ok = True
             if not ok:
-                raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {type(default).__name__}")
+                kind = "a table" if isinstance(default, dict) else type(default).__name__
+                raise ConfigError("bad_config", f"{origin}: {section}.{key} must be {kind}")
             check = _ITEM_CHECKS.get((section, key))
             if check is not None:
                 _check_items(value, check, f"{origin}: {section}.{key}")
@@ -461,6 +481,16 @@ def _check(values: dict) -> None:
         if peers[key] <= 0:
             raise ConfigError("bad_config", f"peers.{key} must be positive")
     _check_load_limits(peers)
+    check_reactor(values["reactor"])
+
+
+def check_reactor(reactor: Mapping[str, Any], self_id: str = _LOAD_SELF_ID) -> ReactorConfig:
+    """``[reactor]`` as the reactor's settings; every range and sub-table checked (one line naming the setting)."""
+    try:
+        return ReactorConfig.from_mapping(reactor, self_id=self_id)
+    except ValueError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else "reactor: invalid settings"
+        raise ConfigError("bad_config", reason if reason.startswith("reactor") else f"reactor: {reason}") from None
 
 
 _LOAD_RANGES = {  # [peers] settings of the limits under attack: (lowest, highest)

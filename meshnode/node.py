@@ -121,7 +121,10 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
-                    control = _Control(config, key, store, mesh, metrics, cycle, gmp)
+                    reactor = _reactor(config, key, store, mesh, metrics, cycle)
+                    if reactor is not None:  # after the cycle: a wake needs its slot
+                        await nursery.start(reactor.run)
+                    control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
@@ -201,6 +204,25 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics)
 
 
+def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, metrics: Metrics, cycle: Cycle | None):
+    """The reactor's driver (protocols/reactor.md 12.1), poked by every note or GMP container stored
+    new; None with ``[reactor] enabled = false``."""
+    if not config.values["reactor"]["enabled"]:
+        return None
+    from meshnode.reactor.service import ReactorService, reactor_config
+
+    service = ReactorService(store, key, reactor_config(config.values["reactor"], key.did), config.home, metrics,
+                             cycle=cycle, mesh=mesh, committee=list(config.values["consensus"]["committee"]))
+    mesh.on_stored = lambda c: service.poke()
+    if cycle is not None and cycle.gate is not None:  # a woken agent's sends pass the reactor's limits first
+        from meshnode.reactor.send_limits import WakeSendLimits
+
+        limits = WakeSendLimits(cycle.gate.outbound, cycle.wakes, key.did, service.cfg.max_outgoing_per_run, now_ms,
+                                lambda: service.reactor, metrics)
+        cycle.gate.outbound = limits.outbound
+    return service
+
+
 def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) -> None:
     with db.transaction(busy_timeout_ms) as conn:
         conn.execute(
@@ -214,9 +236,9 @@ class _Control:
     """Answers the CLI's control requests with the running node's own objects."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
-                 cycle: Cycle | None = None, gmp: MeshGmp | None = None):
+                 cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
-        self.cycle, self.gmp = cycle, gmp
+        self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
 
     async def handle(self, cmd: str, args: dict):
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
@@ -316,6 +338,8 @@ class _Control:
         await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
         if audience == "public":
             await self.mesh.gossip(note)
+        if self.reactor is not None:  # the person's note may be for the agent: the reactor looks soon
+            self.reactor.poke()
         return {"did": note.did}
 
     async def cmd_notes(self, limit: int = 20):
@@ -426,6 +450,20 @@ class _Control:
 
     async def cmd_metrics(self):
         return self.metrics.snapshot()
+
+    # --- the reactor (meshnode reactor ...; reads go to the database, cli_reactor.py) ---------
+
+    def _reactor(self):
+        if self.reactor is None:
+            raise MeshnodeError("reactor_off", "the reactor is off ([reactor] enabled = false)")
+        return self.reactor
+
+    async def cmd_reactor_status(self):
+        return await self._reactor().status()
+
+    async def cmd_reactor_scan(self, dry_run: bool = False):
+        """One scan now, in the node (its core can be woken here)."""
+        return await self._reactor().scan(dry_run=bool(dry_run))
 
 
 def _texts(items: list | None) -> list[str]:

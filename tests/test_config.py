@@ -384,3 +384,59 @@ def test_gmp_settings_from_file_and_environment(home):
     config = load_config(home, environ={"MESHNODE_GMP_RECEIPT_SECONDS": "2.5"})
     assert (config.get("gmp", "dead_grace_seconds"), config.get("gmp", "check_seconds"),
             config.get("gmp", "receipt_seconds"), config.get("sync", "public_goals")) == (0, 1, 2.5, True)
+
+
+# --- [reactor] (protocols/reactor.md section 13) -------------------------------------------------
+
+
+def test_reactor_defaults_and_sub_tables_from_the_file(home):
+    config = load_config(home, environ=NO_ENV)
+    assert config.get("reactor", "enabled") is True and config.get("reactor", "scan_seconds") == 60
+    assert config.get("reactor", "mentors") == {} and config.get("reactor", "external") == {}
+    write_config(home, f'[reactor]\nscan_seconds = 5\nmentor = "{GOOD_DID}"\n'
+                       f'[reactor.mentors]\nscout = "self"\n'
+                       '[reactor.routes]\n"task.due" = "coordinator"\n'
+                       '[reactor.external.scout]\ncommand = ["/bin/true"]\ntimeout_seconds = 60\n')
+    config = load_config(home, environ=NO_ENV)
+    assert config.get("reactor", "scan_seconds") == 5
+    assert config.get("reactor", "mentors") == {"scout": "self"}
+    assert config.get("reactor", "routes") == {"task.due": "coordinator"}
+    assert config.get("reactor", "external")["scout"]["command"] == ["/bin/true"]
+
+
+def test_reactor_settings_from_the_environment(home):
+    config = load_config(home, environ={"MESHNODE_REACTOR_ENABLED": "false", "MESHNODE_REACTOR_SCAN_SECONDS": "0.5",
+                                        "MESHNODE_REACTOR_MENTORS": f'{{self = "{GOOD_DID}"}}'})
+    assert config.get("reactor", "enabled") is False and config.get("reactor", "scan_seconds") == 0.5
+    assert config.get("reactor", "mentors") == {"self": GOOD_DID}
+    exc = bad(home, environ={"MESHNODE_REACTOR_MENTORS": "{self = "})
+    assert "MESHNODE_REACTOR_MENTORS" in exc.reason and "inline table" in exc.reason
+
+
+def test_the_default_config_file_lets_the_person_fill_the_reactor_tables(home):
+    text = default_config_text("n")
+    assert "\n[reactor.mentors]\n" in text and "\n[reactor.external]\n" in text
+    write_config(home, text.replace("[reactor.mentors]\n", f'[reactor.mentors]\nself = "{GOOD_DID}"\n'))
+    assert load_config(home, environ=NO_ENV).get("reactor", "mentors") == {"self": GOOD_DID}
+
+
+@pytest.mark.parametrize("toml, needle", [
+    ("[reactor]\nscan_seconds = 0\n", "reactor.scan_seconds"),
+    ("[reactor]\nscan_seconds = \"fast\"\n", "reactor.scan_seconds must be float"),
+    ("[reactor]\nenabled = 1\n", "reactor.enabled"),
+    ("[reactor]\nmax_jobs_per_scan = 0\n", "reactor.max_jobs_per_scan"),
+    ("[reactor]\nquiet_hours = 30.0\n", "reactor.quiet_hours, stale_hours and dead_hours must grow"),
+    ("[reactor]\ndedupe_days = 40.0\n", "reactor.dedupe_days"),
+    ("[reactor]\nrules_off = [\"nosuchrule\"]\n", "reactor.rules_off"),
+    ("[reactor]\ncoordinator = \"scout\"\n", "reactor.coordinator"),
+    ("[reactor]\nwhatever = 1\n", "unknown setting reactor.whatever"),
+    ("[reactor.external.scout]\ntimeout_seconds = 5\n", "reactor.external.scout.command"),
+    ("[reactor.adapters.mon]\nevery_seconds = 60\n", "reactor.adapters.mon needs exactly one of"),
+    ("[reactor.mentors]\nscout = 3\n", "reactor.mentors.scout must be a string"),
+    ("[reactor]\nmentors = 3\n", "reactor.mentors must be a table"),
+])
+def test_reactor_settings_are_checked_at_load(home, toml, needle):
+    write_config(home, toml)
+    exc = bad(home)
+    assert needle in exc.reason, exc.reason
+    assert "\n" not in exc.reason

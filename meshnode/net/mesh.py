@@ -165,6 +165,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
         self.gmp = None  # goals and tasks (net.mesh_gmp.MeshGmp), set by the node: told of GMP arrivals
+        self.on_stored = None  # called with each note or GMP container stored new (the reactor's poke)
 
     # --- lifecycle ------------------------------------------------------------
 

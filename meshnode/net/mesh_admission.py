@@ -73,6 +73,9 @@ class AdmissionMixin:
         self._arrivals_since_trim += 1 + result.evicted
         if result.outcome in ("new", "pending") and self.gmp is not None and is_gmp(c):  # admitted, or held aside
             self.gmp.arrived(c.did, received_from)
+        stored_hook = getattr(self, "on_stored", None)
+        if result.outcome == "new" and stored_hook is not None and (c.cls == "note" or is_gmp(c)):
+            stored_hook(c)
         return result
 
     def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: GmpRefused) -> Admission:
