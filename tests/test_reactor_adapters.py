@@ -330,3 +330,25 @@ def test_a_batched_escalation_note_gives_one_event_per_dedupe_line(db):
     assert {e.event_type for e in found} == {"note.escalation"} and all(e.noise == "" for e in found)
     _step_and_save(db, T + 10, found)
     assert scan(db, T + 20) == []  # known: not read again
+
+
+def test_a_batched_escalation_note_is_one_event_per_key_at_the_mentor(db):
+    """The sender's escalate.batches/build (one note per recipient and level) and this node's
+    adapter agree: each escalation in the note keeps its own dedupe key, nothing is merged."""
+    from meshnode.reactor import escalate
+    from meshnode.reactor.types import Escalation
+
+    def esc(i, to=B.did, level=1):
+        return Escalation(key=f"esc:mentor:{C.did}:note:n{i}", agent=C.did, to_id=to, level=level,
+                          event_key=f"note:n{i}", event_type="note.direct", subject=f"n{i}",
+                          text=f"{C.did} left no trace for note n{i}", job_id="wake-x", at_ms=T)
+    many = [esc(i) for i in range(escalate.MAX_BATCH + 3)] + [esc(99, level=2), esc(98, to="operator", level=2)]
+    groups = escalate.batches(many)
+    assert [len(g) for g in groups] == [escalate.MAX_BATCH, 3, 1, 1]
+    assert {(g[0].to_id, g[0].level) for g in groups} == {(B.did, 1), (B.did, 2), ("operator", 2)}
+    first, _ = escalate.build(A, groups[0], T)  # A's reactor escalates to its mentor B (this node)
+    assert first.head["recipient"] == [B.did]
+    put(db, first, None)
+    events = scan(db, T + 10)
+    assert sorted(e.dedupe_key for e in events) == sorted(x.key for x in groups[0])
+    assert {e.event_type for e in events} == {"note.escalation"}

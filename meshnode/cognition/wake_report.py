@@ -17,7 +17,7 @@ from typing import Any
 from meshnode.cognition.command_types import command
 from meshnode.container.schema import WrongValue, boolean, described, list_of, text
 from meshnode.errors import MeshnodeError
-from meshnode.reactor.report import _last_json_object as last_json_object  # one reading of agent output
+from meshnode.reactor.report import last_json_object  # one reading of agent output
 from meshnode.reactor.report import parse_report
 
 REPORT_KEYS = ("processed_messages", "task_updates", "outgoing_messages", "blocked", "blocked_reason",

@@ -16,6 +16,7 @@ from typing import Awaitable, Callable
 
 from meshnode.errors import MeshnodeError
 from meshnode.notes import make_note, own_local
+from meshnode.reactor.types import group_escalations
 
 log = logging.getLogger("meshnode.reactor")
 
@@ -24,29 +25,51 @@ OPERATOR = "operator"
 MAX_TEXT = 1000
 
 
-def note_text(esc) -> str:
-    """The escalation's text (capped), its dedupe line and hashtags: what a reader and a reactor need."""
-    return f"{esc.text[:MAX_TEXT].rstrip()}\n\ndedupe: {esc.key}\n#reactor #escalation"
+MAX_BATCH = 20  # escalations in one note (the receiving adapter reads up to 100 dedupe lines)
 
 
-def build(key, esc, now_ms: int):
-    """The signed note for ``esc`` and the local fields it is stored with."""
-    if esc.to_id == OPERATOR:
-        note = make_note(key, note_text(esc), now_ms=now_ms, topic=TOPIC, source="system", audience="private",
+def note_text(batch) -> str:
+    """Each escalation's text (capped) followed by its own dedupe line, then the hashtags once:
+    what a reader and a reactor need (the mentor's reactor makes one event per dedupe line)."""
+    if not isinstance(batch, (list, tuple)):
+        batch = [batch]
+    parts = [f"{esc.text[:MAX_TEXT].rstrip()}\ndedupe: {esc.key}" for esc in batch]
+    return "\n\n".join(parts) + "\n#reactor #escalation"
+
+
+def batches(escalations) -> list[list]:
+    """One note per recipient and level (types.group_escalations), at most MAX_BATCH escalations each."""
+    out = []
+    for group in group_escalations(escalations):
+        out.extend(group[i:i + MAX_BATCH] for i in range(0, len(group), MAX_BATCH))
+    return out
+
+
+def build(key, batch, now_ms: int):
+    """The signed note for ``batch`` (escalations to one recipient at one level) and its local fields."""
+    if not isinstance(batch, (list, tuple)):
+        batch = [batch]
+    to_id = batch[0].to_id
+    if to_id == OPERATOR:
+        note = make_note(key, note_text(batch), now_ms=now_ms, topic=TOPIC, source="system", audience="private",
                          priority=2)
         return note, {"tags": ["reactor", "escalation"]}  # unread: it is the person's mail
-    note = make_note(key, note_text(esc), now_ms=now_ms, topic=TOPIC, source="system", audience="friends",
-                     priority=1, recipients=[esc.to_id])
+    note = make_note(key, note_text(batch), now_ms=now_ms, topic=TOPIC, source="system", audience="friends",
+                     priority=1, recipients=[to_id])
     return note, own_local("reactor", "escalation")
 
 
-async def send(store, key, esc, now_ms: int, *, mesh=None,
+async def send(store, key, batch, now_ms: int, *, mesh=None,
                relay: Callable[[str, str], Awaitable[object]] | None = None, metrics=None) -> str:
-    """Store the escalation's note and, for a mentor DID, push it to that peer only: through
-    ``mesh`` in the node, else through ``relay(did, base64 container)`` (the running node's
-    ``send`` control command, for ``reactor scan --once``). A failed push is logged and counted;
-    the note stays stored (sync may carry it later), and its id is returned either way."""
-    note, local = build(key, esc, now_ms)
+    """Store one note for ``batch`` (escalations to one recipient at one level) and, for a mentor
+    DID, push it to that peer only: through ``mesh`` in the node, else through ``relay(did, base64
+    container)`` (the running node's ``send`` control command, for ``reactor scan --once``). A failed
+    push is logged and counted; the note stays stored (sync may carry it later), and its id is
+    returned either way."""
+    if not isinstance(batch, (list, tuple)):
+        batch = [batch]
+    esc = batch[0]
+    note, local = build(key, batch, now_ms)
     await store.write(lambda db: db.put_container(note, received_at_ms=now_ms, local=local))
     if esc.to_id == OPERATOR:
         return note.did
@@ -58,8 +81,8 @@ async def send(store, key, esc, now_ms: int, *, mesh=None,
         else:
             raise MeshnodeError("node_not_running", "no running node to push it")
     except MeshnodeError as exc:
-        log.warning("escalation %s to %s not pushed: %s (stored; sync may carry it)", esc.key, esc.to_id,
-                    exc.reason)
+        log.warning("escalation %s (%d in the note) to %s not pushed: %s (stored; sync may carry it)", esc.key,
+                    len(batch), esc.to_id, exc.reason)
         if metrics is not None:
             metrics.inc("reactor_escalations_unsent", reason=exc.code)
     return note.did

@@ -82,8 +82,8 @@ def policy_for(name: str, spec: Mapping) -> tuple[list[str], CommandPolicy]:
     if not isinstance(network, bool):
         raise ExternalError(f"{where}.network must be true or false")
     memory = spec.get("memory_mb", DEFAULT_MEMORY_MB)
-    if isinstance(memory, bool) or not isinstance(memory, int) or not 64 <= memory <= 1024 * 1024:
-        raise ExternalError(f"{where}.memory_mb must be an integer from 64 to 1048576")
+    if isinstance(memory, bool) or not isinstance(memory, int) or not 64 <= memory <= 65536:
+        raise ExternalError(f"{where}.memory_mb must be an integer from 64 to 65536")
     rule = ProgramRule(os.path.basename(path), path, max_args=len(command) + 1)
     policy = CommandPolicy(programs={rule.name: rule}, timeout_s=float(timeout), max_output_bytes=MAX_OUTPUT,
                            cpu_seconds=max(1, math.ceil(timeout)), memory_bytes=memory * 1024 * 1024,

@@ -70,7 +70,6 @@ def last_json_object(text: str) -> dict | None:
     return None
 
 
-_last_json_object = last_json_object  # the old private name, still imported by cognition/wake_report.py
 
 
 def parse_report(text_or_obj: str | dict | None, now_ms: int | None = None) -> FinalReport | None:

@@ -427,16 +427,18 @@ class ReactorService:
     async def _escalate(self, now: int) -> list[str]:
         """Send the escalations the step wrote, and any a stop left unsent (written, never sent):
         the rows are the truth, so a restart neither loses nor repeats one."""
+        rows = await self.store.read(persist.unsent_escalations)
+        pending = [Escalation(key=row["key"], agent=row["agent"], to_id=row["to_id"], level=int(row["level"]),
+                              event_key=row["event_key"], event_type=row["event_type"], subject=row["subject"],
+                              text=row["text"], job_id=row["job_id"], at_ms=int(row["sent_ms"])) for row in rows]
         sent = []
-        for row in await self.store.read(persist.unsent_escalations):
-            esc = Escalation(key=row["key"], agent=row["agent"], to_id=row["to_id"], level=int(row["level"]),
-                             event_key=row["event_key"], event_type=row["event_type"], subject=row["subject"],
-                             text=row["text"], job_id=row["job_id"], at_ms=int(row["sent_ms"]))
-            cid = await escalate.send(self.store, self.key, esc, now, mesh=self.mesh, relay=self.relay,
+        for batch in escalate.batches(pending):  # one note per recipient and level, a dedupe line per key
+            cid = await escalate.send(self.store, self.key, batch, now, mesh=self.mesh, relay=self.relay,
                                       metrics=self.metrics)
-            await self.store.write(persist.record_escalation, esc.key, cid)
-            self.metrics.inc("reactor_escalations_total", level=str(esc.level))
-            sent.append(esc.key)
+            for esc in batch:
+                await self.store.write(persist.record_escalation, esc.key, cid)
+                self.metrics.inc("reactor_escalations_total", level=str(esc.level))
+                sent.append(esc.key)
         return sent
 
     async def _check(self, step, now: int) -> list[str]:
