@@ -8,7 +8,7 @@ import pytest
 
 from meshnode.net.liveness import Change, Liveness
 from meshnode.notes import make_note, own_local
-from meshnode.reactor import adapters
+from meshnode.reactor import adapters, adapters_tasks
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.settings import ReactorConfig
 from meshnode.store import Database
@@ -180,7 +180,8 @@ def test_task_events_for_the_creator(db):
     assert dead.dedupe_key == f"task_holder_dead:{s.lineage}:{B.did}" and dead.agent == A.did
     # an unheld task of A's: t4 releases it
     put(db, s.w.ok(s.by(B, [s.t3], assigned=[], status="pending", reason="released")))
-    ev = by_type(adapters.scan(db, s.w.t, me_a, self_did=A.did))
+    assert "task.unheld" not in by_type(adapters.scan(db, s.w.t, me_a, self_did=A.did))  # just released: a grace
+    ev = by_type(adapters.scan(db, s.w.t + adapters_tasks.UNHELD_GRACE_MS, me_a, self_did=A.did))
     (unheld,) = ev["task.unheld"]
     assert unheld.dedupe_key.startswith(f"task_unassigned:{s.lineage}:")
     assert by_type(scan(db, s.w.t)).get("task.due") is None  # B holds nothing now
@@ -352,3 +353,15 @@ def test_a_batched_escalation_note_is_one_event_per_key_at_the_mentor(db):
     events = scan(db, T + 10)
     assert sorted(e.dedupe_key for e in events) == sorted(x.key for x in groups[0])
     assert {e.event_type for e in events} == {"note.escalation"}
+
+
+def test_an_open_offer_wakes_the_candidate_not_the_creator(db):
+    """Right after delegating, the creator waits for the candidate's answer: nothing to act on."""
+    w = World(T)
+    g = put(db, w.ok(w.goal()))
+    t1 = put(db, w.ok(w.task(g)))
+    put(db, w.ok(w.offer(t1.did, t1, to=(B,), expires_ms=3 * HOUR)))
+    me_a = ReactorConfig(self_id=A.did, local_agents=frozenset({A.did}))
+    later = w.t + adapters_tasks.UNHELD_GRACE_MS + HOUR
+    assert [e.event_type for e in adapters.scan(db, later, me_a, self_did=A.did)] == []
+    assert "task.offer" in by_type(scan(db, later))  # the candidate (this node, B) is woken

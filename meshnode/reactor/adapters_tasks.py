@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 HOUR_MS = 3_600_000
 MAX_ROWS = 500                  # per person table and for offers, per scan
 P1_CONFIRM_MS = 15 * 60_000     # a confirmation this close to expiring is urgent
-UNHELD = ("unassigned", "offer_open", "needs_decision", "goal_closed")
+# What a creator must act on when nobody holds its task. Not "offer_open": that is the normal wait
+# for a candidate's answer right after delegating (GMP itself retracts an offer nobody answers).
+UNHELD = ("unassigned", "needs_decision", "goal_closed")
+UNHELD_GRACE_MS = 10 * 60_000   # a version must stay unheld this long: creating then delegating wakes nobody
 
 TU, BL = TraceKind.TASK_UPDATE, TraceKind.BLOCKER
 
@@ -73,7 +76,7 @@ def task_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                    f"overdue for more than {cfg.stale_task_hours:g} h", over + stale_ms, route="mentor")
         elif due == "fork" and (holds or created):
             ev("task.fork", f"task_fork:{lin}:{r['forks']}", Severity.P3, (TU,), "forked versions to merge", None)
-        elif due in UNHELD and created:
+        elif due in UNHELD and created and now_ms - (r["timestamp_ms"] or now_ms) >= UNHELD_GRACE_MS:
             ev("task.unheld", f"task_{due}:{lin}:{r['container_did']}", Severity.P3, (TU, BL),
                due.replace("_", " "), None)
         elif due == "holder_dead" and created:
