@@ -62,6 +62,8 @@ def test_render_never_exceeds_the_budget_and_keeps_the_limits(n, summary, budget
     md = wake_context.render_md(ctx, budget)
     assert len(md.encode()) <= budget
     assert "## Hard limits" in md and "## Required outcome" in md
+    for trace in ctx["required_outcome"]["traces"]:  # each required trace says what to do, in command words
+        assert any(line.startswith(f"- {trace}: ") for line in md.splitlines()), (trace, md)
 
 
 def test_parse_report_from_text_and_dict():
@@ -117,12 +119,11 @@ def test_settings_errors_name_the_setting(d, word):
     assert word in str(exc.value)
 
 
-def test_last_json_object_is_public_and_the_old_name_still_works():
+def test_last_json_object_reads_the_last_object_line():
     from meshnode.reactor import report
 
     text = 'log line\n{"not": "a report"}\n{"blocked": false, "task_updates": ["L1"]}\ntrailing words'
     assert report.last_json_object(text) == {"blocked": False, "task_updates": ["L1"]}
-    assert report._last_json_object is report.last_json_object
     assert report.last_json_object('{"x": 1}\nno json here') is None
 
 

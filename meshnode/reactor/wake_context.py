@@ -84,6 +84,24 @@ def _inbox_line(i: dict, woken: str) -> str:
     return f"{head}: {i['summary']} — needs: {need}"
 
 
+# What each required trace asks the woken agent to do, in the words of its own commands.
+TRACE_HINTS = {
+    "receipt": "answer the offer: task_accept or task_refuse",
+    "task_update": "a new version or entry on the task: task_update, task_progress or task_done",
+    "blocker": "or name the blocker and its reason (20 characters at least)",
+    "message": "a direct reply to the note's author or thread",
+    "ack": "a note that links or quotes the note it answers",
+    "decision": "the person decides (confirmations, drafts, held commands)",
+    "heartbeat": "the peer is heard again",
+    "vote": "this node's vote at that height",
+}
+
+
+def _outcome(trace: str) -> str:
+    hint = TRACE_HINTS.get(trace)
+    return f"- {trace}: {hint}\n" if hint else f"- {trace}\n"
+
+
 def render_md(ctx: dict, max_bytes: int) -> str:
     """Markdown of at most ``max_bytes`` UTF-8 bytes."""
     h = ctx["header"]
@@ -91,7 +109,7 @@ def render_md(ctx: dict, max_bytes: int) -> str:
             f"reason: {', '.join(h['reason'])} · generated {h['generated_at']}\n")
     req = ctx["required_outcome"]
     lim = ctx["limits"]
-    tail = ("\n## Required outcome\n" + "".join(f"- {t}\n" for t in req["traces"]) + f"- {req['note']}\n"
+    tail = ("\n## Required outcome (any one per item)\n" + "".join(_outcome(t) for t in req["traces"]) + f"- {req['note']}\n"
             "\n## Hard limits\n"
             f"- at most {lim['max_outgoing']} outgoing messages; {lim['max_ticks']} ticks; "
             f"{lim['max_runtime_s']} s\n" + "".join(f"- {f}\n" for f in lim["forbidden"]) +
