@@ -352,7 +352,8 @@ def cmd_aliases(args) -> int:
     except AliasError as exc:
         raise ReactorCliError("bad_aliases", str(getattr(exc, "reason", exc))) from None
     rows = [{"agent": a, "self": a == did, "aliases": list(registry.aliases_of(a))} for a in registry.canonical_ids()]
-    print_rows(args, rows, lambda r: f"{r['agent']}{' (self)' if r['self'] else ''}: {', '.join(r['aliases']) or '(no aliases)'}")
+    print_rows(args, rows, lambda r: f"{r['agent']}{' (self)' if r['self'] else ''}:"
+                                     f" {', '.join(r['aliases']) or '(no aliases)'}")
     return 0
 
 
