@@ -401,7 +401,7 @@ class ReactorService:
                                                     job.job_id)
         except trio.Cancelled:  # the node stops mid-run: the next start finds it interrupted (design 7.2)
             with trio.CancelScope(shield=True):
-                await self.store.write(persist.release_lease, job.job_id)
+                await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
             raise
         except MeshnodeError as exc:
             log.warning("reactor: job %s failed to run: %s", job.job_id, exc.reason)
@@ -411,18 +411,31 @@ class ReactorService:
             await self._ended(job, exit_ or "error", report)
 
     async def _ended(self, job, exit_: str, report: dict | None) -> None:
+        """The run's end: its row and lease (a database error there is logged and counted, never
+        raised: this runs in the service's nursery, and the core must hear of the end anyway)."""
         now = self.clock()
         final = parse_report(report, now_ms=now) if report else None
         mismatches: tuple[str, ...] = ()
         if final is not None:
-            mismatches = tuple(await self.store.read(traces.check_report, final, job.created_ms,
-                                                     self_did=self.did, agent=job.agent))
-        await self.store.write(persist.set_job_status, job.job_id, "checking", now, exit=exit_, report=report)
-        await self.store.write(persist.release_lease, job.job_id)
+            mismatches = tuple(await self._guarded("check_report", self.store.read(
+                traces.check_report, final, job.created_ms, self_did=self.did, agent=job.agent)) or ())
+        await self._guarded("status", self.store.write(persist.set_job_status, job.job_id, "checking", now,
+                                                       exit=exit_, report=report))
+        await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
         self._running.pop(job.job_id, None)
         self._inputs.append(RunEnded(job.job_id, now, exit_, final, mismatches))
         self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status=f"ran_{exit_}")
         self.poke()  # the check is due trace_grace_seconds from now: do not wait a whole scan for it
+
+    async def _guarded(self, stage: str, work: Awaitable):
+        """``await work``; a MeshnodeError (the database busy or failing) is logged and counted in
+        ``reactor_run_errors{stage}`` and gives None."""
+        try:
+            return await work
+        except MeshnodeError as exc:
+            log.warning("reactor: after a run, %s not written: %s", stage, exc.reason)
+            self.metrics.inc("reactor_run_errors", stage=stage)
+            return None
 
     async def _escalate(self, now: int) -> list[str]:
         """Send the escalations the step wrote, and any a stop left unsent (written, never sent):
