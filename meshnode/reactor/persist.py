@@ -255,11 +255,13 @@ def unsent_escalations(db: Database, limit: int = 100) -> list[dict]:
 
 _LEASE = ("INSERT INTO reactor_leases (agent, job_id, holder, expires_ms) VALUES (?, ?, ?, ?)"
           " ON CONFLICT (agent) DO UPDATE SET job_id = excluded.job_id, holder = excluded.holder,"
-          " expires_ms = excluded.expires_ms WHERE reactor_leases.expires_ms < ?")
+          " expires_ms = excluded.expires_ms WHERE reactor_leases.expires_ms < ? OR reactor_leases.holder = excluded.holder")
 
 
 def take_lease(db: Database, agent: str, job_id: str, holder: str, now_ms: int, expires_ms: int) -> bool:
-    """Take ``agent``'s lease for ``job_id`` unless a live one exists (design 7.2). One write
+    """Take ``agent``'s lease for ``job_id`` unless a live one of another holder exists (design
+    7.2; a driver never asks while it runs a job of that agent, so a lease of its own is one a
+    failed release left behind). One write
     transaction: the upsert replaces only an expired lease, and the job runs only if the row
     then names it, so two processes scanning at once wake an agent at most once. A won lease
     moves a queued job to ``leased``."""

@@ -346,6 +346,8 @@ class ReactorService:
                 continue
             if job.agent != self.did and job.agent not in self.cfg.external:
                 continue  # not ours to wake (the core routes only local agents; defensive)
+            if job.agent in self._running.values():
+                continue  # a run of this agent by this process (a P1 during a wake): it waits, queued, its turn
             expires = now + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
             if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, now, expires):
                 self._inputs.append(LeaseRefused(job.job_id, holder="another process"))

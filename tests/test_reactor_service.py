@@ -1,0 +1,99 @@
+"""The reactor's driver (reactor/service.py) under faults: a database error after a run, a P1 for an
+agent whose wake is still running. In-process over a real store, scans driven by hand."""
+
+from __future__ import annotations
+
+import trio
+
+from test_reactor_scenarios import FakeCycle, FakeWakes, _person_note, _service
+
+
+class GatedWakes(FakeWakes):
+    """The first wake runs until ``gate`` is set; the others end at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.started, self.gate = trio.Event(), trio.Event()
+
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+        self.runs.append((job_id, context_md))
+        if len(self.runs) == 1:
+            self.started.set()
+            await self.gate.wait()
+        return "ok", None
+
+
+def _status(db, job_id: str) -> str:
+    return db.conn.execute("SELECT status FROM reactor_jobs WHERE job_id = ?", (job_id,)).fetchone()[0]
+
+
+def test_a_database_error_at_a_run_s_end_is_counted_and_does_not_stop_the_reactor(tmp_path, monkeypatch):
+    from meshnode.errors import MeshnodeError
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor import persist
+
+    key = NodeKey.generate()
+    real = persist.set_job_status
+
+    def busy_at_the_end(db, job_id, status, now_ms, **kw):
+        if status == "checking":
+            raise MeshnodeError("db_busy", "database is locked")
+        return real(db, job_id, status, now_ms, **kw)
+
+    monkeypatch.setattr(persist, "set_job_status", busy_at_the_end)
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {"scan_seconds": 0.05, "trace_grace_seconds": 0}, cycle)
+        try:
+            await _person_note(store, key, "could you check the backup of the photo archive tonight?")
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                with trio.fail_after(10):  # the core still hears of the end: the job is checked and closed
+                    while not cycle.wakes.runs or await store.read(_status, cycle.wakes.runs[0][0]) in (
+                            "queued", "leased", "running", "checking"):
+                        await trio.sleep(0.02)
+                nursery.cancel_scope.cancel()
+            assert service.metrics.get("reactor_run_errors", stage="status") >= 1
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_a_p1_for_an_agent_whose_wake_runs_waits_for_it_instead_of_being_skipped(tmp_path):
+    from meshnode.container import now_ms
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor.types import ANY_TRACE, Event, Severity
+
+    key = NodeKey.generate()
+
+    async def main():
+        cycle = FakeCycle()
+        cycle.wakes = GatedWakes()
+        store, service = await _service(tmp_path, key, {}, cycle)
+        try:
+            await _person_note(store, key, "could you renew the domain of the club before Friday?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                await service.scan()
+                with trio.fail_after(10):
+                    await cycle.wakes.started.wait()
+                service._inputs.append(Event("note.direct", "fire alarm", "self", Severity.P1, "p1:fire", "agent",
+                                             ANY_TRACE, now_ms(), "test", "the fire alarm rings in the cellar"))
+                second = await service.scan()  # P1 passes the wake cooldown: a second job for the same agent
+                assert [j["priority"] for j in second["jobs"]] == [1], second
+                p1_job = second["jobs"][0]["job_id"]
+                assert p1_job not in second["started"]  # the first run still holds the agent
+                await service.scan()
+                assert await store.read(_status, p1_job) == "queued"  # not skipped: it waits
+                cycle.wakes.gate.set()
+                with trio.fail_after(10):
+                    while len(cycle.wakes.runs) < 2:
+                        await service.scan()
+                        await trio.sleep(0.02)
+            assert cycle.wakes.runs[1][0] == p1_job and "fire alarm" in cycle.wakes.runs[1][1]
+        finally:
+            await store.aclose()
+
+    trio.run(main)
