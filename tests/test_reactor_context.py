@@ -117,12 +117,11 @@ def test_settings_errors_name_the_setting(d, word):
     assert word in str(exc.value)
 
 
-def test_last_json_object_is_public_and_the_old_name_still_works():
+def test_last_json_object_is_public():
     from meshnode.reactor import report
 
     text = 'log line\n{"not": "a report"}\n{"blocked": false, "task_updates": ["L1"]}\ntrailing words'
     assert report.last_json_object(text) == {"blocked": False, "task_updates": ["L1"]}
-    assert report._last_json_object is report.last_json_object
     assert report.last_json_object('{"x": 1}\nno json here') is None
 
 
@@ -169,3 +168,10 @@ def test_valid_external_and_plugin_keys_load():
                              "workspace": "/var/lib/mon", "agent": "scout"},
                      "ep": {"entry_point": "mtl_tools.reactor:events"}}}, self_id=SELF)
     assert cfg.external["scout"]["memory_mb"] == 1024 and cfg.adapters["mon"]["agent"] == "scout"
+
+
+def test_an_agent_s_line_of_nested_brackets_is_not_its_report_and_does_not_raise():
+    from meshnode.reactor import report
+
+    text = '{"processed_messages": [1]}\n' + "{" + '"a":[' * 100_000 + "\n"
+    assert report.last_json_object(text) == {"processed_messages": [1]}
