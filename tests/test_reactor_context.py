@@ -173,5 +173,5 @@ def test_valid_external_and_plugin_keys_load():
 def test_an_agent_s_line_of_nested_brackets_is_not_its_report_and_does_not_raise():
     from meshnode.reactor import report
 
-    text = '{"processed_messages": [1]}\n' + "{" + '"a":[' * 100_000 + "\n"
+    text = '{"processed_messages": [1]}\n' + '{"a": ' + "[" * 100_000 + "\n"
     assert report.last_json_object(text) == {"processed_messages": [1]}
