@@ -97,3 +97,69 @@ def test_a_p1_for_an_agent_whose_wake_runs_waits_for_it_instead_of_being_skipped
             await store.aclose()
 
     trio.run(main)
+
+
+def disk_events(now_ms: int) -> list[dict]:
+    """A plug-in (entry point) with one line: heard once, at the run that is due."""
+    return [{"event_type": "disk", "subject": "sda", "dedupe_key": "disk-sda", "severity": "P2",
+             "summary": "disk sda 97 % full", "owner": "self"}]
+
+
+PLUGIN = {"adapters": {"disk": {"entry_point": "test_reactor_service:disk_events"}}}
+
+
+def _woken_for(summary: dict) -> list[str]:
+    return [k for j in summary["jobs"] for k in j["events"]]
+
+
+def test_a_dry_run_does_not_swallow_what_is_heard_once(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+
+    async def main():
+        store, service = await _service(tmp_path, key, PLUGIN, FakeCycle(), clock=lambda: 1_780_000_000_000)
+        try:
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                dry = await service.scan(dry_run=True)
+                assert _woken_for(dry) == ["ext:disk:disk-sda"], dry
+                real = await service.scan()  # the plug-in is not due again for 15 minutes
+            assert _woken_for(real) == ["ext:disk:disk-sda"], real
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_a_scan_whose_step_could_not_be_written_keeps_what_is_heard_once(tmp_path, monkeypatch):
+    import pytest
+
+    from meshnode.errors import MeshnodeError
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor import persist
+
+    key = NodeKey.generate()
+    real_save, calls = persist.save_step, []
+
+    def busy_once(db, step, now_ms, **kw):
+        calls.append(now_ms)
+        if len(calls) == 1:
+            raise MeshnodeError("db_busy", "database is locked")
+        return real_save(db, step, now_ms, **kw)
+
+    monkeypatch.setattr(persist, "save_step", busy_once)
+
+    async def main():
+        store, service = await _service(tmp_path, key, PLUGIN, FakeCycle(), clock=lambda: 1_780_000_000_000)
+        try:
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                with pytest.raises(MeshnodeError):
+                    await service.scan()
+                again = await service.scan()
+            assert _woken_for(again) == ["ext:disk:disk-sda"], again
+        finally:
+            await store.aclose()
+
+    trio.run(main)

@@ -181,24 +181,33 @@ class ReactorService:
                 reactor = Reactor(self.cfg, self._aliases, await self.store.read(persist.load_state, now, self.cfg))
             else:
                 reactor = await self._reactor(now)
-            events = await self._signals(now)
+            stored, heard = await self._signals(now)
+            events = [*stored, *heard]
             if dry_run:
                 summary = _summary(reactor.step(now, [*self._inputs, *events]), len(events))
                 summary["dry_run"] = True
+                self._inputs.extend(heard)  # heard once (liveness changes, plug-in lines): the next scan's
                 return summary
             try:
-                return await self._step(reactor, events, now, t0)
+                return await self._step(reactor, stored, heard, now, t0)
             except BaseException:  # the core may be ahead of the rows: the next scan reloads it from them
                 self.reactor = None
                 raise
 
-    async def _step(self, reactor: Reactor, events: list, now: int, t0: float) -> dict:
-        """The step of one scan, written, then carried out."""
-        inputs, self._inputs = [*self._inputs, *events], []
-        step = reactor.step(now, inputs)
-        summary = _summary(step, len(events))
-        await self._contexts(step, reactor, now)
-        await self.store.write(persist.save_step, step, now)
+    async def _step(self, reactor: Reactor, stored: list, heard: list, now: int, t0: float) -> dict:
+        """The step of one scan, written, then carried out. Until the step is written, what cannot be
+        read again (run ends, traces, liveness changes, plug-in lines) is kept for the next scan;
+        the adapters' events are read again from the store."""
+        events = [*stored, *heard]
+        kept, self._inputs = [*self._inputs, *heard], []
+        try:
+            step = reactor.step(now, [*kept, *stored])
+            summary = _summary(step, len(events))
+            await self._contexts(step, reactor, now)
+            await self.store.write(persist.save_step, step, now)
+        except BaseException:
+            self._inputs[:0] = kept
+            raise
         self._count(step, events)
         summary["started"] = await self._start_jobs(reactor, step, now)
         if self.waiting:
@@ -248,8 +257,9 @@ class ReactorService:
         self._aliases_mtime = mtime
         return registry
 
-    async def _signals(self, now: int) -> list:
-        """Events of this scan: the built-in adapters, the hour-scale liveness changes, due plug-ins."""
+    async def _signals(self, now: int) -> tuple[list, list]:
+        """Events of this scan: (the built-in adapters' (read again next scan if this one is not
+        written), what is heard once: the hour-scale liveness changes and the due plug-ins' lines)."""
         live = await self._mesh_liveness()
         errors: list[str] = []
         events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live,
@@ -258,10 +268,10 @@ class ReactorService:
             log.warning("reactor adapter failed: %s", error)
             self.metrics.inc("reactor_adapter_errors", adapter=error.split(":", 1)[0])
         self.adapter_errors = errors
-        events += adapters.liveness_events(await self._liveness_changes(now), now, self.cfg,
-                                           last_heard=self.liveness.last_heard_ms)
-        events += await self._plugins(now)
-        return events
+        heard = adapters.liveness_events(await self._liveness_changes(now), now, self.cfg,
+                                         last_heard=self.liveness.last_heard_ms)
+        heard += await self._plugins(now)
+        return events, heard
 
     async def _mesh_liveness(self) -> dict[str, str]:
         gmp = getattr(self.mesh, "gmp", None)
