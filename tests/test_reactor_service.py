@@ -163,3 +163,26 @@ def test_a_scan_whose_step_could_not_be_written_keeps_what_is_heard_once(tmp_pat
             await store.aclose()
 
     trio.run(main)
+
+
+def test_an_escalation_note_that_cannot_be_written_does_not_stop_the_scans(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+
+    async def main():
+        cycle = FakeCycle()  # the core "runs" and leaves nothing behind; its mentor is named by no DID
+        store, service = await _service(tmp_path, key, {"trace_grace_seconds": 0, "mentors": {"self": "bob"}},
+                                        cycle)
+        try:
+            await _person_note(store, key, "could you call the plumber about the leak before noon?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                for _ in range(4):  # wake, run ended -> check, traces found -> failed -> escalation, again
+                    await service.scan()
+            assert service.metrics.get("reactor_escalations_unsent", reason="bad_field") >= 1
+            assert service.metrics.get("reactor_scans_total") == 4
+        finally:
+            await store.aclose()
+
+    trio.run(main)

@@ -458,8 +458,14 @@ class ReactorService:
                               text=row["text"], job_id=row["job_id"], at_ms=int(row["sent_ms"])) for row in rows]
         sent = []
         for batch in escalate.batches(pending):  # one note per recipient and level, a dedupe line per key
-            cid = await escalate.send(self.store, self.key, batch, now, mesh=self.mesh, relay=self.relay,
-                                      metrics=self.metrics)
+            try:
+                cid = await escalate.send(self.store, self.key, batch, now, mesh=self.mesh, relay=self.relay,
+                                          metrics=self.metrics)
+            except MeshnodeError as exc:  # e.g. a mentor named by no DID: the others, and the checks, go on
+                log.warning("reactor: escalation note to %s not written: %s (kept; tried again next scan)",
+                            batch[0].to_id[:80], exc.reason)
+                self.metrics.inc("reactor_escalations_unsent", reason=exc.code)
+                continue
             for esc in batch:
                 await self.store.write(persist.record_escalation, esc.key, cid)
                 self.metrics.inc("reactor_escalations_total", level=str(esc.level))
