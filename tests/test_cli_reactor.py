@@ -108,3 +108,12 @@ def test_help_names_every_subcommand(run_cli):
     text = ok(run_cli("reactor", "--help"))
     for name in ("status", "scan", "events", "jobs", "explain", "rules", "aliases", "release"):
         assert name in text
+
+
+def test_a_since_longer_than_the_epoch_means_everything():
+    from meshnode.cli_reactor import since_ms
+
+    now = 1_780_000_000_000
+    assert since_ms("2h", now) == now - 7_200_000
+    assert since_ms("9999999999999999d", now) == 0  # was an int past SQLite's 64 bits
+    assert since_ms("1" + "0" * 400 + "w", now) == 0  # was OverflowError (float infinity)
