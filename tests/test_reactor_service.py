@@ -186,3 +186,33 @@ def test_an_escalation_note_that_cannot_be_written_does_not_stop_the_scans(tmp_p
             await store.aclose()
 
     trio.run(main)
+
+
+def test_a_run_this_process_still_waits_on_is_not_interrupted_when_its_lease_expires(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key, t = NodeKey.generate(), [1_780_000_000_000]
+
+    async def main():
+        cycle = FakeCycle()
+        cycle.wakes = GatedWakes()
+        store, service = await _service(tmp_path, key, {"max_runtime_seconds": 60}, cycle, clock=lambda: t[0])
+        try:
+            await _person_note(store, key, "could you look at the heating schedule for the winter?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                first = await service.scan()
+                (job,) = first["started"]
+                with trio.fail_after(10):
+                    await cycle.wakes.started.wait()
+                t[0] += 10 * 60_000  # the lease (60 s + 60 s) has expired; the run has not ended
+                await service._interrupted()
+                assert not [x for x in service._inputs if getattr(x, "exit", None) == "interrupted"]
+                assert await store.read(lambda db: db.conn.execute(
+                    "SELECT exit FROM reactor_jobs WHERE job_id = ?", (job,)).fetchone()[0]) is None
+                cycle.wakes.gate.set()
+            assert await store.read(_status, job) == "checking"
+        finally:
+            await store.aclose()
+
+    trio.run(main)

@@ -302,17 +302,20 @@ def parse_holder(holder: str) -> tuple[str, str, str]:
     return pid, host, boot
 
 
-def interrupted_jobs(db: Database, now_ms: int, holder: str) -> list[str]:
+def interrupted_jobs(db: Database, now_ms: int, holder: str, running: frozenset[str] = frozenset()) -> list[str]:
     """At start (design 7.2): the jobs ``leased``/``running`` whose lease expired, is gone, or is
     held by this host under another boot. Marks them (exit ``interrupted``, ended_ms, lease
     dropped) and returns their ids; the driver feeds ``RunEnded(exit="interrupted")`` for each
-    to the core, which puts their events back to pending once and sets the status."""
+    to the core, which puts their events back to pending once and sets the status. ``running``:
+    the jobs the caller is running itself, never interrupted (their end will come)."""
     _, my_host, my_boot = parse_holder(holder)
     out = []
     with db.transaction() as conn:
         for job_id, agent, lease_holder, expires in conn.execute(
                 "SELECT j.job_id, j.agent, l.holder, l.expires_ms FROM reactor_jobs j LEFT JOIN reactor_leases l"
                 " ON l.job_id = j.job_id WHERE j.status IN ('leased', 'running') ORDER BY j.created_ms").fetchall():
+            if job_id in running:
+                continue
             if lease_holder is not None and expires >= now_ms:
                 _, host, boot = parse_holder(lease_holder)
                 if host != my_host or boot == my_boot:

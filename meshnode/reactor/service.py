@@ -137,7 +137,7 @@ class ReactorService:
         killed mid-run holds its lease until it expires)."""
         now = self.clock()
         try:
-            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder)
+            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder, frozenset(self._running))
         except MeshnodeError as exc:  # the database busy: the next scan looks again
             log.warning("reactor: interrupted jobs not looked for: %s", exc.reason)
             return
@@ -358,8 +358,9 @@ class ReactorService:
                 continue  # not ours to wake (the core routes only local agents; defensive)
             if job.agent in self._running.values():
                 continue  # a run of this agent by this process (a P1 during a wake): it waits, queued, its turn
-            expires = now + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
-            if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, now, expires):
+            at = self.clock()  # not the scan's start: plug-ins may have run long since
+            expires = at + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
+            if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, at, expires):
                 self._inputs.append(LeaseRefused(job.job_id, holder="another process"))
                 self.metrics.inc("reactor_held_total", limit="lease")
                 continue
