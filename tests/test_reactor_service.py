@@ -216,3 +216,34 @@ def test_a_run_this_process_still_waits_on_is_not_interrupted_when_its_lease_exp
             await store.aclose()
 
     trio.run(main)
+
+
+_MEET = __import__("threading").Barrier(2, timeout=3)
+
+
+def meet_then_report(now_ms: int) -> list[dict]:
+    """A plug-in that returns only once another plug-in runs at the same time (else it fails)."""
+    _MEET.wait()
+    return disk_events(now_ms)
+
+
+def test_due_plug_ins_run_side_by_side(tmp_path):
+    from meshnode.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+    both = {"adapters": {n: {"entry_point": "test_reactor_service:meet_then_report", "timeout_seconds": 5}
+                         for n in ("disk1", "disk2")}}
+
+    async def main():
+        _MEET.reset()
+        store, service = await _service(tmp_path, key, both, FakeCycle(), clock=lambda: 1_780_000_000_000)
+        try:
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                summary = await service.scan()
+            assert {r["exit"] for r in service.plugin_runs.values()} == {"ok"}, service.plugin_runs
+            assert sorted(_woken_for(summary)) == ["ext:disk1:disk-sda", "ext:disk2:disk-sda"], summary
+        finally:
+            await store.aclose()
+
+    trio.run(main)
