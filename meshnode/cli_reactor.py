@@ -193,7 +193,7 @@ def cmd_scan(args) -> int:
     if summary is not None:
         summary["scanned_by"] = "the running node"
     elif args.once:
-        summary = trio.run(_scan_once, config, args.dry_run)
+        summary = _run_scan_once(config, args.dry_run)
         summary["scanned_by"] = "this process"
     else:
         raise ReactorCliError("node_not_running", "no node is running here; `meshnode reactor scan --once`"
@@ -203,6 +203,21 @@ def cmd_scan(args) -> int:
         return 0
     _print_scan(summary)
     return 0
+
+
+def _run_scan_once(config, dry_run: bool) -> dict:
+    """``_scan_once``; an expected failure (the database, the alias file) raised inside its nursery
+    is one line, not a traceback."""
+    from meshnode.cli import _only
+    from meshnode.reactor.aliases import AliasError
+
+    try:
+        return trio.run(_scan_once, config, dry_run)
+    except (BaseExceptionGroup, AliasError) as exc:
+        leaf = _only(exc, (MeshnodeError, AliasError)) if isinstance(exc, BaseExceptionGroup) else exc
+        if leaf is None:
+            raise
+        raise ReactorCliError(getattr(leaf, "code", "bad_aliases"), leaf.reason) from None
 
 
 async def _scan_once(config, dry_run: bool) -> dict:

@@ -91,6 +91,8 @@ def test_aliases_and_unknown_addressees(home, run_cli):
     assert js(run_cli, home, "aliases", "--unknown") == []
     (home / "reactor" / "aliases.toml").write_text('[agents.self]\naliases = ["x"]\n[agents.scout]\naliases = ["x"]\n')
     assert "aliases.toml" in one_error_line(run_cli("--home", home, "reactor", "aliases"))
+    for dry in ((), ("--dry-run",)):  # was a traceback (an exception group out of the scan's nursery)
+        assert "names two agents" in one_error_line(run_cli("--home", home, "reactor", "scan", "--once", *dry))
 
 
 def test_output_survives_a_closed_pipe(home, run_cli, fake_user_home):

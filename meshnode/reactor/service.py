@@ -250,9 +250,9 @@ class ReactorService:
             registry = AliasRegistry.load(self.aliases_path, self_id=self.did)
         except AliasError as exc:
             self.metrics.inc("reactor_alias_errors")
-            log.warning("reactor aliases not loaded: %s", getattr(exc, "reason", exc))
-            if force:
+            if force:  # the caller says it (the scan's log line, the CLI's one error line)
                 raise
+            log.warning("reactor aliases not loaded (the old registry is kept): %s", getattr(exc, "reason", exc))
             return None
         self._aliases_mtime = mtime
         return registry
