@@ -247,3 +247,39 @@ def test_due_plug_ins_run_side_by_side(tmp_path):
             await store.aclose()
 
     trio.run(main)
+
+
+def test_a_stop_between_an_escalation_note_and_its_record_sends_no_second_note(tmp_path, monkeypatch):
+    from meshnode.errors import MeshnodeError
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor import persist
+    from test_reactor_scenarios import _operator_notes
+
+    key = NodeKey.generate()
+    real, calls = persist.record_escalation, []
+
+    def stopped_once(db, esc_key, container_id):
+        calls.append(esc_key)
+        if len(calls) == 1:
+            raise MeshnodeError("db_busy", "database is locked")
+        return real(db, esc_key, container_id)
+
+    monkeypatch.setattr(persist, "record_escalation", stopped_once)
+
+    async def main():
+        store, service = await _service(tmp_path, key, {"trace_grace_seconds": 0}, FakeCycle())
+        try:
+            await _person_note(store, key, "could you call the plumber about the leak before noon?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                for _ in range(6):  # wake, end, check -> failed -> escalation (its record fails once), again
+                    try:
+                        await service.scan()
+                    except MeshnodeError:
+                        pass
+            assert calls, "no escalation was sent"
+            assert len(await store.read(_operator_notes)) == 1
+        finally:
+            await store.aclose()
+
+    trio.run(main)
