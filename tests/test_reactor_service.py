@@ -283,3 +283,28 @@ def test_a_stop_between_an_escalation_note_and_its_record_sends_no_second_note(t
             await store.aclose()
 
     trio.run(main)
+
+
+def test_status_counts_the_wakes_of_the_hour_as_the_ceiling_does_not_the_escalation_watches(tmp_path):
+    from meshnode.container import now_ms
+    from meshnode.identity.keys import NodeKey
+    from meshnode.reactor import audit
+
+    key = NodeKey.generate()
+
+    async def main():
+        store, service = await _service(tmp_path, key, {"trace_grace_seconds": 0}, FakeCycle())
+        try:
+            await _person_note(store, key, "could you call the plumber about the leak before noon?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                for _ in range(4):  # wake, end, check -> failed -> escalation with its watch job
+                    await service.scan()
+            kinds = await store.read(lambda db: [k for (k,) in db.conn.execute(
+                "SELECT coalesce(json_extract(job, '$.kind'), 'wake') FROM reactor_jobs")])
+            assert sorted(kinds) == ["wake", "watch"], kinds
+            assert (await store.read(audit.status, now_ms()))["wakes_last_hour_total"] == 1
+        finally:
+            await store.aclose()
+
+    trio.run(main)
