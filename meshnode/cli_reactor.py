@@ -82,7 +82,8 @@ def since_ms(text: str, now: int) -> int:
     m = _SINCE.fullmatch(str(text).strip().lower())
     if not m:
         raise ReactorCliError("bad_duration", f"--since {text!r} is not a duration (e.g. 90s, 15m, 2h, 1d, 1w)")
-    return now - int(float(m.group(1)) * _UNITS[m.group(2)] * 1000)
+    back_ms = float(m.group(1)) * _UNITS[m.group(2)] * 1000
+    return max(0, now - int(back_ms)) if back_ms < now else 0  # longer than the epoch: everything
 
 
 def _read(config, fn, *args, **kwargs):
@@ -192,7 +193,7 @@ def cmd_scan(args) -> int:
     if summary is not None:
         summary["scanned_by"] = "the running node"
     elif args.once:
-        summary = trio.run(_scan_once, config, args.dry_run)
+        summary = _run_scan_once(config, args.dry_run)
         summary["scanned_by"] = "this process"
     else:
         raise ReactorCliError("node_not_running", "no node is running here; `meshnode reactor scan --once`"
@@ -202,6 +203,21 @@ def cmd_scan(args) -> int:
         return 0
     _print_scan(summary)
     return 0
+
+
+def _run_scan_once(config, dry_run: bool) -> dict:
+    """``_scan_once``; an expected failure (the database, the alias file) raised inside its nursery
+    is one line, not a traceback."""
+    from meshnode.cli import _only
+    from meshnode.reactor.aliases import AliasError
+
+    try:
+        return trio.run(_scan_once, config, dry_run)
+    except (BaseExceptionGroup, AliasError) as exc:
+        leaf = _only(exc, (MeshnodeError, AliasError)) if isinstance(exc, BaseExceptionGroup) else exc
+        if leaf is None:
+            raise
+        raise ReactorCliError(getattr(leaf, "code", "bad_aliases"), leaf.reason) from None
 
 
 async def _scan_once(config, dry_run: bool) -> dict:
@@ -228,7 +244,7 @@ def _print_scan(summary: dict) -> None:
     for d in summary.get("decisions", []):
         why = f" ({d['why']})" if d.get("why") else ""
         job = f" -> {d['job_id']}" if d.get("job_id") else ""
-        print(f"{d['action']:<18} {d['dedupe_key']}{job}{why}")
+        print(terminal_safe(f"{d['action']:<18} {d['dedupe_key']}{job}{why}"))
     started = summary.get("started", [])
     for job_id in summary.get("waiting_for_node", []):
         print(f"{job_id} waits for `meshnode run`: this node's core is woken by the running node")
@@ -316,9 +332,10 @@ def cmd_explain(args) -> int:
     for d in found.get("decisions", []):
         rule = f" [{d['rule']}]" if d.get("rule") else ""
         job = f" job {d['job_id']}" if d.get("job_id") else ""
-        print(f"{_when(d.get('at_ms'))}  {d.get('action')}{rule}{job}  {d.get('why') or ''}")
+        print(terminal_safe(f"{_when(d.get('at_ms'))}  {d.get('action')}{rule}{job}  {d.get('why') or ''}"))
     for e in found.get("escalations", []) or []:
-        print(f"{_when(e.get('sent_ms'))}  escalation level {e.get('level')} to {e.get('to_id')}  {e.get('key')}")
+        print(terminal_safe(f"{_when(e.get('sent_ms'))}  escalation level {e.get('level')} to {e.get('to_id')}"
+                            f"  {e.get('key')}"))
     return 0
 
 

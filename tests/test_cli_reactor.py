@@ -91,6 +91,8 @@ def test_aliases_and_unknown_addressees(home, run_cli):
     assert js(run_cli, home, "aliases", "--unknown") == []
     (home / "reactor" / "aliases.toml").write_text('[agents.self]\naliases = ["x"]\n[agents.scout]\naliases = ["x"]\n')
     assert "aliases.toml" in one_error_line(run_cli("--home", home, "reactor", "aliases"))
+    for dry in ((), ("--dry-run",)):  # was a traceback (an exception group out of the scan's nursery)
+        assert "names two agents" in one_error_line(run_cli("--home", home, "reactor", "scan", "--once", *dry))
 
 
 def test_output_survives_a_closed_pipe(home, run_cli, fake_user_home):
@@ -108,3 +110,12 @@ def test_help_names_every_subcommand(run_cli):
     text = ok(run_cli("reactor", "--help"))
     for name in ("status", "scan", "events", "jobs", "explain", "rules", "aliases", "release"):
         assert name in text
+
+
+def test_a_since_longer_than_the_epoch_means_everything():
+    from meshnode.cli_reactor import since_ms
+
+    now = 1_780_000_000_000
+    assert since_ms("2h", now) == now - 7_200_000
+    assert since_ms("9999999999999999d", now) == 0  # was an int past SQLite's 64 bits
+    assert since_ms("1" + "0" * 400 + "w", now) == 0  # was OverflowError (float infinity)

@@ -84,3 +84,11 @@ def test_every_alias_resolves_to_its_agent_or_loading_fails(agents):
         for alias in aliases:
             assert reg.resolve(alias) == target
             assert reg.resolve("@" + alias.upper()) == target
+
+
+def test_a_file_that_is_not_utf8_is_an_alias_error_naming_it(tmp_path):
+    path = tmp_path / "aliases.toml"
+    path.write_bytes(b'[agents.self]\naliases = ["\xff\xfe"]\n')
+    with pytest.raises(AliasError) as exc:  # was UnicodeDecodeError: every scan failed, the old registry unused
+        AliasRegistry.load(path, self_id="did:key:z6MkSelf")
+    assert "aliases.toml" in exc.value.reason and "UTF-8" in exc.value.reason

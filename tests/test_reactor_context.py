@@ -170,3 +170,10 @@ def test_valid_external_and_plugin_keys_load():
                              "workspace": "/var/lib/mon", "agent": "scout"},
                      "ep": {"entry_point": "mtl_tools.reactor:events"}}}, self_id=SELF)
     assert cfg.external["scout"]["memory_mb"] == 1024 and cfg.adapters["mon"]["agent"] == "scout"
+
+
+def test_an_agent_s_line_of_nested_brackets_is_not_its_report_and_does_not_raise():
+    from meshnode.reactor import report
+
+    text = '{"processed_messages": [1]}\n' + '{"a": ' + "[" * 100_000 + "\n"
+    assert report.last_json_object(text) == {"processed_messages": [1]}

@@ -64,6 +64,12 @@ def test_severity_is_capped():
     (line(refs={str(i): i for i in range(11)}), "refs"),
     (line(at="yesterday"), "RFC 3339"),
     (line(at="2026-12-01T10:00:00"), "time zone"),
+    (line(severity=["P1"]), "severity"),
+    (line(severity={"P": 1}), "severity"),
+    ("[" * 100_000, "nested too deeply"),
+    (line(refs={"note_id": 10**30}), "refs"),
+    (line(at="9999-12-31T23:59:59-23:59"), "after 9999"),
+    (line(at="0001-01-01T00:00:00+01:00"), "before 1970"),
 ])
 def test_invalid_lines(bad, why):
     events, errors = plugins.parse_lines("mon", bad, {}, NOW)

@@ -341,3 +341,9 @@ def test_a_second_interruption_across_a_restart_counts_as_a_failure(db):
     acts = [d.action for d in step.decisions if d.dedupe_key == "note:a"]
     assert acts[:2] == ["interrupted", "escalated"] and step.jobs == []
     assert [(x.to_id, x.level) for x in step.escalations] == [(MENTOR, 1)]
+
+
+def test_a_lease_its_own_holder_failed_to_release_does_not_refuse_that_holder(db):
+    assert persist.take_lease(db, ME, "job-1", HOLDER, T, T + 60_000)  # the run ended; the release failed
+    assert not persist.take_lease(db, ME, "job-2", "202@hostB:5", T + 10, T + 5000)  # another process: held
+    assert persist.take_lease(db, ME, "job-2", HOLDER, T + 10, T + 5000)  # the driver asks only when idle

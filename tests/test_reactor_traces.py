@@ -200,3 +200,16 @@ def test_unanswered_thread_trace_is_a_message_in_its_topic(db):
     put(db, make_note(B, "The east side numbers: 41.2 m and 39.8 m, measured this morning.", now_ms=T + 26 * HOUR,
                       source="llm", topic="bridge"), own_local())
     assert kinds(traces.find(db, check, T + 27 * HOUR, self_did=ME)) == {u.dedupe_key: TraceKind.MESSAGE}
+
+
+def test_a_plug_in_s_heartbeat_refs_that_are_not_a_time_do_not_raise(db):
+    from meshnode.reactor import plugins
+
+    line = ('{"event_type": "beat", "subject": "pump", "dedupe_key": "k1", "severity": "P3", "summary": "pump quiet",'
+            f' "required_trace": ["heartbeat"], "refs": {{"did": "{A.did}", "last_heard_ms": "yesterday"}}}}')
+    (e,), errors = plugins.parse_lines("mon", line, {}, T)
+    assert errors == []
+    db.conn.execute("INSERT INTO agent_peers (id) VALUES (?)", (A.did,))
+    db.conn.execute("INSERT INTO peer_liveness (did, state, last_heard_ms, changed_at_ms) VALUES (?, 'ok', ?, ?)",
+                    (A.did, T + 5, T + 5))
+    assert kinds(traces.find(db, check_of([e], T), T + 10, self_did=ME)) == {e.dedupe_key: TraceKind.HEARTBEAT}

@@ -100,6 +100,8 @@ class AliasRegistry:
             return cls({}, self_id=self_id, source=str(path))
         except OSError as exc:
             raise AliasError(f"{path}: cannot read: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise AliasError(f"{path}: not UTF-8 text (byte {exc.start})") from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

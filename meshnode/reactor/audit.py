@@ -60,7 +60,8 @@ def status(db: Database, now_ms: int) -> dict:
         cooldowns = _rows(q("SELECT key, until_ms, count FROM reactor_cooldowns WHERE until_ms > ? ORDER BY until_ms"
                             " LIMIT 1000", (now_ms,)))
         wakes = dict(q("SELECT agent, count(*) FROM reactor_jobs INDEXED BY reactor_jobs_by_created WHERE created_ms"
-                       " > ? AND status != 'skipped' GROUP BY agent", (now_ms - HOUR_MS,)).fetchall())
+                       " > ? AND status != 'skipped' AND coalesce(json_extract(job, '$.kind'), 'wake') != 'watch'"
+                       " GROUP BY agent", (now_ms - HOUR_MS,)).fetchall())  # as the hourly ceiling counts them
         unsent = q("SELECT count(*) FROM reactor_escalations WHERE container_id IS NULL").fetchone()[0]
         by_status = dict(q("SELECT status, count(*) FROM reactor_events GROUP BY status").fetchall())
     return {"last_scan": last_scan(db), "pending": pending, "open_jobs": open_jobs, "leases": leases,

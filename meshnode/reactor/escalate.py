@@ -59,6 +59,17 @@ def build(key, batch, now_ms: int):
     return note, own_local("reactor", "escalation")
 
 
+def _store_and_record(db, note, local: dict, keys: list[str], now_ms: int) -> None:
+    """The note and its escalation rows' ``container_id`` in one transaction: a stop between the
+    two (a restart sending the rows again as unsent) cannot make a second note."""
+    from meshnode.store.database import _insert
+
+    with db.transaction() as conn:
+        _insert(conn, note, now_ms, None, local)
+        conn.executemany("UPDATE reactor_escalations SET container_id = ? WHERE key = ?",
+                         [(note.did, k) for k in keys])
+
+
 async def send(store, key, batch, now_ms: int, *, mesh=None,
                relay: Callable[[str, str], Awaitable[object]] | None = None, metrics=None) -> str:
     """Store one note for ``batch`` (escalations to one recipient at one level) and, for a mentor
@@ -70,7 +81,7 @@ async def send(store, key, batch, now_ms: int, *, mesh=None,
         batch = [batch]
     esc = batch[0]
     note, local = build(key, batch, now_ms)
-    await store.write(lambda db: db.put_container(note, received_at_ms=now_ms, local=local))
+    await store.write(_store_and_record, note, local, [e.key for e in batch], now_ms)
     if esc.to_id == OPERATOR:
         return note.did
     try:

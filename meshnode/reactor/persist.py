@@ -255,11 +255,13 @@ def unsent_escalations(db: Database, limit: int = 100) -> list[dict]:
 
 _LEASE = ("INSERT INTO reactor_leases (agent, job_id, holder, expires_ms) VALUES (?, ?, ?, ?)"
           " ON CONFLICT (agent) DO UPDATE SET job_id = excluded.job_id, holder = excluded.holder,"
-          " expires_ms = excluded.expires_ms WHERE reactor_leases.expires_ms < ?")
+          " expires_ms = excluded.expires_ms WHERE reactor_leases.expires_ms < ? OR reactor_leases.holder = excluded.holder")
 
 
 def take_lease(db: Database, agent: str, job_id: str, holder: str, now_ms: int, expires_ms: int) -> bool:
-    """Take ``agent``'s lease for ``job_id`` unless a live one exists (design 7.2). One write
+    """Take ``agent``'s lease for ``job_id`` unless a live one of another holder exists (design
+    7.2; a driver never asks while it runs a job of that agent, so a lease of its own is one a
+    failed release left behind). One write
     transaction: the upsert replaces only an expired lease, and the job runs only if the row
     then names it, so two processes scanning at once wake an agent at most once. A won lease
     moves a queued job to ``leased``."""
@@ -300,17 +302,20 @@ def parse_holder(holder: str) -> tuple[str, str, str]:
     return pid, host, boot
 
 
-def interrupted_jobs(db: Database, now_ms: int, holder: str) -> list[str]:
+def interrupted_jobs(db: Database, now_ms: int, holder: str, running: frozenset[str] = frozenset()) -> list[str]:
     """At start (design 7.2): the jobs ``leased``/``running`` whose lease expired, is gone, or is
     held by this host under another boot. Marks them (exit ``interrupted``, ended_ms, lease
     dropped) and returns their ids; the driver feeds ``RunEnded(exit="interrupted")`` for each
-    to the core, which puts their events back to pending once and sets the status."""
+    to the core, which puts their events back to pending once and sets the status. ``running``:
+    the jobs the caller is running itself, never interrupted (their end will come)."""
     _, my_host, my_boot = parse_holder(holder)
     out = []
     with db.transaction() as conn:
         for job_id, agent, lease_holder, expires in conn.execute(
                 "SELECT j.job_id, j.agent, l.holder, l.expires_ms FROM reactor_jobs j LEFT JOIN reactor_leases l"
                 " ON l.job_id = j.job_id WHERE j.status IN ('leased', 'running') ORDER BY j.created_ms").fetchall():
+            if job_id in running:
+                continue
             if lease_holder is not None and expires >= now_ms:
                 _, host, boot = parse_holder(lease_holder)
                 if host != my_host or boot == my_boot:

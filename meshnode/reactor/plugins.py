@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from meshnode.reactor.types import Event
 
 MAX_LINES = 1000
+MAX_AT_MS = 253_402_300_799_000  # 9999-12-31T23:59:59Z: the last time the core can print as a date
 TIMEOUT_S = 20.0
 MAX_STDOUT = 1024 * 1024
 STDERR_KEPT = 2048
@@ -94,6 +95,8 @@ def _load(line: str) -> Any:
         return json.loads(line)
     except ValueError as exc:
         return LineError(f"not JSON ({exc.msg})")
+    except RecursionError:  # a line of nested brackets
+        return LineError("not JSON (nested too deeply)")
 
 
 def parse_items(adapter: str, items, cfg_adapter: Mapping, now_ms: int, *, dropped: int = 0) -> Parsed:
@@ -124,7 +127,7 @@ def event_of(adapter: str, obj: Any, cap: int, now_ms: int, cfg_adapter: Mapping
     if not _TYPE.fullmatch(etype):
         raise LineError(f"event_type {etype[:50]!r} must match [a-z0-9_.]{{1,40}}")
     subject, key, summary = _text(obj, "subject"), _text(obj, "dedupe_key"), _text(obj, "summary")
-    severity = _SEVERITY.get(obj.get("severity"))  # type: ignore[arg-type]
+    severity = _SEVERITY.get(obj.get("severity")) if isinstance(obj.get("severity"), str) else None
     if severity is None:
         raise LineError(f"severity {str(obj.get('severity'))[:20]!r} must be one of P1, P2, P3, P4")
     agent = obj.get("agent", obj.get("owner", (cfg_adapter or {}).get("agent", "self")))
@@ -140,8 +143,9 @@ def event_of(adapter: str, obj: Any, cap: int, now_ms: int, cfg_adapter: Mapping
     refs = obj.get("refs", {})
     if (not isinstance(refs, dict) or len(refs) > 10
             or any(not isinstance(k, str) or len(k) > 40 or type(v) not in (str, int)
-                   or (type(v) is str and len(v) > 200) for k, v in refs.items())):
-        raise LineError("refs must be a flat object of at most 10 keys (text <= 200 or integer values)")
+                   or (type(v) is str and len(v) > 200) or (type(v) is int and not -2**63 <= v < 2**63)
+                   for k, v in refs.items())):
+        raise LineError("refs must be a flat object of at most 10 keys (text <= 200 or 64-bit integer values)")
     at_ms = _at(obj["at"]) if "at" in obj else now_ms
     return Event(event_type=f"ext.{adapter}.{etype}", subject=subject, agent=agent,
                  severity=Severity(max(severity, cap)), dedupe_key=f"ext:{adapter}:{key}",
@@ -167,7 +171,10 @@ def _at(value: Any) -> int:
         raise LineError(f"at {value!r} is not an RFC 3339 time") from None
     if t.tzinfo is None:
         raise LineError(f"at {value!r} has no time zone (add Z or +00:00)")
-    return int(t.timestamp() * 1000)
+    at_ms = int(t.timestamp() * 1000)
+    if not 0 <= at_ms <= MAX_AT_MS:  # the core prints it as a date: it must be one it can print
+        raise LineError(f"at {value!r} is before 1970 or after 9999")
+    return at_ms
 
 
 # --- running ------------------------------------------------------------------------------------

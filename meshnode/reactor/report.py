@@ -63,7 +63,7 @@ def last_json_object(text: str) -> dict | None:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line of nested brackets
             continue
         if isinstance(obj, dict) and any(k in obj for k in REPORT_KEYS):
             return obj

@@ -137,7 +137,7 @@ class ReactorService:
         killed mid-run holds its lease until it expires)."""
         now = self.clock()
         try:
-            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder)
+            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder, frozenset(self._running))
         except MeshnodeError as exc:  # the database busy: the next scan looks again
             log.warning("reactor: interrupted jobs not looked for: %s", exc.reason)
             return
@@ -181,24 +181,33 @@ class ReactorService:
                 reactor = Reactor(self.cfg, self._aliases, await self.store.read(persist.load_state, now, self.cfg))
             else:
                 reactor = await self._reactor(now)
-            events = await self._signals(now)
+            stored, heard = await self._signals(now)
+            events = [*stored, *heard]
             if dry_run:
                 summary = _summary(reactor.step(now, [*self._inputs, *events]), len(events))
                 summary["dry_run"] = True
+                self._inputs.extend(heard)  # heard once (liveness changes, plug-in lines): the next scan's
                 return summary
             try:
-                return await self._step(reactor, events, now, t0)
+                return await self._step(reactor, stored, heard, now, t0)
             except BaseException:  # the core may be ahead of the rows: the next scan reloads it from them
                 self.reactor = None
                 raise
 
-    async def _step(self, reactor: Reactor, events: list, now: int, t0: float) -> dict:
-        """The step of one scan, written, then carried out."""
-        inputs, self._inputs = [*self._inputs, *events], []
-        step = reactor.step(now, inputs)
-        summary = _summary(step, len(events))
-        await self._contexts(step, reactor, now)
-        await self.store.write(persist.save_step, step, now)
+    async def _step(self, reactor: Reactor, stored: list, heard: list, now: int, t0: float) -> dict:
+        """The step of one scan, written, then carried out. Until the step is written, what cannot be
+        read again (run ends, traces, liveness changes, plug-in lines) is kept for the next scan;
+        the adapters' events are read again from the store."""
+        events = [*stored, *heard]
+        kept, self._inputs = [*self._inputs, *heard], []
+        try:
+            step = reactor.step(now, [*kept, *stored])
+            summary = _summary(step, len(events))
+            await self._contexts(step, reactor, now)
+            await self.store.write(persist.save_step, step, now)
+        except BaseException:
+            self._inputs[:0] = kept
+            raise
         self._count(step, events)
         summary["started"] = await self._start_jobs(reactor, step, now)
         if self.waiting:
@@ -241,15 +250,16 @@ class ReactorService:
             registry = AliasRegistry.load(self.aliases_path, self_id=self.did)
         except AliasError as exc:
             self.metrics.inc("reactor_alias_errors")
-            log.warning("reactor aliases not loaded: %s", getattr(exc, "reason", exc))
-            if force:
+            if force:  # the caller says it (the scan's log line, the CLI's one error line)
                 raise
+            log.warning("reactor aliases not loaded (the old registry is kept): %s", getattr(exc, "reason", exc))
             return None
         self._aliases_mtime = mtime
         return registry
 
-    async def _signals(self, now: int) -> list:
-        """Events of this scan: the built-in adapters, the hour-scale liveness changes, due plug-ins."""
+    async def _signals(self, now: int) -> tuple[list, list]:
+        """Events of this scan: (the built-in adapters' (read again next scan if this one is not
+        written), what is heard once: the hour-scale liveness changes and the due plug-ins' lines)."""
         live = await self._mesh_liveness()
         errors: list[str] = []
         events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live,
@@ -258,10 +268,10 @@ class ReactorService:
             log.warning("reactor adapter failed: %s", error)
             self.metrics.inc("reactor_adapter_errors", adapter=error.split(":", 1)[0])
         self.adapter_errors = errors
-        events += adapters.liveness_events(await self._liveness_changes(now), now, self.cfg,
-                                           last_heard=self.liveness.last_heard_ms)
-        events += await self._plugins(now)
-        return events
+        heard = adapters.liveness_events(await self._liveness_changes(now), now, self.cfg,
+                                         last_heard=self.liveness.last_heard_ms)
+        heard += await self._plugins(now)
+        return events, heard
 
     async def _mesh_liveness(self) -> dict[str, str]:
         gmp = getattr(self.mesh, "gmp", None)
@@ -294,13 +304,22 @@ class ReactorService:
         return [c for c in self.liveness.tick(now) if c.old is not None]
 
     async def _plugins(self, now: int) -> list:
-        """Run the plug-ins whose interval has come; three failed runs in a row are an event."""
+        """Run the plug-ins whose interval has come, side by side (a scan waits for the slowest, not
+        for the sum of their timeouts); three failed runs in a row are an event."""
+        due = [(name, spec) for name, spec in sorted(self.cfg.adapters.items())
+               if self._plugin_due.get(name, 0) <= now]
+        runs: dict[str, plugins.PluginRun] = {}
+
+        async def run_one(name: str, spec: dict) -> None:
+            runs[name] = await plugins.run_plugin(name, spec, self.home, now)
+
+        async with trio.open_nursery() as nursery:
+            for name, spec in due:
+                self._plugin_due[name] = now + int(float(spec.get("every_seconds", 900)) * 1000)
+                nursery.start_soon(run_one, name, spec)
         events = []
-        for name, spec in sorted(self.cfg.adapters.items()):
-            if self._plugin_due.get(name, 0) > now:
-                continue
-            self._plugin_due[name] = now + int(float(spec.get("every_seconds", 900)) * 1000)
-            run = await plugins.run_plugin(name, spec, self.home, now)
+        for name, _spec in due:
+            run = runs[name]
             events += list(run.events)
             for result, n in (("valid", run.valid), ("invalid", run.invalid), ("dropped", run.dropped)):
                 if n:
@@ -346,8 +365,11 @@ class ReactorService:
                 continue
             if job.agent != self.did and job.agent not in self.cfg.external:
                 continue  # not ours to wake (the core routes only local agents; defensive)
-            expires = now + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
-            if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, now, expires):
+            if job.agent in self._running.values():
+                continue  # a run of this agent by this process (a P1 during a wake): it waits, queued, its turn
+            at = self.clock()  # not the scan's start: plug-ins may have run long since
+            expires = at + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
+            if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, at, expires):
                 self._inputs.append(LeaseRefused(job.job_id, holder="another process"))
                 self.metrics.inc("reactor_held_total", limit="lease")
                 continue
@@ -401,7 +423,7 @@ class ReactorService:
                                                     job.job_id)
         except trio.Cancelled:  # the node stops mid-run: the next start finds it interrupted (design 7.2)
             with trio.CancelScope(shield=True):
-                await self.store.write(persist.release_lease, job.job_id)
+                await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
             raise
         except MeshnodeError as exc:
             log.warning("reactor: job %s failed to run: %s", job.job_id, exc.reason)
@@ -411,18 +433,31 @@ class ReactorService:
             await self._ended(job, exit_ or "error", report)
 
     async def _ended(self, job, exit_: str, report: dict | None) -> None:
+        """The run's end: its row and lease (a database error there is logged and counted, never
+        raised: this runs in the service's nursery, and the core must hear of the end anyway)."""
         now = self.clock()
         final = parse_report(report, now_ms=now) if report else None
         mismatches: tuple[str, ...] = ()
         if final is not None:
-            mismatches = tuple(await self.store.read(traces.check_report, final, job.created_ms,
-                                                     self_did=self.did, agent=job.agent))
-        await self.store.write(persist.set_job_status, job.job_id, "checking", now, exit=exit_, report=report)
-        await self.store.write(persist.release_lease, job.job_id)
+            mismatches = tuple(await self._guarded("check_report", self.store.read(
+                traces.check_report, final, job.created_ms, self_did=self.did, agent=job.agent)) or ())
+        await self._guarded("status", self.store.write(persist.set_job_status, job.job_id, "checking", now,
+                                                       exit=exit_, report=report))
+        await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
         self._running.pop(job.job_id, None)
         self._inputs.append(RunEnded(job.job_id, now, exit_, final, mismatches))
         self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status=f"ran_{exit_}")
         self.poke()  # the check is due trace_grace_seconds from now: do not wait a whole scan for it
+
+    async def _guarded(self, stage: str, work: Awaitable):
+        """``await work``; a MeshnodeError (the database busy or failing) is logged and counted in
+        ``reactor_run_errors{stage}`` and gives None."""
+        try:
+            return await work
+        except MeshnodeError as exc:
+            log.warning("reactor: after a run, %s not written: %s", stage, exc.reason)
+            self.metrics.inc("reactor_run_errors", stage=stage)
+            return None
 
     async def _escalate(self, now: int) -> list[str]:
         """Send the escalations the step wrote, and any a stop left unsent (written, never sent):
@@ -433,8 +468,14 @@ class ReactorService:
                               text=row["text"], job_id=row["job_id"], at_ms=int(row["sent_ms"])) for row in rows]
         sent = []
         for batch in escalate.batches(pending):  # one note per recipient and level, a dedupe line per key
-            cid = await escalate.send(self.store, self.key, batch, now, mesh=self.mesh, relay=self.relay,
-                                      metrics=self.metrics)
+            try:
+                cid = await escalate.send(self.store, self.key, batch, now, mesh=self.mesh, relay=self.relay,
+                                          metrics=self.metrics)
+            except MeshnodeError as exc:  # e.g. a mentor named by no DID: the others, and the checks, go on
+                log.warning("reactor: escalation note to %s not written: %s (kept; tried again next scan)",
+                            batch[0].to_id[:80], exc.reason)
+                self.metrics.inc("reactor_escalations_unsent", reason=exc.code)
+                continue
             for esc in batch:
                 await self.store.write(persist.record_escalation, esc.key, cid)
                 self.metrics.inc("reactor_escalations_total", level=str(esc.level))

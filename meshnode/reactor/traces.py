@@ -134,6 +134,15 @@ def _receipt(db: Database, key: str, offer: str, signer: str) -> Trace | None:
     return Trace(key, TraceKind.RECEIPT, row[0], signer, row[1]) if row else None
 
 
+def _ms_ref(refs: Mapping, name: str) -> int:
+    """A time in ``refs`` (ms), 0 when absent or not a 64-bit integer: a plug-in's refs are any short
+    text or integer, and a check that raised would fail every scan from then on."""
+    value = refs.get(name, 0)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    return value if type(value) is int and -2**63 <= value < 2**63 else 0
+
+
 def _heartbeat(db: Database, key: str, did: str, after_ms: int) -> Trace | None:
     row = db.conn.execute("SELECT last_heard_ms FROM peer_liveness WHERE did = ? AND last_heard_ms > ?",
                           (did, after_ms)).fetchone()
@@ -168,7 +177,7 @@ def _resolved(db: Database, key: str, etype: str, refs: Mapping, now_ms: int) ->
         if row is not None and row[0] in TERMINAL_TASK:
             return Trace(key, TraceKind.RESOLVED, row[1] or lineage, "", now_ms)
     if etype in ("liveness.stale", "liveness.dead") and refs.get("did"):
-        t = _heartbeat(db, key, str(refs["did"]), int(refs.get("last_heard_ms", 0)))
+        t = _heartbeat(db, key, str(refs["did"]), _ms_ref(refs, "last_heard_ms"))
         if t is not None:
             return Trace(key, TraceKind.RESOLVED, t.ref, t.by, t.at_ms)
     return None
@@ -229,7 +238,7 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
             elif kind is TraceKind.RECEIPT and refs.get("offer"):
                 t = _receipt(db, key, str(refs["offer"]), signer)
             elif kind is TraceKind.HEARTBEAT and refs.get("did"):
-                t = _heartbeat(db, key, str(refs["did"]), int(refs.get("last_heard_ms", 0)))
+                t = _heartbeat(db, key, str(refs["did"]), _ms_ref(refs, "last_heard_ms"))
             elif kind is TraceKind.BLOCKER:
                 lin = refs.get("lineage")
                 t = (_blocked_entry(db, key, str(lin), check.since_ms, signer) if lin else None) \
