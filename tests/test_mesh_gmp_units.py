@@ -81,6 +81,9 @@ def test_a_task_taken_from_a_dead_holder_is_offered_to_another_peer_never_to_it(
         holder_key = b if holder == b.did else c
         accept = await store.write(lambda db: service.task_accept(db, holder_key, clock[0] + 1, task=task))
         await gmp._react([accept["did"]])  # as if it had arrived: alice's node assigns the holder
+        with trio.fail_after(10):  # its push to the (still alive) holder runs in the background: let it land
+            while not any(to == holder for to, _ in mesh.pushed):
+                await trio.sleep(0.01)
         shown = await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0]))
         assert shown["assigned_to"] == [holder]
         await store.write(dead, holder, clock[0])
