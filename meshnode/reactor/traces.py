@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshnode.container import format_ms
+from meshnode.gmp.reads import rows as row_dicts
 from meshnode.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.reactor.report import status_only
 from meshnode.reactor.settings import DEFAULTS
@@ -41,12 +42,10 @@ class _Agent:
             who, params = "n.agent_did = ?", (agent,)
         else:  # an external agent of this node: what it wrote through the CLI
             who, params = "n.agent_did = ? AND n.llm_id = ?", (self_did, agent)
-        cur = db.conn.execute(
+        self.notes = row_dicts(db.conn.execute(
             "SELECT n.id, n.container_did, n.topic, n.text, n.mentions, n.hashtags, n.tags, n.timestamp FROM notes n"
             f" INDEXED BY reactor_notes_by_author WHERE {who} AND n.timestamp >= ? ORDER BY n.timestamp LIMIT ?",
-            (*params, format_ms(max(0, since_ms)), MAX_NOTES))
-        names = [d[0] for d in cur.description]
-        self.notes = [dict(zip(names, r)) for r in cur.fetchall()]
+            (*params, format_ms(max(0, since_ms)), MAX_NOTES)))
         for n in self.notes:
             n["substantive"] = not status_only(n["text"] or "", phrases)
             n["recipients"] = {r for (r,) in db.conn.execute(
