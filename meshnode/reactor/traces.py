@@ -10,6 +10,7 @@ read is never a trace.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -31,7 +32,7 @@ TERMINAL_TASK = ("completed", "failed", "abandoned")
 
 
 class _Agent:
-    """What the agent wrote since the job started, read once per check."""
+    """What the agent wrote since the job started, read at most once per check."""
 
     def __init__(self, db: Database, agent: str, since_ms: int, *, self_did: str, phrases):
         self.db, self.agent, self.since, self.self_did = db, agent, since_ms, self_did
@@ -219,7 +220,8 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
     """One trace per event of the job that has one (the first kind found among its required
     ones, or RESOLVED when its subject resolved by itself); events without one are missing."""
     phrases = tuple(DEFAULTS["status_only_phrases"]) if phrases is None else phrases
-    me = _Agent(db, check.agent, check.since_ms, self_did=self_did, phrases=phrases)
+    # the agent's notes (and each one's recipients and links): read only when a kind asks for them
+    mine = functools.cache(lambda: _Agent(db, check.agent, check.since_ms, self_did=self_did, phrases=phrases))
     signer = self_did  # GMP containers are signed by the node, whichever of its agents acted
     blocked = _report_blocked(db, check.job_id)
     out = []
@@ -229,7 +231,7 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
             if t is not None:
                 break
             if kind in (TraceKind.MESSAGE, TraceKind.ACK):
-                t = me.note_trace(key, kind, refs)
+                t = mine().note_trace(key, kind, refs)
             elif kind is TraceKind.TASK_UPDATE:
                 lin = refs.get("lineage")
                 t = (_task_update(db, key, str(lin), check.since_ms, signer) if lin
@@ -241,7 +243,7 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
             elif kind is TraceKind.BLOCKER:
                 lin = refs.get("lineage")
                 t = (_blocked_entry(db, key, str(lin), check.since_ms, signer) if lin else None) \
-                    or me.blocker_note(key)
+                    or mine().blocker_note(key)
                 if t is None and blocked:
                     t = Trace(key, TraceKind.BLOCKER, f"report:{check.job_id}", check.agent, now_ms)
         if t is None:
