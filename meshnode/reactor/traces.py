@@ -47,12 +47,13 @@ class _Agent:
             "SELECT n.id, n.container_did, n.topic, n.text, n.mentions, n.hashtags, n.tags, n.timestamp FROM notes n"
             f" INDEXED BY reactor_notes_by_author WHERE {who} AND n.timestamp >= ? ORDER BY n.timestamp LIMIT ?",
             (*params, format_ms(max(0, since_ms)), MAX_NOTES)))
+        dids = [n["container_did"] for n in self.notes]
+        recipients = _by_did(db, "SELECT did, recipient FROM container_recipients WHERE did IN ({})", dids)
+        links = _by_did(db, "SELECT source_did, target_did FROM container_links WHERE source_did IN ({})", dids)
         for n in self.notes:
             n["substantive"] = not status_only(n["text"] or "", phrases)
-            n["recipients"] = {r for (r,) in db.conn.execute(
-                "SELECT recipient FROM container_recipients WHERE did = ?", (n["container_did"],))}
-            n["links"] = {t for (t,) in db.conn.execute(
-                "SELECT target_did FROM container_links WHERE source_did = ?", (n["container_did"],))}
+            n["recipients"] = recipients.get(n["container_did"], set())
+            n["links"] = links.get(n["container_did"], set())
             n["tagset"] = {t.casefold() for t in _list(n["tags"]) + _list(n["hashtags"])}
             n["mention_set"] = set(_list(n["mentions"]))
 
@@ -80,6 +81,16 @@ class _Agent:
                 return Trace(key, TraceKind.BLOCKER, n["container_did"] or str(n["id"]), self.agent,
                              _ms(n["timestamp"]))
         return None
+
+
+def _by_did(db: Database, sql: str, dids: list[str]) -> dict[str, set[str]]:
+    """``sql`` (pairs of a container DID and a value) for all ``dids`` in one query (at most
+    MAX_NOTES of them), grouped by DID: one scan per check instead of one per note."""
+    out: dict[str, set[str]] = {}
+    if dids:
+        for did, value in db.conn.execute(sql.format(",".join("?" * len(dids))), dids):
+            out.setdefault(did, set()).add(value)
+    return out
 
 
 def _list(text) -> list[str]:
