@@ -86,6 +86,11 @@ def since_ms(text: str, now: int) -> int:
     return max(0, now - int(back_ms)) if back_ms < now else 0  # longer than the epoch: everything
 
 
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= 10000:
+        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+
+
 def _read(config, fn, *args, **kwargs):
     db = _open_db(config)
     try:
@@ -255,8 +260,7 @@ def cmd_events(args) -> int:
     from meshnode.reactor import audit
 
     config = _config(args)
-    if not 1 <= args.limit <= 10000:
-        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+    _check_limit(args.limit)
     since = since_ms(args.since, now_ms()) if args.since else None
     rows = _read(config, audit.events, agent=args.agent, type=args.type, since_ms=since, all=args.all,
                  limit=args.limit)
@@ -274,17 +278,14 @@ def cmd_jobs(args) -> int:
     if args.show:
         if len(args.show) != 2 or args.show[0] != "show":
             raise ReactorCliError("bad_usage", "usage: meshnode reactor jobs [--status S] | jobs show JOB")
-        job = _read(config, audit.job, args.show[1])
-        if not job:
-            raise ReactorCliError("not_found", f"no job {args.show[1]!r} (see `meshnode reactor jobs`)")
+        job = _read(config, audit.job, args.show[1])  # raises ReactorNotFound for an unknown id
         if args.json:
             print_json(job)
             return 0
         for line in job_lines(job, config_did(config)):
             print(terminal_safe(line, keep_newlines=True))
         return 0
-    if not 1 <= args.limit <= 10000:
-        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+    _check_limit(args.limit)
     rows = _read(config, audit.jobs, status=args.status, limit=args.limit)
     me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('created_ms'))}  {r.get('status', '?'):<11}"
