@@ -17,11 +17,11 @@ import trio
 from meshnode.cli_common import _ask_node, _config, _open_db, print_json, print_rows, terminal_safe
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
+from meshnode.reactor.persist import JOB_STATUSES
 from meshnode.store.short_ids import short_agent_id
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
-JOB_STATUSES = ("queued", "leased", "running", "checking", "ok", "failed", "interrupted", "skipped")
 
 
 class ReactorCliError(MeshnodeError):
@@ -86,6 +86,11 @@ def since_ms(text: str, now: int) -> int:
     return max(0, now - int(back_ms)) if back_ms < now else 0  # longer than the epoch: everything
 
 
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= 10000:
+        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+
+
 def _read(config, fn, *args, **kwargs):
     db = _open_db(config)
     try:
@@ -111,18 +116,16 @@ def cmd_status(args) -> int:
     out = {**stored, **(live or {})}
     out["enabled"] = bool(values["enabled"])
     out["node"] = "running" if live is not None else "not running" if values["enabled"] else "-"
+    me = None  # the key is opened (perhaps asking for its passphrase) only when needed, and once
     if live is None and values["enabled"]:
-        from meshnode.home import open_identity
-        from meshnode.reactor import audit as reads
-
-        me = open_identity(config).did
-        waiting = [j["job_id"] for j in _read(config, reads.jobs, status="queued") if j.get("agent") == me]
+        me = config_did(config)
+        waiting = [j["job_id"] for j in _read(config, audit.jobs, status="queued") if j.get("agent") == me]
         out["core"] = "not running (its jobs wait for `meshnode run`)"
         out["waiting_for_node"] = waiting
     if args.json:
         print_json(out)
         return 0
-    for line in status_lines(out, config_did(config)):
+    for line in status_lines(out, me or config_did(config)):
         print(terminal_safe(line))
     return 0
 
@@ -257,8 +260,7 @@ def cmd_events(args) -> int:
     from meshnode.reactor import audit
 
     config = _config(args)
-    if not 1 <= args.limit <= 10000:
-        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+    _check_limit(args.limit)
     since = since_ms(args.since, now_ms()) if args.since else None
     rows = _read(config, audit.events, agent=args.agent, type=args.type, since_ms=since, all=args.all,
                  limit=args.limit)
@@ -276,17 +278,14 @@ def cmd_jobs(args) -> int:
     if args.show:
         if len(args.show) != 2 or args.show[0] != "show":
             raise ReactorCliError("bad_usage", "usage: meshnode reactor jobs [--status S] | jobs show JOB")
-        job = _read(config, audit.job, args.show[1])
-        if not job:
-            raise ReactorCliError("not_found", f"no job {args.show[1]!r} (see `meshnode reactor jobs`)")
+        job = _read(config, audit.job, args.show[1])  # raises ReactorNotFound for an unknown id
         if args.json:
             print_json(job)
             return 0
         for line in job_lines(job, config_did(config)):
             print(terminal_safe(line, keep_newlines=True))
         return 0
-    if not 1 <= args.limit <= 10000:
-        raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
+    _check_limit(args.limit)
     rows = _read(config, audit.jobs, status=args.status, limit=args.limit)
     me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('created_ms'))}  {r.get('status', '?'):<11}"
@@ -360,10 +359,9 @@ def cmd_aliases(args) -> int:
         print_rows(args, rows, lambda r: f"{r.get('name') or r.get('addressee')}  seen {r.get('count', '?')} time(s),"
                                          f" last {_when(r.get('last_ms') or r.get('last_seen_ms'))}")
         return 0
-    from meshnode.home import open_identity
     from meshnode.reactor.aliases import AliasError, AliasRegistry
 
-    did = open_identity(config).did
+    did = config_did(config)
     try:
         registry = AliasRegistry.load(config.home / "reactor" / "aliases.toml", self_id=did)
     except AliasError as exc:

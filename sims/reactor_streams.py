@@ -110,12 +110,6 @@ class Population:
             table[agent]["aliases"] = list(names)
         return {"agents": table}
 
-    def canonical(self, name: str) -> str:
-        return SELF if name == "self" else name
-
-    def mentees_of(self, mentor: str) -> list[str]:
-        return [a for a, m in self.mentors.items() if self.canonical(m) == mentor]
-
 
 # --- notes ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING
 
 from meshnode.container import ContainerError, format_ms, parse_ms
+from meshnode.gmp.reads import rows as row_dicts
 from meshnode.reactor.noise import NoteFacts, classify, normalized_text
 from meshnode.reactor.types import Event, Severity, TraceKind
 
@@ -214,13 +215,11 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
         return bool(addressees(row, self_did=self_did, local=local, aliases=aliases))
 
     db.conn.create_function("reactor_addressed", 4, addressed)
-    cur = db.conn.execute(
+    rows = row_dicts(db.conn.execute(
         f"SELECT {_COLUMNS} FROM notes n INDEXED BY reactor_notes_unread WHERE n.read = 0 AND n.hidden = 0"
         f" AND n.timestamp >= :since AND {_ADDRESSED} AND NOT {_KNOWN} AND reactor_addressed(n.mentions, n.agent_did,"
         f" n.source, {_TO_ME}) ORDER BY n.timestamp LIMIT :limit",
-        {"me": self_did, "since": since, "limit": MAX_NOTES})
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        {"me": self_did, "since": since, "limit": MAX_NOTES}))
     facts_of = noise_facts(db, rows, now_ms)
     out: list[Event] = []
     floods: dict[tuple[str, str, int], list[Event]] = {}
@@ -274,19 +273,17 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
     since = now_ms - min(int(cfg.max_note_age_days * DAY_MS), read_window_ms(cfg))  # within retention, as notes
     if until <= since or until <= 0:
         return []
-    cur = db.conn.execute(  # only the notes that may be addressed, each part a range scan on its own index
+    found = row_dicts(db.conn.execute(  # only the notes that may be addressed, each a range scan on its own index
         f"SELECT {_COLUMNS} FROM notes n WHERE n.id IN (SELECT m.id FROM container_recipients r CROSS JOIN notes m"
         " ON m.container_did = r.did WHERE r.recipient = :me AND m.timestamp >= :since AND m.timestamp < :until"
         " UNION SELECT id FROM notes INDEXED BY reactor_notes_mentions WHERE mentions NOT IN ('', '[]') AND"
         " timestamp >= :since AND timestamp < :until UNION SELECT id FROM notes INDEXED BY reactor_notes_person"
         " WHERE source IN ('cli', 'user') AND timestamp >= :since AND timestamp < :until)"
         f" AND n.hidden = 0 AND {_ADDRESSED} ORDER BY n.timestamp DESC LIMIT :limit",
-        {"me": self_did, "since": format_ms(max(0, since)), "until": format_ms(until), "limit": MAX_THREAD_NOTES})
-    names = [d[0] for d in cur.description]
+        {"me": self_did, "since": format_ms(max(0, since)), "until": format_ms(until), "limit": MAX_THREAD_NOTES}))
     newest: dict[tuple[str, str], dict] = {}
     local = frozenset(cfg.local_agents) | {self_did}
-    for row in cur.fetchall():  # newest first: the first row of a thread is its newest
-        row = dict(zip(names, row))
+    for row in found:  # newest first: the first row of a thread is its newest
         if row["topic"] == ESCALATION_TOPIC:
             continue  # an escalation's own follow-up is its check, not a thread to answer
         thread = row["topic"] or (row["agent_did"] or self_did)

@@ -122,6 +122,3 @@ class AliasRegistry:
 
     def aliases_of(self, cid: str) -> list[str]:
         return list(self._of.get(cid, ()))
-
-    def as_dict(self) -> dict[str, list[str]]:
-        return {cid: self.aliases_of(cid) for cid in self.canonical_ids()}

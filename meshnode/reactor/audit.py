@@ -8,6 +8,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from meshnode.errors import MeshnodeError
+from meshnode.gmp.reads import rows as row_dicts
 from meshnode.reactor.persist import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES, last_scan
 from meshnode.store.database import sql_errors
 
@@ -27,17 +28,15 @@ class ReactorNotFound(MeshnodeError):
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    out = []
-    for r in cur.fetchall():
-        d = dict(zip(names, r))
+    """The rows as dicts, their JSON columns decoded (a column that is not JSON stays text)."""
+    out = row_dicts(cur)
+    for d in out:
         for k in _JSON_COLUMNS:
             if isinstance(d.get(k), str):
                 try:
                     d[k] = json.loads(d[k])
                 except ValueError:
                     pass
-        out.append(d)
     return out
 
 

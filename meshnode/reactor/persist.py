@@ -12,6 +12,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
+from meshnode.gmp.reads import rows as row_dicts
 from meshnode.store.database import sql_errors
 
 if TYPE_CHECKING:
@@ -244,11 +245,9 @@ def unsent_escalations(db: Database, limit: int = 100) -> list[dict]:
     """Escalation rows written by save_step whose note the driver has not recorded as sent
     (the node stopped between the two): the driver sends them at its next scan."""
     with sql_errors("reading unsent escalations"):
-        cur = db.conn.execute(
+        return row_dicts(db.conn.execute(
             "SELECT key, agent, to_id, level, event_key, event_type, subject, text, job_id, sent_ms FROM"
-            " reactor_escalations WHERE container_id IS NULL ORDER BY sent_ms LIMIT ?", (limit,))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
+            " reactor_escalations WHERE container_id IS NULL ORDER BY sent_ms LIMIT ?", (limit,)))
 
 
 # --- leases and job status --------------------------------------------------------------------

@@ -10,11 +10,13 @@ read is never a trace.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshnode.container import format_ms
+from meshnode.gmp.reads import rows as row_dicts
 from meshnode.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.reactor.report import status_only
 from meshnode.reactor.settings import DEFAULTS
@@ -30,7 +32,7 @@ TERMINAL_TASK = ("completed", "failed", "abandoned")
 
 
 class _Agent:
-    """What the agent wrote since the job started, read once per check."""
+    """What the agent wrote since the job started, read at most once per check."""
 
     def __init__(self, db: Database, agent: str, since_ms: int, *, self_did: str, phrases):
         self.db, self.agent, self.since, self.self_did = db, agent, since_ms, self_did
@@ -41,18 +43,17 @@ class _Agent:
             who, params = "n.agent_did = ?", (agent,)
         else:  # an external agent of this node: what it wrote through the CLI
             who, params = "n.agent_did = ? AND n.llm_id = ?", (self_did, agent)
-        cur = db.conn.execute(
+        self.notes = row_dicts(db.conn.execute(
             "SELECT n.id, n.container_did, n.topic, n.text, n.mentions, n.hashtags, n.tags, n.timestamp FROM notes n"
             f" INDEXED BY reactor_notes_by_author WHERE {who} AND n.timestamp >= ? ORDER BY n.timestamp LIMIT ?",
-            (*params, format_ms(max(0, since_ms)), MAX_NOTES))
-        names = [d[0] for d in cur.description]
-        self.notes = [dict(zip(names, r)) for r in cur.fetchall()]
+            (*params, format_ms(max(0, since_ms)), MAX_NOTES)))
+        dids = [n["container_did"] for n in self.notes]
+        recipients = _by_did(db, "SELECT did, recipient FROM container_recipients WHERE did IN ({})", dids)
+        links = _by_did(db, "SELECT source_did, target_did FROM container_links WHERE source_did IN ({})", dids)
         for n in self.notes:
             n["substantive"] = not status_only(n["text"] or "", phrases)
-            n["recipients"] = {r for (r,) in db.conn.execute(
-                "SELECT recipient FROM container_recipients WHERE did = ?", (n["container_did"],))}
-            n["links"] = {t for (t,) in db.conn.execute(
-                "SELECT target_did FROM container_links WHERE source_did = ?", (n["container_did"],))}
+            n["recipients"] = recipients.get(n["container_did"], set())
+            n["links"] = links.get(n["container_did"], set())
             n["tagset"] = {t.casefold() for t in _list(n["tags"]) + _list(n["hashtags"])}
             n["mention_set"] = set(_list(n["mentions"]))
 
@@ -80,6 +81,16 @@ class _Agent:
                 return Trace(key, TraceKind.BLOCKER, n["container_did"] or str(n["id"]), self.agent,
                              _ms(n["timestamp"]))
         return None
+
+
+def _by_did(db: Database, sql: str, dids: list[str]) -> dict[str, set[str]]:
+    """``sql`` (pairs of a container DID and a value) for all ``dids`` in one query (at most
+    MAX_NOTES of them), grouped by DID: one scan per check instead of one per note."""
+    out: dict[str, set[str]] = {}
+    if dids:
+        for did, value in db.conn.execute(sql.format(",".join("?" * len(dids))), dids):
+            out.setdefault(did, set()).add(value)
+    return out
 
 
 def _list(text) -> list[str]:
@@ -220,7 +231,8 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
     """One trace per event of the job that has one (the first kind found among its required
     ones, or RESOLVED when its subject resolved by itself); events without one are missing."""
     phrases = tuple(DEFAULTS["status_only_phrases"]) if phrases is None else phrases
-    me = _Agent(db, check.agent, check.since_ms, self_did=self_did, phrases=phrases)
+    # the agent's notes (and each one's recipients and links): read only when a kind asks for them
+    mine = functools.cache(lambda: _Agent(db, check.agent, check.since_ms, self_did=self_did, phrases=phrases))
     signer = self_did  # GMP containers are signed by the node, whichever of its agents acted
     blocked = _report_blocked(db, check.job_id)
     out = []
@@ -230,7 +242,7 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
             if t is not None:
                 break
             if kind in (TraceKind.MESSAGE, TraceKind.ACK):
-                t = me.note_trace(key, kind, refs)
+                t = mine().note_trace(key, kind, refs)
             elif kind is TraceKind.TASK_UPDATE:
                 lin = refs.get("lineage")
                 t = (_task_update(db, key, str(lin), check.since_ms, signer) if lin
@@ -242,7 +254,7 @@ def find(db: Database, check: TraceCheck, now_ms: int, *, self_did: str,
             elif kind is TraceKind.BLOCKER:
                 lin = refs.get("lineage")
                 t = (_blocked_entry(db, key, str(lin), check.since_ms, signer) if lin else None) \
-                    or me.blocker_note(key)
+                    or mine().blocker_note(key)
                 if t is None and blocked:
                     t = Trace(key, TraceKind.BLOCKER, f"report:{check.job_id}", check.agent, now_ms)
         if t is None:

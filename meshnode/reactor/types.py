@@ -316,10 +316,3 @@ def report_to_dict(r: FinalReport) -> dict:
         "blocked_reason": r.blocked_reason, "needs_human": r.needs_human,
         "next_check_at_ms": r.next_check_at_ms,
     }
-
-
-def escalation_to_dict(x: Escalation) -> dict:
-    return {
-        "key": x.key, "agent": x.agent, "to_id": x.to_id, "level": x.level, "event_key": x.event_key,
-        "event_type": x.event_type, "subject": x.subject, "text": x.text, "job_id": x.job_id, "at_ms": x.at_ms,
-    }
