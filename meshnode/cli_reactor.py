@@ -356,8 +356,8 @@ def cmd_aliases(args) -> int:
         from meshnode.reactor import audit
 
         rows = _read(config, audit.unknown)
-        print_rows(args, rows, lambda r: f"{r.get('name') or r.get('addressee')}  seen {r.get('count', '?')} time(s),"
-                                         f" last {_when(r.get('last_ms') or r.get('last_seen_ms'))}")
+        print_rows(args, rows, lambda r: f"{r['name']}  named by {r['events']} event(s), last"
+                                         f" {_when(r['last_seen_ms'])} ({r['event_type']})")
         return 0
     from meshnode.reactor.aliases import AliasError, AliasRegistry
 

@@ -89,6 +89,11 @@ def test_aliases_and_unknown_addressees(home, run_cli):
     mine = next(r for r in rows if r["self"])
     assert {"ductor", "nodus"} <= {a.lower() for a in mine["aliases"]}
     assert js(run_cli, home, "aliases", "--unknown") == []
+    ok(run_cli("--home", home, "note", "add", "@somebody-else please water the plants today?"))
+    ok(run_cli("--home", home, "reactor", "scan", "--once"))
+    (row,) = js(run_cli, home, "aliases", "--unknown")
+    assert (row["name"], row["events"]) == ("somebody-else", 1)
+    assert "somebody-else  named by 1 event(s), last " in ok(run_cli("--home", home, "reactor", "aliases", "--unknown"))
     (home / "reactor" / "aliases.toml").write_text('[agents.self]\naliases = ["x"]\n[agents.scout]\naliases = ["x"]\n')
     assert "aliases.toml" in one_error_line(run_cli("--home", home, "reactor", "aliases"))
     for dry in ((), ("--dry-run",)):  # was a traceback (an exception group out of the scan's nursery)

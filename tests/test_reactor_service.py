@@ -308,3 +308,54 @@ def test_status_counts_the_wakes_of_the_hour_as_the_ceiling_does_not_the_escalat
             await store.aclose()
 
     trio.run(main)
+
+
+def test_a_wake_context_names_its_peers_lists_the_node_s_tasks_and_the_silent_peers(tmp_path):
+    """The driver completes the core's context with what only the store and the hour-scale tracker
+    know: the sender's name, this node's tasks that need something, and peers gone quiet."""
+    import json
+
+    from meshnode.container import now_ms
+    from meshnode.gmp import service as gmp
+    from meshnode.identity.keys import NodeKey
+    from meshnode.notes import make_note
+    from meshnode.store.peers import upsert_peer
+
+    key, peer, quiet = NodeKey.generate(), NodeKey.generate(), NodeKey.generate()
+
+    def setup(db):
+        t = now_ms()
+        upsert_peer(db, peer.did, peer_id=peer.peer_id, now_ms=t, source="exchange", name="isaac")
+        upsert_peer(db, quiet.did, peer_id=quiet.peer_id, now_ms=t, source="exchange", name="quinn")
+        goal = gmp.goal_add(db, key, t, title="Ship the bridge")["lineage"]
+        gmp.task_add(db, key, t + 1, goal=goal, title="write the adapter")  # created here, held by nobody
+        note = make_note(peer, f"@{key.did} could you look at the adapter plan today?", now_ms=t + 2,
+                         audience="friends", recipients=[key.did])
+        assert db.put_container(note, received_at_ms=t + 2)
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {}, cycle)
+        try:
+            await store.write(setup)
+            service.liveness.heard(quiet.did, now_ms() - 30 * 3_600_000)  # silent for 30 h: stale
+            service.liveness.tick(now_ms())
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                await service.scan()
+                with trio.fail_after(10):
+                    while not cycle.wakes.runs:
+                        await trio.sleep(0.02)
+                nursery.cancel_scope.cancel()
+            job_id, md = cycle.wakes.runs[0]
+            ctx = json.loads((tmp_path / "reactor" / "wake" / f"{job_id}.json").read_text())
+            assert [i.get("from_name") for i in ctx["inbox"]] == ["isaac"], ctx["inbox"]
+            assert ctx["routing"] == {"isaac": peer.did, "quinn": quiet.did}  # the names used in it
+            assert [t["title"] for t in ctx["due_tasks"]] == ["write the adapter"]
+            assert ctx["due_tasks"][0]["due"] == "unassigned"
+            assert {(x["did"], x["state"], x["name"]) for x in ctx["liveness"]} == {(quiet.did, "stale", "quinn")}
+            assert "from isaac" in md and "write the adapter" in md and "quinn" in md
+        finally:
+            await store.aclose()
+
+    trio.run(main)

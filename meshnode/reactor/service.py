@@ -28,6 +28,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.reactor import adapters, audit, escalate, persist, plugins, traces, wake_context
 from meshnode.reactor.aliases import AliasError, AliasRegistry
+from meshnode.reactor.context_reads import context_reads
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.reactor.settings import ReactorConfig
@@ -338,19 +339,22 @@ class ReactorService:
     # --- what a step asks for ------------------------------------------------------------
 
     async def _contexts(self, step, reactor: Reactor, now: int) -> None:
-        """Give each new job its wake context (design 8) before the step is written, and write it
-        to ``<home>/reactor/wake/<job_id>.md`` (what the agent reads) and ``.json``."""
-        for job in step.jobs:
-            if not job.context:
-                events = [e for k in job.events if (e := reactor.event(k)) is not None]
-                job.context = wake_context.build(job, events, await self._extras(job, now), self.cfg)
-            if job.kind == "wake":
-                await self._write_context(job)
-
-    async def _extras(self, job, now: int) -> dict:
-        names = await self.store.read(_peer_names)
-        live = {d: s.value for d, s in self.liveness.peers().items() if s.value != "ok"}
-        return {"names": names, "liveness": live}
+        """Give each new wake job its full wake context (design 8) before the step is written: the
+        core's context plus what only the store knows (display names of the peers in it, this node's
+        due tasks) and the hour-scale liveness of the peers followed; then write it to
+        ``<home>/reactor/wake/<job_id>.md`` (what the agent reads) and ``.json``."""
+        wakes = [job for job in step.jobs if job.kind == "wake"]
+        if not wakes:
+            return
+        live = [{"did": d, "state": s.value} for d, s in sorted(self.liveness.peers().items()) if s.value != "ok"]
+        for job in wakes:
+            events = [e for k in job.events if (e := reactor.event(k)) is not None]
+            dids = {str(v) for e in events for k, v in e.refs.items() if k in ("author", "from", "did")}
+            dids |= {x["did"] for x in live[:wake_context.SECTION_ITEMS]}
+            extras = await self.store.read(context_reads, sorted(dids), job.agent == self.did, self.did, now)
+            liveness = [{**x, "name": extras["names"].get(x["did"])} for x in live]
+            job.context = wake_context.build(job, events, {**extras, "liveness": liveness}, self.cfg)
+            await self._write_context(job)
 
     async def _start_jobs(self, reactor: Reactor, step, now: int) -> list[str]:
         """Lease and start the step's jobs, and queued ones found in the state (left by a crash or
@@ -575,7 +579,3 @@ def _first_signal(reactor: Reactor, job) -> int:
 def _last_heard(db) -> dict[str, int]:
     return {d: int(t) for d, t in db.conn.execute("SELECT did, last_heard_ms FROM peer_liveness"
                                                   " WHERE last_heard_ms IS NOT NULL")}
-
-
-def _peer_names(db) -> dict[str, str]:
-    return {d: n for d, n in db.conn.execute("SELECT id, name FROM agent_peers WHERE name IS NOT NULL LIMIT 10000")}

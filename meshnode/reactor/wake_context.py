@@ -62,7 +62,7 @@ def build(job: WakeJob, events: list[Event], extras: dict | None, cfg) -> dict:
         "waiting_on_person": list(extras.get("waiting_on_person") or [])[:SECTION_ITEMS],
         "shared_attention": dict(extras.get("shared_attention") or {}),
         "required_outcome": {"traces": required, "note": "status-only replies do not count"},
-        "routing": {str(k): str(v) for k, v in list(names.items())[:SECTION_ITEMS]},
+        "routing": {str(name): str(did) for did, name in list(names.items())[:SECTION_ITEMS]},  # name -> DID
         "limits": {"max_outgoing": cfg.max_outgoing_per_run, "max_ticks": cfg.max_ticks,
                    "max_runtime_s": job.max_runtime_s, "forbidden": list(FORBIDDEN),
                    "final_report": "end with the final report (reactor_report)"},
