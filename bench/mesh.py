@@ -1,6 +1,6 @@
 """Mesh figures on loopback, with baselines measured in the same run.
 
-    python bench/mesh.py [--nodes 20] [--messages 30]
+    python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20]
 
 1. connect latency between two hosts built as meshnode builds them
    (Noise, yamux, one connection per peer), beside py-libp2p's default
@@ -79,7 +79,7 @@ async def host_figures(rounds: int = 20) -> dict:
     loop = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
     for label, per_peer in (("meshnode", 1), ("libp2p_default", 3)):
         times = []
-        for _ in range(rounds if per_peer == 1 else 5):
+        for _ in range(rounds if per_peer == 1 else min(rounds, 5)):
             a, b = make(per_peer), make(per_peer)
             async with a.run(loop), b.run(loop):
                 t = time.perf_counter()
@@ -176,8 +176,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--messages", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=20,
+                        help="connects timed between two bare hosts (at most 5 of them with libp2p's defaults)")
     args = parser.parse_args()
-    figures = trio.run(host_figures)
+    figures = trio.run(host_figures, args.rounds)
     for k, v in figures.items():
         print(f"{k:40} {v}")
     mesh = mesh_figures(args.nodes, args.messages)

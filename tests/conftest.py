@@ -56,13 +56,26 @@ def run_cli(fake_user_home):
     return run
 
 
-@pytest.fixture
-def home(tmp_path, run_cli) -> Path:
-    """An initialised node home (``meshnode --home <tmp> init --name test``)."""
-    path = tmp_path / "node"
-    result = run_cli("--home", path, "init", "--name", "test")
+@pytest.fixture(scope="session")
+def _initialised_home(tmp_path_factory, fake_user_home) -> Path:
+    """One ``meshnode init --name test`` for the session, copied by ``home`` (init is a ~0.7 s
+    subprocess, and ~100 tests start from an initialised home). A home holds no absolute path of
+    its own, so a copy is the same as an init in place; every test gets its own copy."""
+    path = tmp_path_factory.mktemp("home-template") / "node"
+    result = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(path), "init", "--name", "test"],
+                            env=cli_env(fake_user_home), capture_output=True, text=True, encoding="utf-8",
+                            timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
     return path
+
+
+@pytest.fixture
+def home(tmp_path, _initialised_home) -> Path:
+    """An initialised node home (``meshnode --home <tmp> init --name test``): a copy of the
+    session's, so each test starts from a fresh one of its own."""
+    import shutil
+
+    return Path(shutil.copytree(_initialised_home, tmp_path / "node"))
 
 
 # Hypothesis: no per-example deadline. CI runs on two shared cores, and a slow
