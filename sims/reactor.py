@@ -37,6 +37,7 @@ from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor, Step
 from meshnode.reactor.settings import DEFAULTS, ReactorConfig
 from meshnode.reactor.types import Event, RunEnded, TracesFound
+from sims.report import save_figure
 from sims.reactor_streams import HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World
 
 EXIT_LIMITS, EXIT_VANISHED = 4, 5
@@ -301,11 +302,7 @@ def plots(sim: ReactorSim, tally: Tally, out: Path) -> list[Path]:
     hours = max(1, int(-(-tally.sim_ms // HOUR)))
 
     def save(fig, name: str) -> None:
-        path = out / name
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, out / name))
 
     fig, ax = plt.subplots(figsize=(8, 4))
     urgent, other = [0] * hours, [0] * hours

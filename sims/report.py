@@ -71,11 +71,7 @@ def plots(r: Result, out: Path) -> list[Path]:
     heights = list(range(len(r.latencies_ms)))
 
     def save(fig, name: str) -> None:
-        path = out / name
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, out / name))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(heights, r.latencies_ms, marker="o")
@@ -97,3 +93,13 @@ def plots(r: Result, out: Path) -> list[Path]:
     ax.legend()
     save(fig, "trust_over_time.png")
     return written
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Write one plot as a PNG and free it (matplotlib keeps every open figure in memory)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
