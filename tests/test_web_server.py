@@ -85,7 +85,7 @@ def test_endpoint_refuses_other_methods_and_types():
     ("draft_not_found", 404), ("unknown_command", 404), ("cognition_off", 409), ("reactor_off", 409),
     ("conflict", 409), ("draft_changed", 409), ("not_shown", 409), ("too_large", 413),
     ("bad_content_type", 415), ("bad_host", 421), ("too_many_logins", 429), ("internal_error", 500),
-    ("something_new", 400),
+    ("unreachable", 502), ("bad_sync", 502), ("db_busy", 503), ("timeout", 504), ("something_new", 400),
 ])
 def test_status_for(code, status):
     assert status_for(code) == status
