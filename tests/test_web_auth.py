@@ -154,3 +154,12 @@ def test_login_rate_limit_then_rotation_ends_sessions(tmp_path):
             refused(web.raw_get("/api"), 401, "unauthorized")  # and the old token
             with web.client(bearer=False, headers={"Authorization": f"Bearer {new}"}) as fresh:
                 assert fresh.get("/api").status_code == 200
+
+
+def test_the_route_table_describes_every_route(web):
+    table = {(r["method"], r["path"]): r for r in web.get("/api")}
+    login = table[("POST", "/api/login")]
+    assert login["auth"] is False and login["args"]["token"] == {
+        "type": "str", "required": True, "max": 200, "doc": "the token of web.token"}
+    assert table[("GET", "/api")]["auth"] is True and ("GET", "/api/session") in table
+    assert all(method in ("GET", "POST") and path.startswith(("/api", "/metrics")) for method, path in table)
