@@ -13,6 +13,7 @@ import json
 from meshnode.container import Container, build_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
+from meshnode.store import short_ids
 from meshnode.store.database import Database, like_pattern, sql_errors
 
 MAX_LIST = 10_000
@@ -125,6 +126,22 @@ def reference_problem(db: Database, did: str, cls: str) -> str | None:
     if row[0] != cls:
         return f"is a {CLASS_NOUNS.get(row[0], row[0])}, not a {CLASS_NOUNS.get(cls, cls)}"
     return None
+
+
+def resolve_reference(db: Database, text: str, cls: str, *, what: str, allow_dangling: bool = False,
+                      option: str = "allow_dangling") -> str:
+    """The whole container DID that ``text`` (a DID or a short id) names as a ``cls`` reference;
+    refused (unless ``allow_dangling``) when this node does not hold it or it is of another class:
+    a version of nothing, or a link to nothing, is almost always a typo. ``what``: the argument as
+    the person typed it, and ``option`` the way to allow a dangling one, for the reason."""
+    try:
+        did = short_ids.resolve_container(db, text, CLASS_NOUNS[cls])
+    except MeshnodeError as exc:
+        raise KnowledgeError(exc.code, f"{what}: {exc.reason}") from None
+    problem = reference_problem(db, did, cls)
+    if problem and not allow_dangling:
+        raise KnowledgeError("dangling_reference", f"{what} {did}: {problem} ({option} refers to it anyway)")
+    return did
 
 
 # --- reading ---------------------------------------------------------------------
