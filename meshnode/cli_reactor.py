@@ -339,10 +339,9 @@ def cmd_explain(args) -> int:
 
 
 def cmd_rules(args) -> int:
-    from meshnode.config import check_reactor
-    from meshnode.reactor.limits import rules_table
+    from meshnode.reactor.rules import describe
 
-    rows = rules_table(check_reactor(_config(args).values["reactor"]))
+    rows = describe(_config(args))
     print_rows(args, rows, lambda r: f"{r['rule']:<16} {'off' if r['off'] else 'on':<4}"
                                      f" {r['route']:<9} {'wakes' if r['wakes'] else 'digest only':<12}"
                                      f"{' nudge' if r['nudge'] else '      '}  {', '.join(r['events'])}"
