@@ -94,3 +94,20 @@ def test_confirmation_and_limit_reset(env):
     with pytest.raises(GateError) as info:
         person.answer(db, req["id"], True, NOW + 3, "web")
     assert info.value.code == "already_decided"
+
+
+def test_all_or_nothing_refuses_before_deciding(env):
+    ws, db, jail = env
+    (ws / "b.txt").write_bytes(b"b\n")
+    drafts.draft_write(db, jail, person.SESSION, "a.txt", b"new\n")
+    drafts.listing(db, jail, person.SESSION)
+    drafts.draft_write(db, jail, person.SESSION, "b.txt", b"b2\n")  # drafted after the listing
+    for paths, code in ((None, "not_shown"), (["a.txt", "b.txt"], "not_shown"), (["a.txt", "nope.txt"], "not_found")):
+        with pytest.raises(GateError) as info:
+            person.decide(db, jail, "accept", paths, "web", all_or_nothing=True)
+        assert info.value.code == code and info.value.reason
+    assert db.conn.execute("SELECT status FROM gate_drafts ORDER BY path").fetchall() == [("pending",), ("pending",)]
+    assert log_rows(db) == []
+    # a reject needs no listing; one that names a missing draft is refused whole
+    assert person.decide(db, jail, "reject", ["b.txt"], "web", all_or_nothing=True)["decided"] == ["b.txt"]
+    assert person.decide(db, jail, "accept", ["a.txt"], "web", all_or_nothing=True)["decided"] == ["a.txt"]

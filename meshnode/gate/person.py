@@ -26,13 +26,21 @@ def tell_agent(db: Database, what: str, result, by: str) -> None:
                      (f"gate:{what}", json.dumps(result, default=str)[:4000], json.dumps(["gate", "person", by])))
 
 
-def decide(db: Database, jail: Jail, decision: str, paths: list[str] | None, by: str) -> dict:
+def decide(db: Database, jail: Jail, decision: str, paths: list[str] | None, by: str, *,
+           all_or_nothing: bool = False) -> dict:
     """Accept or reject the drafts of ``paths`` (None: all it applies to); accepting takes only
-    what the person was last shown (``drafts.listing``), the rest is in ``changed_since_listed``."""
+    what the person was last shown (``drafts.listing``), the rest is in ``changed_since_listed``.
+    ``all_or_nothing`` (the web): an accept that would leave one out, or a path with no open
+    draft, is refused before anything is decided ("not_shown", "not_found")."""
     if decision not in DECISIONS:
         raise GateError("bad_decision", f"a decision is 'accept' or 'reject', not {decision!r}")
     if paths is not None and not paths:
         raise GateError("bad_arguments", f"name the drafts to {decision}, or all of them")
+    if all_or_nothing:
+        unseen = drafts.unshown(db, jail, SESSION, paths)
+        if decision == "accept" and unseen:
+            raise GateError("not_shown", f"{', '.join(unseen)} changed since the drafts were last listed (or were"
+                            " never listed); nothing was decided: look at them again")
     result = drafts.decide_many(db, jail, SESSION, decision, paths)
     tell_agent(db, decision, result, by)
     return result
