@@ -116,3 +116,20 @@ async def test_store_write_wait_is_the_queue_behind_another_write(tmp_path):
 async def test_store_without_metrics_measures_nothing(tmp_path):
     async with await Store.open(tmp_path / "n.db") as store:
         assert await store.write(lambda db: 7) == 7
+
+
+# --- control_request_seconds and the control command "metrics" (node.py) -----------------------------
+
+async def test_control_requests_are_timed_and_metrics_full_adds_histograms_and_gauges():
+    from meshnode.node import _Control
+    m = Metrics()
+    m.set("reactor_scan_ms", 13.5)
+    control = _Control(None, None, None, None, m)
+    counters = await control.handle("metrics", {})
+    assert isinstance(counters, list) and counters == m.snapshot()[:len(counters)]   # as `meshnode metrics` prints
+    full = await control.handle("metrics", {"full": True})
+    assert set(full) == {"counters", "histograms", "gauges"}
+    assert full["gauges"] == [{"name": "reactor_scan_ms", "labels": {}, "value": 13.5}]
+    assert [(h["labels"]["cmd"], h["count"]) for h in full["histograms"]] == [("metrics", 1)]
+    json.dumps(full, allow_nan=False)
+    assert [(h["labels"]["cmd"], h["count"]) for h in m.histograms()] == [("metrics", 2)]
