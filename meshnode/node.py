@@ -11,6 +11,7 @@ import inspect
 import logging
 import signal
 import sys
+import time
 from typing import TextIO
 
 import trio
@@ -126,6 +127,13 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         await nursery.start(reactor.run)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
+                    web = None
+                    if config.values["web"]["enabled"]:  # the notebook: on this nursery, after the control socket
+                        from meshnode.web.server import serve_web, web_url
+                        from meshnode.web.services import Services
+
+                        services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
+                        web = web_url(config, await nursery.start(serve_web, config, services))
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
@@ -137,6 +145,9 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         print("to connect another node, add this line to its bootstrap.txt"
                               " (or another listen address above that it can reach):", file=out)
                         print(_bootstrap_example(mesh.addresses()), file=out)
+                    if web is not None:
+                        print(f"web:      {web}", file=out)
+                        print("login:    meshnode web url", file=out)
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
                         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -253,6 +264,7 @@ class _Control:
         except TypeError as exc:
             raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
         self.metrics.inc("control_requests", cmd=cmd)
+        started = time.monotonic()
         try:
             return await method(**args)
         except MeshnodeError:
@@ -261,6 +273,8 @@ class _Control:
             log.exception("control command %s failed", cmd)
             self.metrics.inc("control_internal_errors")
             raise MeshnodeError("internal_error", f"{cmd} failed inside the node: {type(exc).__name__}") from None
+        finally:
+            self.metrics.observe("control_request_seconds", time.monotonic() - started, cmd=cmd)
 
     async def cmd_status(self):
         counts = await self.store.read(lambda db: db.counts())
@@ -485,8 +499,13 @@ class _Control:
     async def cmd_consensus_decisions(self, limit: int = 50):
         return await self.store.read(decisions.decisions, int(limit))
 
-    async def cmd_metrics(self):
-        return self.metrics.snapshot()
+    async def cmd_metrics(self, full: bool = False):
+        """The counters (a list, as ``meshnode metrics`` prints them); with ``full``,
+        ``{"counters", "histograms", "gauges"}``."""
+        if not full:
+            return self.metrics.snapshot()
+        return {"counters": self.metrics.snapshot(), "histograms": self.metrics.histograms(),
+                "gauges": self.metrics.gauges()}
 
     # --- the reactor (meshnode reactor ...; reads go to the database, cli_reactor.py) ---------
 
