@@ -137,6 +137,8 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write_background(_log, "resume", saved)
+        # tick numbers go on from the last traced one (core-outage ticks leave no checkpoint)
+        self.ticks = max(self.ticks, await self.store.read(tick_traces.last_tick))
         self.paused_by = await self.store.read(paused_of)  # a person's pause outlives a restart
         if self.paused:
             log.warning("the agent is paused (by %s): `meshnode mind resume` lets it think again", self.paused_by)
@@ -282,7 +284,7 @@ class Cycle:
         traced (``tick_traces``) and told to ``on_tick``."""
         started = time.monotonic()
         summary = await self.wakes.around(self._tick)
-        if self.metrics is not None and hasattr(self.metrics, "observe"):
+        if self.metrics is not None:
             self.metrics.observe("cycle_tick_seconds", time.monotonic() - started)
         if self.on_tick is not None:
             try:
@@ -332,7 +334,8 @@ class Cycle:
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered",
                        "llms": {e.id: self.llm_errors.get(e.id) for e in mains}}
             await self.store.write_background(_outage, summary, {**self._trace(now, CORE_OUTAGE, None, None, []),
-                                                                 "duration_ms": self.clock() - now})
+                                                                 "duration_ms": self.clock() - now},
+                                              self.keep_traces)
             return summary
         was = self.mode
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id

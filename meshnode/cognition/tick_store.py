@@ -110,11 +110,13 @@ def _prune_and_checkpoint(db: Database, state: dict, trace_end: dict | None = No
         _log(db, "prune", {"responses_archived": archived, "memory_dropped": dropped})
 
 
-def _outage(db: Database, summary: dict, trace: dict) -> None:
-    """A core-outage tick: its log line and its trace (no prompt: no LLM was asked) in one transaction."""
+def _outage(db: Database, summary: dict, trace: dict, keep_traces: int = tick_traces.DEFAULT_KEEP) -> None:
+    """A core-outage tick: its log line and its trace (no prompt: no LLM was asked), the oldest
+    traces pruned, in one transaction."""
     with db.transaction() as conn:
         _log_row(conn, "tick", summary, "offline", None)
         tick_traces.record(conn, summary["tick"], **trace, summary=summary)
+        tick_traces.prune(conn, keep_traces)
 
 
 PAUSED = "mind.paused"  # a person's pause, kept across restarts (not a cycle.* setting: the LLM cannot lift it)

@@ -65,6 +65,10 @@ def prune(conn: sqlite3.Connection, keep: int) -> int:
                         " LIMIT 1 OFFSET ?)", (max(1, int(keep)),)).rowcount
 
 
+def last_tick(db: Database) -> int:
+    return db.conn.execute("SELECT coalesce(max(tick), 0) FROM tick_traces").fetchone()[0]
+
+
 def _row(r: tuple) -> dict:
     tick, started, duration, mode, llm_id, llm_ms, wake_job, summary = r
     return {"tick": tick, "started_ms": started, "duration_ms": duration, "mode": mode, "llm_id": llm_id,
