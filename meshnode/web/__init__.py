@@ -1,0 +1,2 @@
+"""The web notebook: an HTTP API, server-sent events, /metrics and small pages, served inside
+`meshnode run` on the node's own trio nursery (protocols/web.md)."""

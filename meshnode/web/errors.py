@@ -1,0 +1,46 @@
+"""MeshnodeError codes as HTTP statuses (protocols/web.md section 4), and the error body."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+from meshnode.errors import MeshnodeError
+
+_EXACT = {
+    "bad_request": 400, "empty_note": 400, "note_too_long": 400, "bad_arguments": 400,
+    "unauthorized": 401,
+    "cross_origin": 403, "web_token_mode": 403,
+    "not_found": 404, "no_route": 404,
+    "method_not_allowed": 405,
+    "cognition_off": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
+    "gmp_off": 409, "not_allowed": 409, "not_assignee": 409, "not_owner": 409, "already_decided": 409,
+    "wrong_state": 409, "bad_state": 409, "expired": 409, "paused": 409,
+    "too_large": 413,
+    "bad_content_type": 415,
+    "bad_host": 421,
+    "too_many_logins": 429, "rate_limited": 429,
+    "internal_error": 500,
+    "timeout": 504,
+}
+
+
+def status_for(code: str) -> int:
+    """The HTTP status of an error code; unmapped codes are the client's fault (400)."""
+    if code in _EXACT:
+        return _EXACT[code]
+    if code.endswith("_not_found") or code.startswith("unknown_"):
+        return 404
+    if code.startswith("bad_"):
+        return 400
+    if code.startswith("not_allowed") or code.endswith("_conflict"):
+        return 409
+    return 400
+
+
+def error_body(code: str, reason: str) -> dict:
+    return {"ok": False, "code": code, "reason": reason}
+
+
+def error_response(exc: MeshnodeError, status: int | None = None) -> JSONResponse:
+    """The control socket's error shape with the code's status."""
+    return JSONResponse(error_body(exc.code, exc.reason), status_code=status or status_for(exc.code))
