@@ -33,6 +33,7 @@ from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, contai
 from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, cli_reputation
 from meshnode import cli_ethics, cli_gmp, cli_reactor
+from meshnode import cli_web
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_ethics.add_parsers(sub, common)
     cli_gmp.add_parsers(sub, common)
     cli_reactor.add_parsers(sub, common)
+    cli_web.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")

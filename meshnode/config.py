@@ -30,6 +30,7 @@ from meshnode.errors import ConfigError, IdentityError, MeshnodeError
 from meshnode.gate.outbound import confirm_policy
 from meshnode.identity.did import public_key_from_did
 from meshnode.reactor.settings import DEFAULTS as REACTOR_DEFAULTS, ReactorConfig
+from meshnode.web.settings import WEB_DEFAULTS, WEB_NOTES, check_web
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -135,6 +136,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sync_sessions": 8,
         "sync_sessions_per_peer": 2,
     },
+    # the web notebook (protocols/web.md section 12; the reason for each default is in README, Web notebook)
+    "web": dict(WEB_DEFAULTS),
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 REACTOR_TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
@@ -194,6 +197,7 @@ def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = 
     if overrides:
         _merge(values, {s: {k: v for k, v in kv.items() if v is not None} for s, kv in overrides.items()}, "flags")
     _check(values)
+    check_web(values["web"], home)
     return Config(home=home, values=values)
 
 
@@ -226,6 +230,7 @@ _SECTION_NOTES = {
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
+    "web": WEB_NOTES,
 }
 
 

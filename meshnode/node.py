@@ -126,6 +126,13 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         await nursery.start(reactor.run)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
+                    web = None
+                    if config.values["web"]["enabled"]:  # the notebook: on this nursery, after the control socket
+                        from meshnode.web.server import serve_web, web_url
+                        from meshnode.web.services import Services
+
+                        services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
+                        web = web_url(config, await nursery.start(serve_web, config, services))
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
@@ -137,6 +144,9 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         print("to connect another node, add this line to its bootstrap.txt"
                               " (or another listen address above that it can reach):", file=out)
                         print(_bootstrap_example(mesh.addresses()), file=out)
+                    if web is not None:
+                        print(f"web:      {web}", file=out)
+                        print("login:    meshnode web url", file=out)
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
                         log.info("received %s, stopping", signal.Signals(signum).name)

@@ -36,13 +36,16 @@ class Node:
         self.name = name
         self.home = root / name
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
-        self.env.update({"HOME": str(root), "MESHNODE_NET_LISTEN": "/ip4/127.0.0.1/tcp/0", **FAST_NET, **(env or {})})
+        self.env.update({"HOME": str(root), "MESHNODE_NET_LISTEN": "/ip4/127.0.0.1/tcp/0",
+                         "MESHNODE_WEB_LISTEN": "127.0.0.1:0",  # parallel nodes never collide on 8470
+                         **FAST_NET, **(env or {})})
         self.wrapper = wrapper or []
         self.proc: subprocess.Popen | None = None
         self.lines: queue.Queue = queue.Queue()
         self.output: list[str] = []
         self.peer_id = None
         self.addresses: list[str] = []
+        self.web_url: str | None = None  # http://127.0.0.1:PORT/ from the `web:` line
         result = subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), "init",
                                  "--name", name], env=self.env, capture_output=True, text=True, timeout=60,
                                 stdin=subprocess.DEVNULL)
@@ -77,6 +80,8 @@ class Node:
                 self.peer_id = line.split()[2]
             elif line.startswith("listen:"):
                 self.addresses.append(line.split()[1])
+            elif line.startswith("web:"):
+                self.web_url = line.split()[1]
             elif line.startswith("ready"):
                 return
 

@@ -1,0 +1,48 @@
+"""``meshnode web url [--rotate]``: the login link of the web notebook.
+
+    meshnode web url            http://127.0.0.1:8470/login#t=TOKEN (the token file is created if missing)
+    meshnode web url --rotate   a new token first: every browser session and script token ends
+
+Works with the node stopped (it reads config.toml and the token file only). The token rides in the
+link's fragment, which a browser never sends to a server, so it stays out of logs and Referers.
+"""
+
+from __future__ import annotations
+
+from meshnode.cli_common import _config
+from meshnode.web.settings import host_port, parse_listen
+
+
+def add_parsers(sub, common) -> None:
+    w = sub.add_parser("web", parents=[common], help="the web notebook: its login link",
+                       description="The web notebook that `meshnode run` serves ([web] in config.toml).")
+    ws = w.add_subparsers(dest="web_command", metavar="SUBCOMMAND", required=True)
+    p = ws.add_parser("url", parents=[common], help="print the login link (with the token)",
+                      description="Print the link that logs a browser in: http://HOST:PORT/login#t=TOKEN."
+                                  " Works with the node stopped.")
+    p.add_argument("--rotate", action="store_true",
+                   help="write a new token first (ends every session and every script's token)")
+    p.set_defaults(func=cmd_url)
+
+
+def login_url(config, token: str) -> str:
+    web = config.values["web"]
+    host, port = parse_listen(web["listen"])
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    scheme = "https" if web["tls_cert"] else "http"
+    return f"{scheme}://{host_port(host, port)}/login#t={token}"
+
+
+def cmd_url(args) -> int:
+    from meshnode.web.auth import read_token, write_token  # Starlette loads only for this command
+
+    config = _config(args)
+    path = config.path("web", "token_path")
+    token = write_token(path) if args.rotate else read_token(path)
+    print(login_url(config, token))
+    if config.values["web"]["listen"].endswith(":0"):
+        print("(listen port 0: the node picks a free port at start; its `web:` line shows it)")
+    if not config.values["web"]["enabled"]:
+        print("(the web notebook is off: [web] enabled = false)")
+    return 0
