@@ -11,6 +11,7 @@ import inspect
 import logging
 import signal
 import sys
+import time
 from typing import TextIO
 
 import trio
@@ -262,6 +263,7 @@ class _Control:
         except TypeError as exc:
             raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
         self.metrics.inc("control_requests", cmd=cmd)
+        started = time.monotonic()
         try:
             return await method(**args)
         except MeshnodeError:
@@ -270,6 +272,8 @@ class _Control:
             log.exception("control command %s failed", cmd)
             self.metrics.inc("control_internal_errors")
             raise MeshnodeError("internal_error", f"{cmd} failed inside the node: {type(exc).__name__}") from None
+        finally:
+            self.metrics.observe("control_request_seconds", time.monotonic() - started, cmd=cmd)
 
     async def cmd_status(self):
         counts = await self.store.read(lambda db: db.counts())
@@ -461,8 +465,13 @@ class _Control:
     async def cmd_consensus_decisions(self, limit: int = 50):
         return await self.store.read(decisions.decisions, int(limit))
 
-    async def cmd_metrics(self):
-        return self.metrics.snapshot()
+    async def cmd_metrics(self, full: bool = False):
+        """The counters (a list, as ``meshnode metrics`` prints them); with ``full``,
+        ``{"counters", "histograms", "gauges"}``."""
+        if not full:
+            return self.metrics.snapshot()
+        return {"counters": self.metrics.snapshot(), "histograms": self.metrics.histograms(),
+                "gauges": self.metrics.gauges()}
 
     # --- the reactor (meshnode reactor ...; reads go to the database, cli_reactor.py) ---------
 
