@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from conftest import csp_errors, login, login_link, shot
+from browsing import csp_errors, login, login_link, shot
 from llmharness import ScriptedLLM
 from webharness import WebNode
 
@@ -41,6 +41,7 @@ def node(tmp_path_factory):
 def test_login_link(page, node):
     page.goto(node.url.rstrip("/") + "/mind")
     expect(page).to_have_url(node.url.rstrip("/") + "/login")  # no session: the login page, no token in it
+    page.goto("about:blank")  # from /login, the link would be a same-document (fragment) navigation
     page.goto(login_link(node))
     page.wait_for_url(node.url.rstrip("/") + "/")
     assert "#t=" not in page.url and "t=" not in page.url
@@ -56,6 +57,7 @@ def test_screenshots(page, node):
     page.goto(node.url.rstrip("/") + "/login")
     expect(page.locator("body")).to_contain_text("meshnode web url")
     shot(page, "login")
+    page.goto("about:blank")
     login(page, node)
     for name, (path, ready) in PAGES.items():
         page.goto(node.url.rstrip("/") + path)

@@ -53,10 +53,12 @@ function goalNode(g, tasks, due) {
     { name: "title", label: "new task", required: true },
     { name: "assignee", label: "for", type: "select", options: people },
   ], "Add task", async (v) => {
-    const body = { goal: g.lineage, title: v.title };
-    if (v.assignee) body.assignees = [v.assignee];
-    await post("/api/tasks", body);
-    await load();
+    const task = await post("/api/tasks", { goal: g.lineage, title: v.title });
+    await load();  // the task exists even if the offer below is refused
+    if (v.assignee) {
+      await post(`/api/tasks/${encodeURIComponent(task.lineage || task.did)}/assign`, { candidates: [v.assignee] });
+      await load();
+    }
   }, { cls: "task-form" });
   return el("div", { class: "goal", data: { lineage: g.lineage } },
     el("div", { class: "head" },

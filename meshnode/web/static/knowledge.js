@@ -46,7 +46,7 @@ async function loadNotes(before = null) {
   noteList.append(...rows.map(noteNode));
   if (before == null && !rows.length) noteList.append(el("p", { class: "empty", text: "no notes" }));
   olderNotes.hidden = rows.length < 50;
-  olderNotes.onclick = () => act(() => loadNotes(rows[rows.length - 1].timestamp));
+  olderNotes.onclick = () => act(() => loadNotes(rows[rows.length - 1].container_did));
 }
 
 async function showNote(did) {

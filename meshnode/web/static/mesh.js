@@ -1,7 +1,7 @@
 // Mesh (/mesh): peers (connected, liveness, trust, friend), find, consensus, reputation.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, text, pre, table, facts, section, button, form, act, debounce } from "./ui.js";
+import { el, clear, text, pre, table, facts, section, button, form, act, debounce, shortId } from "./ui.js";
 
 renderNav("mesh");
 
@@ -24,7 +24,7 @@ async function loadPeers() {
   const friendSet = new Set((friends || []).map((f) => (typeof f === "string" ? f : f.did)));
   clear(peersBody, table(peers, [
     { key: "name", render: (p) => el("strong", { text: p.name || "(no name)" }) },
-    { key: "did", label: "DID", render: (p) => el("code", { text: p.did }) },
+    { key: "did", label: "DID", render: (p) => shortId(p.did, 16) },
     { key: "connected", render: (p) => el("span", { class: p.connected ? "connected" : "muted", text: p.connected ? "connected" : "not connected" }) },
     { key: "liveness" }, { key: "status", label: "standing" }, { key: "last_heard_ms", label: "last heard" },
     { key: "friend", render: (p) => (friendSet.has(p.did) ? "friend" : "") },
@@ -52,7 +52,7 @@ const repDetail = el("div", { class: "reputation-detail" });
 async function showReputation(did) {
   const d = await get(`/api/reputation/${encodeURIComponent(did)}`);
   clear(repDetail, el("h3", {}, "Detail of ", el("code", { text: did })), facts(d),
-    form([{ name: "score", label: "set trust (-1..1)", type: "number", step: "0.1", required: true }, { name: "reason", label: "reason" }],
+    form([{ name: "score", label: "set trust (0 none, 0.5 unknown, 1 full)", type: "number", step: "0.1", required: true }, { name: "reason", label: "reason" }],
       "Set trust", async (v) => { await post(`/api/reputation/${encodeURIComponent(did)}`, v); await loadReputation(); await showReputation(did); }));
 }
 

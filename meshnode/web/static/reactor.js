@@ -2,7 +2,7 @@
 // the wake context the agent read, rules, unknown addressees; scan now, release a lease.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, pre, table, facts, section, button, form, act, debounce } from "./ui.js";
+import { el, clear, text, pre, table, facts, section, button, form, act, debounce, shortId } from "./ui.js";
 
 renderNav("reactor");
 
@@ -31,7 +31,12 @@ async function loadStatus() {
 
 async function loadEvents() {
   const rows = await get("/api/reactor/events", { limit: 50 });
-  clear(eventsBody, table(rows, null, { empty: "no events" }));
+  clear(eventsBody, table(rows, [
+    { key: "at_ms", label: "at" }, { key: "event_type", label: "event" }, { key: "agent", render: (e) => shortId(e.agent) },
+    { key: "severity" }, { key: "summary", max: 160 }, { key: "status" }, { key: "decision" },
+    { key: "why", render: (e) => text(e.why, 160) },
+    { key: "job_id", label: "job", render: (e) => (e.job_id ? button("Open", () => showJob(e.job_id)) : "") },
+  ], { empty: "no events" }));
 }
 
 async function showJob(id) {
@@ -46,8 +51,12 @@ async function showJob(id) {
 
 async function loadJobs() {
   const rows = await get("/api/reactor/jobs", { limit: 50 });
-  const cols = rows.length ? Object.keys(rows[0]).map((key) => ({ key })) : [];
   const idOf = (j) => j.job_id ?? j.id;
+  const cols = [
+    { key: "job_id", label: "job", render: (j) => shortId(idOf(j), 20) }, { key: "agent", render: (j) => shortId(j.agent) },
+    { key: "reason", max: 120 }, { key: "status" }, { key: "created_ms", label: "created" }, { key: "ended_ms", label: "ended" },
+    { key: "exit" }, { key: "events", render: (j) => String((j.events || []).length) },
+  ];
   clear(jobsBody, table(rows, [...cols, { key: "", label: "", render: (j) => el("span", { class: "actions" },
     button("Open", () => showJob(idOf(j))),
     button("Release lease", async () => { await post(`/api/reactor/jobs/${encodeURIComponent(idOf(j))}/release`, {}); await loadJobs(); })) }],

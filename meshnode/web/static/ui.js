@@ -144,3 +144,9 @@ export function debounce(fn, ms = 150) {
   let timer = null;
   return (...args) => { clearTimeout(timer); timer = setTimeout(() => act(() => fn(...args)), ms); };
 }
+
+/** A long id (DID, key) shortened to its end, whole in the title. */
+export function shortId(value, keep = 12) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return el("code", { class: "id", text: s.length > keep + 1 ? `…${s.slice(-keep)}` : s, title: s });
+}
