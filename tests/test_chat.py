@@ -153,6 +153,37 @@ def test_context_6a_keeps_to_its_budget(db):
     assert "message 9 " in part  # the newest survive the cut
 
 
+async def test_send_wakes_the_cycle_unless_paused_or_turned_off_and_pokes_the_reactor(tmp_path):
+    import trio
+
+    from meshnode.store.service import Store
+
+    class Cycle:
+        def __init__(self, paused: bool):
+            self.paused, self.wake = paused, trio.Event()
+
+    class Reactor:
+        pokes = 0
+
+        def poke(self):
+            self.pokes += 1
+
+    store = await Store.open(tmp_path / "send.db")
+    try:
+        reactor = Reactor()
+        for paused, wake, woken in ((False, True, True), (True, True, False), (False, False, False)):
+            cycle = Cycle(paused)
+            out = await chat.send(store, KEY, "hello", None, T0, cycle=cycle, reactor=reactor, wake=wake)
+            assert out["woke"] is woken and cycle.wake.is_set() is woken
+        assert reactor.pokes == 3
+        out = await chat.send(store, KEY, "no cognition here", out["thread"], T0 + 1)
+        assert out["woke"] is False
+        assert [m["text"] for m in (await store.read(chat.thread, KEY.did, out["thread"]))["messages"]] == [
+            "hello", "no cognition here"]
+    finally:
+        await store.aclose()
+
+
 def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path):
     import subprocess
     import sys
