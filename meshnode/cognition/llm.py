@@ -8,12 +8,21 @@ same extraction and checks as written commands. Timeouts on every request,
 retries with exponential backoff on connection errors, 429 and 5xx; any
 other failure, or an answer of the wrong shape, is an ``LLMError`` with a
 readable reason. Runs under trio (httpx picks the running async library).
+
+Each call is observed as ``llm_request_seconds{llm, role}`` (retries and backoff included) in
+the ``metrics`` passed, or else in the ``METRICS`` context variable: the cycle sets it once
+(``METRICS.set(self.metrics)`` at the start of ``Cycle.run``) and every task it starts inherits
+it, so the validators and auxiliary loops are measured without threading the registry through.
+``role`` defaults to ``validator`` for a validator endpoint and ``main`` otherwise; the cycle
+names ``assess`` and ``reflect``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import time
 from dataclasses import dataclass
 
 import httpx
@@ -21,6 +30,8 @@ import trio
 
 from meshnode.cognition.command_types import answer_limit
 from meshnode.errors import MeshnodeError
+
+METRICS: contextvars.ContextVar = contextvars.ContextVar("meshnode_llm_metrics", default=None)
 
 BYTES_PER_CHARACTER = 2  # the HTTP body may carry the answer's text escaped again (JSON in JSON)
 
@@ -43,9 +54,25 @@ class Endpoint:
 async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,
                backoff_s: float = 0.5, client: httpx.AsyncClient | None = None,
                presence_penalty: float | None = None, tools: list[dict] | None = None,
-               retry_timeouts: bool = True) -> str:
+               retry_timeouts: bool = True, role: str | None = None, metrics=None) -> str:
     """The answer's text. A request that times out is retried like a refused connection, unless
-    ``retry_timeouts`` is False: then it is an ``llm_timeout`` at once (the cycle restarts its tick)."""
+    ``retry_timeouts`` is False: then it is an ``llm_timeout`` at once (the cycle restarts its tick).
+    The time taken, answer or error, goes to ``llm_request_seconds{llm, role}`` (module docstring)."""
+    metrics = metrics if metrics is not None else METRICS.get()
+    started = time.monotonic()
+    try:
+        return await _chat(endpoint, messages, temperature=temperature, retries=retries, backoff_s=backoff_s,
+                           client=client, presence_penalty=presence_penalty, tools=tools,
+                           retry_timeouts=retry_timeouts)
+    finally:
+        if metrics is not None:
+            metrics.observe("llm_request_seconds", time.monotonic() - started, llm=endpoint.id,
+                            role=role or ("validator" if endpoint.validator else "main"))
+
+
+async def _chat(endpoint: Endpoint, messages: list[dict], *, temperature: float, retries: int, backoff_s: float,
+                client: httpx.AsyncClient | None, presence_penalty: float | None, tools: list[dict] | None,
+                retry_timeouts: bool) -> str:
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
         headers["Authorization"] = f"Bearer {os.environ[endpoint.api_key_env]}"

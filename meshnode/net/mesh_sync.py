@@ -83,6 +83,7 @@ class SyncMixin:
         session, by_digest = await self._session_for(did, INITIATOR)
         received_before, served_before = self._moved.get(did, (0, 0))
         stream = await self.open_stream(did, SYNC_PROTOCOL_ID)
+        started = trio.current_time()  # -> sync_session_seconds{role=initiator}
         try:
             with trio.fail_after(SYNC_TIMEOUT):
                 for message in session.start():
@@ -101,6 +102,8 @@ class SyncMixin:
         except Exception as exc:
             await stream.reset()
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
+        finally:
+            self.metrics.observe("sync_session_seconds", trio.current_time() - started, role="initiator")
         received, served = self._moved.get(did, (0, 0))
         result["pushed"] += max(0, served - served_before)  # counts restart when the peer disconnects
         result["fetched"] += max(0, received - received_before)
@@ -139,15 +142,19 @@ class SyncMixin:
 
     async def _serve_sync_session(self, did: str, host: str | None, stream) -> None:
         session, by_digest = await self._session_for(did, RESPONDER)
-        with trio.fail_after(SYNC_TIMEOUT):
-            while not session.done:
-                frame = await self._read_sync_frame(did, stream)
-                for message in await self._sync_step(did, host, session, frame):
-                    await stream.write(encode_frame(cbor.encode(message)))
+        started = trio.current_time()
         try:
-            await self._settle(did, session, by_digest)
+            with trio.fail_after(SYNC_TIMEOUT):
+                while not session.done:
+                    frame = await self._read_sync_frame(did, stream)
+                    for message in await self._sync_step(did, host, session, frame):
+                        await stream.write(encode_frame(cbor.encode(message)))
+            try:
+                await self._settle(did, session, by_digest)
+            finally:
+                await stream.close()  # after the transfers: the initiator waits for this to report them
         finally:
-            await stream.close()  # after the transfers: the initiator waits for this to report them
+            self.metrics.observe("sync_session_seconds", trio.current_time() - started, role="responder")
 
     async def _read_sync_frame(self, did: str, stream) -> bytes:
         """One sync frame from an initiator, within ``frame_timeout_s`` plus its announced length at

@@ -100,7 +100,6 @@ class ReactorService:
         self._plugin_failures: dict[str, tuple[int, int]] = {}  # name -> (first failure ms, failures in a row)
         self.plugin_runs: dict[str, dict] = {}  # name -> its last run, for status
         self.adapter_errors: list[str] = []
-        self._gauges: dict[str, int] = {}
         self.waiting: list[str] = []  # jobs of this node's core a scan without the cycle left queued
         self._poked = trio.Event()
         self._scan_lock = trio.Lock()
@@ -220,7 +219,7 @@ class ReactorService:
                      "jobs": [j.job_id for j in step.jobs], "holder": self.holder}
         await self.store.write(persist.mark_scan, now, self.last)
         self.metrics.inc("reactor_scans_total")
-        self._gauge("reactor_scan_ms", took)
+        self.metrics.set("reactor_scan_ms", took)
         summary["took_ms"] = took
         return summary
 
@@ -384,15 +383,10 @@ class ReactorService:
             self._started.add(job.job_id)
             self._running[job.job_id] = job.agent
             self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status="started")
-            self._gauge("reactor_signal_to_wake_ms", max(0, now - _first_signal(reactor, job)))
+            self.metrics.set("reactor_signal_to_wake_ms", max(0, now - _first_signal(reactor, job)))
             self._spawn(self._run_job, job, md_path)
             started.append(job.job_id)
         return started
-
-    def _gauge(self, name: str, value: int) -> None:
-        """A "last value" metric on the node's counters: moved by the difference to the last one."""
-        self.metrics.inc(name, value - self._gauges.get(name, 0))
-        self._gauges[name] = value
 
     def _spawn(self, fn, *args) -> None:
         if self._nursery is None:

@@ -8,11 +8,16 @@ commits) before the cancellation is delivered, so an acknowledged write is
 never half done.
 
 aiosqlite is not an option: it is asyncio-only and raises under trio.
+
+With a ``metrics`` registry, each ``write`` observes ``store_write_wait_seconds``: the time from
+the call until the writer thread starts it (the queue behind other writes), measured in the
+worker thread and recorded back on the trio thread.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -26,7 +31,8 @@ T = TypeVar("T")
 
 
 class Store:
-    def __init__(self, writer: Database, reader: Database):
+    def __init__(self, writer: Database, reader: Database, metrics=None):
+        self.metrics = metrics  # meshnode.metrics.Metrics or None (not measured)
         self._writer = writer
         self._reader = reader
         self._write_limiter = trio.CapacityLimiter(1)
@@ -35,19 +41,31 @@ class Store:
         self.version = writer.version
 
     @classmethod
-    async def open(cls, path: Path, *, create: bool = True) -> "Store":
+    async def open(cls, path: Path, *, create: bool = True, metrics=None) -> "Store":
         writer = await trio.to_thread.run_sync(lambda: Database(path, create=create))
         try:
             reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False))
         except BaseException:
             writer.close()
             raise
-        return cls(writer, reader)
+        return cls(writer, reader, metrics)
 
     async def write(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run ``fn(database, *args, **kwargs)`` on the writer connection."""
-        return await trio.to_thread.run_sync(functools.partial(fn, self._writer, *args, **kwargs),
-                                             limiter=self._write_limiter)
+        if self.metrics is None:
+            return await trio.to_thread.run_sync(functools.partial(fn, self._writer, *args, **kwargs),
+                                                 limiter=self._write_limiter)
+        asked, started = time.monotonic(), []
+
+        def run():
+            started.append(time.monotonic())
+            return fn(self._writer, *args, **kwargs)
+
+        try:
+            return await trio.to_thread.run_sync(run, limiter=self._write_limiter)
+        finally:
+            if started:  # not when cancelled while still queued
+                self.metrics.observe("store_write_wait_seconds", started[0] - asked)
 
     async def write_background(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """A write no one waits on (the mind's logs, reputation rounds): while another process
