@@ -95,7 +95,7 @@ async function loadSnapshots() {
 }
 
 async function loadConfirmations() {
-  const rows = await get("/api/confirmations");
+  const rows = await get("/api/confirmations", { all: true, limit: 20 });  // decided ones stay, with their outcome
   clear(confBody, table(rows, [
     { key: "id" }, { key: "tool" }, { key: "args", max: 400 }, { key: "risk" }, { key: "reason" },
     { key: "status", render: (c) => el("span", { class: `status-${c.status}`, text: c.status }) },
