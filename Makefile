@@ -10,13 +10,13 @@ BIN    := $(VENV)/bin
 BASE   := $(VENV)/.installed-base
 TOOLS  := $(VENV)/.installed-test
 
-.PHONY: run test soak bench system-deps clean
+.PHONY: run test soak bench system-deps browser clean
 
 run: $(BASE)
 	$(BIN)/meshnode --home . init --exist-ok
 	$(BIN)/meshnode --home . run
 
-test: $(TOOLS)
+test: $(TOOLS) browser
 	$(BIN)/python -m pytest
 
 soak: $(TOOLS)
@@ -36,7 +36,7 @@ $(BASE): pyproject.toml constraints.txt
 
 # the test and bench tools on top (redone whenever the base install is)
 $(TOOLS): $(BASE)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench,web-test]'
 	@touch $(TOOLS)
 
 # py-libp2p's fastecdsa has no wheel for every Python: it compiles against
@@ -55,5 +55,14 @@ system-deps:
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; \
 	fi
 
+# the web notebook's browser tests (tests/web) drive Debian's chromium through Playwright;
+# `playwright install` is never used (it downloads a browser build of its own)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; \
+	}
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .artifacts

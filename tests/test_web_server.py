@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+import socket
+import time
 
+import httpx
+import pytest
+import trio
+
+from meshnode.config import load_config
 from meshnode.errors import MeshnodeError
+from meshnode.metrics import Metrics
+from meshnode.web.auth import Auth, LoginLimiter
 from meshnode.web.endpoint import Arg, Endpoint, parse_args
 from meshnode.web.errors import error_response, status_for
+from meshnode.web.server import serve_web
+from meshnode.web.services import Services
 
 SPEC = {
     "text": Arg(str, required=True, max=10),
@@ -84,3 +94,61 @@ def test_error_response_has_the_control_shape():
     response = error_response(MeshnodeError("not_found", "no such note"))
     assert response.status_code == 404
     assert response.body == b'{"ok":false,"code":"not_found","reason":"no such note"}'
+
+
+# --- auth's pure parts ------------------------------------------------------------------------
+
+
+def test_login_limiter_blocks_after_five_failures_for_a_minute():
+    limiter = LoginLimiter()
+    for t in range(4):
+        limiter.failed("a", float(t))
+    assert not limiter.blocked("a", 4.0)
+    limiter.failed("a", 4.0)
+    assert limiter.blocked("a", 5.0) and not limiter.blocked("b", 5.0)
+    assert not limiter.blocked("a", 64.1)  # a minute later
+    for t in (100.0, 130.0, 170.0, 200.0, 240.0):  # five, but never five within a minute
+        limiter.failed("a", t)
+    assert not limiter.blocked("a", 241.0)
+
+
+def test_sessions_expire_and_need_the_token(tmp_path):
+    auth = Auth(tmp_path / "web.token", session_hours=1, secure=False)
+    value = auth.session_value(1_000_000)
+    assert auth.session_ok(value, 1_000_000 + 3_599_000)
+    assert not auth.session_ok(value, 1_000_000 + 3_600_000 + 61_000)  # expired
+    assert not auth.session_ok(value.replace(".", ".0", 1)[:-1], 1_000_000)  # forged
+    assert not auth.session_ok("2000000." + value.split(".")[1], 2_000_000)  # another time, same MAC
+    assert not auth.session_ok(None, 1) and not auth.session_ok("x" * 300, 1)
+    other = Auth(tmp_path / "other.token", session_hours=1, secure=False)
+    assert not other.session_ok(value, 1_000_000)
+
+
+# --- serve and cancel in a trio nursery -------------------------------------------------------
+
+
+class FakeControl:
+    async def handle(self, cmd, args):
+        return {"cmd": cmd, "args": args}
+
+
+async def test_serve_answers_on_the_callers_loop_and_stops_on_cancel(tmp_path):
+    config = load_config(tmp_path, environ={"MESHNODE_WEB_LISTEN": "127.0.0.1:0"})
+    services = Services(config, None, None, None, Metrics(), FakeControl())
+    token = None
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(serve_web, config, services)
+        host, port = bound.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        token = (tmp_path / "web.token").read_text().strip()
+        async with httpx.AsyncClient(base_url=f"http://{bound}",
+                                     headers={"Authorization": f"Bearer {token}"}) as client:
+            response = await client.get("/api/session")
+            assert response.json() == {"ok": True, "result": {"session": True, "via": "bearer"}}
+            assert (await client.get("/api")).status_code == 200
+        assert services.metrics.get("web_requests", route="/api/session", status="200") == 1
+        started = time.perf_counter()
+        nursery.cancel_scope.cancel()
+    assert time.perf_counter() - started < 1.0
+    with socket.socket() as probe:  # the port is free again
+        probe.bind(("127.0.0.1", int(port)))

@@ -49,6 +49,7 @@ class WebNode:
     def client(self, *, bearer: bool = True, **kw) -> httpx.Client:
         """An httpx client on this node (Bearer auth unless ``bearer=False``: then it has no credentials)."""
         headers = {"Authorization": f"Bearer {self.token}"} if bearer else {}
+        headers.update(kw.pop("headers", {}))
         return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 30.0), **kw)
 
     def raw_get(self, path: str, **params) -> httpx.Response:

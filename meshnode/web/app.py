@@ -51,7 +51,14 @@ def all_endpoints() -> list[Endpoint]:
 
 
 def _refusal(code: str, reason: str) -> JSONResponse:
-    return JSONResponse(error_body(code, reason), status_code=status_for(code))
+    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code)))
+
+
+def _closing(response: Response) -> Response:
+    """A refused body may be partly unread: the connection cannot carry another request."""
+    if response.status_code == 413:
+        response.headers["connection"] = "close"
+    return response
 
 
 async def _json_body(request: Request, limit: int) -> dict:
@@ -89,7 +96,7 @@ def _handler(ep: Endpoint, services, body_limit: int):
             else:
                 response = JSONResponse({"ok": True, "result": await ep.handler(services, args)})
         except MeshnodeError as exc:
-            return error_response(exc)
+            return _closing(error_response(exc))
         except Exception as exc:  # a bug must not take the node down: log it, answer 500, go on
             log.exception("web route %s %s failed", ep.method, ep.path)
             services.metrics.inc("web_internal_errors")

@@ -1,0 +1,35 @@
+// The login link is /login#t=TOKEN: the fragment never reaches a server, a log or a Referer.
+// Read it, trade it for a session cookie, drop it from the address bar and history, go to /.
+import { ApiError, post } from "./api.js";
+
+const status = document.getElementById("login-status");
+const help = document.getElementById("login-help");
+const form = document.getElementById("login-form");
+
+async function login(token) {
+  status.textContent = "Logging in…";
+  try {
+    await post("/api/login", { token });
+    location.replace("/");
+  } catch (err) {
+    const reason = err instanceof ApiError ? err.reason : String(err);
+    status.textContent = `Not logged in: ${reason}`;
+    help.hidden = false;
+    form.hidden = false;
+  }
+}
+
+const token = new URLSearchParams(location.hash.slice(1)).get("t");
+history.replaceState(null, "", location.pathname + location.search);  // the token leaves the address bar
+if (token) {
+  login(token);
+} else {
+  status.textContent = "Not logged in.";
+  help.hidden = false;
+  form.hidden = false;
+}
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const value = document.getElementById("login-token").value.trim();
+  if (value) login(value);
+});
