@@ -132,6 +132,13 @@ def test_goals_and_tasks_are_tailed_by_container_rowid_past_other_classes(db, tm
     assert got["marks"]["gmp"][0] == fs.heads(db)["gmp"][0]
 
 
+def test_a_threads_first_message_is_named_by_its_own_did():
+    did = "did:hmp:container:uEi" + "A" * 16 + "rest"
+    assert fs.thread_of("chat", did) == "A" * 16
+    assert fs.thread_of("chat:" + "B" * 16, did) == "B" * 16
+    assert fs.thread_of("chatter", did) is None and fs.thread_of("chat", None) is None
+
+
 def test_mode_and_peer_diffs():
     data, state = fs.mode_event({"mode": "normal", "idle": False, "ticks": 1}, None)
     assert data["mode"] == "normal" and data["ticks"] == 1
