@@ -89,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = note.add_parser("list", parents=[common], help="recent notes: short id (* unread), time, author -> audience, text",
                         epilog="`meshnode note read ID` shows one in full (ID: the short id in the first column)")
     p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.add_argument("--before", metavar="NOTE", help="the next page: the notes older than this one (its short id)")
+    p.add_argument("--search", metavar="TEXT", help="only notes whose text or topic contains TEXT")
+    read = p.add_mutually_exclusive_group()
+    read.add_argument("--unread", action="store_true", default=None, help="only unread notes")
+    read.add_argument("--read", dest="unread", action="store_false", help="only notes already read")
+    p.add_argument("--source", choices=SOURCES, help="only notes from this source (cli, user: the person)")
+    p.add_argument("--topic", help="only notes with exactly this topic")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_note_list)
     cli_knowledge.add_note_parsers(note, common)
@@ -312,11 +319,14 @@ def cmd_note_add(args) -> int:
 
 def cmd_note_list(args) -> int:
     config = _config(args)
-    rows = _ask_node(config, "notes", {"limit": args.limit}, required=False)
+    before = container_did(config, args.before, "note") if args.before else None
+    options = {"before": before, "query": args.search, "unread": args.unread, "source": args.source,
+               "topic": args.topic}
+    rows = _ask_node(config, "notes", {"limit": args.limit, **options}, required=False)
     if rows is None:
         db = _open_db(config)
         try:
-            rows = db.recent_notes(args.limit)
+            rows = db.recent_notes(args.limit, **options)
         finally:
             db.close()
     print_rows(args, rows, _note_line)

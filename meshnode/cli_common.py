@@ -113,17 +113,10 @@ def resolve_references(config, args: argparse.Namespace, references) -> None:
             value = getattr(args, attr, None)
             if value is None:
                 continue
-            resolved = []
-            for text in value if isinstance(value, list) else [value]:
-                try:
-                    did = short_ids.resolve_container(db, text, knowledge.CLASS_NOUNS[cls])
-                except MeshnodeError as exc:
-                    raise knowledge.KnowledgeError(exc.code, f"{flag}: {exc.reason}") from None
-                problem = knowledge.reference_problem(db, did, cls)
-                if problem and not getattr(args, "allow_dangling", False):
-                    raise knowledge.KnowledgeError("dangling_reference", f"{flag} {did}: {problem}"
-                                                   " (--allow-dangling refers to it anyway)")
-                resolved.append(did)
+            resolved = [knowledge.resolve_reference(db, text, cls, what=flag,
+                                                    allow_dangling=getattr(args, "allow_dangling", False),
+                                                    option="--allow-dangling")
+                        for text in (value if isinstance(value, list) else [value])]
             setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
     finally:
         db.close()

@@ -1,5 +1,5 @@
 """CLI commands for the notebook's local side and CogSync knowledge:
-``note read|tag``, ``diary add|list``, ``concept add|list``, ``link add|list``, ``sync``.
+``note read|show|tag``, ``diary add|list``, ``concept add|list``, ``link add|list``, ``search``, ``sync``.
 
 Each works on the running node when there is one (so new knowledge reaches the
 mesh at the next sync) and on the database directly otherwise.
@@ -11,7 +11,7 @@ import argparse
 
 from meshnode import cli_edits, knowledge
 from meshnode.cli_common import (_ask_node, _config, agent_did, container_did, live_or_local, print_json, print_rows,
-                                 resolve_references, terminal_safe)
+                                 resolve_references, terminal_safe, with_db)
 from meshnode.container import now_ms
 from meshnode.store import short_ids
 from meshnode.store.database import Database
@@ -23,6 +23,11 @@ def add_note_parsers(note, common) -> None:
     p.add_argument("did", metavar="NOTE", help="the note's container DID or its short id")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_note_read)
+    p = note.add_parser("show", parents=[common], help="show a note in full without marking it read",
+                        epilog="example: meshnode note show Zj0MbGG0y9")
+    p.add_argument("did", metavar="NOTE", help="the note's container DID or its short id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_note_show)
     p = note.add_parser("tag", parents=[common], help="add or remove the note's local tags (never forwarded)",
                         epilog="example: meshnode note tag Zj0MbGG0y9 later errand --remove done")
     p.add_argument("did", metavar="NOTE", help="the note's container DID or its short id")
@@ -73,6 +78,15 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_link_add)
     _list_parser(link, common, "links", "links")
     cli_edits.add_link_parsers(link, common)
+
+    p = sub.add_parser("search", parents=[common], help="find notes, diary entries and concepts by their words",
+                       epilog="example: meshnode search lunch --kind notes --kind diary")
+    p.add_argument("query", help="the words to find (as written: a substring, case-insensitive for ASCII)")
+    p.add_argument("--kind", action="append", choices=knowledge.SEARCH_KINDS, default=[],
+                   help="search only these (repeatable; default all)")
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("sync", parents=[common], help="sync with a peer now (needs a running node)",
                        epilog="example: meshnode sync bob   (a peer's name, short id key:..., or did:key:...)")
@@ -179,7 +193,16 @@ def cmd_list(args) -> int:
 def cmd_note_read(args) -> int:
     config = _config(args)
     did = container_did(config, args.did, "note")
-    note = live_or_local(config, "note_read", {"did": did}, lambda db: knowledge.read_note(db, did))
+    return _print_note(args, live_or_local(config, "note_read", {"did": did}, lambda db: knowledge.read_note(db, did)))
+
+
+def cmd_note_show(args) -> int:
+    """Read-only, so straight from the database (WAL lets it in beside a running node)."""
+    did = container_did(_config(args), args.did, "note")
+    return _print_note(args, with_db(args, lambda db: knowledge.show_note(db, did)))
+
+
+def _print_note(args, note: dict) -> int:
     if args.json:
         print_json(note)
         return 0
@@ -191,6 +214,13 @@ def cmd_note_read(args) -> int:
             print(terminal_safe(f"{k + ':':15} {', '.join(note[k])}"))
     print()
     print(terminal_safe(note["text"], keep_newlines=True))
+    return 0
+
+
+def cmd_search(args) -> int:
+    rows = with_db(args, lambda db: knowledge.search(db, args.query, args.kind, args.limit))
+    print_rows(args, rows, lambda r: f"{r['kind']:7} {short_ids.short_container_id(r['did'] or '-')}  "
+                                     f"{(r['timestamp'] or '')[:19]}  {r['text'].splitlines()[0] if r['text'] else ''}")
     return 0
 
 

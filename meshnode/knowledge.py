@@ -13,7 +13,8 @@ import json
 from meshnode.container import Container, build_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.store.database import Database, sql_errors
+from meshnode.store import short_ids
+from meshnode.store.database import Database, like_pattern, sql_errors
 
 MAX_LIST = 10_000
 
@@ -127,6 +128,22 @@ def reference_problem(db: Database, did: str, cls: str) -> str | None:
     return None
 
 
+def resolve_reference(db: Database, text: str, cls: str, *, what: str, allow_dangling: bool = False,
+                      option: str = "allow_dangling") -> str:
+    """The whole container DID that ``text`` (a DID or a short id) names as a ``cls`` reference;
+    refused (unless ``allow_dangling``) when this node does not hold it or it is of another class:
+    a version of nothing, or a link to nothing, is almost always a typo. ``what``: the argument as
+    the person typed it, and ``option`` the way to allow a dangling one, for the reason."""
+    try:
+        did = short_ids.resolve_container(db, text, CLASS_NOUNS[cls])
+    except MeshnodeError as exc:
+        raise KnowledgeError(exc.code, f"{what}: {exc.reason}") from None
+    problem = reference_problem(db, did, cls)
+    if problem and not allow_dangling:
+        raise KnowledgeError("dangling_reference", f"{what} {did}: {problem} ({option} refers to it anyway)")
+    return did
+
+
 # --- reading ---------------------------------------------------------------------
 
 _LISTS = {
@@ -159,19 +176,34 @@ def listing(db: Database, kind: str, limit: int = 50) -> list[dict]:
 # --- notes: the local side (read marks, the person's own tags) -------------------------
 
 
-def read_note(db: Database, container_did: str) -> dict:
-    """The note in full, marked read."""
-    with db.transaction() as conn:
-        cur = conn.execute("SELECT container_did, agent_did, timestamp, topic, text, code, mentions, hashtags,"
-                           " source, priority, audience, forward, tags, read FROM notes WHERE container_did = ?",
-                           (container_did,))
-        row = cur.fetchone()
-        if row is None:
-            raise KnowledgeError("not_found", f"no note {container_did} on this node")
-        conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (container_did,))
+_NOTE_FIELDS = ("SELECT container_did, agent_did, timestamp, topic, text, code, mentions, hashtags, source, priority,"
+                " audience, forward, tags, read, hidden FROM notes WHERE container_did = ?")
+
+
+def _note(conn, container_did: str) -> dict:
+    cur = conn.execute(_NOTE_FIELDS, (container_did,))
+    row = cur.fetchone()
+    if row is None:
+        raise KnowledgeError("not_found", f"no note {container_did} on this node")
     note = dict(zip([d[0] for d in cur.description], row))
     for key in ("mentions", "hashtags", "tags"):
         note[key] = json.loads(note[key]) if note[key] else []
+    note["read"], note["hidden"] = bool(note["read"]), bool(note["hidden"])
+    return note
+
+
+def show_note(db: Database, container_did: str) -> dict:
+    """The note in full, as it is: looking at it (a page, ``note show``) does not mark it read."""
+    with sql_errors("reading a note"):
+        return _note(db.conn, container_did)
+
+
+def read_note(db: Database, container_did: str) -> dict:
+    """The note in full, marked read (it is returned as it was before: ``read`` says whether it
+    had been read already)."""
+    with db.transaction() as conn:
+        note = _note(conn, container_did)
+        conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (container_did,))
     return note
 
 
@@ -186,3 +218,56 @@ def tag_note(db: Database, container_did: str, add: list[str], remove: list[str]
         tags = sorted((set(json.loads(row[0]) if row[0] else []) | set(add)) - set(remove))
         conn.execute("UPDATE notes SET tags = ? WHERE container_did = ?", (json.dumps(tags), container_did))
     return tags
+
+
+# --- search ----------------------------------------------------------------------
+
+SEARCH_KINDS = ("notes", "diary", "concepts")
+MAX_SEARCH = 500
+MAX_QUERY = 256
+
+_SEARCH = {  # each: (kind, did, timestamp, text, author_did, extra...) where the text matches, newest first
+    "notes": "SELECT 'note', container_did, timestamp, text, agent_did, topic, source, read FROM notes"
+             " WHERE hidden = 0 AND (text LIKE :q ESCAPE '\\' OR topic LIKE :q ESCAPE '\\')"
+             " ORDER BY timestamp DESC, id DESC LIMIT :n",
+    "diary": "SELECT 'diary', container_did, timestamp, text, author_did, tags FROM diary_entries"
+             " WHERE lineage IS NOT NULL AND text LIKE :q ESCAPE '\\' ORDER BY timestamp DESC, id DESC LIMIT :n",
+    # aliases one by one, not LIKE on their JSON text (which escapes non-ASCII)
+    "concepts": "SELECT 'concept', container_did, timestamp, name, author_did, description, aliases FROM concepts"
+                " WHERE lineage IS NOT NULL AND (name LIKE :q ESCAPE '\\'"
+                " OR EXISTS (SELECT 1 FROM json_each(aliases) WHERE value LIKE :q ESCAPE '\\'))"
+                " ORDER BY timestamp DESC, id DESC LIMIT :n",
+}
+_EXTRA = {"note": ("topic", "source", "read"), "diary": ("tags",), "concept": ("description", "aliases")}
+
+
+def search(db: Database, q: str, kinds: list[str] | tuple[str, ...] | None = None, limit: int = 50) -> list[dict]:
+    """Notes (text, topic), diary entries (text) and concepts (label, aliases) containing ``q``,
+    newest first, at most ``limit`` in all: ``[{kind, did, timestamp, text, author_did, ...}]``
+    (``kind``: note, diary or concept; ``text``: a concept's label). A substring match (LIKE,
+    case-insensitive for ASCII; ``%`` and ``_`` are plain characters): a scan, measured fast
+    enough at 100,000 notes (protocols/web.md, open question 6)."""
+    if not isinstance(q, str) or not q.strip() or len(q) > MAX_QUERY:
+        raise KnowledgeError("bad_query", f"search for 1 to {MAX_QUERY} characters, not blank")
+    kinds = list(kinds or SEARCH_KINDS)
+    unknown = [k for k in kinds if k not in SEARCH_KINDS]
+    if unknown:
+        raise KnowledgeError("bad_kind", f"no kind {unknown[0][:40]!r} to search; any of {', '.join(SEARCH_KINDS)}")
+    n = max(1, min(int(limit), MAX_SEARCH))
+    found = []
+    with sql_errors("searching"):
+        for kind in SEARCH_KINDS:
+            if kind in kinds:
+                found += db.conn.execute(_SEARCH[kind], {"q": like_pattern(q.strip()), "n": n}).fetchall()
+    found.sort(key=lambda r: r[2] or "", reverse=True)
+    rows = []
+    for kind, did, timestamp, text, author, *extra in found[:n]:
+        row = {"kind": kind, "did": did, "timestamp": timestamp, "text": text, "author_did": author,
+               **dict(zip(_EXTRA[kind], extra))}
+        for key in ("tags", "aliases"):
+            if key in row:
+                row[key] = json.loads(row[key]) if row[key] else []
+        if "read" in row:
+            row["read"] = bool(row["read"])
+        rows.append(row)
+    return rows

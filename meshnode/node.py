@@ -356,8 +356,11 @@ class _Control:
             self.reactor.poke()
         return {"did": note.did}
 
-    async def cmd_notes(self, limit: int = 20):
-        return await self.store.read(lambda db: db.recent_notes(int(limit)))
+    async def cmd_notes(self, limit: int = 20, before: str | None = None, query: str | None = None,
+                        unread: bool | None = None, source: str | None = None, topic: str | None = None):
+        """A page of notes, newest first (``before``: the last note's container DID; filters: Database.recent_notes)."""
+        return await self.store.read(lambda db: db.recent_notes(int(limit), before=before, query=query, unread=unread,
+                                                                source=source, topic=topic))
 
     async def cmd_received(self, dids: list):
         """When each container arrived here (ms), for latency measurements."""

@@ -25,6 +25,13 @@ from meshnode.store import gmp_admission, lineage, views, views_gmp
 from meshnode.store.migrate import migrate, schema_version
 
 BUSY_TIMEOUT_MS = 10_000
+MAX_NOTES_PAGE = 10_000
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching ``text`` anywhere, its ``%``, ``_`` and ``\\`` taken literally
+    (use with ``ESCAPE '\\'``)."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 @contextmanager
@@ -149,14 +156,42 @@ class Database:
             views_gmp.rebuild_all(conn)
         return n
 
-    def recent_notes(self, limit: int) -> list[dict]:
-        """The newest notes with their author (DID, and name when this node knows one)."""
+    def recent_notes(self, limit: int, *, before: str | None = None, query: str | None = None,
+                     unread: bool | None = None, source: str | None = None, topic: str | None = None) -> list[dict]:
+        """The newest notes with their author (DID, and name when this node knows one), newest first.
+
+        ``before``: the container DID of the last note of the previous page (the next page starts
+        after it, ties on time broken by row id); ``query``: text or topic contains it (LIKE,
+        case-insensitive for ASCII, ``%`` and ``_`` taken literally); ``unread``: only unread (True)
+        or only read (False) notes; ``source``, ``topic``: exactly these. Every filter narrows a
+        walk down the time index, so a page costs the rows it skips, not the table."""
+        where, params = ["n.hidden = 0"], []
         with sql_errors("reading notes"):
+            if before is not None:
+                row = self.conn.execute("SELECT timestamp, id FROM notes WHERE container_did = ?",
+                                        (before,)).fetchone()
+                if row is None:
+                    raise StoreError("bad_before", f"before: no note {str(before)[:80]} on this node"
+                                                   " (give the container DID of the last note of a page)")
+                where.append("(n.timestamp, n.id) < (?, ?)")  # a range of the time index (row ids break ties)
+                params += [row[0], row[1]]
+            if query:
+                where.append("(n.text LIKE ? ESCAPE '\\' OR n.topic LIKE ? ESCAPE '\\')")
+                params += [like_pattern(query)] * 2
+            if unread is not None:
+                where.append("n.read = 0" if unread else "n.read = 1")  # literal: the partial index needs it
+            if source is not None:
+                where.append("n.source = ?")
+                params.append(source)
+            if topic is not None:
+                where.append("n.topic = ?")
+                params.append(topic)
             cur = self.conn.execute(
-                "SELECT n.timestamp, n.topic, n.text, n.audience, n.tags, n.container_did,"
+                "SELECT n.timestamp, n.topic, n.text, n.audience, n.tags, n.container_did, n.source,"
                 " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read FROM notes n"
                 " LEFT JOIN identity i ON i.id = n.agent_did LEFT JOIN agent_peers p ON p.id = n.agent_did"
-                " WHERE n.hidden = 0 ORDER BY n.timestamp DESC, n.id DESC LIMIT ?", (max(1, min(limit, 10_000)),))
+                f" WHERE {' AND '.join(where)} ORDER BY n.timestamp DESC, n.id DESC LIMIT ?",
+                (*params, max(1, min(int(limit), MAX_NOTES_PAGE))))
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, row)) for row in cur.fetchall()]
         for r in rows:
