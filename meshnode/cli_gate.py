@@ -20,11 +20,12 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import GateError, budget, confirm, drafts, outbound, snapshots
+from meshnode.gate import GateError, confirm, drafts, outbound, person, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 
-SESSION = "core"
+SESSION = person.SESSION
+BY = "cli"  # recorded with each decision (the web notebook records "web")
 
 
 def add_parsers(sub, common) -> None:
@@ -86,18 +87,12 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_reset_limit)
 
 
-def _run(args, fn, with_jail: bool = True, tell_agent: str | None = None):
-    """``fn(db[, jail])``; with ``tell_agent``, the outcome is also logged where the agent's next
-    tick sees it (context 4), so it learns what a person decided."""
+def _run(args, fn, with_jail: bool = True):
+    """``fn(db[, jail])`` on the node's database (and workspace)."""
     config = _config(args)
     db = _open_db(config)
     try:
-        result = fn(db, gate_setup.jail(config)) if with_jail else fn(db)
-        if tell_agent:
-            with db.transaction() as conn:
-                conn.execute("INSERT INTO process_log (name, value, tags) VALUES (?, ?, ?)",
-                             (f"gate:{tell_agent}", json.dumps(result, default=str)[:4000], '["gate", "person"]'))
-        return result
+        return fn(db, gate_setup.jail(config)) if with_jail else fn(db)
     finally:
         db.close()
 
@@ -129,9 +124,8 @@ def cmd_drafts_decide(args) -> int:
     named, so the person looks again (the agent may have changed them in between)."""
     if bool(args.all) == bool(args.paths):
         raise GateError("bad_arguments", f"name the drafts to {args.decision}, or give --all (not both)")
-    result = _run(args, lambda db, jail: drafts.decide_many(db, jail, SESSION, args.decision,
-                                                             None if args.all else args.paths),
-                  tell_agent=args.decision)
+    result = _run(args, lambda db, jail: person.decide(db, jail, args.decision, None if args.all else args.paths,
+                                                        BY))
     print(f"{args.decision}ed: {', '.join(result['decided']) or '(nothing)'}")
     if result["changed_since_listed"]:
         print(f"not accepted, changed since you listed them: {', '.join(result['changed_since_listed'])};"
@@ -142,13 +136,13 @@ def cmd_drafts_decide(args) -> int:
 
 def cmd_drafts_edit(args) -> int:
     content = read_limited_file(Path(args.source), drafts.MAX_DRAFT_BYTES)
-    row = _run(args, lambda db, jail: drafts.edit(db, jail, SESSION, args.path, content), tell_agent="edit")
+    row = _run(args, lambda db, jail: person.edit(db, jail, args.path, content, BY))
     print(f"edited {row['path']} ({row['size']} bytes; still {row['status']})")
     return 0
 
 
 def cmd_drafts_commit(args) -> int:
-    snapshot_id = _run(args, lambda db, jail: drafts.commit(db, jail, SESSION, args.message), tell_agent="commit")
+    snapshot_id = _run(args, lambda db, jail: person.commit(db, jail, args.message, BY))
     print(f"committed; snapshot {snapshot_id} (undo with `meshnode snapshots rollback {snapshot_id}`)")
     return 0
 
@@ -165,7 +159,7 @@ def cmd_snapshots_show(args) -> int:
 
 
 def cmd_snapshots_rollback(args) -> int:
-    new_id = _run(args, lambda db, jail: snapshots.restore(db, jail, args.id), tell_agent=f"rollback of {args.id}")
+    new_id = _run(args, lambda db, jail: person.rollback(db, jail, args.id, BY))
     print(f"restored snapshot {args.id}; the state before is snapshot {new_id}")
     return 0
 
@@ -179,8 +173,7 @@ def cmd_confirm_list(args) -> int:
 
 
 def cmd_confirm_decide(args) -> int:
-    row = _run(args, lambda db: confirm.decide(db, args.id, args.approve, now_ms(), "cli"), with_jail=False,
-               tell_agent="confirmation")
+    row = _run(args, lambda db: person.answer(db, args.id, args.approve, now_ms(), BY), with_jail=False)
     print(f"request {row['id']} {row['status']}; a running node acts on it at its next tick")
     return 0
 
@@ -199,6 +192,6 @@ def cmd_tools(args) -> int:
 
 
 def cmd_reset_limit(args) -> int:
-    _run(args, lambda db: budget.request_reset(db, now_ms(), "cli"), with_jail=False, tell_agent="limit reset")
+    _run(args, lambda db: person.reset_limit(db, now_ms(), BY), with_jail=False)
     print("the agent's budget of tool calls starts again at its next tick")
     return 0

@@ -339,10 +339,9 @@ def cmd_explain(args) -> int:
 
 
 def cmd_rules(args) -> int:
-    from meshnode.config import check_reactor
-    from meshnode.reactor.limits import rules_table
+    from meshnode.reactor.rules import describe
 
-    rows = rules_table(check_reactor(_config(args).values["reactor"]))
+    rows = describe(_config(args))
     print_rows(args, rows, lambda r: f"{r['rule']:<16} {'off' if r['off'] else 'on':<4}"
                                      f" {r['route']:<9} {'wakes' if r['wakes'] else 'digest only':<12}"
                                      f"{' nudge' if r['nudge'] else '      '}  {', '.join(r['events'])}"
@@ -359,14 +358,9 @@ def cmd_aliases(args) -> int:
         print_rows(args, rows, lambda r: f"{r['name']}  named by {r['events']} event(s), last"
                                          f" {_when(r['last_seen_ms'])} ({r['event_type']})")
         return 0
-    from meshnode.reactor.aliases import AliasError, AliasRegistry
+    from meshnode.reactor.rules import aliases
 
-    did = config_did(config)
-    try:
-        registry = AliasRegistry.load(config.home / "reactor" / "aliases.toml", self_id=did)
-    except AliasError as exc:
-        raise ReactorCliError("bad_aliases", str(getattr(exc, "reason", exc))) from None
-    rows = [{"agent": a, "self": a == did, "aliases": list(registry.aliases_of(a))} for a in registry.canonical_ids()]
+    rows = aliases(config.home, config_did(config))
     print_rows(args, rows, lambda r: f"{r['agent']}{' (self)' if r['self'] else ''}:"
                                      f" {', '.join(r['aliases']) or '(no aliases)'}")
     return 0

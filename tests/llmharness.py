@@ -13,10 +13,27 @@ HERE = Path(__file__).resolve().parent
 class ScriptedLLM:
     def __init__(self, tmp: Path, name: str, answers: list):
         self.script, self.requests = tmp / f"{name}.json", tmp / f"{name}.requests.jsonl"
-        self.script.write_text(json.dumps(answers))
+        self.when = tmp / f"{name}.when.json"
+        self.answers, self.triggers = list(answers), []
+        _write(self.script, self.answers)
+        _write(self.when, self.triggers)
         self.proc = subprocess.Popen([sys.executable, str(HERE / "scripted_llm.py"), str(self.script),
-                                      str(self.requests)], stdout=subprocess.PIPE, text=True)
+                                      str(self.requests), str(self.when)], stdout=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}/v1"
+
+    def append(self, *answers) -> None:
+        """Answers given next, while the LLM runs (after the answer it was repeating)."""
+        self.answers += answers
+        _write(self.script, self.answers)
+
+    def reply_when(self, text: str, answer) -> None:
+        """Give ``answer`` once, to the first request whose messages contain ``text``."""
+        self.triggers.append({"when": text, "answer": answer})
+        _write(self.when, self.triggers)
+
+    def prompts(self) -> list[str]:
+        """The text of each main prompt seen so far (all its messages joined), oldest first."""
+        return ["\n".join(str(m.get("content", "")) for m in r["messages"]) for r in self.seen()]
 
     def seen(self, assessments: bool = False) -> list[dict]:
         """The requests it got: the main prompts (or, with ``assessments``, only the mini-queries)."""
@@ -28,6 +45,13 @@ class ScriptedLLM:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+
+
+def _write(path: Path, value) -> None:
+    """Atomically (the server reads the file at every request)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value))
+    tmp.replace(path)
 
 
 def command_block(*commands: dict) -> str:

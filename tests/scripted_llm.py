@@ -1,6 +1,6 @@
 """A scripted LLM on loopback, speaking the OpenAI chat-completions wire format over real HTTP.
 
-    python scripted_llm.py SCRIPT.json REQUESTS.jsonl
+    python scripted_llm.py SCRIPT.json REQUESTS.jsonl [WHEN.json]
 
 SCRIPT.json is a list of answers, given in order (the last one repeats); an
 answer that is an integer is sent as that HTTP status instead, and one that is
@@ -9,11 +9,18 @@ served in parallel, so a slow answer does not hold up the next request). Request
 the anti-stagnation assessment (their system prompt says so) get a fixed
 assessment instead and do not consume the script. Every request body is
 appended to REQUESTS.jsonl. The port it listens on is printed first.
+
+Both files are read again at every request, so a test can script the agent while the node runs:
+answers appended to SCRIPT.json are given next (after the one being repeated), and WHEN.json
+(optional) is a list of ``{"when": TEXT, "answer": ANSWER}``: each is given once, instead of the
+next scripted answer, to the first request whose messages contain TEXT (how a test answers what a
+person typed without knowing which tick will see it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -21,10 +28,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def main() -> None:
-    script = json.loads(open(sys.argv[1], encoding="utf-8").read())
-    requests_log = sys.argv[2]
+    script_path, requests_log = sys.argv[1], sys.argv[2]
+    when_path = sys.argv[3] if len(sys.argv) > 3 else None
     served = {"n": 0}
+    used: set[int] = set()  # the WHEN.json entries already given
     lock = threading.Lock()
+
+    def next_answer(request: dict):
+        """Under the lock: the first unused WHEN entry the request's text contains, else the
+        next scripted answer (the last one repeats until more are appended)."""
+        if when_path and os.path.exists(when_path):
+            prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages") or [])
+            for i, entry in enumerate(_load(when_path)):
+                if i not in used and entry["when"] in prompt:
+                    used.add(i)
+                    return entry["answer"]
+        script = _load(script_path)
+        index = min(served["n"], len(script) - 1)
+        served["n"] = index + 1
+        return script[index]
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (the http.server API)
@@ -39,8 +61,7 @@ def main() -> None:
                                          "refined_ideas": [], "discarded_ideas": [], "tags": ["scripted"],
                                          "emotions": ["curiosity:3", "wonder:2"]})
                 else:
-                    answer = script[min(served["n"], len(script) - 1)]
-                    served["n"] += 1
+                    answer = next_answer(request)
             if isinstance(answer, dict):  # a slow answer: the client may have given up by then
                 time.sleep(float(answer["delay"]))
                 answer = answer["answer"]
@@ -70,6 +91,11 @@ def main() -> None:
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     server.serve_forever()
+
+
+def _load(path: str) -> list:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,24 @@ def decide_many(db: Database, jail: Jail, session: str, decision: str, paths: li
     return {"decided": done, "changed_since_listed": unseen}
 
 
+def unshown(db: Database, jail: Jail, session: str, paths: list[str] | None) -> list[str]:
+    """What an accept of ``paths`` (None: the pending drafts) would not take because its content
+    is not what a person was last shown; GateError("not_found") for a named path with no open
+    draft. Lets a front end refuse the whole decision before any of it is made."""
+    with sql_errors("reading drafts"):
+        rows = {key: (content, shown, status) for key, content, shown, status in db.conn.execute(
+            "SELECT path, content, shown_sha256, status FROM gate_drafts WHERE session = ? AND status != 'committed'",
+            (session,))}
+    if paths is None:
+        keys = [key for key, (_, _, status) in rows.items() if status == "pending"]
+    else:
+        keys = [jail.resolve(p) for p in paths]
+    missing = [key for key in keys if key not in rows]
+    if missing:
+        raise GateError("not_found", f"there is no open draft of {', '.join(missing)} in session {session}")
+    return sorted(key for key in keys if rows[key][1] != _shown_hash(rows[key][0]))
+
+
 def listing(db: Database, jail: Jail, session: str, *, rejected: bool = False) -> dict:
     """What a person reviews (``meshnode drafts list``): the open drafts (recorded as shown), the
     rejected ones only with ``rejected`` (else counted), and the agent's last submission while

@@ -1,7 +1,93 @@
-"""Routes of reactor (stub: its owner replaces this module; protocols/web.md 4.1)."""
+"""The reactor over HTTP (protocols/web.md 4.1): its status, events, jobs, decisions, rules and
+aliases, a scan, and a lease dropped by hand. Reads are ``reactor.audit`` on the database (the
+reactor's rows are all there, on or off), as ``meshnode reactor ...`` reads them; the status adds
+what the running reactor knows, the scan is the node's own (``C.reactor_scan``)."""
 
 from __future__ import annotations
 
-from meshnode.web.endpoint import Endpoint
+import trio
 
-ROUTES: list[Endpoint] = []
+from meshnode.errors import MeshnodeError
+from meshnode.reactor import audit, persist, rules
+from meshnode.reactor.persist import JOB_STATUSES
+from meshnode.web.endpoint import Arg, Endpoint
+
+_LIMIT = Arg(int, min=1, max=500, default=50)
+_KEY = Arg(str, required=True, max=512)
+
+
+async def status(services, args):
+    """``meshnode reactor status``: the stored state, with the running reactor's (next scan, runs
+    in progress) over it when it is on."""
+    out = await services.read(audit.status, services.now())
+    enabled = services.reactor is not None
+    if enabled:
+        out.update(await services.call("reactor_status"))
+    out["enabled"] = enabled
+    return out
+
+
+async def events(services, args):
+    return await services.read(audit.events, agent=args["agent"], type=args["type"], since_ms=args["since_ms"],
+                               all=args["all"], limit=args["limit"])
+
+
+async def jobs(services, args):
+    return await services.read(audit.jobs, status=args["status"], limit=args["limit"])
+
+
+async def job(services, args):
+    return await services.read(audit.job, args["id"])
+
+
+async def explain(services, args):
+    found = await services.read(audit.explain, args["key"])
+    if not found or not any(found.get(k) for k in ("decisions", "event", "job", "escalations")):
+        raise MeshnodeError("not_found", f"nothing is known about {args['key'][:200]!r}")
+    return found
+
+
+async def rules_(services, args):
+    return rules.describe(services.config)
+
+
+async def aliases(services, args):
+    if args["unknown"]:
+        return await services.read(audit.unknown)
+    return await trio.to_thread.run_sync(rules.aliases, services.config.home, services.key.did)
+
+
+async def scan(services, args):
+    return await services.call("reactor_scan", dry_run=args["dry_run"])
+
+
+async def release(services, args):
+    if not await services.write(persist.release_lease, args["id"]):
+        raise MeshnodeError("not_found", f"no lease is held for job {args['id'][:200]!r}")
+    return {"job": args["id"], "released": True}
+
+
+ROUTES: list[Endpoint] = [
+    Endpoint("GET", "/api/reactor", status, {}, "enabled, last and next scan, pending events, open jobs, leases,"
+             " cooldowns, wakes, unknown addressees"),
+    Endpoint("GET", "/api/reactor/events", events,
+             {"agent": Arg(str, max=512, doc="only this agent's (canonical id)"),
+              "type": Arg(str, max=128, doc="only this event type (note.direct, task.offer, ...)"),
+              "since_ms": Arg(int, min=0, doc="only those seen since (ms since 1970)"),
+              "all": Arg(bool, default=False, doc="noise and unknown addressees too"), "limit": _LIMIT},
+             "events newest first, with their last decision"),
+    Endpoint("GET", "/api/reactor/jobs", jobs,
+             {"status": Arg(str, choices=tuple(JOB_STATUSES)), "limit": _LIMIT}, "wake jobs newest first"),
+    Endpoint("GET", "/api/reactor/jobs/{id}", job, {"id": _KEY},
+             "one job: context, report, events, decisions, escalations, lease"),
+    Endpoint("GET", "/api/reactor/explain/{key}", explain, {"key": _KEY},
+             "every decision on an event (dedupe key or note DID) or a job, in order"),
+    Endpoint("GET", "/api/reactor/rules", rules_, {}, "the built-in rules with this node's changes"),
+    Endpoint("GET", "/api/reactor/aliases", aliases,
+             {"unknown": Arg(bool, default=False, doc="addressees nobody is known as, with counts")},
+             "the alias registry (reactor/aliases.toml)"),
+    Endpoint("POST", "/api/reactor/scan", scan, {"dry_run": Arg(bool, default=False, doc="decide, write nothing")},
+             "one scan now, by the running node (409 reactor_off when it is off)"),
+    Endpoint("POST", "/api/reactor/jobs/{id}/release", release, {"id": _KEY},
+             "drop a job's lease by hand (404 when none is held)"),
+]

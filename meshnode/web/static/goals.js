@@ -1,0 +1,91 @@
+// Goals (/goals): the GMP tree (goals -> tasks -> subtasks) with status, holders, progress and
+// due state; new goals, tasks for the agent or a peer, progress, done, cancel.
+import { get, post, stream } from "./api.js";
+import { renderNav } from "./nav.js";
+import { el, clear, time, section, button, form, act, debounce } from "./ui.js";
+
+renderNav("goals");
+
+const main = document.getElementById("main");
+const [newSec, newBody] = section("New goal", "new-goal");
+const [treeSec, tree] = section("Goals", "goals");
+main.append(newSec, treeSec);
+
+let me = null;      // this node's DID: the agent's tasks are assigned to it
+let people = [];    // [did, label] of the agent and known peers
+
+newBody.append(form([
+  { name: "title", label: "title", required: true },
+  { name: "description", label: "description", type: "textarea", rows: 2 },
+  { name: "priority", label: "priority (0-1)", type: "number", step: "0.1" },
+], "Create goal", async (v) => { await post("/api/goals", v); await load(); }, { cls: "goal-form" }));
+
+function dueMark(task, due) {
+  const d = due.get(task.lineage);
+  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "next check ", time(task.next_check_ms)) : null;
+  return el("span", { class: "overdue", text: `${d.state || d.due || "due"}` });
+}
+
+function taskNode(t, children, due) {
+  const progress = typeof t.progress === "number" ? el("progress", { max: 1, value: t.progress, title: `${Math.round(t.progress * 100)}%` }) : null;
+  const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
+  const progressForm = form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
+    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); });
+  const li = el("li", { class: "task", data: { lineage: t.lineage } },
+    el("span", { class: "title", text: t.title }), " ",
+    el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
+    el("span", { class: "muted", text: who ? `held by ${who}` : "nobody holds it" }), " ", dueMark(t, due),
+    el("div", { class: "actions" }, progressForm,
+      button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); })));
+  if (children.length) li.append(el("ul", { class: "tasks" }, children));
+  return li;
+}
+
+function goalNode(g, tasks, due) {
+  const byParent = new Map();
+  for (const t of tasks) {
+    const key = t.parent_task || "";
+    if (!byParent.has(key)) byParent.set(key, []);
+    byParent.get(key).push(t);
+  }
+  const branch = (parent) => (byParent.get(parent) || []).map((t) => taskNode(t, branch(t.lineage), due));
+  const taskForm = form([
+    { name: "title", label: "new task", required: true },
+    { name: "assignee", label: "for", type: "select", options: people },
+  ], "Add task", async (v) => {
+    const task = await post("/api/tasks", { goal: g.lineage, title: v.title });
+    await load();  // the task exists even if the offer below is refused
+    if (v.assignee) {
+      await post(`/api/tasks/${encodeURIComponent(task.lineage || task.did)}/assign`, { candidates: [v.assignee] });
+      await load();
+    }
+  }, { cls: "task-form" });
+  return el("div", { class: "goal", data: { lineage: g.lineage } },
+    el("div", { class: "head" },
+      el("span", { class: "title", text: g.title }),
+      el("span", { class: `badge status-${g.status}`, text: g.status }),
+      el("span", { class: "muted", text: `priority ${g.priority ?? "-"} · ${g.tasks_open ?? 0} open of ${g.tasks_total ?? 0} tasks · by ${g.creator_name || (g.creator_did === me ? "you" : (g.creator_did || "").slice(-8))}` }),
+      time(g.timestamp_ms),
+      g.status === "active" ? button("Cancel goal", async () => { await post(`/api/goals/${encodeURIComponent(g.lineage)}/cancel`, {}); await load(); }, { cls: "danger" }) : null),
+    el("ul", { class: "tasks" }, branch("")), taskForm);
+}
+
+async function load() {
+  const [status, goals, tasks, due, peers] = await Promise.all([
+    me ? null : get("/api/status"), get("/api/goals"), get("/api/tasks"),
+    get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => [])]);
+  if (status) me = status.did;
+  people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || p.did])];
+  const dueMap = new Map((due || []).map((d) => [d.lineage, d]));
+  const byGoal = new Map();
+  for (const t of tasks) {
+    if (!byGoal.has(t.goal_lineage)) byGoal.set(t.goal_lineage, []);
+    byGoal.get(t.goal_lineage).push(t);
+  }
+  clear(tree, goals.length ? goals.map((g) => goalNode(g, byGoal.get(g.lineage) || [], dueMap))
+    : el("p", { class: "empty", text: "no goals yet" }));
+}
+
+const reload = debounce(load);
+stream(["goal", "task"], reload);
+act(load);

@@ -1,0 +1,68 @@
+// Mesh (/mesh): peers (connected, liveness, trust, friend), find, consensus, reputation.
+import { get, post, stream } from "./api.js";
+import { renderNav } from "./nav.js";
+import { el, clear, text, pre, table, facts, section, button, form, act, debounce, shortId } from "./ui.js";
+
+renderNav("mesh");
+
+const main = document.getElementById("main");
+const [peersSec, peersBody] = section("Peers", "peers");
+const [findSec, findBody] = section("Find", "find");
+const [consSec, consBody] = section("Consensus", "consensus");
+const [repSec, repBody] = section("Reputation", "reputation",
+  button("Run a round", async () => { await post("/api/reputation/round", {}); await loadReputation(); }));
+main.append(peersSec, findSec, consSec, repSec);
+
+const findResult = el("div", { class: "find-result" });
+findBody.append(form([
+  { name: "did", label: "DID" }, { name: "interest", label: "or interest" },
+], "Find", async (v) => { clear(findResult, pre(await get("/api/find", v))); }), findResult);
+
+const pingResult = el("p", { class: "muted" });
+async function loadPeers() {
+  const [peers, friends] = await Promise.all([get("/api/peers"), get("/api/friends").catch(() => [])]);
+  const friendSet = new Set((friends || []).map((f) => (typeof f === "string" ? f : f.did)));
+  clear(peersBody, table(peers, [
+    { key: "name", render: (p) => el("strong", { text: p.name || "(no name)" }) },
+    { key: "did", label: "DID", render: (p) => shortId(p.did, 16) },
+    { key: "connected", render: (p) => el("span", { class: p.connected ? "connected" : "muted", text: p.connected ? "connected" : "not connected" }) },
+    { key: "liveness" }, { key: "status", label: "standing" }, { key: "last_heard_ms", label: "last heard" },
+    { key: "friend", render: (p) => (friendSet.has(p.did) ? "friend" : "") },
+    { key: "", label: "", render: (p) => el("span", { class: "actions" },
+      button("Ping", async () => { const r = await post("/api/peers/ping", { did: p.did }); pingResult.textContent = `${p.name || p.did}: ${r.rtt_ms} ms`; }),
+      button("Sync", async () => { const r = await post("/api/sync", { did: p.did }); pingResult.textContent = `sync with ${p.name || p.did}: ${text(r, 200)}`; }),
+      button(friendSet.has(p.did) ? "Unfriend" : "Friend", async () => { await post("/api/friends", { did: p.did, on: !friendSet.has(p.did) }); await loadPeers(); }),
+      button("Reputation", () => showReputation(p.did))) },
+  ], { empty: "no peers known yet", rowData: (p) => ({ did: p.did }), rowClass: (p) => (p.connected ? "peer connected" : "peer") }), pingResult);
+}
+
+async function loadConsensus() {
+  const [status, decisions] = await Promise.all([get("/api/consensus"), get("/api/consensus/decisions").catch(() => [])]);
+  const parts = [facts(status, Object.keys(status).filter((k) => k !== "members"))];
+  if (status.enabled) {
+    parts.push(form([{ name: "value", label: "propose a value", required: true }], "Propose",
+      async (v) => { clear(proposal, pre(await post("/api/consensus/propose", v))); await loadConsensus(); }), proposal);
+  }
+  parts.push(el("h3", { text: "Last decisions" }), table(decisions, null, { empty: "no decisions" }));
+  clear(consBody, parts);
+}
+const proposal = el("div");
+
+const repDetail = el("div", { class: "reputation-detail" });
+async function showReputation(did) {
+  const d = await get(`/api/reputation/${encodeURIComponent(did)}`);
+  clear(repDetail, el("h3", {}, "Detail of ", el("code", { text: did })), facts(d),
+    form([{ name: "score", label: "set trust (0 none, 0.5 unknown, 1 full)", type: "number", step: "0.1", required: true }, { name: "reason", label: "reason" }],
+      "Set trust", async (v) => { await post(`/api/reputation/${encodeURIComponent(did)}`, v); await loadReputation(); await showReputation(did); }));
+}
+
+async function loadReputation() {
+  const rows = await get("/api/reputation");
+  clear(repBody, table(rows, null, { empty: "no reputation yet" }), repDetail);
+}
+
+const reloadPeers = debounce(loadPeers);
+stream(["peer"], reloadPeers);
+act(loadPeers);
+act(loadConsensus);
+act(loadReputation);

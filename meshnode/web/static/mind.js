@@ -1,0 +1,131 @@
+// Mind (/mind): the cycle's state, the ticks as they happen (each opens to its contexts, the
+// answer and the commands), held commands with Release/Drop, validators' weights.
+import { get, post, stream } from "./api.js";
+import { renderNav } from "./nav.js";
+import { el, clear, time, text, pre, table, facts, section, button, act, debounce } from "./ui.js";
+
+renderNav("mind");
+
+const main = document.getElementById("main");
+const [stateSec, stateBody] = section("State", "state",
+  button("Pause", () => post("/api/mind/pause").then(loadState), { cls: "pause" }),
+  button("Resume", () => post("/api/mind/resume").then(loadState), { cls: "resume" }),
+  button("Tick now", () => post("/api/mind/tick").then(loadState), { cls: "tick-now" }));
+const [ticksSec, ticksBody] = section("Ticks", "ticks");
+const tickList = el("div", { class: "tick-list", id: "tick-list" });
+const olderTicks = el("button", { type: "button", text: "older ticks", hidden: true });
+ticksBody.append(tickList, olderTicks);
+const [heldSec, heldBody] = section("Held commands", "held",
+  button("Release all", () => decide("release", null), { cls: "release-all" }),
+  button("Drop all", () => decide("drop", null), { cls: "drop-all danger" }));
+const [validSec, validBody] = section("Validators", "validators");
+main.append(stateSec, ticksSec, heldSec, validSec);
+
+const DECIDED = ["released", "running", "done", "failed", "dropped", "expired"];
+
+async function loadState() {
+  const m = await get("/api/mind");
+  const keys = ["mode", "paused", "idle", "ticks", "llm", "last_error", "stalled", "hint"].filter((k) => k in m);
+  const parts = [facts(m, keys)];
+  if (m.tool_calls) parts.push(el("p", { text: `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max}` }));
+  if (m.llms && m.llms.length) parts.push(el("h3", { text: "LLMs" }), table(m.llms, [{ key: "id" }, { key: "model" }, { key: "error" }]));
+  stateBody.replaceChildren(...parts);
+  stateSec.dataset.paused = m.paused ? "yes" : "no";
+  const v = [];
+  if (m.validation) v.push(el("h3", { text: "Validation" }), facts(m.validation));
+  v.push(el("h3", { text: "Weights" }), table(m.validators || [], null, { empty: "no validators" }));
+  if (m.emergency_to_revisit && m.emergency_to_revisit.length) v.push(el("h3", { text: "Decided alone, to revisit" }), table(m.emergency_to_revisit));
+  validBody.replaceChildren(...v);
+}
+
+function summaryOf(t) {
+  let s = t.summary;
+  if (typeof s === "string") { try { s = JSON.parse(s); } catch { s = { text: s }; } }
+  return s || {};
+}
+
+function tickNode(t) {
+  const s = summaryOf(t);
+  const bits = [
+    el("span", { class: "n", text: `#${t.tick}` }), time(t.started_ms),
+    el("span", { text: t.duration_ms != null ? `${t.duration_ms} ms` : "running" }),
+    el("span", { class: "badge", text: t.mode || s.mode || "" }),
+    el("span", { text: t.llm_id ? `${t.llm_id}${t.llm_ms != null ? ` (${t.llm_ms} ms)` : ""}` : "no LLM" }),
+  ];
+  if (s.novelty !== undefined) bits.push(el("span", { text: `novelty ${s.novelty}` }));
+  if (s.rating !== undefined && s.rating !== null) bits.push(el("span", { text: `rating ${s.rating}` }));
+  if (s.auto_pass !== undefined) bits.push(el("span", { text: s.auto_pass ? "auto-pass" : "validated" }));
+  if (s.commands !== undefined) bits.push(el("span", { text: `commands ${s.commands}, ran ${s.ran ?? "?"}, refused ${s.refused ?? 0}${s.set_aside ? `, held ${text(s.set_aside, 40)}` : ""}` }));
+  if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));
+  if (s.error) bits.push(el("span", { class: "error", text: s.error }));
+  if (t.wake_job) bits.push(el("span", { text: `wake ${t.wake_job}` }));
+  const body = el("div", { class: "tick-body" }, el("p", { class: "muted", text: "loading…" }));
+  const d = el("details", { class: "tick", data: { tick: t.tick } }, el("summary", {}, bits), body);
+  d.addEventListener("toggle", () => { if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; act(() => fillTick(t.tick, body)); } });
+  return d;
+}
+
+async function fillTick(tick, body) {
+  const t = await get(`/api/mind/ticks/${tick}`);
+  const parts = [el("h3", { text: "Contexts" })];
+  for (const c of t.contexts || []) parts.push(el("details", { class: "context" }, el("summary", { text: c.title }), pre(c.text)));
+  if (!(t.contexts || []).length) parts.push(el("p", { class: "empty", text: "no prompt recorded (core outage or trimmed)" }));
+  parts.push(el("h3", { text: "Answer" }), t.answer ? pre(t.answer, "answer") : el("p", { class: "empty", text: "no answer" }));
+  parts.push(el("h3", { text: "Commands" }), table(t.commands || [], [{ key: "name" }, { key: "status" }, { key: "value", max: 2000 }], { empty: "no commands" }));
+  if (t.held && t.held.length) parts.push(el("p", { text: `held: ${t.held.join(", ")}` }));
+  if (t.response) parts.push(el("h3", { text: "Validation" }), facts(t.response));
+  if (t.summary) parts.push(el("h3", { text: "Summary" }), facts(summaryOf(t)));
+  body.replaceChildren(...parts);
+}
+
+async function loadTicks(before = null) {
+  const rows = await get("/api/mind/ticks", before != null ? { before } : {});
+  if (before != null) tickList.append(...rows.map(tickNode));
+  else {
+    const have = new Set([...tickList.querySelectorAll("details.tick")].map((d) => Number(d.dataset.tick)));
+    const fresh = rows.filter((t) => !have.has(Number(t.tick)));
+    for (const t of fresh.reverse()) tickList.prepend(tickNode(t));  // keeps open rows open
+    if (!have.size && !rows.length) tickList.replaceChildren(el("p", { class: "empty", text: "no ticks yet" }));
+    else tickList.querySelector(":scope > p.empty")?.remove();
+  }
+  const last = tickList.querySelector("details.tick:last-of-type");
+  olderTicks.hidden = rows.length < 50;
+  olderTicks.onclick = () => act(() => loadTicks(Number(last.dataset.tick)));
+}
+
+async function decide(what, ids) {
+  const result = await post(`/api/mind/held/${what}`, { ids });
+  await loadHeld();
+  return result;
+}
+
+async function loadHeld() {
+  const held = await get("/api/mind/held", { status: "held" });
+  const decided = (await Promise.all(DECIDED.map((status) => get("/api/mind/held", { status, limit: 20 }))))
+    .flat().sort((a, b) => b.id - a.id).slice(0, 20);
+  const cols = [
+    { key: "id" }, { key: "tick" }, { key: "type" }, { key: "command", max: 300 }, { key: "kind" }, { key: "reason" },
+    { key: "status", render: (r) => el("span", { class: `status status-${r.status}`, text: r.status }) },
+  ];
+  heldBody.replaceChildren(
+    table(held, [...cols, { key: "", label: "", render: (r) => el("span", { class: "actions" },
+      button("Release", () => decide("release", [r.id]), { cls: "release" }),
+      button("Drop", () => decide("drop", [r.id]), { cls: "drop danger" })) }],
+    { empty: "no command waits for you", rowData: (r) => ({ id: r.id }) }),
+    el("h3", { text: "Decided lately" }),
+    table(decided, [...cols, { key: "decided_by", label: "by" }, { key: "result", max: 500 }],
+      { empty: "none", rowData: (r) => ({ id: r.id }) }));
+}
+
+const reloadTicks = debounce(() => loadTicks());
+const reloadHeld = debounce(loadHeld);
+const reloadState = debounce(loadState);
+stream(["tick", "command", "held", "mode"], (type) => {
+  if (type === "tick") { reloadTicks(); reloadState(); }
+  else if (type === "held" || type === "command") reloadHeld();
+  else if (type === "mode") reloadState();
+});
+
+act(loadState);
+act(() => loadTicks());
+act(loadHeld);

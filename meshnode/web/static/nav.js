@@ -1,0 +1,73 @@
+// The header every page shows: node name, the agent's mode (paused, idle), connected peers, links.
+// Kept current by the feed's `mode` and `peer` events.
+import { get, post, stream } from "./api.js";
+import { el, clear, act } from "./ui.js";
+
+export const PAGES = [
+  ["/", "Conversation", "conversation"],
+  ["/mind", "Mind", "mind"],
+  ["/goals", "Goals", "goals"],
+  ["/review", "Review", "review"],
+  ["/mesh", "Mesh", "mesh"],
+  ["/knowledge", "Knowledge", "knowledge"],
+  ["/reactor", "Reactor", "reactor"],
+];
+
+const state = { mode: "?", paused: false, idle: false, ticks: null, peers: new Set(), listeners: [] };
+
+/** Called with {mode, paused, idle, ticks} whenever the header learns something new. */
+export function onMode(fn) {
+  state.listeners.push(fn);
+}
+
+export function modeState() {
+  return { mode: state.mode, paused: state.paused, idle: state.idle, ticks: state.ticks };
+}
+
+function paint(parts) {
+  parts.mode.textContent = state.mode;
+  parts.mode.dataset.mode = state.mode;
+  parts.paused.hidden = !state.paused;
+  parts.idle.hidden = !state.idle;
+  parts.peers.textContent = `${state.peers.size} peer${state.peers.size === 1 ? "" : "s"} connected`;
+  for (const fn of state.listeners) fn(modeState());
+}
+
+function setMode(c) {
+  if (!c) return;
+  if (c.mode !== undefined) state.mode = c.mode;
+  if (c.paused !== undefined) state.paused = Boolean(c.paused);
+  if (c.idle !== undefined) state.idle = Boolean(c.idle);
+  if (c.ticks !== undefined) state.ticks = c.ticks;
+}
+
+export function renderNav(active) {
+  const nav = document.getElementById("nav") || document.body.prepend(el("nav", { id: "nav" })) || document.getElementById("nav");
+  const parts = {
+    name: el("strong", { class: "node-name", text: "meshnode" }),
+    mode: el("span", { class: "mode badge", title: "the agent's mode", text: "?" }),
+    paused: el("span", { class: "paused badge warn", text: "paused", hidden: true }),
+    idle: el("span", { class: "idle badge", text: "idle", hidden: true }),
+    peers: el("span", { class: "peers", text: "" }),
+  };
+  const links = el("ul", { class: "links" }, PAGES.map(([href, label, key]) =>
+    el("li", {}, el("a", { href, text: label, class: key === active ? "active" : "", attrs: { "aria-current": key === active ? "page" : null } }))));
+  const logout = el("button", { type: "button", class: "link-button", text: "log out", on: { click: () => act(async () => { await post("/api/logout"); location.href = "/login"; }) } });
+  clear(nav, el("div", { class: "node" }, parts.name, parts.mode, parts.paused, parts.idle, parts.peers), links, logout);
+  const refresh = () => act(async () => {
+    const status = await get("/api/status");
+    parts.name.textContent = status.name || "meshnode";
+    parts.name.title = status.did || "";
+    document.title = `${document.title.split(" · ")[0]} · ${status.name || "meshnode"}`;
+    setMode(status.cognition || { mode: "off" });
+    state.peers = new Set(status.connected || []);
+    paint(parts);
+  });
+  refresh();
+  stream(["mode", "peer"], (type, data) => {
+    if (type === "mode") setMode(data);
+    else if (type === "peer") return refresh();  // the event names a DID, the status lists peer ids
+    paint(parts);
+  });
+  return nav;
+}

@@ -1,0 +1,152 @@
+// Small DOM helpers shared by the pages. Everything that came from notes, the LLM or peers is
+// set with textContent (never innerHTML), and styling is by class only (the CSP forbids inline styles).
+import { showError } from "./api.js";
+
+/** el("div", {class: "x", text: "hi", title, data: {did}, attrs: {type}, on: {click}}, ...children) */
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = String(value);
+    else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
+    else if (key === "attrs") for (const [k, v] of Object.entries(value)) { if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : String(v)); }
+    else if (key === "on") for (const [k, v] of Object.entries(value)) node.addEventListener(k, v);
+    else node[key] = value;
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+export function clear(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  return node;
+}
+
+/** A time in the browser's zone, the UTC value in its title. */
+export function time(ms) {
+  if (ms === null || ms === undefined || ms === "") return el("span", { class: "muted", text: "-" });
+  const d = new Date(Number(ms));
+  if (Number.isNaN(d.getTime())) return el("span", { text: String(ms) });
+  return el("time", { text: d.toLocaleString(), title: d.toISOString(), attrs: { datetime: d.toISOString() } });
+}
+
+/** A value as short readable text (objects as JSON). */
+export function text(value, max = 300) {
+  if (value === null || value === undefined) return "";
+  let s = typeof value === "string" ? value : JSON.stringify(value);
+  if (s === undefined) s = String(value);
+  return s.length > max ? s.slice(0, max) + "…" : s;
+}
+
+export function pre(value, cls = "") {
+  const s = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  return el("pre", { class: cls, text: s ?? "" });
+}
+
+function cellFor(row, col) {
+  if (col.render) return col.render(row);
+  const v = row[col.key];
+  if (col.key.endsWith("_ms") || col.time) return time(v);
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  return text(v, col.max || 200);
+}
+
+/** A table of rows; columns: [{key, label, render(row) -> Node|string, time, max}] (default: the first row's keys). */
+export function table(rows, columns = null, { empty = "nothing yet", rowClass = null, rowData = null } = {}) {
+  if (!rows || rows.length === 0) return el("p", { class: "empty", text: empty });
+  const cols = columns || Object.keys(rows[0]).map((key) => ({ key, label: key }));
+  return el("table", { class: "rows" },
+    el("thead", {}, el("tr", {}, cols.map((c) => el("th", { text: c.label ?? c.key })))),
+    el("tbody", {}, rows.map((row) => el("tr", { class: rowClass ? rowClass(row) : null, data: rowData ? rowData(row) : null },
+      cols.map((c) => el("td", {}, cellFor(row, c)))))));
+}
+
+/** A definition list of an object's keys (nested values as JSON). */
+export function facts(obj, keys = null) {
+  const dl = el("dl", { class: "facts" });
+  for (const key of keys || Object.keys(obj || {})) {
+    const v = obj[key];
+    dl.append(el("dt", { text: key }), el("dd", {}, key.endsWith("_ms") ? time(v) : text(v, 600)));
+  }
+  return dl;
+}
+
+/** Run an action; an error goes to the banner (api.js) and is returned as false. */
+export async function act(fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    showError(err && err.reason ? `${err.code}: ${err.reason}` : String(err && err.message ? err.message : err));
+    return false;
+  }
+}
+
+export function button(label, onClick, { cls = "", title = null, data = null } = {}) {
+  const b = el("button", { type: "button", class: cls, text: label, title, data });
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    try { await act(onClick); } finally { b.disabled = false; }
+  });
+  return b;
+}
+
+/** A <section> with a heading; returns [section, body]. */
+export function section(title, id, ...tools) {
+  const body = el("div", { class: "body" });
+  const sec = el("section", { id, class: "panel" }, el("div", { class: "panel-head" }, el("h2", { text: title }), ...tools), body);
+  return [sec, body];
+}
+
+/** A small form: fields [{name, label, type: "text"|"textarea"|"number"|"checkbox"|"select", options, required}]. */
+export function form(fields, submitLabel, onSubmit, { cls = "" } = {}) {
+  const f = el("form", { class: `inline-form ${cls}` });
+  const inputs = {};
+  for (const field of fields) {
+    let input;
+    if (field.type === "textarea") input = el("textarea", { name: field.name, rows: field.rows || 3 });
+    else if (field.type === "select") input = el("select", { name: field.name }, (field.options || []).map(([v, l]) => el("option", { value: v, text: l })));
+    else input = el("input", { name: field.name, type: field.type || "text", attrs: { step: field.step } });
+    if (field.required) input.required = true;
+    if (field.placeholder) input.placeholder = field.placeholder;
+    inputs[field.name] = input;
+    f.append(el("label", { class: field.type === "checkbox" ? "check" : "" }, el("span", { text: field.label || field.name }), input));
+  }
+  f.append(el("button", { type: "submit", text: submitLabel }));
+  f.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const values = {};
+    for (const [name, input] of Object.entries(inputs)) {
+      if (input.type === "checkbox") values[name] = input.checked;
+      else if (input.type === "number") { if (input.value !== "") values[name] = Number(input.value); }
+      else if (input.value !== "") values[name] = input.value;
+    }
+    const submit = f.querySelector("button[type=submit]");
+    submit.disabled = true;
+    try {
+      if ((await act(() => onSubmit(values))) !== false) f.reset();
+    } finally { submit.disabled = false; }
+  });
+  f.inputs = inputs;
+  return f;
+}
+
+/** "a, b" -> ["a", "b"] */
+export function list(value) {
+  return String(value || "").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/** Call fn at most once per animation-free tick burst: several events in a row give one reload. */
+export function debounce(fn, ms = 150) {
+  let timer = null;
+  return (...args) => { clearTimeout(timer); timer = setTimeout(() => act(() => fn(...args)), ms); };
+}
+
+/** A long id (DID, key) shortened to its end, whole in the title. */
+export function shortId(value, keep = 12) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return el("code", { class: "id", text: s.length > keep + 1 ? `…${s.slice(-keep)}` : s, title: s });
+}

@@ -1,0 +1,53 @@
+"""Helpers of the browser tests: where Chromium is, screenshots, logging in by the link."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_MS = 15_000   # a node on a loaded 2-core machine: generous, and a wait ends as soon as it holds
+
+
+def chromium_path() -> str:
+    path = os.environ.get("MESHNODE_CHROMIUM") or shutil.which("chromium")
+    if path:
+        return path
+    if os.environ.get("CI") == "true":
+        pytest.fail("no Chromium under CI=true: `make browser` should have installed Debian's chromium")
+    pytest.skip("no Chromium: make browser installs Debian's chromium")
+
+
+def screenshot_dir() -> Path:
+    path = Path(os.environ.get("MESHNODE_SCREENSHOTS") or ROOT / ".artifacts" / "screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shot(page, name: str) -> Path:
+    """Save a full-page screenshot as <name>.png in the screenshot folder."""
+    path = screenshot_dir() / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def login_link(node) -> str:
+    """The link `meshnode web url` prints for this node, on the port the node bound: the test nodes
+    listen on port 0, which `web url` (reading the settings) cannot know."""
+    out = node.node.cli("web", "url")
+    link = next(word for word in out.split() if "/login#t=" in word)
+    return node.url.rstrip("/") + "/login#" + link.split("#", 1)[1]
+
+
+def login(page, node) -> None:
+    """Open the login link as the person does; wait until the conversation page is shown."""
+    page.goto(login_link(node))
+    page.wait_for_url(node.url.rstrip("/") + "/")
+    page.locator("#nav .node-name").wait_for()
+
+
+def csp_errors(page) -> list[str]:
+    return [e for e in page.console_errors if "Content Security Policy" in e or "Content-Security-Policy" in e]

@@ -1,0 +1,86 @@
+"""The pages in real Chromium: login by the link, every page drawn under the CSP (screenshots),
+and text from notes shown as text, never as markup."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from browsing import csp_errors, login, login_link, shot
+from llmharness import ScriptedLLM
+from webharness import WebNode
+
+pytestmark = pytest.mark.browser
+
+IDLE = "Nothing needs doing now; I wait for the person."
+
+# what each page shows once its first list has loaded (an empty list says so: p.empty)
+PAGES = {
+    "conversation": ("/", "#threads > li"),
+    "mind": ("/mind", "#tick-list details.tick"),
+    "goals": ("/goals", "#goals .body > *"),
+    "review": ("/review", "#drafts .body > *"),
+    "mesh": ("/mesh", "#peers .body > *"),
+    "knowledge": ("/knowledge", "#note-list > *"),
+    "reactor": ("/reactor", "#reactor-status .body dl"),
+}
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pages")
+    llm = ScriptedLLM(tmp, "main", [IDLE])
+    web = WebNode(tmp, llm=llm)
+    try:
+        yield web
+    finally:
+        web.stop()
+        llm.stop()
+
+
+def test_login_link(page, node):
+    page.goto(node.url.rstrip("/") + "/mind")
+    expect(page).to_have_url(node.url.rstrip("/") + "/login")  # no session: the login page, no token in it
+    page.goto("about:blank")  # from /login, the link would be a same-document (fragment) navigation
+    page.goto(login_link(node))
+    page.wait_for_url(node.url.rstrip("/") + "/")
+    assert "#t=" not in page.url and "t=" not in page.url
+    cookie = next(c for c in page.context.cookies() if c["name"] == "meshnode_session")
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    expect(page.locator("#nav .node-name")).to_have_text(node.node.name)
+    assert page.evaluate("document.cookie") == ""  # HttpOnly: the page's scripts cannot read it
+    assert not csp_errors(page), page.console_errors
+
+
+def test_screenshots(page, node):
+    page.goto(node.url.rstrip("/") + "/login")
+    expect(page.locator("body")).to_contain_text("meshnode web url")
+    shot(page, "login")
+    page.goto("about:blank")
+    login(page, node)
+    for name, (path, ready) in PAGES.items():
+        page.goto(node.url.rstrip("/") + path)
+        expect(page.locator(ready).first).to_be_visible()
+        expect(page.locator(f'#nav a[href="{path}"]')).to_have_class("active")
+        expect(page.locator("#nav .mode")).not_to_have_text("?")
+        shot(page, name)
+        if name == "mind":
+            tick = page.locator("#tick-list details.tick").first
+            tick.locator("summary").click()
+            expect(tick.locator(".tick-body details.context").first).to_be_visible()
+            expect(tick.locator(".tick-body pre.answer")).to_contain_text(IDLE)
+            shot(page, "mind-tick-open")
+    assert not csp_errors(page), csp_errors(page)
+    assert not [e for e in page.console_errors if "Failed to load" not in e], page.console_errors
+
+
+def test_markup_in_a_note_is_text(page, node):
+    markup = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold?</b>'
+    node.post("/api/notes", {"text": markup, "topic": "xss"})
+    login(page, node)
+    page.goto(node.url.rstrip("/") + "/knowledge")
+    shown = page.locator("#note-list .note-text", has_text="onerror")
+    expect(shown.first).to_have_text(markup)
+    assert page.locator("#note-list img, #note-list b").count() == 0
+    assert page.evaluate("document.body.dataset.pwned") is None
