@@ -24,6 +24,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.notes import AUDIENCES, SOURCES, make_note
+from meshnode.chat import reply_topic
 from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
@@ -34,6 +35,7 @@ from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, cli_reputation
 from meshnode import cli_ethics, cli_gmp, cli_reactor
 from meshnode import cli_web
+from meshnode import cli_chat
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, default=0, help="higher is more urgent (default 0)")
     p.add_argument("--forward", type=int, choices=(0, 1, 2), default=0,
                    help="a friends note may travel this many hops past its recipients, friend to friend")
+    p.add_argument("--reply-to", metavar="NOTE", help="the note this one answers (its thread's topic unless --topic)")
     p.set_defaults(func=cmd_note_add)
     p = note.add_parser("list", parents=[common], help="recent notes: short id (* unread), time, author -> audience, text",
                         epilog="`meshnode note read ID` shows one in full (ID: the short id in the first column)")
@@ -109,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_gmp.add_parsers(sub, common)
     cli_reactor.add_parsers(sub, common)
     cli_web.add_parsers(sub, common)
+    cli_chat.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -275,7 +279,7 @@ def cmd_status(args) -> int:
         if live is not None:
             mind = live.get("cognition", {})
             print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
-            for llm in mind.get("llms") or []:  # in core outage: each registered LLM and why it did not answer
+            for llm in [x for x in mind.get("llms") or [] if x.get("error")]:  # each LLM that did not answer, why
                 print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
             calls = mind.get("tool_calls") or {}
             if calls and calls["used"] >= calls["max"]:
@@ -294,10 +298,13 @@ def cmd_status(args) -> int:
 
 def cmd_note_add(args) -> int:
     config = _config(args)
+    if args.reply_to:  # a short id (from `note list`) names the whole DID
+        args.reply_to = container_did(config, args.reply_to, "note")
     tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
     live = _ask_node(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
                                           "source": args.source, "priority": args.priority, "tags": tags,
-                                          "forward": args.forward},
+                                          "forward": args.forward,
+                                          **({"reply_to": args.reply_to} if args.reply_to else {})},
                      required=False)
     if live is not None:  # the running node writes it (and gossips a public note)
         print(live["did"])
@@ -307,9 +314,10 @@ def cmd_note_add(args) -> int:
     db = _open_db(config)
     try:
         recipients = friends(db) if args.audience == "friends" else None
-        note = make_note(key, args.text, now_ms=t, topic=args.topic, source=args.source,
+        topic = args.topic or (reply_topic(db, args.reply_to) if args.reply_to else None)
+        note = make_note(key, args.text, now_ms=t, topic=topic, source=args.source,
                          audience=args.audience, priority=args.priority, recipients=recipients,
-                         forward=args.forward)
+                         forward=args.forward, reply_to=args.reply_to)
         db.put_container(note, received_at_ms=t, local={"tags": tags})
     finally:
         db.close()

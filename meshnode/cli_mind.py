@@ -4,6 +4,8 @@
     meshnode mind held [--all] [--json] commands the validators held (or gave no verdict on)
     meshnode mind release ID... | --all let them run
     meshnode mind drop ID... | --all    discard them
+    meshnode mind pause | resume        stop the agent (no tick) until resumed; kept across restarts
+    meshnode mind ticks [TICK] [--json] the last ticks; one tick's contexts, answer and commands
 
 With the node running these go through its control socket (a release runs
 the commands at once); with it stopped they work on the database, and the
@@ -15,8 +17,8 @@ from __future__ import annotations
 import json
 import time
 
-from meshnode.cli_common import _config, live_or_local, print_json, print_rows, terminal_safe
-from meshnode.cognition import held, mind_view
+from meshnode.cli_common import _ask_node, _config, live_or_local, print_json, print_rows, terminal_safe
+from meshnode.cognition import held, mind_view, tick_traces
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
 
@@ -43,6 +45,19 @@ def add_parsers(sub, common) -> None:
         p.add_argument("--all", action="store_true", help="every held command")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=cmd_decide, release=name == "release")
+    for name, helptext in (("pause", "stop the agent: no tick until `meshnode mind resume` (kept across restarts)"),
+                           ("resume", "let a paused agent think again")):
+        p = ms.add_parser(name, parents=[common], help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=cmd_pause, pause=name == "pause")
+    p = ms.add_parser("ticks", parents=[common], help="the last ticks, or one tick in full",
+                      description="The last ticks (newest first): mode, LLM, its answer time, the summary. With a"
+                                  " tick number: what that tick showed the LLM (context by context), its answer,"
+                                  " the commands it ran and those it held.")
+    p.add_argument("tick", nargs="?", type=int, metavar="TICK", help="a tick number (from the listing)")
+    p.add_argument("--limit", type=int, default=20, help="at most this many ticks (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_ticks)
 
 
 def cmd_mind(args) -> int:
@@ -56,6 +71,8 @@ def cmd_mind(args) -> int:
     else:
         print(f"mode:        {mode}" + (f", LLM {view['llm']}" if view.get("llm") else "")
               + f", tick {view.get('ticks', 0)}")
+        if view.get("paused"):
+            print(f"paused:      by {view.get('paused_by')}; `meshnode mind resume` lets it think again")
     h = view["held"]
     if h["count"]:
         print(terminal_safe(f"held:        {h['count']} command(s); newest: {h['reason']}"))
@@ -140,3 +157,50 @@ def cmd_decide(args) -> int:
             outcome = "ok" if r["status"] == "ok" else f"error: {r.get('error')}"
             print(terminal_safe(f"  #{r['id']} {r['type']} ({r['cmd_id']}): {outcome}"))
     return 0
+
+
+def cmd_pause(args) -> int:
+    out = _ask_node(_config(args), "mind_pause" if args.pause else "mind_resume", {"by": "cli"})
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"the agent is {'paused' if out.get('paused') else 'running'} (tick {out.get('ticks', 0)})")
+    return 0
+
+
+def cmd_ticks(args) -> int:
+    config = _config(args)
+    if args.tick is None:
+        if not 1 <= args.limit <= 500:
+            raise MeshnodeError("bad_limit", "--limit must be between 1 and 500")
+        rows = live_or_local(config, "mind_ticks", {"limit": args.limit},
+                             lambda db: tick_traces.listing(db, args.limit))
+        print_rows(args, rows, _tick_line)
+        return 0
+    t = live_or_local(config, "mind_tick_show", {"tick": args.tick}, lambda db: tick_traces.show(db, args.tick))
+    if args.json:
+        print_json(t)
+        return 0
+    print(terminal_safe(_tick_line(t)))
+    for c in t["contexts"]:
+        print(terminal_safe(f"\n## {c['title']}\n{c['text']}", keep_newlines=True))
+    if t["answer"] is not None:
+        print(terminal_safe(f"\n## Answer\n{t['answer']}", keep_newlines=True))
+    if t["commands"]:
+        print("\n## Commands")
+        for c in t["commands"]:
+            print(terminal_safe(f"{c['name']} [{c['status']}] {json.dumps(c['value'], ensure_ascii=False)[:300]}"))
+    if t["held"]:
+        print("\nheld: " + ", ".join(f"#{i}" for i in t["held"]) + "  (`meshnode mind held`)")
+    return 0
+
+
+def _tick_line(r: dict) -> str:
+    s = r.get("summary") or {}
+    when = time.strftime("%H:%M:%S", time.localtime(r["started_ms"] / 1000))
+    took = "running" if r["duration_ms"] is None else f"{r['duration_ms'] / 1000:.1f}s"
+    llm = f"{r['llm_id']} {r['llm_ms'] / 1000:.1f}s" if r["llm_id"] and r["llm_ms"] is not None else "no LLM"
+    what = (f"{s.get('commands', 0)} command(s)" + (", repeated" if s.get("repeated") else "")
+            + ("" if s.get("ran", True) else ", held") if "commands" in s else s.get("error", ""))
+    return (f"{r['tick']:6}  {when}  {took:>7}  {r['mode']:11} {llm}  {what}"
+            + (f"  wake {r['wake_job']}" if r["wake_job"] else ""))

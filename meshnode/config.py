@@ -110,7 +110,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "cognition": {"enabled": True, "pause_seconds": 5.0, "recent_responses": 5, "peer_validators": 3,
                   "peer_validation_min_trust": 0.7, "peer_validation_seconds": 60.0,
-                  "validator_failures": 3, "validator_retry_seconds": 300.0},
+                  "validator_failures": 3, "validator_retry_seconds": 300.0, "keep_tick_traces": 200},
     # the reactor (protocols/reactor.md section 13); its sub-tables are [reactor.NAME] tables of their own
     "reactor": {**REACTOR_DEFAULTS, "mentors": {}, "routes": {}, "external": {}, "adapters": {}},
     "peers": {
@@ -479,6 +479,8 @@ def _check(values: dict) -> None:
     if not 1 <= cognition["validator_failures"] <= 1000 or not 1 <= cognition["validator_retry_seconds"] <= 86400:
         raise ConfigError("bad_config", "cognition.validator_failures must be 1..1000 and"
                           " cognition.validator_retry_seconds 1..86400")
+    if not 1 <= cognition["keep_tick_traces"] <= 100_000:
+        raise ConfigError("bad_config", "cognition.keep_tick_traces must be between 1 and 100000")
     peers = values["peers"]
     if not 1024 <= peers["max_frame_bytes"] <= 16 * 1024 * 1024:
         raise ConfigError("bad_config", "peers.max_frame_bytes must be between 1 KiB and 16 MiB")

@@ -20,8 +20,8 @@ from meshnode.config import Config
 from meshnode.container import ContainerError, decode_container, format_ms, now_ms
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import knowledge, knowledge_edits
-from meshnode.cognition import catalogue, held, mind_view, peer_validation, processes
+from meshnode import chat, knowledge, knowledge_edits
+from meshnode.cognition import catalogue, held, mind_view, peer_validation, processes, tick_traces
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -212,7 +212,8 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  processes=processes.Processes(store, gate, now_ms, float(config.values["gate"]["process_timeout_seconds"])),
                  gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
                  validator_failures=int(cognition["validator_failures"]),
-                 validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics)
+                 validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics,
+                 keep_traces=int(cognition.get("keep_tick_traces", 200)))
 
 
 def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, metrics: Metrics, cycle: Cycle | None):
@@ -292,14 +293,47 @@ class _Control:
     async def cmd_mind_held(self, status: str | None = "held", limit: int = 100):
         return await self.store.read(held.listing, status, int(limit))
 
-    async def cmd_mind_release(self, ids: list | None = None):
-        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now."""
-        released = await self.store.write(held.decide, ids, True, now_ms(), "cli")
-        ran = await self.cycle.run_released() if self.cycle else []
-        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off"}
+    async def cmd_mind_release(self, ids: list | None = None, by: str = "cli"):
+        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now
+        (while a person has paused it they wait for the resume)."""
+        released = await self.store.write(held.decide, ids, True, now_ms(), str(by)[:32])
+        ran = await self.cycle.run_released() if self.cycle and not self.cycle.paused else []
+        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off",
+                "paused": bool(self.cycle and self.cycle.paused)}
 
-    async def cmd_mind_drop(self, ids: list | None = None):
-        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), "cli")}
+    async def cmd_mind_drop(self, ids: list | None = None, by: str = "cli"):
+        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), str(by)[:32])}
+
+    def _cycle_on(self) -> Cycle:
+        if self.cycle is None:
+            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
+        return self.cycle
+
+    async def cmd_mind_pause(self, by: str = "cli"):
+        """A person stops the agent until they resume it (kept across restarts)."""
+        return await self._cycle_on().pause(str(by)[:32])
+
+    async def cmd_mind_resume(self, by: str = "cli"):
+        return await self._cycle_on().resume(str(by)[:32])
+
+    async def cmd_mind_ticks(self, limit: int = 50, before: int | None = None):
+        return await self.store.read(tick_traces.listing, int(limit), None if before is None else int(before))
+
+    async def cmd_mind_tick_show(self, tick: int):
+        return await self.store.read(tick_traces.show, int(tick))
+
+    async def cmd_chat_send(self, text: str, thread: str | None = None):
+        """The person's message to the agent (a new conversation, or one more in ``thread``)."""
+        wake = self.config.values.get("web", {}).get("wake_on_message", True)
+        return await chat.send(self.store, self.key, text, thread, now_ms(), cycle=self.cycle, reactor=self.reactor,
+                               wake=bool(wake))
+
+    async def cmd_chat_threads(self, limit: int = 50, before: int | None = None):
+        return await self.store.read(chat.threads, self.key.did, int(limit), None if before is None else int(before))
+
+    async def cmd_chat_thread(self, thread: str, limit: int = 100, before: int | None = None):
+        return await self.store.read(chat.thread, self.key.did, thread, int(limit),
+                                     None if before is None else int(before))
 
     async def cmd_tick(self):
         """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
@@ -344,11 +378,14 @@ class _Control:
         return {"fetched": [c.did for c in got]}
 
     async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",
-                           source: str = "cli", priority: int = 0, tags: list | None = None, forward: int = 0):
+                           source: str = "cli", priority: int = 0, tags: list | None = None, forward: int = 0,
+                           reply_to: str | None = None):
         t = now_ms()
         recipients = await self.store.read(friends) if audience == "friends" else None
+        if reply_to is not None:  # an answer to a note held here: in its thread unless a topic is given
+            topic = topic or await self.store.read(chat.reply_topic, str(reply_to))
         note = make_note(self.key, text, now_ms=t, topic=topic, source=source, audience=audience,
-                         priority=int(priority), recipients=recipients, forward=int(forward))
+                         priority=int(priority), recipients=recipients, forward=int(forward), reply_to=reply_to)
         await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
         if audience == "public":
             await self.mesh.gossip(note)

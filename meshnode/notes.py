@@ -56,11 +56,12 @@ def parse_hashtags(text: str) -> list[str]:
 def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None, source: str = "cli",
               audience: str = "private", priority: int = 0, code: str | None = None,
               recipients: list[str] | None = None, forward: int = 0,
-              replaces: list[str] | None = None) -> Container:
+              replaces: list[str] | None = None, reply_to: str | None = None) -> Container:
     """A signed note. A ``friends`` note names its recipients (the author's friends now)
     in ``head.recipient``: whoever holds it forwards it to them and to no one else, unless
     ``forward`` (1 or 2) lets it travel that many hops further, friend to friend. ``replaces``
-    names the author's notes this one is a new version of (readers hide those)."""
+    names the author's notes this one is a new version of (readers hide those); ``reply_to`` the
+    note this one answers (``related.in_reply_to``: a conversation's threads, meshnode/chat.py)."""
     if not text.strip():
         raise NoteError("empty_note", "a note needs some text")
     if len(text) > MAX_TEXT:
@@ -92,9 +93,13 @@ def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None,
         if not recipients:
             raise NoteError("no_friends", "a friends note needs friends: add one with `meshnode friend add DID`")
         head_extra = {"recipient": sorted(set(recipients))}
+    related = {}
+    if replaces:
+        related["previous_version"] = sorted(set(replaces))
+    if reply_to:
+        related["in_reply_to"] = [reply_to]
     return build_container(key, "note", payload, timestamp_ms=now_ms, meta={"created_by": "AGENT"},
-                           head_extra=head_extra,
-                           related={"previous_version": sorted(set(replaces))} if replaces else None)
+                           head_extra=head_extra, related=related or None)
 
 
 def _unique(items) -> list[str]:

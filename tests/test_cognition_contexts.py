@@ -46,7 +46,7 @@ def test_notes_manual_shows_ids_and_auto_shows_what_the_filter_lets_through(tmp_
     db = Database(tmp_path / "n.db")
     key = NodeKey(bytes(32))
     try:
-        low = make_note(key, "low priority chatter", now_ms=T0, priority=0, source="user")
+        low = make_note(key, "low priority chatter", now_ms=T0, priority=0, source="system")
         high = make_note(key, "urgent: the committee is down", now_ms=T0 + 1, priority=9, source="system")
         for n in (low, high):
             db.put_container(n, received_at_ms=T0)

@@ -101,8 +101,9 @@ command("link_add", "relate concepts", {"source": (did, True), "relation": (text
 command("note_list", "incoming notes", {"limit": (integer(1, 500), False), "unread": (boolean, False)},
         mutating=False)
 command("note_read", "read a note (marks it read)", {"id": (text(128), True)})
-command("note_add", "write a note to the user", {"text": (text(_LONG), True), "topic": (text(), False),
-                                                  "audience": (one_of("private", "friends", "public"), False)})
+command("note_add", "write a note to the user; to answer the person, reply_to their message's id (context 6a)",
+        {"text": (text(_LONG), True), "topic": (text(), False),
+         "audience": (one_of("private", "friends", "public"), False), "reply_to": (text(128), False)})
 command("note_tag", "tag a note", {"id": (text(128), True), "tags": (_tags, True)})
 command("llm_memory_add", "remember something", {"text": (text(_LONG), True), "tags": (_tags, False)})
 command("llm_memory_delete", "forget an llm_memory entry", {"id": (integer(0), True)})

@@ -3,7 +3,8 @@
 0 system prompt; 2 the answer format and every command (``catalogue``); 3
 the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
 states (local tasks: a count and the pinned ones); 4
-results of the last commands and open processes; 6 incoming notes (unread
+results of the last commands and open processes; 6a the person's unread messages
+in full, with the two before each in its thread; 6 incoming notes (unread
 first, by priority; what others and the person wrote, with its author); 7
 system info and time; 8 ``llm_memory``. Each context is cut to
 its budget with a visible marker (newest and highest-priority items are
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from meshnode import chat
 from meshnode.cognition.catalogue import catalogue
 from meshnode.container import format_ms
 from meshnode.ethics import for_prompt as ethics_for_prompt
@@ -27,7 +29,8 @@ SYSTEM_PROMPT = (
     "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
     "and goals; judge the results and the ethics of your own and others' actions; document key decisions. "
     "Mark unverified claims as [confidence=0..1]...[/confidence], end with an UnverifiedFacts: [...] JSON "
-    "array when you made such claims, and a line Confidence: <0..1>."
+    "array when you made such claims, and a line Confidence: <0..1>. "
+    "Messages from the person come first. Answer with note_add reply_to=<id>; that marks it read."
 )
 FORMAT = (
     "To act, end your answer with a section:\n# Commands:\n"
@@ -37,8 +40,38 @@ FORMAT = (
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
 BUDGET = {"pinned": 4000, "help": 10500, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
-          "memory": 3000, "ethics": 2000, "wake": 10000}
+          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000}
 CUT = "\n[... cut to fit the context budget]"
+
+
+PERSON_TEXT = 2000  # characters of a message from the person shown in full (context 6a)
+EARLIER_TEXT = 500  # of each earlier message of its thread
+PERSON_CUT = " [... cut: note_read {id} for the rest]"
+
+
+def person_messages(db: Database, own_did: str | None) -> tuple[list[dict], list[str]]:
+    """Context 6a: the person's unread messages (newest 10, each text cut at PERSON_TEXT with a
+    marker), each thread's 2 messages before them (either side), and the ids shown."""
+    unread = chat.unread_for_context(db, own_did)
+    shown = {d for d, *_ in unread}
+    out: list[dict] = []
+    for did, topic, text, ms in unread:
+        tid = chat.thread_name(did, topic)
+        item = {"id": did, "thread": tid, "time": format_ms(ms),
+                "text": text if len(text) <= PERSON_TEXT else text[:PERSON_TEXT] + PERSON_CUT.format(id=did)}
+        out.append(item)
+    firsts: dict[str, int] = {}
+    for did, topic, _, ms in unread:
+        tid = chat.thread_name(did, topic)
+        if tid is not None:
+            firsts[tid] = min(ms, firsts.get(tid, ms))
+    for item in out:
+        tid = item["thread"]
+        if tid is not None and tid in firsts:
+            item["earlier"] = [{"from": "the person" if source in chat.PERSON else "you", "time": format_ms(t),
+                                "text": body[:EARLIER_TEXT] + (" [...]" if len(body) > EARLIER_TEXT else "")}
+                               for source, body, t in chat.earlier(db, own_did, tid, firsts.pop(tid))]
+    return out, sorted(shown)
 
 
 def _fit(text: str, name: str) -> str:
@@ -151,6 +184,11 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
         [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])
         or "(none)", "results")))
+    person, shown = person_messages(db, own_did)
+    if person:  # always, whatever notes_filter says; those ids are not listed again in context 6
+        parts.append(("Messages from the person (context 6a)",
+                      _fit(json.dumps(person, ensure_ascii=False, indent=0), "person")))
+    skip = f" AND container_did NOT IN ({','.join('?' * len(shown))})" if shown else ""
     counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 AND hidden = 0 GROUP BY priority").fetchall()
     if settings.get("mode") == "auto":  # the LLM's own filter decides which notes it sees in full
         f = settings.get("notes_filter") or {}
@@ -159,13 +197,14 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
             where.append("source = ?")
             params.append(str(f["source"]))
         unread = q(f"SELECT container_did, priority, source, text, agent_did, {_PEER_NAME} FROM notes"
-                   f" WHERE {' AND '.join(where)} ORDER BY priority DESC, timestamp DESC LIMIT 10", params).fetchall()
+                   f" WHERE {' AND '.join(where)}{skip} ORDER BY priority DESC, timestamp DESC LIMIT 10",
+                   params + shown).fetchall()
         notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
             {"id": d, "priority": p, "from": author(own_did, a, s, n), "source": s, "text": t[:500]}
             for d, p, s, t, a, n in unread]}
     else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
         ids = q(f"SELECT container_did, priority, agent_did, source, {_PEER_NAME} FROM notes WHERE read = 0"
-                " AND hidden = 0 ORDER BY priority DESC, timestamp DESC LIMIT 50").fetchall()
+                f" AND hidden = 0{skip} ORDER BY priority DESC, timestamp DESC LIMIT 50", shown).fetchall()
         notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [
             {"id": d, "priority": p, "from": author(own_did, a, s, n)} for d, p, a, s, n in ids]}
     parts.append(("Incoming notes (context 6)", _fit(json.dumps(notes, ensure_ascii=False), "notes")))

@@ -21,37 +21,29 @@ Between ticks the cycle pauses ``[cognition] pause_seconds``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
+import time
+from typing import Callable
 
 import trio
 
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
-                                held, isolation, mesh_commands, processes, registry, sending, stagnation, wake_report)
-from meshnode.cognition.commands import Command, extract
+                                held, isolation, mesh_commands, processes, registry, sending, stagnation, tick_traces,
+                                wake_report)
+from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
+from meshnode.cognition.tick_store import (  # noqa: F401  (KEEP_*, _checkpoint_of, _think: used by tests and bench)
+    CORE_OUTAGE, DEFERRED_TYPES, FACT_CHECK_BELOW, ISOLATED, KEEP_MEMORY, KEEP_RESPONSES, NORMAL, STARTING, _as_dict,
+    _checkpoint_of, _deferred, _digest, _emotions, _log, _outage, _prune_and_checkpoint, _rate, _recent, _think,
+    _unread, _validation_history, _wake_up, paused_of, set_paused)
 from meshnode.cognition.validation import ADAPT_WINDOW, Verdict, adapted_trust, validate
 from meshnode.cognition.validator_health import ValidatorHealth
 from meshnode.cognition.wake import WakeSlot
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
-
-STARTING, NORMAL, ISOLATED, CORE_OUTAGE = "starting", "normal", "isolated", "core_outage"
-# commands the cycle runs itself, after the store-side ones: they need the event loop
-DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES,
-                            *wake_report.ASYNC_TYPES))
-
-
-def _deferred(cmd: Command) -> bool:
-    """Run by the cycle after the answer (needs the event loop): the mesh, processes, gate tools,
-    and anything that leaves the node (the gate's outbound level)."""
-    return cmd.type in DEFERRED_TYPES or sending.leaves_node(cmd)
-
 
 OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
 FAILING_HINT = ("no registered LLM answers (each one's last error is listed): check that it runs at its URL with that"
@@ -62,8 +54,13 @@ class Cycle:
     def __init__(self, store, key: NodeKey, clock, *, pause_s: float = 5.0, recent_k: int = 5,
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
                  peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None,
-                 validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None):
+                 validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None,
+                 keep_traces: int = tick_traces.DEFAULT_KEEP):
         self.store, self.key, self.clock = store, key, clock
+        self.keep_traces = keep_traces  # tick_traces kept ([cognition] keep_tick_traces)
+        self.paused_by: str | None = None  # a person's pause (who): no tick until resumed
+        self.resumed = trio.Event()  # set by resume(); the paused loop waits on it
+        self.on_tick: Callable[[dict], None] | None = None  # called with each tick's summary (the web's feed)
         self.metrics = metrics  # the node's counters (None: not counted)
         # validators failing validator_failures times in a row are set aside, asked again after the retry time
         self.health = ValidatorHealth(validator_failures, int(validator_retry_s * 1000))
@@ -100,15 +97,37 @@ class Cycle:
         self._aux: set[int] = set()  # tasks whose auxiliary loop runs
         self.crashes = error_levels.CrashReporter(store, key, clock)  # crash -> a note to the person
 
+    @property
+    def paused(self) -> bool:
+        return self.paused_by is not None
+
+    async def pause(self, by: str = "cli") -> dict:
+        """A person stops the agent: no tick (and no released command) until ``resume``; a tick in
+        progress finishes. Kept across restarts (a config row); logged for the agent's context 4."""
+        if not self.paused:
+            self.resumed = trio.Event()
+            self.paused_by = by
+            await self.store.write(set_paused, True, by)
+        return self.status()
+
+    async def resume(self, by: str = "cli") -> dict:
+        if self.paused:
+            await self.store.write(set_paused, False, by)
+            self.paused_by = None
+            self.resumed.set()
+        return self.status()
+
     def status(self) -> dict:
         out = {"mode": self.mode, "ticks": self.ticks, "llm": self.llm, "last_error": self.last_error,
-               "idle": self.idle, "processes": self.processes.running() if self.processes else None,
+               "idle": self.idle, "paused": self.paused, "paused_by": self.paused_by,
+               "processes": self.processes.running() if self.processes else None,
                "validators_failing": self.health.snapshot(self.clock()), "stalled": self.stalled,
-               "wake": self.wakes.status()}
+               "wake": self.wakes.status(),
+               "llms": [{"id": e.id, "model": e.model, "url": e.base_url,  # each main LLM and its last error
+                         "error": self.llm_errors.get(e.id, "not asked yet" if self.mode == CORE_OUTAGE else None)}
+                        for e in self.tried]}
         if self.mode == CORE_OUTAGE:
             out["hint"] = FAILING_HINT if self.tried else OUTAGE_HINT
-            out["llms"] = [{"id": e.id, "model": e.model, "url": e.base_url,
-                            "error": self.llm_errors.get(e.id, "not asked yet")} for e in self.tried]
         if self.gate is not None:  # the budget of tool calls of the current piece of work
             out["tool_calls"] = {"used": self.gate.limits.calls, "max": self.gate.limits.max_calls}
         return out
@@ -118,6 +137,11 @@ class Cycle:
         if saved:  # resume after a crash or a restart where the last session left off
             self.ticks, self.streak = int(saved.get("ticks", 0)), int(saved.get("streak", 0))
             await self.store.write_background(_log, "resume", saved)
+        # tick numbers go on from the last traced one (core-outage ticks leave no checkpoint)
+        self.ticks = max(self.ticks, await self.store.read(tick_traces.last_tick))
+        self.paused_by = await self.store.read(paused_of)  # a person's pause outlives a restart
+        if self.paused:
+            log.warning("the agent is paused (by %s): `meshnode mind resume` lets it think again", self.paused_by)
         if await self.store.read(held.waiting, "running"):  # the write lock only when there is something to mark
             try:
                 await self.store.write_background(held.interrupted)
@@ -128,6 +152,9 @@ class Cycle:
             if self.processes is not None:
                 await helpers.start(self.processes.run)
             while True:
+                if self.paused:  # a person's pause: nothing runs until they resume
+                    await self.resumed.wait()
+                    continue
                 try:
                     if self.gate is not None:  # new work or a person's reset: a fresh budget of tool calls
                         await self.gate.refresh()
@@ -253,13 +280,29 @@ class Cycle:
         self.wake = trio.Event()
 
     async def tick(self) -> dict:
-        return await self.wakes.around(self._tick)  # with the reactor's focus when a wake is due
+        """One tick (with the reactor's focus when a wake is due), timed (``cycle_tick_seconds``),
+        traced (``tick_traces``) and told to ``on_tick``."""
+        started = time.monotonic()
+        summary = await self.wakes.around(self._tick)
+        if self.metrics is not None:
+            self.metrics.observe("cycle_tick_seconds", time.monotonic() - started)
+        if self.on_tick is not None:
+            try:
+                self.on_tick(summary)
+            except Exception:  # a listener's bug must not stop the agent
+                log.exception("on_tick failed")
+        return summary
+
+    def _trace(self, started_ms: int, mode: str, llm_id: str | None, llm_ms: int | None, messages: list) -> dict:
+        run = getattr(self.wakes, "_ticking", None)
+        return {"started_ms": started_ms, "mode": mode, "llm_id": llm_id, "llm_ms": llm_ms,
+                "wake_job": getattr(run, "job_id", None), "messages": messages}
 
     async def _tick(self) -> dict:
         self.ticks += 1
         now = self.clock()
         mains = self.tried = await self.store.read(registry.mains)
-        answer, used = None, None
+        answer, used, messages, llm_ms = None, None, [], None
         for endpoint in mains:  # the prompt names the mode this tick runs in if this LLM answers
             for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
                 messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
@@ -271,7 +314,9 @@ class Cycle:
                     messages[-1]["content"] += f"\n\n## Anti-stagnation\n{self.plan.notice}"
                     tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
                 try:
+                    asked = time.monotonic()
                     answer = await chat(endpoint, messages, tools=self.tools, retry_timeouts=False, **tuning)
+                    llm_ms = int((time.monotonic() - asked) * 1000)
                     used = endpoint
                     self.llm_errors.pop(endpoint.id, None)
                     break
@@ -288,7 +333,9 @@ class Cycle:
             self.mode, self.llm = CORE_OUTAGE, None
             summary = {"tick": self.ticks, "mode": CORE_OUTAGE, "error": self.last_error or "no LLM registered",
                        "llms": {e.id: self.llm_errors.get(e.id) for e in mains}}
-            await self.store.write_background(_log, "tick", summary, "offline")
+            await self.store.write_background(_outage, summary, {**self._trace(now, CORE_OUTAGE, None, None, []),
+                                                                 "duration_ms": self.clock() - now},
+                                              self.keep_traces)
             return summary
         was = self.mode
         self.mode, self.llm = (NORMAL if self.mesh_up() else ISOLATED), used.id
@@ -301,7 +348,9 @@ class Cycle:
             judged = await self._assess(used, recent[0] if recent else "", answer)
             verdict = await self._validate(messages[-1]["content"], answer, used.id)
         summary = await self.store.write_background(_think, self.key, self.clock(), self.ticks, used.id, answer,
-                                                    score, verdict, judged, self.mode)
+                                                    score, verdict, judged, self.mode,
+                                                    self._trace(now, self.mode, used.id, llm_ms, messages))
+        summary.pop("response_id", None)
         await self._push_gmp()
         ran = []
         for cmd in summary.pop("deferred", []):
@@ -317,7 +366,9 @@ class Cycle:
         await self._reflex(score, verdict is None or bool(self._guard_events), digest)
         self._guard_events.clear()
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
-                                                       "plan": self.plan.strategy if self.plan else None})
+                                                       "plan": self.plan.strategy if self.plan else None},
+                                          {"tick": self.ticks, "duration_ms": self.clock() - now, "summary": summary},
+                                          self.keep_traces)
         return summary
 
     async def _send_approved(self, tool: str, args: dict) -> dict:
@@ -400,190 +451,3 @@ class Cycle:
             await self.store.write_background(_rate, self.key.did, self.plan, self._before, score)
             self.streak, self.plan = 0, None
         self._context_digest, self._unread = digest, unread
-
-
-def _log(db: Database, name: str, value, status: str = "ok", llm_id: str | None = None) -> None:
-    with db.transaction() as conn:
-        conn.execute("INSERT INTO process_log (name, value, status, llm_id) VALUES (?, ?, ?, ?)",
-                     (name, _text(json.dumps(value, ensure_ascii=False, default=str))[:65536], status, llm_id))
-
-
-def _text(s: str) -> str:
-    """Text the database can hold: what is not valid UTF-8 (lone surrogates from odd file names)
-    is written as escapes."""
-    return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-FACT_CHECK_BELOW = 0.7
-
-
-def _fact_checks(conn, response_id: int, tick: int, facts) -> None:
-    """Every unverified fact is kept (status pending); one below FACT_CHECK_BELOW confidence also
-    becomes a fact-check task the agent will see among its tasks."""
-    for n, fact in enumerate(facts):
-        fact_id = f"t{tick}-r{response_id}-{fact.id or n}"[:128]
-        task_id = None
-        if fact.confidence < FACT_CHECK_BELOW:
-            task_id = conn.execute(
-                "INSERT INTO tasks (name, description, tags, priority) VALUES (?, ?, ?, ?)",
-                (f"fact-check: {fact.claim[:120]}", fact.why_unverified or fact.context,
-                 json.dumps(["fact-check"]), fact.priority)).lastrowid
-        conn.execute("INSERT OR IGNORE INTO unverified_facts (id, context_msg_id, claim, context_snippet, confidence,"
-                     " sources_json, why_unverified, status, assigned_task_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
-                     (fact_id, response_id, fact.claim, fact.context, fact.confidence, json.dumps(list(fact.sources)),
-                      fact.why_unverified, task_id))
-
-
-def _digest(context: str) -> str:
-    """The contexts without the system section (time and tick change every tick)."""
-    kept = [part for part in context.split("\n## ") if not part.startswith("System (context 7)")]
-    return hashlib.sha256("\n## ".join(kept).encode()).hexdigest()
-
-
-def _rate(db: Database, agent: str, plan: stagnation.Plan, before: float, after: float) -> None:
-    """Record the strategy's effect in `ratings` (the strategy row is created on first use)."""
-    with db.transaction() as conn:
-        row = conn.execute("SELECT id FROM stagnation_strategies WHERE name = ?", (plan.strategy,)).fetchone()
-        strategy_id = row[0] if row else conn.execute(
-            "INSERT INTO stagnation_strategies (name, description, source, tags) VALUES (?, ?, 'internal', ?)",
-            (plan.strategy, plan.notice, json.dumps([plan.diagnosis]))).lastrowid
-        conn.execute("INSERT INTO ratings (agent_id, target_type, target_id, rating, comment)"
-                     " VALUES (?, 'stagnation_strategy', ?, ?, ?)",
-                     (agent, strategy_id, stagnation.effect(after), f"novelty {before:.2f} -> {after:.2f}"))
-
-
-KEEP_RESPONSES = 200  # llm_recent_responses beyond these, the least novel first, are archived away
-KEEP_MEMORY = 1000  # llm_memory entries beyond these, the least recently updated, are dropped (LRU)
-
-
-def _prune_and_checkpoint(db: Database, state: dict) -> None:
-    """Short-term memory stays short: pruning is logged in process_log; the session checkpoint
-    lets the cycle resume after a crash."""
-    with db.transaction() as conn:
-        extra = conn.execute("SELECT count(*) FROM llm_recent_responses").fetchone()[0] - KEEP_RESPONSES
-        archived = conn.execute(
-            "DELETE FROM llm_recent_responses WHERE id IN (SELECT id FROM llm_recent_responses"
-            " WHERE id NOT IN (SELECT id FROM llm_recent_responses ORDER BY id DESC LIMIT 20)"
-            " ORDER BY coalesce(novelty_score, 0), id LIMIT ?)", (max(0, extra),)).rowcount if extra > 0 else 0
-        extra = conn.execute("SELECT count(*) FROM llm_memory").fetchone()[0] - KEEP_MEMORY
-        dropped = conn.execute("DELETE FROM llm_memory WHERE id IN (SELECT id FROM llm_memory ORDER BY"
-                               " coalesce(updated_at, created_at), id LIMIT ?)",
-                               (max(0, extra),)).rowcount if extra > 0 else 0
-        conn.execute("INSERT INTO config (key, value) VALUES ('cycle.checkpoint', ?) ON CONFLICT (key) DO UPDATE"
-                     " SET value = excluded.value", (json.dumps(state),))
-    if archived or dropped:
-        _log(db, "prune", {"responses_archived": archived, "memory_dropped": dropped})
-
-
-def _checkpoint_of(db: Database) -> dict | None:
-    row = db.conn.execute("SELECT value FROM config WHERE key = 'cycle.checkpoint'").fetchone()
-    try:
-        return json.loads(row[0]) if row else None
-    except ValueError:
-        return None
-
-
-def _unread(db: Database) -> int:
-    return db.conn.execute("SELECT count(*) FROM notes WHERE read = 0 AND hidden = 0").fetchone()[0]
-
-
-def _wake_up(db: Database) -> None:
-    """Idle mode ends when one of its conditions is met (seed 000): the next tick runs normally."""
-    with db.transaction() as conn:
-        conn.execute("DELETE FROM config WHERE key = 'cycle.idle'")
-    _log(db, "wake", {"reason": "idle ended"})
-
-
-def _recent(db: Database, k: int) -> list[str]:
-    return [r[0] for r in db.conn.execute("SELECT content FROM llm_recent_responses WHERE role = 'assistant'"
-                                          " ORDER BY id DESC LIMIT ?", (k,))]
-
-
-def _emotions(db: Database) -> list[str]:
-    row = db.conn.execute("SELECT value FROM config WHERE key = 'cognition.emotions'").fetchone()
-    try:
-        known = json.loads(row[0]) if row else None
-    except ValueError:
-        known = None
-    return known if isinstance(known, list) else list(assessment.DEFAULT_EMOTIONS)
-
-
-def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer: str, score: float,
-           verdict: Verdict | None, judged: assessment.Assessment | None = None, mode: str = NORMAL) -> dict:
-    """Everything after the LLM answered and was judged, in one writer call: storage, commands, log.
-    ``verdict`` None: the answer repeats a recent one. Commands the validators did not back are
-    held for a person. In isolated mode the store-side commands that needed the mesh are recorded
-    (``isolation``), to be revisited when the mesh is back."""
-    extraction = extract(answer)
-    with db.transaction() as conn:
-        if judged is None:
-            conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
-                         (str(tick), score))
-        else:
-            conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score, new_ideas, refined_ideas,"
-                         " discarded_ideas, emotions_json) VALUES (?, ?, ?, ?, ?, ?)",
-                         (str(tick), score, len(judged.new_ideas), len(judged.refined_ideas),
-                          len(judged.discarded_ideas), json.dumps(dict(judged.emotions))))
-            conn.execute("INSERT INTO config (key, value) VALUES ('cognition.emotions', ?) ON CONFLICT (key)"
-                         " DO UPDATE SET value = excluded.value", (json.dumps(assessment.grow(_emotions(db), judged)),))
-    if verdict is None:  # a repetition: not stored again, its commands not run twice
-        _log(db, "stagnation", {"tick": tick, "novelty": round(score, 3)}, "warning", llm_id)
-        summary = {"tick": tick, "mode": mode, "novelty": score, "repeated": True, "commands": 0}
-        _log(db, "tick", summary, "ok", llm_id)
-        return summary
-    facts = [f.__dict__ for f in extraction.facts]
-    with db.transaction() as conn:
-        cur = conn.execute("INSERT INTO llm_recent_responses (role, content, llm_id, confidence, unverified_facts_json,"
-                     " novelty_score, auto_pass, self_validation, rating, distribution, validators)"
-                     " VALUES ('assistant', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (answer, llm_id, extraction.confidence, json.dumps(facts, default=list), score,
-                      int(verdict.auto_pass), int(verdict.self_validation), verdict.rating,
-                      json.dumps(verdict.distribution), json.dumps(verdict.validators)))
-        if judged is not None:
-            conn.execute("UPDATE llm_recent_responses SET reflection = ?, new_ideas = ?, refined_ideas = ?,"
-                         " discarded_ideas = ?, tags = ?, emotions = ? WHERE id = ?",
-                         (judged.assessment, json.dumps(judged.new_ideas), json.dumps(judged.refined_ideas),
-                          json.dumps(judged.discarded_ideas), json.dumps(judged.tags),
-                          json.dumps([f"{n}:{v}" for n, v in judged.emotions]), cur.lastrowid))
-        _fact_checks(conn, cur.lastrowid, tick, extraction.facts)
-    deferred, ran = [], []
-    if verdict.passes:
-        results = []
-        for cmd in extraction.commands:
-            if _deferred(cmd):
-                deferred.append(cmd)  # the cycle runs these (the mesh, processes, sends) after this
-            else:
-                results.append(executor.run(db, key, now, cmd))
-                ran.append((_as_dict(cmd), results[-1]))
-    else:  # held for a person: the validators did not back this answer, or none gave a verdict
-        reason = verdict.why_held()
-        with db.transaction() as conn:
-            ids = held.hold(conn, tick, extraction.commands, "no_verdict" if verdict.no_verdict else "rejected",
-                            reason, now)
-        results = [{"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "held": i,
-                    "error": f"held (#{i}): {reason}"} for cmd, i in zip(extraction.commands, ids)]
-    if mode == ISOLATED and ran:
-        isolation.record_now(db, now, tick, ran)
-    results += [{"cmd_id": e.cmd_id, "status": "error", "error": f"{e.code}: {e.reason}"} for e in extraction.errors]
-    for r in results:
-        _log(db, f"cmd:{r.get('cmd_id') or '?'}", r, "ok" if r["status"] == "ok" else "error", llm_id)
-    error_levels.freeze(db, error_levels.failed_tasks(extraction.commands, results), llm_id)
-    summary = {"tick": tick, "mode": mode, "novelty": round(score, 3), "repeated": False,
-               "commands": len(extraction.commands), "refused": len(extraction.errors),
-               "rating": verdict.rating, "auto_pass": verdict.auto_pass, "ran": verdict.passes,
-               "through_mesh": len(deferred)}
-    if verdict.set_aside:
-        summary["set_aside"] = verdict.set_aside
-    _log(db, "tick", summary, "ok", llm_id)
-    return {**summary, "deferred": deferred}
-
-
-def _as_dict(cmd: Command) -> dict:
-    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "args": cmd.args}
-
-
-def _validation_history(db: Database, n: int) -> list[tuple]:
-    """The last ``n`` stored answers' (auto_pass, validators, rating), oldest first."""
-    rows = db.conn.execute("SELECT auto_pass, validators, rating FROM llm_recent_responses WHERE role = 'assistant'"
-                           " ORDER BY id DESC LIMIT ?", (n,)).fetchall()
-    return rows[::-1]

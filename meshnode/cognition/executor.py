@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from meshnode import knowledge
+from meshnode import chat, knowledge
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
@@ -131,6 +131,9 @@ def _note_read(db, key, now, args):
 @handler("note_add")
 def _note_add(db, key, now, args):
     audience = args.get("audience", "private")
+    if args.get("reply_to"):  # an answer to the person: in their thread, and their message marked read
+        return chat.reply(db, key, now, args["text"], args["reply_to"], audience=audience,
+                          recipients=friends(db) if audience == "friends" else None)
     note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
                      recipients=friends(db) if audience == "friends" else None)
     db.put_container(note, received_at_ms=now, local=own_local())

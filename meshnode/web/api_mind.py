@@ -1,7 +1,90 @@
-"""Routes of mind (stub: its owner replaces this module; protocols/web.md 4.1)."""
+"""The mind page's routes: the cycle's state, its ticks (tick_traces), held commands, tick now,
+pause and resume, and the registered LLMs. Changes go through control commands, as ``meshnode
+mind`` sends them; the LLM list is read from the registry (never an API key: only whether one is used)."""
 
 from __future__ import annotations
 
-from meshnode.web.endpoint import Endpoint
+from meshnode.cognition import held, registry
+from meshnode.errors import MeshnodeError
+from meshnode.web.endpoint import Arg, Endpoint
 
-ROUTES: list[Endpoint] = []
+_IDS = Arg(list, max=1000, doc="held command ids (from GET /api/mind/held); null or absent: all of them")
+
+
+async def mind(services, args):
+    return await services.call("mind")
+
+
+async def ticks(services, args):
+    return await services.call("mind_ticks", limit=args["limit"], before=args["before"])
+
+
+async def tick_show(services, args):
+    text = args["tick"]
+    if not text.isdigit() or len(text) > 18:
+        raise MeshnodeError("bad_arguments", f"tick must be a tick number, not {text[:40]!r}")
+    return await services.call("mind_tick_show", tick=int(text))
+
+
+async def held_list(services, args):
+    status = None if args["status"] == "all" else args["status"]
+    return await services.call("mind_held", status=status, limit=args["limit"])
+
+
+def _ids(args) -> list | None:
+    ids = args["ids"]
+    if ids is not None and any(type(i) is not int or i < 0 for i in ids):
+        raise MeshnodeError("bad_arguments", "ids must be held command numbers (integers >= 0)")
+    return ids
+
+
+async def release(services, args):
+    return await services.call("mind_release", ids=_ids(args), by="web")
+
+
+async def drop(services, args):
+    return await services.call("mind_drop", ids=_ids(args), by="web")
+
+
+async def tick_now(services, args):
+    return await services.call("tick")
+
+
+async def pause(services, args):
+    return await services.call("mind_pause", by="web")
+
+
+async def resume(services, args):
+    return await services.call("mind_resume", by="web")
+
+
+async def llms(services, args):
+    errors = dict(getattr(services.cycle, "llm_errors", None) or {})
+    return [{"id": e.id, "model": e.model, "base_url": e.base_url, "priority": e.priority,
+             "validator": e.validator, "timeout_s": e.timeout_s, "uses_api_key": bool(e.api_key_env),
+             "error": errors.get(e.id)} for e in await services.read(registry.endpoints)]
+
+
+ROUTES = [
+    Endpoint("GET", "/api/mind", mind, doc="the cycle's state (mode, ticks, paused, llms ...), validators, held"),
+    Endpoint("GET", "/api/mind/ticks", ticks,
+             {"limit": Arg(int, min=1, max=500, default=50, doc="at most this many ticks"),
+              "before": Arg(int, min=0, doc="the last tick number of the previous page")},
+             doc="the last ticks, newest first: [{tick, started_ms, duration_ms, mode, llm_id, llm_ms, wake_job,"
+                 " summary}]"),
+    Endpoint("GET", "/api/mind/ticks/{tick}", tick_show, {"tick": Arg(str, required=True, max=18)},
+             doc="one tick in full: the listing's fields, contexts [{title, text}], messages, answer,"
+                 " commands [{name, status, value}], held [ids], response"),
+    Endpoint("GET", "/api/mind/held", held_list,
+             {"status": Arg(str, choices=(*held.STATUSES, "all"), default="held"),
+              "limit": Arg(int, min=1, max=500, default=100)},
+             doc="commands the validation reflex held, newest first"),
+    Endpoint("POST", "/api/mind/held/release", release, {"ids": _IDS},
+             doc="release held commands (they run now, or at the resume when paused): {released, ran, ...}"),
+    Endpoint("POST", "/api/mind/held/drop", drop, {"ids": _IDS}, doc="discard held commands: {dropped}"),
+    Endpoint("POST", "/api/mind/tick", tick_now, doc="tick now (not while paused): the cycle's state"),
+    Endpoint("POST", "/api/mind/pause", pause, doc="stop the agent until resumed (kept across restarts)"),
+    Endpoint("POST", "/api/mind/resume", resume, doc="let a paused agent think again"),
+    Endpoint("GET", "/api/llms", llms,
+             doc="the registered LLMs (no API keys: uses_api_key says whether one is read from the environment)"),
+]

@@ -1,0 +1,186 @@
+"""Conversations with the agent: threads of private notes (protocols/web.md 7).
+
+A person's message is a private note of this node with ``source`` ``user``
+(the web) or ``cli``; the agent's reply is its ``note_add`` with ``reply_to``:
+a note with ``related.in_reply_to`` and the thread's topic. A thread is named
+by ``tid``, 16 characters of its first message's DID after the fixed prefix.
+That DID is only known once the first note is signed, so the first message
+carries the topic ``chat`` and every later one (either side) ``chat:<tid>``;
+the reads below put the two together. Reads run in the store's reader thread,
+``compose`` and ``reply`` in its writer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+from meshnode.notes import make_note, own_local
+from meshnode.store.database import Database, _insert
+
+PREFIX = "did:hmp:container:uEi"
+TID_LEN = 16
+FIRST = "chat"  # the topic of a thread's first message
+PERSON = ("user", "cli")
+TITLE_CHARS = 80
+PREVIEW_CHARS = 200
+_TID = re.compile(r"[A-Za-z0-9_-]{16}")
+# the thread of a note row ``n``, and the rows that belong to some thread (both use reactor_notes_by_topic)
+THREAD_OF = (f"CASE WHEN n.topic = '{FIRST}' THEN 'chat:' || substr(n.container_did, {len(PREFIX) + 1}, {TID_LEN})"
+             " ELSE n.topic END")
+IN_CHAT = f"(n.topic = '{FIRST}' OR (n.topic >= 'chat:' AND n.topic < 'chat;'))"
+_IN_THREAD = (f"(n.topic = 'chat:' || :tid OR (n.topic = '{FIRST}'"
+              f" AND substr(n.container_did, 1, {len(PREFIX) + TID_LEN}) = '{PREFIX}' || :tid))")
+_ROWS = ("SELECT n.container_did, n.source, n.text, c.timestamp_ms, n.read, n.id FROM notes n"
+         " JOIN containers c ON c.did = n.container_did")
+
+
+class ChatError(MeshnodeError):
+    """A message that cannot be sent or read as asked."""
+
+
+def tid_of(did: str) -> str:
+    return did[len(PREFIX):len(PREFIX) + TID_LEN] if did.startswith(PREFIX) else did[-TID_LEN:]
+
+
+def thread_topic(did: str, topic: str | None) -> str | None:
+    """The topic a reply to note ``did`` (whose topic is ``topic``) takes: its thread's."""
+    return f"chat:{tid_of(did)}" if topic == FIRST else topic
+
+
+def thread_name(did: str, topic: str | None) -> str | None:
+    """The tid of the thread a note is in (None outside conversations)."""
+    t = thread_topic(did, topic)
+    return t[len("chat:"):] if t and t.startswith("chat:") else None
+
+
+def side(source: str) -> str:
+    return "person" if source in PERSON else "agent"
+
+
+def check_tid(tid: str) -> str:
+    if not isinstance(tid, str) or not _TID.fullmatch(tid):
+        raise ChatError("bad_thread", f"a thread id is {TID_LEN} characters of a note's DID (A-Z a-z 0-9 _ -)")
+    return tid
+
+
+def threads(db: Database, own_did: str, limit: int = 50, before: int | None = None) -> list[dict]:
+    """This node's conversations, the most recently active first; ``before``: a ``last_ms`` cursor."""
+    q = db.conn.execute
+    rows = q(f"SELECT key, count(*), max(ts), sum(unread) FROM (SELECT {THREAD_OF} AS key, c.timestamp_ms AS ts,"
+             " (n.source IN ('user', 'cli') AND n.read = 0) AS unread FROM notes n"
+             f" JOIN containers c ON c.did = n.container_did WHERE {IN_CHAT} AND n.hidden = 0 AND n.agent_did = ?)"
+             " GROUP BY key HAVING max(ts) < ? ORDER BY max(ts) DESC LIMIT ?",
+             (own_did, before if before is not None else 2**62, max(1, min(int(limit), 500)))).fetchall()
+    out = []
+    for key, count, last_ms, unread in rows:
+        tid = key[len("chat:"):]
+        where = f" WHERE {_IN_THREAD} AND n.hidden = 0 AND n.agent_did = :own ORDER BY c.timestamp_ms"
+        first = q(_ROWS + where + ", n.id LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
+        last = q(_ROWS + where + " DESC, n.id DESC LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
+        out.append({"thread": tid, "title": first[2][:TITLE_CHARS], "last_side": side(last[1]),
+                    "last_text": last[2][:PREVIEW_CHARS], "last_ms": last_ms, "unread_by_agent": unread or 0,
+                    "count": count})
+    return out
+
+
+def thread(db: Database, own_did: str, tid: str, limit: int = 100, before: int | None = None) -> dict:
+    """One conversation's messages, oldest first (the newest ``limit`` before ``before``, a ``time_ms``)."""
+    check_tid(tid)
+    rows = db.conn.execute(
+        _ROWS + f" WHERE {_IN_THREAD} AND n.hidden = 0 AND n.agent_did = :own AND c.timestamp_ms < :before"
+        " ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :limit",
+        {"tid": tid, "own": own_did, "before": before if before is not None else 2**62,
+         "limit": max(1, min(int(limit), 500))}).fetchall()[::-1]
+    if not rows and before is None:
+        raise ChatError("thread_not_found", f"no conversation {tid} on this node")
+    replies: dict[str, list[str]] = {}
+    if rows:
+        marks = ",".join("?" * len(rows))
+        for source, target in db.conn.execute(
+                f"SELECT source_did, target_did FROM container_links WHERE relation = 'in_reply_to'"
+                f" AND source_did IN ({marks})", [r[0] for r in rows]):
+            replies.setdefault(source, []).append(target)
+    return {"thread": tid, "messages": [
+        {"did": did, "side": side(source), "text": text, "time_ms": ms, "read": bool(read),
+         "in_reply_to": replies.get(did, [])} for did, source, text, ms, read, _ in rows]}
+
+
+def thread_exists(db: Database, own_did: str, tid: str) -> bool:
+    return db.conn.execute(f"SELECT 1 FROM notes n WHERE {_IN_THREAD} AND n.agent_did = :own LIMIT 1",
+                           {"tid": tid, "own": own_did}).fetchone() is not None
+
+
+def compose(db: Database, key: NodeKey, text: str, thread: str | None, now_ms: int, source: str = "user") -> dict:
+    """The person's message, signed and stored (writer thread): a new thread, or one more message in ``thread``."""
+    if thread is not None:
+        check_tid(thread)
+        if not thread_exists(db, key.did, thread):
+            raise ChatError("thread_not_found", f"no conversation {thread} on this node")
+    note = make_note(key, text, now_ms=now_ms, topic=f"chat:{thread}" if thread else FIRST, source=source,
+                     audience="private")
+    db.put_container(note, received_at_ms=now_ms, local={"tags": []})
+    return {"thread": thread or tid_of(note.did), "did": note.did}
+
+
+def person_note(db: Database, own_did: str, did: str) -> tuple[str, str | None] | None:
+    """(did, topic) of the person's note ``did`` on this node (what the agent may reply to), or None."""
+    return db.conn.execute("SELECT container_did, topic FROM notes WHERE container_did = ? AND source IN"
+                           " ('user', 'cli') AND (agent_did = ? OR agent_did IS NULL)", (did, own_did)).fetchone()
+
+
+def reply(db: Database, key: NodeKey, now_ms: int, text: str, reply_to: str, *, source: str = "llm",
+          audience: str = "private", recipients: list[str] | None = None) -> dict:
+    """The agent's answer to the person's message ``reply_to``: in its thread, naming it
+    (``related.in_reply_to``), and the message marked read, all in one transaction."""
+    target = person_note(db, key.did, reply_to)
+    if target is None:
+        raise ChatError("not_found", f"no message {reply_to[:80]} from the person on this node: reply_to takes"
+                                     " an id of context 6a (Messages from the person)")
+    note = make_note(key, text, now_ms=now_ms, topic=thread_topic(*target), source=source, audience=audience,
+                     recipients=recipients, reply_to=reply_to)
+    with db.transaction() as conn:
+        _insert(conn, note, now_ms, None, own_local())
+        conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (reply_to,))
+    return {"did": note.did, "thread": thread_name(*target), "in_reply_to": reply_to}
+
+
+async def send(store, key: NodeKey, text: str, thread: str | None, now_ms: int, *, cycle=None, reactor=None,
+               wake: bool = True) -> dict:
+    """``C.chat_send``: store the message; the reactor looks soon; with ``wake`` (``[web]
+    wake_on_message``) the cycle ticks now, unless a person paused it (the message waits)."""
+    out = await store.write(compose, key, text, thread, now_ms)
+    if reactor is not None:
+        reactor.poke()
+    woke = bool(wake and cycle is not None and not cycle.paused)
+    if woke:
+        cycle.wake.set()
+    return {**out, "woke": woke}
+
+
+def unread_for_context(db: Database, own_did: str | None, limit: int = 10) -> list[tuple]:
+    """The person's unread messages, newest first: (did, topic, text, timestamp_ms) (context 6a)."""
+    mine = " AND (n.agent_did = ? OR n.agent_did IS NULL)" if own_did else ""
+    return db.conn.execute("SELECT n.container_did, n.topic, n.text, c.timestamp_ms FROM notes n JOIN containers c"
+                           " ON c.did = n.container_did WHERE n.source IN ('user', 'cli') AND n.read = 0"
+                           f" AND n.hidden = 0{mine} ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT ?",
+                           ((own_did,) if own_did else ()) + (limit,)).fetchall()
+
+
+def earlier(db: Database, own_did: str | None, tid: str, before_ms: int, n: int = 2) -> list[tuple]:
+    """The ``n`` messages of thread ``tid`` before ``before_ms``, oldest first: (source, text, timestamp_ms)."""
+    mine = " AND n.agent_did = :own" if own_did else ""
+    rows = db.conn.execute(f"SELECT n.source, n.text, c.timestamp_ms FROM notes n JOIN containers c ON c.did ="
+                           f" n.container_did WHERE {_IN_THREAD} AND n.hidden = 0{mine} AND c.timestamp_ms < :before"
+                           " ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :n",
+                           {"tid": tid, "own": own_did, "before": before_ms, "n": n}).fetchall()
+    return rows[::-1]
+
+
+def reply_topic(db: Database, did: str) -> str | None:
+    """The topic a note answering ``did`` (any note held here) takes: its thread's (``note add --reply-to``)."""
+    row = db.conn.execute("SELECT container_did, topic FROM notes WHERE container_did = ?", (did,)).fetchone()
+    if row is None:
+        raise ChatError("not_found", f"no note {did[:80]} on this node to reply to")
+    return thread_topic(*row)

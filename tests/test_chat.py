@@ -1,0 +1,153 @@
+"""Conversations (meshnode/chat.py) against a real database: threads, one thread, the person's
+messages, the agent's replies with reply_to (the executor's note_add), and context 6a."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from meshnode import chat
+from meshnode.cognition import contexts, executor
+from meshnode.cognition.commands import Command
+from meshnode.errors import MeshnodeError
+from meshnode.identity.keys import NodeKey
+from meshnode.notes import make_note
+from meshnode.store import Database
+
+T0 = 1_800_000_000_000
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = Database(tmp_path / "chat.db")
+    yield d
+    d.close()
+
+
+KEY = NodeKey(bytes(32))
+OTHER = NodeKey(bytes([1]) * 32)
+
+
+def agent_reply(db, text: str, reply_to: str, at: int, cmd_id: str = "r1") -> dict:
+    return executor.run(db, KEY, at, Command(cmd_id, "note_add", {"text": text, "reply_to": reply_to}))
+
+
+def read_of(db, did: str) -> int:
+    return db.conn.execute("SELECT read FROM notes WHERE container_did = ?", (did,)).fetchone()[0]
+
+
+def prompt(db) -> str:
+    return contexts.build(db, now_ms=T0 + 10**6, tick=1, recent_k=5, mode="normal", llm_id="x",
+                          own_did=KEY.did)[1]["content"]
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"## {title}\n", 1)[1].split("\n\n## ", 1)[0]
+
+
+def test_a_conversation_person_then_agent_then_person(db):
+    first = chat.compose(db, KEY, "what is 2+2?", None, T0)
+    tid = first["thread"]
+    assert tid == first["did"][len(chat.PREFIX):][:16] and len(tid) == 16
+    result = agent_reply(db, "4", first["did"], T0 + 1000)
+    assert result["status"] == "ok", result
+    assert result["result"]["thread"] == tid and result["result"]["in_reply_to"] == first["did"]
+    assert read_of(db, first["did"]) == 1  # the reply marked the person's message read
+    second = chat.compose(db, KEY, "and 3+3?", tid, T0 + 2000)
+    assert second["thread"] == tid
+    t = chat.thread(db, KEY.did, tid)
+    assert [(m["side"], m["text"], m["read"]) for m in t["messages"]] == [
+        ("person", "what is 2+2?", True), ("agent", "4", True), ("person", "and 3+3?", False)]
+    assert t["messages"][1]["in_reply_to"] == [first["did"]] and t["messages"][0]["in_reply_to"] == []
+    assert t["messages"][0]["time_ms"] == T0
+    # the listing: one thread, its title, its last message, one unread by the agent
+    [row] = chat.threads(db, KEY.did)
+    assert row == {"thread": tid, "title": "what is 2+2?", "last_side": "person", "last_text": "and 3+3?",
+                   "last_ms": T0 + 2000, "unread_by_agent": 1, "count": 3}
+    # paging: the newest message before a time, oldest first
+    assert [m["text"] for m in chat.thread(db, KEY.did, tid, limit=1, before=T0 + 2000)["messages"]] == ["4"]
+    assert chat.threads(db, KEY.did, before=T0 + 2000) == []
+
+
+def test_threads_are_newest_first_and_apart(db):
+    a = chat.compose(db, KEY, "first thread", None, T0)["thread"]
+    b = chat.compose(db, KEY, "second thread", None, T0 + 10)["thread"]
+    chat.compose(db, KEY, "back to the first", a, T0 + 20)
+    assert [r["thread"] for r in chat.threads(db, KEY.did)] == [a, b]
+    assert [r["count"] for r in chat.threads(db, KEY.did)] == [2, 1]
+    assert [r["thread"] for r in chat.threads(db, KEY.did, limit=1)] == [a]
+    # a note outside conversations, or another node's, is in no thread
+    db.put_container(make_note(KEY, "a plain note", now_ms=T0 + 30, topic="chatter"), received_at_ms=T0)
+    db.put_container(make_note(OTHER, "their chat", now_ms=T0 + 40, topic="chat"), received_at_ms=T0)
+    assert len(chat.threads(db, KEY.did)) == 2
+
+
+def test_bad_and_unknown_threads_are_typed_errors_and_change_nothing(db):
+    before = db.counts()
+    with pytest.raises(MeshnodeError) as bad:
+        chat.compose(db, KEY, "hello", "../etc/passwd!!", T0)
+    assert bad.value.code == "bad_thread"
+    with pytest.raises(MeshnodeError) as unknown:
+        chat.compose(db, KEY, "hello", "A" * 16, T0)
+    assert unknown.value.code == "thread_not_found" and "AAAA" in unknown.value.reason
+    with pytest.raises(MeshnodeError) as missing:
+        chat.thread(db, KEY.did, "B" * 16)
+    assert missing.value.code == "thread_not_found"
+    with pytest.raises(MeshnodeError) as empty:
+        chat.compose(db, KEY, "   ", None, T0)
+    assert empty.value.code == "empty_note"
+    assert db.counts() == before
+
+
+def test_reply_to_takes_only_the_persons_notes_of_this_node(db):
+    mine = make_note(KEY, "the agent's own note", now_ms=T0, source="llm")
+    theirs = make_note(OTHER, "a peer's note", now_ms=T0, source="user")
+    cli_note = make_note(KEY, "from the terminal", now_ms=T0, source="cli", topic="lunch")
+    for n in (mine, theirs, cli_note):
+        db.put_container(n, received_at_ms=T0)
+    count = db.counts()["notes"]
+    for target in (mine.did, theirs.did, "did:hmp:container:uEinothere"):
+        result = agent_reply(db, "hi", target, T0 + 1)
+        assert result["status"] == "error" and result["code"] == "not_found"
+        assert "context 6a" in result["error"]  # what the LLM sees says where the ids come from
+    assert db.counts()["notes"] == count  # nothing stored for a refused reply
+    ok = agent_reply(db, "noon is fine", cli_note.did, T0 + 2)
+    assert ok["status"] == "ok" and ok["result"]["thread"] is None  # a plain note: its topic, no thread
+    topic, source = db.conn.execute("SELECT topic, source FROM notes WHERE container_did = ?",
+                                    (ok["result"]["did"],)).fetchone()
+    assert (topic, source) == ("lunch", "llm") and read_of(db, cli_note.did) == 1
+
+
+def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
+    long_text = "x" * 2500
+    first = chat.compose(db, KEY, "hello agent", None, T0)
+    agent_reply(db, "hello person", first["did"], T0 + 1)
+    chat.compose(db, KEY, "tell me more", first["thread"], T0 + 2)
+    new = chat.compose(db, KEY, long_text, first["thread"], T0 + 3)
+    peer = make_note(OTHER, "a peer writes", now_ms=T0 + 4, source="user")
+    db.put_container(peer, received_at_ms=T0)
+    text = prompt(db)
+    assert text.index("## Messages from the person (context 6a)") < text.index("## Incoming notes (context 6)")
+    part = json.loads(section(text, "Messages from the person (context 6a)"))
+    assert [m["text"][:12] for m in part] == ["x" * 12, "tell me more"]  # newest first, only this node's person
+    assert part[0]["thread"] == first["thread"] and part[0]["id"] == new["did"]
+    assert part[0]["text"].endswith(contexts.PERSON_CUT.format(id=new["did"]))
+    assert len(part[0]["text"]) == contexts.PERSON_TEXT + len(contexts.PERSON_CUT.format(id=new["did"]))
+    assert [(e["from"], e["text"]) for e in part[0]["earlier"]] == [("the person", "hello agent"),
+                                                                   ("you", "hello person")]
+    six = section(text, "Incoming notes (context 6)")
+    assert new["did"] not in six and peer.did in six  # not listed twice; a peer's note stays in context 6
+    assert "note_add reply_to=<id>" in contexts.SYSTEM_PROMPT
+    # answered: gone from 6a; with nothing unread, no 6a at all
+    for m in part:
+        agent_reply(db, "ok", m["id"], T0 + 5, cmd_id=m["id"][-4:])
+    assert "## Messages from the person" not in prompt(db)
+
+
+def test_context_6a_keeps_to_its_budget(db):
+    for i in range(10):
+        chat.compose(db, KEY, f"message {i} " + "y" * 1990, None, T0 + i)
+    part = section(prompt(db), "Messages from the person (context 6a)")
+    assert len(part) <= contexts.BUDGET["person"] and part.endswith(contexts.CUT)
+    assert "message 9 " in part  # the newest survive the cut
