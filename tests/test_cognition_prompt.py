@@ -139,7 +139,9 @@ def test_the_agents_own_notes_are_not_its_mail_and_do_not_wake_it(tmp_path, llms
             person = node.cli("note", "add", "are you there?").strip()  # mail: this wakes it
             wait_until(lambda: len(llm.seen()) >= 3, 30, "a tick after the person's note")
             mail = json.loads(section(prompt(llm.seen()[2]), "Incoming notes (context 6)"))
-            assert mail["unread"] == [{"id": person, "priority": 0, "from": "the person"}]
+            assert mail["unread"] == [] and mail["unread_by_priority"] == {"0": 1}  # shown in 6a, not twice
+            [message] = json.loads(section(prompt(llm.seen()[2]), "Messages from the person (context 6a)"))
+            assert message["id"] == person and message["text"] == "are you there?"
             inbox = section(prompt(llm.seen()[2]), "Incoming notes (context 6)")
             assert len(mine) == 3 and not any(did in inbox for did in mine.values())
             wait_until(lambda: len(llm.seen()) >= 4, 30, "the tick after note_list")

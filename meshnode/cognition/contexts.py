@@ -68,9 +68,11 @@ def person_messages(db: Database, own_did: str | None) -> tuple[list[dict], list
     for item in out:
         tid = item["thread"]
         if tid is not None and tid in firsts:
-            item["earlier"] = [{"from": "the person" if source in chat.PERSON else "you", "time": format_ms(t),
-                                "text": body[:EARLIER_TEXT] + (" [...]" if len(body) > EARLIER_TEXT else "")}
-                               for source, body, t in chat.earlier(db, own_did, tid, firsts.pop(tid))]
+            before = [{"from": "the person" if source in chat.PERSON else "you", "time": format_ms(t),
+                       "text": body[:EARLIER_TEXT] + (" [...]" if len(body) > EARLIER_TEXT else "")}
+                      for source, body, t in chat.earlier(db, own_did, tid, firsts.pop(tid))]
+            if before:
+                item["earlier"] = before
     return out, sorted(shown)
 
 
