@@ -17,14 +17,11 @@ _KEY = Arg(str, required=True, max=512)
 
 
 async def status(services, args):
-    """``meshnode reactor status``: the stored state, with the running reactor's (next scan, runs
-    in progress) over it when it is on."""
-    out = await services.read(audit.status, services.now())
-    enabled = services.reactor is not None
-    if enabled:
-        out.update(await services.call("reactor_status"))
-    out["enabled"] = enabled
-    return out
+    """``meshnode reactor status``: the running reactor's view (the stored state with its next
+    scan, runs in progress, adapters) when it is on, else the stored state."""
+    if services.reactor is not None:
+        return await services.call("reactor_status")
+    return {**await services.read(audit.status, services.now()), "enabled": False, "node": "running"}
 
 
 async def events(services, args):
