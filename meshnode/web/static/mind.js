@@ -21,8 +21,6 @@ const [heldSec, heldBody] = section("Held commands", "held",
 const [validSec, validBody] = section("Validators", "validators");
 main.append(stateSec, ticksSec, heldSec, validSec);
 
-const DECIDED = ["released", "running", "done", "failed", "dropped", "expired"];
-
 async function loadState() {
   const m = await get("/api/mind");
   const keys = ["mode", "paused", "idle", "ticks", "llm", "last_error", "stalled", "hint"].filter((k) => k in m);
@@ -55,7 +53,10 @@ function tickNode(t) {
   if (s.novelty !== undefined) bits.push(el("span", { text: `novelty ${s.novelty}` }));
   if (s.rating !== undefined && s.rating !== null) bits.push(el("span", { text: `rating ${s.rating}` }));
   if (s.auto_pass !== undefined) bits.push(el("span", { text: s.auto_pass ? "auto-pass" : "validated" }));
-  if (s.commands !== undefined) bits.push(el("span", { text: `commands ${s.commands}, ran ${s.ran ?? "?"}, refused ${s.refused ?? 0}${s.set_aside ? `, held ${text(s.set_aside, 40)}` : ""}` }));
+  if (s.commands !== undefined) {
+    const verdict = s.ran === true ? "passed" : s.ran === false ? "not passed" : `ran ${s.ran ?? "?"}`;
+    bits.push(el("span", { text: `commands ${s.commands} (${verdict}), refused ${s.refused ?? 0}${s.set_aside ? `, set aside ${text(s.set_aside, 40)}` : ""}${s.through_mesh ? `, ${s.through_mesh} through the mesh` : ""}` }));
+  }
   if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));
   if (s.error) bits.push(el("span", { class: "error", text: s.error }));
   if (t.wake_job) bits.push(el("span", { text: `wake ${t.wake_job}` }));
@@ -73,7 +74,7 @@ async function fillTick(tick, body) {
   parts.push(el("h3", { text: "Answer" }), t.answer ? pre(t.answer, "answer") : el("p", { class: "empty", text: "no answer" }));
   parts.push(el("h3", { text: "Commands" }), table(t.commands || [], [{ key: "name" }, { key: "status" }, { key: "value", max: 2000 }], { empty: "no commands" }));
   if (t.held && t.held.length) parts.push(el("p", { text: `held: ${t.held.join(", ")}` }));
-  if (t.response) parts.push(el("h3", { text: "Validation" }), facts(t.response));
+  if (t.response) parts.push(el("h3", { text: "Validation" }), facts(t.response, Object.keys(t.response).filter((k) => k !== "content")));
   if (t.summary) parts.push(el("h3", { text: "Summary" }), facts(summaryOf(t)));
   body.replaceChildren(...parts);
 }
@@ -101,8 +102,7 @@ async function decide(what, ids) {
 
 async function loadHeld() {
   const held = await get("/api/mind/held", { status: "held" });
-  const decided = (await Promise.all(DECIDED.map((status) => get("/api/mind/held", { status, limit: 20 }))))
-    .flat().sort((a, b) => b.id - a.id).slice(0, 20);
+  const decided = (await get("/api/mind/held", { status: "all", limit: 40 })).filter((r) => r.status !== "held").slice(0, 20);
   const cols = [
     { key: "id" }, { key: "tick" }, { key: "type" }, { key: "command", max: 300 }, { key: "kind" }, { key: "reason" },
     { key: "status", render: (r) => el("span", { class: `status status-${r.status}`, text: r.status }) },

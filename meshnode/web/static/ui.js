@@ -29,6 +29,7 @@ export function clear(node, ...children) {
 /** A time in the browser's zone, the UTC value in its title. */
 export function time(ms) {
   if (ms === null || ms === undefined || ms === "") return el("span", { class: "muted", text: "-" });
+  if (typeof ms === "object") return el("span", { text: text(ms) });
   const d = new Date(Number(ms));
   if (Number.isNaN(d.getTime())) return el("span", { text: String(ms) });
   return el("time", { text: d.toLocaleString(), title: d.toISOString(), attrs: { datetime: d.toISOString() } });
