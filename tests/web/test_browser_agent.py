@@ -3,6 +3,8 @@ and opening to their contexts, pause and resume from the page."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -96,3 +98,21 @@ def test_pause_resume(page, agent):
     expect(page.locator("#nav .paused")).to_be_hidden()
     top = _top_tick(page)
     expect(page.locator(f"#tick-list details.tick[data-tick='{top + 1}']")).to_be_visible()
+
+
+def test_wake_on_message(page, agent):
+    """Idle for up to 300 s, the agent wakes at once for the person's message."""
+    agent.llm.reply_when("(context 2)", "I rest until someone writes. " + command_block(
+        {"cmd_id": "i1", "type": "cycle_settings", "args": {"idle": {"on": True, "timeout_seconds": 300}}}))
+    wait_until(lambda: agent.get("/api/mind")["idle"], 20, "the agent idle")
+    login(page, agent)
+    expect(page.locator("#nav .idle")).to_be_visible()
+    seen = len(agent.llm.prompts())
+    page.locator("#message").fill("wake up, please")
+    started = time.monotonic()
+    page.locator("#send").click()
+    expect(page.locator("#agent-status")).to_contain_text("woken by your message")
+    wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "wake up, please" in p], 10,
+               "a prompt with the message")
+    assert time.monotonic() - started < 5  # idle's own timeout is 300 s: only the wake explains a prompt this soon
+    expect(page.locator("#nav .idle")).to_be_hidden()
