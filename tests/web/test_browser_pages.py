@@ -55,6 +55,12 @@ def test_login_link(page, node):
 
 
 def test_screenshots(page, node):
+    # something on the pages: a conversation, a goal with a task for the agent, a note
+    node.post("/api/threads", {"text": "Could you keep an eye on the balcony tomatoes?"})
+    goal = node.post("/api/goals", {"title": "Grow tomatoes on the balcony", "description": "six plants"})
+    task = node.post("/api/tasks", {"goal": goal["lineage"], "title": "Water them each morning"})
+    node.post(f"/api/tasks/{task['lineage']}/assign", {"candidates": [node.get("/api/status")["did"]]})
+    node.post("/api/notes", {"text": "The seeds came from the market on Saturday.", "topic": "garden"})
     page.goto(node.url.rstrip("/") + "/login")
     expect(page.locator("body")).to_contain_text("meshnode web url")
     shot(page, "login")
@@ -67,8 +73,9 @@ def test_screenshots(page, node):
         expect(page.locator("#nav .mode")).not_to_have_text("?")
         shot(page, name)
         if name == "mind":
-            tick = page.locator("#tick-list details.tick").first
-            tick.locator("summary").click()
+            number = page.locator("#tick-list details.tick").first.get_attribute("data-tick")
+            tick = page.locator(f"#tick-list details.tick[data-tick='{number}']")  # newer ticks come on top meanwhile
+            tick.locator("summary").dispatch_event("click")  # not by coordinates: new ticks push the row down
             expect(tick.locator(".tick-body details.context").first).to_be_visible()
             expect(tick.locator(".tick-body pre.answer")).to_contain_text("# Commands:")
             shot(page, "mind-tick-open")

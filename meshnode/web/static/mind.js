@@ -2,7 +2,7 @@
 // answer and the commands), held commands with Release/Drop, validators' weights.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, text, pre, table, facts, section, button, act, debounce } from "./ui.js";
+import { el, time, text, pre, table, facts, section, button, act, debounce, shortId } from "./ui.js";
 
 renderNav("mind");
 
@@ -59,7 +59,7 @@ function tickNode(t) {
   }
   if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));
   if (s.error) bits.push(el("span", { class: "error", text: s.error }));
-  if (t.wake_job) bits.push(el("span", { text: `wake ${t.wake_job}` }));
+  if (t.wake_job) bits.push(el("span", { class: "muted", text: "in a reactor wake " }, shortId(t.wake_job, 16)));
   const body = el("div", { class: "tick-body" }, el("p", { class: "muted", text: "loading…" }));
   const d = el("details", { class: "tick", data: { tick: t.tick } }, el("summary", {}, bits), body);
   d.addEventListener("toggle", () => { if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; act(() => fillTick(t.tick, body)); } });
