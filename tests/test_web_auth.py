@@ -11,7 +11,7 @@ from webharness import web_node
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    with web_node(tmp_path_factory.mktemp("web-auth")) as node:
+    with web_node(tmp_path_factory.mktemp("web-auth"), env={"MESHNODE_WEB_MAX_BODY_BYTES": "65536"}) as node:
         yield node
 
 
@@ -92,13 +92,13 @@ def test_a_foreign_host_is_421(web):
 
 
 def test_a_body_over_the_limit_is_413(web):
-    big = b'{"token": "' + b"x" * (1024 * 1024) + b'"}'
+    big = b'{"token": "' + b"x" * 65536 + b'"}'
     refused(web._client.post("/api/logout", content=big, headers={"Content-Type": "application/json"}), 413,
             "too_large")
 
     def chunks():  # no Content-Length: counted while read
         for _ in range(20):
-            yield b" " * 65536
+            yield b" " * 8192
     refused(web._client.post("/api/logout", content=chunks(), headers={"Content-Type": "application/json"}), 413,
             "too_large")
 
@@ -154,3 +154,12 @@ def test_login_rate_limit_then_rotation_ends_sessions(tmp_path):
             refused(web.raw_get("/api"), 401, "unauthorized")  # and the old token
             with web.client(bearer=False, headers={"Authorization": f"Bearer {new}"}) as fresh:
                 assert fresh.get("/api").status_code == 200
+
+
+def test_the_route_table_describes_every_route(web):
+    table = {(r["method"], r["path"]): r for r in web.get("/api")}
+    login = table[("POST", "/api/login")]
+    assert login["auth"] is False and login["args"]["token"] == {
+        "type": "str", "required": True, "max": 200, "doc": "the token of web.token"}
+    assert table[("GET", "/api")]["auth"] is True and ("GET", "/api/session") in table
+    assert all(method in ("GET", "POST") and path.startswith(("/api", "/metrics")) for method, path in table)

@@ -9,6 +9,7 @@ import pytest
 
 from meshnode.config import default_config_text, load_config
 from meshnode.errors import ConfigError, MeshnodeError
+from meshnode.gate.drafts import MAX_DRAFT_BYTES
 from meshnode.web.auth import read_token
 from meshharness import Node
 from test_cli import one_error_line
@@ -25,6 +26,7 @@ def test_defaults_and_environment_overrides(tmp_path):
     web = load_config(tmp_path, environ={}).values["web"]
     assert (web["enabled"], web["listen"], web["allow_remote"], web["metrics_auth"]) == (True, "127.0.0.1:8470",
                                                                                         False, True)
+    assert web["max_body_bytes"] >= 2 * MAX_DRAFT_BYTES  # the largest body: a draft edit, JSON-escaped
     env = {"MESHNODE_WEB_LISTEN": "[::1]:0", "MESHNODE_WEB_HOSTS": "notes.example,proxy",
            "MESHNODE_WEB_SESSION_HOURS": "2", "MESHNODE_WEB_ENABLED": "false"}
     web = load_config(tmp_path, environ=env).values["web"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
 import httpx
@@ -84,7 +85,7 @@ def test_endpoint_refuses_other_methods_and_types():
     ("draft_not_found", 404), ("unknown_command", 404), ("cognition_off", 409), ("reactor_off", 409),
     ("conflict", 409), ("draft_changed", 409), ("not_shown", 409), ("too_large", 413),
     ("bad_content_type", 415), ("bad_host", 421), ("too_many_logins", 429), ("internal_error", 500),
-    ("something_new", 400),
+    ("unreachable", 502), ("bad_sync", 502), ("db_busy", 503), ("timeout", 504), ("something_new", 400),
 ])
 def test_status_for(code, status):
     assert status_for(code) == status
@@ -152,3 +153,50 @@ async def test_serve_answers_on_the_callers_loop_and_stops_on_cancel(tmp_path):
     assert time.perf_counter() - started < 1.0
     with socket.socket() as probe:  # the port is free again
         probe.bind(("127.0.0.1", int(port)))
+
+
+def self_signed(folder) -> tuple[str, str]:
+    """A throwaway certificate for 127.0.0.1 (cert.pem, key.pem in ``folder``)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                                       serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    return "cert.pem", "key.pem"
+
+
+async def test_tls_serves_https_and_secure_cookies(tmp_path):
+    cert, key = self_signed(tmp_path)
+    config = load_config(tmp_path, environ={"MESHNODE_WEB_LISTEN": "127.0.0.1:0", "MESHNODE_WEB_TLS_CERT": cert,
+                                            "MESHNODE_WEB_TLS_KEY": key})
+    services = Services(config, None, None, None, Metrics(), FakeControl())
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(serve_web, config, services)
+        token = (tmp_path / "web.token").read_text().strip()
+        origin = f"https://{bound}"
+        trusted = ssl.create_default_context(cafile=str(tmp_path / cert))
+        async with httpx.AsyncClient(base_url=origin, verify=trusted) as client:
+            response = await client.post("/api/login", json={"token": token}, headers={"Origin": origin})
+            assert response.status_code == 200, response.text
+            assert "Secure" in response.headers["set-cookie"]
+            assert (await client.get("/api/session")).json()["result"] == {"session": True, "via": "cookie"}
+        async with httpx.AsyncClient(base_url=f"http://{bound}") as plain:  # no clear text on a TLS port
+            with pytest.raises(httpx.HTTPError):
+                await plain.get("/api/session")
+        nursery.cancel_scope.cancel()

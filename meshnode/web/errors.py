@@ -7,19 +7,27 @@ from starlette.responses import JSONResponse
 from meshnode.errors import MeshnodeError
 
 _EXACT = {
+    # the request is wrong
     "bad_request": 400, "empty_note": 400, "note_too_long": 400, "bad_arguments": 400,
     "unauthorized": 401,
-    "cross_origin": 403, "web_token_mode": 403,
-    "not_found": 404, "no_route": 404,
+    "cross_origin": 403,
+    "not_found": 404, "no_reputation": 404,
     "method_not_allowed": 405,
+    # right request, wrong moment: a state refusal of the node, the gate or GMP
     "cognition_off": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
-    "gmp_off": 409, "not_allowed": 409, "not_assignee": 409, "not_owner": 409, "already_decided": 409,
-    "wrong_state": 409, "bad_state": 409, "expired": 409, "paused": 409,
+    "not_allowed": 409, "already_decided": 409, "bad_state": 409, "bad_transition": 409, "goal_closed": 409,
+    "offer_expired": 409, "needs_decision": 409, "nothing_to_review": 409, "nothing_to_commit": 409,
+    "no_committee": 409, "duplicate": 409, "refused": 409, "too_many": 409, "no_friends": 409,
     "too_large": 413,
     "bad_content_type": 415,
     "bad_host": 421,
-    "too_many_logins": 429, "rate_limited": 429,
-    "internal_error": 500,
+    "too_many_logins": 429,
+    # the node failed, or a peer did
+    "internal_error": 500, "io_error": 500, "spawn_failed": 500,
+    "unreachable": 502, "sync_failed": 502, "slow_frame": 502, "bad_sync": 502, "bad_announce": 502,
+    "identity_mismatch": 502, "revoked": 502, "fetch_failed": 502,
+    "db_busy": 503, "db_full": 503, "db_error": 503, "cannot_open": 503, "no_database": 503, "port_in_use": 503,
+    "node_not_running": 503,
     "timeout": 504,
 }
 

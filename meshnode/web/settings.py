@@ -26,7 +26,7 @@ WEB_DEFAULTS: dict[str, Any] = {
     "wake_on_message": True,
     "feed_ms": 500,
     "max_streams": 16,
-    "max_body_bytes": 1024 * 1024,
+    "max_body_bytes": 16 * 1024 * 1024,  # a draft edit of gate.drafts.MAX_DRAFT_BYTES (8 MiB) as JSON, escapes too
     "metrics_auth": True,
 }
 WEB_NOTES = ("the web notebook inside `meshnode run`: where it listens (loopback by default; another address"

@@ -1,6 +1,6 @@
 // The login link is /login#t=TOKEN: the fragment never reaches a server, a log or a Referer.
 // Read it, trade it for a session cookie, drop it from the address bar and history, go to /.
-import { ApiError, post } from "./api.js";
+import { ApiError, get, post } from "./api.js";
 
 const status = document.getElementById("login-status");
 const help = document.getElementById("login-help");
@@ -24,9 +24,17 @@ history.replaceState(null, "", location.pathname + location.search);  // the tok
 if (token) {
   login(token);
 } else {
-  status.textContent = "Not logged in.";
-  help.hidden = false;
-  form.hidden = false;
+  get("/api/session").then((session) => {
+    if (session.via === "cookie") {
+      location.replace("/");  // already logged in
+      return;
+    }
+    status.textContent = "Not logged in.";
+    help.hidden = false;
+    form.hidden = false;
+  }, () => {
+    status.textContent = "The node does not answer.";
+  });
 }
 form.addEventListener("submit", (event) => {
   event.preventDefault();
