@@ -148,6 +148,61 @@ def test_mode_and_peer_diffs():
     assert fs.peer_events({"a", "b"}, {"a", "c"}) == [{"did": "b", "connected": True}, {"did": "c", "connected": False}]
 
 
+# --- the Feed itself, on a real store (no server) ------------------------------------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
+
+from meshnode.metrics import Metrics  # noqa: E402
+from meshnode.store import Store  # noqa: E402
+from meshnode.web.sse import BUFFER, Feed  # noqa: E402
+
+
+def _services(store):
+    return SimpleNamespace(config=None, metrics=Metrics(), cycle=None, mesh=None, read=store.read)
+
+
+async def test_the_feed_reads_nothing_while_no_stream_is_open_and_wakes_when_nudged(tmp_path):
+    async with await Store.open(tmp_path / "f.db") as store:
+        feed = Feed(_services(store))
+        feed.feed_s = 30.0   # only a nudge makes it look
+        async with trio.open_nursery() as nursery:
+            await nursery.start(feed.run)
+            feed.nudge()
+            await trio.testing.wait_all_tasks_blocked()
+            assert feed.polls == 0
+            stream = await feed.open(frozenset({"note"}), None)
+            await store.write(_note, "seen at once")
+            feed.nudge()
+            with trio.fail_after(5):
+                chunk = await stream.receive.receive()
+            assert b"event: note" in chunk and b"seen at once" in chunk and b"\nid: " in chunk
+            feed.close(stream)
+            nursery.cancel_scope.cancel()
+        assert feed.streams == 0
+
+
+async def test_a_slow_client_is_closed_with_a_resync_and_never_blocks_the_feed(tmp_path):
+    async with await Store.open(tmp_path / "f.db") as store:
+        feed = Feed(_services(store))
+        slow = await feed.open(frozenset({"note"}), None)
+        other = await feed.open(frozenset({"tick"}), None)
+        for i in range(BUFFER + 50):
+            await store.write(_note, f"n{i}")
+        with trio.fail_after(10):
+            while await feed.poll_once():   # 200 rows a poll: two polls, neither waits on the client
+                pass
+        assert slow.lagged and other in feed._subs and slow not in feed._subs
+        chunks = [c async for c in feed.frames(slow)]
+        assert len(chunks) == 1 + BUFFER + 1 and chunks[-1].startswith(b"event: resync")
+        assert feed.services.metrics.get("web_sse_dropped", reason="slow_client") == 1
+        feed.close(slow)
+        feed.close(other)
+        assert feed.streams == 0
+
+
 # --- over HTTP: a real node ------------------------------------------------------------------------
 
 import contextlib  # noqa: E402
