@@ -151,3 +151,75 @@ def test_context_6a_keeps_to_its_budget(db):
     part = section(prompt(db), "Messages from the person (context 6a)")
     assert len(part) <= contexts.BUDGET["person"] and part.endswith(contexts.CUT)
     assert "message 9 " in part  # the newest survive the cut
+
+
+async def test_send_wakes_the_cycle_unless_paused_or_turned_off_and_pokes_the_reactor(tmp_path):
+    import trio
+
+    from meshnode.store.service import Store
+
+    class Cycle:
+        def __init__(self, paused: bool):
+            self.paused, self.wake = paused, trio.Event()
+
+    class Reactor:
+        pokes = 0
+
+        def poke(self):
+            self.pokes += 1
+
+    store = await Store.open(tmp_path / "send.db")
+    try:
+        reactor = Reactor()
+        for paused, wake, woken in ((False, True, True), (True, True, False), (False, False, False)):
+            cycle = Cycle(paused)
+            out = await chat.send(store, KEY, "hello", None, T0, cycle=cycle, reactor=reactor, wake=wake)
+            assert out["woke"] is woken and cycle.wake.is_set() is woken
+        assert reactor.pokes == 3
+        out = await chat.send(store, KEY, "no cognition here", out["thread"], T0 + 1)
+        assert out["woke"] is False
+        assert [m["text"] for m in (await store.read(chat.thread, KEY.did, out["thread"]))["messages"]] == [
+            "hello", "no cognition here"]
+    finally:
+        await store.aclose()
+
+
+def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path):
+    import subprocess
+    import sys
+
+    from meshharness import Node, wait_until
+
+    node = Node(tmp_path, "talk", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.1", "MESHNODE_WEB_LISTEN": "127.0.0.1:0"})
+    try:
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 1, 30, "a tick")
+        assert "paused" in node.cli("mind", "pause")
+        assert json.loads(node.cli("mind", "--json"))["paused"] is True
+        first = node.cli("chat", "hello there")
+        tid = first.split()[1].rstrip(":")
+        assert first.startswith(f"thread {tid}: sent did:hmp:container:") and "resumes it" in first
+        did = first.splitlines()[0].split()[3]
+        node.cli("chat", "--thread", tid, "a second line")
+        listing = node.cli("chat", "list")
+        assert listing.startswith(tid) and "2 msg, 2 unread by the agent" in listing and "hello there" in listing
+        shown = node.cli("chat", "show", tid)
+        assert shown.count("you  (not read by the agent yet):") == 2 and "a second line" in shown
+        # the person answers a note: the reply lands in its thread and names it
+        reply = node.cli("note", "add", "--reply-to", did, "to myself").strip()
+        thread = node.call("chat_thread", {"thread": tid})["messages"]
+        assert thread[-1]["did"] == reply and thread[-1]["in_reply_to"] == [did]
+        assert "running" in node.cli("mind", "resume")
+        ticks = node.cli("mind", "ticks", "--limit", "3")
+        assert len(ticks.splitlines()) == 3 and "core_outage" in ticks
+        number = ticks.split()[0]
+        assert node.cli("mind", "ticks", number).startswith(f"{int(number):6}")
+        bad = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), "chat", "--thread",
+                              "A" * 16, "x"], env=node.env, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 1 and "no conversation" in bad.stderr
+        # a reader that goes away: quietly, the shell's SIGPIPE code
+        piped = subprocess.run(f"{sys.executable} -m meshnode --home {node.home} chat show {tid} | head -c 1",
+                               shell=True, env=node.env, capture_output=True, text=True, timeout=60)
+        assert piped.returncode == 0 and piped.stderr == ""
+    finally:
+        node.kill()

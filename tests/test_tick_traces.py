@@ -72,6 +72,17 @@ async def test_a_tick_is_traced_with_its_contexts_answer_and_commands(tmp_path):
     assert one["commands"][0]["value"]["result"]["id"] >= 1 and one["held"] == []
 
 
+async def test_a_repeated_answer_is_kept_in_its_trace(tmp_path):
+    same = "The mesh is quiet and I have nothing new to add about quorums today."
+    async with thinking(tmp_path, [same]) as (cycle, store):
+        await until(lambda: cycle.ticks >= 3, what="three ticks")
+        rows = await store.read(tick_traces.listing, 50)
+        repeated = [r for r in rows if r["summary"] and r["summary"].get("repeated")]
+        assert repeated, rows
+        shown = await store.read(tick_traces.show, repeated[-1]["tick"])
+    assert shown["answer"] == same and shown["response"] is None
+
+
 async def test_held_commands_are_named_in_their_ticks_trace(tmp_path):
     answers = [answer_with(0, {"cmd_id": "m1", "type": "llm_memory_add", "args": {"text": "held"}}),
                *distinct_answers(4)[1:]]

@@ -34,7 +34,7 @@ from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
 from meshnode.cognition.tick_store import (  # noqa: F401  (KEEP_*, _checkpoint_of, _think: used by tests and bench)
-    CORE_OUTAGE, DEFERRED_TYPES, FACT_CHECK_BELOW, ISOLATED, KEEP_MEMORY, KEEP_RESPONSES, NORMAL, STARTING, _as_dict,
+    CORE_OUTAGE, DEFERRED_TYPES, ISOLATED, KEEP_MEMORY, KEEP_RESPONSES, NORMAL, STARTING, _as_dict,
     _checkpoint_of, _deferred, _digest, _emotions, _log, _outage, _prune_and_checkpoint, _rate, _recent, _think,
     _unread, _validation_history, _wake_up, paused_of, set_paused)
 from meshnode.cognition.validation import ADAPT_WINDOW, Verdict, adapted_trust, validate

@@ -191,8 +191,8 @@ def _think(db: Database, key: NodeKey, now: int, tick: int, llm_id: str, answer:
     commands left for the cycle (``deferred``) and the stored answer's id (``response_id``)."""
     extraction = extract(answer)
     with db.transaction() as conn:
-        if trace is not None:
-            tick_traces.record(conn, tick, **trace)
+        if trace is not None:  # a repetition is not stored as a response: the trace keeps its answer
+            tick_traces.record(conn, tick, **trace, answer=answer if verdict is None else None)
         if judged is None:
             conn.execute("INSERT INTO anti_stagnation_metrics (tick_id, novelty_score) VALUES (?, ?)",
                          (str(tick), score))

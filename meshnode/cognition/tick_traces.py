@@ -34,15 +34,15 @@ def _messages_json(messages: list[dict]) -> str:
 
 def record(conn: sqlite3.Connection, tick: int, started_ms: int, mode: str, llm_id: str | None, llm_ms: int | None,
            wake_job: str | None, messages: list[dict], response_id: int | None = None, summary: dict | None = None,
-           duration_ms: int | None = None) -> None:
+           duration_ms: int | None = None, answer: str | None = None) -> None:
     """The tick's row, inside the caller's transaction; a tick number seen again (a checkpoint
-    older than the traces) replaces the old row."""
+    older than the traces) replaces the old row. ``answer``: only when no response row will hold it."""
     conn.execute("INSERT OR REPLACE INTO tick_traces (tick, started_ms, duration_ms, mode, llm_id, llm_ms, wake_job,"
-                 " messages_json, response_id, summary_json, log_first, log_last)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM process_log), ?)",
+                 " messages_json, response_id, summary_json, answer, log_first, log_last)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(id), 0) + 1 FROM process_log), ?)",
                  (tick, started_ms, duration_ms, mode, llm_id, llm_ms, wake_job, _messages_json(messages),
                   response_id, None if summary is None else json.dumps(summary, default=str),
-                  None if duration_ms is None else _max_log(conn)))
+                  None if answer is None else answer[:MAX_MESSAGES], None if duration_ms is None else _max_log(conn)))
 
 
 def _max_log(conn: sqlite3.Connection) -> int:
@@ -100,13 +100,13 @@ def split_contexts(messages: list[dict]) -> list[dict]:
 def show(db: Database, tick: int) -> dict:
     """One tick in full (``tick_not_found`` when pruned or never traced)."""
     q = db.conn.execute
-    row = q(f"SELECT {_LIST}, messages_json, response_id, log_first, log_last FROM tick_traces WHERE tick = ?",
+    row = q(f"SELECT {_LIST}, messages_json, response_id, log_first, log_last, answer FROM tick_traces WHERE tick = ?",
             (int(tick),)).fetchone()
     if row is None:
         raise MeshnodeError("tick_not_found", f"no trace of tick {tick} (the newest [cognition] keep_tick_traces"
                                               " ticks are kept)")
     out = _row(row[:8])
-    messages_json, response_id, first, last = row[8:]
+    messages_json, response_id, first, last, answer = row[8:]
     messages = json.loads(messages_json)
     commands = []
     if first is not None:
@@ -132,5 +132,5 @@ def show(db: Database, tick: int) -> dict:
                     pass
     held = [i for (i,) in q("SELECT id FROM held_commands WHERE tick = ? ORDER BY id", (int(tick),))]
     return {**out, "contexts": split_contexts(messages), "messages": messages,
-            "answer": response["content"] if response else None, "commands": commands, "held": held,
+            "answer": response["content"] if response else answer, "commands": commands, "held": held,
             "response": response, "response_id": response_id}

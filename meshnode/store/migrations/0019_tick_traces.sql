@@ -13,6 +13,7 @@ CREATE TABLE tick_traces (
     messages_json TEXT NOT NULL,           -- the prompt as sent: [{role, content}], cut at 256 KB
     response_id   INTEGER,                 -- llm_recent_responses.id (answer, ratings, validators)
     summary_json  TEXT,                    -- the tick summary
+    answer        TEXT,                    -- the answer when it has no response row (a repetition)
     log_first     INTEGER,                 -- process_log ids of the tick's own rows (cmd:*, tick ...):
     log_last      INTEGER                  --   from log_first (when it asked the LLM) to log_last (its end)
 );
