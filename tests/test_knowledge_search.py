@@ -4,6 +4,8 @@ concepts; ``Database.recent_notes`` paging and filters; ``knowledge.show_note`` 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from meshnode.errors import MeshnodeError
@@ -111,3 +113,23 @@ def test_show_note_does_not_mark_read(db):
     with pytest.raises(MeshnodeError) as err:
         show_note(db, "did:hmp:container:uEiAnope")
     assert err.value.code == "not_found"
+
+
+def test_the_cli_pages_filters_shows_and_searches(run_cli, home):
+    def cli(*args):
+        result = run_cli("--home", home, *args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    dids = [cli("note", "add", f"errand {i}", "--topic", "errands").strip() for i in range(3)]
+    first = json.loads(cli("note", "list", "--limit", "2", "--json"))
+    assert [r["container_did"] for r in first] == dids[:0:-1]
+    short = first[-1]["container_did"][len("did:hmp:container:uEi"):][:10]
+    assert [r["container_did"] for r in json.loads(cli("note", "list", "--before", short, "--json"))] == [dids[0]]
+    assert json.loads(cli("note", "list", "--search", "errand 1", "--json"))[0]["container_did"] == dids[1]
+    assert json.loads(cli("note", "list", "--read", "--json")) == []
+    assert json.loads(cli("note", "show", dids[0], "--json"))["read"] is False
+    assert len(json.loads(cli("note", "list", "--unread", "--topic", "errands", "--source", "cli", "--json"))) == 3
+    found = json.loads(cli("search", "errand", "--kind", "notes", "--limit", "2", "--json"))
+    assert [r["did"] for r in found] == dids[:0:-1]
+    assert "errand 2" in cli("search", "errand")
