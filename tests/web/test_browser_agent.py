@@ -88,23 +88,26 @@ def test_tick_live(page, agent):
 def test_pause_resume(page, agent):
     login(page, agent)
     page.goto(agent.url + "/mind")
-    page.locator("#state button.pause").click()
-    expect(page.locator("#nav .paused")).to_be_visible()
-    expect(page.locator("#state")).to_have_attribute("data-paused", "yes")
-    ticks = agent.get("/api/mind")["ticks"]
-    page.wait_for_timeout(2000)  # the window in which a running agent would tick ~5 times
-    assert agent.get("/api/mind")["ticks"] <= ticks + 1  # a tick in progress may finish
-    page.locator("#state button.resume").click()
-    expect(page.locator("#nav .paused")).to_be_hidden()
-    top = _top_tick(page)
-    expect(page.locator(f"#tick-list details.tick[data-tick='{top + 1}']")).to_be_visible()
+    try:
+        page.locator("#state button.pause").click()
+        expect(page.locator("#nav .paused")).to_be_visible()  # the header, by the feed's mode event
+        expect(page.locator("#state")).to_have_attribute("data-paused", "yes")
+        ticks = agent.get("/api/mind")["ticks"]
+        page.wait_for_timeout(2000)  # the window in which a running agent would tick several times
+        assert agent.get("/api/mind")["ticks"] <= ticks + 1  # a tick in progress may finish
+        page.locator("#state button.resume").click()
+        expect(page.locator("#nav .paused")).to_be_hidden()
+        top = _top_tick(page)
+        expect(page.locator(f"#tick-list details.tick[data-tick='{top + 1}']")).to_be_visible()
+    finally:
+        agent.post("/api/mind/resume")  # the module's next tests need a thinking agent
 
 
 def test_wake_on_message(page, agent):
     """Idle for up to 300 s, the agent wakes at once for the person's message."""
     agent.llm.reply_when("(context 2)", "I rest until someone writes. " + command_block(
         {"cmd_id": "i1", "type": "cycle_settings", "args": {"idle": {"on": True, "timeout_seconds": 300}}}))
-    wait_until(lambda: agent.get("/api/mind")["idle"], 20, "the agent idle")
+    wait_until(lambda: agent.get("/api/mind")["idle"], 30, "the agent idle")
     login(page, agent)
     expect(page.locator("#nav .idle")).to_be_visible()
     seen = len(agent.llm.prompts())
@@ -112,7 +115,8 @@ def test_wake_on_message(page, agent):
     started = time.monotonic()
     page.locator("#send").click()
     expect(page.locator("#agent-status")).to_contain_text("woken by your message")
-    wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "wake up, please" in p], 10,
+    wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "wake up, please" in p], 15,
                "a prompt with the message")
-    assert time.monotonic() - started < 5  # idle's own timeout is 300 s: only the wake explains a prompt this soon
+    # idle's own timeout is 300 s: only the wake explains a prompt this soon (~1 s here; 15 s for a loaded machine)
+    assert time.monotonic() - started < 15
     expect(page.locator("#nav .idle")).to_be_hidden()
