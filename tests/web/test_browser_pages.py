@@ -79,6 +79,12 @@ def test_screenshots(page, node):
             expect(tick.locator(".tick-body details.context").first).to_be_visible()
             expect(tick.locator(".tick-body pre.answer")).to_contain_text("# Commands:")
             shot(page, "mind-tick-open")
+    page.goto(node.url.rstrip("/") + "/")
+    page.emulate_media(color_scheme="dark")  # base.css follows the system's choice
+    expect(page.locator("body")).to_have_css("background-color", "rgb(23, 24, 26)")
+    expect(page.locator("#threads > li").first).to_be_visible()
+    expect(page.locator("#nav .mode")).not_to_have_text("?")
+    shot(page, "conversation-dark")
     assert not csp_errors(page), csp_errors(page)
     assert not [e for e in page.console_errors if "Failed to load" not in e], page.console_errors
 

@@ -12,6 +12,7 @@ export function el(tag, props = {}, ...children) {
     else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
     else if (key === "attrs") for (const [k, v] of Object.entries(value)) { if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : String(v)); }
     else if (key === "on") for (const [k, v] of Object.entries(value)) node.addEventListener(k, v);
+    else if (/html/i.test(key)) throw new Error(`el(): ${key} is not allowed; text goes in with textContent`);
     else node[key] = value;
   }
   for (const child of children.flat()) {
