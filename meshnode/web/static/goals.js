@@ -22,7 +22,7 @@ newBody.append(form([
 
 function dueMark(task, due) {
   const d = due.get(task.lineage);
-  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "next check ", time(task.next_check_ms)) : null;
+  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "· next check ", time(task.next_check_ms)) : null;
   return el("span", { class: "overdue", text: `${d.state || d.due || "due"}` });
 }
 
