@@ -4,8 +4,6 @@ destructive tool call waits for the person's approval there."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from playwright.sync_api import expect
 
@@ -33,6 +31,15 @@ def agent(tmp_path_factory):
 
 def _go(page, web, path):
     page.goto(web.url + path)
+
+
+def test_goals_live(page, agent):
+    """A goal made elsewhere (here the API; the CLI alike) shows up on an open /goals page."""
+    login(page, agent)
+    _go(page, agent, "/goals")
+    expect(page.locator("#goals .body > *").first).to_be_visible()
+    agent.post("/api/goals", {"title": "Mend the fence"})
+    expect(page.locator("#goals .goal .title", has_text="Mend the fence")).to_be_visible()
 
 
 def test_goal_in_context(page, agent):
@@ -69,9 +76,7 @@ def test_draft_commit_rollback(page, agent, tmp_path):
     login(page, agent)
     _go(page, agent, "/review")
     draft = page.locator('#drafts .draft[data-path="plan.txt"]')
-    wait_until(lambda: agent.get("/api/drafts")["drafts"], 20, "the agent's draft")
-    page.reload()
-    expect(draft).to_be_visible()
+    expect(draft).to_be_visible(timeout=30_000)  # live: a draft event, no reload
     expect(draft.locator("pre.diff .add", has_text="+step one")).to_be_visible()
     draft.locator("button.accept").click()
     expect(draft).to_have_attribute("data-status", "accepted")
@@ -106,9 +111,6 @@ def test_confirmation(page, agent):
     expect(row).to_contain_text("old.txt")
     row.locator("button.approve").click()
     expect(row).to_contain_text("approved")
-    # approved, the agent's next tick runs it: the deletion becomes a draft the person reviews
-    wait_until(lambda: [d for d in agent.get("/api/drafts")["drafts"] if d["path"] == "old.txt"], 20,
-               "the approved deletion to run at the next tick")
-    page.reload()
-    expect(page.locator('#drafts .draft[data-path="old.txt"]')).to_contain_text("deletes the file")
-    assert json.loads(json.dumps(agent.get("/api/confirmations", all=True)))[0]["status"] != "pending"
+    # approved, the agent's next tick runs it: the deletion becomes a draft the person reviews (live)
+    expect(page.locator('#drafts .draft[data-path="old.txt"]')).to_contain_text("deletes the file", timeout=30_000)
+    assert agent.get("/api/confirmations", all=True)[0]["status"] != "pending"

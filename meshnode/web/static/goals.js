@@ -13,6 +13,19 @@ main.append(newSec, treeSec);
 
 let me = null;      // this node's DID: the agent's tasks are assigned to it
 let people = [];    // [did, label] of the agent and known peers
+const forms = new Map();  // the forms of the tree, kept across reloads: a live event must not wipe what the person types
+
+function kept(key, make) {
+  if (!forms.has(key)) forms.set(key, make());
+  return forms.get(key);
+}
+
+function setOptions(select, options) {
+  const value = select.value;
+  if (select.options.length === options.length && [...select.options].every((o, i) => o.value === options[i][0])) return;
+  select.replaceChildren(...options.map(([v, l]) => el("option", { value: v, text: l })));
+  if (options.some(([v]) => v === value)) select.value = value;
+}
 
 newBody.append(form([
   { name: "title", label: "title", required: true },
@@ -29,8 +42,8 @@ function dueMark(task, due) {
 function taskNode(t, children, due) {
   const progress = typeof t.progress === "number" ? el("progress", { max: 1, value: t.progress, title: `${Math.round(t.progress * 100)}%` }) : null;
   const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
-  const progressForm = form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
-    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); });
+  const progressForm = kept(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
+    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); }));
   const li = el("li", { class: "task", data: { lineage: t.lineage } },
     el("span", { class: "title", text: t.title }), " ",
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
@@ -49,7 +62,7 @@ function goalNode(g, tasks, due) {
     byParent.get(key).push(t);
   }
   const branch = (parent) => (byParent.get(parent) || []).map((t) => taskNode(t, branch(t.lineage), due));
-  const taskForm = form([
+  const taskForm = kept(`task:${g.lineage}`, () => form([
     { name: "title", label: "new task", required: true },
     { name: "assignee", label: "for", type: "select", options: people },
   ], "Add task", async (v) => {
@@ -59,7 +72,8 @@ function goalNode(g, tasks, due) {
       await post(`/api/tasks/${encodeURIComponent(task.lineage || task.did)}/assign`, { candidates: [v.assignee] });
       await load();
     }
-  }, { cls: "task-form" });
+  }, { cls: "task-form" }));
+  setOptions(taskForm.inputs.assignee, people);
   return el("div", { class: "goal", data: { lineage: g.lineage } },
     el("div", { class: "head" },
       el("span", { class: "title", text: g.title }),
