@@ -80,6 +80,9 @@ def test_tick_live(page, agent):
     body = newer.locator(".tick-body")
     expect(body.locator("details.context > summary", has_text="(context 2)")).to_be_visible()
     expect(body.locator("pre.answer")).to_contain_text("# Commands:")
+    with page.expect_response("**/api/gate/reset-limit") as reset:  # the person gives a fresh tool-call budget
+        page.locator("#state button.reset-limit").click()
+    assert reset.value.ok and reset.value.json()["ok"] is True
     ctx = body.locator("details.context", has_text="Goals and tasks")
     ctx.locator("summary").dispatch_event("click")
     expect(ctx.locator("pre")).to_contain_text("goals")

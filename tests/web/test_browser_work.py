@@ -59,6 +59,11 @@ def test_goal_in_context(page, agent):
     expect(task).to_be_visible()
     expect(task).to_contain_text("held by")
     assert not page.locator("#error-banner").is_visible()
+    status = task.locator("form.status-form")
+    expect(status.locator("select[name=status] option[value=in_progress]")).to_have_count(1)  # the route's choices
+    status.locator("select[name=status]").select_option("in_progress")
+    status.locator("button[type=submit]").click()
+    expect(task.locator(".badge")).to_have_text("in_progress")
 
     def named_in_context_3():
         return [p for p in agent.llm.prompts()[seen:]

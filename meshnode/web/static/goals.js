@@ -2,7 +2,7 @@
 // due state; new goals, tasks for the agent or a peer, progress, done, cancel.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, section, button, form, act, debounce } from "./ui.js";
+import { el, clear, time, section, button, form, act, debounce, choices } from "./ui.js";
 
 renderNav("goals");
 
@@ -12,6 +12,7 @@ const [treeSec, tree] = section("Goals", "goals");
 main.append(newSec, treeSec);
 
 let me = null;      // this node's DID: the agent's tasks are assigned to it
+let taskStatuses = [];  // from the route table (POST /api/tasks/{id}/update)
 let people = [];    // [did, label] of the agent and known peers
 const forms = new Map();  // the forms of the tree, kept across reloads: a live event must not wipe what the person types
 
@@ -44,12 +45,18 @@ function taskNode(t, children, due) {
   const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
   const progressForm = kept(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
     async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); }));
+  const statusForm = kept(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
+    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/update`, v); await load(); }, { cls: "status-form" }));
+  setOptions(statusForm.inputs.status, taskStatuses.map((x) => [x, x]));
+  if (!statusForm.contains(document.activeElement)) statusForm.inputs.status.value = t.status;
   const li = el("li", { class: "task", data: { lineage: t.lineage } },
     el("span", { class: "title", text: t.title }), " ",
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
     el("span", { class: "muted", text: who ? `held by ${who}` : "nobody holds it" }), " ", dueMark(t, due),
-    el("div", { class: "actions" }, progressForm,
-      button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); })));
+    el("div", { class: "actions" }, progressForm, statusForm,
+      button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); }, { cls: "done" }),
+      (t.assigned_to || []).includes(me)
+        ? button("Give back", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/release`, {}); await load(); }) : null));
   if (children.length) li.append(el("ul", { class: "tasks" }, children));
   return li;
 }
@@ -89,6 +96,7 @@ async function load() {
     me ? null : get("/api/status"), get("/api/goals"), get("/api/tasks"),
     get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => [])]);
   if (status) me = status.did;
+  if (!taskStatuses.length) taskStatuses = await choices("POST", "/api/tasks/{id}/update", "status");
   people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || p.did])];
   const dueMap = new Map((due || []).map((d) => [d.lineage, d]));
   const byGoal = new Map();

@@ -25,7 +25,8 @@ async function loadState() {
   const m = await get("/api/mind");
   const keys = ["mode", "paused", "idle", "ticks", "llm", "last_error", "stalled", "hint"].filter((k) => k in m);
   const parts = [facts(m, keys)];
-  if (m.tool_calls) parts.push(el("p", { text: `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max}` }));
+  if (m.tool_calls) parts.push(el("p", {}, `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max} `,
+    button("Reset the budget", async () => { await post("/api/gate/reset-limit", {}); await loadState(); }, { cls: "reset-limit" })));
   if (m.llms && m.llms.length) parts.push(el("h3", { text: "LLMs" }), table(m.llms, [{ key: "id" }, { key: "model" }, { key: "error" }]));
   stateBody.replaceChildren(...parts);
   stateSec.dataset.paused = m.paused ? "yes" : "no";
@@ -79,6 +80,8 @@ async function fillTick(tick, body) {
   body.replaceChildren(...parts);
 }
 
+const LIVE_ROWS = 200;  // closed tick rows kept while ticks arrive; "older ticks" pages back
+
 async function loadTicks(before = null) {
   const rows = await get("/api/mind/ticks", before != null ? { before } : {});
   if (before != null) tickList.append(...rows.map(tickNode));
@@ -86,6 +89,8 @@ async function loadTicks(before = null) {
     const have = new Set([...tickList.querySelectorAll("details.tick")].map((d) => Number(d.dataset.tick)));
     const fresh = rows.filter((t) => !have.has(Number(t.tick)));
     for (const t of fresh.reverse()) tickList.prepend(tickNode(t));  // keeps open rows open
+    const closed = tickList.querySelectorAll("details.tick:not([open])");
+    for (let i = closed.length - 1; i >= LIVE_ROWS; i--) closed[i].remove();  // a tab left open for hours stays small
     if (!have.size && !rows.length) tickList.replaceChildren(el("p", { class: "empty", text: "no ticks yet" }));
     else tickList.querySelector(":scope > p.empty")?.remove();
   }

@@ -1,6 +1,6 @@
 // Small DOM helpers shared by the pages. Everything that came from notes, the LLM or peers is
 // set with textContent (never innerHTML), and styling is by class only (the CSP forbids inline styles).
-import { showError } from "./api.js";
+import { get, showError } from "./api.js";
 
 /** el("div", {class: "x", text: "hi", title, data: {did}, attrs: {type}, on: {click}}, ...children) */
 export function el(tag, props = {}, ...children) {
@@ -151,4 +151,12 @@ export function debounce(fn, ms = 150) {
 export function shortId(value, keep = 12) {
   const s = value === null || value === undefined ? "" : String(value);
   return el("code", { class: "id", text: s.length > keep + 1 ? `…${s.slice(-keep)}` : s, title: s });
+}
+
+let routeTable = null;
+/** The choices the API declares for an argument (GET /api, read once): the pages never copy them. */
+export async function choices(method, path, arg) {
+  if (!routeTable) routeTable = get("/api");
+  const route = (await routeTable).find((r) => r.method === method && r.path === path);
+  return (route && route.args[arg] && route.args[arg].choices) || [];
 }
