@@ -7,12 +7,13 @@ import pytest
 from playwright.sync_api import expect
 
 from browsing import csp_errors, login, login_link, shot
-from llmharness import ScriptedLLM
+from llmharness import ScriptedLLM, distinct_answers
 from webharness import WebNode
 
 pytestmark = pytest.mark.browser
 
-IDLE = "Nothing needs doing now; I wait for the person."
+# distinct answers: a repeated one is set aside as stagnation and its tick has no answer to show
+ANSWERS = distinct_answers(500, lambda i, text: [])
 
 # what each page shows once its first list has loaded (an empty list says so: p.empty)
 PAGES = {
@@ -29,7 +30,7 @@ PAGES = {
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pages")
-    llm = ScriptedLLM(tmp, "main", [IDLE])
+    llm = ScriptedLLM(tmp, "main", ANSWERS)
     web = WebNode(tmp, llm=llm)
     try:
         yield web
@@ -54,6 +55,12 @@ def test_login_link(page, node):
 
 
 def test_screenshots(page, node):
+    # something on the pages: a conversation, a goal with a task for the agent, a note
+    node.post("/api/threads", {"text": "Could you keep an eye on the balcony tomatoes?"})
+    goal = node.post("/api/goals", {"title": "Grow tomatoes on the balcony", "description": "six plants"})
+    task = node.post("/api/tasks", {"goal": goal["lineage"], "title": "Water them each morning"})
+    node.post(f"/api/tasks/{task['lineage']}/assign", {"candidates": [node.get("/api/status")["did"]]})
+    node.post("/api/notes", {"text": "The seeds came from the market on Saturday.", "topic": "garden"})
     page.goto(node.url.rstrip("/") + "/login")
     expect(page.locator("body")).to_contain_text("meshnode web url")
     shot(page, "login")
@@ -66,20 +73,28 @@ def test_screenshots(page, node):
         expect(page.locator("#nav .mode")).not_to_have_text("?")
         shot(page, name)
         if name == "mind":
-            tick = page.locator("#tick-list details.tick").first
-            tick.locator("summary").click()
+            number = page.locator("#tick-list details.tick").first.get_attribute("data-tick")
+            tick = page.locator(f"#tick-list details.tick[data-tick='{number}']")  # newer ticks come on top meanwhile
+            tick.locator("summary").dispatch_event("click")  # not by coordinates: new ticks push the row down
             expect(tick.locator(".tick-body details.context").first).to_be_visible()
-            expect(tick.locator(".tick-body pre.answer")).to_contain_text(IDLE)
+            expect(tick.locator(".tick-body pre.answer")).to_contain_text("# Commands:")
             shot(page, "mind-tick-open")
+    page.goto(node.url.rstrip("/") + "/")
+    page.emulate_media(color_scheme="dark")  # base.css follows the system's choice
+    expect(page.locator("body")).to_have_css("background-color", "rgb(23, 24, 26)")
+    expect(page.locator("#threads > li").first).to_be_visible()
+    expect(page.locator("#nav .mode")).not_to_have_text("?")
+    shot(page, "conversation-dark")
     assert not csp_errors(page), csp_errors(page)
     assert not [e for e in page.console_errors if "Failed to load" not in e], page.console_errors
 
 
 def test_markup_in_a_note_is_text(page, node):
     markup = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold?</b>'
-    node.post("/api/notes", {"text": markup, "topic": "xss"})
     login(page, node)
     page.goto(node.url.rstrip("/") + "/knowledge")
+    expect(page.locator("#note-list > *").first).to_be_visible()
+    node.post("/api/notes", {"text": markup, "topic": "xss"})  # arrives on the open page by a note event
     shown = page.locator("#note-list .note-text", has_text="onerror")
     expect(shown.first).to_have_text(markup)
     assert page.locator("#note-list img, #note-list b").count() == 0

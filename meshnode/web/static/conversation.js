@@ -125,7 +125,10 @@ onMode(paintStatus);
 const reloadThread = debounce(() => loadThread());
 const reloadThreads = debounce(() => loadThreads());
 stream(["chat", "tick"], (type, data) => {
-  if (type === "chat" && data && data.thread === current) { woke = false; reloadThread(); }
+  if (type === "chat" && data && data.thread === current) {
+    if (data.side === "agent") woke = false;  // answered; the person's own message (echoed) changes nothing
+    reloadThread();
+  }
   else if (type === "tick" && current) reloadThread();
   if (type === "chat") reloadThreads();
 });

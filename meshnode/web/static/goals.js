@@ -2,7 +2,7 @@
 // due state; new goals, tasks for the agent or a peer, progress, done, cancel.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, section, button, form, act, debounce } from "./ui.js";
+import { el, clear, time, section, button, form, act, debounce, choices } from "./ui.js";
 
 renderNav("goals");
 
@@ -12,7 +12,21 @@ const [treeSec, tree] = section("Goals", "goals");
 main.append(newSec, treeSec);
 
 let me = null;      // this node's DID: the agent's tasks are assigned to it
+let taskStatuses = [];  // from the route table (POST /api/tasks/{id}/update)
 let people = [];    // [did, label] of the agent and known peers
+const forms = new Map();  // the forms of the tree, kept across reloads: a live event must not wipe what the person types
+
+function kept(key, make) {
+  if (!forms.has(key)) forms.set(key, make());
+  return forms.get(key);
+}
+
+function setOptions(select, options) {
+  const value = select.value;
+  if (select.options.length === options.length && [...select.options].every((o, i) => o.value === options[i][0])) return;
+  select.replaceChildren(...options.map(([v, l]) => el("option", { value: v, text: l })));
+  if (options.some(([v]) => v === value)) select.value = value;
+}
 
 newBody.append(form([
   { name: "title", label: "title", required: true },
@@ -22,21 +36,27 @@ newBody.append(form([
 
 function dueMark(task, due) {
   const d = due.get(task.lineage);
-  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "next check ", time(task.next_check_ms)) : null;
+  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "· next check ", time(task.next_check_ms)) : null;
   return el("span", { class: "overdue", text: `${d.state || d.due || "due"}` });
 }
 
 function taskNode(t, children, due) {
   const progress = typeof t.progress === "number" ? el("progress", { max: 1, value: t.progress, title: `${Math.round(t.progress * 100)}%` }) : null;
   const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
-  const progressForm = form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
-    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); });
+  const progressForm = kept(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
+    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); }));
+  const statusForm = kept(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
+    async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/update`, v); await load(); }, { cls: "status-form" }));
+  setOptions(statusForm.inputs.status, taskStatuses.map((x) => [x, x]));
+  if (!statusForm.contains(document.activeElement)) statusForm.inputs.status.value = t.status;
   const li = el("li", { class: "task", data: { lineage: t.lineage } },
     el("span", { class: "title", text: t.title }), " ",
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
     el("span", { class: "muted", text: who ? `held by ${who}` : "nobody holds it" }), " ", dueMark(t, due),
-    el("div", { class: "actions" }, progressForm,
-      button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); })));
+    el("div", { class: "actions" }, progressForm, statusForm,
+      button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); }, { cls: "done" }),
+      (t.assigned_to || []).includes(me)
+        ? button("Give back", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/release`, {}); await load(); }) : null));
   if (children.length) li.append(el("ul", { class: "tasks" }, children));
   return li;
 }
@@ -49,7 +69,7 @@ function goalNode(g, tasks, due) {
     byParent.get(key).push(t);
   }
   const branch = (parent) => (byParent.get(parent) || []).map((t) => taskNode(t, branch(t.lineage), due));
-  const taskForm = form([
+  const taskForm = kept(`task:${g.lineage}`, () => form([
     { name: "title", label: "new task", required: true },
     { name: "assignee", label: "for", type: "select", options: people },
   ], "Add task", async (v) => {
@@ -59,7 +79,8 @@ function goalNode(g, tasks, due) {
       await post(`/api/tasks/${encodeURIComponent(task.lineage || task.did)}/assign`, { candidates: [v.assignee] });
       await load();
     }
-  }, { cls: "task-form" });
+  }, { cls: "task-form" }));
+  setOptions(taskForm.inputs.assignee, people);
   return el("div", { class: "goal", data: { lineage: g.lineage } },
     el("div", { class: "head" },
       el("span", { class: "title", text: g.title }),
@@ -75,6 +96,7 @@ async function load() {
     me ? null : get("/api/status"), get("/api/goals"), get("/api/tasks"),
     get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => [])]);
   if (status) me = status.did;
+  if (!taskStatuses.length) taskStatuses = await choices("POST", "/api/tasks/{id}/update", "status");
   people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || p.did])];
   const dueMap = new Map((due || []).map((d) => [d.lineage, d]));
   const byGoal = new Map();

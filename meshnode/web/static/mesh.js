@@ -19,8 +19,10 @@ findBody.append(form([
 ], "Find", async (v) => { clear(findResult, pre(await get("/api/find", v))); }), findResult);
 
 const pingResult = el("p", { class: "muted" });
+let shownPeers = [];
 async function loadPeers() {
   const [peers, friends] = await Promise.all([get("/api/peers"), get("/api/friends").catch(() => [])]);
+  shownPeers = peers;
   const friendSet = new Set((friends || []).map((f) => (typeof f === "string" ? f : f.did)));
   clear(peersBody, table(peers, [
     { key: "name", render: (p) => el("strong", { text: p.name || "(no name)" }) },
@@ -62,7 +64,18 @@ async function loadReputation() {
 }
 
 const reloadPeers = debounce(loadPeers);
-stream(["peer"], reloadPeers);
+
+/** A peer event can come before the peer's row (and its name, from the exchange that follows the
+ * connection) is stored: look again a few times, a second apart, until the row says what the event did. */
+function follow(data, tries = 10) {
+  const row = shownPeers.find((p) => p.did === data.did);
+  if (row && row.name && Boolean(row.connected) === Boolean(data.connected)) return;
+  if (tries > 0) setTimeout(() => act(async () => { await loadPeers(); follow(data, tries - 1); }), 1000);
+}
+stream(["peer"], (type, data) => {
+  reloadPeers();
+  if (data && data.did) follow(data);
+});
 act(loadPeers);
 act(loadConsensus);
 act(loadReputation);

@@ -2,7 +2,7 @@
 // answer and the commands), held commands with Release/Drop, validators' weights.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, text, pre, table, facts, section, button, act, debounce } from "./ui.js";
+import { el, time, text, pre, table, facts, section, button, act, debounce, shortId } from "./ui.js";
 
 renderNav("mind");
 
@@ -21,13 +21,12 @@ const [heldSec, heldBody] = section("Held commands", "held",
 const [validSec, validBody] = section("Validators", "validators");
 main.append(stateSec, ticksSec, heldSec, validSec);
 
-const DECIDED = ["released", "running", "done", "failed", "dropped", "expired"];
-
 async function loadState() {
   const m = await get("/api/mind");
   const keys = ["mode", "paused", "idle", "ticks", "llm", "last_error", "stalled", "hint"].filter((k) => k in m);
   const parts = [facts(m, keys)];
-  if (m.tool_calls) parts.push(el("p", { text: `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max}` }));
+  if (m.tool_calls) parts.push(el("p", {}, `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max} `,
+    button("Reset the budget", async () => { await post("/api/gate/reset-limit", {}); await loadState(); }, { cls: "reset-limit" })));
   if (m.llms && m.llms.length) parts.push(el("h3", { text: "LLMs" }), table(m.llms, [{ key: "id" }, { key: "model" }, { key: "error" }]));
   stateBody.replaceChildren(...parts);
   stateSec.dataset.paused = m.paused ? "yes" : "no";
@@ -55,10 +54,13 @@ function tickNode(t) {
   if (s.novelty !== undefined) bits.push(el("span", { text: `novelty ${s.novelty}` }));
   if (s.rating !== undefined && s.rating !== null) bits.push(el("span", { text: `rating ${s.rating}` }));
   if (s.auto_pass !== undefined) bits.push(el("span", { text: s.auto_pass ? "auto-pass" : "validated" }));
-  if (s.commands !== undefined) bits.push(el("span", { text: `commands ${s.commands}, ran ${s.ran ?? "?"}, refused ${s.refused ?? 0}${s.set_aside ? `, held ${text(s.set_aside, 40)}` : ""}` }));
+  if (s.commands !== undefined) {
+    const verdict = s.ran === true ? "passed" : s.ran === false ? "not passed" : `ran ${s.ran ?? "?"}`;
+    bits.push(el("span", { text: `commands ${s.commands} (${verdict}), refused ${s.refused ?? 0}${s.set_aside ? `, set aside ${text(s.set_aside, 40)}` : ""}${s.through_mesh ? `, ${s.through_mesh} through the mesh` : ""}` }));
+  }
   if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));
   if (s.error) bits.push(el("span", { class: "error", text: s.error }));
-  if (t.wake_job) bits.push(el("span", { text: `wake ${t.wake_job}` }));
+  if (t.wake_job) bits.push(el("span", { class: "muted", text: "in a reactor wake " }, shortId(t.wake_job, 16)));
   const body = el("div", { class: "tick-body" }, el("p", { class: "muted", text: "loading…" }));
   const d = el("details", { class: "tick", data: { tick: t.tick } }, el("summary", {}, bits), body);
   d.addEventListener("toggle", () => { if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; act(() => fillTick(t.tick, body)); } });
@@ -73,10 +75,12 @@ async function fillTick(tick, body) {
   parts.push(el("h3", { text: "Answer" }), t.answer ? pre(t.answer, "answer") : el("p", { class: "empty", text: "no answer" }));
   parts.push(el("h3", { text: "Commands" }), table(t.commands || [], [{ key: "name" }, { key: "status" }, { key: "value", max: 2000 }], { empty: "no commands" }));
   if (t.held && t.held.length) parts.push(el("p", { text: `held: ${t.held.join(", ")}` }));
-  if (t.response) parts.push(el("h3", { text: "Validation" }), facts(t.response));
+  if (t.response) parts.push(el("h3", { text: "Validation" }), facts(t.response, Object.keys(t.response).filter((k) => k !== "content")));
   if (t.summary) parts.push(el("h3", { text: "Summary" }), facts(summaryOf(t)));
   body.replaceChildren(...parts);
 }
+
+const LIVE_ROWS = 200;  // closed tick rows kept while ticks arrive; "older ticks" pages back
 
 async function loadTicks(before = null) {
   const rows = await get("/api/mind/ticks", before != null ? { before } : {});
@@ -85,6 +89,8 @@ async function loadTicks(before = null) {
     const have = new Set([...tickList.querySelectorAll("details.tick")].map((d) => Number(d.dataset.tick)));
     const fresh = rows.filter((t) => !have.has(Number(t.tick)));
     for (const t of fresh.reverse()) tickList.prepend(tickNode(t));  // keeps open rows open
+    const closed = tickList.querySelectorAll("details.tick:not([open])");
+    for (let i = closed.length - 1; i >= LIVE_ROWS; i--) closed[i].remove();  // a tab left open for hours stays small
     if (!have.size && !rows.length) tickList.replaceChildren(el("p", { class: "empty", text: "no ticks yet" }));
     else tickList.querySelector(":scope > p.empty")?.remove();
   }
@@ -101,8 +107,7 @@ async function decide(what, ids) {
 
 async function loadHeld() {
   const held = await get("/api/mind/held", { status: "held" });
-  const decided = (await Promise.all(DECIDED.map((status) => get("/api/mind/held", { status, limit: 20 }))))
-    .flat().sort((a, b) => b.id - a.id).slice(0, 20);
+  const decided = (await get("/api/mind/held", { status: "all", limit: 40 })).filter((r) => r.status !== "held").slice(0, 20);
   const cols = [
     { key: "id" }, { key: "tick" }, { key: "type" }, { key: "command", max: 300 }, { key: "kind" }, { key: "reason" },
     { key: "status", render: (r) => el("span", { class: `status status-${r.status}`, text: r.status }) },

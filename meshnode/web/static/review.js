@@ -33,13 +33,17 @@ async function decide(decision, paths) {
   return result;
 }
 
+const editors = new Map();  // path -> textarea, kept across reloads: a live event must not wipe an edit in progress
+
 function draftNode(d) {
-  const editor = el("textarea", { class: "code", rows: 10, hidden: true, attrs: { "aria-label": `content of ${d.path}` } });
+  if (!editors.has(d.path)) editors.set(d.path, el("textarea", { class: "code", rows: 10, hidden: true, attrs: { "aria-label": `content of ${d.path}` } }));
+  const editor = editors.get(d.path);
   const save = button("Save edit", async () => {
     await post("/api/drafts/edit", { path: d.path, content: editor.value });
+    editors.delete(d.path);
     await loadDrafts();
   }, { cls: "save-edit" });
-  save.hidden = true;
+  save.hidden = editor.hidden;
   const edit = button("Edit", async () => {
     editor.value = diffToNew(d.diff);
     editor.hidden = false;
@@ -95,7 +99,7 @@ async function loadSnapshots() {
 }
 
 async function loadConfirmations() {
-  const rows = await get("/api/confirmations");
+  const rows = await get("/api/confirmations", { all: true, limit: 20 });  // decided ones stay, with their outcome
   clear(confBody, table(rows, [
     { key: "id" }, { key: "tool" }, { key: "args", max: 400 }, { key: "risk" }, { key: "reason" },
     { key: "status", render: (c) => el("span", { class: `status-${c.status}`, text: c.status }) },

@@ -1,6 +1,6 @@
 // Small DOM helpers shared by the pages. Everything that came from notes, the LLM or peers is
 // set with textContent (never innerHTML), and styling is by class only (the CSP forbids inline styles).
-import { showError } from "./api.js";
+import { get, showError } from "./api.js";
 
 /** el("div", {class: "x", text: "hi", title, data: {did}, attrs: {type}, on: {click}}, ...children) */
 export function el(tag, props = {}, ...children) {
@@ -12,6 +12,7 @@ export function el(tag, props = {}, ...children) {
     else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
     else if (key === "attrs") for (const [k, v] of Object.entries(value)) { if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : String(v)); }
     else if (key === "on") for (const [k, v] of Object.entries(value)) node.addEventListener(k, v);
+    else if (/html/i.test(key)) throw new Error(`el(): ${key} is not allowed; text goes in with textContent`);
     else node[key] = value;
   }
   for (const child of children.flat()) {
@@ -29,6 +30,7 @@ export function clear(node, ...children) {
 /** A time in the browser's zone, the UTC value in its title. */
 export function time(ms) {
   if (ms === null || ms === undefined || ms === "") return el("span", { class: "muted", text: "-" });
+  if (typeof ms === "object") return el("span", { text: text(ms) });
   const d = new Date(Number(ms));
   if (Number.isNaN(d.getTime())) return el("span", { text: String(ms) });
   return el("time", { text: d.toLocaleString(), title: d.toISOString(), attrs: { datetime: d.toISOString() } });
@@ -149,4 +151,12 @@ export function debounce(fn, ms = 150) {
 export function shortId(value, keep = 12) {
   const s = value === null || value === undefined ? "" : String(value);
   return el("code", { class: "id", text: s.length > keep + 1 ? `…${s.slice(-keep)}` : s, title: s });
+}
+
+let routeTable = null;
+/** The choices the API declares for an argument (GET /api, read once): the pages never copy them. */
+export async function choices(method, path, arg) {
+  if (!routeTable) routeTable = get("/api");
+  const route = (await routeTable).find((r) => r.method === method && r.path === path);
+  return (route && route.args[arg] && route.args[arg].choices) || [];
 }
