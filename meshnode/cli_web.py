@@ -9,7 +9,8 @@ link's fragment, which a browser never sends to a server, so it stays out of log
 
 from __future__ import annotations
 
-from meshnode.cli_common import _config
+from meshnode.cli_common import _ask_node, _config
+from meshnode.control import ControlError
 from meshnode.web.settings import host_port, parse_listen
 
 
@@ -25,7 +26,10 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=cmd_url)
 
 
-def login_url(config, token: str) -> str:
+def login_url(config, token: str, bound: str | None = None) -> str:
+    """The link for ``[web] listen``, or for the address a running node bound (``bound``, its URL)."""
+    if bound:
+        return f"{bound.rstrip('/')}/login#t={token}"
     web = config.values["web"]
     host, port = parse_listen(web["listen"])
     if host in ("0.0.0.0", "::"):
@@ -40,9 +44,19 @@ def cmd_url(args) -> int:
     config = _config(args)
     path = config.path("web", "token_path")
     token = write_token(path) if args.rotate else read_token(path)
-    print(login_url(config, token))
-    if config.values["web"]["listen"].endswith(":0"):
+    bound = _running_web(config)
+    print(login_url(config, token, bound))
+    if bound is None and config.values["web"]["listen"].endswith(":0"):
         print("(listen port 0: the node picks a free port at start; its `web:` line shows it)")
     if not config.values["web"]["enabled"]:
         print("(the web notebook is off: [web] enabled = false)")
     return 0
+
+
+def _running_web(config) -> str | None:
+    """The notebook's URL as the running node bound it (port 0 picks a free one); None when no node runs."""
+    try:
+        status = _ask_node(config, "status", required=False, timeout=5.0)
+    except ControlError:
+        return None
+    return (status or {}).get("web")

@@ -133,7 +133,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         from meshnode.web.services import Services
 
                         services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
-                        web = web_url(config, await nursery.start(serve_web, config, services))
+                        web = control.web_url = web_url(config, await nursery.start(serve_web, config, services))
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
@@ -251,6 +251,7 @@ class _Control:
                  cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
         self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
+        self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
 
     async def handle(self, cmd: str, args: dict):
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
@@ -281,7 +282,7 @@ class _Control:
         return {"did": self.key.did, "peer_id": self.key.peer_id, "name": self.config.name,
                 "home": str(self.config.home), "database": str(self.config.db_path),
                 "schema_version": self.store.version, "counts": counts, "running": True,
-                "addresses": self.mesh.addresses(), **self.mesh.peers_snapshot(),
+                "addresses": self.mesh.addresses(), "web": self.web_url, **self.mesh.peers_snapshot(),
                 "cognition": {**(self.cycle.status() if self.cycle else {"mode": "off"}),
                               "held": await self.store.read(held.summary)}}
 

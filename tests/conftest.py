@@ -16,19 +16,7 @@ from pathlib import Path
 
 import pytest
 
-
-def cli_env(fake_user_home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a CLI subprocess: os.environ without MESHNODE_*, plus ``env``."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
-    base["HOME"] = str(fake_user_home)
-    base["MESHNODE_NET_LISTEN"] = "/ip4/127.0.0.1/tcp/0"  # tests never take a fixed port
-    base["MESHNODE_WEB_LISTEN"] = "127.0.0.1:0"  # nor the web notebook's 8470
-    base["MESHNODE_NET_BOOTSTRAP"] = "bootstrap.txt"
-    base["PYTHONIOENCODING"] = "utf-8"
-    base.pop("PYTHONWARNINGS", None)
-    if env:
-        base.update(env)
-    return base
+from clienv import cli_env  # noqa: F401 (tests import it from here too)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from pathlib import Path
 import nacl.pwhash
 import pytest
 
-from conftest import cli_env
+from clienv import cli_env
 from meshnode.identity.keyfile import load_key_file, write_key_file
 
 NODE_DID = re.compile(r"did:key:z6Mk[1-9A-HJ-NP-Za-km-z]+")

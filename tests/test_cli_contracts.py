@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env
+from clienv import cli_env
 from meshnode.cli import build_parser
 from test_cli import CONTAINER_DID, assert_clean_failure, one_error_line
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 
-from conftest import cli_env
+from clienv import cli_env
 from test_cli import RunningNode, assert_clean_failure, db_path, one_error_line
 
 

@@ -284,7 +284,7 @@ def test_two_concurrent_one_shot_scans_wake_an_external_agent_once(tmp_path, run
     import subprocess
     import sys
 
-    from conftest import cli_env
+    from clienv import cli_env
 
     agent = "import time; open('ran', 'w').write('1'); time.sleep(1); print('{\"processed_messages\": []}')"
     with open(home / "config.toml", "a", encoding="utf-8") as f:

@@ -35,11 +35,12 @@ def shot(page, name: str) -> Path:
 
 
 def login_link(node) -> str:
-    """The link `meshnode web url` prints for this node, on the port the node bound: the test nodes
-    listen on port 0, which `web url` (reading the settings) cannot know."""
+    """The link `meshnode web url` prints for this running node: on the port it bound (the test
+    nodes listen on port 0, which `web url` learns from the node)."""
     out = node.node.cli("web", "url")
     link = next(word for word in out.split() if "/login#t=" in word)
-    return node.url.rstrip("/") + "/login#" + link.split("#", 1)[1]
+    assert link.startswith(node.url.rstrip("/") + "/login#t="), (link, node.url)
+    return link
 
 
 def login(page, node) -> None:

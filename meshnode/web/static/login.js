@@ -19,8 +19,19 @@ async function login(token) {
   }
 }
 
-const token = new URLSearchParams(location.hash.slice(1)).get("t");
-history.replaceState(null, "", location.pathname + location.search);  // the token leaves the address bar
+function tokenFromLink() {
+  const token = new URLSearchParams(location.hash.slice(1)).get("t");
+  history.replaceState(null, "", location.pathname + location.search);  // the token leaves the address bar
+  return token;
+}
+
+// The link pasted into a tab already on /login changes only the fragment: no reload, so listen for it.
+window.addEventListener("hashchange", () => {
+  const again = tokenFromLink();
+  if (again) login(again);
+});
+
+const token = tokenFromLink();
 if (token) {
   login(token);
 } else {
