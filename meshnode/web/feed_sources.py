@@ -178,26 +178,24 @@ def ahead(marks: Marks, heads: Marks) -> bool:
 
 # --- reading the database (run in the store's reader thread) -------------------------------------
 
-def _table_exists(db: Database, table: str) -> bool:
-    return db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() \
-        is not None
+def _heads_sql() -> str:
+    parts = []
+    for s in SOURCES:
+        parts.append(f"(SELECT COALESCE(MAX({'rowid' if s.rowid_filter else 'id'}), 0) FROM {s.table})")
+        if s.time_column:
+            parts.append(f"(SELECT COALESCE(MAX({s.time_column}), 0) FROM {s.table})")
+    return "SELECT " + ", ".join(parts)
 
 
-def _head(db: Database, s: Source) -> tuple[int, int | None]:
-    if not _table_exists(db, s.table):
-        return (0, 0 if s.time_column else None)
-    id_col = "rowid" if s.rowid_filter else "id"
-    last = db.conn.execute(f"SELECT COALESCE(MAX({id_col}), 0) FROM {s.table}").fetchone()[0]
-    if s.time_column is None:
-        return (int(last), None)
-    at = db.conn.execute(f"SELECT COALESCE(MAX({s.time_column}), 0) FROM {s.table}").fetchone()[0]
-    return (int(last), int(at))
+HEADS_SQL = _heads_sql()
 
 
 def heads(db: Database) -> Marks:
-    """The marks of the newest rows now: where a new stream starts."""
+    """The marks of the newest rows now (one statement): where a new stream starts, and how far a
+    poll reads."""
     with sql_errors("reading the feed's marks"):
-        return {s.name: _head(db, s) for s in SOURCES}
+        values = iter(db.conn.execute(HEADS_SQL).fetchone())
+    return {s.name: (int(next(values)), int(next(values)) if s.time_column else None) for s in SOURCES}
 
 
 def _rows(db: Database, sql: str, params: tuple) -> list[dict]:
@@ -236,12 +234,14 @@ def _poll_source(db: Database, s: Source, mark: tuple[int, int | None], upto: tu
 
 def poll(db: Database, marks: Marks, upto: Marks | None = None, limit: int = LIMIT) -> dict:
     """The events past ``marks`` (up to ``upto``, default the newest rows), in source order, and the
-    marks after them: ``{"events": [(source, type, data)], "marks", "more": [sources with rows left]}``."""
+    marks after them: ``{"events": [(source, type, data)], "marks", "more": [sources with rows left]}``.
+    A source whose newest row is not past its mark costs no query: a quiet poll is one statement."""
     with sql_errors("reading the feed"):
         upto = upto if upto is not None else heads(db)
         events, after, more = [], {}, []
         for s in SOURCES:
-            if not _table_exists(db, s.table):
+            (last, at), (top_id, top_at) = marks[s.name], upto[s.name]
+            if top_id <= last and (s.time_column is None or top_at <= at):  # nothing new: no query
                 after[s.name] = marks[s.name]
                 continue
             got, after[s.name], left = _poll_source(db, s, marks[s.name], upto[s.name], limit)
