@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = friend.add_parser("list", parents=[common], help="list friends")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_friend_list)
-    p = sub.add_parser("metrics", parents=[common], help="the running node's counters")
+    p = sub.add_parser("metrics", parents=[common], help="the running node's counters, gauges and timings (count and sum)")
     p.set_defaults(func=cmd_metrics)
 
     cont = sub.add_parser("container", parents=[common], help="inspect container files").add_subparsers(
@@ -439,9 +439,19 @@ def cmd_friend_list(args) -> int:
 
 def cmd_metrics(args) -> int:
     config = _config(args)
-    for m in _ask_node(config, "metrics"):
-        labels = ",".join(f"{k}={v}" for k, v in m["labels"].items())
-        print(f"{m['name']}{'{' + labels + '}' if labels else ''} {m['value']}")
+    full = _ask_node(config, "metrics", {"full": True})
+
+    def line(name: str, labels: dict, value) -> None:
+        inside = ",".join(f"{k}={v}" for k, v in labels.items())
+        print(f"{name}{'{' + inside + '}' if inside else ''} {value}")
+
+    for m in full["counters"]:  # counters first, as before; then gauges; then each histogram's count and sum
+        line(m["name"], m["labels"], m["value"])
+    for g in full["gauges"]:
+        line(g["name"], g["labels"], g["value"])
+    for h in full["histograms"]:
+        line(h["name"] + "_count", h["labels"], h["count"])
+        line(h["name"] + "_sum", h["labels"], round(h["sum"], 6))
     return 0
 
 

@@ -21,7 +21,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import serve_control, socket_path
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import chat, knowledge, knowledge_edits
-from meshnode.cognition import catalogue, held, mind_view, peer_validation, processes, tick_traces
+from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -109,8 +109,9 @@ def net_config(config: Config) -> NetConfig:
 
 async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> None:
     metrics = Metrics()
+    llm.METRICS.set(metrics)  # every LLM call of this node (and the tasks it starts) is timed
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with await Store.open(config.db_path) as store:
+        async with await Store.open(config.db_path, metrics=metrics) as store:
             await store.write(_heartbeat, "node", "started")
             mesh = Mesh(key, net_config(config), store, metrics)
             try:

@@ -420,7 +420,8 @@ class Cycle:
     async def _reflect(self, endpoint, prompt: str) -> str:
         """Reflection before completion (the gate's submit): the main LLM checks its own work."""
         try:
-            return await chat(endpoint, [{"role": "user", "content": prompt}], temperature=0.0, retries=1)
+            return await chat(endpoint, [{"role": "user", "content": prompt}], temperature=0.0, retries=1,
+                              role="reflect")
         except LLMError as exc:
             return f"NOT READY -- the reflection could not run: {exc.reason}"
 
@@ -431,7 +432,8 @@ class Cycle:
         """The mini-query: the LLM's own view of what is new (None when it does not answer in form)."""
         known = await self.store.read(_emotions)
         try:
-            reply = await chat(endpoint, assessment.prompt(known, previous, answer), temperature=0.0, retries=0)
+            reply = await chat(endpoint, assessment.prompt(known, previous, answer), temperature=0.0, retries=0,
+                               role="assess")
         except LLMError as exc:
             log.info("assessment: %s", exc.reason)
             return None

@@ -198,7 +198,7 @@ class Guard:
         finally:
             metrics = self.services.metrics
             metrics.inc("web_requests", route=label, status=str(status[0]))
-            if hasattr(metrics, "observe"):
+            if label != "/api/events":  # a stream's whole life is not a request's latency
                 metrics.observe("web_request_seconds", time.perf_counter() - started, route=label)
 
 

@@ -27,7 +27,7 @@ _EXACT = {
     "unreachable": 502, "sync_failed": 502, "slow_frame": 502, "bad_sync": 502, "bad_announce": 502,
     "identity_mismatch": 502, "revoked": 502, "fetch_failed": 502,
     "db_busy": 503, "db_full": 503, "db_error": 503, "cannot_open": 503, "no_database": 503, "port_in_use": 503,
-    "node_not_running": 503,
+    "node_not_running": 503, "too_many_streams": 503,
     "timeout": 504,
 }
 

@@ -21,7 +21,6 @@ from starlette.responses import StreamingResponse
 from meshnode.errors import MeshnodeError
 from meshnode.web import feed_sources as fs
 from meshnode.web.endpoint import Arg, Endpoint
-from meshnode.web.errors import error_response
 
 log = logging.getLogger("meshnode.web")
 
@@ -243,12 +242,7 @@ async def events(services, args: dict, request) -> StreamingResponse:
     if unknown:
         raise MeshnodeError("bad_arguments", f"unknown event type {unknown[0][:40]!r};"
                             f" the types are {', '.join(fs.EVENT_TYPES)}")
-    try:
-        stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))
-    except MeshnodeError as exc:
-        if exc.code == "too_many_streams":
-            return error_response(exc, 503)
-        raise
+    stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))  # 503 when full
     return EventStreamResponse(services.feed, stream)
 
 
