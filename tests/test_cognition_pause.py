@@ -62,13 +62,13 @@ async def test_paused_the_cycle_does_not_tick_and_resumed_it_ticks_again(tmp_pat
             assert (await cycle.pause("cli"))["paused_by"] == "web"  # pausing again changes nothing
             await cycle.resume("cli")
             assert cycle.status()["paused"] is False
-            await until(lambda: cycle.ticks > ticks, what="a tick after the resume")
+            await until(lambda: seen and seen[-1]["tick"] > ticks, what="a tick after the resume, ended")
         assert [s["tick"] for s in seen[:2]] == [1, 2]  # on_tick got each tick's summary
         pauses = await store.read(log_rows, "cycle:pause")
         resumes = await store.read(log_rows, "cycle:resume")
         assert [p["by"] for p in pauses] == ["web"] and [r["by"] for r in resumes] == ["cli"]
         [timed] = [h for h in cycle.metrics.histograms() if h["name"] == "cycle_tick_seconds"]
-        assert timed["count"] == cycle.ticks  # every tick observed
+        assert timed["count"] == len(seen)  # every tick that ended was observed (leaving may cut one short)
     finally:
         await store.aclose()
 
