@@ -75,6 +75,8 @@ async def _json_body(request: Request, limit: int) -> dict:
         return json.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise MeshnodeError("bad_request", "the request body is not JSON") from None
+    except RecursionError:  # "[[[[..." within max_body_bytes
+        raise MeshnodeError("bad_request", "the request body is JSON nested too deeply") from None
 
 
 def _handler(ep: Endpoint, services, body_limit: int):
