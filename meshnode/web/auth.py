@@ -158,7 +158,7 @@ class Auth:
         if not value or len(value) > 200 or "." not in value:
             return False
         issued, _, mac = value.partition(".")
-        if not issued.isdigit():
+        if not (issued.isascii() and issued.isdigit()):  # "²".isdigit() is True, int("²") fails
             return False
         issued_ms = int(issued)
         if not issued_ms - CLOCK_SLACK_MS <= now_ms < issued_ms + self.session_ms + CLOCK_SLACK_MS:

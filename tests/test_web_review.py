@@ -1,0 +1,65 @@
+"""Edge cases found in review of the web notebook (protocols/web.md 3.3, 4): input that used to crash a
+route with 500 (or the guard itself) is refused with a typed 4xx, and the store is unchanged."""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+from webharness import WebNode
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    node = WebNode(tmp_path_factory.mktemp("webreview"), "review")
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def refused(response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["ok"] is False and body["code"] == code and body["reason"], body
+
+
+def raw_request(web: WebNode, head: bytes) -> bytes:
+    """One HTTP/1.1 request as bytes (what httpx will not send), the whole answer back."""
+    url = urlsplit(web.url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        sock.sendall(head.replace(b"HOST", url.netloc.encode()))
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+INTEGERS = [("GET", "/api/threads", "before"), ("GET", "/api/mind/ticks", "before"),
+            ("GET", "/api/reactor/events", "since_ms")]
+
+
+@pytest.mark.parametrize("method,path,name", INTEGERS)
+@pytest.mark.parametrize("value", [10 ** 30, 2 ** 63])
+def test_an_integer_past_64_bits_is_400_not_500(web, method, path, name, value):
+    refused(web.raw_get(path, **{name: str(value)}), 400, "bad_arguments")
+
+
+@pytest.mark.parametrize("path", ["/api/mind/held/release", "/api/mind/held/drop"])
+def test_a_held_id_past_64_bits_is_400_not_500(web, path):
+    refused(web.raw_post(path, {"ids": [10 ** 30]}), 400, "bad_arguments")
+
+
+def test_deeply_nested_json_is_400_not_500(web):
+    before = web.get("/api/status")["counts"]
+    response = web._client.post("/api/notes", content=b"[" * 200_000, headers={"content-type": "application/json"})
+    refused(response, 400, "bad_request")
+    assert web.get("/api/status")["counts"] == before
+
+
+def test_a_cookie_with_a_non_ascii_digit_is_401_not_500(web):
+    answer = raw_request(web, b"GET /api HTTP/1.1\r\nHost: HOST\r\nCookie: meshnode_session=\xb2.abc\r\n"
+                              b"Connection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:300]
