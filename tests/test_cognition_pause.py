@@ -114,3 +114,34 @@ async def test_the_pause_outlives_a_restart(tmp_path):
             await until(lambda: again.ticks > first.ticks, what="a tick after the resume")
     finally:
         await store.aclose()
+
+
+async def test_a_pause_whose_write_failed_is_not_half_applied(tmp_path):
+    """The row could not be written (the database busy): the call fails, the cycle is not paused in
+    memory only, and a second pause writes the row (so it outlives a restart)."""
+    from meshnode.cognition.tick_store import paused_of
+    from meshnode.errors import MeshnodeError
+
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05, metrics=Metrics())
+        real_write, failures = store.write, [1]
+
+        async def flaky_write(fn, *a, **kw):
+            if failures:
+                failures.pop()
+                raise MeshnodeError("db_busy", "the database is busy")
+            return await real_write(fn, *a, **kw)
+
+        store.write = flaky_write
+        try:
+            await cycle.pause("web")
+        except MeshnodeError:
+            pass
+        else:
+            raise AssertionError("the failed write was not reported")
+        assert cycle.paused is False
+        assert (await cycle.pause("web"))["paused"] is True
+        assert await store.read(paused_of) == "web"
+    finally:
+        await store.aclose()

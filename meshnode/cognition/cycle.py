@@ -106,8 +106,13 @@ class Cycle:
         progress finishes. Kept across restarts (a config row); logged for the agent's context 4."""
         if not self.paused:
             self.resumed = trio.Event()
-            self.paused_by = by
-            await self.store.write(set_paused, True, by)
+            self.paused_by = by  # at once: no tick starts while the row is written
+            try:
+                await self.store.write(set_paused, True, by)
+            except BaseException:  # not kept: not paused (else a retry would skip the write)
+                self.paused_by = None
+                self.resumed.set()
+                raise
         return self.status()
 
     async def resume(self, by: str = "cli") -> dict:
