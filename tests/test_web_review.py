@@ -63,3 +63,17 @@ def test_a_cookie_with_a_non_ascii_digit_is_401_not_500(web):
     answer = raw_request(web, b"GET /api HTTP/1.1\r\nHost: HOST\r\nCookie: meshnode_session=\xb2.abc\r\n"
                               b"Connection: close\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 401"), answer[:300]
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/api/friends", '{"did": "\\ud800x"}'),
+    ("/api/peers/ping", '{"did": "\\ud800x"}'),
+    ("/api/ethics", '{"model_type": "\\ud800x"}'),
+    ("/api/goals", '{"title": "t", "participants": ["\\ud800"]}'),
+    ("/api/notes", '{"text": "fine", "tags": ["ok"], "\\udc80": 1}'),
+])
+def test_a_lone_surrogate_in_a_json_body_is_400_not_500(web, path, body):
+    before = web.get("/api/status")["counts"]
+    response = web._client.post(path, content=body.encode(), headers={"content-type": "application/json"})
+    refused(response, 400, "bad_request")
+    assert web.get("/api/status")["counts"] == before

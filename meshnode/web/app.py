@@ -72,7 +72,12 @@ async def _json_body(request: Request, limit: int) -> dict:
     if not body.strip():
         return {}
     try:
-        return json.loads(body)
+        value = json.loads(body)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # "\ud800" parses, but no store can hold it
+        return value
+    except UnicodeEncodeError:
+        raise MeshnodeError("bad_request", "the request body has a lone surrogate (\\ud800-\\udfff): not text")\
+            from None
     except (UnicodeDecodeError, ValueError):
         raise MeshnodeError("bad_request", "the request body is not JSON") from None
     except RecursionError:  # "[[[[..." within max_body_bytes
