@@ -77,3 +77,11 @@ def test_a_lone_surrogate_in_a_json_body_is_400_not_500(web, path, body):
     response = web._client.post(path, content=body.encode(), headers={"content-type": "application/json"})
     refused(response, 400, "bad_request")
     assert web.get("/api/status")["counts"] == before
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/api/snapshots/%C2%B2"), ("POST", "/api/snapshots/%C2%B2/rollback"),
+                                         ("POST", "/api/confirmations/%C2%B2"), ("GET", "/api/mind/ticks/%C2%B2")])
+def test_a_path_number_with_a_superscript_digit_is_400_not_500(web, method, path):
+    body = {"approve": True} if "confirmations" in path else {}
+    response = web._client.get(path) if method == "GET" else web._client.post(path, json=body)
+    refused(response, 400, "bad_arguments")

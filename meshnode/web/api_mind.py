@@ -21,7 +21,7 @@ async def ticks(services, args):
 
 async def tick_show(services, args):
     text = args["tick"]
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
         raise MeshnodeError("bad_arguments", f"tick must be a tick number, not {text[:40]!r}")
     return await services.call("mind_tick_show", tick=int(text))
 
