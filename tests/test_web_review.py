@@ -85,3 +85,34 @@ def test_a_path_number_with_a_superscript_digit_is_400_not_500(web, method, path
     body = {"approve": True} if "confirmations" in path else {}
     response = web._client.get(path) if method == "GET" else web._client.post(path, json=body)
     refused(response, 400, "bad_arguments")
+
+
+def test_a_token_created_meanwhile_by_another_process_is_kept_not_overwritten(tmp_path, monkeypatch):
+    """`meshnode web url` and a starting node both find no token: the second to create one must
+    take the first's (else the link the first printed no longer logs in)."""
+    from meshnode.web import auth
+
+    path = tmp_path / "web.token"
+    theirs = "T" * 43
+    made = auth.new_token
+
+    def racing_new_token():
+        path.write_text(theirs + "\n")  # the other process won the race
+        path.chmod(0o600)
+        return made()
+
+    monkeypatch.setattr(auth, "new_token", racing_new_token)
+    assert auth.read_token(path) == theirs
+    assert path.read_text().strip() == theirs
+    assert not [p.name for p in tmp_path.iterdir() if p.name != "web.token"]  # no temporary file left
+
+
+def test_rotating_replaces_the_token_and_leaves_no_temporary_file(tmp_path):
+    from meshnode.web import auth
+
+    path = tmp_path / "web.token"
+    first = auth.read_token(path)
+    second = auth.write_token(path)
+    assert second != first and auth.read_token(path) == second
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["web.token"]
