@@ -116,3 +116,27 @@ def test_rotating_replaces_the_token_and_leaves_no_temporary_file(tmp_path):
     assert second != first and auth.read_token(path) == second
     assert path.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["web.token"]
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory):
+    node = WebNode(tmp_path_factory.mktemp("webproxy"), "proxied", env={"MESHNODE_WEB_HOSTS": "notebook.example"})
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def test_a_tls_proxy_named_in_hosts_may_post_with_a_cookie(proxied):
+    """[web] hosts names a reverse proxy; it terminates TLS, so the browser's Origin is
+    https://<that name> while the node serves http (and sees the proxy's Host or its own)."""
+    with proxied.client(bearer=False) as client:
+        own = {"Origin": proxied.url}
+        assert client.post("/api/login", json={"token": proxied.token}, headers=own).status_code == 200
+        for host in ("notebook.example", urlsplit(proxied.url).netloc):
+            ok = client.post("/api/logout", json={}, headers={"Origin": "https://notebook.example", "Host": host})
+            assert ok.status_code == 200, (host, ok.text)
+        evil = client.post("/api/logout", json={}, headers={"Origin": "https://evil.example", "Host": "notebook.example"})
+        refused(evil, 403, "cross_origin")
+        plain = client.post("/api/logout", json={}, headers={"Origin": "http://evil.example:1", "Host": "notebook.example"})
+        refused(plain, 403, "cross_origin")
