@@ -145,3 +145,37 @@ async def test_a_pause_whose_write_failed_is_not_half_applied(tmp_path):
         assert await store.read(paused_of) == "web"
     finally:
         await store.aclose()
+
+
+async def test_a_pause_during_a_tick_keeps_released_and_approved_commands_waiting(tmp_path):
+    """The tick in progress finishes, and then nothing more: what a person released or approved
+    before pausing waits for the resume (protocols/web.md 4.4)."""
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05)
+        started, go, after_tick = trio.Event(), trio.Event(), []
+
+        async def slow_tick():
+            cycle.ticks += 1
+            started.set()
+            await go.wait()
+            return {"tick": cycle.ticks, "mode": "normal"}
+
+        async def released():
+            after_tick.append("run_released")
+            return []
+
+        async def approved():
+            after_tick.append("run_approved")
+
+        cycle._tick, cycle.run_released, cycle._run_approved = slow_tick, released, approved
+        async with running(store, cycle):
+            await started.wait()
+            await cycle.pause("test")  # mid-tick
+            go.set()
+            await until(lambda: parked(cycle), what="the loop to wait for the resume")
+            assert after_tick == [], after_tick
+            await cycle.resume("test")
+            await until(lambda: "run_released" in after_tick, what="the released commands after the resume")
+    finally:
+        await store.aclose()

@@ -164,8 +164,9 @@ class Cycle:
                     if self.gate is not None:  # new work or a person's reset: a fresh budget of tool calls
                         await self.gate.refresh()
                     await self.tick()
-                    await self._run_approved()
-                    await self.run_released()
+                    if not self.paused:  # paused during the tick: it finished, nothing more runs
+                        await self._run_approved()
+                        await self.run_released()
                     await self._supervise(helpers)
                     self.crashes.recovered()
                 except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
