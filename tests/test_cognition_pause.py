@@ -179,3 +179,34 @@ async def test_a_pause_during_a_tick_keeps_released_and_approved_commands_waitin
             await until(lambda: "run_released" in after_tick, what="the released commands after the resume")
     finally:
         await store.aclose()
+
+
+async def test_an_auxiliary_loop_waits_while_the_agent_is_paused(tmp_path):
+    """A task's auxiliary loop asks an LLM too: while a person has paused the agent it starts no
+    round (it waits for the resume)."""
+    from meshnode.cognition import auxiliary
+
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05)
+        rounds = []
+
+        async def fake_loop(store_, key, clock, task_id, config, pause_s, *, until_resumed=None):
+            if until_resumed is not None:
+                await until_resumed()
+            rounds.append(task_id)
+
+        real = auxiliary.loop
+        auxiliary.loop = fake_loop
+        try:
+            await cycle.pause("test")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cycle._aux_loop, 7, {})
+                await trio.testing.wait_all_tasks_blocked()
+                assert rounds == []
+                await cycle.resume("test")
+            assert rounds == [7]
+        finally:
+            auxiliary.loop = real
+    finally:
+        await store.aclose()

@@ -245,9 +245,14 @@ class Cycle:
                 self._aux.add(task_id)
                 helpers.start_soon(self._aux_loop, task_id, config)
 
+    async def _until_resumed(self) -> None:
+        while self.paused:
+            await self.resumed.wait()
+
     async def _aux_loop(self, task_id: int, config: dict) -> None:
         try:
-            await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
+            await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s,
+                                 until_resumed=self._until_resumed)
         except Exception as exc:  # a crash stops this loop only: its task is frozen, the person told
             await error_levels.aux_crashed(self.store, self.crashes, task_id, exc)
         finally:
