@@ -66,13 +66,19 @@ def check_tid(tid: str) -> str:
 
 
 def threads(db: Database, own_did: str, limit: int = 50, before: int | None = None) -> list[dict]:
-    """This node's conversations, the most recently active first; ``before``: a ``last_ms`` cursor."""
+    """This node's conversations, the most recently active first; ``before``: a ``last_ms`` cursor
+    (a full page takes in the threads tied with its last one, so the next page loses none)."""
     q = db.conn.execute
-    rows = q(f"SELECT key, count(*), max(ts), sum(unread) FROM (SELECT {THREAD_OF} AS key, c.timestamp_ms AS ts,"
-             " (n.source IN ('user', 'cli') AND n.read = 0) AS unread FROM notes n"
-             f" JOIN containers c ON c.did = n.container_did WHERE {IN_CHAT} AND n.hidden = 0 AND n.agent_did = ?)"
-             " GROUP BY key HAVING max(ts) < ? ORDER BY max(ts) DESC LIMIT ?",
-             (own_did, before if before is not None else 2**62, max(1, min(int(limit), 500)))).fetchall()
+    sql = (f"SELECT key, count(*), max(ts), sum(unread) FROM (SELECT {THREAD_OF} AS key, c.timestamp_ms AS ts,"
+           " (n.source IN ('user', 'cli') AND n.read = 0) AS unread FROM notes n"
+           f" JOIN containers c ON c.did = n.container_did WHERE {IN_CHAT} AND n.hidden = 0 AND n.agent_did = ?)"
+           " GROUP BY key HAVING max(ts) < ? AND max(ts) >= ? ORDER BY max(ts) DESC, key LIMIT ?")
+    before = before if before is not None else 2**62
+    limit = max(1, min(int(limit), 500))
+    rows = q(sql, (own_did, before, -2**62, limit)).fetchall()
+    if len(rows) == limit:  # the next page starts before the last time: the threads tied with it come now
+        page = {r[0] for r in rows}
+        rows += [r for r in q(sql, (own_did, before, rows[-1][2], -1)).fetchall() if r[0] not in page]
     out = []
     for key, count, last_ms, unread in rows:
         tid = key[len("chat:"):]
@@ -86,13 +92,18 @@ def threads(db: Database, own_did: str, limit: int = 50, before: int | None = No
 
 
 def thread(db: Database, own_did: str, tid: str, limit: int = 100, before: int | None = None) -> dict:
-    """One conversation's messages, oldest first (the newest ``limit`` before ``before``, a ``time_ms``)."""
+    """One conversation's messages, oldest first (the newest ``limit`` before ``before``, a ``time_ms``,
+    and those tied with the oldest of them: one tick's replies share a time)."""
     check_tid(tid)
-    rows = db.conn.execute(
-        _ROWS + f" WHERE {_IN_THREAD} AND n.hidden = 0 AND n.agent_did = :own AND c.timestamp_ms < :before"
-        " ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :limit",
-        {"tid": tid, "own": own_did, "before": before if before is not None else 2**62,
-         "limit": max(1, min(int(limit), 500))}).fetchall()[::-1]
+    sql = (_ROWS + f" WHERE {_IN_THREAD} AND n.hidden = 0 AND n.agent_did = :own AND c.timestamp_ms < :before"
+           " AND c.timestamp_ms >= :floor ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :limit")
+    args = {"tid": tid, "own": own_did, "before": before if before is not None else 2**62, "floor": -2**62,
+            "limit": max(1, min(int(limit), 500))}
+    rows = db.conn.execute(sql, args).fetchall()
+    if len(rows) == args["limit"]:  # the next page starts before the oldest time: its ties come now
+        page = {r[5] for r in rows}
+        rows += [r for r in db.conn.execute(sql, {**args, "floor": rows[-1][3], "limit": -1}) if r[5] not in page]
+    rows = rows[::-1]
     if not rows and before is None:
         raise ChatError("thread_not_found", f"no conversation {tid} on this node")
     replies: dict[str, list[str]] = {}

@@ -223,3 +223,33 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         assert piped.returncode == 0 and piped.stderr == ""
     finally:
         node.kill()
+
+
+def test_paging_loses_no_thread_and_no_message_that_share_a_millisecond(db):
+    """One tick's replies share its time: a page ending inside such a tie must not drop the rest of
+    it (the next page starts strictly before the last time shown)."""
+    a = chat.compose(db, KEY, "thread a", None, T0)
+    b = chat.compose(db, KEY, "thread b", None, T0 + 1)
+    c = chat.compose(db, KEY, "thread c", None, T0 + 2)
+    for n, first in enumerate((a, b)):  # one tick answers a and b: the same time
+        assert agent_reply(db, f"answer {n}", first["did"], T0 + 100, cmd_id=f"r{n}")["status"] == "ok"
+    seen, before = [], None
+    for _ in range(5):
+        page = chat.threads(db, KEY.did, limit=1, before=before)
+        if not page:
+            break
+        seen += [r["thread"] for r in page]
+        before = page[-1]["last_ms"]
+    assert sorted(seen) == sorted([a["thread"], b["thread"], c["thread"]]) and len(seen) == 3
+    tid = c["thread"]
+    for n in range(3):  # three messages of one thread at one time, then one later
+        chat.compose(db, KEY, f"same time {n}", tid, T0 + 500)
+    chat.compose(db, KEY, "later", tid, T0 + 600)
+    texts, before = [], None
+    for _ in range(10):
+        page = chat.thread(db, KEY.did, tid, limit=2, before=before)["messages"]
+        if not page:
+            break
+        texts = [m["text"] for m in page] + texts
+        before = page[0]["time_ms"]
+    assert texts == ["thread c", "same time 0", "same time 1", "same time 2", "later"]

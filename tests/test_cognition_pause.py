@@ -114,3 +114,99 @@ async def test_the_pause_outlives_a_restart(tmp_path):
             await until(lambda: again.ticks > first.ticks, what="a tick after the resume")
     finally:
         await store.aclose()
+
+
+async def test_a_pause_whose_write_failed_is_not_half_applied(tmp_path):
+    """The row could not be written (the database busy): the call fails, the cycle is not paused in
+    memory only, and a second pause writes the row (so it outlives a restart)."""
+    from meshnode.cognition.tick_store import paused_of
+    from meshnode.errors import MeshnodeError
+
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05, metrics=Metrics())
+        real_write, failures = store.write, [1]
+
+        async def flaky_write(fn, *a, **kw):
+            if failures:
+                failures.pop()
+                raise MeshnodeError("db_busy", "the database is busy")
+            return await real_write(fn, *a, **kw)
+
+        store.write = flaky_write
+        try:
+            await cycle.pause("web")
+        except MeshnodeError:
+            pass
+        else:
+            raise AssertionError("the failed write was not reported")
+        assert cycle.paused is False
+        assert (await cycle.pause("web"))["paused"] is True
+        assert await store.read(paused_of) == "web"
+    finally:
+        await store.aclose()
+
+
+async def test_a_pause_during_a_tick_keeps_released_and_approved_commands_waiting(tmp_path):
+    """The tick in progress finishes, and then nothing more: what a person released or approved
+    before pausing waits for the resume (protocols/web.md 4.4)."""
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05)
+        started, go, after_tick = trio.Event(), trio.Event(), []
+
+        async def slow_tick():
+            cycle.ticks += 1
+            started.set()
+            await go.wait()
+            return {"tick": cycle.ticks, "mode": "normal"}
+
+        async def released():
+            after_tick.append("run_released")
+            return []
+
+        async def approved():
+            after_tick.append("run_approved")
+
+        cycle._tick, cycle.run_released, cycle._run_approved = slow_tick, released, approved
+        async with running(store, cycle):
+            await started.wait()
+            await cycle.pause("test")  # mid-tick
+            go.set()
+            await until(lambda: parked(cycle), what="the loop to wait for the resume")
+            assert after_tick == [], after_tick
+            await cycle.resume("test")
+            await until(lambda: "run_released" in after_tick, what="the released commands after the resume")
+    finally:
+        await store.aclose()
+
+
+async def test_an_auxiliary_loop_waits_while_the_agent_is_paused(tmp_path):
+    """A task's auxiliary loop asks an LLM too: while a person has paused the agent it starts no
+    round (it waits for the resume)."""
+    from meshnode.cognition import auxiliary
+
+    store = await Store.open(tmp_path / "mind.db")
+    try:
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05)
+        rounds = []
+
+        async def fake_loop(store_, key, clock, task_id, config, pause_s, *, until_resumed=None):
+            if until_resumed is not None:
+                await until_resumed()
+            rounds.append(task_id)
+
+        real = auxiliary.loop
+        auxiliary.loop = fake_loop
+        try:
+            await cycle.pause("test")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cycle._aux_loop, 7, {})
+                await trio.testing.wait_all_tasks_blocked()
+                assert rounds == []
+                await cycle.resume("test")
+            assert rounds == [7]
+        finally:
+            auxiliary.loop = real
+    finally:
+        await store.aclose()

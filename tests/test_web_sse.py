@@ -335,3 +335,22 @@ def test_a_cli_write_in_another_process_shows_up_as_an_event(web):
         s.until(lambda e: e[0] == "draft" and e[2]["status"] == "accepted")
     finally:
         s.close()
+
+
+def test_rows_changed_in_one_millisecond_past_the_limit_are_not_lost(db):
+    """A person releases many held commands at once: one decided_ms for all. A poll that hits its
+    limit inside that millisecond must not move its time mark past the rows it did not read."""
+    ids = [_held(db, 1000) for _ in range(7)]
+    marks = fs.heads(db)
+    with db.transaction() as conn:
+        conn.execute("UPDATE held_commands SET status = 'released', decided_ms = 5000")
+        conn.execute("UPDATE held_commands SET decided_ms = 4000 WHERE id = ?", (ids[0],))
+    seen = set()
+    for _ in range(10):
+        got = fs.poll(db, marks, limit=3)
+        seen |= {d["id"] for _, k, d in got["events"] if k == "held"}
+        marks = got["marks"]
+        if not got["more"]:
+            break
+    assert seen == set(ids)
+    assert fs.poll(db, marks, limit=3)["events"] == []

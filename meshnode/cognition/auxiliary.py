@@ -104,13 +104,17 @@ def _finish(db: Database, task_id: int) -> None:
         conn.execute("UPDATE tasks SET repl_status = 'stopped' WHERE id = ? AND repl_status = 'running'", (task_id,))
 
 
-async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float) -> None:
+async def loop(store, key: NodeKey, clock, task_id: int, config: dict, pause_s: float, *,
+               until_resumed=None) -> None:
     """One auxiliary loop, until its task no longer runs, its ticks are spent or its deadline passes.
     Its ``repl_config``: ``max_ticks``, ``delay_s`` (between ticks; the main pause by default),
-    ``deadline_ms`` (epoch ms), ``backoff`` (the delay's growth after a failed LLM call)."""
+    ``deadline_ms`` (epoch ms), ``backoff`` (the delay's growth after a failed LLM call).
+    ``until_resumed``: awaited before each round (a person's pause of the agent holds it too)."""
     delay = float(config.get("delay_s", pause_s))
     try:
         for _ in range(int(config.get("max_ticks", 1))):
+            if until_resumed is not None:
+                await until_resumed()
             if task_id not in {t for t, _ in await store.read(running_tasks)}:
                 return
             if config.get("deadline_ms") and clock() > int(config["deadline_ms"]):

@@ -106,8 +106,13 @@ class Cycle:
         progress finishes. Kept across restarts (a config row); logged for the agent's context 4."""
         if not self.paused:
             self.resumed = trio.Event()
-            self.paused_by = by
-            await self.store.write(set_paused, True, by)
+            self.paused_by = by  # at once: no tick starts while the row is written
+            try:
+                await self.store.write(set_paused, True, by)
+            except BaseException:  # not kept: not paused (else a retry would skip the write)
+                self.paused_by = None
+                self.resumed.set()
+                raise
         return self.status()
 
     async def resume(self, by: str = "cli") -> dict:
@@ -159,8 +164,9 @@ class Cycle:
                     if self.gate is not None:  # new work or a person's reset: a fresh budget of tool calls
                         await self.gate.refresh()
                     await self.tick()
-                    await self._run_approved()
-                    await self.run_released()
+                    if not self.paused:  # paused during the tick: it finished, nothing more runs
+                        await self._run_approved()
+                        await self.run_released()
                     await self._supervise(helpers)
                     self.crashes.recovered()
                 except MeshnodeError as exc:  # e.g. the database busy with another process: next tick
@@ -239,9 +245,14 @@ class Cycle:
                 self._aux.add(task_id)
                 helpers.start_soon(self._aux_loop, task_id, config)
 
+    async def _until_resumed(self) -> None:
+        while self.paused:
+            await self.resumed.wait()
+
     async def _aux_loop(self, task_id: int, config: dict) -> None:
         try:
-            await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s)
+            await auxiliary.loop(self.store, self.key, self.clock, task_id, config, self.pause_s,
+                                 until_resumed=self._until_resumed)
         except Exception as exc:  # a crash stops this loop only: its task is frozen, the person told
             await error_levels.aux_crashed(self.store, self.crashes, task_id, exc)
         finally:

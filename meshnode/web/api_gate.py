@@ -21,7 +21,7 @@ BY = "web"
 def _number(args: dict, what: str) -> int:
     """A path id as a number (path parameters arrive as text)."""
     text = args["id"]
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
         raise MeshnodeError("bad_arguments", f"id must be the {what}'s number, not {text[:40]!r}")
     return int(text)
 

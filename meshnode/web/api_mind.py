@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from meshnode.cognition import held, registry
 from meshnode.errors import MeshnodeError
-from meshnode.web.endpoint import Arg, Endpoint
+from meshnode.web.endpoint import INT_MAX, Arg, Endpoint
 
 _IDS = Arg(list, max=1000, doc="held command ids (from GET /api/mind/held); null or absent: all of them")
 
@@ -21,7 +21,7 @@ async def ticks(services, args):
 
 async def tick_show(services, args):
     text = args["tick"]
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
         raise MeshnodeError("bad_arguments", f"tick must be a tick number, not {text[:40]!r}")
     return await services.call("mind_tick_show", tick=int(text))
 
@@ -33,7 +33,7 @@ async def held_list(services, args):
 
 def _ids(args) -> list | None:
     ids = args["ids"]
-    if ids is not None and any(type(i) is not int or i < 0 for i in ids):
+    if ids is not None and any(type(i) is not int or not 0 <= i <= INT_MAX for i in ids):
         raise MeshnodeError("bad_arguments", "ids must be held command numbers (integers >= 0)")
     return ids
 

@@ -72,9 +72,16 @@ async def _json_body(request: Request, limit: int) -> dict:
     if not body.strip():
         return {}
     try:
-        return json.loads(body)
+        value = json.loads(body)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # "\ud800" parses, but no store can hold it
+        return value
+    except UnicodeEncodeError:
+        raise MeshnodeError("bad_request", "the request body has a lone surrogate (\\ud800-\\udfff): not text")\
+            from None
     except (UnicodeDecodeError, ValueError):
         raise MeshnodeError("bad_request", "the request body is not JSON") from None
+    except RecursionError:  # "[[[[..." within max_body_bytes
+        raise MeshnodeError("bad_request", "the request body is JSON nested too deeply") from None
 
 
 def _handler(ep: Endpoint, services, body_limit: int):
@@ -161,7 +168,9 @@ class Guard:
         if via != "bearer":
             origin, site = headers.get("origin"), headers.get("sec-fetch-site")
             own = f"{scope.get('scheme', 'http')}://{host}"
-            if origin is not None and origin != own or origin is None and site != "same-origin":
+            proxies = {f"https://{h}" for h in self.hosts}  # a proxy named in [web] hosts may terminate TLS
+            if origin is not None and origin != own and origin.lower() not in proxies \
+                    or origin is None and site != "same-origin":
                 return _refusal("cross_origin", f"a change must come from this page's origin {own}"
                                                 f" (Origin: {str(origin)[:100]})")
         media = headers.get("content-type", "").split(";")[0].strip().lower()

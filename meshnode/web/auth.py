@@ -14,6 +14,7 @@ import hmac
 import os
 import secrets
 import stat
+import tempfile
 from collections import deque
 from pathlib import Path
 
@@ -36,21 +37,27 @@ def new_token() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).rstrip(b"=").decode()
 
 
-def write_token(path: Path) -> str:
-    """A new token, written owner-only (umask 077, then chmod) and swapped in atomically."""
+def write_token(path: Path, *, replace: bool = True) -> str:
+    """A new token, written owner-only to a temporary file of its own (mkstemp: 0600) and swapped
+    in atomically. ``replace`` False (a first creation): a token another process created meanwhile
+    is kept and returned instead, so two first starts agree on one token."""
     token = new_token()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".new")
-    old_umask = os.umask(0o077)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".new")
+    tmp = Path(name)
     try:
-        tmp.unlink(missing_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
+        os.chmod(tmp, 0o600)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails when the file exists: never overwrites
+            except FileExistsError:
+                return read_token(path, create=False)
     finally:
-        os.umask(old_umask)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+        tmp.unlink(missing_ok=True)
     return token
 
 
@@ -61,7 +68,7 @@ def read_token(path: Path, *, create: bool = True) -> str:
     except FileNotFoundError:
         if not create:
             raise MeshnodeError("web_token_missing", f"no web token at {path}; `meshnode web url` creates one")
-        return write_token(path)
+        return write_token(path, replace=False)
     if not stat.S_ISREG(st.st_mode):
         raise MeshnodeError("web_token_mode", f"the web token {path} is not a regular file")
     if st.st_mode & 0o077:
@@ -158,7 +165,7 @@ class Auth:
         if not value or len(value) > 200 or "." not in value:
             return False
         issued, _, mac = value.partition(".")
-        if not issued.isdigit():
+        if not (issued.isascii() and issued.isdigit()):  # "²".isdigit() is True, int("²") fails
             return False
         issued_ms = int(issued)
         if not issued_ms - CLOCK_SLACK_MS <= now_ms < issued_ms + self.session_ms + CLOCK_SLACK_MS:

@@ -13,6 +13,7 @@ from meshnode.errors import MeshnodeError
 
 _TYPES = (str, int, float, bool, list, dict)
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1  # what SQLite stores: a larger int is OverflowError deep inside
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def _check_bounds(name: str, arg: Arg, value: Any) -> None:
     if arg.type in (int, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise _bad(f"{name} must be a finite number")
+        if arg.type is int and not INT_MIN <= value <= INT_MAX:
+            raise _bad(f"{name} must fit in 64 bits ({INT_MIN} to {INT_MAX})")
         if arg.min is not None and value < arg.min:
             raise _bad(f"{name} must be at least {arg.min}")
         if arg.max is not None and value > arg.max:

@@ -222,12 +222,17 @@ def _poll_source(db: Database, s: Source, mark: tuple[int, int | None], upto: tu
     new_last = new[-1]["id"] if more else max(last, top_id)
     if s.time_column is None:
         return events, (new_last, None), more
-    changed = _rows(db, f"SELECT {s.columns}, {s.time_column} AS at_ms FROM {s.table} WHERE {s.time_column} > ?"
-                        f" AND {s.time_column} <= ? AND id <= ? ORDER BY {s.time_column}, id LIMIT ?",
-                    (at, top_at, last, limit))
+    sql = (f"SELECT {s.columns}, {s.time_column} AS at_ms FROM {s.table} WHERE {s.time_column} > ?"
+           f" AND {s.time_column} <= ? AND id <= ? ORDER BY {s.time_column}, id LIMIT ?")
+    changed = _rows(db, sql, (at, top_at, last, limit))
     new_at = max(at, top_at)
-    if len(changed) == limit:
+    if len(changed) == limit:  # the mark is a time: it may not stop inside one millisecond's rows
         more, new_at = True, changed[-1]["at_ms"]
+        if changed[0]["at_ms"] < new_at:  # the last millisecond's rows come whole with the next poll
+            new_at -= 1
+            changed = [r for r in changed if r["at_ms"] <= new_at]
+        else:  # all in one millisecond (one decision on many rows): all of them now
+            changed = _rows(db, sql, (new_at - 1, new_at, last, -1))
     events += [e for r in changed for e in s.to_events(r)]
     return events, (new_last, new_at), more
 
