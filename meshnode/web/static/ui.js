@@ -136,6 +136,14 @@ export function form(fields, submitLabel, onSubmit, { cls = "" } = {}) {
   return f;
 }
 
+/** The "older" button under a paged list: ``offer(full, loadOlder)`` after each page shows it while
+ * the page came back full, a click loading the page before it. */
+export function olderButton(label = "older") {
+  const b = el("button", { type: "button", text: label, hidden: true });
+  b.offer = (full, loadOlder) => { b.hidden = !full; b.onclick = () => act(loadOlder); };
+  return b;
+}
+
 /** "a, b" -> ["a", "b"] */
 export function list(value) {
   return String(value || "").split(",").map((s) => s.trim()).filter(Boolean);
