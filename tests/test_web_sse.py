@@ -3,12 +3,23 @@ itself (resume with Last-Event-ID, the stream limit, a CLI write in another proc
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+import time
+from types import SimpleNamespace
 
+import httpx
 import pytest
+import trio
+import trio.testing
 
+from meshnode.metrics import Metrics
+from meshnode.store import Store
 from meshnode.store.database import Database
 from meshnode.web import feed_sources as fs
+from meshnode.web.sse import BUFFER, Feed
+from webharness import web_node
 
 
 @pytest.fixture
@@ -150,15 +161,6 @@ def test_mode_and_peer_diffs():
 
 # --- the Feed itself, on a real store (no server) ------------------------------------------------
 
-from types import SimpleNamespace  # noqa: E402
-
-import trio  # noqa: E402
-import trio.testing  # noqa: E402
-
-from meshnode.metrics import Metrics  # noqa: E402
-from meshnode.store import Store  # noqa: E402
-from meshnode.web.sse import BUFFER, Feed  # noqa: E402
-
 
 def _services(store):
     return SimpleNamespace(config=None, metrics=Metrics(), cycle=None, mesh=None, read=store.read)
@@ -204,14 +206,6 @@ async def test_a_slow_client_is_closed_with_a_resync_and_never_blocks_the_feed(t
 
 
 # --- over HTTP: a real node ------------------------------------------------------------------------
-
-import contextlib  # noqa: E402
-import sqlite3  # noqa: E402
-import time  # noqa: E402
-
-import httpx  # noqa: E402
-
-from webharness import web_node  # noqa: E402
 
 
 class SSE:
