@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from webharness import WebNode, refused
+from webharness import refused, web_node
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    node = WebNode(tmp_path_factory.mktemp("webnotes"), "notes")
-    try:
+    with web_node(tmp_path_factory.mktemp("webnotes"), name="notes") as node:
         yield node
-    finally:
-        node.stop()
 
 
 def test_a_note_added_on_the_web_is_the_persons_and_stored_verbatim(web):
