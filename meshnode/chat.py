@@ -44,12 +44,13 @@ def tid_of(did: str) -> str:
     return did[len(PREFIX):len(PREFIX) + TID_LEN] if did.startswith(PREFIX) else did[-TID_LEN:]
 
 
-def thread_topic(did: str, topic: str | None) -> str | None:
-    """The topic a reply to note ``did`` (whose topic is ``topic``) takes: its thread's."""
-    return f"chat:{tid_of(did)}" if topic == FIRST else topic
+def thread_topic(did: str | None, topic: str | None) -> str | None:
+    """The topic a reply to note ``did`` (whose topic is ``topic``) takes: its thread's (a note with
+    no DID, from before containers, names no thread)."""
+    return f"chat:{tid_of(did)}" if topic == FIRST and did else topic
 
 
-def thread_name(did: str, topic: str | None) -> str | None:
+def thread_name(did: str | None, topic: str | None) -> str | None:
     """The tid of the thread a note is in (None outside conversations)."""
     t = thread_topic(did, topic)
     return t[len("chat:"):] if t and t.startswith("chat:") else None

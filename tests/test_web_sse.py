@@ -143,11 +143,18 @@ def test_goals_and_tasks_are_tailed_by_container_rowid_past_other_classes(db, tm
     assert got["marks"]["gmp"][0] == fs.heads(db)["gmp"][0]
 
 
-def test_a_threads_first_message_is_named_by_its_own_did():
+def test_a_threads_first_message_is_named_by_its_own_did(db):
+    marks = fs.heads(db)
     did = "did:hmp:container:uEi" + "A" * 16 + "rest"
-    assert fs.thread_of("chat", did) == "A" * 16
-    assert fs.thread_of("chat:" + "B" * 16, did) == "B" * 16
-    assert fs.thread_of("chatter", did) is None and fs.thread_of("chat", None) is None
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO containers (did, class, class_version, sender_did, timestamp_ms, known_class,"
+                     " core, received_at_ms) VALUES (?, 'note', '1', 'did:x', 1, 1, x'00', 1)", (did,))
+        conn.execute("INSERT INTO notes (text, topic, source, container_did) VALUES ('hi', 'chat', 'user', ?)", (did,))
+    _note(db, "a reply", "chat:" + "B" * 16, source="llm")
+    _note(db, "no DID", "chat")  # a note from before containers names no thread
+    _note(db, "talk", "chatter")
+    chats = [data for _, kind, data in fs.poll(db, marks)["events"] if kind == "chat"]
+    assert [(c["thread"], c["side"]) for c in chats] == [("A" * 16, "person"), ("B" * 16, "agent")]
 
 
 def test_mode_and_peer_diffs():
