@@ -18,8 +18,9 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note, own_local
 from meshnode.store.database import Database, _insert
+from meshnode.store.short_ids import CONTAINER_HEAD
 
-PREFIX = "did:hmp:container:uEi"
+PREFIX = CONTAINER_HEAD  # every container DID starts so: a tid is the 16 characters after it
 TID_LEN = 16
 FIRST = "chat"  # the topic of a thread's first message
 PERSON = ("user", "cli")
