@@ -30,10 +30,10 @@ async def held_list(services, args):
 
 
 def _ids(args) -> list | None:
-    given = args["ids"]
-    if given is not None and any(type(i) is not int or i < 0 for i in given):
+    ids = args["ids"]
+    if ids is not None and any(type(i) is not int or i < 0 for i in ids):
         raise MeshnodeError("bad_arguments", "ids must be held command numbers (integers >= 0)")
-    return given
+    return ids
 
 
 async def release(services, args):

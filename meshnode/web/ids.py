@@ -45,7 +45,7 @@ async def agents(services, name: str, items: list | None) -> list[str]:
 
 def number(text: str, name: str, what: str) -> int:
     """A path parameter that is a row's number (path parameters arrive as text)."""
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
         raise MeshnodeError("bad_arguments", f"{name} must be {what}, not {text[:40]!r}")
     return int(text)
 
