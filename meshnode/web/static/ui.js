@@ -163,6 +163,16 @@ export function olderButton(label = "older") {
   return b;
 }
 
+/** Nodes kept across live reloads, by key: a form or an editor the person is typing in must survive
+ * the redraw an event causes. ``keep(key, make)`` makes one the first time; ``forget(key)`` drops it. */
+export function keeper() {
+  const nodes = new Map();
+  return {
+    keep(key, make) { if (!nodes.has(key)) nodes.set(key, make()); return nodes.get(key); },
+    forget(key) { nodes.delete(key); },
+  };
+}
+
 /** "a, b" -> ["a", "b"] */
 export function list(value) {
   return String(value || "").split(",").map((s) => s.trim()).filter(Boolean);
