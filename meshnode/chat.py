@@ -18,8 +18,9 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note, own_local
 from meshnode.store.database import Database, _insert
+from meshnode.store.short_ids import CONTAINER_HEAD
 
-PREFIX = "did:hmp:container:uEi"
+PREFIX = CONTAINER_HEAD  # every container DID starts so: a tid is the 16 characters after it
 TID_LEN = 16
 FIRST = "chat"  # the topic of a thread's first message
 PERSON = ("user", "cli")
@@ -44,12 +45,13 @@ def tid_of(did: str) -> str:
     return did[len(PREFIX):len(PREFIX) + TID_LEN] if did.startswith(PREFIX) else did[-TID_LEN:]
 
 
-def thread_topic(did: str, topic: str | None) -> str | None:
-    """The topic a reply to note ``did`` (whose topic is ``topic``) takes: its thread's."""
-    return f"chat:{tid_of(did)}" if topic == FIRST else topic
+def thread_topic(did: str | None, topic: str | None) -> str | None:
+    """The topic a reply to note ``did`` (whose topic is ``topic``) takes: its thread's (a note with
+    no DID, from before containers, names no thread)."""
+    return f"chat:{tid_of(did)}" if topic == FIRST and did else topic
 
 
-def thread_name(did: str, topic: str | None) -> str | None:
+def thread_name(did: str | None, topic: str | None) -> str | None:
     """The tid of the thread a note is in (None outside conversations)."""
     t = thread_topic(did, topic)
     return t[len("chat:"):] if t and t.startswith("chat:") else None

@@ -73,3 +73,14 @@ def distinct_answers(n: int, commands=lambda i, text: [{"cmd_id": f"m{i}", "type
         text = " ".join(random.Random(i).sample(_WORDS, 12))
         out.append(f"{text}. " + command_block(*commands(i, text)))
     return out
+
+
+def prompt_section(prompt: str, marker: str, *, required: bool = False) -> str:
+    """The text under the first ``## `` heading of a prompt that contains ``marker`` (a whole title, or
+    a part such as "(context 3)"); "" when there is none, unless ``required``."""
+    for part in ("\n" + prompt).split("\n## ")[1:]:
+        head, _, body = part.partition("\n")
+        if marker in head:
+            return body.rstrip("\n")
+    assert not required, f"no heading with {marker!r} in the prompt"
+    return ""

@@ -14,6 +14,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note
 from meshnode.store import Database
+from llmharness import prompt_section
 
 T0 = 1_800_000_000_000
 
@@ -40,10 +41,6 @@ def read_of(db, did: str) -> int:
 def prompt(db) -> str:
     return contexts.build(db, now_ms=T0 + 10**6, tick=1, recent_k=5, mode="normal", llm_id="x",
                           own_did=KEY.did)[1]["content"]
-
-
-def section(text: str, title: str) -> str:
-    return text.split(f"## {title}\n", 1)[1].split("\n\n## ", 1)[0]
 
 
 def test_a_conversation_person_then_agent_then_person(db):
@@ -129,14 +126,14 @@ def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
     db.put_container(peer, received_at_ms=T0)
     text = prompt(db)
     assert text.index("## Messages from the person (context 6a)") < text.index("## Incoming notes (context 6)")
-    part = json.loads(section(text, "Messages from the person (context 6a)"))
+    part = json.loads(prompt_section(text, "Messages from the person (context 6a)", required=True))
     assert [m["text"][:12] for m in part] == ["x" * 12, "tell me more"]  # newest first, only this node's person
     assert part[0]["thread"] == first["thread"] and part[0]["id"] == new["did"]
     assert part[0]["text"].endswith(contexts.PERSON_CUT.format(id=new["did"]))
     assert len(part[0]["text"]) == contexts.PERSON_TEXT + len(contexts.PERSON_CUT.format(id=new["did"]))
     assert [(e["from"], e["text"]) for e in part[0]["earlier"]] == [("the person", "hello agent"),
                                                                    ("you", "hello person")]
-    six = section(text, "Incoming notes (context 6)")
+    six = prompt_section(text, "Incoming notes (context 6)", required=True)
     assert new["did"] not in six and peer.did in six  # not listed twice; a peer's note stays in context 6
     assert "note_add reply_to=<id>" in contexts.SYSTEM_PROMPT
     # answered: gone from 6a; with nothing unread, no 6a at all
@@ -148,7 +145,7 @@ def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
 def test_context_6a_keeps_to_its_budget(db):
     for i in range(10):
         chat.compose(db, KEY, f"message {i} " + "y" * 1990, None, T0 + i)
-    part = section(prompt(db), "Messages from the person (context 6a)")
+    part = prompt_section(prompt(db), "Messages from the person (context 6a)", required=True)
     assert len(part) <= contexts.BUDGET["person"] and part.endswith(contexts.CUT)
     assert "message 9 " in part  # the newest survive the cut
 

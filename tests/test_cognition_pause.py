@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from cyclelab import until
 from meshnode.cognition.cycle import Cycle
 from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
@@ -16,14 +17,6 @@ from meshnode.metrics import Metrics
 from meshnode.store.service import Store
 
 KEY = NodeKey(bytes(32))
-
-
-async def until(condition, timeout: float = 15.0, what: str = "a condition") -> None:
-    with trio.move_on_after(timeout):
-        while not condition():
-            await trio.sleep(0.01)
-        return
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def parked(cycle: Cycle) -> bool:

@@ -3,21 +3,19 @@ over real HTTP on loopback: the cycle runs in a nursery, the test calls ``cycle.
 
 from __future__ import annotations
 
-import inspect
 import json
 from contextlib import asynccontextmanager
 
 import pytest
 import trio
 
-from llmharness import ScriptedLLM, command_block, distinct_answers
-from meshnode.cognition import held, registry
+import cyclelab
+from cyclelab import answer_with, until
+from llmharness import ScriptedLLM
+from meshnode.cognition import held
 from meshnode.cognition.cycle import Cycle
-from meshnode.cognition.llm import Endpoint
 from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.store.service import Store
 
 LONG_PAUSE = 60.0  # the cycle's pause: without a wake it would not tick again during a test
 
@@ -26,48 +24,13 @@ def report_cmd(cmd_id: str, **args) -> dict:
     return {"cmd_id": cmd_id, "type": "reactor_report", "args": args}
 
 
-def answer(i: int, *commands: dict) -> str:
-    """A distinct answer (never read as a repetition) carrying ``commands``."""
-    return distinct_answers(i + 1, lambda n, text: [])[i].split("# Commands:")[0] + command_block(*commands)
-
-
 @asynccontextmanager
 async def running_cycle(tmp_path, answers: list | None, *, idle: bool = False, pause_s: float = LONG_PAUSE,
                         validators: dict[str, list] | None = None):
-    """A Cycle thinking with a scripted LLM (``answers``; None: no LLM, core outage), running;
-    ``validators``: scripted validator LLMs by name."""
-    llm = ScriptedLLM(tmp_path, "main", answers) if answers is not None else None
-    judges = [ScriptedLLM(tmp_path, name, verdicts) for name, verdicts in (validators or {}).items()]
-    store = await Store.open(tmp_path / "mind.db")
-    try:
-        if llm is not None:
-            await store.write(registry.add, Endpoint("main", llm.url, "scripted", timeout_s=30))
-        for judge in judges:
-            await store.write(registry.add, Endpoint(judge.script.stem, judge.url, "scripted", validator=True))
-        if idle:
-            await store.write(_idle_on)
-        cycle = Cycle(store, NodeKey.generate(), now_ms, pause_s=pause_s, metrics=Metrics())
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cycle.run)
-            yield cycle, llm
-            nursery.cancel_scope.cancel()
-    finally:
-        for scripted in [llm, *judges] if llm is not None else judges:
-            scripted.stop()
-        await store.aclose()
-
-
-async def until(condition, timeout: float = 15.0, what: str = "a condition") -> None:
-    """Wait for ``condition()`` (polled; it may be a coroutine), failing after ``timeout`` seconds."""
-    with trio.move_on_after(timeout):
-        while True:
-            value = condition()
-            if inspect.isawaitable(value):
-                value = await value
-            if value:
-                return
-            await trio.sleep(0.02)
-    pytest.fail(f"timed out waiting for {what}")
+    """``cyclelab.running_cycle`` with these tests' long pause and metrics; idle on when asked."""
+    async with cyclelab.running_cycle(tmp_path, answers, validators=validators, prepare=_idle_on if idle else None,
+                                      pause_s=pause_s, metrics=Metrics()) as (cycle, _, llm):
+        yield cycle, llm
 
 
 def _idle_on(db) -> None:
@@ -91,7 +54,7 @@ def test_an_idle_cycle_wakes_for_a_job_sees_the_focus_and_returns_the_report_the
               "blocked": False, "needs_human": True, "next_check_at": "2026-12-02T12:00:00Z"}
 
     async def main():
-        async with running_cycle(tmp_path, [answer(0), answer(1, report_cmd("r1", job_id="job-1", **report))],
+        async with running_cycle(tmp_path, [answer_with(0), answer_with(1, report_cmd("r1", job_id="job-1", **report))],
                                  idle=True) as (cycle, llm):
             await until(lambda: cycle.idle and len(llm.seen()) == 1,
                         what="the first tick, then idle mode")
@@ -119,7 +82,7 @@ def test_an_idle_cycle_wakes_for_a_job_sees_the_focus_and_returns_the_report_the
 
 def test_a_wake_runs_at_most_max_ticks_back_to_back_and_ends_ok_without_a_report(tmp_path):
     async def main():
-        async with running_cycle(tmp_path, [answer(i) for i in range(6)]) as (cycle, llm):
+        async with running_cycle(tmp_path, [answer_with(i) for i in range(6)]) as (cycle, llm):
             await until(lambda: len(llm.seen()) == 1, what="the first tick")
             with trio.fail_after(20):  # the cycle's pause is 60 s: only the wake makes it tick
                 assert await cycle.wakes.run("job-2", "CTX", max_ticks=2, max_runtime_s=20) == ("ok", None)
@@ -132,10 +95,10 @@ def test_a_wake_runs_at_most_max_ticks_back_to_back_and_ends_ok_without_a_report
 
 
 def test_the_runtime_bound_ends_a_wake_with_budget_and_a_late_report_is_refused(tmp_path):
-    slow = {"delay": 2.0, "answer": answer(1, report_cmd("late", processed_messages=[1]))}
+    slow = {"delay": 2.0, "answer": answer_with(1, report_cmd("late", processed_messages=[1]))}
 
     async def main():
-        async with running_cycle(tmp_path, [answer(0), slow, answer(2)]) as (cycle, llm):
+        async with running_cycle(tmp_path, [answer_with(0), slow, answer_with(2)]) as (cycle, llm):
             await until(lambda: len(llm.seen()) == 1, what="the first tick")
             start = trio.current_time()
             assert await cycle.wakes.run("job-3", "CTX", max_ticks=3, max_runtime_s=0.5) == ("budget", None)
@@ -162,14 +125,14 @@ def test_in_core_outage_a_wake_ends_at_once_with_error(tmp_path):
 
 
 def test_bad_reports_are_error_results_the_llm_sees_and_a_report_needs_a_wake(tmp_path):
-    outside = answer(0, report_cmd("out", processed_messages=[1]))
-    bad = answer(1, report_cmd("b1", blocked=True, blocked_reason="stuck"),
+    outside = answer_with(0, report_cmd("out", processed_messages=[1]))
+    bad = answer_with(1, report_cmd("b1", blocked=True, blocked_reason="stuck"),
                  report_cmd("b2", processed_messages="412"),
                  report_cmd("b3", next_check_at="tomorrow"),
                  report_cmd("b4", job_id="another-job"))
 
     async def main():
-        async with running_cycle(tmp_path, [outside, bad, answer(2)]) as (cycle, llm):
+        async with running_cycle(tmp_path, [outside, bad, answer_with(2)]) as (cycle, llm):
             await until(lambda: logged(cycle, "out"), what="the first tick's report")
             out = await logged(cycle, "out")
             assert out["status"] == "error" and "no wake is running" in out["error"]
@@ -187,8 +150,8 @@ def test_bad_reports_are_error_results_the_llm_sees_and_a_report_needs_a_wake(tm
 
 
 def test_a_wake_arriving_mid_tick_waits_for_the_next_tick(tmp_path):
-    slow = {"delay": 1.0, "answer": answer(0, report_cmd("early", processed_messages=[1]))}
-    good = answer(1, report_cmd("r", processed_messages=[1]))
+    slow = {"delay": 1.0, "answer": answer_with(0, report_cmd("early", processed_messages=[1]))}
+    good = answer_with(1, report_cmd("r", processed_messages=[1]))
 
     async def main():
         async with running_cycle(tmp_path, [slow, good]) as (cycle, llm):
@@ -205,7 +168,7 @@ def test_a_wake_arriving_mid_tick_waits_for_the_next_tick(tmp_path):
 
 def test_wakes_are_queued_one_at_a_time_in_order(tmp_path):
     async def main():
-        async with running_cycle(tmp_path, [answer(i) for i in range(4)]) as (cycle, llm):
+        async with running_cycle(tmp_path, [answer_with(i) for i in range(4)]) as (cycle, llm):
             await until(lambda: len(llm.seen()) == 1, what="the first tick")
             ended = []
 
@@ -226,7 +189,7 @@ def test_wakes_are_queued_one_at_a_time_in_order(tmp_path):
 
 def test_a_woken_ticks_report_is_validated_and_held_like_any_command(tmp_path):
     async def main():
-        async with running_cycle(tmp_path, [answer(0), answer(1, report_cmd("r", processed_messages=[7]))],
+        async with running_cycle(tmp_path, [answer_with(0), answer_with(1, report_cmd("r", processed_messages=[7]))],
                                  validators={"strict": ["-3 -- harmful: claims work not done"]}) as (cycle, llm):
             await until(lambda: len(llm.seen()) == 1, what="the first tick")
             assert await cycle.wakes.run("job-7", "CTX", max_ticks=1, max_runtime_s=20) == ("ok", None)

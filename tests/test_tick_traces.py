@@ -6,50 +6,19 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
-import trio
-
-from llmharness import ScriptedLLM, command_block, distinct_answers
-from meshnode.cognition import registry, tick_traces
-from meshnode.cognition.cycle import Cycle
-from meshnode.cognition.llm import Endpoint
-from meshnode.container import now_ms
+from cyclelab import answer_with, running_cycle, until
+from llmharness import distinct_answers
+from meshnode.cognition import tick_traces
 from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
 from meshnode.store import Database
-from meshnode.store.service import Store
-
-
-async def until(condition, timeout: float = 30.0, what: str = "a condition") -> None:
-    with trio.move_on_after(timeout):
-        while not condition():
-            await trio.sleep(0.02)
-        return
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @asynccontextmanager
 async def thinking(tmp_path, answers: list | None, keep: int = 200, validators: dict | None = None):
-    llm = ScriptedLLM(tmp_path, "main", answers) if answers is not None else None
-    judges = [ScriptedLLM(tmp_path, name, v) for name, v in (validators or {}).items()]
-    store = await Store.open(tmp_path / "mind.db")
-    try:
-        if llm is not None:
-            await store.write(registry.add, Endpoint("main", llm.url, "scripted", timeout_s=30))
-        for judge in judges:
-            await store.write(registry.add, Endpoint(judge.script.stem, judge.url, "scripted", validator=True))
-        cycle = Cycle(store, NodeKey.generate(), now_ms, pause_s=0.05, keep_traces=keep)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cycle.run)
-            yield cycle, store
-            nursery.cancel_scope.cancel()
-    finally:
-        for scripted in ([llm] if llm else []) + judges:
-            scripted.stop()
-        await store.aclose()
-
-
-def answer_with(i: int, *commands: dict) -> str:
-    return distinct_answers(i + 1, lambda n, text: [])[i].split("# Commands:")[0] + command_block(*commands)
+    """A cycle with a short pause keeping ``keep`` traces: yields ``(cycle, store)``."""
+    async with running_cycle(tmp_path, answers, validators=validators, pause_s=0.05,
+                             keep_traces=keep) as (cycle, store, _):
+        yield cycle, store
 
 
 async def test_a_tick_is_traced_with_its_contexts_answer_and_commands(tmp_path):

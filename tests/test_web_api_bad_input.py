@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from meshnode.web.errors import status_for
-from webharness import WebNode
+from webharness import WebNode, web_node
 
 TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 UNKNOWN = "zz_not_an_argument"
@@ -21,11 +21,8 @@ UNKNOWN = "zz_not_an_argument"
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    node = WebNode(tmp_path_factory.mktemp("webbad"), "bad")
-    try:
+    with web_node(tmp_path_factory.mktemp("webbad"), name="bad") as node:
         yield node
-    finally:
-        node.stop()
 
 
 @pytest.fixture(scope="module")

@@ -9,26 +9,17 @@ import json
 
 import pytest
 
-from llmharness import ScriptedLLM, command_block
+from llmharness import command_block, prompt_section
 from meshharness import wait_until
-from webharness import web_node
+from webharness import agent_node, refused, web_node
 
 QUESTION = "what is 2+2? (zebra-7)"
 
 
-def section(text: str, title: str) -> str:
-    return text.split(f"## {title}\n", 1)[1].split("\n\n## ", 1)[0]
-
-
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("chatmind")
-    llm = ScriptedLLM(tmp, "main", ["Nothing new; I wait for the person."])
-    try:
-        with web_node(tmp, llm=llm) as node:
-            yield node
-    finally:
-        llm.stop()
+    with agent_node(tmp_path_factory.mktemp("chatmind"), ["Nothing new; I wait for the person."]) as node:
+        yield node
 
 
 def test_a_message_reaches_the_agent_in_full_and_its_reply_comes_back_in_the_thread(web):
@@ -49,9 +40,10 @@ def test_a_message_reaches_the_agent_in_full_and_its_reply_comes_back_in_the_thr
     assert agent["time_ms"] >= person["time_ms"]
     # the prompt that carried it had the message's text in context 6a, not only its id
     asked = next(r for r in web.llm.seen()[seen:] if QUESTION in r["messages"][1]["content"])
-    [message] = json.loads(section(asked["messages"][1]["content"], "Messages from the person (context 6a)"))
+    shown = asked["messages"][1]["content"]
+    [message] = json.loads(prompt_section(shown, "Messages from the person (context 6a)", required=True))
     assert message == {"id": did, "thread": tid, "time": message["time"], "text": QUESTION}
-    assert did not in section(asked["messages"][1]["content"], "Incoming notes (context 6)")
+    assert did not in prompt_section(shown, "Incoming notes (context 6)", required=True)
     [row] = [t for t in web.get("/api/threads") if t["thread"] == tid]
     assert row["count"] == 2 and row["unread_by_agent"] == 0 and row["last_side"] == "agent"
     assert row["title"] == QUESTION and row["last_text"] == "4"
@@ -124,6 +116,6 @@ def test_with_cognition_off_the_mind_routes_say_so(tmp_path):
     with web_node(tmp_path) as web:
         for path in ("/api/mind/pause", "/api/mind/resume", "/api/mind/tick"):
             r = web.raw_post(path)
-            assert r.status_code == 409 and r.json()["code"] == "cognition_off"
+            refused(r, 409, "cognition_off")
         sent = web.post("/api/threads", {"text": "anyone there?"})
         assert sent["woke"] is False and web.get(f"/api/threads/{sent['thread']}")["messages"][0]["read"] is False

@@ -16,7 +16,7 @@ from meshnode.gate.gate import _record_submission
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import TOOLS
 from meshnode.store import Database
-from webharness import web_node
+from webharness import refused, web_node
 
 SESSION = "core"  # the agent's drafting session, which the person reviews
 
@@ -69,13 +69,6 @@ def state(web) -> tuple:
         db.conn.execute("SELECT id, status FROM gate_confirmations ORDER BY id").fetchall()))
     files = {p.name: p.read_bytes() for p in sorted((web.home / "workspace").iterdir())}
     return rows, files
-
-
-def refused(response, status: int, code: str) -> str:
-    body = response.json()
-    assert response.status_code == status and body["ok"] is False and body["code"] == code, body
-    assert body["reason"]
-    return body["reason"]
 
 
 def test_review_accept_commit_rollback(web):

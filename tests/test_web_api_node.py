@@ -3,12 +3,11 @@ bootstraps to it; each route answers what the control command (the CLI's path) a
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from meshharness import Node, wait_until
-from webharness import WebNode
+from webharness import WebNode, refused
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +60,7 @@ def test_find_takes_one_of_did_or_interest(nodes):
     web, _ = nodes
     for params in ({}, {"did": "peer", "interest": "chemistry"}):
         r = web.raw_get("/api/find", **params)
-        assert r.status_code == 400 and r.json()["code"] == "bad_arguments" and r.json()["reason"]
+        refused(r, 400, "bad_arguments")
 
 
 def test_a_container_is_shown_as_bytes_and_decoded(nodes):
@@ -73,9 +72,9 @@ def test_a_container_is_shown_as_bytes_and_decoded(nodes):
     assert shown["container"]["verified"]["container_did"] == did
     assert shown["container"]["hmp_container"]["payload"]["text"] == "a note to look at"
     missing = web.raw_get("/api/containers/did:hmp:container:uEi" + "A" * 44)
-    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+    refused(missing, 404, "not_found")
     unknown = web.raw_get("/api/containers/Zzzzzzzzzz")
-    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+    refused(unknown, 404, "not_found")
 
 
 def test_reputation_is_set_and_read_as_the_cli_does(nodes):
@@ -87,10 +86,9 @@ def test_reputation_is_set_and_read_as_the_cli_does(nodes):
     assert row["score"] == pytest.approx(0.9, abs=0.05)  # observations of the live peer move it a little
     detail = web.get(f"/api/reputation/{peer.did}")
     assert detail["counts"].get("person_set") == 1
-    shown = json.loads(web.node.cli("reputation", "show", peer.did, "--json"))  # the mesh may add evidence meanwhile
+    shown = web.cli_json("reputation", "show", peer.did)  # the mesh may add evidence meanwhile
     assert shown["did"] == detail["did"] and shown["counts"]["person_set"] == 1
-    refused = web.raw_post(f"/api/reputation/{web.node.did}", {"score": 0.5})
-    assert refused.status_code == 400 and refused.json()["code"] == "bad_did"
+    refused(web.raw_post(f"/api/reputation/{web.node.did}", {"score": 0.5}), 400, "bad_did")
     assert set(web.post("/api/reputation/round")) == {"published", "withheld", "peers"}
 
 
@@ -98,13 +96,13 @@ def test_ethics_policies(nodes):
     web, _ = nodes
     assert web.post("/api/ethics", {"name": "privacy", "principles": ["ask before sharing"]}) == \
         {"name": "privacy", "principles": 1, "set_by": "person"}
-    assert web.get("/api/ethics") == json.loads(web.node.cli("ethics", "list", "--json"))
+    assert web.get("/api/ethics") == web.cli_json("ethics", "list")
     again = web.raw_post("/api/ethics", {"name": "privacy", "principles": ["x"]})
-    assert again.status_code == 409 and again.json()["code"] == "duplicate"
+    refused(again, 409, "duplicate")
     assert web.post("/api/ethics/privacy/remove") == {"removed": "privacy"}
     assert web.get("/api/ethics") == []
     gone = web.raw_post("/api/ethics/privacy/remove")
-    assert gone.status_code == 404 and gone.json()["code"] == "not_found"
+    refused(gone, 404, "not_found")
 
 
 def test_votes_and_consensus(nodes):
@@ -112,7 +110,7 @@ def test_votes_and_consensus(nodes):
     did = web.post("/api/notes", {"text": "a proposal"})["did"]
     web.node.cli("consensus", "vote", did, "--value", "1")
     tally = web.get(f"/api/votes/{did}", min_voters=1, min_trust=0)
-    cli = json.loads(web.node.cli("consensus", "status", did, "--min-voters", "1", "--min-trust", "0", "--json"))
+    cli = web.cli_json("consensus", "status", did, "--min-voters", "1", "--min-trust", "0")
     same = ("target_did", "decision", "rule", "state", "voters", "trust_sum", "excluded")  # not the decay: time moved
     assert {k: tally[k] for k in same} == {k: cli[k] for k in same}
     assert [v["vote"] for v in tally["votes"]] == [v["vote"] for v in cli["votes"]] and len(tally["votes"]) == 1

@@ -3,24 +3,16 @@ writes is what the CLI reads back, pages follow the ``before`` cursor, looking m
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from webharness import WebNode
+from webharness import refused, web_node
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    node = WebNode(tmp_path_factory.mktemp("webnotes"), "notes")
-    try:
+    with web_node(tmp_path_factory.mktemp("webnotes"), name="notes") as node:
         yield node
-    finally:
-        node.stop()
-
-
-def cli_json(web: WebNode, *args: str):
-    return json.loads(web.node.cli(*args, "--json"))
 
 
 def test_a_note_added_on_the_web_is_the_persons_and_stored_verbatim(web):
@@ -29,7 +21,7 @@ def test_a_note_added_on_the_web_is_the_persons_and_stored_verbatim(web):
     row = web.get("/api/notes", topic="xss")[0]
     assert row["container_did"] == did and row["text"] == text and row["source"] == "user"
     assert row["tags"] == ["web"] and row["read"] is False
-    assert cli_json(web, "note", "show", did)["text"] == text  # the CLI reads the same row
+    assert web.cli_json("note", "show", did)["text"] == text  # the CLI reads the same row
     assert web.get(f"/api/containers/{did}")["container"]["hmp_container"]["payload"]["text"] == text
 
 
@@ -57,10 +49,10 @@ def test_pages_follow_the_before_cursor(web):
         seen += [r["container_did"] for r in page]
         before = page[-1]["container_did"]
     assert seen == made[::-1]  # newest first, each once
-    assert [r["container_did"] for r in cli_json(web, "note", "list", "--topic", "paging", "--limit", "3")] \
+    assert [r["container_did"] for r in web.cli_json("note", "list", "--topic", "paging", "--limit", "3")] \
         == made[:-4:-1]
     r = web.raw_get("/api/notes", before="did:hmp:container:uEi" + "A" * 44)
-    assert r.status_code == 400 and r.json()["code"] == "bad_before"
+    refused(r, 400, "bad_before")
 
 
 def test_search_over_notes_diary_and_concepts(web):
@@ -71,9 +63,9 @@ def test_search_over_notes_diary_and_concepts(web):
     assert [(r["kind"], r["did"]) for r in found] == [("concept", concept), ("diary", diary), ("note", note)]
     assert [r["did"] for r in web.get("/api/search", q="kettle", kinds="notes,diary", limit=1)] == [diary]
     assert [r["did"] for r in web.get("/api/search", q="100%")] == [note]  # % is a plain character
-    assert [r["did"] for r in cli_json(web, "search", "kettle", "--kind", "notes")] == [note]
+    assert [r["did"] for r in web.cli_json("search", "kettle", "--kind", "notes")] == [note]
     r = web.raw_get("/api/search", q="kettle", kinds="files")
-    assert r.status_code == 400 and r.json()["code"] == "bad_kind"
+    refused(r, 400, "bad_kind")
 
 
 def test_knowledge_is_written_and_listed_as_the_cli_does(web):
@@ -82,10 +74,10 @@ def test_knowledge_is_written_and_listed_as_the_cli_does(web):
     link = web.post("/api/links", {"source": cat[:30], "relation": "is-a", "targets": [animal],
                                    "inverse": "has-kind"})["did"]
     assert web.get("/api/links")[0]["container_did"] == link
-    assert web.get("/api/links") == cli_json(web, "link", "list")
+    assert web.get("/api/links") == web.cli_json("link", "list")
     assert web.get("/api/concepts", limit=2)[1]["container_did"] == cat
     dangling = web.raw_post("/api/links", {"source": cat, "relation": "is-a", "targets": [link]})
-    assert dangling.status_code == 400 and dangling.json()["code"] == "dangling_reference"
+    refused(dangling, 400, "dangling_reference")
     first = web.post("/api/diary", {"text": "first draft"})["did"]
     second = web.post("/api/diary", {"text": "second draft", "previous": [first]})["did"]
     assert [(r["lineage"], r["container_did"]) for r in web.get("/api/diary")][0] == (first, second)
@@ -99,4 +91,4 @@ def test_edits(web):
     new = web.post("/api/edits", {"op": "note_update", "id": note, "text": "meet at 9"})["did"]
     assert [r["container_did"] for r in web.get("/api/notes", topic="edits")] == [new]
     nothing = web.raw_post("/api/edits", {"op": "concept_update", "id": fixed})
-    assert nothing.status_code == 400 and nothing.json()["code"] == "nothing_to_change"
+    refused(nothing, 400, "nothing_to_change")

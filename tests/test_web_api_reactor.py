@@ -4,7 +4,6 @@ and the refusals (no lease: 404; the reactor off: 409)."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -12,20 +11,13 @@ import pytest
 from meshharness import wait_until
 from meshnode.reactor import persist
 from meshnode.store import Database
-from webharness import web_node
+from webharness import refused, web_node
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
     with web_node(tmp_path_factory.mktemp("reactor")) as node:
         yield node
-
-
-def refused(response, status: int, code: str) -> str:
-    body = response.json()
-    assert response.status_code == status and body["ok"] is False and body["code"] == code, body
-    assert body["reason"]
-    return body["reason"]
 
 
 def test_status_and_a_dry_run_scan_that_writes_nothing(web):
@@ -52,7 +44,7 @@ def test_a_note_for_the_agent_becomes_an_event_and_a_job(web):
     assert explained["kind"] == "event" and [d["job_id"] for d in explained["decisions"]][-1] == job_id
     assert web.get(f"/api/reactor/explain/{job_id}")["kind"] == "job"
     # the same rows as the CLI reads
-    assert json.loads(web.node.cli("reactor", "jobs", "--json"))[0]["job_id"] == job_id
+    assert web.cli_json("reactor", "jobs")[0]["job_id"] == job_id
 
     # a lease left by a driver that died (written as another process would), dropped by hand
     assert job["lease"] is None
@@ -71,10 +63,10 @@ def test_a_note_for_the_agent_becomes_an_event_and_a_job(web):
 
 def test_rules_and_aliases_as_the_cli_shows_them(web):
     rules = web.get("/api/reactor/rules")
-    assert rules == json.loads(web.node.cli("reactor", "rules", "--json"))
+    assert rules == web.cli_json("reactor", "rules")
     assert {"direct_note", "offer", "person", "ext"} <= {r["rule"] for r in rules}
     aliases = web.get("/api/reactor/aliases")
-    assert aliases == json.loads(web.node.cli("reactor", "aliases", "--json"))
+    assert aliases == web.cli_json("reactor", "aliases")
     assert [a["self"] for a in aliases] == [True]
     assert isinstance(web.get("/api/reactor/aliases", unknown="true"), list)
 

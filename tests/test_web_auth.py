@@ -6,19 +6,13 @@ import contextlib
 
 import pytest
 
-from webharness import web_node
+from webharness import refused, web_node
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
     with web_node(tmp_path_factory.mktemp("web-auth"), env={"MESHNODE_WEB_MAX_BODY_BYTES": "65536"}) as node:
         yield node
-
-
-def refused(response, status: int, code: str) -> None:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["ok"] is False and body["code"] == code and body["reason"], body
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from meshnode.metrics import Metrics
 from meshnode.store.database import Database
 from meshnode.web import prom
+from webharness import web_node
 
 
 def _families(text: str) -> dict:
@@ -73,8 +74,6 @@ def test_a_name_clash_keeps_the_first_family_and_stays_parseable():
 
 
 # --- over HTTP ---------------------------------------------------------------------------------------
-
-from webharness import web_node  # noqa: E402
 
 
 @pytest.fixture(scope="module")

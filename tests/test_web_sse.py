@@ -3,12 +3,23 @@ itself (resume with Last-Event-ID, the stream limit, a CLI write in another proc
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+import time
+from types import SimpleNamespace
 
+import httpx
 import pytest
+import trio
+import trio.testing
 
+from meshnode.metrics import Metrics
+from meshnode.store import Store
 from meshnode.store.database import Database
 from meshnode.web import feed_sources as fs
+from meshnode.web.sse import BUFFER, Feed
+from webharness import web_node
 
 
 @pytest.fixture
@@ -132,11 +143,18 @@ def test_goals_and_tasks_are_tailed_by_container_rowid_past_other_classes(db, tm
     assert got["marks"]["gmp"][0] == fs.heads(db)["gmp"][0]
 
 
-def test_a_threads_first_message_is_named_by_its_own_did():
+def test_a_threads_first_message_is_named_by_its_own_did(db):
+    marks = fs.heads(db)
     did = "did:hmp:container:uEi" + "A" * 16 + "rest"
-    assert fs.thread_of("chat", did) == "A" * 16
-    assert fs.thread_of("chat:" + "B" * 16, did) == "B" * 16
-    assert fs.thread_of("chatter", did) is None and fs.thread_of("chat", None) is None
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO containers (did, class, class_version, sender_did, timestamp_ms, known_class,"
+                     " core, received_at_ms) VALUES (?, 'note', '1', 'did:x', 1, 1, x'00', 1)", (did,))
+        conn.execute("INSERT INTO notes (text, topic, source, container_did) VALUES ('hi', 'chat', 'user', ?)", (did,))
+    _note(db, "a reply", "chat:" + "B" * 16, source="llm")
+    _note(db, "no DID", "chat")  # a note from before containers names no thread
+    _note(db, "talk", "chatter")
+    chats = [data for _, kind, data in fs.poll(db, marks)["events"] if kind == "chat"]
+    assert [(c["thread"], c["side"]) for c in chats] == [("A" * 16, "person"), ("B" * 16, "agent")]
 
 
 def test_mode_and_peer_diffs():
@@ -149,15 +167,6 @@ def test_mode_and_peer_diffs():
 
 
 # --- the Feed itself, on a real store (no server) ------------------------------------------------
-
-from types import SimpleNamespace  # noqa: E402
-
-import trio  # noqa: E402
-import trio.testing  # noqa: E402
-
-from meshnode.metrics import Metrics  # noqa: E402
-from meshnode.store import Store  # noqa: E402
-from meshnode.web.sse import BUFFER, Feed  # noqa: E402
 
 
 def _services(store):
@@ -204,14 +213,6 @@ async def test_a_slow_client_is_closed_with_a_resync_and_never_blocks_the_feed(t
 
 
 # --- over HTTP: a real node ------------------------------------------------------------------------
-
-import contextlib  # noqa: E402
-import sqlite3  # noqa: E402
-import time  # noqa: E402
-
-import httpx  # noqa: E402
-
-from webharness import web_node  # noqa: E402
 
 
 class SSE:

@@ -6,17 +6,20 @@ loopback port, its token read from the home, and an httpx client with the Bearer
         r = web.raw_post("/api/notes", {"x": 1})   # the httpx.Response, for error tests
 
 ``llm`` (an llmharness.ScriptedLLM) is registered as the node's LLM and its cognition runs with a short
-pause; without one, cognition is off. Extra settings go in ``env`` (MESHNODE_* variables).
+pause; without one, cognition is off (``agent_node`` makes both). Extra settings go in ``env``
+(MESHNODE_* variables). ``refused`` checks an error answer the same way in every web test.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
 
+from llmharness import ScriptedLLM, distinct_answers
 from meshharness import Node
 
 FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
@@ -72,6 +75,10 @@ class WebNode:
     def post(self, path: str, body: Any = None) -> Any:
         return self._result(self.raw_post(path, body))
 
+    def cli_json(self, *args: str) -> Any:
+        """``meshnode ARGS --json`` against this node, parsed (what the web must agree with)."""
+        return json.loads(self.node.cli(*args, "--json"))
+
     def stop(self) -> int:
         if self._client is not None:
             self._client.close()
@@ -86,3 +93,24 @@ def web_node(tmp: Path, **kw) -> Iterator[WebNode]:
         yield web
     finally:
         web.stop()
+
+
+@contextlib.contextmanager
+def agent_node(tmp: Path, answers: list | None = None, **kw) -> Iterator[WebNode]:
+    """A web node whose agent thinks with a ScriptedLLM giving ``answers`` (``web.llm``); both stopped after.
+    The default: distinct answers with no commands (the agent thinks, does nothing, and never reads as
+    stagnating: a repeated answer is set aside and its tick has no answer to show)."""
+    llm = ScriptedLLM(tmp, "main", answers if answers is not None else distinct_answers(500, lambda i, text: []))
+    try:
+        with web_node(tmp, llm=llm, **kw) as web:
+            yield web
+    finally:
+        llm.stop()
+
+
+def refused(response: httpx.Response, status: int, code: str) -> str:
+    """The reason of a refused request (its status, code and a reason asserted)."""
+    body = response.json()
+    assert response.status_code == status, body
+    assert body["ok"] is False and body["code"] == code and body["reason"], body
+    return body["reason"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from meshnode.chat import TID_LEN
 from meshnode.notes import MAX_TEXT
+from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
-_PAGE = {"limit": Arg(int, min=1, max=500, default=50, doc="at most this many threads"),
+_PAGE = {"limit": ids.limit("threads"),
          "before": Arg(int, min=0, doc="last_ms of the last thread of the previous page")}
 _THREAD = Arg(str, required=True, max=TID_LEN, doc="the thread id (16 characters of its first message's DID)")
 _TEXT = Arg(str, required=True, max=MAX_TEXT, doc="the message")
@@ -30,7 +31,7 @@ ROUTES = [
              doc="conversations, most recently active first: [{thread, title, last_side, last_text, last_ms,"
                  " unread_by_agent, count}]"),
     Endpoint("GET", "/api/threads/{thread}", thread,
-             {"thread": _THREAD, "limit": Arg(int, min=1, max=500, default=100, doc="at most this many messages"),
+             {"thread": _THREAD, "limit": ids.limit("messages", 100),
               "before": Arg(int, min=0, doc="time_ms of the oldest message of the previous page")},
              doc="one conversation, oldest first: {thread, messages: [{did, side (person|agent), text, time_ms,"
                  " read, in_reply_to}]}"),

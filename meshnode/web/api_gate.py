@@ -13,17 +13,14 @@ from __future__ import annotations
 from meshnode.errors import MeshnodeError
 from meshnode.gate import confirm, drafts, outbound, person, snapshots
 from meshnode.gate.tools import TOOLS
+from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
-BY = "web"
+BY = ids.BY
 
 
 def _number(args: dict, what: str) -> int:
-    """A path id as a number (path parameters arrive as text)."""
-    text = args["id"]
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
-        raise MeshnodeError("bad_arguments", f"id must be the {what}'s number, not {text[:40]!r}")
-    return int(text)
+    return ids.number(args["id"], "id", f"the {what}'s number")
 
 
 async def drafts_listing(services, args):
@@ -34,9 +31,7 @@ async def drafts_decide(services, args):
     if bool(args["all"]) == bool(args["paths"]):
         raise MeshnodeError("bad_arguments", f"name the drafts to {args['decision']} (paths) or give all: true,"
                                              " not both")
-    paths = None if args["all"] else args["paths"]
-    if paths is not None and not all(isinstance(p, str) and 0 < len(p) <= 4096 for p in paths):
-        raise MeshnodeError("bad_arguments", "paths is a list of drafted files' paths as the listing shows them")
+    paths = None if args["all"] else ids.texts("paths", args["paths"], 4096)
     return await services.write(person.decide, services.jail(), args["decision"], paths, BY, all_or_nothing=True)
 
 
@@ -84,7 +79,7 @@ async def reset_limit(services, args):
     return await services.write(person.reset_limit, services.now(), BY)
 
 
-_LIMIT = Arg(int, min=1, max=500, default=50)
+_LIMIT = ids.LIMIT
 _ID = Arg(str, required=True, max=20, doc="the number the listing shows")
 
 ROUTES: list[Endpoint] = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 from meshnode.errors import MeshnodeError
 from meshnode.gmp.reads import GOAL_STATUSES, TASK_STATUSES
 from meshnode.gmp.service import RULES
-from meshnode.store import short_ids
+from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
 _PEERS = 64  # participants or candidates named in one request
@@ -37,22 +37,12 @@ _UNIT = Arg(float, min=0.0, max=1.0, doc="0 to 1")
 _PEER_LIST = Arg(list, max=_PEERS, doc="agents: DID, name or short id")
 
 
-async def _agents(services, texts) -> list[str]:
-    """Peers as a person names them, as DIDs (the CLI's ``agent_did``)."""
-    out = []
-    for text in texts or ():
-        if not isinstance(text, str) or not text.strip() or len(text) > 200:
-            raise MeshnodeError("bad_arguments", "a peer is named by its DID, its name or its short id (text)")
-        out.append(await services.read(short_ids.resolve_agent, text))
-    return out
-
-
 def _given(args: dict, *, rename: dict | None = None) -> dict:
     """The arguments given (None: left to the service's default), path ``id`` renamed."""
     rename = rename or {}
     for name, value in args.items():
-        if isinstance(value, list) and not all(isinstance(x, str) and 0 < len(x) <= 4096 for x in value):
-            raise MeshnodeError("bad_arguments", f"{name} is a list of texts of 1 to 4096 characters")
+        if isinstance(value, list):
+            ids.texts(name, value, 4096)
     return {rename.get(k, k): v for k, v in args.items() if v is not None}
 
 
@@ -64,7 +54,7 @@ def _command(cmd: str, noun: str | None = None, peers: tuple[str, ...] = ()):
             kwargs["me"] = True  # the node's own DID (MeshGmp.command)
         for name in peers:
             if name in kwargs:
-                kwargs[name] = await _agents(services, kwargs[name])
+                kwargs[name] = await ids.agents(services, name, kwargs[name])
         return await services.call(cmd, **kwargs)
 
     handler.__name__ = f"gmp_{cmd}"
@@ -84,12 +74,12 @@ async def _assign(services, args):
     elif chosen == ["basis"]:
         kwargs["basis"] = args["basis"]
     else:
-        kwargs.update(candidates=await _agents(services, args["candidates"]), selection="direct")
+        kwargs.update(candidates=await ids.agents(services, "candidates", args["candidates"]), selection="direct")
     return await services.call("task_assign", **kwargs)
 
 
 async def _nominate(services, args):
-    (candidate,) = await _agents(services, [args["candidate"]])
+    (candidate,) = await ids.agents(services, "candidate", [args["candidate"]])
     return await services.call("task_nominate", task=args["id"], candidate=candidate)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from meshnode.cognition import held, registry
 from meshnode.errors import MeshnodeError
+from meshnode.web import ids
 from meshnode.web.endpoint import INT_MAX, Arg, Endpoint
 
 _IDS = Arg(list, max=1000, doc="held command ids (from GET /api/mind/held); null or absent: all of them")
@@ -20,10 +21,7 @@ async def ticks(services, args):
 
 
 async def tick_show(services, args):
-    text = args["tick"]
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), int("²") fails
-        raise MeshnodeError("bad_arguments", f"tick must be a tick number, not {text[:40]!r}")
-    return await services.call("mind_tick_show", tick=int(text))
+    return await services.call("mind_tick_show", tick=ids.number(args["tick"], "tick", "a tick number"))
 
 
 async def held_list(services, args):
@@ -39,11 +37,11 @@ def _ids(args) -> list | None:
 
 
 async def release(services, args):
-    return await services.call("mind_release", ids=_ids(args), by="web")
+    return await services.call("mind_release", ids=_ids(args), by=ids.BY)
 
 
 async def drop(services, args):
-    return await services.call("mind_drop", ids=_ids(args), by="web")
+    return await services.call("mind_drop", ids=_ids(args), by=ids.BY)
 
 
 async def tick_now(services, args):
@@ -51,11 +49,11 @@ async def tick_now(services, args):
 
 
 async def pause(services, args):
-    return await services.call("mind_pause", by="web")
+    return await services.call("mind_pause", by=ids.BY)
 
 
 async def resume(services, args):
-    return await services.call("mind_resume", by="web")
+    return await services.call("mind_resume", by=ids.BY)
 
 
 async def llms(services, args):
@@ -68,7 +66,7 @@ async def llms(services, args):
 ROUTES = [
     Endpoint("GET", "/api/mind", mind, doc="the cycle's state (mode, ticks, paused, llms ...), validators, held"),
     Endpoint("GET", "/api/mind/ticks", ticks,
-             {"limit": Arg(int, min=1, max=500, default=50, doc="at most this many ticks"),
+             {"limit": ids.limit("ticks"),
               "before": Arg(int, min=0, doc="the last tick number of the previous page")},
              doc="the last ticks, newest first: [{tick, started_ms, duration_ms, mode, llm_id, llm_ms, wake_job,"
                  " summary}]"),
@@ -77,7 +75,7 @@ ROUTES = [
                  " commands [{name, status, value}], held [ids], response"),
     Endpoint("GET", "/api/mind/held", held_list,
              {"status": Arg(str, choices=(*held.STATUSES, "all"), default="held"),
-              "limit": Arg(int, min=1, max=500, default=100)},
+              "limit": ids.limit("held commands", 100)},
              doc="commands the validation reflex held, newest first"),
     Endpoint("POST", "/api/mind/held/release", release, {"ids": _IDS},
              doc="release held commands (they run now, or at the resume when paused): {released, ran, ...}"),

@@ -10,9 +10,10 @@ import trio
 from meshnode.errors import MeshnodeError
 from meshnode.reactor import audit, persist, rules
 from meshnode.reactor.persist import JOB_STATUSES
+from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
-_LIMIT = Arg(int, min=1, max=500, default=50)
+_LIMIT = ids.LIMIT
 _KEY = Arg(str, required=True, max=512)
 
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from meshnode import chat
 from meshnode.store.database import Database, sql_errors
 
 LIMIT = 200          # rows per source per poll (more: the next poll continues at once)
@@ -73,28 +74,14 @@ def _log_events(row: dict) -> list[Event]:
     return []
 
 
-CHAT_PREFIX, TID_LEN = "did:hmp:container:uEi", 16   # as meshnode/chat.py names a thread
-
-
-def thread_of(topic: str, did: str | None) -> str | None:
-    """The chat thread of a note: ``chat:<tid>``, or a thread's first message (topic ``chat``), whose
-    tid is 16 characters of its own DID; None for a note outside any thread."""
-    if topic.startswith("chat:"):
-        return topic[5:]
-    if topic == "chat" and did:
-        return did[len(CHAT_PREFIX):len(CHAT_PREFIX) + TID_LEN] if did.startswith(CHAT_PREFIX) else did[-TID_LEN:]
-    return None
-
-
 def _note_events(row: dict) -> list[Event]:
     topic = row["topic"] or ""
     note = {"id": row["id"], "did": row["container_did"], "source": row["source"], "topic": topic,
             "text": _cut(row["text"], TEXT_CUT)}
-    thread = thread_of(topic, row["container_did"])
+    thread = chat.thread_name(row["container_did"], topic)  # a thread's first message: named by its own DID
     if thread is None:
         return [("note", note)]
-    side = "person" if row["source"] in ("user", "cli") else "agent"
-    return [("note", note), ("chat", {"thread": thread, "did": row["container_did"], "side": side,
+    return [("note", note), ("chat", {"thread": thread, "did": row["container_did"], "side": chat.side(row["source"]),
                                       "text": _cut(row["text"], TEXT_CUT)})]
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 
+from meshnode.web.errors import error_body
+
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/": "conversation.html", "/mind": "mind.html", "/goals": "goals.html", "/review": "review.html",
          "/mesh": "mesh.html", "/knowledge": "knowledge.html", "/reactor": "reactor.html"}
@@ -24,8 +26,7 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
 
 
 def _missing(name: str) -> Response:
-    return JSONResponse({"ok": False, "code": "not_found", "reason": f"no static file {name[:100]!r}"},
-                        status_code=404)
+    return JSONResponse(error_body("not_found", f"no static file {name[:100]!r}"), status_code=404)
 
 
 def static_file(name: str) -> Response:

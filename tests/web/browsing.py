@@ -52,17 +52,3 @@ def login(page, node) -> None:
 
 def csp_errors(page) -> list[str]:
     return [e for e in page.console_errors if "Content Security Policy" in e or "Content-Security-Policy" in e]
-
-
-def section_of(prompt: str, marker: str) -> str:
-    """The part of a prompt under the ``## `` heading that contains ``marker`` (e.g. "(context 3)")."""
-    for part in prompt.split("\n## "):
-        head, _, body = part.partition("\n")
-        if marker in head:
-            return body
-    return ""
-
-
-def prompts_after(llm, count: int) -> list[str]:
-    """The main prompts the scripted LLM got after its first ``count``."""
-    return llm.prompts()[count:]

@@ -8,27 +8,18 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from browsing import login, section_of
-from llmharness import ScriptedLLM, command_block, distinct_answers
+from browsing import login
+from llmharness import command_block, prompt_section
 from meshharness import wait_until
-from webharness import WebNode
+from webharness import agent_node
 
 pytestmark = pytest.mark.browser
-
-# distinct answers with no commands: the agent thinks, does nothing, and never reads as stagnating
-ANSWERS = distinct_answers(500, lambda i, text: [])
 
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("agent")
-    llm = ScriptedLLM(tmp, "main", ANSWERS)
-    web = WebNode(tmp, llm=llm)
-    try:
+    with agent_node(tmp_path_factory.mktemp("agent")) as web:
         yield web
-    finally:
-        web.stop()
-        llm.stop()
 
 
 def test_conversation(page, agent):
@@ -49,7 +40,7 @@ def test_conversation(page, agent):
     expect(reply.locator(".body")).to_have_text("4")
     expect(mine).to_contain_text("read by the agent")
     expect(page.locator("#threads li")).to_have_count(1)
-    shown = [p for p in agent.llm.prompts() if "what is 2+2?" in section_of(p, "(context 6a)")]
+    shown = [p for p in agent.llm.prompts() if "what is 2+2?" in prompt_section(p, "(context 6a)")]
     assert shown, "the message's text (not only its id) reached the prompt in context 6a"
 
 

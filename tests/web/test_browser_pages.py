@@ -7,13 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from browsing import csp_errors, login, login_link, shot
-from llmharness import ScriptedLLM, distinct_answers
-from webharness import WebNode
+from webharness import agent_node
 
 pytestmark = pytest.mark.browser
-
-# distinct answers: a repeated one is set aside as stagnation and its tick has no answer to show
-ANSWERS = distinct_answers(500, lambda i, text: [])
 
 # what each page shows once its first list has loaded (an empty list says so: p.empty)
 PAGES = {
@@ -29,14 +25,8 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pages")
-    llm = ScriptedLLM(tmp, "main", ANSWERS)
-    web = WebNode(tmp, llm=llm)
-    try:
+    with agent_node(tmp_path_factory.mktemp("pages")) as web:
         yield web
-    finally:
-        web.stop()
-        llm.stop()
 
 
 def test_login_link(page, node):

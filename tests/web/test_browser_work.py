@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from browsing import login, section_of
-from llmharness import ScriptedLLM, command_block
+from browsing import login
+from llmharness import command_block, prompt_section
 from meshharness import wait_until
-from webharness import WebNode
+from webharness import agent_node
 
 pytestmark = pytest.mark.browser
 
@@ -19,14 +19,8 @@ IDLE = "Nothing needs doing now; I wait for the person."
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("work")
-    llm = ScriptedLLM(tmp, "main", [IDLE])
-    web = WebNode(tmp, llm=llm)
-    try:
+    with agent_node(tmp_path_factory.mktemp("work"), [IDLE]) as web:
         yield web
-    finally:
-        web.stop()
-        llm.stop()
 
 
 def _go(page, web, path):
@@ -67,8 +61,8 @@ def test_goal_in_context(page, agent):
 
     def named_in_context_3():
         return [p for p in agent.llm.prompts()[seen:]
-                if "Grow tomatoes on the balcony" in section_of(p, "Goals and tasks (context 3)")
-                and "Buy seeds" in section_of(p, "Goals and tasks (context 3)")]
+                if "Grow tomatoes on the balcony" in prompt_section(p, "Goals and tasks (context 3)")
+                and "Buy seeds" in prompt_section(p, "Goals and tasks (context 3)")]
     wait_until(named_in_context_3, 20, "a prompt whose context 3 names the new goal and its task")
 
 
@@ -96,9 +90,9 @@ def test_draft_commit_rollback(page, agent, tmp_path):
     page.once("dialog", lambda d: d.accept())
     row.locator("button.rollback").click()
     wait_until(lambda: not target.exists(), 10, "the rollback to remove plan.txt again")
-    told = wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "gate:rollback" in section_of(p, "(context 4)")],
+    told = wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "gate:rollback" in prompt_section(p, "(context 4)")],
                       20, "the rollback in the agent's context 4")
-    context4 = section_of(told[0], "(context 4)")
+    context4 = prompt_section(told[0], "(context 4)")
     assert "gate:accept" in context4 and "gate:commit" in context4, context4  # each decision, in order
 
 

@@ -91,21 +91,3 @@ export function stream(types, onEvent) {
   }
   return source;
 }
-
-export function showError(message) {
-  let banner = document.getElementById("error-banner");
-  if (!banner) {
-    banner = document.createElement("div");
-    banner.id = "error-banner";
-    banner.className = "error-banner";
-    banner.setAttribute("role", "alert");
-    const close = document.createElement("button");
-    close.type = "button";
-    close.textContent = "×";
-    close.title = "dismiss";
-    close.addEventListener("click", () => banner.remove());
-    banner.append(document.createElement("span"), close);
-    document.body.prepend(banner);
-  }
-  banner.firstChild.textContent = String(message);
-}

@@ -2,16 +2,16 @@
 // agent answers with note_add reply_to=<id>, which lands in the same thread (protocols/web.md 7).
 import { get, post, stream } from "./api.js";
 import { renderNav, onMode, modeState } from "./nav.js";
-import { el, clear, time, act, debounce } from "./ui.js";
+import { el, clear, time, act, debounce, olderButton } from "./ui.js";
 
 renderNav("conversation");
 
 const main = document.getElementById("main");
 const threadsList = el("ul", { class: "thread-list", id: "threads" });
-const olderThreads = el("button", { type: "button", text: "older", hidden: true });
+const olderThreads = olderButton();
 const title = el("h2", { id: "thread-title", text: "New conversation" });
 const messages = el("div", { class: "messages", id: "messages", attrs: { "aria-live": "polite" } });
-const olderMessages = el("button", { type: "button", text: "older messages", hidden: true });
+const olderMessages = olderButton("older messages");
 const agentStatus = el("p", { class: "agent-status", id: "agent-status" });
 const input = el("textarea", { id: "message", name: "text", rows: 3, placeholder: "Write to the agent (Ctrl+Enter sends)", attrs: { "aria-label": "message" } });
 const send = el("button", { type: "submit", id: "send", class: "primary", text: "Send" });
@@ -55,8 +55,7 @@ async function loadThreads(before = null) {
   if (!before) clear(threadsList);
   threadsList.append(...rows.map(threadItem));
   if (!before && rows.length === 0) threadsList.append(el("li", { class: "empty", text: "no conversations yet" }));
-  olderThreads.hidden = rows.length < 50;
-  olderThreads.onclick = () => act(() => loadThreads(rows[rows.length - 1].last_ms));
+  olderThreads.offer(rows.length >= 50, () => loadThreads(rows[rows.length - 1].last_ms));
 }
 
 function messageNode(m) {
@@ -79,8 +78,7 @@ async function loadThread(before = null) {
   shown = before ? [...got, ...shown] : got;
   clear(messages, shown.map(messageNode));
   if (shown.length) title.textContent = shown[0].text.slice(0, 80);
-  olderMessages.hidden = got.length < 100;
-  olderMessages.onclick = () => act(() => loadThread(shown[0].time_ms));
+  olderMessages.offer(got.length >= 100, () => loadThread(shown[0].time_ms));
   if (!before) messages.lastElementChild?.scrollIntoView({ block: "nearest" });
   paintStatus();
 }

@@ -2,7 +2,7 @@
 // due state; new goals, tasks for the agent or a peer, progress, done, cancel.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, section, button, form, act, debounce, choices } from "./ui.js";
+import { el, clear, time, section, button, form, act, debounce, choices, keeper } from "./ui.js";
 
 renderNav("goals");
 
@@ -14,12 +14,7 @@ main.append(newSec, treeSec);
 let me = null;      // this node's DID: the agent's tasks are assigned to it
 let taskStatuses = [];  // from the route table (POST /api/tasks/{id}/update)
 let people = [];    // [did, label] of the agent and known peers
-const forms = new Map();  // the forms of the tree, kept across reloads: a live event must not wipe what the person types
-
-function kept(key, make) {
-  if (!forms.has(key)) forms.set(key, make());
-  return forms.get(key);
-}
+const forms = keeper();  // the forms of the tree: a live event must not wipe what the person types
 
 function setOptions(select, options) {
   const value = select.value;
@@ -43,9 +38,9 @@ function dueMark(task, due) {
 function taskNode(t, children, due) {
   const progress = typeof t.progress === "number" ? el("progress", { max: 1, value: t.progress, title: `${Math.round(t.progress * 100)}%` }) : null;
   const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
-  const progressForm = kept(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
+  const progressForm = forms.keep(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
     async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); }));
-  const statusForm = kept(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
+  const statusForm = forms.keep(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
     async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/update`, v); await load(); }, { cls: "status-form" }));
   setOptions(statusForm.inputs.status, taskStatuses.map((x) => [x, x]));
   if (!statusForm.contains(document.activeElement)) statusForm.inputs.status.value = t.status;
@@ -69,7 +64,7 @@ function goalNode(g, tasks, due) {
     byParent.get(key).push(t);
   }
   const branch = (parent) => (byParent.get(parent) || []).map((t) => taskNode(t, branch(t.lineage), due));
-  const taskForm = kept(`task:${g.lineage}`, () => form([
+  const taskForm = forms.keep(`task:${g.lineage}`, () => form([
     { name: "title", label: "new task", required: true },
     { name: "assignee", label: "for", type: "select", options: people },
   ], "Add task", async (v) => {

@@ -2,7 +2,7 @@
 // with its versions; add, tag, edit, delete (as `meshnode edit`).
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, facts, table, section, button, form, list, act, debounce } from "./ui.js";
+import { el, clear, time, facts, table, section, button, form, list, act, debounce, olderButton } from "./ui.js";
 
 renderNav("knowledge");
 
@@ -18,7 +18,7 @@ main.append(notesSec, oneSec, searchSec, diarySec, conceptSec, linkSec);
 
 let filters = {};
 const noteList = el("div", { class: "note-list", id: "note-list" });
-const olderNotes = el("button", { type: "button", text: "older", hidden: true });
+const olderNotes = olderButton();
 const addNote = form([
   { name: "text", label: "new note", type: "textarea", required: true, rows: 2 },
   { name: "topic", label: "topic" },
@@ -45,8 +45,7 @@ async function loadNotes(before = null) {
   if (before == null) clear(noteList);
   noteList.append(...rows.map(noteNode));
   if (before == null && !rows.length) noteList.append(el("p", { class: "empty", text: "no notes" }));
-  olderNotes.hidden = rows.length < 50;
-  olderNotes.onclick = () => act(() => loadNotes(rows[rows.length - 1].container_did));
+  olderNotes.offer(rows.length >= 50, () => loadNotes(rows[rows.length - 1].container_did));
 }
 
 async function showNote(did) {

@@ -2,7 +2,7 @@
 // answer and the commands), held commands with Release/Drop, validators' weights.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, time, text, pre, table, facts, section, button, act, debounce, shortId } from "./ui.js";
+import { el, time, text, pre, table, facts, section, button, act, debounce, shortId, olderButton } from "./ui.js";
 
 renderNav("mind");
 
@@ -13,7 +13,7 @@ const [stateSec, stateBody] = section("State", "state",
   button("Tick now", () => post("/api/mind/tick").then(loadState), { cls: "tick-now" }));
 const [ticksSec, ticksBody] = section("Ticks", "ticks");
 const tickList = el("div", { class: "tick-list", id: "tick-list" });
-const olderTicks = el("button", { type: "button", text: "older ticks", hidden: true });
+const olderTicks = olderButton("older ticks");
 ticksBody.append(tickList, olderTicks);
 const [heldSec, heldBody] = section("Held commands", "held",
   button("Release all", () => decide("release", null), { cls: "release-all" }),
@@ -95,8 +95,7 @@ async function loadTicks(before = null) {
     else tickList.querySelector(":scope > p.empty")?.remove();
   }
   const last = tickList.querySelector("details.tick:last-of-type");
-  olderTicks.hidden = rows.length < 50;
-  olderTicks.onclick = () => act(() => loadTicks(Number(last.dataset.tick)));
+  olderTicks.offer(rows.length >= 50, () => loadTicks(Number(last.dataset.tick)));
 }
 
 async function decide(what, ids) {

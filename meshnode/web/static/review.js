@@ -2,7 +2,7 @@
 // (roll back), and confirmations of risky tool calls (approve or reject).
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, text, pre, table, section, button, form, act, debounce } from "./ui.js";
+import { el, clear, time, text, pre, table, section, button, form, act, debounce, keeper } from "./ui.js";
 
 renderNav("review");
 
@@ -33,14 +33,13 @@ async function decide(decision, paths) {
   return result;
 }
 
-const editors = new Map();  // path -> textarea, kept across reloads: a live event must not wipe an edit in progress
+const editors = keeper();  // path -> textarea: a live event must not wipe an edit in progress
 
 function draftNode(d) {
-  if (!editors.has(d.path)) editors.set(d.path, el("textarea", { class: "code", rows: 10, hidden: true, attrs: { "aria-label": `content of ${d.path}` } }));
-  const editor = editors.get(d.path);
+  const editor = editors.keep(d.path, () => el("textarea", { class: "code", rows: 10, hidden: true, attrs: { "aria-label": `content of ${d.path}` } }));
   const save = button("Save edit", async () => {
     await post("/api/drafts/edit", { path: d.path, content: editor.value });
-    editors.delete(d.path);
+    editors.forget(d.path);
     await loadDrafts();
   }, { cls: "save-edit" });
   save.hidden = editor.hidden;

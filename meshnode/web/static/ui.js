@@ -1,6 +1,6 @@
 // Small DOM helpers shared by the pages. Everything that came from notes, the LLM or peers is
 // set with textContent (never innerHTML), and styling is by class only (the CSP forbids inline styles).
-import { get, showError } from "./api.js";
+import { get } from "./api.js";
 
 /** el("div", {class: "x", text: "hi", title, data: {did}, attrs: {type}, on: {click}}, ...children) */
 export function el(tag, props = {}, ...children) {
@@ -77,7 +77,26 @@ export function facts(obj, keys = null) {
   return dl;
 }
 
-/** Run an action; an error goes to the banner (api.js) and is returned as false. */
+/** The error banner at the top of the page (one; a new message replaces the last). */
+export function showError(message) {
+  let banner = document.getElementById("error-banner");
+  if (!banner) {
+    banner = document.createElement("div");
+    banner.id = "error-banner";
+    banner.className = "error-banner";
+    banner.setAttribute("role", "alert");
+    const close = document.createElement("button");
+    close.type = "button";
+    close.textContent = "×";
+    close.title = "dismiss";
+    close.addEventListener("click", () => banner.remove());
+    banner.append(document.createElement("span"), close);
+    document.body.prepend(banner);
+  }
+  banner.firstChild.textContent = String(message);
+}
+
+/** Run an action; an error goes to the banner and is returned as false. */
 export async function act(fn) {
   try {
     return await fn();
@@ -134,6 +153,24 @@ export function form(fields, submitLabel, onSubmit, { cls = "" } = {}) {
   });
   f.inputs = inputs;
   return f;
+}
+
+/** The "older" button under a paged list: ``offer(full, loadOlder)`` after each page shows it while
+ * the page came back full, a click loading the page before it. */
+export function olderButton(label = "older") {
+  const b = el("button", { type: "button", text: label, hidden: true });
+  b.offer = (full, loadOlder) => { b.hidden = !full; b.onclick = () => act(loadOlder); };
+  return b;
+}
+
+/** Nodes kept across live reloads, by key: a form or an editor the person is typing in must survive
+ * the redraw an event causes. ``keep(key, make)`` makes one the first time; ``forget(key)`` drops it. */
+export function keeper() {
+  const nodes = new Map();
+  return {
+    keep(key, make) { if (!nodes.has(key)) nodes.set(key, make()); return nodes.get(key); },
+    forget(key) { nodes.delete(key); },
+  };
 }
 
 /** "a, b" -> ["a", "b"] */
