@@ -37,7 +37,9 @@ def test_status_is_the_control_status(nodes):
     assert {k: status[k] for k in ("did", "peer_id", "home", "schema_version")} == \
         {k: live[k] for k in ("did", "peer_id", "home", "schema_version")}
     assert set(status["counts"]) >= {"containers", "notes"}
-    names = {m["name"] for m in web.get("/api/metrics.json")}
+    full = web.get("/api/metrics.json")
+    assert {"counters", "histograms", "gauges"} <= set(full)
+    names = {m["name"] for m in full["counters"]}
     assert "control_requests" in names
 
 

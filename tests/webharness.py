@@ -53,7 +53,10 @@ class WebNode:
         """An httpx client on this node (Bearer auth unless ``bearer=False``: then it has no credentials)."""
         headers = {"Authorization": f"Bearer {self.token}"} if bearer else {}
         headers.update(kw.pop("headers", {}))
-        return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 30.0), **kw)
+        # no kept-alive connections: one idle past the server's keep-alive timeout (a slow step of a test
+        # on a loaded machine) can be closed just as the next request goes out ("Server disconnected")
+        limits = kw.pop("limits", httpx.Limits(max_keepalive_connections=0))
+        return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 30.0), limits=limits, **kw)
 
     def raw_get(self, path: str, **params) -> httpx.Response:
         return self._client.get(path, params=params)

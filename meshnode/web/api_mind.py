@@ -30,10 +30,10 @@ async def held_list(services, args):
 
 
 def _ids(args) -> list | None:
-    ids = args["ids"]
-    if ids is not None and any(type(i) is not int or not 0 <= i <= INT_MAX for i in ids):
+    given = args["ids"]
+    if given is not None and any(type(i) is not int or not 0 <= i <= INT_MAX for i in given):
         raise MeshnodeError("bad_arguments", "ids must be held command numbers (integers >= 0)")
-    return ids
+    return given
 
 
 async def release(services, args):

@@ -21,7 +21,7 @@ async def status(services, args):
 
 
 async def metrics(services, args):
-    return await services.call("metrics")
+    return await services.call("metrics", full=True)
 
 
 async def peers(services, args):

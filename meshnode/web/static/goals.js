@@ -43,7 +43,11 @@ function taskNode(t, children, due) {
   const statusForm = forms.keep(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
     async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/update`, v); await load(); }, { cls: "status-form" }));
   setOptions(statusForm.inputs.status, taskStatuses.map((x) => [x, x]));
-  if (!statusForm.contains(document.activeElement)) statusForm.inputs.status.value = t.status;
+  // Follow the task's status only when it changed: a live reload must not undo what the person picked.
+  if (statusForm.dataset.shown !== t.status) {
+    statusForm.inputs.status.value = t.status;
+    statusForm.dataset.shown = t.status;
+  }
   const li = el("li", { class: "task", data: { lineage: t.lineage } },
     el("span", { class: "title", text: t.title }), " ",
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
