@@ -154,17 +154,28 @@ def test_malformed_edges_are_refused_with_a_reason():
         assert "edges" in info.value.reason
 
 
-def test_the_more_trusted_author_s_version_is_shown(tmp_path):
-    root = entry(KEYS[0], "first", 0)
-    trusted = entry(KEYS[1], "from a trusted author", 10, [root.did])
-    recent = entry(KEYS[2], "later, from an author trusted less", 20, [root.did])
-    db = Database(tmp_path / "x.db")
-    try:
-        for did, score in ((KEYS[1].did, 0.9), (KEYS[2].did, 0.2)):
-            db.conn.execute("INSERT INTO agent_peers (id, name) VALUES (?, 'p')", (did,))
-            db.conn.execute("INSERT INTO agent_reputation (agent_id, reputation_score) VALUES (?, ?)", (did, score))
-        for c in (root, recent, trusted):
-            db.put_container(c, received_at_ms=T0)
-        assert db.conn.execute("SELECT container_did, forks FROM diary_entries").fetchall() == [(trusted.did, 1)]
-    finally:
-        db.close()
+def test_the_shown_version_ignores_what_this_node_thinks_of_the_authors(tmp_path):
+    """The partition test's fork: two nodes version one concept apart; every node that holds the same
+    containers shows the same head, whatever reputation it has recorded for the authors and whether
+    that was recorded before or after the versions arrived (trust is local, the view is not)."""
+    from meshnode.reputation import Evidence
+    from meshnode.reputation.records import record_evidence
+
+    first = concept(KEYS[0], "mesh", 0)
+    left = concept(KEYS[1], "mesh (left)", 10, [first.did])
+    right = concept(KEYS[2], "mesh (right)", 20, [first.did])
+    shown = []
+    for n, (liked, before) in enumerate([(None, True), (KEYS[1], True), (KEYS[1], False), (KEYS[2], True)]):
+        db = Database(tmp_path / f"{n}.db")
+        try:
+            if liked and before:
+                record_evidence(db, liked.did, [Evidence("task_success", T0, 20)], now_ms=T0)
+            for c in (first, left, right):
+                db.put_container(c, received_at_ms=T0)
+            if liked and not before:
+                record_evidence(db, liked.did, [Evidence("task_success", T0, 20)], now_ms=T0)
+            db.rebuild_views() if n == 2 else None
+            shown.append(db.conn.execute("SELECT lineage, container_did, forks FROM concepts").fetchall())
+        finally:
+            db.close()
+    assert shown == [[(first.did, right.did, 1)]] * 4

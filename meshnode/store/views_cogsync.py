@@ -14,7 +14,6 @@ import sqlite3
 
 from meshnode.container import Container, Limits, decode_container, format_ms
 from meshnode.store import lineage
-from meshnode.store.trust import trust_scores
 from meshnode.sync.versions import choose
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
@@ -33,7 +32,7 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
         if not versions:  # every head withdrawn: the lineage is gone from the view
             conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
             continue
-        shown, forks = choose(versions, trust_scores(conn, {v.sender_did for v in versions}))
+        shown, forks = choose(versions)  # from the containers only: every node that holds them agrees
         write(conn, root, shown, forks)
 
 

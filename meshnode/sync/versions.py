@@ -4,14 +4,16 @@ A container is never edited: an update is a new container naming the old one
 in ``related.previous_version``. A lineage is a first version and everything
 that descends from it; its *heads* are the versions nothing else replaces.
 Two heads are a fork: both are kept. The view shows one head, chosen by a
-rule every node applies the same way:
+rule every node applies the same way, from the containers alone:
 
-1. the higher trust of its author (0.5 for unknown authors; reputation
-   supplies real values later),
-2. then the later ``head.timestamp``,
-3. then the larger container DID (an arbitrary but shared tie-break).
+1. the later ``head.timestamp``,
+2. then the larger container DID (an arbitrary but shared tie-break).
 
-Pure: containers and trust values in, a choice out.
+Not the authors' trust: trust is each node's own (``agent_reputation``), so
+nodes holding the same versions would show different heads, and a view
+drawn when a version arrived would depend on what this node thought then.
+
+Pure: containers in, a choice out.
 """
 
 from __future__ import annotations
@@ -48,9 +50,8 @@ def heads(versions: Iterable[Container]) -> list[Container]:
     return [c for c in versions if c.did not in replaced]
 
 
-def choose(versions: Iterable[Container], trust: Mapping[str, float] | None = None) -> tuple[Container, int]:
+def choose(versions: Iterable[Container]) -> tuple[Container, int]:
     """The head the view shows, and how many other heads (forks) there are."""
-    trust = trust or {}
     candidates = heads(versions)
-    best = max(candidates, key=lambda c: (trust.get(c.sender_did, DEFAULT_TRUST), c.timestamp_ms, c.did))
+    best = max(candidates, key=lambda c: (c.timestamp_ms, c.did))
     return best, len(candidates) - 1
