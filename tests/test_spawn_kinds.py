@@ -112,8 +112,8 @@ def _readme_rows(heading: str) -> dict[str, tuple[str, str, str]]:
 
 
 def test_readme_tables_agree_with_kind_rules():
-    for heading, rules in (("### Container classes a child gets", kinds.CLASSES),
-                           ("### Local tables a child gets", kinds.TABLES)):
+    for heading, rules in (("#### Container classes a child gets", kinds.CLASSES),
+                           ("#### Local tables a child gets", kinds.TABLES)):
         rows = _readme_rows(heading)
         assert rows == {name: (r.clone, r.trained, r.newborn) for name, r in rules.items()}, heading
 
