@@ -149,7 +149,8 @@ TABLES: dict[str, Rule] = {
     "children": _r("never", "never", "never", "the parent's children are not the child's"),
     "spawn_invitations": _r("never", "never", "never", "the parent's invitations"),
     "spawn_origin": _r("never", "never", "never", "the child's own row, written by family.tie_parent"),
-    "sqlite_sequence": _r("rebuilt", "rebuilt", "never", "SQLite's own counters, kept by SQLite as the child's rows arrive"),
+    "sqlite_sequence": _r("rebuilt", "rebuilt", "never",
+                          "SQLite's own counters, kept by SQLite as the child's rows arrive"),
 }
 
 CLASSES: dict[str, Rule] = {
