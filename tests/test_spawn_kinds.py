@@ -437,3 +437,18 @@ def test_shared_rule_matches_store_sharing(tmp_path_factory, items):
         assert _dids(child) == expected
     finally:
         child.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_child_seeded_through_a_bundle_gets_the_same(parent, tmp_path, kind):
+    direct, _ = _seed(parent, tmp_path, kind)
+    seed.seed_bundle_store(parent.path, tmp_path / "seed.db", kind, parent_did=parent.key.did, now_ms=T0)
+    via = Database(tmp_path / "via.db")
+    try:
+        seed.seed_child_store(tmp_path / "seed.db", via, kind, parent_did=parent.key.did, now_ms=T0 + 100)
+        assert _dids(via) == _dids(direct)
+        assert via.conn.execute("SELECT DISTINCT received_from FROM containers").fetchall() in ([],
+                                                                                                [(parent.key.did,)])
+    finally:
+        via.close()
+        direct.close()

@@ -68,7 +68,12 @@ def open_source(path: Path) -> sqlite3.Connection:
 
 
 def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: int) -> SeedReport:
-    """Copy into ``child`` (a migrated store) what a child of ``kind`` gets from the database at ``source``."""
+    """Copy into ``child`` (a migrated store) what a child of ``kind`` gets from the database at ``source``
+    (the parent's, or a bundle's seed.db: the same rules give the same result)."""
+    return _seed(source, child, kind, parent_did=parent_did, now_ms=now_ms, keep_origin=False)
+
+
+def _seed(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: int, keep_origin: bool) -> SeedReport:
     if kind not in KINDS:
         raise SpawnError("bad_kind", f"kind must be one of {', '.join(KINDS)}")
     started = time.monotonic()
@@ -76,7 +81,8 @@ def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: st
     if kind != "newborn":
         src = open_source(source)
         try:
-            copy_containers(src, child, kind, parent_did=parent_did, now_ms=now_ms, report=report)
+            copy_containers(src, child, kind, parent_did=parent_did, now_ms=now_ms, report=report,
+                            keep_origin=keep_origin)
             seed_rows.copy_rows(src, child, kind, report)
         except sqlite3.Error as exc:
             raise SpawnError("seed_failed", f"reading the parent's database: {exc}") from None
@@ -91,24 +97,27 @@ def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: st
 
 
 def seed_bundle_store(source: Path, target: Path, kind: str, *, parent_did: str, now_ms: int) -> SeedReport:
-    """A new database at ``target`` (migrated, no identity row) seeded as for a local child: a bundle's seed.db."""
+    """A new database at ``target`` (migrated, no identity row) seeded as for a local child: a bundle's seed.db.
+    Its containers keep the ``received_from`` the parent knew them by, so that seeding the child from
+    it later (``seed_child_store``) applies the hop limits exactly as seeding from the parent would."""
     target = Path(target)
     if target.exists():
         raise SpawnError("seed_failed", f"{target} exists; a bundle's database is always new")
     db = Database(target)
     try:
-        return seed_child_store(source, db, kind, parent_did=parent_did, now_ms=now_ms)
+        return _seed(source, db, kind, parent_did=parent_did, now_ms=now_ms, keep_origin=True)
     finally:
         db.close()
 
 
 def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, parent_did: str, now_ms: int,
-                    report: SeedReport) -> None:
+                    report: SeedReport, keep_origin: bool = False) -> None:
     """Verify, filter and store the parent's containers in the parent's order (its rowid): a GMP
-    container the parent admitted after the ones it names arrives after them here too."""
+    container the parent admitted after the ones it names arrives after them here too. Each is
+    stored as received from the parent, or (``keep_origin``) from whom the parent had it."""
     cur = src.execute("SELECT did, class, class_version, core, side, received_from FROM containers ORDER BY rowid")
     while rows := cur.fetchmany(BATCH):
-        chosen: list[tuple[str, Container]] = []
+        chosen: list[tuple[str, Container, str | None]] = []
         for did, cls, version, core, side, received_from in rows:
             if _certainly_never(kind, cls, version):
                 report.count(report.withheld, kinds.class_key(cls, version) or cls)
@@ -124,12 +133,13 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
                 else kinds.UNKNOWN_CLASS
             rule = "never" if key is None else getattr(kinds.CLASSES[key], kind)
             if rule == "copy" or (rule == "shared" and friend_may_get(c, parent_did, received_from)):
-                chosen.append((key, c))
+                chosen.append((key, c, received_from))
             else:
                 report.count(report.withheld, key or f"{c.cls} {c.head.get('class_version')}")
-        outcomes = child.put_containers([c for _, c in chosen], received_at_ms=now_ms, received_from=parent_did,
-                                        local=READ_LOCAL, batch=len(chosen) or 1)
-        for (key, c), outcome in zip(chosen, outcomes):
+        origins = [frm for _, _, frm in chosen] if keep_origin else None
+        outcomes = child.put_containers([c for _, c, _ in chosen], received_at_ms=now_ms, received_from=parent_did,
+                                        local=READ_LOCAL, batch=len(chosen) or 1, origins=origins)
+        for (key, c, _), outcome in zip(chosen, outcomes):
             if isinstance(outcome, GmpRefused):
                 report.refuse(outcome.code, f"{c.cls} {c.did[:64]}: {outcome.code}: {outcome.reason}")
             else:
