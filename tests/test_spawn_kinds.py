@@ -77,6 +77,8 @@ def test_rules_cover_every_registered_class():
     for name in ("spawn_invitation", "spawn_hello"):
         assert kinds.rule("clone", cls=name) == "never"
     assert kinds.rule("clone", cls="some_new_class", version="1.0") == "copy"
+    assert kinds.rule("clone", cls="note", version="2.0", audience="public") == "never"  # cannot be judged
+    assert kinds.rule("clone", cls="note", version="1.0", audience="public") == "copy"
     assert kinds.rule("clone", cls="note", version="1.0", audience="private") == "never"
     assert kinds.rule("clone", cls="goal", version="9.9") == "never"  # an unknown version of a named class
     assert kinds.rule("trained", table="agent_t_whatever") == "never"
@@ -280,7 +282,7 @@ def test_child_gets_what_the_rules_say(parent, tmp_path, kind):
         assert not never & got
         if kind != "newborn":
             assert report.copied["containers"] == len(got)
-            assert report.withheld["note (private)" if kind == "clone" else "note"] == (2 if kind == "clone" else 6)
+            assert report.withheld["note (private)"] == 2  # the private note and the chat message
         strangers = "SELECT count(*) FROM author_usage WHERE author NOT IN (SELECT sender_did FROM containers)"
         assert child.conn.execute(strangers).fetchone()[0] == 0  # the child's DID has no row: authorship at 0
     finally:
@@ -337,14 +339,18 @@ def test_tampered_container_is_refused_and_counted(parent, tmp_path):
         at = core.index(b"DIARY-1")
         bad = core[:at] + bytes([core[at] ^ 0x01]) + core[at + 1:]
         conn.execute("UPDATE containers SET core = ? WHERE did = ?", (bad, parent.diary))
-    child, report = _seed(parent, tmp_path, "trained", source)
-    try:
-        assert sum(report.refused.values()) == 1 and len(report.reasons) == 1
-        assert parent.diary[:40] in report.reasons[0]
-        got = _dids(child)
-        assert parent.diary not in got and {parent.link, parent.trust, parent.their_open} <= got
-    finally:
-        child.close()
+        conn.execute("UPDATE notes SET audience = 'public' WHERE container_did = ?", (parent.private,))  # a lying view
+    for kind in ("trained", "clone"):
+        child, report = _seed(parent, tmp_path, kind, source)
+        try:
+            assert sum(report.refused.values()) == 1 and len(report.reasons) == 1
+            assert report.refused == {"bad_signature": 1} or report.refused == {"payload_hash_mismatch": 1}
+            assert parent.diary[:40] in report.reasons[0]
+            got = _dids(child)
+            assert parent.diary not in got and {parent.link, parent.trust, parent.their_open} <= got
+            assert parent.private not in got  # the signed payload decides, not the parent's view of it
+        finally:
+            child.close()
 
 
 def test_bundle_store_is_new_and_has_no_identity(parent, tmp_path):

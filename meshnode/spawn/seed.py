@@ -115,12 +115,13 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
     """Verify, filter and store the parent's containers in the parent's order (its rowid): a GMP
     container the parent admitted after the ones it names arrives after them here too. Each is
     stored as received from the parent, or (``keep_origin``) from whom the parent had it."""
-    cur = src.execute("SELECT did, class, class_version, core, side, received_from FROM containers ORDER BY rowid")
+    cur = src.execute("SELECT c.did, c.class, c.class_version, c.core, c.side, c.received_from, n.audience"
+                      " FROM containers c LEFT JOIN notes n ON n.container_did = c.did ORDER BY c.rowid")
     while rows := cur.fetchmany(BATCH):
         chosen: list[tuple[str, Container, str | None]] = []
-        for did, cls, version, core, side, received_from in rows:
-            if _certainly_never(kind, cls, version):
-                report.count(report.withheld, kinds.class_key(cls, version) or cls)
+        for did, cls, version, core, side, received_from, seen_audience in rows:
+            if _certainly_never(kind, cls, version, seen_audience):
+                report.count(report.withheld, kinds.class_key(cls, version, seen_audience) or cls)
                 continue
             try:
                 c = decode_container(container_bytes(core, side), now_ms=now_ms, limits=_STORED)
@@ -129,8 +130,7 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
             except ContainerError as exc:
                 report.refuse(exc.code, f"{cls} {did[:64]}: {exc.code}: {exc.reason}")
                 continue
-            key = kinds.class_key(c.cls, c.head.get("class_version"), _audience(c)) if c.known_class \
-                else kinds.UNKNOWN_CLASS
+            key = kinds.class_key(c.cls, c.head.get("class_version"), _audience(c))
             rule = "never" if key is None else getattr(kinds.CLASSES[key], kind)
             if rule == "copy" or (rule == "shared" and friend_may_get(c, parent_did, received_from)):
                 chosen.append((key, c, received_from))
@@ -151,12 +151,13 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
     report.count(report.copied, "containers", child.conn.execute("SELECT count(*) FROM containers").fetchone()[0])
 
 
-def _certainly_never(kind: str, cls: str, version: str) -> bool:
-    """Rows the rules leave out whatever their payload says: not worth verifying (notes are read
-    first: their audience decides)."""
-    if cls == "note":
-        return kind != "clone"
-    key = kinds.class_key(cls, version)
+def _certainly_never(kind: str, cls: str, version: str, seen_audience: str | None) -> bool:
+    """Rows the rules leave out whatever their payload says: not worth verifying. The parent's
+    ``notes`` row tells a private note (leaving one out unverified is always safe; a note copied is
+    judged by its verified payload)."""
+    if cls == "note" and (kind != "clone" or seen_audience == "private"):
+        return True
+    key = kinds.class_key(cls, version, seen_audience)
     return key is not None and key != kinds.UNKNOWN_CLASS and getattr(kinds.CLASSES[key], kind) == "never"
 
 
