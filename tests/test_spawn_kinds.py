@@ -100,7 +100,7 @@ def test_every_row_table_has_its_columns(tmp_path):
         db.close()
 
 
-def _readme_rows(heading: str) -> dict[str, tuple[str, str, str]]:
+def _readme_rows(heading: str) -> dict[str, tuple[str, ...]]:
     text = (ROOT / "README.md").read_text()
     start = text.index(heading)
     rows = {}
@@ -109,7 +109,7 @@ def _readme_rows(heading: str) -> dict[str, tuple[str, str, str]]:
             break
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 5 and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = tuple(cells[1:4])
+            rows[cells[0].strip("`")] = tuple(cells[1:5])
     return rows
 
 
@@ -117,7 +117,7 @@ def test_readme_tables_agree_with_kind_rules():
     for heading, rules in (("#### Container classes a child gets", kinds.CLASSES),
                            ("#### Local tables a child gets", kinds.TABLES)):
         rows = _readme_rows(heading)
-        assert rows == {name: (r.clone, r.trained, r.newborn) for name, r in rules.items()}, heading
+        assert rows == {name: (r.clone, r.trained, r.newborn, r.why) for name, r in rules.items()}, heading
 
 
 # --- (b) a parent with real content, and a child of each kind --------------------------------------
@@ -458,3 +458,19 @@ def test_a_child_seeded_through_a_bundle_gets_the_same(parent, tmp_path, kind):
     finally:
         via.close()
         direct.close()
+
+
+def test_put_containers_reports_a_gmp_refusal_and_stores_the_rest(tmp_path):
+    from gmp_fixtures import M, Story  # tests/ is on the path (rootdir without __init__.py)
+
+    s = Story()
+    db = Database(tmp_path / "refusal.db")
+    try:
+        stranger = s.by(M, [s.t3], progress=0.9)  # a version by someone the task does not allow
+        out = db.put_containers([s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3, stranger, s.t3],
+                                received_at_ms=T0, batch=4)
+        assert out[:7] == [True] * 7 and out[8] is False
+        assert getattr(out[7], "code", None) == "gmp_not_authorized"
+        assert stranger.did not in _dids(db) and s.t3.did in _dids(db)
+    finally:
+        db.close()

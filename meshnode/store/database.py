@@ -132,7 +132,8 @@ class Database:
         fewer commits than ``put_container`` each). Per container, in order: True stored, False
         already here or held pending (GMP: released when what it waits for arrives later in the same
         call, so give them in their author's order), or the ``GmpRefused`` that refused it (nothing of
-        it stored, the others are). Each runs in a savepoint, so a refusal undoes only its own writes.
+        it stored, the others are). A GMP one runs in a savepoint, so a refusal undoes only its own writes;
+        any other error (StoreError) rolls back the batch it is in and stops.
         ``origins``, when given, is each container's own ``received_from`` (instead of one for all)."""
         out: list[bool | rules.GmpRefused] = []
         items = list(containers)
@@ -142,6 +143,9 @@ class Database:
         for start in range(0, len(items), max(1, batch)):
             with self.transaction() as conn:
                 for c, frm in zip(items[start:start + max(1, batch)], froms[start:start + max(1, batch)]):
+                    if not rules.is_gmp(c):  # only GMP admission refuses; anything else fails the batch
+                        out.append(_insert(conn, c, received_at_ms, frm, local))
+                        continue
                     conn.execute("SAVEPOINT put_one")
                     try:
                         out.append(_insert(conn, c, received_at_ms, frm, local))
