@@ -141,3 +141,82 @@ def test_a_child_removed_while_followed_is_forgotten(tmp_path):
             await store.aclose()
 
     trio.run(main)
+
+
+# --- real processes ---------------------------------------------------------------------------
+
+# hour-scale thresholds of a few seconds: quiet 2.2 s, stale 4.3 s, dead 10.8 s (heartbeats every
+# 0.5 s, FAST_NET), wide enough that a busy machine never makes a live child look dead
+FAST_REACTOR = {"MESHNODE_REACTOR_SCAN_SECONDS": "0.5", "MESHNODE_REACTOR_QUIET_HOURS": "0.0006",
+                "MESHNODE_REACTOR_STALE_HOURS": "0.0012", "MESHNODE_REACTOR_DEAD_HOURS": "0.003",
+                "MESHNODE_COGNITION_ENABLED": "false"}
+
+
+def _read(node, fn):
+    """``fn(conn)`` on a read-only connection to a node's database (WAL: the node keeps writing)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{node.home / 'data' / 'meshnode.db'}?mode=ro", uri=True, timeout=10)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
+def tie(parent, child) -> None:
+    """What a spawn writes in both stores, written by hand into two fresh homes (the parent
+    running, the child not yet started): a test of the reactor, not of spawn_child."""
+    from meshnode.store import Database
+
+    cdb = Database(child.home / "data" / "meshnode.db")
+    try:
+        family.tie_parent(cdb, parent_did=parent.did, parent_peer_id=parent.peer_id, parent_name=parent.name,
+                          addresses=parent.addresses, kind="newborn", depth=1, now_ms=T0)
+    finally:
+        cdb.close()
+    child.set_bootstrap(parent, address_filter="/ip4/127.0.0.1/")
+
+
+def test_a_child_killed_with_sigkill_is_escalated_once_at_its_parent(tmp_path):
+    import json
+
+    from meshharness import Node, metric, wait_until
+    from meshnode.identity.did import did_to_peer_id
+    from meshnode.store import Database
+
+    parent, child = Node(tmp_path, "parent", env=FAST_REACTOR), Node(tmp_path, "child", env=FAST_REACTOR)
+    pdb = Database(parent.home / "data" / "meshnode.db")
+    try:
+        family.record_child(pdb, ChildRecord(did=child.did, peer_id=did_to_peer_id(child.did), name="child",
+                                             kind="newborn", depth=1, autostart="none", home=str(child.home)), T0)
+    finally:
+        pdb.close()
+    try:
+        parent.start()
+        tie(parent, child)
+        child.start()
+
+        def listed() -> dict:
+            return {r["did"]: r for r in json.loads(parent.cli("children", "list", "--json"))}
+
+        wait_until(lambda: listed()[child.did]["liveness"] == "ok", 60, "the parent to hear its child")
+        assert parent.call("reactor_status")["liveness_tracked"] >= 1
+        child.kill()  # SIGKILL: no goodbye, the heartbeats just stop
+        escalated = wait_until(lambda: _read(parent, lambda c: death_escalations(_Conn(c), child.did)), 90,
+                               "one escalation of the dead child at its parent")
+        assert len(escalated) == 1 and f"to {parent.did}" in escalated[0][1], escalated
+        scans = metric(parent, "reactor_scans_total")
+        wait_until(lambda: metric(parent, "reactor_scans_total") >= scans + 6, 60, "six more scans")
+        again = _read(parent, lambda c: death_escalations(_Conn(c), child.did))
+        assert again == escalated, again  # still exactly one: the silence is one episode
+        assert listed()[child.did]["liveness"] in ("quiet", "stale", "dead")
+    finally:
+        child.kill()
+        parent.stop()
+
+
+class _Conn:
+    """A bare sqlite3 connection where a function expects a Database (``db.conn``)."""
+
+    def __init__(self, conn):
+        self.conn = conn
