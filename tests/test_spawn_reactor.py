@@ -211,6 +211,12 @@ def test_a_child_killed_with_sigkill_is_escalated_once_at_its_parent(tmp_path):
         again = _read(parent, lambda c: death_escalations(_Conn(c), child.did))
         assert again == escalated, again  # still exactly one: the silence is one episode
         assert listed()[child.did]["liveness"] in ("quiet", "stale", "dead")
+        shown = json.loads(parent.cli("children", "show", "child", "--json"))  # through the running node
+        assert shown["did"] == child.did and shown["home"] == str(child.home)
+        removed = json.loads(parent.cli("children", "remove", child.did, "--json"))
+        assert removed["state"] == "removed" and removed["home_deleted"] is None and child.home.is_dir()
+        wait_until(lambda: parent.call("reactor_status")["liveness_tracked"] == 0, 30,
+                   "the parent's reactor to let the removed child go")
     finally:
         child.kill()
         parent.stop()
