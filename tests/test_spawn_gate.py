@@ -5,6 +5,8 @@ arguments, and arguments outside the schema are refused before anyone is asked."
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 import trio
@@ -12,6 +14,7 @@ import trio
 from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, command_block
+from meshharness import Node, wait_until
 from meshnode.cognition import catalogue, gate_commands, registry
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.cycle import Cycle
@@ -20,7 +23,9 @@ from meshnode.container import now_ms
 from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, risk_policy
 from meshnode.identity.keys import NodeKey
+from meshnode.spawn import launch
 from meshnode.spawn.model import KINDS, SpawnError
+from spawnlab import children_cleanup, root  # noqa: F401 (fixtures)
 
 
 class Spawner:
@@ -171,3 +176,41 @@ async def test_the_agents_spawn_command_waits_until_a_person_approves_then_runs_
 async def logged(store, name: str) -> tuple[str, str] | None:
     return await store.read(lambda db: db.conn.execute(
         "SELECT value, status FROM process_log WHERE name = ? ORDER BY id DESC", (name,)).fetchone())
+
+
+def test_in_a_running_node_the_agent_spawns_a_child_once_a_person_approves(root, children_cleanup, llms):
+    """The node wires its control's cmd_spawn to the gate: the agent asks, nothing happens until the
+    person answers `meshnode confirm approve`, then the child is made, started and recorded."""
+    ask = {"cmd_id": "s1", "type": "spawn", "args": {"kind": "newborn", "name": "scout"}}
+    llm = llms("main", [answer_with(0, ask), *(answer_with(i) for i in range(1, 6))])
+    parent = Node(root, "par", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"})
+    parent.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+    parent.start()
+    conn = sqlite3.connect(parent.home / "data" / "meshnode.db")
+    try:
+        def request():
+            return conn.execute("SELECT id, tool, args, status, result FROM gate_confirmations"
+                                " WHERE tool = 'spawn'").fetchone()
+        wait_until(request, 60, "the agent's spawn request")
+        req_id, _, args, status, _ = request()
+        assert json.loads(args) == {"kind": "newborn", "name": "scout"} and status == "pending"
+        wait_until(lambda: len(llm.seen()) >= 3, 60, "two more ticks")  # the agent goes on meanwhile
+        assert parent.call("children") == [] and request()[3] == "pending"
+        assert "spawn" in parent.cli("confirm", "list")
+        parent.cli("confirm", "approve", str(req_id))
+        def finished():  # claimed: 'failed' (interrupted) while it runs, so a crash never runs it twice
+            status, result = request()[3:]
+            return status == "done" or (status == "failed" and "interrupted while running" not in result)
+        wait_until(finished, 120, "the approved spawn to run")
+        _, _, _, status, result = request()
+        result = json.loads(result)
+        assert status == "done", result
+        children_cleanup.append(Path(result["home"]))
+        assert result["name"] == "scout" and result["kind"] == "newborn" and result["started"] is True
+        [child] = parent.call("children")
+        assert child["did"] == result["did"] and child["name"] == "scout"
+        assert launch.running_pid(Path(result["home"])) is not None
+        assert conn.execute("SELECT count(*) FROM gate_confirmations WHERE tool = 'spawn'").fetchone()[0] == 1
+    finally:
+        conn.close()
+        parent.stop()
