@@ -138,6 +138,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # the web notebook (protocols/web.md section 12; the reason for each default is in README, Web notebook)
     "web": dict(WEB_DEFAULTS),
+    # spawning child nodes (protocols/spawn.md; the reason for each default is in README, Spawn)
+    "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16,
+              "max_depth": 3},
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 REACTOR_TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
@@ -231,6 +234,9 @@ _SECTION_NOTES = {
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
     "web": WEB_NOTES,
+    "spawn": "child nodes (meshnode spawn): autostart systemd-user, systemd-system, script or none; how long"
+             " --start waits for the child to be reachable; how long a bundle's invitation stays valid; at most"
+             " max_children active children, and a family at most max_depth generations deep",
 }
 
 
@@ -489,6 +495,20 @@ def _check(values: dict) -> None:
             raise ConfigError("bad_config", f"peers.{key} must be positive")
     _check_load_limits(peers)
     check_reactor(values["reactor"])
+    _check_spawn(values["spawn"])
+
+
+SPAWN_AUTOSTARTS = ("systemd-user", "systemd-system", "script", "none")
+_SPAWN_RANGES = {"wait_seconds": (1.0, 600.0), "invitation_hours": (0.01, 168.0), "max_children": (0, 1000),
+                 "max_depth": (1, 16)}
+
+
+def _check_spawn(spawn: Mapping[str, Any]) -> None:
+    if spawn["autostart"] not in SPAWN_AUTOSTARTS:
+        raise ConfigError("bad_config", f"spawn.autostart must be one of {', '.join(SPAWN_AUTOSTARTS)}")
+    for key, (lo, hi) in _SPAWN_RANGES.items():
+        if not lo <= spawn[key] <= hi:
+            raise ConfigError("bad_config", f"spawn.{key} must be between {lo:g} and {hi:g}")
 
 
 def check_reactor(reactor: Mapping[str, Any], self_id: str = _LOAD_SELF_ID) -> ReactorConfig:

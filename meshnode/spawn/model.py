@@ -1,0 +1,71 @@
+"""What a spawn is asked, what it answers, its settings and its typed errors."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from meshnode.config import SPAWN_AUTOSTARTS, Config
+from meshnode.errors import MeshnodeError
+
+KINDS = ("clone", "trained", "newborn")
+AUTOSTARTS = SPAWN_AUTOSTARTS
+
+
+class SpawnError(MeshnodeError):
+    """A spawn refused or failed. Codes: bad_kind, bad_autostart, home_exists, home_too_deep,
+    parent_never_ran, no_public_address, too_many_children, too_deep, no_free_port, seed_failed,
+    start_failed, not_reachable, not_a_child, bad_bundle, bad_invitation, bad_signature, not_for_us,
+    unknown_invitation, invitation_used, invitation_expired, bundle_exists."""
+
+
+@dataclass(frozen=True)
+class SpawnSettings:
+    """The ``[spawn]`` section (reasons for the defaults: README, Spawn)."""
+
+    autostart: str = "none"
+    wait_seconds: float = 30.0
+    invitation_hours: float = 24.0
+    max_children: int = 16
+    max_depth: int = 3
+
+    @classmethod
+    def from_config(cls, config: Config) -> "SpawnSettings":
+        s = config.values["spawn"]
+        return cls(autostart=s["autostart"], wait_seconds=float(s["wait_seconds"]),
+                   invitation_hours=float(s["invitation_hours"]), max_children=int(s["max_children"]),
+                   max_depth=int(s["max_depth"]))
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    kind: str
+    name: str | None = None
+    home: Path | None = None
+    start: bool = False
+    autostart: str | None = None        # None: [spawn] autostart
+    bundle: Path | None = None          # write a bundle for another host instead of a local child
+    expires_hours: float | None = None  # bundle invitation; None: [spawn] invitation_hours
+    wait_seconds: float | None = None   # None: [spawn] wait_seconds
+    by: str = "cli"                     # who asked: cli, web, agent
+
+
+@dataclass
+class SpawnResult:
+    did: str | None
+    name: str
+    kind: str
+    depth: int
+    home: str | None = None
+    listen: list[str] = field(default_factory=list)
+    web_listen: str | None = None
+    bootstrap: list[str] = field(default_factory=list)
+    seed: dict = field(default_factory=dict)
+    autostart: dict = field(default_factory=dict)
+    started: bool = False
+    reachable_seconds: float | None = None
+    bundle: str | None = None
+    invitation: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
