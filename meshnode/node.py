@@ -39,6 +39,7 @@ from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
+from meshnode.spawn import hello as spawn_hello
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
@@ -126,6 +127,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     reactor = _reactor(config, key, store, mesh, metrics, cycle)
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
+                    await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     web = None
