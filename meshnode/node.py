@@ -129,6 +129,9 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
+                    if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
+                        cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
+                                                                         start=True, by="agent")
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     web = None
                     if config.values["web"]["enabled"]:  # the notebook: on this nursery, after the control socket
