@@ -360,6 +360,35 @@ class _Control:
     async def cmd_ping(self, did: str):
         return {"did": did, "rtt_ms": round(await self.mesh.ping(did), 3)}
 
+    async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
+                        autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
+                        by: str = "cli"):
+        """A child of this node (spawn/service.py) made on a worker thread that reaches back for the store
+        and the mesh; never abandoned on cancel: the work finishes or undoes itself."""
+        from pathlib import Path
+
+        from meshnode.control import HANDLER_TIMEOUT
+        from meshnode.spawn.model import SpawnError, SpawnRequest
+        from meshnode.spawn.parent import LiveParent
+        from meshnode.spawn.service import spawn_child
+
+        if not all(isinstance(v, (str, type(None))) for v in (kind, name, home, autostart, bundle, by)) \
+                or not isinstance(expires_hours, (int, float, type(None))):
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings")
+        req = SpawnRequest(kind=kind, name=name, home=Path(home) if home else None, start=bool(start),
+                           autostart=autostart, bundle=Path(bundle) if bundle else None,
+                           expires_hours=None if expires_hours is None else float(expires_hours), by=str(by))
+        parent = LiveParent(self.config, self.key, self.store, self.mesh)
+        deadline = time.monotonic() + HANDLER_TIMEOUT - 5.0  # answer before the control channel gives up
+        try:
+            result = await trio.to_thread.run_sync(lambda: spawn_child(self.config, self.key, req, parent,
+                                                                       deadline=deadline))
+        except SpawnError as exc:
+            self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
+            raise
+        self.metrics.inc("spawned", kind=kind, by=req.by)
+        return result.to_dict()
+
     async def cmd_find(self, did: str | None = None, interest: str | None = None):
         if interest:
             return await self.mesh.find_interest(interest)
