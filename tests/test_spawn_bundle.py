@@ -261,3 +261,218 @@ async def test_the_sender_gives_up_when_the_invitation_expires(tmp_path):
             await sender.run()
         assert await store.read(origin_state) == ("refused", "invitation_expired")
         assert sender.attempts == 3
+
+
+# --- the bundle ---------------------------------------------------------------------------------
+
+import base64  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import tarfile  # noqa: E402
+
+from meshnode.home import init_home  # noqa: E402
+from meshnode.notes import make_note  # noqa: E402
+from meshnode.spawn import bundle as spawn_bundle  # noqa: E402
+from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle  # noqa: E402
+from meshnode.spawn.model import SpawnRequest  # noqa: E402
+from meshnode.spawn.parent import LocalParent  # noqa: E402
+
+NOW = 1_790_000_000_000  # the bundle tests' clock (after the notes below were written)
+
+
+class Parent(LocalParent):
+    """A stopped parent with fixed addresses (a loopback one and a public one)."""
+
+    public = True
+
+    def addresses(self):
+        found = [f"/ip4/127.0.0.1/tcp/4001/p2p/{self.peer_id}"]
+        return found + ([f"/ip4/192.0.2.7/tcp/4001/p2p/{self.peer_id}"] if self.public else [])
+
+
+@pytest.fixture
+def parent(tmp_path, monkeypatch):
+    for name in [n for n in __import__("os").environ if n.startswith("MESHNODE_")]:
+        monkeypatch.delenv(name)
+    config, made = init_home(tmp_path / "mum", name="mum", passphrase=None, exist_ok=False)
+    db = Database(config.db_path)
+    db.put_container(make_note(made.key, "only for my person", now_ms=NOW - 5000), received_at_ms=NOW - 5000)
+    db.put_container(make_note(made.key, "hello world", audience="public", now_ms=NOW - 4000),
+                     received_at_ms=NOW - 4000)
+    side = Parent(config, made.key, db)
+    yield config, made.key, side
+    db.close()
+
+
+def bundle_of(parent, tmp_path, name="child.tgz", **kw):
+    config, key, side = parent
+    req = SpawnRequest(kind=kw.pop("kind", "trained"), bundle=tmp_path / name, expires_hours=kw.pop("hours", 1.0),
+                       name=kw.pop("child_name", None))
+    return write_bundle(config, key, req, side, now_ms=kw.pop("now", NOW))
+
+
+def members(path) -> dict[str, bytes]:
+    with tarfile.open(path, "r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+
+
+def rewrite(path, out, changes: dict[str, bytes | None], rehash: bool = True, extra=()) -> None:
+    """A copy of the bundle with members changed (None: left out), its manifest's hashes redone."""
+    files = members(path)
+    files.update(changes)
+    if rehash:
+        manifest = json.loads(files[spawn_bundle.MANIFEST])
+        for name, data in files.items():
+            if name in manifest["files"] and data is not None:
+                manifest["files"][name] = __import__("hashlib").sha256(data).hexdigest()
+        files[spawn_bundle.MANIFEST] = json.dumps(manifest).encode()
+    with tarfile.open(out, "w:gz") as tar:
+        for name, data in files.items():
+            if data is not None:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        for info, data in extra:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def init_refused(path, tmp_path, now=NOW + 1000) -> str:
+    home = tmp_path / "kid"
+    with pytest.raises(SpawnError) as caught:
+        init_from_bundle(path, home, now_ms=now)
+    assert not home.exists()  # nothing left behind
+    return caught.value.code
+
+
+def test_a_bundle_holds_five_members_and_the_parent_records_its_invitation(parent, tmp_path):
+    config, key, side = parent
+    result = bundle_of(parent, tmp_path, child_name="far-kid")
+    files = members(result.bundle)
+    assert list(files) == list(MEMBERS)
+    manifest = json.loads(files[spawn_bundle.MANIFEST])
+    assert (manifest["format"], manifest["kind"], manifest["name"], manifest["parent"], manifest["depth"]) == (
+        1, "trained", "far-kid", key.did, 1)
+    assert files[spawn_bundle.BOOTSTRAP].decode().split() == [f"/ip4/192.0.2.7/tcp/4001/p2p/{key.peer_id}"]
+    inv = check_invitation(files[spawn_bundle.INVITATION], now_ms=NOW)
+    assert inv.payload["id"] == result.invitation and inv.payload["bundle_hash"] == manifest["files"]["seed.db"]
+    row = side.db.conn.execute("SELECT id, kind, name, used_by_did FROM spawn_invitations").fetchone()
+    assert row == (result.invitation, "trained", "far-kid", None)
+    assert "tcp/0" in files[spawn_bundle.TEMPLATE].decode() and "0.0.0.0" in files[spawn_bundle.TEMPLATE].decode()
+    assert (tmp_path / "child.tgz").stat().st_mode & 0o077 == 0
+
+
+def test_no_member_holds_key_material(parent, tmp_path):
+    config, key, side = parent
+    result = bundle_of(parent, tmp_path, kind="clone")
+    seed = key.seed()
+    secrets_ = [seed, seed.hex().encode(), base64.b64encode(seed), base64.urlsafe_b64encode(seed).rstrip(b"="),
+                config.key_path.read_bytes()]
+    blob = members(result.bundle)
+    assert blob  # something to search
+    for name, data in blob.items():
+        for secret in secrets_:
+            assert secret not in data, f"key material in {name}"
+    seeded = tmp_path / "seed-check.db"
+    seeded.write_bytes(blob[spawn_bundle.SEED])
+    check = Database(seeded)
+    try:
+        assert check.conn.execute("SELECT count(*) FROM identity").fetchone()[0] == 0
+    finally:
+        check.close()
+
+
+def test_a_bundle_is_never_written_over_a_file_nor_without_a_public_address(parent, tmp_path):
+    (tmp_path / "child.tgz").write_bytes(b"mine")
+    with pytest.raises(SpawnError) as caught:
+        bundle_of(parent, tmp_path)
+    assert caught.value.code == "bundle_exists" and (tmp_path / "child.tgz").read_bytes() == b"mine"
+    parent[2].public = False
+    with pytest.raises(SpawnError) as caught:
+        bundle_of(parent, tmp_path, name="other.tgz")
+    assert caught.value.code == "no_public_address" and not (tmp_path / "other.tgz").exists()
+    assert parent[2].db.conn.execute("SELECT count(*) FROM spawn_invitations").fetchone()[0] == 0
+
+
+def test_init_from_bundle_makes_a_pending_child_with_its_own_key(parent, tmp_path):
+    config, key, side = parent
+    result = bundle_of(parent, tmp_path)
+    made = init_from_bundle(tmp_path / "child.tgz", tmp_path / "kid", now_ms=NOW + 1000)
+    assert made["parent"] == key.did and made["kind"] == "trained" and made["did"] != key.did
+    assert made["name"] == result.name
+    assert all(not a.endswith("/tcp/0") for a in made["listen"]) and not made["web_listen"].endswith(":0")
+    child = Database(tmp_path / "kid" / "data" / "meshnode.db")
+    try:
+        origin = family.origin(child)
+        assert (origin["parent_did"], origin["hello_state"], origin["invitation_id"]) == (
+            key.did, "pending", result.invitation)
+        assert spawn_hello.pending_origin(child)[0] == key.did
+        assert child.conn.execute("SELECT id FROM identity").fetchone() == (made["did"],)
+        texts = [r[0] for r in child.conn.execute("SELECT text FROM notes")]
+        assert "only for my person" not in texts  # the kind's rules, applied again on the target
+    finally:
+        child.close()
+    assert key.peer_id in (tmp_path / "kid" / "bootstrap.txt").read_text()
+
+
+def test_a_tampered_store_is_refused(parent, tmp_path):
+    result = bundle_of(parent, tmp_path)
+    files = members(result.bundle)
+    seed = bytearray(files[spawn_bundle.SEED])
+    seed[-100] ^= 1
+    rewrite(result.bundle, tmp_path / "rehashed.tgz", {spawn_bundle.SEED: bytes(seed)})
+    assert init_refused(tmp_path / "rehashed.tgz", tmp_path) == "bad_bundle"  # the signed hash differs
+    rewrite(result.bundle, tmp_path / "plain.tgz", {spawn_bundle.SEED: bytes(seed)}, rehash=False)
+    assert init_refused(tmp_path / "plain.tgz", tmp_path) == "bad_bundle"  # the manifest's hash differs
+
+
+def test_a_tampered_or_expired_invitation_is_refused(parent, tmp_path):
+    result = bundle_of(parent, tmp_path)
+    raw = bytearray(members(result.bundle)[spawn_bundle.INVITATION])
+    inv = decode_container(bytes(raw), now_ms=NOW)
+    raw[raw.find(inv.signature) + 7] ^= 1
+    rewrite(result.bundle, tmp_path / "forged.tgz", {spawn_bundle.INVITATION: bytes(raw)})
+    assert init_refused(tmp_path / "forged.tgz", tmp_path) == "bad_signature"
+    assert init_refused(result.bundle, tmp_path, now=NOW + 3_600_000 + SKEW_MS) == "invitation_expired"
+    manifest = json.loads(members(result.bundle)[spawn_bundle.MANIFEST])
+    rewrite(result.bundle, tmp_path / "wider.tgz", {spawn_bundle.MANIFEST: json.dumps(dict(manifest, kind="clone"))
+                                                    .encode()}, rehash=False)
+    assert init_refused(tmp_path / "wider.tgz", tmp_path) == "bad_bundle"  # the kind is the signed one
+
+
+def test_unsafe_members_refuse_the_whole_bundle(parent, tmp_path):
+    result = bundle_of(parent, tmp_path)
+    outside = tmp_path / "evil"
+    cases = {"traversal": [(tarfile.TarInfo("../evil"), b"x")], "absolute": [(tarfile.TarInfo(str(outside)), b"x")],
+             "extra": [(tarfile.TarInfo("notes.txt"), b"x")]}
+    for case, extra in cases.items():
+        for info, data in extra:
+            info.size = len(data)
+        rewrite(result.bundle, tmp_path / f"{case}.tgz", {}, extra=extra)
+        assert init_refused(tmp_path / f"{case}.tgz", tmp_path) == "bad_bundle", case
+        assert not outside.exists()
+    link = tarfile.TarInfo(spawn_bundle.BOOTSTRAP)
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    rewrite(result.bundle, tmp_path / "link.tgz", {spawn_bundle.BOOTSTRAP: None}, extra=[(link, None)])
+    assert init_refused(tmp_path / "link.tgz", tmp_path) == "bad_bundle"
+    rewrite(result.bundle, tmp_path / "short.tgz", {spawn_bundle.TEMPLATE: None})
+    assert init_refused(tmp_path / "short.tgz", tmp_path) == "bad_bundle"
+    (tmp_path / "junk.tgz").write_bytes(b"\x1f\x8b not really")
+    assert init_refused(tmp_path / "junk.tgz", tmp_path) == "bad_bundle"
+
+
+def test_a_bundle_child_is_accepted_by_its_parent(parent, tmp_path):
+    config, key, side = parent
+    bundle_of(parent, tmp_path)
+    made = init_from_bundle(tmp_path / "child.tgz", tmp_path / "kid", now_ms=NOW + 1000)
+    child = Database(tmp_path / "kid" / "data" / "meshnode.db")
+    try:
+        raw = bytes(child.conn.execute("SELECT invitation FROM spawn_origin").fetchone()[0])
+    finally:
+        child.close()
+    from meshnode.home import open_identity
+    from meshnode.config import load_config
+
+    child_key = open_identity(load_config(tmp_path / "kid", environ={}))
+    assert child_key.did == made["did"]
+    answer = accept_hello(side.db, make_hello(child_key, raw, [], NOW + 2000), parent_did=key.did, now_ms=NOW + 3000)
+    assert answer["outcome"] == "accepted" and family.children(side.db)[0]["did"] == made["did"]

@@ -47,7 +47,7 @@ def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
     hours = req.expires_hours if req.expires_hours is not None else SpawnSettings.from_config(config).invitation_hours
     if not 0 < hours <= 168:
         raise SpawnError("bad_invitation", "an invitation lasts more than 0 and at most 168 hours (7 days)")
-    name = req.name or f"{parent.name[:56]}-{req.kind}"
+    name = req.name or _default_name(parent, req.kind)
     _check_name(name)
     depth = parent.read(family.depth_of) + 1
     addresses = child_config.bootstrap_lines([a for a in parent.addresses() if not child_config.is_loopback(a)],
@@ -237,6 +237,17 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
         out["launch"] = launch.launch(home, autostart)
         out["started"] = True
     return out
+
+
+def _default_name(parent: ParentSide, kind: str) -> str:
+    """As for a local child (``<parent>-<kind>-<n>``), n past the names of children and invitations."""
+    from meshnode.spawn.service import default_name  # the service imports this module
+
+    def names(db: Database) -> set[str]:
+        rows = db.conn.execute("SELECT name FROM children UNION SELECT name FROM spawn_invitations").fetchall()
+        return {r[0] for r in rows}
+
+    return default_name(parent.name, kind, parent.read(names))
 
 
 def _check_name(name: str) -> None:

@@ -39,17 +39,17 @@ class HelloSender:
             return
         parent, invitation, expires_ms = origin
         delay = self.delays[0]
-        while True:
-            if self.clock() >= expires_ms + self.skew_ms:
-                await self._finish("refused", "invitation_expired", "the invitation expired before the parent"
-                                   " answered")
-                return
+        while True:  # the parent decides; the child only stops asking once the invitation has expired
             code, reason = await self._try(parent, invitation)
             if code == "accepted":
                 await self._finish("accepted", None, reason)
                 return
             if code in REFUSALS:
                 await self._finish("refused", code, reason)
+                return
+            if self.clock() >= expires_ms + self.skew_ms:
+                await self._finish("refused", "invitation_expired", "the invitation expired before the parent"
+                                   f" answered (last: {code}: {reason})")
                 return
             log.info("hello to the parent %s not answered yet (%s: %s); again in %.0f s", parent, code, reason, delay)
             await trio.sleep(delay * random.uniform(0.8, 1.2))  # a retry interval, not a synchronization
