@@ -38,6 +38,7 @@ from meshnode import cli_ethics, cli_gmp, cli_reactor
 from meshnode import cli_web
 from meshnode import cli_chat
 from meshnode import cli_spawn
+from meshnode import cli_children
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_web.add_parsers(sub, common)
     cli_chat.add_parsers(sub, common)
     cli_spawn.add_parsers(sub, common)
+    cli_children.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -39,6 +39,7 @@ from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
+from meshnode.spawn import family
 from meshnode.spawn import hello as spawn_hello
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
@@ -388,6 +389,15 @@ class _Control:
             raise
         self.metrics.inc("spawned", kind=kind, by=req.by)
         return result.to_dict()
+
+    async def cmd_children(self, all: bool = False):
+        return await self.store.read(lambda db: family.children(db, include_removed=bool(all)))
+
+    async def cmd_child_show(self, did: str):
+        return await self.store.read(family.child, str(did))
+
+    async def cmd_child_remove(self, did: str):
+        return await self.store.write(family.remove_child, str(did), now_ms())  # the reactor lets go next scan
 
     async def cmd_find(self, did: str | None = None, interest: str | None = None):
         if interest:

@@ -180,3 +180,9 @@ def mark_removed(db: Database, did: str, now_ms: int) -> None:
         if cur.rowcount != 1:
             raise SpawnError("not_a_child", f"{did[:80]} is no child of this node")
         set_friend_tag(conn, did, False)
+
+
+def remove_child(db: Database, did: str, now_ms: int) -> dict:
+    """``mark_removed``, then the child's row as it is now (what ``children remove`` prints)."""
+    mark_removed(db, did, now_ms)
+    return child(db, did)
