@@ -18,14 +18,19 @@ def free_port(host: str, avoid: set[int] = frozenset()) -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(ATTEMPTS):
         try:
-            with socket.socket(family, socket.SOCK_STREAM) as s:
-                s.bind((host, 0))
-                port = s.getsockname()[1]
+            port = _kernel_port(family, host)
         except OSError as exc:
             raise SpawnError("no_free_port", f"cannot bind a port on {host}: {exc.strerror}") from None
         if port not in avoid and _bindable(family, host, port):
             return port
     raise SpawnError("no_free_port", f"no free TCP port on {host} after {ATTEMPTS} tries")
+
+
+def _kernel_port(family: int, host: str) -> int:
+    """The port the kernel gives a socket bound to port 0 (free now; the socket is closed at once)."""
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def _bindable(family: int, host: str, port: int) -> bool:
