@@ -189,6 +189,16 @@ async def test_serve_hello_takes_a_hello_only_from_its_child_and_counts():
     assert fake.metrics.get("spawn_hello_refused", reason="bad_hello") == 1
 
 
+async def test_a_hello_that_came_another_way_is_never_stored():
+    from meshnode.net.mesh_admission import AdmissionMixin
+
+    _, hello = hello_for(invite(NodeKey.generate()))
+    fake = types.SimpleNamespace(metrics=Metrics(), store=None)  # no store: nothing may be written
+    for via in ("gossip", "sync", "push"):
+        assert (await AdmissionMixin._store_from_peer(fake, hello, hello.sender_did, via)).outcome == "refused"
+    assert fake.metrics.get("containers_refused", reason="point_to_point", via="gossip") == 1
+
+
 # --- the child's sender -------------------------------------------------------------------------
 
 
@@ -476,3 +486,16 @@ def test_a_bundle_child_is_accepted_by_its_parent(parent, tmp_path):
     assert child_key.did == made["did"]
     answer = accept_hello(side.db, make_hello(child_key, raw, [], NOW + 2000), parent_did=key.did, now_ms=NOW + 3000)
     assert answer["outcome"] == "accepted" and family.children(side.db)[0]["did"] == made["did"]
+
+
+def test_the_cli_makes_a_child_from_a_bundle_once(parent, tmp_path, capsys):
+    from meshnode.cli import main
+    from meshnode.container import now_ms
+
+    bundle_of(parent, tmp_path, now=now_ms())
+    argv = ["--home", str(tmp_path / "kid"), "init", "--from-bundle", str(tmp_path / "child.tgz")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"parent:  {parent[1].did} (trained, depth 1)" in out and "hello:   pending" in out
+    assert main(argv) == 1  # the home is taken now
+    assert "not an empty folder" in capsys.readouterr().err

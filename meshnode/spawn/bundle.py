@@ -55,6 +55,14 @@ def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
     if not addresses:
         raise SpawnError("no_public_address", "the parent listens on loopback addresses only; another host could not"
                          " reach it (listen on a public address, or set [net] announce)")
+    try:
+        return _write(config, key, req, parent, path, name, depth, addresses, hours, now_ms)
+    except OSError as exc:  # the folder is not writable, the disk is full, ...
+        raise SpawnError("bad_bundle", f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, path: Path, name: str, depth: int,
+           addresses: list[str], hours: float, now_ms: int) -> SpawnResult:
     with tempfile.TemporaryDirectory(prefix=".meshnode-bundle-", dir=path.parent) as tmp:
         work = Path(tmp)
         try:
@@ -184,12 +192,14 @@ def init_from_bundle(bundle: Path, home: Path, *, name: str | None = None, autos
         made = not home.exists()
         try:
             return _make_home(home, work, inv, raw, manifest, child_name, autostart, start, now_ms)
-        except BaseException:
+        except BaseException as exc:
             if made:
                 shutil.rmtree(home, ignore_errors=True)
-            else:
+            elif home.is_dir():
                 for child in home.iterdir():
                     shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if isinstance(exc, OSError):
+                raise SpawnError("bad_home", f"cannot set up {home}: {exc.strerror or exc}") from None
             raise
 
 
