@@ -5,6 +5,7 @@ parent's hook in _serve_push, the child's HelloSender), the two container classe
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 import trio
@@ -499,3 +500,13 @@ def test_the_cli_makes_a_child_from_a_bundle_once(parent, tmp_path, capsys):
     assert f"parent:  {parent[1].did} (trained, depth 1)" in out and "hello:   pending" in out
     assert main(argv) == 1  # the home is taken now
     assert "not an empty folder" in capsys.readouterr().err
+
+
+def test_init_from_bundle_installs_the_autostart_asked_for(parent, tmp_path):
+    bundle_of(parent, tmp_path)
+    made = init_from_bundle(tmp_path / "child.tgz", tmp_path / "kid", autostart="script", now_ms=NOW + 1000)
+    assert made["autostart"]["kind"] == "script" and made["started"] is False
+    assert all(Path(f).is_file() and str(tmp_path / "kid") in f for f in made["autostart"]["files"])
+    with pytest.raises(SpawnError) as caught:
+        init_from_bundle(tmp_path / "child.tgz", tmp_path / "kid2", autostart="cron", now_ms=NOW + 1000)
+    assert caught.value.code == "bad_autostart"

@@ -237,14 +237,15 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
            "parent": p["parent"], "invitation": p["id"], "expires": p["expires"],
            "listen": list(config.get("net", "listen")), "web_listen": config.get("web", "listen"),
            "seed": report.to_dict(), "autostart": {}, "started": False}
-    if autostart != "none":
-        from meshnode.spawn import autostart as units
+    from meshnode.spawn import autostart as units, launch
 
-        out["autostart"] = units.install(home, result.key.did, name, autostart)
+    out["autostart"] = units.install(home, result.key.did, name, autostart)
     if start:
-        from meshnode.spawn import launch
-
-        out["launch"] = launch.launch(home, autostart)
+        try:
+            out["launch"] = launch.launch(home, autostart)
+        except BaseException:
+            units.uninstall(home)  # a unit outside the home (systemd) goes with it
+            raise
         out["started"] = True
     return out
 
