@@ -40,6 +40,7 @@ from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.spawn import family
+from meshnode.spawn import hello as spawn_hello
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
@@ -127,6 +128,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     reactor = _reactor(config, key, store, mesh, metrics, cycle)
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
+                    await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),

@@ -3,6 +3,8 @@ liveness the node's tracker wrote, lookup by DID, prefix and name, removal, dept
 
 from __future__ import annotations
 
+from contextlib import closing as _closing
+
 import pytest
 
 from meshnode.errors import StoreError
@@ -181,3 +183,148 @@ def test_set_friend_behaves_as_before(db):
     upsert_peer(db, "did:key:z6Mkx", peer_id="p2", now_ms=T0, source="bootstrap", online=True)
     p = _peer(db, "did:key:z6Mkx")
     assert (p["peer_id"], p["status"], p["source"]) == ("p2", "online", "exchange")
+
+
+# --- the children CLI (no node running: the same family.py code on the database) ----------------
+
+def _db_of(home):
+    return Database(home / "data" / "meshnode.db", create=False)
+
+
+def _did_of(home) -> str:
+    import json
+
+    return json.loads((home / "keys" / "node.key").read_text())["did"]
+
+
+@pytest.fixture
+def family_homes(home, run_cli, tmp_path):
+    """A parent home and a child home made by `meshnode init`, tied by hand as a spawn ties them;
+    the child listens on free ports (port 0) so that starting it collides with nothing."""
+    child_home = tmp_path / "kid"
+    assert run_cli("--home", child_home, "init", "--name", "kid").returncode == 0
+    text = (child_home / "config.toml").read_text()
+    text = text.replace('listen = ["/ip4/0.0.0.0/tcp/4001"]', 'listen = ["/ip4/127.0.0.1/tcp/0"]')
+    (child_home / "config.toml").write_text(text.replace('listen = "127.0.0.1:8470"', 'listen = "127.0.0.1:0"'))
+    parent_did, child_did = _did_of(home), _did_of(child_home)
+    pdb, cdb = _db_of(home), _db_of(child_home)
+    try:
+        family.record_child(pdb, ChildRecord(did=child_did, peer_id="12D3KooWkid", name="kid", kind="newborn",
+                                             depth=1, autostart="none", home=str(child_home)), T0)
+        family.tie_parent(cdb, parent_did=parent_did, parent_peer_id="12D3KooWparent", parent_name="test",
+                          addresses=[], kind="newborn", depth=1, now_ms=T0)
+    finally:
+        pdb.close()
+        cdb.close()
+    return home, child_home, child_did
+
+
+def test_children_list_and_show_without_a_node(family_homes, run_cli):
+    import json
+
+    home, child_home, child_did = family_homes
+    out = run_cli("--home", home, "children", "list")
+    assert out.returncode == 0, out.stderr
+    header, line = out.stdout.splitlines()
+    assert header.split()[:8] == ["child", "name", "kind", "depth", "host", "state", "liveness", "last"]
+    assert line.split() == [short_agent_id(child_did), "kid", "newborn", "1", "local", "active", "unknown", "never"]
+    [row] = json.loads(run_cli("--home", home, "children", "list", "--json").stdout)
+    assert row["did"] == child_did and row["depth"] == 1 and row["liveness"] == "unknown"
+    shown = json.loads(run_cli("--home", home, "children", "show", "kid", "--json").stdout)
+    assert shown["home"] == str(child_home) and shown["addresses"] == [] and shown["seed_report"] == {}
+    missing = run_cli("--home", home, "children", "show", "nobody")
+    assert missing.returncode == 1 and "names no child" in missing.stderr
+    # the child's own store: a root's depth is 0, the child's 1, shown by `children list` at its children
+    cdb = _db_of(child_home)
+    try:
+        assert family.depth_of(cdb) == 1 and family.origin(cdb)["parent_name"] == "test"
+    finally:
+        cdb.close()
+
+
+def test_children_remove_refuses_to_delete_a_home_that_is_not_the_child_s(family_homes, run_cli, tmp_path):
+    home, child_home, child_did = family_homes
+    stranger = _rec("stranger", home=str(child_home))  # a row naming the kid's folder for another DID
+    with _closing(_db_of(home)) as pdb:
+        family.record_child(pdb, stranger, T0)
+    out = run_cli("--home", home, "children", "remove", stranger.did, "--delete-home")
+    assert out.returncode == 1 and "its key is not the child's" in out.stderr
+    own = _rec("self", home=str(home))  # nor the parent's own home
+    with _closing(_db_of(home)) as pdb:
+        family.record_child(pdb, own, T0)
+    out = run_cli("--home", home, "children", "remove", own.did, "--delete-home")
+    assert out.returncode == 1 and "not a child's own folder" in out.stderr
+    with _closing(_db_of(home)) as pdb:  # refused before anything changed
+        assert {r["name"] for r in family.children(pdb)} == {"kid", "stranger", "self"}
+    assert (child_home / "config.toml").is_file()
+
+
+def test_children_remove_keeps_or_deletes_the_home(family_homes, run_cli):
+    import json
+
+    home, child_home, child_did = family_homes
+    kept = run_cli("--home", home, "children", "remove", short_agent_id(child_did))
+    assert kept.returncode == 0 and f"home kept: {child_home}" in kept.stdout and child_home.is_dir()
+    assert run_cli("--home", home, "children", "list").stdout == ""  # a pipe gets no "(none)"
+    [row] = json.loads(run_cli("--home", home, "children", "list", "--all", "--json").stdout)
+    assert row["state"] == "removed"
+    gone = run_cli("--home", home, "children", "remove", child_did, "--delete-home", "--json")
+    assert gone.returncode == 0, gone.stderr
+    assert json.loads(gone.stdout)["home_deleted"] == str(child_home.resolve()) and not child_home.exists()
+    with _closing(_db_of(home)) as pdb:
+        assert friends(pdb) == []
+
+
+def test_children_start_and_stop_a_local_child(family_homes, run_cli):
+    import json
+
+    from meshnode import control
+    from meshharness import wait_until
+
+    home, child_home, child_did = family_homes
+    started = run_cli("--home", home, "children", "start", "kid", "--json")
+    try:
+        assert started.returncode == 0, started.stderr
+        assert json.loads(started.stdout)["via"] == "direct"
+        status = wait_until(lambda: _status(control, child_home), 60, "the child to answer on its control socket")
+        assert status["did"] == child_did
+    finally:
+        stopped = run_cli("--home", home, "children", "stop", "kid", "--json")
+    assert stopped.returncode == 0 and json.loads(stopped.stdout)["stopped"] is True, stopped.stderr
+    again = run_cli("--home", home, "children", "stop", "kid")
+    assert again.returncode == 0 and again.stdout.startswith("was not running")
+
+
+def _status(control, home):
+    try:
+        return control.call(home / "data" / "control.sock", "status", {}, timeout=5)
+    except control.ControlError:
+        return None
+
+
+def test_children_start_refuses_a_child_on_another_host(home, run_cli):
+    far = _rec("far", host="203.0.113.7")
+    with _closing(_db_of(home)) as pdb:
+        family.record_child(pdb, far, T0)
+    out = run_cli("--home", home, "children", "start", "far")
+    assert out.returncode == 1 and "runs on another host" in out.stderr
+
+
+def test_children_list_into_head_ends_quietly(home, fake_user_home):
+    """`meshnode children list | head -1` with more rows than a pipe holds: exit 141, no traceback."""
+    import subprocess
+    import sys
+
+    from clienv import cli_env
+
+    with _closing(_db_of(home)) as pdb, pdb.transaction() as conn:
+        conn.executemany("INSERT INTO children (did, peer_id, name, kind, depth, autostart, created_ms)"
+                         " VALUES (?, 'p', ?, 'newborn', 1, 'none', ?)",
+                         [(f"did:key:z6Mkkid{i:05d}", f"kid{i}", T0 + i) for i in range(3000)])
+    script = f"{sys.executable} -m meshnode --home {home} children list | head -1; echo \"${{PIPESTATUS[0]}}\""
+    out = subprocess.run(["bash", "-c", script], env=cli_env(fake_user_home), capture_output=True, text=True,
+                         timeout=60)
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("child") and lines[-1] == "141", out
+    assert out.stderr == ""
+
