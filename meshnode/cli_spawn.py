@@ -15,7 +15,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnRequest, SpawnResult
 
-# the node answers within its handler limit (spawn_child's waiting ends before it): a little longer
+# the node answers within its handler limit (a longer spawn: "pending", asked again): a little longer
 CONTROL_TIMEOUT = HANDLER_TIMEOUT + 10.0
 
 
@@ -51,6 +51,8 @@ def cmd_spawn(args) -> int:
            "by": "cli"}
     try:
         result = _ask_node(config, "spawn", ask, required=False, timeout=CONTROL_TIMEOUT)
+        while isinstance(result, dict) and "pending" in result:  # the node still works on it
+            result = _ask_node(config, "spawn_wait", {"job": result["pending"]}, timeout=CONTROL_TIMEOUT)
         if result is None:
             result = _spawn_here(config, SpawnRequest(kind=args.kind, name=args.name, home=home, start=args.start,
                                                       autostart=args.autostart, bundle=bundle,

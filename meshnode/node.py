@@ -364,11 +364,11 @@ class _Control:
     async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
                         autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
                         by: str = "cli"):
-        """A child of this node (spawn/service.py) made on a worker thread that reaches back for the store
-        and the mesh; never abandoned on cancel: the work finishes or undoes itself."""
+        """A child of this node (spawn/service.py), made on a worker thread that reaches back for the store
+        and the mesh. A spawn may outlast one control request: then ``{"pending": id}``, and ``spawn_wait``."""
         from pathlib import Path
 
-        from meshnode.control import HANDLER_TIMEOUT
+        from meshnode.spawn.jobs import SpawnJobs
         from meshnode.spawn.model import SpawnError, SpawnRequest
         from meshnode.spawn.parent import LiveParent
         from meshnode.spawn.service import spawn_child
@@ -380,15 +380,24 @@ class _Control:
                            autostart=autostart, bundle=Path(bundle) if bundle else None,
                            expires_hours=None if expires_hours is None else float(expires_hours), by=str(by))
         parent = LiveParent(self.config, self.key, self.store, self.mesh)
-        deadline = time.monotonic() + HANDLER_TIMEOUT - 5.0  # answer before the control channel gives up
-        try:
-            result = await trio.to_thread.run_sync(lambda: spawn_child(self.config, self.key, req, parent,
-                                                                       deadline=deadline))
-        except SpawnError as exc:
-            self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
-            raise
-        self.metrics.inc("spawned", kind=kind, by=req.by)
-        return result.to_dict()
+
+        def work() -> dict:
+            try:
+                result = spawn_child(self.config, self.key, req, parent)
+            except SpawnError as exc:
+                self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
+                raise
+            self.metrics.inc("spawned", kind=req.kind, by=req.by)
+            return result.to_dict()
+
+        self.__dict__.setdefault("spawn_jobs", SpawnJobs())
+        return await self.spawn_jobs.run(work)
+
+    async def cmd_spawn_wait(self, job: str):
+        """The result of a spawn that outlasted its request (``{"pending": id}`` while it runs)."""
+        if not isinstance(job, str) or "spawn_jobs" not in self.__dict__:
+            raise MeshnodeError("not_found", "no spawn job of that id")
+        return await self.spawn_jobs.wait(job)
 
     async def cmd_children(self, all: bool = False):
         return await self.store.read(lambda db: family.children(db, include_removed=bool(all)))

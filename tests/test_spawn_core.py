@@ -164,3 +164,36 @@ def test_spawn_settings_are_checked_at_load(tmp_path, env, setting):
 def test_default_name_fits_64_characters():
     assert service.default_name("p" * 64, "newborn", set()) == "p" * 54 + "-newborn-1"
     assert len(service.default_name("p" * 64, "newborn", {"p" * 54 + "-newborn-1"})) == 64
+
+
+async def test_a_spawn_longer_than_one_control_request_is_answered_pending_then_by_spawn_wait():
+    import threading
+
+    from meshnode.errors import MeshnodeError
+    from meshnode.spawn.jobs import SpawnJobs
+
+    jobs, go = SpawnJobs(), threading.Event()
+
+    def slow() -> dict:
+        if not go.wait(timeout=30):
+            raise AssertionError("never released")
+        return {"did": "did:key:child"}
+
+    first = await jobs.run(slow, wait_seconds=0.05)
+    assert set(first) == {"pending"}
+    assert await jobs.wait(first["pending"], wait_seconds=0.05) == first  # still running
+    go.set()
+    assert await jobs.wait(first["pending"], wait_seconds=30) == {"did": "did:key:child"}
+    with pytest.raises(MeshnodeError) as err:  # told once, then forgotten
+        await jobs.wait(first["pending"])
+    assert err.value.code == "not_found"
+
+    def refused_spawn() -> dict:
+        raise SpawnError("too_deep", "test")
+
+    with pytest.raises(SpawnError) as err:
+        await jobs.run(refused_spawn, wait_seconds=30)
+    assert err.value.code == "too_deep"
+    with pytest.raises(MeshnodeError) as err:  # a bug is an internal error, not a crashed node
+        await jobs.run(lambda: 1 / 0, wait_seconds=30)
+    assert err.value.code == "internal_error"

@@ -38,9 +38,8 @@ POLL_SECONDS = 0.2  # between two reachability probes of a started child
 
 
 def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *,
-                now_ms: Callable[[], int] = _now_ms, deadline: float | None = None) -> SpawnResult:
-    """Make a child of ``req.kind`` (see the module's docstring). ``deadline`` (time.monotonic):
-    the waiting for a started child ends by then at the latest (the control channel's own limit)."""
+                now_ms: Callable[[], int] = _now_ms) -> SpawnResult:
+    """Make a child of ``req.kind`` (see the module's docstring)."""
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
     count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
@@ -85,7 +84,7 @@ def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentS
                              bootstrap=lines, seed=report, autostart=installed)
         if req.start:
             wait = req.wait_seconds if req.wait_seconds is not None else settings.wait_seconds
-            start_and_wait(home, child, child_key.did, autostart_kind, parent, wait, deadline, undo, result)
+            start_and_wait(home, child, child_key.did, autostart_kind, parent, wait, undo, result)
     except BaseException:
         undo.run()
         raise
@@ -158,7 +157,7 @@ def seed_and_tie(parent: ParentSide, child: Config, kind: str, depth: int, boots
 
 
 def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, parent: ParentSide, wait: float,
-                   deadline: float | None, undo: "_Undo", result: SpawnResult) -> None:
+                   undo: "_Undo", result: SpawnResult) -> None:
     """Start the child and wait until the parent reaches it (running parent) or it answers on its
     control socket (stopped parent). It exits first: ``start_failed`` (stopped, undone). Time
     runs out: ``not_reachable`` (left running, nothing undone)."""
@@ -169,7 +168,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         raise SpawnError("start_failed", f"the child did not start: {exc.reason}") from None
     undo.push(lambda: launch.stop(home, autostart_kind))
     result.started = True
-    end = started + wait if deadline is None else min(started + wait, deadline)
+    end = started + wait
     sock = control.socket_path(child.db_path.parent)
     while True:
         if parent.reached(did) if parent.running else _answers(sock):
