@@ -11,6 +11,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _ask_node, _config, print_json, terminal_safe
 from meshnode.control import HANDLER_TIMEOUT
+from meshnode.spawn.jobs import ANSWER_SECONDS
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnRequest, SpawnResult
@@ -48,7 +49,7 @@ def cmd_spawn(args) -> int:
     bundle = args.bundle.expanduser().absolute() if args.bundle else None
     ask = {"kind": args.kind, "name": args.name, "home": str(home) if home else None, "start": args.start,
            "autostart": args.autostart, "bundle": str(bundle) if bundle else None, "expires_hours": args.expires,
-           "by": "cli"}
+           "by": "cli", "answer_seconds": ANSWER_SECONDS}
     try:
         result = _ask_node(config, "spawn", ask, required=False, timeout=CONTROL_TIMEOUT)
         while isinstance(result, dict) and "pending" in result:  # the node still works on it

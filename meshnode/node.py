@@ -363,9 +363,10 @@ class _Control:
 
     async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
                         autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
-                        by: str = "cli"):
+                        by: str = "cli", answer_seconds: float | None = None):
         """A child of this node (spawn/service.py), made on a worker thread that reaches back for the store
-        and the mesh. A spawn may outlast one control request: then ``{"pending": id}``, and ``spawn_wait``."""
+        and the mesh. A spawn may outlast one control request: the CLI passes ``answer_seconds`` and then
+        gets ``{"pending": id}`` and asks ``spawn_wait``; callers inside the node wait until it is done."""
         from pathlib import Path
 
         from meshnode.spawn.jobs import SpawnJobs
@@ -374,8 +375,9 @@ class _Control:
         from meshnode.spawn.service import spawn_child
 
         if not all(isinstance(v, (str, type(None))) for v in (kind, name, home, autostart, bundle, by)) \
-                or not isinstance(expires_hours, (int, float, type(None))):
-            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings")
+                or not all(isinstance(v, (int, float, type(None))) for v in (expires_hours, answer_seconds)):
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
+                                " expires_hours and answer_seconds numbers")
         req = SpawnRequest(kind=kind, name=name, home=Path(home) if home else None, start=bool(start),
                            autostart=autostart, bundle=Path(bundle) if bundle else None,
                            expires_hours=None if expires_hours is None else float(expires_hours), by=str(by))
@@ -391,7 +393,7 @@ class _Control:
             return result.to_dict()
 
         self.__dict__.setdefault("spawn_jobs", SpawnJobs())
-        return await self.spawn_jobs.run(work)
+        return await self.spawn_jobs.run(work, None if answer_seconds is None else min(float(answer_seconds), 80.0))
 
     async def cmd_spawn_wait(self, job: str):
         """The result of a spawn that outlasted its request (``{"pending": id}`` while it runs)."""

@@ -2,6 +2,7 @@
 store takes longer. A job runs spawn_child on a worker thread in a trio system task (it must
 outlive the request that started it, and is never abandoned: it finishes or undoes itself); the
 request waits for it a while and otherwise answers ``{"pending": id}``, and ``spawn_wait`` asks again.
+Callers inside the node (the gate's spawn tool) wait until it is done.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class SpawnJobs:
     def __init__(self):
         self._jobs: dict[str, _Job] = {}
 
-    async def run(self, work: Callable[[], dict], wait_seconds: float = ANSWER_SECONDS) -> dict:
+    async def run(self, work: Callable[[], dict], wait_seconds: float | None = ANSWER_SECONDS) -> dict:
         """Start ``work`` (blocking: it runs on a worker thread) and answer as ``wait``."""
         job_id, job = secrets.token_hex(8), _Job()
         self._forget_finished()
@@ -38,12 +39,13 @@ class SpawnJobs:
         trio.lowlevel.spawn_system_task(self._work, job, work, name=f"spawn {job_id}")
         return await self.wait(job_id, wait_seconds)
 
-    async def wait(self, job_id: str, wait_seconds: float = ANSWER_SECONDS) -> dict:
-        """The job's result (its error raised), or ``{"pending": id}`` when it is still running."""
+    async def wait(self, job_id: str, wait_seconds: float | None = ANSWER_SECONDS) -> dict:
+        """The job's result (its error raised), or ``{"pending": id}`` when it is still running after
+        ``wait_seconds`` (None: wait until it is done, for callers inside the node)."""
         job = self._jobs.get(job_id)
         if job is None:
             raise MeshnodeError("not_found", f"no spawn job {job_id[:20]!r} (finished and told, or never started)")
-        with trio.move_on_after(wait_seconds):
+        with trio.move_on_after(float("inf") if wait_seconds is None else wait_seconds):
             await job.done.wait()
         if not job.done.is_set():
             return {"pending": job_id}
