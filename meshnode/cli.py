@@ -27,6 +27,7 @@ from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.chat import reply_topic
 from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
+from meshnode.spawn.model import AUTOSTARTS
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, describe, print_json,
@@ -36,6 +37,8 @@ from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, 
 from meshnode import cli_ethics, cli_gmp, cli_reactor
 from meshnode import cli_web
 from meshnode import cli_chat
+from meshnode import cli_spawn
+from meshnode import cli_children
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -63,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encrypt", action="store_true",
                    help="encrypt the key file with a passphrase ($MESHNODE_KEY_PASSPHRASE or a prompt)")
     p.add_argument("--exist-ok", action="store_true", help="succeed (and change nothing) if already initialised")
+    p.add_argument("--from-bundle", metavar="FILE", help="become a child of the node that wrote this bundle"
+                   " (meshnode spawn --bundle): its store, config and invitation; the key is made here")
+    p.add_argument("--autostart", choices=AUTOSTARTS, default="none", help="with --from-bundle: how the child"
+                   " starts with the host (default none)")
+    p.add_argument("--start", action="store_true", help="with --from-bundle: start the child now")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
@@ -113,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reactor.add_parsers(sub, common)
     cli_web.add_parsers(sub, common)
     cli_chat.add_parsers(sub, common)
+    cli_spawn.add_parsers(sub, common)
+    cli_children.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -198,6 +208,8 @@ def _reader_left() -> int:
 
 def cmd_init(args) -> int:
     home = resolve_home(getattr(args, "home", None))
+    if args.from_bundle:
+        return _init_from_bundle(args, home)
     overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)}}
     passphrase = None
     if args.encrypt:
@@ -221,6 +233,28 @@ def cmd_init(args) -> int:
     if args.encrypt and not result.created_key and not encrypted:
         print("meshnode: the existing key was kept as it is (not encrypted); --encrypt applies to new keys",
               file=sys.stderr)
+    return 0
+
+
+def _init_from_bundle(args, home: Path) -> int:
+    """``init --from-bundle``: the key is written as ``init`` writes it here (${PASSPHRASE_ENV} set: encrypted)."""
+    from meshnode.spawn.bundle import init_from_bundle
+
+    if args.encrypt and not os.environ.get(PASSPHRASE_ENV):
+        raise MeshnodeError("passphrase_needed", f"--encrypt with --from-bundle needs ${PASSPHRASE_ENV}")
+    made = init_from_bundle(Path(args.from_bundle), home, name=args.name, autostart=args.autostart, start=args.start,
+                            now_ms=now_ms())
+    print(f"created: {made['home']}")
+    print(f"did:     {made['did']}")
+    print(f"parent:  {made['parent']} ({made['kind']}, depth {made['depth']})")
+    for address in made["listen"]:
+        print(f"listen:  {address}")
+    print(f"hello:   pending: the child introduces itself to its parent when it runs (invitation valid until"
+          f" {made['expires']})")
+    if made["autostart"].get("hint"):
+        print(f"autostart: {made['autostart']['hint']}")
+    if made["started"]:
+        print(f"started: {made.get('launch', {}).get('via', '')} (log {made.get('launch', {}).get('log', '')})")
     return 0
 
 

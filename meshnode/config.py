@@ -242,20 +242,28 @@ _SECTION_NOTES = {
 
 def default_config_text(name: str) -> str:
     """config.toml with every setting at its default (and ``name``), one commented section each."""
+    return config_text({**DEFAULTS, "node": {**DEFAULTS["node"], "name": name}})
+
+
+def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
+    """config.toml holding ``values`` (every section of DEFAULTS), one commented section each
+    (a spawned child's config is the parent's effective values written this way)."""
     lines = [
         "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,",
         "# command-line flags override both. Relative paths are relative to this folder.",
         "# A list in a variable: items separated by commas, or a TOML array:",
         "#   MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/4001,/ip6/::/tcp/4001",
     ]
-    for section, keys in DEFAULTS.items():
+    for section in DEFAULTS:
+        keys = values[section]
         lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
         tables = [key for key in keys if section == "reactor" and key in REACTOR_TABLES]
         for key, value in keys.items():
             if key not in tables:
-                lines.append(f"{key} = {_toml_value(name if (section, key) == ('node', 'name') else value)}")
-        for key in tables:  # empty tables the person fills in (an inline {} could not be extended)
+                lines.append(f"{key} = {_toml_value(value)}")
+        for key in tables:  # tables the person fills in (an inline {} could not be extended)
             lines.append(f"[{section}.{key}]")
+            lines += [f"{_toml_str(k)} = {_toml_value(v)}" for k, v in keys[key].items()]
     return "\n".join(lines) + "\n"
 
 

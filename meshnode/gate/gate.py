@@ -29,6 +29,7 @@ import httpx
 import trio
 
 from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, outbound, runner, scratch
+from meshnode.errors import MeshnodeError
 from meshnode.gate.jail import Jail
 from meshnode.store.sharing import friends
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, RiskPolicy
@@ -76,6 +77,9 @@ class Gate:
         self._told_limit = False
         # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
         self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
+        # async (args) -> the spawn's result: creates and starts a child node (set by the node, which
+        # alone can: its control's cmd_spawn); None where no node runs
+        self.spawner: Callable[[dict], Awaitable[dict]] | None = None
 
     @property
     def jail(self) -> Jail:
@@ -204,7 +208,21 @@ class Gate:
         if tool == "run_command":
             result, drafted, ignored = await self.command([args["program"], *args.get("args", [])])
             return {**result.summary(), "drafted": drafted, "ignored": ignored}
+        if tool == "spawn":
+            return await self._spawn(args)
         return await self._fetch(args["url"])
+
+    async def _spawn(self, args: dict) -> dict:
+        """A child node, once a person approved (the tool is destructive); the spawn's own refusals
+        (max_children, max_depth, ...) come back as GateErrors with its code."""
+        if self.spawner is None:
+            raise GateError("no_spawner", "spawn needs the running node (no node wired a spawner to this gate)")
+        try:
+            return await self.spawner(dict(args))
+        except GateError:
+            raise
+        except MeshnodeError as exc:
+            raise GateError(exc.code, exc.reason) from None
 
     def precheck(self, argv: list[str]) -> str:
         """Refuse a command line before anything runs (GateError); its risk otherwise."""

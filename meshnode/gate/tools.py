@@ -21,6 +21,7 @@ import httpx
 
 from meshnode.gate import GateError
 from meshnode.gate.argschema import obj, string
+from meshnode.spawn.model import KINDS
 
 SAFE_READ, MODIFY, DESTRUCTIVE = "safe_read", "modify", "destructive"
 RISKS = (SAFE_READ, MODIFY, DESTRUCTIVE)
@@ -53,6 +54,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
              {"args": {"type": "array", "items": string(4096), "maxItems": 64}}), MODIFY),
     Tool("http_fetch", "GET a web page (hosts outside [gate] http_hosts need a person's confirmation)",
          obj({"url": string(2048, minLength=8)}), SAFE_READ),
+    Tool("spawn", "create and start a child node beside this one (clone: all it may copy; trained: its knowledge;"
+         " newborn: nothing); a person confirms first",
+         obj({"kind": {"type": "string", "enum": list(KINDS)}}, {"name": string(64, minLength=1)}), DESTRUCTIVE),
 )}
 
 

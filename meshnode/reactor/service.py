@@ -33,6 +33,7 @@ from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.reactor.settings import ReactorConfig
 from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
+from meshnode.spawn import family
 
 log = logging.getLogger("meshnode.reactor")
 
@@ -66,9 +67,16 @@ def holder_id() -> str:
     return f"{os.getpid()}@{socket.gethostname()}:{machine_boot_ms()}"
 
 
+def with_children(cfg: ReactorConfig, children, self_did: str) -> ReactorConfig:
+    """``cfg`` naming this node the mentor of each child ``[reactor.mentors]`` gives no other
+    (spawn contract, decision 4); in the map, a child is followed (``tracked_dids``)."""
+    mentors = {**{did: self_did for did in children}, **cfg.mentors}
+    return cfg if mentors == dict(cfg.mentors) else dataclasses.replace(cfg, mentors=mentors)
+
+
 def tracked_dids(cfg: ReactorConfig, committee: list[str], coworkers: list[str], self_did: str) -> set[str]:
     """The DIDs whose hour-scale liveness the reactor follows (design 3.3): mentees and mentors of
-    the mentor map, the committee, and the peers this node works with on goals; never itself."""
+    the mentor map (children too: ``with_children``), the committee, the coworkers; never itself."""
     dids = {d for pair in cfg.mentors.items() for d in pair if d.startswith("did:")}
     return (dids | set(committee) | set(coworkers)) - {self_did}
 
@@ -78,6 +86,7 @@ class ReactorService:
                  clock: Callable[[], int] = now_ms, committee: list[str] | None = None,
                  relay: Callable[[str, str], Awaitable[object]] | None = None):
         self.store, self.key, self.cfg, self.home, self.metrics = store, key, cfg, Path(home), metrics
+        self.configured, self._children = cfg, frozenset()  # [reactor] as written; cfg adds the children
         self.cycle, self.mesh, self.clock = cycle, mesh, clock
         self.did = key.did
         self.committee = list(committee or [])
@@ -176,6 +185,7 @@ class ReactorService:
         async with self._scan_lock:
             t0 = time.monotonic()
             now = self.clock()
+            await self._follow_children()
             if dry_run:
                 self._aliases = self._load_aliases(force=True)
                 reactor = Reactor(self.cfg, self._aliases, await self.store.read(persist.load_state, now, self.cfg))
@@ -280,12 +290,25 @@ class ReactorService:
         from meshnode.net import mesh_gmp_queries as q
         return {d: s for d, (s, _) in (await self.store.read(q.liveness_since)).items()}
 
+    async def _follow_children(self) -> None:
+        """The active children, read each scan: a spawn or a removal is followed from the next one."""
+        children = frozenset(await self.store.read(family.active_children))
+        if children != self._children:  # the mentor map changes, and the tracked DIDs are listed again
+            self._children, self.cfg, self._tracked_at = children, with_children(self.configured, children,
+                                                                                 self.did), 0
+            if self.reactor is not None:
+                self.reactor.cfg = self.cfg
+
     async def _seed_liveness(self) -> None:
         """Who to follow, and at start each one's last heard time from the peers table, so a restart
-        does not reset a silence."""
+        does not reset a silence; one no longer followed (a removed child) is forgotten."""
         from meshnode.net import mesh_gmp_queries as q
         coworkers = await self.store.read(q.coworkers, self.did)
-        self._tracked = tracked_dids(self.cfg, self.committee, coworkers, self.did)
+        tracked = tracked_dids(self.cfg, self.committee, coworkers, self.did)
+        for did in self._tracked - tracked:
+            self.liveness.forget(did)
+            self._fed.pop(did, None)
+        self._tracked = tracked
         stored = await self.store.read(_last_heard)
         for did in sorted(self._tracked):
             if stored.get(did) and did not in self._fed:  # those followed already keep what was heard

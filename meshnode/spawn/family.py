@@ -1,10 +1,27 @@
-"""Family rows on both sides (stub: spawn-family owns it)."""
+"""Family ties in the store: a parent's ``children`` rows and a child's ``spawn_origin`` row.
+
+Both sides of a tie are plain data (protocols/spawn.md section 5): the parent records the child
+(``children`` row, the child in ``agent_peers`` with its name and addresses, tagged Friend), the
+child records the parent (``agent_peers`` row, Friend, ``spawn_origin``), each side in one
+transaction of its own store. Liveness is not kept here: ``children`` joins the node's own
+``peer_liveness`` (fed by the child's heartbeats), and the reactor follows ``active_children``.
+
+Every function takes a :class:`~meshnode.store.database.Database` (in the node, through
+``store.read``/``store.write``); nothing here touches files or processes.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
-from meshnode.store.database import Database
+from meshnode.spawn.model import SpawnError
+from meshnode.store.database import Database, sql_errors
+from meshnode.store.peers import upsert_peer_row
+from meshnode.store.sharing import set_friend_tag
+from meshnode.store.short_ids import AGENT_HEAD, AGENT_PREFIX, MIN_SHORT
+
+LIVENESS_UNKNOWN = "unknown"  # a child whose heartbeat was never heard here
 
 
 @dataclass
@@ -25,39 +42,147 @@ class ChildRecord:
 
 
 def record_child(db: Database, rec: ChildRecord, now_ms: int) -> None:
-    raise NotImplementedError
+    """The parent's side, in one transaction: the ``children`` row (state active), the child in
+    ``agent_peers`` (peer id, name, addresses) and the Friend tag, so friends notes and CogSync
+    knowledge reach it from the first connection."""
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO children (did, peer_id, name, kind, depth, home, host, listen_port, web_port, autostart,"
+            " state, invitation_id, addresses, seed_report, created_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+            (rec.did, rec.peer_id, rec.name, rec.kind, rec.depth, rec.home, rec.host, rec.listen_port, rec.web_port,
+             rec.autostart, rec.invitation_id, json.dumps(rec.addresses), json.dumps(rec.seed_report, sort_keys=True),
+             now_ms))
+        upsert_peer_row(conn, rec.did, peer_id=rec.peer_id, now_ms=now_ms, source="exchange",
+                        addresses=list(rec.addresses), name=rec.name)
+        set_friend_tag(conn, rec.did)
 
 
 def tie_parent(child_db: Database, *, parent_did: str, parent_peer_id: str, parent_name: str,
                addresses: list[str], kind: str, depth: int, now_ms: int,
                invitation_id: str | None = None, invitation: bytes | None = None,
                hello_state: str = "none") -> None:
-    raise NotImplementedError
+    """The child's side, in one transaction of the child's store: the parent in ``agent_peers``
+    (it is also in bootstrap.txt), tagged Friend, and the one ``spawn_origin`` row (``depth`` is
+    the child's own). A second origin is refused by the table (one row at most)."""
+    with child_db.transaction() as conn:
+        upsert_peer_row(conn, parent_did, peer_id=parent_peer_id, now_ms=now_ms, source="bootstrap",
+                        addresses=list(addresses), name=parent_name)
+        set_friend_tag(conn, parent_did)
+        conn.execute(
+            "INSERT INTO spawn_origin (id, parent_did, parent_name, kind, depth, invitation_id, invitation,"
+            " hello_state, created_ms) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (parent_did, parent_name, kind, depth, invitation_id, invitation, hello_state, now_ms))
+
+
+_COLUMNS = ("did, c.peer_id, c.name, kind, depth, host, home, c.state, listen_port, web_port, autostart, created_ms,"
+            " removed_ms, invitation_id, c.addresses, seed_report, l.state AS liveness, l.last_heard_ms")
+_SELECT = f"SELECT {_COLUMNS} FROM children c LEFT JOIN peer_liveness l USING (did)"
+_LISTED = ("did", "peer_id", "name", "kind", "depth", "host", "home", "state", "liveness", "last_heard_ms",
+           "listen_port", "web_port", "autostart", "created_ms", "removed_ms")
+
+
+def _rows(db: Database, where: str, params: tuple = ()) -> list[dict]:
+    with sql_errors("reading the children"):
+        cur = db.conn.execute(f"{_SELECT} {where} ORDER BY c.created_ms, did", params)
+        names = [d[0].split(".")[-1] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    for r in rows:
+        r["liveness"] = r["liveness"] or LIVENESS_UNKNOWN
+    return rows
 
 
 def children(db: Database, *, include_removed: bool = False) -> list[dict]:
-    raise NotImplementedError
+    """This node's children, oldest first, with the liveness its own heartbeat tracker last wrote
+    (``unknown`` when never heard) and when it last heard each; removed ones only when asked."""
+    rows = _rows(db, "" if include_removed else "WHERE c.state = 'active'")
+    return [{k: r[k] for k in _LISTED} for r in rows]
 
 
 def child(db: Database, did_or_prefix: str) -> dict:
-    raise NotImplementedError
+    """One child (active or removed), with its addresses, seed report and invitation, named by its
+    DID, a unique prefix of it (with or without ``did:key:``; the ``key:...`` short id a listing
+    shows), or its name when no DID prefix matches; SpawnError ``not_a_child`` otherwise."""
+    text = did_or_prefix.strip()
+    rows = _rows(db, "WHERE did = ?", (text,))
+    if not rows:
+        rows = _by_prefix(db, text)
+    if len(rows) != 1:
+        what = "no child" if not rows else f"{len(rows)} children ({', '.join(r['name'] for r in rows[:5])})"
+        raise SpawnError("not_a_child", f"{text[:80]!r} names {what} of this node; `meshnode children list --all`"
+                                        " shows them")
+    row = rows[0]
+    out = {k: row[k] for k in _LISTED}
+    out["addresses"] = json.loads(row["addresses"] or "[]")
+    out["seed_report"] = json.loads(row["seed_report"] or "{}")
+    out["invitation"] = _invitation(db, row["invitation_id"]) if row["invitation_id"] else None
+    return out
+
+
+def _by_prefix(db: Database, text: str) -> list[dict]:
+    if text.startswith("key:"):
+        body = AGENT_HEAD + text[4:]
+    elif text.startswith("did:"):
+        body = text
+    else:
+        body = AGENT_PREFIX + text
+    rows = []
+    if len(body) >= len(AGENT_HEAD) + MIN_SHORT:  # a shorter prefix matches too much to be meant
+        pattern = body.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = _rows(db, "WHERE did LIKE ? ESCAPE '\\'", (pattern,))
+    return rows or _rows(db, "WHERE c.name = ?", (text,))
+
+
+def _invitation(db: Database, invitation_id: str) -> dict | None:
+    with sql_errors("reading an invitation"):
+        cur = db.conn.execute("SELECT id, container, kind, name, depth, created_ms, expires_ms, used_by_did, used_ms"
+                              " FROM spawn_invitations WHERE id = ?", (invitation_id,))
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else {"id": invitation_id}
 
 
 def count_active(db: Database) -> int:
-    raise NotImplementedError
-
-
-def depth_of(db: Database) -> int:
-    raise NotImplementedError
-
-
-def origin(db: Database) -> dict | None:
-    raise NotImplementedError
-
-
-def mark_removed(db: Database, did: str, now_ms: int) -> None:
-    raise NotImplementedError
+    """Children not removed ([spawn] max_children bounds this)."""
+    with sql_errors("counting the children"):
+        return db.conn.execute("SELECT count(*) FROM children WHERE state = 'active'").fetchone()[0]
 
 
 def active_children(db: Database) -> list[str]:
-    raise NotImplementedError
+    """The DIDs of the children not removed: the reactor follows their liveness."""
+    with sql_errors("listing the children"):
+        return [r[0] for r in db.conn.execute("SELECT did FROM children WHERE state = 'active' ORDER BY did")]
+
+
+def origin(db: Database) -> dict | None:
+    """This node's ``spawn_origin`` row (who spawned it, how, its depth, the hello's state), or
+    None for a node that was not spawned."""
+    with sql_errors("reading the spawn origin"):
+        cur = db.conn.execute("SELECT parent_did, parent_name, kind, depth, invitation_id, hello_state, hello_reason,"
+                              " created_ms FROM spawn_origin WHERE id = 1")
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+
+def depth_of(db: Database) -> int:
+    """This node's depth in its family: 0 for a root, its ``spawn_origin.depth`` otherwise."""
+    o = origin(db)
+    return int(o["depth"]) if o else 0
+
+
+def mark_removed(db: Database, did: str, now_ms: int) -> None:
+    """The child leaves the family here: state ``removed`` (its row kept, with when), and the
+    Friend tag off its ``agent_peers`` row (so nothing new is shared with it as a friend), in one
+    transaction. Removing a removed child changes nothing; a DID that is no child here is
+    SpawnError ``not_a_child``."""
+    with db.transaction() as conn:
+        cur = conn.execute("UPDATE children SET state = 'removed', removed_ms = COALESCE(removed_ms, ?)"
+                           " WHERE did = ?", (now_ms, did))
+        if cur.rowcount != 1:
+            raise SpawnError("not_a_child", f"{did[:80]} is no child of this node")
+        set_friend_tag(conn, did, False)
+
+
+def remove_child(db: Database, did: str, now_ms: int) -> dict:
+    """``mark_removed``, then the child's row as it is now (what ``children remove`` prints)."""
+    mark_removed(db, did, now_ms)
+    return child(db, did)

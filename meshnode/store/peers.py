@@ -7,6 +7,7 @@ store's worker thread (``await store.write(upsert_peer, ...)``).
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from meshnode.container import format_ms
 from meshnode.store.database import Database, sql_errors
@@ -19,28 +20,37 @@ def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: st
                 announce_did: str | None = None, interests: list[str] | None = None,
                 online: bool | None = None) -> None:
     """Create or refresh a peer row; fields given as None keep their stored value."""
-    status = None if online is None else ("online" if online else "offline")
     with db.transaction() as conn:
-        conn.execute(
-            """
-            INSERT INTO agent_peers (id, peer_id, name, addresses, source, last_seen, status, announce_did,
-                                     interests)
-            VALUES (:id, :peer_id, :name, :addresses, :source, :last_seen, COALESCE(:status, 'unknown'),
-                    :announce_did, :interests)
-            ON CONFLICT (id) DO UPDATE SET
-                peer_id = excluded.peer_id,
-                name = COALESCE(:name, agent_peers.name),
-                addresses = COALESCE(:addresses, agent_peers.addresses),
-                last_seen = excluded.last_seen,
-                status = CASE WHEN agent_peers.status IN ('untrusted', 'blacklisted') THEN agent_peers.status
-                              ELSE COALESCE(:status, agent_peers.status) END,
-                announce_did = COALESCE(:announce_did, agent_peers.announce_did),
-                interests = COALESCE(:interests, agent_peers.interests)
-            """,
-            {"id": did, "peer_id": peer_id, "name": name, "source": source, "last_seen": format_ms(now_ms),
-             "addresses": json.dumps(addresses) if addresses is not None else None, "status": status,
-             "announce_did": announce_did, "interests": json.dumps(interests) if interests is not None else None},
-        )
+        upsert_peer_row(conn, did, peer_id=peer_id, now_ms=now_ms, source=source, addresses=addresses, name=name,
+                        announce_did=announce_did, interests=interests, online=online)
+
+
+def upsert_peer_row(conn: sqlite3.Connection, did: str, *, peer_id: str, now_ms: int, source: str,
+                    addresses: list[str] | None = None, name: str | None = None,
+                    announce_did: str | None = None, interests: list[str] | None = None,
+                    online: bool | None = None) -> None:
+    """``upsert_peer`` inside a transaction the caller holds (several rows written as one)."""
+    status = None if online is None else ("online" if online else "offline")
+    conn.execute(
+        """
+        INSERT INTO agent_peers (id, peer_id, name, addresses, source, last_seen, status, announce_did,
+                                 interests)
+        VALUES (:id, :peer_id, :name, :addresses, :source, :last_seen, COALESCE(:status, 'unknown'),
+                :announce_did, :interests)
+        ON CONFLICT (id) DO UPDATE SET
+            peer_id = excluded.peer_id,
+            name = COALESCE(:name, agent_peers.name),
+            addresses = COALESCE(:addresses, agent_peers.addresses),
+            last_seen = excluded.last_seen,
+            status = CASE WHEN agent_peers.status IN ('untrusted', 'blacklisted') THEN agent_peers.status
+                          ELSE COALESCE(:status, agent_peers.status) END,
+            announce_did = COALESCE(:announce_did, agent_peers.announce_did),
+            interests = COALESCE(:interests, agent_peers.interests)
+        """,
+        {"id": did, "peer_id": peer_id, "name": name, "source": source, "last_seen": format_ms(now_ms),
+         "addresses": json.dumps(addresses) if addresses is not None else None, "status": status,
+         "announce_did": announce_did, "interests": json.dumps(interests) if interests is not None else None},
+    )
 
 
 def set_liveness(db: Database, did: str, *, state: str, last_heard_ms: int, last_seq: int, now_ms: int) -> None:

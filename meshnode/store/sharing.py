@@ -17,13 +17,15 @@ anyone: public is public, the want only says what a node cares to receive).
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from meshnode.gmp.rules import GMP_CLASSES, VERSION as GMP_VERSION
 from meshnode.store.database import Database, sql_errors
 from meshnode.sync.selective import PUBLIC_GOAL
 
 FRIEND = "Friend"
-PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
+# never given out: HMP workflow entries are private by default; the spawn classes go point to point (spawn.md 8)
+PRIVATE_CLASSES = ("workflow_entry", "spawn_invitation", "spawn_hello")
 COGSYNC_FRIENDS = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge: to friends
 # what anyone may check, so everyone gets it: votes, results, trust statements, equivocation proofs
 PUBLIC_CLASSES = ("vote", "consensus_result", "trust", "equivocation_evidence")
@@ -34,10 +36,16 @@ def set_friend(db: Database, did: str, peer_id: str, now_ms: int, friend: bool =
 
     upsert_peer(db, did, peer_id=peer_id, now_ms=now_ms, source="exchange")
     with db.transaction() as conn:
-        row = conn.execute("SELECT tags FROM agent_peers WHERE id = ?", (did,)).fetchone()
-        tags = set(json.loads(row[0])) if row and row[0] else set()
-        tags = (tags | {FRIEND}) if friend else (tags - {FRIEND})
-        conn.execute("UPDATE agent_peers SET tags = ? WHERE id = ?", (json.dumps(sorted(tags)), did))
+        set_friend_tag(conn, did, friend)
+
+
+def set_friend_tag(conn: sqlite3.Connection, did: str, friend: bool = True) -> None:
+    """Put the Friend tag on (or take it off) ``did``'s agent_peers row, inside the caller's
+    transaction; a DID with no row is left alone (``set_friend`` creates the row first)."""
+    row = conn.execute("SELECT tags FROM agent_peers WHERE id = ?", (did,)).fetchone()
+    tags = set(json.loads(row[0])) if row and row[0] else set()
+    tags = (tags | {FRIEND}) if friend else (tags - {FRIEND})
+    conn.execute("UPDATE agent_peers SET tags = ? WHERE id = ?", (json.dumps(sorted(tags)), did))
 
 
 def friends(db: Database) -> list[str]:

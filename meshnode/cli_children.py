@@ -1,0 +1,154 @@
+"""``meshnode children list|show|start|stop|remove``: the child nodes this node spawned.
+
+Listing, showing and removing work with or without a running node (``live_or_local``: the same
+family.py code either way). Starting and stopping act on a local child's own home (its process,
+its unit or script: ``spawn.launch``), so they need no parent process; a child on another host is
+refused (``not_local``). ``remove --delete-home`` deletes a local child's home only when that
+folder holds the child's own meshnode config and key, and stops the child first.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from meshnode.cli_common import _config, live_or_local, print_fields, print_json, print_rows
+from meshnode.config import load_config
+from meshnode.container import now_ms
+from meshnode.errors import MeshnodeError
+from meshnode.spawn import family, launch
+from meshnode.spawn.model import SpawnError
+from meshnode.store.short_ids import short_agent_id
+
+_CHILD = "the child: its DID, the key:... short id `children list` shows, a unique prefix, or its name"
+
+
+def add_parsers(sub, common) -> None:
+    c = sub.add_parser("children", parents=[common], help="the child nodes this node spawned: list, show, start,"
+                       " stop, remove").add_subparsers(dest="children_command", required=True, metavar="SUBCOMMAND")
+    p = c.add_parser("list", parents=[common], help="children: short id, name, kind, depth, host, state, liveness,"
+                     " last heard", epilog="liveness is what this node last heard (unknown: never heard)")
+    p.add_argument("--all", action="store_true", help="removed children too")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_list)
+    p = c.add_parser("show", parents=[common], help="one child in full: home, ports, addresses, seed report")
+    p.add_argument("did", metavar="CHILD", help=_CHILD)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+    for name, helptext in (("start", "start a local child (its unit, its start.sh, or directly)"),
+                           ("stop", "stop a local child")):
+        p = c.add_parser(name, parents=[common], help=helptext)
+        p.add_argument("did", metavar="CHILD", help=_CHILD)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=cmd_start if name == "start" else cmd_stop)
+    p = c.add_parser("remove", parents=[common], help="the child leaves the family: marked removed, no longer a"
+                     " friend; its home is kept unless --delete-home")
+    p.add_argument("did", metavar="CHILD", help=_CHILD)
+    p.add_argument("--delete-home", action="store_true",
+                   help="also stop it and delete its home (a local child's, holding its own config and key)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_remove)
+
+
+def _ago(ms: int | None, now: int) -> str:
+    if ms is None:
+        return "never"
+    s = max(0, (now - int(ms)) // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit} ago"
+    return f"{s}s ago"
+
+
+def cmd_list(args) -> int:
+    config = _config(args)
+    rows = live_or_local(config, "children", {"all": args.all},
+                         lambda db: family.children(db, include_removed=args.all))
+    now = now_ms()
+    if rows and not args.json:
+        print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':7} {'liveness':8} last heard")
+    print_rows(args, rows, lambda r: f"{short_agent_id(r['did']):12} {r['name'][:16]:16} {r['kind']:7} "
+                                     f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {r['state']:7} "
+                                     f"{r['liveness']:8} {_ago(r['last_heard_ms'], now)}")
+    return 0
+
+
+def _child(config, text: str) -> dict:
+    return live_or_local(config, "child_show", {"did": text}, lambda db: family.child(db, text))
+
+
+def cmd_show(args) -> int:
+    print_fields(args, _child(_config(args), args.did))
+    return 0
+
+
+def _local_home(rec: dict) -> Path:
+    if rec["host"] != "local" or not rec["home"]:
+        raise SpawnError("not_local", f"{rec['name']} runs on another host ({rec['host']}): start or stop it there")
+    return Path(rec["home"])
+
+
+def cmd_start(args) -> int:
+    rec = _child(_config(args), args.did)
+    if rec["state"] != "active":
+        raise SpawnError("not_a_child", f"{rec['name']} was removed; spawn a new child instead")
+    result = launch.launch(_local_home(rec), rec["autostart"])
+    if args.json:
+        print_json({"did": rec["did"], **result})
+    else:
+        pid = f", pid {result['pid']}" if result.get("pid") else ""
+        print(f"started {rec['name']} ({rec['did']}) via {result['via']}{pid}; log: {result.get('log')}")
+    return 0
+
+
+def cmd_stop(args) -> int:
+    rec = _child(_config(args), args.did)
+    stopped = launch.stop(_local_home(rec), rec["autostart"])
+    if args.json:
+        print_json({"did": rec["did"], "stopped": stopped})
+    else:
+        print(f"{'stopped' if stopped else 'was not running'}: {rec['name']} ({rec['did']})")
+    return 0
+
+
+def cmd_remove(args) -> int:
+    config = _config(args)
+    rec = _child(config, args.did)
+    home = deletable_home(rec, config.home) if args.delete_home else None  # refused before anything changes
+    removed = live_or_local(config, "child_remove", {"did": rec["did"]},
+                            lambda db: family.remove_child(db, rec["did"], now_ms()))
+    if home is not None:
+        if launch.running_pid(home) is not None and not launch.stop(home, rec["autostart"]):
+            raise SpawnError("still_running", f"{rec['name']} is removed but did not stop; its home {home} is kept")
+        shutil.rmtree(home)
+    if args.json:
+        print_json({**removed, "home_deleted": str(home) if home else None})
+    else:
+        print(f"removed: {rec['name']} ({rec['did']})" + (f"; home deleted: {home}" if home else
+                                                          f"; home kept: {rec['home']}" if rec["home"] else ""))
+    return 0
+
+
+def deletable_home(rec: dict, parent_home: Path) -> Path:
+    """The child's home, when it may be deleted: a local child's folder, not the parent's own nor
+    one holding it, with a meshnode config whose key file names the child's DID. Anything else is
+    refused (SpawnError ``home_not_deletable``), so a wrong row can never delete another folder."""
+    home = _local_home(rec).resolve()
+    parent = Path(parent_home).resolve()
+
+    def refuse(why: str) -> SpawnError:
+        return SpawnError("home_not_deletable", f"{home} is not deleted: {why}")
+
+    if home == parent or home in parent.parents or not home.is_dir():
+        raise refuse("it is not a child's own folder")
+    if not (home / "config.toml").is_file():
+        raise refuse("it holds no meshnode config.toml")
+    try:
+        key_path = load_config(home, environ={}).key_path
+        did = json.loads(key_path.read_text(encoding="utf-8")).get("did")
+    except (MeshnodeError, OSError, ValueError, AttributeError) as exc:
+        raise refuse(f"its config or key cannot be read ({getattr(exc, 'reason', exc)})") from None
+    if did != rec["did"]:
+        raise refuse(f"its key is not the child's ({str(did)[:60]})")
+    return home

@@ -1,0 +1,199 @@
+"""spawn_child's own steps, in-process on a stopped parent (seeding faked: tests/test_spawn_kinds.py
+covers it): the child's config and bootstrap, its home, the refusals before anything is written,
+and the undo of every step when a later one fails."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from meshnode.config import load_config
+from meshnode.errors import ConfigError
+from meshnode.net.bootstrap import read_bootstrap
+from meshnode.spawn import autostart, child_config, service
+from meshnode.spawn.model import SpawnError, SpawnSettings
+from meshnode.store.database import Database
+from spawnlab import Parent, fake_seed, root, spawn_parent  # noqa: F401 (fixtures)
+
+
+def entries(place: Path) -> set[str]:
+    return {p.name for p in place.iterdir()}
+
+
+def refused(code: str, fn, *args, **kwargs) -> SpawnError:
+    with pytest.raises(SpawnError) as err:
+        fn(*args, **kwargs)
+    assert err.value.code == code, err.value.reason
+    return err.value
+
+
+def test_child_config_is_the_parents_effective_one_with_its_own_name_ports_and_paths(spawn_parent, fake_seed):
+    r = spawn_parent.spawn("newborn")
+    home = Path(r.home)
+    written = tomllib.loads((home / "config.toml").read_text())
+    assert written["net"]["heartbeat_seconds"] == 0.5  # from the parent's environment, now in the file
+    assert written["node"]["name"] == r.name == "par-newborn-1"
+    listen = written["net"]["listen"]
+    assert len(listen) == 1 and listen[0].startswith("/ip4/127.0.0.1/tcp/")
+    assert int(listen[0].rsplit("/", 1)[1]) not in spawn_parent.ports()
+    assert written["net"]["announce"] == [] and written["net"]["bootstrap"] == "bootstrap.txt"
+    assert written["web"]["listen"].startswith("127.0.0.1:") and written["web"]["listen"] == r.web_listen
+    assert written["store"]["path"] == "data/meshnode.db" and written["keys"]["path"] == "keys/node.key"
+    assert written["reactor"]["mentor"] == spawn_parent.key.did
+    child = load_config(home, environ={})  # the file alone: the child runs without the parent's variables
+    assert child.db_path == home / "data" / "meshnode.db" and child.key_path.exists()
+    assert SpawnSettings.from_config(child) == SpawnSettings.from_config(spawn_parent.config)
+    assert fake_seed.calls == [{"source": spawn_parent.config.db_path, "child": child.db_path, "kind": "newborn",
+                                "parent_did": spawn_parent.key.did}]
+    db = Database(child.db_path, create=False)
+    try:
+        assert db.conn.execute("SELECT id FROM identity").fetchone()[0] == r.did != spawn_parent.key.did
+    finally:
+        db.close()
+
+
+def test_bootstrap_names_the_parent_loopback_first_then_a_comment(spawn_parent):
+    r = spawn_parent.spawn("newborn")
+    text = (Path(r.home) / "bootstrap.txt").read_text()
+    peers, problems = read_bootstrap(Path(r.home) / "bootstrap.txt")
+    assert problems == [] and [p.did for p in peers] == [spawn_parent.key.did]
+    assert r.bootstrap == [f"/ip4/127.0.0.1/tcp/{spawn_parent.listen_port}/p2p/{spawn_parent.key.peer_id}"]
+    assert text.rstrip("\n").splitlines()[-1] == f"# parent {spawn_parent.key.did} par"
+    pid = spawn_parent.key.peer_id
+    lines = child_config.bootstrap_lines(["/ip4/192.0.2.7/tcp/4001", f"/ip4/127.0.0.1/tcp/4001/p2p/{pid}",
+                                          "/ip4/192.0.2.7/tcp/4001"], pid)
+    assert lines == [f"/ip4/127.0.0.1/tcp/4001/p2p/{pid}", f"/ip4/192.0.2.7/tcp/4001/p2p/{pid}"]
+
+
+def test_default_home_is_ccore_did_beside_the_parent_and_names_count_up(spawn_parent):
+    a, b = spawn_parent.spawn("newborn"), spawn_parent.spawn("trained")
+    c = spawn_parent.spawn("newborn")
+    assert Path(a.home) == spawn_parent.home.parent / ("CCORE-" + a.did.removeprefix("did:key:"))
+    assert ":" not in a.home and Path(a.home, "keys", "node.key").exists()
+    assert [a.name, b.name, c.name] == ["par-newborn-1", "par-trained-1", "par-newborn-2"]
+    assert not [n for n in entries(spawn_parent.home.parent) if n.startswith(".spawn-")]  # no temp dir left
+    rows = spawn_parent.rows("SELECT did, kind, depth, state, home FROM children ORDER BY created_ms, name")
+    assert {(d, k, dep, s, h) for d, k, dep, s, h in rows} == {
+        (x.did, x.kind, 1, "active", x.home) for x in (a, b, c)}
+
+
+def test_a_home_too_deep_for_the_control_socket_is_refused_before_anything_is_made(root, fake_seed):
+    deep = root / ("d" * 40)
+    parent = Parent(deep / "par", {})
+    before = entries(deep)
+    err = refused("home_too_deep", parent.spawn, "newborn")
+    assert "--home" in err.reason
+    assert entries(deep) == before
+    ok = parent.spawn("newborn", home=root / "kid")  # a shorter --home works
+    assert Path(ok.home) == root / "kid"
+
+
+def test_an_existing_home_is_refused_and_left_alone(spawn_parent, root):
+    taken = root / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("keep")
+    refused("home_exists", spawn_parent.spawn, "newborn", home=taken)
+    assert entries(taken) == {"mine.txt"} and spawn_parent.rows("SELECT * FROM children") == []
+    empty = root / "empty"
+    empty.mkdir()
+    refused("home_exists", spawn_parent.spawn, "newborn", home=empty)
+    assert entries(empty) == set()
+
+
+def test_max_children_refuses_before_anything_is_written(root, fake_seed):
+    parent = Parent(root / "par", {"MESHNODE_SPAWN_MAX_CHILDREN": "1"})
+    parent.spawn("newborn")
+    before = entries(root)
+    err = refused("too_many_children", parent.spawn, "clone")
+    assert "max_children" in err.reason
+    assert entries(root) == before and len(parent.rows("SELECT did FROM children")) == 1
+    assert len(fake_seed.calls) == 1
+
+
+def test_max_depth_refuses_a_child_beyond_the_last_generation(root, fake_seed):
+    parent = Parent(root / "par", {"MESHNODE_SPAWN_MAX_DEPTH": "2"})
+    db = Database(parent.config.db_path)
+    try:  # this parent is itself a grandchild (depth 2)
+        db.conn.execute("INSERT INTO spawn_origin (id, parent_did, parent_name, kind, depth, created_ms)"
+                        " VALUES (1, 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', 'gp', 'clone', 2, 0)")
+    finally:
+        db.close()
+    before = entries(root)
+    refused("too_deep", parent.spawn, "newborn")
+    assert entries(root) == before and fake_seed.calls == []
+
+
+def test_a_parent_that_never_ran_has_no_address_to_give(root, fake_seed):
+    parent = Parent(root / "par", {})
+    parent.rows("DELETE FROM main_process")  # as right after `meshnode init`
+    before = entries(root)
+    refused("parent_never_ran", parent.spawn, "newborn")
+    assert entries(root) == before
+
+
+def test_a_failing_later_step_leaves_no_home_and_no_rows(spawn_parent, monkeypatch):
+    def broken(home, did, name, kind):
+        raise SpawnError("start_failed", "the autostart could not be written (test)")
+
+    monkeypatch.setattr(autostart, "install", broken)
+    before = entries(spawn_parent.home.parent)
+    refused("start_failed", spawn_parent.spawn, "newborn")
+    assert entries(spawn_parent.home.parent) == before  # no CCORE-*, no .spawn-* temp dir
+    assert spawn_parent.rows("SELECT * FROM children") == []
+    assert spawn_parent.rows("SELECT id FROM agent_peers") == []
+
+
+def test_bad_kind_and_autostart_are_typed(spawn_parent):
+    refused("bad_kind", spawn_parent.spawn, "twin")
+    refused("bad_autostart", spawn_parent.spawn, "newborn", autostart="cron")
+
+
+@pytest.mark.parametrize("env, setting", [({"MESHNODE_SPAWN_MAX_DEPTH": "0"}, "spawn.max_depth"),
+                                          ({"MESHNODE_SPAWN_AUTOSTART": "cron"}, "spawn.autostart"),
+                                          ({"MESHNODE_SPAWN_WAIT_SECONDS": "0.5"}, "spawn.wait_seconds"),
+                                          ({"MESHNODE_SPAWN_INVITATION_HOURS": "200"}, "spawn.invitation_hours"),
+                                          ({"MESHNODE_SPAWN_MAX_CHILDREN": "1001"}, "spawn.max_children")])
+def test_spawn_settings_are_checked_at_load(tmp_path, env, setting):
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path, environ=env)
+    assert setting in err.value.reason
+
+
+def test_default_name_fits_64_characters():
+    assert service.default_name("p" * 64, "newborn", set()) == "p" * 54 + "-newborn-1"
+    assert len(service.default_name("p" * 64, "newborn", {"p" * 54 + "-newborn-1"})) == 64
+
+
+async def test_a_spawn_longer_than_one_control_request_is_answered_pending_then_by_spawn_wait():
+    import threading
+
+    from meshnode.errors import MeshnodeError
+    from meshnode.spawn.jobs import SpawnJobs
+
+    jobs, go = SpawnJobs(), threading.Event()
+
+    def slow() -> dict:
+        if not go.wait(timeout=30):
+            raise AssertionError("never released")
+        return {"did": "did:key:child"}
+
+    first = await jobs.run(slow, wait_seconds=0.05)
+    assert set(first) == {"pending"}
+    assert await jobs.wait(first["pending"], wait_seconds=0.05) == first  # still running
+    go.set()
+    assert await jobs.wait(first["pending"], wait_seconds=30) == {"did": "did:key:child"}
+    with pytest.raises(MeshnodeError) as err:  # told once, then forgotten
+        await jobs.wait(first["pending"])
+    assert err.value.code == "not_found"
+
+    def refused_spawn() -> dict:
+        raise SpawnError("too_deep", "test")
+
+    with pytest.raises(SpawnError) as err:
+        await jobs.run(refused_spawn, wait_seconds=30)
+    assert err.value.code == "too_deep"
+    with pytest.raises(MeshnodeError) as err:  # a bug is an internal error, not a crashed node
+        await jobs.run(lambda: 1 / 0, wait_seconds=30)
+    assert err.value.code == "internal_error"
