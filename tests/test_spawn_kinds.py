@@ -191,6 +191,8 @@ class Parent:
             conn.execute("INSERT INTO tasks (name, description) VALUES ('local fact check', 'LOCAL-TASK-1')")
             conn.execute("INSERT INTO llm_recent_responses (role, content) VALUES ('user', ?)", (PRIVATE_TEXT,))
             conn.execute("INSERT INTO llm_memory (content) VALUES ('remember MEMORY-1')")
+            conn.execute("UPDATE agent_peers SET status = 'online' WHERE id = ?", (self.friend.did,))
+            conn.execute("UPDATE agent_peers SET status = 'untrusted' WHERE id = ?", (self.stranger.did,))
             conn.execute("INSERT INTO abstracts (title, summary) VALUES ('t', 'ABSTRACT-1')")
             conn.execute("INSERT INTO system_prompts (id, name, type, content)"
                          " VALUES ('p1', 'main', 'full', 'be kind')")
@@ -299,7 +301,9 @@ def test_clone_rows_are_filtered(parent, tmp_path):
         assert cfg["main"]["api_key_env"] == "LLM_KEY"
         assert cfg["odd"] == {"base_url": "https://llm.example/v1?v=2", "model": "m2"}
         peers = {i: (json.loads(t) if t else []) for i, t in q("SELECT id, tags FROM agent_peers")}
-        assert parent.stranger.did in peers and "Friend" not in peers[parent.friend.did]
+        assert parent.stranger.did in peers and "Friend" in peers[parent.friend.did]  # still a known author
+        status = dict(q("SELECT id, status FROM agent_peers"))
+        assert status == {parent.friend.did: "unknown", parent.stranger.did: "untrusted"}  # judgements stay
         assert q("SELECT count(*) FROM agent_reputation WHERE agent_id = ?", (parent.stranger.did,)).fetchone()[0]
         assert q("SELECT filename FROM attachments").fetchall() == [("p.txt",)]
         assert q("SELECT species FROM agent_t_plants").fetchall() == [("fern",)]

@@ -62,7 +62,6 @@ LLM_FIELDS = ("base_url", "model", "priority", "api_key_env", "timeout_s")  # wh
 AGENT_TABLE = re.compile(r"agent_t_[a-z][a-z0-9_]{0,40}")  # cognition.executor_tables' names
 COLUMN = re.compile(r"[a-z][a-z0-9_]{0,40}")
 COLUMN_TYPES = ("INTEGER", "REAL", "TEXT", "BLOB")
-FRIEND = "Friend"
 
 
 def quoted(name: str) -> str:
@@ -83,13 +82,9 @@ def clean_url(url):
 
 
 def _peer(row: Row) -> Row:
-    try:
-        tags = json.loads(row["tags"]) if row["tags"] else []
-    except ValueError:
-        tags = []
-    if isinstance(tags, list):
-        kept = [t for t in tags if t != FRIEND]
-        row["tags"] = json.dumps(kept) if kept else None
+    """Known agents keep their tags, the Friend tag too: the parent's friends stay known authors to
+    the child, so what it got from them is not evicted by the unknown-author quota (store.quotas)
+    at the first stranger's container, and the same sharing rules apply to them."""
     if row["status"] in ("online", "offline"):
         row["status"] = "unknown"  # observed fresh by the child; untrusted and blacklisted are judgements
     return row
