@@ -27,6 +27,7 @@ from meshnode.notes import AUDIENCES, SOURCES, make_note
 from meshnode.chat import reply_topic
 from meshnode.store import latest_version
 from meshnode.identity.did import did_to_peer_id
+from meshnode.spawn.model import AUTOSTARTS
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import (_ask_node, _config, _open_db, agent_did, container_did, describe, print_json,
@@ -65,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encrypt", action="store_true",
                    help="encrypt the key file with a passphrase ($MESHNODE_KEY_PASSPHRASE or a prompt)")
     p.add_argument("--exist-ok", action="store_true", help="succeed (and change nothing) if already initialised")
+    p.add_argument("--from-bundle", metavar="FILE", help="become a child of the node that wrote this bundle"
+                   " (meshnode spawn --bundle): its store, config and invitation; the key is made here")
+    p.add_argument("--autostart", choices=AUTOSTARTS, default="none", help="with --from-bundle: how the child"
+                   " starts with the host (default none)")
+    p.add_argument("--start", action="store_true", help="with --from-bundle: start the child now")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
@@ -202,6 +208,8 @@ def _reader_left() -> int:
 
 def cmd_init(args) -> int:
     home = resolve_home(getattr(args, "home", None))
+    if args.from_bundle:
+        return _init_from_bundle(args, home)
     overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)}}
     passphrase = None
     if args.encrypt:
@@ -225,6 +233,28 @@ def cmd_init(args) -> int:
     if args.encrypt and not result.created_key and not encrypted:
         print("meshnode: the existing key was kept as it is (not encrypted); --encrypt applies to new keys",
               file=sys.stderr)
+    return 0
+
+
+def _init_from_bundle(args, home: Path) -> int:
+    """``init --from-bundle``: the key is written as ``init`` writes it here (${PASSPHRASE_ENV} set: encrypted)."""
+    from meshnode.spawn.bundle import init_from_bundle
+
+    if args.encrypt and not os.environ.get(PASSPHRASE_ENV):
+        raise MeshnodeError("passphrase_needed", f"--encrypt with --from-bundle needs ${PASSPHRASE_ENV}")
+    made = init_from_bundle(Path(args.from_bundle), home, name=args.name, autostart=args.autostart, start=args.start,
+                            now_ms=now_ms())
+    print(f"created: {made['home']}")
+    print(f"did:     {made['did']}")
+    print(f"parent:  {made['parent']} ({made['kind']}, depth {made['depth']})")
+    for address in made["listen"]:
+        print(f"listen:  {address}")
+    print(f"hello:   pending: the child introduces itself to its parent when it runs (invitation valid until"
+          f" {made['expires']})")
+    if made["autostart"].get("hint"):
+        print(f"autostart: {made['autostart']['hint']}")
+    if made["started"]:
+        print(f"started: {made.get('launch', {}).get('via', '')} (log {made.get('launch', {}).get('log', '')})")
     return 0
 
 

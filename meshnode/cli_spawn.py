@@ -11,11 +11,12 @@ from pathlib import Path
 
 from meshnode.cli_common import _ask_node, _config, print_json, terminal_safe
 from meshnode.control import HANDLER_TIMEOUT
+from meshnode.spawn.jobs import ANSWER_SECONDS
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnRequest, SpawnResult
 
-# the node answers within its handler limit (spawn_child's waiting ends before it): a little longer
+# the node answers within its handler limit (a longer spawn: "pending", asked again): a little longer
 CONTROL_TIMEOUT = HANDLER_TIMEOUT + 10.0
 
 
@@ -48,9 +49,11 @@ def cmd_spawn(args) -> int:
     bundle = args.bundle.expanduser().absolute() if args.bundle else None
     ask = {"kind": args.kind, "name": args.name, "home": str(home) if home else None, "start": args.start,
            "autostart": args.autostart, "bundle": str(bundle) if bundle else None, "expires_hours": args.expires,
-           "by": "cli"}
+           "by": "cli", "answer_seconds": ANSWER_SECONDS}
     try:
         result = _ask_node(config, "spawn", ask, required=False, timeout=CONTROL_TIMEOUT)
+        while isinstance(result, dict) and "pending" in result:  # the node still works on it
+            result = _ask_node(config, "spawn_wait", {"job": result["pending"]}, timeout=CONTROL_TIMEOUT)
         if result is None:
             result = _spawn_here(config, SpawnRequest(kind=args.kind, name=args.name, home=home, start=args.start,
                                                       autostart=args.autostart, bundle=bundle,

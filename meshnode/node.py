@@ -40,6 +40,7 @@ from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.spawn import family
+from meshnode.spawn import hello as spawn_hello
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
@@ -127,6 +128,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     reactor = _reactor(config, key, store, mesh, metrics, cycle)
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
+                    await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
@@ -361,32 +363,43 @@ class _Control:
 
     async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
                         autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
-                        by: str = "cli"):
-        """A child of this node (spawn/service.py) made on a worker thread that reaches back for the store
-        and the mesh; never abandoned on cancel: the work finishes or undoes itself."""
+                        by: str = "cli", answer_seconds: float | None = None):
+        """A child of this node (spawn/service.py), made on a worker thread that reaches back for the store
+        and the mesh. A spawn may outlast one control request: the CLI passes ``answer_seconds`` and then
+        gets ``{"pending": id}`` and asks ``spawn_wait``; callers inside the node wait until it is done."""
         from pathlib import Path
 
-        from meshnode.control import HANDLER_TIMEOUT
+        from meshnode.spawn.jobs import SpawnJobs
         from meshnode.spawn.model import SpawnError, SpawnRequest
         from meshnode.spawn.parent import LiveParent
         from meshnode.spawn.service import spawn_child
 
         if not all(isinstance(v, (str, type(None))) for v in (kind, name, home, autostart, bundle, by)) \
-                or not isinstance(expires_hours, (int, float, type(None))):
-            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings")
+                or not all(isinstance(v, (int, float, type(None))) for v in (expires_hours, answer_seconds)):
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
+                                " expires_hours and answer_seconds numbers")
         req = SpawnRequest(kind=kind, name=name, home=Path(home) if home else None, start=bool(start),
                            autostart=autostart, bundle=Path(bundle) if bundle else None,
                            expires_hours=None if expires_hours is None else float(expires_hours), by=str(by))
         parent = LiveParent(self.config, self.key, self.store, self.mesh)
-        deadline = time.monotonic() + HANDLER_TIMEOUT - 5.0  # answer before the control channel gives up
-        try:
-            result = await trio.to_thread.run_sync(lambda: spawn_child(self.config, self.key, req, parent,
-                                                                       deadline=deadline))
-        except SpawnError as exc:
-            self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
-            raise
-        self.metrics.inc("spawned", kind=kind, by=req.by)
-        return result.to_dict()
+
+        def work() -> dict:
+            try:
+                result = spawn_child(self.config, self.key, req, parent)
+            except SpawnError as exc:
+                self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
+                raise
+            self.metrics.inc("spawned", kind=req.kind, by=req.by)
+            return result.to_dict()
+
+        self.__dict__.setdefault("spawn_jobs", SpawnJobs())
+        return await self.spawn_jobs.run(work, None if answer_seconds is None else min(float(answer_seconds), 80.0))
+
+    async def cmd_spawn_wait(self, job: str):
+        """The result of a spawn that outlasted its request (``{"pending": id}`` while it runs)."""
+        if not isinstance(job, str) or "spawn_jobs" not in self.__dict__:
+            raise MeshnodeError("not_found", "no spawn job of that id")
+        return await self.spawn_jobs.wait(job)
 
     async def cmd_children(self, all: bool = False):
         return await self.store.read(lambda db: family.children(db, include_removed=bool(all)))

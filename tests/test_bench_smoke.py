@@ -24,6 +24,7 @@ TINY = {
     "attack.py": ["--seconds", "2", "--attacks", "junk", "--baseline", "1", "--settle", "1"],
     "reactor.py": ["--events", "3000", "--agents", "50", "--notes", "300", "--tasks", "30"],
     "web.py": ["--notes", "500", "--requests", "20", "--ticks", "5", "--rounds", "1"],
+    "spawn.py": ["--containers", "50", "--kinds", "newborn"],
 }
 
 

@@ -485,5 +485,48 @@ register(
     {"entry_type": (text(64), True), "summary": (text(4096), False), "details": (anything, False)},
 )
 
+
+def hex_text(digits: int) -> Callable[[Any], str | None]:
+    """Text of exactly ``digits`` lowercase hex digits (a random id, a SHA-256)."""
+    pattern = re.compile(f"[0-9a-f]{{{digits}}}")
+
+    def check(v: Any) -> str | None:
+        if type(v) is not str:
+            return f"must be text of {digits} hex digits"
+        return None if pattern.fullmatch(v) else WrongValue(f"must be {digits} lowercase hex digits")
+
+    return described(check, {"type": "string", "pattern": f"^[0-9a-f]{{{digits}}}$"})
+
+
+# Spawning a child on another host (protocols/spawn.md section 8): point to point, never gossiped
+# or shared by sync (store.sharing.PRIVATE_CLASSES); the hello is never stored at all. The kinds
+# are meshnode.spawn.model.KINDS (a test keeps the two equal; the container layer imports nothing
+# above it).
+_addresses = list_of(text(1024), max_items=16)
+register(
+    "spawn_invitation",
+    "1.0",
+    {
+        "id": (hex_text(32), True),
+        "parent": (did, True),  # must equal head.sender_did: checked by spawn.invitation
+        "kind": (one_of("clone", "trained", "newborn"), True),
+        "name": (text(64), True),
+        "depth": (integer(1, 16), True),
+        "expires": (time_text, True),
+        "bundle_hash": (hex_text(64), True),
+        "addresses": (_addresses, True),
+    },
+)
+register(
+    "spawn_hello",
+    "1.0",
+    {
+        "invitation": (byte_string(max_len=16 * 1024), True),  # the spawn_invitation container's bytes
+        "child": (did, True),  # must equal head.sender_did: checked by spawn.invitation
+        "addresses": (_addresses, True),
+        "host": (text(255), False),
+    },
+)
+
 # GMP 1.1 (protocols/gmp.md section 2): registered by their own module, which needs the checks above
 from meshnode.container import gmp_classes  # noqa: E402,F401  (import for its registrations)

@@ -22,6 +22,7 @@ from meshnode.net.frames import encode_frame
 from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
 from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.standing import invalid_weight
+from meshnode.spawn.invitation import HELLO_CLASS
 from meshnode.store.peers import peer_trust, save_standing, upsert_peer
 from meshnode.store.sharing import may_share
 
@@ -217,6 +218,13 @@ class ExchangeMixin:
                 self._invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
+            if c.cls == HELLO_CLASS:  # a new child's hello (spawn.md 8): answered here, never stored
+                refusal = await self._serve_hello(c, did)
+                if refusal is None:
+                    accepted.append(c.did)
+                else:
+                    rejected.append({"index": index, "code": refusal[0], "reason": refusal[1][:200]})
+                continue
             admission = await self._store_from_peer(c, did, "push")
             if admission.outcome == "invalid":  # GMP admission refused it: counted against the peer already
                 rejected.append({"index": index, "code": admission.reason, "reason": admission.detail[:200]})
@@ -234,6 +242,26 @@ class ExchangeMixin:
             self.standing.record_valid(did, self.clock())
             self.metrics.inc("containers_received", via="push")
         return exchange.ack(accepted, duplicates, rejected)
+
+    async def _serve_hello(self, hello: Container, did: str) -> tuple[str, str] | None:
+        """Hand a ``spawn_hello`` to the node's ``on_hello`` hook (None: accepted, else (code, reason)),
+        only from the child itself; counted either way."""
+        hook = getattr(self, "on_hello", None)
+        if hello.sender_did != did:
+            refusal = ("bad_hello", "a hello is taken only from the child that signed it")
+        elif hook is None:
+            refusal = ("no_hello", "this node takes no spawn_hello")
+        else:
+            try:
+                refusal = await hook(hello, did)
+            except Exception as exc:  # a bug in the hook must not take the exchange down
+                log.exception("the spawn_hello hook failed on a hello from %s", did)
+                refusal = ("hello_failed", f"{type(exc).__name__}: {exc}")
+        if refusal is None:
+            self.metrics.inc("spawn_hello_accepted")
+        else:
+            self.metrics.inc("spawn_hello_refused", reason=refusal[0])
+        return refusal
 
     async def _respond(self, stream, message: dict) -> None:
         await stream.write(encode_frame(exchange.encode_message(message)))

@@ -115,13 +115,17 @@ def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
         'pid=$(cat "$PID_FILE" 2>/dev/null || true)',
         "",
     ])
-    start = head.format(what="start") + "\n".join([
+    start = head.replace("{what}", "start") + "\n".join([
         f"PYTHON={shlex.quote(python)}",
         f'LOG_FILE="$HOME_DIR"/{shlex.quote(str(LOG_FILE))}',
         'if ours "$pid"; then',
         '    echo "meshnode in $HOME_DIR already runs (pid $pid); not starting a second copy" >&2',
         "    exit 1",
         "fi",
+        "# the child's settings come from its config.toml alone: no MESHNODE_* but the key passphrase",
+        "for var in $(env | sed -n 's/^\\(MESHNODE_[A-Za-z0-9_]*\\)=.*/\\1/p'); do",
+        '    [ "$var" = MESHNODE_KEY_PASSPHRASE ] || unset "$var"',
+        "done",
         'mkdir -p "$(dirname "$PID_FILE")" "$(dirname "$LOG_FILE")" || exit 1',
         'cd "$HOME_DIR" || exit 1',
         "if command -v setsid >/dev/null 2>&1; then DETACH=setsid; else DETACH=; fi",
@@ -130,7 +134,7 @@ def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
         "pid=$!",
         'echo "$pid" > "$PID_FILE.tmp" && mv -f "$PID_FILE.tmp" "$PID_FILE"',
         "sleep 1",
-        'if ! kill -0 "$pid" 2>/dev/null; then',
+        'if ! ours "$pid"; then',
         '    echo "meshnode in $HOME_DIR stopped at once; the end of $LOG_FILE:" >&2',
         '    tail -n 20 "$LOG_FILE" >&2',
         "    exit 1",
@@ -138,7 +142,7 @@ def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
         'echo "started meshnode in $HOME_DIR (pid $pid, log $LOG_FILE)"',
         "",
     ])
-    stop = head.format(what="stop") + "\n".join([
+    stop = head.replace("{what}", "stop") + "\n".join([
         'if ! ours "$pid"; then',
         '    echo "meshnode in $HOME_DIR is not running"',
         '    rm -f "$PID_FILE"',
@@ -161,18 +165,18 @@ def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
     return {"start.sh": start, "stop.sh": stop}
 
 
-def install(home: Path, did: str, name: str, autostart: str, *, unit_dir: Path | None = None) -> dict:
-    """Write what ``autostart`` asks for (``unit_dir`` overrides where a unit goes: tests) and
-    return ``{"kind", "files", "enabled", "hint"}``; a record of it goes in the home."""
+def install(home: Path, did: str, name: str, autostart: str) -> dict:
+    """Write what ``autostart`` asks for and return ``{"kind", "files", "enabled", "hint"}`` (and
+    ``unit`` for systemd); a record of it goes in the home (``installed``). ``none`` writes nothing."""
     if autostart not in AUTOSTARTS:
         raise SpawnError("bad_autostart", f"autostart must be one of {', '.join(AUTOSTARTS)}, not {autostart!r}")
     home = _absolute(home)
     if autostart == "none":
-        result = {"kind": "none", "files": [], "enabled": False, "hint": ""}
-    elif autostart == "script":
+        return {"kind": "none", "files": [], "enabled": False, "hint": ""}
+    if autostart == "script":
         result = _install_scripts(home)
     else:
-        result = _install_unit(home, did, name, autostart == "systemd-system", unit_dir)
+        result = _install_unit(home, did, name, autostart == "systemd-system")
     _write(home / RECORD_FILE, json.dumps({**result, "unit": result.get("unit")}, indent=1) + "\n", 0o600)
     return result
 
@@ -244,13 +248,13 @@ def _install_scripts(home: Path) -> dict:
                     f" add this line to your crontab (crontab -e): @reboot {start}"}
 
 
-def _install_unit(home: Path, did: str, name: str, system: bool, unit_dir: Path | None) -> dict:
+def _install_unit(home: Path, did: str, name: str, system: bool) -> dict:
     kind = "systemd-system" if system else "systemd-user"
-    if system and unit_dir is None and os.geteuid() != 0:
+    if system and os.geteuid() != 0:
         raise SpawnError("bad_autostart", "a systemd-system unit goes in /etc/systemd/system and needs root:"
                          " run spawn as root, or use --autostart systemd-user")
     unit = unit_name(did)
-    folder = unit_dir or (SYSTEM_UNIT_DIR if system else user_unit_dir())
+    folder = SYSTEM_UNIT_DIR if system else user_unit_dir()
     path = folder / unit
     text = systemd_unit_text(home, did, name, system=system)
     folder.mkdir(parents=True, exist_ok=True)
@@ -259,7 +263,7 @@ def _install_unit(home: Path, did: str, name: str, system: bool, unit_dir: Path 
     commands = [f"{ctl} daemon-reload", f"{ctl} enable --now {unit}"]
     linger = "" if system else f"; so it also runs while you are logged out: loginctl enable-linger {_login()}"
     enabled = False
-    if unit_dir is None and systemd_usable(system=system):
+    if systemd_usable(system=system):
         systemctl(system, "daemon-reload")
         systemctl(system, "enable", unit)
         enabled = True

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from meshnode.container.schema import class_schema
 from meshnode.spawn.model import KINDS
 
 RULES = ("copy", "shared", "rebuilt", "row", "parent", "never")
@@ -149,7 +150,8 @@ TABLES: dict[str, Rule] = {
     "children": _r("never", "never", "never", "the parent's children are not the child's"),
     "spawn_invitations": _r("never", "never", "never", "the parent's invitations"),
     "spawn_origin": _r("never", "never", "never", "the child's own row, written by family.tie_parent"),
-    "sqlite_sequence": _r("rebuilt", "rebuilt", "never", "SQLite's own counters, kept by SQLite as the child's rows arrive"),
+    "sqlite_sequence": _r("rebuilt", "rebuilt", "never",
+                          "SQLite's own counters, kept by SQLite as the child's rows arrive"),
 }
 
 CLASSES: dict[str, Rule] = {
@@ -184,17 +186,22 @@ CLASSES: dict[str, Rule] = {
 KIND_RULES: dict[str, dict[str, Rule]] = {"tables": TABLES, "classes": CLASSES}
 
 
+_NAMED = {key.split(" ")[0] for key in CLASSES} - {UNKNOWN_CLASS.split(" ")[0]}
+
+
 def class_key(cls: str, version: str | None = None, audience: str | None = None) -> str | None:
-    """The row of ``CLASSES`` for a container; None for an unknown version of a named class."""
+    """The row of ``CLASSES`` for a container of ``cls`` at ``version`` (None: any version known
+    here); None for a version of a named class this node has no schema for, whose payload cannot
+    be judged (a ``note`` 2.0 might hide its audience), and for a note without a known audience."""
+    if cls not in _NAMED:
+        return UNKNOWN_CLASS
+    if version is not None and class_schema(cls, version) is None and f"{cls} {version}" not in CLASSES:
+        return None
     if cls == "note":
         return f"note ({audience})" if f"note ({audience})" in CLASSES else None
     if version is not None and f"{cls} {version}" in CLASSES:
         return f"{cls} {version}"
-    if cls in CLASSES:
-        return cls
-    if any(key.split(" ")[0] == cls for key in CLASSES):
-        return None
-    return UNKNOWN_CLASS
+    return cls if cls in CLASSES else None
 
 
 def rule(kind: str, *, table: str | None = None, cls: str | None = None, version: str | None = None,

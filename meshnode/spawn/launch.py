@@ -28,6 +28,7 @@ from meshnode.spawn.model import SpawnError
 
 POLL_S = 0.05
 SCRIPT_TIMEOUT = 30.0
+EXEC_SETTLE_S = 1.0  # how long a pid file's process may sit inside exec with no arguments shown
 _VALUED = ("--home", "--db", "--key-file", "--log-level")  # the CLI's options that take a value
 
 
@@ -94,7 +95,7 @@ def running_pid(home: Path) -> int | None:
         pid = int((home / PID_FILE).read_text(encoding="ascii").strip())
     except (OSError, ValueError):
         pid = None
-    if pid is not None and pid > 0 and _runs_home(pid, home):
+    if pid is not None and pid > 0 and _runs_home(pid, home, settle=EXEC_SETTLE_S):
         return pid
     return _find(home)
 
@@ -136,20 +137,33 @@ def _unit_present(record: dict) -> bool:
     return any(os.path.exists(f) for f in record.get("files", []))
 
 
-def _cmdline(pid: int) -> list[str] | None:
-    """The process's arguments; None when /proc cannot tell (not Linux); [] when it is gone or
-    a zombie."""
+def _cmdline(pid: int, settle: float = 0.0) -> list[str] | None:
+    """The process's arguments; None when /proc cannot tell (not Linux); [] when it is gone or a
+    zombie. A process caught inside exec (its parent resumes before the kernel sets the new
+    arguments) shows none for a moment: with ``settle``, wait up to that long for them."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            return [] if Path("/proc/self/cmdline").exists() else None
+        except OSError:
+            return []
+        if raw or time.monotonic() >= deadline or _zombie(pid):
+            return [os.fsdecode(a) for a in raw.split(b"\0") if a]
+        time.sleep(0.01)
+
+
+def _zombie(pid: int) -> bool:
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return [] if Path("/proc/self/cmdline").exists() else None
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:
-        return []
-    return [os.fsdecode(a) for a in raw.split(b"\0") if a]
+        return True
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
 
 
-def _runs_home(pid: int, home: Path) -> bool:
-    args = _cmdline(pid)
+def _runs_home(pid: int, home: Path, settle: float = 0.0) -> bool:
+    args = _cmdline(pid, settle)
     if args is None:  # no /proc: alive is the best we can tell
         try:
             os.kill(pid, 0)

@@ -1,4 +1,5 @@
-"""Free TCP ports for a child: chosen by the kernel (bind port 0), then checked again by binding.
+"""Free TCP ports for a child: chosen by the kernel (bind port 0), then checked again by binding
+and listening (as the node checks its own port before it starts).
 
 A port is only known free at the moment it is checked, and a stopped child holds none: so the
 caller passes the ports already promised (the parent's, other children's) in ``avoid``.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import socket
 
+from meshnode.net.libp2p_fixes import port_is_free
 from meshnode.spawn.model import SpawnError
 
 ATTEMPTS = 20
@@ -21,7 +23,7 @@ def free_port(host: str, avoid: set[int] = frozenset()) -> int:
             port = _kernel_port(family, host)
         except OSError as exc:
             raise SpawnError("no_free_port", f"cannot bind a port on {host}: {exc.strerror}") from None
-        if port not in avoid and _bindable(family, host, port):
+        if port not in avoid and port_is_free(port, host):  # bound and listened on again
             return port
     raise SpawnError("no_free_port", f"no free TCP port on {host} after {ATTEMPTS} tries")
 
@@ -31,14 +33,3 @@ def _kernel_port(family: int, host: str) -> int:
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
-
-
-def _bindable(family: int, host: str, port: int) -> bool:
-    """The port binds and listens without SO_REUSEADDR (so no listener and no leftover holds it)."""
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-            s.listen()
-            return True
-        except OSError:
-            return False

@@ -68,7 +68,12 @@ def open_source(path: Path) -> sqlite3.Connection:
 
 
 def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: int) -> SeedReport:
-    """Copy into ``child`` (a migrated store) what a child of ``kind`` gets from the database at ``source``."""
+    """Copy into ``child`` (a migrated store) what a child of ``kind`` gets from the database at ``source``
+    (the parent's, or a bundle's seed.db: the same rules give the same result)."""
+    return _seed(source, child, kind, parent_did=parent_did, now_ms=now_ms, keep_origin=False)
+
+
+def _seed(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: int, keep_origin: bool) -> SeedReport:
     if kind not in KINDS:
         raise SpawnError("bad_kind", f"kind must be one of {', '.join(KINDS)}")
     started = time.monotonic()
@@ -76,7 +81,8 @@ def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: st
     if kind != "newborn":
         src = open_source(source)
         try:
-            copy_containers(src, child, kind, parent_did=parent_did, now_ms=now_ms, report=report)
+            copy_containers(src, child, kind, parent_did=parent_did, now_ms=now_ms, report=report,
+                            keep_origin=keep_origin)
             seed_rows.copy_rows(src, child, kind, report)
         except sqlite3.Error as exc:
             raise SpawnError("seed_failed", f"reading the parent's database: {exc}") from None
@@ -91,27 +97,31 @@ def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: st
 
 
 def seed_bundle_store(source: Path, target: Path, kind: str, *, parent_did: str, now_ms: int) -> SeedReport:
-    """A new database at ``target`` (migrated, no identity row) seeded as for a local child: a bundle's seed.db."""
+    """A new database at ``target`` (migrated, no identity row) seeded as for a local child: a bundle's seed.db.
+    Its containers keep the ``received_from`` the parent knew them by, so that seeding the child from
+    it later (``seed_child_store``) applies the hop limits exactly as seeding from the parent would."""
     target = Path(target)
     if target.exists():
         raise SpawnError("seed_failed", f"{target} exists; a bundle's database is always new")
     db = Database(target)
     try:
-        return seed_child_store(source, db, kind, parent_did=parent_did, now_ms=now_ms)
+        return _seed(source, db, kind, parent_did=parent_did, now_ms=now_ms, keep_origin=True)
     finally:
         db.close()
 
 
 def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, parent_did: str, now_ms: int,
-                    report: SeedReport) -> None:
+                    report: SeedReport, keep_origin: bool = False) -> None:
     """Verify, filter and store the parent's containers in the parent's order (its rowid): a GMP
-    container the parent admitted after the ones it names arrives after them here too."""
-    cur = src.execute("SELECT did, class, class_version, core, side, received_from FROM containers ORDER BY rowid")
+    container the parent admitted after the ones it names arrives after them here too. Each is
+    stored as received from the parent, or (``keep_origin``) from whom the parent had it."""
+    cur = src.execute("SELECT c.did, c.class, c.class_version, c.core, c.side, c.received_from, n.audience"
+                      " FROM containers c LEFT JOIN notes n ON n.container_did = c.did ORDER BY c.rowid")
     while rows := cur.fetchmany(BATCH):
-        chosen: list[tuple[str, Container]] = []
-        for did, cls, version, core, side, received_from in rows:
-            if _certainly_never(kind, cls, version):
-                report.count(report.withheld, kinds.class_key(cls, version) or cls)
+        chosen: list[tuple[str, Container, str | None]] = []
+        for did, cls, version, core, side, received_from, seen_audience in rows:
+            if _certainly_never(kind, cls, version, seen_audience):
+                report.count(report.withheld, kinds.class_key(cls, version, seen_audience) or cls)
                 continue
             try:
                 c = decode_container(container_bytes(core, side), now_ms=now_ms, limits=_STORED)
@@ -120,16 +130,16 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
             except ContainerError as exc:
                 report.refuse(exc.code, f"{cls} {did[:64]}: {exc.code}: {exc.reason}")
                 continue
-            key = kinds.class_key(c.cls, c.head.get("class_version"), _audience(c)) if c.known_class \
-                else kinds.UNKNOWN_CLASS
+            key = kinds.class_key(c.cls, c.head.get("class_version"), _audience(c))
             rule = "never" if key is None else getattr(kinds.CLASSES[key], kind)
             if rule == "copy" or (rule == "shared" and friend_may_get(c, parent_did, received_from)):
-                chosen.append((key, c))
+                chosen.append((key, c, received_from))
             else:
                 report.count(report.withheld, key or f"{c.cls} {c.head.get('class_version')}")
-        outcomes = child.put_containers([c for _, c in chosen], received_at_ms=now_ms, received_from=parent_did,
-                                        local=READ_LOCAL, batch=len(chosen) or 1)
-        for (key, c), outcome in zip(chosen, outcomes):
+        origins = [frm for _, _, frm in chosen] if keep_origin else None
+        outcomes = child.put_containers([c for _, c, _ in chosen], received_at_ms=now_ms, received_from=parent_did,
+                                        local=READ_LOCAL, batch=len(chosen) or 1, origins=origins)
+        for (key, c, _), outcome in zip(chosen, outcomes):
             if isinstance(outcome, GmpRefused):
                 report.refuse(outcome.code, f"{c.cls} {c.did[:64]}: {outcome.code}: {outcome.reason}")
             else:
@@ -141,12 +151,13 @@ def copy_containers(src: sqlite3.Connection, child: Database, kind: str, *, pare
     report.count(report.copied, "containers", child.conn.execute("SELECT count(*) FROM containers").fetchone()[0])
 
 
-def _certainly_never(kind: str, cls: str, version: str) -> bool:
-    """Rows the rules leave out whatever their payload says: not worth verifying (notes are read
-    first: their audience decides)."""
-    if cls == "note":
-        return kind != "clone"
-    key = kinds.class_key(cls, version)
+def _certainly_never(kind: str, cls: str, version: str, seen_audience: str | None) -> bool:
+    """Rows the rules leave out whatever their payload says: not worth verifying. The parent's
+    ``notes`` row tells a private note (leaving one out unverified is always safe; a note copied is
+    judged by its verified payload)."""
+    if cls == "note" and (kind != "clone" or seen_audience == "private"):
+        return True
+    key = kinds.class_key(cls, version, seen_audience)
     return key is not None and key != kinds.UNKNOWN_CLASS and getattr(kinds.CLASSES[key], kind) == "never"
 
 

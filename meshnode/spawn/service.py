@@ -38,9 +38,8 @@ POLL_SECONDS = 0.2  # between two reachability probes of a started child
 
 
 def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *,
-                now_ms: Callable[[], int] = _now_ms, deadline: float | None = None) -> SpawnResult:
-    """Make a child of ``req.kind`` (see the module's docstring). ``deadline`` (time.monotonic):
-    the waiting for a started child ends by then at the latest (the control channel's own limit)."""
+                now_ms: Callable[[], int] = _now_ms) -> SpawnResult:
+    """Make a child of ``req.kind`` (see the module's docstring)."""
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
     count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
@@ -56,7 +55,10 @@ def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentS
     name = req.name if req.name is not None else default_name(parent.name, req.kind, taken["names"])
     check_name(name)
     place = req.home.parent if req.home is not None else parent.home.parent
-    check_home_fits(req.home or place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS))
+    if req.home is not None:
+        check_home_fits(req.home)
+    else:  # the DID is not known yet, its length is
+        check_home_fits(place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS), str(place / "CCORE-<DID>" / SOCKET_TAIL))
     if req.home is not None and (req.home.exists() or req.home.is_symlink()):
         raise SpawnError("home_exists", f"{req.home} already exists; pick another --home")
     addresses = parent.addresses()  # parent_never_ran before anything is written
@@ -85,7 +87,7 @@ def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentS
                              bootstrap=lines, seed=report, autostart=installed)
         if req.start:
             wait = req.wait_seconds if req.wait_seconds is not None else settings.wait_seconds
-            start_and_wait(home, child, child_key.did, autostart_kind, parent, wait, deadline, undo, result)
+            start_and_wait(home, child, child_key.did, autostart_kind, parent, wait, undo, result)
     except BaseException:
         undo.run()
         raise
@@ -113,12 +115,13 @@ def default_name(parent_name: str, kind: str, taken: set[str]) -> str:
         n += 1
 
 
-def check_home_fits(home: Path) -> None:
+def check_home_fits(home: Path, shown: str | None = None) -> None:
     """The child's control socket (``<home>/data/control.sock``) must fit a unix socket path."""
     path = os.fsencode(os.path.abspath(home / SOCKET_TAIL))
     if len(path) > control.MAX_SOCKET_PATH:
-        raise SpawnError("home_too_deep", f"the child's control socket {os.fsdecode(path)} would be {len(path)} bytes,"
-                         f" over the {control.MAX_SOCKET_PATH} a unix socket allows; pass a shorter --home")
+        raise SpawnError("home_too_deep", f"the child's control socket {shown or os.fsdecode(path)} would be"
+                         f" {len(path)} bytes, over the {control.MAX_SOCKET_PATH} a unix socket allows;"
+                         " pass a shorter --home")
 
 
 def make_home(place: Path, wanted: Path | None, name: str, undo: "_Undo") -> tuple[Path, NodeKey]:
@@ -158,7 +161,7 @@ def seed_and_tie(parent: ParentSide, child: Config, kind: str, depth: int, boots
 
 
 def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, parent: ParentSide, wait: float,
-                   deadline: float | None, undo: "_Undo", result: SpawnResult) -> None:
+                   undo: "_Undo", result: SpawnResult) -> None:
     """Start the child and wait until the parent reaches it (running parent) or it answers on its
     control socket (stopped parent). It exits first: ``start_failed`` (stopped, undone). Time
     runs out: ``not_reachable`` (left running, nothing undone)."""
@@ -169,19 +172,36 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         raise SpawnError("start_failed", f"the child did not start: {exc.reason}") from None
     undo.push(lambda: launch.stop(home, autostart_kind))
     result.started = True
-    end = started + wait if deadline is None else min(started + wait, deadline)
+    end = started + wait
     sock = control.socket_path(child.db_path.parent)
     while True:
         if parent.reached(did) if parent.running else _answers(sock):
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
-        if launched.get("via") == "direct" and launch.running_pid(home) is None:
+        if launched.get("via") == "direct" and _exited(launched.get("pid")):
             raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs
             raise SpawnError("not_reachable", f"the child {did} started but was not reachable within {wait:g} s;"
                              f" it is left running (home {home}); its log ends:\n{launch.log_tail(home)}")
         time.sleep(POLL_SECONDS)
+
+
+def _exited(pid: int | None) -> bool:
+    """The process started directly has ended (reaped when it is ours: a zombie is no node)."""
+    if not pid:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:  # not our child (the node started it, or it was reaped): ask the kernel
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
 
 
 def _answers(sock: Path) -> bool:

@@ -13,7 +13,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import cbor2
 
@@ -126,20 +126,25 @@ class Database:
             return _insert(conn, c, received_at_ms, received_from, local)
 
     def put_containers(self, containers: Iterable[Container], *, received_at_ms: int, received_from: str | None = None,
-                       local: dict | None = None, batch: int = 1000) -> list[bool | rules.GmpRefused]:
+                       local: dict | None = None, batch: int = 1000,
+                       origins: Sequence[str | None] | None = None) -> list[bool | rules.GmpRefused]:
         """Store many verified containers, ``batch`` to a transaction (a seeded child's store: far
         fewer commits than ``put_container`` each). Per container, in order: True stored, False
         already here or held pending (GMP: released when what it waits for arrives later in the same
         call, so give them in their author's order), or the ``GmpRefused`` that refused it (nothing of
-        it stored, the others are). Each runs in a savepoint, so a refusal undoes only its own writes."""
+        it stored, the others are). Each runs in a savepoint, so a refusal undoes only its own writes.
+        ``origins``, when given, is each container's own ``received_from`` (instead of one for all)."""
         out: list[bool | rules.GmpRefused] = []
         items = list(containers)
+        froms = list(origins) if origins is not None else [received_from] * len(items)
+        if len(froms) != len(items):
+            raise ValueError("origins must name one sender per container")
         for start in range(0, len(items), max(1, batch)):
             with self.transaction() as conn:
-                for c in items[start:start + max(1, batch)]:
+                for c, frm in zip(items[start:start + max(1, batch)], froms[start:start + max(1, batch)]):
                     conn.execute("SAVEPOINT put_one")
                     try:
-                        out.append(_insert(conn, c, received_at_ms, received_from, local))
+                        out.append(_insert(conn, c, received_at_ms, frm, local))
                     except rules.GmpRefused as exc:
                         conn.execute("ROLLBACK TO put_one")
                         out.append(exc)

@@ -24,7 +24,8 @@ from meshnode.store.database import Database, sql_errors
 from meshnode.sync.selective import PUBLIC_GOAL
 
 FRIEND = "Friend"
-PRIVATE_CLASSES = ("workflow_entry",)  # HMP: private by default; never given out
+# never given out: HMP workflow entries are private by default; the spawn classes go point to point (spawn.md 8)
+PRIVATE_CLASSES = ("workflow_entry", "spawn_invitation", "spawn_hello")
 COGSYNC_FRIENDS = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge: to friends
 # what anyone may check, so everyone gets it: votes, results, trust statements, equivocation proofs
 PUBLIC_CLASSES = ("vote", "consensus_result", "trust", "equivocation_evidence")

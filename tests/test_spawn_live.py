@@ -1,0 +1,53 @@
+"""Spawn with real processes: a child started from a running parent, and from a stopped one, runs,
+and its parent reaches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from meshharness import Node
+from meshnode import control
+from meshnode.spawn import launch
+from meshnode.spawn.ports import free_port
+from spawnlab import children_cleanup, reaches, root, spawn_json, wait_child_running  # noqa: F401 (fixtures)
+
+
+def child_status(home: Path) -> dict:
+    return control.call(Path(home) / "data" / "control.sock", "status", timeout=10)
+
+
+def test_newborn_from_a_running_parent_runs_and_is_reached(root, children_cleanup):
+    parent = Node(root, "par")
+    parent.start()
+    try:
+        r = spawn_json(parent, "--kind", "newborn", "--start")
+        children_cleanup.append(Path(r["home"]))
+        assert r["started"] is True and r["reachable_seconds"] is not None
+        assert r["kind"] == "newborn" and r["depth"] == 1 and Path(r["home"]).parent == root
+        assert launch.running_pid(Path(r["home"])) is not None
+        status = child_status(r["home"])
+        assert status["did"] == r["did"] and status["name"] == "par-newborn-1"
+        assert any(p["did"] == r["did"] for p in parent.call("peers"))  # the parent knows its child
+        assert reaches(parent, r["did"])
+        # the parent's test timers reached the child through its config, not its environment
+        assert "MESHNODE_NET_HEARTBEAT_SECONDS" not in launch.child_env(parent.env)
+        assert "heartbeat_seconds = 0.5" in (Path(r["home"]) / "config.toml").read_text()
+    finally:
+        parent.stop()
+
+
+def test_trained_from_a_stopped_parent_runs_and_the_parent_reaches_it_once_started(root, children_cleanup):
+    port = free_port("127.0.0.1")  # a stopped parent's address is its fixed listen port
+    parent = Node(root, "par", env={"MESHNODE_NET_LISTEN": f"/ip4/127.0.0.1/tcp/{port}"})
+    parent.start()
+    parent.cli("note", "add", "for the family", "--audience", "public")
+    parent.stop()
+    r = spawn_json(parent, "--kind", "trained", "--start")
+    children_cleanup.append(Path(r["home"]))
+    assert r["started"] is True and child_status(r["home"])["did"] == r["did"]
+    assert r["bootstrap"] == [f"/ip4/127.0.0.1/tcp/{port}/p2p/{parent.peer_id}"]
+    parent.start()
+    try:
+        wait_child_running(parent, r["did"], timeout=60)
+    finally:
+        parent.stop()
