@@ -152,7 +152,8 @@ def test_hello_refusals(parent_db):
     forged = make_hello(child, bytes(raw), [], T0, host="h")
     assert refused(parent_db, forged, parent.did) == "bad_signature"
     assert family.children(parent_db) == []
-    assert parent_db.conn.execute("SELECT count(*) FROM spawn_invitations WHERE used_by_did IS NOT NULL").fetchone()[0] == 0
+    used = parent_db.conn.execute("SELECT count(*) FROM spawn_invitations WHERE used_by_did IS NOT NULL").fetchone()
+    assert used == (0,)
 
 
 def test_a_failure_to_record_gives_the_invitation_back(parent_db, monkeypatch):
