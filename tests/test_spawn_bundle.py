@@ -4,6 +4,12 @@ parent's hook in _serve_push, the child's HelloSender), the two container classe
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import json
+import os
+import tarfile
 import types
 from pathlib import Path
 
@@ -12,13 +18,17 @@ import trio
 
 from meshnode.container import build_container, decode_container
 from meshnode.container.errors import ContainerError
+from meshnode.home import init_home
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.mesh_exchange import ExchangeMixin
-from meshnode.spawn import family, hello as spawn_hello
+from meshnode.notes import make_note
+from meshnode.spawn import bundle as spawn_bundle, family, hello as spawn_hello
+from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle
 from meshnode.spawn.invitation import (HELLO_CLASS, INVITATION_CLASS, SKEW_MS, accept_hello, check_invitation,
                                        make_hello, make_invitation, record_invitation)
-from meshnode.spawn.model import KINDS, SpawnError
+from meshnode.spawn.model import KINDS, SpawnError, SpawnRequest
+from meshnode.spawn.parent import LocalParent
 from meshnode.store import Database, Store
 from meshnode.store.sharing import PRIVATE_CLASSES, may_share
 
@@ -152,7 +162,8 @@ def test_hello_refusals(parent_db):
     forged = make_hello(child, bytes(raw), [], T0, host="h")
     assert refused(parent_db, forged, parent.did) == "bad_signature"
     assert family.children(parent_db) == []
-    assert parent_db.conn.execute("SELECT count(*) FROM spawn_invitations WHERE used_by_did IS NOT NULL").fetchone()[0] == 0
+    used = parent_db.conn.execute("SELECT count(*) FROM spawn_invitations WHERE used_by_did IS NOT NULL").fetchone()
+    assert used == (0,)
 
 
 def test_a_failure_to_record_gives_the_invitation_back(parent_db, monkeypatch):
@@ -276,18 +287,6 @@ async def test_the_sender_gives_up_when_the_invitation_expires(tmp_path):
 
 # --- the bundle ---------------------------------------------------------------------------------
 
-import base64  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import tarfile  # noqa: E402
-
-from meshnode.home import init_home  # noqa: E402
-from meshnode.notes import make_note  # noqa: E402
-from meshnode.spawn import bundle as spawn_bundle  # noqa: E402
-from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle  # noqa: E402
-from meshnode.spawn.model import SpawnRequest  # noqa: E402
-from meshnode.spawn.parent import LocalParent  # noqa: E402
-
 NOW = 1_790_000_000_000  # the bundle tests' clock (after the notes below were written)
 
 
@@ -303,7 +302,7 @@ class Parent(LocalParent):
 
 @pytest.fixture
 def parent(tmp_path, monkeypatch):
-    for name in [n for n in __import__("os").environ if n.startswith("MESHNODE_")]:
+    for name in [n for n in os.environ if n.startswith("MESHNODE_")]:
         monkeypatch.delenv(name)
     config, made = init_home(tmp_path / "mum", name="mum", passphrase=None, exist_ok=False)
     db = Database(config.db_path)
@@ -335,7 +334,7 @@ def rewrite(path, out, changes: dict[str, bytes | None], rehash: bool = True, ex
         manifest = json.loads(files[spawn_bundle.MANIFEST])
         for name, data in files.items():
             if name in manifest["files"] and data is not None:
-                manifest["files"][name] = __import__("hashlib").sha256(data).hexdigest()
+                manifest["files"][name] = hashlib.sha256(data).hexdigest()
         files[spawn_bundle.MANIFEST] = json.dumps(manifest).encode()
     with tarfile.open(out, "w:gz") as tar:
         for name, data in files.items():

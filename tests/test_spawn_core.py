@@ -197,3 +197,26 @@ async def test_a_spawn_longer_than_one_control_request_is_answered_pending_then_
     with pytest.raises(MeshnodeError) as err:  # a bug is an internal error, not a crashed node
         await jobs.run(lambda: 1 / 0, wait_seconds=30)
     assert err.value.code == "internal_error"
+
+
+def test_cli_refusal_is_one_line_with_its_code_and_exit_1(run_cli, home, root):
+    result = run_cli("--home", home, "spawn", "--kind", "newborn")  # pytest's temporary path is too long
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("meshnode: spawn refused (home_too_deep): the child's control socket"
+                                    f" {home.parent}/CCORE-<DID>/data/control.sock would be ")
+    result = run_cli("--home", home, "spawn", "--kind", "newborn", "--home", root / "kid")  # `init` only: never ran
+    assert result.returncode == 1 and result.stderr.startswith("meshnode: spawn refused (parent_never_ran): ")
+    assert list(root.iterdir()) == [] and [p.name for p in home.parent.iterdir()] == ["node"]
+
+
+def test_cli_human_output_names_what_a_person_needs(spawn_parent):
+    from meshnode.cli_spawn import result_lines
+
+    r = spawn_parent.spawn("newborn").to_dict()
+    text = "\n".join(result_lines(r))
+    for expected in (f"did:        {r['did']}", "kind:       newborn (depth 1)", f"home:       {r['home']}",
+                     f"listen:     {r['listen'][0]}", f"web:        {r['web_listen']}",
+                     f"bootstrap:  {r['bootstrap'][0]}", "seed:       1 copied in 1 tables/classes, 0 refused",
+                     "autostart:  none", "started:    no (start it: meshnode --home"):
+        assert expected in text, (expected, text)

@@ -328,3 +328,12 @@ def test_children_list_into_head_ends_quietly(home, fake_user_home):
     assert lines[0].startswith("child") and lines[-1] == "141", out
     assert out.stderr == ""
 
+
+
+def test_a_prefix_is_case_sensitive(db):
+    """Base58 tells a from A: a prefix in the wrong case names no child (SQL LIKE would match it)."""
+    family.record_child(db, ChildRecord(did="did:key:z6MkAbcdefgh", peer_id="p", name="kid", kind="newborn",
+                                        depth=1, autostart="none"), T0)
+    assert family.child(db, "key:Abcdef")["name"] == "kid"
+    with pytest.raises(SpawnError, match="names no child"):
+        family.child(db, "key:abcdef")

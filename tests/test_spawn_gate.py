@@ -155,22 +155,32 @@ async def test_the_agents_spawn_command_waits_until_a_person_approves_then_runs_
             assert result["status"] == "ok" and result["result"]["status"] == "needs_confirmation", result
             [req] = await pending(store)
             assert (req["tool"], req["args"]) == ("spawn", {"kind": "trained", "name": "scout"})
-            cycle.wake.set()  # the agent goes on: another tick, and still nothing spawned
-            await until(lambda: len(llm.seen()) >= 2, what="a second tick")
+            await ticked(cycle, 3)  # the agent goes on: tick 2 ran (and its approved calls), still nothing spawned
             assert spawner.calls == [] and [r["id"] for r in await pending(store)] == [req["id"]]
             await store.write(confirm.decide, req["id"], True, clock(), "person")
-            cycle.wake.set()
-            await until(lambda: logged(store, f"confirm:{req['id']}"), what="the approved spawn to run")
+
+            async def ran():  # a person's answer does not wake the agent: the test spares the 60 s pause
+                cycle.wake.set()
+                return await logged(store, f"confirm:{req['id']}")
+            await until(ran, what="the approved spawn to run")
             value, status = await logged(store, f"confirm:{req['id']}")
             assert status == "ok" and json.loads(value)["result"]["did"] == "did:key:z6MkChild"
             assert spawner.calls == [{"kind": "trained", "name": "scout"}]
-            for n in (4, 5):  # two more ticks: the approved request is not run again
-                cycle.wake.set()
-                await until(lambda: cycle.ticks >= n, what=f"tick {n}")
+            now = cycle.ticks
+            await ticked(cycle, now + 2)  # a whole tick and its approved calls since: not run again
             assert len(spawner.calls) == 1
             nursery.cancel_scope.cancel()
     finally:
         llm.stop()
+
+
+async def ticked(cycle: Cycle, n: int) -> None:
+    """Until tick ``n`` started (so tick n-1 and the approved calls after it ended), waking the
+    cycle out of its long pause at every poll (a wake set twice before a tick counts once)."""
+    def started() -> bool:
+        cycle.wake.set()
+        return cycle.ticks >= n
+    await until(started, what=f"tick {n}")
 
 
 async def logged(store, name: str) -> tuple[str, str] | None:

@@ -84,10 +84,12 @@ def test_a_child_on_another_host_joins_once_and_not_after_expiry(tmp_path):
         nodes.append(kid)
         assert kid.hello() == ("pending", None)
         kid.start()
+        started = time.monotonic()
         row = wait_until(lambda: next((c for c in children(parent) if c["did"] == kid.did), None), DEADLINE,
                          "the parent to list the child from host 1")
         assert (row["host"], row["kind"], row["state"], row["depth"]) == (socket.gethostname(), "trained", "active", 1)
         wait_until(lambda: kid.hello() == ("accepted", None), DEADLINE, "the child to record its acceptance")
+        print(f"the parent listed the child {time.monotonic() - started:.1f} s after it was ready")
 
         twin = BundleChild(tmp_path, "twin", tmp_path / "kid.tgz", lab.wrapper(1))  # the same bundle, a new key
         nodes.append(twin)

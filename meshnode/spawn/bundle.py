@@ -185,7 +185,7 @@ def init_from_bundle(bundle: Path, home: Path, *, name: str | None = None, autos
         p = inv.payload
         if p["bundle_hash"] != manifest["files"][SEED]:
             raise SpawnError("bad_bundle", "the bundle's store is not the one the parent signed the invitation for")
-        if (manifest.get("parent"), manifest.get("kind"), manifest.get("depth")) != (p["parent"], p["kind"], p["depth"]):
+        if [manifest.get(k) for k in ("parent", "kind", "depth")] != [p["parent"], p["kind"], p["depth"]]:
             raise SpawnError("bad_bundle", f"the bundle's {MANIFEST} does not match its signed invitation")
         child_name = name or p["name"]
         _check_name(child_name)

@@ -128,8 +128,7 @@ def _by_prefix(db: Database, text: str) -> list[dict]:
         body = AGENT_PREFIX + text
     rows = []
     if len(body) >= len(AGENT_HEAD) + MIN_SHORT:  # a shorter prefix matches too much to be meant
-        pattern = body.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = _rows(db, "WHERE did LIKE ? ESCAPE '\\'", (pattern,))
+        rows = _rows(db, "WHERE substr(did, 1, ?) = ?", (len(body), body))  # case counts: base58
     return rows or _rows(db, "WHERE c.name = ?", (text,))
 
 

@@ -55,7 +55,10 @@ def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentS
     name = req.name if req.name is not None else default_name(parent.name, req.kind, taken["names"])
     check_name(name)
     place = req.home.parent if req.home is not None else parent.home.parent
-    check_home_fits(req.home or place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS))
+    if req.home is not None:
+        check_home_fits(req.home)
+    else:  # the DID is not known yet, its length is
+        check_home_fits(place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS), str(place / "CCORE-<DID>" / SOCKET_TAIL))
     if req.home is not None and (req.home.exists() or req.home.is_symlink()):
         raise SpawnError("home_exists", f"{req.home} already exists; pick another --home")
     addresses = parent.addresses()  # parent_never_ran before anything is written
@@ -112,12 +115,13 @@ def default_name(parent_name: str, kind: str, taken: set[str]) -> str:
         n += 1
 
 
-def check_home_fits(home: Path) -> None:
+def check_home_fits(home: Path, shown: str | None = None) -> None:
     """The child's control socket (``<home>/data/control.sock``) must fit a unix socket path."""
     path = os.fsencode(os.path.abspath(home / SOCKET_TAIL))
     if len(path) > control.MAX_SOCKET_PATH:
-        raise SpawnError("home_too_deep", f"the child's control socket {os.fsdecode(path)} would be {len(path)} bytes,"
-                         f" over the {control.MAX_SOCKET_PATH} a unix socket allows; pass a shorter --home")
+        raise SpawnError("home_too_deep", f"the child's control socket {shown or os.fsdecode(path)} would be"
+                         f" {len(path)} bytes, over the {control.MAX_SOCKET_PATH} a unix socket allows;"
+                         " pass a shorter --home")
 
 
 def make_home(place: Path, wanted: Path | None, name: str, undo: "_Undo") -> tuple[Path, NodeKey]:
