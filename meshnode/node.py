@@ -364,36 +364,13 @@ class _Control:
     async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
                         autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
                         by: str = "cli", answer_seconds: float | None = None):
-        """A child of this node (spawn/service.py), made on a worker thread that reaches back for the store
-        and the mesh. A spawn may outlast one control request: the CLI passes ``answer_seconds`` and then
-        gets ``{"pending": id}`` and asks ``spawn_wait``; callers inside the node wait until it is done."""
-        from pathlib import Path
-
+        """A child of this node (spawn/jobs.py: a job that may outlast one control request, the CLI then
+        gets ``{"pending": id}`` and asks ``spawn_wait``; callers inside the node wait until it is done)."""
         from meshnode.spawn.jobs import SpawnJobs
-        from meshnode.spawn.model import SpawnError, SpawnRequest
-        from meshnode.spawn.parent import LiveParent
-        from meshnode.spawn.service import spawn_child
-
-        if not all(isinstance(v, (str, type(None))) for v in (kind, name, home, autostart, bundle, by)) \
-                or not all(isinstance(v, (int, float, type(None))) for v in (expires_hours, answer_seconds)):
-            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
-                                " expires_hours and answer_seconds numbers")
-        req = SpawnRequest(kind=kind, name=name, home=Path(home) if home else None, start=bool(start),
-                           autostart=autostart, bundle=Path(bundle) if bundle else None,
-                           expires_hours=None if expires_hours is None else float(expires_hours), by=str(by))
-        parent = LiveParent(self.config, self.key, self.store, self.mesh)
-
-        def work() -> dict:
-            try:
-                result = spawn_child(self.config, self.key, req, parent)
-            except SpawnError as exc:
-                self.metrics.inc("spawn_refused", code=exc.code, by=req.by)
-                raise
-            self.metrics.inc("spawned", kind=req.kind, by=req.by)
-            return result.to_dict()
 
         self.__dict__.setdefault("spawn_jobs", SpawnJobs())
-        return await self.spawn_jobs.run(work, None if answer_seconds is None else min(float(answer_seconds), 80.0))
+        return await self.spawn_jobs.spawn(self, dict(kind=kind, name=name, home=home, start=start, autostart=autostart,
+                                                      bundle=bundle, expires_hours=expires_hours, by=by), answer_seconds)
 
     async def cmd_spawn_wait(self, job: str):
         """The result of a spawn that outlasted its request (``{"pending": id}`` while it runs)."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meshharness import Node
+import pytest
+
+from meshharness import Node, metric
 from meshnode import control
+from meshnode.control import ControlError
 from meshnode.spawn import launch
 from meshnode.spawn.ports import free_port
 from spawnlab import children_cleanup, reaches, root, spawn_json, wait_child_running  # noqa: F401 (fixtures)
@@ -32,6 +35,14 @@ def test_newborn_from_a_running_parent_runs_and_is_reached(root, children_cleanu
         # the parent's test timers reached the child through its config, not its environment
         assert "MESHNODE_NET_HEARTBEAT_SECONDS" not in launch.child_env(parent.env)
         assert "heartbeat_seconds = 0.5" in (Path(r["home"]) / "config.toml").read_text()
+        for bad in ({"kind": 5}, {"kind": "newborn", "answer_seconds": "soon"}):  # checked at the edge
+            with pytest.raises(ControlError) as err:
+                parent.call("spawn", bad)
+            assert err.value.code == "bad_request"
+        with pytest.raises(ControlError) as err:
+            parent.call("spawn", {"kind": "twin"})
+        assert err.value.code == "bad_kind"
+        assert metric(parent, "spawned", kind="newborn") == 1 and metric(parent, "spawn_refused", code="bad_kind") == 1
     finally:
         parent.stop()
 

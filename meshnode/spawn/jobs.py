@@ -1,4 +1,4 @@
-"""Spawns run by the node for its control channel, which gives one request 90 s: a clone of a large
+"""Spawns run by the node (its control command ``spawn``) for its control channel, which gives one request 90 s: a clone of a large
 store takes longer. A job runs spawn_child on a worker thread in a trio system task (it must
 outlive the request that started it, and is never abandoned: it finishes or undoes itself); the
 request waits for it a while and otherwise answers ``{"pending": id}``, and ``spawn_wait`` asks again.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from pathlib import Path
 from typing import Callable
 
 import trio
@@ -30,6 +31,36 @@ class _Job:
 class SpawnJobs:
     def __init__(self):
         self._jobs: dict[str, _Job] = {}
+
+    async def spawn(self, node, ask: dict, answer_seconds: float | None) -> dict:
+        """The control command ``spawn`` of ``node`` (its config, key, store, mesh, metrics): the
+        arguments checked, then ``spawn_child`` with a LiveParent as a job."""
+        from meshnode.spawn.model import SpawnError, SpawnRequest
+        from meshnode.spawn.parent import LiveParent
+        from meshnode.spawn.service import spawn_child
+
+        texts = ("kind", "name", "home", "autostart", "bundle", "by")
+        if not all(isinstance(ask[k], (str, type(None))) for k in texts) \
+                or not all(isinstance(v, (int, float, type(None))) for v in (ask["expires_hours"], answer_seconds)):
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
+                                " expires_hours and answer_seconds numbers")
+        req = SpawnRequest(kind=ask["kind"], name=ask["name"], home=Path(ask["home"]) if ask["home"] else None,
+                           start=bool(ask["start"]), autostart=ask["autostart"],
+                           bundle=Path(ask["bundle"]) if ask["bundle"] else None,
+                           expires_hours=None if ask["expires_hours"] is None else float(ask["expires_hours"]),
+                           by=str(ask["by"]))
+        parent = LiveParent(node.config, node.key, node.store, node.mesh)
+
+        def work() -> dict:
+            try:
+                result = spawn_child(node.config, node.key, req, parent)
+            except SpawnError as exc:
+                node.metrics.inc("spawn_refused", code=exc.code, by=req.by)
+                raise
+            node.metrics.inc("spawned", kind=req.kind, by=req.by)
+            return result.to_dict()
+
+        return await self.run(work, None if answer_seconds is None else min(float(answer_seconds), 80.0))
 
     async def run(self, work: Callable[[], dict], wait_seconds: float | None = ANSWER_SECONDS) -> dict:
         """Start ``work`` (blocking: it runs on a worker thread) and answer as ``wait``."""
