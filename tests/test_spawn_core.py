@@ -220,3 +220,15 @@ def test_cli_human_output_names_what_a_person_needs(spawn_parent):
                      f"bootstrap:  {r['bootstrap'][0]}", "seed:       1 copied in 1 tables/classes, 0 refused",
                      "autostart:  none", "started:    no (start it: meshnode --home"):
         assert expected in text, (expected, text)
+
+
+def test_the_childs_key_is_encrypted_when_the_passphrase_variable_is_set(spawn_parent, monkeypatch):
+    from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted, load_key_file
+
+    plain = spawn_parent.spawn("newborn")
+    assert not key_file_is_encrypted(Path(plain.home, "keys", "node.key"))
+    monkeypatch.setenv(PASSPHRASE_ENV, "a long test passphrase")
+    locked = spawn_parent.spawn("newborn")
+    key_file = Path(locked.home, "keys", "node.key")
+    assert key_file_is_encrypted(key_file) and (key_file.stat().st_mode & 0o777) == 0o600
+    assert load_key_file(key_file, "a long test passphrase").did == locked.did
