@@ -16,7 +16,8 @@ class SpawnError(MeshnodeError):
     """A spawn refused or failed. Codes: bad_kind, bad_autostart, home_exists, home_too_deep,
     parent_never_ran, no_public_address, too_many_children, too_deep, no_free_port, seed_failed,
     start_failed, not_reachable, not_a_child, bad_bundle, bad_invitation, bad_signature, not_for_us,
-    unknown_invitation, invitation_used, invitation_expired, bundle_exists."""
+    unknown_invitation, invitation_used, invitation_expired, bundle_exists; bad_child_config (the
+    parent's values make no loadable child config: a bug, said plainly)."""
 
 
 @dataclass(frozen=True)
