@@ -62,3 +62,42 @@ def test_trained_from_a_stopped_parent_runs_and_the_parent_reaches_it_once_start
         wait_child_running(parent, r["did"], timeout=60)
     finally:
         parent.stop()
+
+
+def test_each_kind_syncs_what_it_allows(root, children_cleanup):
+    """After birth a child is a friend of its parent and syncs with it: a trained child takes the
+    parent's new diary entries, a newborn does not (its [sync] classes leave knowledge out), and
+    neither ever gets a private note."""
+    from meshharness import wait_until
+
+    parent = Node(root, "par")
+    parent.start()
+    try:
+        trained = spawn_json(parent, "--kind", "trained", "--start")
+        children_cleanup.append(Path(trained["home"]))
+        newborn = spawn_json(parent, "--kind", "newborn", "--start")
+        children_cleanup.append(Path(newborn["home"]))
+        assert "diary_entry" not in _sync_classes(newborn["home"]) and _sync_classes(trained["home"]) == []
+        parent.call("diary_add", {"text": "what the parent learnt after the births"})
+        parent.call("note_add", {"text": "a secret for the person", "audience": "private"})
+        parent.call("note_add", {"text": "news for everyone", "audience": "public"})
+
+        def texts(home: str, cmd: str, field: str) -> list[str]:
+            return [r[field] for r in control.call(Path(home) / "data" / "control.sock", cmd, timeout=10)]
+
+        for child in (trained, newborn):  # the public note came with a sync after the diary entry was written
+            wait_until(lambda: "news for everyone" in texts(child["home"], "notes", "text"), 60,
+                       f"the {child['kind']} child syncing the public note")
+        wait_until(lambda: "what the parent learnt after the births" in texts(trained["home"], "diary", "text"), 60,
+                   "the trained child syncing the diary entry")
+        assert texts(newborn["home"], "diary", "text") == []
+        for child in (trained, newborn):
+            assert "a secret for the person" not in texts(child["home"], "notes", "text")
+    finally:
+        parent.stop()
+
+
+def _sync_classes(home: str) -> list[str]:
+    import tomllib
+
+    return tomllib.loads((Path(home) / "config.toml").read_text())["sync"]["classes"]

@@ -72,7 +72,7 @@ def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, 
         inv = make_invitation(key, kind=req.kind, name=name, depth=depth, expires_ms=now_ms + int(hours * 3_600_000),
                               bundle_hash=file_sha256(work / SEED), addresses=addresses, now_ms=now_ms)
         (work / INVITATION).write_bytes(inv.to_bytes())
-        (work / TEMPLATE).write_text(template_text(config, name=name, parent_did=key.did), encoding="utf-8")
+        (work / TEMPLATE).write_text(template_text(config, name=name, kind=req.kind, parent_did=key.did), encoding="utf-8")
         (work / BOOTSTRAP).write_text("".join(a + "\n" for a in addresses), encoding="utf-8")
         files = {m: file_sha256(work / m) for m in (SEED, TEMPLATE, BOOTSTRAP, INVITATION)}
         manifest = {"format": FORMAT, "kind": req.kind, "name": name, "parent": key.did, "parent_name": parent.name,
@@ -89,10 +89,10 @@ def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, 
                        bundle=str(path), invitation=inv.payload["id"])
 
 
-def template_text(config: Config, *, name: str, parent_did: str) -> str:
+def template_text(config: Config, *, name: str, kind: str, parent_did: str) -> str:
     """The child's config: the parent's effective values, the child's name and paths, every port 0
     and every listen host a wildcard (chosen on the target: ``init_from_bundle``)."""
-    values = child_config.child_values(config, name=name, listen_port=0, web_port=0, parent_did=parent_did)
+    values = child_config.child_values(config, name=name, kind=kind, listen_port=0, web_port=0, parent_did=parent_did)
     values["net"]["listen"] = [_wildcard(a) for a in values["net"]["listen"]]
     return config_text(values)
 
@@ -216,7 +216,7 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
         raise SpawnError("bad_bundle", f"the bundle's {TEMPLATE} does not load: {exc.reason}") from None
     listen_port = ports.free_port(child_config.listen_host(template))
     web_port = ports.free_port(child_config.web_host(template), avoid={listen_port})
-    child_config.write(home, template, name=name, listen_port=listen_port, web_port=web_port, parent_did=p["parent"])
+    child_config.write(home, template, name=name, kind=p["kind"], listen_port=listen_port, web_port=web_port, parent_did=p["parent"])
     parent_name = manifest.get("parent_name") if type(manifest.get("parent_name")) is str else "parent"
     parent_peer = did_to_peer_id(p["parent"])
     child_config.write_bootstrap(home, p["addresses"], parent_peer_id=parent_peer, parent_did=p["parent"],

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import multiaddr
 
+from meshnode.container.schema import known_classes
 from meshnode.config import CONFIG_FILE, DEFAULTS, Config, config_text, load_config
 from meshnode.errors import ConfigError
 from meshnode.net.bootstrap import parse_bootstrap
+from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 from meshnode.spawn.model import SpawnError
+from meshnode.store.sharing import COGSYNC_FRIENDS
 from meshnode.web.settings import parse_listen
 
 BOOTSTRAP_FILE = "bootstrap.txt"
+LOCAL_CLASSES = (INVITATION_CLASS, HELLO_CLASS)  # point to point: never asked of peers
 # paths that are the child's own: back to their defaults (relative to the child's home)
 OWN_PATHS = (("store", "path"), ("keys", "path"), ("net", "bootstrap"), ("web", "token_path"),
              ("gate", "workspace"), ("gate", "scratch"))
@@ -35,9 +39,12 @@ def web_host(parent: Config) -> str:
     return parse_listen(parent.get("web", "listen"))[0]
 
 
-def child_values(parent: Config, *, name: str, listen_port: int, web_port: int, parent_did: str) -> dict:
-    """The parent's effective values with the child's name, ports, paths and mentor."""
+def child_values(parent: Config, *, name: str, kind: str, listen_port: int, web_port: int, parent_did: str) -> dict:
+    """The parent's effective values with the child's name, ports, paths, mentor and (for a newborn)
+    what it takes from peers."""
     values = {section: copy.deepcopy(dict(keys)) for section, keys in parent.values.items()}
+    if kind == "newborn":
+        values["sync"]["classes"] = newborn_sync_classes(values["sync"]["classes"])
     values["node"]["name"] = name
     values["net"]["listen"] = [_with_port(a, listen_port) for a in values["net"]["listen"]]
     values["net"]["announce"] = []
@@ -52,9 +59,20 @@ def child_values(parent: Config, *, name: str, listen_port: int, web_port: int, 
     return values
 
 
-def write(home: Path, parent: Config, *, name: str, listen_port: int, web_port: int, parent_did: str) -> Config:
+def newborn_sync_classes(parent_classes: list[str]) -> list[str]:
+    """A newborn starts with no knowledge and keeps it that way: it takes every class its parent
+    takes except diary entries, concepts and links, which a friend (its parent first of all) would
+    otherwise hand it at the first sync. Emptying ``[sync] classes`` lets it learn from friends."""
+    taken = parent_classes or sorted({cls for cls, _ in known_classes()} - set(LOCAL_CLASSES))
+    kept = [cls for cls in taken if cls not in COGSYNC_FRIENDS]
+    return kept or ["peer_announce"]  # an empty list would mean every class
+
+
+def write(home: Path, parent: Config, *, name: str, kind: str, listen_port: int, web_port: int,
+          parent_did: str) -> Config:
     """Write ``<home>/config.toml`` for the child and load it back (from the file alone) to check it."""
-    values = child_values(parent, name=name, listen_port=listen_port, web_port=web_port, parent_did=parent_did)
+    values = child_values(parent, name=name, kind=kind, listen_port=listen_port, web_port=web_port,
+                          parent_did=parent_did)
     (home / CONFIG_FILE).write_text(config_text(values), encoding="utf-8")
     try:
         return load_config(home, environ={})

@@ -68,7 +68,7 @@ def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentS
         avoid = taken["ports"] | parent_ports(config, addresses)
         listen_port = ports.free_port(child_config.listen_host(config), avoid)
         web_port = ports.free_port(child_config.web_host(config), avoid | {listen_port})
-        child = child_config.write(home, config, name=name, listen_port=listen_port, web_port=web_port,
+        child = child_config.write(home, config, name=name, kind=req.kind, listen_port=listen_port, web_port=web_port,
                                    parent_did=parent.did)
         lines = child_config.write_bootstrap(home, addresses, parent_peer_id=parent.peer_id,
                                              parent_did=parent.did, parent_name=parent.name)

@@ -27,7 +27,8 @@ def refresh(conn: sqlite3.Connection, c: Container) -> None:
     for root in gone:
         conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
     for root in redraw:
-        versions = [load_stored(conn, did) for did in lineage.heads(conn, root)]  # choose() needs only heads
+        # choose() needs only the heads; the one just verified by the caller is not decoded again
+        versions = [c if did == c.did else load_stored(conn, did) for did in lineage.heads(conn, root)]
         versions = [v for v in versions if v.payload.get("retracted") is not True]  # knowledge_edits.retract
         if not versions:  # every head withdrawn: the lineage is gone from the view
             conn.execute(f"DELETE FROM {table} WHERE lineage = ?", (root,))
