@@ -15,7 +15,7 @@ from pathlib import Path
 
 from meshnode.cli_common import _config, live_or_local, print_fields, print_json, print_rows
 from meshnode.config import load_config
-from meshnode.container import now_ms
+from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.spawn import family, launch
 from meshnode.spawn.model import SpawnError
@@ -64,7 +64,8 @@ def _ago(ms: int | None, now: int) -> str:
 def cmd_list(args) -> int:
     config = _config(args)
     rows = live_or_local(config, "children", {"all": args.all},
-                         lambda db: family.children(db, include_removed=args.all))
+                         lambda db: family.children(db, include_removed=args.all, now_ms=now_ms(),
+                                                    thresholds=family.thresholds_of(config.values["net"])))
     now = now_ms()
     if rows and not args.json:
         print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':7} {'liveness':8} last heard")
@@ -75,12 +76,31 @@ def cmd_list(args) -> int:
 
 
 def _child(config, text: str) -> dict:
-    return live_or_local(config, "child_show", {"did": text}, lambda db: family.child(db, text))
+    return live_or_local(config, "child_show", {"did": text},
+                         lambda db: family.child(db, text, now_ms=now_ms(),
+                                                 thresholds=family.thresholds_of(config.values["net"])))
 
 
 def cmd_show(args) -> int:
-    print_fields(args, _child(_config(args), args.did))
+    rec = _child(_config(args), args.did)
+    print_fields(args, rec if args.json else _readable(rec))
     return 0
+
+
+def _readable(rec: dict) -> dict:
+    """Times as UTC text (and how long ago), the seed report as counts a person reads at a glance."""
+    now = now_ms()
+    out = dict(rec)
+    for key in ("created_ms", "removed_ms", "last_heard_ms"):
+        ms = out.pop(key)
+        out[key[:-3]] = "-" if ms is None else f"{format_ms(int(ms))} ({_ago(ms, now)})"
+    seed = out.pop("seed_report") or {}
+    parts = [f"{what} {', '.join(f'{k} {v}' for k, v in sorted(seed[what].items()))}"
+             for what in ("copied", "withheld", "refused") if seed.get(what)]
+    out["seed"] = "; ".join(parts) or "nothing copied"
+    if seed.get("reasons"):
+        out["seed refusals"] = " | ".join(seed["reasons"][:5])
+    return out
 
 
 def _local_home(rec: dict) -> Path:

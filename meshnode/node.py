@@ -41,6 +41,7 @@ from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.spawn import family
 from meshnode.spawn import hello as spawn_hello
+from meshnode.spawn.keeper import FamilyKeeper
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
@@ -129,6 +130,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
+                    nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
@@ -379,10 +381,13 @@ class _Control:
         return await self.spawn_jobs.wait(job)
 
     async def cmd_children(self, all: bool = False):
-        return await self.store.read(lambda db: family.children(db, include_removed=bool(all)))
+        ages = family.thresholds_of(self.config.values["net"])
+        return await self.store.read(lambda db: family.children(db, include_removed=bool(all), now_ms=now_ms(),
+                                                                thresholds=ages))
 
     async def cmd_child_show(self, did: str):
-        return await self.store.read(family.child, str(did))
+        ages = family.thresholds_of(self.config.values["net"])
+        return await self.store.read(lambda db: family.child(db, str(did), now_ms=now_ms(), thresholds=ages))
 
     async def cmd_child_remove(self, did: str):
         return await self.store.write(family.remove_child, str(did), now_ms())  # the reactor lets go next scan

@@ -337,3 +337,16 @@ def test_a_prefix_is_case_sensitive(db):
     assert family.child(db, "key:Abcdef")["name"] == "kid"
     with pytest.raises(SpawnError, match="names no child"):
         family.child(db, "key:abcdef")
+
+
+def test_liveness_is_aged_by_the_silence_since_last_heard():
+    """A stored "ok" from a run that has since stopped is not believed for ever."""
+    ages = family.thresholds_of({"quiet_after_seconds": 25, "stale_after_seconds": 60, "dead_after_seconds": 300})
+    assert ages == (25_000, 60_000, 300_000)
+    heard = 1_000_000
+    assert family.aged("ok", heard, heard + 10_000, ages) == "ok"
+    assert family.aged("ok", heard, heard + 30_000, ages) == "quiet"
+    assert family.aged("ok", heard, heard + 61_000, ages) == "stale"
+    assert family.aged("quiet", heard, heard + 300_000, ages) == "dead"
+    assert family.aged("dead", heard, heard + 1_000, ages) == "dead"  # never better than what was written
+    assert family.aged("unknown", None, heard, ages) == "unknown"

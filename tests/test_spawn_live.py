@@ -101,3 +101,30 @@ def _sync_classes(home: str) -> list[str]:
     import tomllib
 
     return tomllib.loads((Path(home) / "config.toml").read_text())["sync"]["classes"]
+
+
+def test_a_parent_restarted_elsewhere_finds_its_children(root, children_cleanup):
+    """The child's bootstrap names the parent's old port; the parent, back on a new one, dials its
+    children itself (spawn/keeper.py), so the family stays in touch and the child's liveness ok."""
+    from meshharness import wait_until
+
+    parent = Node(root, "par")
+    parent.start()
+    try:
+        r = spawn_json(parent, "--kind", "newborn", "--start")
+        children_cleanup.append(Path(r["home"]))
+    finally:
+        parent.stop()
+    old = set(parent.addresses)
+    parent.start()  # port 0 again: another port, which the child's bootstrap.txt does not name
+    try:
+        assert not old & set(parent.addresses)
+
+        def connected() -> bool:
+            return any(p["did"] == r["did"] and p["connected"] for p in parent.call("peers"))
+
+        wait_until(connected, 30, "the restarted parent connected to its child")
+        assert parent.call("children")[0]["liveness"] in ("ok", "unknown")
+        assert metric(parent, "family_dialed") >= 1
+    finally:
+        parent.stop()

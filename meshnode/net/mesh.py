@@ -398,6 +398,14 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                interests=announce.payload.get("interests", []))
         return announce
 
+    async def dial(self, did: str, addresses: list[str]) -> None:
+        """Connect to ``did`` at addresses already known (a spawned child's): no lookup; NetError
+        ``unreachable`` when none answers."""
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        await self._connect(PeerInfo(ID.from_base58(did_to_peer_id(did)), [multiaddr.Multiaddr(a) for a in addresses]))
+
     async def reach(self, did: str) -> None:
         """Be connected to ``did``: at once when we already are, else by ``find``."""
         if peer_id_object(did) not in self.host.get_connected_peers():

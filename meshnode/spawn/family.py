@@ -92,14 +92,42 @@ def _rows(db: Database, where: str, params: tuple = ()) -> list[dict]:
     return rows
 
 
-def children(db: Database, *, include_removed: bool = False) -> list[dict]:
+def children(db: Database, *, include_removed: bool = False, now_ms: int | None = None,
+             thresholds: tuple[int, int, int] | None = None) -> list[dict]:
     """This node's children, oldest first, with the liveness its own heartbeat tracker last wrote
-    (``unknown`` when never heard) and when it last heard each; removed ones only when asked."""
+    (``unknown`` when never heard) and when it last heard each; removed ones only when asked.
+    With ``now_ms`` and ``thresholds`` (quiet, stale, dead after ms of silence: ``thresholds_of``)
+    the liveness is aged by the silence since (``aged``)."""
     rows = _rows(db, "" if include_removed else "WHERE c.state = 'active'")
+    if now_ms is not None and thresholds is not None:
+        for r in rows:
+            r["liveness"] = aged(r["liveness"], r["last_heard_ms"], now_ms, thresholds)
     return [{k: r[k] for k in _LISTED} for r in rows]
 
 
-def child(db: Database, did_or_prefix: str) -> dict:
+_ORDER = ("ok", "quiet", "stale", "dead")
+
+
+def aged(state: str, last_heard_ms: int | None, now_ms: int, thresholds: tuple[int, int, int]) -> str:
+    """The stored liveness, or a worse one when the silence since the child was last heard says so.
+    A row is written when the tracker of a running node sees a change; a node that was stopped (or
+    restarted and has not heard the child since) leaves it as it was, so "ok, last heard 3 h ago"
+    would otherwise stand."""
+    if last_heard_ms is None or state not in _ORDER:
+        return state
+    silent = now_ms - last_heard_ms
+    quiet, stale, dead = thresholds
+    by_silence = "dead" if silent >= dead else "stale" if silent >= stale else "quiet" if silent >= quiet else "ok"
+    return max(state, by_silence, key=_ORDER.index)
+
+
+def thresholds_of(net: dict) -> tuple[int, int, int]:
+    """(quiet, stale, dead) in ms from the ``[net]`` settings."""
+    return tuple(int(float(net[f"{k}_after_seconds"]) * 1000) for k in ("quiet", "stale", "dead"))
+
+
+def child(db: Database, did_or_prefix: str, *, now_ms: int | None = None,
+          thresholds: tuple[int, int, int] | None = None) -> dict:
     """One child (active or removed), with its addresses, seed report and invitation, named by its
     DID, a unique prefix of it (with or without ``did:key:``; the ``key:...`` short id a listing
     shows), or its name when no DID prefix matches; SpawnError ``not_a_child`` otherwise."""
@@ -112,6 +140,8 @@ def child(db: Database, did_or_prefix: str) -> dict:
         raise SpawnError("not_a_child", f"{text[:80]!r} names {what} of this node; `meshnode children list --all`"
                                         " shows them")
     row = rows[0]
+    if now_ms is not None and thresholds is not None:
+        row["liveness"] = aged(row["liveness"], row["last_heard_ms"], now_ms, thresholds)
     out = {k: row[k] for k in _LISTED}
     out["addresses"] = json.loads(row["addresses"] or "[]")
     out["seed_report"] = json.loads(row["seed_report"] or "{}")
