@@ -232,3 +232,36 @@ def test_the_childs_key_is_encrypted_when_the_passphrase_variable_is_set(spawn_p
     key_file = Path(locked.home, "keys", "node.key")
     assert key_file_is_encrypted(key_file) and (key_file.stat().st_mode & 0o777) == 0o600
     assert load_key_file(key_file, "a long test passphrase").did == locked.did
+
+
+def test_two_spawns_at_once_respect_max_children_and_get_distinct_names(root, monkeypatch):
+    import threading
+    import time
+
+    from meshnode.spawn import seed
+    from spawnlab import FakeSeed
+
+    fake = FakeSeed()
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)  # both spawns are past their checks before either records its child
+        return fake(*args, **kwargs)
+
+    monkeypatch.setattr(seed, "seed_child_store", slow)
+    parent = Parent(root / "par", {"MESHNODE_SPAWN_MAX_CHILDREN": "2"})
+    parent.spawn("newborn")
+    outcomes: list = []
+
+    def one() -> None:
+        try:
+            outcomes.append(parent.spawn("newborn").name)
+        except SpawnError as exc:
+            outcomes.append(exc.code)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["par-newborn-2", "too_many_children"]
+    assert len(parent.rows("SELECT did FROM children WHERE state = 'active'")) == 2

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -35,11 +36,20 @@ DID_PREFIX = "did:key:"
 DID_SUFFIX_CHARS = 48  # an Ed25519 did:key after "did:key:" (z6Mk...)
 SOCKET_TAIL = os.path.join("data", control.SOCKET_NAME)
 POLL_SECONDS = 0.2  # between two reachability probes of a started child
+# one spawn at a time in a process: the checks (max_children, default name, ports taken) and the
+# child's row must not interleave with another spawn's (the node runs each on a worker thread)
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *,
                 now_ms: Callable[[], int] = _now_ms) -> SpawnResult:
-    """Make a child of ``req.kind`` (see the module's docstring)."""
+    """Make a child of ``req.kind`` (see the module's docstring); one spawn at a time per process."""
+    with _ONE_AT_A_TIME:
+        return _spawn_child(config, key, req, parent, now_ms=now_ms)
+
+
+def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *,
+                 now_ms: Callable[[], int]) -> SpawnResult:
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
     count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
