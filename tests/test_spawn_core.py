@@ -265,3 +265,63 @@ def test_two_spawns_at_once_respect_max_children_and_get_distinct_names(root, mo
         t.join()
     assert sorted(outcomes) == ["par-newborn-2", "too_many_children"]
     assert len(parent.rows("SELECT did FROM children WHERE state = 'active'")) == 2
+
+
+def test_a_spawn_failing_after_the_node_stopped_still_undoes_its_home_and_rows(spawn_parent, monkeypatch):
+    """The node's spawn job runs on a worker thread that outlives the node's main task: once the
+    node stopped, every call back into its loop raises trio.Cancelled (a BaseException)."""
+    import threading
+    import time
+
+    import trio
+
+    from meshnode.spawn.model import SpawnRequest
+    from meshnode.spawn.parent import LocalParent
+
+    main_done = threading.Event()
+
+    class StoppingParent(LocalParent):
+        running = True
+
+        def write(self, fn):
+            async def on_loop():  # as Store.write: it waits its turn (a checkpoint)
+                await trio.sleep(0)
+                return fn(self.db)
+            return trio.from_thread.run(on_loop)
+
+        def read(self, fn):
+            return self.write(fn)
+
+    def install_after_stop(home, did, name, kind):
+        main_done.wait(10)
+        time.sleep(0.2)  # the node's main task has returned
+        raise SpawnError("start_failed", "the autostart could not be written (test)")
+
+    monkeypatch.setattr(autostart, "install", install_after_stop)
+    before = entries(spawn_parent.home.parent)
+    parent = LocalParent.__new__(StoppingParent)
+    LocalParent.__init__(parent, spawn_parent.config, spawn_parent.key)
+    outcome: list = []
+
+    def work():
+        try:
+            service.spawn_child(spawn_parent.config, spawn_parent.key, SpawnRequest(kind="newborn"), parent)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    async def job():
+        await trio.to_thread.run_sync(work)
+
+    async def node():
+        trio.lowlevel.spawn_system_task(job)
+        await trio.sleep(0.5)
+        main_done.set()
+
+    try:
+        trio.run(node)
+    finally:
+        parent.close()
+    assert outcome and isinstance(outcome[0], SpawnError), outcome
+    assert entries(spawn_parent.home.parent) == before  # no CCORE-* left behind
+    assert spawn_parent.rows("SELECT * FROM children") == []
+    assert spawn_parent.rows("SELECT id FROM agent_peers") == []

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import trio
+
 from meshnode import control
 from meshnode.config import Config, check_name
 from meshnode.container.timefmt import now_ms as _now_ms
@@ -89,7 +91,7 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
                                  web_port=web_port, addresses=dialable(child.get("net", "listen")),
                                  seed_report=report)
         parent.write(lambda db: family.record_child(db, rec, t))
-        undo.push(lambda: parent.write(lambda db: forget_child(db, child_key.did)))
+        undo.push(lambda: _forget(parent, child_key.did))
         installed = autostart.install(home, child_key.did, name, autostart_kind)
         undo.push(lambda: _remove_files(installed.get("files", [])))
         result = SpawnResult(did=child_key.did, name=name, kind=req.kind, depth=depth, home=str(home),
@@ -252,6 +254,19 @@ def forget_child(db: Database, did: str) -> None:
         conn.execute("DELETE FROM agent_peers WHERE id = ?", (did,))
 
 
+def _forget(parent: ParentSide, did: str) -> None:
+    """``forget_child`` through the parent; a node that stopped meanwhile (its loop answers a spawn
+    job's thread with trio.Cancelled, its store is closed) is forgotten in its database file."""
+    try:
+        parent.write(lambda db: forget_child(db, did))
+    except (trio.Cancelled, trio.RunFinishedError):
+        db = Database(parent.db_path, create=False)
+        try:
+            forget_child(db, did)
+        finally:
+            db.close()
+
+
 def _remove_files(files: list) -> None:
     for f in files:
         try:
@@ -277,5 +292,5 @@ class _Undo:
             step = self.steps.pop()
             try:
                 step()
-            except Exception as exc:  # one failed undo must not keep the others from running
+            except BaseException as exc:  # one failed undo (even a trio.Cancelled) must not keep the others from running
                 log.warning("undoing a spawn step failed: %s: %s", type(exc).__name__, exc)
