@@ -17,7 +17,7 @@ from meshnode.cli_common import _config, live_or_local, print_fields, print_json
 from meshnode.config import load_config
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
-from meshnode.spawn import family, launch
+from meshnode.spawn import autostart, family, launch
 from meshnode.spawn.model import SpawnError
 from meshnode.store.short_ids import short_agent_id
 
@@ -141,6 +141,7 @@ def cmd_remove(args) -> int:
     if home is not None:
         if launch.running_pid(home) is not None and not launch.stop(home, rec["autostart"]):
             raise SpawnError("still_running", f"{rec['name']} is removed but did not stop; its home {home} is kept")
+        autostart.uninstall(home)  # a unit outside the home (systemd) must not start a node whose home is gone
         shutil.rmtree(home)
     if args.json:
         print_json({**removed, "home_deleted": str(home) if home else None})

@@ -4,6 +4,7 @@ liveness the node's tracker wrote, lookup by DID, prefix and name, removal, dept
 from __future__ import annotations
 
 from contextlib import closing as _closing
+from pathlib import Path
 
 import pytest
 
@@ -273,6 +274,22 @@ def test_children_remove_keeps_or_deletes_the_home(family_homes, run_cli):
     assert json.loads(gone.stdout)["home_deleted"] == str(child_home.resolve()) and not child_home.exists()
     with _closing(_db_of(home)) as pdb:
         assert friends(pdb) == []
+
+
+def test_children_remove_delete_home_takes_the_childs_systemd_unit_too(family_homes, run_cli, tmp_path, monkeypatch):
+    """A unit left in ~/.config/systemd/user would start (and restart) a node whose home is gone."""
+    from meshnode.spawn import autostart
+
+    home, child_home, child_did = family_homes
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setattr(autostart, "systemd_usable", lambda *, system: False)  # as in the CLI here: no systemd
+    unit = Path(autostart.install(child_home, child_did, "kid", "systemd-user")["files"][0])
+    assert unit.is_file() and unit.is_relative_to(tmp_path / "cfg")
+    gone = run_cli("--home", home, "children", "remove", child_did, "--delete-home",
+                   env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert gone.returncode == 0, gone.stderr
+    assert not child_home.exists()
+    assert not unit.exists()
 
 
 def test_children_start_and_stop_a_local_child(family_homes, run_cli):
