@@ -325,3 +325,25 @@ def test_a_spawn_failing_after_the_node_stopped_still_undoes_its_home_and_rows(s
     assert entries(spawn_parent.home.parent) == before  # no CCORE-* left behind
     assert spawn_parent.rows("SELECT * FROM children") == []
     assert spawn_parent.rows("SELECT id FROM agent_peers") == []
+
+
+def test_an_undone_spawn_disables_the_unit_it_enabled(spawn_parent, root, monkeypatch):
+    """Where systemd runs, install enabled the unit: removing its file alone leaves the enabled link."""
+    from meshnode.errors import MeshnodeError
+    from meshnode.spawn import launch
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "cfg"))
+    calls = []
+    monkeypatch.setattr(autostart, "systemd_usable", lambda *, system: True)
+    monkeypatch.setattr(autostart, "systemctl", lambda system, *args: calls.append(args) or "")
+
+    def no_start(home, kind):
+        raise MeshnodeError("start_failed", "systemctl start failed (test)")
+
+    monkeypatch.setattr(launch, "launch", no_start)
+    refused("start_failed", spawn_parent.spawn, "newborn", autostart="systemd-user", start=True)
+    unit = calls[1][1]
+    assert calls[:2] == [("daemon-reload",), ("enable", unit)]
+    assert ("disable", unit) in calls[2:]
+    assert not (root / "cfg" / "systemd" / "user" / unit).exists()
+    assert spawn_parent.rows("SELECT * FROM children") == []

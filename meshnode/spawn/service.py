@@ -93,7 +93,7 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
         parent.write(lambda db: family.record_child(db, rec, t))
         undo.push(lambda: _forget(parent, child_key.did))
         installed = autostart.install(home, child_key.did, name, autostart_kind)
-        undo.push(lambda: _remove_files(installed.get("files", [])))
+        undo.push(lambda: autostart.uninstall(home))  # an enabled unit is disabled, not only its file removed
         result = SpawnResult(did=child_key.did, name=name, kind=req.kind, depth=depth, home=str(home),
                              listen=list(child.get("net", "listen")), web_listen=child.get("web", "listen"),
                              bootstrap=lines, seed=report, autostart=installed)
@@ -265,14 +265,6 @@ def _forget(parent: ParentSide, did: str) -> None:
             forget_child(db, did)
         finally:
             db.close()
-
-
-def _remove_files(files: list) -> None:
-    for f in files:
-        try:
-            os.unlink(f)
-        except OSError:
-            pass
 
 
 class _Undo:
