@@ -435,6 +435,19 @@ def test_a_tampered_store_is_refused(parent, tmp_path):
     assert init_refused(tmp_path / "plain.tgz", tmp_path) == "bad_bundle"  # the manifest's hash differs
 
 
+def test_a_tampered_config_template_is_refused(parent, tmp_path):
+    """The child's whole config comes from the template (LLM endpoints, gate rules, web listen):
+    a bundle whose seed and invitation are intact but whose template was changed is not the parent's."""
+    result = bundle_of(parent, tmp_path)
+    text = members(result.bundle)[spawn_bundle.TEMPLATE].decode()
+    changed = text.replace('name = "', 'name = "x', 1).encode()
+    assert changed != text.encode()
+    rewrite(result.bundle, tmp_path / "config.tgz", {spawn_bundle.TEMPLATE: changed})
+    assert init_refused(tmp_path / "config.tgz", tmp_path) == "bad_bundle"
+    inv = decode_container(members(result.bundle)[spawn_bundle.INVITATION], now_ms=NOW)
+    assert inv.payload["config_hash"] == hashlib.sha256(text.encode()).hexdigest()
+
+
 def test_a_tampered_or_expired_invitation_is_refused(parent, tmp_path):
     result = bundle_of(parent, tmp_path)
     raw = bytearray(members(result.bundle)[spawn_bundle.INVITATION])

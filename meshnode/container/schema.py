@@ -515,6 +515,7 @@ register(
         "expires": (time_text, True),
         "bundle_hash": (hex_text(64), True),
         "addresses": (_addresses, True),
+        "config_hash": (hex_text(64), False),  # SHA-256 of the bundle's config.template.toml
     },
 )
 register(

@@ -1,9 +1,10 @@
 """A bundle for a child on another host, and a child's home made from one (protocols/spawn.md 8).
 
 The bundle (tar.gz, the standard library's) holds five members and no private key: the parent
-signs an invitation that names the SHA-256 of the seeded store, so a changed store (or a changed
-invitation) is refused on the target; the child's key is made there. Taking a bundle re-applies
-the kind's rules to the store, so a tampered bundle cannot give a child more than its kind.
+signs an invitation that names the SHA-256 of the seeded store and of the config template, so a
+changed store or config (or a changed invitation) is refused on the target; the child's key is
+made there. Taking a bundle re-applies the kind's rules to the store, so a tampered bundle cannot
+give a child more than its kind.
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, 
             report = seed.seed_bundle_store(parent.db_path, work / SEED, req.kind, parent_did=key.did, now_ms=now_ms)
         except MeshnodeError as exc:
             raise SpawnError("seed_failed", f"seeding the bundle's store failed: {exc.reason}") from None
-        inv = make_invitation(key, kind=req.kind, name=name, depth=depth, expires_ms=now_ms + int(hours * 3_600_000),
-                              bundle_hash=file_sha256(work / SEED), addresses=addresses, now_ms=now_ms)
-        (work / INVITATION).write_bytes(inv.to_bytes())
         (work / TEMPLATE).write_text(template_text(config, name=name, kind=req.kind, parent_did=key.did), encoding="utf-8")
+        inv = make_invitation(key, kind=req.kind, name=name, depth=depth, expires_ms=now_ms + int(hours * 3_600_000),
+                              bundle_hash=file_sha256(work / SEED), addresses=addresses, now_ms=now_ms,
+                              config_hash=file_sha256(work / TEMPLATE))
+        (work / INVITATION).write_bytes(inv.to_bytes())
         (work / BOOTSTRAP).write_text("".join(a + "\n" for a in addresses), encoding="utf-8")
         files = {m: file_sha256(work / m) for m in (SEED, TEMPLATE, BOOTSTRAP, INVITATION)}
         manifest = {"format": FORMAT, "kind": req.kind, "name": name, "parent": key.did, "parent_name": parent.name,
@@ -185,6 +187,8 @@ def init_from_bundle(bundle: Path, home: Path, *, name: str | None = None, autos
         p = inv.payload
         if p["bundle_hash"] != manifest["files"][SEED]:
             raise SpawnError("bad_bundle", "the bundle's store is not the one the parent signed the invitation for")
+        if p.get("config_hash") != manifest["files"][TEMPLATE]:  # the child's whole config comes from it
+            raise SpawnError("bad_bundle", f"the bundle's {TEMPLATE} is not the one the parent signed the invitation for")
         if [manifest.get(k) for k in ("parent", "kind", "depth")] != [p["parent"], p["kind"], p["depth"]]:
             raise SpawnError("bad_bundle", f"the bundle's {MANIFEST} does not match its signed invitation")
         child_name = name or p["name"]

@@ -31,13 +31,16 @@ REFUSALS = ("bad_hello", "bad_invitation", "bad_signature", "not_for_us", "unkno
 
 
 def make_invitation(key: NodeKey, *, kind: str, name: str, depth: int, expires_ms: int,
-                    bundle_hash: str, addresses: list[str], now_ms: int) -> Container:
-    """A new invitation with a fresh 128-bit id, signed by the parent's ``key``."""
+                    bundle_hash: str, addresses: list[str], now_ms: int, config_hash: str | None = None) -> Container:
+    """A new invitation with a fresh 128-bit id, signed by the parent's ``key``; ``config_hash``
+    (a bundle's: the SHA-256 of its config template) is signed with it."""
     if expires_ms <= now_ms:
         raise SpawnError("bad_invitation", "an invitation must expire after it is made")
     payload = {"id": secrets.token_hex(16), "parent": key.did, "kind": kind, "name": name, "depth": depth,
                "expires": format_ms(expires_ms), "bundle_hash": bundle_hash,
                "addresses": list(addresses)[:MAX_ADDRESSES]}
+    if config_hash is not None:
+        payload["config_hash"] = config_hash
     try:
         return build_container(key, INVITATION_CLASS, payload, timestamp_ms=now_ms, class_version=CLASS_VERSION)
     except ContainerError as exc:
