@@ -211,6 +211,27 @@ async def test_a_hello_that_came_another_way_is_never_stored():
     assert fake.metrics.get("containers_refused", reason="point_to_point", via="gossip") == 1
 
 
+async def test_gossip_never_relays_a_hello_or_an_invitation(tmp_path):
+    """Point to point: a gossip validator that passes one makes every node relay it (the hello holds
+    the invitation, whose holder may claim it), even though no node stores it."""
+    from test_mesh_cost import Message, mesh_for, peer
+
+    from meshnode.container import now_ms
+
+    now = now_ms()
+    parent, forwarder = NodeKey.generate(), NodeKey.generate()
+    inv = make_invitation(parent, kind="trained", name="kid", depth=1, expires_ms=now + HOUR, bundle_hash=HASH,
+                          addresses=ADDRS, now_ms=now)
+    child, hello = hello_for(inv, at=now)
+    mesh, store = await mesh_for(tmp_path)
+    async with store:
+        for c, author in ((hello, child), (inv, parent)):
+            message = Message(c.to_bytes(), peer(author).to_bytes())
+            assert not await mesh._validate_gossip_container(peer(forwarder), message), c.cls
+        assert mesh.metrics.get("gossip_ignored", reason="point_to_point") == 2
+        assert mesh.metrics.get("invalid_from_peer") == 0  # the forwarder is not blamed for it
+
+
 # --- the child's sender -------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
 from meshnode.net.mesh_cost import Refused, WorkFailed
+from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 from meshnode.store.peers import set_liveness, upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -63,6 +64,8 @@ class GossipMixin:
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
                 c = await self._work(did, host, message.data, self._decode, message.data)
+                if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): never relayed
+                    raise Refused("point_to_point", f"a {c.cls} never travels by gossip", 0)
                 if not self._admit_gossip_author(c, message):
                     return False
                 self._validated.put(message_key(message), (message.data, c))
