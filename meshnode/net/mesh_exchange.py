@@ -198,9 +198,9 @@ class ExchangeMixin:
 
     async def _serve_push(self, did: str, items: list[bytes], host: str | None = None) -> dict:
         accepted, duplicates, rejected = [], [], []
-        if self.config.min_trust > 0 and await self.store.read(peer_trust, did) < self.config.min_trust:
-            self.metrics.inc("exchange_refused", reason="untrusted")
-            return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
+        untrusted = self.config.min_trust > 0 and await self.store.read(peer_trust, did) < self.config.min_trust
+        if untrusted and len(items) != 1:  # one item may be a new child's hello (no reputation yet): decoded below
+            return self._untrusted_push()
         for index, raw in enumerate(items):
             if self.standing.is_banned(did, self.clock()):  # cut off by an earlier item: no more work for it
                 self.metrics.inc("exchange_refused", len(items) - index, reason="cut_off")
@@ -218,6 +218,8 @@ class ExchangeMixin:
                 self._invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
+            if untrusted and c.cls != HELLO_CLASS:
+                return self._untrusted_push()
             if c.cls == HELLO_CLASS:  # a new child's hello (spawn.md 8): answered here, never stored
                 refusal = await self._serve_hello(c, did)
                 if refusal is None:
@@ -242,6 +244,10 @@ class ExchangeMixin:
             self.standing.record_valid(did, self.clock())
             self.metrics.inc("containers_received", via="push")
         return exchange.ack(accepted, duplicates, rejected)
+
+    def _untrusted_push(self) -> dict:
+        self.metrics.inc("exchange_refused", reason="untrusted")
+        return exchange.error("untrusted", "this node takes nothing from peers trusted below its sync.min_trust")
 
     async def _serve_hello(self, hello: Container, did: str) -> tuple[str, str] | None:
         """Hand a ``spawn_hello`` to the node's ``on_hello`` hook (None: accepted, else (code, reason)),
