@@ -474,6 +474,25 @@ def test_init_from_bundle_makes_a_pending_child_with_its_own_key(parent, tmp_pat
     assert key.peer_id in (tmp_path / "kid" / "bootstrap.txt").read_text()
 
 
+def test_a_parent_serving_its_web_over_tls_writes_a_bundle_that_loads_on_another_host(parent, tmp_path):
+    """The parent's certificate and key files are on the parent's host (and its key is its own): the
+    template names neither, and the child's web listens on loopback until its person sets it up."""
+    from meshnode.config import load_config
+
+    config, key, side = parent
+    (config.home / "tls").mkdir()
+    for name in ("cert.pem", "key.pem"):
+        (config.home / "tls" / name).write_text("test\n")
+    env = {"MESHNODE_WEB_TLS_CERT": "tls/cert.pem", "MESHNODE_WEB_TLS_KEY": str(config.home / "tls" / "key.pem"),
+           "MESHNODE_WEB_LISTEN": "0.0.0.0:8443"}
+    result = bundle_of((load_config(config.home, environ=env), key, side), tmp_path)
+    assert "tls/" not in members(result.bundle)[spawn_bundle.TEMPLATE].decode()
+    made = init_from_bundle(result.bundle, tmp_path / "kid", now_ms=NOW + 1000)
+    child = load_config(tmp_path / "kid", environ={})
+    assert child.get("web", "tls_cert") == child.get("web", "tls_key") == ""
+    assert made["web_listen"].startswith("127.0.0.1:")
+
+
 def test_a_tampered_store_is_refused(parent, tmp_path):
     result = bundle_of(parent, tmp_path)
     files = members(result.bundle)

@@ -347,3 +347,14 @@ def test_an_undone_spawn_disables_the_unit_it_enabled(spawn_parent, root, monkey
     assert ("disable", unit) in calls[2:]
     assert not (root / "cfg" / "systemd" / "user" / unit).exists()
     assert spawn_parent.rows("SELECT * FROM children") == []
+
+
+def test_a_parent_serving_its_web_over_tls_with_relative_paths_can_spawn(root, fake_seed):
+    """Relative paths are relative to the home: the parent's tls files are not in the child's."""
+    (root / "par" / "tls").mkdir(parents=True)
+    for name in ("cert.pem", "key.pem"):
+        (root / "par" / "tls" / name).write_text("test\n")
+    parent = Parent(root / "par", {"MESHNODE_WEB_TLS_CERT": "tls/cert.pem", "MESHNODE_WEB_TLS_KEY": "tls/key.pem"})
+    r = parent.spawn("newborn")
+    child = load_config(Path(r.home), environ={})
+    assert child.path("web", "tls_cert") == parent.home / "tls" / "cert.pem"

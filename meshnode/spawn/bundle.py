@@ -28,6 +28,7 @@ from meshnode.spawn.invitation import check_invitation, make_invitation, record_
 from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database
+from meshnode.web.settings import is_loopback as is_loopback_host
 
 FORMAT = 1
 MANIFEST, SEED, TEMPLATE, BOOTSTRAP, INVITATION = (
@@ -93,9 +94,15 @@ def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, 
 
 def template_text(config: Config, *, name: str, kind: str, parent_did: str) -> str:
     """The child's config: the parent's effective values, the child's name and paths, every port 0
-    and every listen host a wildcard (chosen on the target: ``init_from_bundle``)."""
+    and every listen host a wildcard (chosen on the target: ``init_from_bundle``), the web on
+    loopback without the parent's TLS files."""
     values = child_config.child_values(config, name=name, kind=kind, listen_port=0, web_port=0, parent_did=parent_did)
     values["net"]["listen"] = [_wildcard(a) for a in values["net"]["listen"]]
+    web = values["web"]  # the parent's certificate files are on its host (and its TLS key its own):
+    for key in child_config.TLS_FILES:  # the child's web serves on loopback until its person sets it up
+        web[key] = ""
+    if not is_loopback_host(child_config.web_host(config)):
+        web["listen"] = "127.0.0.1:0"
     return config_text(values)
 
 

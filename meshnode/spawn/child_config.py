@@ -27,6 +27,7 @@ LOCAL_CLASSES = (INVITATION_CLASS, HELLO_CLASS)  # point to point: never asked o
 # paths that are the child's own: back to their defaults (relative to the child's home)
 OWN_PATHS = (("store", "path"), ("keys", "path"), ("net", "bootstrap"), ("web", "token_path"),
              ("gate", "workspace"), ("gate", "scratch"))
+TLS_FILES = ("tls_cert", "tls_key")  # [web]: a local child serves with the parent's; a bundle's child with none
 
 
 def listen_host(parent: Config) -> str:
@@ -52,6 +53,9 @@ def child_values(parent: Config, *, name: str, kind: str, listen_port: int, web_
     values["web"]["listen"] = f"[{host}]:{web_port}" if ":" in host else f"{host}:{web_port}"
     for section, key in OWN_PATHS:
         values[section][key] = DEFAULTS[section][key]
+    for key in TLS_FILES:  # the parent's files where they are: a relative path would name the child's home
+        if values["web"][key]:
+            values["web"][key] = str(parent.path("web", key))
     reactor = values["reactor"]  # the child's mentor is its parent (protocols/reactor.md, escalation)
     reactor["mentor"] = parent_did
     reactor["mentors"] = {agent: (parent_did if mentor == "self" else mentor)
