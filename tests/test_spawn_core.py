@@ -358,3 +358,22 @@ def test_a_parent_serving_its_web_over_tls_with_relative_paths_can_spawn(root, f
     r = parent.spawn("newborn")
     child = load_config(Path(r.home), environ={})
     assert child.path("web", "tls_cert") == parent.home / "tls" / "cert.pem"
+
+
+def test_a_child_started_by_its_script_that_exits_at_once_fails_the_start_quickly(spawn_parent, monkeypatch):
+    """Not a full wait ending in "not reachable ... left running" for a process that is gone."""
+    import subprocess
+    import time
+
+    from meshnode.spawn import launch
+
+    def script_start(home, kind):
+        proc = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)
+        return {"via": "script", "pid": proc.pid, "log": str(home / "logs" / "node.log")}
+
+    monkeypatch.setattr(launch, "launch", script_start)
+    before = entries(spawn_parent.home.parent)
+    started = time.monotonic()
+    refused("start_failed", spawn_parent.spawn, "newborn", autostart="script", start=True, wait_seconds=20)
+    assert time.monotonic() - started < 10
+    assert entries(spawn_parent.home.parent) == before and spawn_parent.rows("SELECT * FROM children") == []

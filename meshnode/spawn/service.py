@@ -190,7 +190,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         if parent.reached(did) if parent.running else _answers(sock):
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
-        if launched.get("via") == "direct" and _exited(launched.get("pid")):
+        if launched.get("via") in ("direct", "script") and _exited(launched.get("pid")):  # systemd may restart it
             raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs
