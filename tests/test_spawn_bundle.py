@@ -238,6 +238,10 @@ async def test_a_hello_that_came_another_way_is_never_stored():
     for via in ("gossip", "sync", "push"):
         assert (await AdmissionMixin._store_from_peer(fake, hello, hello.sender_did, via)).outcome == "refused"
     assert fake.metrics.get("containers_refused", reason="point_to_point", via="gossip") == 1
+    inv = invite(NodeKey.generate())  # travels in a bundle and inside a hello only: no node takes one by itself
+    for via in ("gossip", "sync", "push"):
+        assert (await AdmissionMixin._store_from_peer(fake, inv, inv.sender_did, via)).outcome == "refused"
+    assert fake.metrics.get("containers_refused", reason="point_to_point", via="push") == 2
 
 
 async def test_gossip_never_relays_a_hello_or_an_invitation(tmp_path):

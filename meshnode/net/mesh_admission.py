@@ -21,7 +21,7 @@ from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.gmp.rules import GmpRefused, is_gmp
 from meshnode.net.liveness import Liveness
-from meshnode.spawn.invitation import HELLO_CLASS
+from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
 from meshnode.store.stranger_peers import prune_unknown_peers
@@ -29,7 +29,7 @@ from meshnode.store.stranger_peers import prune_unknown_peers
 log = logging.getLogger("meshnode.net")
 
 REFUSED_BEFORE = "refused_before"  # refused or evicted earlier (net.not_wanted): not taken again
-POINT_TO_POINT = "point_to_point"  # a spawn_hello: never stored, whichever way it came
+POINT_TO_POINT = "point_to_point"  # a spawn_hello or spawn_invitation: never stored, whichever way it came
 STRANGER_RATE = "stranger_rate"  # over the write rate of unknown authors' containers (net.author_rate)
 PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are not counted as invalid
 # After a burst of arrivals the SQLite page caches are emptied and the freed heap handed back to the
@@ -52,7 +52,8 @@ class AdmissionMixin:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome
         "failed": one container must not take down the gossip reader or the session storing it."""
-        if c.cls == HELLO_CLASS:  # point to point (spawn.md 8): only _serve_push's hook answers one
+        if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
+            # hook, an invitation travels in a bundle and inside a hello only
             self.metrics.inc("containers_refused", reason=POINT_TO_POINT, via=via)
             return Admission("refused", reason=POINT_TO_POINT)
         if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
