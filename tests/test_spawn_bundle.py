@@ -497,6 +497,19 @@ def test_a_parent_serving_its_web_over_tls_writes_a_bundle_that_loads_on_another
     assert made["web_listen"].startswith("127.0.0.1:")
 
 
+def test_the_unsigned_parent_name_cannot_add_a_bootstrap_line(parent, tmp_path):
+    config, key, side = parent
+    result = bundle_of(parent, tmp_path)
+    manifest = json.loads(members(result.bundle)[spawn_bundle.MANIFEST])
+    extra = f"/ip4/203.0.113.66/tcp/4001/p2p/{key.peer_id}"
+    rewrite(result.bundle, tmp_path / "named.tgz",
+            {spawn_bundle.MANIFEST: json.dumps(dict(manifest, parent_name=f"mum\n{extra}")).encode()}, rehash=False)
+    init_from_bundle(tmp_path / "named.tgz", tmp_path / "kid", now_ms=NOW + 1000)
+    text = (tmp_path / "kid" / "bootstrap.txt").read_text()
+    assert "203.0.113.66" not in text
+    assert text.rstrip("\n").splitlines()[-1] == f"# parent {key.did} parent"
+
+
 def test_a_tampered_store_is_refused(parent, tmp_path):
     result = bundle_of(parent, tmp_path)
     files = members(result.bundle)

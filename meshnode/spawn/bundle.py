@@ -228,7 +228,7 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
     listen_port = ports.free_port(child_config.listen_host(template))
     web_port = ports.free_port(child_config.web_host(template), avoid={listen_port})
     child_config.write(home, template, name=name, kind=p["kind"], listen_port=listen_port, web_port=web_port, parent_did=p["parent"])
-    parent_name = manifest.get("parent_name") if type(manifest.get("parent_name")) is str else "parent"
+    parent_name = _shown_name(manifest.get("parent_name"))  # unsigned: a name, or none at all
     parent_peer = did_to_peer_id(p["parent"])
     child_config.write_bootstrap(home, p["addresses"], parent_peer_id=parent_peer, parent_did=p["parent"],
                                  parent_name=parent_name)
@@ -239,7 +239,7 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
             report = seed.seed_child_store(work / SEED, db, p["kind"], parent_did=p["parent"], now_ms=now_ms)
         except MeshnodeError as exc:
             raise SpawnError("seed_failed", f"seeding the child's store from the bundle failed: {exc.reason}") from None
-        family.tie_parent(db, parent_did=p["parent"], parent_peer_id=parent_peer, parent_name=parent_name[:64],
+        family.tie_parent(db, parent_did=p["parent"], parent_peer_id=parent_peer, parent_name=parent_name,
                           addresses=p["addresses"], kind=p["kind"], depth=p["depth"], now_ms=now_ms,
                           invitation_id=p["id"], invitation=raw, hello_state="pending")
     finally:
@@ -270,6 +270,15 @@ def _default_name(parent: ParentSide, kind: str) -> str:
         return {r[0] for r in rows}
 
     return default_name(parent.name, kind, parent.read(names))
+
+
+def _shown_name(name) -> str:
+    """The manifest's parent name when it is a valid node name (one line: it goes in bootstrap.txt), else "parent"."""
+    try:
+        check_name(name if type(name) is str else "")
+    except ConfigError:
+        return "parent"
+    return name
 
 
 def _check_name(name: str) -> None:
