@@ -143,6 +143,20 @@ def test_a_hello_is_accepted_once_and_records_the_child(parent_db):
     assert len(family.children(parent_db)) == 1
 
 
+def test_a_remote_childs_loopback_addresses_are_not_recorded(parent_db):
+    """The parent dials its children at the recorded addresses (spawn/keeper.py): a remote child's
+    loopback is the parent's own host."""
+    from meshnode.spawn.keeper import dialable_children
+
+    parent = NodeKey.generate()
+    inv = invite(parent, parent_db)
+    child = NodeKey.generate()
+    hello = make_hello(child, inv.to_bytes(), ["/ip4/127.0.0.1/tcp/4101", "/ip6/::1/tcp/4101",
+                                               "/ip4/192.0.2.9/tcp/4101"], T0 + 1000, host="far-away")
+    accept_hello(parent_db, hello, parent_did=parent.did, now_ms=T0 + 2000)
+    assert dialable_children(parent_db) == [(child.did, ["/ip4/192.0.2.9/tcp/4101"])]
+
+
 def test_hello_refusals(parent_db):
     parent = NodeKey.generate()
     expired = invite(parent, parent_db, expires_ms=T0 + 10_000)

@@ -25,6 +25,7 @@ CLASS_VERSION = "1.0"
 MAX_ADDRESSES = 16
 MAX_INVITATION_BYTES = 16 * 1024  # the hello's `invitation` field (protocols/classes.md)
 SKEW_MS = DEFAULT_LIMITS.clock_skew_ms
+LOOPBACK = ("/ip4/127.", "/ip6/::1/")  # a remote child's loopback is the parent's own host: never recorded
 # the refusals a child gets for good: asking again with the same invitation cannot succeed
 REFUSALS = ("bad_hello", "bad_invitation", "bad_signature", "not_for_us", "unknown_invitation",
             "invitation_used", "invitation_expired")
@@ -115,7 +116,7 @@ def accept_hello(db: Database, hello: Container, *, parent_did: str, now_ms: int
     host = p.get("host") or "remote"
     record = family.ChildRecord(did=child_did, peer_id=did_to_peer_id(child_did), name=row["name"], kind=row["kind"],
                                 depth=row["depth"], autostart="none", home=None, host=host, invitation_id=inv_id,
-                                addresses=[a for a in p["addresses"] if type(a) is str])
+                                addresses=[a for a in p["addresses"] if type(a) is str and not a.startswith(LOOPBACK)])
     try:
         family.record_child(db, record, now_ms)
     except BaseException:
