@@ -377,3 +377,26 @@ def test_a_child_started_by_its_script_that_exits_at_once_fails_the_start_quickl
     refused("start_failed", spawn_parent.spawn, "newborn", autostart="script", start=True, wait_seconds=20)
     assert time.monotonic() - started < 10
     assert entries(spawn_parent.home.parent) == before and spawn_parent.rows("SELECT * FROM children") == []
+
+
+def test_flags_of_the_other_host_are_refused_with_a_bundle_and_expires_without_one(spawn_parent, root):
+    for fields in ({"start": True}, {"home": root / "kid"}, {"autostart": "script"}):
+        err = refused("bad_request", spawn_parent.spawn, "trained", bundle=root / "kid.tgz", **fields)
+        assert "init --from-bundle" in err.reason
+    refused("bad_request", spawn_parent.spawn, "trained", expires_hours=2.0)
+    assert not (root / "kid.tgz").exists() and spawn_parent.rows("SELECT * FROM children") == []
+
+
+def test_open_bundle_invitations_count_against_max_children(root, fake_seed):
+    parent = Parent(root / "par", {"MESHNODE_SPAWN_MAX_CHILDREN": "2"})
+    db = Database(parent.config.db_path)
+    try:  # one bundle out and not used yet, one used, one expired: only the first may still bring a child
+        for inv, used, expires in (("a" * 32, None, 2**62), ("b" * 32, "did:key:z6Mkx", 2**62), ("c" * 32, None, 1)):
+            db.conn.execute("INSERT INTO spawn_invitations (id, container, kind, name, depth, bundle_hash, created_ms,"
+                            " expires_ms, used_by_did) VALUES (?, 'x', 'trained', 'far', 1, 'h', 0, ?, ?)",
+                            (inv, expires, used))
+    finally:
+        db.close()
+    parent.spawn("newborn")
+    err = refused("too_many_children", parent.spawn, "newborn")
+    assert "1 open bundle invitation" in err.reason

@@ -367,3 +367,13 @@ def test_liveness_is_aged_by_the_silence_since_last_heard():
     assert family.aged("quiet", heard, heard + 300_000, ages) == "dead"
     assert family.aged("dead", heard, heard + 1_000, ages) == "dead"  # never better than what was written
     assert family.aged("unknown", None, heard, ages) == "unknown"
+
+
+def test_a_remote_childs_host_name_is_shown_on_one_printable_line():
+    from meshnode.spawn.invitation import shown_host
+
+    assert shown_host("far.example") == "far.example"
+    assert shown_host("evil\nkey:AAAA  forged  clone") == "evil?key:AAAA??forged??clone"
+    assert shown_host("\x1b[31mred") == "?[31mred"
+    assert shown_host("") == shown_host(None) == shown_host(5) == "remote"
+    assert len(shown_host("h" * 300)) == 64

@@ -30,7 +30,7 @@ from meshnode.identity.keys import NodeKey
 from meshnode.spawn import autostart, bundle, child_config, family, launch, ports, seed
 from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings
 from meshnode.spawn.parent import ParentSide
-from meshnode.store.database import Database
+from meshnode.store.database import Database, sql_errors
 
 log = logging.getLogger("meshnode.spawn")
 HOME_PREFIX = "CCORE-"
@@ -55,9 +55,12 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
     count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
-    if count >= settings.max_children:
-        raise SpawnError("too_many_children", f"this node has {count} active children; [spawn] max_children is"
-                         f" {settings.max_children} (`meshnode children remove` one, or raise the limit)")
+    at = now_ms()
+    invited = parent.read(lambda db: open_invitations(db, at))  # a bundle's child counts from its invitation on
+    if count + invited >= settings.max_children:
+        waiting = f" and {invited} open bundle invitation(s)" if invited else ""
+        raise SpawnError("too_many_children", f"this node has {count} active children{waiting}; [spawn] max_children"
+                         f" is {settings.max_children} (`meshnode children remove` one, or raise the limit)")
     if depth > settings.max_depth:
         raise SpawnError("too_deep", f"a child of this node would be generation {depth}; [spawn] max_depth is"
                          f" {settings.max_depth}")
@@ -106,10 +109,25 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
     return result
 
 
+def open_invitations(db: Database, now: int) -> int:
+    """Bundle invitations not used yet and not expired: children that may still arrive."""
+    with sql_errors("counting invitations"):
+        return db.conn.execute("SELECT count(*) FROM spawn_invitations WHERE used_by_did IS NULL AND expires_ms > ?",
+                               (now,)).fetchone()[0]
+
+
 def check_request(req: SpawnRequest, settings: SpawnSettings) -> str:
     """The kind and the autostart asked for, checked; the autostart to use."""
     if req.kind not in KINDS:
         raise SpawnError("bad_kind", f"kind must be one of {', '.join(KINDS)}, not {str(req.kind)[:40]!r}")
+    if req.bundle is not None:  # the home, autostart and start are chosen on the other host
+        given = [flag for flag, used in (("--home", req.home is not None), ("--start", req.start),
+                                         ("--autostart", req.autostart is not None)) if used]
+        if given:
+            raise SpawnError("bad_request", f"{', '.join(given)} cannot go with --bundle: they are chosen on the"
+                             " other host (meshnode init --from-bundle FILE --autostart ... --start)")
+    elif req.expires_hours is not None:
+        raise SpawnError("bad_request", "--expires is the lifetime of a bundle's invitation: it goes with --bundle")
     chosen = req.autostart if req.autostart is not None else settings.autostart
     if chosen not in AUTOSTARTS:
         raise SpawnError("bad_autostart", f"autostart must be one of {', '.join(AUTOSTARTS)}, not {str(chosen)[:40]!r}")
