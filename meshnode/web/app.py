@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from meshnode.errors import MeshnodeError
-from meshnode.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor
+from meshnode.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
 from meshnode.web import auth as auth_routes, pages, prom, sse
 from meshnode.web.auth import Auth
 from meshnode.web.endpoint import Endpoint, parse_args
@@ -34,7 +34,7 @@ CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src '
        " frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
                     "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
-API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_mesh, api_reactor, sse, prom)
+API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_mesh, api_reactor, api_spawn, sse, prom)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
