@@ -381,13 +381,21 @@ class _Control:
         return await self.spawn_jobs.wait(job)
 
     async def cmd_children(self, all: bool = False):
-        ages = family.thresholds_of(self.config.values["net"])
-        return await self.store.read(lambda db: family.children(db, include_removed=bool(all), now_ms=now_ms(),
-                                                                thresholds=ages))
+        return [self._as_heard(r) for r in await self.store.read(family.children, include_removed=bool(all))]
 
     async def cmd_child_show(self, did: str):
-        ages = family.thresholds_of(self.config.values["net"])
-        return await self.store.read(lambda db: family.child(db, str(did), now_ms=now_ms(), thresholds=ages))
+        return self._as_heard(await self.store.read(family.child, str(did)))
+
+    def _as_heard(self, row: dict) -> dict:
+        """A child's liveness as this node's heartbeat tracker knows it now (the stored row changes
+        only with the state), aged by the silence since it was last heard."""
+        tracker = self.mesh.liveness
+        heard, state = tracker.last_heard_ms(row["did"]), tracker.state(row["did"])
+        if heard is not None and heard >= (row["last_heard_ms"] or 0):
+            row["last_heard_ms"], row["liveness"] = heard, state.value
+        row["liveness"] = family.aged(row["liveness"], row["last_heard_ms"], now_ms(),
+                                      family.thresholds_of(self.config.values["net"]))
+        return row
 
     async def cmd_child_remove(self, did: str):
         return await self.store.write(family.remove_child, str(did), now_ms())  # the reactor lets go next scan

@@ -377,3 +377,27 @@ def test_a_remote_childs_host_name_is_shown_on_one_printable_line():
     assert shown_host("\x1b[31mred") == "?[31mred"
     assert shown_host("") == shown_host(None) == shown_host(5) == "remote"
     assert len(shown_host("h" * 300)) == 64
+
+
+def test_the_running_node_shows_what_its_tracker_heard_not_the_last_change():
+    """The stored row changes only with the state: a child heard a second ago whose row says "ok
+    since an hour ago" is ok and heard a second ago; one this run never heard is aged."""
+    from types import SimpleNamespace
+
+    from meshnode.container import now_ms
+    from meshnode.net.liveness import LivenessTracker, Thresholds
+    from meshnode.node import _Control
+
+    heard_did, silent_did = NodeKey.generate().did, NodeKey.generate().did
+    now = now_ms()
+    tracker = LivenessTracker(Thresholds(25_000, 60_000, 300_000))
+    tracker.heard(heard_did, now - 1000)
+    control = _Control.__new__(_Control)  # only what _as_heard reads
+    control.mesh = SimpleNamespace(liveness=tracker)
+    control.config = SimpleNamespace(values={"net": {"quiet_after_seconds": 25, "stale_after_seconds": 60,
+                                                     "dead_after_seconds": 300}})
+    hour_ago = now - 3_600_000
+    shown = control._as_heard({"did": heard_did, "liveness": "ok", "last_heard_ms": hour_ago})
+    assert shown["liveness"] == "ok" and shown["last_heard_ms"] == now - 1000
+    shown = control._as_heard({"did": silent_did, "liveness": "ok", "last_heard_ms": hour_ago})
+    assert shown["liveness"] == "dead" and shown["last_heard_ms"] == hour_ago

@@ -128,3 +128,39 @@ def test_a_parent_restarted_elsewhere_finds_its_children(root, children_cleanup)
         assert metric(parent, "family_dialed") >= 1
     finally:
         parent.stop()
+
+
+def test_a_running_child_stays_ok_and_its_last_heard_time_is_written_down(root, children_cleanup):
+    """The liveness row changes only with the state: the running parent shows what its tracker heard
+    (not a silence since the last change), and the keeper writes the last heard time down, so a
+    stopped parent's `children list` is at most one period behind."""
+    import sqlite3
+    import time
+
+    from meshharness import wait_until
+
+    parent = Node(root, "par")
+    parent.start()
+    try:
+        r = spawn_json(parent, "--kind", "newborn", "--start")
+        children_cleanup.append(Path(r["home"]))
+        born = time.time() * 1000
+
+        def fresh_and_ok() -> bool:  # well past the quiet threshold (1.5 s) since the child was first heard
+            row = parent.call("children")[0]
+            now = time.time() * 1000
+            return now - born > 4000 and row["liveness"] == "ok" and now - row["last_heard_ms"] < 1500
+
+        wait_until(fresh_and_ok, 30, "the child ok and heard within the last 1.5 s, 4 s after its start")
+
+        def written() -> int:
+            db = sqlite3.connect(f"file:{parent.home / 'data' / 'meshnode.db'}?mode=ro", uri=True)
+            try:
+                row = db.execute("SELECT last_heard_ms FROM peer_liveness WHERE did = ?", (r["did"],)).fetchone()
+            finally:
+                db.close()
+            return row[0] if row else 0
+
+        wait_until(lambda: written() > born + 3000, 30, "the keeper writing down a later last heard time")
+    finally:
+        parent.stop()

@@ -1,4 +1,5 @@
-"""A parent keeps in touch with its children: it dials every active child it is not connected to.
+"""A parent keeps in touch with its children: it dials every active child it is not connected to,
+and writes down when it last heard each.
 
 A child dials its parent through its ``bootstrap.txt``, which names the parent's addresses as they
 were at the spawn. When the parent moves (a restart on another port, a new address), the children
@@ -17,6 +18,8 @@ import trio
 
 from meshnode.identity.did import did_to_peer_id
 from meshnode.net.errors import NetError
+from meshnode.spawn import family
+from meshnode.store.peers import set_liveness
 from meshnode.store.database import Database, sql_errors
 
 log = logging.getLogger("meshnode.spawn")
@@ -42,6 +45,19 @@ def _dialable(address: str) -> bool:
 class FamilyKeeper:
     def __init__(self, store, mesh, metrics, period_s: float):
         self.store, self.mesh, self.metrics, self.period_s = store, mesh, metrics, period_s
+        self._noted: dict[str, int] = {}  # child DID -> the last heard time written
+
+    async def _note_heard(self) -> None:
+        """Write each child's last heard time as the tracker knows it. The liveness row changes only
+        with the state, so a child heard for hours after its last change would, once this node
+        stopped, look silent since that change (``family.aged``); with this, at most one period."""
+        tracker = self.mesh.liveness
+        for did in await self.store.read(family.active_children):
+            heard, state = tracker.last_heard_ms(did), tracker.state(did)
+            if heard is not None and state is not None and heard > self._noted.get(did, 0):
+                await self.store.write(set_liveness, did, state=state.value, last_heard_ms=heard, last_seq=-1,
+                                       now_ms=heard)
+                self._noted[did] = heard
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -50,7 +66,8 @@ class FamilyKeeper:
             await trio.sleep(self.period_s)  # the period between rounds, not a synchronization
 
     async def round(self) -> int:
-        """Dial the active children not connected now; how many answered."""
+        """Note when each child was last heard; dial the active ones not connected now; how many answered."""
+        await self._note_heard()
         connected = {p.to_base58() for p in self.mesh.host.get_connected_peers()} if self.mesh.host else set()
         reached = 0
         for did, addresses in await self.store.read(dialable_children):
