@@ -44,18 +44,16 @@ def launch(home: Path, autostart: str) -> dict:
     a child already running is left alone (``already_running`` True). SpawnError start_failed."""
     home = Path(os.path.abspath(home))
     pid = running_pid(home)
-    record = units.installed(home)
     log = str(home / LOG_FILE)
     if pid is not None:
         return {"via": "running", "pid": pid, "log": log, "already_running": True}
-    system = record.get("kind") == "systemd-system"
-    if (autostart.startswith("systemd") and record.get("unit") and _unit_present(record)
-            and units.systemd_usable(system=system)):
-        units.systemctl(system, "start", record["unit"])
-        main = units.systemctl(system, "show", "--property=MainPID", "--value", record["unit"]).strip()
+    unit, system = _usable_unit(home, autostart)
+    if unit:
+        units.systemctl(system, "start", unit)
+        main = units.systemctl(system, "show", "--property=MainPID", "--value", unit).strip()
         ctl = "journalctl" + ("" if system else " --user")
         return {"via": "systemd", "pid": int(main) if main.isdigit() and int(main) > 0 else None,
-                "log": f"{ctl} -u {record['unit']}"}
+                "log": f"{ctl} -u {unit}"}
     if (home / "start.sh").is_file():
         done = _script(home, "start.sh")
         if done.returncode != 0:
@@ -68,12 +66,10 @@ def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
     """Stop the child: ``systemctl stop`` for a usable unit, else SIGTERM and, after ``timeout``
     seconds, SIGKILL. True when it ran and was stopped, False when it was not running."""
     home = Path(os.path.abspath(home))
-    record = units.installed(home)
-    system = record.get("kind") == "systemd-system"
-    if (autostart.startswith("systemd") and record.get("unit") and _unit_present(record)
-            and units.systemd_usable(system=system)):
+    unit, system = _usable_unit(home, autostart)
+    if unit:
         was = running_pid(home) is not None
-        units.systemctl(system, "stop", record["unit"])
+        units.systemctl(system, "stop", unit)
         return was
     pid = running_pid(home)
     if pid is None:
@@ -133,8 +129,15 @@ def _script(home: Path, name: str) -> subprocess.CompletedProcess:
         raise SpawnError("start_failed", f"{home / name}: {exc}"[:300]) from None
 
 
-def _unit_present(record: dict) -> bool:
-    return any(os.path.exists(f) for f in record.get("files", []))
+def _usable_unit(home: Path, autostart: str) -> tuple[str | None, bool]:
+    """(the systemd unit installed for ``home``, whether it is a system unit), the unit None unless
+    ``autostart`` is a systemd one, its file is still there and systemd runs here."""
+    record = units.installed(home)
+    system = record.get("kind") == "systemd-system"
+    if (autostart.startswith("systemd") and record.get("unit")
+            and any(os.path.exists(f) for f in record.get("files", [])) and units.systemd_usable(system=system)):
+        return record["unit"], system
+    return None, system
 
 
 def _cmdline(pid: int, settle: float = 0.0) -> list[str] | None:
