@@ -168,14 +168,30 @@ def _zombie(pid: int) -> bool:
 def _runs_home(pid: int, home: Path, settle: float = 0.0) -> bool:
     args = _cmdline(pid, settle)
     if args is None:  # no /proc: alive is the best we can tell
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return _alive(pid)
     return _is_run_of(args, home)
+
+
+def _alive(pid: int) -> bool:
+    """Signal 0 reaches ``pid`` (a process we may not signal exists all the same)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def exited(pid: int | None) -> bool:
+    """The process started directly has ended (reaped when it is ours: a zombie is no node)."""
+    if not pid:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:  # not our child (the node started it, or it was reaped): ask the kernel
+        return not _alive(pid)
 
 
 def _is_run_of(args: list[str], home: Path) -> bool:

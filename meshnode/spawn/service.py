@@ -208,30 +208,13 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         if parent.reached(did) if parent.running else _answers(sock):
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
-        if launched.get("via") in ("direct", "script") and _exited(launched.get("pid")):  # systemd may restart it
+        if launched.get("via") in ("direct", "script") and launch.exited(launched.get("pid")):  # systemd may restart it
             raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs
             raise SpawnError("not_reachable", f"the child {did} started but was not reachable within {wait:g} s;"
                              f" it is left running (home {home}); its log ends:\n{launch.log_tail(home)}")
         time.sleep(POLL_SECONDS)
-
-
-def _exited(pid: int | None) -> bool:
-    """The process started directly has ended (reaped when it is ours: a zombie is no node)."""
-    if not pid:
-        return False
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == pid
-    except ChildProcessError:  # not our child (the node started it, or it was reaped): ask the kernel
-        try:
-            os.kill(pid, 0)
-            return False
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
 
 
 def _answers(sock: Path) -> bool:
