@@ -17,7 +17,7 @@ from meshnode.container.schema import known_classes
 from meshnode.config import CONFIG_FILE, DEFAULTS, Config, config_text, load_config
 from meshnode.errors import ConfigError
 from meshnode.net.bootstrap import parse_bootstrap
-from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
+from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS, LOOPBACK
 from meshnode.spawn.model import SpawnError
 from meshnode.store.sharing import COGSYNC_FRIENDS
 from meshnode.web.settings import parse_listen
@@ -91,7 +91,7 @@ def _with_port(address: str, port: int) -> str:
 
 
 def is_loopback(address: str) -> bool:
-    return address.startswith(("/ip4/127.", "/ip6/::1/"))
+    return address.startswith(LOOPBACK)
 
 
 def bootstrap_lines(addresses: list[str], parent_peer_id: str) -> list[str]:
