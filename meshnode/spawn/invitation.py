@@ -27,6 +27,9 @@ MAX_INVITATION_BYTES = 16 * 1024  # the hello's `invitation` field (protocols/cl
 SKEW_MS = DEFAULT_LIMITS.clock_skew_ms
 LOOPBACK = ("/ip4/127.", "/ip6/::1/")
 HOST_CHARS = 64  # what a listing shows of the host name a child gives
+# the refusals a child gets for good: asking again with the same invitation cannot succeed
+REFUSALS = ("bad_hello", "bad_invitation", "bad_signature", "not_for_us", "unknown_invitation",
+            "invitation_used", "invitation_expired")
 
 
 def shown_host(text: object) -> str:
@@ -35,10 +38,7 @@ def shown_host(text: object) -> str:
     if not isinstance(text, str):
         return "remote"
     clean = "".join(ch if ch.isprintable() and not ch.isspace() else "?" for ch in text.strip())[:HOST_CHARS]
-    return clean or "remote"  # a remote child's loopback is the parent's own host: never recorded
-# the refusals a child gets for good: asking again with the same invitation cannot succeed
-REFUSALS = ("bad_hello", "bad_invitation", "bad_signature", "not_for_us", "unknown_invitation",
-            "invitation_used", "invitation_expired")
+    return clean or "remote"
 
 
 def make_invitation(key: NodeKey, *, kind: str, name: str, depth: int, expires_ms: int,
@@ -124,6 +124,7 @@ def accept_hello(db: Database, hello: Container, *, parent_did: str, now_ms: int
         raise SpawnError("bad_invitation", "the invitation's bundle hash is not the one this parent recorded")
     _claim(db, inv_id, child_did, now_ms)
     host = shown_host(p.get("host"))
+    # a remote child's loopback addresses would name the parent's own host: never recorded
     record = family.ChildRecord(did=child_did, peer_id=did_to_peer_id(child_did), name=row["name"], kind=row["kind"],
                                 depth=row["depth"], autostart="none", home=None, host=host, invitation_id=inv_id,
                                 addresses=[a for a in p["addresses"] if type(a) is str and not a.startswith(LOOPBACK)])
