@@ -98,14 +98,19 @@ def children(db: Database, *, include_removed: bool = False, now_ms: int | None 
     (``unknown`` when never heard) and when it last heard each; removed ones only when asked.
     With ``now_ms`` and ``thresholds`` (quiet, stale, dead after ms of silence: ``thresholds_of``)
     the liveness is aged by the silence since (``aged``)."""
-    rows = _rows(db, "" if include_removed else "WHERE c.state = 'active'")
-    if now_ms is not None and thresholds is not None:
-        for r in rows:
-            r["liveness"] = aged(r["liveness"], r["last_heard_ms"], now_ms, thresholds)
+    rows = _age(_rows(db, "" if include_removed else "WHERE c.state = 'active'"), now_ms, thresholds)
     return [{k: r[k] for k in _LISTED} for r in rows]
 
 
 _ORDER = ("ok", "quiet", "stale", "dead")
+
+
+def _age(rows: list[dict], now_ms: int | None, thresholds: tuple[int, int, int] | None) -> list[dict]:
+    """``rows`` with their liveness ``aged`` (as they are without ``now_ms`` and ``thresholds``)."""
+    if now_ms is not None and thresholds is not None:
+        for r in rows:
+            r["liveness"] = aged(r["liveness"], r["last_heard_ms"], now_ms, thresholds)
+    return rows
 
 
 def aged(state: str, last_heard_ms: int | None, now_ms: int, thresholds: tuple[int, int, int]) -> str:
@@ -139,9 +144,7 @@ def child(db: Database, did_or_prefix: str, *, now_ms: int | None = None,
         what = "no child" if not rows else f"{len(rows)} children ({', '.join(r['name'] for r in rows[:5])})"
         raise SpawnError("not_a_child", f"{text[:80]!r} names {what} of this node; `meshnode children list --all`"
                                         " shows them")
-    row = rows[0]
-    if now_ms is not None and thresholds is not None:
-        row["liveness"] = aged(row["liveness"], row["last_heard_ms"], now_ms, thresholds)
+    row = _age(rows, now_ms, thresholds)[0]
     out = {k: row[k] for k in _LISTED}
     out["addresses"] = json.loads(row["addresses"] or "[]")
     out["seed_report"] = json.loads(row["seed_report"] or "{}")
