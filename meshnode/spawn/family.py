@@ -165,12 +165,18 @@ def _by_prefix(db: Database, text: str) -> list[dict]:
     return rows or _rows(db, "WHERE c.name = ?", (text,))
 
 
-def _invitation(db: Database, invitation_id: str) -> dict | None:
-    with sql_errors("reading an invitation"):
-        cur = db.conn.execute("SELECT id, container, kind, name, depth, created_ms, expires_ms, used_by_did, used_ms"
-                              " FROM spawn_invitations WHERE id = ?", (invitation_id,))
+def one_row(db: Database, action: str, sql: str, params: tuple = ()) -> dict | None:
+    """The first row ``sql`` selects, as a dict by column name; None when there is none."""
+    with sql_errors(action):
+        cur = db.conn.execute(sql, params)
         row = cur.fetchone()
-        return dict(zip([d[0] for d in cur.description], row)) if row else {"id": invitation_id}
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+
+
+def _invitation(db: Database, invitation_id: str) -> dict:
+    row = one_row(db, "reading an invitation", "SELECT id, container, kind, name, depth, created_ms, expires_ms,"
+                  " used_by_did, used_ms FROM spawn_invitations WHERE id = ?", (invitation_id,))
+    return row or {"id": invitation_id}
 
 
 def count_active(db: Database) -> int:
@@ -188,11 +194,8 @@ def active_children(db: Database) -> list[str]:
 def origin(db: Database) -> dict | None:
     """This node's ``spawn_origin`` row (who spawned it, how, its depth, the hello's state), or
     None for a node that was not spawned."""
-    with sql_errors("reading the spawn origin"):
-        cur = db.conn.execute("SELECT parent_did, parent_name, kind, depth, invitation_id, hello_state, hello_reason,"
-                              " created_ms FROM spawn_origin WHERE id = 1")
-        row = cur.fetchone()
-        return dict(zip([d[0] for d in cur.description], row)) if row else None
+    return one_row(db, "reading the spawn origin", "SELECT parent_did, parent_name, kind, depth, invitation_id,"
+                   " hello_state, hello_reason, created_ms FROM spawn_origin WHERE id = 1")
 
 
 def depth_of(db: Database) -> int:

@@ -18,7 +18,7 @@ from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
 from meshnode.spawn import family
 from meshnode.spawn.model import SpawnError
-from meshnode.store.database import Database, sql_errors
+from meshnode.store.database import Database
 
 INVITATION_CLASS, HELLO_CLASS = "spawn_invitation", "spawn_hello"
 CLASS_VERSION = "1.0"
@@ -150,11 +150,8 @@ def _decode(data, now_ms: int, cls: str, code: str) -> Container:
 
 
 def _invitation_row(db: Database, inv_id: str) -> dict | None:
-    with sql_errors("reading an invitation"):
-        cur = db.conn.execute("SELECT id, container, kind, name, depth, bundle_hash, expires_ms, used_by_did"
-                              " FROM spawn_invitations WHERE id = ?", (inv_id,))
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+    return family.one_row(db, "reading an invitation", "SELECT id, container, kind, name, depth, bundle_hash,"
+                          " expires_ms, used_by_did FROM spawn_invitations WHERE id = ?", (inv_id,))
 
 
 def _claim(db: Database, inv_id: str, child_did: str, now_ms: int) -> None:
