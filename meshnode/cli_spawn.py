@@ -47,17 +47,15 @@ def cmd_spawn(args) -> int:
     config = _config(args)
     home = args.child_home.expanduser().absolute() if args.child_home else None
     bundle = args.bundle.expanduser().absolute() if args.bundle else None
-    ask = {"kind": args.kind, "name": args.name, "home": str(home) if home else None, "start": args.start,
-           "autostart": args.autostart, "bundle": str(bundle) if bundle else None, "expires_hours": args.expires,
-           "by": "cli", "answer_seconds": ANSWER_SECONDS}
+    req = SpawnRequest(kind=args.kind, name=args.name, home=home, start=args.start, autostart=args.autostart,
+                       bundle=bundle, expires_hours=args.expires, by="cli")
     try:
-        result = _ask_node(config, "spawn", ask, required=False, timeout=CONTROL_TIMEOUT)
+        result = _ask_node(config, "spawn", {**req.to_ask(), "answer_seconds": ANSWER_SECONDS}, required=False,
+                           timeout=CONTROL_TIMEOUT)
         while isinstance(result, dict) and "pending" in result:  # the node still works on it
             result = _ask_node(config, "spawn_wait", {"job": result["pending"]}, timeout=CONTROL_TIMEOUT)
         if result is None:
-            result = _spawn_here(config, SpawnRequest(kind=args.kind, name=args.name, home=home, start=args.start,
-                                                      autostart=args.autostart, bundle=bundle,
-                                                      expires_hours=args.expires)).to_dict()
+            result = _spawn_here(config, req).to_dict()
     except MeshnodeError as exc:  # the code first: scripts and people both see why
         raise MeshnodeError(exc.code, f"spawn refused ({exc.code}): {exc.reason}") from None
     if args.json:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from pathlib import Path
 from typing import Callable
 
 import trio
@@ -44,11 +43,7 @@ class SpawnJobs:
                 or not all(isinstance(v, (int, float, type(None))) for v in (ask["expires_hours"], answer_seconds)):
             raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
                                 " expires_hours and answer_seconds numbers")
-        req = SpawnRequest(kind=ask["kind"], name=ask["name"], home=Path(ask["home"]) if ask["home"] else None,
-                           start=bool(ask["start"]), autostart=ask["autostart"],
-                           bundle=Path(ask["bundle"]) if ask["bundle"] else None,
-                           expires_hours=None if ask["expires_hours"] is None else float(ask["expires_hours"]),
-                           by=str(ask["by"]))
+        req = SpawnRequest.from_ask(ask)
         parent = LiveParent(node.config, node.key, node.store, node.mesh)
 
         def work() -> dict:

@@ -50,6 +50,20 @@ class SpawnRequest:
     wait_seconds: float | None = None   # None: [spawn] wait_seconds
     by: str = "cli"                     # who asked: cli, web, agent
 
+    def to_ask(self) -> dict:
+        """The arguments of the node's control command ``spawn`` (paths as text; ``from_ask`` reads them)."""
+        return {"kind": self.kind, "name": self.name, "home": str(self.home) if self.home else None,
+                "start": self.start, "autostart": self.autostart, "bundle": str(self.bundle) if self.bundle else None,
+                "expires_hours": self.expires_hours, "by": self.by}
+
+    @classmethod
+    def from_ask(cls, ask: dict) -> "SpawnRequest":
+        return cls(kind=ask["kind"], name=ask["name"], home=Path(ask["home"]) if ask["home"] else None,
+                   start=bool(ask["start"]), autostart=ask["autostart"],
+                   bundle=Path(ask["bundle"]) if ask["bundle"] else None,
+                   expires_hours=None if ask["expires_hours"] is None else float(ask["expires_hours"]),
+                   by=str(ask["by"]))
+
 
 @dataclass
 class SpawnResult:
