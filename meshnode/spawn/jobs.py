@@ -1,8 +1,9 @@
-"""Spawns run by the node (its control command ``spawn``) for its control channel, which gives one request 90 s: a clone of a large
-store takes longer. A job runs spawn_child on a worker thread in a trio system task (it must
-outlive the request that started it, and is never abandoned: it finishes or undoes itself); the
-request waits for it a while and otherwise answers ``{"pending": id}``, and ``spawn_wait`` asks again.
-Callers inside the node (the gate's spawn tool) wait until it is done.
+"""Spawns run by the node (its control command ``spawn``) as jobs: the control channel gives one
+request 90 s, and a clone of a large store takes longer. A job runs spawn_child on a worker
+thread in a trio system task (it must outlive the request that started it, and is never
+abandoned: it finishes or undoes itself); the request waits for it a while and otherwise answers
+``{"pending": id}``, and ``spawn_wait`` asks again. Callers inside the node (the gate's spawn
+tool) wait until it is done.
 """
 
 from __future__ import annotations
