@@ -186,7 +186,7 @@ def installed(home: Path) -> dict:
     try:
         record = json.loads((Path(home) / RECORD_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {"kind": "none", "files": [], "enabled": False, "unit": None}
+        record = None
     return record if isinstance(record, dict) else {"kind": "none", "files": [], "enabled": False, "unit": None}
 
 
@@ -206,10 +206,7 @@ def uninstall(home: Path) -> list[str]:
             pass
     if record.get("unit") and removed and systemd_usable(system=system):
         systemctl(system, "daemon-reload")
-    try:
-        os.unlink(Path(home) / RECORD_FILE)
-    except FileNotFoundError:
-        pass
+    (Path(home) / RECORD_FILE).unlink(missing_ok=True)
     return removed
 
 

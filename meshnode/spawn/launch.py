@@ -73,13 +73,13 @@ def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
         return was
     pid = running_pid(home)
     if pid is None:
-        _forget(home)
+        (home / PID_FILE).unlink(missing_ok=True)
         return False
     _signal(pid, signal.SIGTERM)
     if not _wait_gone(pid, home, timeout):
         _signal(pid, signal.SIGKILL)
         _wait_gone(pid, home, 5.0)
-    _forget(home)
+    (home / PID_FILE).unlink(missing_ok=True)
     return True
 
 
@@ -250,11 +250,4 @@ def _reap(pid: int) -> None:
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        pass
-
-
-def _forget(home: Path) -> None:
-    try:
-        os.unlink(home / PID_FILE)
-    except FileNotFoundError:
         pass
