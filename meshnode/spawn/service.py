@@ -54,28 +54,13 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
                  now_ms: Callable[[], int]) -> SpawnResult:
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
-    count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
-    at = now_ms()
-    invited = parent.read(lambda db: open_invitations(db, at))  # a bundle's child counts from its invitation on
-    if count + invited >= settings.max_children:
-        waiting = f" and {invited} open bundle invitation(s)" if invited else ""
-        raise SpawnError("too_many_children", f"this node has {count} active children{waiting}; [spawn] max_children"
-                         f" is {settings.max_children} (`meshnode children remove` one, or raise the limit)")
-    if depth > settings.max_depth:
-        raise SpawnError("too_deep", f"a child of this node would be generation {depth}; [spawn] max_depth is"
-                         f" {settings.max_depth}")
+    depth = check_family_size(parent, settings, now_ms())
     if req.bundle is not None:
         return bundle.write_bundle(config, key, req, parent, now_ms=now_ms())
     taken = parent.read(_children_taken)
     name = req.name if req.name is not None else default_name(parent.name, req.kind, taken["names"])
     check_name(name)
-    place = req.home.parent if req.home is not None else parent.home.parent
-    if req.home is not None:
-        check_home_fits(req.home)
-    else:  # the DID is not known yet, its length is
-        check_home_fits(place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS), str(place / "CCORE-<DID>" / SOCKET_TAIL))
-    if req.home is not None and (req.home.exists() or req.home.is_symlink()):
-        raise SpawnError("home_exists", f"{req.home} already exists; pick another --home")
+    place = home_place(req, parent)
     addresses = parent.addresses()  # parent_never_ran before anything is written
     undo = _Undo()
     try:
@@ -107,6 +92,34 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
         undo.run()
         raise
     return result
+
+
+def check_family_size(parent: ParentSide, settings: SpawnSettings, now: int) -> int:
+    """The new child's depth, once [spawn] max_children (open bundle invitations count: their
+    children may still arrive) and max_depth allow one more child."""
+    count, depth = parent.read(family.count_active), parent.read(family.depth_of) + 1
+    invited = parent.read(lambda db: open_invitations(db, now))
+    if count + invited >= settings.max_children:
+        waiting = f" and {invited} open bundle invitation(s)" if invited else ""
+        raise SpawnError("too_many_children", f"this node has {count} active children{waiting}; [spawn] max_children"
+                         f" is {settings.max_children} (`meshnode children remove` one, or raise the limit)")
+    if depth > settings.max_depth:
+        raise SpawnError("too_deep", f"a child of this node would be generation {depth}; [spawn] max_depth is"
+                         f" {settings.max_depth}")
+    return depth
+
+
+def home_place(req: SpawnRequest, parent: ParentSide) -> Path:
+    """The folder the child's home goes in, once the home is known to fit a control socket path
+    and a ``--home`` is known not to exist yet."""
+    place = req.home.parent if req.home is not None else parent.home.parent
+    if req.home is not None:
+        check_home_fits(req.home)
+    else:  # the DID is not known yet, its length is
+        check_home_fits(place / (HOME_PREFIX + "z" * DID_SUFFIX_CHARS), str(place / "CCORE-<DID>" / SOCKET_TAIL))
+    if req.home is not None and (req.home.exists() or req.home.is_symlink()):
+        raise SpawnError("home_exists", f"{req.home} already exists; pick another --home")
+    return place
 
 
 def open_invitations(db: Database, now: int) -> int:
