@@ -4,7 +4,7 @@ A child is an ordinary node with its own fresh key, its own home beside the pare
 derived from the parent's effective one, ``bootstrap.txt`` naming the parent, and a store seeded by
 its kind (clone, trained, newborn). Modules, one concern each:
 
-- ``model``: the request, the result, the settings and the error codes;
+- ``model``: the request, the result, the settings, the error codes and the default name;
 - ``ports``: free TCP ports, checked by binding; ``child_config``: the child's config and bootstrap;
 - ``parent``: the parent's side, running (inside the node) or stopped (its own database);
 - ``service``: ``spawn_child``, the steps in order, each undone if a later one fails;

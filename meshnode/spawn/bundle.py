@@ -25,7 +25,7 @@ from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.identity.keys import NodeKey
 from meshnode.spawn import child_config, family, ports, seed
 from meshnode.spawn.invitation import check_invitation, make_invitation, record_invitation
-from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings
+from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings, default_name
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database
 from meshnode.web.settings import is_loopback as is_loopback_host
@@ -263,8 +263,6 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
 
 def _default_name(parent: ParentSide, kind: str) -> str:
     """As for a local child (``<parent>-<kind>-<n>``), n past the names of children and invitations."""
-    from meshnode.spawn.service import default_name  # the service imports this module
-
     def names(db: Database) -> set[str]:
         rows = db.conn.execute("SELECT name FROM children UNION SELECT name FROM spawn_invitations").fetchall()
         return {r[0] for r in rows}

@@ -1,4 +1,4 @@
-"""What a spawn is asked, what it answers, its settings and its typed errors."""
+"""What a spawn is asked, what it answers, its settings, its typed errors and a child's default name."""
 
 from __future__ import annotations
 
@@ -84,3 +84,14 @@ class SpawnResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def default_name(parent_name: str, kind: str, taken: set[str]) -> str:
+    """``<parent name>-<kind>-<n>``, the smallest n no child of this parent has (64 characters at most)."""
+    n = 1
+    while True:
+        suffix = f"-{kind}-{n}"
+        name = parent_name[:64 - len(suffix)] + suffix
+        if name not in taken:
+            return name
+        n += 1

@@ -28,7 +28,8 @@ from meshnode.home import init_home
 from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.identity.keys import NodeKey
 from meshnode.spawn import autostart, bundle, child_config, family, launch, ports, seed
-from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings
+from meshnode.spawn.model import (AUTOSTARTS, KINDS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings,
+                                  default_name)
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database, sql_errors
 
@@ -145,17 +146,6 @@ def check_request(req: SpawnRequest, settings: SpawnSettings) -> str:
     if chosen not in AUTOSTARTS:
         raise SpawnError("bad_autostart", f"autostart must be one of {', '.join(AUTOSTARTS)}, not {str(chosen)[:40]!r}")
     return chosen
-
-
-def default_name(parent_name: str, kind: str, taken: set[str]) -> str:
-    """``<parent name>-<kind>-<n>``, the smallest n no child of this parent has (64 characters at most)."""
-    n = 1
-    while True:
-        suffix = f"-{kind}-{n}"
-        name = parent_name[:64 - len(suffix)] + suffix
-        if name not in taken:
-            return name
-        n += 1
 
 
 def check_home_fits(home: Path, shown: str | None = None) -> None:
