@@ -69,7 +69,8 @@ def open_source(path: Path) -> sqlite3.Connection:
 
 def seed_child_store(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: int) -> SeedReport:
     """Copy into ``child`` (a migrated store) what a child of ``kind`` gets from the database at ``source``
-    (the parent's, or a bundle's seed.db: the same rules give the same result)."""
+    (the parent's, or a bundle's seed.db: the same rules give the same result). Every failure is a
+    SpawnError (``seed_failed``, ``bad_kind``)."""
     return _seed(source, child, kind, parent_did=parent_did, now_ms=now_ms, keep_origin=False)
 
 
@@ -86,9 +87,9 @@ def _seed(source: Path, child: Database, kind: str, *, parent_did: str, now_ms: 
             seed_rows.copy_rows(src, child, kind, report)
         except sqlite3.Error as exc:
             raise SpawnError("seed_failed", f"reading the parent's database: {exc}") from None
+        except SpawnError:
+            raise
         except MeshnodeError as exc:
-            if isinstance(exc, SpawnError):
-                raise
             raise SpawnError("seed_failed", f"writing the child's database: {exc.reason}") from None
         finally:
             src.close()

@@ -180,12 +180,7 @@ def seed_and_tie(parent: ParentSide, child: Config, kind: str, depth: int, boots
     """Seed the child's store from the parent's database file, then write its side of the tie."""
     db = Database(child.db_path)
     try:
-        try:
-            report = seed.seed_child_store(parent.db_path, db, kind, parent_did=parent.did, now_ms=t).to_dict()
-        except SpawnError:
-            raise
-        except MeshnodeError as exc:
-            raise SpawnError("seed_failed", f"seeding the child's store: {exc.reason}") from None
+        report = seed.seed_child_store(parent.db_path, db, kind, parent_did=parent.did, now_ms=t).to_dict()
         family.tie_parent(db, parent_did=parent.did, parent_peer_id=parent.peer_id, parent_name=parent.name,
                           addresses=bootstrap, kind=kind, depth=depth, now_ms=t)
     finally:
