@@ -82,7 +82,10 @@ _LISTED = ("did", "peer_id", "name", "kind", "depth", "host", "home", "state", "
            "listen_port", "web_port", "autostart", "created_ms", "removed_ms")
 
 
-def _rows(db: Database, where: str, params: tuple = ()) -> list[dict]:
+def child_rows(db: Database, where: str = "", params: tuple = ()) -> list[dict]:
+    """The ``children`` rows ``where`` picks, oldest first, every column as stored, with the
+    liveness the heartbeat tracker last wrote (``unknown`` when never heard): every read of the
+    children's details goes through here."""
     with sql_errors("reading the children"):
         cur = db.conn.execute(f"{_SELECT} {where} ORDER BY c.created_ms, did", params)
         names = [d[0].split(".")[-1] for d in cur.description]
@@ -98,7 +101,7 @@ def children(db: Database, *, include_removed: bool = False, now_ms: int | None 
     (``unknown`` when never heard) and when it last heard each; removed ones only when asked.
     With ``now_ms`` and ``thresholds`` (quiet, stale, dead after ms of silence: ``thresholds_of``)
     the liveness is aged by the silence since (``aged``)."""
-    rows = _age(_rows(db, "" if include_removed else "WHERE c.state = 'active'"), now_ms, thresholds)
+    rows = _age(child_rows(db, "" if include_removed else "WHERE c.state = 'active'"), now_ms, thresholds)
     return [{k: r[k] for k in _LISTED} for r in rows]
 
 
@@ -137,7 +140,7 @@ def child(db: Database, did_or_prefix: str, *, now_ms: int | None = None,
     DID, a unique prefix of it (with or without ``did:key:``; the ``key:...`` short id a listing
     shows), or its name when no DID prefix matches; SpawnError ``not_a_child`` otherwise."""
     text = did_or_prefix.strip()
-    rows = _rows(db, "WHERE did = ?", (text,))
+    rows = child_rows(db, "WHERE did = ?", (text,))
     if not rows:
         rows = _by_prefix(db, text)
     if len(rows) != 1:
@@ -161,8 +164,8 @@ def _by_prefix(db: Database, text: str) -> list[dict]:
         body = AGENT_PREFIX + text
     rows = []
     if len(body) >= len(AGENT_HEAD) + MIN_SHORT:  # a shorter prefix matches too much to be meant
-        rows = _rows(db, "WHERE substr(did, 1, ?) = ?", (len(body), body))  # case counts: base58
-    return rows or _rows(db, "WHERE c.name = ?", (text,))
+        rows = child_rows(db, "WHERE substr(did, 1, ?) = ?", (len(body), body))  # case counts: base58
+    return rows or child_rows(db, "WHERE c.name = ?", (text,))
 
 
 def one_row(db: Database, action: str, sql: str, params: tuple = ()) -> dict | None:

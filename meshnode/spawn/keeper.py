@@ -20,20 +20,18 @@ from meshnode.identity.did import did_to_peer_id
 from meshnode.net.errors import NetError
 from meshnode.spawn import family
 from meshnode.store.peers import set_liveness
-from meshnode.store.database import Database, sql_errors
+from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.spawn")
 
 
 def dialable_children(db: Database) -> list[tuple[str, list[str]]]:
     """(DID, addresses) of every active child with an address that names a host and a port."""
-    with sql_errors("reading the children"):
-        rows = db.conn.execute("SELECT did, addresses FROM children WHERE state = 'active' ORDER BY created_ms").fetchall()
     out = []
-    for did, addresses in rows:
-        usable = [a for a in json.loads(addresses or "[]") if _dialable(a)]
+    for row in family.child_rows(db, "WHERE c.state = 'active'"):
+        usable = [a for a in json.loads(row["addresses"] or "[]") if _dialable(a)]
         if usable:
-            out.append((did, usable))
+            out.append((row["did"], usable))
     return out
 
 

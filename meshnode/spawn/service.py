@@ -224,8 +224,10 @@ def _answers(sock: Path) -> bool:
 
 
 def _children_taken(db: Database) -> dict:
-    rows = db.conn.execute("SELECT name, listen_port, web_port FROM children").fetchall()
-    return {"names": {r[0] for r in rows}, "ports": {p for r in rows for p in r[1:] if p}}
+    """The names and ports of every child ever spawned here (removed ones too)."""
+    rows = family.child_rows(db)
+    return {"names": {r["name"] for r in rows},
+            "ports": {r[k] for r in rows for k in ("listen_port", "web_port") if r[k]}}
 
 
 def parent_ports(config: Config, addresses: list[str]) -> set[int]:
