@@ -77,7 +77,7 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
         report = seed_and_tie(parent, child, req.kind, depth, lines, t)
         rec = family.ChildRecord(did=child_key.did, peer_id=child_key.peer_id, name=name, kind=req.kind, depth=depth,
                                  autostart=autostart_kind, home=str(home), listen_port=listen_port,
-                                 web_port=web_port, addresses=dialable(child.get("net", "listen")),
+                                 web_port=web_port, addresses=wildcards_as_loopback(child.get("net", "listen")),
                                  seed_report=report)
         parent.write(lambda db: family.record_child(db, rec, t))
         undo.push(lambda: _forget(parent, child_key.did))
@@ -243,7 +243,7 @@ def parent_ports(config: Config, addresses: list[str]) -> set[int]:
     return found - {0}
 
 
-def dialable(listen: list[str]) -> list[str]:
+def wildcards_as_loopback(listen: list[str]) -> list[str]:
     """A local child's listen addresses as the parent dials them (a wildcard as loopback)."""
     return [a.replace("/ip4/0.0.0.0/", "/ip4/127.0.0.1/", 1).replace("/ip6/::/", "/ip6/::1/", 1) for a in listen]
 
