@@ -39,8 +39,7 @@ class Rule(NamedTuple):
     why: str
 
 
-def _r(clone: str, trained: str, newborn: str, why: str) -> Rule:
-    return Rule(clone, trained, newborn, why)
+_r = Rule  # short: the tables below hold one a line
 
 
 _NEVER_RUNTIME = "the parent's runtime history; the child makes its own"
