@@ -23,7 +23,7 @@ from meshnode.home import init_home
 from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.identity.keys import NodeKey
-from meshnode.spawn import child_config, family, ports, seed
+from meshnode.spawn import autostart as units, child_config, family, launch, ports, seed
 from meshnode.spawn.invitation import check_invitation, make_invitation, record_invitation
 from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings, default_name
 from meshnode.spawn.parent import ParentSide
@@ -248,8 +248,6 @@ def _make_home(home: Path, work: Path, inv, raw: bytes, manifest: dict, name: st
            "parent": p["parent"], "invitation": p["id"], "expires": p["expires"],
            "listen": list(config.get("net", "listen")), "web_listen": config.get("web", "listen"),
            "seed": report.to_dict(), "autostart": {}, "started": False}
-    from meshnode.spawn import autostart as units, launch
-
     out["autostart"] = units.install(home, result.key.did, name, autostart)
     if start:
         try:
