@@ -61,9 +61,12 @@ def spawn(parent, kind: str) -> dict:
     if result.returncode != 0:
         return {"error": result.stderr.strip()[-500:], "seconds": round(seconds, 2)}
     r = json.loads(result.stdout)
-    copied = sum((r.get("seed") or {}).get("copied", {}).values())
+    seed = r.get("seed") or {}
+    copied = seed.get("copied", {}).get("containers", 0)  # the other counts are per class and table
+    seeding = seed.get("seconds") or 0.0
     return {"seconds": round(seconds, 2), "reachable_after_start_seconds": r["reachable_seconds"],
-            "copied": copied, "home": r["home"]}
+            "copied": copied, "seed_seconds": seeding,
+            "containers_per_second": round(copied / seeding) if copied and seeding else None, "home": r["home"]}
 
 
 def plain(root: Path, parent) -> dict:
@@ -109,10 +112,11 @@ def main() -> None:
         parent.stop()
         subprocess.run(["rm", "-rf", str(root)], check=False)
     print(f"parent: {args.containers} containers (filled in {fill_seconds:.1f} s)")
-    print(f"{'case':>16} {'seconds':>8} {'after start':>11} {'copied':>8}")
+    print(f"{'case':>16} {'seconds':>8} {'after start':>11} {'copied':>8} {'per second':>10}")
     for case, r in results.items():
         after = r.get("reachable_after_start_seconds", r.get("ready_seconds", "-"))
         print(f"{case:>16} {r['seconds']:>8} {after!s:>11} {r.get('copied', '-')!s:>8}"
+              f" {r.get('containers_per_second') or '-'!s:>10}"
               + (f"  error: {r['error']}" if "error" in r else ""))
     print(json.dumps({"bench": "spawn", "containers": args.containers, "fill_seconds": round(fill_seconds, 2),
                       "results": results}))
