@@ -7,6 +7,7 @@ Nothing else in meshnode touches libp2p internals.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import re
@@ -30,6 +31,67 @@ def enlarge_pubsub_queues(size: int = PUBSUB_QUEUE_SIZE) -> None:
     if not isinstance(pubsub_module.RpcQueue, functools.partial):
         pubsub_module.RpcQueue = functools.partial(RpcQueue, max_size=size)
     pubsub_module.SUBSCRIPTION_CHANNEL_SIZE = size
+
+
+IDONTWANT_BYTES = 1024  # go-libp2p's IDontWantMessageThreshold
+_PUBLISHED_BYTES: contextvars.ContextVar[int] = contextvars.ContextVar("published_bytes", default=0)
+
+
+def idontwant_only_for_large(gossipsub, threshold: int = IDONTWANT_BYTES) -> None:
+    """GossipSub 1.2's IDONTWANT saves a peer a large message it already has. py-libp2p 0.8.1 sends
+    one (an RPC of its own, carrying the signed peer record) to every mesh peer for every message
+    it forwards or publishes, whatever its size: an idle mesh's heartbeats (about 300 bytes) cost
+    each node D extra RPCs out and D in per heartbeat heard, more than the heartbeats themselves.
+    Send it only for messages of at least ``threshold`` bytes, as go-libp2p does. The size is
+    passed in a context variable: ``publish`` calls ``_emit_idontwant_for_message`` in the same
+    task. Patches this one GossipSub object (private API, verified against 0.8.1)."""
+    publish, emit = gossipsub.publish, gossipsub._emit_idontwant_for_message
+
+    async def publish_sized(msg_forwarder, pubsub_msg) -> None:
+        token = _PUBLISHED_BYTES.set(len(pubsub_msg.data))
+        try:
+            await publish(msg_forwarder, pubsub_msg)
+        finally:
+            _PUBLISHED_BYTES.reset(token)
+
+    async def emit_if_large(msg_id, topic_ids) -> None:
+        if _PUBLISHED_BYTES.get() >= threshold:
+            await emit(msg_id, topic_ids)
+
+    gossipsub.publish, gossipsub._emit_idontwant_for_message = publish_sized, emit_if_large
+
+
+SENDER_RECORDS_KEPT = 4096
+
+
+def verify_sender_records_once(kept: int = SENDER_RECORDS_KEPT) -> None:
+    """Every pubsub RPC carries its sender's signed peer record, and py-libp2p 0.8.1 verifies it
+    (an Ed25519 check) on each one, twice for an RPC with control messages (pubsub and gossipsub
+    both call ``maybe_consume_signed_record``): the same bytes from the same peer, again and
+    again. Verify a peer's record only when its bytes differ from the last ones that passed; the
+    same bytes give the same answer. At most ``kept`` peers are remembered. Patches the name in
+    both modules once (idempotent)."""
+    import libp2p.pubsub.gossipsub as gossipsub_module
+    import libp2p.pubsub.pubsub as pubsub_module
+
+    original = pubsub_module.maybe_consume_signed_record
+    if getattr(original, "verifies_once", False):
+        return
+    passed: dict = {}
+
+    def consume_once(msg, host, peer_id) -> bool:
+        if not msg.HasField("senderRecord") or passed.get(peer_id) == msg.senderRecord:
+            return True
+        ok = original(msg, host, peer_id)
+        if ok:
+            if len(passed) >= kept:
+                passed.clear()
+            passed[peer_id] = msg.senderRecord
+        return ok
+
+    consume_once.verifies_once = True
+    pubsub_module.maybe_consume_signed_record = consume_once
+    gossipsub_module.maybe_consume_signed_record = consume_once
 
 
 async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:

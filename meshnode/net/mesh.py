@@ -184,6 +184,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
 
         libp2p_fixes.route_libp2p_logging(logging.WARNING)
         libp2p_fixes.enlarge_pubsub_queues()
+        libp2p_fixes.verify_sender_records_once()
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
@@ -225,6 +226,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
+        libp2p_fixes.idontwant_only_for_large(gossipsub)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         try:
