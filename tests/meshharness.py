@@ -194,15 +194,20 @@ def nodes_on_hosts(count: int, root: Path, prepare=None):
         nodes = start_on_hosts(lab, root, prepare)
         yield lab, nodes
     except BaseException:
-        for node in nodes:  # what each node knew and said, for the failure's report
-            print(f"--- {node.name} ({node.did}) peers: {node.try_call('peers')}")
-            print(f"status: {node.try_call('status')}")
-            print("\n".join(node.drain(timeout=0.5)[-40:]))
+        report(nodes)
         raise
     finally:
         for node in nodes:
             node.kill()
         lab.close()
+
+
+def report(nodes: list) -> None:
+    """What each node knew and said, printed for a failed test's report."""
+    for node in nodes:
+        print(f"--- {node.name} ({node.did}) peers: {node.try_call('peers')}")
+        print(f"status: {node.try_call('status')}")
+        print("\n".join(node.drain(timeout=0.5)[-40:]))
 
 
 def start_on_hosts(lab, root: Path, prepare=None) -> list[Node]:

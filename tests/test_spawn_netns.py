@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import netns
-from meshharness import Node, metric, wait_until
+from meshharness import Node, metric, report, wait_until
 from meshnode.container.timefmt import parse_ms
 
 pytestmark = pytest.mark.netns
@@ -112,9 +112,7 @@ def test_a_child_on_another_host_joins_once_and_not_after_expiry(tmp_path):
         for node in nodes:
             assert node.stop() == 0
     except BaseException:
-        for node in nodes:
-            print(f"--- {node.name} ({node.did})")
-            print("\n".join(node.drain(timeout=0.5)[-40:]))
+        report(nodes)
         raise
     finally:
         for node in nodes:
