@@ -168,6 +168,7 @@ class Core:
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
         self._decided_at: dict[int, int] = {}
+        self._commits: dict[int, m.Message] = {}  # height -> our signed commit message (commit_message)
         for d in recent[-KEPT_COMMITS:]:  # decisions from the store: a restarted node answers catch-ups too
             if d.height < height:
                 self.decided[d.height] = d
@@ -420,6 +421,7 @@ class Core:
         self.h = _Height(decision.height + 1)
         self._loopback.clear()  # our votes of the decided height count no more
         self.decided.pop(decision.height - KEPT_COMMITS, None)  # keep recent commits for catch-up answers
+        self._commits.pop(decision.height - KEPT_COMMITS, None)
         for msg in self.future.pop(self.h.number, []):
             self._dispatch(msg)
         self._maybe_start()
@@ -441,11 +443,24 @@ class Core:
 
     def _answer_catchup(self, msg: m.Message, count: int = FUTURE_HEIGHTS) -> None:
         for height in range(msg.height, msg.height + count):
-            d = self.decided.get(height)
-            if d is None:
+            commit = self.commit_message(height)
+            if commit is None:
                 break
-            self._send(m.COMMIT, height, d.round, value_id=m.value_id(d.value), value=d.value,
-                       commit=tuple(p.encode() for p in d.precommits))
+            self._out.append(Broadcast(commit))
+
+    def commit_message(self, height: int) -> m.Message | None:
+        """The signed commit of a height this node decided and still keeps (its value and the
+        precommits that decided it), as catch-up answers carry it; None otherwise. Signing is
+        deterministic, so the message is made once per height and kept while the decision is."""
+        d = self.decided.get(height)
+        if d is None:
+            return None
+        made = self._commits.get(height)
+        if made is None:
+            made = self._commits[height] = m.sign(
+                self.key, m.COMMIT, self.committee.id, height, d.round, value_id=m.value_id(d.value), value=d.value,
+                commit=tuple(p.encode() for p in d.precommits))
+        return made
 
     def _ask_for_commits(self) -> None:
         """Once per height (again after a while): we are behind, who has the commits?"""
@@ -463,7 +478,7 @@ class Core:
         weight, seen = 0, set()
         for raw in msg.commit:
             try:
-                p = m.decode(raw)
+                p = m.decode_verified(raw)
             except m.MessageError:
                 return
             if (p.kind != m.PRECOMMIT or p.committee != self.committee.id or p.height != msg.height
@@ -472,7 +487,7 @@ class Core:
             seen.add(p.sender)
             weight += self.committee.weight(p.sender)
         if self.committee.quorum(weight) and self.valid(msg.value):
-            precommits = tuple(m.decode(raw) for raw in msg.commit)
+            precommits = tuple(m.decode_verified(raw) for raw in msg.commit)
             asked = self._asked
             self._record_decision(Decide(msg.height, msg.value, msg.round, precommits, from_commit=True))
             if asked is not None and msg.height >= asked[0] + FUTURE_HEIGHTS - 1 and self.h.number == msg.height + 1:
