@@ -18,8 +18,11 @@ class Adversaries:
         to each side for that side's value (or, for values not forked, once as sent and once
         for something else), so each side sees what it would need to commit its own value."""
         key = self.keys[i]
-        side_one = [j for j in self.audience if j != i and (j in self.side_one or j in self.byzantine)]
-        side_two = [j for j in self.audience if j != i and j not in self.side_one and j not in self.byzantine]
+        if not self.sides:  # the two sides, in the audience's order, drawn once
+            self.sides = ([j for j in self.audience if j in self.side_one or j in self.byzantine],
+                          [j for j in self.audience if j not in self.side_one and j not in self.byzantine])
+        side_one = [j for j in self.sides[0] if j != i]
+        side_two = self.sides[1]
         if msg.kind == m.PROPOSAL:
             value = msg.value + b" (forked)"
             twin = m.sign(key, m.PROPOSAL, msg.committee, msg.height, msg.round, value_id=m.value_id(value),

@@ -125,6 +125,8 @@ class ConsensusSim(Adversaries):
         self.honest = [i for i in self.validators if i not in self.byzantine]  # honest validators
         self.sybils = list(range(n, n + options.sybils))
         self.audience = self.validators  # who gets proposals and votes: the committee's topic
+        self._audience_set = frozenset(self.audience)
+        self.mesh = list(range(n))
         self.cores = [Core(k, self.committee, timeouts=options.timeouts) for k in self.keys[:n]]
         model = NetworkModel(options.latency_ms, options.jitter, options.loss, options.duplication)
         if options.partition:
@@ -155,6 +157,7 @@ class ConsensusSim(Adversaries):
         self._relayed: dict[int, dict[bytes, set[int]]] = {}
         self._reply_to: int | None = None  # the sender of the message being handled
         self.side_one = set(self.rng.sample(self.honest, len(self.honest) // 2))  # the equivocators' split
+        self.sides: tuple[list[int], list[int]] | None = None
         self.forks: dict[bytes, bytes] = {}  # value id -> the id of its forked twin, both ways
         self.fork_side: dict[bytes, int] = {}
         self.forgeries: dict[tuple[int, int], m.Message] = {}
@@ -226,6 +229,10 @@ class ConsensusSim(Adversaries):
         if holders is None:
             holders = box[msg.signature] = {i}
         send = self.net.send
+        if to is self.audience:  # a broadcast: the set difference runs in C (ints iterate in a fixed order)
+            missing = self._audience_set - holders
+            self.suppressed += len(to) - len(missing) - (i in self._audience_set and i in holders)
+            to = missing
         for r in to:
             if r in holders:
                 if r != i:
@@ -235,8 +242,17 @@ class ConsensusSim(Adversaries):
 
     def _gossip(self, i: int, msg: m.Message, exclude: int | None) -> None:
         """``msg`` from ``i`` to ``relay`` random nodes of the whole mesh."""
-        peers = self.rng.sample(range(self.o.nodes), min(self.o.relay + 1, self.o.nodes))
-        self._spread(i, msg, [p for p in peers if p != exclude][: self.o.relay])
+        self._spread(i, msg, [p for p in self._peers(self.mesh) if p != exclude])
+
+    def _peers(self, among: list[int]) -> list[int]:
+        """``relay`` distinct nodes drawn at random from ``among`` (two draws for the usual two,
+        much cheaper than ``random.sample``)."""
+        n, k = len(among), self.o.relay
+        if k != 2 or n < 2:
+            return self.rng.sample(among, min(k, n))
+        rnd = self.rng.random
+        a, b = int(rnd() * n), int(rnd() * (n - 1))
+        return [among[a], among[b + (b >= a)]]
 
     def _first_sighting(self, receiver: int, msg: m.Message) -> bool:
         box = self._relayed.setdefault(msg.height, {})
@@ -265,8 +281,7 @@ class ConsensusSim(Adversaries):
         core, kind = self.cores[receiver], payload.kind
         if kind in PROPOSE_AND_VOTE:
             if self.o.relay and not bad and self._first_sighting(receiver, payload):
-                peers = self.rng.sample(self.audience, min(self.o.relay, len(self.audience)))
-                self._spread(receiver, payload, [p for p in peers if p != sender])
+                self._spread(receiver, payload, [p for p in self._peers(self.audience) if p != sender])
         elif kind == m.REQUEST and self.clients and self.committee.weight(payload.sender) == 0:
             if not bad and self._first_sighting(receiver, payload):
                 self._gossip(receiver, payload, sender)  # a client's request: passed on through the mesh
@@ -338,23 +353,30 @@ class ConsensusSim(Adversaries):
         if not self.cores[i].is_validator:
             self.client_count[d.height] = self.client_count.get(d.height, 0) + 1
             self.client_lag.append(now - (first[0] if first else now))
-            while self.client_count.get(self.clients_done, 0) == len(self.clients):
-                self.clients_done += 1
+            if self.client_count[d.height] == len(self.clients) and d.height == self.clients_done:
+                while self.client_count.get(self.clients_done, 0) == len(self.clients):
+                    self.clients_done += 1
+                self._forget()
             return
         if d.height < self.o.heights and not d.from_commit and self.clients:
             # an honest validator that decided hands the signed commit to a few clients
             commit = self.cores[i].commit_message(d.height)
             self.sent_at_height[d.height] = self.sent_at_height.get(d.height, 0) + 1
-            self._spread(i, commit, self.rng.sample(self.clients, min(self.o.relay, len(self.clients))))
+            self._spread(i, commit, self._peers(self.clients))
         self.decided_count[d.height] = self.decided_count.get(d.height, 0) + 1
-        advanced = False
-        while self.decided_count.get(self.done, 0) == len(self.honest):
-            self.done += 1
-            advanced = True
-        if advanced:  # forget the transport's memory of heights every honest validator is past
-            for box in (self._holders, self._relayed):
-                for h in [h for h in box if h < self.done - KEPT_HEIGHTS]:
-                    del box[h]
+        if self.decided_count[d.height] == len(self.honest) and d.height == self.done:
+            while self.decided_count.get(self.done, 0) == len(self.honest):
+                self.done += 1
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the transport's memory of heights every honest node (validators and clients) is
+        past, but the last ``KEPT_HEIGHTS``: what is sent for those later is rare (a node far
+        behind), and then merely not deduplicated."""
+        below = min(self.done, self.clients_done) if self.clients else self.done
+        for box in (self._holders, self._relayed):
+            for h in [h for h in box if h < below - KEPT_HEIGHTS]:
+                del box[h]
 
     def _observe(self, did: str, evidence: Observed) -> None:
         self._scores[did] = apply(self._scores[did], evidence)

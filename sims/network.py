@@ -60,7 +60,7 @@ class Network:
         self.duplicated += copies - 1
         for _ in range(copies):
             delay = round(model.latency_ms * math.exp(rng.gauss(0.0, model.jitter)))
-            self.loop.after(delay if delay > 1 else 1, self.deliver, receiver, sender, payload)
+            self.loop.later(delay if delay > 1 else 1, self.deliver, (receiver, sender, payload))
         return True
 
     def broadcast(self, sender: int, payload: object, to: list[int] | None = None) -> None:

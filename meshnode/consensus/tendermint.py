@@ -309,12 +309,17 @@ class Core:
                     self._record(msg)
 
     def _rules(self) -> None:
+        # (the tallies are read through local names and quorums compared inline: this runs once
+        # for every message a validator counts, so it is the hot loop of a large committee)
         h, c = self.h, self.committee
         r = h.round
+        weight_of, any_weight = h.value_weight.get, h.any_weight.get
+        twice_total = 2 * c.total  # a quorum: 3 * weight > 2 * total (Committee.quorum)
         # decide: a proposal and a quorum of precommits for it, in any round
-        for rnd, proposals in list(h.proposals.items()):
-            for proposal in list(proposals.values()):
-                if c.quorum(self._weight(m.PRECOMMIT, rnd, proposal.value_id)) and self.valid(proposal.value):
+        for rnd, proposals in h.proposals.items():  # (no copies: a decision returns at once)
+            for proposal in proposals.values():
+                if 3 * weight_of((m.PRECOMMIT, rnd, proposal.value_id), 0) > twice_total \
+                        and self.valid(proposal.value):
                     self._decide(proposal.value, rnd)
                     return
         # a third of the weight is already in a later round: join it
@@ -333,26 +338,28 @@ class Core:
                 ok = self.valid(v) and (h.locked_round == -1 or h.locked_value == v)
                 h.step = PREVOTE_STEP
                 self._vote(m.PREVOTE, proposal.value_id if ok else None)
-            elif vr < r and c.quorum(self._weight(m.PREVOTE, vr, proposal.value_id)):
+            elif vr < r and 3 * weight_of((m.PREVOTE, vr, proposal.value_id), 0) > twice_total:
                 ok = self.valid(v) and (h.locked_round <= vr or h.locked_value == v)
                 h.step = PREVOTE_STEP
                 self._vote(m.PREVOTE, proposal.value_id if ok else None)
-        if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired and c.quorum(self._weight(m.PREVOTE, r)):
+        if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired \
+                and 3 * any_weight((m.PREVOTE, r), 0) > twice_total:
             h.fired.add(("prevote-any", r))
             self._schedule(PREVOTE_STEP)
         for proposal in proposals:
             if (h.step in (PREVOTE_STEP, PRECOMMIT_STEP) and ("lock", r) not in h.fired
-                    and c.quorum(self._weight(m.PREVOTE, r, proposal.value_id)) and self.valid(proposal.value)):
+                    and 3 * weight_of((m.PREVOTE, r, proposal.value_id), 0) > twice_total
+                    and self.valid(proposal.value)):
                 h.fired.add(("lock", r))
                 if h.step == PREVOTE_STEP:
                     h.locked_value, h.locked_round = proposal.value, r
                     h.step = PRECOMMIT_STEP
                     self._vote(m.PRECOMMIT, proposal.value_id)
                 h.valid_value, h.valid_round = proposal.value, r
-        if h.step == PREVOTE_STEP and c.quorum(self._weight(m.PREVOTE, r, None, nil=True)):
+        if h.step == PREVOTE_STEP and 3 * weight_of((m.PREVOTE, r, None), 0) > twice_total:
             h.step = PRECOMMIT_STEP
             self._vote(m.PRECOMMIT, None)
-        if ("precommit-any", r) not in h.fired and c.quorum(self._weight(m.PRECOMMIT, r)):
+        if ("precommit-any", r) not in h.fired and 3 * any_weight((m.PRECOMMIT, r), 0) > twice_total:
             h.fired.add(("precommit-any", r))
             self._schedule(PRECOMMIT_STEP)
 
