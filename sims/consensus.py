@@ -213,7 +213,16 @@ class ConsensusSim(Adversaries):
             return
         c = self.rng.choice(self.clients)  # a client's signed request, gossiped until validators take it
         request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0, value=value)
+        self._resubmit(c, request)
+
+    def _resubmit(self, c: int, request: m.Message) -> None:
+        """A client gossips its request again every ``resend_ms`` until a commit decides its value
+        (gossip from two peers can die out before it meets an honest validator)."""
+        if m.value_id(request.value) in self.cores[c].decided_ids:
+            return
         self._gossip(c, request, None)
+        if self.loop.now < self.o.max_time_ms:
+            self.loop.after(self.o.timeouts.resend_ms, self._resubmit, c, request)
 
     def _pull(self, c: int) -> None:
         self._apply(c, self.cores[c].join(self.loop.now))

@@ -169,6 +169,7 @@ class Core:
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
         self._decided_at: dict[int, int] = {}
         self._commits: dict[int, m.Message] = {}  # height -> our signed commit message (commit_message)
+        self._commit_raw: dict[int, tuple[bytes, ...]] = {}  # height -> the precommits' bytes of a commit we applied
         for d in recent[-KEPT_COMMITS:]:  # decisions from the store: a restarted node answers catch-ups too
             if d.height < height:
                 self.decided[d.height] = d
@@ -429,6 +430,7 @@ class Core:
         self._loopback.clear()  # our votes of the decided height count no more
         self.decided.pop(decision.height - KEPT_COMMITS, None)  # keep recent commits for catch-up answers
         self._commits.pop(decision.height - KEPT_COMMITS, None)
+        self._commit_raw.pop(decision.height - KEPT_COMMITS, None)
         for msg in self.future.pop(self.h.number, []):
             self._dispatch(msg)
         self._maybe_start()
@@ -466,7 +468,7 @@ class Core:
         if made is None:
             made = self._commits[height] = m.sign(
                 self.key, m.COMMIT, self.committee.id, height, d.round, value_id=m.value_id(d.value), value=d.value,
-                commit=tuple(p.encode() for p in d.precommits))
+                commit=self._commit_raw.pop(height, None) or tuple(p.encode() for p in d.precommits))
         return made
 
     def _ask_for_commits(self) -> None:
@@ -495,6 +497,7 @@ class Core:
             weight += self.committee.weight(p.sender)
         if self.committee.quorum(weight) and self.valid(msg.value):
             precommits = tuple(m.decode_verified(raw) for raw in msg.commit)
+            self._commit_raw[msg.height] = msg.commit  # passed on as received, not encoded again per node
             asked = self._asked
             self._record_decision(Decide(msg.height, msg.value, msg.round, precommits, from_commit=True))
             if asked is not None and msg.height >= asked[0] + FUTURE_HEIGHTS - 1 and self.h.number == msg.height + 1:
