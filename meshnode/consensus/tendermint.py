@@ -364,12 +364,6 @@ class Core:
             h.fired.add(("precommit-any", r))
             self._schedule(PRECOMMIT_STEP)
 
-    def _weight(self, kind: str, round_: int, value_id: bytes | None = None, nil: bool = False) -> int:
-        """Weight of ``kind`` votes in ``round_``: for ``value_id``, for nil, or (neither) for anything."""
-        if value_id is None and not nil:
-            return self.h.any_weight.get((kind, round_), 0)
-        return self.h.value_weight.get((kind, round_, value_id), 0)
-
     # --- steps ----------------------------------------------------------------------
 
     def _maybe_start(self) -> None:
