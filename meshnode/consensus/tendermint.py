@@ -276,8 +276,13 @@ class Core:
             if msg.sender != self.committee.proposer(h.number, msg.round):
                 return
             held = h.proposals.setdefault(msg.round, {})
-        else:
-            held = h.votes.setdefault((msg.kind, msg.round), {}).setdefault(msg.sender, {})
+        else:  # (get before setdefault: no new dicts for the many messages already held)
+            box = h.votes.get((msg.kind, msg.round))
+            if box is None:
+                box = h.votes[(msg.kind, msg.round)] = {}
+            held = box.get(msg.sender)
+            if held is None:
+                held = box[msg.sender] = {}
         if msg.value_id in held:
             return
         if held:
@@ -288,7 +293,9 @@ class Core:
         if msg.kind != m.PROPOSAL:
             key = (msg.kind, msg.round, msg.value_id)
             h.value_weight[key] = h.value_weight.get(key, 0) + weight
-        senders = h.seen_in_round.setdefault(msg.round, set())
+        senders = h.seen_in_round.get(msg.round)
+        if senders is None:
+            senders = h.seen_in_round[msg.round] = set()
         if msg.sender not in senders:
             senders.add(msg.sender)
             h.seen_weight[msg.round] = h.seen_weight.get(msg.round, 0) + weight
