@@ -1,6 +1,7 @@
 """``python -m sims <scenario> [options]``: run a simulated mesh and report.
 
     python -m sims consensus --nodes 64 --byzantine 0.3 --seed 1 --out sims-out
+    python -m sims consensus --nodes 1000 --committee 100 --byzantine 0.3 --out sims-out
     python -m sims reactor --agents 200 --hours 24 --seed 1 --out sims-out
 
 Prints a progress bar, then a summary table; with ``--out DIR`` writes plots
@@ -43,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="scenario", required=True, metavar="SCENARIO")
     p = sub.add_parser("consensus", help="a weighted BFT committee deciding a sequence of values")
-    p.add_argument("--nodes", type=int, default=16, help="validators (4 to 1000)")
-    p.add_argument("--byzantine", type=_share, default=0.0, help="share of validators that misbehave")
+    p.add_argument("--nodes", type=int, default=16, help="nodes in the mesh (4 to 1000)")
+    p.add_argument("--committee", type=int, help="validators among them, chosen by trust (default: all); "
+                                                 "the others are clients and gossip relays")
+    p.add_argument("--byzantine", type=_share, default=0.0, help="share of the committee that misbehaves")
     p.add_argument("--behaviour", choices=BEHAVIOURS, default="equivocate")
     p.add_argument("--sybils", type=int, default=0, help="identities with no trust, hence no weight")
     p.add_argument("--heights", type=int, default=20, help="decisions to reach")
@@ -63,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         return reactor.main(args, parser)
     if not 4 <= args.nodes <= 1000:
         parser.error("--nodes must be between 4 and 1000")
+    if args.committee is not None and not 4 <= args.committee <= args.nodes:
+        parser.error("--committee must be between 4 and --nodes")
     options = Options(nodes=args.nodes, byzantine=args.byzantine, behaviour=args.behaviour, sybils=args.sybils,
                       heights=args.heights, seed=args.seed, latency_ms=args.latency, jitter=args.jitter,
                       loss=args.loss, duplication=args.duplication, partition=args.partition,
-                      max_time_ms=args.max_time * 1000)
+                      max_time_ms=args.max_time * 1000, committee=args.committee)
     bar = None if args.quiet else ProgressBar()
     result = ConsensusSim(options, progress=bar).run()
     if bar:

@@ -1,17 +1,35 @@
-"""The consensus scenario: a weighted BFT committee of real ``tendermint.Core``s.
+"""The consensus scenario: a mesh of nodes around a weighted BFT committee of real ``tendermint.Core``s.
+
+The mesh has ``nodes`` nodes; ``committee`` of them (all by default) are
+validators, chosen by trust as the epochs choose them
+(``committee.weights_from_trust``: identities below the consensus floor get no
+weight). The others are clients and gossip relays: a client submits values
+(a signed request, gossiped until validators adopt it) and takes decisions
+only from signed commits, which its own core checks against the committee
+(a quorum of valid precommits); it passes each commit it accepted on to a
+few random peers and asks a few peers for commits it lacks every
+``client_pull_ms``.
 
 Honest validators run the core unchanged. Byzantine ones run it too (so their
 timing is plausible) but misbehave on the way out:
 
 * ``equivocate``: every proposal and vote goes out in two conflicting signed
-  versions, one to each half of the mesh;
+  versions, one to each half of the committee;
 * ``withhold``: nothing goes out at all;
-* ``spam``: everything goes out, plus junk and forged messages every 50 ms.
+* ``spam``: everything goes out, plus junk and forged messages every 50 ms
+  (with clients: also commits for a value only Byzantine precommits sign).
 
 Sybil identities (``--sybils``) are keys with no earned trust, hence no weight
 in the committee; they vote for random values on every height. The safety
-invariant — no two honest nodes commit different values at one height — is
-checked after every event; a violation stops the run and is reported.
+invariant — no two honest nodes (validators or clients) commit different
+values at one height — is checked at every decision, against the first one
+of that height, which is the same as checking after every event.
+
+Transport: links are reliable once a message arrives, as streams are: a node
+never sends a peer a message (the same signed bytes) that peer already has
+or has on the way, so the core's periodic resends reach only those that lost
+it (loss, partitions). A commit sent in answer to a message (a node behind,
+a catch-up request) goes back to its sender only.
 """
 
 from __future__ import annotations
@@ -22,21 +40,24 @@ import time
 from dataclasses import dataclass, field
 
 from meshnode.consensus import messages as m
-from meshnode.consensus.committee import Committee
+from meshnode.consensus.committee import Committee, weights_from_trust
 from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
 from meshnode.reputation import EQUIVOCATION, apply, evidence_ref, initial, score_at
 from meshnode.reputation import Evidence as Observed
+from sims.adversaries import Adversaries
 from sims.engine import Loop
 from sims.network import Network, NetworkModel, Partition
 
 BEHAVIOURS = ("equivocate", "withhold", "spam")
+PROPOSE_AND_VOTE = (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT)
+KEPT_HEIGHTS = 2  # per-height transport state kept for heights this far below the last one all decided
 
 
 @dataclass
 class Options:
     nodes: int = 16
-    byzantine: float = 0.0  # share of validators (and of weight: all weigh the same)
+    byzantine: float = 0.0  # share of the committee's validators (drawn at random)
     behaviour: str = "equivocate"
     sybils: int = 0
     heights: int = 10
@@ -49,6 +70,8 @@ class Options:
     relay: int = 2  # an honest node forwards each new proposal or vote to this many random peers (gossip)
     submit_every_ms: int = 100
     max_time_ms: int = 600_000
+    committee: int | None = None  # validators among the nodes (None: all, with equal weight)
+    client_pull_ms: int = 2000  # a client asks a few peers for commits it may lack this often
     timeouts: Timeouts = field(default_factory=lambda: Timeouts(propose_ms=300, prevote_ms=200, precommit_ms=200,
                                                                 delta_ms=200, resend_ms=1000,
                                                                 emergency_after_ms=20_000))
@@ -76,9 +99,16 @@ class Result:
     steps: int
     wall_seconds: float
     trust: list[tuple[int, float, float]] = field(default_factory=list)  # (time, honest mean, byzantine mean)
+    validators: int = 0
+    byzantine_weight: float = 0.0  # the Byzantine validators' share of the committee's weight
+    clients: int = 0
+    client_decisions: int = 0  # (client, height) pairs taken from a verified commit, heights up to decided
+    client_lag_ms: list[int] = field(default_factory=list)  # per client decision: after the first honest one
+    commits_refused: int = 0  # commits for a client's current height that its core did not accept
+    suppressed: int = 0  # sends not made: the peer already had those bytes
 
 
-class ConsensusSim:
+class ConsensusSim(Adversaries):
     def __init__(self, options: Options, progress=None):
         self.o = options
         self.rng = random.Random(options.seed)
@@ -86,35 +116,68 @@ class ConsensusSim:
         n = options.nodes
         self.keys = [NodeKey(hashlib.sha256(f"sim-{options.seed}-{i}".encode()).digest())
                      for i in range(n + options.sybils)]
-        self.committee = Committee.of({k.did: 1000 for k in self.keys[:n]})
-        bad = round(n * options.byzantine)
-        self.byzantine = set(self.rng.sample(range(n), bad))
-        self.honest = [i for i in range(n) if i not in self.byzantine]
+        self.committee = self._choose_committee()
+        self.validators = [i for i in range(n) if self.committee.weight(self.keys[i].did) > 0]
+        is_validator = set(self.validators)
+        self.clients = [i for i in range(n) if i not in is_validator]
+        bad = round(len(self.validators) * options.byzantine)
+        self.byzantine = set(self.rng.sample(self.validators, bad))
+        self.honest = [i for i in self.validators if i not in self.byzantine]  # honest validators
         self.sybils = list(range(n, n + options.sybils))
+        self.audience = self.validators  # who gets proposals and votes: the committee's topic
+        self._audience_set = frozenset(self.audience)
+        self.mesh = list(range(n))
         self.cores = [Core(k, self.committee, timeouts=options.timeouts) for k in self.keys[:n]]
         model = NetworkModel(options.latency_ms, options.jitter, options.loss, options.duplication)
         if options.partition:
-            half = set(self.honest[: len(self.honest) // 2]) | set(sorted(self.byzantine)[: bad // 2])
+            side = self.honest[: len(self.honest) // 2] + self.clients[: len(self.clients) // 2]
+            half = set(side) | set(sorted(self.byzantine)[: bad // 2])
             model.partitions.append(Partition(*options.partition, [half, set(range(len(self.keys))) - half]))
         self.net = Network(self.loop, self.rng, model, len(self.keys), self._deliver)
         self.progress = progress
         self.first_decision: dict[int, tuple[int, bytes, int]] = {}  # height -> (time, value, round)
-        self.decided_by: dict[int, set[int]] = {}
+        self.decided_count: dict[int, int] = {}  # height -> honest validators that decided it
+        self.client_count: dict[int, int] = {}  # height -> clients that took it from a commit
+        self.done = 0  # heights every honest validator decided
+        self.clients_done = 0  # heights every client took
+        self.client_lag: list[int] = []
         self.submitted: dict[bytes, int] = {}
         self.sent_at_height: dict[int, int] = {}
         self.exposed: set[str] = set()
-        self.emergencies = 0
-        self.rejected = 0
+        self.emergencies = self.rejected = self.refused = self.suppressed = 0
         self.violation: str | None = None
         self.trust_points: list[tuple[int, float, float]] = []
         # the honest nodes' view of the validators, by the real reputation model: consensus conduct
         # (a precommit in a decision) and equivocation (signed evidence), applied by every honest
         # node alike, so one view stands for all
-        self._scores = {k.did: initial(0) for k in self.keys[:n]}
-        self._seen: list[set[bytes]] = [set() for _ in range(n)]  # signatures each node has relayed
+        self._scores = {self.keys[i].did: initial(0) for i in self.validators}
+        # per height, the transport's memory: signature -> nodes that have (or will get) it, and
+        # signature -> nodes that relayed it; dropped once every honest validator is past the height
+        self._holders: dict[int, dict[bytes, set[int]]] = {}
+        self._relayed: dict[int, dict[bytes, set[int]]] = {}
+        self._reply_to: int | None = None  # the sender of the message being handled
         self.side_one = set(self.rng.sample(self.honest, len(self.honest) // 2))  # the equivocators' split
+        self.sides: tuple[list[int], list[int]] | None = None
         self.forks: dict[bytes, bytes] = {}  # value id -> the id of its forked twin, both ways
         self.fork_side: dict[bytes, int] = {}
+        self.forgeries: dict[tuple[int, int], m.Message] = {}
+
+    def _choose_committee(self) -> Committee:
+        """All nodes with equal weight; or, with ``committee`` K, K nodes drawn at random get earned
+        trust (above the consensus floor) and the rest trust below it, and the committee is what
+        the epochs' rule makes of that trust (``weights_from_trust``)."""
+        n, k = self.o.nodes, self.o.committee
+        if k is None or k >= n:
+            return Committee.of({key.did: 1000 for key in self.keys[:n]})
+        chosen = set(self.rng.sample(range(n), k))
+        trust = {self.keys[i].did: (self.rng.uniform(0.7, 0.9) if i in chosen else self.rng.uniform(0.1, 0.5))
+                 for i in range(n)}
+        trust.update({key.did: 0.5 for key in self.keys[n:]})  # Sybils: the prior, nothing earned
+        return Committee.of(weights_from_trust(trust))
+
+    @property
+    def byzantine_weight(self) -> float:
+        return sum(self.committee.weight(self.keys[i].did) for i in self.byzantine) / self.committee.total
 
     # --- running ---------------------------------------------------------------------
 
@@ -127,56 +190,128 @@ class ConsensusSim:
         if self.o.behaviour == "spam":
             for b in sorted(self.byzantine):
                 self.loop.at(self.rng.randrange(1, 50), self._spam, b)
+        for c in self.clients:
+            self.loop.at(self.rng.randrange(1, self.o.client_pull_ms), self._pull, c)
         self.loop.at(0, self._sample_trust)
-        last_shown = -1
-        while self.loop.step():
+        heights, limit, step, shown = self.o.heights, self.o.max_time_ms, self.loop.step, -1
+        while step():
             if self.violation:
                 break
-            done = self._done_heights()
-            if done >= self.o.heights or self.loop.now > self.o.max_time_ms:
+            if (self.done >= heights and (not self.clients or self.clients_done >= heights)) or self.loop.now > limit:
                 break
-            if self.progress and done != last_shown:
-                last_shown = done
-                self.progress(done, self.o.heights, self.loop.now)
+            if self.progress and self.done != shown:
+                shown = self.done
+                self.progress(shown, heights, self.loop.now)
         return self._result(time.perf_counter() - started)
 
-    def _done_heights(self) -> int:
-        count = 0
-        while len(self.decided_by.get(count, ())) == len(self.honest):
-            count += 1
-        return count
-
     def _submit(self, j: int) -> None:
-        i = self.rng.choice(self.honest)
         value = f"decision {j} (seed {self.o.seed})".encode()
         self.submitted[m.value_id(value)] = self.loop.now
-        self._apply(i, self.cores[i].submit(value, self.loop.now))
+        if not self.clients:
+            i = self.rng.choice(self.honest)
+            self._apply(i, self.cores[i].submit(value, self.loop.now))
+            return
+        c = self.rng.choice(self.clients)  # a client's signed request, gossiped until validators take it
+        request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0, value=value)
+        self._resubmit(c, request)
 
-    # --- messages --------------------------------------------------------------------
+    def _resubmit(self, c: int, request: m.Message) -> None:
+        """A client gossips its request again every ``resend_ms`` until a commit decides its value
+        (gossip from two peers can die out before it meets an honest validator)."""
+        if m.value_id(request.value) in self.cores[c].decided_ids:
+            return
+        self._gossip(c, request, None)
+        if self.loop.now < self.o.max_time_ms:
+            self.loop.after(self.o.timeouts.resend_ms, self._resubmit, c, request)
+
+    def _pull(self, c: int) -> None:
+        self._apply(c, self.cores[c].join(self.loop.now))
+        if self.loop.now < self.o.max_time_ms:
+            self.loop.after(self.o.client_pull_ms, self._pull, c)
+
+    # --- transport -------------------------------------------------------------------
+
+    def _spread(self, i: int, msg: m.Message, to) -> None:
+        """``msg`` from ``i`` to each of ``to`` that does not have it yet."""
+        box = self._holders.setdefault(msg.height, {})
+        holders = box.get(msg.signature)
+        if holders is None:
+            holders = box[msg.signature] = {i}
+        send = self.net.send
+        if to is self.audience:  # a broadcast: the set difference runs in C (ints iterate in a fixed order)
+            missing = self._audience_set - holders
+            self.suppressed += len(to) - len(missing) - (i in self._audience_set and i in holders)
+            to = missing
+        for r in to:
+            if r in holders:
+                if r != i:
+                    self.suppressed += 1
+            elif send(i, r, msg):
+                holders.add(r)
+
+    def _gossip(self, i: int, msg: m.Message, exclude: int | None) -> None:
+        """``msg`` from ``i`` to ``relay`` random nodes of the whole mesh."""
+        self._spread(i, msg, [p for p in self._peers(self.mesh) if p != exclude])
+
+    def _peers(self, among: list[int]) -> list[int]:
+        """``relay`` distinct nodes drawn at random from ``among`` (two draws for the usual two,
+        much cheaper than ``random.sample``)."""
+        n, k = len(among), self.o.relay
+        if k != 2 or n < 2:
+            return self.rng.sample(among, min(k, n))
+        rnd = self.rng.random
+        a, b = int(rnd() * n), int(rnd() * (n - 1))
+        return [among[a], among[b + (b >= a)]]
+
+    def _first_sighting(self, receiver: int, msg: m.Message) -> bool:
+        box = self._relayed.setdefault(msg.height, {})
+        relayed = box.get(msg.signature)
+        if relayed is None:
+            box[msg.signature] = {receiver}
+            return True
+        if receiver in relayed:
+            return False
+        relayed.add(receiver)
+        return True
 
     def _deliver(self, receiver: int, sender: int, payload) -> None:
-        if receiver in self.byzantine and self.o.behaviour == "withhold":
-            return
         if receiver >= len(self.cores):
             return  # Sybils only talk
+        bad = receiver in self.byzantine
+        if bad and self.o.behaviour == "withhold":
+            return
         if isinstance(payload, bytes):  # junk and forgeries travel as bytes: the real decoder judges them
             try:
                 payload = m.decode(payload)
             except m.MessageError:
-                if receiver not in self.byzantine:
+                if not bad:
                     self.rejected += 1
                 return
-        if (self.o.relay and receiver not in self.byzantine and payload.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT)
-                and payload.signature not in self._seen[receiver]):
-            self._seen[receiver].add(payload.signature)  # gossip: pass a first sighting on to a few peers
-            peers = self.rng.sample(range(len(self.cores)), min(self.o.relay, len(self.cores)))
-            self.net.broadcast(receiver, payload, [p for p in peers if p not in (receiver, sender)])
-        self._apply(receiver, self.cores[receiver].receive(payload, self.loop.now))
+        core, kind = self.cores[receiver], payload.kind
+        if kind in PROPOSE_AND_VOTE:
+            if self.o.relay and not bad and self._first_sighting(receiver, payload):
+                self._spread(receiver, payload, [p for p in self._peers(self.audience) if p != sender])
+        elif kind == m.REQUEST and self.clients and self.committee.weight(payload.sender) == 0:
+            if not bad and self._first_sighting(receiver, payload):
+                self._gossip(receiver, payload, sender)  # a client's request: passed on through the mesh
+            vid = m.value_id(payload.value)
+            if core.is_validator and not bad and vid not in core.pending and vid not in core.decided_ids:
+                self._apply(receiver, core.submit(payload.value, self.loop.now))  # a validator takes it up
+            return
+        self._reply_to = sender
+        actions = core.receive(payload, self.loop.now)
+        self._reply_to = None
+        if kind == m.COMMIT and not core.is_validator:
+            if any(isinstance(a, Decide) for a in actions):
+                self._gossip(receiver, payload, sender)  # a commit a client accepted: passed on
+            elif payload.height == core.height:
+                self.refused += 1  # a commit for the height the client waits for, and not a valid one
+        self._apply(receiver, actions, sender)
 
-    def _apply(self, i: int, actions: list) -> None:
+    def _apply(self, i: int, actions: list, sender: int | None = None) -> None:
         for a in actions:
             if isinstance(a, Broadcast):
-                self._publish(i, a.message)
+                self._publish(i, a.message, sender)
             elif isinstance(a, Schedule):
                 self.loop.at(a.at_ms, self._timer, i, a)
             elif isinstance(a, Decide):
@@ -192,76 +327,65 @@ class ConsensusSim:
     def _timer(self, i: int, s: Schedule) -> None:
         self._apply(i, self.cores[i].timeout(s.step, s.height, s.round, self.loop.now))
 
-    def _publish(self, i: int, msg: m.Message) -> None:
+    def _publish(self, i: int, msg: m.Message, sender: int | None = None) -> None:
         self.sent_at_height[msg.height] = self.sent_at_height.get(msg.height, 0) + 1
         if i in self.byzantine:
             if self.o.behaviour == "withhold":
                 return
-            if self.o.behaviour == "equivocate" and msg.kind in (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT):
+            if self.o.behaviour == "equivocate" and msg.kind in PROPOSE_AND_VOTE:
                 self._equivocate(i, msg)
                 return
-        self.net.broadcast(i, msg)
-
-    def _equivocate(self, i: int, msg: m.Message) -> None:
-        """The colluding equivocators' attack: the honest nodes are split into two fixed sides;
-        a Byzantine proposer proposes one value to each side, and every Byzantine vote goes
-        to each side for that side's value (or, for values not forked, once as sent and once
-        for something else), so each side sees what it would need to commit its own value."""
-        key, others = self.keys[i], [j for j in range(len(self.keys)) if j != i]
-        side_one = [j for j in others if j in self.side_one or j in self.byzantine]
-        side_two = [j for j in others if j not in self.side_one and j not in self.byzantine]
-        if msg.kind == m.PROPOSAL:
-            value = msg.value + b" (forked)"
-            twin = m.sign(key, m.PROPOSAL, msg.committee, msg.height, msg.round, value_id=m.value_id(value),
-                          valid_round=msg.valid_round, value=value)
-            self.forks[msg.value_id], self.forks[twin.value_id] = twin.value_id, msg.value_id
-            self.fork_side[msg.value_id], self.fork_side[twin.value_id] = 1, 2
-            self.net.broadcast(i, msg, side_one)
-            self.net.broadcast(i, twin, side_two)
-            return
-        partner = self.forks.get(msg.value_id)
-        if partner is None:
-            partner = None if msg.value_id is not None else hashlib.sha256(b"fork" + msg.signature).digest()
-        twin = m.sign(key, msg.kind, msg.committee, msg.height, msg.round, value_id=partner)
-        first, second = (msg, twin) if self.fork_side.get(msg.value_id, 1) == 1 else (twin, msg)
-        self.net.broadcast(i, first, side_one)
-        self.net.broadcast(i, second, side_two)
-
-    def _sybil_vote(self, s: int) -> None:
-        height = self._done_heights()
-        for kind in (m.PREVOTE, m.PRECOMMIT):
-            vote = m.sign(self.keys[s], kind, self.committee.id, height, 0,
-                          value_id=hashlib.sha256(self.rng.randbytes(8)).digest())
-            self.net.broadcast(s, vote)
-        if self.loop.now < self.o.max_time_ms:
-            self.loop.after(500, self._sybil_vote, s)
-
-    def _spam(self, b: int) -> None:
-        junk = [self.rng.randbytes(self.rng.randrange(1, 200))]
-        forged = m.sign(self.keys[b], m.PREVOTE, self.committee.id, self._done_heights(), 0)
-        victim = self.keys[self.rng.choice(self.honest)].did  # a vote that claims to be someone else's
-        junk.append(m.Message(forged.kind, forged.committee, forged.height, forged.round, victim,
-                              signature=forged.signature).encode())
-        for payload in junk:
-            self.net.broadcast(b, payload)
-        if self.loop.now < self.o.max_time_ms:
-            self.loop.after(50, self._spam, b)
+        if msg.kind == m.COMMIT and sender is not None:
+            self._spread(i, msg, (sender,))  # an answer: to the node that is behind or asked
+        elif msg.kind == m.CATCHUP and not self.cores[i].is_validator:
+            self._gossip(i, msg, None)  # a client asks a few peers
+        else:
+            self._spread(i, msg, self.audience)
 
     # --- checks and measures -----------------------------------------------------------
 
     def _decided(self, i: int, d: Decide) -> None:
+        """The safety check, at every decision of an honest node: the same value as the first
+        honest decision of that height (O(1), and nothing else can break safety)."""
         if i in self.byzantine:
             return
+        now = self.loop.now
         first = self.first_decision.get(d.height)
         if first is None:
-            self.first_decision[d.height] = (self.loop.now, d.value, d.round)
+            self.first_decision[d.height] = (now, d.value, d.round)
             for p in d.precommits:  # validators whose precommit made the decision: agreement evidence
                 if p.sender in self._scores:
-                    self._observe(p.sender, Observed("consensus_ok", self.loop.now, ref=f"height {d.height}"))
+                    self._observe(p.sender, Observed("consensus_ok", now, ref=f"height {d.height}"))
         elif first[1] != d.value:
             self.violation = (f"height {d.height}: node {i} committed {d.value[:40]!r}, another honest node "
                               f"{first[1][:40]!r}")
-        self.decided_by.setdefault(d.height, set()).add(i)
+        if not self.cores[i].is_validator:
+            self.client_count[d.height] = self.client_count.get(d.height, 0) + 1
+            self.client_lag.append(now - (first[0] if first else now))
+            if self.client_count[d.height] == len(self.clients) and d.height == self.clients_done:
+                while self.client_count.get(self.clients_done, 0) == len(self.clients):
+                    self.clients_done += 1
+                self._forget()
+            return
+        if d.height < self.o.heights and not d.from_commit and self.clients:
+            # an honest validator that decided hands the signed commit to a few clients
+            commit = self.cores[i].commit_message(d.height)
+            self.sent_at_height[d.height] = self.sent_at_height.get(d.height, 0) + 1
+            self._spread(i, commit, self._peers(self.clients))
+        self.decided_count[d.height] = self.decided_count.get(d.height, 0) + 1
+        if self.decided_count[d.height] == len(self.honest) and d.height == self.done:
+            while self.decided_count.get(self.done, 0) == len(self.honest):
+                self.done += 1
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the transport's memory of heights every honest node (validators and clients) is
+        past, but the last ``KEPT_HEIGHTS``: what is sent for those later is rare (a node far
+        behind), and then merely not deduplicated."""
+        below = min(self.done, self.clients_done) if self.clients else self.done
+        for box in (self._holders, self._relayed):
+            for h in [h for h in box if h < below - KEPT_HEIGHTS]:
+                del box[h]
 
     def _observe(self, did: str, evidence: Observed) -> None:
         self._scores[did] = apply(self._scores[did], evidence)
@@ -275,7 +399,7 @@ class ConsensusSim:
             self.loop.after(250, self._sample_trust)
 
     def _result(self, wall: float) -> Result:
-        heights = self._done_heights()
+        heights = min(self.done, self.o.heights)  # (a forked value may be decided too: one more height)
         latencies, previous = [], 0
         for h in range(heights):  # from when the height could start: its value submitted, the last one decided
             t, value, _ = self.first_decision[h]
@@ -287,4 +411,6 @@ class ConsensusSim:
             rounds_per_height=[self.first_decision[h][2] for h in range(heights)],
             evidence=len(self.exposed), emergencies=self.emergencies, sent=self.net.sent, dropped=self.net.dropped,
             rejected=self.rejected, sim_time_ms=self.loop.now, steps=self.loop.steps, wall_seconds=wall,
-            trust=self.trust_points)
+            trust=self.trust_points, validators=len(self.validators), byzantine_weight=self.byzantine_weight,
+            clients=len(self.clients), client_decisions=sum(self.client_count.get(h, 0) for h in range(heights)),
+            client_lag_ms=self.client_lag, commits_refused=self.refused, suppressed=self.suppressed)

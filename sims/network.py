@@ -44,17 +44,24 @@ class Network:
         self.deliver = deliver  # deliver(receiver, sender, payload)
         self.sent = self.dropped = self.duplicated = 0
 
-    def send(self, sender: int, receiver: int, payload: object) -> None:
+    def send(self, sender: int, receiver: int, payload: object) -> bool:
+        """One message on one link; True when it will arrive (at least once)."""
         self.sent += 1
-        now, model = self.loop.now, self.model
-        if any(p.separates(sender, receiver, now) for p in model.partitions) or self.rng.random() < model.loss:
+        model, rng = self.model, self.rng
+        if model.partitions:
+            now = self.loop.now
+            if any(p.separates(sender, receiver, now) for p in model.partitions):
+                self.dropped += 1
+                return False
+        if model.loss and rng.random() < model.loss:
             self.dropped += 1
-            return
-        copies = 2 if self.rng.random() < model.duplication else 1
+            return False
+        copies = 2 if model.duplication and rng.random() < model.duplication else 1
         self.duplicated += copies - 1
         for _ in range(copies):
-            delay = model.latency_ms * math.exp(self.rng.gauss(0.0, model.jitter))
-            self.loop.after(max(1, round(delay)), self.deliver, receiver, sender, payload)
+            delay = round(model.latency_ms * math.exp(rng.gauss(0.0, model.jitter)))
+            self.loop.later(delay if delay > 1 else 1, self.deliver, (receiver, sender, payload))
+        return True
 
     def broadcast(self, sender: int, payload: object, to: list[int] | None = None) -> None:
         for receiver in (range(self.size) if to is None else to):

@@ -40,18 +40,35 @@ def summary(r: Result) -> dict:
     o = r.options
     lat = r.latencies_ms or [0]
     rtt = 2 * o.latency_ms
+    decisions = max(r.decided_heights, 1)
+    lag = sorted(r.client_lag_ms) or [0]
     return {
-        "scenario": "consensus", "seed": o.seed, "nodes": o.nodes, "byzantine": round(o.nodes * o.byzantine),
+        "scenario": "consensus", "seed": o.seed, "nodes": o.nodes, "validators": r.validators,
+        "clients": r.clients, "byzantine": round(r.validators * o.byzantine),
+        "byzantine_weight": round(r.byzantine_weight, 3),
         "behaviour": o.behaviour if o.byzantine else "none", "sybils": o.sybils,
         "decisions": r.decided_heights, "asked": o.heights, "safe": r.safe, "violation": r.violation,
         "latency_p50_ms": statistics.median(lat), "latency_max_ms": max(lat),
         "latency_p50_rtt": round(statistics.median(lat) / rtt, 2),
-        "broadcasts_per_decision": round(sum(r.messages_per_height) / max(r.decided_heights, 1), 1),
-        "sends_per_decision": round(r.sent / max(r.decided_heights, 1), 1),
+        "client_decisions": r.client_decisions, "client_decisions_expected": r.clients * r.decided_heights,
+        "client_lag_p50_ms": lag[len(lag) // 2], "client_lag_max_ms": lag[-1],
+        "commits_refused": r.commits_refused,
+        "broadcasts_per_decision": round(sum(r.messages_per_height) / decisions, 1),
+        "sends_per_decision": round(r.sent / decisions, 1),
+        "sends_per_decision_per_node": round(r.sent / decisions / o.nodes, 1),
+        "sends_suppressed": r.suppressed,
         "rounds_max": max(r.rounds_per_height or [0]), "equivocators_exposed": r.evidence,
         "emergencies": r.emergencies, "rejected_inputs": r.rejected, "dropped": r.dropped,
         "sim_seconds": round(r.sim_time_ms / 1000, 2), "events": r.steps, "wall_seconds": round(r.wall_seconds, 2),
+        "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def table(rows: dict) -> str:

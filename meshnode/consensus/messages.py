@@ -136,6 +136,16 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     return message
 
 
+@lru_cache(maxsize=16384)
+def decode_verified(data: bytes) -> Message:
+    """``decode`` with the signature checked, remembered by the exact bytes: a commit's precommits
+    are the same bytes at every node and in every copy of the commit, so each is parsed and
+    verified once per process. Keyed by the whole encoding, so an altered copy (another sender,
+    value or signature) is a different key and is checked (and refused) on its own; errors are
+    not remembered."""
+    return decode(data)
+
+
 def verify_signature(message: Message) -> None:
     if not _signature_ok(message.sender, message.signed_bytes(), message.signature):
         raise MessageError("bad_signature", f"a {message.kind} not signed by its sender {message.sender[:60]}")

@@ -168,6 +168,8 @@ class Core:
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
         self._decided_at: dict[int, int] = {}
+        self._commits: dict[int, m.Message] = {}  # height -> our signed commit message (commit_message)
+        self._commit_raw: dict[int, tuple[bytes, ...]] = {}  # height -> the precommits' bytes of a commit we applied
         for d in recent[-KEPT_COMMITS:]:  # decisions from the store: a restarted node answers catch-ups too
             if d.height < height:
                 self.decided[d.height] = d
@@ -274,8 +276,13 @@ class Core:
             if msg.sender != self.committee.proposer(h.number, msg.round):
                 return
             held = h.proposals.setdefault(msg.round, {})
-        else:
-            held = h.votes.setdefault((msg.kind, msg.round), {}).setdefault(msg.sender, {})
+        else:  # (get before setdefault: no new dicts for the many messages already held)
+            box = h.votes.get((msg.kind, msg.round))
+            if box is None:
+                box = h.votes[(msg.kind, msg.round)] = {}
+            held = box.get(msg.sender)
+            if held is None:
+                held = box[msg.sender] = {}
         if msg.value_id in held:
             return
         if held:
@@ -286,7 +293,9 @@ class Core:
         if msg.kind != m.PROPOSAL:
             key = (msg.kind, msg.round, msg.value_id)
             h.value_weight[key] = h.value_weight.get(key, 0) + weight
-        senders = h.seen_in_round.setdefault(msg.round, set())
+        senders = h.seen_in_round.get(msg.round)
+        if senders is None:
+            senders = h.seen_in_round[msg.round] = set()
         if msg.sender not in senders:
             senders.add(msg.sender)
             h.seen_weight[msg.round] = h.seen_weight.get(msg.round, 0) + weight
@@ -308,12 +317,17 @@ class Core:
                     self._record(msg)
 
     def _rules(self) -> None:
+        # (the tallies are read through local names and quorums compared inline: this runs once
+        # for every message a validator counts, so it is the hot loop of a large committee)
         h, c = self.h, self.committee
         r = h.round
+        weight_of, any_weight = h.value_weight.get, h.any_weight.get
+        twice_total = 2 * c.total  # a quorum: 3 * weight > 2 * total (Committee.quorum)
         # decide: a proposal and a quorum of precommits for it, in any round
-        for rnd, proposals in list(h.proposals.items()):
-            for proposal in list(proposals.values()):
-                if c.quorum(self._weight(m.PRECOMMIT, rnd, proposal.value_id)) and self.valid(proposal.value):
+        for rnd, proposals in h.proposals.items():  # (no copies: a decision returns at once)
+            for proposal in proposals.values():
+                if 3 * weight_of((m.PRECOMMIT, rnd, proposal.value_id), 0) > twice_total \
+                        and self.valid(proposal.value):
                     self._decide(proposal.value, rnd)
                     return
         # a third of the weight is already in a later round: join it
@@ -332,34 +346,30 @@ class Core:
                 ok = self.valid(v) and (h.locked_round == -1 or h.locked_value == v)
                 h.step = PREVOTE_STEP
                 self._vote(m.PREVOTE, proposal.value_id if ok else None)
-            elif vr < r and c.quorum(self._weight(m.PREVOTE, vr, proposal.value_id)):
+            elif vr < r and 3 * weight_of((m.PREVOTE, vr, proposal.value_id), 0) > twice_total:
                 ok = self.valid(v) and (h.locked_round <= vr or h.locked_value == v)
                 h.step = PREVOTE_STEP
                 self._vote(m.PREVOTE, proposal.value_id if ok else None)
-        if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired and c.quorum(self._weight(m.PREVOTE, r)):
+        if h.step == PREVOTE_STEP and ("prevote-any", r) not in h.fired \
+                and 3 * any_weight((m.PREVOTE, r), 0) > twice_total:
             h.fired.add(("prevote-any", r))
             self._schedule(PREVOTE_STEP)
         for proposal in proposals:
             if (h.step in (PREVOTE_STEP, PRECOMMIT_STEP) and ("lock", r) not in h.fired
-                    and c.quorum(self._weight(m.PREVOTE, r, proposal.value_id)) and self.valid(proposal.value)):
+                    and 3 * weight_of((m.PREVOTE, r, proposal.value_id), 0) > twice_total
+                    and self.valid(proposal.value)):
                 h.fired.add(("lock", r))
                 if h.step == PREVOTE_STEP:
                     h.locked_value, h.locked_round = proposal.value, r
                     h.step = PRECOMMIT_STEP
                     self._vote(m.PRECOMMIT, proposal.value_id)
                 h.valid_value, h.valid_round = proposal.value, r
-        if h.step == PREVOTE_STEP and c.quorum(self._weight(m.PREVOTE, r, None, nil=True)):
+        if h.step == PREVOTE_STEP and 3 * weight_of((m.PREVOTE, r, None), 0) > twice_total:
             h.step = PRECOMMIT_STEP
             self._vote(m.PRECOMMIT, None)
-        if ("precommit-any", r) not in h.fired and c.quorum(self._weight(m.PRECOMMIT, r)):
+        if ("precommit-any", r) not in h.fired and 3 * any_weight((m.PRECOMMIT, r), 0) > twice_total:
             h.fired.add(("precommit-any", r))
             self._schedule(PRECOMMIT_STEP)
-
-    def _weight(self, kind: str, round_: int, value_id: bytes | None = None, nil: bool = False) -> int:
-        """Weight of ``kind`` votes in ``round_``: for ``value_id``, for nil, or (neither) for anything."""
-        if value_id is None and not nil:
-            return self.h.any_weight.get((kind, round_), 0)
-        return self.h.value_weight.get((kind, round_, value_id), 0)
 
     # --- steps ----------------------------------------------------------------------
 
@@ -420,6 +430,8 @@ class Core:
         self.h = _Height(decision.height + 1)
         self._loopback.clear()  # our votes of the decided height count no more
         self.decided.pop(decision.height - KEPT_COMMITS, None)  # keep recent commits for catch-up answers
+        self._commits.pop(decision.height - KEPT_COMMITS, None)
+        self._commit_raw.pop(decision.height - KEPT_COMMITS, None)
         for msg in self.future.pop(self.h.number, []):
             self._dispatch(msg)
         self._maybe_start()
@@ -441,11 +453,24 @@ class Core:
 
     def _answer_catchup(self, msg: m.Message, count: int = FUTURE_HEIGHTS) -> None:
         for height in range(msg.height, msg.height + count):
-            d = self.decided.get(height)
-            if d is None:
+            commit = self.commit_message(height)
+            if commit is None:
                 break
-            self._send(m.COMMIT, height, d.round, value_id=m.value_id(d.value), value=d.value,
-                       commit=tuple(p.encode() for p in d.precommits))
+            self._out.append(Broadcast(commit))
+
+    def commit_message(self, height: int) -> m.Message | None:
+        """The signed commit of a height this node decided and still keeps (its value and the
+        precommits that decided it), as catch-up answers carry it; None otherwise. Signing is
+        deterministic, so the message is made once per height and kept while the decision is."""
+        d = self.decided.get(height)
+        if d is None:
+            return None
+        made = self._commits.get(height)
+        if made is None:
+            made = self._commits[height] = m.sign(
+                self.key, m.COMMIT, self.committee.id, height, d.round, value_id=m.value_id(d.value), value=d.value,
+                commit=self._commit_raw.pop(height, None) or tuple(p.encode() for p in d.precommits))
+        return made
 
     def _ask_for_commits(self) -> None:
         """Once per height (again after a while): we are behind, who has the commits?"""
@@ -463,7 +488,7 @@ class Core:
         weight, seen = 0, set()
         for raw in msg.commit:
             try:
-                p = m.decode(raw)
+                p = m.decode_verified(raw)
             except m.MessageError:
                 return
             if (p.kind != m.PRECOMMIT or p.committee != self.committee.id or p.height != msg.height
@@ -472,7 +497,8 @@ class Core:
             seen.add(p.sender)
             weight += self.committee.weight(p.sender)
         if self.committee.quorum(weight) and self.valid(msg.value):
-            precommits = tuple(m.decode(raw) for raw in msg.commit)
+            precommits = tuple(m.decode_verified(raw) for raw in msg.commit)
+            self._commit_raw[msg.height] = msg.commit  # passed on as received, not encoded again per node
             asked = self._asked
             self._record_decision(Decide(msg.height, msg.value, msg.round, precommits, from_commit=True))
             if asked is not None and msg.height >= asked[0] + FUTURE_HEIGHTS - 1 and self.h.number == msg.height + 1:
