@@ -185,6 +185,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         libp2p_fixes.route_libp2p_logging(logging.WARNING)
         libp2p_fixes.enlarge_pubsub_queues()
         libp2p_fixes.verify_sender_records_once()
+        libp2p_fixes.cut_idle_cost()  # yamux credit in batches, own record bytes reused (issue 18)
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
