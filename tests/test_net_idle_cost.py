@@ -197,3 +197,21 @@ def test_app_scores_are_kept_until_the_trust_is_refreshed(monkeypatch):
     mesh._trust_now = {key.did: 1.0}  # a reputation round read the trust again
     assert mesh.app_score(peer) > low
     assert len(turned) == 2
+
+
+def test_dht_maintenance_is_due_on_changes_or_once_a_period():
+    from meshnode.net.announce import MaintenanceCadence
+
+    cadence = MaintenanceCadence(republish_ms=600_000, rng=lambda: 0.5)
+    table, content = frozenset({"a", "b"}), (("/ip4/127.0.0.1/tcp/1",), (), ())
+    assert cadence.due(0, table, content)  # never done
+    cadence.done(0, table, content)
+    idle_rounds = [t for t in range(30_000, 600_000, 30_000) if cadence.due(t, table, content)]
+    assert idle_rounds == []  # nothing changed: no DHT work for 10 minutes (it was every 30 s round)
+    assert cadence.due(600_000, table, content)  # then once again
+    assert cadence.due(30_000, table | {"c"}, content)  # a peer joined the routing table
+    assert cadence.due(30_000, frozenset({"a"}), content)  # one left
+    assert cadence.due(30_000, table, (("/ip4/10.0.0.1/tcp/1",), (), ()))  # new addresses
+    jittered = MaintenanceCadence(republish_ms=600_000, rng=lambda: 0.0)
+    jittered.done(0, table, content)
+    assert jittered.due(540_000, table, content) and not jittered.due(539_999, table, content)

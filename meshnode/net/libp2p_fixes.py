@@ -99,11 +99,16 @@ def verify_sender_records_once(kept: int = SENDER_RECORDS_KEPT) -> None:
 IDLE_FIXES_ENV = "MESHNODE_IDLE_FIXES"  # "0" switches off cut_idle_cost: bench/idle_cpu.py --ab only
 
 
+def idle_fixes_on() -> bool:
+    """False when the environment switches the idle-cost fixes off (``MESHNODE_IDLE_FIXES=0``)."""
+    return os.environ.get(IDLE_FIXES_ENV, "1") != "0"
+
+
 def cut_idle_cost() -> bool:
     """What an idle mesh costs per peer inside py-libp2p (issue 18), each fix below on its own.
     ``MESHNODE_IDLE_FIXES=0`` leaves them off, so that bench/idle_cpu.py measures before and
     after in one run. Returns whether they are on. Idempotent."""
-    if os.environ.get(IDLE_FIXES_ENV, "1") == "0":
+    if not idle_fixes_on():
         return False
     batch_yamux_window_updates()
     reuse_own_record_bytes()

@@ -31,9 +31,11 @@ from meshnode.metrics import Metrics
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.announce import (
     NAMESPACE,
+    MaintenanceCadence,
     RecordError,
     announce_addresses,
     interest_key,
+    jittered,
     make_announce,
     record_key,
     select_record,
@@ -144,6 +146,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._heartbeat_seq = 0
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
+        self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
@@ -284,17 +287,21 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                 delay = min(delay * 2, 60.0)
                 continue
             delay = 1.0
-            if self.host.get_connected_peers():
-                with trio.move_on_after(30):
-                    try:
-                        await self.dht.refresh_routing_table()
-                    except Exception as exc:  # peers come and go mid-refresh; the next round retries
-                        log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
-            await self._publish_announce()
+            table = frozenset(p.to_base58() for p in self.dht.routing_table.get_peer_ids())
+            content = (tuple(self.addresses()), tuple(self._agent_tags[0]), tuple(self._agent_tags[1]))
+            if self._cadence.due(self.clock(), table, content):  # issue 18: only on changes, or now and then
+                if self.host.get_connected_peers():
+                    with trio.move_on_after(30):
+                        try:
+                            await self.dht.refresh_routing_table()
+                        except Exception as exc:  # peers come and go mid-refresh; the next round retries
+                            log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
+                await self._publish_announce()
+                self._cadence.done(self.clock(), table, content)
             await self._learn_routing_table()
             self.metrics.inc("maintenance_rounds")
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
-            await trio.sleep(min(pause, self.config.maintenance_s))
+            await trio.sleep(jittered(min(pause, self.config.maintenance_s)))
             pause *= 2
 
     async def _dial_bootstrap(self) -> int:
