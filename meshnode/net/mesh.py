@@ -296,8 +296,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                             await self.dht.refresh_routing_table()
                         except Exception as exc:  # peers come and go mid-refresh; the next round retries
                             log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
-                await self._publish_announce()
-                self._cadence.done(self.clock(), table, content)
+                if await self._publish_announce():  # a failed put is tried again next round
+                    self._cadence.done(self.clock(), table, content)
             await self._learn_routing_table()
             self.metrics.inc("maintenance_rounds")
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
@@ -352,7 +352,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         return {"did": self.key.did, "interests": p.get("interests", []), "expertise": p.get("expertise", []),
                 "addresses": p.get("addresses", [])}
 
-    async def _publish_announce(self) -> None:
+    async def _publish_announce(self) -> bool:
         interests = [*self.config.interests, *self._agent_tags[0]]
         expertise = [*self.config.expertise, *self._agent_tags[1]]
         announce = make_announce(self.key, name=self.config.name, addresses=self.addresses(), now_ms=self.clock(),
@@ -367,6 +367,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         except Exception as exc:  # the DHT may have no peers yet; the next round retries
             log.info("announce not published yet: %s", exc)
             self.metrics.inc("announce_failed")
+            return False
+        return True
 
     async def _learn_routing_table(self) -> None:
         """Look up the announce of routing-table peers we have not looked up lately (agent_peers)."""
