@@ -13,7 +13,8 @@ everything. Pure: no I/O, time passed in.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+import random
+from typing import Callable, Sequence
 
 import multiaddr
 
@@ -114,3 +115,34 @@ def _dialable(addr: object, peer_id: str) -> bool:
     if not names:
         return False
     return names[-1] != "p2p" or str(parsed).rsplit("/", 1)[1] == peer_id
+
+
+REPUBLISH_MS = 10 * 60 * 1000  # py-libp2p refreshes its own routing table every 600 s too
+JITTER = 0.1  # +- this share of a period, so that nodes started together do not act together
+
+
+class MaintenanceCadence:
+    """When a maintenance round does the DHT work (a routing-table refresh, the announce put to
+    the closest peers and the interest tags provided): an idle mesh did it every round (30 s),
+    O(peers) streams per node per round for nothing new (issue 18). It is due when it was never
+    done, when the routing table or the announce's content changed since it was last done (the
+    mesh forming, a peer gone, new addresses or tags: O(changes)), and otherwise once per
+    ``republish_ms`` give or take ``JITTER``. Pure: time passed in."""
+
+    def __init__(self, republish_ms: int = REPUBLISH_MS, rng: Callable[[], float] = random.random):
+        self.republish_ms = republish_ms
+        self.rng = rng
+        self._done: tuple[frozenset, tuple] | None = None
+        self._next_ms = 0
+
+    def due(self, now_ms: int, table: frozenset, content: tuple) -> bool:
+        return self._done != (table, content) or now_ms >= self._next_ms
+
+    def done(self, now_ms: int, table: frozenset, content: tuple) -> None:
+        self._done = (table, content)
+        self._next_ms = now_ms + int(jittered(self.republish_ms, self.rng))
+
+
+def jittered(period: float, rng: Callable[[], float] = random.random) -> float:
+    """``period`` moved by up to +- JITTER of itself."""
+    return period * (1 - JITTER + 2 * JITTER * rng())

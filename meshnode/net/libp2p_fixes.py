@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
+import os
 import re
 import socket
+import time
 
 import multiaddr
 import trio
@@ -92,6 +94,95 @@ def verify_sender_records_once(kept: int = SENDER_RECORDS_KEPT) -> None:
     consume_once.verifies_once = True
     pubsub_module.maybe_consume_signed_record = consume_once
     gossipsub_module.maybe_consume_signed_record = consume_once
+
+
+IDLE_FIXES_ENV = "MESHNODE_IDLE_FIXES"  # "0" switches off cut_idle_cost: bench/idle_cpu.py --ab only
+
+
+def idle_fixes_on() -> bool:
+    """False when the environment switches the idle-cost fixes off (``MESHNODE_IDLE_FIXES=0``)."""
+    return os.environ.get(IDLE_FIXES_ENV, "1") != "0"
+
+
+def cut_idle_cost() -> bool:
+    """What an idle mesh costs per peer inside py-libp2p (issue 18), each fix below on its own.
+    ``MESHNODE_IDLE_FIXES=0`` leaves them off, so that bench/idle_cpu.py measures before and
+    after in one run. Returns whether they are on. Idempotent."""
+    if not idle_fixes_on():
+        return False
+    batch_yamux_window_updates()
+    reuse_own_record_bytes()
+    return True
+
+
+def batch_yamux_window_updates() -> None:
+    """py-libp2p 0.8.1's yamux gives credit back after every read of a small message: each pubsub
+    RPC read sends a WINDOW_UPDATE frame of its own (a Noise encryption, a socket write, a wakeup
+    on the other side), one frame back for each frame received on an idle mesh. Its
+    ``_auto_tune_and_send_window_update`` has go-yamux's half-window rule as its first branch but
+    falls through to per-read credit (``partial slack``, ``release on read``). Keep only
+    go-yamux's rule (``sendWindowUpdate``): credit ``target - (window + buffered)`` goes back once
+    it reaches half the target window (with py-libp2p's own auto-tuning of the target), so a
+    sender is never stopped while half its window is unused. Patches the class once."""
+    from libp2p.stream_muxer.yamux.yamux import YamuxStream
+
+    if getattr(YamuxStream._auto_tune_and_send_window_update, "batched", False):
+        return
+
+    async def credit_in_batches(self, *, bytes_read: int = 0) -> None:
+        async with self.window_lock:
+            buffered = len(self.conn.stream_buffers.get(self.stream_id, b""))
+            delta = self.target_recv_window - (self.recv_window + buffered)
+            if delta <= 0 or delta < self._grow_threshold():
+                return
+            credit = self._grow_to_delta(buffered) + self._apply_autotune_epoch(buffered)
+            self._pending_recv_release = 0
+        await self.send_window_update(credit, skip_lock=True)
+
+    credit_in_batches.batched, credit_in_batches.original = True, YamuxStream._auto_tune_and_send_window_update
+    YamuxStream._auto_tune_and_send_window_update = credit_in_batches
+
+
+OWN_RECORD_SECONDS = 5.0
+# modules that call env_to_send_in_RPC(host) by the name they imported (py-libp2p 0.8.1)
+_OWN_RECORD_USERS = ("libp2p.identity.identify.identify", "libp2p.pubsub.pubsub", "libp2p.pubsub.gossipsub",
+                     "libp2p.pubsub.floodsub", "libp2p.kad_dht.kad_dht", "libp2p.kad_dht.peer_routing",
+                     "libp2p.kad_dht.provider_store", "libp2p.kad_dht.value_store")
+
+
+def reuse_own_record_bytes(seconds: float = OWN_RECORD_SECONDS) -> None:
+    """Every pubsub RPC (and DHT message) carries the node's own signed peer record, and py-libp2p
+    0.8.1 builds it again for each one: ``env_to_send_in_RPC`` calls ``host.get_addrs()`` (new
+    Multiaddr objects, the addresses factory: here an interface scan) to see whether the cached
+    record is still current, then marshals the envelope again. Keep the bytes per host for
+    ``seconds``: an address change reaches peers at most that much later (listen addresses do not
+    change while a node runs; the record is re-signed when they do, as before). Patches the name
+    where each module imported it (idempotent)."""
+    import importlib
+    import weakref
+
+    import libp2p.peer.peerstore as peerstore_module
+
+    original = peerstore_module.env_to_send_in_RPC
+    if getattr(original, "reuses_bytes", False):
+        return
+    kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # host -> (until, envelope bytes)
+
+    def env_to_send(host) -> tuple[bytes, bool]:
+        now = time.monotonic()
+        hit = kept.get(host)
+        if hit is not None and now < hit[0]:
+            return hit[1], False
+        envelope, fresh = original(host)
+        kept[host] = (now + seconds, envelope)
+        return envelope, fresh
+
+    env_to_send.reuses_bytes = True
+    peerstore_module.env_to_send_in_RPC = env_to_send
+    for name in _OWN_RECORD_USERS:
+        module = importlib.import_module(name)
+        if getattr(module, "env_to_send_in_RPC", None) is original:
+            module.env_to_send_in_RPC = env_to_send
 
 
 async def prune_equivocation_forever(gossipsub, interval: float = 60.0) -> None:

@@ -31,9 +31,11 @@ from meshnode.metrics import Metrics
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.announce import (
     NAMESPACE,
+    MaintenanceCadence,
     RecordError,
     announce_addresses,
     interest_key,
+    jittered,
     make_announce,
     record_key,
     select_record,
@@ -144,6 +146,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._heartbeat_seq = 0
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
+        self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
@@ -185,6 +188,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         libp2p_fixes.route_libp2p_logging(logging.WARNING)
         libp2p_fixes.enlarge_pubsub_queues()
         libp2p_fixes.verify_sender_records_once()
+        libp2p_fixes.cut_idle_cost()  # yamux credit in batches, own record bytes reused (issue 18)
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
@@ -283,17 +287,21 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                 delay = min(delay * 2, 60.0)
                 continue
             delay = 1.0
-            if self.host.get_connected_peers():
-                with trio.move_on_after(30):
-                    try:
-                        await self.dht.refresh_routing_table()
-                    except Exception as exc:  # peers come and go mid-refresh; the next round retries
-                        log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
-            await self._publish_announce()
+            table = frozenset(p.to_base58() for p in self.dht.routing_table.get_peer_ids())
+            content = (tuple(self.addresses()), tuple(self._agent_tags[0]), tuple(self._agent_tags[1]))
+            if self._cadence.due(self.clock(), table, content):  # issue 18: only on changes, or now and then
+                if self.host.get_connected_peers():
+                    with trio.move_on_after(30):
+                        try:
+                            await self.dht.refresh_routing_table()
+                        except Exception as exc:  # peers come and go mid-refresh; the next round retries
+                            log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
+                if await self._publish_announce():  # a failed put is tried again next round
+                    self._cadence.done(self.clock(), table, content)
             await self._learn_routing_table()
             self.metrics.inc("maintenance_rounds")
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
-            await trio.sleep(min(pause, self.config.maintenance_s))
+            await trio.sleep(jittered(min(pause, self.config.maintenance_s)))
             pause *= 2
 
     async def _dial_bootstrap(self) -> int:
@@ -344,7 +352,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         return {"did": self.key.did, "interests": p.get("interests", []), "expertise": p.get("expertise", []),
                 "addresses": p.get("addresses", [])}
 
-    async def _publish_announce(self) -> None:
+    async def _publish_announce(self) -> bool:
         interests = [*self.config.interests, *self._agent_tags[0]]
         expertise = [*self.config.expertise, *self._agent_tags[1]]
         announce = make_announce(self.key, name=self.config.name, addresses=self.addresses(), now_ms=self.clock(),
@@ -359,6 +367,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         except Exception as exc:  # the DHT may have no peers yet; the next round retries
             log.info("announce not published yet: %s", exc)
             self.metrics.inc("announce_failed")
+            return False
+        return True
 
     async def _learn_routing_table(self) -> None:
         """Look up the announce of routing-table peers we have not looked up lately (agent_peers)."""

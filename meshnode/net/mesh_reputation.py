@@ -30,10 +30,12 @@ log = logging.getLogger("meshnode.reputation")
 
 SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour
 SESSIONS_KEPT = PeerLimits().max_peers  # as many peers as standing remembers; the least recent forgotten first
+APP_SCORES_KEPT = 4096  # app scores kept between trust refreshes (cleared when full)
 
 
 class ReputationMixin:
     _trust_now: dict[str, float] = {}
+    _app_scores: tuple[dict, dict] | None = None  # (the _trust_now they were read from, peer id -> app score)
     _sessions_credited: BoundedLRU[int] | None = None  # DID -> when a session last counted (bounded: free ids)
     trust_policy: publishing.PublishPolicy = publishing.DEFAULT_POLICY  # which statements are signed, how many
 
@@ -50,12 +52,24 @@ class ReputationMixin:
             self.standing.record_valid(did, now)
 
     def app_score(self, peer_id) -> float:
-        """GossipSub p6: a peer's trust as a score (``reputation.gossip_app_score``)."""
-        try:
-            did = peer_id_to_did(peer_id.to_base58())
-        except MeshnodeError:
-            return 0.0
-        return gossip_app_score(self._trust_now.get(did, DEFAULT_TRUST))
+        """GossipSub p6: a peer's trust as a score (``reputation.gossip_app_score``). GossipSub asks
+        for every mesh peer on every publish and forward (issue 18: 3 % of an idle node with 12
+        peers, mostly turning the peer id into a DID): answers are kept until the trust is
+        refreshed (a new ``_trust_now``), for at most APP_SCORES_KEPT peers."""
+        kept = self._app_scores
+        if kept is None or kept[0] is not self._trust_now:
+            kept = self._app_scores = (self._trust_now, {})
+        score = kept[1].get(peer_id)
+        if score is None:
+            try:
+                did = peer_id_to_did(peer_id.to_base58())
+            except MeshnodeError:
+                did = None
+            score = 0.0 if did is None else gossip_app_score(self._trust_now.get(did, DEFAULT_TRUST))
+            if len(kept[1]) >= APP_SCORES_KEPT:
+                kept[1].clear()
+            kept[1][peer_id] = score
+        return score
 
     async def reputation_round(self) -> dict:
         """One pass of the reputation work; returns what it did."""
