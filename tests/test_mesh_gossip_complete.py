@@ -110,6 +110,14 @@ def test_twenty_processes_get_every_public_note(tmp_path):
     assert figures["by_gossip"] + figures["by_sync"] == figures["expected"] and not figures["unaccounted"], figures
 
 
+@pytest.mark.soak
+def test_fifty_processes_get_every_public_note(tmp_path):
+    figures = spread(tmp_path, 50, deadline_s=180.0)
+    print(json.dumps(figures))
+    assert figures["delivered"] == figures["expected"], figures
+    assert figures["by_gossip"] + figures["by_sync"] == figures["expected"] and not figures["unaccounted"], figures
+
+
 def test_public_notes_gossip_missed_come_by_sync_and_are_accounted_for(tmp_path):
     """The safety net: a node that was not there when notes were gossiped, and whose gossip relay
     rate for their (unknown) author lets one through, gets them all from a peer that holds them
