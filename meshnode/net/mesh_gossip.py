@@ -140,8 +140,9 @@ class GossipMixin:
         async for c in self._from_others(subscription):
             new = (await self._store_from_peer(c, c.sender_did, "gossip")).new
             self.metrics.inc("containers_received", via="gossip")
-            if new:
-                self.metrics.inc("gossip_delivered", cls=c.cls)  # a valid container its author published is reputation evidence (once per container)
+            # new here, or already held (sync can win the race when gossip is slow): every arrival counted
+            self.metrics.inc("gossip_delivered" if new else "gossip_already_held", cls=c.cls)
+            if new:  # a valid container its author published is reputation evidence (once per container)
                 self.standing.record_valid(c.sender_did, self.clock())
 
     # --- heartbeats and liveness ------------------------------------------------
