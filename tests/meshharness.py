@@ -356,3 +356,42 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) 
     line = figures.pop("result")
     assert line.strip(), f"flood_peer {mode} printed no summary: {err[-2000:]}"
     return {**figures, "attacker": json.loads(line)}
+
+
+# --- many nodes at once (tests/test_mesh_gossip_complete.py) ---------------------------
+
+def quick_node(root: Path, name: str, env: dict[str, str] | None = None) -> Node:
+    """A Node whose home is initialised in this process (``home.init_home``) instead of by a
+    ``meshnode init`` process: the same home, without a second interpreter start per node."""
+    from meshnode.home import init_home
+
+    node = Node.__new__(Node)
+    node.name, node.home, node.wrapper = name, root / name, []
+    node.env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
+    node.env.update({"HOME": str(root), "MESHNODE_NET_LISTEN": "/ip4/127.0.0.1/tcp/0",
+                     "MESHNODE_WEB_LISTEN": "127.0.0.1:0", **FAST_NET, **(env or {})})
+    node.proc, node.lines, node.output = None, queue.Queue(), []
+    node.peer_id, node.addresses, node.web_url = None, [], None
+    _, result = init_home(node.home, name=name, passphrase=None, exist_ok=False)
+    node.did = result.key.did
+    return node
+
+
+def start_all(nodes: list[Node], timeout: float = 60.0, links: int = 4, seed: int = 0) -> None:
+    """Start ``nodes`` a few at a time (threads; the processes are what is slow), each bootstrapping
+    from ``links`` nodes started before it, chosen at random (``seed``): a connected mesh whose
+    formation does not wait on discovery. Returns when every one printed "ready"."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(seed)
+    nodes[0].start(timeout)
+    up = [nodes[0]]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for i in range(1, len(nodes), 4):
+            wave = nodes[i:i + 4]
+            for node in wave:
+                node.set_bootstrap(*rng.sample(up, min(links, len(up))))
+            for future in [pool.submit(node.start, timeout) for node in wave]:
+                future.result()
+            up += wave

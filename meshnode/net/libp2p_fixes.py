@@ -438,3 +438,66 @@ def local_ipv4s() -> list[str]:
     if "127.0.0.1" not in found:
         found.insert(0, "127.0.0.1")
     return sorted(set(found), key=lambda a: (a.startswith("127."), a))
+
+
+# ---- scale-gossip ----
+
+def count_gossip_drops(pubsub, gossipsub, count) -> None:
+    """py-libp2p 0.8.1 drops gossip in several places with at most a log line (and most at DEBUG):
+    a full per-peer send queue (``_handle_dropped_rpc``: the message never leaves), its per-topic
+    spam limit, the peer-score publish gate, a full subscription channel (the message is relayed
+    but never handed to the application), the IWANT/IHAVE rate limits (a request goes unanswered)
+    and a validation that timed out (5 s, including the wait for one of its 10 validator slots).
+    Report each as ``count(reason, n)``: meshnode counts them as ``gossip_dropped{reason}``.
+    Patches these two objects (private API, verified against 0.8.1); apply it before the other
+    push_msg wrappers so that it sees pubsub's cached validation result before they forget it."""
+    handle_dropped = gossipsub._handle_dropped_rpc
+
+    def handle_dropped_counted(peer_id, rpc, reason: str) -> None:
+        if len(rpc.publish):
+            count("send_queue_full" if reason == "queue_full" else reason, len(rpc.publish))
+        handle_dropped(peer_id, rpc, reason)
+
+    gossipsub._handle_dropped_rpc = handle_dropped_counted
+    _count_when_false(gossipsub, "_check_spam_protection", count, "spam_rate")
+    _count_when_false(gossipsub, "_check_iwant_rate_limit", count, "iwant_rate")
+    _count_when_false(gossipsub, "_check_ihave_rate_limit", count, "ihave_rate")
+    if getattr(gossipsub, "scorer", None) is not None:
+        _count_when_false(gossipsub.scorer, "allow_publish", count, "score_gate")
+    notify = pubsub.notify_subscriptions
+
+    def notify_counted(msg) -> None:
+        for topic in msg.topicIDs:
+            channel = pubsub.subscribed_topics_send.get(topic) if topic in pubsub.topic_ids else None
+            if channel is not None:
+                stats = channel.statistics()
+                if stats.current_buffer_used >= stats.max_buffer_size:
+                    count("subscription_full", 1)
+        notify(msg)
+
+    pubsub.notify_subscriptions = notify_counted
+    push_msg = pubsub.push_msg
+
+    async def push_msg_counted(forwarder, msg) -> None:
+        seen = pubsub._is_msg_seen(msg)
+        await push_msg(forwarder, msg)
+        if not seen and not pubsub._is_msg_seen(msg):
+            cached = pubsub.validation_cache.cache.get(pubsub._msg_id_constructor(msg))  # a peek
+            if cached is not None and not cached.is_valid and cached.error_message == "Validation timeout":
+                count("validation_timeout", 1)
+
+    pubsub.push_msg = push_msg_counted
+
+
+def _count_when_false(obj, name: str, count, reason: str) -> None:
+    check = getattr(obj, name, None)
+    if check is None:
+        return
+
+    def counted(*args, **kwargs):
+        ok = check(*args, **kwargs)
+        if not ok:
+            count(reason, 1)
+        return ok
+
+    setattr(obj, name, counted)

@@ -228,6 +228,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
+        libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
         libp2p_fixes.idontwant_only_for_large(gossipsub)

@@ -83,6 +83,10 @@ class GossipMixin:
             self._ignored.add(message_key(message))
         return False
 
+    def _gossip_dropped(self, reason: str, n: int = 1) -> None:
+        """Gossip py-libp2p dropped on its own (``libp2p_fixes.count_gossip_drops``)."""
+        self.metrics.inc("gossip_dropped", n, reason=reason)
+
     def _was_ignored(self, message) -> bool:
         key = message_key(message)
         if key in self._ignored:
@@ -136,6 +140,8 @@ class GossipMixin:
         async for c in self._from_others(subscription):
             new = (await self._store_from_peer(c, c.sender_did, "gossip")).new
             self.metrics.inc("containers_received", via="gossip")
+            # new here, or already held (sync can win the race when gossip is slow): every arrival counted
+            self.metrics.inc("gossip_delivered" if new else "gossip_already_held", cls=c.cls)
             if new:  # a valid container its author published is reputation evidence (once per container)
                 self.standing.record_valid(c.sender_did, self.clock())
 
