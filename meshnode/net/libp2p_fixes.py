@@ -347,3 +347,23 @@ def local_ipv4s() -> list[str]:
     if "127.0.0.1" not in found:
         found.insert(0, "127.0.0.1")
     return sorted(set(found), key=lambda a: (a.startswith("127."), a))
+
+
+# ---- scale-formation ----
+
+DHT_HOP_SECONDS = 3.0
+
+
+def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
+    """Every Kad-DHT query to one peer (FIND_NODE in a walk, GET_VALUE, PUT_VALUE, providers) may
+    take py-libp2p 0.8.1's QUERY_TIMEOUT, 10 s, and a walk waits for its slowest peer before the
+    next round: one stalled or vanished peer made a lookup take 10 s or more per round. A hop on a
+    reachable peer answers in milliseconds (4 hops ~ 240 ms measured), so give each one ``seconds``
+    (the whole lookup is bounded by its caller). Sets the module constant where each module reads
+    it (idempotent)."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+    import libp2p.kad_dht.peer_routing as peer_routing_module
+    import libp2p.kad_dht.provider_store as provider_store_module
+
+    for module in (kad_dht_module, peer_routing_module, provider_store_module):
+        module.QUERY_TIMEOUT = seconds
