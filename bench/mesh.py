@@ -234,6 +234,10 @@ def formation_figures(nodes: int, finds: int) -> dict:
         out["find_by_did_failed"] = len(failed)
         if failed:
             out["find_by_did_failures"] = dict(list(failed.items())[:5])
+        from meshharness import metric
+
+        for via in ("cache", "connected", "walk"):  # where the nodes' announce lookups were answered
+            out[f"announce_lookups_{via}"] = sum(metric(n, "announce_lookups", via=via) for n in mesh)
         from meshnode.identity.keys import NodeKey
 
         absent = NodeKey.generate().did

@@ -416,6 +416,8 @@ def find_all(node: Node, targets: list[Node], timeout: float = 30.0) -> tuple[di
             continue
         if answer.get("peer_id") == target.peer_id and answer.get("connected"):
             found[target.did] = (time.perf_counter() - started) * 1000
+            if found[target.did] > 1000 and os.environ.get("MESHBENCH_SLOW"):  # where a slow find spent it
+                print(f"slow find {node.name}->{target.name}: {found[target.did]:.0f} ms, node says {answer}")
         else:
             failed[target.did] = f"wrong answer {answer!r}"
     return found, failed

@@ -367,3 +367,42 @@ def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
 
     for module in (kad_dht_module, peer_routing_module, provider_store_module):
         module.QUERY_TIMEOUT = seconds
+
+
+async def get_value_from_peers(dht, key: str, peers: list, enough: int = 3) -> list[bytes]:
+    """Ask ``peers`` (e.g. the connected ones) for the DHT record under ``key``, all at once, and
+    return the valid values received once ``enough`` have come or every peer has answered (each
+    within the hop timeout). KadDHT.get_value() always starts with a whole FIND_NODE walk and, with
+    quorum 0, asks every peer it meets and writes the record back to those without it before it
+    answers; in a small mesh the peers already connected hold the record (the owner put it to its
+    K closest). Private API (``ValueStore._get_from_peer``), verified against 0.8.1."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+
+    raw = key.encode("utf-8")
+    values: list[bytes] = []
+    done = trio.Event()
+    pending = len(peers)
+
+    async def ask(peer) -> None:
+        nonlocal pending
+        try:
+            with trio.move_on_after(kad_dht_module.QUERY_TIMEOUT):
+                record = await dht.value_store._get_from_peer(peer, raw, return_record=True)
+                if record is not None:
+                    dht.validator.validate(key, record.value)
+                    values.append(record.value)
+        except Exception as exc:  # a peer without the record, gone, or with an invalid one: not counted
+            log.debug("value query to %s failed: %s", peer, exc)
+        finally:
+            pending -= 1
+            if pending == 0 or len(values) >= enough:
+                done.set()
+
+    if not peers:
+        return []
+    async with trio.open_nursery() as nursery:
+        for peer in peers:
+            nursery.start_soon(ask, peer)
+        await done.wait()
+        nursery.cancel_scope.cancel()
+    return values

@@ -16,7 +16,8 @@ Now:
   its own) is kept in ``AnnounceCache`` with when it was last seen. The owner
   puts it again every maintenance round, to the K closest peers, so a copy seen
   within ``fresh_s`` is as good as a walk; ``find`` answers from it and dials.
-* A walk, when needed, stops at ``LOOKUP_QUORUM`` valid answers, each hop has
+* Else the connected peers are asked at once (one round trip), and only when
+  none has it is there a walk, which stops at ``LOOKUP_QUORUM`` valid answers; each hop has
   its own timeout (``libp2p_fixes.dht_hop_timeout``) and the whole lookup
   ``LOOKUP_TIMEOUT``: an absent DID is ``not_found`` within a bounded time.
 * Bootstrap peers are dialled all at once; the routing table's announces are
@@ -45,6 +46,7 @@ ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
 LOOKUP_TIMEOUT = 8.0  # a whole find: walk, then find-peer walk, then dial
 LOOKUP_QUORUM = 3  # valid answers a walk waits for (py-libp2p's 0 asks every peer it meets)
 LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
+ASKED_AT_ONCE = 20  # connected peers asked for a record before a walk (K, a bucket's size)
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
 
@@ -56,6 +58,7 @@ class AnnounceCache:
     def __init__(self, fresh_s: float = ANNOUNCE_FRESH_S, kept: int = ANNOUNCES_KEPT):
         self.fresh_s, self.kept = fresh_s, kept
         self._by_did: dict[str, tuple[Container, float]] = {}
+        self._recorded: dict[str, str] = {}
 
     def heard(self, c: Container, now: float) -> None:
         held = self._by_did.get(c.sender_did)
@@ -65,6 +68,15 @@ class AnnounceCache:
         if len(self._by_did) >= self.kept:
             del self._by_did[next(iter(self._by_did))]
         self._by_did[c.sender_did] = (c, now)
+
+    def recorded(self, did: str) -> str | None:
+        """The container DID of ``did``'s announce last written to the peers table."""
+        return self._recorded.get(did)
+
+    def record(self, did: str, announce_did: str) -> None:
+        if len(self._recorded) >= self.kept:
+            self._recorded.clear()  # written again on the next lookup: a bound, not a loss
+        self._recorded[did] = announce_did
 
     def fresh(self, did: str, now: float) -> Container | None:
         held = self._by_did.get(did)
@@ -144,21 +156,34 @@ class LookupMixin:
         """The newest announce of ``did``: a copy seen in the last ``fresh_s`` (``cached``), else from
         the DHT (not from the local store alone). NetError not_found within LOOKUP_TIMEOUT."""
         announce = self.announces.fresh(did, time.monotonic()) if cached else None
-        if announce is None:
+        if announce is not None:
+            self.metrics.inc("announce_lookups", via="cache")
+        else:
             announce = await self._walk_for_announce(did)
-        await self.store.write(upsert_peer, did, peer_id=did_to_peer_id(did), now_ms=self.clock(),
-                               source="discovery", name=announce.payload["name"],
-                               addresses=announce_addresses(announce), announce_did=announce.did,
-                               interests=announce.payload.get("interests", []))
+        if self.announces.recorded(did) != announce.did:  # the peers table holds an older one, or none
+            await self.store.write(upsert_peer, did, peer_id=did_to_peer_id(did), now_ms=self.clock(),
+                                   source="discovery", name=announce.payload["name"],
+                                   addresses=announce_addresses(announce), announce_did=announce.did,
+                                   interests=announce.payload.get("interests", []))
+            self.announces.record(did, announce.did)
         return announce
 
     async def _walk_for_announce(self, did: str) -> Container:
         key = record_key(did)
         if did != self.key.did:
             self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        value = None
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
-                value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
+                # the connected peers first (one round trip; in a small mesh they hold it), then a walk
+                connected = list(self.host.get_connected_peers())[:ASKED_AT_ONCE]
+                values = await libp2p_fixes.get_value_from_peers(self.dht, key, connected, LOOKUP_QUORUM)
+                if values:
+                    value = values[self.dht.validator.select(key, values)]
+                    self.metrics.inc("announce_lookups", via="connected")
+                else:
+                    value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
+                    self.metrics.inc("announce_lookups", via="walk")
         except Exception as exc:
             raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
         if value is None:
@@ -188,6 +213,7 @@ class LookupMixin:
         if announce is not None and announce.payload.get("key_is_falsified"):
             raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
         addrs = announce_addresses(announce) if announce else []
+        looked_up_ms = (time.perf_counter() - started) * 1000
         if pid not in self.host.get_connected_peers():
             info = None
             if addrs:
@@ -204,4 +230,5 @@ class LookupMixin:
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.metrics.observe("find_seconds", elapsed_ms / 1000)
         return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
-                "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2)}
+                "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2),
+                "lookup_ms": round(looked_up_ms, 2)}
