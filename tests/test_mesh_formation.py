@@ -88,6 +88,56 @@ async def test_a_silent_peer_holds_a_dht_query_for_one_hop_timeout_only():
     assert elapsed < libp2p_fixes.DHT_HOP_SECONDS + 2, f"one silent hop held the query {elapsed:.1f} s"
 
 
+def _host():
+    from libp2p import new_host
+    from libp2p.crypto.ed25519 import create_new_key_pair
+    from libp2p.crypto.x25519 import create_new_key_pair as x25519
+    from libp2p.network.config import ConnectionConfig
+    from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as Noise
+    from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
+
+    kp = create_new_key_pair()
+    return new_host(key_pair=kp, sec_opt={NOISE: Noise(kp, noise_privkey=x25519().private_key)},
+                    muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
+
+
+async def test_connected_peers_are_asked_for_a_record_at_once_and_invalid_answers_are_dropped():
+    import multiaddr
+    from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+    from libp2p.peer.peerinfo import PeerInfo
+    from libp2p.records.validator import Validator
+    from libp2p.tools.anyio_service import background_trio_service
+
+    class OnlyGood(Validator):
+        def validate(self, key: str, value: bytes) -> None:
+            if not value.startswith(b"good"):
+                raise ValueError("not good")
+
+        def select(self, key: str, values: list[bytes]) -> int:
+            return max(range(len(values)), key=lambda i: values[i])
+
+    libp2p_fixes.route_libp2p_logging()
+    libp2p_fixes.dht_hop_timeout()
+    asker, good, bad = _host(), _host(), _host()
+    loop = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
+    async with asker.run(loop), good.run(loop), bad.run(loop):
+        dhts = [KadDHT(h, DHTMode.SERVER, strict_validation=True) for h in (asker, good, bad)]
+        for dht in dhts:
+            dht.register_validator("t", OnlyGood())
+        async with background_trio_service(dhts[0]), background_trio_service(dhts[1]), \
+                background_trio_service(dhts[2]):
+            dhts[1].value_store.put(b"/t/k", b"good one")
+            dhts[2].value_store.put(b"/t/k", b"bad one")  # stored unchecked, as a forger would hold it
+            for peer in (good, bad):
+                await asker.connect(PeerInfo(peer.get_id(), peer.get_addrs()))
+            with trio.fail_after(10):
+                got = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/k", [good.get_id(), bad.get_id()])
+                none = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/absent", [good.get_id(), bad.get_id()])
+        for h in (asker, good, bad):
+            await h.close()
+    assert got == [b"good one"] and none == []
+
+
 @pytest.fixture
 def forming(tmp_path):
     nodes = []

@@ -196,6 +196,17 @@ class LookupMixin:
         self._heard_announce(announce)
         return announce
 
+    async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
+        """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
+        from the DHT; None when there is none (or there was no announce to begin with)."""
+        if announce is None:
+            return None
+        try:
+            newer = await self.lookup_announce(did, cached=False)
+        except NetError:
+            return None
+        return newer if newer.did != announce.did and announce_addresses(newer) else None
+
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
         unreachable) within about LOOKUP_TIMEOUT + the connect timeout."""
@@ -224,7 +235,14 @@ class LookupMixin:
             if info is None:
                 self.metrics.inc("find_not_found")
                 raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
-            await self._connect(info)
+            try:
+                await self._connect(info)
+            except NetError:
+                newer = await self._newer_announce(did, announce)
+                if newer is None:
+                    raise
+                announce, addrs = newer, announce_addresses(newer)  # it moved (a restart on new ports)
+                await self._connect(PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs]))
         if not addrs:  # no announce (yet): the addresses the route or the connection gave us
             addrs = self._known_addresses(pid)
         elapsed_ms = (time.perf_counter() - started) * 1000
