@@ -277,6 +277,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20,
                         help="connects timed between two bare hosts (at most 5 of them with libp2p's defaults)")
     args = parser.parse_args()
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's TERM still stops the nodes
     figures = {} if args.only_formation else trio.run(host_figures, args.rounds)
     for k, v in figures.items():
         print(f"{k:40} {v}")

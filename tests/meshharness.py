@@ -411,8 +411,8 @@ def find_all(node: Node, targets: list[Node], timeout: float = 30.0) -> tuple[di
         started = time.perf_counter()
         try:
             answer = node.call("find", {"did": target.did}, timeout=timeout)
-        except ControlError as exc:
-            failed[target.did] = str(exc)
+        except (ControlError, OSError) as exc:  # OSError: the control connection reset (the node stopping?)
+            failed[target.did] = f"{type(exc).__name__}: {exc}"
             continue
         if answer.get("peer_id") == target.peer_id and answer.get("connected"):
             found[target.did] = (time.perf_counter() - started) * 1000

@@ -406,3 +406,28 @@ async def get_value_from_peers(dht, key: str, peers: list, enough: int = 3) -> l
         await done.wait()
         nursery.cancel_scope.cancel()
     return values
+
+
+async def put_value_to_peers(dht, key: str, value: bytes, peers: list) -> int:
+    """PUT_VALUE ``key`` = ``value`` at each of ``peers`` at once (each within the hop timeout); how
+    many accepted it. KadDHT.put_value() stores only after a whole FIND_NODE walk, which on a busy
+    mesh outlasts its caller's deadline, so the record reached nobody; the peers already connected
+    are one round trip away. Private API (``ValueStore._store_at_peer``), verified against 0.8.1."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+
+    raw = key.encode("utf-8")
+    stored = 0
+
+    async def put(peer) -> None:
+        nonlocal stored
+        with trio.move_on_after(kad_dht_module.QUERY_TIMEOUT):
+            try:
+                if await dht.value_store._store_at_peer(peer, raw, value):
+                    stored += 1
+            except Exception as exc:  # a peer gone or refusing: not counted
+                log.debug("value store at %s failed: %s", peer, exc)
+
+    async with trio.open_nursery() as nursery:
+        for peer in peers:
+            nursery.start_soon(put, peer)
+    return stored

@@ -335,6 +335,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, R
                                  interests=interests, expertise=expertise, roles=self.config.roles)
         self._announce = announce
         try:
+            self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
+            await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
             with trio.move_on_after(15):
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
             for tag in announce.payload.get("interests", []):

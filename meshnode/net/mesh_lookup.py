@@ -89,10 +89,25 @@ class AnnounceCache:
 class LookupMixin:
     announces: AnnounceCache
     _looked_up: dict
+    _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
+    _pushed_to: set = frozenset()  # the peers it reached (or refused it)
 
     def _heard_announce(self, c: Container) -> None:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
+
+    async def _push_announce(self, announce: Container) -> None:
+        """PUT the announce to every connected peer it has not reached yet (all again when its
+        content changed): one round trip, where the DHT walk of put_value may take many."""
+        content = (announce.payload, self.key.did)
+        if content != self._pushed_content:
+            self._pushed_content, self._pushed_to = content, set()
+        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:ASKED_AT_ONCE]
+        if not peers:
+            return
+        stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        self._pushed_to.update(peers)  # a peer that refused or failed is not asked again for this content
+        self.metrics.inc("announce_pushed", stored)
 
     async def _dial_bootstrap(self) -> int:
         """Dial every bootstrap peer at once; how many are connected."""
