@@ -101,7 +101,7 @@ def _host():
                     muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
 
 
-async def test_connected_peers_are_asked_for_a_record_at_once_and_invalid_answers_are_dropped():
+async def test_connected_peers_are_asked_and_told_a_record_at_once_and_invalid_ones_are_dropped():
     import multiaddr
     from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
     from libp2p.peer.peerinfo import PeerInfo
@@ -133,9 +133,15 @@ async def test_connected_peers_are_asked_for_a_record_at_once_and_invalid_answer
             with trio.fail_after(10):
                 got = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/k", [good.get_id(), bad.get_id()])
                 none = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/absent", [good.get_id(), bad.get_id()])
+                stored = await libp2p_fixes.put_value_to_peers(dhts[0], "/t/pushed", b"good two",
+                                                               [good.get_id(), bad.get_id()])
+                refused = await libp2p_fixes.put_value_to_peers(dhts[0], "/t/forged", b"bad two", [good.get_id()])
+            held = [d.value_store.get(b"/t/pushed") for d in dhts[1:]]
         for h in (asker, good, bad):
             await h.close()
     assert got == [b"good one"] and none == []
+    assert stored == 2 and [r.value for r in held] == [b"good two", b"good two"]
+    assert refused == 0 and dhts[1].value_store.get(b"/t/forged") is None
 
 
 @pytest.fixture
