@@ -100,7 +100,7 @@ class LookupMixin:
         """PUT the announce to every connected peer it has not reached yet (all again when its
         content changed): one round trip, where the DHT walk of put_value may take many."""
         content = (announce.payload, self.key.did)
-        if content != self._pushed_content:
+        if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
             self._pushed_content, self._pushed_to = content, set()
         peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:ASKED_AT_ONCE]
         if not peers:
