@@ -20,6 +20,9 @@ Now:
   none has it is there a walk, which stops at ``LOOKUP_QUORUM`` valid answers; each hop has
   its own timeout (``libp2p_fixes.dht_hop_timeout``) and the whole lookup
   ``LOOKUP_TIMEOUT``: an absent DID is ``not_found`` within a bounded time.
+* A node PUTs its announce straight to its connected peers (those it has not
+  told this content yet) before the walk of put_value, which on a busy mesh
+  outlasted its deadline so the record reached nobody.
 * Bootstrap peers are dialled all at once; the routing table's announces are
   learned from the cache, the rest looked up a few at a time.
 """
