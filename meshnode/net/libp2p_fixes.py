@@ -351,14 +351,15 @@ def local_ipv4s() -> list[str]:
 
 # ---- scale-formation ----
 
-DHT_HOP_SECONDS = 3.0
+DHT_HOP_SECONDS = 5.0  # 20 processes on two busy cores answered in seconds; a silent peer costs 10 s otherwise
 
 
 def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
     """Every Kad-DHT query to one peer (FIND_NODE in a walk, GET_VALUE, PUT_VALUE, providers) may
     take py-libp2p 0.8.1's QUERY_TIMEOUT, 10 s, and a walk waits for its slowest peer before the
     next round: one stalled or vanished peer made a lookup take 10 s or more per round. A hop on a
-    reachable peer answers in milliseconds (4 hops ~ 240 ms measured), so give each one ``seconds``
+    reachable peer answers in milliseconds (4 hops ~ 240 ms measured; a few seconds on an overloaded
+    machine), so give each one ``seconds``
     (the whole lookup is bounded by its caller). Sets the module constant where each module reads
     it (idempotent)."""
     import libp2p.kad_dht.kad_dht as kad_dht_module
@@ -408,22 +409,21 @@ async def get_value_from_peers(dht, key: str, peers: list, enough: int = 3) -> l
     return values
 
 
-async def put_value_to_peers(dht, key: str, value: bytes, peers: list) -> int:
-    """PUT_VALUE ``key`` = ``value`` at each of ``peers`` at once (each within the hop timeout); how
-    many accepted it. KadDHT.put_value() stores only after a whole FIND_NODE walk, which on a busy
+async def put_value_to_peers(dht, key: str, value: bytes, peers: list) -> set:
+    """PUT_VALUE ``key`` = ``value`` at each of ``peers`` at once (each within the hop timeout); the
+    peers that accepted it. KadDHT.put_value() stores only after a whole FIND_NODE walk, which on a busy
     mesh outlasts its caller's deadline, so the record reached nobody; the peers already connected
     are one round trip away. Private API (``ValueStore._store_at_peer``), verified against 0.8.1."""
     import libp2p.kad_dht.kad_dht as kad_dht_module
 
     raw = key.encode("utf-8")
-    stored = 0
+    stored = set()
 
     async def put(peer) -> None:
-        nonlocal stored
         with trio.move_on_after(kad_dht_module.QUERY_TIMEOUT):
             try:
                 if await dht.value_store._store_at_peer(peer, raw, value):
-                    stored += 1
+                    stored.add(peer)
             except Exception as exc:  # a peer gone or refusing: not counted
                 log.debug("value store at %s failed: %s", peer, exc)
 

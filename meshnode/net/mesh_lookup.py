@@ -46,7 +46,7 @@ from meshnode.store.peers import upsert_peer
 log = logging.getLogger("meshnode.net")
 
 ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
-LOOKUP_TIMEOUT = 8.0  # a whole find: walk, then find-peer walk, then dial
+LOOKUP_TIMEOUT = 10.0  # a whole find's lookup: connected peers, walk, find-peer walk (then the dial)
 LOOKUP_QUORUM = 3  # valid answers a walk waits for (py-libp2p's 0 asks every peer it meets)
 LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 20  # connected peers asked for a record before a walk (K, a bucket's size)
@@ -109,8 +109,8 @@ class LookupMixin:
         if not peers:
             return
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
-        self._pushed_to.update(peers)  # a peer that refused or failed is not asked again for this content
-        self.metrics.inc("announce_pushed", stored)
+        self._pushed_to.update(stored)  # the others (slow, gone) are asked again next round
+        self.metrics.inc("announce_pushed", len(stored))
 
     async def _dial_bootstrap(self) -> int:
         """Dial every bootstrap peer at once; how many are connected."""
