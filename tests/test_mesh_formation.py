@@ -168,7 +168,7 @@ def test_a_mesh_forms_every_node_at_degree_and_finding_every_other(forming):
         pending[:] = [n for n in pending if not at_degree(n, len(nodes))]
         return not pending
     try:
-        wait_until(all_at_degree, 40, "every node at its GossipSub degree", interval=0.5)
+        wait_until(all_at_degree, 60, "every node at its GossipSub degree", interval=0.5)
     except AssertionError:
         report(pending)
         raise
@@ -177,9 +177,9 @@ def test_a_mesh_forms_every_node_at_degree_and_finding_every_other(forming):
 
     def finder(node) -> None:
         targets = [m for m in nodes if m is not node]
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 90  # generous: a loaded machine is slow, the figure is the bench's
         while targets and time.monotonic() < deadline:  # found once is enough; a miss is asked again
-            found, failed = find_all(node, targets, timeout=30)
+            found, failed = find_all(node, targets, timeout=60)
             targets = [m for m in targets if m.did not in found]
             missing[node.name] = failed
             if targets:
@@ -188,7 +188,7 @@ def test_a_mesh_forms_every_node_at_degree_and_finding_every_other(forming):
     for th in threads:
         th.start()
     for th in threads:
-        th.join(120)
+        th.join(180)
     assert not any(missing.values()), missing
 
     absent = NodeKey.generate().did
