@@ -431,3 +431,11 @@ async def put_value_to_peers(dht, key: str, value: bytes, peers: list) -> set:
         for peer in peers:
             nursery.start_soon(put, peer)
     return stored
+
+
+def closest_connected(host, key: str, count: int) -> list:
+    """The ``count`` connected peers closest to ``key`` by Kademlia distance (the likeliest holders
+    of its record)."""
+    from libp2p.kad_dht.utils import sort_peer_ids_by_distance
+
+    return sort_peer_ids_by_distance(key.encode("utf-8"), list(host.get_connected_peers()))[:count]

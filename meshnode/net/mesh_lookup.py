@@ -16,7 +16,8 @@ Now:
   its own) is kept in ``AnnounceCache`` with when it was last seen. The owner
   puts it again every maintenance round, to the K closest peers, so a copy seen
   within ``fresh_s`` is as good as a walk; ``find`` answers from it and dials.
-* Else the connected peers are asked at once (one round trip), and only when
+* Else the connected peers closest to the key (8) are asked at once (one round
+  trip; the owner pushed it to its own connected peers), and only when
   none has it is there a walk, which stops at ``LOOKUP_QUORUM`` valid answers; each hop has
   its own timeout (``libp2p_fixes.dht_hop_timeout``) and the whole lookup
   ``LOOKUP_TIMEOUT``: an absent DID is ``not_found`` within a bounded time.
@@ -48,8 +49,9 @@ log = logging.getLogger("meshnode.net")
 ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
 LOOKUP_TIMEOUT = 10.0  # a whole find's lookup: connected peers, walk, find-peer walk (then the dial)
 LOOKUP_QUORUM = 3  # valid answers a walk waits for (py-libp2p's 0 asks every peer it meets)
+PUSHED_AT_ONCE = 20  # connected peers told this node's announce per round (K, a bucket's size)
 LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
-ASKED_AT_ONCE = 20  # connected peers asked for a record before a walk (K, a bucket's size)
+ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
 
@@ -105,7 +107,7 @@ class LookupMixin:
         content = (announce.payload, self.key.did)
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
             self._pushed_content, self._pushed_to = content, set()
-        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:ASKED_AT_ONCE]
+        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:PUSHED_AT_ONCE]
         if not peers:
             return
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
@@ -194,8 +196,8 @@ class LookupMixin:
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
                 # the connected peers first (one round trip; in a small mesh they hold it), then a walk
-                connected = list(self.host.get_connected_peers())[:ASKED_AT_ONCE]
-                values = await libp2p_fixes.get_value_from_peers(self.dht, key, connected, LOOKUP_QUORUM)
+                asked = libp2p_fixes.closest_connected(self.host, key, ASKED_AT_ONCE)
+                values = await libp2p_fixes.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
                 if values:
                     value = values[self.dht.validator.select(key, values)]
                     self.metrics.inc("announce_lookups", via="connected")
