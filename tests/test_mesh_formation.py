@@ -20,7 +20,7 @@ from meshnode.net import libp2p_fixes
 from meshnode.net.announce import make_announce
 from meshnode.net.mesh_lookup import AnnounceCache
 
-FORMING = 12
+FORMING = 8  # in make test; 20 in make soak
 
 
 def announce(key: NodeKey, at: int, name: str = "n"):
@@ -144,11 +144,11 @@ async def test_connected_peers_are_asked_and_told_a_record_at_once_and_invalid_o
     assert refused == set() and dhts[1].value_store.get(b"/t/forged") is None
 
 
-@pytest.fixture
-def forming(tmp_path):
+@pytest.fixture(params=[pytest.param(FORMING, id="8"), pytest.param(20, id="20", marks=pytest.mark.soak)])
+def forming(tmp_path, request):
     nodes = []
     try:
-        nodes = start_from_seed(tmp_path, FORMING)
+        nodes = start_from_seed(tmp_path, request.param)
         yield nodes
     except BaseException:
         report(nodes)
@@ -159,8 +159,8 @@ def forming(tmp_path):
 
 
 def test_a_mesh_forms_every_node_at_degree_and_finding_every_other(forming):
-    """A seed, then 11 nodes started at once knowing only the seed: each reaches its GossipSub
-    degree, finds each of the other 11 by DID, and an absent DID is a typed not_found."""
+    """A seed, then the others started at once knowing only the seed: each reaches its GossipSub
+    degree, finds every other by DID, and an absent DID is a typed not_found."""
     nodes = forming
     pending = list(nodes)
 
