@@ -7,11 +7,15 @@
    (three connections per peer, staggered dials);
 2. 1 KiB stream round trip on an open connection, beside a raw TCP round
    trip between the same two trio tasks (the floor);
-3. gossip delivery latency (p50, p99) from one node to every node of a mesh
-   of N meshnode OS processes;
-4. DHT find-by-DID latency across that mesh (hop counts are not observable
-   through py-libp2p 0.8.1's API, so none is printed);
-5. RSS of one idle node.
+3. formation: a seed, then N-1 processes started at once knowing only the
+   seed; seconds from the last start to every node at its GossipSub degree,
+   then to every node having found every other by DID (all nodes finding at
+   once), find-by-DID p50/p99 of those finds, and the not_found of an absent
+   DID (hop counts are not observable through py-libp2p 0.8.1's API);
+4. gossip delivery latency (p50, p99) and delivered/expected, 30 notes from
+   one node to every node of a mesh of N meshnode OS processes;
+5. RSS of one idle node; idle CPU per node with 5, 12 and 19 peers
+   (bench/idle_cpu.py, production timers).
 The last line is one JSON object.
 """
 
@@ -148,41 +152,141 @@ def mesh_figures(nodes: int, messages: int) -> dict:
         def all_received():
             got = [n.call("received", {"dids": dids}) for n in mesh[1:]]
             return got if all(len(g) == len(dids) for g in got) else None
-        received = wait_until(all_received, 120, "every node to receive every message")
+        try:
+            received = wait_until(all_received, 120, "every node to receive every message")
+        except AssertionError:  # counted, not fatal: delivered/expected says how much was lost
+            received = [n.try_call("received", {"dids": dids}, timeout=30) or {} for n in mesh[1:]]
         for per_node in received:
             for info in per_node.values():
                 latencies.append(info["received_at_ms"] - info["timestamp_ms"])
-        out["gossip_ms_p50"] = pct(latencies, 50)
-        out["gossip_ms_p99"] = pct(latencies, 99)
+        out["gossip_ms_p50"] = pct(latencies, 50) if latencies else None
+        out["gossip_ms_p99"] = pct(latencies, 99) if latencies else None
         out["gossip_deliveries"] = len(latencies)
-        finds, failed = [], 0
-        for target in mesh[-5:]:
-            t = time.perf_counter()
-            if mesh[1].try_call("find", {"did": target.did}, timeout=100) is None:
-                failed += 1
-                continue
-            finds.append((time.perf_counter() - t) * 1000)
-        out["find_by_did_ms_p50"] = pct(finds, 50) if finds else None
-        out["find_by_did_ms_max"] = round(max(finds), 1) if finds else None
-        out["find_by_did_failed"] = failed
+        out["gossip_delivered_over_expected"] = round(len(latencies) / (len(dids) * (nodes - 1)), 3)
     finally:
-        for node in mesh:
-            node.stop()
-            node.kill()
+        stop_all(mesh)
     return out
+
+
+def idle_figures(nodes: int, settle_s: float, window_s: float) -> dict:
+    """Idle CPU per node (% of one core) in fresh meshes of 6, 13 and 20 processes (5, 12, 19 peers
+    each; only those of at most ``nodes``), by bench/idle_cpu.py (production timers)."""
+    try:
+        from idle_cpu import measure_idle
+    except ImportError:  # bench/idle_cpu.py comes with the scale-idle branch
+        return {"idle_cpu": "bench/idle_cpu.py not available"}
+    out = {}
+    for size in [n for n in (6, 13, 20) if n <= nodes] or [nodes]:
+        got = measure_idle(size, settle_s, window_s)
+        peers = round(got["peers_per_node_mean"])
+        out[f"idle_cpu_percent_mean_{peers}_peers"] = got["cpu_percent_mean"]
+        out[f"idle_cpu_percent_p90_{peers}_peers"] = got["cpu_percent_p90"]
+    return out
+
+
+def formation_figures(nodes: int, finds: int) -> dict:
+    """A seed, then ``nodes - 1`` nodes started at once (each knows only the seed): seconds from
+    the last start to every node at its GossipSub degree, then to every node having found
+    ``finds`` others by DID (all others when 0; the finds run on all nodes at once, as a mesh
+    forming does), find-by-DID p50/p99 of those finds, and how long a lookup of an absent DID
+    takes to say not_found."""
+    import threading
+
+    from meshharness import at_degree, find_all, start_from_seed, wait_until
+
+    root = Path(tempfile.mkdtemp(prefix="meshform"))
+    env = {"MESHNODE_NET_HEARTBEAT_SECONDS": "5", "MESHNODE_NET_QUIET_AFTER_SECONDS": "15",
+           "MESHNODE_NET_STALE_AFTER_SECONDS": "30", "MESHNODE_NET_DEAD_AFTER_SECONDS": "120"}
+    t = time.perf_counter()
+    mesh = start_from_seed(root, nodes, env=env, prefix="f")
+    out: dict = {"formation_start_all_s": round(time.perf_counter() - t, 1)}
+    try:
+        t = time.perf_counter()
+        pending = list(mesh)
+
+        def all_at_degree():
+            pending[:] = [n for n in pending if not at_degree(n, nodes)]
+            return not pending
+        try:
+            wait_until(all_at_degree, 120, "every node at its GossipSub degree", interval=0.25)
+            out["formation_degree_s"] = round(time.perf_counter() - t, 2)
+        except AssertionError:
+            out["formation_degree_s"] = None
+            out["formation_below_degree"] = len(pending)
+        times: list[float] = []
+        failed: dict = {}
+
+        def finder(i: int) -> None:
+            others = [m for m in mesh if m is not mesh[i]]
+            targets = others[i % len(others):] + others[:i % len(others)]  # spread the targets
+            found, missed = find_all(mesh[i], targets[:finds or len(targets)], timeout=60)
+            times.extend(found.values())
+            failed.update({f"{mesh[i].name}->{did[-8:]}": why for did, why in missed.items()})
+        threads = [threading.Thread(target=finder, args=(i,), daemon=True) for i in range(nodes)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(600)
+        out["formation_s"] = round(time.perf_counter() - t, 2)
+        out["find_by_did_n"] = len(times)
+        out["find_by_did_ms_p50"] = pct(times, 50) if times else None
+        out["find_by_did_ms_p99"] = pct(times, 99) if times else None
+        out["find_by_did_failed"] = len(failed)
+        if failed:
+            out["find_by_did_failures"] = dict(list(failed.items())[:5])
+        from meshharness import metric
+
+        for via in ("cache", "connected", "walk"):  # where the nodes' announce lookups were answered
+            out[f"announce_lookups_{via}"] = sum(metric(n, "announce_lookups", via=via) for n in mesh)
+        from meshnode.identity.keys import NodeKey
+
+        absent = NodeKey.generate().did
+        t = time.perf_counter()
+        try:
+            mesh[1].call("find", {"did": absent}, timeout=120)
+            out["find_absent"] = "found?!"
+        except Exception as exc:  # the typed not_found is the expected answer
+            out["find_absent"] = getattr(exc, "code", type(exc).__name__)
+        out["find_absent_ms"] = round((time.perf_counter() - t) * 1000, 1)
+    finally:
+        stop_all(mesh)
+    return out
+
+
+def stop_all(mesh: list) -> None:
+    """Stop every node at once (one by one, 20 nodes on two cores take minutes to stop)."""
+    import signal
+
+    for node in mesh:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.send_signal(signal.SIGINT)
+    for node in mesh:
+        node.stop()
+        node.kill()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--messages", type=int, default=30)
+    parser.add_argument("--finds", type=int, default=0,
+                        help="DIDs each node finds while the mesh forms (0: every other node)")
+    parser.add_argument("--only-formation", action="store_true", help="skip everything but the formation figures")
+    parser.add_argument("--idle-settle", type=float, default=10.0, help="seconds a mesh settles before idle CPU")
+    parser.add_argument("--idle-window", type=float, default=20.0, help="seconds idle CPU is measured over")
     parser.add_argument("--rounds", type=int, default=20,
                         help="connects timed between two bare hosts (at most 5 of them with libp2p's defaults)")
     args = parser.parse_args()
-    figures = trio.run(host_figures, args.rounds)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's TERM still stops the nodes
+    figures = {} if args.only_formation else trio.run(host_figures, args.rounds)
     for k, v in figures.items():
         print(f"{k:40} {v}")
-    mesh = mesh_figures(args.nodes, args.messages)
+    mesh = formation_figures(args.nodes, args.finds)
+    if not args.only_formation:
+        mesh.update(mesh_figures(args.nodes, args.messages))
+        mesh.update(idle_figures(args.nodes, args.idle_settle, args.idle_window))
     logging.disable(logging.CRITICAL)
     for k, v in mesh.items():
         print(f"{k:40} {v}")

@@ -400,6 +400,10 @@ class _Control:
     async def cmd_child_remove(self, did: str):
         return await self.store.write(family.remove_child, str(did), now_ms())  # the reactor lets go next scan
 
+    async def cmd_formation(self):
+        """Connected peers and GossipSub mesh sizes (how far the node has joined the mesh)."""
+        return self.mesh.formation()
+
     async def cmd_find(self, did: str | None = None, interest: str | None = None):
         if interest:
             return await self.mesh.find_interest(interest)

@@ -395,3 +395,68 @@ def start_all(nodes: list[Node], timeout: float = 60.0, links: int = 4, seed: in
             for future in [pool.submit(node.start, timeout) for node in wave]:
                 future.result()
             up += wave
+
+
+# --- mesh formation (tests/test_mesh_formation.py, bench/mesh.py) ------------------------
+
+def start_from_seed(root: Path, count: int, env: dict[str, str] | None = None, prefix: str = "m",
+                    timeout: float = 120.0) -> list[Node]:
+    """``count`` nodes: the first (the seed) started alone, then all the others at once, each with
+    only the seed in its bootstrap.txt. Returns them started (after the last one said ready); the
+    caller stops or kills them."""
+    nodes = [Node(root, f"{prefix}{i}", env=env) for i in range(count)]
+    try:
+        nodes[0].start(timeout=timeout)
+        for node in nodes[1:]:
+            node.set_bootstrap(nodes[0], address_filter="/ip4/127.0.0.1/")
+        errors: list[BaseException] = []
+
+        def start(node: Node) -> None:
+            try:
+                node.start(timeout=timeout)
+            except BaseException as exc:  # reported below, on the caller's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start, args=(n,), daemon=True) for n in nodes[1:]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout + 10)
+        if errors:
+            raise errors[0]
+    except BaseException:
+        for node in nodes:
+            node.kill()
+        raise
+    return nodes
+
+
+def at_degree(node: Node, count: int) -> bool:
+    """``node`` is connected to its GossipSub degree (or to every other of ``count`` nodes when
+    fewer) and its GossipSub mesh of every topic holds at least degree_low peers (or all)."""
+    state = node.try_call("formation", timeout=10)
+    if not state:
+        return False
+    want = min(state["degree"], count - 1)
+    return state["connected"] >= want and all(n >= min(state["degree_low"], count - 1)
+                                              for n in state["gossip_mesh"].values())
+
+
+def find_all(node: Node, targets: list[Node], timeout: float = 30.0) -> tuple[dict[str, float], dict[str, str]]:
+    """``node`` finds each target by DID once: ({did: milliseconds of the control call} for those
+    found, {did: error} for the others)."""
+    found, failed = {}, {}
+    for target in targets:
+        started = time.perf_counter()
+        try:
+            answer = node.call("find", {"did": target.did}, timeout=timeout)
+        except (ControlError, OSError) as exc:  # OSError: the control connection reset (the node stopping?)
+            failed[target.did] = f"{type(exc).__name__}: {exc}"
+            continue
+        if answer.get("peer_id") == target.peer_id and answer.get("connected"):
+            found[target.did] = (time.perf_counter() - started) * 1000
+            if found[target.did] > 1000 and os.environ.get("MESHBENCH_SLOW"):  # where a slow find spent it
+                print(f"slow find {node.name}->{target.name}: {found[target.did]:.0f} ms, node says {answer}")
+        else:
+            failed[target.did] = f"wrong answer {answer!r}"
+    return found, failed

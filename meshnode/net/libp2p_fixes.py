@@ -501,3 +501,94 @@ def _count_when_false(obj, name: str, count, reason: str) -> None:
         return ok
 
     setattr(obj, name, counted)
+
+# ---- scale-formation ----
+
+DHT_HOP_SECONDS = 5.0  # 20 processes on two busy cores answered in seconds; a silent peer costs 10 s otherwise
+
+
+def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
+    """Every Kad-DHT query to one peer (FIND_NODE in a walk, GET_VALUE, PUT_VALUE, providers) may
+    take py-libp2p 0.8.1's QUERY_TIMEOUT, 10 s, and a walk waits for its slowest peer before the
+    next round: one stalled or vanished peer made a lookup take 10 s or more per round. A hop on a
+    reachable peer answers in milliseconds (4 hops ~ 240 ms measured; a few seconds on an overloaded
+    machine), so give each one ``seconds``
+    (the whole lookup is bounded by its caller). Sets the module constant where each module reads
+    it (idempotent)."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+    import libp2p.kad_dht.peer_routing as peer_routing_module
+    import libp2p.kad_dht.provider_store as provider_store_module
+
+    for module in (kad_dht_module, peer_routing_module, provider_store_module):
+        module.QUERY_TIMEOUT = seconds
+
+
+async def get_value_from_peers(dht, key: str, peers: list, enough: int = 3) -> list[bytes]:
+    """Ask ``peers`` (e.g. the connected ones) for the DHT record under ``key``, all at once, and
+    return the valid values received once ``enough`` have come or every peer has answered (each
+    within the hop timeout). KadDHT.get_value() always starts with a whole FIND_NODE walk and, with
+    quorum 0, asks every peer it meets and writes the record back to those without it before it
+    answers; in a small mesh the peers already connected hold the record (the owner put it to its
+    K closest). Private API (``ValueStore._get_from_peer``), verified against 0.8.1."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+
+    raw = key.encode("utf-8")
+    values: list[bytes] = []
+    done = trio.Event()
+    pending = len(peers)
+
+    async def ask(peer) -> None:
+        nonlocal pending
+        try:
+            with trio.move_on_after(kad_dht_module.QUERY_TIMEOUT):
+                record = await dht.value_store._get_from_peer(peer, raw, return_record=True)
+                if record is not None:
+                    dht.validator.validate(key, record.value)
+                    values.append(record.value)
+        except Exception as exc:  # a peer without the record, gone, or with an invalid one: not counted
+            log.debug("value query to %s failed: %s", peer, exc)
+        finally:
+            pending -= 1
+            if pending == 0 or len(values) >= enough:
+                done.set()
+
+    if not peers:
+        return []
+    async with trio.open_nursery() as nursery:
+        for peer in peers:
+            nursery.start_soon(ask, peer)
+        await done.wait()
+        nursery.cancel_scope.cancel()
+    return values
+
+
+async def put_value_to_peers(dht, key: str, value: bytes, peers: list) -> set:
+    """PUT_VALUE ``key`` = ``value`` at each of ``peers`` at once (each within the hop timeout); the
+    peers that accepted it. KadDHT.put_value() stores only after a whole FIND_NODE walk, which on a busy
+    mesh outlasts its caller's deadline, so the record reached nobody; the peers already connected
+    are one round trip away. Private API (``ValueStore._store_at_peer``), verified against 0.8.1."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+
+    raw = key.encode("utf-8")
+    stored = set()
+
+    async def put(peer) -> None:
+        with trio.move_on_after(kad_dht_module.QUERY_TIMEOUT):
+            try:
+                if await dht.value_store._store_at_peer(peer, raw, value):
+                    stored.add(peer)
+            except Exception as exc:  # a peer gone or refusing: not counted
+                log.debug("value store at %s failed: %s", peer, exc)
+
+    async with trio.open_nursery() as nursery:
+        for peer in peers:
+            nursery.start_soon(put, peer)
+    return stored
+
+
+def closest_connected(host, key: str, count: int) -> list:
+    """The ``count`` connected peers closest to ``key`` by Kademlia distance (the likeliest holders
+    of its record)."""
+    from libp2p.kad_dht.utils import sort_peer_ids_by_distance
+
+    return sort_peer_ids_by_distance(key.encode("utf-8"), list(host.get_connected_peers()))[:count]

@@ -33,7 +33,6 @@ from meshnode.net.announce import (
     NAMESPACE,
     MaintenanceCadence,
     RecordError,
-    announce_addresses,
     interest_key,
     jittered,
     make_announce,
@@ -53,6 +52,7 @@ from meshnode.net.mesh_admission import AdmissionMixin
 from meshnode.net.not_wanted import NotWanted
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
+from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, VALIDATED_KEPT, GossipMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
@@ -66,13 +66,10 @@ from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
 from meshnode.store import Store
 from meshnode.store.known import KnownAuthors
 from meshnode.store.quotas import Quotas
-from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
 
 CONNECT_TIMEOUT = 5.0
-ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
-LOOKUP_TIMEOUT = 15.0
 
 
 @dataclass
@@ -123,7 +120,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
+class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
            AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
@@ -147,6 +144,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
+        self.announces = AnnounceCache()  # the newest valid announce seen per DID (mesh_lookup)
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
@@ -189,6 +187,7 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         libp2p_fixes.enlarge_pubsub_queues()
         libp2p_fixes.verify_sender_records_once()
         libp2p_fixes.cut_idle_cost()  # yamux credit in batches, own record bytes reused (issue 18)
+        libp2p_fixes.dht_hop_timeout()
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
@@ -274,6 +273,15 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         """The node's announced addresses, each ending in /p2p/<peer id>."""
         return [str(a) for a in self.host.get_addrs()] if self.host else []
 
+    def formation(self) -> dict:
+        """How far this node has joined the mesh: connected peers, GossipSub mesh peers per topic
+        (its degree is ``degree``), announces held in the DHT store (tests/test_mesh_formation.py)."""
+        if self.host is None or self.gossipsub is None:
+            return {"connected": 0, "gossip_mesh": {}, "degree": 0, "degree_low": 0}
+        return {"connected": len(self.host.get_connected_peers()),
+                "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (HEARTBEAT_TOPIC, CONTAINER_TOPIC)},
+                "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low}
+
     # --- discovery ------------------------------------------------------------
 
     async def _bootstrap_and_maintain(self) -> None:
@@ -291,45 +299,25 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             table = frozenset(p.to_base58() for p in self.dht.routing_table.get_peer_ids())
             content = (tuple(self.addresses()), tuple(self._agent_tags[0]), tuple(self._agent_tags[1]))
             if self._cadence.due(self.clock(), table, content):  # issue 18: only on changes, or now and then
+                # the announce first: its put walks towards this node's own neighbourhood, which also
+                # fills the routing table, and makes the node findable as soon as it has a peer
+                published = await self._publish_announce()
                 if self.host.get_connected_peers():
                     with trio.move_on_after(30):
                         try:
                             await self.dht.refresh_routing_table()
                         except Exception as exc:  # peers come and go mid-refresh; the next round retries
                             log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
-                if await self._publish_announce():  # a failed put is tried again next round
+                if published:  # a failed put is tried again next round
                     self._cadence.done(self.clock(), table, content)
+            elif self._announce is not None:  # peers that connected since, or were too slow, get it directly
+                with trio.move_on_after(15):
+                    await self._push_quietly(self._announce)
             await self._learn_routing_table()
             self.metrics.inc("maintenance_rounds")
             # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
             await trio.sleep(jittered(min(pause, self.config.maintenance_s)))
             pause *= 2
-
-    async def _dial_bootstrap(self) -> int:
-        from libp2p.peer.id import ID
-        from libp2p.peer.peerinfo import PeerInfo
-
-        reached = 0
-        for peer in self.config.bootstrap:
-            if peer.peer_id == self.key.peer_id:
-                continue
-            pid = ID.from_base58(peer.peer_id)
-            if pid in self.host.get_connected_peers():
-                reached += 1
-                continue
-            try:
-                await self._connect(PeerInfo(pid, [multiaddr.Multiaddr(peer.addr)]))
-            except NetError as exc:
-                log.info("bootstrap peer %s (line %d) unreachable: %s", peer.addr, peer.line, exc.reason)
-                continue
-            reached += 1
-            try:
-                await self.dht.add_peer(pid)
-            except Exception as exc:
-                log.info("adding bootstrap peer %s to the DHT: %s", peer.peer_id, exc)
-            await self.store.write(upsert_peer, peer.did, peer_id=peer.peer_id, now_ms=self.clock(),
-                                   source="bootstrap", addresses=[peer.addr], online=True)
-        return reached
 
     async def _connect(self, info) -> None:
         self.refuse_dial(info.peer_id)
@@ -360,6 +348,8 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
                                  interests=interests, expertise=expertise, roles=self.config.roles)
         self._announce = announce
         try:
+            self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
+            await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
             with trio.move_on_after(15):
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
             for tag in announce.payload.get("interests", []):
@@ -370,46 +360,6 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
             self.metrics.inc("announce_failed")
             return False
         return True
-
-    async def _learn_routing_table(self) -> None:
-        """Look up the announce of routing-table peers we have not looked up lately (agent_peers)."""
-        now = self.clock()
-        for pid in list(self.dht.routing_table.get_peer_ids()):
-            try:
-                did = peer_id_to_did(pid.to_base58())
-            except MeshnodeError:
-                continue
-            if now - self._looked_up.get(did, -ANNOUNCE_RECHECK_MS) < ANNOUNCE_RECHECK_MS:
-                continue
-            self._looked_up[did] = now
-            with trio.move_on_after(5):
-                try:
-                    await self.lookup_announce(did)
-                except NetError:
-                    self._looked_up[did] = now - ANNOUNCE_RECHECK_MS + 60_000  # try again in a minute
-
-    async def lookup_announce(self, did: str) -> Container:
-        """The newest announce of ``did`` from the DHT (not from the local copy alone)."""
-        key = record_key(did)
-        if did != self.key.did:
-            self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
-        try:
-            with trio.fail_after(LOOKUP_TIMEOUT):
-                value = await self.dht.get_value(key)
-        except Exception as exc:
-            raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
-        if value is None:
-            raise NetError("not_found", f"no announce for {did} in the DHT")
-        try:
-            announce = validate_record(key, value, self.clock())
-        except RecordError as exc:
-            self.metrics.inc("announce_rejected", code=exc.code)
-            raise NetError("bad_announce", f"the announce found for {did} is invalid: {exc.reason}") from None
-        await self.store.write(upsert_peer, did, peer_id=did_to_peer_id(did), now_ms=self.clock(),
-                               source="discovery", name=announce.payload["name"],
-                               addresses=announce_addresses(announce), announce_did=announce.did,
-                               interests=announce.payload.get("interests", []))
-        return announce
 
     async def dial(self, did: str, addresses: list[str]) -> None:
         """Connect to ``did`` at addresses already known (a spawned child's): no lookup; NetError
@@ -423,37 +373,6 @@ class Mesh(ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixi
         """Be connected to ``did``: at once when we already are, else by ``find``."""
         if peer_id_object(did) not in self.host.get_connected_peers():
             await self.find(did)
-
-    async def find(self, did: str) -> dict:
-        """Find a peer by DID: its announce, its addresses, a connection."""
-        from libp2p.peer.id import ID
-        from libp2p.peer.peerinfo import PeerInfo
-
-        started = time.perf_counter()
-        pid = ID.from_base58(did_to_peer_id(did))
-        announce = None
-        try:
-            announce = await self.lookup_announce(did)
-        except NetError as exc:
-            log.info("announce lookup for %s: %s", did, exc.reason)
-        if announce is not None and announce.payload.get("key_is_falsified"):
-            raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
-        addrs = announce_addresses(announce) if announce else []
-        if pid not in self.host.get_connected_peers():
-            info = None
-            if addrs:
-                info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
-            else:
-                with trio.move_on_after(LOOKUP_TIMEOUT):
-                    info = await self.dht.find_peer(pid)
-            if info is None:
-                raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
-            await self._connect(info)
-        if not addrs:  # no announce (yet): the addresses the route or the connection gave us
-            addrs = self._known_addresses(pid)
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
-                "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2)}
 
     def _known_addresses(self, pid) -> list[str]:
         from libp2p.peer.peerstore import PeerStoreError
@@ -510,10 +429,11 @@ def _announce_validator(mesh: Mesh):
     class AnnounceValidator(Validator):
         def validate(self, key: str, value: bytes) -> None:
             try:
-                validate_record(key, value, mesh.clock())
+                announce = validate_record(key, value, mesh.clock())
             except RecordError as exc:
                 mesh.metrics.inc("announce_rejected", code=exc.code)
                 raise ValueError(f"{exc.code}: {exc.reason}") from None
+            mesh._heard_announce(announce)  # a PUT from its owner, an answer to a lookup: fresh (mesh_lookup)
 
         def select(self, key: str, values: list[bytes]) -> int:
             decoded = []

@@ -1,0 +1,278 @@
+"""Joining the mesh and finding a peer by DID, as the Mesh does them (split from mesh.py).
+
+Theory of operation
+-------------------
+Where the seconds went (20 processes on 2 cores, py-libp2p 0.8.1): every find
+removed the local copy of the announce and ran a whole Kad-DHT ``get_value``,
+which with quorum 0 asks *every* peer of the walk (10 s per silent hop) and then
+writes the record back to every peer that lacked it, all before answering; and
+each maintenance round looked up the announce of every routing-table peer that
+way, one after the other. In a mesh of 20, that is 19 full walks per node per
+round on two cores.
+
+Now:
+
+* Every announce a node validates (a PUT from its owner, an answer to a lookup,
+  its own) is kept in ``AnnounceCache`` with when it was last seen. The owner
+  puts it again every maintenance round, to the K closest peers, so a copy seen
+  within ``fresh_s`` is as good as a walk; ``find`` answers from it and dials.
+* Else the connected peers closest to the key (8) are asked at once (one round
+  trip; the owner pushed it to its own connected peers), and only when
+  none has it is there a walk, which stops at ``LOOKUP_QUORUM`` valid answers; each hop has
+  its own timeout (``libp2p_fixes.dht_hop_timeout``) and the whole lookup
+  ``LOOKUP_TIMEOUT``: an absent DID is ``not_found`` within a bounded time.
+* A node PUTs its announce straight to its connected peers (those it has not
+  told this content yet) before the walk of put_value, which on a busy mesh
+  outlasted its deadline so the record reached nobody.
+* Bootstrap peers are dialled all at once; the routing table's announces are
+  learned from the cache, the rest looked up a few at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import multiaddr
+import trio
+
+from meshnode.container import Container
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.net import libp2p_fixes
+from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
+from meshnode.net.errors import NetError
+from meshnode.store.peers import upsert_peer
+
+log = logging.getLogger("meshnode.net")
+
+ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
+LOOKUP_TIMEOUT = 10.0  # a whole find's lookup: connected peers, walk, find-peer walk (then the dial)
+LOOKUP_QUORUM = 3  # valid answers a walk waits for (py-libp2p's 0 asks every peer it meets)
+PUSHED_AT_ONCE = 20  # connected peers told this node's announce per round (K, a bucket's size)
+LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
+ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
+ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
+ANNOUNCES_KEPT = 4096
+
+
+class AnnounceCache:
+    """The newest valid announce seen per DID, and when (monotonic seconds) a copy at least that
+    new was last seen. Pure: time passed in; bounded (the oldest-seen entry goes first)."""
+
+    def __init__(self, fresh_s: float = ANNOUNCE_FRESH_S, kept: int = ANNOUNCES_KEPT):
+        self.fresh_s, self.kept = fresh_s, kept
+        self._by_did: dict[str, tuple[Container, float]] = {}
+        self._recorded: dict[str, str] = {}
+
+    def heard(self, c: Container, now: float) -> None:
+        held = self._by_did.get(c.sender_did)
+        if held is not None and held[0].did != c.did and select_record([held[0], c]) == 0:
+            return  # an older copy tells nothing new (and does not refresh the newer one)
+        self._by_did.pop(c.sender_did, None)
+        if len(self._by_did) >= self.kept:
+            del self._by_did[next(iter(self._by_did))]
+        self._by_did[c.sender_did] = (c, now)
+
+    def recorded(self, did: str) -> str | None:
+        """The container DID of ``did``'s announce last written to the peers table."""
+        return self._recorded.get(did)
+
+    def record(self, did: str, announce_did: str) -> None:
+        if len(self._recorded) >= self.kept:
+            self._recorded.clear()  # written again on the next lookup: a bound, not a loss
+        self._recorded[did] = announce_did
+
+    def fresh(self, did: str, now: float) -> Container | None:
+        held = self._by_did.get(did)
+        return held[0] if held is not None and now - held[1] <= self.fresh_s else None
+
+    def __len__(self) -> int:
+        return len(self._by_did)
+
+
+class LookupMixin:
+    announces: AnnounceCache
+    _looked_up: dict
+    _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
+    _pushed_to: set = frozenset()  # the peers it reached (or refused it)
+
+    def _heard_announce(self, c: Container) -> None:
+        """Called by the DHT validator for every valid announce this node sees."""
+        self.announces.heard(c, time.monotonic())
+
+    async def _push_announce(self, announce: Container) -> None:
+        """PUT the announce to every connected peer it has not reached yet (all again when its
+        content changed): one round trip, where the DHT walk of put_value may take many."""
+        content = (announce.payload, self.key.did)
+        if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
+            self._pushed_content, self._pushed_to = content, set()
+        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:PUSHED_AT_ONCE]
+        if not peers:
+            return
+        stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        self._pushed_to.update(stored)  # the others (slow, gone) are asked again next round
+        self.metrics.inc("announce_pushed", len(stored))
+
+    async def _push_quietly(self, announce: Container) -> None:
+        try:
+            await self._push_announce(announce)
+        except Exception as exc:  # a peer gone mid-push: the next round asks again
+            log.info("announce push: %s: %s", type(exc).__name__, exc)
+
+    async def _dial_bootstrap(self) -> int:
+        """Dial every bootstrap peer at once; how many are connected."""
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        reached = 0
+
+        async def dial(peer) -> None:
+            nonlocal reached
+            pid = ID.from_base58(peer.peer_id)
+            if pid in self.host.get_connected_peers():
+                reached += 1
+                return
+            try:
+                await self._connect(PeerInfo(pid, [multiaddr.Multiaddr(peer.addr)]))
+            except NetError as exc:
+                log.info("bootstrap peer %s (line %d) unreachable: %s", peer.addr, peer.line, exc.reason)
+                return
+            reached += 1
+            await libp2p_fixes.wait_identified(self.host, pid, timeout=2.0)  # add_peer is False before
+            try:
+                await self.dht.add_peer(pid)
+            except Exception as exc:
+                log.info("adding bootstrap peer %s to the DHT: %s", peer.peer_id, exc)
+            await self.store.write(upsert_peer, peer.did, peer_id=peer.peer_id, now_ms=self.clock(),
+                                   source="bootstrap", addresses=[peer.addr], online=True)
+
+        async with trio.open_nursery() as nursery:
+            for peer in self.config.bootstrap:
+                if peer.peer_id != self.key.peer_id:
+                    nursery.start_soon(dial, peer)
+        return reached
+
+    async def _learn_routing_table(self) -> None:
+        """Record the announce of routing-table peers not looked up lately (agent_peers): from the
+        cache when fresh, else by lookup, ``LEARNING_AT_ONCE`` at a time."""
+        now = self.clock()
+        limiter = trio.CapacityLimiter(LEARNING_AT_ONCE)
+
+        async def learn(did: str) -> None:
+            async with limiter:
+                with trio.move_on_after(5):
+                    try:
+                        await self.lookup_announce(did)
+                    except NetError:
+                        self._looked_up[did] = now - ANNOUNCE_RECHECK_MS + 60_000  # try again in a minute
+
+        async with trio.open_nursery() as nursery:
+            for pid in list(self.dht.routing_table.get_peer_ids()):
+                try:
+                    did = peer_id_to_did(pid.to_base58())
+                except MeshnodeError:
+                    continue
+                if now - self._looked_up.get(did, -ANNOUNCE_RECHECK_MS) < ANNOUNCE_RECHECK_MS:
+                    continue
+                self._looked_up[did] = now
+                nursery.start_soon(learn, did)
+
+    async def lookup_announce(self, did: str, *, cached: bool = True) -> Container:
+        """The newest announce of ``did``: a copy seen in the last ``fresh_s`` (``cached``), else from
+        the DHT (not from the local store alone). NetError not_found within LOOKUP_TIMEOUT."""
+        announce = self.announces.fresh(did, time.monotonic()) if cached else None
+        if announce is not None:
+            self.metrics.inc("announce_lookups", via="cache")
+        else:
+            announce = await self._walk_for_announce(did)
+        if self.announces.recorded(did) != announce.did:  # the peers table holds an older one, or none
+            await self.store.write(upsert_peer, did, peer_id=did_to_peer_id(did), now_ms=self.clock(),
+                                   source="discovery", name=announce.payload["name"],
+                                   addresses=announce_addresses(announce), announce_did=announce.did,
+                                   interests=announce.payload.get("interests", []))
+            self.announces.record(did, announce.did)
+        return announce
+
+    async def _walk_for_announce(self, did: str) -> Container:
+        key = record_key(did)
+        if did != self.key.did:
+            self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        value = None
+        try:
+            with trio.fail_after(LOOKUP_TIMEOUT):
+                # the connected peers first (one round trip; in a small mesh they hold it), then a walk
+                asked = libp2p_fixes.closest_connected(self.host, key, ASKED_AT_ONCE)
+                values = await libp2p_fixes.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
+                if values:
+                    value = values[self.dht.validator.select(key, values)]
+                    self.metrics.inc("announce_lookups", via="connected")
+                else:
+                    value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
+                    self.metrics.inc("announce_lookups", via="walk")
+        except Exception as exc:
+            raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
+        if value is None:
+            raise NetError("not_found", f"no announce for {did} in the DHT")
+        try:
+            announce = validate_record(key, value, self.clock())
+        except RecordError as exc:
+            self.metrics.inc("announce_rejected", code=exc.code)
+            raise NetError("bad_announce", f"the announce found for {did} is invalid: {exc.reason}") from None
+        self._heard_announce(announce)
+        return announce
+
+    async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
+        """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
+        from the DHT; None when there is none (or there was no announce to begin with)."""
+        if announce is None:
+            return None
+        try:
+            newer = await self.lookup_announce(did, cached=False)
+        except NetError:
+            return None
+        return newer if newer.did != announce.did and announce_addresses(newer) else None
+
+    async def find(self, did: str) -> dict:
+        """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
+        unreachable) within about LOOKUP_TIMEOUT + the connect timeout."""
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        started = time.perf_counter()
+        pid = ID.from_base58(did_to_peer_id(did))
+        deadline = trio.current_time() + LOOKUP_TIMEOUT
+        announce = None
+        try:
+            announce = await self.lookup_announce(did)
+        except NetError as exc:
+            log.info("announce lookup for %s: %s", did, exc.reason)
+        if announce is not None and announce.payload.get("key_is_falsified"):
+            raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
+        addrs = announce_addresses(announce) if announce else []
+        looked_up_ms = (time.perf_counter() - started) * 1000
+        if pid not in self.host.get_connected_peers():
+            info = None
+            if addrs:
+                info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
+            else:
+                with trio.move_on_at(max(deadline, trio.current_time() + 1.0)):
+                    info = await self.dht.find_peer(pid)
+            if info is None:
+                self.metrics.inc("find_not_found")
+                raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
+            try:
+                await self._connect(info)
+            except NetError:
+                newer = await self._newer_announce(did, announce)
+                if newer is None:
+                    raise
+                announce, addrs = newer, announce_addresses(newer)  # it moved (a restart on new ports)
+                await self._connect(PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs]))
+        if not addrs:  # no announce (yet): the addresses the route or the connection gave us
+            addrs = self._known_addresses(pid)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.metrics.observe("find_seconds", elapsed_ms / 1000)
+        return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
+                "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2),
+                "lookup_ms": round(looked_up_ms, 2)}
