@@ -45,7 +45,7 @@ STRANGER_LIMITS: dict[str, Any] = {
     "unknown_total_containers": 16384,
     "unknown_total_mib": 64,
     "unknown_gossip_per_second": 0.2,
-    "unknown_gossip_burst": 10,
+    "unknown_gossip_burst": 32,
     "unknown_gossip_total_per_second": 10.0,
     "unknown_gossip_total_burst": 50,
     "unknown_peers": 2000,

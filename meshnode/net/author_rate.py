@@ -27,7 +27,7 @@ COPIES_KEPT = 1024  # ids of containers let through lately: copies of one arrive
 @dataclass(frozen=True)
 class RateSettings:
     per_author_per_second: float = 0.2
-    per_author_burst: int = 10
+    per_author_burst: int = 32
     total_per_second: float = 10.0
     total_burst: int = 50
 
