@@ -83,6 +83,11 @@ class AnnounceCache:
             self._recorded.clear()  # written again on the next lookup: a bound, not a loss
         self._recorded[did] = announce_did
 
+    def newest(self, did: str) -> Container | None:
+        """The newest announce of ``did`` held, however long ago it was seen."""
+        held = self._by_did.get(did)
+        return held[0] if held is not None else None
+
     def fresh(self, did: str, now: float) -> Container | None:
         held = self._by_did.get(did)
         return held[0] if held is not None and now - held[1] <= self.fresh_s else None
@@ -220,7 +225,10 @@ class LookupMixin:
             self.metrics.inc("announce_rejected", code=exc.code)
             raise NetError("bad_announce", f"the announce found for {did} is invalid: {exc.reason}") from None
         self._heard_announce(announce)
-        return announce
+        # a peer may answer with an older copy it kept (validly signed, replayed): never go back
+        # from an announce already verified (a revocation, new addresses) to an older one
+        newest = self.announces.newest(did)
+        return newest if newest is not None and select_record([announce, newest]) == 1 else announce
 
     async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
         """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
@@ -231,7 +239,8 @@ class LookupMixin:
             newer = await self.lookup_announce(did, cached=False)
         except NetError:
             return None
-        return newer if newer.did != announce.did and announce_addresses(newer) else None
+        newer_than = newer.did != announce.did and select_record([announce, newer]) == 1
+        return newer if newer_than and announce_addresses(newer) else None
 
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
