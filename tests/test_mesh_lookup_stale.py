@@ -4,6 +4,7 @@ node has already verified: a peer may replay an old, validly signed copy (review
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
@@ -78,3 +79,27 @@ async def test_a_replayed_older_announce_does_not_replace_the_newer_one(monkeypa
         # the cached copy's addresses did not answer: an older copy is not "a newer announce"
         assert await node._newer_announce(owner.did, new) is None
     assert all(f["announce_did"] != old.did for _, f in node.store.written)
+
+
+async def test_a_push_of_an_older_content_does_not_mark_peers_told_the_newer_one(monkeypatch):
+    """announce_now (a control command) and the maintenance round push concurrently: peers that
+    accepted the older content are not counted as told the newer one (they would never be asked)."""
+    node = _Node()
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    older, newer = _announce(node.key, now_ms(), 4001), _announce(node.key, now_ms() + 1, 4002)
+    release = trio.Event()
+
+    async def put(dht, key, value, peers):
+        if value == older.to_bytes():
+            await release.wait()  # slow under load
+            return set(peers)
+        return set()  # the newer one did not reach p this round
+
+    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(node._push_announce, older)
+            await trio.testing.wait_all_tasks_blocked()  # the older push is in flight
+            await node._push_announce(newer)
+            release.set()
+    assert "p" not in node._pushed_to

@@ -112,11 +112,12 @@ class LookupMixin:
         content = (announce.payload, self.key.did)
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
             self._pushed_content, self._pushed_to = content, set()
-        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:PUSHED_AT_ONCE]
+        pushed = self._pushed_to  # this content's set: a push of newer content meanwhile starts another
+        peers = [p for p in self.host.get_connected_peers() if p not in pushed][:PUSHED_AT_ONCE]
         if not peers:
             return
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
-        self._pushed_to.update(stored)  # the others (slow, gone) are asked again next round
+        pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
 
     async def _push_quietly(self, announce: Container) -> None:
