@@ -65,3 +65,29 @@ def test_the_patched_names_are_where_py_libp2p_drops_gossip():
     assert "self._check_iwant_rate_limit(" in inspect.getsource(GossipSub.handle_iwant)
     assert "self.notify_subscriptions(msg)" in inspect.getsource(Pubsub.push_msg)
     assert '"Validation timeout"' in inspect.getsource(Pubsub.validate_msg)
+
+
+async def test_a_validation_timeout_is_counted_once_not_once_per_copy():
+    """py-libp2p caches a timed-out validation as invalid: each later copy of the message (from the
+    other mesh peers, IWANT answers) is refused from that cache without a new timeout."""
+    from libp2p.pubsub.pubsub import ValidationCache, ValidationResult
+    import time
+
+    gossipsub, pubsub, peer = gossipsub_with_one_slot_queue()
+    pubsub.validation_cache = ValidationCache()
+    pubsub._msg_id_constructor = lambda msg: msg.seqno
+    pubsub._is_msg_seen = lambda msg: False
+
+    async def push_msg(forwarder, msg):  # Pubsub.push_msg's validation step, as 0.8.1 does it
+        cached = pubsub.validation_cache.get(msg.seqno)
+        if cached is None:
+            pubsub.validation_cache.put(msg.seqno, ValidationResult(is_valid=False, timestamp=time.time(),
+                                                                    error_message="Validation timeout"))
+
+    pubsub.push_msg = push_msg
+    counted: list[tuple[str, int]] = []
+    libp2p_fixes.count_gossip_drops(pubsub, gossipsub, lambda reason, n: counted.append((reason, n)))
+    message = a_publish(1).publish[0]
+    for _ in range(3):  # the same message from three mesh peers
+        await pubsub.push_msg(peer, message)
+    assert counted == [("validation_timeout", 1)]

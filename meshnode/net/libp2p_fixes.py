@@ -480,9 +480,13 @@ def count_gossip_drops(pubsub, gossipsub, count) -> None:
 
     async def push_msg_counted(forwarder, msg) -> None:
         seen = pubsub._is_msg_seen(msg)
+        msg_id = pubsub._msg_id_constructor(msg)
+        # a copy refused from the cache of an earlier timeout is not a new one (counted once per message)
+        earlier = pubsub.validation_cache.cache.get(msg_id)  # a peek (get() would move it in the LRU)
+        decided = seen or (earlier is not None and time.time() - earlier.timestamp <= pubsub.validation_cache.ttl)
         await push_msg(forwarder, msg)
-        if not seen and not pubsub._is_msg_seen(msg):
-            cached = pubsub.validation_cache.cache.get(pubsub._msg_id_constructor(msg))  # a peek
+        if not decided and not pubsub._is_msg_seen(msg):
+            cached = pubsub.validation_cache.cache.get(msg_id)  # a peek
             if cached is not None and not cached.is_valid and cached.error_message == "Validation timeout":
                 count("validation_timeout", 1)
 

@@ -350,13 +350,17 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, R
         try:
             self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
             await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
-            with trio.move_on_after(15):
+            with trio.move_on_after(15) as put:
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
             for tag in announce.payload.get("interests", []):
                 with trio.move_on_after(15):
                     await self.dht.provide(interest_key(tag))
         except Exception as exc:  # the DHT may have no peers yet; the next round retries
             log.info("announce not published yet: %s", exc)
+            self.metrics.inc("announce_failed")
+            return False
+        if put.cancelled_caught:  # the walk outlasted its deadline: the record may have reached nobody
+            log.info("announce put timed out; tried again next round")
             self.metrics.inc("announce_failed")
             return False
         return True

@@ -83,6 +83,11 @@ class AnnounceCache:
             self._recorded.clear()  # written again on the next lookup: a bound, not a loss
         self._recorded[did] = announce_did
 
+    def newest(self, did: str) -> Container | None:
+        """The newest announce of ``did`` held, however long ago it was seen."""
+        held = self._by_did.get(did)
+        return held[0] if held is not None else None
+
     def fresh(self, did: str, now: float) -> Container | None:
         held = self._by_did.get(did)
         return held[0] if held is not None and now - held[1] <= self.fresh_s else None
@@ -107,11 +112,12 @@ class LookupMixin:
         content = (announce.payload, self.key.did)
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
             self._pushed_content, self._pushed_to = content, set()
-        peers = [p for p in self.host.get_connected_peers() if p not in self._pushed_to][:PUSHED_AT_ONCE]
+        pushed = self._pushed_to  # this content's set: a push of newer content meanwhile starts another
+        peers = [p for p in self.host.get_connected_peers() if p not in pushed][:PUSHED_AT_ONCE]
         if not peers:
             return
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
-        self._pushed_to.update(stored)  # the others (slow, gone) are asked again next round
+        pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
 
     async def _push_quietly(self, announce: Container) -> None:
@@ -220,7 +226,10 @@ class LookupMixin:
             self.metrics.inc("announce_rejected", code=exc.code)
             raise NetError("bad_announce", f"the announce found for {did} is invalid: {exc.reason}") from None
         self._heard_announce(announce)
-        return announce
+        # a peer may answer with an older copy it kept (validly signed, replayed): never go back
+        # from an announce already verified (a revocation, new addresses) to an older one
+        newest = self.announces.newest(did)
+        return newest if newest is not None and select_record([announce, newest]) == 1 else announce
 
     async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
         """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
@@ -231,7 +240,8 @@ class LookupMixin:
             newer = await self.lookup_announce(did, cached=False)
         except NetError:
             return None
-        return newer if newer.did != announce.did and announce_addresses(newer) else None
+        newer_than = newer.did != announce.did and select_record([announce, newer]) == 1
+        return newer if newer_than and announce_addresses(newer) else None
 
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
