@@ -103,3 +103,26 @@ async def test_a_push_of_an_older_content_does_not_mark_peers_told_the_newer_one
             await node._push_announce(newer)
             release.set()
     assert "p" not in node._pushed_to
+
+
+async def test_a_peer_that_left_and_came_back_is_pushed_the_announce_again(monkeypatch):
+    """A peer that disconnected may return with an empty DHT store (restarted): it is told again."""
+    node = _Node()
+    connected = ["p"]
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: list(connected))})()
+    announce = _announce(node.key, now_ms(), 4001)
+    told: list = []
+
+    async def put(dht, key, value, peers):
+        told.extend(peers)
+        return set(peers)
+
+    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    await node._push_announce(announce)
+    await node._push_announce(announce)  # still connected: not asked twice
+    assert told == ["p"]
+    connected.clear()
+    await node._push_announce(announce)
+    connected.append("p")  # back, maybe restarted
+    await node._push_announce(announce)
+    assert told == ["p", "p"]

@@ -113,7 +113,9 @@ class LookupMixin:
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
             self._pushed_content, self._pushed_to = content, set()
         pushed = self._pushed_to  # this content's set: a push of newer content meanwhile starts another
-        peers = [p for p in self.host.get_connected_peers() if p not in pushed][:PUSHED_AT_ONCE]
+        connected = set(self.host.get_connected_peers())
+        pushed &= connected  # a peer that left may come back with an empty store: told again then
+        peers = [p for p in connected if p not in pushed][:PUSHED_AT_ONCE]
         if not peers:
             return
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
@@ -170,8 +172,8 @@ class LookupMixin:
                 with trio.move_on_after(5):
                     try:
                         await self.lookup_announce(did)
-                    except NetError:
-                        self._looked_up[did] = now - ANNOUNCE_RECHECK_MS + 60_000  # try again in a minute
+                    except MeshnodeError:  # not found, or a busy store: try again in a minute
+                        self._looked_up[did] = now - ANNOUNCE_RECHECK_MS + 60_000
 
         async with trio.open_nursery() as nursery:
             for pid in list(self.dht.routing_table.get_peer_ids()):
