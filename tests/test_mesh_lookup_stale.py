@@ -72,6 +72,7 @@ async def test_a_replayed_older_announce_does_not_replace_the_newer_one(monkeypa
         return [old.to_bytes()]  # a peer answering with a copy it kept from a minute ago
 
     monkeypatch.setattr(libp2p_fixes, "closest_connected", lambda host, key, n: ["p"])
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()  # not the owner
     monkeypatch.setattr(libp2p_fixes, "get_value_from_peers", replay)
     with trio.fail_after(5):
         got = await node.lookup_announce(owner.did, cached=False)

@@ -42,6 +42,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
+from meshnode.net.mesh_exchange import peer_id_object
 from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -211,6 +212,9 @@ class LookupMixin:
             with trio.fail_after(LOOKUP_TIMEOUT):
                 # the connected peers first (one round trip; in a small mesh they hold it), then a walk
                 asked = libp2p_fixes.closest_connected(self.host, key, ASKED_AT_ONCE)
+                owner = peer_id_object(did)
+                if owner not in asked and owner in self.host.get_connected_peers():
+                    asked.append(owner)  # connected already: it holds its own announce
                 values = await libp2p_fixes.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
                 if values:
                     value = values[self.dht.validator.select(key, values)]
