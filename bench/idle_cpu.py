@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
                   "cpu_percent_max": on["cpu_percent_max"], "off_cpu_percent_mean": off["cpu_percent_mean"],
                   "ratio_on_to_off": round(on["cpu_percent_mean"] / off["cpu_percent_mean"], 3)
                   if off["cpu_percent_mean"] else None}
+    result = {"bench": "idle_cpu", **result}
     print(json.dumps(result))
     return result
 

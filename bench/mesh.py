@@ -176,10 +176,8 @@ def mesh_figures(nodes: int, messages: int) -> dict:
 def idle_figures(nodes: int, settle_s: float, window_s: float) -> dict:
     """Idle CPU per node (% of one core) in fresh meshes of 6, 13 and 20 processes (5, 12, 19 peers
     each; only those of at most ``nodes``), by bench/idle_cpu.py (production timers)."""
-    try:
-        from idle_cpu import measure_idle
-    except ImportError:  # bench/idle_cpu.py comes with the scale-idle branch
-        return {"idle_cpu": "bench/idle_cpu.py not available"}
+    from idle_cpu import measure_idle
+
     out = {}
     for size in [n for n in (6, 13, 20) if n <= nodes] or [nodes]:
         got = measure_idle(size, settle_s, window_s)

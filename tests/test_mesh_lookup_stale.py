@@ -127,3 +127,31 @@ async def test_a_peer_that_left_and_came_back_is_pushed_the_announce_again(monke
     connected.append("p")  # back, maybe restarted
     await node._push_announce(announce)
     assert told == ["p", "p"]
+
+
+async def test_newly_identified_peers_are_told_the_announce_in_one_push_at_once(monkeypatch, autojump_clock):
+    """A burst of new connections gives one push within PUSH_GATHER_S, not one at the next
+    maintenance round (finds asked while a mesh formed waited out the 10 s lookup)."""
+    from meshnode.net.mesh_lookup import PUSH_GATHER_S
+
+    node = _Node()
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["a", "b", "c"])})()
+    node._announce = _announce(node.key, now_ms(), 4001)
+    node._push_wanted = trio.Event()
+    pushes: list = []
+
+    async def put(dht, key, value, peers):
+        pushes.append((trio.current_time(), sorted(peers)))
+        return set(peers)
+
+    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(node._push_on_connect)
+        started = trio.current_time()
+        for _ in range(3):  # three peers identified in a burst
+            node._push_wanted.set()
+            await trio.sleep(0.01)
+        await trio.sleep(5)
+        nursery.cancel_scope.cancel()
+    assert [peers for _, peers in pushes] == [["a", "b", "c"]]
+    assert pushes[0][0] - started <= PUSH_GATHER_S + 0.05

@@ -145,6 +145,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, R
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
         self.announces = AnnounceCache()  # the newest valid announce seen per DID (mesh_lookup)
+        self._push_wanted = trio.Event()  # a peer was identified: tell it this node's announce soon
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
@@ -251,6 +252,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, R
                     nursery.start_soon(self._send_heartbeats)
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)
+                    nursery.start_soon(self._push_on_connect)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
                     nursery.start_soon(self._reputation_forever)

@@ -109,6 +109,8 @@ class GatingMixin:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
         if self._banned(did) and not conn.muxed_conn.is_closed:
             self._refuse(conn, did, "identify", nursery)
+        elif not conn.muxed_conn.is_closed:
+            self._push_wanted.set()  # mesh_lookup: the new peer is told this node's announce at once
 
     def _refuse(self, conn, did: str | None, stage: str, nursery: trio.Nursery, reason: str = "banned") -> None:
         self.metrics.inc("connections_refused", reason=reason, stage=stage)

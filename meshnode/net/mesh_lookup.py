@@ -50,6 +50,7 @@ log = logging.getLogger("meshnode.net")
 ANNOUNCE_RECHECK_MS = 10 * 60 * 1000
 LOOKUP_TIMEOUT = 10.0  # a whole find's lookup: connected peers, walk, find-peer walk (then the dial)
 LOOKUP_QUORUM = 3  # valid answers a walk waits for (py-libp2p's 0 asks every peer it meets)
+PUSH_GATHER_S = 0.2  # seconds newly identified peers are gathered into one announce push
 PUSHED_AT_ONCE = 20  # connected peers told this node's announce per round (K, a bucket's size)
 LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
@@ -122,6 +123,18 @@ class LookupMixin:
         stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
         pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
+
+    async def _push_on_connect(self) -> None:
+        """Tell each newly identified peer this node's announce within PUSH_GATHER_S, not at the next
+        maintenance round: finds asked while a mesh forms waited out the whole lookup (10 s) when
+        none of the connected peers held the announce yet (find p99 ~10 s at 20 processes)."""
+        while True:
+            await self._push_wanted.wait()
+            await trio.sleep(PUSH_GATHER_S)  # connections come in bursts: one push for all of them
+            self._push_wanted = trio.Event()
+            if self._announce is not None:
+                with trio.move_on_after(15):
+                    await self._push_quietly(self._announce)
 
     async def _push_quietly(self, announce: Container) -> None:
         try:
