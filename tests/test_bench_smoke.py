@@ -18,7 +18,7 @@ TINY = {
     "cogsync_store.py": ["--items", "100"],
     "sync.py": ["--items", "1000"],
     "consensus.py": ["--sim-heights", "2", "--real-decisions", "2"],
-    "mesh.py": ["--nodes", "3", "--messages", "3", "--rounds", "2"],
+    "mesh.py": ["--nodes", "3", "--messages", "3", "--rounds", "2", "--idle-settle", "1", "--idle-window", "1"],
     "idle_cpu.py": ["--nodes", "2", "--settle", "1", "--window", "1"],
     "junk_memory.py": ["--authors", "3", "--per-author", "3", "--after", "1", "--settle", "1"],
     "gmp.py": ["--tasks", "200", "--delegations", "2", "--pushes", "2"],
