@@ -16,7 +16,7 @@ from meshharness import at_degree, find_all, report, start_from_seed, wait_until
 from meshnode.container import now_ms
 from meshnode.control import ControlError
 from meshnode.identity.keys import NodeKey
-from meshnode.net import libp2p_fixes
+from meshnode.net import dht_direct, libp2p_fixes
 from meshnode.net.announce import make_announce
 from meshnode.net.mesh_lookup import AnnounceCache
 
@@ -131,11 +131,11 @@ async def test_connected_peers_are_asked_and_told_a_record_at_once_and_invalid_o
             for peer in (good, bad):
                 await asker.connect(PeerInfo(peer.get_id(), peer.get_addrs()))
             with trio.fail_after(10):
-                got = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/k", [good.get_id(), bad.get_id()])
-                none = await libp2p_fixes.get_value_from_peers(dhts[0], "/t/absent", [good.get_id(), bad.get_id()])
-                stored = await libp2p_fixes.put_value_to_peers(dhts[0], "/t/pushed", b"good two",
+                got = await dht_direct.get_value_from_peers(dhts[0], "/t/k", [good.get_id(), bad.get_id()])
+                none = await dht_direct.get_value_from_peers(dhts[0], "/t/absent", [good.get_id(), bad.get_id()])
+                stored = await dht_direct.put_value_to_peers(dhts[0], "/t/pushed", b"good two",
                                                                [good.get_id(), bad.get_id()])
-                refused = await libp2p_fixes.put_value_to_peers(dhts[0], "/t/forged", b"bad two", [good.get_id()])
+                refused = await dht_direct.put_value_to_peers(dhts[0], "/t/forged", b"bad two", [good.get_id()])
             held = [d.value_store.get(b"/t/pushed") for d in dhts[1:]]
         for h in (asker, good, bad):
             await h.close()
@@ -211,6 +211,6 @@ async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autoj
     validator = type("V", (), {"validate": staticmethod(lambda key, value: None)})()
     dht = type("D", (), {"value_store": store, "validator": validator})()
     started = trio.current_time()
-    got = await libp2p_fixes.get_value_from_peers(dht, "/t/k", ["fast", "slow"])
+    got = await dht_direct.get_value_from_peers(dht, "/t/k", ["fast", "slow"])
     assert got == [b"the record"]
     assert trio.current_time() - started <= 1.0  # the grace, not the hop timeout (5-10 s)

@@ -9,7 +9,7 @@ import trio.testing
 from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net import libp2p_fixes
+from meshnode.net import dht_direct
 from meshnode.net.announce import make_announce, record_key, select_record, validate_record
 from meshnode.net.mesh_lookup import AnnounceCache, LookupMixin
 
@@ -71,9 +71,9 @@ async def test_a_replayed_older_announce_does_not_replace_the_newer_one(monkeypa
         dht.validator.validate(key, old.to_bytes())
         return [old.to_bytes()]  # a peer answering with a copy it kept from a minute ago
 
-    monkeypatch.setattr(libp2p_fixes, "closest_connected", lambda host, key, n: ["p"])
+    monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
     node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()  # not the owner
-    monkeypatch.setattr(libp2p_fixes, "get_value_from_peers", replay)
+    monkeypatch.setattr(dht_direct, "get_value_from_peers", replay)
     with trio.fail_after(5):
         got = await node.lookup_announce(owner.did, cached=False)
         assert got.did == new.did  # not the replayed older copy
@@ -96,7 +96,7 @@ async def test_a_push_of_an_older_content_does_not_mark_peers_told_the_newer_one
             return set(peers)
         return set()  # the newer one did not reach p this round
 
-    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    monkeypatch.setattr(dht_direct, "put_value_to_peers", put)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node._push_announce, older)
@@ -118,7 +118,7 @@ async def test_a_peer_that_left_and_came_back_is_pushed_the_announce_again(monke
         told.extend(peers)
         return set(peers)
 
-    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    monkeypatch.setattr(dht_direct, "put_value_to_peers", put)
     await node._push_announce(announce)
     await node._push_announce(announce)  # still connected: not asked twice
     assert told == ["p"]
@@ -144,7 +144,7 @@ async def test_newly_identified_peers_are_told_the_announce_in_one_push_at_once(
         pushes.append((trio.current_time(), sorted(peers)))
         return set(peers)
 
-    monkeypatch.setattr(libp2p_fixes, "put_value_to_peers", put)
+    monkeypatch.setattr(dht_direct, "put_value_to_peers", put)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(node._push_on_connect)
         started = trio.current_time()

@@ -39,7 +39,7 @@ import trio
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.net import libp2p_fixes
+from meshnode.net import dht_direct, libp2p_fixes
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
 from meshnode.net.mesh_exchange import peer_id_object
@@ -120,7 +120,7 @@ class LookupMixin:
         peers = [p for p in connected if p not in pushed][:PUSHED_AT_ONCE]
         if not peers:
             return
-        stored = await libp2p_fixes.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
         pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
 
@@ -224,11 +224,11 @@ class LookupMixin:
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
                 # the connected peers first (one round trip; in a small mesh they hold it), then a walk
-                asked = libp2p_fixes.closest_connected(self.host, key, ASKED_AT_ONCE)
+                asked = dht_direct.closest_connected(self.host, key, ASKED_AT_ONCE)
                 owner = peer_id_object(did)
                 if owner not in asked and owner in self.host.get_connected_peers():
                     asked.append(owner)  # connected already: it holds its own announce
-                values = await libp2p_fixes.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
+                values = await dht_direct.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
                 if values:
                     value = values[self.dht.validator.select(key, values)]
                     self.metrics.inc("announce_lookups", via="connected")
