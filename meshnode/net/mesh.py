@@ -53,7 +53,8 @@ from meshnode.net.not_wanted import NotWanted
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
-from meshnode.net.mesh_gossip import CONTAINER_TOPIC, HEARTBEAT_TOPIC, VALIDATED_KEPT, GossipMixin
+from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixin
+from meshnode.net.mesh_liveness import HEARTBEAT_TOPIC, LivenessMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
@@ -120,8 +121,8 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, GossipMixin, SyncMixin, ConsensusMixin, ReputationMixin, GatingMixin, CostMixin,
-           AdmissionMixin):
+class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, ConsensusMixin, ReputationMixin,
+           GatingMixin, CostMixin, AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
