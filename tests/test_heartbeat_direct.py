@@ -1,11 +1,12 @@
 """Heartbeats travel one hop, with real processes: a line A - B - C where A and C are never
 connected (each has the other cut off in its store, so neither dials nor keeps a connection to the
 other). B hears both; A never hears C (nothing relays heartbeats); a node sends one heartbeat per
-connected peer per interval, not one per node of the mesh times its degree."""
+connected peer per interval, not one per node of the mesh times its degree. A plain libp2p peer
+is not sent heartbeats: counted once, not retried."""
 
 from __future__ import annotations
 
-from meshharness import Node, metric, wait_until
+from meshharness import Node, metric, plain_peer, wait_until
 from meshnode.container import now_ms
 from meshnode.identity.did import did_to_peer_id
 from meshnode.store import Database
@@ -72,3 +73,23 @@ def test_heartbeats_go_one_hop_and_one_per_connected_peer(tmp_path):
     finally:
         for node in (a, b, c):
             node.kill()
+
+
+def test_a_peer_without_the_heartbeat_protocol_is_counted_once_and_not_retried(tmp_path):
+    node = Node(tmp_path, "node", env={"MESHNODE_LOG_LEVEL": "debug"})
+    try:
+        node.start()
+        with plain_peer(node):
+            wait_until(lambda: metric(node, "heartbeat_streams", result="unsupported") == 1, 30,
+                       "the node to find the plain peer without the heartbeat protocol")
+            beats = metric(node, "heartbeat_streams")
+            # three sync rounds later (6 s, twelve heartbeat intervals), still nothing more
+            rounds = metric(node, "sync_skipped", reason="unsupported")
+            wait_until(lambda: metric(node, "sync_skipped", reason="unsupported") >= rounds + 3, 60, "sync rounds")
+            assert metric(node, "heartbeat_streams") == beats == 1
+            assert metric(node, "heartbeats_sent") == 0
+        assert node.stop() == 0
+        assert not [line for line in node.drain() if "Traceback" in line or "heartbeat/2" in line and
+                    " DEBUG " not in line]
+    finally:
+        node.kill()
