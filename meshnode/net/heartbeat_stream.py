@@ -37,9 +37,10 @@ from meshnode.net.heartbeat_pace import HeartbeatPace
 log = logging.getLogger("meshnode.net")
 
 PROTOCOL_ID = "/meshnode/heartbeat/2"
-MAX_HEARTBEAT_BYTES = 1024  # a heartbeat is ~300 bytes
+MAX_HEARTBEAT_BYTES = 1024  # a heartbeat is ~570 bytes (Ed25519 DID, signature, content DID)
 FIRST_FRAME_S = 10.0  # the sender writes its first heartbeat as soon as the stream is open
 FRAME_S = 10.0  # a frame, once its first byte came (a heartbeat is one TCP segment)
+OPEN_S = 30.0  # identify (5 s at most) and the protocol negotiation
 WRITE_S = 10.0  # a write that blocks longer (the peer reads nothing) ends the sender
 
 
@@ -74,10 +75,13 @@ class HeartbeatStreamMixin:
 
     async def _beat_on_stream(self, did: str, conn) -> None:
         try:
-            stream = await self.open_stream(did, PROTOCOL_ID)
-        except NetError as exc:  # not one of ours (an interop peer), or gone: not retried on this connection
-            self.metrics.inc("heartbeat_streams", result="unsupported" if exc.code == "unsupported" else "failed")
-            log.debug("no heartbeat stream to %s: %s", did, exc.reason)
+            with trio.fail_after(OPEN_S):
+                stream = await self.open_stream(did, PROTOCOL_ID)
+        except (NetError, trio.TooSlowError) as exc:  # not one of ours (an interop peer), or gone: not
+            # retried on this connection
+            unsupported = isinstance(exc, NetError) and exc.code == "unsupported"
+            self.metrics.inc("heartbeat_streams", result="unsupported" if unsupported else "failed")
+            log.debug("no heartbeat stream to %s: %s", did, getattr(exc, "reason", "timed out"))
             return
         self.metrics.inc("heartbeat_streams", result="opened")
         interval = self.config.heartbeat_ms / 1000
