@@ -1,20 +1,26 @@
 """Idle CPU of every node of a loopback mesh of N real processes, with production timers (issue 18).
 
     python bench/idle_cpu.py [--nodes 13] [--settle 30] [--window 30] [--flame out.svg] [--ab]
+                             [--before-tree PATH]
 
 Every node bootstraps from the first, waits until all are connected to all (N - 1 peers each),
 lets the mesh settle, then measures each process's CPU seconds over the window (cognition and
 the web interface off; FAST_NET cleared). ``--flame`` records a py-spy flame graph of the middle
 node during the window. ``--ab`` runs the same mesh twice, first with meshnode's idle-cost fixes
 switched off (``MESHNODE_IDLE_FIXES=0`` in the nodes' environment), and reports both and the
-ratio, so that before and after are measured on the same machine load. Runs of 8 nodes or more
-go under ``flock /tmp/meshnode-bigmesh.lock``. The last line is one JSON object.
+ratio, so that before and after are measured on the same machine load. ``--before-tree PATH``
+first runs the mesh with the meshnode of another source tree (say, main's checkout) and then with
+this one, and reports both. The nodes run the code of this script's tree (or PATH): their
+PYTHONPATH names it and they start in an empty directory (``python -m`` puts the working
+directory first on the path). Runs of 8 nodes or more go under ``flock
+/tmp/meshnode-bigmesh.lock``. The last line is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -23,24 +29,29 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+TREE = Path(__file__).resolve().parent.parent  # the meshnode source tree the nodes run by default
+sys.path.insert(0, str(TREE / "tests"))
 
 PY_SPY = "/work/main/.venv/bin/py-spy"
 QUIET_ENV = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_WEB_ENABLED": "false"}
 
 
 def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None = None,
-                 env: dict[str, str] | None = None) -> dict:
-    """Idle CPU (% of one core) per node of a fresh mesh of ``nodes`` processes."""
+                 env: dict[str, str] | None = None, tree: str | Path | None = None) -> dict:
+    """Idle CPU (% of one core) per node of a fresh mesh of ``nodes`` processes running the
+    meshnode of ``tree`` (this script's tree by default)."""
     import meshharness
     from meshharness import Node, cpu_seconds, wait_until
 
     saved = dict(meshharness.FAST_NET)
     meshharness.FAST_NET.clear()  # production timers
     root = Path(tempfile.mkdtemp(prefix="idle", dir="/tmp"))
+    cwd = os.getcwd()
+    os.chdir(root)  # the nodes start here: no meshnode tree in their working directory
     started: list = []
     try:
-        members = [Node(root, f"n{i}", env={**QUIET_ENV, **(env or {})}) for i in range(nodes)]
+        code = {"PYTHONPATH": str(Path(tree or TREE).resolve())}
+        members = [Node(root, f"n{i}", env={**QUIET_ENV, **code, **(env or {})}) for i in range(nodes)]
         members[0].start()
         started.append(members[0])
         for node in members[1:]:
@@ -74,6 +85,7 @@ def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None
         for x in started:
             x.kill()
         meshharness.FAST_NET.update(saved)
+        os.chdir(cwd)
         shutil.rmtree(root, ignore_errors=True)
     pcts = sorted(100 * (b - a) / elapsed for a, b in zip(before, after))
     return {"nodes": nodes, "peers_per_node_mean": round(statistics.mean(counts), 2),
@@ -90,8 +102,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--flame", default=None, help="py-spy flame graph of the middle node (.svg or .json)")
     parser.add_argument("--ab", action="store_true", help="also run the mesh with the idle fixes off, first")
+    parser.add_argument("--before-tree", default=None, help="also run the mesh with this tree's meshnode, first")
     args = parser.parse_args(argv)
-    if not args.ab:
+    if args.before_tree:
+        before = measure_idle(args.nodes, args.settle, args.window, tree=args.before_tree)
+        print(json.dumps({"tree": str(Path(args.before_tree).resolve()), **before}), flush=True)
+        after = measure_idle(args.nodes, args.settle, args.window, args.flame)
+        print(json.dumps({"tree": str(TREE), **after}), flush=True)
+        result = {**after, "before_cpu_percent_mean": before["cpu_percent_mean"],
+                  "before_cpu_percent_p90": before["cpu_percent_p90"],
+                  "before_cpu_percent_max": before["cpu_percent_max"],
+                  "before_peers_per_node_mean": before["peers_per_node_mean"]}
+    elif not args.ab:
         result = measure_idle(args.nodes, args.settle, args.window, args.flame)
     else:
         off = measure_idle(args.nodes, args.settle, args.window, env={"MESHNODE_IDLE_FIXES": "0"})

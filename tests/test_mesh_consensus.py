@@ -94,8 +94,9 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
 
         # let the decision leave GossipSub's replay window (3 gossip heartbeats of 1 s), which would
         # otherwise hand it to the restarted node: the others' own heartbeats measure the time passing
-        beats = heartbeats_sent(nodes[0])
-        wait_until(lambda: heartbeats_sent(nodes[0]) >= beats + 12, 60, "six seconds of node 0's heartbeats")
+        # (one per connected peer every 0.5 s: at least six seconds of them)
+        beats, peers = heartbeats_sent(nodes[0]), max(1, nodes[0].call("formation")["connected"])
+        wait_until(lambda: heartbeats_sent(nodes[0]) >= beats + 12 * peers, 60, "six seconds of node 0's heartbeats")
         nodes[3].set_bootstrap(nodes[0])
         started = time.monotonic()
         nodes[3].start()  # back: it asks for the commits it missed, with nothing new proposed

@@ -54,7 +54,8 @@ from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixin
-from meshnode.net.mesh_liveness import HEARTBEAT_TOPIC, LivenessMixin
+from meshnode.net.mesh_liveness import LivenessMixin
+from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
@@ -121,8 +122,8 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, ConsensusMixin, ReputationMixin,
-           GatingMixin, CostMixin, AdmissionMixin):
+class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin, ConsensusMixin,
+           ReputationMixin, GatingMixin, CostMixin, AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -141,7 +142,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         self.dht = None
         self.pubsub = None
         self.gossipsub = None
-        self._heartbeat_seq = 0
+        self._init_heartbeats()  # heartbeat_stream: one stream per direct connection, each way
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
@@ -227,7 +228,6 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         )
         self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
-        pubsub.set_topic_validator(HEARTBEAT_TOPIC, self._validate_heartbeat, is_async_validator=False)
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
@@ -235,6 +235,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         libp2p_fixes.idontwant_only_for_large(gossipsub)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
+        host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
+                                libp2p_fixes.guarded_handler(self._serve_heartbeats, "heartbeat"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
@@ -242,15 +244,12 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
                     await self.refresh_known()
                     await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
-                    heartbeats = await pubsub.subscribe(HEARTBEAT_TOPIC)
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)
                     committee = self.config.committee()
                     agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
                         nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts)
-                    nursery.start_soon(self._read_heartbeats, heartbeats)
                     nursery.start_soon(self._read_gossip_containers, containers)
-                    nursery.start_soon(self._send_heartbeats)
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
@@ -282,7 +281,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         if self.host is None or self.gossipsub is None:
             return {"connected": 0, "gossip_mesh": {}, "degree": 0, "degree_low": 0}
         return {"connected": len(self.host.get_connected_peers()),
-                "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (HEARTBEAT_TOPIC, CONTAINER_TOPIC)},
+                "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (CONTAINER_TOPIC,)},
                 "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low}
 
     # --- discovery ------------------------------------------------------------

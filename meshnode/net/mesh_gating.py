@@ -111,6 +111,7 @@ class GatingMixin:
             self._refuse(conn, did, "identify", nursery)
         elif not conn.muxed_conn.is_closed:
             self._push_wanted.set()  # mesh_lookup: the new peer is told this node's announce at once
+            self._start_heartbeats(did, conn, nursery)  # heartbeat_stream: one hop, on this connection
 
     def _refuse(self, conn, did: str | None, stage: str, nursery: trio.Nursery, reason: str = "banned") -> None:
         self.metrics.inc("connections_refused", reason=reason, stage=stage)
