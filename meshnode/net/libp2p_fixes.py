@@ -42,8 +42,8 @@ _PUBLISHED_BYTES: contextvars.ContextVar[int] = contextvars.ContextVar("publishe
 def idontwant_only_for_large(gossipsub, threshold: int = IDONTWANT_BYTES) -> None:
     """GossipSub 1.2's IDONTWANT saves a peer a large message it already has. py-libp2p 0.8.1 sends
     one (an RPC of its own, carrying the signed peer record) to every mesh peer for every message
-    it forwards or publishes, whatever its size: an idle mesh's heartbeats (about 300 bytes) cost
-    each node D extra RPCs out and D in per heartbeat heard, more than the heartbeats themselves.
+    it forwards or publishes, whatever its size: when heartbeats (~570 bytes) were still gossiped, an
+    idle mesh cost each node D extra RPCs out and D in per heartbeat heard, more than the heartbeats.
     Send it only for messages of at least ``threshold`` bytes, as go-libp2p does. The size is
     passed in a context variable: ``publish`` calls ``_emit_idontwant_for_message`` in the same
     task. Patches this one GossipSub object (private API, verified against 0.8.1)."""
