@@ -270,3 +270,34 @@ def test_a_new_connection_of_a_peer_stops_the_sender_of_its_old_one(tmp_path):
                 nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+class _ResetByPeer(FakeStream):
+    async def write(self, data: bytes) -> None:
+        raise ConnectionResetError("the peer reset the stream")
+
+
+def test_a_stream_the_peer_ended_is_opened_again_after_a_pause_that_doubles(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path, heartbeat_ms=10_000)
+        async with store:
+            other = NodeKey.generate()
+            opened_at = []
+
+            async def open_stream(did, protocol):
+                opened_at.append(trio.current_time())
+                return _ResetByPeer(b"", peer(other))
+
+            mesh.open_stream = open_stream
+            conn = _Conn()
+            async with trio.open_nursery() as nursery:
+                mesh._start_heartbeats(other.did, conn, nursery)
+                await until(lambda: len(opened_at) >= 4, seconds=200)
+                conn.is_closed = True
+                nursery.cancel_scope.cancel()
+            gaps = [b - a for a, b in zip(opened_at, opened_at[1:])]
+            assert 9 <= gaps[0] <= 11 and 18 <= gaps[1] <= 22 and 36 <= gaps[2] <= 44  # 10 s, doubling, +-10 %
+            assert mesh.metrics.get("heartbeat_streams", result="retried") >= 3
+            assert mesh.metrics.get("heartbeats_sent") == 0
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

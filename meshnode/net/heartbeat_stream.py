@@ -42,6 +42,7 @@ FIRST_FRAME_S = 10.0  # the sender writes its first heartbeat as soon as the str
 FRAME_S = 10.0  # a frame, once its first byte came (a heartbeat is one TCP segment)
 OPEN_S = 30.0  # identify (5 s at most) and the protocol negotiation
 WRITE_S = 10.0  # a write that blocks longer (the peer reads nothing) ends the sender
+RETRY_MAX_S = 300.0  # the longest pause before a stream the peer ended is opened again
 
 
 class HeartbeatStreamMixin:
@@ -66,23 +67,36 @@ class HeartbeatStreamMixin:
         nursery.start_soon(self._beat_to, did, conn, scope)
 
     async def _beat_to(self, did: str, conn, scope: trio.CancelScope) -> None:
+        """Heartbeats to ``did`` while ``conn`` lasts. A stream the peer reset, or one that could not be
+        opened, is tried again after a pause that doubles (one interval, up to RETRY_MAX_S): a peer that
+        hears nothing from a live connection would count us dead. A peer without the protocol is not
+        asked again on this connection."""
+        pause = self.config.heartbeat_ms / 1000
         try:
             with scope:
-                await self._beat_on_stream(did, conn)
+                while not conn.muxed_conn.is_closed:
+                    if await self._beat_on_stream(did, conn) == "unsupported":
+                        return
+                    if conn.muxed_conn.is_closed:
+                        return
+                    self.metrics.inc("heartbeat_streams", result="retried")
+                    await trio.sleep(jittered(pause))
+                    pause = min(2 * pause, RETRY_MAX_S)
         finally:
             if self._beating.get(did, (None, None))[1] is scope:
                 del self._beating[did]
 
-    async def _beat_on_stream(self, did: str, conn) -> None:
+    async def _beat_on_stream(self, did: str, conn) -> str:
+        """One heartbeat stream to ``did``, written until it or ``conn`` ends: "unsupported" (the peer
+        does not speak the protocol), "failed" (not opened in time) or "ended"."""
         try:
             with trio.fail_after(OPEN_S):
                 stream = await self.open_stream(did, PROTOCOL_ID)
-        except (NetError, trio.TooSlowError) as exc:  # not one of ours (an interop peer), or gone: not
-            # retried on this connection
+        except (NetError, trio.TooSlowError) as exc:  # not one of ours (an interop peer), or gone
             unsupported = isinstance(exc, NetError) and exc.code == "unsupported"
             self.metrics.inc("heartbeat_streams", result="unsupported" if unsupported else "failed")
             log.debug("no heartbeat stream to %s: %s", did, getattr(exc, "reason", "timed out"))
-            return
+            return "unsupported" if unsupported else "failed"
         self.metrics.inc("heartbeat_streams", result="opened")
         interval = self.config.heartbeat_ms / 1000
         try:
@@ -96,6 +110,7 @@ class HeartbeatStreamMixin:
         finally:
             self.metrics.inc("heartbeat_streams", result="ended")
             await _reset(stream)
+        return "ended"
 
     def _heartbeat_bytes(self) -> bytes:
         self._heartbeat_seq += 1
