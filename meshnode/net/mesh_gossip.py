@@ -105,9 +105,16 @@ class GossipMixin:
         self._invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
 
     async def _from_others(self, subscription):
-        """Batches of the containers of a subscription, as its topic validator verified them, from other
-        nodes (own publishes skipped; invalid ones were counted by the validator): each batch is what
-        was ready when the reader came back for more (the first one waited for), at most GOSSIP_BATCH."""
+        """The containers of a subscription, as its topic validator verified them, from other nodes
+        (own publishes skipped; invalid ones were counted by the validator)."""
+        while True:
+            c = await self._container_of(await subscription.get())
+            if c is not None and c.sender_did != self.key.did:
+                yield c
+
+    async def _batches_from_others(self, subscription):
+        """``_from_others`` in batches: what was ready when the reader came back for more (the first
+        one waited for), at most GOSSIP_BATCH."""
         channel = getattr(subscription, "receive_channel", None)
         while True:
             messages = [await subscription.get()]
@@ -140,7 +147,7 @@ class GossipMixin:
     async def _read_gossip_containers(self, subscription) -> None:
         """Stores what gossip brings, a batch per write transaction (``_store_many_from_peers``: a burst
         waited on one disk sync per container, one after the other)."""
-        async for batch in self._from_others(subscription):
+        async for batch in self._batches_from_others(subscription):
             read = self.clock()
             for c in batch:
                 self.timing.mark(c.did, "read", read, c.timestamp_ms)
