@@ -113,6 +113,8 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
                                                                for n in others),
         }
         figures["work"] = {name: sum(metric(n, name) for n in nodes) for name in COPIES}
+        figures["mesh_degrees"] = sorted((n.try_call("formation") or {}).get("gossip_mesh", {}).get(
+            "/meshnode/containers/1", -1) for n in nodes)  # copies of each message a node gets, about
         figures["dropped"] = _tally(nodes)
         sent_dropped = sum(v for k, v in figures["dropped"].items() if k.startswith("gossip_dropped:"))
         # a node that missed notes by gossip counted why (ignored or dropped here), or a sender did
