@@ -70,7 +70,7 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
             idle_cpu = cpu_s(nodes)
             time.sleep(idle_probe_s)
             idle_rate = (cpu_s(nodes) - idle_cpu) / idle_probe_s
-            if idle_rate <= settle_cores or time.monotonic() - settling > 90:
+            if not settle_cores or idle_rate <= settle_cores or time.monotonic() - settling > 90:
                 break
         settled = time.monotonic() - settling
         spies = _profile(nodes)
