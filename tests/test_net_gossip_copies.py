@@ -83,7 +83,8 @@ async def test_a_copy_is_validated_afresh_when_the_first_was_ignored(pubsub):
     libp2p_fixes.one_validation_per_message(pubsub)
     forwarders = peers(3)
     await copies_at_once(pubsub, forwarders, a_message(forwarders[0]))
-    assert len(pubsub.validated) == 2 and len(pubsub.delivered) == 1 and pubsub.relayed == [forwarders[1]]
+    assert len(pubsub.validated) == 2 and len(pubsub.delivered) == 1
+    assert len(pubsub.relayed) == 1 and pubsub.relayed[0] in forwarders[1:]  # whichever waiting copy woke first
 
 
 async def test_a_signature_is_checked_once_per_push(monkeypatch):
