@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.gossip_timing import GossipTiming
@@ -89,3 +90,39 @@ def test_stages_are_timed_from_the_previous_one_and_kept_bounded():
     timing.mark("b", "arrived", 1, 0)
     timing.mark("c", "arrived", 1, 0)
     assert timing.of("a") == {} and timing.of("c") == {"arrived": 1}
+
+
+async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
+    """Three validated messages waiting in the subscription: one batch, one write, each delivered."""
+    import trio
+
+    from test_mesh_cost import Message, peer
+
+    mesh.clock = now_ms  # the validator checks the time
+    sent = [make_note(STRANGER, f"n{i}", now_ms=mesh.clock(), audience="public") for i in range(3)]
+    send, receive = trio.open_memory_channel(8)
+    for i, c in enumerate(sent):
+        message = Message(c.to_bytes(), peer(STRANGER).to_bytes(), seqno=bytes([i]) * 8)
+        assert await mesh._validate_gossip_container(peer(STRANGER), message)
+        send.send_nowait(message)
+
+    class Subscription:
+        receive_channel = receive
+        get = receive.receive
+
+    writes = []
+    write = mesh.store.write
+
+    async def counted(fn, *args, **kw):
+        writes.append(fn)
+        return await write(fn, *args, **kw)
+
+    mesh.store.write = counted
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(mesh._read_gossip_containers, Subscription())
+        with trio.fail_after(10):  # the reader then waits for more: stop it once the three are in
+            while mesh.metrics.get("gossip_delivered") < 3:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert writes == [admit_many] and mesh.metrics.get("gossip_delivered", cls="note") == 3
+    assert all("stored" in mesh.timing.of(c.did) for c in sent)
