@@ -33,19 +33,24 @@ def note(i: int):
     return make_note(STRANGER, f"n{i}", now_ms=T0 + i, audience="public")
 
 
-async def held(mesh, c) -> bool:
-    return await mesh.store.read(lambda db: db.get_container_bytes(c.did)) is not None
-
-
-async def test_a_batch_is_one_write_and_each_container_gets_its_own_outcome(mesh):
-    writes = []
-    write = mesh.store.write
+def count_writes(mesh) -> list:
+    """The functions the mesh's store writes run, in order (the store still writes)."""
+    writes, write = [], mesh.store.write
 
     async def counted(fn, *args, **kw):
         writes.append(fn)
         return await write(fn, *args, **kw)
 
     mesh.store.write = counted
+    return writes
+
+
+async def held(mesh, c) -> bool:
+    return await mesh.store.read(lambda db: db.get_container_bytes(c.did)) is not None
+
+
+async def test_a_batch_is_one_write_and_each_container_gets_its_own_outcome(mesh):
+    writes = count_writes(mesh)
     sent = [note(i) for i in range(4)]
     results = await mesh._store_many_from_peers([(c, "did:key:zrelay") for c in [*sent, sent[0]]], "gossip")
     assert writes == [admit_many]
@@ -110,14 +115,7 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
         receive_channel = receive
         get = receive.receive
 
-    writes = []
-    write = mesh.store.write
-
-    async def counted(fn, *args, **kw):
-        writes.append(fn)
-        return await write(fn, *args, **kw)
-
-    mesh.store.write = counted
+    writes = count_writes(mesh)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(mesh._read_gossip_containers, Subscription())
         with trio.fail_after(10):  # the reader then waits for more: stop it once the three are in
