@@ -439,6 +439,7 @@ class _Control:
                          priority=int(priority), recipients=recipients, forward=int(forward), reply_to=reply_to)
         await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
         if audience == "public":
+            self.mesh.timing.mark(note.did, "written", now_ms(), t)
             await self.mesh.gossip(note)
         if self.reactor is not None:  # the person's note may be for the agent: the reactor looks soon
             self.reactor.poke()
@@ -460,7 +461,11 @@ class _Control:
                 if row:
                     rows[did] = {"received_at_ms": row[0], "timestamp_ms": row[1]}
             return rows
-        return await self.store.read(lookup)
+        rows = await self.store.read(lookup)
+        if self.mesh is not None:  # where gossip's time went (net.gossip_timing), when still kept
+            for did, row in rows.items():
+                row["stages"] = self.mesh.timing.of(did)
+        return rows
 
     async def cmd_export(self, did: str):
         data = await self.store.read(lambda db: db.get_container_bytes(did))

@@ -10,6 +10,7 @@ go through ``flock /tmp/meshnode-bigmesh.lock`` on this machine (shared by sever
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -33,11 +34,29 @@ def connected(node) -> int:
     return len((node.try_call("status") or {}).get("connected", []))
 
 
-def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, deadline_s: float = 60.0) -> dict:
+def cpu_s(nodes) -> float:
+    """CPU seconds the nodes' processes have used so far (user + system, from /proc)."""
+    total = 0
+    for n in nodes:
+        try:
+            fields = Path(f"/proc/{n.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, deadline_s: float = 60.0,
+           idle_probe_s: float = 0.0, spacing_s: float = 0.0, settle_cores: float = 0.0) -> dict:
     """Start ``count`` nodes, wait until each is connected to its gossip degree, publish ``notes``
     public notes from the first node, and wait until every node holds all of them (or the
     deadline). Returns the figures: delivered/expected, latency per note per node (p50, p99, max,
-    from the note's timestamp to its arrival there), how many arrived by gossip and by sync."""
+    from the note's timestamp to its arrival there) and where it went (``split``), how many
+    arrived by gossip and by sync, the CPU all nodes spent from the first publish until the last
+    arrival (``burst_cpu_s``; the idle rate beside it when ``idle_probe_s``). ``spacing_s``: a pause
+    between publishes (0: as fast as note_add returns). ``settle_cores``: first wait (up to 90 s)
+    until the mesh's CPU over ``idle_probe_s`` falls under that many cores (formation's own work:
+    DHT refreshes, announces, first syncs, is over)."""
     nodes = [quick_node(root, f"n{i}", env={**OFF, **PRODUCTION_LIVENESS, **(env or {})}) for i in range(count)]
     try:
         started = time.monotonic()
@@ -46,8 +65,21 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
         wait_until(lambda: all(connected(n) >= want for n in nodes), 60, f"every node connected to {want} peers")
         formed = time.monotonic() - started
         author, others = nodes[0], nodes[1:]
-        dids = [author.call("note_add", {"text": f"public note {i}", "audience": "public"})["did"]
-                for i in range(notes)]
+        idle_rate, settling = None, time.monotonic()
+        while idle_probe_s:  # the mesh's idle CPU rate, to set the burst's against (script only)
+            idle_cpu = cpu_s(nodes)
+            time.sleep(idle_probe_s)
+            idle_rate = (cpu_s(nodes) - idle_cpu) / idle_probe_s
+            if not settle_cores or idle_rate <= settle_cores or time.monotonic() - settling > 90:
+                break
+        settled = time.monotonic() - settling
+        spies = _profile(nodes)
+        cpu_before, first = cpu_s(nodes), time.monotonic()
+        dids = []
+        for i in range(notes):
+            dids.append(author.call("note_add", {"text": f"public note {i}", "audience": "public"})["did"])
+            if spacing_s:
+                time.sleep(spacing_s)
         published = time.monotonic()
         held: dict[str, dict] = {}
 
@@ -62,17 +94,31 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
         except AssertionError:
             pass  # the figures say what is missing
         waited = time.monotonic() - published
+        burst_cpu, burst_s = cpu_s(nodes) - cpu_before, time.monotonic() - first
+        for spy in spies:
+            spy.wait(30)
         latencies = [r["received_at_ms"] - r["timestamp_ms"] for rows in held.values() for r in rows.values()]
+        own = author.try_call("received", {"dids": dids}) or {}
         by_gossip = {n.name: metric(n, "gossip_delivered", cls="note") for n in others}
         late = {n.name: metric(n, "gossip_already_held", cls="note") for n in others}  # sync came first
         figures = {
-            "nodes": count, "notes": notes, "formed_s": round(formed, 1), "waited_s": round(waited, 1),
+            "nodes": count, "notes": notes, "formed_s": round(formed, 1), "settled_s": round(settled, 1), "waited_s": round(waited, 1),
             "delivered": sum(len(rows) for rows in held.values()), "expected": notes * len(others),
             "short": {n.name: notes - len(held.get(n.name, {})) for n in others if len(held.get(n.name, {})) < notes},
             "p50_ms": pct(latencies, 50), "p99_ms": pct(latencies, 99), "max_ms": pct(latencies, 100),
+            "split": latency_split(own, held.values()),
+            "publish_s": round(published - first, 2), "burst_cpu_s": round(burst_cpu, 2),
+            "burst_wall_s": round(burst_s, 2), "idle_cores": None if idle_rate is None else round(idle_rate, 3),
             "by_gossip": sum(by_gossip.values()), "by_sync": sum(len(held.get(n.name, {})) - by_gossip[n.name]
                                                                for n in others),
         }
+        figures["work"] = dict.fromkeys(COPIES, 0)
+        for n in nodes:  # one metrics call per node
+            for m in n.try_call("metrics") or []:
+                if m["name"] in figures["work"]:
+                    figures["work"][m["name"]] += m["value"]
+        figures["mesh_degrees"] = sorted((n.try_call("formation") or {}).get("gossip_mesh", {}).get(
+            "/meshnode/containers/1", -1) for n in nodes)  # copies of each message a node gets, about
         figures["dropped"] = _tally(nodes)
         sent_dropped = sum(v for k, v in figures["dropped"].items() if k.startswith("gossip_dropped:"))
         # a node that missed notes by gossip counted why (ignored or dropped here), or a sender did
@@ -91,6 +137,47 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
     finally:
         for n in nodes:
             n.kill()
+
+
+STEPS = (("author_write", "timestamp", "written"), ("author_publish", "written", "published"),
+         ("hops", "published", "arrived"), ("validate", "arrived", "validated"),
+         ("reader_wait", "validated", "read"), ("store", "read", "stored"))
+
+
+# what the nodes did with the copies (each node gets a note from several mesh peers)
+COPIES = ("gossip_validations", "gossip_delivered", "gossip_already_held", "gossip_decoded_again")
+
+
+def latency_split(own: dict, received) -> dict:
+    """Where the time went (``net.gossip_timing``'s stages): per step, p50/p99/max in ms over every
+    note at every node; ``hops`` is from the author's publish to the first copy reaching a node's
+    validator (py-libp2p's queues and the relays), the rest is the node's own work."""
+    steps: dict[str, list] = {name: [] for name, _, _ in STEPS}
+    for rows in received:
+        for did, row in rows.items():
+            at = {**{k: v for k, v in (own.get(did, {}).get("stages") or {}).items() if k in ("written", "published")},
+                  **(row.get("stages") or {}), "timestamp": row["timestamp_ms"]}
+            for name, start, end in STEPS:
+                if start in at and end in at:
+                    steps[name].append(at[end] - at[start])
+    out = {name: [pct(v, 50), pct(v, 99), pct(v, 100)] for name, v in steps.items() if v}
+    out["n"] = {name: len(v) for name, v in steps.items()}
+    return out
+
+
+def _profile(nodes) -> list:
+    """With GOSSIP_PROFILE=<dir> (a bench aid): py-spy samples the author and two receivers for
+    6 s from the first publish, as collapsed stacks in <dir>/<node>.txt."""
+    out = os.environ.get("GOSSIP_PROFILE")
+    if not out:
+        return []
+    import subprocess
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    spies = [subprocess.Popen([spy, "record", "-p", str(n.proc.pid), "-d", "6", "-r", "100", "--nonblocking",
+                               "-f", "raw", "-o", f"{out}/{n.name}.txt"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for n in (nodes[0], nodes[1], nodes[len(nodes) // 2])]
+    time.sleep(0.5)  # py-spy attaches
+    return spies
 
 
 def _tally(nodes) -> dict:
@@ -155,8 +242,12 @@ def test_public_notes_gossip_missed_come_by_sync_and_are_accounted_for(tmp_path)
 if __name__ == "__main__":
     root = Path(tempfile.mkdtemp(prefix="gossip", dir="/tmp"))
     try:
+        # N [NOTES [DEADLINE_S]] [SPACING_S=0.1] [MESHNODE_X=value ...]: the env pairs go to every node
+        pairs = dict(a.split("=", 1) for a in sys.argv[4:])
+        spacing = float(pairs.pop("SPACING_S", 0))
+        settle = float(pairs.pop("SETTLE_CORES", 0))  # e.g. 0.3: publish once formation's work is over
         print(json.dumps(spread(root, int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else NOTES,
                                 deadline_s=float(sys.argv[3]) if len(sys.argv) > 3 else 60.0,
-                                env=dict(a.split("=", 1) for a in sys.argv[4:]))))
+                                env=pairs, idle_probe_s=2.0, spacing_s=spacing, settle_cores=settle)))
     finally:
         shutil.rmtree(root, ignore_errors=True)

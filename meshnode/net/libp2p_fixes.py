@@ -525,3 +525,60 @@ def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
 
     for module in (kad_dht_module, peer_routing_module, provider_store_module):
         module.QUERY_TIMEOUT = seconds
+
+# ---- gossip-latency ----
+
+def one_validation_per_message(pubsub) -> None:
+    """py-libp2p 0.8.1 marks a message seen only once its validators have returned (go-libp2p marks
+    it before validating): every copy that arrives from another mesh peer while the first is being
+    validated is validated too, and each copy that passes is handed to the subscription again and
+    forwarded to every mesh peer again. In a burst on a busy machine validation takes tens of ms and
+    several copies of each message arrive meanwhile: the extra validations also hold pubsub's 10
+    validator slots, the extra relays multiply the traffic, and every node's latency grows with it.
+    A copy now waits until the push of the first one is over, then goes its way as if it had
+    arrived then: dropped as seen when valid, refused from the cache when invalid, validated
+    afresh when the first was ignored for load (``forget_ignored``). Apply it after the other
+    push_msg wrappers (outermost). Patches this one Pubsub object (private API, verified against 0.8.1)."""
+    original = pubsub.push_msg
+    in_flight: dict[bytes, trio.Event] = {}
+
+    async def push_msg(forwarder, msg) -> None:
+        msg_id = pubsub._msg_id_constructor(msg)
+        while (first := in_flight.get(msg_id)) is not None:
+            await first.wait()
+        if pubsub._is_msg_seen(msg):  # what the original does first (after its blacklist checks)
+            return
+        done = in_flight[msg_id] = trio.Event()
+        try:
+            await original(forwarder, msg)
+        finally:
+            del in_flight[msg_id]
+            done.set()
+
+    pubsub.push_msg = push_msg
+
+
+_VERIFIED: contextvars.ContextVar = contextvars.ContextVar("pubsub_signature_verified", default=None)
+
+
+def verify_signatures_once() -> None:
+    """``count_gossip_refused_unseen`` checks an unseen message's signature to count a bad one, and
+    pubsub's push_msg checks it again (Ed25519, plus decoding the key and peer id) for every copy
+    not yet seen. Remember, per task, the message object whose signature passed last, so the
+    second check in the same push is free. Replaces the module function push_msg calls (idempotent)."""
+    import libp2p.pubsub.pubsub as pubsub_module
+
+    check = pubsub_module.signature_validator
+    if getattr(check, "remembers", False):
+        return
+
+    def signature_validator(msg) -> bool:
+        if _VERIFIED.get() is msg:
+            return True
+        ok = check(msg)
+        if ok:
+            _VERIFIED.set(msg)
+        return ok
+
+    signature_validator.remembers = True
+    pubsub_module.signature_validator = signature_validator

@@ -53,6 +53,7 @@ from meshnode.net.not_wanted import NotWanted
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
+from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixin
 from meshnode.net.mesh_liveness import LivenessMixin
 from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
@@ -158,6 +159,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
         self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
+        self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
         self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
         # peers, they are exempt from address limits and get larger CPU budgets (mesh_cost)
@@ -232,6 +234,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
+        libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
+        libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))

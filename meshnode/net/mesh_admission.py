@@ -22,6 +22,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.gmp.rules import GmpRefused, is_gmp
 from meshnode.net.liveness import Liveness
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
+from meshnode.store.admit_batch import admit_many
 from meshnode.store.known import known_authors
 from meshnode.store.quotas import Admission, admit
 from meshnode.store.stranger_peers import prune_unknown_peers
@@ -52,23 +53,48 @@ class AdmissionMixin:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome
         "failed": one container must not take down the gossip reader or the session storing it."""
-        if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
-            # hook, an invitation travels in a bundle and inside a hello only
-            self.metrics.inc("containers_refused", reason=POINT_TO_POINT, via=via)
-            return Admission("refused", reason=POINT_TO_POINT)
-        if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
-            self.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
-            return Admission("refused", reason=REFUSED_BEFORE)
-        if via != "gossip" and c.sender_did not in self.known and not self.stranger_writes.take(self.clock()):
-            self.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
-            return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
+        refused = refused_before_store(self, c, via)
+        if refused is not None:
+            return refused
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.config.quotas, known=self.known.snapshot())
-        except GmpRefused as exc:
-            return self._gmp_refused(c, received_from, via, exc)
         except Exception as exc:
-            return self._not_stored(c, received_from, via, exc)
+            return self._admission_failed(c, received_from, via, exc)
+        return self._admitted(c, received_from, via, result)
+
+    async def _store_many_from_peers(self, items: list[tuple[Container, str | None]], via: str) -> list[Admission]:
+        """``_store_from_peer`` for several containers in one write transaction (``store.admit_batch``:
+        one commit, one hop to the writer thread); in order, each one's Admission. When the batch
+        itself fails (not one container of it), each is stored on its own."""
+        results: list[Admission | None] = [refused_before_store(self, c, via) for c, _ in items]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            now = self.clock()
+            try:
+                outcomes = await self.store.write(admit_many, [(items[i][0], now, items[i][1]) for i in todo],
+                                                  quotas=self.config.quotas, known=self.known.snapshot())
+            except Exception as exc:  # the transaction as a whole: one at a time, each failure its own
+                log.info("a batch of %d containers not stored together (%s): one at a time", len(todo), exc)
+                outcomes = [None] * len(todo)
+            for i, outcome in zip(todo, outcomes):
+                c, received_from = items[i]
+                if outcome is None:
+                    results[i] = await self._store_from_peer(c, received_from, via)
+                elif isinstance(outcome, Exception):
+                    results[i] = self._admission_failed(c, received_from, via, outcome)
+                else:
+                    results[i] = self._admitted(c, received_from, via, outcome)
+        return results
+
+    def _admission_failed(self, c: Container, received_from: str | None, via: str, exc: Exception) -> Admission:
+        if isinstance(exc, GmpRefused):
+            return self._gmp_refused(c, received_from, via, exc)
+        return self._not_stored(c, received_from, via, exc)
+
+    def _admitted(self, c: Container, received_from: str | None, via: str, result: Admission) -> Admission:
+        """What follows a store's answer: refusals and evictions counted and remembered, GMP told,
+        the reactor poked for a new note or GMP container."""
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
             self.not_wanted.add(c.did, c.sender_did)
@@ -188,6 +214,22 @@ class AdmissionMixin:
             except MeshnodeError:
                 continue
         return out
+
+
+def refused_before_store(mesh, c: Container, via: str) -> Admission | None:
+    """The refusals the Mesh ``mesh`` decides before the store is asked (counted), or None (a function:
+    test doubles of the Mesh call ``_store_from_peer`` with a few attributes only)."""
+    if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
+        # hook, an invitation travels in a bundle and inside a hello only
+        mesh.metrics.inc("containers_refused", reason=POINT_TO_POINT, via=via)
+        return Admission("refused", reason=POINT_TO_POINT)
+    if c.did in mesh.not_wanted and c.sender_did not in mesh.known:  # refused or evicted before
+        mesh.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
+        return Admission("refused", reason=REFUSED_BEFORE)
+    if via != "gossip" and c.sender_did not in mesh.known and not mesh.stranger_writes.take(mesh.clock()):
+        mesh.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
+        return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
+    return None
 
 
 def release_freed_memory() -> None:

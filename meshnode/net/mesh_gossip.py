@@ -19,6 +19,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
+from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_cost import Refused, WorkFailed
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 
@@ -26,6 +27,7 @@ CONTAINER_TOPIC = "/meshnode/containers/1"
 MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push
 GOSSIP_VALIDATE_S = 3.0  # under pubsub's 5 s validation timeout, which would cache the message as invalid
 VALIDATED_KEPT = 256  # validated containers waiting for the reader (each at most MAX_GOSSIP_BYTES)
+GOSSIP_BATCH = 64  # containers stored in one write transaction at most
 
 
 def message_key(message) -> bytes:
@@ -43,24 +45,32 @@ class GossipMixin:
                            f"{len(data)} bytes; gossip carries at most {MAX_GOSSIP_BYTES} (push it directly)")
         await self.pubsub.publish(CONTAINER_TOPIC, data)
         self.metrics.inc("gossip_published")
+        self.timing.mark(c.did, "published", self.clock(), c.timestamp_ms)
 
+    timing: GossipTiming  # where each container's time went (issue 18)
     _validated: BoundedLRU  # message_key -> (data, Container) validated, for the subscription reader
     _ignored: set  # message keys ignored (not rejected) by the validator
 
     async def _validate_gossip_container(self, forwarder, message) -> bool:
+        if self.host is not None and forwarder == self.host.get_id():  # our own publish (gossip()): a
+            return True  # container this node built and stored; pubsub drops others claiming our id
         if len(message.data) > MAX_GOSSIP_BYTES:  # never published by a node of ours; relayed, it arrives corrupt
             self._gossip_invalid(forwarder, "gossip_too_large", nbytes=len(message.data))
             return False
+        arrived = self.clock()
+        self.metrics.inc("gossip_validations")  # every copy a validator works on (duplicates in flight too)
         did = _did_or_peer_id(forwarder)
         host = None if self._is_known(did) else self._host_of_peer(forwarder)
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
                 c = await self._work(did, host, message.data, self._decode, message.data)
+                self.timing.mark(c.did, "arrived", arrived, c.timestamp_ms)
                 if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): never relayed
                     raise Refused("point_to_point", f"a {c.cls} never travels by gossip", 0)
                 if not self._admit_gossip_author(c, message):
                     return False
                 self._validated.put(message_key(message), (message.data, c))
+                self.timing.mark(c.did, "validated", self.clock(), c.timestamp_ms)
                 return True
             refusal = "slow"
         except Refused as exc:
@@ -98,27 +108,58 @@ class GossipMixin:
         """The containers of a subscription, as its topic validator verified them, from other nodes
         (own publishes skipped; invalid ones were counted by the validator)."""
         while True:
-            message = await subscription.get()
-            kept = self._validated.pop(message_key(message))
-            if kept is not None and kept[0] == message.data:
-                c = kept[1]
-            else:  # pushed out of the cache by a burst: verify again, off the loop when large
-                self.metrics.inc("gossip_decoded_again")
-                try:
-                    c, _ = await self.offload.run("gossip", len(message.data), self._decode, message.data)
-                except MeshnodeError:  # invalid (counted by the validator), or the pool is full
-                    continue
-            if c.sender_did != self.key.did:
+            c = await self._container_of(await subscription.get())
+            if c is not None and c.sender_did != self.key.did:
                 yield c
 
+    async def _batches_from_others(self, subscription):
+        """``_from_others`` in batches: what was ready when the reader came back for more (the first
+        one waited for), at most GOSSIP_BATCH."""
+        channel = getattr(subscription, "receive_channel", None)
+        while True:
+            messages = [await subscription.get()]
+            while channel is not None and len(messages) < GOSSIP_BATCH:
+                try:
+                    messages.append(channel.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            batch = []
+            for message in messages:
+                c = await self._container_of(message)
+                if c is not None and c.sender_did != self.key.did:
+                    batch.append(c)
+            if batch:
+                yield batch
+
+    async def _container_of(self, message) -> Container | None:
+        if self.host is not None and message.from_id == self.host.get_id().to_bytes():
+            return None  # our own publish, handed back by pubsub: not decoded again to be skipped
+        kept = self._validated.pop(message_key(message))
+        if kept is not None and kept[0] == message.data:
+            return kept[1]
+        self.metrics.inc("gossip_decoded_again")  # pushed out of the cache by a burst: verified again
+        try:
+            c, _ = await self.offload.run("gossip", len(message.data), self._decode, message.data)
+        except MeshnodeError:  # invalid (counted by the validator), or the pool is full
+            return None
+        return c
+
     async def _read_gossip_containers(self, subscription) -> None:
-        async for c in self._from_others(subscription):
-            new = (await self._store_from_peer(c, c.sender_did, "gossip")).new
-            self.metrics.inc("containers_received", via="gossip")
-            # new here, or already held (sync can win the race when gossip is slow): every arrival counted
-            self.metrics.inc("gossip_delivered" if new else "gossip_already_held", cls=c.cls)
-            if new:  # a valid container its author published is reputation evidence (once per container)
-                self.standing.record_valid(c.sender_did, self.clock())
+        """Stores what gossip brings, a batch per write transaction (``_store_many_from_peers``: a burst
+        waited on one disk sync per container, one after the other)."""
+        async for batch in self._batches_from_others(subscription):
+            read = self.clock()
+            for c in batch:
+                self.timing.mark(c.did, "read", read, c.timestamp_ms)
+            results = await self._store_many_from_peers([(c, c.sender_did) for c in batch], "gossip")
+            stored = self.clock()
+            for c, result in zip(batch, results):
+                self.timing.mark(c.did, "stored", stored, c.timestamp_ms)
+                self.metrics.inc("containers_received", via="gossip")
+                # new here, or already held (sync can win the race when gossip is slow): every arrival counted
+                self.metrics.inc("gossip_delivered" if result.new else "gossip_already_held", cls=c.cls)
+                if result.new:  # a valid container its author published is reputation evidence (once each)
+                    self.standing.record_valid(c.sender_did, self.clock())
 
 
 def _did_or_peer_id(peer_id) -> str:
