@@ -31,7 +31,7 @@ def _fake_mesh(put_value):
 
     return SimpleNamespace(config=SimpleNamespace(interests=[], expertise=[], name="n", roles=[]),
                            _agent_tags=([], []), key=NodeKey.generate(), clock=now_ms, metrics=Metrics(),
-                           addresses=lambda: ["/ip4/127.0.0.1/tcp/4001"], _announce=None, _push_announce=push,
+                           addresses=lambda: ["/ip4/127.0.0.1/tcp/4001"], _announce=None, _push_announce=push, _note_put=lambda *a: None,
                            dht=SimpleNamespace(value_store=_ValueStore(), put_value=put_value, provide=provide))
 
 

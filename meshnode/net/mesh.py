@@ -283,7 +283,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
             return {"connected": 0, "gossip_mesh": {}, "degree": 0, "degree_low": 0}
         return {"connected": len(self.host.get_connected_peers()),
                 "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (HEARTBEAT_TOPIC, CONTAINER_TOPIC)},
-                "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low}
+                "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low,
+                "lookups": self.lookup_state()}  # find-tail: announce pushes, puts, first heard, slow finds
 
     # --- discovery ------------------------------------------------------------
 
@@ -353,8 +354,10 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         try:
             self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
             await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
+            put_began = time.perf_counter()
             with trio.move_on_after(15) as put:
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
+            self._note_put(put.cancelled_caught, put_began)  # find-tail (lookup_trace)
             for tag in announce.payload.get("interests", []):
                 with trio.move_on_after(15):
                     await self.dht.provide(interest_key(tag))

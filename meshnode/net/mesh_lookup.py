@@ -39,7 +39,7 @@ import trio
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.net import dht_direct, libp2p_fixes
+from meshnode.net import dht_direct, libp2p_fixes, lookup_trace
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
 from meshnode.net.mesh_exchange import peer_id_object
@@ -56,6 +56,7 @@ LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
+SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
 
 
 class AnnounceCache:
@@ -103,10 +104,29 @@ class LookupMixin:
     _looked_up: dict
     _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
     _pushed_to: set = frozenset()  # the peers it reached (or refused it)
+    _lookup_log: lookup_trace.LookupLog | None = None
+
+    @property
+    def lookup_log(self) -> lookup_trace.LookupLog:
+        if self._lookup_log is None:
+            self._lookup_log = lookup_trace.LookupLog()
+        return self._lookup_log
+
+    def lookup_state(self) -> dict:
+        """For the ``formation`` control call: this node's announce pushes and puts, when it first
+        heard each DID's announce, and its slow finds' traces (lookup_trace)."""
+        return self.lookup_log.as_dict()
+
+    def _note_put(self, timed_out: bool, began: float) -> None:
+        log_ = getattr(self, "lookup_log", None)
+        if log_ is not None:
+            log_.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
+                              round((time.perf_counter() - began) * 1000)))
 
     def _heard_announce(self, c: Container) -> None:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
+        self.lookup_log.heard(c.sender_did)
 
     async def _push_announce(self, announce: Container) -> None:
         """PUT the announce to every connected peer it has not reached yet (all again when its
@@ -121,6 +141,7 @@ class LookupMixin:
         if not peers:
             return
         stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        self.lookup_log.pushes.append((lookup_trace.wall_ms(), len(peers), len(stored)))
         pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
 
@@ -206,6 +227,9 @@ class LookupMixin:
         announce = self.announces.fresh(did, time.monotonic()) if cached else None
         if announce is not None:
             self.metrics.inc("announce_lookups", via="cache")
+            trace = lookup_trace.CURRENT.get()
+            if trace is not None:
+                trace.note(via="cache")
         else:
             announce = await self._walk_for_announce(did)
         if self.announces.recorded(did) != announce.did:  # the peers table holds an older one, or none
@@ -220,22 +244,36 @@ class LookupMixin:
         key = record_key(did)
         if did != self.key.did:
             self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        if hasattr(self.dht, "peer_routing"):
+            lookup_trace.trace_dht_requests(self.dht)
+        trace = lookup_trace.CURRENT.get()
         value = None
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
                 # the connected peers first (one round trip; in a small mesh they hold it), then a walk
                 asked = dht_direct.closest_connected(self.host, key, ASKED_AT_ONCE)
                 owner = peer_id_object(did)
-                if owner not in asked and owner in self.host.get_connected_peers():
+                owner_connected = owner in self.host.get_connected_peers()
+                if owner not in asked and owner_connected:
                     asked.append(owner)  # connected already: it holds its own announce
+                if trace is not None:
+                    trace.stage = "connected"
+                    trace.note(connected=len(self.host.get_connected_peers()), asked=len(asked),
+                               owner_connected=owner_connected)
                 values = await dht_direct.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
                 if values:
                     value = values[self.dht.validator.select(key, values)]
                     self.metrics.inc("announce_lookups", via="connected")
                 else:
+                    if trace is not None:
+                        trace.stage = "walk"
+                        trace.note(walk_from=trace.at(), table=self.dht.routing_table.size()
+                                   if hasattr(self.dht, "routing_table") else None)
                     value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
                     self.metrics.inc("announce_lookups", via="walk")
         except Exception as exc:
+            if trace is not None:
+                trace.note(lookup_error=type(exc).__name__, lookup_ended=trace.at())
             raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
         if value is None:
             raise NetError("not_found", f"no announce for {did} in the DHT")
@@ -264,7 +302,25 @@ class LookupMixin:
 
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
-        unreachable) within about LOOKUP_TIMEOUT + the connect timeout."""
+        unreachable) within about LOOKUP_TIMEOUT + the connect timeout. A slow one (or one that found
+        no announce) carries its lookup trace (lookup_trace) as ``trace``."""
+        trace = lookup_trace.LookupTrace(did)
+        token = lookup_trace.CURRENT.set(trace)
+        try:
+            answer = await self._find_traced(did, trace)
+        except NetError as exc:
+            trace.note(error=exc.code, ended=trace.at())
+            self.lookup_log.slow.append(trace.as_dict())
+            raise
+        finally:
+            lookup_trace.CURRENT.reset(token)
+        if answer["elapsed_ms"] > SLOW_FIND_MS or answer["name"] is None:
+            trace.note(ended=trace.at())
+            answer["trace"] = trace.as_dict()
+            self.lookup_log.slow.append(answer["trace"])
+        return answer
+
+    async def _find_traced(self, did: str, trace: lookup_trace.LookupTrace) -> dict:
         from libp2p.peer.id import ID
         from libp2p.peer.peerinfo import PeerInfo
 
@@ -276,6 +332,7 @@ class LookupMixin:
             announce = await self.lookup_announce(did)
         except NetError as exc:
             log.info("announce lookup for %s: %s", did, exc.reason)
+        trace.note(announce=announce is not None, looked_up=trace.at())
         if announce is not None and announce.payload.get("key_is_falsified"):
             raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
         addrs = announce_addresses(announce) if announce else []
@@ -285,11 +342,14 @@ class LookupMixin:
             if addrs:
                 info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
             else:
+                trace.stage = "find_peer"
                 with trio.move_on_at(max(deadline, trio.current_time() + 1.0)):
                     info = await self.dht.find_peer(pid)
+                trace.note(route=info is not None, routed=trace.at())
             if info is None:
                 self.metrics.inc("find_not_found")
                 raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
+            trace.stage = "connect"
             try:
                 await self._connect(info)
             except NetError:
