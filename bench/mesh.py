@@ -269,7 +269,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
         out["find_by_did_failed"] = len(failed)
         if failed:
             out["find_by_did_failures"] = dict(list(failed.items())[:5])
-        for via in ("cache", "connected", "walk"):  # where the nodes' announce lookups were answered
+        for via in ("cache", "connected", "closest", "walk"):  # where the nodes' announce lookups were answered
             out[f"announce_lookups_{via}"] = sum(metric(n, "announce_lookups", via=via) for n in mesh)
         if slow:
             explain_slow_finds(mesh, slow)

@@ -67,7 +67,7 @@ async def test_a_replayed_older_announce_does_not_replace_the_newer_one(monkeypa
     node = _Node()
     node.dht.validator.validate(record_key(owner.did), new.to_bytes())  # the owner's PUT: verified, cached
 
-    async def replay(dht, key, peers, enough=3):
+    async def replay(dht, key, peers, enough=3, owner=None):
         dht.validator.validate(key, old.to_bytes())
         return [old.to_bytes()]  # a peer answering with a copy it kept from a minute ago
 
