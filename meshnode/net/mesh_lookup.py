@@ -56,6 +56,7 @@ LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
+ARRIVAL_WAIT_S = 5.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
 SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
 
 
@@ -105,6 +106,8 @@ class LookupMixin:
     _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
     _pushed_to: set = frozenset()  # the peers it reached (or refused it)
     _lookup_log: lookup_trace.LookupLog | None = None
+    _pushing: set = frozenset()  # peers a push of the current content is waiting for
+    _arrivals: dict | None = None  # DID -> trio.Event set when its announce is heard (lookups waiting)
 
     @property
     def lookup_log(self) -> lookup_trace.LookupLog:
@@ -127,25 +130,34 @@ class LookupMixin:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
         self.lookup_log.heard(c.sender_did)
+        arrived = self._arrivals.pop(c.sender_did, None) if self._arrivals else None
+        if arrived is not None:
+            arrived.set()  # a lookup waiting for this DID's announce (pushed here meanwhile)
 
     async def _push_announce(self, announce: Container) -> None:
         """PUT the announce to every connected peer it has not reached yet (all again when its
         content changed): one round trip, where the DHT walk of put_value may take many."""
         content = (announce.payload, self.key.did)
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
-            self._pushed_content, self._pushed_to = content, set()
+            self._pushed_content, self._pushed_to, self._pushing = content, set(), set()
         pushed = self._pushed_to  # this content's set: a push of newer content meanwhile starts another
+        pushing = self._pushing  # peers a push of this content is still waiting for: not asked twice
         connected = set(self.host.get_connected_peers())
         # and the routing table's peers closest to the record key (dialled), the ones a walk for it
         # asks: a put_value walk took ~10 s while a mesh formed, so finds asked meanwhile found the
         # announce nowhere but at its owner (find p99 ~10 s at 20 processes; find-tail)
         closest = set(self._closest_known(record_key(self.key.did), PUSHED_AT_ONCE))
         pushed &= connected | closest  # a peer that left may come back with an empty store: told again then
-        peers = [p for p in connected if p not in pushed]
-        peers = (peers + [p for p in closest - connected if p not in pushed])[:PUSHED_AT_ONCE]
+        peers = [p for p in connected if p not in pushed and p not in pushing]
+        peers = (peers + [p for p in closest - connected if p not in pushed and p not in pushing])[:PUSHED_AT_ONCE]
         if not peers:
             return
-        stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        pushing.update(peers)
+        try:
+            stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(),
+                                                         peers)
+        finally:
+            pushing.difference_update(peers)
         self.lookup_log.pushes.append((lookup_trace.wall_ms(), len(peers), len(stored)))
         pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
@@ -159,13 +171,20 @@ class LookupMixin:
         """Tell each newly identified peer this node's announce within PUSH_GATHER_S, not at the next
         maintenance round: finds asked while a mesh forms waited out the whole lookup (10 s) when
         none of the connected peers held the announce yet (find p99 ~10 s at 20 processes)."""
-        while True:
-            await self._push_wanted.wait()
-            await trio.sleep(PUSH_GATHER_S)  # connections come in bursts: one push for all of them
-            self._push_wanted = trio.Event()
-            if self._announce is not None:
-                with trio.move_on_after(15):
-                    await self._push_quietly(self._announce)
+        async def push(announce: Container) -> None:
+            with trio.move_on_after(15):
+                await self._push_quietly(announce)
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await self._push_wanted.wait()
+                await trio.sleep(PUSH_GATHER_S)  # connections come in bursts: one push for all of them
+                self._push_wanted = trio.Event()
+                if self._announce is not None:
+                    # not awaited: one slow or vanished peer held each push up to the hop timeout (5 s),
+                    # and the peers identified meanwhile waited for it (a target's announce reached
+                    # nobody for 8 s while a mesh formed: find-tail); peers in flight are not asked twice
+                    nursery.start_soon(push, self._announce)
 
     async def _push_quietly(self, announce: Container) -> None:
         try:
@@ -273,24 +292,14 @@ class LookupMixin:
                     trace.stage = "connected"
                     trace.note(connected=len(self.host.get_connected_peers()), asked=len(asked),
                                owner_connected=owner_connected, owner_known=owner_known)
+                arrived = self._arrival(did)
                 values = await dht_direct.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM, owner=owner)
-                via = "connected"
-                if not values:  # the routing table's closest to the key, where puts go: one round, no walk
-                    closest = self._closest_known(key, ASKED_AT_ONCE, exclude=asked)
-                    if trace is not None:
-                        trace.stage = "closest"
-                    values = await dht_direct.get_value_from_peers(self.dht, key, closest, LOOKUP_QUORUM)
-                    via = "closest"
                 if values:
-                    value = values[self.dht.validator.select(key, values)]
-                    self.metrics.inc("announce_lookups", via=via)
+                    value, via = values[self.dht.validator.select(key, values)], "connected"
                 else:
-                    if trace is not None:
-                        trace.stage = "walk"
-                        trace.note(walk_from=trace.at(), table=self.dht.routing_table.size()
-                                   if hasattr(self.dht, "routing_table") else None)
-                    value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
-                    self.metrics.inc("announce_lookups", via="walk")
+                    value, via = await self._search_or_arrival(did, key, asked, arrived)
+                if value is not None:
+                    self.metrics.inc("announce_lookups", via=via)
         except Exception as exc:
             if trace is not None:
                 trace.note(lookup_error=type(exc).__name__, lookup_ended=trace.at())
@@ -307,6 +316,60 @@ class LookupMixin:
         # from an announce already verified (a revocation, new addresses) to an older one
         newest = self.announces.newest(did)
         return newest if newest is not None and select_record([announce, newest]) == 1 else announce
+
+    def _arrival(self, did: str) -> trio.Event:
+        """An event set when ``did``'s announce is next heard (pushed here, or an answer)."""
+        if self._arrivals is None:
+            self._arrivals = {}
+        if len(self._arrivals) >= ANNOUNCES_KEPT:
+            self._arrivals.clear()  # lookups waiting end by their deadline: a bound, not a loss
+        return self._arrivals.setdefault(did, trio.Event())
+
+    async def _search_or_arrival(self, did: str, key: str, asked: list, arrived: trio.Event) -> tuple:
+        """No connected peer had it: the routing table's closest to the key in one round, then a
+        walk; meanwhile (and up to ARRIVAL_WAIT_S after both came back empty) the announce may be
+        pushed here by its owner, which a mesh forming does within seconds. Without waiting for it,
+        ~2 % of the finds asked while 20 processes formed a mesh ended with no announce after the
+        whole 10 s: it was held by its owner alone when asked (find-tail). (value, via)."""
+        trace = lookup_trace.CURRENT.get()
+        found: list[tuple] = []
+
+        async def search() -> None:
+            closest = self._closest_known(key, ASKED_AT_ONCE, exclude=asked)
+            if trace is not None:
+                trace.stage = "closest"
+            values, via = await dht_direct.get_value_from_peers(self.dht, key, closest, LOOKUP_QUORUM), "closest"
+            if not values:
+                if trace is not None:
+                    trace.stage = "walk"
+                    trace.note(walk_from=trace.at())
+                value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
+                values, via = ([value] if value is not None else []), "walk"
+            if values:
+                found.append((values[self.dht.validator.select(key, values)], via))
+                nursery.cancel_scope.cancel()
+            else:
+                with trio.move_on_after(ARRIVAL_WAIT_S):
+                    await trio.sleep_forever()
+                nursery.cancel_scope.cancel()
+
+        async def wait() -> None:
+            await arrived.wait()
+            newest = self.announces.newest(did)
+            if newest is not None:
+                found.append((newest.to_bytes(), "heard"))
+                if trace is not None:
+                    trace.note(heard_at=trace.at())
+                nursery.cancel_scope.cancel()
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(search)
+                nursery.start_soon(wait)
+        finally:
+            if self._arrivals is not None and self._arrivals.get(did) is arrived:
+                del self._arrivals[did]
+        return found[0] if found else (None, "walk")
 
     def _owner_addresses(self, owner) -> list:
         known = getattr(self, "_known_addresses", None)
