@@ -1,6 +1,6 @@
 """Mesh figures on loopback, with baselines measured in the same run.
 
-    python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20]
+    python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20] [--only-formation [--quiet-heartbeats]]
 
 1. connect latency between two hosts built as meshnode builds them
    (Noise, yamux, one connection per peer), beside py-libp2p's default
@@ -8,10 +8,14 @@
 2. 1 KiB stream round trip on an open connection, beside a raw TCP round
    trip between the same two trio tasks (the floor);
 3. formation: a seed, then N-1 processes started at once knowing only the
-   seed; seconds from the last start to every node at its GossipSub degree,
-   then to every node having found every other by DID (all nodes finding at
-   once), find-by-DID p50/p99 of those finds, and the not_found of an absent
-   DID (hop counts are not observable through py-libp2p 0.8.1's API);
+   seed; each node, once at its GossipSub degree, finds every other by DID;
+   seconds from the last start to every node at its degree
+   (formation_degree_s) and to every node at its degree AND having found
+   every other (formation_s, issue 18's formation figure); find-by-DID
+   p50/p99/max of those finds, and the not_found of an absent DID;
+   --quiet-heartbeats forms it with heartbeats every 3600 s (the load once
+   heartbeats leave gossip), MESHBENCH_SLOW=1 prints each slow find's lookup
+   trace beside who held the target's announce when it was asked;
 4. gossip delivery latency (p50, p99) and delivered/expected, 30 notes from
    one node to every node of a mesh of N meshnode OS processes;
 5. RSS of one idle node; idle CPU per node with 5, 12 and 19 peers

@@ -214,3 +214,22 @@ async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autoj
     got = await dht_direct.get_value_from_peers(dht, "/t/k", ["fast", "slow"])
     assert got == [b"the record"]
     assert trio.current_time() - started <= 1.0  # the grace, not the hop timeout (5-10 s)
+
+
+async def test_the_owners_answer_ends_the_ask_at_once(autojump_clock):
+    """find-tail: no copy is newer than its owner's; waiting VALUE_ANSWER_GRACE after it cost finds
+    0.5-1 s under load."""
+    record = type("R", (), {"value": b"the record"})()
+
+    async def get_from_peer(peer, raw, return_record=True):
+        if peer == "slow":
+            await trio.sleep_forever()
+        return record
+
+    store = type("S", (), {"_get_from_peer": staticmethod(get_from_peer)})()
+    validator = type("V", (), {"validate": staticmethod(lambda key, value: None)})()
+    dht = type("D", (), {"value_store": store, "validator": validator})()
+    started = trio.current_time()
+    got = await dht_direct.get_value_from_peers(dht, "/t/k", ["owner", "slow"], owner="owner")
+    assert got == [b"the record"]
+    assert trio.current_time() - started < dht_direct.VALUE_ANSWER_GRACE / 2

@@ -525,3 +525,37 @@ def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
 
     for module in (kad_dht_module, peer_routing_module, provider_store_module):
         module.QUERY_TIMEOUT = seconds
+
+
+# ---- find-tail ----
+
+DHT_IDLE_SECONDS = 5.0  # an inbound DHT stream waiting this long for its next request is closed
+
+
+def close_idle_dht_streams(seconds: float = DHT_IDLE_SECONDS) -> None:
+    """py-libp2p 0.8.1's KadDHT serves at most 12 inbound streams at once and resets every stream
+    beyond that, and a handler waits for a stream's next request with no timeout. A requester
+    whose request is cancelled (a lookup that has its answer cancels the slower peers; py-libp2p's
+    own get_value does the same at its quorum) closes its stream inside the cancelled scope, so
+    the close never goes out: the server's handler waits forever and keeps its slot. Twelve
+    such, and the node refuses every DHT request for the rest of the connection: while 20
+    processes formed a mesh, GET_VALUE, PUT_VALUE and FIND_NODE to such nodes failed or hung,
+    announce pushes reached 0 of 5 peers, and finds waited out their 10 s (find-tail;
+    tests/test_mesh_lookup_stale.py). A silent peer could do the same on purpose with 12 streams.
+    Each wait for a request now ends after ``seconds`` (go-libp2p-kad-dht closes idle streams
+    too, after a minute; requests here are one per stream): the stream is closed as at EOF and
+    the slot freed. Patches the reader the handler calls (idempotent)."""
+    import libp2p.kad_dht.kad_dht as kad_dht_module
+    from libp2p.io.exceptions import IncompleteReadError
+
+    original = kad_dht_module.read_varint_prefixed_bytes_limited
+    if getattr(original, "closes_idle", False):
+        return
+
+    async def read_or_idle(stream, *args, **kwargs):
+        with trio.move_on_after(seconds):
+            return await original(stream, *args, **kwargs)
+        raise IncompleteReadError("no request on an idle DHT stream", 0, 0)  # handled as a clean EOF
+
+    read_or_idle.closes_idle = True
+    kad_dht_module.read_varint_prefixed_bytes_limited = read_or_idle

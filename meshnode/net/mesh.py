@@ -190,6 +190,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         libp2p_fixes.verify_sender_records_once()
         libp2p_fixes.cut_idle_cost()  # yamux credit in batches, own record bytes reused (issue 18)
         libp2p_fixes.dht_hop_timeout()
+        libp2p_fixes.close_idle_dht_streams()  # find-tail: cancelled requests left the DHT deaf
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
