@@ -559,3 +559,15 @@ def close_idle_dht_streams(seconds: float = DHT_IDLE_SECONDS) -> None:
 
     read_or_idle.closes_idle = True
     kad_dht_module.read_varint_prefixed_bytes_limited = read_or_idle
+
+
+DHT_INBOUND_SLOTS = 48  # inbound DHT streams served at once (py-libp2p 0.8.1: 12, the rest reset)
+
+
+def widen_dht_inbound(dht, slots: int = DHT_INBOUND_SLOTS) -> None:
+    """py-libp2p 0.8.1 resets every inbound DHT stream beyond 12 served at once. While 20 processes
+    formed a mesh (walks of ALPHA=10 queries from several nodes, announce pushes, lookups), a
+    target's own GET_VALUE answer was a reset in 13 of 67 asks traced (find-tail): the one peer
+    sure to hold the record refused it. A request served costs one round trip; with idle streams
+    closed (close_idle_dht_streams) a slot is held only while a request is being answered."""
+    dht._inbound_limiter = trio.CapacityLimiter(slots)

@@ -215,6 +215,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, SyncMixin, Co
         self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         libp2p_fixes.answer_find_node_for_self(dht)
+        libp2p_fixes.widen_dht_inbound(dht)  # find-tail
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
