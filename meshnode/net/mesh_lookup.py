@@ -56,7 +56,7 @@ LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
-ARRIVAL_WAIT_S = 5.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
+ARRIVAL_WAIT_S = 2.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
 SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
 
 
