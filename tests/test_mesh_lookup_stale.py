@@ -320,3 +320,30 @@ async def test_a_dht_busy_with_twelve_requests_still_answers_the_next():
         for h in (asker, server):
             await h.close()
     assert got == b"the value"
+
+
+async def test_an_announce_found_just_before_the_deadline_is_not_lost_in_the_wind_down(monkeypatch,
+                                                                                    autojump_clock):
+    """find-tail: an answer heard at 9.3 s, then the other requests' closes (slow under load)
+    outlasted the 10 s deadline, and the lookup said not_found with the announce in hand."""
+    owner = NodeKey.generate()
+    announce = _announce(owner, now_ms(), 4001)
+    node = _Node()
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    calls = []
+
+    async def slow_wind_down(dht, key, peers, enough=3, owner=None):
+        calls.append(peers)
+        if len(calls) == 1:
+            return []  # the connected peers: nobody has it
+        await trio.sleep(9.0)
+        dht.validator.validate(key, announce.to_bytes())  # an answer at 9 s
+        with trio.CancelScope(shield=True):
+            await trio.sleep(5.0)  # the slower requests' closes, past the deadline
+        await trio.sleep(0)  # and their last checkpoint
+        return [announce.to_bytes()]
+
+    monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
+    monkeypatch.setattr(dht_direct, "get_value_from_peers", slow_wind_down)
+    got = await node.lookup_announce(owner.did)
+    assert got.did == announce.did
