@@ -1,6 +1,6 @@
 """Mesh figures on loopback, with baselines measured in the same run.
 
-    python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20]
+    python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20] [--only-formation [--quiet-heartbeats]]
 
 1. connect latency between two hosts built as meshnode builds them
    (Noise, yamux, one connection per peer), beside py-libp2p's default
@@ -8,10 +8,14 @@
 2. 1 KiB stream round trip on an open connection, beside a raw TCP round
    trip between the same two trio tasks (the floor);
 3. formation: a seed, then N-1 processes started at once knowing only the
-   seed; seconds from the last start to every node at its GossipSub degree,
-   then to every node having found every other by DID (all nodes finding at
-   once), find-by-DID p50/p99 of those finds, and the not_found of an absent
-   DID (hop counts are not observable through py-libp2p 0.8.1's API);
+   seed; each node, once at its GossipSub degree, finds every other by DID;
+   seconds from the last start to every node at its degree
+   (formation_degree_s) and to every node at its degree AND having found
+   every other (formation_s, issue 18's formation figure); find-by-DID
+   p50/p99/max of those finds, and the not_found of an absent DID;
+   --quiet-heartbeats forms it with heartbeats every 3600 s (the load once
+   heartbeats leave gossip), MESHBENCH_SLOW=1 prints each slow find's lookup
+   trace beside who held the target's announce when it was asked;
 4. gossip delivery latency (p50, p99) and delivered/expected, 30 notes from
    one node to every node of a mesh of N meshnode OS processes;
 5. RSS of one idle node; idle CPU per node with 5, 12 and 19 peers
@@ -187,73 +191,135 @@ def idle_figures(nodes: int, settle_s: float, window_s: float) -> dict:
     return out
 
 
-def formation_figures(nodes: int, finds: int) -> dict:
-    """A seed, then ``nodes - 1`` nodes started at once (each knows only the seed): seconds from
-    the last start to every node at its GossipSub degree, then to every node having found
-    ``finds`` others by DID (all others when 0; the finds run on all nodes at once, as a mesh
-    forming does), find-by-DID p50/p99 of those finds, and how long a lookup of an absent DID
-    takes to say not_found."""
+# the load after hb-direct lands (heartbeats on direct streams, not flooded mesh-wide): until then,
+# heartbeats nearly silenced (--quiet-heartbeats), so that the flood does not load what is measured
+QUIET_HEARTBEATS = {"MESHNODE_NET_HEARTBEAT_SECONDS": "3600", "MESHNODE_NET_QUIET_AFTER_SECONDS": "9000",
+                    "MESHNODE_NET_STALE_AFTER_SECONDS": "20000", "MESHNODE_NET_DEAD_AFTER_SECONDS": "100000"}
+BENCH_HEARTBEATS = {"MESHNODE_NET_HEARTBEAT_SECONDS": "5", "MESHNODE_NET_QUIET_AFTER_SECONDS": "15",
+                    "MESHNODE_NET_STALE_AFTER_SECONDS": "30", "MESHNODE_NET_DEAD_AFTER_SECONDS": "120"}
+
+
+def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: float = 90.0) -> dict:
+    """A seed, then ``nodes - 1`` nodes started at once (each knows only the seed). Each node, as
+    soon as it is at its GossipSub degree, finds ``finds`` others by DID (all others when 0), one
+    after another, asking again for those it missed (all nodes at once, as a mesh forming does).
+    Figures: seconds from the last start to every node at its degree (``formation_degree_s``), and
+    to every node at its degree AND having found every other (``formation_s``, issue 18's
+    formation); find-by-DID p50/p99 of every find asked; how long an absent DID takes to say
+    not_found. ``MESHBENCH_SLOW=1`` prints each slow find with its lookup trace
+    (meshnode/net/lookup_trace.py) beside who held the target's announce when it was asked."""
     import threading
 
-    from meshharness import at_degree, find_all, start_from_seed, wait_until
+    from meshharness import at_degree, metric, start_from_seed
+    from meshnode.control import ControlError
 
     root = Path(tempfile.mkdtemp(prefix="meshform"))
-    env = {"MESHNODE_NET_HEARTBEAT_SECONDS": "5", "MESHNODE_NET_QUIET_AFTER_SECONDS": "15",
-           "MESHNODE_NET_STALE_AFTER_SECONDS": "30", "MESHNODE_NET_DEAD_AFTER_SECONDS": "120", **PRODUCTION_SYNC}
+    env = {**(QUIET_HEARTBEATS if quiet else BENCH_HEARTBEATS), **PRODUCTION_SYNC}
     t = time.perf_counter()
     mesh = start_from_seed(root, nodes, env=env, prefix="f")
-    out: dict = {"formation_start_all_s": round(time.perf_counter() - t, 1)}
+    out: dict = {"formation_start_all_s": round(time.perf_counter() - t, 1), "quiet_heartbeats": quiet}
     try:
-        t = time.perf_counter()
-        pending = list(mesh)
-
-        def all_at_degree():
-            pending[:] = [n for n in pending if not at_degree(n, nodes)]
-            return not pending
-        try:
-            wait_until(all_at_degree, 120, "every node at its GossipSub degree", interval=0.25)
-            out["formation_degree_s"] = round(time.perf_counter() - t, 2)
-        except AssertionError:
-            out["formation_degree_s"] = None
-            out["formation_below_degree"] = len(pending)
+        t = time.perf_counter()  # the last node said ready
+        at_degree_s: dict[str, float] = {}
+        done_s: dict[str, float] = {}
         times: list[float] = []
         failed: dict = {}
+        slow: list[dict] = []
 
-        def finder(i: int) -> None:
-            others = [m for m in mesh if m is not mesh[i]]
-            targets = others[i % len(others):] + others[:i % len(others)]  # spread the targets
-            found, missed = find_all(mesh[i], targets[:finds or len(targets)], timeout=60)
-            times.extend(found.values())
-            failed.update({f"{mesh[i].name}->{did[-8:]}": why for did, why in missed.items()})
-        threads = [threading.Thread(target=finder, args=(i,), daemon=True) for i in range(nodes)]
+        def node_forms(i: int) -> None:
+            node = mesh[i]
+            deadline = t + budget_s
+            while not at_degree(node, nodes):
+                if time.perf_counter() > deadline:
+                    return
+                time.sleep(0.25)  # the poll interval of the node's own answer
+            at_degree_s[node.name] = time.perf_counter() - t
+            others = [m for m in mesh if m is not node]
+            targets = (others[i % len(others):] + others[:i % len(others)])[:finds or len(others)]
+            while targets and time.perf_counter() < deadline:
+                missed = []
+                for target in targets:
+                    began = time.perf_counter()
+                    try:
+                        answer = node.call("find", {"did": target.did}, timeout=60)
+                    except (ControlError, OSError) as exc:
+                        failed[f"{node.name}->{target.name}"] = f"{type(exc).__name__}: {exc}"
+                        times.append((time.perf_counter() - began) * 1000)
+                        missed.append(target)
+                        continue
+                    times.append((time.perf_counter() - began) * 1000)
+                    if answer.get("trace") is not None:
+                        slow.append({"finder": node.name, "target": target.name, "ms": times[-1],
+                                     "name": answer.get("name"), "trace": answer["trace"]})
+                targets = missed
+            if not targets:
+                done_s[node.name] = time.perf_counter() - t
+        threads = [threading.Thread(target=node_forms, args=(i,), daemon=True) for i in range(nodes)]
         for th in threads:
             th.start()
         for th in threads:
-            th.join(600)
-        out["formation_s"] = round(time.perf_counter() - t, 2)
+            th.join(budget_s + 120)
+        formed = len(done_s) == nodes
+        out["formation_degree_s"] = round(max(at_degree_s.values()), 2) if len(at_degree_s) == nodes else None
+        out["formation_s"] = round(max(done_s.values()), 2) if formed else None
+        if not formed:
+            out["formation_unfinished"] = nodes - len(done_s)
         out["find_by_did_n"] = len(times)
         out["find_by_did_ms_p50"] = pct(times, 50) if times else None
         out["find_by_did_ms_p99"] = pct(times, 99) if times else None
+        out["find_by_did_ms_max"] = round(max(times), 1) if times else None
+        out["find_by_did_over_1s"] = len([x for x in times if x > 1000])
+        out["find_by_did_no_announce"] = len([f for f in slow if f["name"] is None])
         out["find_by_did_failed"] = len(failed)
         if failed:
             out["find_by_did_failures"] = dict(list(failed.items())[:5])
-        from meshharness import metric
-
-        for via in ("cache", "connected", "walk"):  # where the nodes' announce lookups were answered
+        for via in ("cache", "connected", "closest", "walk"):  # where the nodes' announce lookups were answered
             out[f"announce_lookups_{via}"] = sum(metric(n, "announce_lookups", via=via) for n in mesh)
+        if slow:
+            explain_slow_finds(mesh, slow)
         from meshnode.identity.keys import NodeKey
 
         absent = NodeKey.generate().did
-        t = time.perf_counter()
+        began = time.perf_counter()
         try:
             mesh[1].call("find", {"did": absent}, timeout=120)
             out["find_absent"] = "found?!"
         except Exception as exc:  # the typed not_found is the expected answer
             out["find_absent"] = getattr(exc, "code", type(exc).__name__)
-        out["find_absent_ms"] = round((time.perf_counter() - t) * 1000, 1)
+        out["find_absent_ms"] = round((time.perf_counter() - began) * 1000, 1)
     finally:
         stop_all(mesh)
     return out
+
+
+def explain_slow_finds(mesh: list, slow: list[dict]) -> None:
+    """Each slow find's trace beside the target's side (its pushes and puts) and who had heard the
+    target's announce when the find began (MESHBENCH_SLOW=1; the whole of it in MESHBENCH_TRACE)."""
+    import os
+
+    states = {n.name: (n.try_call("formation", timeout=30) or {}).get("lookups", {}) for n in mesh}
+    names = {n.peer_id[-6:]: n.name for n in mesh if n.peer_id}
+    by_name = {n.name: n for n in mesh}
+    if os.environ.get("MESHBENCH_TRACE"):
+        Path(os.environ["MESHBENCH_TRACE"]).write_text(json.dumps({"slow": slow, "states": states,
+                                                                   "names": names}, indent=1))
+    if not os.environ.get("MESHBENCH_SLOW"):
+        return
+    for f in slow:
+        tr, target = f["trace"], by_name[f["target"]]
+        began = tr["started_ms"]
+        holders = sorted(n for n, st in states.items() if st.get("first_heard", {}).get(target.did, 1e18) <= began)
+        t_state = states.get(target.name, {})
+        print(f"slow find {f['finder']}->{f['target']}: {f['ms']:.0f} ms, name {f['name']}, "
+              f"{ {k: v for k, v in tr.items() if k not in ('steps', 'did', 'started_ms')} }")
+        print(f"  held by {len(holders)} nodes when asked: {holders}")
+        print(f"  target pushes (ms rel. to find): {[(p[0] - began, *p[1:]) for p in t_state.get('pushes', [])]}")
+        print(f"  target puts: {[(p[0] - began, *p[1:]) for p in t_state.get('puts', [])]}")
+        for at, stage, req, peer, outcome, took in tr["steps"]:
+            who = names.get(peer, peer)
+            heard = states.get(who, {}).get("first_heard", {}).get(target.did)
+            print(f"    {at:6d} {stage:10} {req:9} {who:5} {outcome:16} {took:5d} ms"
+                  f"  (heard {'never' if heard is None else heard - began})")
 
 
 def stop_all(mesh: list) -> None:
@@ -275,6 +341,8 @@ def main() -> None:
     parser.add_argument("--finds", type=int, default=0,
                         help="DIDs each node finds while the mesh forms (0: every other node)")
     parser.add_argument("--only-formation", action="store_true", help="skip everything but the formation figures")
+    parser.add_argument("--quiet-heartbeats", action="store_true",
+                        help="formation with heartbeats every 3600 s (the load once heartbeats leave gossip)")
     parser.add_argument("--idle-settle", type=float, default=10.0, help="seconds a mesh settles before idle CPU")
     parser.add_argument("--idle-window", type=float, default=20.0, help="seconds idle CPU is measured over")
     parser.add_argument("--rounds", type=int, default=20,
@@ -286,7 +354,7 @@ def main() -> None:
     figures = {} if args.only_formation else trio.run(host_figures, args.rounds)
     for k, v in figures.items():
         print(f"{k:40} {v}")
-    mesh = formation_figures(args.nodes, args.finds)
+    mesh = formation_figures(args.nodes, args.finds, args.quiet_heartbeats)
     if not args.only_formation:
         mesh.update(mesh_figures(args.nodes, args.messages))
         mesh.update(idle_figures(args.nodes, args.idle_settle, args.idle_window))

@@ -31,7 +31,7 @@ def _fake_mesh(put_value):
 
     return SimpleNamespace(config=SimpleNamespace(interests=[], expertise=[], name="n", roles=[]),
                            _agent_tags=([], []), key=NodeKey.generate(), clock=now_ms, metrics=Metrics(),
-                           addresses=lambda: ["/ip4/127.0.0.1/tcp/4001"], _announce=None, _push_announce=push,
+                           addresses=lambda: ["/ip4/127.0.0.1/tcp/4001"], _announce=None, _push_announce=push, _note_put=lambda *a: None,
                            dht=SimpleNamespace(value_store=_ValueStore(), put_value=put_value, provide=provide))
 
 
@@ -47,3 +47,17 @@ def test_a_put_that_timed_out_is_not_published():
 
     timed_out, finished = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert (timed_out, finished) == (False, True)
+
+
+def test_a_changed_routing_table_makes_the_dht_walks_due_again_only_after_a_gap():
+    """find-tail: while a mesh forms the routing table changes every round, and each round's put and
+    refresh walks loaded the machine; content changes are still due at once."""
+    from meshnode.net.announce import TABLE_CHANGE_GAP_MS, MaintenanceCadence
+
+    cadence = MaintenanceCadence(republish_ms=600_000, rng=lambda: 0.5)
+    table, content = frozenset({"a"}), (("/ip4/127.0.0.1/tcp/1",), (), ())
+    cadence.done(0, table, content)
+    assert not cadence.due(TABLE_CHANGE_GAP_MS - 1, table | {"b"}, content)
+    assert cadence.due(TABLE_CHANGE_GAP_MS, table | {"b"}, content)
+    assert cadence.due(1, table | {"b"}, (("/ip4/10.0.0.1/tcp/1",), (), ()))  # new addresses: at once
+    assert not cadence.due(TABLE_CHANGE_GAP_MS, table, content)  # nothing changed

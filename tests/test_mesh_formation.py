@@ -16,7 +16,7 @@ from meshharness import at_degree, find_all, report, start_from_seed, wait_until
 from meshnode.container import now_ms
 from meshnode.control import ControlError
 from meshnode.identity.keys import NodeKey
-from meshnode.net import dht_direct, libp2p_fixes
+from meshnode.net import dht_direct, libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.announce import make_announce
 from meshnode.net.mesh_lookup import AnnounceCache
 
@@ -46,7 +46,7 @@ def test_the_cache_keeps_the_newest_announce_and_forgets_it_when_not_seen_again(
 
 async def test_a_silent_peer_holds_a_dht_query_for_one_hop_timeout_only():
     """A peer that accepts TCP and never speaks (a stalled process) held each DHT query of a walk
-    10 s (py-libp2p's QUERY_TIMEOUT); with libp2p_fixes.dht_hop_timeout, DHT_HOP_SECONDS."""
+    10 s (py-libp2p's QUERY_TIMEOUT); with libp2p_dht_fixes.dht_hop_timeout, DHT_HOP_SECONDS."""
     import multiaddr
     from libp2p import new_host
     from libp2p.crypto.ed25519 import create_new_key_pair
@@ -59,7 +59,7 @@ async def test_a_silent_peer_holds_a_dht_query_for_one_hop_timeout_only():
     from libp2p.tools.anyio_service import background_trio_service
 
     libp2p_fixes.route_libp2p_logging()
-    libp2p_fixes.dht_hop_timeout()
+    libp2p_dht_fixes.dht_hop_timeout()
     kp = create_new_key_pair()
     host = new_host(key_pair=kp, sec_opt={NOISE: Noise(kp, noise_privkey=x25519().private_key)},
                     muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
@@ -85,7 +85,7 @@ async def test_a_silent_peer_holds_a_dht_query_for_one_hop_timeout_only():
             await host.close()
         nursery.cancel_scope.cancel()
     assert answer == [] and held, "the query went to the silent peer and got nothing"
-    assert elapsed < libp2p_fixes.DHT_HOP_SECONDS + 2, f"one silent hop held the query {elapsed:.1f} s"
+    assert elapsed < libp2p_dht_fixes.DHT_HOP_SECONDS + 2, f"one silent hop held the query {elapsed:.1f} s"
 
 
 def _host():
@@ -117,7 +117,7 @@ async def test_connected_peers_are_asked_and_told_a_record_at_once_and_invalid_o
             return max(range(len(values)), key=lambda i: values[i])
 
     libp2p_fixes.route_libp2p_logging()
-    libp2p_fixes.dht_hop_timeout()
+    libp2p_dht_fixes.dht_hop_timeout()
     asker, good, bad = _host(), _host(), _host()
     loop = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
     async with asker.run(loop), good.run(loop), bad.run(loop):
@@ -214,3 +214,22 @@ async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autoj
     got = await dht_direct.get_value_from_peers(dht, "/t/k", ["fast", "slow"])
     assert got == [b"the record"]
     assert trio.current_time() - started <= 1.0  # the grace, not the hop timeout (5-10 s)
+
+
+async def test_the_owners_answer_ends_the_ask_at_once(autojump_clock):
+    """find-tail: no copy is newer than its owner's; waiting VALUE_ANSWER_GRACE after it cost finds
+    0.5-1 s under load."""
+    record = type("R", (), {"value": b"the record"})()
+
+    async def get_from_peer(peer, raw, return_record=True):
+        if peer == "slow":
+            await trio.sleep_forever()
+        return record
+
+    store = type("S", (), {"_get_from_peer": staticmethod(get_from_peer)})()
+    validator = type("V", (), {"validate": staticmethod(lambda key, value: None)})()
+    dht = type("D", (), {"value_store": store, "validator": validator})()
+    started = trio.current_time()
+    got = await dht_direct.get_value_from_peers(dht, "/t/k", ["owner", "slow"], owner="owner")
+    assert got == [b"the record"]
+    assert trio.current_time() - started < dht_direct.VALUE_ANSWER_GRACE / 2

@@ -118,6 +118,12 @@ def _dialable(addr: object, peer_id: str) -> bool:
 
 
 REPUBLISH_MS = 10 * 60 * 1000  # py-libp2p refreshes its own routing table every 600 s too
+# a routing table that changed makes the DHT work due again at most this long after it was last done:
+# while a mesh forms the table changes every round (1, 2, 4, 8 s), and each round's put walk and
+# refresh walks (~160 DHT requests per node) loaded 20 processes on 2 cores so much that finds
+# asked meanwhile waited 1-4 s for one GET_VALUE (find-tail). Content changes are due at once;
+# the announce reaches new peers by the direct push meanwhile (mesh_lookup).
+TABLE_CHANGE_GAP_MS = 30 * 1000
 JITTER = 0.1  # +- this share of a period, so that nodes started together do not act together
 
 
@@ -125,21 +131,28 @@ class MaintenanceCadence:
     """When a maintenance round does the DHT work (a routing-table refresh, the announce put to
     the closest peers and the interest tags provided): an idle mesh did it every round (30 s),
     O(peers) streams per node per round for nothing new (issue 18). It is due when it was never
-    done, when the routing table or the announce's content changed since it was last done (the
-    mesh forming, a peer gone, new addresses or tags: O(changes)), and otherwise once per
-    ``republish_ms`` give or take ``JITTER``. Pure: time passed in."""
+    done, when the announce's content changed since it was last done (new addresses or tags), when
+    the routing table changed (the mesh forming, a peer gone: O(changes)) and ``table_gap_ms`` have
+    passed since, and otherwise once per ``republish_ms`` give or take ``JITTER``. Pure: time
+    passed in."""
 
-    def __init__(self, republish_ms: int = REPUBLISH_MS, rng: Callable[[], float] = random.random):
+    def __init__(self, republish_ms: int = REPUBLISH_MS, rng: Callable[[], float] = random.random,
+                 table_gap_ms: int = TABLE_CHANGE_GAP_MS):
         self.republish_ms = republish_ms
         self.rng = rng
+        self.table_gap_ms = min(table_gap_ms, republish_ms)
         self._done: tuple[frozenset, tuple] | None = None
+        self._done_ms = 0
         self._next_ms = 0
 
     def due(self, now_ms: int, table: frozenset, content: tuple) -> bool:
-        return self._done != (table, content) or now_ms >= self._next_ms
+        if self._done is None or self._done[1] != content or now_ms >= self._next_ms:
+            return True
+        return self._done[0] != table and now_ms >= self._done_ms + self.table_gap_ms
 
     def done(self, now_ms: int, table: frozenset, content: tuple) -> None:
         self._done = (table, content)
+        self._done_ms = now_ms
         self._next_ms = now_ms + int(jittered(self.republish_ms, self.rng))
 
 

@@ -15,7 +15,6 @@ import re
 import socket
 import time
 
-import multiaddr
 import trio
 
 log = logging.getLogger("meshnode.net")
@@ -334,29 +333,6 @@ class _ExpectedToDebug(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
-def answer_find_node_for_self(dht) -> None:
-    """Asked FIND_NODE for its own peer id, KadDHT puts itself first in the answer but
-    looks its addresses up in its peerstore, which holds only other peers': the entry
-    goes out with no address and no record. Fill in the host's advertised addresses and
-    its signed peer record. Patches this one DHT object (private API, verified against 0.8.1)."""
-    from libp2p.peer.peerstore import env_to_send_in_RPC
-
-    original = dht._add_closer_peers_to_response
-
-    def add_closer_peers(response, closest_peers, exclude_peer_id=None) -> None:
-        original(response, closest_peers, exclude_peer_id)
-        host = dht.host
-        me = host.get_id().to_bytes()
-        for entry in response.closerPeers:
-            if entry.id == me and not entry.addrs:
-                suffix = f"/p2p/{host.get_id().to_base58()}"
-                entry.addrs.extend(multiaddr.Multiaddr(str(a).removesuffix(suffix)).to_bytes()
-                                   for a in host.get_addrs())
-                entry.signedRecord = env_to_send_in_RPC(host)[0]
-
-    dht._add_closer_peers_to_response = add_closer_peers
-
-
 async def wait_identified(host, peer_id, timeout: float = 5.0) -> bool:
     """There is no "identify finished" event; KadDHT.add_peer() is False for an inbound
     peer until identify has stored its addresses. Poll the peerstore (it takes ~10 ms)."""
@@ -383,25 +359,6 @@ def identified_protocols(host, peer_id) -> set[str] | None:
     except PeerStoreError:
         return None
     return {str(p) for p in protocols} if protocols else None
-
-
-async def find_providers_network(dht, key: str) -> set:
-    """KadDHT.find_providers() answers from the local store alone as soon as it holds one
-    record (a node that provides a tag finds only itself), and may repeat peers. Ask the
-    closest peers as well (private API, verified against 0.8.1)."""
-    raw = key.encode("utf-8")
-    found = {p.peer_id for p in dht.provider_store.get_providers(raw)}
-    for peer in await dht.peer_routing.find_closest_peers_network(raw):
-        if peer == dht.host.get_id():
-            continue
-        with trio.move_on_after(5):
-            try:
-                providers, _ = await dht.provider_store._get_providers_from_peer_with_closers(peer, raw)
-            except Exception as exc:  # a peer that fails to answer is just not counted
-                log.debug("provider query to %s failed: %s", peer, exc)
-                continue
-            found |= {p.peer_id for p in providers}
-    return found
 
 
 def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
@@ -505,26 +462,6 @@ def _count_when_false(obj, name: str, count, reason: str) -> None:
         return ok
 
     setattr(obj, name, counted)
-
-# ---- scale-formation ----
-
-DHT_HOP_SECONDS = 5.0  # 20 processes on two busy cores answered in seconds; a silent peer costs 10 s otherwise
-
-
-def dht_hop_timeout(seconds: float = DHT_HOP_SECONDS) -> None:
-    """Every Kad-DHT query to one peer (FIND_NODE in a walk, GET_VALUE, PUT_VALUE, providers) may
-    take py-libp2p 0.8.1's QUERY_TIMEOUT, 10 s, and a walk waits for its slowest peer before the
-    next round: one stalled or vanished peer made a lookup take 10 s or more per round. A hop on a
-    reachable peer answers in milliseconds (4 hops ~ 240 ms measured; a few seconds on an overloaded
-    machine), so give each one ``seconds``
-    (the whole lookup is bounded by its caller). Sets the module constant where each module reads
-    it (idempotent)."""
-    import libp2p.kad_dht.kad_dht as kad_dht_module
-    import libp2p.kad_dht.peer_routing as peer_routing_module
-    import libp2p.kad_dht.provider_store as provider_store_module
-
-    for module in (kad_dht_module, peer_routing_module, provider_store_module):
-        module.QUERY_TIMEOUT = seconds
 
 # ---- gossip-latency ----
 

@@ -28,7 +28,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net import exchange, libp2p_fixes
+from meshnode.net import exchange, libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.announce import (
     NAMESPACE,
     MaintenanceCadence,
@@ -192,7 +192,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         libp2p_fixes.enlarge_pubsub_queues()
         libp2p_fixes.verify_sender_records_once()
         libp2p_fixes.cut_idle_cost()  # yamux credit in batches, own record bytes reused (issue 18)
-        libp2p_fixes.dht_hop_timeout()
+        libp2p_dht_fixes.dht_hop_timeout()
+        libp2p_dht_fixes.close_idle_dht_streams()  # find-tail: cancelled requests left the DHT deaf
         listen = [multiaddr.Multiaddr(a) for a in self.config.listen]
         self._check_ports(listen)
         key_pair = create_new_key_pair(self.key.seed())
@@ -216,7 +217,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
         self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
-        libp2p_fixes.answer_find_node_for_self(dht)
+        libp2p_dht_fixes.answer_find_node_for_self(dht)
+        libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
@@ -286,7 +288,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             return {"connected": 0, "gossip_mesh": {}, "degree": 0, "degree_low": 0}
         return {"connected": len(self.host.get_connected_peers()),
                 "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (CONTAINER_TOPIC,)},
-                "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low}
+                "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low,
+                "lookups": self.lookup_state()}  # announce pushes, puts, first heard, slow finds
 
     # --- discovery ------------------------------------------------------------
 
@@ -356,8 +359,10 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         try:
             self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
             await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
+            put_began = time.perf_counter()
             with trio.move_on_after(15) as put:
                 await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
+            self._note_put(put.cancelled_caught, put_began)  # find-tail (lookup_trace)
             for tag in announce.payload.get("interests", []):
                 with trio.move_on_after(15):
                     await self.dht.provide(interest_key(tag))
@@ -393,7 +398,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             return []
 
     async def find_interest(self, tag: str) -> list[dict]:
-        providers = await libp2p_fixes.find_providers_network(self.dht, interest_key(tag))
+        providers = await libp2p_dht_fixes.find_providers_network(self.dht, interest_key(tag))
         found = []
         for pid in sorted(providers, key=lambda p: p.to_base58()):
             try:

@@ -19,7 +19,7 @@ Now:
 * Else the connected peers closest to the key (8) are asked at once (one round
   trip; the owner pushed it to its own connected peers), and only when
   none has it is there a walk, which stops at ``LOOKUP_QUORUM`` valid answers; each hop has
-  its own timeout (``libp2p_fixes.dht_hop_timeout``) and the whole lookup
+  its own timeout (``libp2p_dht_fixes.dht_hop_timeout``) and the whole lookup
   ``LOOKUP_TIMEOUT``: an absent DID is ``not_found`` within a bounded time.
 * A node PUTs its announce straight to its connected peers (those it has not
   told this content yet) before the walk of put_value, which on a busy mesh
@@ -39,7 +39,7 @@ import trio
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.net import dht_direct, libp2p_fixes
+from meshnode.net import dht_direct, libp2p_fixes, lookup_trace
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
 from meshnode.net.mesh_exchange import peer_id_object
@@ -56,6 +56,8 @@ LEARNING_AT_ONCE = 4  # routing-table announces looked up concurrently
 ASKED_AT_ONCE = 8  # connected peers (the closest to the key) asked for a record before a walk
 ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it was last seen
 ANNOUNCES_KEPT = 4096
+ARRIVAL_WAIT_S = 2.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
+SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
 
 
 class AnnounceCache:
@@ -103,38 +105,86 @@ class LookupMixin:
     _looked_up: dict
     _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
     _pushed_to: set = frozenset()  # the peers it reached (or refused it)
+    _lookup_log: lookup_trace.LookupLog | None = None
+    _pushing: set = frozenset()  # peers a push of the current content is waiting for
+    _arrivals: dict | None = None  # DID -> trio.Event set when its announce is heard (lookups waiting)
+
+    @property
+    def lookup_log(self) -> lookup_trace.LookupLog:
+        if self._lookup_log is None:
+            self._lookup_log = lookup_trace.LookupLog()
+        return self._lookup_log
+
+    def lookup_state(self) -> dict:
+        """For the ``formation`` control call: this node's announce pushes and puts, when it first
+        heard each DID's announce, and its slow finds' traces (lookup_trace)."""
+        return self.lookup_log.as_dict()
+
+    def _note_put(self, timed_out: bool, began: float) -> None:
+        log_ = getattr(self, "lookup_log", None)
+        if log_ is not None:
+            log_.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
+                              round((time.perf_counter() - began) * 1000)))
 
     def _heard_announce(self, c: Container) -> None:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
+        self.lookup_log.heard(c.sender_did)
+        arrived = self._arrivals.pop(c.sender_did, None) if self._arrivals else None
+        if arrived is not None:
+            arrived.set()  # a lookup waiting for this DID's announce (pushed here meanwhile)
 
     async def _push_announce(self, announce: Container) -> None:
         """PUT the announce to every connected peer it has not reached yet (all again when its
         content changed): one round trip, where the DHT walk of put_value may take many."""
         content = (announce.payload, self.key.did)
         if content != self._pushed_content or len(self._pushed_to) > ANNOUNCES_KEPT:  # changed, or a bound
-            self._pushed_content, self._pushed_to = content, set()
+            self._pushed_content, self._pushed_to, self._pushing = content, set(), set()
         pushed = self._pushed_to  # this content's set: a push of newer content meanwhile starts another
+        pushing = self._pushing  # peers a push of this content is still waiting for: not asked twice
         connected = set(self.host.get_connected_peers())
-        pushed &= connected  # a peer that left may come back with an empty store: told again then
-        peers = [p for p in connected if p not in pushed][:PUSHED_AT_ONCE]
+        # and the routing table's peers closest to the record key (dialled), the ones a walk for it
+        # asks: a put_value walk took ~10 s while a mesh formed, so finds asked meanwhile found the
+        # announce nowhere but at its owner (find p99 ~10 s at 20 processes; find-tail)
+        closest = set(self._closest_known(record_key(self.key.did), PUSHED_AT_ONCE))
+        pushed &= connected | closest  # a peer that left may come back with an empty store: told again then
+        peers = [p for p in connected if p not in pushed and p not in pushing]
+        peers = (peers + [p for p in closest - connected if p not in pushed and p not in pushing])[:PUSHED_AT_ONCE]
         if not peers:
             return
-        stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(), peers)
+        pushing.update(peers)
+        try:
+            stored = await dht_direct.put_value_to_peers(self.dht, record_key(self.key.did), announce.to_bytes(),
+                                                         peers)
+        finally:
+            pushing.difference_update(peers)
+        self.lookup_log.pushes.append((lookup_trace.wall_ms(), len(peers), len(stored)))
         pushed.update(stored)  # the others (slow, gone) are asked again next round
         self.metrics.inc("announce_pushed", len(stored))
+
+    def _closest_known(self, key: str, count: int, exclude=()) -> list:
+        if not hasattr(self.dht, "routing_table"):
+            return []
+        return dht_direct.closest_known(self.dht, key, count, exclude)
 
     async def _push_on_connect(self) -> None:
         """Tell each newly identified peer this node's announce within PUSH_GATHER_S, not at the next
         maintenance round: finds asked while a mesh forms waited out the whole lookup (10 s) when
         none of the connected peers held the announce yet (find p99 ~10 s at 20 processes)."""
-        while True:
-            await self._push_wanted.wait()
-            await trio.sleep(PUSH_GATHER_S)  # connections come in bursts: one push for all of them
-            self._push_wanted = trio.Event()
-            if self._announce is not None:
-                with trio.move_on_after(15):
-                    await self._push_quietly(self._announce)
+        async def push(announce: Container) -> None:
+            with trio.move_on_after(15):
+                await self._push_quietly(announce)
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await self._push_wanted.wait()
+                await trio.sleep(PUSH_GATHER_S)  # connections come in bursts: one push for all of them
+                self._push_wanted = trio.Event()
+                if self._announce is not None:
+                    # not awaited: one slow or vanished peer held each push up to the hop timeout (5 s),
+                    # and the peers identified meanwhile waited for it (a target's announce reached
+                    # nobody for 8 s while a mesh formed: find-tail); peers in flight are not asked twice
+                    nursery.start_soon(push, self._announce)
 
     async def _push_quietly(self, announce: Container) -> None:
         try:
@@ -206,6 +256,9 @@ class LookupMixin:
         announce = self.announces.fresh(did, time.monotonic()) if cached else None
         if announce is not None:
             self.metrics.inc("announce_lookups", via="cache")
+            trace = lookup_trace.CURRENT.get()
+            if trace is not None:
+                trace.note(via="cache")
         else:
             announce = await self._walk_for_announce(did)
         if self.announces.recorded(did) != announce.did:  # the peers table holds an older one, or none
@@ -220,23 +273,43 @@ class LookupMixin:
         key = record_key(did)
         if did != self.key.did:
             self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        if hasattr(self.dht, "peer_routing"):
+            lookup_trace.trace_dht_requests(self.dht)
+        trace = lookup_trace.CURRENT.get()
         value = None
+        found: list[tuple] = []  # what the last stage found: kept when the deadline cancels its wind-down
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
                 # the connected peers first (one round trip; in a small mesh they hold it), then a walk
                 asked = dht_direct.closest_connected(self.host, key, ASKED_AT_ONCE)
                 owner = peer_id_object(did)
-                if owner not in asked and owner in self.host.get_connected_peers():
-                    asked.append(owner)  # connected already: it holds its own announce
-                values = await dht_direct.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM)
+                owner_connected = owner in self.host.get_connected_peers()
+                owner_known = owner_connected or bool(self._owner_addresses(owner))
+                if owner not in asked and owner_known and did != self.key.did:
+                    # it holds its own announce from its first second on, when nobody else does yet;
+                    # not connected, it is dialled (a find connects to it next anyway)
+                    asked.append(owner)
+                if trace is not None:
+                    trace.stage = "connected"
+                    trace.note(connected=len(self.host.get_connected_peers()), asked=len(asked),
+                               owner_connected=owner_connected, owner_known=owner_known)
+                arrived = self._arrival(did)
+                values = await dht_direct.get_value_from_peers(self.dht, key, asked, LOOKUP_QUORUM, owner=owner)
                 if values:
-                    value = values[self.dht.validator.select(key, values)]
-                    self.metrics.inc("announce_lookups", via="connected")
+                    value, via = values[self.dht.validator.select(key, values)], "connected"
                 else:
-                    value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
-                    self.metrics.inc("announce_lookups", via="walk")
+                    value, via = await self._search_or_arrival(did, key, asked, arrived, found)
+                if value is not None:
+                    self.metrics.inc("announce_lookups", via=via)
         except Exception as exc:
-            raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
+            if trace is not None:
+                trace.note(lookup_error=type(exc).__name__, lookup_ended=trace.at())
+            if not found:
+                raise NetError("not_found", f"no announce for {did}: {type(exc).__name__}") from None
+            # found just before the deadline, which then cancelled the other requests' wind-down
+            # (their closes under load): the announce is no less valid for it
+            value = found[0][0]
+            self.metrics.inc("announce_lookups", via=found[0][1])
         if value is None:
             raise NetError("not_found", f"no announce for {did} in the DHT")
         try:
@@ -249,6 +322,65 @@ class LookupMixin:
         # from an announce already verified (a revocation, new addresses) to an older one
         newest = self.announces.newest(did)
         return newest if newest is not None and select_record([announce, newest]) == 1 else announce
+
+    def _arrival(self, did: str) -> trio.Event:
+        """An event set when ``did``'s announce is next heard (pushed here, or an answer)."""
+        if self._arrivals is None:
+            self._arrivals = {}
+        if len(self._arrivals) >= ANNOUNCES_KEPT:
+            self._arrivals.clear()  # lookups waiting end by their deadline: a bound, not a loss
+        return self._arrivals.setdefault(did, trio.Event())
+
+    async def _search_or_arrival(self, did: str, key: str, asked: list, arrived: trio.Event,
+                                 found: list) -> tuple:
+        """No connected peer had it: the routing table's closest to the key in one round, then a
+        walk; meanwhile (and up to ARRIVAL_WAIT_S after both came back empty) the announce may be
+        pushed here by its owner, which a mesh forming does within seconds. Without waiting for it,
+        ~2 % of the finds asked while 20 processes formed a mesh ended with no announce after the
+        whole 10 s: it was held by its owner alone when asked (find-tail). (value, via), also
+        appended to ``found`` as soon as known."""
+        trace = lookup_trace.CURRENT.get()
+
+        async def search() -> None:
+            closest = self._closest_known(key, ASKED_AT_ONCE, exclude=asked)
+            if trace is not None:
+                trace.stage = "closest"
+            values, via = await dht_direct.get_value_from_peers(self.dht, key, closest, LOOKUP_QUORUM), "closest"
+            if not values:
+                if trace is not None:
+                    trace.stage = "walk"
+                    trace.note(walk_from=trace.at())
+                value = await self.dht.get_value(key, quorum=LOOKUP_QUORUM)
+                values, via = ([value] if value is not None else []), "walk"
+            if values:
+                found.append((values[self.dht.validator.select(key, values)], via))
+                nursery.cancel_scope.cancel()
+            else:
+                with trio.move_on_after(ARRIVAL_WAIT_S):
+                    await trio.sleep_forever()
+                nursery.cancel_scope.cancel()
+
+        async def wait() -> None:
+            await arrived.wait()
+            newest = self.announces.newest(did)
+            if newest is not None:
+                found.append((newest.to_bytes(), "heard"))
+                if trace is not None:
+                    trace.note(heard_at=trace.at())
+                nursery.cancel_scope.cancel()
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(search)
+                nursery.start_soon(wait)
+        finally:
+            if self._arrivals is not None and self._arrivals.get(did) is arrived:
+                del self._arrivals[did]
+        return found[0] if found else (None, "walk")
+
+    def _owner_addresses(self, owner) -> list:
+        known = getattr(self, "_known_addresses", None)
+        return known(owner) if known is not None and self.host is not None else []
 
     async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
         """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
@@ -264,7 +396,25 @@ class LookupMixin:
 
     async def find(self, did: str) -> dict:
         """Find a peer by DID: its announce, its addresses, a connection; NetError not_found (or
-        unreachable) within about LOOKUP_TIMEOUT + the connect timeout."""
+        unreachable) within about LOOKUP_TIMEOUT + the connect timeout. A slow one (or one that found
+        no announce) carries its lookup trace (lookup_trace) as ``trace``."""
+        trace = lookup_trace.LookupTrace(did)
+        token = lookup_trace.CURRENT.set(trace)
+        try:
+            answer = await self._find_traced(did, trace)
+        except NetError as exc:
+            trace.note(error=exc.code, ended=trace.at())
+            self.lookup_log.slow.append(trace.as_dict())
+            raise
+        finally:
+            lookup_trace.CURRENT.reset(token)
+        if answer["elapsed_ms"] > SLOW_FIND_MS or answer["name"] is None:
+            trace.note(ended=trace.at())
+            answer["trace"] = trace.as_dict()
+            self.lookup_log.slow.append(answer["trace"])
+        return answer
+
+    async def _find_traced(self, did: str, trace: lookup_trace.LookupTrace) -> dict:
         from libp2p.peer.id import ID
         from libp2p.peer.peerinfo import PeerInfo
 
@@ -276,6 +426,7 @@ class LookupMixin:
             announce = await self.lookup_announce(did)
         except NetError as exc:
             log.info("announce lookup for %s: %s", did, exc.reason)
+        trace.note(announce=announce is not None, looked_up=trace.at())
         if announce is not None and announce.payload.get("key_is_falsified"):
             raise NetError("revoked", f"{did} has revoked its key (key_is_falsified): not routing to it")
         addrs = announce_addresses(announce) if announce else []
@@ -285,11 +436,14 @@ class LookupMixin:
             if addrs:
                 info = PeerInfo(pid, [multiaddr.Multiaddr(a) for a in addrs])
             else:
+                trace.stage = "find_peer"
                 with trio.move_on_at(max(deadline, trio.current_time() + 1.0)):
                     info = await self.dht.find_peer(pid)
+                trace.note(route=info is not None, routed=trace.at())
             if info is None:
                 self.metrics.inc("find_not_found")
                 raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")
+            trace.stage = "connect"
             try:
                 await self._connect(info)
             except NetError:
