@@ -197,9 +197,8 @@ def test_a_mesh_forms_every_node_at_degree_and_finding_every_other(forming):
     assert caught.value.code == "not_found", caught.value
 
 
-async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autojump_clock):
-    """Once one connected peer answered with a valid record, the others have VALUE_ANSWER_GRACE
-    more, not the whole hop timeout (an overloaded peer held finds ~10 s at 20 processes)."""
+def _dht_where_slow_never_answers():
+    """A stand-in DHT whose peer "slow" never answers GET_VALUE and every other gives a valid record."""
     record = type("R", (), {"value": b"the record"})()
 
     async def get_from_peer(peer, raw, return_record=True):
@@ -209,7 +208,13 @@ async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autoj
 
     store = type("S", (), {"_get_from_peer": staticmethod(get_from_peer)})()
     validator = type("V", (), {"validate": staticmethod(lambda key, value: None)})()
-    dht = type("D", (), {"value_store": store, "validator": validator})()
+    return type("D", (), {"value_store": store, "validator": validator})()
+
+
+async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autojump_clock):
+    """Once one connected peer answered with a valid record, the others have VALUE_ANSWER_GRACE
+    more, not the whole hop timeout (an overloaded peer held finds ~10 s at 20 processes)."""
+    dht = _dht_where_slow_never_answers()
     started = trio.current_time()
     got = await dht_direct.get_value_from_peers(dht, "/t/k", ["fast", "slow"])
     assert got == [b"the record"]
@@ -219,16 +224,7 @@ async def test_a_slow_peer_does_not_hold_a_value_another_peer_already_gave(autoj
 async def test_the_owners_answer_ends_the_ask_at_once(autojump_clock):
     """find-tail: no copy is newer than its owner's; waiting VALUE_ANSWER_GRACE after it cost finds
     0.5-1 s under load."""
-    record = type("R", (), {"value": b"the record"})()
-
-    async def get_from_peer(peer, raw, return_record=True):
-        if peer == "slow":
-            await trio.sleep_forever()
-        return record
-
-    store = type("S", (), {"_get_from_peer": staticmethod(get_from_peer)})()
-    validator = type("V", (), {"validate": staticmethod(lambda key, value: None)})()
-    dht = type("D", (), {"value_store": store, "validator": validator})()
+    dht = _dht_where_slow_never_answers()
     started = trio.current_time()
     got = await dht_direct.get_value_from_peers(dht, "/t/k", ["owner", "slow"], owner="owner")
     assert got == [b"the record"]
