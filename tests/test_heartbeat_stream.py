@@ -347,3 +347,31 @@ def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older
             assert not mesh._beating
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_sender_ends_when_its_peer_disconnects_not_after_its_pause(tmp_path):
+    """The sender looked at its connection only between pauses: a peer gone while its stream was being
+    retried (up to 5 min) kept a task and its entry that long, per identity that came and went."""
+    async def main():
+        mesh, store = await mesh_for(tmp_path, heartbeat_ms=10_000)
+        async with store:
+            other = NodeKey.generate()
+
+            async def open_stream(did, protocol):
+                raise NetError("unreachable", "the stream was refused")
+
+            mesh.open_stream = open_stream
+            conn = _Conn()
+            conn.peer_id = peer(other)
+            mesh.host = _Host([])  # the swarm has dropped it: no connection left
+            mesh._unsupported = {}  # as _start_gating sets it
+            async with trio.open_nursery() as nursery:
+                mesh._start_heartbeats(other.did, conn, nursery)
+                await trio.sleep(1)  # in its pause before the next try
+                conn.is_closed = True
+                mesh._on_disconnected(conn)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not mesh._beating
+                nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
