@@ -124,3 +124,28 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
         nursery.cancel_scope.cancel()
     assert writes == [admit_many] and mesh.metrics.get("gossip_delivered", cls="note") == 3
     assert all("stored" in mesh.timing.of(c.did) for c in sent)
+
+
+async def test_a_batch_whose_transaction_sqlite_rolled_back_is_not_committed_piecemeal(mesh, monkeypatch):
+    """SQLite rolls the whole transaction back itself on some errors (disk full, I/O). The batch went on:
+    the next container's SAVEPOINT began a transaction of its own and its RELEASE committed it, then
+    the batch's COMMIT failed and the one-at-a-time retry found that container "duplicate": stored,
+    but never counted delivered nor told to the reactor. The batch must fail as a whole instead."""
+    import sqlite3
+
+    import meshnode.store.quotas as quotas
+
+    sent = [note(i) for i in range(3)]
+    insert, failed = quotas._insert, []
+
+    def disk_full_once(conn, c, *args):
+        if c.did == sent[1].did and not failed:
+            failed.append(c.did)
+            conn.execute("ROLLBACK")  # what SQLite does on SQLITE_FULL
+            raise sqlite3.OperationalError("database or disk is full")
+        return insert(conn, c, *args)
+
+    monkeypatch.setattr(quotas, "_insert", disk_full_once)
+    results = await mesh._store_many_from_peers([(c, None) for c in sent], "gossip")
+    assert failed and [r.outcome for r in results] == ["new", "new", "new"]
+    assert [await held(mesh, c) for c in sent] == [True, True, True]

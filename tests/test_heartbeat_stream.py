@@ -301,3 +301,77 @@ def test_a_stream_the_peer_ended_is_opened_again_after_a_pause_that_doubles(tmp_
             assert mesh.metrics.get("heartbeats_sent") == 0
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+class _Network:
+    def __init__(self, conns):
+        self.conns = conns
+
+    def get_connections(self, peer_id):
+        return list(self.conns)
+
+
+class _Host:
+    def __init__(self, conns):
+        self.network = _Network(conns)
+
+    def get_network(self):
+        return self.network
+
+
+def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older_stays(tmp_path):
+    """Both nodes dialled at once: two connections, the sender started for the one identified last.
+    That one closing while the other stays, the peer is still connected and must go on hearing us
+    (it stopped: the peer counted this node quiet, then dead, on a live connection)."""
+    async def main():
+        mesh, store = await mesh_for(tmp_path, heartbeat_ms=10_000)
+        async with store:
+            other = NodeKey.generate()
+            stream = FakeStream(b"", peer(other))
+
+            async def open_stream(did, protocol):
+                return stream
+
+            mesh.open_stream = open_stream
+            older, newer = _Conn(), _Conn()
+            mesh.host = _Host([older, newer])
+            async with trio.open_nursery() as nursery:
+                mesh._start_heartbeats(other.did, newer, nursery)
+                await trio.sleep(0.001)
+                assert mesh.metrics.get("heartbeats_sent") == 1
+                newer.is_closed = True
+                await trio.sleep(35)
+                assert mesh.metrics.get("heartbeats_sent") >= 4  # still one per interval
+                older.is_closed = True
+                await trio.sleep(15)
+            assert not mesh._beating
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_sender_ends_when_its_peer_disconnects_not_after_its_pause(tmp_path):
+    """The sender looked at its connection only between pauses: a peer gone while its stream was being
+    retried (up to 5 min) kept a task and its entry that long, per identity that came and went."""
+    async def main():
+        mesh, store = await mesh_for(tmp_path, heartbeat_ms=10_000)
+        async with store:
+            other = NodeKey.generate()
+
+            async def open_stream(did, protocol):
+                raise NetError("unreachable", "the stream was refused")
+
+            mesh.open_stream = open_stream
+            conn = _Conn()
+            conn.peer_id = peer(other)
+            mesh.host = _Host([])  # the swarm has dropped it: no connection left
+            mesh._unsupported = {}  # as _start_gating sets it
+            async with trio.open_nursery() as nursery:
+                mesh._start_heartbeats(other.did, conn, nursery)
+                await trio.sleep(1)  # in its pause before the next try
+                conn.is_closed = True
+                mesh._on_disconnected(conn)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not mesh._beating
+                nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -347,3 +347,66 @@ async def test_an_announce_found_just_before_the_deadline_is_not_lost_in_the_win
     monkeypatch.setattr(dht_direct, "get_value_from_peers", slow_wind_down)
     got = await node.lookup_announce(owner.did)
     assert got.did == announce.did
+
+
+async def test_two_lookups_of_one_did_both_wake_when_its_announce_is_pushed(monkeypatch, autojump_clock):
+    """Two lookups of the same DID (a find while the routing-table learner looks it up) shared one
+    arrival event, and the first to end removed it: the announce pushed afterwards woke nobody, and
+    the second lookup said not_found with the announce arriving in its window."""
+    from meshnode.net.errors import NetError
+
+    owner = NodeKey.generate()
+    announce = _announce(owner, now_ms(), 4001)
+    node = _Node()
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+
+    async def nobody_has_it(dht, key, peers, enough=3, owner=None):
+        return []
+
+    async def walk_finds_nothing(key, quorum=0):
+        await trio.sleep(0.5)
+        return None
+
+    monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
+    monkeypatch.setattr(dht_direct, "get_value_from_peers", nobody_has_it)
+    node.dht.get_value = walk_finds_nothing
+    outcomes = {}
+
+    async def look(name: str, after: float):
+        await trio.sleep(after)
+        try:
+            outcomes[name] = (await node.lookup_announce(owner.did)).did
+        except NetError as exc:
+            outcomes[name] = exc.code
+
+    async def owner_pushes_at(at: float):
+        await trio.sleep(at)  # after the first lookup ended (0.5 s walk + 2 s wait), within the second's
+        node.dht.validator.validate(record_key(owner.did), announce.to_bytes())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(look, "first", 0.0)
+        nursery.start_soon(look, "second", 1.0)
+        nursery.start_soon(owner_pushes_at, 3.0)
+    assert outcomes == {"first": "not_found", "second": announce.did}
+    assert not node._arrivals  # nothing left behind for either
+
+
+async def test_a_lookup_answered_by_the_connected_peers_leaves_no_arrival_waiting(monkeypatch):
+    """A lookup whose connected stage failed (or ended by the deadline) left its DID's arrival entry
+    behind until the announce happened to be heard (at 4096 entries, every waiting one was dropped)."""
+    from meshnode.net.errors import NetError
+
+    node = _Node()
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+
+    async def fails(dht, key, peers, enough=3, owner=None):
+        raise RuntimeError("the DHT went away")
+
+    monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
+    monkeypatch.setattr(dht_direct, "get_value_from_peers", fails)
+    for _ in range(3):
+        try:
+            await node.lookup_announce(NodeKey.generate().did)
+        except NetError:
+            pass
+    assert not node._arrivals

@@ -33,6 +33,7 @@ from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError
 from meshnode.net.frames import FrameDecoder, FrameError, encode_frame
 from meshnode.net.heartbeat_pace import HeartbeatPace
+from meshnode.net.mesh_exchange import peer_id_object
 
 log = logging.getLogger("meshnode.net")
 
@@ -74,10 +75,10 @@ class HeartbeatStreamMixin:
         pause = self.config.heartbeat_ms / 1000
         try:
             with scope:
-                while not conn.muxed_conn.is_closed:
+                while (conn := self._connection_to(did, conn)) is not None:
                     if await self._beat_on_stream(did, conn) == "unsupported":
                         return
-                    if conn.muxed_conn.is_closed:
+                    if self._connection_to(did, conn) is None:
                         return
                     self.metrics.inc("heartbeat_streams", result="retried")
                     await trio.sleep(jittered(pause))
@@ -100,7 +101,7 @@ class HeartbeatStreamMixin:
         self.metrics.inc("heartbeat_streams", result="opened")
         interval = self.config.heartbeat_ms / 1000
         try:
-            while not conn.muxed_conn.is_closed:
+            while self._connection_to(did, conn) is not None:
                 with trio.fail_after(WRITE_S):
                     await stream.write(encode_frame(self._heartbeat_bytes()))
                 self.metrics.inc("heartbeats_sent")
@@ -111,6 +112,20 @@ class HeartbeatStreamMixin:
             self.metrics.inc("heartbeat_streams", result="ended")
             await _reset(stream)
         return "ended"
+
+    def _connection_to(self, did: str, conn):
+        """``conn`` while it is open, else another open connection to ``did``, else None. With two
+        connections (both dialled at once), the sender started for the one identified last; when that
+        one closes and the other stays, the peer is still connected and must go on hearing us."""
+        if not conn.muxed_conn.is_closed:
+            return conn
+        if self.host is None:
+            return None
+        try:
+            others = self.host.get_network().get_connections(peer_id_object(did))
+        except Exception:  # not a peer id (a test double), or the swarm is gone
+            return None
+        return next((c for c in others if not c.muxed_conn.is_closed), None)
 
     def _heartbeat_bytes(self) -> bytes:
         self._heartbeat_seq += 1

@@ -124,6 +124,9 @@ class GatingMixin:
             did = _did_of(peer_id)
             self._unsupported.pop(did, None)
             self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
+            beating = getattr(self, "_beating", {}).get(did)
+            if beating is not None:  # its heartbeat sender ends now, not after its pause (up to 5 min)
+                beating[1].cancel()
 
     def speaks(self, did: str, protocol: str) -> bool | None:
         """Whether ``did`` speaks ``protocol``: from identify, or a refusal on this connection;

@@ -107,7 +107,7 @@ class LookupMixin:
     _pushed_to: set = frozenset()  # the peers it reached (or refused it)
     _lookup_log: lookup_trace.LookupLog | None = None
     _pushing: set = frozenset()  # peers a push of the current content is waiting for
-    _arrivals: dict | None = None  # DID -> trio.Event set when its announce is heard (lookups waiting)
+    _arrivals: dict | None = None  # DID -> the events of the lookups waiting for its announce (set when heard)
 
     @property
     def lookup_log(self) -> lookup_trace.LookupLog:
@@ -130,9 +130,8 @@ class LookupMixin:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
         self.lookup_log.heard(c.sender_did)
-        arrived = self._arrivals.pop(c.sender_did, None) if self._arrivals else None
-        if arrived is not None:
-            arrived.set()  # a lookup waiting for this DID's announce (pushed here meanwhile)
+        for arrived in (self._arrivals.pop(c.sender_did, ()) if self._arrivals else ()):
+            arrived.set()  # the lookups waiting for this DID's announce (pushed here meanwhile)
 
     async def _push_announce(self, announce: Container) -> None:
         """PUT the announce to every connected peer it has not reached yet (all again when its
@@ -276,7 +275,7 @@ class LookupMixin:
         if hasattr(self.dht, "peer_routing"):
             lookup_trace.trace_dht_requests(self.dht)
         trace = lookup_trace.CURRENT.get()
-        value = None
+        value, arrived = None, None
         found: list[tuple] = []  # what the last stage found: kept when the deadline cancels its wind-down
         try:
             with trio.fail_after(LOOKUP_TIMEOUT):
@@ -310,6 +309,9 @@ class LookupMixin:
             # (their closes under load): the announce is no less valid for it
             value = found[0][0]
             self.metrics.inc("announce_lookups", via=found[0][1])
+        finally:
+            if arrived is not None:
+                self._arrival_done(did, arrived)
         if value is None:
             raise NetError("not_found", f"no announce for {did} in the DHT")
         try:
@@ -324,12 +326,23 @@ class LookupMixin:
         return newest if newest is not None and select_record([announce, newest]) == 1 else announce
 
     def _arrival(self, did: str) -> trio.Event:
-        """An event set when ``did``'s announce is next heard (pushed here, or an answer)."""
+        """An event of this lookup's own, set when ``did``'s announce is next heard (pushed here, or
+        an answer); ``_arrival_done`` when the lookup ends. One per lookup: a lookup that ended
+        removed a shared one, and another lookup of the same DID was never woken."""
         if self._arrivals is None:
             self._arrivals = {}
         if len(self._arrivals) >= ANNOUNCES_KEPT:
             self._arrivals.clear()  # lookups waiting end by their deadline: a bound, not a loss
-        return self._arrivals.setdefault(did, trio.Event())
+        arrived = trio.Event()
+        self._arrivals.setdefault(did, set()).add(arrived)
+        return arrived
+
+    def _arrival_done(self, did: str, arrived: trio.Event) -> None:
+        waiting = self._arrivals.get(did) if self._arrivals else None
+        if waiting is not None:
+            waiting.discard(arrived)
+            if not waiting:
+                del self._arrivals[did]
 
     async def _search_or_arrival(self, did: str, key: str, asked: list, arrived: trio.Event,
                                  found: list) -> tuple:
@@ -369,13 +382,9 @@ class LookupMixin:
                     trace.note(heard_at=trace.at())
                 nursery.cancel_scope.cancel()
 
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(search)
-                nursery.start_soon(wait)
-        finally:
-            if self._arrivals is not None and self._arrivals.get(did) is arrived:
-                del self._arrivals[did]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(search)
+            nursery.start_soon(wait)
         return found[0] if found else (None, "walk")
 
     def _owner_addresses(self, owner) -> list:

@@ -5,7 +5,7 @@ writer thread: a burst of gossip stored one container per transaction queued beh
 (issue 18: 50-200 ms a container on a busy machine, one after the other). Here each container
 is admitted inside a SAVEPOINT of one outer transaction: its own failure (a GMP refusal, a
 constraint) rolls back that container alone and is returned in its place; the batch commits,
-and syncs, once.
+and syncs, once. An error after which SQLite rolled the whole transaction back fails the batch.
 """
 
 from __future__ import annotations
@@ -56,5 +56,7 @@ def admit_many(db: Database, items: Iterable[tuple[Container, int, str | None]],
                 out.append(admit(inner, c, received_at_ms=received_at_ms, received_from=received_from,
                                  quotas=quotas, known=known))
             except Exception as exc:  # this container's own failure; the others go on
+                if not db.conn.in_transaction:  # SQLite rolled the whole batch back (disk full, I/O error):
+                    raise  # the next SAVEPOINT would commit the rest one by one; the batch failed
                 out.append(exc)
     return out
