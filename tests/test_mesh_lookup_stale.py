@@ -410,3 +410,41 @@ async def test_a_lookup_answered_by_the_connected_peers_leaves_no_arrival_waitin
         except NetError:
             pass
     assert not node._arrivals
+
+
+async def test_a_push_of_the_record_a_peer_already_holds_is_acknowledged():
+    """py-libp2p 0.8.1 echoes a PUT_VALUE only when the validator's select prefers the new record;
+    the same announce pushed again went unanswered, waited out the hop timeout, counted as failed
+    and was pushed again every maintenance round. The announce validator prefers the incoming copy
+    of an identical record, so the push is acknowledged."""
+    from types import SimpleNamespace
+
+    import multiaddr
+    from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
+    from libp2p.peer.peerinfo import PeerInfo
+    from libp2p.tools.anyio_service import background_trio_service
+
+    from meshnode.net import libp2p_fixes
+    from meshnode.net.mesh import NAMESPACE, _announce_validator
+    from test_mesh_formation import _host
+
+    libp2p_fixes.route_libp2p_logging()
+    owner = NodeKey.generate()
+    announce = make_announce(owner, name="o", addresses=["/ip4/127.0.0.1/tcp/4001"], now_ms=now_ms())
+    fake_mesh = SimpleNamespace(clock=now_ms, metrics=Metrics(), _heard_announce=lambda c: None)
+    pusher, holder = _host(), _host()
+    loop = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
+    async with pusher.run(loop), holder.run(loop):
+        dhts = [KadDHT(h, DHTMode.SERVER, strict_validation=True) for h in (pusher, holder)]
+        for dht in dhts:
+            dht.register_validator(NAMESPACE, _announce_validator(fake_mesh))
+        async with background_trio_service(dhts[0]), background_trio_service(dhts[1]):
+            await pusher.connect(PeerInfo(holder.get_id(), holder.get_addrs()))
+            told = []
+            with trio.fail_after(20):
+                for _ in range(2):
+                    told.append(await dht_direct.put_value_to_peers(dhts[0], record_key(owner.did),
+                                                                    announce.to_bytes(), [holder.get_id()]))
+        for h in (pusher, holder):
+            await h.close()
+    assert told == [{holder.get_id()}, {holder.get_id()}]

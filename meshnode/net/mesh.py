@@ -451,6 +451,11 @@ def _announce_validator(mesh: Mesh):
             mesh._heard_announce(announce)  # a PUT from its owner, an answer to a lookup: fresh (mesh_lookup)
 
         def select(self, key: str, values: list[bytes]) -> int:
+            if len(values) > 1 and all(v == values[0] for v in values):
+                # the same record again: py-libp2p answers a PUT only when the new one wins, so an
+                # unanswered push of what a peer already held waited out the hop timeout and was
+                # retried every maintenance round, by every node (idle cost after issue 18's find-tail)
+                return len(values) - 1
             decoded = []
             for v in values:
                 try:
