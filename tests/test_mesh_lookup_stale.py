@@ -157,16 +157,11 @@ async def test_newly_identified_peers_are_told_the_announce_in_one_push_at_once(
     assert pushes[0][0] - started <= PUSH_GATHER_S + 0.05
 
 
-async def test_a_lookup_that_finds_the_announce_nowhere_yet_waits_for_its_push(monkeypatch, autojump_clock):
-    """find-tail: while a mesh forms, a target's announce may be held by its owner alone when a
-    find asks (its pushes and put still under way); the lookup found nothing and ended empty after
-    the whole 10 s (find p99 ~10 s). Now it waits, within its budget, for the announce to arrive."""
-    from meshnode.net.mesh_lookup import LOOKUP_TIMEOUT
-
-    owner = NodeKey.generate()
-    announce = _announce(owner, now_ms(), 4001)
+def _node_where_nobody_has_it(monkeypatch):
+    """A node connected to one peer (not the owner) where the connected peers hold no announce and
+    the DHT walk finds nothing after 0.5 s."""
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()  # not the owner
+    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
 
     async def nobody_has_it(dht, key, peers, enough=3, owner=None):
         return []
@@ -178,6 +173,18 @@ async def test_a_lookup_that_finds_the_announce_nowhere_yet_waits_for_its_push(m
     monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
     monkeypatch.setattr(dht_direct, "get_value_from_peers", nobody_has_it)
     node.dht.get_value = walk_finds_nothing
+    return node
+
+
+async def test_a_lookup_that_finds_the_announce_nowhere_yet_waits_for_its_push(monkeypatch, autojump_clock):
+    """find-tail: while a mesh forms, a target's announce may be held by its owner alone when a
+    find asks (its pushes and put still under way); the lookup found nothing and ended empty after
+    the whole 10 s (find p99 ~10 s). Now it waits, within its budget, for the announce to arrive."""
+    from meshnode.net.mesh_lookup import LOOKUP_TIMEOUT
+
+    owner = NodeKey.generate()
+    announce = _announce(owner, now_ms(), 4001)
+    node = _node_where_nobody_has_it(monkeypatch)  # connected to one peer, not the owner
 
     async def owner_pushes_later():
         await trio.sleep(2.0)  # its first push reaches this node 2 s after the find began
@@ -357,19 +364,7 @@ async def test_two_lookups_of_one_did_both_wake_when_its_announce_is_pushed(monk
 
     owner = NodeKey.generate()
     announce = _announce(owner, now_ms(), 4001)
-    node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
-
-    async def nobody_has_it(dht, key, peers, enough=3, owner=None):
-        return []
-
-    async def walk_finds_nothing(key, quorum=0):
-        await trio.sleep(0.5)
-        return None
-
-    monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
-    monkeypatch.setattr(dht_direct, "get_value_from_peers", nobody_has_it)
-    node.dht.get_value = walk_finds_nothing
+    node = _node_where_nobody_has_it(monkeypatch)
     outcomes = {}
 
     async def look(name: str, after: float):
