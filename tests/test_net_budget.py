@@ -88,6 +88,14 @@ def test_a_peer_that_becomes_known_gets_the_larger_budget():
     budgets.admit("p", None, True, 500, T0 + 1000)  # 100 refilled at 10x the rate: 1000 ms
 
 
+def test_a_stranger_in_debt_that_becomes_known_is_read_again_at_once():
+    budgets = CpuBudgets(LIMITS)
+    charge = budgets.admit("p", None, False, 100, T0)
+    budgets.settle(charge, 1500, T0)  # 500 ms of debt as a stranger
+    assert budgets.in_debt("p", None, False, T0) is not None
+    assert budgets.in_debt("p", None, True, T0) is None  # a friend now: its larger burst covers it
+
+
 def test_estimates_grow_with_size_and_items():
     assert estimate_ms(0) > 0 and estimate_ms(1 << 20) > 50 * estimate_ms(1024)
     assert estimate_ms(8041, 7533) >= 10  # 8 KiB of empty arrays took 11.9 ms; by bytes alone ~1 ms

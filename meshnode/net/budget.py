@@ -178,13 +178,19 @@ class CpuBudgets:
                 kind, self.limits.known_factor if known else 1.0)
             rate, burst = self.limits.ms_per_second * factor, self.limits.burst_ms * factor
             bucket = self._buckets.put(key, Bucket(burst, now_ms, rate, burst))
-        elif key.startswith("peer:") and known and bucket.rate < self.limits.ms_per_second * self.limits.known_factor:
-            extra = bucket.burst * (self.limits.known_factor - 1)  # became known since: the larger budget
+        else:
+            self._grow_if_known(key, bucket, known)
+        bucket.refill(now_ms)
+        return bucket
+
+    def _grow_if_known(self, key: str, bucket: Bucket, known: bool) -> None:
+        """A peer that became known since its bucket was made gets the larger budget (and, in debt,
+        the difference: a new friend is not held to what it spent as a stranger)."""
+        if key.startswith("peer:") and known and bucket.rate < self.limits.ms_per_second * self.limits.known_factor:
+            extra = bucket.burst * (self.limits.known_factor - 1)
             bucket.rate *= self.limits.known_factor
             bucket.burst += extra
             bucket.tokens += extra
-        bucket.refill(now_ms)
-        return bucket
 
     def admit(self, peer: str, host: str | None, known: bool, estimate: float, now_ms: int) -> Charge:
         """Charge ``estimate`` ms to every key of this input, or raise OverBudget (charging nothing)
@@ -207,6 +213,7 @@ class CpuBudgets:
         for key in self.keys_for(peer, host, known):
             bucket = self._buckets.peek(key)
             if bucket is not None:
+                self._grow_if_known(key, bucket, known)
                 bucket.refill(now_ms)
                 if bucket.tokens < 0:
                     return max(1, int(-bucket.tokens * 1000 / bucket.rate) + 1)
