@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import logging
 import json
+import os
 import sys
 import tempfile
 import time
@@ -254,11 +255,18 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
                 targets = missed
             if not targets:
                 done_s[node.name] = time.perf_counter() - t
+        busy_before, nodes_before = cpu_jiffies(), nodes_cpu_s(mesh)
         threads = [threading.Thread(target=node_forms, args=(i,), daemon=True) for i in range(nodes)]
         for th in threads:
             th.start()
         for th in threads:
             th.join(budget_s + 120)
+        out["formation_machine_busy"] = busy_fraction(busy_before, cpu_jiffies())
+        # the CPU the nodes spent from the last start until formed, and what it means on this
+        # machine's cores: formation cannot be faster than that floor
+        spent = nodes_cpu_s(mesh) - nodes_before
+        out["formation_nodes_cpu_s"] = round(spent, 1)
+        out["formation_cpu_floor_s"] = round(spent / os.cpu_count(), 1)
         formed = len(done_s) == nodes
         out["formation_degree_s"] = round(max(at_degree_s.values()), 2) if len(at_degree_s) == nodes else None
         out["formation_s"] = round(max(done_s.values()), 2) if formed else None
@@ -277,6 +285,8 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
             out[f"announce_lookups_{via}"] = sum(metric(n, "announce_lookups", via=via) for n in mesh)
         if slow:
             explain_slow_finds(mesh, slow)
+        if formed:
+            out.update(formed_mesh_finds(mesh))
         from meshnode.identity.keys import NodeKey
 
         absent = NodeKey.generate().did
@@ -290,6 +300,60 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
     finally:
         stop_all(mesh)
     return out
+
+
+def cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def nodes_cpu_s(mesh: list) -> float:
+    """CPU seconds (user + system) the node processes have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for node in mesh:
+        try:
+            fields = Path(f"/proc/{node.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (AttributeError, OSError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """How much of every core was busy between two samples (1.0: the machine was saturated)."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total else 0.0
+
+
+def formed_mesh_finds(mesh: list, per_node: int = 5) -> dict:
+    """Find-by-DID on the formed mesh (what a user asks once it has formed): every node finds
+    ``per_node`` others at once, beside the machine's load while they do."""
+    import threading
+
+    times: list[float] = []
+
+    def finds(i: int) -> None:
+        node, others = mesh[i], [m for m in mesh if m is not mesh[i]]
+        for k in range(per_node):
+            target = others[(i * 7 + k * 3) % len(others)]
+            began = time.perf_counter()
+            try:
+                node.call("find", {"did": target.did}, timeout=60)
+            except Exception:
+                pass  # counted as slow by its time
+            times.append((time.perf_counter() - began) * 1000)
+
+    busy_before = cpu_jiffies()
+    threads = [threading.Thread(target=finds, args=(i,), daemon=True) for i in range(len(mesh))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    return {"formed_find_n": len(times), "formed_find_ms_p50": pct(times, 50),
+            "formed_find_ms_p99": pct(times, 99), "formed_find_machine_busy": busy_fraction(busy_before, cpu_jiffies())}
 
 
 def explain_slow_finds(mesh: list, slow: list[dict]) -> None:
