@@ -127,6 +127,7 @@ class Victim(ReputationMixin):
         self.known = KnownAuthors({key.did, *friends})
         self.metrics = Metrics()
         self.gossiped: list = []
+        self.gmp = None  # no GMP work: no coworkers
         self.now = T0
 
     def clock(self) -> int:

@@ -145,6 +145,20 @@ def test_folding_counters_and_liveness_twice_counts_nothing_twice(db):
     assert fold_observations(db, now_ms=T0 + 8 * HOUR + 30 * 60_000) == {}
 
 
+def test_dead_hours_count_only_for_expected_peers_and_friends(db):
+    """Heard one hop, a peer dead here may be alive and merely not connected: no debit unless
+    this node expects it (committee, coworkers) or it is a friend."""
+    for who in (A, B, C):
+        upsert_peer(db, who.did, peer_id="p", now_ms=T0, source="bootstrap")
+        set_liveness(db, who.did, state="dead", last_heard_ms=T0, last_seq=1, now_ms=T0)
+    db.conn.execute("UPDATE agent_peers SET tags = ? WHERE id = ?", ('["Friend"]', C.did))
+    changed = fold_observations(db, now_ms=T0 + 3 * HOUR, expected=frozenset([A.did]))
+    assert changed[A.did].counts["liveness_dead"] == 3
+    assert changed[C.did].counts["liveness_dead"] == 3  # a friend (a spawned child is one)
+    assert B.did not in changed  # a stranger not connected here: neither credit nor debit
+    assert fold_observations(db, now_ms=T0 + 6 * HOUR, expected=frozenset([A.did])).keys() == {A.did, C.did}
+
+
 @settings(max_examples=25)
 @given(st.lists(st.tuples(st.integers(0, 50), st.booleans()), min_size=1, max_size=8))
 def test_every_valid_container_is_counted_exactly_once_however_often_folded(steps):

@@ -76,7 +76,8 @@ class ReputationMixin:
         now = self.clock()
         standing = {did: self.standing.summary(did) for did in self.standing.peers()}
         await self.store.write_background(lambda db: _save_standings(db, standing, now))
-        await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now))
+        expected = self.known.fixed | (await self.gmp.coworkers() if self.gmp is not None else frozenset())
+        await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now, expected=expected))
         await self.store.write_background(lambda db: records.refresh_decay(db, now_ms=now))
         known = self.known.snapshot()
         candidates = await self.store.read(lambda db: records.publish_candidates(db, now_ms=now, known=known))

@@ -35,6 +35,7 @@ from meshnode.reputation.model import (
 from meshnode.reputation.publishing import Candidate, PublishPolicy, is_due
 from meshnode.reputation.statements import build_trust, statement_of
 from meshnode.store.database import Database, sql_errors
+from meshnode.store.sharing import friends
 
 HOUR_MS = 60 * 60 * 1000
 HISTORY_ROWS = 100
@@ -142,7 +143,8 @@ def record_equivocation(db: Database, did: str, evidence: str | bytes, *, now_ms
 
 
 def fold_observations(db: Database, *, now_ms: int, params: Params = DEFAULT_PARAMS,
-                      period_ms: int = LIVENESS_PERIOD_MS) -> dict[str, PeerScore]:
+                      period_ms: int = LIVENESS_PERIOD_MS,
+                      expected: frozenset[str] | None = None) -> dict[str, PeerScore]:
     """Turn what the network layer counted (peer_standing) and heard (peer_liveness) since
     the last fold into evidence; returns the peers whose score changed. Idempotent: a
     watermark per peer, written in the same transaction, says what has been counted.
@@ -153,6 +155,10 @@ def fold_observations(db: Database, *, now_ms: int, params: Params = DEFAULT_PAR
     * liveness: one ``liveness_ok`` per whole hour between heartbeats heard (state ok or
       quiet, up to the last one heard), one ``liveness_dead`` per whole hour in state dead
       (up to now); stale counts neither way. Partial hours carry over to the next fold.
+      Liveness is heard one hop (a node knows the peers it is connected to), so a peer dead
+      here may be alive and merely not connected: with ``expected`` given, dead hours count
+      only for the peers in it and this node's friends (spawned children are friends); for any
+      other peer, dead counts neither way, like stale.
     """
     if period_ms <= 0:
         raise ReputationError("bad_params", "the liveness period must be positive")
@@ -169,7 +175,11 @@ def fold_observations(db: Database, *, now_ms: int, params: Params = DEFAULT_PAR
             WHERE s.did IS NOT NULL OR l.did IS NOT NULL
             ORDER BY p.id
             """).fetchall()
+        if expected is not None:
+            expected = expected | frozenset(friends(db))
         for did, valid, invalid, standing_ms, state, heard_ms, changed_ms, w_valid, w_invalid, w_live in rows:
+            if state == "dead" and expected is not None and did not in expected:
+                state = "stale"  # not connected here is not gone: neither credit nor debit
             events, marks = _observations(now_ms, period_ms, valid or 0, invalid or 0, standing_ms, state,
                                           heard_ms, changed_ms, w_valid or 0, w_invalid or 0, w_live or 0)
             conn.execute("INSERT INTO reputation_watermarks (did, valid, invalid, liveness_ms) VALUES (?, ?, ?, ?)"
