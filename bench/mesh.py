@@ -407,7 +407,7 @@ def main() -> None:
     parser.add_argument("--only-formation", action="store_true", help="skip everything but the formation figures")
     parser.add_argument("--quiet-heartbeats", action="store_true",
                         help="formation with heartbeats every 3600 s (the load once heartbeats leave gossip)")
-    parser.add_argument("--idle-settle", type=float, default=10.0, help="seconds a mesh settles before idle CPU")
+    parser.add_argument("--idle-settle", type=float, default=30.0, help="seconds a mesh settles before idle CPU")
     parser.add_argument("--idle-window", type=float, default=20.0, help="seconds idle CPU is measured over")
     parser.add_argument("--rounds", type=int, default=20,
                         help="connects timed between two bare hosts (at most 5 of them with libp2p's defaults)")
