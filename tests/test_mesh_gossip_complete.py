@@ -200,7 +200,9 @@ def test_twenty_processes_get_every_public_note(tmp_path):
 
 @pytest.mark.soak
 def test_fifty_processes_get_every_public_note(tmp_path):
-    figures = spread(tmp_path, 50, deadline_s=180.0)
+    # the default 30 s sync: at 50 processes on 2 cores, the harness's 2 s sync with every peer is
+    # most of the load (measured at 20: find p50 2.5 s instead of 0.06 s); the goal is one sync period
+    figures = spread(tmp_path, 50, deadline_s=180.0, env={"MESHNODE_NET_SYNC_SECONDS": "30"})
     print(json.dumps(figures))
     assert figures["delivered"] == figures["expected"], figures
     assert figures["by_gossip"] + figures["by_sync"] == figures["expected"] and not figures["unaccounted"], figures
