@@ -23,7 +23,7 @@ from meshnode.container.model import (
 )
 from meshnode.container.prescan import scan
 from meshnode.container.timefmt import format_ms
-from meshnode.container.verify import check_head_values, check_related, check_side
+from meshnode.container.checks import check_head_values, check_related, check_side
 from meshnode.identity.keys import NodeKey
 
 _ORDER_CACHE: dict[frozenset, tuple[str, ...]] = {}

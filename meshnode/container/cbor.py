@@ -132,6 +132,11 @@ def _dump(canon: Any, has_float: bool) -> bytes:
         raise ContainerError("forbidden_type", "text that is not valid Unicode (a lone surrogate)") from None
 
 
+def canonical_dumps(value: Any) -> bytes:
+    """cbor2's canonical encoder: what a value holding floats needs (see the speed note above)."""
+    return cbor2.dumps(value, canonical=True)
+
+
 _LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _PLAIN_LEAVES = frozenset({str, int, bytes, bool, type(None)})  # leaves that need nothing more
 _ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
@@ -157,7 +162,7 @@ def check_tree(value: Any) -> bool:
         v = pop()
         if type(v) is dict:
             if tuple(v) not in good_orders:
-                _check_keys(list(v))
+                check_keys(list(v))
             items = v.values()
         else:
             items = v
@@ -180,7 +185,7 @@ _GOOD_KEY_ORDERS: dict[tuple, bool] = {}  # the same few key lists recur in ever
 _GOOD_KEY_ORDERS_MAX = 4096
 
 
-def _check_keys(keys: list) -> None:
+def check_keys(keys: list) -> None:
     """Text keys only, in canonical order: by encoded length, then bytewise."""
     try:
         ascii_only = "".join(keys).isascii()
