@@ -89,11 +89,7 @@ def canonicalize(value: Any, max_depth: int = HARD_MAX_DEPTH, depth: int = 0) ->
 
 _KEY_ORDERS: dict[frozenset, tuple[str, ...]] = {}  # the same few key sets recur: sort each once
 _SIMPLE_LEAVES = frozenset({str, bytes, bool, type(None)})
-_SIMPLE_OR_INT = _SIMPLE_LEAVES | {int}
-
-
-def _ints_in_range(values) -> bool:
-    return all(_INT_MIN <= v <= _INT_MAX for v in values if type(v) is int)
+_SIMPLE_OR_INT_OR_LIST = _SIMPLE_LEAVES | {int, list}
 
 
 def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
@@ -109,8 +105,21 @@ def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
         if len(_KEY_ORDERS) < 4096 and _cacheable(order):
             _KEY_ORDERS[names] = order
     types = set(map(type, d.values()))
-    if types <= _SIMPLE_LEAVES or (types <= _SIMPLE_OR_INT and _ints_in_range(d.values())):
-        return {k: d[k] for k in order}, False
+    if types <= _SIMPLE_OR_INT_OR_LIST and (list not in types or depth + 1 < max_depth):
+        # leaves, and arrays of leaves (tags, DIDs): the usual payload, copied without recursion
+        out = {k: d[k] for k in order}
+        if types <= _SIMPLE_LEAVES:
+            return out, False
+        for k, v in out.items():
+            if type(v) is int:
+                if not _INT_MIN <= v <= _INT_MAX:
+                    break
+            elif type(v) is list:
+                if not set(map(type, v)) <= _SIMPLE_LEAVES:
+                    break
+                out[k] = list(v)  # a copy, as canonicalize gives
+        else:
+            return out, False
     out, has_float = {}, False
     for k in order:
         out[k], f = canonicalize(d[k], max_depth, depth + 1)
@@ -140,6 +149,7 @@ def canonical_dumps(value: Any) -> bytes:
 _LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _PLAIN_LEAVES = frozenset({str, int, bytes, bool, type(None)})  # leaves that need nothing more
 _ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
+_PLAIN_LEAVES_OR_LIST = _PLAIN_LEAVES | {list}
 
 
 def check_tree(value: Any) -> bool:
@@ -151,7 +161,16 @@ def check_tree(value: Any) -> bool:
     Nesting depth is not checked here: cbor2 enforces it while decoding.
     """
     t = type(value)
-    if t is not dict and t is not list:
+    if t is dict:  # most maps (a payload, meta) hold leaves and arrays of leaves: no walk needed
+        if tuple(value) not in _GOOD_KEY_ORDERS:
+            check_keys(list(value))
+        types = set(map(type, value.values()))
+        if types <= _PLAIN_LEAVES:
+            return False
+        if types <= _PLAIN_LEAVES_OR_LIST and all(
+                set(map(type, x)) <= _PLAIN_LEAVES for x in value.values() if type(x) is list):
+            return False
+    elif t is not list:
         if t not in _LEAF_TYPES:
             raise ContainerError("forbidden_type", f"value of type {t.__name__} is not allowed")
         return t is float

@@ -24,7 +24,10 @@ def format_ms(ms: int) -> str:
     if type(ms) is not int or not 0 <= ms <= MAX_MS:
         raise ContainerError("bad_field", f"time {ms!r} ms is outside 1970-01-01 .. 9999-12-31")
     seconds, millis = divmod(ms, 1000)
-    return _format_seconds(seconds) + f".{millis:03d}Z"
+    return _format_seconds(seconds) + _MILLIS[millis]
+
+
+_MILLIS = [f".{millis:03d}Z" for millis in range(1000)]
 
 
 @functools.lru_cache(maxsize=256)
