@@ -104,7 +104,8 @@ def build_container(
     did = container_did_for(signed)
     signature = key.sign(signed)
     if template is not None:
-        head_full, head_bytes = template.full_head(timestamp, payload_hash, signature, did, middle)
+        head_full = template.full_head(timestamp, payload_hash, signature, did)
+        head_bytes = template.full_bytes(signature, did, middle)
     else:
         head_full = _ordered(dict(head, container_did=did, signature=signature))
         head_bytes = dump(head_full)

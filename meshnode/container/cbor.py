@@ -87,7 +87,7 @@ def canonicalize(value: Any, max_depth: int = HARD_MAX_DEPTH, depth: int = 0) ->
     raise ContainerError("forbidden_type", f"value of type {t.__name__} cannot be encoded")
 
 
-_KEY_ORDERS: dict[frozenset, tuple[str, ...]] = {}  # the same few key sets recur: sort each once
+_KEY_ORDERS: dict[tuple, tuple[str, ...]] = {}  # the same few key lists recur: sort each once
 _SIMPLE_LEAVES = frozenset({str, bytes, bool, type(None)})
 _SIMPLE_OR_INT_OR_LIST = _SIMPLE_LEAVES | {int, list}
 
@@ -95,7 +95,7 @@ _SIMPLE_OR_INT_OR_LIST = _SIMPLE_LEAVES | {int, list}
 def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
     if d and depth >= max_depth:
         raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
-    names = frozenset(d)
+    names = tuple(d)
     order = _KEY_ORDERS.get(names)
     if order is None:
         for k in d:
@@ -167,9 +167,12 @@ def check_tree(value: Any) -> bool:
         types = set(map(type, value.values()))
         if types <= _PLAIN_LEAVES:
             return False
-        if types <= _PLAIN_LEAVES_OR_LIST and all(
-                set(map(type, x)) <= _PLAIN_LEAVES for x in value.values() if type(x) is list):
-            return False
+        if types <= _PLAIN_LEAVES_OR_LIST:
+            for x in value.values():
+                if type(x) is list and not set(map(type, x)) <= _PLAIN_LEAVES:
+                    break
+            else:
+                return False
     elif t is not list:
         if t not in _LEAF_TYPES:
             raise ContainerError("forbidden_type", f"value of type {t.__name__} is not allowed")

@@ -54,8 +54,8 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64 -> base64url (RFC 4648 sectio
 
 def container_did_for(signed_bytes: bytes) -> str:
     multihash = _SHA256_MULTIHASH + hashlib.sha256(signed_bytes).digest()
-    text = binascii.b2a_base64(multihash, newline=False).translate(_URLSAFE).rstrip(b"=")
-    return CONTAINER_DID_PREFIX + text.decode("ascii")
+    text = binascii.b2a_base64(multihash, newline=False).translate(_URLSAFE)
+    return CONTAINER_DID_PREFIX + text[:-2].decode("ascii")  # 34 bytes: 46 characters and "==" of padding
 
 
 def payload_hash_for(payload_bytes: bytes) -> str:

@@ -37,10 +37,10 @@ from meshnode.container.checks import (
     _check_class_names,
     check_head_combinations,
     check_related,
-    payload_type_is_bytes,
     sender_key,
 )
 from meshnode.container.errors import ContainerError
+from meshnode.container.head_template import FIXED_FIELDS, PER_CONTAINER_FIELDS, HeadTemplate
 from meshnode.container.model import CONTAINER_VERSION, SIG_ALGO, container_did_for
 
 # hmp_container's key lists in canonical order (head, meta?, payload, related?) -> the bytes
@@ -50,15 +50,13 @@ _LAYOUTS = {keys: (ENVELOPE_PREFIX + bytes((0xA0 + len(keys),)) + _K_HEAD, bytes
             for keys in (("head", "payload"), ("head", "meta", "payload"), ("head", "payload", "related"),
                          ("head", "meta", "payload", "related"))}
 
-# Required head fields that stay the same across a sender's containers of one class...
-_FIXED = ("version", "class", "class_version", "class_id", "schema", "sig_algo", "payload_type", "sender_did")
-_fixed = operator.itemgetter(*_FIXED)
-# ... and those that change with every container (checked per container, below).
-_PER_CONTAINER = frozenset({"timestamp", "payload_hash", "signature", "container_did"})  # see _checked
+# Required head fields: those that stay the same across a sender's containers of one class,
+# and those that change with every container (checked in _checked).
+_fixed = operator.itemgetter(*FIXED_FIELDS)
 _REQUIRED = frozenset(n for n, (_, required) in schema.HEAD.fields.items() if required)
-assert _REQUIRED == _PER_CONTAINER | set(_FIXED)
+assert _REQUIRED == set(FIXED_FIELDS + PER_CONTAINER_FIELDS)
 
-_SENDERS: dict[tuple, tuple[bytes, type]] = {}  # fixed head fields -> (sender's key, payload type)
+_SENDERS: dict[tuple, tuple[bytes, HeadTemplate]] = {}  # fixed head fields -> (sender's key, their encodings)
 _SENDERS_MAX = 1024  # each entry is 8 strings of at most 256 characters, and only entries that passed
 _PLANS: dict[tuple, tuple] = {}  # head key list -> what to check beyond the required fields
 _PLANS_MAX = 4096
@@ -81,8 +79,7 @@ def usual_layout(value: Any, data: bytes) -> tuple | None:
 
 
 def _checked(hmp: dict, data: bytes) -> tuple | None:
-    layout = tuple(hmp)
-    prefixes = _LAYOUTS.get(layout)
+    prefixes = _LAYOUTS.get(tuple(hmp))
     if prefixes is None:
         return None
     head, payload = hmp["head"], hmp["payload"]
@@ -91,11 +88,10 @@ def _checked(hmp: dict, data: bytes) -> tuple | None:
     plan = _PLANS.get(tuple(head)) or _head_plan(head)
     if plan is None:
         return None
-    sender = _SENDERS.get(_fixed(head)) or _check_fixed(head)
-    if type(payload) is not sender[1]:
-        return None
-    signature, timestamp = head["signature"], head["timestamp"]
-    if type(signature) is not bytes or len(signature) != 64 or type(timestamp) is not str or len(timestamp) > 40:
+    key, template = _SENDERS.get(_fixed(head)) or _check_fixed(head)
+    signature, timestamp, container_did = head["signature"], head["timestamp"], head["container_did"]
+    if (type(payload) is not template.payload_type or type(signature) is not bytes or len(signature) != 64
+            or type(timestamp) is not str or len(timestamp) > 40 or type(container_did) is not str):
         return None
     extra, combined = plan
     has_float = False
@@ -106,35 +102,40 @@ def _checked(hmp: dict, data: bytes) -> tuple | None:
         if combined:
             check_head_combinations(head)
         has_float = check_tree(head)
-    meta = related = None
-    if len(layout) != 2:
-        meta, related = hmp.get("meta"), hmp.get("related")
-        if meta is not None:
-            if type(meta) is not dict or not meta:
-                return None
-            has_float = check_tree(meta) or has_float
-        if related is not None:
-            if type(related) is not dict or not related:
-                return None
-            check_tree(related)
-            check_related(related)
+    meta, related = hmp.get("meta"), hmp.get("related")
+    if meta is not None:
+        if type(meta) is not dict or not meta:
+            return None
+        has_float = check_tree(meta) or has_float
+    if related is not None:
+        if type(related) is not dict or not related:
+            return None
+        check_tree(related)
+        check_related(related)
     has_float = check_tree(payload) or has_float
     # deterministic bytes: the input must be exactly these encodings, in this order
     dump = cbor2.dumps if not has_float else canonical_dumps
     payload_bytes = dump(payload)
-    if head["payload_hash"] != "sha256:" + sha256(payload_bytes).hexdigest():
+    payload_hash = "sha256:" + sha256(payload_bytes).hexdigest()
+    if head["payload_hash"] != payload_hash:
         return None
     tail = encode_tail(None if meta is None else dump(meta), payload_bytes,
                        None if related is None else dump(related))
-    if data != prefixes[0] + dump(head) + tail:
+    if extra:
+        head_bytes = dump(head)
+        head_signed = head.copy()
+        del head_signed["signature"], head_signed["container_did"]
+        signed_head = dump(head_signed)
+    else:  # the usual head: only the four fields that change need encoding
+        signed_head, middle = template.encode(timestamp, payload_hash)
+        head_bytes = template.full_bytes(signature, container_did, middle)
+    if data != prefixes[0] + head_bytes + tail:
         return None
-    head_signed = head.copy()
-    del head_signed["signature"], head_signed["container_did"]
-    signed = prefixes[1] + dump(head_signed) + tail
+    signed = prefixes[1] + signed_head + tail
     did = container_did_for(signed)
-    if head["container_did"] != did:
+    if container_did != did:
         return None
-    return hmp, head, signed, did, sender[0], has_float
+    return hmp, head, signed, did, key, has_float
 
 
 def _head_plan(head: dict) -> tuple | None:
@@ -155,14 +156,14 @@ def _head_plan(head: dict) -> tuple | None:
     return plan
 
 
-def _check_fixed(head: dict) -> tuple[bytes, type]:
+def _check_fixed(head: dict) -> tuple[bytes, HeadTemplate]:
     """Check the eight fixed head fields as verify.py's full checks do; remember
-    ``(sender's key, the payload's type)``."""
-    schema.HEAD.validate_fields(head, _FIXED, "bad_structure", "bad_field")
+    ``(the sender's key, their encodings)``."""
+    schema.HEAD.validate_fields(head, FIXED_FIELDS, "bad_structure", "bad_field")
     if head["version"] != CONTAINER_VERSION or head["sig_algo"] != SIG_ALGO:
         raise ContainerError("unsupported_version", "left to the full checks")
     _check_class_names(head["class"], head["class_version"], head["class_id"])
-    sender = (sender_key(head["sender_did"]), bytes if payload_type_is_bytes(head["payload_type"]) else dict)
+    sender = (sender_key(head["sender_did"]), HeadTemplate({k: head[k] for k in FIXED_FIELDS}))
     if len(_SENDERS) >= _SENDERS_MAX:
         _SENDERS.clear()
     _SENDERS[_fixed(head)] = sender
