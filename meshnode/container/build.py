@@ -61,8 +61,10 @@ def build_container(
     if rules is not None and payload_type == "cbor":
         rules.validate(payload, code="class_schema")
     depth = limits.max_depth
-    side_c = cbor.canonicalize(side, depth, 0)[0] if side else {}  # side entries join the envelope
-    check_side(side_c)
+    side_c = {}
+    if side:  # side entries join the envelope
+        side_c = cbor.canonicalize(side, depth, 0)[0]
+        check_side(side_c)
     # the payload, meta and related values sit inside the envelope and hmp_container
     payload_c, has_float = cbor.canonicalize(payload, depth, 2)
     meta_c = related_c = None

@@ -314,6 +314,7 @@ def check_encoding(value: Any, has_float: bool, data: bytes, expected: bytes | N
 HMP_KEYS = frozenset({"head", "meta", "payload", "related"})
 _K_HEAD, _K_META, _K_PAYLOAD, _K_RELATED = (cbor2.dumps(k) for k in ("head", "meta", "payload", "related"))
 ENVELOPE_PREFIX = cbor2.dumps({"hmp_container": 0})[:-1]  # map of 1, "hmp_container"; the value follows
+_HMP_HEADERS = {count: bytes((0xA0 + count,)) + _K_HEAD for count in range(1, 24)}  # map header and "head"
 
 
 def encode_tail(meta: bytes | None, payload: bytes, related: bytes | None) -> bytes:
@@ -329,7 +330,7 @@ def encode_tail(meta: bytes | None, payload: bytes, related: bytes | None) -> by
 
 def encode_hmp(head: bytes, tail: bytes, count: int) -> bytes:
     """The encoding of an hmp_container map of ``count`` keys: header, "head", head, tail."""
-    return bytes((0xA0 + count,)) + _K_HEAD + head + tail
+    return _HMP_HEADERS[count] + head + tail
 
 
 def _refuse_tag(decoder: Any, tag: Any) -> Any:
