@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import cbor2
+
 from meshnode.container import cbor, schema
 from meshnode.container.cbor import key_order
+from meshnode.container.checks import check_head_values, check_related, check_side
 from meshnode.container.errors import ContainerError
+from meshnode.container.head_template import CALLER_FIELDS, head_template
 from meshnode.container.model import (
     CONTAINER_VERSION,
     DEFAULT_LIMITS,
@@ -23,11 +27,10 @@ from meshnode.container.model import (
 )
 from meshnode.container.prescan import scan
 from meshnode.container.timefmt import format_ms
-from meshnode.container.verify import check_head_values, check_related, check_side
 from meshnode.identity.keys import NodeKey
 
 _ORDER_CACHE: dict[frozenset, tuple[str, ...]] = {}
-_CALLER_FIELDS = frozenset({"class", "class_version", "payload_type", "tags", "ttl"})
+_CALLER_FIELDS = CALLER_FIELDS | {"tags", "ttl"}
 
 
 def build_container(
@@ -58,8 +61,10 @@ def build_container(
     if rules is not None and payload_type == "cbor":
         rules.validate(payload, code="class_schema")
     depth = limits.max_depth
-    side_c = cbor.canonicalize(side, depth, 0)[0] if side else {}  # side entries join the envelope
-    check_side(side_c)
+    side_c = {}
+    if side:  # side entries join the envelope
+        side_c = cbor.canonicalize(side, depth, 0)[0]
+        check_side(side_c)
     # the payload, meta and related values sit inside the envelope and hmp_container
     payload_c, has_float = cbor.canonicalize(payload, depth, 2)
     meta_c = related_c = None
@@ -71,6 +76,63 @@ def build_container(
             raise ContainerError("bad_structure", "every related value must be a list of DIDs")
         related_c = cbor.canonicalize(related, depth, 2)[0]
         check_related(related_c)
+    timestamp = format_ms(timestamp_ms)
+    if tags or ttl_ms is not None or head_extra:
+        template = None
+        head, head_float = _head(key, cls, class_version, payload_type, timestamp, tags, ttl_ms, head_extra, depth,
+                                 payload_c)
+        has_float = has_float or head_float
+    else:  # the usual head: its fixed fields were checked and encoded with the first container like it
+        template = head_template(key.did, cls, class_version, payload_type)
+        if type(payload_c) is not template.payload_type:
+            check_head_values(dict(template.fixed), payload_c)  # raises, naming the fault
+    dump = cbor2.dumps if not has_float else cbor.canonical_dumps
+    try:
+        payload_bytes = dump(payload_c)
+        tail = cbor.encode_tail(None if meta_c is None else dump(meta_c), payload_bytes,
+                                None if related_c is None else dump(related_c))
+    except UnicodeEncodeError:  # a lone surrogate in some text
+        raise ContainerError("forbidden_type", "text that is not valid Unicode (a lone surrogate)") from None
+    payload_hash = payload_hash_for(payload_bytes)
+    count = 2 + (meta_c is not None) + (related_c is not None)
+    if template is not None:
+        signed_head, middle = template.encode(timestamp, payload_hash)
+        signed = cbor.encode_hmp(signed_head, tail, count)
+    else:
+        head["payload_hash"] = payload_hash
+        signed = cbor.encode_hmp(cbor._dump(_ordered(head), has_float), tail, count)
+    if len(signed) > limits.max_bytes:  # before spending a signature on it
+        raise ContainerError("too_large", f"{len(signed)} bytes, the limit is {limits.max_bytes}")
+    did = container_did_for(signed)
+    signature = key.sign(signed)
+    if template is not None:
+        head_full = template.full_head(timestamp, payload_hash, signature, did)
+        head_bytes = template.full_bytes(signature, did, middle)
+    else:
+        head_full = _ordered(dict(head, container_did=did, signature=signature))
+        head_bytes = dump(head_full)
+    core = cbor.ENVELOPE_PREFIX + cbor.encode_hmp(head_bytes, tail, count)
+    hmp: dict[str, Any] = {"head": head_full}
+    if meta_c is not None:
+        hmp["meta"] = meta_c
+    hmp["payload"] = payload_c
+    if related_c is not None:
+        hmp["related"] = related_c
+    expired = ttl_ms is not None and ttl_ms <= timestamp_ms
+    container = Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
+    size = len(container.to_bytes()) if side_c else len(core)  # the limit counts side blocks too
+    if size > limits.max_bytes:
+        raise ContainerError("too_large", f"{size} bytes, the limit is {limits.max_bytes}")
+    if size > limits.max_items:  # fewer bytes cannot hold more items (each takes one at least)
+        scan(container.to_bytes() if side_c else core, limits.max_items, limits.max_depth)
+    return container
+
+
+def _head(key: NodeKey, cls: str, class_version: str, payload_type: str, timestamp: str, tags: list[str] | None,
+          ttl_ms: int | None, head_extra: dict[str, Any] | None, depth: int, payload: Any,
+          ) -> tuple[dict[str, Any], bool]:
+    """A head with optional fields (without payload_hash and the two derived fields), checked as the
+    verifier will check it; and whether it holds a float."""
     head: dict[str, Any] = {
         "version": CONTAINER_VERSION,
         "class": cls,
@@ -78,10 +140,11 @@ def build_container(
         "class_id": f"{cls}_v{class_version}",
         "schema": f"meshnode:class/{cls}/{class_version}",
         "sender_did": key.did,
-        "timestamp": format_ms(timestamp_ms),
+        "timestamp": timestamp,
         "sig_algo": SIG_ALGO,
         "payload_type": payload_type,
     }
+    has_float = False
     if tags:
         head["tags"] = list(tags)
     if ttl_ms is not None:
@@ -97,35 +160,10 @@ def build_container(
     # the fields that came from the caller get the verifier's checks; the rest are made right here
     schema.HEAD.validate_fields(head, _CALLER_FIELDS.union(head_extra or ()).intersection(head),
                                 "bad_structure", "bad_field")
-    check_head_values(head, payload_c)
+    check_head_values(head, payload)
     if "public_key" in head and head["public_key"] != key.public_key:
         raise ContainerError("bad_sender", "head.public_key is not the signing key")
-    dump = cbor._dump
-    payload_bytes = dump(payload_c, has_float)
-    head["payload_hash"] = payload_hash_for(payload_bytes)
-    tail = cbor.encode_tail(None if meta_c is None else dump(meta_c, has_float), payload_bytes,
-                            None if related_c is None else dump(related_c, has_float))
-    count = 2 + (meta_c is not None) + (related_c is not None)
-    signed = cbor.encode_hmp(dump(_ordered(head), has_float), tail, count)
-    if len(signed) > limits.max_bytes:  # before spending a signature on it
-        raise ContainerError("too_large", f"{len(signed)} bytes, the limit is {limits.max_bytes}")
-    did = container_did_for(signed)
-    head_full = _ordered(dict(head, container_did=did, signature=key.sign(signed)))
-    core = cbor.ENVELOPE_PREFIX + cbor.encode_hmp(dump(head_full, has_float), tail, count)
-    hmp: dict[str, Any] = {"head": head_full}
-    if meta_c is not None:
-        hmp["meta"] = meta_c
-    hmp["payload"] = payload_c
-    if related_c is not None:
-        hmp["related"] = related_c
-    expired = ttl_ms is not None and ttl_ms <= timestamp_ms
-    container = Container(did, hmp, side_c, timestamp_ms, expired, rules is not None, has_float, core)
-    size = len(container.to_bytes()) if side_c else len(core)  # the limit counts side blocks too
-    if size > limits.max_bytes:
-        raise ContainerError("too_large", f"{size} bytes, the limit is {limits.max_bytes}")
-    if size > limits.max_items:  # fewer bytes cannot hold more items (each takes one at least)
-        scan(container.to_bytes() if side_c else core, limits.max_items, limits.max_depth)
-    return container
+    return head, has_float
 
 
 def _ordered(d: dict[str, Any]) -> dict[str, Any]:

@@ -87,19 +87,15 @@ def canonicalize(value: Any, max_depth: int = HARD_MAX_DEPTH, depth: int = 0) ->
     raise ContainerError("forbidden_type", f"value of type {t.__name__} cannot be encoded")
 
 
-_KEY_ORDERS: dict[frozenset, tuple[str, ...]] = {}  # the same few key sets recur: sort each once
+_KEY_ORDERS: dict[tuple, tuple[str, ...]] = {}  # the same few key lists recur: sort each once
 _SIMPLE_LEAVES = frozenset({str, bytes, bool, type(None)})
-_SIMPLE_OR_INT = _SIMPLE_LEAVES | {int}
-
-
-def _ints_in_range(values) -> bool:
-    return all(_INT_MIN <= v <= _INT_MAX for v in values if type(v) is int)
+_SIMPLE_OR_INT_OR_LIST = _SIMPLE_LEAVES | {int, list}
 
 
 def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
     if d and depth >= max_depth:
         raise ContainerError("too_deep", f"nesting deeper than {max_depth}")
-    names = frozenset(d)
+    names = tuple(d)
     order = _KEY_ORDERS.get(names)
     if order is None:
         for k in d:
@@ -109,8 +105,21 @@ def _canonical_map(d: dict, max_depth: int, depth: int) -> tuple[dict, bool]:
         if len(_KEY_ORDERS) < 4096 and _cacheable(order):
             _KEY_ORDERS[names] = order
     types = set(map(type, d.values()))
-    if types <= _SIMPLE_LEAVES or (types <= _SIMPLE_OR_INT and _ints_in_range(d.values())):
-        return {k: d[k] for k in order}, False
+    if types <= _SIMPLE_OR_INT_OR_LIST and (list not in types or depth + 1 < max_depth):
+        # leaves, and arrays of leaves (tags, DIDs): the usual payload, copied without recursion
+        out = {k: d[k] for k in order}
+        if types <= _SIMPLE_LEAVES:
+            return out, False
+        for k, v in out.items():
+            if type(v) is int:
+                if not _INT_MIN <= v <= _INT_MAX:
+                    break
+            elif type(v) is list:
+                if not set(map(type, v)) <= _SIMPLE_LEAVES:
+                    break
+                out[k] = list(v)  # a copy, as canonicalize gives
+        else:
+            return out, False
     out, has_float = {}, False
     for k in order:
         out[k], f = canonicalize(d[k], max_depth, depth + 1)
@@ -132,9 +141,15 @@ def _dump(canon: Any, has_float: bool) -> bytes:
         raise ContainerError("forbidden_type", "text that is not valid Unicode (a lone surrogate)") from None
 
 
+def canonical_dumps(value: Any) -> bytes:
+    """cbor2's canonical encoder: what a value holding floats needs (see the speed note above)."""
+    return cbor2.dumps(value, canonical=True)
+
+
 _LEAF_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _PLAIN_LEAVES = frozenset({str, int, bytes, bool, type(None)})  # leaves that need nothing more
 _ALLOWED_TYPES = _LEAF_TYPES | {dict, list}
+_PLAIN_LEAVES_OR_LIST = _PLAIN_LEAVES | {list}
 
 
 def check_tree(value: Any) -> bool:
@@ -146,7 +161,19 @@ def check_tree(value: Any) -> bool:
     Nesting depth is not checked here: cbor2 enforces it while decoding.
     """
     t = type(value)
-    if t is not dict and t is not list:
+    if t is dict:  # most maps (a payload, meta) hold leaves and arrays of leaves: no walk needed
+        if tuple(value) not in _GOOD_KEY_ORDERS:
+            check_keys(list(value))
+        types = set(map(type, value.values()))
+        if types <= _PLAIN_LEAVES:
+            return False
+        if types <= _PLAIN_LEAVES_OR_LIST:
+            for x in value.values():
+                if type(x) is list and not set(map(type, x)) <= _PLAIN_LEAVES:
+                    break
+            else:
+                return False
+    elif t is not list:
         if t not in _LEAF_TYPES:
             raise ContainerError("forbidden_type", f"value of type {t.__name__} is not allowed")
         return t is float
@@ -157,7 +184,7 @@ def check_tree(value: Any) -> bool:
         v = pop()
         if type(v) is dict:
             if tuple(v) not in good_orders:
-                _check_keys(list(v))
+                check_keys(list(v))
             items = v.values()
         else:
             items = v
@@ -180,7 +207,7 @@ _GOOD_KEY_ORDERS: dict[tuple, bool] = {}  # the same few key lists recur in ever
 _GOOD_KEY_ORDERS_MAX = 4096
 
 
-def _check_keys(keys: list) -> None:
+def check_keys(keys: list) -> None:
     """Text keys only, in canonical order: by encoded length, then bytewise."""
     try:
         ascii_only = "".join(keys).isascii()
@@ -287,6 +314,7 @@ def check_encoding(value: Any, has_float: bool, data: bytes, expected: bytes | N
 HMP_KEYS = frozenset({"head", "meta", "payload", "related"})
 _K_HEAD, _K_META, _K_PAYLOAD, _K_RELATED = (cbor2.dumps(k) for k in ("head", "meta", "payload", "related"))
 ENVELOPE_PREFIX = cbor2.dumps({"hmp_container": 0})[:-1]  # map of 1, "hmp_container"; the value follows
+_HMP_HEADERS = {count: bytes((0xA0 + count,)) + _K_HEAD for count in range(1, 24)}  # map header and "head"
 
 
 def encode_tail(meta: bytes | None, payload: bytes, related: bytes | None) -> bytes:
@@ -302,7 +330,7 @@ def encode_tail(meta: bytes | None, payload: bytes, related: bytes | None) -> by
 
 def encode_hmp(head: bytes, tail: bytes, count: int) -> bytes:
     """The encoding of an hmp_container map of ``count`` keys: header, "head", head, tail."""
-    return bytes((0xA0 + count,)) + _K_HEAD + head + tail
+    return _HMP_HEADERS[count] + head + tail
 
 
 def _refuse_tag(decoder: Any, tag: Any) -> Any:

@@ -24,7 +24,10 @@ def format_ms(ms: int) -> str:
     if type(ms) is not int or not 0 <= ms <= MAX_MS:
         raise ContainerError("bad_field", f"time {ms!r} ms is outside 1970-01-01 .. 9999-12-31")
     seconds, millis = divmod(ms, 1000)
-    return _format_seconds(seconds) + f".{millis:03d}Z"
+    return _format_seconds(seconds) + _MILLIS[millis]
+
+
+_MILLIS = [f".{millis:03d}Z" for millis in range(1000)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -34,6 +37,20 @@ def _format_seconds(seconds: int) -> str:
 
 def parse_ms(text: object, field: str = "timestamp") -> int:
     """Parse container time text to epoch milliseconds; ContainerError(bad_field) if invalid."""
+    if type(text) is str and _PATTERN.fullmatch(text) is not None:
+        minute = _MINUTES.get(text[:16])  # every container of a minute shares its date and hour
+        if minute is not None:
+            second = int(text[17:19])
+            if second <= 59:
+                return minute + second * 1000 + int(text[20:23])
+    return _parse_ms(text, field)
+
+
+_MINUTES: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM" -> epoch ms, for valid minutes only
+_MINUTES_MAX = 4096
+
+
+def _parse_ms(text: object, field: str) -> int:
     if not isinstance(text, str):
         raise ContainerError("bad_structure", f"{field} must be text")
     m = _PATTERN.fullmatch(text)
@@ -43,7 +60,11 @@ def parse_ms(text: object, field: str = "timestamp") -> int:
     hour, minute, second, millis = int(m[4]), int(m[5]), int(m[6]), int(m[7])
     if days is None or hour > 23 or minute > 59 or second > 59:
         raise ContainerError("bad_field", f"{field} {text!r} is not a valid UTC time")
-    return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    minute_ms = ((days * 24 + hour) * 60 + minute) * 60_000
+    if len(_MINUTES) >= _MINUTES_MAX:
+        _MINUTES.clear()  # bounded: 4096 entries of 16 characters
+    _MINUTES[text[:16]] = minute_ms
+    return minute_ms + second * 1000 + millis
 
 
 @functools.lru_cache(maxsize=1024)

@@ -14,29 +14,22 @@ Pure: no I/O, no clock (``now_ms`` is passed in). Raises only ContainerError.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 
 import cbor2
-from nacl.bindings import crypto_sign_open
-from nacl.exceptions import BadSignatureError, CryptoError
 
 from meshnode.container import cbor, schema
-from meshnode.container.errors import ContainerError
-from meshnode.container.model import (
-    CONTAINER_DID_PREFIX,
-    CONTAINER_VERSION,
-    DEFAULT_LIMITS,
-    SIG_ALGO,
-    Container,
-    Limits,
-    container_did_for,
+from meshnode.container.checks import (  # noqa: F401  (check_head_values: the builder imports it from here)
+    check_head_values,
+    check_related,
+    check_side,
+    sender_key,
 )
+from meshnode.container.errors import ContainerError
+from meshnode.container.model import CONTAINER_DID_PREFIX, DEFAULT_LIMITS, Container, Limits, container_did_for
 from meshnode.container.timefmt import parse_ms
-from meshnode.errors import IdentityError
-from meshnode.identity.did import public_key_from_did
-
-_RELATED_ITEM = schema.list_of(schema.did, max_items=1024, non_empty=True)
+from meshnode.container.usual import usual_layout
+from meshnode.identity import ed25519
 
 
 def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMITS) -> Container:
@@ -44,6 +37,83 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     data = cbor.as_bytes(data)
     value, _ = cbor.decode_tree(data, max_bytes=limits.max_bytes, max_depth=limits.max_depth,
                                 max_items=limits.max_items, walk=False)
+    checked = usual_layout(value, data)  # steps 1, 4 and 6 for the usual layout, in one pass
+    if checked is None:  # another layout, or a fault: every step in order, every fault named
+        return _decode_any(value, data, now_ms, limits)
+    hmp, head, signed, did, key, has_float = checked
+    timestamp_ms, expired = _check_times(head, now_ms, limits)
+    _check_signature(key, head, signed)
+    if "public_key" in head:
+        _check_public_key(head, key)
+    known = _check_class(head, hmp["payload"])
+    return Container(did, hmp, {}, timestamp_ms, expired, known, has_float, data)
+
+
+def _decode_any(value: object, data: bytes, now_ms: int, limits: Limits) -> Container:
+    # 1. structure
+    hmp, side, head, payload_bytes, signed, has_float = _any_layout(value, data)
+    # 2. timestamp, 3. ttl
+    timestamp_ms, expired = _check_times(head, now_ms, limits)
+
+    # 4. payload hash
+    payload_hash = "sha256:" + hashlib.sha256(payload_bytes).hexdigest()
+    if payload_hash != head["payload_hash"]:
+        if not schema.PAYLOAD_HASH.fullmatch(head["payload_hash"]):
+            raise ContainerError("bad_field", "payload_hash must be 'sha256:' and 64 lowercase hex digits")
+        raise ContainerError("payload_hash_mismatch", f"payload hashes to {payload_hash}, head says {head['payload_hash']}")
+
+    # 5. signature over the signed bytes (hmp_container without the two derived head fields)
+    key = sender_key(head["sender_did"])
+    _check_signature(key, head, signed)
+
+    # 6. bindings
+    _check_public_key(head, key)
+    did = container_did_for(signed)
+    if head["container_did"] != did:
+        if not head["container_did"].startswith(CONTAINER_DID_PREFIX):
+            raise ContainerError("bad_field", f"container_did must start with {CONTAINER_DID_PREFIX}")
+        raise ContainerError("did_mismatch", f"head.container_did should be {did}")
+
+    # 7. class schema
+    known = _check_class(head, hmp["payload"])
+    # the exact verified bytes are what gets stored, never a re-encoding of mutable dicts
+    core = data if not side else None
+    return Container(did, hmp, side, timestamp_ms, expired, known, has_float, core)
+
+
+def _check_times(head: dict, now_ms: int, limits: Limits) -> tuple[int, bool]:
+    """Steps 2 and 3: ``(timestamp_ms, expired)``; a timestamp too far ahead is refused."""
+    timestamp_ms = parse_ms(head["timestamp"])
+    if timestamp_ms > now_ms + limits.clock_skew_ms:
+        raise ContainerError(
+            "future_timestamp",
+            f"timestamp {head['timestamp']} is {(timestamp_ms - now_ms) / 1000:.1f} s ahead; "
+            f"the allowed clock skew is {limits.clock_skew_ms / 1000:.0f} s",
+        )
+    return timestamp_ms, "ttl" in head and parse_ms(head["ttl"], "ttl") <= now_ms
+
+
+def _check_signature(key: bytes, head: dict, signed: bytes) -> None:
+    if not ed25519.verify(key, head["signature"], signed):
+        raise ContainerError("bad_signature", f"signature does not verify for {head['sender_did']}")
+
+
+def _check_public_key(head: dict, key: bytes) -> None:
+    if "public_key" in head and head["public_key"] != key:
+        raise ContainerError("bad_sender", "head.public_key is not the key of head.sender_did")
+
+
+def _check_class(head: dict, payload: object) -> bool:
+    """Step 7: the payload against its class schema, when meshnode knows the class (returned).
+    A binary or encrypted payload cannot be checked without its key."""
+    class_rules = schema.class_schema(head["class"], head["class_version"])
+    if class_rules is not None and head["payload_type"] == "cbor":
+        class_rules.validate(payload, code="class_schema")
+    return class_rules is not None
+
+
+def _any_layout(value: object, data: bytes) -> tuple[dict, dict, dict, bytes, bytes, bool]:
+    """Step 1 for any input, every fault named: ``(hmp, side, head, payload_bytes, signed, has_float)``."""
     # Walk the blocks whose content is not otherwise compared; in the usual
     # layout the envelope and hmp_container maps are checked byte for byte below.
     hmp_in = value.get("hmp_container") if type(value) is dict else None
@@ -53,7 +123,7 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
             has_float = cbor.check_tree(block) or has_float
     else:
         has_float = cbor.check_tree(value)
-    dump = cbor2.dumps if not has_float else _canonical_dumps
+    dump = cbor2.dumps if not has_float else cbor.canonical_dumps
     parts = _standard_parts(value, dump)
     if parts is None:  # not the usual layout (or not a container): compare the generic way
         cbor.check_encoding(value, has_float, data)
@@ -75,56 +145,13 @@ def decode_container(data: bytes, *, now_ms: int, limits: Limits = DEFAULT_LIMIT
     related = hmp.get("related")
     if related is not None:
         check_related(related)
-
-    # 2. timestamp
-    timestamp_ms = parse_ms(head["timestamp"])
-    if timestamp_ms > now_ms + limits.clock_skew_ms:
-        raise ContainerError(
-            "future_timestamp",
-            f"timestamp {head['timestamp']} is {(timestamp_ms - now_ms) / 1000:.1f} s ahead; "
-            f"the allowed clock skew is {limits.clock_skew_ms / 1000:.0f} s",
-        )
-    # 3. ttl
-    expired = False
-    if "ttl" in head:
-        expired = parse_ms(head["ttl"], "ttl") <= now_ms
-
-    # 4. payload hash
-    payload_hash = "sha256:" + hashlib.sha256(payload_bytes).hexdigest()
-    if payload_hash != head["payload_hash"]:
-        if not schema.PAYLOAD_HASH.fullmatch(head["payload_hash"]):
-            raise ContainerError("bad_field", "payload_hash must be 'sha256:' and 64 lowercase hex digits")
-        raise ContainerError("payload_hash_mismatch", f"payload hashes to {payload_hash}, head says {head['payload_hash']}")
-
-    # 5. signature over the signed bytes (hmp_container without the two derived head fields)
-    key = _sender_key(head["sender_did"])
     head_signed = dict(head)  # keeps the canonical key order
     del head_signed["signature"], head_signed["container_did"]
     if tail is not None:
         signed = cbor.encode_hmp(dump(head_signed), tail, count)
     else:  # unknown blocks inside hmp_container: signed and kept like the rest
         signed = dump({k: (head_signed if k == "head" else v) for k, v in hmp.items()})
-    try:
-        crypto_sign_open(head["signature"] + signed, key)
-    except (BadSignatureError, CryptoError, ValueError):
-        raise ContainerError("bad_signature", f"signature does not verify for {head['sender_did']}") from None
-
-    # 6. bindings
-    if "public_key" in head and head["public_key"] != key:
-        raise ContainerError("bad_sender", "head.public_key is not the key of head.sender_did")
-    did = container_did_for(signed)
-    if head["container_did"] != did:
-        if not head["container_did"].startswith(CONTAINER_DID_PREFIX):
-            raise ContainerError("bad_field", f"container_did must start with {CONTAINER_DID_PREFIX}")
-        raise ContainerError("did_mismatch", f"head.container_did should be {did}")
-
-    # 7. class schema (a binary or encrypted payload cannot be checked without its key)
-    class_rules = schema.class_schema(head["class"], head["class_version"])
-    if class_rules is not None and head["payload_type"] == "cbor":
-        class_rules.validate(hmp["payload"], code="class_schema")
-    # the exact verified bytes are what gets stored, never a re-encoding of mutable dicts
-    core = data if not side else None
-    return Container(did, hmp, side, timestamp_ms, expired, class_rules is not None, has_float, core)
+    return hmp, side, head, payload_bytes, signed, has_float
 
 
 def _standard_parts(value: object, dump) -> tuple[bytes, bytes, int] | None:
@@ -144,10 +171,6 @@ def _standard_parts(value: object, dump) -> tuple[bytes, bytes, int] | None:
     return payload_bytes, tail, len(hmp)
 
 
-def _canonical_dumps(value: object) -> bytes:
-    return cbor2.dumps(value, canonical=True)
-
-
 def _check_envelope(value: object) -> tuple[dict, dict]:
     if type(value) is not dict:
         raise ContainerError("bad_structure", "a container is a CBOR map")
@@ -164,61 +187,3 @@ def _check_envelope(value: object) -> tuple[dict, dict]:
     side = {k: v for k, v in value.items() if k != "hmp_container"}
     check_side(side)
     return hmp, side
-
-
-def check_side(side: dict) -> None:
-    """Shape of the unsigned side blocks (their own signatures are checked where they are used)."""
-    if "hmp_container" in side:
-        raise ContainerError("bad_structure", "a side block cannot be named hmp_container")
-    for block in ("referenced-by", "evaluations"):
-        if block in side and type(side[block]) is not dict:
-            raise ContainerError("bad_structure", f"{block} must be a map")
-    if "relay_chain" in side:
-        chain = side["relay_chain"]
-        if type(chain) is not list or any(type(hop) is not dict for hop in chain):
-            raise ContainerError("bad_structure", "relay_chain must be an array of maps")
-
-
-def check_head_values(head: dict, payload: object) -> None:
-    if head["version"] != CONTAINER_VERSION:
-        raise ContainerError("unsupported_version", f"container version {head['version']!r}; meshnode speaks {CONTAINER_VERSION}")
-    if head["sig_algo"] != SIG_ALGO:
-        raise ContainerError("unsupported_algorithm", f"sig_algo {head['sig_algo']!r}; only {SIG_ALGO} is accepted")
-    _check_class_names(head["class"], head["class_version"], head["class_id"])
-    ptype = head["payload_type"]
-    payload_is_bytes = ptype == "binary" or (ptype.startswith("encrypted+") and len(ptype) > 10)
-    if ptype != "cbor" and not payload_is_bytes:
-        raise ContainerError("bad_field", f"payload_type {ptype!r}: use cbor, binary or encrypted+<format>")
-    if payload_is_bytes and type(payload) is not bytes:
-        raise ContainerError("bad_structure", f"payload_type {ptype} needs a byte-string payload")
-    if not payload_is_bytes and type(payload) is not dict:
-        raise ContainerError("bad_structure", "payload_type cbor needs a map payload")
-    if head.get("network") and head.get("broadcast") is True:
-        raise ContainerError("bad_field", "a container scoped to a network must not set broadcast")
-    if "group_recipient" in head and ("recipient" in head or "key_recipient" in head):
-        raise ContainerError("bad_field", "group_recipient cannot be combined with recipient or key_recipient")
-
-
-@functools.lru_cache(maxsize=1024)  # a handful of (class, version) pairs recur in every container
-def _check_class_names(cls: str, version: str, class_id: str) -> None:
-    if not schema.CLASS_NAME.fullmatch(cls):
-        raise ContainerError("bad_field", f"class {cls!r} is not [a-z][a-z0-9_]*")
-    if not schema.CLASS_VERSION.fullmatch(version):
-        raise ContainerError("bad_field", f"class_version {version!r} is not MAJOR.MINOR")
-    if class_id != f"{cls}_v{version}":
-        raise ContainerError("bad_field", f"class_id must be {cls}_v{version}")
-
-
-def check_related(related: dict) -> None:
-    for name, targets in related.items():
-        err = _RELATED_ITEM(targets)
-        if err:
-            code = "bad_field" if isinstance(err, schema.WrongValue) else "bad_structure"
-            raise ContainerError(code, f"related.{name[:60]!r} {err}")
-
-
-def _sender_key(sender_did: str) -> bytes:
-    try:
-        return public_key_from_did(sender_did)
-    except IdentityError as exc:
-        raise ContainerError("bad_sender", exc.reason) from None

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from nacl.signing import SigningKey
 
+from meshnode.identity import ed25519
 from meshnode.identity.did import did_from_public_key, peer_id_from_public_key
 
 
 class NodeKey:
     """An Ed25519 key pair. The seed never leaves this object except to the key file."""
 
-    __slots__ = ("_signing_key", "public_key", "did", "peer_id")
+    __slots__ = ("_secret_key", "public_key", "did", "peer_id")
 
     def __init__(self, seed: bytes):
         if len(seed) != 32:
             raise ValueError("an Ed25519 seed is 32 bytes")
-        self._signing_key = SigningKey(seed)
-        self.public_key = bytes(self._signing_key.verify_key)
+        self.public_key, self._secret_key = ed25519.secret_key_from_seed(bytes(seed))
         self.did = did_from_public_key(self.public_key)
         self.peer_id = peer_id_from_public_key(self.public_key)
 
@@ -25,11 +25,11 @@ class NodeKey:
         return cls(bytes(SigningKey.generate()))
 
     def seed(self) -> bytes:
-        return bytes(self._signing_key)
+        return self._secret_key[:32]  # libsodium's secret key is the seed, then the public key
 
     def sign(self, message: bytes) -> bytes:
         """Detached 64-byte Ed25519 signature."""
-        return self._signing_key.sign(message).signature
+        return ed25519.sign(self._secret_key, message)
 
     def __repr__(self) -> str:
         return f"<NodeKey {self.did}>"
