@@ -107,6 +107,9 @@ class Reconciler:
             return None
         return out
 
+    def peer_ended(self) -> None:
+        """The peer's null: in this format it may come at any point of the pass."""
+
     # --- helpers ------------------------------------------------------------------
 
     def _fingerprint(self, a: int, b: int) -> tuple[bytes, int]:
