@@ -215,9 +215,9 @@ class Rbsr:
                 continue
             children = []
             d = u.depth + u.bits
-            for j in range(1 << u.bits):
+            counts, sums = self.index.children(u.depth, u.prefix, u.bits)
+            for j, (cj, sj) in enumerate(zip(counts, sums)):
                 p = (u.prefix << u.bits) | j
-                cj, sj = self.index.count_and_sum(d, p)
                 theirs = u.fps[j * f:(j + 1) * f]
                 compared += 1
                 if theirs == self._fp(cj, sj):
@@ -251,8 +251,7 @@ class Rbsr:
             bits = max(1, min(8, math.ceil(math.log2(2 * expected)))) if many else 2
             total = not many
         bits = min(bits, BITS - depth)
-        fps = b"".join(self._fp(*self.index.count_and_sum(depth + bits, (prefix << bits) | j))
-                       for j in range(1 << bits))
+        fps = b"".join(map(self._fp, *self.index.children(depth, prefix, bits)))
         self._sent.append((depth, prefix, bits))
         if not total:
             return [bits, fps]

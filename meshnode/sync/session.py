@@ -24,6 +24,7 @@ protocol says which, and the envelope above is the same in both.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from meshnode.sync.selective import Want, WantError
 
 INITIATOR, RESPONDER = "initiator", "responder"
 FORMATS = (1, 2)
+_IDENT = operator.attrgetter("ident")
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class Session:
         if self.version == 1:
             self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in entries])
         else:
-            self._reconciler = Rbsr([e.ident for e in entries], self.role == INITIATOR, self.fp_len)
+            self._reconciler = Rbsr(list(map(_IDENT, entries)), self.role == INITIATOR, self.fp_len)
         return self._reconciler.initiate() if self.role == INITIATOR else None
 
     def _encode(self, message):
