@@ -46,25 +46,27 @@ def make_items(n: int, seed: int) -> list[Entry]:
                   "diary_entry", frozenset()) for i in range(n)]
 
 
-def reconcile(a_items, b_items, version: int) -> tuple[int, int, float, Session, Session]:
+def reconcile(a_items, b_items, version: int) -> tuple[int, int, float, Session, Session, int]:
     """One session of the real state machine, every message through its CBOR bytes; returns
-    (bytes on the wire both ways, messages, seconds, the initiator's and responder's sessions)."""
+    (bytes on the wire both ways, messages, seconds, the initiator's and responder's sessions,
+    the largest frame)."""
     gc.collect()  # the garbage of making the stores is not the sessions' to collect
     t = time.perf_counter()
     a = Session(INITIATOR, a_items, EVERYTHING, version=version)
     b = Session(RESPONDER, b_items, EVERYTHING, version=version)
     queue = [(b, m) for m in a.start()]
-    wire = messages = 0
+    wire = messages = largest = 0
     while queue:
         receiver, message = queue.pop(0)
         data = cbor.encode(message)
+        largest = max(largest, len(data))
         wire += len(data) + len(_varint(len(data)))  # the frame header
         messages += 1
         other = a if receiver is b else b
         queue += [(other, m) for m in receiver.receive(cbor.decode(data, max_bytes=1 << 26, max_depth=8)[0])]
     seconds = time.perf_counter() - t
     assert a.done and b.done
-    return wire, messages, seconds, a, b
+    return wire, messages, seconds, a, b, largest
 
 
 def _varint(n: int) -> bytes:
@@ -107,7 +109,7 @@ def stores(base: list[Entry], difference) -> tuple[list[Entry], list[Entry], int
 
 def run_case(n: int, base: list[Entry], difference, version: int, entry: float) -> dict:
     a_items, b_items, only_a, only_b = stores(base, difference)
-    wire, messages, seconds, a, b = reconcile(a_items, b_items, version)
+    wire, messages, seconds, a, b, largest = reconcile(a_items, b_items, version)
     a_ids, b_ids = {e.ident for e in a_items}, {e.ident for e in b_items}
     assert a.push | b.fetch == a_ids - b_ids and b.push | a.fetch == b_ids - a_ids, "not exactly the difference"
     index = full_index_bytes(n, entry)
@@ -115,7 +117,7 @@ def run_case(n: int, base: list[Entry], difference, version: int, entry: float) 
     return {"items": n, "difference": label, "only_a": only_a, "only_b": only_b, "format": version,
             "bytes": wire, "messages": messages, "seconds": round(seconds, 3), "full_index_bytes": index,
             "ratio": round(wire / index, 6), "bytes_per_item": round(wire / (only_a + only_b), 1),
-            "restarts": a.restarts + b.restarts}
+            "restarts": a.restarts + b.restarts, "largest_frame": largest}
 
 
 def main() -> None:

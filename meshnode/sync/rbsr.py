@@ -13,13 +13,14 @@ A message answers, in order, every range the peer split in its previous
 message (a *unit*): ``0`` (nothing more to do), the sender's ids in the whole
 unit (the peer learns both sides of it), or the children that still differ as
 ``[index, answer, ...]`` pairs, where a child's answer is the sender's ids
-there or a new split of it. A split may carry the sender's (count, sum) of the
-range: when the counts differ by one and nothing else, the difference of the
-sums *is* the missing id, and the children's fingerprints confirm it, so a
-single difference costs one sum instead of a list. The first message is the
-root split with its (count, sum) (or the ids, for a set of at most one).
+there or a new split of it. A split may carry the sender's (count, sum, check) of
+the range: when the counts differ by one, the difference of the sums is the
+missing id if only one differs, and the check (a sum of squares,
+``hash_index``) tells whether it is, so a single difference costs one sum
+instead of a list. The first message is the root split with its count and
+sum (or the ids, for a set of at most two).
 
-Sizes: the root splits in 4 to 64 (from the sender's count); every later
+Sizes: the root splits in 4 to 64 (from the opener's count); every later
 split is chosen from the share of fingerprints that differed in the message
 being answered (an estimate of differences per range, Poisson): about one
 difference a child, a sum when one is expected, ids when they are no dearer.

@@ -1,4 +1,6 @@
-"""Range-based set reconciliation (in the style of Negentropy), sans-IO.
+"""Range-based set reconciliation (in the style of Negentropy), sans-IO: format 1 (``/meshnode/sync/1.0.0``).
+
+Kept for nodes that predate format 2 (``rbsr``); ``ReconcileError`` serves both.
 
 Theory of operation
 -------------------
