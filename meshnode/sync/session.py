@@ -136,8 +136,7 @@ class Session:
             owner = "both"
         self.passes += 1
         self._pass_owner = owner
-        entries = self.catalog if want.everything else [
-            e for e in self.catalog if want.matches(e.cls, e.timestamp_ms, e.tags)]
+        entries = want.select(self.catalog)
         if self.version == 1:
             self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in entries])
         else:
