@@ -7,7 +7,8 @@ differing items (split between the sides, the odd one on the initiator's),
 and 0.1% and 1% as this bench always measured them (each side lacks that share
 of the other's items and has as many of its own: 4x the share differs, so at
 100k "0.1%" is 400 differing items). Each case runs the real session state machine (``sync.session``),
-every message through its CBOR bytes, in format 2 (``/meshnode/sync/2.0.0``)
+every message through its CBOR bytes (time: both state machines and the
+CBOR between them; "a s" and "b s" each side's own share), in format 2 (``/meshnode/sync/2.0.0``)
 and, as the baseline in the same run, format 1 (``/meshnode/sync/1.0.0``, what
 a node that predates format 2 still speaks; at 1M only for the goal's cases,
 it takes 15 s each). Printed: bytes on the wire both ways (with the frame
@@ -54,7 +55,9 @@ def reconcile(a_items, b_items, version: int) -> tuple[int, int, float, Session,
     t = time.perf_counter()
     a = Session(INITIATOR, a_items, EVERYTHING, version=version)
     b = Session(RESPONDER, b_items, EVERYTHING, version=version)
+    a.busy = b.busy = 0.0  # each side's own time in its state machine
     queue = [(b, m) for m in a.start()]
+    a.busy = time.perf_counter() - t
     wire = messages = largest = 0
     while queue:
         receiver, message = queue.pop(0)
@@ -63,7 +66,9 @@ def reconcile(a_items, b_items, version: int) -> tuple[int, int, float, Session,
         wire += len(data) + len(_varint(len(data)))  # the frame header
         messages += 1
         other = a if receiver is b else b
+        started = time.perf_counter()
         queue += [(other, m) for m in receiver.receive(cbor.decode(data, max_bytes=1 << 26, max_depth=8)[0])]
+        receiver.busy += time.perf_counter() - started
     seconds = time.perf_counter() - t
     assert a.done and b.done
     return wire, messages, seconds, a, b, largest
@@ -117,7 +122,8 @@ def run_case(n: int, base: list[Entry], difference, version: int, entry: float) 
     return {"items": n, "difference": label, "only_a": only_a, "only_b": only_b, "format": version,
             "bytes": wire, "messages": messages, "seconds": round(seconds, 3), "full_index_bytes": index,
             "ratio": round(wire / index, 6), "bytes_per_item": round(wire / (only_a + only_b), 1),
-            "restarts": a.restarts + b.restarts, "largest_frame": largest}
+            "restarts": a.restarts + b.restarts, "largest_frame": largest,
+            "initiator_seconds": round(a.busy, 3), "responder_seconds": round(b.busy, 3)}
 
 
 def main() -> None:
@@ -128,7 +134,7 @@ def main() -> None:
     entry = index_entry_bytes()
     rows = []
     print(f"{'items':>8} {'diff':>6} {'a/b only':>11} {'fmt':>3} {'bytes':>9} {'msgs':>4} {'time s':>7} "
-          f"{'B/item':>7} {'full index':>11} {'ratio':>8}")
+          f"{'a s':>5} {'b s':>5} {'B/item':>7} {'full index':>11} {'ratio':>8}")
     for n in map(int, args.sizes.split(",")):
         base = make_items(n, 1)
         for difference in DIFFERENCES:
@@ -139,7 +145,8 @@ def main() -> None:
                 row = run_case(n, base, difference, version, entry)
                 rows.append(row)
                 print(f"{n:>8} {row['difference']:>6} {row['only_a']:>5}/{row['only_b']:<5} {version:>3} "
-                      f"{row['bytes']:>9} {row['messages']:>4} {row['seconds']:>7.2f} {row['bytes_per_item']:>7} "
+                      f"{row['bytes']:>9} {row['messages']:>4} {row['seconds']:>7.2f} {row['initiator_seconds']:>5.2f} "
+                      f"{row['responder_seconds']:>5.2f} {row['bytes_per_item']:>7} "
                       f"{row['full_index_bytes']:>11} {row['ratio']:>8.3%}", flush=True)
         del base
     v2 = [r for r in rows if r["format"] == 2]
