@@ -13,7 +13,7 @@ from meshnode.container import cbor
 from meshnode.sync.hash_index import MOD
 from meshnode.sync.rbsr import Rbsr
 from meshnode.sync.reconcile import ReconcileError
-from meshnode.sync.selective import EVERYTHING
+from meshnode.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
 from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
@@ -186,3 +186,16 @@ def test_a_session_refuses_the_other_formats_messages():
         Session(RESPONDER, entries, EVERYTHING, version=1).receive(v2)
     with pytest.raises(ValueError):
         Session(INITIATOR, entries, EVERYTHING, version=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["note", "diary_entry"]), st.integers(0, 10),
+                          st.sets(st.sampled_from(["mesh", "art", PUBLIC_GOAL]), max_size=2)), max_size=30),
+       st.sampled_from([EVERYTHING, Want(public_goals=True), Want(tags=frozenset({"mesh"})),
+                        Want(classes=frozenset({"note"}), since_ms=5)]))
+def test_the_ids_a_pass_reconciles_are_those_its_want_matches(rows, want):
+    """Format 2 takes the ids straight from the catalog (Want.idents): the same as matches(), public
+    goals kept from a want that did not ask for them."""
+    entries = [Entry(ts, ident(i), cls, frozenset(tags)) for i, (cls, ts, tags) in enumerate(rows)]
+    expected = [e.ident for e in entries if want.matches(e.cls, e.timestamp_ms, e.tags)]
+    assert want.idents(entries) == expected == [e.ident for e in want.select(entries)]

@@ -85,12 +85,17 @@ class HashIndex:
             root = _Node(tuple(map(int.from_bytes, ids)), 0)
             root.open()
         else:
-            lists: list[list[bytes]] = [[] for _ in range(256)]
+            lists: list[list[bytes] | None] = [[] for _ in range(256)]
             appenders = [x.append for x in lists]
             for ident in ids:
                 appenders[ident[0]](ident)
-            root = _Node([], 0)
-            root._children([tuple(map(int.from_bytes, x)) for x in lists])
+            del appenders
+            children = []
+            for k in range(256):  # each list freed as its tuple is made: few new objects at any time, so no
+                children.append(tuple(map(int.from_bytes, lists[k])))  # collection runs (and walks a
+                lists[k] = None  # million references) in the middle of this
+            root = _Node((), 0)
+            root._children(children)
         self._root = root
         self.count = root.counts[-1] if root.lists is not None else len(root.sorted)
         self.total = (root.sums[-1] if root.lists is not None else sum(root.sorted)) % MOD

@@ -73,6 +73,12 @@ class Want:
             return [e for e in entries if PUBLIC_GOAL not in e.tags]
         return [e for e in entries if self.matches(e.cls, e.timestamp_ms, e.tags)]
 
+    def idents(self, entries: list) -> list[bytes]:
+        """The ``ident`` of each entry :meth:`select` lets through, in one pass."""
+        if self.everything:
+            return [e.ident for e in entries if PUBLIC_GOAL not in e.tags]
+        return [e.ident for e in entries if self.matches(e.cls, e.timestamp_ms, e.tags)]
+
     def to_wire(self) -> dict[str, Any] | None:
         if self.everything:
             return None

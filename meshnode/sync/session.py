@@ -24,7 +24,6 @@ protocol says which, and the envelope above is the same in both.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +33,6 @@ from meshnode.sync.selective import Want, WantError
 
 INITIATOR, RESPONDER = "initiator", "responder"
 FORMATS = (1, 2)
-_IDENT = operator.attrgetter("ident")
 
 
 @dataclass(frozen=True)
@@ -136,11 +134,10 @@ class Session:
             owner = "both"
         self.passes += 1
         self._pass_owner = owner
-        entries = want.select(self.catalog)
         if self.version == 1:
-            self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in entries])
+            self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in want.select(self.catalog)])
         else:
-            self._reconciler = Rbsr(list(map(_IDENT, entries)), self.role == INITIATOR, self.fp_len)
+            self._reconciler = Rbsr(want.idents(self.catalog), self.role == INITIATOR, self.fp_len)
         return self._reconciler.initiate() if self.role == INITIATOR else None
 
     def _encode(self, message):
