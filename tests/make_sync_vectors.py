@@ -15,7 +15,7 @@ from pathlib import Path
 
 from meshnode.container import cbor
 from meshnode.sync.selective import Want
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.sync.session import FORMATS, INITIATOR, RESPONDER, Entry, Session
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors" / "sync.json"
 CLASSES = ("note", "diary_entry", "semantic_node")
@@ -39,11 +39,18 @@ CASES = [
     ("the responder wants nothing (peer below its min_trust)", range(30), range(20, 50),
      EVERY, {"classes": []}),
 ]
+CASES_2 = [  # format 2: the sum that names a single difference, the root given as ids, a split past the root
+    ("one item more on one side: named by the root's sum", range(300), range(301), EVERY, EVERY),
+    ("one item each side: two sums one level down", [*range(300), 1000], [*range(300), 1001], EVERY, EVERY),
+    ("a side of one item lists it at the root", [7], range(5, 12), EVERY, EVERY),
+    ("600 items, 12 differ: splits sized by the share that differed", range(600), range(6, 606),
+     EVERY, EVERY),
+]
 
 
-def session(a_items, b_items, a_want, b_want) -> dict:
-    a = Session(INITIATOR, a_items, Want.from_wire(a_want))
-    b = Session(RESPONDER, b_items, Want.from_wire(b_want))
+def session(a_items, b_items, a_want, b_want, version: int) -> dict:
+    a = Session(INITIATOR, a_items, Want.from_wire(a_want), version=version)
+    b = Session(RESPONDER, b_items, Want.from_wire(b_want), version=version)
     messages = []
     queue = [("a", m) for m in a.start()]
     while queue:
@@ -63,13 +70,15 @@ def catalog_json(entries: list[Entry]) -> list:
 
 def render() -> str:
     vectors = []
-    for description, xs, ys, a_want, b_want in CASES:
-        a_items, b_items = [item(x) for x in xs], [item(y) for y in ys]
-        vectors.append({"description": description, "a_want": a_want, "b_want": b_want,
-                        "a_items": catalog_json(a_items), "b_items": catalog_json(b_items),
-                        **session(a_items, b_items, a_want, b_want)})
-    doc = {"format": "meshnode sync vectors", "spec": "protocols/cogsync.md", "split": 16, "list_threshold": 32,
-           "vectors": vectors}
+    for version in FORMATS:
+        for description, xs, ys, a_want, b_want in CASES + (CASES_2 if version == 2 else []):
+            a_items, b_items = [item(x) for x in xs], [item(y) for y in ys]
+            vectors.append({"description": f"format {version}: {description}", "sync_format": version,
+                            "a_want": a_want, "b_want": b_want,
+                            "a_items": catalog_json(a_items), "b_items": catalog_json(b_items),
+                            **session(a_items, b_items, a_want, b_want, version)})
+    doc = {"format": "meshnode sync vectors", "spec": "protocols/cogsync.md",
+           "format_1": {"split": 16, "list_threshold": 32}, "vectors": vectors}
     return json.dumps(doc, indent=1) + "\n"
 
 

@@ -16,7 +16,7 @@ TINY = {
     "gate.py": ["--reads", "20", "--ops", "5", "--commits", "2", "--runs", "2", "--files", "5"],
     "containers.py": ["--seconds", "0.02", "--rounds", "1"],
     "cogsync_store.py": ["--items", "100"],
-    "sync.py": ["--items", "1000"],
+    "sync.py": ["--sizes", "1000"],
     "consensus.py": ["--sim-heights", "2", "--real-decisions", "2"],
     "mesh.py": ["--nodes", "3", "--messages", "3", "--rounds", "2", "--idle-settle", "1", "--idle-window", "1"],
     "idle_cpu.py": ["--nodes", "2", "--settle", "1", "--window", "1"],

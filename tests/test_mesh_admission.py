@@ -125,7 +125,7 @@ async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mes
 
     mesh.fetch, mesh.credit_sync_session = fetch, lambda did: None
     lacked = {_digest(c.did) for c in (refused, evicted)} | {_digest(note(STRANGER, 7).did)}
-    session = SimpleNamespace(push=set(), fetch=lacked, rounds=1, passes=1)
+    session = SimpleNamespace(push=set(), fetch=lacked, rounds=1, passes=1, restarts=0)
     await mesh._settle("did:key:zfriend", session, {})
     assert fetched == [note(STRANGER, 7).did]  # what sync lacks, less what was refused or evicted
     assert count(mesh.metrics, "sync_not_fetched", reason="refused_before") == 2
@@ -149,10 +149,10 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
     mesh.push, mesh.credit_sync_session = push, lambda did: None
     by_digest = {_digest(c.did): c.did for c in mine}
     for _ in range(2):
-        await mesh._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1),
+        await mesh._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1, restarts=0),
                            by_digest)
     assert len(pushes[0]) == 3 and len(pushes[1]) == 1  # the two refused ones are not sent again
-    await mesh._settle("did:key:zother", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1),
+    await mesh._settle("did:key:zother", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1, restarts=0),
                        by_digest)
     assert len(pushes[2]) == 3  # another peer's quota is its own
 

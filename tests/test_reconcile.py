@@ -106,8 +106,9 @@ def _catalog(rows) -> list[Entry]:
 
 @pytest.mark.parametrize("v", json.loads(SYNC_VECTORS.read_text())["vectors"], ids=lambda v: v["description"])
 def test_sync_vectors_message_by_message(v):
-    sides = {"a": Session(INITIATOR, _catalog(v["a_items"]), Want.from_wire(v["a_want"])),
-             "b": Session(RESPONDER, _catalog(v["b_items"]), Want.from_wire(v["b_want"]))}
+    version = v["sync_format"]
+    sides = {"a": Session(INITIATOR, _catalog(v["a_items"]), Want.from_wire(v["a_want"]), version=version),
+             "b": Session(RESPONDER, _catalog(v["b_items"]), Want.from_wire(v["b_want"]), version=version)}
     expected = list(v["messages"])
     outgoing = [("a", m) for m in sides["a"].start()]
     while outgoing:

@@ -62,7 +62,7 @@ from meshnode.consensus.tendermint import Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
 from meshnode.net.mesh_reputation import ReputationMixin
 from meshnode.reputation import GOSSIP_THRESHOLDS
-from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SyncMixin
+from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
@@ -241,6 +241,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         libp2p_fixes.idontwant_only_for_large(gossipsub)
         host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
+        host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
         host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
                                 libp2p_fixes.guarded_handler(self._serve_heartbeats, "heartbeat"))
         try:

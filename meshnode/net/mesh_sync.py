@@ -1,4 +1,10 @@
-"""Sync sessions (``/meshnode/sync/1.0.0``: notes and CogSync), as the Mesh runs them.
+"""Sync sessions (``/meshnode/sync/2.0.0``, and 1.0.0 for older peers: notes and CogSync), as the Mesh runs them.
+
+Versions: a node serves both protocols; each names its reconciliation format
+(``Session.version``). The initiator opens 2.0.0 and, when the peer does not
+speak it (identify, or multistream's refusal), 1.0.0: an older node gets the
+format it knows, and a stream never carries the other format's messages (one
+that did would be refused with a typed ``bad_sync``).
 
 One stream per session; each message is a varint-framed deterministic-CBOR
 map (``meshnode.sync.session``). Each side offers only what it may share with
@@ -41,7 +47,9 @@ from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 log = logging.getLogger("meshnode.net")
 
-SYNC_PROTOCOL_ID = "/meshnode/sync/1.0.0"
+SYNC_PROTOCOL_ID = "/meshnode/sync/2.0.0"  # reconciliation format 2 (meshnode.sync.rbsr)
+SYNC_PROTOCOL_V1 = "/meshnode/sync/1.0.0"  # format 1 (meshnode.sync.reconcile), for nodes that predate 2
+SYNC_VERSIONS = {SYNC_PROTOCOL_ID: 2, SYNC_PROTOCOL_V1: 1}
 SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
 STUCK_AFTER = 2 * SESSION_BUDGET  # a job still running this long ignored its own timeouts
@@ -52,6 +60,8 @@ OVERDUE_ROUNDS = 5  # sync rounds without a completed session before the other s
 # (a frame of empty arrays is one item per byte: at the old 40 MiB limit, over a minute). Sets of
 # several hundred thousand items with scattered differences would need more (or the reconciler
 # cutting its messages to fit).
+# Format 2 needs far less: its largest frame is 25 KB at 100k items and 0.1%, 2.5 MB at 1M and 1%
+# (bench/sync.py).
 MAX_SYNC_FRAME = 8 * 1024 * 1024
 MAX_SYNC_ITEMS = 256 * 1024
 MAX_SYNC_DEPTH = 8  # message map, ranges list, range, ids list (the want: map, list)
@@ -80,9 +90,13 @@ class SyncMixin:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.reach(did)
-        session, by_digest = await self._session_for(did, INITIATOR)
+        stream, version = await self._open_sync_stream(did)
+        try:
+            session, by_digest = await self._session_for(did, INITIATOR, version)
+        except BaseException:
+            await stream.reset()
+            raise
         received_before, served_before = self._moved.get(did, (0, 0))
-        stream = await self.open_stream(did, SYNC_PROTOCOL_ID)
         started = trio.current_time()  # -> sync_session_seconds{role=initiator}
         try:
             with trio.fail_after(SYNC_TIMEOUT):
@@ -109,7 +123,20 @@ class SyncMixin:
         result["fetched"] += max(0, received - received_before)
         return result
 
-    async def _serve_sync(self, stream) -> None:
+    async def _open_sync_stream(self, did: str):
+        """A stream in the newest sync format the peer speaks, and that format."""
+        try:
+            return await self.open_stream(did, SYNC_PROTOCOL_ID), 2
+        except NetError as exc:
+            if exc.code != "unsupported":
+                raise
+        self.metrics.inc("sync_older_format")
+        return await self.open_stream(did, SYNC_PROTOCOL_V1), 1
+
+    async def _serve_sync_v1(self, stream) -> None:
+        await self._serve_sync(stream, version=1)
+
+    async def _serve_sync(self, stream, version: int = 2) -> None:
         did = peer_id_to_did(stream.muxed_conn.peer_id.to_base58())
         if self.standing.is_banned(did, self.clock()) or not self.standing.allow_message(did, self.clock()):
             self.metrics.inc("sync_refused", reason="banned_or_rate")
@@ -129,7 +156,7 @@ class SyncMixin:
             return
         serving[did] = serving.get(did, 0) + 1
         try:
-            await self._serve_sync_session(did, host, stream)
+            await self._serve_sync_session(did, host, stream, version)
         except Refused as exc:
             self.metrics.inc("sync_refused", reason=exc.code)
             await stream.reset()
@@ -140,8 +167,8 @@ class SyncMixin:
             if host is not None:
                 self.address_guard.end_stream(host)
 
-    async def _serve_sync_session(self, did: str, host: str | None, stream) -> None:
-        session, by_digest = await self._session_for(did, RESPONDER)
+    async def _serve_sync_session(self, did: str, host: str | None, stream, version: int) -> None:
+        session, by_digest = await self._session_for(did, RESPONDER, version)
         started = trio.current_time()
         try:
             with trio.fail_after(SYNC_TIMEOUT):
@@ -183,15 +210,20 @@ class SyncMixin:
         r, s = self._moved.get(did, (0, 0))
         self._moved[did] = (r + received, s + served)
 
-    async def _session_for(self, did: str, role: str) -> tuple[Session, dict[bytes, str]]:
+    async def _session_for(self, did: str, role: str, version: int = 2) -> tuple[Session, dict[bytes, str]]:
         """What we may give ``did``, and what we take from it (the [sync] settings; nothing
-        at all from a peer trusted less than sync.min_trust)."""
+        at all from a peer trusted less than sync.min_trust). Each container once in the catalog."""
         rows = await self.store.read(shareable, did, self.key.did)
         trust = await self.store.read(peer_trust, did)
         want = NOTHING if trust < self.config.min_trust else self.config.want(self.clock())
-        by_digest = {_digest(container_did): container_did for _, container_did, _, _ in rows}
-        catalog = [Entry(ts, _digest(d), cls, frozenset(tags)) for ts, d, cls, tags in rows]
-        return Session(role, catalog, want), by_digest
+        by_digest: dict[bytes, str] = {}
+        catalog = []
+        for ts, d, cls, tags in rows:
+            digest = _digest(d)
+            if digest not in by_digest:
+                by_digest[digest] = d
+                catalog.append(Entry(ts, digest, cls, frozenset(tags)))
+        return Session(role, catalog, want, version=version), by_digest
 
     async def _settle(self, did: str, session: Session, by_digest: dict[bytes, str]) -> dict:
         """Push what the peer lacks and wants, fetch what we lack and want."""
@@ -220,6 +252,8 @@ class SyncMixin:
         self._synced_at[did] = trio.current_time()
         self.credit_sync_session(did)
         self.metrics.inc("sync_sessions")
+        if session.restarts:  # format 2: a short fingerprint collided and the pass started again
+            self.metrics.inc("sync_restarts", session.restarts)
         self.metrics.inc("sync_pushed", pushed)
         self.metrics.inc("sync_fetched", fetched)
         return {"pushed": pushed, "fetched": fetched, "rounds": session.rounds, "passes": session.passes}
@@ -265,7 +299,8 @@ class SyncMixin:
                 for did in sorted((connected | mine) - busy.keys()):
                     if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self._banned(did):
                         continue
-                    if did in connected and self.speaks(did, SYNC_PROTOCOL_ID) is False:
+                    if did in connected and self.speaks(did, SYNC_PROTOCOL_ID) is False \
+                            and self.speaks(did, SYNC_PROTOCOL_V1) is False:
                         if did not in not_speaking:
                             log.debug("not syncing with %s: it does not speak %s", did, SYNC_PROTOCOL_ID)
                             not_speaking.add(did)

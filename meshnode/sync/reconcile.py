@@ -1,4 +1,6 @@
-"""Range-based set reconciliation (in the style of Negentropy), sans-IO.
+"""Range-based set reconciliation (in the style of Negentropy), sans-IO: format 1 (``/meshnode/sync/1.0.0``).
+
+Kept for nodes that predate format 2 (``rbsr``); ``ReconcileError`` serves both.
 
 Theory of operation
 -------------------
@@ -106,6 +108,9 @@ class Reconciler:
         if all(r.kind == SKIP for r in out):
             return None
         return out
+
+    def peer_ended(self) -> None:
+        """The peer's null: in this format it may come at any point of the pass."""
 
     # --- helpers ------------------------------------------------------------------
 

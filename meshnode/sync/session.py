@@ -16,6 +16,10 @@ want. Messages are maps::
 When a pass ends with the initiator's null, the initiator may send the next
 pass's first message right after it. ``push`` and ``fetch`` say what moves once
 the session is done: item ids to send to the peer and to ask it for.
+
+Two formats of ``R``: 2 (``rbsr``, ``/meshnode/sync/2.0.0``) and, for peers
+that predate it, 1 (``reconcile``, ``/meshnode/sync/1.0.0``); the stream's
+protocol says which, and the envelope above is the same in both.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from meshnode.sync.rbsr import Rbsr
 from meshnode.sync.reconcile import Reconciler, ReconcileError, decode, encode
 from meshnode.sync.selective import Want, WantError
 
 INITIATOR, RESPONDER = "initiator", "responder"
+FORMATS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -42,22 +48,29 @@ class Session:
     role: str
     catalog: list[Entry]  # what this side may share with this peer
     want: Want  # what this side takes from this peer
+    version: int = 2  # the reconciliation format (FORMATS): the stream's protocol decides
+    fp_len: int | None = None  # format 2: the fingerprint length this side opens with (a test hook)
     peer_want: Want | None = None
     push: set[bytes] = field(default_factory=set)
     fetch: set[bytes] = field(default_factory=set)
     rounds: int = 0
     passes: int = 0
+    restarts: int = 0  # format 2: passes started again after a fingerprint collision
     done: bool = False
     _reconciler: Reconciler | None = None
     _pass_owner: str = ""  # "me" or "peer": whose want the current pass serves (or "both")
     _first: bool = True  # nothing heard from the peer yet
+
+    def __post_init__(self) -> None:
+        if self.version not in FORMATS:
+            raise ValueError(f"sync format {self.version} is not one of {FORMATS}")
 
     # --- initiator ----------------------------------------------------------------
 
     def start(self) -> list[dict[str, Any]]:
         assert self.role == INITIATOR and self.passes == 0
         first = self._begin_pass(self.want, "me")
-        message: dict[str, Any] = {"ranges": encode(first)}
+        message: dict[str, Any] = {"ranges": self._encode(first)}
         wire = self.want.to_wire()
         if wire is not None:
             message["want"] = wire
@@ -71,7 +84,7 @@ class Session:
             raise ReconcileError("a message after the session ended")
         if type(message) is not dict or "ranges" not in message:
             raise ReconcileError("a sync message is a map with 'ranges'")
-        ranges = None if message["ranges"] is None else decode(message["ranges"])
+        ranges = None if message["ranges"] is None else self._decode(message["ranges"])
         out: list[dict[str, Any]] = []
         if self._first:  # the peer's want comes with its first message
             self._first = False
@@ -86,7 +99,7 @@ class Session:
                     raise ReconcileError("the first message must carry ranges")
                 self._begin_pass(self.peer_want, "peer")
                 answer = self._reconciler.receive(ranges)
-                reply: dict[str, Any] = {"ranges": encode(answer) if answer else None}
+                reply: dict[str, Any] = {"ranges": self._encode(answer) if answer else None}
                 wire = self.want.to_wire()
                 if wire is not None:
                     reply["want"] = wire
@@ -100,17 +113,18 @@ class Session:
             answer = self._reconciler.receive(ranges)
             if answer is None:
                 self._end_pass()
-            return [{"ranges": encode(answer) if answer else None}]
+            return [{"ranges": self._encode(answer) if answer else None}]
         if ranges is None:
+            self._reconciler.peer_ended()
             self._end_pass()
         else:
             answer = self._reconciler.receive(ranges)
             if answer is not None:
-                return [{"ranges": encode(answer)}]
+                return [{"ranges": self._encode(answer)}]
             out.append({"ranges": None})
             self._end_pass()
         if self.role == INITIATOR and not self.done:
-            out.append({"ranges": encode(self._begin_pass(self.peer_want, "peer"))})
+            out.append({"ranges": self._encode(self._begin_pass(self.peer_want, "peer"))})
         return out
 
     # --- passes -------------------------------------------------------------------
@@ -120,13 +134,22 @@ class Session:
             owner = "both"
         self.passes += 1
         self._pass_owner = owner
-        self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in self.catalog
-                                       if want.matches(e.cls, e.timestamp_ms, e.tags)])
+        if self.version == 1:
+            self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in want.select(self.catalog)])
+        else:
+            self._reconciler = Rbsr(want.idents(self.catalog), self.role == INITIATOR, self.fp_len)
         return self._reconciler.initiate() if self.role == INITIATOR else None
+
+    def _encode(self, message):
+        return encode(message) if self.version == 1 else message  # format 2 builds CBOR-ready data
+
+    def _decode(self, data):
+        return decode(data) if self.version == 1 else data  # format 2: checked by Rbsr.receive
 
     def _end_pass(self) -> None:
         r, owner = self._reconciler, self._pass_owner
         self.rounds += r.rounds
+        self.restarts += getattr(r, "restarts", 0)
         if owner in ("me", "both"):
             self.fetch |= r.need
         if owner in ("peer", "both"):
