@@ -45,7 +45,7 @@ def test_with_a_well_behaved_network_every_decision_is_reached(nodes, behaviour,
     byzantine = (nodes - 1) // 3
     result = ConsensusSim(Options(nodes=nodes, byzantine=byzantine / nodes, behaviour=behaviour, heights=4,
                                   seed=seed, max_time_ms=120_000)).run()
-    assert result.safe and result.decided_heights == 4, (result.decided_heights, result.violation)
+    assert result.safe and result.decided_values == 4, (result.decided_values, result.violation)
     if behaviour == "equivocate" and byzantine:
         assert result.evidence >= 1  # honest nodes exposed equivocators with signed evidence
 
@@ -72,7 +72,7 @@ def test_the_command_line_runs_reports_and_plots(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["safe"] is True and summary["decisions"] == 3 and summary["nodes"] == 8
+    assert summary["safe"] is True and summary["values_decided"] == 3 and summary["nodes"] == 8
     assert "decisions" in result.stderr  # the progress report
     for name in ("decision_latency.png", "messages_per_decision.png", "trust_over_time.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -69,27 +69,30 @@ class ConsensusMixin:
                     await self._decision_waiters.setdefault(vid, trio.Event()).wait()
         out = {"value_id": vid.hex(), "working_height": self.core.height}
         if vid in self.core.decided_ids:
-            height = await self.store.read(decisions.height_of, value)
-            return {**out, "status": "committed", "height": height, "already_decided": already}
-        return {**out, "status": "pending", "height": None, "already_decided": False}
+            height, index = await self.store.read(decisions.place_of, value) or (None, None)
+            return {**out, "status": "committed", "height": height, "index": index, "already_decided": already}
+        return {**out, "status": "pending", "height": None, "index": None, "already_decided": False}
 
     # --- the driver ---------------------------------------------------------------------
 
     def _consensus_now(self) -> int:
         return int(trio.current_time() * 1000)
 
-    async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts) -> None:
+    async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts,
+                             block_limits: BlockLimits = BlockLimits()) -> None:
         start = await self.store.read(decisions.next_height)
         decided = await self.store.read(decisions.decided_value_ids)
         latest = await self.store.read(decisions.latest_epoch)
         if latest is not None:  # a later committee than the configured genesis one
             committee = Committee.of(latest[1], epoch=latest[0])
         self._timeouts = timeouts
+        self._block_limits = block_limits
         self._previous: Core | None = None  # the last epoch's core: it still answers nodes catching up
         self._valid_values: dict[bytes, bool] = {}  # committee values checked against the store
         self._decision_waiters: dict[bytes, trio.Event] = {}  # value id -> proposers waiting for it
         self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided,
-                         valid=self._value_is_valid, recent=await self._recent_commits(committee))
+                         valid=self._value_is_valid, recent=await self._recent_commits(committee),
+                         block_limits=block_limits)
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._timers_changed = trio.Event()
@@ -102,9 +105,9 @@ class ConsensusMixin:
     async def _recent_commits(self, committee: Committee) -> tuple[Decide, ...]:
         rows = await self.store.read(decisions.recent_decisions, committee.id, KEPT_COMMITS)
         out = []
-        for height, value, round_, raw in rows:
+        for height, block, round_, raw in rows:
             try:
-                out.append(Decide(height, value, round_, tuple(cm.decode(p) for p in raw)))
+                out.append(Decide(height, block, round_, tuple(cm.decode(p) for p in raw)))
             except MeshnodeError as exc:  # a damaged row answers nobody; the node itself is unaffected
                 log.warning("stored commit of height %d not usable: %s", height, exc.reason)
         return tuple(out)
@@ -143,7 +146,8 @@ class ConsensusMixin:
                 continue
             self.metrics.inc("consensus_received", kind=msg.kind)
             if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
-                await self._check_value(msg.value)
+                for value in cm.block_values(msg.value):  # (decode checked the block)
+                    await self._check_value(value)
             core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
             await self._consensus_apply(core.receive(msg, self._consensus_now()), core)
 
@@ -173,21 +177,25 @@ class ConsensusMixin:
                 heapq.heappush(self._timers, (a.at_ms, self._timer_seq, self.core, a))
                 self._timers_changed.set()
             elif isinstance(a, Decide):
-                await self.store.write(decisions.save_decision, self.core.committee.id, a.height, a.value, a.round,
+                values = a.values
+                await self.store.write(decisions.save_decision, self.core.committee.id, a.height, values, a.round,
                                        [p.encode() for p in a.precommits], self.clock())
                 self.metrics.inc("consensus_decisions")
-                waiter = self._decision_waiters.pop(cm.value_id(a.value), None)
-                if waiter is not None:
-                    waiter.set()
+                self.metrics.inc("consensus_values_decided", len(values))
+                for value in values:
+                    waiter = self._decision_waiters.pop(cm.value_id(value), None)
+                    if waiter is not None:
+                        waiter.set()
                 await self._credit_precommitters(a)
                 await self._maybe_new_epoch(a)
                 if a.from_commit:
                     self.metrics.inc("consensus_caught_up")
-                    log.info("caught up: height %d (decided in round %d) from a commit", a.height, a.round)
+                    log.info("caught up: height %d (%d values, decided in round %d) from a commit", a.height,
+                             len(values), a.round)
                 else:
-                    log.info("decided height %d in round %d", a.height, a.round)
+                    log.info("decided height %d (%d values) in round %d", a.height, len(values), a.round)
             elif isinstance(a, Emergency):
-                await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.value,
+                await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.block,
                                        self.clock())
                 self.metrics.inc("consensus_emergencies")
                 log.warning("no quorum for height %d: provisional emergency_consensus decision", a.height)
@@ -253,7 +261,10 @@ class ConsensusMixin:
             self._valid_values[vid] = ok  # a value whose statements are missing is asked again later
 
     async def _maybe_new_epoch(self, decision: Decide) -> None:
-        parsed = epochs.parse_committee_value(decision.value)
+        """The first committee value of a decided block switches to its epoch (every node reads
+        the same block, so all switch alike; a later one in the same block names that epoch again
+        and is ignored). Decided values passed the validity rule, so they parse."""
+        parsed = next(filter(None, map(epochs.parse_committee_value, decision.values)), None)
         if parsed is None:
             return
         epoch, dids = parsed
@@ -266,7 +277,7 @@ class ConsensusMixin:
         old = self.core
         self._previous = old
         self.core = Core(self.key, new, timeouts=self._timeouts, height=decision.height + 1,
-                         decided_ids=old.decided_ids, valid=self._value_is_valid)
+                         decided_ids=old.decided_ids, valid=self._value_is_valid, block_limits=self._block_limits)
         self.core.pending = old.pending  # what was asked and not yet decided stays asked
         self.metrics.inc("consensus_epochs")
         await self._consensus_apply(self.core.resume(self._consensus_now()))
