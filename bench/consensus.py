@@ -10,8 +10,9 @@
    beside the commit latency of pysyncobj (Raft, crash faults only) with 3
    nodes on loopback in this same run, in its default configuration (appends
    batched on a 100 ms tick) and unbatched. Goal: p50 within 2x of Raft batched.
-   Throughput: ``--burst`` values submitted at once (round robin over the four
-   nodes, no waiting), from the first submit to the last decision on node 0,
+   Throughput: ``--burst`` values submitted at once (one client thread per
+   value, released together, round robin over the four nodes, none waiting
+   for its decision), from the first submit to the last decision on node 0,
    beside the same burst of appends on the Raft leader (batched).
    Goal: at least 0.5x Raft's throughput.
 3. Real: catch-up of a restarted validator. One of a 4-process committee is
@@ -86,11 +87,20 @@ def real_committee(decisions: int, burst: int) -> tuple[list[float], dict]:
                 n.kill()
 
 
-def _burst(nodes, count: int) -> dict:
-    values, submitted = [f"burst value {i}" for i in range(count)], {}
-    for i, value in enumerate(values):
+def _burst(nodes, count: int, tag: str = "burst value") -> dict:
+    values, submitted = [f"{tag} {i}" for i in range(count)], {}
+    go = threading.Barrier(count)
+
+    def ask(i: int, value: str) -> None:  # one client per value, all at once, round robin over the nodes
+        go.wait()
         submitted[value] = time.time() * 1000
         nodes[i % len(nodes)].call("consensus_propose", {"value": value})
+
+    clients = [threading.Thread(target=ask, args=(i, v)) for i, v in enumerate(values)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
     deadline = time.monotonic() + 120
     while True:
         rows = {r["value"]: r for r in nodes[0].call("consensus_decisions", {"limit": count + 50})

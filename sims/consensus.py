@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 
 from meshnode.consensus import messages as m
+from meshnode.consensus.blocks import encode_block
 from meshnode.consensus.committee import Committee, weights_from_trust
 from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
@@ -77,7 +78,7 @@ class Options:
     client_pull_ms: int = 2000  # a client asks a few peers for commits it may lack this often
     timeouts: Timeouts = field(default_factory=lambda: Timeouts(propose_ms=300, prevote_ms=200, precommit_ms=200,
                                                                 delta_ms=200, resend_ms=1000,
-                                                                emergency_after_ms=20_000))
+                                                                emergency_after_ms=20_000, request_batch_ms=10))
 
 
 class SafetyViolation(AssertionError):
@@ -224,13 +225,15 @@ class ConsensusSim(Adversaries):
             self._apply(i, self.cores[i].submit(value, self.loop.now))
             return
         c = self.rng.choice(self.clients)  # a client's signed request, gossiped until validators take it
-        request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0, value=value)
+        block = encode_block([value])
+        request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0,
+                         value_id=m.block_id_of(block), value=block)
         self._resubmit(c, request)
 
     def _resubmit(self, c: int, request: m.Message) -> None:
         """A client gossips its request again every ``resend_ms`` until a commit decides its value
         (gossip from two peers can die out before it meets an honest validator)."""
-        if m.value_id(request.value) in self.cores[c].decided_ids:
+        if all(m.value_id(v) in self.cores[c].decided_ids for v in m.block_values(request.value)):
             return
         self._gossip(c, request, None)
         if self.loop.now < self.o.max_time_ms:
@@ -306,9 +309,10 @@ class ConsensusSim(Adversaries):
         elif kind == m.REQUEST and self.clients and self.committee.weight(payload.sender) == 0:
             if not bad and self._first_sighting(receiver, payload):
                 self._gossip(receiver, payload, sender)  # a client's request: passed on through the mesh
-            vid = m.value_id(payload.value)
-            if core.is_validator and not bad and vid not in core.pending and vid not in core.decided_ids:
-                self._apply(receiver, core.submit(payload.value, self.loop.now))  # a validator takes it up
+            for value in m.block_values(payload.value):
+                vid = m.value_id(value)
+                if core.is_validator and not bad and vid not in core.pending and vid not in core.decided_ids:
+                    self._apply(receiver, core.submit(value, self.loop.now))  # a validator takes it up
             return
         self._reply_to = sender
         actions = core.receive(payload, self.loop.now)

@@ -14,7 +14,7 @@ from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.proofs import InclusionProof, verify_decided
-from meshnode.consensus.tendermint import BlockLimits, Broadcast, Core, Decide, Schedule
+from meshnode.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
 from test_consensus_core import run_synchronously
 
@@ -129,12 +129,25 @@ def test_a_block_holding_a_value_already_decided_gets_nil_prevotes():
     assert prevotes and prevotes[0].value_id is None
 
 
+def test_values_asked_together_go_out_as_one_request():
+    core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(request_batch_ms=10))
+    out = core.submit(b"a", 100) + core.submit(b"b", 103) + core.submit(b"c", 105)
+    assert [a for a in out if isinstance(a, Schedule) and a.step == ANNOUNCE] == [Schedule(ANNOUNCE, 0, 0, 110)]
+    assert not [a for a in out if isinstance(a, Broadcast) and a.message.kind == m.REQUEST]
+    sent = [a.message for a in core.timeout(ANNOUNCE, 0, 0, 110) if isinstance(a, Broadcast)]
+    assert [(r.kind, m.block_values(r.value)) for r in sent] == [(m.REQUEST, (b"a", b"b", b"c"))]
+    other = Core(KEYS[1], COMMITTEE)
+    other.receive(m.decode(sent[0].encode()), 111)
+    assert list(other.pending.values()) == [b"a", b"b", b"c"]
+    assert not [a for a in core.timeout(ANNOUNCE, 0, 0, 120) if isinstance(a, Broadcast)]  # nothing new to say
+
+
 @st.composite
 def schedules(draw):
     n_values = draw(st.integers(1, 12))
     asks = [(draw(st.integers(0, 3)), draw(st.integers(0, 400))) for _ in range(n_values)]  # (node, step)
     return {"asks": asks, "seed": draw(st.integers(0, 2**32)), "drop": draw(st.sampled_from([0.0, 0.1, 0.3])),
-            "limit": draw(st.integers(1, 5))}
+            "limit": draw(st.integers(1, 5)), "batch_ms": draw(st.sampled_from([0, 10, 50]))}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -144,7 +157,8 @@ def test_blocks_are_decided_once_and_in_one_order_on_every_node_whatever_the_del
     order (some lost, some late), timers fired at random: at every height every node that decided
     holds the same block, no value is in two heights, and once delivery is reliable all decide all."""
     rnd = random.Random(plan["seed"])
-    cores = [Core(k, COMMITTEE, block_limits=BlockLimits(values=plan["limit"])) for k in KEYS[:4]]
+    cores = [Core(k, COMMITTEE, block_limits=BlockLimits(values=plan["limit"]),
+                  timeouts=Timeouts(request_batch_ms=plan["batch_ms"])) for k in KEYS[:4]]
     inflight: list[tuple[int, m.Message]] = []
     timers: list[tuple[int, Schedule]] = []
     blocks_at: dict[int, bytes] = {}

@@ -163,7 +163,7 @@ def test_a_value_is_decided_once_however_often_it_is_requested():
     cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
     run_synchronously(cores, [(0, cores[0].submit(b"once", 0))])
     assert all(c.height == 1 for c in cores)
-    replayed = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value=b"once")  # gossip replays an old request
+    replayed = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, **blk(b"once"))  # gossip replays an old request
     fresh = Core(KEYS[3], COMMITTEE, height=1, decided_ids={m.value_id(b"once")})  # restarted from its store
     for core in cores[:3] + [fresh]:
         core.receive(replayed, 0)

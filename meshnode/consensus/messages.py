@@ -7,12 +7,12 @@ votes from one validator are proof of equivocation by themselves.
 Layout (a CBOR map; ``sig`` covers the map without ``sig``)::
 
     {"t": kind, "c": committee id, "h": height, "r": round, "v": block id or null,
-     "vr": valid round (proposals), "p": block (proposals, commits) or value (requests),
+     "vr": valid round (proposals), "p": block (proposals, commits, requests),
      "s": sender DID, "sig": 64 bytes}
 
 Kinds: ``proposal`` (``p`` holds the block proposed for the height),
-``prevote``, ``precommit``, ``request`` (one value someone asks the committee
-to decide: ``p`` holds it), ``commit`` (``p`` holds the block, ``q`` the list
+``prevote``, ``precommit``, ``request`` (values someone asks the committee
+to decide: ``p`` holds them as a block), ``commit`` (``p`` holds the block, ``q`` the list
 of encoded precommits that decided it), ``catchup`` (a node behind asks for
 commits from height ``h`` on). A height decides a *block* of values
 (``blocks.py``); proposals, votes and commits name it by its block id, the
@@ -65,7 +65,7 @@ class Message:
     sender: str
     value_id: bytes | None = None  # the block id (proposals, votes, commits)
     valid_round: int = -1
-    value: bytes | None = None  # the block (proposals, commits) or the value (requests)
+    value: bytes | None = None  # the block (proposals, commits, requests)
     commit: tuple[bytes, ...] = ()  # encoded precommits (commit messages)
     signature: bytes = field(default=b"", compare=False)
 
@@ -124,9 +124,7 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if not set(raw) <= allowed:
         raise MessageError("bad_message", f"unexpected fields in a {kind}: {sorted(set(raw) - allowed)[:3]}")
     value = raw.get("p")
-    if kind == REQUEST and (type(value) is not bytes or len(value) > MAX_VALUE):
-        raise MessageError("bad_message", f"a request carries a value of at most {MAX_VALUE} bytes")
-    if kind in (PROPOSAL, COMMIT):
+    if kind in (PROPOSAL, COMMIT, REQUEST):
         if type(value) is not bytes:
             raise MessageError("bad_message", f"a {kind} carries a block")
         try:

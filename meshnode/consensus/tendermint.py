@@ -55,7 +55,9 @@ from meshnode.consensus import messages as m
 from meshnode.consensus import proofs
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.actions import (EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING,  # noqa: F401
-                                        PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND, BlockLimits, Broadcast,
+                                        PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, PROPOSE_WAIT, RESEND, ANNOUNCE,
+                                        BlockLimits,
+                                        Broadcast,
                                         Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.identity.keys import NodeKey
 
@@ -106,6 +108,7 @@ class Core:
         self.equivocators: set[str] = set()
         self._out: list = []
         self._loopback: list[m.Message] = []  # our own messages, counted once the current rule is done
+        self._unannounced: list[bytes] = []  # values asked here, not yet broadcast as a request
         self._now = 0
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
@@ -142,13 +145,20 @@ class Core:
     # --- inputs ---------------------------------------------------------------------
 
     def submit(self, value: bytes, now: int) -> list:
-        """Ask the committee to decide ``value`` (it is broadcast as a request)."""
+        """Ask the committee to decide ``value``: it is pending here at once, and broadcast as a
+        request, together with the others asked within ``request_batch_ms`` (one message for a
+        burst of values, which every validator would otherwise receive and relay one by one)."""
         if len(value) > m.MAX_VALUE:
             raise m.MessageError("value_too_large", f"a value is at most {m.MAX_VALUE} bytes")
         self._now = now
+        if m.value_id(value) not in self.decided_ids and len(self._unannounced) < MAX_PENDING:
+            self._unannounced.append(value)
+            if self.timeouts.request_batch_ms <= 0:
+                self._announce()
+            elif len(self._unannounced) == 1:
+                self._out.append(Schedule(ANNOUNCE, self.h.number, 0, now + self.timeouts.request_batch_ms))
         self._add_pending(value)
-        self._send(m.REQUEST, self.h.number, 0, value=value)
-        self._maybe_start()
+        self._maybe_start(asked=True)
         return self._flush()
 
     def receive(self, msg: m.Message, now: int) -> list:
@@ -181,13 +191,18 @@ class Core:
     def timeout(self, step: str, height: int, round_: int, now: int) -> list:
         self._now = now
         h = self.h
-        if height == h.number:
+        if step == ANNOUNCE:
+            self._announce()
+        elif height == h.number:
             if step == EMERGENCY:
                 self._maybe_emergency()
             elif step == RESEND:
                 self._resend()
             elif round_ == h.round:
-                if step == PROPOSE and h.step == PROPOSE:
+                if step == PROPOSE_WAIT and h.step == PROPOSE and not h.proposals.get(round_):
+                    if not self._propose():
+                        self._schedule(PROPOSE)
+                elif step == PROPOSE and h.step == PROPOSE:
                     h.step = PREVOTE_STEP
                     self._vote(m.PREVOTE, None)
                 elif step == PREVOTE_STEP and h.step == PREVOTE_STEP:
@@ -201,8 +216,9 @@ class Core:
     def _dispatch(self, msg: m.Message) -> None:
         if msg.kind == m.REQUEST:
             if self.committee.weight(msg.sender) > 0 or msg.sender == self.key.did:
-                self._add_pending(msg.value)
-                self._maybe_start()
+                for value in m.block_values(msg.value):
+                    self._add_pending(value)
+                self._maybe_start(asked=True)
         elif msg.kind == m.CATCHUP:
             if msg.height > self.h.number:
                 self._ask_for_commits()  # the asker has decided more than we have: we are behind
@@ -327,12 +343,15 @@ class Core:
 
     # --- steps ----------------------------------------------------------------------
 
-    def _maybe_start(self) -> None:
+    def _maybe_start(self, asked: bool = False) -> None:
+        """Start the height if something is pending. ``asked``: a value was just asked on an idle
+        committee; as its proposer, wait ``propose_wait_ms`` so that values asked with it elsewhere
+        (a burst) join the block rather than the next height."""
         if self.h.step == IDLE and self.pending:
-            self._start_round(0)
+            self._start_round(0, wait=asked and self.timeouts.propose_wait_ms > 0)
             self._check()
 
-    def _start_round(self, round_: int) -> None:
+    def _start_round(self, round_: int, wait: bool = False) -> None:
         h = self.h
         if h.started_ms is None:
             h.started_ms = self._now
@@ -340,12 +359,21 @@ class Core:
             self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
         h.round, h.step = round_, PROPOSE
         if self.committee.proposer(h.number, round_) == self.key.did:
-            block = h.valid_value if h.valid_value is not None else self._next_block()
-            if block is not None:
-                self._send(m.PROPOSAL, h.number, round_, value_id=m.block_id_of(block), valid_round=h.valid_round,
-                           value=block)
+            if wait and h.valid_value is None:
+                self._out.append(Schedule(PROPOSE_WAIT, h.number, round_, self._now + self.timeouts.propose_wait_ms))
+                return
+            if self._propose():
                 return
         self._schedule(PROPOSE)
+
+    def _propose(self) -> bool:
+        h = self.h
+        block = h.valid_value if h.valid_value is not None else self._next_block()
+        if block is None:
+            return False
+        self._send(m.PROPOSAL, h.number, h.round, value_id=m.block_id_of(block), valid_round=h.valid_round,
+                   value=block)
+        return True
 
     def _resend(self) -> None:
         """Our messages of the current round again, for peers that lost them, with the proposal and
@@ -360,9 +388,10 @@ class Core:
             again.extend(p for p in h.proposals.get(h.valid_round, {}).values() if p.value_id == vid)
             again.extend(said[vid] for said in h.votes.get((m.PREVOTE, h.valid_round), {}).values() if vid in said)
         self._out.extend(Broadcast(msg) for msg in again)
-        if self.pending and h.step != IDLE:
+        block = self._next_block() if h.step != IDLE else None
+        if block is not None:  # what it would propose, asked again
             self._out.append(Broadcast(m.sign(self.key, m.REQUEST, self.committee.id, h.number, 0,
-                                              value=next(iter(self.pending.values())))))
+                                              value_id=m.block_id_of(block), value=block)))
         self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
 
     def _decide(self, block: bytes, round_: int) -> None:
@@ -488,6 +517,24 @@ class Core:
             if len(chosen) >= limits.values:
                 break
         return blocks.encode_block(chosen) if chosen else None
+
+    def _announce(self) -> None:
+        """The values asked here since the last announcement, as requests (blocks within the wire
+        limits: one message unless the burst is very large)."""
+        batch, size = [], 9
+        for value in self._unannounced:
+            if batch and (len(batch) == blocks.MAX_BLOCK_VALUES or size + len(value) + 9 > blocks.MAX_BLOCK_BYTES):
+                self._send_request(batch)
+                batch, size = [], 9
+            batch.append(value)
+            size += len(value) + 9
+        if batch:
+            self._send_request(batch)
+        self._unannounced = []
+
+    def _send_request(self, values: list[bytes]) -> None:
+        block = blocks.encode_block(values)
+        self._send(m.REQUEST, self.h.number, 0, value_id=m.block_id_of(block), value=block)
 
     def _add_pending(self, value: bytes | None) -> None:
         if value is None or len(self.pending) >= MAX_PENDING:
