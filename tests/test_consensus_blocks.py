@@ -130,16 +130,24 @@ def test_a_block_holding_a_value_already_decided_gets_nil_prevotes():
 
 
 def test_values_asked_together_go_out_as_one_request():
+    """The first value at once (no wait for a value asked alone); those asked within
+    request_batch_ms after it, together."""
+    def requests(actions):
+        return [m.block_values(a.message.value) for a in actions
+                if isinstance(a, Broadcast) and a.message.kind == m.REQUEST]
+
     core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(request_batch_ms=10))
-    out = core.submit(b"a", 100) + core.submit(b"b", 103) + core.submit(b"c", 105)
+    assert requests(core.submit(b"a", 100)) == [(b"a",)]
+    out = core.submit(b"b", 103) + core.submit(b"c", 105) + core.submit(b"d", 108)
     assert [a for a in out if isinstance(a, Schedule) and a.step == ANNOUNCE] == [Schedule(ANNOUNCE, 0, 0, 110)]
-    assert not [a for a in out if isinstance(a, Broadcast) and a.message.kind == m.REQUEST]
+    assert not requests(out)
     sent = [a.message for a in core.timeout(ANNOUNCE, 0, 0, 110) if isinstance(a, Broadcast)]
-    assert [(r.kind, m.block_values(r.value)) for r in sent] == [(m.REQUEST, (b"a", b"b", b"c"))]
+    assert requests([Broadcast(x) for x in sent]) == [(b"b", b"c", b"d")]
     other = Core(KEYS[1], COMMITTEE)
     other.receive(m.decode(sent[0].encode()), 111)
-    assert list(other.pending.values()) == [b"a", b"b", b"c"]
-    assert not [a for a in core.timeout(ANNOUNCE, 0, 0, 120) if isinstance(a, Broadcast)]  # nothing new to say
+    assert list(other.pending.values()) == [b"b", b"c", b"d"]
+    assert not requests(core.timeout(ANNOUNCE, 0, 0, 120))  # nothing new to say
+    assert requests(core.submit(b"e", 200)) == [(b"e",)]  # quiet for a while: at once again
 
 
 @st.composite

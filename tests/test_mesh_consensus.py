@@ -3,6 +3,7 @@ deciding with one member killed, and a restarted member catches up."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -51,6 +52,19 @@ def report(nodes: list[Node]) -> list:
     return out
 
 
+@contextlib.contextmanager
+def reported(nodes: list[Node]):
+    """Kill the nodes afterwards; on a failed assertion, first say where each stands."""
+    try:
+        yield
+    except AssertionError:
+        print(report(nodes))
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+
+
 def heartbeats_sent(node: Node) -> int:
     return sum(m["value"] for m in node.call("metrics") if m["name"] == "heartbeats_sent")
 
@@ -72,7 +86,7 @@ def decided(node: Node) -> list[str]:
 
 def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
     nodes = committee_of(tmp_path, 4)
-    try:
+    with reported(nodes):
         start_committee(nodes)
         assert nodes[0].call("consensus_status")["validators"] == 4
 
@@ -115,17 +129,11 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
             assert n.stop() == 0
         offline = json.loads(nodes[1].cli("consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
-    except AssertionError:  # say where each node stands and what it logged
-        print(report(nodes))
-        raise
-    finally:
-        for n in nodes:
-            n.kill()
 
 
 def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path):
     nodes = committee_of(tmp_path, 4)
-    try:
+    with reported(nodes):
         start_committee(nodes)
         # enough conduct to earn trust above the consensus floor: conduct is earned per decided height
         # (a precommit signs a whole block), so each value is asked once the one before is decided
@@ -150,12 +158,6 @@ def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path
         wait_until(lambda: all(decided(n)[-1] == "decided in epoch 1" for n in nodes), 60, "a decision in epoch 1")
         for n in nodes:
             assert n.stop() == 0
-    except AssertionError:
-        print(report(nodes))
-        raise
-    finally:
-        for n in nodes:
-            n.kill()
 
 
 def test_a_burst_is_decided_in_blocks_in_one_order_on_every_node(tmp_path):
@@ -168,7 +170,7 @@ def test_a_burst_is_decided_in_blocks_in_one_order_on_every_node(tmp_path):
     from meshnode.store.database import Database
 
     nodes = committee_of(tmp_path, 4)
-    try:
+    with reported(nodes):
         start_committee(nodes)
         values = [f"burst {i}" for i in range(12)]
         for i, value in enumerate(values):  # none waits for its decision
@@ -191,9 +193,3 @@ def test_a_burst_is_decided_in_blocks_in_one_order_on_every_node(tmp_path):
         finally:
             db.close()
         verify_decided(committee, b"burst 5", InclusionProof.of(height, round_, block, index), precommits)
-    except AssertionError:
-        print(report(nodes))
-        raise
-    finally:
-        for n in nodes:
-            n.kill()

@@ -55,8 +55,7 @@ from meshnode.consensus import messages as m
 from meshnode.consensus import proofs
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.actions import (EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING,  # noqa: F401
-                                        PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, PROPOSE_WAIT, RESEND, ANNOUNCE,
-                                        BlockLimits,
+                                        PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND, ANNOUNCE, BlockLimits,
                                         Broadcast,
                                         Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.identity.keys import NodeKey
@@ -109,6 +108,7 @@ class Core:
         self._out: list = []
         self._loopback: list[m.Message] = []  # our own messages, counted once the current rule is done
         self._unannounced: list[bytes] = []  # values asked here, not yet broadcast as a request
+        self._announced_at = -(2**62)  # when we last broadcast a request
         self._now = 0
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
@@ -146,19 +146,22 @@ class Core:
 
     def submit(self, value: bytes, now: int) -> list:
         """Ask the committee to decide ``value``: it is pending here at once, and broadcast as a
-        request, together with the others asked within ``request_batch_ms`` (one message for a
-        burst of values, which every validator would otherwise receive and relay one by one)."""
+        request: at once if this node sent none in the last ``request_batch_ms``, else together
+        with the others asked until that much time has passed (one message for a burst of
+        values, which every validator would otherwise receive and relay one by one)."""
         if len(value) > m.MAX_VALUE:
             raise m.MessageError("value_too_large", f"a value is at most {m.MAX_VALUE} bytes")
         self._now = now
         if m.value_id(value) not in self.decided_ids and len(self._unannounced) < MAX_PENDING:
             self._unannounced.append(value)
-            if self.timeouts.request_batch_ms <= 0:
-                self._announce()
-            elif len(self._unannounced) == 1:
-                self._out.append(Schedule(ANNOUNCE, self.h.number, 0, now + self.timeouts.request_batch_ms))
+            batch = self.timeouts.request_batch_ms
+            if len(self._unannounced) == 1:  # (more: an announcement is already scheduled)
+                if batch <= 0 or now - self._announced_at >= batch:
+                    self._announce()
+                else:
+                    self._out.append(Schedule(ANNOUNCE, self.h.number, 0, self._announced_at + batch))
         self._add_pending(value)
-        self._maybe_start(asked=True)
+        self._maybe_start()
         return self._flush()
 
     def receive(self, msg: m.Message, now: int) -> list:
@@ -199,10 +202,7 @@ class Core:
             elif step == RESEND:
                 self._resend()
             elif round_ == h.round:
-                if step == PROPOSE_WAIT and h.step == PROPOSE and not h.proposals.get(round_):
-                    if not self._propose():
-                        self._schedule(PROPOSE)
-                elif step == PROPOSE and h.step == PROPOSE:
+                if step == PROPOSE and h.step == PROPOSE:
                     h.step = PREVOTE_STEP
                     self._vote(m.PREVOTE, None)
                 elif step == PREVOTE_STEP and h.step == PREVOTE_STEP:
@@ -218,7 +218,7 @@ class Core:
             if self.committee.weight(msg.sender) > 0 or msg.sender == self.key.did:
                 for value in m.block_values(msg.value):
                     self._add_pending(value)
-                self._maybe_start(asked=True)
+                self._maybe_start()
         elif msg.kind == m.CATCHUP:
             if msg.height > self.h.number:
                 self._ask_for_commits()  # the asker has decided more than we have: we are behind
@@ -343,15 +343,12 @@ class Core:
 
     # --- steps ----------------------------------------------------------------------
 
-    def _maybe_start(self, asked: bool = False) -> None:
-        """Start the height if something is pending. ``asked``: a value was just asked on an idle
-        committee; as its proposer, wait ``propose_wait_ms`` so that values asked with it elsewhere
-        (a burst) join the block rather than the next height."""
+    def _maybe_start(self) -> None:
         if self.h.step == IDLE and self.pending:
-            self._start_round(0, wait=asked and self.timeouts.propose_wait_ms > 0)
+            self._start_round(0)
             self._check()
 
-    def _start_round(self, round_: int, wait: bool = False) -> None:
+    def _start_round(self, round_: int) -> None:
         h = self.h
         if h.started_ms is None:
             h.started_ms = self._now
@@ -359,21 +356,12 @@ class Core:
             self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
         h.round, h.step = round_, PROPOSE
         if self.committee.proposer(h.number, round_) == self.key.did:
-            if wait and h.valid_value is None:
-                self._out.append(Schedule(PROPOSE_WAIT, h.number, round_, self._now + self.timeouts.propose_wait_ms))
-                return
-            if self._propose():
+            block = h.valid_value if h.valid_value is not None else self._next_block()
+            if block is not None:
+                self._send(m.PROPOSAL, h.number, round_, value_id=m.block_id_of(block), valid_round=h.valid_round,
+                           value=block)
                 return
         self._schedule(PROPOSE)
-
-    def _propose(self) -> bool:
-        h = self.h
-        block = h.valid_value if h.valid_value is not None else self._next_block()
-        if block is None:
-            return False
-        self._send(m.PROPOSAL, h.number, h.round, value_id=m.block_id_of(block), valid_round=h.valid_round,
-                   value=block)
-        return True
 
     def _resend(self) -> None:
         """Our messages of the current round again, for peers that lost them, with the proposal and
@@ -531,6 +519,7 @@ class Core:
         if batch:
             self._send_request(batch)
         self._unannounced = []
+        self._announced_at = self._now
 
     def _send_request(self, values: list[bytes]) -> None:
         block = blocks.encode_block(values)
