@@ -26,10 +26,11 @@ def faulty_runs(draw):
         start = draw(st.integers(0, 3000))
         partition = (start, start + draw(st.integers(100, 8000)))
     return Options(nodes=nodes, byzantine=byzantine / nodes, behaviour=draw(st.sampled_from(BEHAVIOURS)),
-                   sybils=draw(st.integers(0, 3)), heights=3, seed=draw(st.integers(0, 2**32)),
+                   sybils=draw(st.integers(0, 3)), heights=draw(st.integers(3, 8)), seed=draw(st.integers(0, 2**32)),
                    latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])), jitter=draw(st.sampled_from([0.1, 0.5, 1.5])),
                    loss=draw(st.sampled_from([0.0, 0.05, 0.3])), duplication=draw(st.sampled_from([0.0, 0.2])),
-                   partition=partition, max_time_ms=120_000)
+                   partition=partition, max_time_ms=120_000,
+                   submit_every_ms=draw(st.sampled_from([0, 20, 100])))  # 0, 20: several values a block
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -26,10 +26,11 @@ def committee_runs(draw):
         start = draw(st.integers(0, 3000))
         partition = (start, start + draw(st.integers(100, 6000)))
     return Options(nodes=nodes, committee=committee, byzantine=draw(st.integers(0, (committee - 1) // 3)) / committee,
-                   behaviour=draw(st.sampled_from(BEHAVIOURS)), sybils=draw(st.integers(0, 2)), heights=3,
-                   seed=draw(st.integers(0, 2**32)), latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])),
+                   behaviour=draw(st.sampled_from(BEHAVIOURS)), sybils=draw(st.integers(0, 2)),
+                   heights=draw(st.integers(3, 8)), seed=draw(st.integers(0, 2**32)), latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])),
                    jitter=draw(st.sampled_from([0.1, 0.5, 1.5])), loss=draw(st.sampled_from([0.0, 0.05, 0.3])),
-                   duplication=draw(st.sampled_from([0.0, 0.2])), partition=partition, max_time_ms=60_000)
+                   duplication=draw(st.sampled_from([0.0, 0.2])), partition=partition, max_time_ms=60_000,
+                   submit_every_ms=draw(st.sampled_from([0, 20, 100])))  # 0, 20: several values a block
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,8 @@ The mesh decides a sequence of *blocks*, one per *height*; a block is an
 ordered batch of values (``blocks.py``: its id is the Merkle root over its
 values, so one value's inclusion is provable from the signed commit). Each
 height runs in rounds; in each round one validator (``Committee.proposer``)
-proposes a block, then validators *prevote* and *precommit* for it or for nil. This follows
+proposes a block, then validators *prevote* and *precommit* for it or for
+nil. This follows
 "The latest gossip on BFT consensus" (Buchman, Kwon, Milosevic, 2018), with
 votes counted by weight: a quorum is more than two thirds of the weight.
 
@@ -53,11 +54,10 @@ from typing import Callable
 from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus import proofs
+from meshnode.consensus.actions import (  # noqa: F401 (the actions are this module's interface too)
+    ANNOUNCE, EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING, PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND,
+    BlockLimits, Broadcast, Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.consensus.committee import Committee
-from meshnode.consensus.actions import (EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING,  # noqa: F401
-                                        PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND, ANNOUNCE, BlockLimits,
-                                        Broadcast,
-                                        Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.identity.keys import NodeKey
 
 # --- per-height state -------------------------------------------------------------
