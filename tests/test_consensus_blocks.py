@@ -207,3 +207,34 @@ def test_blocks_are_decided_once_and_in_one_order_on_every_node_whatever_the_del
             break
     assert set(height_of) == set(values), "every value asked is decided"
     assert all(c.height == max(blocks_at) + 1 for c in cores)
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def test_the_store_gives_back_each_height_s_block_and_keeps_decisions_from_before_blocks(tmp_path):
+    import sqlite3
+
+    from meshnode.container import cbor
+    from meshnode.store import Database, decisions
+    from meshnode.store import migrate as migrate_module
+
+    path = tmp_path / "data" / "meshnode.db"
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path, isolation_level=None)  # a database of the last schema before blocks
+    steps = migrate_module.migrations()[:20]
+    conn.executescript("BEGIN;\n" + ";\n".join(sql for _, _, sql in steps) + "\n;PRAGMA user_version = 20;\nCOMMIT;")
+    conn.execute("INSERT INTO consensus_decisions VALUES ('e0-c', 0, ?, 1, ?, 1000)", (b"old value", cbor.encode([])))
+    conn.close()
+    db = Database(path)
+    try:
+        decisions.save_decision(db, "e0-c", 1, [b"x", b"y", b"z"], 0, [b"p1", b"p2"], 2000)
+        assert decisions.place_of(db, b"y") == (1, 1) and decisions.place_of(db, b"old value") == (0, 0)
+        assert decisions.block_of(db, "e0-c", 1) == ([b"x", b"y", b"z"], 0, [b"p1", b"p2"])
+        assert decisions.recent_decisions(db, "e0-c", 64) == [
+            (0, blocks.encode_block([b"old value"]), 1, []), (1, blocks.encode_block([b"x", b"y", b"z"]), 0, [b"p1", b"p2"])]
+        assert decisions.recent_decisions(db, "e0-c", 1)[0][0] == 1  # the newest heights, not rows
+        assert decisions.next_height(db) == 2
+        assert decisions.decided_value_ids(db) == {m.value_id(v) for v in (b"old value", b"x", b"y", b"z")}
+    finally:
+        db.close()
