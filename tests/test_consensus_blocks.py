@@ -232,7 +232,8 @@ def test_the_store_gives_back_each_height_s_block_and_keeps_decisions_from_befor
         assert decisions.place_of(db, b"y") == (1, 1) and decisions.place_of(db, b"old value") == (0, 0)
         assert decisions.block_of(db, "e0-c", 1) == ([b"x", b"y", b"z"], 0, [b"p1", b"p2"])
         assert decisions.recent_decisions(db, "e0-c", 64) == [
-            (0, blocks.encode_block([b"old value"]), 1, []), (1, blocks.encode_block([b"x", b"y", b"z"]), 0, [b"p1", b"p2"])]
+            (0, blocks.encode_block([b"old value"]), 1, []),
+            (1, blocks.encode_block([b"x", b"y", b"z"]), 0, [b"p1", b"p2"])]
         assert decisions.recent_decisions(db, "e0-c", 1)[0][0] == 1  # the newest heights, not rows
         assert decisions.next_height(db) == 2
         assert decisions.decided_value_ids(db) == {m.value_id(v) for v in (b"old value", b"x", b"y", b"z")}

@@ -97,7 +97,8 @@ def _path(m: int, leaves: list[bytes]) -> list[bytes]:
     return _path(m - k, leaves[k:]) + [_root(leaves[:k])]
 
 
-def verify_inclusion(root: bytes, value: bytes, index: int, count: int, siblings: tuple[bytes, ...] | list[bytes]) -> bool:
+def verify_inclusion(root: bytes, value: bytes, index: int, count: int,
+                     siblings: tuple[bytes, ...] | list[bytes]) -> bool:
     """Whether ``value`` is the ``index``-th of ``count`` values of the block whose id is ``root``
     (RFC 9162, 2.1.3.2). Any malformed input is simply not a proof."""
     if type(root) is not bytes or type(value) is not bytes or type(index) is not int or type(count) is not int:
