@@ -90,6 +90,7 @@ def real_committee(decisions: int, burst: int) -> tuple[list[float], dict]:
 def _burst(nodes, count: int, tag: str = "burst value") -> dict:
     values, submitted = [f"{tag} {i}" for i in range(count)], {}
     go = threading.Barrier(count)
+    sent_before = _sent_by_kind(nodes)
 
     def ask(i: int, value: str) -> None:  # one client per value, all at once, round robin over the nodes
         go.wait()
@@ -112,9 +113,11 @@ def _burst(nodes, count: int, tag: str = "burst value") -> dict:
     first = min(submitted.values())
     last = max((rows[v]["decided_at_ms"] for v in got), default=first)
     seconds = max(last - first, 1) / 1000
+    sent = {k: n - sent_before.get(k, 0) for k, n in _sent_by_kind(nodes).items() if n - sent_before.get(k, 0)}
     return {"values": count, "decided": len(got), "seconds": round(seconds, 3),
             "per_second": round(len(got) / seconds, 1),
             "heights": len({rows[v]["height"] for v in got}),
+            "messages_published": sent,  # by the four nodes, by kind, during the burst
             "latency_p50_ms": round(statistics.median(rows[v]["decided_at_ms"] - submitted[v] for v in got), 1)
             if got else None}
 
@@ -148,6 +151,16 @@ def catch_up(restarts: int) -> list[dict]:
         finally:
             for n in nodes:
                 n.kill()
+
+
+def _sent_by_kind(nodes) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in nodes:
+        for row in n.call("metrics"):
+            if row["name"] == "consensus_sent":
+                kind = row["labels"]["kind"]
+                out[kind] = out.get(kind, 0) + row["value"]
+    return out
 
 
 @contextlib.contextmanager
@@ -248,7 +261,8 @@ def main() -> None:
           f" ratio {p50_ours / p50_fast:.0f}x")
     throughput_ratio = burst["per_second"] / raft_b["per_second"]
     print(f"burst: {args.burst} values at once: meshnode {burst['per_second']}/s ({burst['decided']} decided in"
-          f" {burst['seconds']} s over {burst['heights']} height(s), per-value p50 {burst['latency_p50_ms']} ms);"
+          f" {burst['seconds']} s over {burst['heights']} height(s), per-value p50 {burst['latency_p50_ms']} ms;"
+          f" messages published {burst['messages_published']});"
           f" Raft batched {raft_b['per_second']}/s (p50 {raft_b['latency_p50_ms']} ms)")
     print(f"ratio: throughput {throughput_ratio:.2f}x Raft batched (goal >= 0.5x);"
           f" latency p50 {p50_ours / p50_raft:.2f}x Raft batched (goal <= 2x)")
