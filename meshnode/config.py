@@ -88,7 +88,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "block_values": 256,
         "block_kib": 256,
         "request_batch_ms": 10,
-        "propose_wait_ms": 0,
     },
     "gate": {
         "workspace": "workspace",
@@ -467,9 +466,8 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "consensus.emergency_seconds must be between 1 and 86400")
     if type(consensus["block_values"]) is not int or not 1 <= consensus["block_values"] <= 4096:
         raise ConfigError("bad_config", "consensus.block_values must be a whole number from 1 to 4096")
-    for key in ("request_batch_ms", "propose_wait_ms"):
-        if not 0 <= consensus[key] <= 1000:
-            raise ConfigError("bad_config", f"consensus.{key} must be between 0 and 1000")
+    if not 0 <= consensus["request_batch_ms"] <= 1000:
+        raise ConfigError("bad_config", "consensus.request_batch_ms must be between 0 and 1000")
     if type(consensus["block_kib"]) is not int or not 17 <= consensus["block_kib"] <= 512:
         raise ConfigError("bad_config", "consensus.block_kib must be a whole number from 17 to 512")
     cognition = values["cognition"]

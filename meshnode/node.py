@@ -107,8 +107,7 @@ def net_config(config: Config) -> NetConfig:
                                     precommit_ms=consensus["precommit_ms"], delta_ms=consensus["round_delta_ms"],
                                     resend_ms=consensus["resend_ms"],
                                     emergency_after_ms=int(consensus["emergency_seconds"] * 1000),
-                                    request_batch_ms=consensus["request_batch_ms"],
-                                    propose_wait_ms=consensus["propose_wait_ms"]),
+                                    request_batch_ms=consensus["request_batch_ms"]),
         consensus_block_limits=BlockLimits(values=consensus["block_values"], bytes=consensus["block_kib"] * 1024),
     )
 

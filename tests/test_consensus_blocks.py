@@ -14,8 +14,7 @@ from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.proofs import InclusionProof, verify_decided
-from meshnode.consensus.tendermint import (ANNOUNCE, PROPOSE_WAIT, BlockLimits, Broadcast, Core, Decide, Schedule,
-                                           Timeouts)
+from meshnode.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
 from test_consensus_core import run_synchronously
 
@@ -240,20 +239,3 @@ def test_the_store_gives_back_each_height_s_block_and_keeps_decisions_from_befor
         assert decisions.decided_value_ids(db) == {m.value_id(v) for v in (b"old value", b"x", b"y", b"z")}
     finally:
         db.close()
-
-
-def test_a_proposer_started_by_a_request_waits_for_the_rest_of_a_burst_when_told_to():
-    proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(0, 0))
-    core = Core(proposer, COMMITTEE, timeouts=Timeouts(propose_wait_ms=30))
-
-    def proposals(actions):
-        return [m.block_values(a.message.value) for a in actions
-                if isinstance(a, Broadcast) and a.message.kind == m.PROPOSAL]
-
-    out = core.submit(b"first", 100)
-    assert not proposals(out) and Schedule(PROPOSE_WAIT, 0, 0, 130) in out
-    asked = blocks.encode_block([b"second", b"third"])
-    other = next(k for k in KEYS[:4] if k is not proposer)
-    core.receive(m.sign(other, m.REQUEST, COMMITTEE.id, 0, 0, value_id=m.block_id_of(asked), value=asked), 110)
-    assert proposals(core.timeout(PROPOSE_WAIT, 0, 0, 130)) == [(b"first", b"second", b"third")]
-    assert proposals(Core(proposer, COMMITTEE).submit(b"alone", 0)) == [(b"alone",)]  # without the wait: at once

@@ -11,7 +11,6 @@ from meshnode.consensus import messages as m
 
 PROPOSE, PREVOTE_STEP, PRECOMMIT_STEP, IDLE = "propose", "prevote", "precommit", "idle"
 RESEND, EMERGENCY, ANNOUNCE = "resend", "emergency", "announce"  # timers besides the three of the algorithm
-PROPOSE_WAIT = "propose_wait"  # a proposer's short wait for the rest of a burst
 FUTURE_HEIGHTS = 4  # messages this far ahead are kept for later; a catch-up answer holds this many commits
 KEPT_COMMITS = 64  # recent commits kept in memory to answer nodes catching up
 MAX_PENDING = 1024
@@ -80,7 +79,6 @@ class Timeouts:
     resend_ms: int = 2000  # own messages of the current round go out again this often (lossy links)
     emergency_after_ms: int = 30_000
     request_batch_ms: int = 0  # values asked within this long go out as one request (0: each at once)
-    propose_wait_ms: int = 0  # a proposer of a height started by a new request waits this long (0: not at all)
 
     def of(self, step: str, round_: int) -> int:
         if step == RESEND:

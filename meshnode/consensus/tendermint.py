@@ -55,8 +55,7 @@ from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus import proofs
 from meshnode.consensus.actions import (  # noqa: F401 (the actions are this module's interface too)
-    ANNOUNCE, EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING, PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE,
-    PROPOSE_WAIT, RESEND,
+    ANNOUNCE, EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING, PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND,
     BlockLimits, Broadcast, Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.consensus.committee import Committee
 from meshnode.identity.keys import NodeKey
@@ -162,7 +161,7 @@ class Core:
                 else:
                     self._out.append(Schedule(ANNOUNCE, self.h.number, 0, self._announced_at + batch))
         self._add_pending(value)
-        self._maybe_start(asked=True)
+        self._maybe_start()
         return self._flush()
 
     def receive(self, msg: m.Message, now: int) -> list:
@@ -203,10 +202,7 @@ class Core:
             elif step == RESEND:
                 self._resend()
             elif round_ == h.round:
-                if step == PROPOSE_WAIT and h.step == PROPOSE and not h.proposals.get(round_):
-                    if not self._propose():
-                        self._schedule(PROPOSE)
-                elif step == PROPOSE and h.step == PROPOSE:
+                if step == PROPOSE and h.step == PROPOSE:
                     h.step = PREVOTE_STEP
                     self._vote(m.PREVOTE, None)
                 elif step == PREVOTE_STEP and h.step == PREVOTE_STEP:
@@ -222,7 +218,7 @@ class Core:
             if self.committee.weight(msg.sender) > 0 or msg.sender == self.key.did:
                 for value in m.block_values(msg.value):
                     self._add_pending(value)
-                self._maybe_start(asked=True)
+                self._maybe_start()
         elif msg.kind == m.CATCHUP:
             if msg.height > self.h.number:
                 self._ask_for_commits()  # the asker has decided more than we have: we are behind
@@ -347,15 +343,12 @@ class Core:
 
     # --- steps ----------------------------------------------------------------------
 
-    def _maybe_start(self, asked: bool = False) -> None:
-        """Start the height if something is pending. ``asked``: a value was just asked of an idle
-        committee; as its proposer, wait ``propose_wait_ms`` so that values asked with it elsewhere
-        (a burst) join the block rather than the next height."""
+    def _maybe_start(self) -> None:
         if self.h.step == IDLE and self.pending:
-            self._start_round(0, wait=asked and self.timeouts.propose_wait_ms > 0)
+            self._start_round(0)
             self._check()
 
-    def _start_round(self, round_: int, wait: bool = False) -> None:
+    def _start_round(self, round_: int) -> None:
         h = self.h
         if h.started_ms is None:
             h.started_ms = self._now
@@ -363,21 +356,12 @@ class Core:
             self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
         h.round, h.step = round_, PROPOSE
         if self.committee.proposer(h.number, round_) == self.key.did:
-            if wait and h.valid_value is None:
-                self._out.append(Schedule(PROPOSE_WAIT, h.number, round_, self._now + self.timeouts.propose_wait_ms))
-                return
-            if self._propose():
+            block = h.valid_value if h.valid_value is not None else self._next_block()
+            if block is not None:
+                self._send(m.PROPOSAL, h.number, round_, value_id=m.block_id_of(block), valid_round=h.valid_round,
+                           value=block)
                 return
         self._schedule(PROPOSE)
-
-    def _propose(self) -> bool:
-        h = self.h
-        block = h.valid_value if h.valid_value is not None else self._next_block()
-        if block is None:
-            return False
-        self._send(m.PROPOSAL, h.number, h.round, value_id=m.block_id_of(block), valid_round=h.valid_round,
-                   value=block)
-        return True
 
     def _resend(self) -> None:
         """Our messages of the current round again, for peers that lost them, with the proposal and
