@@ -87,7 +87,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "emergency_seconds": 30.0,
         "block_values": 256,
         "block_kib": 256,
-        "request_batch_ms": 10,
+        "request_batch_ms": 50,
     },
     "gate": {
         "workspace": "workspace",
