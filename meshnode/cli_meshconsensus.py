@@ -45,7 +45,7 @@ def _outcome(result: dict) -> str:
     vid = f"value id {result['value_id'][:16]}..."
     if result.get("status") == "committed":
         how = "already decided" if result.get("already_decided") else "committed"
-        return f"{how} at height {result['height']} ({vid})"
+        return f"{how} at height {result['height']}, index {result.get('index')} in its block ({vid})"
     return (f"submitted ({vid}); not committed yet, so its height is not known (the committee is at height "
             f"{result['working_height']}): see `meshnode consensus decisions`")
 
@@ -59,10 +59,11 @@ def cmd_decisions(args) -> int:
 
 
 def _decision_line(r: dict) -> str:
+    at = f"height {r['height']:>5} #{r.get('index', 0):<3}"
     if r["status"] != "committed":
-        return f"height {r['height']:>5}  PROVISIONAL emergency_consensus: {r['value']}"
+        return f"{at}  PROVISIONAL emergency_consensus: {r['value']}"
     note = f"  (emergency decision {r['emergency']['revisited']})" if r["emergency"] else ""
-    return f"height {r['height']:>5}  round {r['round']}  {r['value']}{note}"
+    return f"{at}  round {r['round']}  {r['value']}{note}"
 
 
 def cmd_next_committee(args) -> int:

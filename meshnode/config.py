@@ -85,6 +85,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "round_delta_ms": 500,
         "resend_ms": 2000,
         "emergency_seconds": 30.0,
+        "block_values": 256,
+        "block_kib": 256,
+        "request_batch_ms": 50,
     },
     "gate": {
         "workspace": "workspace",
@@ -461,6 +464,12 @@ def _check(values: dict) -> None:
             raise ConfigError("bad_config", f"consensus.{key} must be between 10 and 600000")
     if not 1 <= consensus["emergency_seconds"] <= 86400:
         raise ConfigError("bad_config", "consensus.emergency_seconds must be between 1 and 86400")
+    if type(consensus["block_values"]) is not int or not 1 <= consensus["block_values"] <= 4096:
+        raise ConfigError("bad_config", "consensus.block_values must be a whole number from 1 to 4096")
+    if not 0 <= consensus["request_batch_ms"] <= 1000:
+        raise ConfigError("bad_config", "consensus.request_batch_ms must be between 0 and 1000")
+    if type(consensus["block_kib"]) is not int or not 17 <= consensus["block_kib"] <= 512:
+        raise ConfigError("bad_config", "consensus.block_kib must be a whole number from 17 to 512")
     cognition = values["cognition"]
     if not 0.05 <= cognition["pause_seconds"] <= 86400:
         raise ConfigError("bad_config", "cognition.pause_seconds must be between 0.05 and 86400")

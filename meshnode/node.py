@@ -25,7 +25,7 @@ from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation,
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
-from meshnode.consensus.tendermint import Timeouts
+from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.store import decisions
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
@@ -106,7 +106,9 @@ def net_config(config: Config) -> NetConfig:
         consensus_timeouts=Timeouts(propose_ms=consensus["propose_ms"], prevote_ms=consensus["prevote_ms"],
                                     precommit_ms=consensus["precommit_ms"], delta_ms=consensus["round_delta_ms"],
                                     resend_ms=consensus["resend_ms"],
-                                    emergency_after_ms=int(consensus["emergency_seconds"] * 1000)),
+                                    emergency_after_ms=int(consensus["emergency_seconds"] * 1000),
+                                    request_batch_ms=consensus["request_batch_ms"]),
+        consensus_block_limits=BlockLimits(values=consensus["block_values"], bytes=consensus["block_kib"] * 1024),
     )
 
 

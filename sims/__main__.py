@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--byzantine", type=_share, default=0.0, help="share of the committee that misbehaves")
     p.add_argument("--behaviour", choices=BEHAVIOURS, default="equivocate")
     p.add_argument("--sybils", type=int, default=0, help="identities with no trust, hence no weight")
-    p.add_argument("--heights", type=int, default=20, help="decisions to reach")
+    p.add_argument("--heights", type=int, default=20,
+                   help="values to ask, one every --submit-every ms (a height decides a block of those asked)")
+    p.add_argument("--submit-every", type=int, default=100, metavar="MS",
+                   help="ms between two values asked (0: all at once, to see blocks fill)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--latency", type=float, default=50.0, help="median one-way latency, ms")
     p.add_argument("--jitter", type=float, default=0.5, help="log-normal sigma of the latency")
@@ -71,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(nodes=args.nodes, byzantine=args.byzantine, behaviour=args.behaviour, sybils=args.sybils,
                       heights=args.heights, seed=args.seed, latency_ms=args.latency, jitter=args.jitter,
                       loss=args.loss, duplication=args.duplication, partition=args.partition,
-                      max_time_ms=args.max_time * 1000, committee=args.committee)
+                      max_time_ms=args.max_time * 1000, committee=args.committee,
+                      submit_every_ms=args.submit_every)
     bar = None if args.quiet else ProgressBar()
     result = ConsensusSim(options, progress=bar).run()
     if bar:

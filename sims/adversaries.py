@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from meshnode.consensus import messages as m
+from meshnode.consensus.blocks import encode_block
 
 
 class Adversaries:
@@ -23,10 +24,11 @@ class Adversaries:
                           [j for j in self.audience if j not in self.side_one and j not in self.byzantine])
         side_one = [j for j in self.sides[0] if j != i]
         side_two = self.sides[1]
-        if msg.kind == m.PROPOSAL:
-            value = msg.value + b" (forked)"
-            twin = m.sign(key, m.PROPOSAL, msg.committee, msg.height, msg.round, value_id=m.value_id(value),
-                          valid_round=msg.valid_round, value=value)
+        if msg.kind == m.PROPOSAL:  # the twin block: the same values, the last one altered
+            values = m.block_values(msg.value)
+            block = encode_block(values[:-1] + (values[-1] + b" (forked)",))
+            twin = m.sign(key, m.PROPOSAL, msg.committee, msg.height, msg.round, value_id=m.block_id_of(block),
+                          valid_round=msg.valid_round, value=block)
             self.forks[msg.value_id], self.forks[twin.value_id] = twin.value_id, msg.value_id
             self.fork_side[msg.value_id], self.fork_side[twin.value_id] = 1, 2
             self._spread(i, msg, side_one)
@@ -68,8 +70,8 @@ class Adversaries:
         Byzantine validator (less than a third of the weight: no quorum), signed by ``b``."""
         made = self.forgeries.get((b, height))
         if made is None:  # made once per height (signing is the cost), a spammer sends it every 50 ms
-            value = f"forged {height} by {b}".encode()
-            vid = m.value_id(value)
+            value = encode_block([f"forged {height} by {b}".encode()])
+            vid = m.block_id_of(value)
             precommits = tuple(m.sign(self.keys[j], m.PRECOMMIT, self.committee.id, height, 0,
                                       value_id=vid).encode() for j in sorted(self.byzantine))
             made = self.forgeries[(b, height)] = m.sign(self.keys[b], m.COMMIT, self.committee.id, height, 0,

@@ -20,10 +20,13 @@ timing is plausible) but misbehave on the way out:
   (with clients: also commits for a value only Byzantine precommits sign).
 
 Sybil identities (``--sybils``) are keys with no earned trust, hence no weight
-in the committee; they vote for random values on every height. The safety
-invariant — no two honest nodes (validators or clients) commit different
-values at one height — is checked at every decision, against the first one
-of that height, which is the same as checking after every event.
+in the committee; they vote for random values on every height. A height
+decides a block (a batch of the values asked so far). The safety invariant —
+no two honest nodes (validators or clients) commit different blocks at one
+height, and no value is in the blocks of two heights — is checked at every
+decision, against the first one of that height, which is the same as
+checking after every event. ``heights`` values are asked; the run ends when
+every one of them is decided everywhere (fewer heights when blocks batch).
 
 Transport: links are reliable once a message arrives, as streams are: a node
 never sends a peer a message (the same signed bytes) that peer already has
@@ -40,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 
 from meshnode.consensus import messages as m
+from meshnode.consensus.blocks import encode_block
 from meshnode.consensus.committee import Committee, weights_from_trust
 from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
@@ -60,7 +64,7 @@ class Options:
     byzantine: float = 0.0  # share of the committee's validators (drawn at random)
     behaviour: str = "equivocate"
     sybils: int = 0
-    heights: int = 10
+    heights: int = 10  # values asked (blocks may decide several at one height)
     seed: int = 1
     latency_ms: float = 50.0
     jitter: float = 0.5
@@ -74,7 +78,7 @@ class Options:
     client_pull_ms: int = 2000  # a client asks a few peers for commits it may lack this often
     timeouts: Timeouts = field(default_factory=lambda: Timeouts(propose_ms=300, prevote_ms=200, precommit_ms=200,
                                                                 delta_ms=200, resend_ms=1000,
-                                                                emergency_after_ms=20_000))
+                                                                emergency_after_ms=20_000, request_batch_ms=10))
 
 
 class SafetyViolation(AssertionError):
@@ -84,7 +88,7 @@ class SafetyViolation(AssertionError):
 @dataclass
 class Result:
     options: Options
-    decided_heights: int
+    decided_heights: int  # heights up to the one that decided the last value asked
     safe: bool
     violation: str | None
     latencies_ms: list[int]  # per height: first honest decision minus when the height could start
@@ -106,6 +110,8 @@ class Result:
     client_lag_ms: list[int] = field(default_factory=list)  # per client decision: after the first honest one
     commits_refused: int = 0  # commits for a client's current height that its core did not accept
     suppressed: int = 0  # sends not made: the peer already had those bytes
+    decided_values: int = 0  # values asked that the decided heights hold
+    values_per_height: list[int] = field(default_factory=list)
 
 
 class ConsensusSim(Adversaries):
@@ -142,6 +148,9 @@ class ConsensusSim(Adversaries):
         self.clients_done = 0  # heights every client took
         self.client_lag: list[int] = []
         self.submitted: dict[bytes, int] = {}
+        self.undecided: set[bytes] = set()  # values asked that no height decided yet
+        self.decided_at: dict[bytes, int] = {}  # value id -> the height whose block holds it
+        self.target: int | None = None  # heights needed: set once every value asked is decided
         self.sent_at_height: dict[int, int] = {}
         self.exposed: set[str] = set()
         self.emergencies = self.rejected = self.refused = self.suppressed = 0
@@ -193,32 +202,38 @@ class ConsensusSim(Adversaries):
         for c in self.clients:
             self.loop.at(self.rng.randrange(1, self.o.client_pull_ms), self._pull, c)
         self.loop.at(0, self._sample_trust)
-        heights, limit, step, shown = self.o.heights, self.o.max_time_ms, self.loop.step, -1
+        limit, step, shown = self.o.max_time_ms, self.loop.step, -1
         while step():
             if self.violation:
                 break
-            if (self.done >= heights and (not self.clients or self.clients_done >= heights)) or self.loop.now > limit:
+            heights = self.target
+            if heights is not None and self.done >= heights and (not self.clients or self.clients_done >= heights):
+                break
+            if self.loop.now > limit:
                 break
             if self.progress and self.done != shown:
                 shown = self.done
-                self.progress(shown, heights, self.loop.now)
+                self.progress(shown, heights or self.o.heights, self.loop.now)
         return self._result(time.perf_counter() - started)
 
     def _submit(self, j: int) -> None:
         value = f"decision {j} (seed {self.o.seed})".encode()
         self.submitted[m.value_id(value)] = self.loop.now
+        self.undecided.add(m.value_id(value))
         if not self.clients:
             i = self.rng.choice(self.honest)
             self._apply(i, self.cores[i].submit(value, self.loop.now))
             return
         c = self.rng.choice(self.clients)  # a client's signed request, gossiped until validators take it
-        request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0, value=value)
+        block = encode_block([value])
+        request = m.sign(self.keys[c], m.REQUEST, self.committee.id, self.cores[c].height, 0,
+                         value_id=m.block_id_of(block), value=block)
         self._resubmit(c, request)
 
     def _resubmit(self, c: int, request: m.Message) -> None:
         """A client gossips its request again every ``resend_ms`` until a commit decides its value
         (gossip from two peers can die out before it meets an honest validator)."""
-        if m.value_id(request.value) in self.cores[c].decided_ids:
+        if all(m.value_id(v) in self.cores[c].decided_ids for v in m.block_values(request.value)):
             return
         self._gossip(c, request, None)
         if self.loop.now < self.o.max_time_ms:
@@ -294,9 +309,10 @@ class ConsensusSim(Adversaries):
         elif kind == m.REQUEST and self.clients and self.committee.weight(payload.sender) == 0:
             if not bad and self._first_sighting(receiver, payload):
                 self._gossip(receiver, payload, sender)  # a client's request: passed on through the mesh
-            vid = m.value_id(payload.value)
-            if core.is_validator and not bad and vid not in core.pending and vid not in core.decided_ids:
-                self._apply(receiver, core.submit(payload.value, self.loop.now))  # a validator takes it up
+            for value in m.block_values(payload.value):
+                vid = m.value_id(value)
+                if core.is_validator and not bad and vid not in core.pending and vid not in core.decided_ids:
+                    self._apply(receiver, core.submit(value, self.loop.now))  # a validator takes it up
             return
         self._reply_to = sender
         actions = core.receive(payload, self.loop.now)
@@ -345,20 +361,22 @@ class ConsensusSim(Adversaries):
     # --- checks and measures -----------------------------------------------------------
 
     def _decided(self, i: int, d: Decide) -> None:
-        """The safety check, at every decision of an honest node: the same value as the first
-        honest decision of that height (O(1), and nothing else can break safety)."""
+        """The safety check, at every decision of an honest node: the same block as the first
+        honest decision of that height (O(1), and nothing else can break safety), and, at a
+        height's first decision, none of its values decided at another height."""
         if i in self.byzantine:
             return
         now = self.loop.now
         first = self.first_decision.get(d.height)
         if first is None:
-            self.first_decision[d.height] = (now, d.value, d.round)
+            self.first_decision[d.height] = (now, d.block, d.round)
+            self._first_of_height(d)
             for p in d.precommits:  # validators whose precommit made the decision: agreement evidence
                 if p.sender in self._scores:
                     self._observe(p.sender, Observed("consensus_ok", now, ref=f"height {d.height}"))
-        elif first[1] != d.value:
-            self.violation = (f"height {d.height}: node {i} committed {d.value[:40]!r}, another honest node "
-                              f"{first[1][:40]!r}")
+        elif first[1] != d.block:
+            self.violation = (f"height {d.height}: node {i} committed {d.values[:3]!r}, another honest node "
+                              f"{m.block_values(first[1])[:3]!r}")
         if not self.cores[i].is_validator:
             self.client_count[d.height] = self.client_count.get(d.height, 0) + 1
             self.client_lag.append(now - (first[0] if first else now))
@@ -367,7 +385,7 @@ class ConsensusSim(Adversaries):
                     self.clients_done += 1
                 self._forget()
             return
-        if d.height < self.o.heights and not d.from_commit and self.clients:
+        if (self.target is None or d.height < self.target) and not d.from_commit and self.clients:
             # an honest validator that decided hands the signed commit to a few clients
             commit = self.cores[i].commit_message(d.height)
             self.sent_at_height[d.height] = self.sent_at_height.get(d.height, 0) + 1
@@ -377,6 +395,15 @@ class ConsensusSim(Adversaries):
             while self.decided_count.get(self.done, 0) == len(self.honest):
                 self.done += 1
             self._forget()
+
+    def _first_of_height(self, d: Decide) -> None:
+        for v in d.values:
+            vid = m.value_id(v)
+            if self.decided_at.setdefault(vid, d.height) != d.height:
+                self.violation = f"{v[:40]!r} decided at heights {self.decided_at[vid]} and {d.height}"
+            self.undecided.discard(vid)
+        if self.target is None and not self.undecided and len(self.submitted) == self.o.heights:
+            self.target = max(self.decided_at[vid] for vid in self.submitted) + 1
 
     def _forget(self) -> None:
         """Drop the transport's memory of heights every honest node (validators and clients) is
@@ -399,12 +426,14 @@ class ConsensusSim(Adversaries):
             self.loop.after(250, self._sample_trust)
 
     def _result(self, wall: float) -> Result:
-        heights = min(self.done, self.o.heights)  # (a forked value may be decided too: one more height)
+        heights = min(self.done, self.target if self.target is not None else self.done)
         latencies, previous = [], 0
-        for h in range(heights):  # from when the height could start: its value submitted, the last one decided
-            t, value, _ = self.first_decision[h]
-            latencies.append(t - max(self.submitted.get(m.value_id(value), t), previous))
+        for h in range(heights):  # from when the height could start: a value of it asked, the last one decided
+            t, block, _ = self.first_decision[h]
+            asked = min((self.submitted.get(m.value_id(v), t) for v in m.block_values(block)), default=t)
+            latencies.append(t - max(asked, previous))
             previous = t
+        held = [m.block_values(self.first_decision[h][1]) for h in range(heights)]
         return Result(
             options=self.o, decided_heights=heights, safe=self.violation is None, violation=self.violation,
             latencies_ms=latencies, messages_per_height=[self.sent_at_height.get(h, 0) for h in range(heights)],
@@ -413,4 +442,6 @@ class ConsensusSim(Adversaries):
             rejected=self.rejected, sim_time_ms=self.loop.now, steps=self.loop.steps, wall_seconds=wall,
             trust=self.trust_points, validators=len(self.validators), byzantine_weight=self.byzantine_weight,
             clients=len(self.clients), client_decisions=sum(self.client_count.get(h, 0) for h in range(heights)),
-            client_lag_ms=self.client_lag, commits_refused=self.refused, suppressed=self.suppressed)
+            client_lag_ms=self.client_lag, commits_refused=self.refused, suppressed=self.suppressed,
+            decided_values=sum(m.value_id(v) in self.submitted for vs in held for v in vs),
+            values_per_height=[len(vs) for vs in held])

@@ -170,24 +170,28 @@ def test_status_and_result_refuse_a_target_that_is_not_a_did(run_cli, home):
 
 
 def test_decisions_are_newest_first_with_the_same_fields_for_provisional_ones(run_cli, home):
-    """Committed heights 0 and 1 (1 after an emergency it confirmed), and a provisional
-    emergency_consensus at height 2: listed height 2, 1, 0, each with round and emergency."""
+    """Committed heights 0 and 1 (1 a block of two values, after an emergency it confirmed), and a
+    provisional emergency_consensus at height 2: listed height 2, then 1 (index 1, 0), then 0,
+    each value with its height, index, round and emergency."""
+    from meshnode.consensus.blocks import encode_block
     from meshnode.store import decisions
 
     db = Database(db_path(home), create=False)
     try:
-        decisions.save_decision(db, "e0-c", 0, b"first", 0, [], 1000)
-        decisions.save_emergency(db, "e0-c", 1, b"second", 2000)
-        decisions.save_decision(db, "e0-c", 1, b"second", 3, [], 3000)
+        decisions.save_decision(db, "e0-c", 0, [b"first"], 0, [], 1000)
+        decisions.save_emergency(db, "e0-c", 1, encode_block([b"second", b"third"]), 2000)
+        decisions.save_decision(db, "e0-c", 1, [b"second", b"third"], 3, [], 3000)
         decisions.revisit(db, "e0-c", 1, True)
-        decisions.save_emergency(db, "e0-c", 2, b"alone", 4000)
+        decisions.save_emergency(db, "e0-c", 2, encode_block([b"alone"]), 4000)
     finally:
         db.close()
     rows = json.loads(ok(run_cli("--home", home, "consensus", "decisions", "--json")))
-    assert [(r["height"], r["status"], r["round"]) for r in rows] == \
-        [(2, "emergency_consensus", None), (1, "committed", 3), (0, "committed", 0)]
+    assert [(r["height"], r["index"], r["status"], r["round"]) for r in rows] == \
+        [(2, 0, "emergency_consensus", None), (1, 1, "committed", 3), (1, 0, "committed", 3), (0, 0, "committed", 0)]
+    assert [r["value"] for r in rows] == ["alone", "third", "second", "first"]
     assert [r["emergency"] for r in rows] == [{"value": "alone", "revisited": None},
-                                              {"value": "second", "revisited": "confirmed"}, None]
+                                              {"value": "second | third", "revisited": "confirmed"},
+                                              {"value": "second | third", "revisited": "confirmed"}, None]
     text = ok(run_cli("--home", home, "consensus", "decisions")).splitlines()
-    assert ["PROVISIONAL" in text[0], "second" in text[1], "first" in text[2]] == [True] * 3, text
+    assert ["PROVISIONAL" in text[0], "third" in text[1], "second" in text[2], "first" in text[3]] == [True] * 4, text
     assert len(json.loads(ok(run_cli("--home", home, "consensus", "decisions", "--json", "--limit", "1")))) == 1

@@ -7,12 +7,18 @@ import hashlib
 import pytest
 
 from meshnode.consensus import messages as m
+from meshnode.consensus.blocks import block_id, encode_block
 from meshnode.consensus.committee import Committee, weights_from_trust
 from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Revisit, Timeouts
 from meshnode.identity.keys import NodeKey
 
 KEYS = [NodeKey(hashlib.sha256(b"core-%d" % i).digest()) for i in range(5)]
 COMMITTEE = Committee.of({k.did: 1 for k in KEYS[:4]})
+
+
+def blk(*values: bytes) -> dict:
+    """The id and bytes of the block of ``values``, as proposal and commit fields."""
+    return {"value_id": block_id(values), "value": encode_block(values)}
 
 
 def run_synchronously(cores, first_actions, drop=lambda sender, receiver, msg: False, limit=10_000):
@@ -33,13 +39,13 @@ def run_synchronously(cores, first_actions, drop=lambda sender, receiver, msg: F
 
 
 def test_messages_round_trip_and_refuse_forgeries():
-    msg = m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, value_id=m.value_id(b"v"), valid_round=0, value=b"v")
+    msg = m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, valid_round=0, **blk(b"v"))
     assert m.decode(msg.encode()) == msg
     forged = m.Message(m.PREVOTE, "c", 3, 1, KEYS[1].did, signature=msg.signature).encode()
     with pytest.raises(m.MessageError, match="not signed by its sender"):
         m.decode(forged)
-    with pytest.raises(m.MessageError, match="SHA-256"):
-        m.decode(m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, value_id=bytes(32), value=b"v").encode())
+    with pytest.raises(m.MessageError, match="Merkle root"):
+        m.decode(m.sign(KEYS[0], m.PROPOSAL, "c", 3, 1, value_id=bytes(32), value=encode_block([b"v"])).encode())
     with pytest.raises(m.MessageError):
         m.decode(b"\xa1\x61t\x61x")
 
@@ -56,7 +62,7 @@ def test_committee_quorums_are_exact_and_proposers_follow_weight():
 def test_four_honest_validators_decide_the_same_value():
     cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
     decided = run_synchronously(cores, [(0, cores[0].submit(b"hello", 0))])
-    assert all([d.value for d in decided[i]] == [b"hello"] for i in range(4))
+    assert all([v for d in decided[i] for v in d.values] == [b"hello"] for i in range(4))
     assert all(core.height == 1 for core in cores)
     assert COMMITTEE.quorum(sum(COMMITTEE.weight(p.sender) for p in decided[0][0].precommits))
 
@@ -67,7 +73,7 @@ def test_one_silent_validator_of_four_does_not_stop_decisions():
     decided = run_synchronously(cores, [(0, cores[0].submit(b"v1", 0))],
                                 drop=lambda i, j, msg: silent in (i, j))
     for i in range(3):
-        assert [d.value for d in decided[i]] == [b"v1"] or cores[i].height == 0
+        assert [v for d in decided[i] for v in d.values] == [b"v1"] or cores[i].height == 0
     # the proposer may be the silent one: then round changes carry the decision, driven by timeouts
     now = 0
     while any(cores[i].height == 0 for i in range(3)) and now < 60_000:
@@ -118,7 +124,7 @@ def test_a_locked_validator_prevotes_nil_for_another_value():
     proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(0, 1))
     if proposer is KEYS[0]:
         pytest.skip("this committee makes us the proposer of round 1")
-    other = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 0, 1, value_id=m.value_id(b"other"), value=b"other")
+    other = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 0, 1, **blk(b"other"))
     out = core.receive(other, 0)
     prevotes = [a.message for a in out if isinstance(a, Broadcast) and a.message.kind == m.PREVOTE]
     assert prevotes and prevotes[0].value_id is None
@@ -130,12 +136,12 @@ def test_a_node_behind_catches_up_from_a_commit_and_rejects_a_short_one():
                                 drop=lambda i, j, msg: 3 in (i, j))
     d = decided[0][0]
     late = Core(KEYS[3], COMMITTEE)
-    short = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, value_id=m.value_id(b"v"), value=b"v",
+    short = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, **blk(b"v"),
                    commit=tuple(p.encode() for p in d.precommits[:2]))
     assert not [a for a in late.receive(m.decode(short.encode()), 0) if isinstance(a, Decide)]
-    full = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, value_id=m.value_id(b"v"), value=b"v",
+    full = m.sign(KEYS[0], m.COMMIT, COMMITTEE.id, 0, d.round, **blk(b"v"),
                   commit=tuple(p.encode() for p in d.precommits))
-    assert [a.value for a in late.receive(m.decode(full.encode()), 0) if isinstance(a, Decide)] == [b"v"]
+    assert [v for a in late.receive(m.decode(full.encode()), 0) if isinstance(a, Decide) for v in a.values] == [b"v"]
     assert late.height == 1
 
 
@@ -143,28 +149,28 @@ def test_an_isolated_node_decides_provisionally_and_revisits():
     core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(emergency_after_ms=5000))
     core.submit(b"alone", 0)
     out = core.timeout("emergency", 0, 0, 5000)
-    assert [a for a in out if isinstance(a, Emergency)] == [Emergency(0, b"alone")]
+    assert [a for a in out if isinstance(a, Emergency)] == [Emergency(0, encode_block([b"alone"]))]
     # later the committee decides something else: the provisional decision is revisited
-    precommits = tuple(m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 2, value_id=m.value_id(b"agreed")) for k in KEYS[1:4])
-    commit = m.sign(KEYS[1], m.COMMIT, COMMITTEE.id, 0, 2, value_id=m.value_id(b"agreed"), value=b"agreed",
+    precommits = tuple(m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 2, value_id=block_id([b"agreed"])) for k in KEYS[1:4])
+    commit = m.sign(KEYS[1], m.COMMIT, COMMITTEE.id, 0, 2, **blk(b"agreed"),
                     commit=tuple(p.encode() for p in precommits))
     out = core.receive(m.decode(commit.encode()), 9000)
     revisit = [a for a in out if isinstance(a, Revisit)]
-    assert revisit == [Revisit(0, b"alone", b"agreed")] and not revisit[0].confirmed
+    assert revisit == [Revisit(0, encode_block([b"alone"]), encode_block([b"agreed"]))] and not revisit[0].confirmed
 
 
 def test_a_value_is_decided_once_however_often_it_is_requested():
     cores = [Core(k, COMMITTEE) for k in KEYS[:4]]
     run_synchronously(cores, [(0, cores[0].submit(b"once", 0))])
     assert all(c.height == 1 for c in cores)
-    replayed = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value=b"once")  # gossip replays an old request
+    replayed = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, **blk(b"once"))  # gossip replays an old request
     fresh = Core(KEYS[3], COMMITTEE, height=1, decided_ids={m.value_id(b"once")})  # restarted from its store
     for core in cores[:3] + [fresh]:
         core.receive(replayed, 0)
         assert not core.pending and core.h.step == "idle"
     # and a proposer that proposes it again anyway gets nil prevotes
     proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(1, 0))
-    again = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 1, 0, value_id=m.value_id(b"once"), value=b"once")
+    again = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 1, 0, **blk(b"once"))
     voter = next(c for c in cores if c.key is not proposer)
     voter.h.step = "propose"
     prevotes = [a.message for a in voter.receive(again, 0) if isinstance(a, Broadcast) and a.message.kind == m.PREVOTE]
@@ -186,7 +192,7 @@ def test_a_node_that_joins_asks_for_missed_commits_without_a_new_proposal():
     joined = cores[3].join(0)  # back on the mesh: nothing new is proposed, it asks by itself
     assert [a.message.kind for a in joined if isinstance(a, Broadcast)] == [m.CATCHUP]
     decided = run_synchronously(cores, [(3, joined)])
-    assert [d.value for d in decided[3]] == values and all(d.from_commit for d in decided[3])
+    assert [v for d in decided[3] for v in d.values] == values and all(d.from_commit for d in decided[3])
     assert cores[3].height == 6 and not decided[0]  # the others only answered
 
 
@@ -196,7 +202,7 @@ def test_a_restarted_node_answers_catch_ups_from_stored_commits():
     answers = restarted.receive(m.decode(cores[3].join(0)[0].message.encode()), 0)
     late = cores[3]
     got = [a for b in answers if isinstance(b, Broadcast) for a in late.receive(m.decode(b.message.encode()), 0)]
-    assert [a.value for a in got if isinstance(a, Decide)] == [b"a", b"b"] and late.height == 2
+    assert [v for a in got if isinstance(a, Decide) for v in a.values] == [b"a", b"b"] and late.height == 2
 
 
 def test_a_node_asked_by_one_further_along_learns_it_is_behind():

@@ -26,10 +26,11 @@ def faulty_runs(draw):
         start = draw(st.integers(0, 3000))
         partition = (start, start + draw(st.integers(100, 8000)))
     return Options(nodes=nodes, byzantine=byzantine / nodes, behaviour=draw(st.sampled_from(BEHAVIOURS)),
-                   sybils=draw(st.integers(0, 3)), heights=3, seed=draw(st.integers(0, 2**32)),
+                   sybils=draw(st.integers(0, 3)), heights=draw(st.integers(3, 8)), seed=draw(st.integers(0, 2**32)),
                    latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])), jitter=draw(st.sampled_from([0.1, 0.5, 1.5])),
                    loss=draw(st.sampled_from([0.0, 0.05, 0.3])), duplication=draw(st.sampled_from([0.0, 0.2])),
-                   partition=partition, max_time_ms=120_000)
+                   partition=partition, max_time_ms=120_000,
+                   submit_every_ms=draw(st.sampled_from([0, 20, 100])))  # 0, 20: several values a block
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,7 +46,7 @@ def test_with_a_well_behaved_network_every_decision_is_reached(nodes, behaviour,
     byzantine = (nodes - 1) // 3
     result = ConsensusSim(Options(nodes=nodes, byzantine=byzantine / nodes, behaviour=behaviour, heights=4,
                                   seed=seed, max_time_ms=120_000)).run()
-    assert result.safe and result.decided_heights == 4, (result.decided_heights, result.violation)
+    assert result.safe and result.decided_values == 4, (result.decided_values, result.violation)
     if behaviour == "equivocate" and byzantine:
         assert result.evidence >= 1  # honest nodes exposed equivocators with signed evidence
 
@@ -72,7 +73,7 @@ def test_the_command_line_runs_reports_and_plots(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["safe"] is True and summary["decisions"] == 3 and summary["nodes"] == 8
+    assert summary["safe"] is True and summary["values_decided"] == 3 and summary["nodes"] == 8
     assert "decisions" in result.stderr  # the progress report
     for name in ("decision_latency.png", "messages_per_decision.png", "trust_over_time.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from meshnode.consensus import messages as m
+from meshnode.consensus.blocks import encode_block
 from meshnode.consensus.tendermint import Core, Decide
 from sims.consensus import BEHAVIOURS, KEPT_HEIGHTS, ConsensusSim, Options
 
@@ -25,10 +26,11 @@ def committee_runs(draw):
         start = draw(st.integers(0, 3000))
         partition = (start, start + draw(st.integers(100, 6000)))
     return Options(nodes=nodes, committee=committee, byzantine=draw(st.integers(0, (committee - 1) // 3)) / committee,
-                   behaviour=draw(st.sampled_from(BEHAVIOURS)), sybils=draw(st.integers(0, 2)), heights=3,
-                   seed=draw(st.integers(0, 2**32)), latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])),
+                   behaviour=draw(st.sampled_from(BEHAVIOURS)), sybils=draw(st.integers(0, 2)),
+                   heights=draw(st.integers(3, 8)), seed=draw(st.integers(0, 2**32)), latency_ms=draw(st.sampled_from([5.0, 50.0, 200.0])),
                    jitter=draw(st.sampled_from([0.1, 0.5, 1.5])), loss=draw(st.sampled_from([0.0, 0.05, 0.3])),
-                   duplication=draw(st.sampled_from([0.0, 0.2])), partition=partition, max_time_ms=60_000)
+                   duplication=draw(st.sampled_from([0.0, 0.2])), partition=partition, max_time_ms=60_000,
+                   submit_every_ms=draw(st.sampled_from([0, 20, 100])))  # 0, 20: several values a block
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,13 +51,13 @@ def test_every_client_takes_every_decision_from_a_verified_commit(nodes, committ
     sim = ConsensusSim(options)
     assume(sim.byzantine_weight < 1 / 3)
     result = sim.run()
-    assert result.safe and result.decided_heights == 4, (result.decided_heights, result.violation)
-    assert result.client_decisions == result.clients * 4
+    assert result.safe and result.decided_values == 4, (result.decided_values, result.violation)
+    assert result.client_decisions == result.clients * result.decided_heights
     decided = {h: v for h, (_, v, _) in sim.first_decision.items()}
-    for c in sim.clients:  # each client holds the committee's value for each height, with its precommits
-        for h in range(4):
+    for c in sim.clients:  # each client holds the committee's block for each height, with its precommits
+        for h in range(result.decided_heights):
             d = sim.cores[c].decided[h]
-            assert d.from_commit and d.value == decided[h]
+            assert d.from_commit and d.block == decided[h]
             assert sim.committee.quorum(sum(sim.committee.weight(p.sender) for p in d.precommits))
 
 
@@ -88,9 +90,9 @@ def test_a_client_refuses_a_commit_without_a_quorum_of_valid_precommits():
                       value_id=genuine.value_id, value=genuine.value, commit=(bytes(raw),) + genuine.commit[1:])
     assert not _decides(_fresh_client(sim), tampered)
     # the same precommits under another value: refused
-    other = b"not what was decided"
+    other = encode_block([b"not what was decided"])
     moved = m.sign(sim.keys[sim.honest[0]], m.COMMIT, genuine.committee, 0, genuine.round,
-                   value_id=m.value_id(other), value=other, commit=genuine.commit)
+                   value_id=m.block_id_of(other), value=other, commit=genuine.commit)
     assert not _decides(_fresh_client(sim), moved)
 
 
@@ -98,9 +100,9 @@ def test_spamming_validators_send_forged_commits_and_clients_refuse_them():
     sim = ConsensusSim(Options(nodes=30, committee=7, byzantine=2 / 7, behaviour="spam", heights=3, seed=5))
     assert sim.byzantine_weight < 1 / 3
     result = sim.run()
-    assert result.safe and result.decided_heights == 3
+    assert result.safe and result.decided_values == 3
     assert result.commits_refused > 0 and result.rejected > 0
-    assert result.client_decisions == result.clients * 3
+    assert result.client_decisions == result.clients * result.decided_heights
 
 
 def test_sends_per_node_do_not_grow_with_the_mesh():
@@ -120,8 +122,9 @@ def test_sends_per_node_do_not_grow_with_the_mesh():
         clients = set(sim.clients)
         sim.net.send = counting
         r = sim.run()
-        assert r.safe and r.decided_heights == 3 and r.client_decisions == r.clients * 3
-        return r.sent / 3 / nodes, to_clients / 3 / len(clients)
+        h = r.decided_heights
+        assert r.safe and r.decided_values == 3 and r.client_decisions == r.clients * h
+        return r.sent / h / nodes, to_clients / h / len(clients)
 
     (small, small_client), (large, large_client) = run(50), run(400)
     assert large < small * 1.2, (small, large)
@@ -130,7 +133,7 @@ def test_sends_per_node_do_not_grow_with_the_mesh():
 
 def test_the_transport_forgets_heights_every_honest_validator_is_past():
     sim = ConsensusSim(Options(nodes=40, committee=10, byzantine=0.2, heights=8, seed=4))
-    assert sim.run().decided_heights == 8
+    assert sim.run().decided_values == 8
     assert max(len(sim._holders), len(sim._relayed)) <= KEPT_HEIGHTS + 3
 
 

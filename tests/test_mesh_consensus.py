@@ -3,6 +3,7 @@ deciding with one member killed, and a restarted member catches up."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -51,6 +52,19 @@ def report(nodes: list[Node]) -> list:
     return out
 
 
+@contextlib.contextmanager
+def reported(nodes: list[Node]):
+    """Kill the nodes afterwards; on a failed assertion, first say where each stands."""
+    try:
+        yield
+    except AssertionError:
+        print(report(nodes))
+        raise
+    finally:
+        for n in nodes:
+            n.kill()
+
+
 def heartbeats_sent(node: Node) -> int:
     return sum(m["value"] for m in node.call("metrics") if m["name"] == "heartbeats_sent")
 
@@ -72,7 +86,7 @@ def decided(node: Node) -> list[str]:
 
 def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
     nodes = committee_of(tmp_path, 4)
-    try:
+    with reported(nodes):
         start_committee(nodes)
         assert nodes[0].call("consensus_status")["validators"] == 4
 
@@ -115,21 +129,17 @@ def test_a_committee_of_four_decides_and_survives_losing_one(tmp_path):
             assert n.stop() == 0
         offline = json.loads(nodes[1].cli("consensus", "decisions", "--json"))  # the store, without a node
         assert len(offline) == 3
-    except AssertionError:  # say where each node stands and what it logged
-        print(report(nodes))
-        raise
-    finally:
-        for n in nodes:
-            n.kill()
 
 
 def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path):
     nodes = committee_of(tmp_path, 4)
-    try:
+    with reported(nodes):
         start_committee(nodes)
-        values = [f"decision {i}" for i in range(16)]  # enough conduct to earn trust above the consensus floor
+        # enough conduct to earn trust above the consensus floor: conduct is earned per decided height
+        # (a precommit signs a whole block), so each value is asked once the one before is decided
+        values = [f"decision {i}" for i in range(16)]
         for i, value in enumerate(values):
-            nodes[i % 4].call("consensus_propose", {"value": value})
+            nodes[i % 4].call("consensus_propose", {"value": value, "wait_seconds": 30})
         wait_until(lambda: all(len(decided(n)) == 16 for n in nodes), 120, "sixteen decisions")
         for n in nodes:  # each publishes its view of the others as signed trust statements (gossiped)
             assert len(n.call("reputation_round")["published"]) == 3
@@ -148,9 +158,38 @@ def test_the_committee_moves_to_a_new_epoch_weighted_by_published_trust(tmp_path
         wait_until(lambda: all(decided(n)[-1] == "decided in epoch 1" for n in nodes), 60, "a decision in epoch 1")
         for n in nodes:
             assert n.stop() == 0
-    except AssertionError:
-        print(report(nodes))
-        raise
-    finally:
+
+
+def test_a_burst_is_decided_in_blocks_in_one_order_on_every_node(tmp_path):
+    """Values asked at once on every node are decided in fewer heights than values, and every
+    node lists the same values at the same height and index; each block's precommits sign the
+    Merkle root of its values, so a stored value's inclusion proof checks against them alone."""
+    from meshnode.consensus.committee import Committee
+    from meshnode.consensus.proofs import InclusionProof, verify_decided
+    from meshnode.store import decisions
+    from meshnode.store.database import Database
+
+    nodes = committee_of(tmp_path, 4)
+    with reported(nodes):
+        start_committee(nodes)
+        values = [f"burst {i}" for i in range(12)]
+        for i, value in enumerate(values):  # none waits for its decision
+            nodes[i % 4].call("consensus_propose", {"value": value})
+        wait_until(lambda: all(set(values) <= set(decided(n)) for n in nodes), 90, "all four to decide the burst")
+        listings = [[(r["height"], r["index"], r["value"]) for r in n.call("consensus_decisions", {"limit": 100})]
+                    for n in nodes]
+        assert all(listing == listings[0] for listing in listings), listings
+        heights = {h for h, _, _ in listings[0]}
+        assert len(heights) < len(values), listings[0]  # batched
+        for h in heights:
+            assert sorted(i for g, i, _ in listings[0] if g == h) == list(range(sum(g == h for g, _, _ in listings[0])))
+        committee = Committee.of({n.did: 1 for n in nodes})
         for n in nodes:
-            n.kill()
+            assert n.stop() == 0
+        db = Database(nodes[1].home / "data" / "meshnode.db", create=False)
+        try:
+            height, index = decisions.place_of(db, b"burst 5")
+            block, round_, precommits = decisions.block_of(db, committee.id, height)
+        finally:
+            db.close()
+        verify_decided(committee, b"burst 5", InclusionProof.of(height, round_, block, index), precommits)

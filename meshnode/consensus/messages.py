@@ -6,14 +6,18 @@ votes from one validator are proof of equivocation by themselves.
 
 Layout (a CBOR map; ``sig`` covers the map without ``sig``)::
 
-    {"t": kind, "c": committee id, "h": height, "r": round, "v": value id or null,
-     "vr": valid round (proposals), "p": value bytes (proposals), "s": sender DID, "sig": 64 bytes}
+    {"t": kind, "c": committee id, "h": height, "r": round, "v": block id or null,
+     "vr": valid round (proposals), "p": block (proposals, commits, requests),
+     "s": sender DID, "sig": 64 bytes}
 
-Kinds: ``proposal``, ``prevote``, ``precommit``, ``request`` (a value someone
-asks the committee to decide: ``p`` holds it), ``commit`` (``p`` holds the
-value, ``q`` the list of encoded precommits that decided it), ``catchup`` (a
-node behind asks for commits from height ``h`` on). A value id is SHA-256 of
-the value bytes; ``null`` is a vote for nothing (nil).
+Kinds: ``proposal`` (``p`` holds the block proposed for the height),
+``prevote``, ``precommit``, ``request`` (values someone asks the committee
+to decide: ``p`` holds them as a block), ``commit`` (``p`` holds the block, ``q`` the list
+of encoded precommits that decided it), ``catchup`` (a node behind asks for
+commits from height ``h`` on). A height decides a *block* of values
+(``blocks.py``); proposals, votes and commits name it by its block id, the
+Merkle root over its values' SHA-256 hashes, and ``null`` is a vote for
+nothing (nil). A value's own id is its SHA-256.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from functools import lru_cache
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
+from meshnode.consensus import blocks
 from meshnode.container import cbor
 from meshnode.errors import MeshnodeError, IdentityError
 from meshnode.identity.did import public_key_from_did
@@ -58,9 +63,9 @@ class Message:
     height: int
     round: int
     sender: str
-    value_id: bytes | None = None
+    value_id: bytes | None = None  # the block id (proposals, votes, commits)
     valid_round: int = -1
-    value: bytes | None = None
+    value: bytes | None = None  # the block (proposals, commits, requests)
     commit: tuple[bytes, ...] = ()  # encoded precommits (commit messages)
     signature: bytes = field(default=b"", compare=False)
 
@@ -119,11 +124,15 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if not set(raw) <= allowed:
         raise MessageError("bad_message", f"unexpected fields in a {kind}: {sorted(set(raw) - allowed)[:3]}")
     value = raw.get("p")
-    if kind in (PROPOSAL, REQUEST, COMMIT):
-        if type(value) is not bytes or len(value) > MAX_VALUE:
-            raise MessageError("bad_message", f"a {kind} carries a value of at most {MAX_VALUE} bytes")
-        if kind != REQUEST and vid != value_id(value):
-            raise MessageError("bad_message", "the value id is not the SHA-256 of the value")
+    if kind in (PROPOSAL, COMMIT, REQUEST):
+        if type(value) is not bytes:
+            raise MessageError("bad_message", f"a {kind} carries a block")
+        try:
+            block = block_id_of(value)
+        except blocks.BlockError as exc:
+            raise MessageError("bad_block", exc.reason) from None
+        if vid != block:
+            raise MessageError("bad_message", "the block id is not the Merkle root of the block's values")
     valid_round = raw.get("vr", -1)
     if type(valid_round) is not int or not -1 <= valid_round < max(round_, 1):
         raise MessageError("bad_message", "a proposal's valid round is -1 or an earlier round")
@@ -134,6 +143,19 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if check_signature:
         verify_signature(message)
     return message
+
+
+@lru_cache(maxsize=256)
+def block_values(block: bytes) -> tuple[bytes, ...]:
+    """The values of a block (``blocks.decode_block``), remembered by its bytes: the core reads a
+    proposal's values on every vote it counts, and every node gets the same block bytes."""
+    return blocks.decode_block(block, MAX_VALUE)
+
+
+@lru_cache(maxsize=256)
+def block_id_of(block: bytes) -> bytes:
+    """The id of a block (its Merkle root), remembered by its bytes; BlockError if malformed."""
+    return blocks.block_id(block_values(block))
 
 
 @lru_cache(maxsize=16384)

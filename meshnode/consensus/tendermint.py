@@ -2,9 +2,12 @@
 
 Theory of operation
 -------------------
-The mesh decides a sequence of values, one per *height*. Each height runs in
-rounds; in each round one validator (``Committee.proposer``) proposes a value,
-then validators *prevote* and *precommit* for it or for nil. This follows
+The mesh decides a sequence of *blocks*, one per *height*; a block is an
+ordered batch of values (``blocks.py``: its id is the Merkle root over its
+values, so one value's inclusion is provable from the signed commit). Each
+height runs in rounds; in each round one validator (``Committee.proposer``)
+proposes a block, then validators *prevote* and *precommit* for it or for
+nil. This follows
 "The latest gossip on BFT consensus" (Buchman, Kwon, Milosevic, 2018), with
 votes counted by weight: a quorum is more than two thirds of the weight.
 
@@ -18,6 +21,12 @@ votes counted by weight: a quorum is more than two thirds of the weight.
   round has an honest proposer and long enough timeouts, and decides: that is
   liveness after the network stabilises.
 
+Values asked for wait in ``pending`` at every validator (the proposer
+rotates). A proposer puts the oldest pending values not yet decided into its
+block, up to ``BlockLimits`` (a count and a size); what does not fit, or was
+asked too late for this height, goes into a later block. A block is valid
+only if it holds no value already decided, so a value is decided once.
+
 The core is a state machine: ``submit`` (a value to decide), ``receive`` (a
 verified message) and ``timeout`` go in, together with the time; *actions*
 come out: messages to broadcast, timeouts to schedule, decisions, evidence of
@@ -30,10 +39,10 @@ certificates it gets back (the value and a quorum of signed precommits).
 
 Emergency mode (HMP): when a started height has not been decided for
 ``emergency_after_ms`` (an isolated node, or a committee without quorum), the
-core says once which value it would pick alone — the one with the most
-prevote weight it has seen, else its own oldest request — as a provisional
-``Emergency`` decision. When the height is decided later, ``Revisit`` says
-whether the committed value confirmed it.
+core says once which block it would pick alone — the one with the most
+prevote weight it has seen, else the block it would propose — as a
+provisional ``Emergency`` decision. When the height is decided later,
+``Revisit`` says whether the committed block confirmed it.
 """
 
 from __future__ import annotations
@@ -42,82 +51,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
+from meshnode.consensus import proofs
+from meshnode.consensus.actions import (  # noqa: F401 (the actions are this module's interface too)
+    ANNOUNCE, EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING, PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND,
+    BlockLimits, Broadcast, Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
 from meshnode.consensus.committee import Committee
 from meshnode.identity.keys import NodeKey
-
-PROPOSE, PREVOTE_STEP, PRECOMMIT_STEP, IDLE = "propose", "prevote", "precommit", "idle"
-RESEND, EMERGENCY = "resend", "emergency"  # timers besides the three of the algorithm
-FUTURE_HEIGHTS = 4  # messages this far ahead are kept for later; a catch-up answer holds this many commits
-KEPT_COMMITS = 64  # recent commits kept in memory to answer nodes catching up
-MAX_PENDING = 1024
-
-
-# --- actions ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Broadcast:
-    message: m.Message
-
-
-@dataclass(frozen=True)
-class Schedule:
-    step: str  # propose, prevote or precommit
-    height: int
-    round: int
-    at_ms: int
-
-
-@dataclass(frozen=True)
-class Decide:
-    height: int
-    value: bytes
-    round: int
-    precommits: tuple[m.Message, ...]
-    from_commit: bool = False  # learned from another node's commit (catching up), not by our own count
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Two signed votes of one validator for one (kind, height, round) that disagree."""
-
-    first: m.Message
-    second: m.Message
-
-
-@dataclass(frozen=True)
-class Emergency:
-    height: int
-    value: bytes
-
-
-@dataclass(frozen=True)
-class Revisit:
-    height: int
-    provisional: bytes
-    committed: bytes
-
-    @property
-    def confirmed(self) -> bool:
-        return self.provisional == self.committed
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    propose_ms: int = 1000
-    prevote_ms: int = 500
-    precommit_ms: int = 500
-    delta_ms: int = 500  # added per round
-    resend_ms: int = 2000  # own messages of the current round go out again this often (lossy links)
-    emergency_after_ms: int = 30_000
-
-    def of(self, step: str, round_: int) -> int:
-        if step == RESEND:
-            return self.resend_ms
-        base = {PROPOSE: self.propose_ms, PREVOTE_STEP: self.prevote_ms, PRECOMMIT_STEP: self.precommit_ms}[step]
-        return base + round_ * self.delta_ms
-
 
 # --- per-height state -------------------------------------------------------------
 
@@ -144,15 +85,17 @@ class _Height:
     value_weight: dict[tuple[str, int, bytes | None], int] = field(default_factory=dict)  # ... for one value
     fired: set[tuple] = field(default_factory=set)  # one-shot rules already taken
     emergency: bytes | None = None
+    valid_blocks: set[bytes] = field(default_factory=set)  # blocks found valid at this height (it stays so)
 
 
 class Core:
     def __init__(self, key: NodeKey, committee: Committee, *, timeouts: Timeouts = Timeouts(), height: int = 0,
                  valid: Callable[[bytes], bool] = lambda value: True, decided_ids: set[bytes] | None = None,
-                 recent: tuple[Decide, ...] = ()):
+                 recent: tuple[Decide, ...] = (), block_limits: BlockLimits = BlockLimits()):
         self.key = key
         self.committee = committee
         self.timeouts = timeouts
+        self.block_limits = block_limits
         self._valid = valid
         # ids of every value decided so far (the driver loads them from its store): a value is
         # decided once, however often its request is replayed or proposed again
@@ -164,6 +107,8 @@ class Core:
         self.equivocators: set[str] = set()
         self._out: list = []
         self._loopback: list[m.Message] = []  # our own messages, counted once the current rule is done
+        self._unannounced: list[bytes] = []  # values asked here, not yet broadcast as a request
+        self._announced_at = -(2**62)  # when we last broadcast a request
         self._now = 0
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
         self._helped: dict[int, int] = {}  # height -> when we last sent its commit to a node behind
@@ -174,8 +119,20 @@ class Core:
             if d.height < height:
                 self.decided[d.height] = d
 
-    def valid(self, value: bytes) -> bool:
-        return m.value_id(value) not in self.decided_ids and self._valid(value)
+    def valid(self, block: bytes) -> bool:
+        """A block this node may vote for or take from a commit: well formed, each value valid by
+        the driver's rule (``valid``) and none decided before. Found valid once at a height, it
+        stays so (decided values change only with the height; the driver's rule only learns)."""
+        if block in self.h.valid_blocks:
+            return True
+        try:
+            values = m.block_values(block)
+        except blocks.BlockError:
+            return False
+        if all(m.value_id(v) not in self.decided_ids and self._valid(v) for v in values):
+            self.h.valid_blocks.add(block)
+            return True
+        return False
 
     @property
     def height(self) -> int:
@@ -188,12 +145,22 @@ class Core:
     # --- inputs ---------------------------------------------------------------------
 
     def submit(self, value: bytes, now: int) -> list:
-        """Ask the committee to decide ``value`` (it is broadcast as a request)."""
+        """Ask the committee to decide ``value``: it is pending here at once, and broadcast as a
+        request: at once if this node sent none in the last ``request_batch_ms``, else together
+        with the others asked until that much time has passed (one message for a burst of
+        values, which every validator would otherwise receive and relay one by one)."""
         if len(value) > m.MAX_VALUE:
             raise m.MessageError("value_too_large", f"a value is at most {m.MAX_VALUE} bytes")
         self._now = now
+        if m.value_id(value) not in self.decided_ids and len(self._unannounced) < MAX_PENDING:
+            self._unannounced.append(value)
+            batch = self.timeouts.request_batch_ms
+            if len(self._unannounced) == 1:  # (more: an announcement is already scheduled)
+                if batch <= 0 or now - self._announced_at >= batch:
+                    self._announce()
+                else:
+                    self._out.append(Schedule(ANNOUNCE, self.h.number, 0, self._announced_at + batch))
         self._add_pending(value)
-        self._send(m.REQUEST, self.h.number, 0, value=value)
         self._maybe_start()
         return self._flush()
 
@@ -227,7 +194,9 @@ class Core:
     def timeout(self, step: str, height: int, round_: int, now: int) -> list:
         self._now = now
         h = self.h
-        if height == h.number:
+        if step == ANNOUNCE:
+            self._announce()
+        elif height == h.number:
             if step == EMERGENCY:
                 self._maybe_emergency()
             elif step == RESEND:
@@ -247,7 +216,8 @@ class Core:
     def _dispatch(self, msg: m.Message) -> None:
         if msg.kind == m.REQUEST:
             if self.committee.weight(msg.sender) > 0 or msg.sender == self.key.did:
-                self._add_pending(msg.value)
+                for value in m.block_values(msg.value):
+                    self._add_pending(value)
                 self._maybe_start()
         elif msg.kind == m.CATCHUP:
             if msg.height > self.h.number:
@@ -386,10 +356,10 @@ class Core:
             self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
         h.round, h.step = round_, PROPOSE
         if self.committee.proposer(h.number, round_) == self.key.did:
-            value = h.valid_value if h.valid_value is not None else next(iter(self.pending.values()), None)
-            if value is not None:
-                self._send(m.PROPOSAL, h.number, round_, value_id=m.value_id(value), valid_round=h.valid_round,
-                           value=value)
+            block = h.valid_value if h.valid_value is not None else self._next_block()
+            if block is not None:
+                self._send(m.PROPOSAL, h.number, round_, value_id=m.block_id_of(block), valid_round=h.valid_round,
+                           value=block)
                 return
         self._schedule(PROPOSE)
 
@@ -402,31 +372,34 @@ class Core:
         for kind in (m.PREVOTE, m.PRECOMMIT):
             again.extend(h.votes.get((kind, h.round), {}).get(self.key.did, {}).values())
         if h.valid_value is not None:
-            vid = m.value_id(h.valid_value)
+            vid = m.block_id_of(h.valid_value)
             again.extend(p for p in h.proposals.get(h.valid_round, {}).values() if p.value_id == vid)
             again.extend(said[vid] for said in h.votes.get((m.PREVOTE, h.valid_round), {}).values() if vid in said)
         self._out.extend(Broadcast(msg) for msg in again)
-        if self.pending and h.step != IDLE:
+        block = self._next_block() if h.step != IDLE else None
+        if block is not None:  # what it would propose, asked again
             self._out.append(Broadcast(m.sign(self.key, m.REQUEST, self.committee.id, h.number, 0,
-                                              value=next(iter(self.pending.values())))))
+                                              value_id=m.block_id_of(block), value=block)))
         self._out.append(Schedule(RESEND, h.number, 0, self._now + self.timeouts.resend_ms))
 
-    def _decide(self, value: bytes, round_: int) -> None:
+    def _decide(self, block: bytes, round_: int) -> None:
         h = self.h
-        vid = m.value_id(value)
+        vid = m.block_id_of(block)
         precommits = tuple(said[vid] for said in h.votes.get((m.PRECOMMIT, round_), {}).values() if vid in said)
-        self._record_decision(Decide(h.number, value, round_, precommits))
+        self._record_decision(Decide(h.number, block, round_, precommits))
 
     def _record_decision(self, decision: Decide) -> None:
         provisional = self.h.emergency
         self.decided[decision.height] = decision
-        self.decided_ids.add(m.value_id(decision.value))
+        decided_ids = [m.value_id(v) for v in decision.values]
+        self.decided_ids.update(decided_ids)
         self._decided_at[decision.height] = self._now
         self._decided_at.pop(decision.height - KEPT_COMMITS, None)
         self._out.append(decision)
         if provisional is not None:
-            self._out.append(Revisit(decision.height, provisional, decision.value))
-        self.pending.pop(m.value_id(decision.value), None)
+            self._out.append(Revisit(decision.height, provisional, decision.block))
+        for vid in decided_ids:  # what was asked and not in this block stays pending: the next block takes it
+            self.pending.pop(vid, None)
         self.h = _Height(decision.height + 1)
         self._loopback.clear()  # our votes of the decided height count no more
         self.decided.pop(decision.height - KEPT_COMMITS, None)  # keep recent commits for catch-up answers
@@ -459,7 +432,7 @@ class Core:
             self._out.append(Broadcast(commit))
 
     def commit_message(self, height: int) -> m.Message | None:
-        """The signed commit of a height this node decided and still keeps (its value and the
+        """The signed commit of a height this node decided and still keeps (its block and the
         precommits that decided it), as catch-up answers carry it; None otherwise. Signing is
         deterministic, so the message is made once per height and kept while the decision is."""
         d = self.decided.get(height)
@@ -468,7 +441,7 @@ class Core:
         made = self._commits.get(height)
         if made is None:
             made = self._commits[height] = m.sign(
-                self.key, m.COMMIT, self.committee.id, height, d.round, value_id=m.value_id(d.value), value=d.value,
+                self.key, m.COMMIT, self.committee.id, height, d.round, value_id=m.block_id_of(d.block), value=d.block,
                 commit=self._commit_raw.pop(height, None) or tuple(p.encode() for p in d.precommits))
         return made
 
@@ -485,19 +458,11 @@ class Core:
                 self.future.setdefault(msg.height, []).append(msg)
                 self._ask_for_commits()
             return
-        weight, seen = 0, set()
-        for raw in msg.commit:
-            try:
-                p = m.decode_verified(raw)
-            except m.MessageError:
-                return
-            if (p.kind != m.PRECOMMIT or p.committee != self.committee.id or p.height != msg.height
-                    or p.round != msg.round or p.value_id != msg.value_id or p.sender in seen):
-                return
-            seen.add(p.sender)
-            weight += self.committee.weight(p.sender)
-        if self.committee.quorum(weight) and self.valid(msg.value):
-            precommits = tuple(m.decode_verified(raw) for raw in msg.commit)
+        try:
+            precommits = proofs.commit_precommits(self.committee, msg.height, msg.round, msg.value_id, msg.commit)
+        except m.MessageError:
+            return
+        if self.valid(msg.value):
             self._commit_raw[msg.height] = msg.commit  # passed on as received, not encoded again per node
             asked = self._asked
             self._record_decision(Decide(msg.height, msg.value, msg.round, precommits, from_commit=True))
@@ -519,12 +484,46 @@ class Core:
                             support[vid] = support.get(vid, 0) + self.committee.weight(s)
         by_id = {p.value_id: p.value for props in h.proposals.values() for p in props.values()}
         ranked = sorted(((w, vid) for vid, w in support.items() if vid in by_id), reverse=True)
-        value = by_id[ranked[0][1]] if ranked else next(iter(self.pending.values()), None)
-        if value is not None:
-            h.emergency = value
-            self._out.append(Emergency(h.number, value))
+        block = by_id[ranked[0][1]] if ranked else self._next_block()
+        if block is not None:
+            h.emergency = block
+            self._out.append(Emergency(h.number, block))
 
-    # --- helpers --------------------------------------------------------------------
+    # --- helpers ---
+
+    def _next_block(self) -> bytes | None:
+        """The oldest pending values that fit ``block_limits`` and that this node finds valid
+        (one it does not yet would spoil the whole block; it waits in ``pending``); None if none."""
+        limits, chosen, size = self.block_limits, [], 9  # (an array header takes at most 9 bytes)
+        for vid, value in self.pending.items():
+            if vid in self.decided_ids or not self._valid(value):
+                continue
+            size += len(value) + 9  # (so does a byte string's)
+            if size > limits.bytes:
+                break
+            chosen.append(value)
+            if len(chosen) >= limits.values:
+                break
+        return blocks.encode_block(chosen) if chosen else None
+
+    def _announce(self) -> None:
+        """The values asked here since the last announcement, as requests (blocks within the wire
+        limits: one message unless the burst is very large)."""
+        batch, size = [], 9
+        for value in self._unannounced:
+            if batch and (len(batch) == blocks.MAX_BLOCK_VALUES or size + len(value) + 9 > blocks.MAX_BLOCK_BYTES):
+                self._send_request(batch)
+                batch, size = [], 9
+            batch.append(value)
+            size += len(value) + 9
+        if batch:
+            self._send_request(batch)
+        self._unannounced = []
+        self._announced_at = self._now
+
+    def _send_request(self, values: list[bytes]) -> None:
+        block = blocks.encode_block(values)
+        self._send(m.REQUEST, self.h.number, 0, value_id=m.block_id_of(block), value=block)
 
     def _add_pending(self, value: bytes | None) -> None:
         if value is None or len(self.pending) >= MAX_PENDING:

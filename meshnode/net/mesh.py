@@ -58,7 +58,7 @@ from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixi
 from meshnode.net.mesh_liveness import LivenessMixin
 from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
 from meshnode.consensus.committee import Committee
-from meshnode.consensus.tendermint import Timeouts
+from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
 from meshnode.net.mesh_reputation import ReputationMixin
 from meshnode.reputation import GOSSIP_THRESHOLDS
@@ -114,6 +114,7 @@ class NetConfig:
 
     committee_dids: list[str] = field(default_factory=list)  # [consensus] committee: the genesis validators
     consensus_timeouts: Timeouts = field(default_factory=Timeouts)
+    consensus_block_limits: BlockLimits = field(default_factory=BlockLimits)
 
     def committee(self) -> Committee | None:
         """The genesis committee: every listed validator with equal weight (all nodes list the same)."""
@@ -255,7 +256,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
                     committee = self.config.committee()
                     agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
-                        nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts)
+                        nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts,
+                                           self.config.consensus_block_limits)
                     nursery.start_soon(self._read_gossip_containers, containers)
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)

@@ -1,8 +1,10 @@
 """MeshConsensus on the mesh: the committee's messages over gossip, the core's timers on trio.
 
-The pure core (``consensus.tendermint.Core``) decides; this driver feeds it
-verified messages from the topic ``/meshnode/consensus/1``, runs its timers,
-publishes what it says, and stores decisions with their signed precommits.
+The pure core (``consensus.tendermint.Core``) decides a block of values per
+height; this driver feeds it verified messages from the topic
+``/meshnode/consensus/2``, runs its timers, publishes what it says, and stores
+each decided value (with its height and index in the block) and the height's
+signed precommits, in one transaction per block.
 Resent messages carry a counter beside the message so that gossip, which
 drops content it has seen, still delivers them: a gossip payload is the
 deterministic CBOR array ``[message bytes, resend counter]``.
@@ -24,8 +26,8 @@ import trio
 from meshnode.consensus import epochs
 from meshnode.consensus import messages as cm
 from meshnode.consensus.committee import Committee
-from meshnode.consensus.tendermint import (KEPT_COMMITS, Broadcast, Core, Decide, Emergency, Evidence, Revisit,
-                                           Schedule, Timeouts)
+from meshnode.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide, Emergency, Evidence,
+                                           Revisit, Schedule, Timeouts)
 from meshnode.container import cbor
 from meshnode.errors import MeshnodeError
 from meshnode.reputation import Evidence as Observed
@@ -34,7 +36,7 @@ from meshnode.store import decisions
 
 log = logging.getLogger("meshnode.consensus")
 
-CONSENSUS_TOPIC = "/meshnode/consensus/1"
+CONSENSUS_TOPIC = "/meshnode/consensus/2"  # 2: a height decides a block (protocols/consensus.md)
 JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
 MAX_WAIT_S = 50.0  # a proposer waits at most this long for its value's decision (the control call allows 60)
 
@@ -69,42 +71,48 @@ class ConsensusMixin:
                     await self._decision_waiters.setdefault(vid, trio.Event()).wait()
         out = {"value_id": vid.hex(), "working_height": self.core.height}
         if vid in self.core.decided_ids:
-            height = await self.store.read(decisions.height_of, value)
-            return {**out, "status": "committed", "height": height, "already_decided": already}
-        return {**out, "status": "pending", "height": None, "already_decided": False}
+            height, index = self._unsaved.get(vid) or await self.store.read(decisions.place_of, value) or (None, None)
+            return {**out, "status": "committed", "height": height, "index": index, "already_decided": already}
+        return {**out, "status": "pending", "height": None, "index": None, "already_decided": False}
 
     # --- the driver ---------------------------------------------------------------------
 
     def _consensus_now(self) -> int:
         return int(trio.current_time() * 1000)
 
-    async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts) -> None:
+    async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts,
+                             block_limits: BlockLimits = BlockLimits()) -> None:
         start = await self.store.read(decisions.next_height)
         decided = await self.store.read(decisions.decided_value_ids)
         latest = await self.store.read(decisions.latest_epoch)
         if latest is not None:  # a later committee than the configured genesis one
             committee = Committee.of(latest[1], epoch=latest[0])
         self._timeouts = timeouts
+        self._block_limits = block_limits
         self._previous: Core | None = None  # the last epoch's core: it still answers nodes catching up
         self._valid_values: dict[bytes, bool] = {}  # committee values checked against the store
         self._decision_waiters: dict[bytes, trio.Event] = {}  # value id -> proposers waiting for it
         self.core = Core(self.key, committee, timeouts=timeouts, height=start, decided_ids=decided,
-                         valid=self._value_is_valid, recent=await self._recent_commits(committee))
+                         valid=self._value_is_valid, recent=await self._recent_commits(committee),
+                         block_limits=block_limits)
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
+        self._unsaved: dict[bytes, tuple[int, int]] = {}  # value id -> (height, index): decided, not yet stored
+        self._to_store, stored = trio.open_memory_channel(float("inf"))
         self._timers_changed = trio.Event()
         self._resends = 0
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._consensus_reader, subscription)
             nursery.start_soon(self._consensus_timers)
             nursery.start_soon(self._consensus_watch_mesh)
+            nursery.start_soon(self._consensus_writer, stored)
 
     async def _recent_commits(self, committee: Committee) -> tuple[Decide, ...]:
         rows = await self.store.read(decisions.recent_decisions, committee.id, KEPT_COMMITS)
         out = []
-        for height, value, round_, raw in rows:
+        for height, block, round_, raw in rows:
             try:
-                out.append(Decide(height, value, round_, tuple(cm.decode(p) for p in raw)))
+                out.append(Decide(height, block, round_, tuple(cm.decode(p) for p in raw)))
             except MeshnodeError as exc:  # a damaged row answers nobody; the node itself is unaffected
                 log.warning("stored commit of height %d not usable: %s", height, exc.reason)
         return tuple(out)
@@ -143,7 +151,8 @@ class ConsensusMixin:
                 continue
             self.metrics.inc("consensus_received", kind=msg.kind)
             if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
-                await self._check_value(msg.value)
+                for value in cm.block_values(msg.value):  # (decode checked the block)
+                    await self._check_value(value)
             core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
             await self._consensus_apply(core.receive(msg, self._consensus_now()), core)
 
@@ -160,8 +169,12 @@ class ConsensusMixin:
                     await self._consensus_apply(core.timeout(s.step, s.height, s.round, now))
 
     async def _consensus_apply(self, actions: list, core: Core | None = None) -> None:
+        """Carry out the core's actions: messages and timers first (the next height's proposal
+        and votes do not wait for the store), then what is stored, which the writer task does
+        in order while the reader goes on (a block with a committee value is stored and
+        switched to here, before anything of the next height is read)."""
         producer = core or self.core
-        for a in actions:
+        for a in sorted(actions, key=lambda a: not isinstance(a, (Broadcast, Schedule))):  # (stable)
             if producer is not self.core:  # a finished epoch (or one that just ended) only answers catch-ups
                 if isinstance(a, Broadcast) and a.message.kind == cm.COMMIT:
                     await self._consensus_publish(a.message)
@@ -173,28 +186,59 @@ class ConsensusMixin:
                 heapq.heappush(self._timers, (a.at_ms, self._timer_seq, self.core, a))
                 self._timers_changed.set()
             elif isinstance(a, Decide):
-                await self.store.write(decisions.save_decision, self.core.committee.id, a.height, a.value, a.round,
-                                       [p.encode() for p in a.precommits], self.clock())
-                self.metrics.inc("consensus_decisions")
-                waiter = self._decision_waiters.pop(cm.value_id(a.value), None)
-                if waiter is not None:
-                    waiter.set()
-                await self._credit_precommitters(a)
-                await self._maybe_new_epoch(a)
-                if a.from_commit:
-                    self.metrics.inc("consensus_caught_up")
-                    log.info("caught up: height %d (decided in round %d) from a commit", a.height, a.round)
-                else:
-                    log.info("decided height %d in round %d", a.height, a.round)
+                committee, values = self.core.committee.id, a.values
+                for i, value in enumerate(values):
+                    self._unsaved[cm.value_id(value)] = (a.height, i)
+                self._write(self._decided, committee, a, self.clock())
+                if any(map(epochs.parse_committee_value, values)):
+                    await self._written()
+                    await self._maybe_new_epoch(a)
             elif isinstance(a, Emergency):
-                await self.store.write(decisions.save_emergency, self.core.committee.id, a.height, a.value,
-                                       self.clock())
-                self.metrics.inc("consensus_emergencies")
-                log.warning("no quorum for height %d: provisional emergency_consensus decision", a.height)
+                self._write(self._emergency, self.core.committee.id, a)
             elif isinstance(a, Revisit):
-                await self.store.write(decisions.revisit, self.core.committee.id, a.height, a.confirmed)
+                self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
             elif isinstance(a, Evidence):
                 await self._equivocation(a)
+
+    def _write(self, job, *args) -> None:
+        self._to_store.send_nowait((job, args))
+
+    async def _written(self) -> None:
+        """Until everything handed to the writer is stored."""
+        done = trio.Event()
+        self._write(self._set, done)
+        await done.wait()
+
+    @staticmethod
+    async def _set(event: trio.Event) -> None:
+        event.set()
+
+    async def _consensus_writer(self, jobs) -> None:
+        async for job, args in jobs:
+            await job(*args)
+
+    async def _decided(self, committee: str, a: Decide, now: int) -> None:
+        values = a.values
+        await self.store.write(self._save_decision, committee, a, now)  # (one trip to the store)
+        self.metrics.inc("consensus_decisions")
+        self.metrics.inc("consensus_values_decided", len(values))
+        for value in values:
+            vid = cm.value_id(value)
+            self._unsaved.pop(vid, None)
+            waiter = self._decision_waiters.pop(vid, None)
+            if waiter is not None:
+                waiter.set()
+        if a.from_commit:
+            self.metrics.inc("consensus_caught_up")
+            log.info("caught up: height %d (%d values, decided in round %d) from a commit", a.height,
+                     len(values), a.round)
+        else:
+            log.info("decided height %d (%d values) in round %d", a.height, len(values), a.round)
+
+    async def _emergency(self, committee: str, a: Emergency) -> None:
+        await self.store.write(decisions.save_emergency, committee, a.height, a.block, self.clock())
+        self.metrics.inc("consensus_emergencies")
+        log.warning("no quorum for height %d: provisional emergency_consensus decision", a.height)
 
     async def _consensus_publish(self, msg: cm.Message) -> None:
         self._resends += 1  # a counter per publish: gossip never takes a resend for a duplicate
@@ -253,7 +297,10 @@ class ConsensusMixin:
             self._valid_values[vid] = ok  # a value whose statements are missing is asked again later
 
     async def _maybe_new_epoch(self, decision: Decide) -> None:
-        parsed = epochs.parse_committee_value(decision.value)
+        """The first committee value of a decided block switches to its epoch (every node reads
+        the same block, so all switch alike; a later one in the same block names that epoch again
+        and is ignored). Decided values passed the validity rule, so they parse."""
+        parsed = next(filter(None, map(epochs.parse_committee_value, decision.values)), None)
         if parsed is None:
             return
         epoch, dids = parsed
@@ -266,21 +313,22 @@ class ConsensusMixin:
         old = self.core
         self._previous = old
         self.core = Core(self.key, new, timeouts=self._timeouts, height=decision.height + 1,
-                         decided_ids=old.decided_ids, valid=self._value_is_valid)
+                         decided_ids=old.decided_ids, valid=self._value_is_valid, block_limits=self._block_limits)
         self.core.pending = old.pending  # what was asked and not yet decided stays asked
         self.metrics.inc("consensus_epochs")
         await self._consensus_apply(self.core.resume(self._consensus_now()))
         log.info("committee epoch %d: %d validators from height %d", epoch, len(new.members), decision.height + 1)
 
-    async def _credit_precommitters(self, decision: Decide) -> None:
-        """Validators whose signed precommit made a decision earn consensus conduct evidence
-        (once per decision: the reference is the height's commit)."""
-        ref = f"commit:{self.core.committee.id}:{decision.height}"
+    def _save_decision(self, db, committee: str, decision: Decide, now: int) -> None:
+        """In the store's thread: the decided block's values, and consensus conduct evidence for
+        the validators whose signed precommit made the decision (once per decision: the
+        reference is the height's commit)."""
+        decisions.save_decision(db, committee, decision.height, decision.values, decision.round,
+                                [p.encode() for p in decision.precommits], now)
+        ref = f"commit:{committee}:{decision.height}"
         for p in decision.precommits:
             if p.sender != self.key.did:
-                ev = Observed("consensus_ok", self.clock(), ref=ref)
-                await self.store.write(lambda db, did=p.sender: records.record_evidence(db, did, [ev],
-                                                                                         now_ms=self.clock()))
+                records.record_evidence(db, p.sender, [Observed("consensus_ok", now, ref=ref)], now_ms=now)
 
     async def _equivocation(self, evidence: Evidence) -> None:
         """Two conflicting signed votes: kept as a container anyone can check, and counted."""
