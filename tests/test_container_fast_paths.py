@@ -91,6 +91,9 @@ def _resigned(c, **head_changes) -> bytes:
     ({"timestamp": "x" * 41}, "bad_structure"),
     ({"sender_did": "did:key:zNotAKey"}, "bad_sender"),
     ({"schema": 7}, "bad_structure"),
+    ({"class": ["note"]}, "bad_structure"),  # unhashable where the fast path looks up a sender
+    ({"version": {"v": 1}}, "bad_structure"),
+    ({"sender_did": [KEYS[0].did]}, "bad_structure"),
 ])
 def test_a_known_sender_with_a_wrong_fixed_field_is_refused_with_the_full_checks_code(changes, code):
     c = build_container(KEYS[0], "note", NOTE, timestamp_ms=T0, meta={"created_by": "AGENT"})
