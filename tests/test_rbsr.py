@@ -92,6 +92,38 @@ def test_a_single_difference_is_named_by_the_sums_in_three_messages():
         assert messages == 3 and wire < 1024, (messages, wire)
 
 
+def test_a_peer_cannot_make_a_large_range_checked(monkeypatch):
+    """The check is a pass over the range: above ROOT_CHECK_MAX ids this side computes it for no
+    range, even when a peer sends one with every split; the pass still ends exact."""
+    from meshnode.sync import rbsr
+
+    monkeypatch.setattr(rbsr, "ROOT_CHECK_MAX", 50)
+
+    class Hostile(Rbsr):  # sends a check with every split, whatever its size
+        def _describe(self, *args, **kwargs):
+            monkeypatch.setattr(rbsr, "ROOT_CHECK_MAX", 1 << 40)
+            try:
+                return super()._describe(*args, **kwargs)
+            finally:
+                monkeypatch.setattr(rbsr, "ROOT_CHECK_MAX", 50)
+
+    base = [ident(i) for i in range(400)]
+    for a_ids, b_ids in ((base + [ident(-1)], base), (base, base + [ident(-1)])):
+        a, b = Hostile(list(a_ids), True), Rbsr(list(b_ids), False)
+        passes = []
+        real = b.index.check
+        b.index.check = lambda depth, prefix: passes.append(b.index.count_and_sum(depth, prefix)[0]) or real(depth, prefix)
+        message, sender, receiver = a.initiate(), a, b
+        for _ in range(100):
+            message = receiver.receive(cbor.decode(cbor.encode(message), max_bytes=1 << 24, max_depth=8)[0])
+            if message is None:
+                sender.peer_ended()
+                break
+            sender, receiver = receiver, sender
+        assert_exact(a, b, a_ids, b_ids)
+        assert max(passes, default=0) <= 50, passes
+
+
 def test_differences_that_add_up_to_an_id_are_not_taken_for_it():
     """a holds x1 and x2, b holds y, the counts differ by one: the sums point at x1 + x2 - y, which
     the check (sums of squares) refuses, so the range is split and the true three are found."""
