@@ -208,7 +208,7 @@ class Rbsr:
         f = self.fp_len
         for u in units:
             c, s = self.index.count_and_sum(u.depth, u.prefix)
-            if u.total is not None and ((c, s) == u.total or self._decode(u, c, s)):
+            if u.total is not None and ((c, s) == u.total[:2] or self._decode(u, c, s)):
                 plans.append(0)
                 continue
             if c <= 1:
