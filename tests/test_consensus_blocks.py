@@ -260,3 +260,17 @@ def test_the_block_vectors_of_the_protocol_document_hold():
             assert (proof.height, proof.round, proof.block_id, proof.count) == (case["height"], case["round"], root,
                                                                                  len(values))
             assert blocks.verify_inclusion(root, values[p["index"]], p["index"], len(values), proof.siblings)
+
+
+def test_a_value_asked_again_before_its_announcement_goes_out_once():
+    """A client retrying ``consensus submit`` within request_batch_ms: the request holds the
+    value once (a block with a value twice is refused by every node, and used to raise here)."""
+    core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(request_batch_ms=50))
+    core.submit(b"a", 0)
+    core.submit(b"b", 10)
+    core.submit(b"b", 20)
+    core.submit(b"a", 30)  # already announced and pending: not asked again
+    sent = [a.message for a in core.timeout(ANNOUNCE, 0, 0, 50) if isinstance(a, Broadcast)]
+    assert [m.block_values(x.value) for x in sent if x.kind == m.REQUEST] == [(b"b",)]
+    assert list(core.pending.values()) == [b"a", b"b"]
+    assert not core.timeout(ANNOUNCE, 0, 0, 100)  # nothing left over

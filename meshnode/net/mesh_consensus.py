@@ -154,7 +154,7 @@ class ConsensusMixin:
                 for value in cm.block_values(msg.value):  # (decode checked the block)
                     await self._check_value(value)
             core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
-            await self._consensus_apply(core.receive(msg, self._consensus_now()), core)
+            await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
 
     async def _consensus_timers(self) -> None:
         while True:
@@ -166,7 +166,17 @@ class ConsensusMixin:
             while self._timers and self._timers[0][0] <= now:
                 _, _, core, s = heapq.heappop(self._timers)
                 if core is self.core:  # timers of a finished epoch lapse
-                    await self._consensus_apply(core.timeout(s.step, s.height, s.round, now))
+                    await self._consensus_apply(self._core_step(core.timeout, s.step, s.height, s.round, now))
+
+    def _core_step(self, step, *args) -> list:
+        """One input to the core; a fault in it (a bug: the core checks its inputs) is logged and
+        counted, and ends neither the timers nor the node, which go on with the next input."""
+        try:
+            return step(*args)
+        except Exception:
+            self.metrics.inc("consensus_core_errors", step=step.__name__)
+            log.exception("consensus core failed on %s", step.__name__)
+            return []
 
     async def _consensus_apply(self, actions: list, core: Core | None = None) -> None:
         """Carry out the core's actions: messages and timers first (the next height's proposal
