@@ -274,3 +274,25 @@ def test_a_value_asked_again_before_its_announcement_goes_out_once():
     assert [m.block_values(x.value) for x in sent if x.kind == m.REQUEST] == [(b"b",)]
     assert list(core.pending.values()) == [b"a", b"b"]
     assert not core.timeout(ANNOUNCE, 0, 0, 100)  # nothing left over
+
+
+def test_a_forged_request_is_refused_before_its_block_is_read_and_no_cache_holds_block_bytes(monkeypatch):
+    """A message claiming any sender, with a big block: the signature is checked first, so a
+    forger costs one signature check, and the caches hold digests, never the block."""
+    values = [b"%05d" % i + b"x" * 100 for i in range(4000)]
+    big = blocks.encode_block(values)
+    real = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(values), value=big)
+    forged = m.Message(m.REQUEST, COMMITTEE.id, 0, 0, KEYS[1].did, real.value_id, value=big,
+                       signature=real.signature)
+    reads = []
+    decode_block = blocks.decode_block
+    monkeypatch.setattr(blocks, "decode_block", lambda *a: reads.append(1) or decode_block(*a))
+    with pytest.raises(m.MessageError) as refused:
+        m.decode(forged.encode())
+    assert refused.value.code == "bad_signature" and not reads
+    fresh = blocks.encode_block([b"fresh-%d" % i for i in range(50)])
+    m.decode(m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(
+        [b"fresh-%d" % i for i in range(50)]), value=fresh).encode())
+    assert reads  # (a good one is read)
+    held = [k for cache in (m._BLOCK_VALUES, m._BLOCK_IDS, m._SIGNATURES) for k in cache.items]
+    assert held and all(len(k) == 32 for k in held)
