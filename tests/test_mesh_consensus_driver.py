@@ -8,7 +8,8 @@ import trio.testing
 
 from meshnode.consensus.tendermint import PROPOSE, Schedule
 from meshnode.metrics import Metrics
-from meshnode.net.mesh_consensus import ConsensusMixin
+from meshnode.consensus.messages import value_id
+from meshnode.net.mesh_consensus import WRITE_QUEUE, ConsensusMixin
 
 
 class _Failing:
@@ -32,3 +33,56 @@ async def test_a_core_timer_that_raises_is_counted_and_the_timers_go_on():
         assert d.metrics.get("consensus_core_errors", step="timeout") == 2
         assert not d._timers
         nursery.cancel_scope.cancel()
+
+
+async def test_decisions_queued_for_the_store_are_stored_when_the_node_shuts_down():
+    """Acknowledged decisions still queued when the node stops are stored (else a restarted
+    committee decides those heights again); the queue is bounded (the reader waits)."""
+    d = _Driver()
+    d._to_store, stored = trio.open_memory_channel(WRITE_QUEUE)
+    done = []
+
+    async def job(i):
+        await trio.sleep(0)  # (a store trip: a checkpoint where cancellation strikes)
+        done.append(i)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(d._consensus_writer, stored)
+        for i in range(WRITE_QUEUE):
+            await d._write(job, i)
+        nursery.cancel_scope.cancel()
+    assert done == list(range(WRITE_QUEUE))
+    assert d._to_store.statistics().max_buffer_size == WRITE_QUEUE
+
+
+class _Core:
+    def __init__(self, decided):
+        self.decided_ids, self.height = decided, 7
+
+
+class _Store:
+    def __init__(self):
+        self.rows = {}
+
+    async def read(self, fn, value):
+        return self.rows.get(value)
+
+
+async def test_a_decision_is_answered_committed_only_once_it_is_stored():
+    d = _Driver()
+    d.store, d._decision_waiters = _Store(), {}
+    d.core = _Core({value_id(b"v")})
+    d._unsaved = {value_id(b"v"): (3, 0)}  # decided, queued for the writer
+    answers = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: _answer(d, answers))
+        await trio.testing.wait_all_tasks_blocked()
+        assert not answers  # not before the write
+        d.store.rows[b"v"] = (3, 0)
+        d._unsaved.clear()
+        d._decision_waiters.pop(value_id(b"v")).set()
+    assert answers[0]["status"] == "committed" and answers[0]["height"] == 3
+
+
+async def _answer(d, answers):
+    answers.append(await d.consensus_submit(b"v"))

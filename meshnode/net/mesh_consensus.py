@@ -39,6 +39,8 @@ log = logging.getLogger("meshnode.consensus")
 CONSENSUS_TOPIC = "/meshnode/consensus/2"  # 2: a height decides a block (protocols/consensus.md)
 JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
 MAX_WAIT_S = 50.0  # a proposer waits at most this long for its value's decision (the control call allows 60)
+WRITE_QUEUE = 16  # store jobs queued for the writer (a few heights: a Decide and its Revisit or Emergency each)
+DRAIN_S = 5.0  # on shutdown, how long the writer may go on storing what was decided (acknowledged) already
 
 
 class ConsensusMixin:
@@ -69,9 +71,12 @@ class ConsensusMixin:
             if wait_s > 0 and vid not in self.core.decided_ids:
                 with trio.move_on_after(min(float(wait_s), MAX_WAIT_S)):
                     await self._decision_waiters.setdefault(vid, trio.Event()).wait()
+        if vid in self.core.decided_ids and vid in self._unsaved:  # decided: "committed" once it is stored
+            with trio.move_on_after(MAX_WAIT_S):
+                await self._decision_waiters.setdefault(vid, trio.Event()).wait()
         out = {"value_id": vid.hex(), "working_height": self.core.height}
-        if vid in self.core.decided_ids:
-            height, index = self._unsaved.get(vid) or await self.store.read(decisions.place_of, value) or (None, None)
+        if vid in self.core.decided_ids and vid not in self._unsaved:
+            height, index = await self.store.read(decisions.place_of, value) or (None, None)
             return {**out, "status": "committed", "height": height, "index": index, "already_decided": already}
         return {**out, "status": "pending", "height": None, "index": None, "already_decided": False}
 
@@ -98,7 +103,7 @@ class ConsensusMixin:
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._unsaved: dict[bytes, tuple[int, int]] = {}  # value id -> (height, index): decided, not yet stored
-        self._to_store, stored = trio.open_memory_channel(float("inf"))
+        self._to_store, stored = trio.open_memory_channel(WRITE_QUEUE)  # (the reader waits while the writer lags)
         self._timers_changed = trio.Event()
         self._resends = 0
         async with trio.open_nursery() as nursery:
@@ -199,24 +204,24 @@ class ConsensusMixin:
                 committee, values = self.core.committee.id, a.values
                 for i, value in enumerate(values):
                     self._unsaved[cm.value_id(value)] = (a.height, i)
-                self._write(self._decided, committee, a, self.clock())
+                await self._write(self._decided, committee, a, self.clock())
                 if any(map(epochs.parse_committee_value, values)):
                     await self._written()
                     await self._maybe_new_epoch(a)
             elif isinstance(a, Emergency):
-                self._write(self._emergency, self.core.committee.id, a)
+                await self._write(self._emergency, self.core.committee.id, a)
             elif isinstance(a, Revisit):
-                self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
+                await self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
             elif isinstance(a, Evidence):
                 await self._equivocation(a)
 
-    def _write(self, job, *args) -> None:
-        self._to_store.send_nowait((job, args))
+    async def _write(self, job, *args) -> None:
+        await self._to_store.send((job, args))
 
     async def _written(self) -> None:
         """Until everything handed to the writer is stored."""
         done = trio.Event()
-        self._write(self._set, done)
+        await self._write(self._set, done)
         await done.wait()
 
     @staticmethod
@@ -224,8 +229,24 @@ class ConsensusMixin:
         event.set()
 
     async def _consensus_writer(self, jobs) -> None:
-        async for job, args in jobs:
-            await job(*args)
+        """Stores what the core decided, in order. A decision is acknowledged (votes went out for
+        the next height) before it is stored, so on shutdown what is queued is still stored, for
+        up to ``DRAIN_S`` (else after a restart the height would be decided again, and differently)."""
+        try:
+            async for job, args in jobs:
+                with trio.CancelScope(shield=True):  # (a job once begun is finished)
+                    await job(*args)
+        finally:
+            with trio.move_on_after(DRAIN_S) as drain:
+                drain.shield = True
+                while True:
+                    try:
+                        job, args = jobs.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                        break
+                    await job(*args)
+            if drain.cancelled_caught:
+                log.warning("shutting down: decisions not all stored within %.0f s", DRAIN_S)
 
     async def _decided(self, committee: str, a: Decide, now: int) -> None:
         values = a.values
