@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus.committee import Committee
+from meshnode.consensus import proofs
 from meshnode.consensus.proofs import InclusionProof, verify_decided
 from meshnode.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
@@ -296,3 +297,16 @@ def test_a_forged_request_is_refused_before_its_block_is_read_and_no_cache_holds
     assert reads  # (a good one is read)
     held = [k for cache in (m._BLOCK_VALUES, m._BLOCK_IDS, m._SIGNATURES) for k in cache.items]
     assert held and all(len(k) == 32 for k in held)
+
+
+def test_a_height_decided_before_blocks_is_not_served_as_a_commit_that_would_be_refused():
+    """Protocol-1 precommits sign the value's SHA-256, not the block id: the restarted node
+    keeps the decision but makes no commit from it (one every node would refuse)."""
+    old = [m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 0, value_id=m.value_id(b"old")) for k in KEYS[:3]]
+    new_block = blocks.encode_block([b"new"])
+    new = [m.sign(k, m.PRECOMMIT, COMMITTEE.id, 1, 0, value_id=m.block_id_of(new_block)) for k in KEYS[:3]]
+    core = Core(KEYS[0], COMMITTEE, height=2, recent=(Decide(0, blocks.encode_block([b"old"]), 0, tuple(old)),
+                                                      Decide(1, new_block, 0, tuple(new))))
+    assert core.commit_message(0) is None
+    served = core.commit_message(1)
+    assert served is not None and len(proofs.commit_precommits(COMMITTEE, 1, 0, served.value_id, served.commit)) == 3

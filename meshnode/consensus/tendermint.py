@@ -440,8 +440,8 @@ class Core:
         precommits that decided it), as catch-up answers carry it; None otherwise. Signing is
         deterministic, so the message is made once per height and kept while the decision is."""
         d = self.decided.get(height)
-        if d is None:
-            return None
+        if d is None or (d.precommits and d.precommits[0].value_id != m.block_id_of(d.block)):
+            return None  # (a height decided before blocks: its precommits sign the value, see protocols/consensus.md)
         made = self._commits.get(height)
         if made is None:
             made = self._commits[height] = m.sign(
