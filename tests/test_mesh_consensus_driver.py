@@ -3,12 +3,17 @@ what it does when the core fails, and with the decisions it has not stored yet."
 
 from __future__ import annotations
 
+import hashlib
+
 import trio
 import trio.testing
 
-from meshnode.consensus.tendermint import PROPOSE, Schedule
+from meshnode.consensus import blocks, epochs
+from meshnode.consensus.committee import Committee
+from meshnode.consensus.messages import PRECOMMIT, PREVOTE, block_id_of, sign, value_id
+from meshnode.consensus.tendermint import PROPOSE, Broadcast, Decide, Schedule
+from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.consensus.messages import value_id
 from meshnode.net.mesh_consensus import WRITE_QUEUE, ConsensusMixin
 
 
@@ -86,3 +91,30 @@ async def test_a_decision_is_answered_committed_only_once_it_is_stored():
 
 async def _answer(d, answers):
     answers.append(await d.consensus_submit(b"v"))
+
+
+async def test_at_an_epoch_switch_the_old_core_s_next_height_messages_are_not_published():
+    """The decision naming the next committee is carried out first: the old core's own
+    precommit for that height still goes out, its proposal and prevote for the next height
+    (under the old committee id, which nobody counts any more) do not."""
+    key = NodeKey(hashlib.sha256(b"driver").digest())
+    committee = Committee.of({key.did: 1})
+    old, new = _Core(set()), _Core(set())
+    old.committee = committee
+    d = _Driver()
+    d.core, d._unsaved, d.clock, published = old, {}, lambda: 0, []
+
+    async def nothing(*args):
+        pass
+
+    async def switch(decision):
+        d.core = new
+
+    async def publish(msg):
+        published.append((msg.kind, msg.height))
+
+    d._write, d._written, d._maybe_new_epoch, d._consensus_publish = nothing, nothing, switch, publish
+    block = blocks.encode_block([epochs.committee_value(1, ["did:key:z6Mkstatement"])])
+    vote = lambda kind, h: Broadcast(sign(key, kind, committee.id, h, 0, value_id=block_id_of(block)))  # noqa: E731
+    await d._consensus_apply([vote(PRECOMMIT, 4), Decide(4, block, 0, ()), vote(PREVOTE, 5)])
+    assert published == [(PRECOMMIT, 4)] and d.core is new

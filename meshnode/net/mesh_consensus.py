@@ -43,6 +43,17 @@ WRITE_QUEUE = 16  # store jobs queued for the writer (a few heights: a Decide an
 DRAIN_S = 5.0  # on shutdown, how long the writer may go on storing what was decided (acknowledged) already
 
 
+def _switches_epoch(a) -> bool:
+    return isinstance(a, Decide) and any(map(epochs.parse_committee_value, a.values))
+
+
+def _order(a) -> int:
+    """A decision that switches the epoch first (the old core's next-height proposal and votes
+    are then not published under the old committee); then messages and timers (the next
+    height's proposal and votes do not wait for the store); then what is stored."""
+    return 0 if _switches_epoch(a) else 1 if isinstance(a, (Broadcast, Schedule)) else 2
+
+
 class ConsensusMixin:
     core: Core | None = None
 
@@ -184,15 +195,14 @@ class ConsensusMixin:
             return []
 
     async def _consensus_apply(self, actions: list, core: Core | None = None) -> None:
-        """Carry out the core's actions: messages and timers first (the next height's proposal
-        and votes do not wait for the store), then what is stored, which the writer task does
-        in order while the reader goes on (a block with a committee value is stored and
-        switched to here, before anything of the next height is read)."""
-        producer = core or self.core
-        for a in sorted(actions, key=lambda a: not isinstance(a, (Broadcast, Schedule))):  # (stable)
+        """Carry out the core's actions in ``_order``: messages and timers before what is stored,
+        which the writer task does in order while the reader goes on (a block with a committee
+        value is stored and switched to here, before anything of the next height is read)."""
+        producer, ended = core or self.core, -1  # ended: the last height of an epoch this call switched from
+        for a in sorted(actions, key=_order):
             if producer is not self.core:  # a finished epoch (or one that just ended) only answers catch-ups
-                if isinstance(a, Broadcast) and a.message.kind == cm.COMMIT:
-                    await self._consensus_publish(a.message)
+                if isinstance(a, Broadcast) and (a.message.kind == cm.COMMIT or a.message.height <= ended):
+                    await self._consensus_publish(a.message)  # (its votes for the height that ended it still go)
                 continue
             if isinstance(a, Broadcast):
                 await self._consensus_publish(a.message)
@@ -205,9 +215,10 @@ class ConsensusMixin:
                 for i, value in enumerate(values):
                     self._unsaved[cm.value_id(value)] = (a.height, i)
                 await self._write(self._decided, committee, a, self.clock())
-                if any(map(epochs.parse_committee_value, values)):
+                if _switches_epoch(a):
                     await self._written()
                     await self._maybe_new_epoch(a)
+                    ended = a.height
             elif isinstance(a, Emergency):
                 await self._write(self._emergency, self.core.committee.id, a)
             elif isinstance(a, Revisit):
