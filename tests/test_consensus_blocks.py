@@ -310,3 +310,16 @@ def test_a_height_decided_before_blocks_is_not_served_as_a_commit_that_would_be_
     assert core.commit_message(0) is None
     served = core.commit_message(1)
     assert served is not None and len(proofs.commit_precommits(COMMITTEE, 1, 0, served.value_id, served.commit)) == 3
+
+
+def test_a_request_from_outside_the_committee_is_refused_before_its_block_is_read(monkeypatch):
+    values = [b"outsider-%d" % i for i in range(100)]
+    outsider = m.sign(KEYS[4], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(values),
+                      value=blocks.encode_block(values))
+    reads = []
+    decode_block = blocks.decode_block
+    monkeypatch.setattr(blocks, "decode_block", lambda *a: reads.append(1) or decode_block(*a))
+    with pytest.raises(m.MessageError) as refused:
+        m.decode(outsider.encode(), sender_ok=lambda msg: COMMITTEE.weight(msg.sender) > 0)
+    assert refused.value.code == "not_member" and not reads
+    assert m.decode(outsider.encode()).sender == KEYS[4].did and reads  # (without the check: read, and good)

@@ -118,3 +118,17 @@ async def test_at_an_epoch_switch_the_old_core_s_next_height_messages_are_not_pu
     vote = lambda kind, h: Broadcast(sign(key, kind, committee.id, h, 0, value_id=block_id_of(block)))  # noqa: E731
     await d._consensus_apply([vote(PRECOMMIT, 4), Decide(4, block, 0, ()), vote(PREVOTE, 5)])
     assert published == [(PRECOMMIT, 4)] and d.core is new
+
+
+def test_the_reader_takes_proposals_votes_and_requests_only_from_validators_of_known_committees():
+    members = [NodeKey(hashlib.sha256(b"member-%d" % i).digest()) for i in range(2)]
+    outsider = NodeKey(hashlib.sha256(b"outsider").digest())
+    d = _Driver()
+    d.key, d._previous = members[0], None
+    d.core = _Core(set())
+    d.core.committee = Committee.of({k.did: 1 for k in members})
+    msg = lambda key, kind, committee=d.core.committee.id: sign(key, kind, committee, 0, 0)  # noqa: E731
+    assert d._sender_ok(msg(members[1], PREVOTE))
+    assert not d._sender_ok(msg(outsider, PREVOTE))
+    assert d._sender_ok(msg(outsider, "catchup"))
+    assert d._sender_ok(msg(outsider, PREVOTE, "e9-another"))  # (tells an epoch was missed)

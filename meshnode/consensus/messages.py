@@ -101,8 +101,9 @@ def sign(key: NodeKey, kind: str, committee: str, height: int, round_: int, *, v
     return Message(kind, committee, height, round_, key.did, value_id, valid_round, value, commit, signature)
 
 
-def decode(data: bytes, *, check_signature: bool = True) -> Message:
-    """A message from the wire: shape, limits and (by default) the sender's signature."""
+def decode(data: bytes, *, check_signature: bool = True, sender_ok=None) -> Message:
+    """A message from the wire: shape, limits and (by default) the sender's signature; then,
+    if given, ``sender_ok(message)`` (the caller's committee check), and only then the block."""
     try:
         raw, _ = cbor.decode(data, max_bytes=MAX_MESSAGE, max_depth=4, max_items=MAX_MESSAGE_ITEMS)
     except MeshnodeError as exc:
@@ -137,6 +138,8 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     message = Message(kind, committee, height, round_, sender, vid, valid_round, value, tuple(commit), sig)
     if check_signature:  # before the block is read: a forged message costs one signature check, not a block's
         verify_signature(message)
+    if sender_ok is not None and not sender_ok(message):
+        raise MessageError("not_member", f"a {kind} from {sender[:60]}, not a validator of its committee")
     if value is not None:
         try:
             block = block_id_of(value)

@@ -159,7 +159,7 @@ class ConsensusMixin:
                 payload, _ = cbor.decode(message.data, max_bytes=cm.MAX_MESSAGE + 64, max_depth=2, max_items=3)
                 if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not bytes:
                     raise cm.MessageError("bad_message", "a consensus gossip payload is [message, counter]")
-                msg = cm.decode(payload[0])
+                msg = cm.decode(payload[0], sender_ok=self._sender_ok)
             except MeshnodeError as exc:
                 self.metrics.inc("consensus_rejected", code=exc.code)
                 continue
@@ -171,6 +171,17 @@ class ConsensusMixin:
                     await self._check_value(value)
             core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
             await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
+
+    def _sender_ok(self, msg: cm.Message) -> bool:
+        """Proposals, votes and requests of a committee this node knows come from its validators
+        (checked before the block is read); commits and catch-up asks may come from anyone, and
+        another committee's messages tell that an epoch was missed."""
+        if msg.kind in (cm.COMMIT, cm.CATCHUP) or msg.sender == self.key.did:
+            return True
+        for core in (self.core, self._previous):
+            if core is not None and msg.committee == core.committee.id:
+                return core.committee.weight(msg.sender) > 0
+        return True
 
     async def _consensus_timers(self) -> None:
         while True:
