@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from meshnode.consensus import blocks
 from meshnode.consensus import messages as m
 from meshnode.consensus.committee import Committee
+from meshnode.consensus import proofs
 from meshnode.consensus.proofs import InclusionProof, verify_decided
 from meshnode.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
 from meshnode.identity.keys import NodeKey
@@ -260,3 +261,65 @@ def test_the_block_vectors_of_the_protocol_document_hold():
             assert (proof.height, proof.round, proof.block_id, proof.count) == (case["height"], case["round"], root,
                                                                                  len(values))
             assert blocks.verify_inclusion(root, values[p["index"]], p["index"], len(values), proof.siblings)
+
+
+def test_a_value_asked_again_before_its_announcement_goes_out_once():
+    """A client retrying ``consensus submit`` within request_batch_ms: the request holds the
+    value once (a block with a value twice is refused by every node, and used to raise here)."""
+    core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(request_batch_ms=50))
+    core.submit(b"a", 0)
+    core.submit(b"b", 10)
+    core.submit(b"b", 20)
+    core.submit(b"a", 30)  # already announced and pending: not asked again
+    sent = [a.message for a in core.timeout(ANNOUNCE, 0, 0, 50) if isinstance(a, Broadcast)]
+    assert [m.block_values(x.value) for x in sent if x.kind == m.REQUEST] == [(b"b",)]
+    assert list(core.pending.values()) == [b"a", b"b"]
+    assert not core.timeout(ANNOUNCE, 0, 0, 100)  # nothing left over
+
+
+def test_a_forged_request_is_refused_before_its_block_is_read_and_no_cache_holds_block_bytes(monkeypatch):
+    """A message claiming any sender, with a big block: the signature is checked first, so a
+    forger costs one signature check, and the caches hold digests, never the block."""
+    values = [b"%05d" % i + b"x" * 100 for i in range(4000)]
+    big = blocks.encode_block(values)
+    real = m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(values), value=big)
+    forged = m.Message(m.REQUEST, COMMITTEE.id, 0, 0, KEYS[1].did, real.value_id, value=big,
+                       signature=real.signature)
+    reads = []
+    decode_block = blocks.decode_block
+    monkeypatch.setattr(blocks, "decode_block", lambda *a: reads.append(1) or decode_block(*a))
+    with pytest.raises(m.MessageError) as refused:
+        m.decode(forged.encode())
+    assert refused.value.code == "bad_signature" and not reads
+    fresh = blocks.encode_block([b"fresh-%d" % i for i in range(50)])
+    m.decode(m.sign(KEYS[0], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(
+        [b"fresh-%d" % i for i in range(50)]), value=fresh).encode())
+    assert reads  # (a good one is read)
+    held = [k for cache in (m._BLOCK_VALUES, m._BLOCK_IDS, m._SIGNATURES) for k in cache.items]
+    assert held and all(len(k) == 32 for k in held)
+
+
+def test_a_height_decided_before_blocks_is_not_served_as_a_commit_that_would_be_refused():
+    """Protocol-1 precommits sign the value's SHA-256, not the block id: the restarted node
+    keeps the decision but makes no commit from it (one every node would refuse)."""
+    old = [m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 0, value_id=m.value_id(b"old")) for k in KEYS[:3]]
+    new_block = blocks.encode_block([b"new"])
+    new = [m.sign(k, m.PRECOMMIT, COMMITTEE.id, 1, 0, value_id=m.block_id_of(new_block)) for k in KEYS[:3]]
+    core = Core(KEYS[0], COMMITTEE, height=2, recent=(Decide(0, blocks.encode_block([b"old"]), 0, tuple(old)),
+                                                      Decide(1, new_block, 0, tuple(new))))
+    assert core.commit_message(0) is None
+    served = core.commit_message(1)
+    assert served is not None and len(proofs.commit_precommits(COMMITTEE, 1, 0, served.value_id, served.commit)) == 3
+
+
+def test_a_request_from_outside_the_committee_is_refused_before_its_block_is_read(monkeypatch):
+    values = [b"outsider-%d" % i for i in range(100)]
+    outsider = m.sign(KEYS[4], m.REQUEST, COMMITTEE.id, 0, 0, value_id=blocks.block_id(values),
+                      value=blocks.encode_block(values))
+    reads = []
+    decode_block = blocks.decode_block
+    monkeypatch.setattr(blocks, "decode_block", lambda *a: reads.append(1) or decode_block(*a))
+    with pytest.raises(m.MessageError) as refused:
+        m.decode(outsider.encode(), sender_ok=lambda msg: COMMITTEE.weight(msg.sender) > 0)
+    assert refused.value.code == "not_member" and not reads
+    assert m.decode(outsider.encode()).sender == KEYS[4].did and reads  # (without the check: read, and good)

@@ -23,6 +23,7 @@ nothing (nil). A value's own id is its SHA-256.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -46,6 +47,7 @@ MAX_COMMIT_PRECOMMITS = 4096
 # byte string: one item); the rest of a 2 MiB frame could otherwise be two million empty arrays
 MAX_MESSAGE_ITEMS = 2 * MAX_COMMIT_PRECOMMITS
 MAX_ROUND = 10_000
+MAX_VOTE_BYTES = 512  # a signed vote is about 250 bytes (committee id and DID at most 128 each)
 
 
 class MessageError(MeshnodeError):
@@ -99,8 +101,9 @@ def sign(key: NodeKey, kind: str, committee: str, height: int, round_: int, *, v
     return Message(kind, committee, height, round_, key.did, value_id, valid_round, value, commit, signature)
 
 
-def decode(data: bytes, *, check_signature: bool = True) -> Message:
-    """A message from the wire: shape, limits and (by default) the sender's signature."""
+def decode(data: bytes, *, check_signature: bool = True, sender_ok=None) -> Message:
+    """A message from the wire: shape, limits and (by default) the sender's signature; then,
+    if given, ``sender_ok(message)`` (the caller's committee check), and only then the block."""
     try:
         raw, _ = cbor.decode(data, max_bytes=MAX_MESSAGE, max_depth=4, max_items=MAX_MESSAGE_ITEMS)
     except MeshnodeError as exc:
@@ -124,15 +127,8 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if not set(raw) <= allowed:
         raise MessageError("bad_message", f"unexpected fields in a {kind}: {sorted(set(raw) - allowed)[:3]}")
     value = raw.get("p")
-    if kind in (PROPOSAL, COMMIT, REQUEST):
-        if type(value) is not bytes:
-            raise MessageError("bad_message", f"a {kind} carries a block")
-        try:
-            block = block_id_of(value)
-        except blocks.BlockError as exc:
-            raise MessageError("bad_block", exc.reason) from None
-        if vid != block:
-            raise MessageError("bad_message", "the block id is not the Merkle root of the block's values")
+    if kind in (PROPOSAL, COMMIT, REQUEST) and type(value) is not bytes:
+        raise MessageError("bad_message", f"a {kind} carries a block")
     valid_round = raw.get("vr", -1)
     if type(valid_round) is not int or not -1 <= valid_round < max(round_, 1):
         raise MessageError("bad_message", "a proposal's valid round is -1 or an earlier round")
@@ -140,31 +136,80 @@ def decode(data: bytes, *, check_signature: bool = True) -> Message:
     if type(commit) is not list or len(commit) > MAX_COMMIT_PRECOMMITS or any(type(x) is not bytes for x in commit):
         raise MessageError("bad_message", "a commit lists encoded precommits")
     message = Message(kind, committee, height, round_, sender, vid, valid_round, value, tuple(commit), sig)
-    if check_signature:
+    if check_signature:  # before the block is read: a forged message costs one signature check, not a block's
         verify_signature(message)
+    if sender_ok is not None and not sender_ok(message):
+        raise MessageError("not_member", f"a {kind} from {sender[:60]}, not a validator of its committee")
+    if value is not None:
+        try:
+            block = block_id_of(value)
+        except blocks.BlockError as exc:
+            raise MessageError("bad_block", exc.reason) from None
+        if vid != block:
+            raise MessageError("bad_message", "the block id is not the Merkle root of the block's values")
     return message
 
 
-@lru_cache(maxsize=256)
+class _Recent:
+    """The last ``limit`` results, keyed by a digest: a cache that never holds the (up to
+    512 KiB) bytes it was asked about, so distinct big blocks cannot pin memory."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.items = limit, OrderedDict()
+
+    def get(self, key: bytes):
+        found = self.items.get(key)
+        if found is not None:
+            self.items.move_to_end(key)
+        return found
+
+    def put(self, key: bytes, result) -> None:
+        self.items[key] = result
+        if len(self.items) > self.limit:
+            self.items.popitem(last=False)
+
+
+_BLOCK_VALUES = _Recent(32)  # block SHA-256 -> its values (at most 32 blocks' values held)
+_BLOCK_IDS = _Recent(1024)  # block SHA-256 -> its Merkle root
+_SIGNATURES = _Recent(65536)  # SHA-256 of (sender, signed bytes, signature) -> valid
+
+
 def block_values(block: bytes) -> tuple[bytes, ...]:
-    """The values of a block (``blocks.decode_block``), remembered by its bytes: the core reads a
-    proposal's values on every vote it counts, and every node gets the same block bytes."""
-    return blocks.decode_block(block, MAX_VALUE)
+    """The values of a block (``blocks.decode_block``), remembered by its SHA-256: the core reads
+    a proposal's values on every vote it counts, and every node gets the same block bytes."""
+    return _values(block, hashlib.sha256(block).digest())
 
 
-@lru_cache(maxsize=256)
+def _values(block: bytes, digest: bytes) -> tuple[bytes, ...]:
+    values = _BLOCK_VALUES.get(digest)
+    if values is None:
+        values = blocks.decode_block(block, MAX_VALUE)  # (errors are not remembered)
+        _BLOCK_VALUES.put(digest, values)
+    return values
+
+
 def block_id_of(block: bytes) -> bytes:
-    """The id of a block (its Merkle root), remembered by its bytes; BlockError if malformed."""
-    return blocks.block_id(block_values(block))
+    """The id of a block (its Merkle root), remembered by the block's SHA-256; BlockError if malformed."""
+    digest = hashlib.sha256(block).digest()
+    found = _BLOCK_IDS.get(digest)
+    if found is None:
+        found = blocks.block_id(_values(block, digest))
+        _BLOCK_IDS.put(digest, found)
+    return found
 
 
-@lru_cache(maxsize=16384)
 def decode_verified(data: bytes) -> Message:
     """``decode`` with the signature checked, remembered by the exact bytes: a commit's precommits
     are the same bytes at every node and in every copy of the commit, so each is parsed and
     verified once per process. Keyed by the whole encoding, so an altered copy (another sender,
     value or signature) is a different key and is checked (and refused) on its own; errors are
-    not remembered."""
+    not remembered. Only a vote's size is remembered (a commit's entries are votes; bigger
+    bytes are decoded each time and never held)."""
+    return _decode_vote(data) if len(data) <= MAX_VOTE_BYTES else decode(data)
+
+
+@lru_cache(maxsize=16384)
+def _decode_vote(data: bytes) -> Message:
     return decode(data)
 
 
@@ -173,15 +218,20 @@ def verify_signature(message: Message) -> None:
         raise MessageError("bad_signature", f"a {message.kind} not signed by its sender {message.sender[:60]}")
 
 
-@lru_cache(maxsize=65536)
 def _signature_ok(sender: str, signed: bytes, signature: bytes) -> bool:
     """Validity is a pure function of the bytes, so a verified message is never verified twice
-    (gossip delivers copies; a simulated mesh delivers the same bytes to every node)."""
-    try:
-        VerifyKey(public_key_from_did(sender)).verify(signed, signature)
-        return True
-    except (BadSignatureError, IdentityError, ValueError):
-        return False
+    (gossip delivers copies; a simulated mesh delivers the same bytes to every node); remembered
+    by a digest, never by the signed bytes (a proposal's hold its block)."""
+    key = hashlib.sha256(b"%d:%s:%s" % (len(sender), sender.encode(), signature) + signed).digest()
+    found = _SIGNATURES.get(key)
+    if found is None:
+        try:
+            VerifyKey(public_key_from_did(sender)).verify(signed, signature)
+            found = True
+        except (BadSignatureError, IdentityError, ValueError):
+            found = False
+        _SIGNATURES.put(key, found)
+    return found
 
 
 def check_equivocation(first: bytes, second: bytes) -> str:

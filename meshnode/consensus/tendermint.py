@@ -108,6 +108,7 @@ class Core:
         self._out: list = []
         self._loopback: list[m.Message] = []  # our own messages, counted once the current rule is done
         self._unannounced: list[bytes] = []  # values asked here, not yet broadcast as a request
+        self._unannounced_ids: set[bytes] = set()  # their ids
         self._announced_at = -(2**62)  # when we last broadcast a request
         self._now = 0
         self._asked: tuple[int, int] | None = None  # (height, when) of our last catch-up request
@@ -152,8 +153,11 @@ class Core:
         if len(value) > m.MAX_VALUE:
             raise m.MessageError("value_too_large", f"a value is at most {m.MAX_VALUE} bytes")
         self._now = now
-        if m.value_id(value) not in self.decided_ids and len(self._unannounced) < MAX_PENDING:
+        vid = m.value_id(value)
+        new = vid not in self.decided_ids and vid not in self.pending and vid not in self._unannounced_ids
+        if new and len(self._unannounced) < MAX_PENDING:  # (a retried submit is asked once: a block holds a value once)
             self._unannounced.append(value)
+            self._unannounced_ids.add(vid)
             batch = self.timeouts.request_batch_ms
             if len(self._unannounced) == 1:  # (more: an announcement is already scheduled)
                 if batch <= 0 or now - self._announced_at >= batch:
@@ -436,8 +440,8 @@ class Core:
         precommits that decided it), as catch-up answers carry it; None otherwise. Signing is
         deterministic, so the message is made once per height and kept while the decision is."""
         d = self.decided.get(height)
-        if d is None:
-            return None
+        if d is None or (d.precommits and d.precommits[0].value_id != m.block_id_of(d.block)):
+            return None  # (a height decided before blocks: its precommits sign the value, see protocols/consensus.md)
         made = self._commits.get(height)
         if made is None:
             made = self._commits[height] = m.sign(
@@ -509,8 +513,10 @@ class Core:
     def _announce(self) -> None:
         """The values asked here since the last announcement, as requests (blocks within the wire
         limits: one message unless the burst is very large)."""
+        values = list(dict.fromkeys(self._unannounced))  # (once each, whatever the caller did)
+        self._unannounced, self._unannounced_ids = [], set()
         batch, size = [], 9
-        for value in self._unannounced:
+        for value in values:
             if batch and (len(batch) == blocks.MAX_BLOCK_VALUES or size + len(value) + 9 > blocks.MAX_BLOCK_BYTES):
                 self._send_request(batch)
                 batch, size = [], 9
@@ -518,7 +524,6 @@ class Core:
             size += len(value) + 9
         if batch:
             self._send_request(batch)
-        self._unannounced = []
         self._announced_at = self._now
 
     def _send_request(self, values: list[bytes]) -> None:

@@ -39,6 +39,19 @@ log = logging.getLogger("meshnode.consensus")
 CONSENSUS_TOPIC = "/meshnode/consensus/2"  # 2: a height decides a block (protocols/consensus.md)
 JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
 MAX_WAIT_S = 50.0  # a proposer waits at most this long for its value's decision (the control call allows 60)
+WRITE_QUEUE = 16  # store jobs queued for the writer (a few heights: a Decide and its Revisit or Emergency each)
+DRAIN_S = 5.0  # on shutdown, how long the writer may go on storing what was decided (acknowledged) already
+
+
+def _switches_epoch(a) -> bool:
+    return isinstance(a, Decide) and any(map(epochs.parse_committee_value, a.values))
+
+
+def _order(a) -> int:
+    """A decision that switches the epoch first (the old core's next-height proposal and votes
+    are then not published under the old committee); then messages and timers (the next
+    height's proposal and votes do not wait for the store); then what is stored."""
+    return 0 if _switches_epoch(a) else 1 if isinstance(a, (Broadcast, Schedule)) else 2
 
 
 class ConsensusMixin:
@@ -69,9 +82,12 @@ class ConsensusMixin:
             if wait_s > 0 and vid not in self.core.decided_ids:
                 with trio.move_on_after(min(float(wait_s), MAX_WAIT_S)):
                     await self._decision_waiters.setdefault(vid, trio.Event()).wait()
+        if vid in self.core.decided_ids and vid in self._unsaved:  # decided: "committed" once it is stored
+            with trio.move_on_after(MAX_WAIT_S):
+                await self._decision_waiters.setdefault(vid, trio.Event()).wait()
         out = {"value_id": vid.hex(), "working_height": self.core.height}
-        if vid in self.core.decided_ids:
-            height, index = self._unsaved.get(vid) or await self.store.read(decisions.place_of, value) or (None, None)
+        if vid in self.core.decided_ids and vid not in self._unsaved:
+            height, index = await self.store.read(decisions.place_of, value) or (None, None)
             return {**out, "status": "committed", "height": height, "index": index, "already_decided": already}
         return {**out, "status": "pending", "height": None, "index": None, "already_decided": False}
 
@@ -98,7 +114,7 @@ class ConsensusMixin:
         self._timers: list[tuple[int, int, Schedule]] = []
         self._timer_seq = 0
         self._unsaved: dict[bytes, tuple[int, int]] = {}  # value id -> (height, index): decided, not yet stored
-        self._to_store, stored = trio.open_memory_channel(float("inf"))
+        self._to_store, stored = trio.open_memory_channel(WRITE_QUEUE)  # (the reader waits while the writer lags)
         self._timers_changed = trio.Event()
         self._resends = 0
         async with trio.open_nursery() as nursery:
@@ -143,7 +159,7 @@ class ConsensusMixin:
                 payload, _ = cbor.decode(message.data, max_bytes=cm.MAX_MESSAGE + 64, max_depth=2, max_items=3)
                 if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not bytes:
                     raise cm.MessageError("bad_message", "a consensus gossip payload is [message, counter]")
-                msg = cm.decode(payload[0])
+                msg = cm.decode(payload[0], sender_ok=self._sender_ok)
             except MeshnodeError as exc:
                 self.metrics.inc("consensus_rejected", code=exc.code)
                 continue
@@ -154,7 +170,18 @@ class ConsensusMixin:
                 for value in cm.block_values(msg.value):  # (decode checked the block)
                     await self._check_value(value)
             core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
-            await self._consensus_apply(core.receive(msg, self._consensus_now()), core)
+            await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
+
+    def _sender_ok(self, msg: cm.Message) -> bool:
+        """Proposals, votes and requests of a committee this node knows come from its validators
+        (checked before the block is read); commits and catch-up asks may come from anyone, and
+        another committee's messages tell that an epoch was missed."""
+        if msg.kind in (cm.COMMIT, cm.CATCHUP) or msg.sender == self.key.did:
+            return True
+        for core in (self.core, self._previous):
+            if core is not None and msg.committee == core.committee.id:
+                return core.committee.weight(msg.sender) > 0
+        return True
 
     async def _consensus_timers(self) -> None:
         while True:
@@ -166,18 +193,27 @@ class ConsensusMixin:
             while self._timers and self._timers[0][0] <= now:
                 _, _, core, s = heapq.heappop(self._timers)
                 if core is self.core:  # timers of a finished epoch lapse
-                    await self._consensus_apply(core.timeout(s.step, s.height, s.round, now))
+                    await self._consensus_apply(self._core_step(core.timeout, s.step, s.height, s.round, now))
+
+    def _core_step(self, step, *args) -> list:
+        """One input to the core; a fault in it (a bug: the core checks its inputs) is logged and
+        counted, and ends neither the timers nor the node, which go on with the next input."""
+        try:
+            return step(*args)
+        except Exception:
+            self.metrics.inc("consensus_core_errors", step=step.__name__)
+            log.exception("consensus core failed on %s", step.__name__)
+            return []
 
     async def _consensus_apply(self, actions: list, core: Core | None = None) -> None:
-        """Carry out the core's actions: messages and timers first (the next height's proposal
-        and votes do not wait for the store), then what is stored, which the writer task does
-        in order while the reader goes on (a block with a committee value is stored and
-        switched to here, before anything of the next height is read)."""
-        producer = core or self.core
-        for a in sorted(actions, key=lambda a: not isinstance(a, (Broadcast, Schedule))):  # (stable)
+        """Carry out the core's actions in ``_order``: messages and timers before what is stored,
+        which the writer task does in order while the reader goes on (a block with a committee
+        value is stored and switched to here, before anything of the next height is read)."""
+        producer, ended = core or self.core, -1  # ended: the last height of an epoch this call switched from
+        for a in sorted(actions, key=_order):
             if producer is not self.core:  # a finished epoch (or one that just ended) only answers catch-ups
-                if isinstance(a, Broadcast) and a.message.kind == cm.COMMIT:
-                    await self._consensus_publish(a.message)
+                if isinstance(a, Broadcast) and (a.message.kind == cm.COMMIT or a.message.height <= ended):
+                    await self._consensus_publish(a.message)  # (its votes for the height that ended it still go)
                 continue
             if isinstance(a, Broadcast):
                 await self._consensus_publish(a.message)
@@ -189,24 +225,25 @@ class ConsensusMixin:
                 committee, values = self.core.committee.id, a.values
                 for i, value in enumerate(values):
                     self._unsaved[cm.value_id(value)] = (a.height, i)
-                self._write(self._decided, committee, a, self.clock())
-                if any(map(epochs.parse_committee_value, values)):
+                await self._write(self._decided, committee, a, self.clock())
+                if _switches_epoch(a):
                     await self._written()
                     await self._maybe_new_epoch(a)
+                    ended = a.height
             elif isinstance(a, Emergency):
-                self._write(self._emergency, self.core.committee.id, a)
+                await self._write(self._emergency, self.core.committee.id, a)
             elif isinstance(a, Revisit):
-                self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
+                await self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
             elif isinstance(a, Evidence):
                 await self._equivocation(a)
 
-    def _write(self, job, *args) -> None:
-        self._to_store.send_nowait((job, args))
+    async def _write(self, job, *args) -> None:
+        await self._to_store.send((job, args))
 
     async def _written(self) -> None:
         """Until everything handed to the writer is stored."""
         done = trio.Event()
-        self._write(self._set, done)
+        await self._write(self._set, done)
         await done.wait()
 
     @staticmethod
@@ -214,8 +251,24 @@ class ConsensusMixin:
         event.set()
 
     async def _consensus_writer(self, jobs) -> None:
-        async for job, args in jobs:
-            await job(*args)
+        """Stores what the core decided, in order. A decision is acknowledged (votes went out for
+        the next height) before it is stored, so on shutdown what is queued is still stored, for
+        up to ``DRAIN_S`` (else after a restart the height would be decided again, and differently)."""
+        try:
+            async for job, args in jobs:
+                with trio.CancelScope(shield=True):  # (a job once begun is finished)
+                    await job(*args)
+        finally:
+            with trio.move_on_after(DRAIN_S) as drain:
+                drain.shield = True
+                while True:
+                    try:
+                        job, args = jobs.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                        break
+                    await job(*args)
+            if drain.cancelled_caught:
+                log.warning("shutting down: decisions not all stored within %.0f s", DRAIN_S)
 
     async def _decided(self, committee: str, a: Decide, now: int) -> None:
         values = a.values

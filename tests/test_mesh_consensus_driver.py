@@ -1,0 +1,134 @@
+"""The consensus driver (net/mesh_consensus.py) in process, with the store and the mesh left out:
+what it does when the core fails, and with the decisions it has not stored yet."""
+
+from __future__ import annotations
+
+import hashlib
+
+import trio
+import trio.testing
+
+from meshnode.consensus import blocks, epochs
+from meshnode.consensus.committee import Committee
+from meshnode.consensus.messages import PRECOMMIT, PREVOTE, block_id_of, sign, value_id
+from meshnode.consensus.tendermint import PROPOSE, Broadcast, Decide, Schedule
+from meshnode.identity.keys import NodeKey
+from meshnode.metrics import Metrics
+from meshnode.net.mesh_consensus import WRITE_QUEUE, ConsensusMixin
+
+
+class _Failing:
+    def timeout(self, step, height, round_, now):
+        raise ValueError("a bug in the core")
+
+
+class _Driver(ConsensusMixin):
+    def __init__(self) -> None:
+        self.metrics = Metrics()
+
+
+async def test_a_core_timer_that_raises_is_counted_and_the_timers_go_on():
+    d = _Driver()
+    d.core = _Failing()
+    d._timers = [(0, 1, d.core, Schedule(PROPOSE, 0, 0, 0)), (0, 2, d.core, Schedule(PROPOSE, 0, 0, 0))]
+    d._timers_changed = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(d._consensus_timers)
+        await trio.testing.wait_all_tasks_blocked()
+        assert d.metrics.get("consensus_core_errors", step="timeout") == 2
+        assert not d._timers
+        nursery.cancel_scope.cancel()
+
+
+async def test_decisions_queued_for_the_store_are_stored_when_the_node_shuts_down():
+    """Acknowledged decisions still queued when the node stops are stored (else a restarted
+    committee decides those heights again); the queue is bounded (the reader waits)."""
+    d = _Driver()
+    d._to_store, stored = trio.open_memory_channel(WRITE_QUEUE)
+    done = []
+
+    async def job(i):
+        await trio.sleep(0)  # (a store trip: a checkpoint where cancellation strikes)
+        done.append(i)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(d._consensus_writer, stored)
+        for i in range(WRITE_QUEUE):
+            await d._write(job, i)
+        nursery.cancel_scope.cancel()
+    assert done == list(range(WRITE_QUEUE))
+    assert d._to_store.statistics().max_buffer_size == WRITE_QUEUE
+
+
+class _Core:
+    def __init__(self, decided):
+        self.decided_ids, self.height = decided, 7
+
+
+class _Store:
+    def __init__(self):
+        self.rows = {}
+
+    async def read(self, fn, value):
+        return self.rows.get(value)
+
+
+async def test_a_decision_is_answered_committed_only_once_it_is_stored():
+    d = _Driver()
+    d.store, d._decision_waiters = _Store(), {}
+    d.core = _Core({value_id(b"v")})
+    d._unsaved = {value_id(b"v"): (3, 0)}  # decided, queued for the writer
+    answers = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: _answer(d, answers))
+        await trio.testing.wait_all_tasks_blocked()
+        assert not answers  # not before the write
+        d.store.rows[b"v"] = (3, 0)
+        d._unsaved.clear()
+        d._decision_waiters.pop(value_id(b"v")).set()
+    assert answers[0]["status"] == "committed" and answers[0]["height"] == 3
+
+
+async def _answer(d, answers):
+    answers.append(await d.consensus_submit(b"v"))
+
+
+async def test_at_an_epoch_switch_the_old_core_s_next_height_messages_are_not_published():
+    """The decision naming the next committee is carried out first: the old core's own
+    precommit for that height still goes out, its proposal and prevote for the next height
+    (under the old committee id, which nobody counts any more) do not."""
+    key = NodeKey(hashlib.sha256(b"driver").digest())
+    committee = Committee.of({key.did: 1})
+    old, new = _Core(set()), _Core(set())
+    old.committee = committee
+    d = _Driver()
+    d.core, d._unsaved, d.clock, published = old, {}, lambda: 0, []
+
+    async def nothing(*args):
+        pass
+
+    async def switch(decision):
+        d.core = new
+
+    async def publish(msg):
+        published.append((msg.kind, msg.height))
+
+    d._write, d._written, d._maybe_new_epoch, d._consensus_publish = nothing, nothing, switch, publish
+    block = blocks.encode_block([epochs.committee_value(1, ["did:key:z6Mkstatement"])])
+    vote = lambda kind, h: Broadcast(sign(key, kind, committee.id, h, 0, value_id=block_id_of(block)))  # noqa: E731
+    await d._consensus_apply([vote(PRECOMMIT, 4), Decide(4, block, 0, ()), vote(PREVOTE, 5)])
+    assert published == [(PRECOMMIT, 4)] and d.core is new
+
+
+def test_the_reader_takes_proposals_votes_and_requests_only_from_validators_of_known_committees():
+    members = [NodeKey(hashlib.sha256(b"member-%d" % i).digest()) for i in range(2)]
+    outsider = NodeKey(hashlib.sha256(b"outsider").digest())
+    d = _Driver()
+    d.key, d._previous = members[0], None
+    d.core = _Core(set())
+    d.core.committee = Committee.of({k.did: 1 for k in members})
+    msg = lambda key, kind, committee=d.core.committee.id: sign(key, kind, committee, 0, 0)  # noqa: E731
+    assert d._sender_ok(msg(members[1], PREVOTE))
+    assert not d._sender_ok(msg(outsider, PREVOTE))
+    assert d._sender_ok(msg(outsider, "catchup"))
+    assert d._sender_ok(msg(outsider, PREVOTE, "e9-another"))  # (tells an epoch was missed)
