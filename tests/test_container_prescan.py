@@ -225,8 +225,8 @@ def test_the_max_items_setting(tmp_path, text, ok):
 def test_consensus_messages_are_held_to_their_item_limit():
     from meshnode.consensus import messages as cm
 
-    value = b"v"
-    honest = cbor.encode({"t": cm.COMMIT, "c": "committee", "h": 1, "r": 0, "v": cm.value_id(value), "p": value,
+    block = cm.blocks.encode_block([b"v"])
+    honest = cbor.encode({"t": cm.COMMIT, "c": "committee", "h": 1, "r": 0, "v": cm.block_id_of(block), "p": block,
                           "q": [bytes(100)] * cm.MAX_COMMIT_PRECOMMITS, "s": "did:key:z6Mk", "sig": bytes(64)})
     assert len(cm.decode(honest, check_signature=False).commit) == cm.MAX_COMMIT_PRECOMMITS
     flood = cbor2.dumps({"t": cm.COMMIT, "zz": [[]] * (cm.MAX_MESSAGE - 32)})

