@@ -211,7 +211,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
     (meshnode/net/lookup_trace.py) beside who held the target's announce when it was asked."""
     import threading
 
-    from meshharness import at_degree, metric, start_from_seed
+    from meshharness import at_degree, cpu_s, metric, start_from_seed
     from meshnode.control import ControlError
 
     root = Path(tempfile.mkdtemp(prefix="meshform"))
@@ -255,7 +255,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
                 targets = missed
             if not targets:
                 done_s[node.name] = time.perf_counter() - t
-        busy_before, nodes_before = cpu_jiffies(), nodes_cpu_s(mesh)
+        busy_before, nodes_before = cpu_jiffies(), cpu_s(mesh)
         threads = [threading.Thread(target=node_forms, args=(i,), daemon=True) for i in range(nodes)]
         for th in threads:
             th.start()
@@ -264,7 +264,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
         out["formation_machine_busy"] = busy_fraction(busy_before, cpu_jiffies())
         # the CPU the nodes spent from the last start until formed, and what it means on this
         # machine's cores: formation cannot be faster than that floor
-        spent = nodes_cpu_s(mesh) - nodes_before
+        spent = cpu_s(mesh) - nodes_before
         out["formation_nodes_cpu_s"] = round(spent, 1)
         out["formation_cpu_floor_s"] = round(spent / os.cpu_count(), 1)
         formed = len(done_s) == nodes
@@ -307,19 +307,6 @@ def cpu_jiffies() -> tuple[int, int]:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     return sum(fields) - idle, sum(fields)
-
-
-def nodes_cpu_s(mesh: list) -> float:
-    """CPU seconds (user + system) the node processes have used so far."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for node in mesh:
-        try:
-            fields = Path(f"/proc/{node.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (AttributeError, OSError):
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
 
 
 def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:

@@ -460,3 +460,15 @@ def find_all(node: Node, targets: list[Node], timeout: float = 30.0) -> tuple[di
         else:
             failed[target.did] = f"wrong answer {answer!r}"
     return found, failed
+
+
+def cpu_s(nodes) -> float:
+    """CPU seconds the nodes' processes have used so far (user + system, from /proc)."""
+    total = 0
+    for n in nodes:
+        try:
+            fields = Path(f"/proc/{n.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from meshharness import metric, pct, quick_node, report, start_all, wait_until
+from meshharness import cpu_s, metric, pct, quick_node, report, start_all, wait_until
 
 NOTES = 30
 OFF = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_WEB_ENABLED": "false"}
@@ -32,18 +32,6 @@ PRODUCTION_LIVENESS = {"MESHNODE_NET_HEARTBEAT_SECONDS": "10", "MESHNODE_NET_QUI
 
 def connected(node) -> int:
     return len((node.try_call("status") or {}).get("connected", []))
-
-
-def cpu_s(nodes) -> float:
-    """CPU seconds the nodes' processes have used so far (user + system, from /proc)."""
-    total = 0
-    for n in nodes:
-        try:
-            fields = Path(f"/proc/{n.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, AttributeError):
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, deadline_s: float = 60.0,
