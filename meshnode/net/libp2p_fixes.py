@@ -267,6 +267,35 @@ def guarded_handler(serve, name: str):
     return handler
 
 
+def survive_bad_pubsub_rpcs(pubsub, on_bad) -> None:
+    """py-libp2p 0.8.1's pubsub stream handler catches stream and length-prefix errors, but not an
+    RPC that does not parse (``DecodeError``) nor any other error of its read loop: it escapes the
+    handler and ends the whole host. One hostile or buggy peer stopped the node this way (a 96 KiB
+    publish whose frames interleaved, LIBP2P-NOTES). Serve pubsub streams through a wrapper that
+    resets that one stream, forgets the peer's pubsub state as a read error does (py-libp2p opens
+    a new stream while the peer stays connected) and reports ``on_bad(peer_id, reason)``."""
+    from google.protobuf.message import DecodeError
+
+    serve = pubsub.stream_handler
+
+    async def handler(stream) -> None:
+        try:
+            await serve(stream)
+        except Exception as exc:
+            peer_id = stream.muxed_conn.peer_id
+            log.debug("pubsub stream from %s ended with %s: %s", peer_id, type(exc).__name__, exc)
+            with trio.move_on_after(1):
+                try:
+                    await stream.reset()
+                except Exception:  # the stream may be gone already
+                    pass
+            pubsub._handle_dead_peer(peer_id)
+            on_bad(peer_id, "undecodable_rpc" if isinstance(exc, DecodeError) else "bad_rpc")
+
+    for protocol in pubsub.router.get_protocols():
+        pubsub.host.set_stream_handler(protocol, handler)
+
+
 # What py-libp2p logs at WARNING or ERROR although it is expected where peers come and go,
 # and what meshnode already handles, retries or counts itself: logged at DEBUG instead.
 # (logger, regular expression matched at the start of the message): why it is expected.
