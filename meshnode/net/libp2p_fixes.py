@@ -249,6 +249,15 @@ def forget_ignored(pubsub, was_ignored) -> None:
     pubsub.push_msg = push_msg
 
 
+async def reset_quietly(stream) -> None:
+    """Reset a stream that failed, within a second; it may be gone already."""
+    with trio.move_on_after(1):
+        try:
+            await stream.reset()
+        except Exception:
+            pass
+
+
 def guarded_handler(serve, name: str):
     """An exception escaping a py-libp2p stream handler tears down the whole host:
     wrap ``serve(stream)`` so any failure resets that one stream and is logged."""
@@ -258,11 +267,7 @@ def guarded_handler(serve, name: str):
             await serve(stream)
         except Exception as exc:
             log.debug("%s stream ended with %s: %s", name, type(exc).__name__, exc)
-            with trio.move_on_after(1):
-                try:
-                    await stream.reset()
-                except Exception:  # the stream may be gone already
-                    pass
+            await reset_quietly(stream)
 
     return handler
 
@@ -284,11 +289,7 @@ def survive_bad_pubsub_rpcs(pubsub, on_bad) -> None:
         except Exception as exc:
             peer_id = stream.muxed_conn.peer_id
             log.debug("pubsub stream from %s ended with %s: %s", peer_id, type(exc).__name__, exc)
-            with trio.move_on_after(1):
-                try:
-                    await stream.reset()
-                except Exception:  # the stream may be gone already
-                    pass
+            await reset_quietly(stream)
             pubsub._handle_dead_peer(peer_id)
             on_bad(peer_id, "undecodable_rpc" if isinstance(exc, DecodeError) else "bad_rpc")
 
