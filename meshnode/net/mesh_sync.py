@@ -223,7 +223,7 @@ class SyncMixin:
             if digest not in by_digest:
                 by_digest[digest] = d
                 catalog.append(Entry(ts, digest, cls, frozenset(tags)))
-        return Session(role, catalog, want, version=version), by_digest
+        return Session(role, catalog, want, version=version, indexes=self._sync_indexes), by_digest
 
     async def _settle(self, did: str, session: Session, by_digest: dict[bytes, str]) -> dict:
         """Push what the peer lacks and wants, fetch what we lack and want."""
