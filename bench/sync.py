@@ -9,6 +9,10 @@ of the other's items and has as many of its own: 4x the share differs, so at
 100k "0.1%" is 400 differing items). Each case runs the real session state machine (``sync.session``),
 every message through its CBOR bytes (time: both state machines and the
 CBOR between them; "a s" and "b s" each side's own share), in format 2 (``/meshnode/sync/2.0.0``)
+with each node's index kept from an earlier session over the common items, as a running node keeps
+it (``sync.index_cache``; the timed session includes what a node does with it every session: a pass
+over its catalog, and the update by its own difference); "cold s" is the same session with no
+index kept (both built in it) and "build" one side's cold build of the index alone,
 and, as the baseline in the same run, format 1 (``/meshnode/sync/1.0.0``, what
 a node that predates format 2 still speaks; at 1M only for the goal's cases,
 it takes 15 s each). Printed: bytes on the wire both ways (with the frame
