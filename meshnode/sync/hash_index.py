@@ -49,6 +49,7 @@ class HashIndex:
         self._counts = list(itertools.accumulate(map(len, buckets), initial=0))
         self._sums = list(itertools.accumulate(self._bucket_sums, initial=0))
         self._sorted: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._checks: dict[int, int] = {}  # bucket -> its check, made when first asked
         self.count = self._counts[-1]
         self.total = self._sums[-1] % MOD
 
@@ -72,6 +73,10 @@ class HashIndex:
         new = HashIndex.__new__(HashIndex)
         new.bits = self.bits
         new._set(buckets, bucket_sums)
+        checks = dict(self._checks)  # one C call: safe while another session's thread adds to it
+        for b in changes:
+            checks.pop(b, None)
+        new._checks = checks
         return new
 
     def _run(self, depth: int, prefix: int) -> tuple[int, int]:
@@ -131,15 +136,23 @@ class HashIndex:
         up to an id do not also square up to it)."""
         if depth <= self.bits:
             lo, hi = self._run(depth, prefix)
-            tops = [x >> (BITS // 2) for b in range(lo, hi) for x in self._buckets[b]]
-        else:
-            items, _, i, j = self._within(depth, prefix)
-            tops = [x >> (BITS // 2) for x in items[i:j]]
-        return sum(map(operator.mul, tops, tops)) % CHECK_MOD
+            checks = self._checks
+            return sum(checks[b] if b in checks else self._bucket_check(b) for b in range(lo, hi)) % CHECK_MOD
+        items, _, i, j = self._within(depth, prefix)
+        return _check(items[i:j])
+
+    def _bucket_check(self, b: int) -> int:
+        value = self._checks[b] = _check(self._buckets[b])  # kept by ``updated`` for unchanged buckets
+        return value
 
     def __contains__(self, x: int) -> bool:
         _, _, i, j = self._within(BITS, x)
         return i < j
+
+
+def _check(items) -> int:
+    tops = [x >> (BITS // 2) for x in items]
+    return sum(map(operator.mul, tops, tops)) % CHECK_MOD
 
 
 def _buckets(ids: list[bytes], k: int) -> list[tuple[int, ...]]:
