@@ -113,9 +113,14 @@ class HashIndex:
             step, counts, sums = 1 << (self.bits - depth - bits), self._counts, self._sums
             return ([counts[a + step] - counts[a] for a in range(lo, hi, step)],
                     [(sums[a + step] - sums[a]) % MOD for a in range(lo, hi, step)])
-        if depth < self.bits:  # the children cut through buckets: each found on its own
-            pairs = [self.count_and_sum(depth + bits, (prefix << bits) | c) for c in range(1 << bits)]
-            return [c for c, _ in pairs], [s for _, s in pairs]
+        if depth < self.bits:  # the children cut through buckets: each bucket's children, in order
+            lo, hi = self._run(depth, prefix)
+            counts, sums, below = [], [], depth + bits - self.bits
+            for b in range(lo, hi):
+                c, t = self.children(self.bits, b, below)
+                counts += c
+                sums += t
+            return counts, sums
         items, sums, i, j = self._within(depth, prefix)
         shift, base = BITS - depth - bits, prefix << bits
         bounds = [i, *(bisect.bisect_left(items, (base + c) << shift, i, j) for c in range(1, 1 << bits)), j]
