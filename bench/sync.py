@@ -9,6 +9,11 @@ of the other's items and has as many of its own: 4x the share differs, so at
 100k "0.1%" is 400 differing items). Each case runs the real session state machine (``sync.session``),
 every message through its CBOR bytes (time: both state machines and the
 CBOR between them; "a s" and "b s" each side's own share), in format 2 (``/meshnode/sync/2.0.0``)
+with each node's index kept from an earlier session over the common items, as a running node keeps
+it (``sync.index_cache``; the timed session includes what a node does with it every session: a pass
+over its catalog, and the update by its own difference); "cold s" is the same session with no
+index kept, a node's first session (both build theirs in it) and "build" one side's cold build
+of the index alone (with the set of ids it keeps),
 and, as the baseline in the same run, format 1 (``/meshnode/sync/1.0.0``, what
 a node that predates format 2 still speaks; at 1M only for the goal's cases,
 it takes 15 s each). Printed: bytes on the wire both ways (with the frame
@@ -33,6 +38,7 @@ import random
 import time
 
 from meshnode.container import cbor
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.selective import EVERYTHING
 from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
@@ -47,14 +53,15 @@ def make_items(n: int, seed: int) -> list[Entry]:
                   "diary_entry", frozenset()) for i in range(n)]
 
 
-def reconcile(a_items, b_items, version: int) -> tuple[int, int, float, Session, Session, int]:
+def reconcile(a_items, b_items, version: int, indexes=(None, None)) -> tuple[int, int, float, Session, Session, int]:
     """One session of the real state machine, every message through its CBOR bytes; returns
     (bytes on the wire both ways, messages, seconds, the initiator's and responder's sessions,
-    the largest frame)."""
+    the largest frame). ``indexes``: each side's index kept from earlier sessions (None: built
+    in this one)."""
     gc.collect()  # the garbage of making the stores is not the sessions' to collect
     t = time.perf_counter()
-    a = Session(INITIATOR, a_items, EVERYTHING, version=version)
-    b = Session(RESPONDER, b_items, EVERYTHING, version=version)
+    a = Session(INITIATOR, a_items, EVERYTHING, version=version, indexes=indexes[0])
+    b = Session(RESPONDER, b_items, EVERYTHING, version=version, indexes=indexes[1])
     a.busy = b.busy = 0.0  # each side's own time in its state machine
     queue = [(b, m) for m in a.start()]
     a.busy = time.perf_counter() - t
@@ -112,10 +119,32 @@ def stores(base: list[Entry], difference) -> tuple[list[Entry], list[Entry], int
     return base + make_items(only_a, 2), base + make_items(only_b, 3), only_a, only_b
 
 
+def warm_indexes(base: list[Entry]) -> tuple[tuple[IndexCache, IndexCache], float]:
+    """Each node's index as an earlier session left it: of the common base, before each store
+    changed by its own difference (which the timed session's update takes in); and the seconds
+    one cold build of it took."""
+    caches = IndexCache(), IndexCache()
+    ids = [e.ident for e in base]
+    gc.collect()
+    t = time.perf_counter()
+    caches[0].index_for(ids)
+    build = time.perf_counter() - t
+    caches[1].index_for(ids)
+    return caches, build
+
+
 def run_case(n: int, base: list[Entry], difference, version: int, entry: float) -> dict:
     a_items, b_items, only_a, only_b = stores(base, difference)
-    wire, messages, seconds, a, b, largest = reconcile(a_items, b_items, version)
     a_ids, b_ids = {e.ident for e in a_items}, {e.ident for e in b_items}
+    cold = build = updated = None
+    if version == 2:  # the session figure: each node's index kept from an earlier session, updated
+        cold = reconcile(a_items, b_items, version, (IndexCache(), IndexCache()))[2]  # a node's first session
+        caches, build = warm_indexes(base)
+        wire, messages, seconds, a, b, largest = reconcile(a_items, b_items, version, caches)
+        updated = caches[0].updates + caches[1].updates  # 2: both kept indexes updated, not built again
+        del caches
+    else:
+        wire, messages, seconds, a, b, largest = reconcile(a_items, b_items, version)
     assert a.push | b.fetch == a_ids - b_ids and b.push | a.fetch == b_ids - a_ids, "not exactly the difference"
     index = full_index_bytes(n, entry)
     label = f"{difference:.1%}" if isinstance(difference, float) else str(difference)
@@ -123,7 +152,13 @@ def run_case(n: int, base: list[Entry], difference, version: int, entry: float) 
             "bytes": wire, "messages": messages, "seconds": round(seconds, 3), "full_index_bytes": index,
             "ratio": round(wire / index, 6), "bytes_per_item": round(wire / (only_a + only_b), 1),
             "restarts": a.restarts + b.restarts, "largest_frame": largest,
-            "initiator_seconds": round(a.busy, 3), "responder_seconds": round(b.busy, 3)}
+            "initiator_seconds": round(a.busy, 3), "responder_seconds": round(b.busy, 3),
+            "cold_seconds": cold and round(cold, 3), "index_build_seconds": build and round(build, 3),
+            "indexes_updated": updated}
+
+
+def _num(x, width: int) -> str:
+    return f"{x:>{width}.2f}" if x is not None else f"{'-':>{width}}"
 
 
 def main() -> None:
@@ -134,7 +169,7 @@ def main() -> None:
     entry = index_entry_bytes()
     rows = []
     print(f"{'items':>8} {'diff':>6} {'a/b only':>11} {'fmt':>3} {'bytes':>9} {'msgs':>4} {'time s':>7} "
-          f"{'a s':>5} {'b s':>5} {'B/item':>7} {'full index':>11} {'ratio':>8}")
+          f"{'a s':>5} {'b s':>5} {'cold s':>6} {'build':>5} {'B/item':>7} {'full index':>11} {'ratio':>8}")
     for n in map(int, args.sizes.split(",")):
         base = make_items(n, 1)
         for difference in DIFFERENCES:
@@ -146,7 +181,8 @@ def main() -> None:
                 rows.append(row)
                 print(f"{n:>8} {row['difference']:>6} {row['only_a']:>5}/{row['only_b']:<5} {version:>3} "
                       f"{row['bytes']:>9} {row['messages']:>4} {row['seconds']:>7.2f} {row['initiator_seconds']:>5.2f} "
-                      f"{row['responder_seconds']:>5.2f} {row['bytes_per_item']:>7} "
+                      f"{row['responder_seconds']:>5.2f} {_num(row['cold_seconds'], 6)} "
+                      f"{_num(row['index_build_seconds'], 5)} {row['bytes_per_item']:>7} "
                       f"{row['full_index_bytes']:>11} {row['ratio']:>8.3%}", flush=True)
         del base
     v2 = [r for r in rows if r["format"] == 2]

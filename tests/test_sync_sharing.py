@@ -16,7 +16,9 @@ from meshnode.identity.keys import NodeKey
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.notes import make_note
 from meshnode.store import Database
+from meshnode.store.removal import remove_containers
 from meshnode.store.sharing import may_share, set_friend, shareable
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.selective import EVERYTHING, Want, tags_of
 from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 from meshnode.identity.did import did_to_peer_id
@@ -27,13 +29,16 @@ T0 = 1_800_000_000_000
 TAGS = ["mesh", "ml", "art"]
 
 
-def run_session(dbx: Database, dby: Database, want_x: Want, want_y: Want) -> tuple[set, set, Session]:
-    """X starts a session with Y; returns (DIDs moved to Y, DIDs moved to X, X's session)."""
+def run_session(dbx: Database, dby: Database, want_x: Want, want_y: Want,
+                indexes=(None, None)) -> tuple[set, set, Session]:
+    """X starts a session with Y; returns (DIDs moved to Y, DIDs moved to X, X's session).
+    ``indexes``: X's and Y's sync indexes kept between sessions (None: none kept)."""
     sides = {}
-    for db, me, peer, role, want in ((dbx, X, Y, INITIATOR, want_x), (dby, Y, X, RESPONDER, want_y)):
+    for db, me, peer, role, want, kept in ((dbx, X, Y, INITIATOR, want_x, indexes[0]),
+                                           (dby, Y, X, RESPONDER, want_y, indexes[1])):
         rows = shareable(db, peer, me)
-        sides[me] = (Session(role, [Entry(ts, _digest(d), cls, frozenset(tags)) for ts, d, cls, tags in rows], want),
-                     {_digest(d): d for _, d, _, _ in rows})
+        catalog = [Entry(ts, _digest(d), cls, frozenset(tags)) for ts, d, cls, tags in rows]
+        sides[me] = Session(role, catalog, want, indexes=kept), {_digest(d): d for _, d, _, _ in rows}
     sx, sy = sides[X][0], sides[Y][0]
     in_flight = [(sy, m) for m in sx.start()]
     while in_flight:
@@ -128,6 +133,39 @@ def test_sessions_move_exactly_what_is_shared_and_wanted(specs, want_x, want_y, 
         finally:
             dbx.close()
             dby.close()
+
+
+def test_indexes_kept_between_sessions_follow_admission_removal_unfriending_and_restarts(tmp_path):
+    """Each node keeps its sync index from one session to the next (as the Mesh does): what it offers
+    is still exactly what it may share now. X admits and removes containers and stops being Y's
+    friend between sessions; its diary entries must stop being offered, the removed note comes back
+    from Y, and a restart (nothing kept) changes nothing."""
+    dbx, dby = Database(tmp_path / "x.db"), Database(tmp_path / "y.db")
+    kept = IndexCache(), IndexCache()
+    try:
+        set_friend(dbx, Y, did_to_peer_id(Y), T0)
+        first = [make_item(i, 0, kind, {Y}, set()) for i, kind in enumerate(["public"] * 3 + ["diary"] * 3)]
+        for c in first + [make_item(9, 0, "private", {Y}, set())]:
+            dbx.put_container(c, received_at_ms=T0, local={"tags": []})
+        to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, kept)
+        assert to_y == {c.did for c in first} and not to_x
+        later = [make_item(10, 0, "public", set(), set()), make_item(11, 0, "diary", set(), set())]
+        for c in later:
+            dbx.put_container(c, received_at_ms=T0, local={"tags": []})
+        with dbx.transaction() as conn:
+            assert remove_containers(conn, [first[0].did, first[3].did]) == 2
+        set_friend(dbx, Y, did_to_peer_id(Y), T0, friend=False)
+        to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, kept)
+        assert to_y == {later[0].did}  # not the diary entry: Y is no longer a friend
+        assert to_x == {first[0].did}  # the public note X removed (Y offers no diary entry: not X's friend)
+        assert kept[0].updates == 1 and kept[1].updates == 1  # the kept indexes were updated, not built
+        c = make_item(12, 0, "public", set(), set())
+        dbx.put_container(c, received_at_ms=T0, local={"tags": []})
+        to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, (IndexCache(), kept[1]))  # X restarted
+        assert to_y == {c.did} and not to_x
+    finally:
+        dbx.close()
+        dby.close()
 
 
 def test_a_forwardable_note_travels_friend_to_friend_within_its_hop_limit(tmp_path):

@@ -63,6 +63,7 @@ from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
 from meshnode.net.mesh_reputation import ReputationMixin
 from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
@@ -153,6 +154,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
+        self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
         self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
         # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
         # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)

@@ -39,6 +39,7 @@ import hashlib
 import math
 
 from meshnode.sync.hash_index import BITS, CHECK_MOD, MOD, HashIndex
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.rbsr_wire import (CHECK, ID, MAX_FP, MAX_IDS, Limits, Unit, check_final, check_ids,
                                      check_message, check_open, check_unit, encode_ids)
 from meshnode.sync.reconcile import ReconcileError
@@ -61,10 +62,12 @@ def root_bits(count: int) -> int:
 class Rbsr:
     """One side of one pass. ``initiate`` (the initiator) gives the first message; ``receive`` answers
     each message of the peer (None: the pass is over, send null); ``peer_ended`` takes the peer's null.
-    ``have``: ids the peer lacks; ``need``: ids this side lacks. ``fp_len``: a test hook."""
+    ``have``: ids the peer lacks; ``need``: ids this side lacks. ``fp_len``: a test hook. ``indexes``: the
+    node's index kept between sessions (``index_cache``); without it the ids are indexed here."""
 
-    def __init__(self, ids: list[bytes], initiator: bool, fp_len: int | None = None) -> None:
-        self.index = HashIndex(ids)
+    def __init__(self, ids: list[bytes], initiator: bool, fp_len: int | None = None,
+                 indexes: IndexCache | None = None) -> None:
+        self.index = HashIndex(ids) if indexes is None else indexes.index_for(ids)
         self.initiator = initiator
         self.fp_len = fp_len or fp_bytes(self.index.count)
         self.have: set[bytes] = set()

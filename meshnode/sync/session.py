@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.rbsr import Rbsr
 from meshnode.sync.reconcile import Reconciler, ReconcileError, decode, encode
 from meshnode.sync.selective import Want, WantError
@@ -50,6 +51,7 @@ class Session:
     want: Want  # what this side takes from this peer
     version: int = 2  # the reconciliation format (FORMATS): the stream's protocol decides
     fp_len: int | None = None  # format 2: the fingerprint length this side opens with (a test hook)
+    indexes: IndexCache | None = None  # format 2: the node's index kept between sessions (``index_cache``)
     peer_want: Want | None = None
     push: set[bytes] = field(default_factory=set)
     fetch: set[bytes] = field(default_factory=set)
@@ -137,7 +139,7 @@ class Session:
         if self.version == 1:
             self._reconciler = Reconciler([(e.timestamp_ms, e.ident) for e in want.select(self.catalog)])
         else:
-            self._reconciler = Rbsr(want.idents(self.catalog), self.role == INITIATOR, self.fp_len)
+            self._reconciler = Rbsr(want.idents(self.catalog), self.role == INITIATOR, self.fp_len, self.indexes)
         return self._reconciler.initiate() if self.role == INITIATOR else None
 
     def _encode(self, message):
