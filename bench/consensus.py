@@ -117,7 +117,7 @@ def _burst(nodes, count: int, tag: str = "burst value") -> dict:
     return {"values": count, "decided": len(got), "seconds": round(seconds, 3),
             "per_second": round(len(got) / seconds, 1),
             "heights": len({rows[v]["height"] for v in got}),
-            "messages_published": sent,  # by the four nodes, by kind, during the burst
+            "messages_published": sent,  # by the four nodes, by kind, during the burst ("gossip": gossip messages)
             "latency_p50_ms": round(statistics.median(rows[v]["decided_at_ms"] - submitted[v] for v in got), 1)
             if got else None}
 
@@ -154,12 +154,16 @@ def catch_up(restarts: int) -> list[dict]:
 
 
 def _sent_by_kind(nodes) -> dict[str, int]:
+    """Consensus messages sent by the four nodes, by kind, and (``gossip``) the gossip messages
+    that carried them (a node's messages of one step travel together)."""
     out: dict[str, int] = {}
     for n in nodes:
         for row in n.call("metrics"):
             if row["name"] == "consensus_sent":
                 kind = row["labels"]["kind"]
                 out[kind] = out.get(kind, 0) + row["value"]
+            elif row["name"] == "consensus_gossip_published":
+                out["gossip"] = out.get("gossip", 0) + row["value"]
     return out
 
 

@@ -323,3 +323,20 @@ def test_a_request_from_outside_the_committee_is_refused_before_its_block_is_rea
         m.decode(outsider.encode(), sender_ok=lambda msg: COMMITTEE.weight(msg.sender) > 0)
     assert refused.value.code == "not_member" and not reads
     assert m.decode(outsider.encode()).sender == KEYS[4].did and reads  # (without the check: read, and good)
+
+
+def test_values_waiting_for_the_batch_go_out_with_the_node_s_next_vote():
+    """A value asked while the last request is recent waits for request_batch_ms, unless this
+    node sends a proposal or vote before: then it goes along (one gossip message, not two),
+    and the batch's timer finds nothing left to say."""
+    me = next(k for k in KEYS[:4] if k.did != COMMITTEE.proposer(0, 0))
+    proposer = next(k for k in KEYS[:4] if k.did == COMMITTEE.proposer(0, 0))
+    core = Core(me, COMMITTEE, timeouts=Timeouts(request_batch_ms=50))
+    core.submit(b"a", 0)
+    assert not [a for a in core.submit(b"b", 10) if isinstance(a, Broadcast)]
+    proposal = m.sign(proposer, m.PROPOSAL, COMMITTEE.id, 0, 0, value_id=blocks.block_id([b"a"]),
+                      value=blocks.encode_block([b"a"]))
+    said = [a.message for a in core.receive(m.decode(proposal.encode()), 20) if isinstance(a, Broadcast)]
+    assert [x.kind for x in said] == [m.PREVOTE, m.REQUEST]
+    assert m.block_values(said[1].value) == (b"b",)
+    assert not core.timeout(ANNOUNCE, 0, 0, 50)

@@ -10,11 +10,14 @@ import trio.testing
 
 from meshnode.consensus import blocks, epochs
 from meshnode.consensus.committee import Committee
-from meshnode.consensus.messages import PRECOMMIT, PREVOTE, block_id_of, sign, value_id
+from meshnode.consensus.messages import (COMMIT, PRECOMMIT, PREVOTE, PROPOSAL, REQUEST, MessageError, block_id_of,
+                                        sign, value_id)
 from meshnode.consensus.tendermint import PROPOSE, Broadcast, Decide, Schedule
+from meshnode.container import cbor
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net.mesh_consensus import WRITE_QUEUE, ConsensusMixin
+from meshnode.net import consensus_gossip
+from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, WRITE_QUEUE, ConsensusMixin
 
 
 class _Failing:
@@ -110,8 +113,8 @@ async def test_at_an_epoch_switch_the_old_core_s_next_height_messages_are_not_pu
     async def switch(decision):
         d.core = new
 
-    async def publish(msg):
-        published.append((msg.kind, msg.height))
+    async def publish(msgs):
+        published.extend((msg.kind, msg.height) for msg in msgs)
 
     d._write, d._written, d._maybe_new_epoch, d._consensus_publish = nothing, nothing, switch, publish
     block = blocks.encode_block([epochs.committee_value(1, ["did:key:z6Mkstatement"])])
@@ -132,3 +135,46 @@ def test_the_reader_takes_proposals_votes_and_requests_only_from_validators_of_k
     assert not d._sender_ok(msg(outsider, PREVOTE))
     assert d._sender_ok(msg(outsider, "catchup"))
     assert d._sender_ok(msg(outsider, PREVOTE, "e9-another"))  # (tells an epoch was missed)
+
+
+class _Pubsub:
+    def __init__(self):
+        self.sent = []
+
+    async def publish(self, topic, data):
+        self.sent.append((topic, data))
+
+
+async def test_the_messages_of_one_step_go_out_as_one_gossip_message_and_a_big_one_alone():
+    """A node asked for a value it proposes says a request, its proposal and its prevote in one
+    step: one gossip message (each costs every node a receive, a relay and duplicates), in order,
+    counted per kind; a message too big to share one (a commit of a large block) goes alone."""
+    key = NodeKey(hashlib.sha256(b"bundler").digest())
+    d = _Driver()
+    d.core, d.pubsub, d._resends = _Core(set()), _Pubsub(), 0
+    d._timers, d._timer_seq, d._timers_changed = [], 0, trio.Event()
+    d.core.committee = Committee.of({key.did: 1})
+    small = blocks.encode_block([b"asked"])
+    big = blocks.encode_block([bytes([i]) * 16_000 for i in range(5)])
+    say = lambda kind, block=None, h=0: Broadcast(sign(key, kind, "c", h, 0, value_id=block and block_id_of(block),  # noqa: E731
+                                                       value=block))
+    step = [say(REQUEST, small), say(PROPOSAL, small), say(PREVOTE), Schedule(PROPOSE, 0, 0, 10)]
+    await d._consensus_apply(step)
+    assert [t for t, _ in d.pubsub.sent] == [CONSENSUS_TOPIC]
+    assert consensus_gossip.unwrap(d.pubsub.sent[0][1]) == [a.message.encode() for a in step[:3]]
+    assert d.metrics.get("consensus_sent", kind=PROPOSAL) == 1 and d.metrics.get("consensus_gossip_published") == 1
+    d.pubsub.sent.clear()
+    await d._consensus_apply([say(PRECOMMIT), say(COMMIT, big), say(PREVOTE, h=1)])
+    assert [len(consensus_gossip.unwrap(data)) for _, data in d.pubsub.sent] == [1, 1, 1]
+
+
+def test_a_gossip_envelope_of_another_shape_is_refused():
+    vote = sign(NodeKey(hashlib.sha256(b"e").digest()), PREVOTE, "c", 0, 0).encode()
+    assert consensus_gossip.unwrap(consensus_gossip.wrap([vote, vote], 1)) == [vote, vote]
+    for bad in ([vote, 1], [[], 1], [[vote] * (consensus_gossip.MAX_BUNDLE + 1), 1], [[vote, 3], 1], [[vote]]):
+        try:
+            consensus_gossip.unwrap(cbor.encode(bad))
+        except MessageError as exc:
+            assert exc.code == "bad_message"
+        else:
+            raise AssertionError(f"{bad!r} was taken")

@@ -60,6 +60,8 @@ from meshnode.consensus.actions import (  # noqa: F401 (the actions are this mod
 from meshnode.consensus.committee import Committee
 from meshnode.identity.keys import NodeKey
 
+_STEPS = (m.PROPOSAL, m.PREVOTE, m.PRECOMMIT)
+
 # --- per-height state -------------------------------------------------------------
 
 
@@ -513,6 +515,8 @@ class Core:
     def _announce(self) -> None:
         """The values asked here since the last announcement, as requests (blocks within the wire
         limits: one message unless the burst is very large)."""
+        if not self._unannounced:
+            return  # (they went out with a vote before the batch's time)
         values = list(dict.fromkeys(self._unannounced))  # (once each, whatever the caller did)
         self._unannounced, self._unannounced_ids = [], set()
         batch, size = [], 9
@@ -560,5 +564,7 @@ class Core:
             msg = self._loopback.pop(0)
             if msg.height == self.h.number:
                 self._record(msg)
+        if self._unannounced and any(type(a) is Broadcast and a.message.kind in _STEPS for a in self._out):
+            self._announce()  # values waiting for the batch go with a proposal or vote that goes out anyway
         out, self._out = self._out, []
         return out

@@ -2,12 +2,12 @@
 
 The pure core (``consensus.tendermint.Core``) decides a block of values per
 height; this driver feeds it verified messages from the topic
-``/meshnode/consensus/2``, runs its timers, publishes what it says, and stores
+``/meshnode/consensus/3``, runs its timers, publishes what it says, and stores
 each decided value (with its height and index in the block) and the height's
 signed precommits, in one transaction per block.
-Resent messages carry a counter beside the message so that gossip, which
-drops content it has seen, still delivers them: a gossip payload is the
-deterministic CBOR array ``[message bytes, resend counter]``.
+The messages of one core step travel together in one gossip message, with a
+counter so that gossip, which drops content it has seen, still delivers a
+resend (``consensus_gossip``).
 
 Catching up: whenever a peer joins this node's gossip mesh for the topic (this
 node starting or restarting, a peer coming back, a partition healing), the
@@ -28,15 +28,15 @@ from meshnode.consensus import messages as cm
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide, Emergency, Evidence,
                                            Revisit, Schedule, Timeouts)
-from meshnode.container import cbor
 from meshnode.errors import MeshnodeError
+from meshnode.net import consensus_gossip as gossip
 from meshnode.reputation import Evidence as Observed
 from meshnode.reputation import records
 from meshnode.store import decisions
 
 log = logging.getLogger("meshnode.consensus")
 
-CONSENSUS_TOPIC = "/meshnode/consensus/2"  # 2: a height decides a block (protocols/consensus.md)
+CONSENSUS_TOPIC = "/meshnode/consensus/3"  # 3: one gossip message carries a step's messages (protocols/consensus.md)
 JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
 MAX_WAIT_S = 50.0  # a proposer waits at most this long for its value's decision (the control call allows 60)
 WRITE_QUEUE = 16  # store jobs queued for the writer (a few heights: a Decide and its Revisit or Emergency each)
@@ -156,21 +156,27 @@ class ConsensusMixin:
         while True:
             message = await subscription.get()
             try:
-                payload, _ = cbor.decode(message.data, max_bytes=cm.MAX_MESSAGE + 64, max_depth=2, max_items=3)
-                if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not bytes:
-                    raise cm.MessageError("bad_message", "a consensus gossip payload is [message, counter]")
-                msg = cm.decode(payload[0], sender_ok=self._sender_ok)
+                encoded = gossip.unwrap(message.data)
             except MeshnodeError as exc:
                 self.metrics.inc("consensus_rejected", code=exc.code)
                 continue
-            if msg.sender == self.key.did:
-                continue
-            self.metrics.inc("consensus_received", kind=msg.kind)
-            if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
-                for value in cm.block_values(msg.value):  # (decode checked the block)
-                    await self._check_value(value)
-            core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
-            await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
+            for data in encoded:  # (one sender's messages of one step, in the order it sent them)
+                await self._consensus_take(data)
+
+    async def _consensus_take(self, data: bytes) -> None:
+        try:
+            msg = cm.decode(data, sender_ok=self._sender_ok)
+        except MeshnodeError as exc:
+            self.metrics.inc("consensus_rejected", code=exc.code)
+            return
+        if msg.sender == self.key.did:
+            return
+        self.metrics.inc("consensus_received", kind=msg.kind)
+        if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
+            for value in cm.block_values(msg.value):  # (decode checked the block)
+                await self._check_value(value)
+        core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
+        await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
 
     def _sender_ok(self, msg: cm.Message) -> bool:
         """Proposals, votes and requests of a committee this node knows come from its validators
@@ -210,18 +216,23 @@ class ConsensusMixin:
         which the writer task does in order while the reader goes on (a block with a committee
         value is stored and switched to here, before anything of the next height is read)."""
         producer, ended = core or self.core, -1  # ended: the last height of an epoch this call switched from
+        said: list[cm.Message] = []  # messages go out together (consensus_gossip), before anything is stored
         for a in sorted(actions, key=_order):
             if producer is not self.core:  # a finished epoch (or one that just ended) only answers catch-ups
                 if isinstance(a, Broadcast) and (a.message.kind == cm.COMMIT or a.message.height <= ended):
-                    await self._consensus_publish(a.message)  # (its votes for the height that ended it still go)
+                    said.append(a.message)  # (its votes for the height that ended it still go)
                 continue
             if isinstance(a, Broadcast):
-                await self._consensus_publish(a.message)
-            elif isinstance(a, Schedule):
+                said.append(a.message)
+                continue
+            if isinstance(a, Schedule):
                 self._timer_seq += 1
                 heapq.heappush(self._timers, (a.at_ms, self._timer_seq, self.core, a))
                 self._timers_changed.set()
-            elif isinstance(a, Decide):
+                continue
+            await self._consensus_publish(said)
+            said = []
+            if isinstance(a, Decide):
                 committee, values = self.core.committee.id, a.values
                 for i, value in enumerate(values):
                     self._unsaved[cm.value_id(value)] = (a.height, i)
@@ -236,6 +247,7 @@ class ConsensusMixin:
                 await self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
             elif isinstance(a, Evidence):
                 await self._equivocation(a)
+        await self._consensus_publish(said)
 
     async def _write(self, job, *args) -> None:
         await self._to_store.send((job, args))
@@ -293,14 +305,19 @@ class ConsensusMixin:
         self.metrics.inc("consensus_emergencies")
         log.warning("no quorum for height %d: provisional emergency_consensus decision", a.height)
 
-    async def _consensus_publish(self, msg: cm.Message) -> None:
-        self._resends += 1  # a counter per publish: gossip never takes a resend for a duplicate
-        data = cbor.encode([msg.encode(), self._resends])
-        try:
-            await self.pubsub.publish(CONSENSUS_TOPIC, data)
-            self.metrics.inc("consensus_sent", kind=msg.kind)
-        except Exception as exc:  # no peers yet, or shutting down: the core resends
-            log.debug("consensus message not sent: %s", exc)
+    async def _consensus_publish(self, messages: list[cm.Message]) -> None:
+        """``messages`` in as few gossip messages as ``consensus_gossip.bundles`` allows."""
+        encoded = [msg.encode() for msg in messages]
+        for group in gossip.bundles(encoded):
+            self._resends += 1  # a counter per publish: gossip never takes a resend for a duplicate
+            try:
+                await self.pubsub.publish(CONSENSUS_TOPIC, gossip.wrap([encoded[i] for i in group], self._resends))
+            except Exception as exc:  # no peers yet, or shutting down: the core resends
+                log.debug("consensus messages not sent: %s", exc)
+                continue
+            self.metrics.inc("consensus_gossip_published")
+            for i in group:
+                self.metrics.inc("consensus_sent", kind=messages[i].kind)
 
     # --- committee epochs ------------------------------------------------------------
 
