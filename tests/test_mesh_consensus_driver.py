@@ -171,10 +171,52 @@ async def test_the_messages_of_one_step_go_out_as_one_gossip_message_and_a_big_o
 def test_a_gossip_envelope_of_another_shape_is_refused():
     vote = sign(NodeKey(hashlib.sha256(b"e").digest()), PREVOTE, "c", 0, 0).encode()
     assert consensus_gossip.unwrap(consensus_gossip.wrap([vote, vote], 1)) == [vote, vote]
-    for bad in ([vote, 1], [[], 1], [[vote] * (consensus_gossip.MAX_BUNDLE + 1), 1], [[vote, 3], 1], [[vote]]):
+    for bad in ([vote, 1], [[], 1], [[vote] * (consensus_gossip.MAX_BUNDLE + 1), 1], [[vote, 3], 1], [[vote]],
+                [[vote], -1]):
         try:
             consensus_gossip.unwrap(cbor.encode(bad))
         except MessageError as exc:
             assert exc.code == "bad_message"
         else:
             raise AssertionError(f"{bad!r} was taken")
+
+
+async def test_a_refused_message_charges_the_envelope_s_author_once_and_a_copy_is_taken_once():
+    """An envelope is one gossip message, signed by the node that wrapped it: a forged or malformed
+    message inside charges that node (once per fault, whatever the count), a copy of a message in
+    the same envelope is taken once, and a vote of a non-member (a node on an older committee) is
+    refused without a charge."""
+    from libp2p.peer.id import ID
+    from libp2p.pubsub.pb import rpc_pb2
+
+    from meshnode.identity.did import did_to_peer_id
+
+    member, wrapper = (NodeKey(hashlib.sha256(b"m%d" % i).digest()) for i in range(2))
+    d = _Driver()
+    d.key, d._previous, d.core = NodeKey(hashlib.sha256(b"self").digest()), None, _Core(set())
+    d.core.committee = Committee.of({member.did: 1})
+    good = sign(member, PREVOTE, d.core.committee.id, 0, 0)
+    forged = good.encode().replace(good.signature, bytes(64))
+    outsider = sign(wrapper, PREVOTE, d.core.committee.id, 0, 0).encode()
+    taken, charged = [], []
+    real_take = d._consensus_take
+
+    async def take(data):
+        taken.append(data)
+        return await real_take(data) if data != good.encode() else None  # (the good one: no core here)
+
+    d._consensus_take = take
+    d._gossip_invalid = lambda forwarder, code: charged.append((forwarder, code))
+    author = ID.from_base58(did_to_peer_id(wrapper.did))
+    send, receive = trio.open_memory_channel(4)
+    envelope = consensus_gossip.wrap([good.encode(), good.encode(), forged, forged, outsider], 7)
+    await send.send(rpc_pb2.Message(data=envelope, from_id=author.to_bytes()))
+    await send.send(rpc_pb2.Message(data=cbor.encode([[good.encode()], -1]), from_id=author.to_bytes()))
+    subscription = type("Sub", (), {"get": staticmethod(receive.receive)})
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(d._consensus_reader, subscription)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert taken == [good.encode(), forged, outsider]
+    assert charged == [(author, "bad_signature"), (author, "bad_message")]
+    assert d.metrics.get("consensus_rejected", code="not_member") == 1

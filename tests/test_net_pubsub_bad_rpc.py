@@ -94,3 +94,20 @@ def test_the_handler_is_registered_per_router_protocol():
     from libp2p.pubsub.pubsub import Pubsub
 
     assert "self.host.set_stream_handler(protocol, self.stream_handler)" in inspect.getsource(Pubsub.__init__)
+
+
+async def test_an_error_of_py_libp2p_s_own_is_not_charged_to_the_peer(pubsub):
+    """Only bytes that do not parse are the peer's doing; any other escaping error resets the
+    stream and is logged, with no charge."""
+    from libp2p.pubsub.gossipsub import PROTOCOL_ID
+
+    class Broken(OneRpcStream):
+        async def read(self, n: int = -1) -> bytes:
+            raise RuntimeError("a bug on our side")
+
+    reported = []
+    libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, lambda peer, reason: reported.append((peer, reason)))
+    stream = Broken(a_peer(), b"")
+    with trio.fail_after(5):
+        await served_handler(pubsub, PROTOCOL_ID)(stream)
+    assert reported == [] and stream.resets == 1

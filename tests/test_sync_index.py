@@ -90,7 +90,7 @@ def assert_same_index(got: HashIndex, ids) -> None:
 def test_the_kept_index_follows_the_catalog_handed_in():
     """Admissions, removals (deleted or collected containers, or no longer shared), both at once,
     another peer's catalog, a want that lets far fewer through, and a restart (a new cache)."""
-    cache = IndexCache()
+    cache = IndexCache(kept_min=0)
     catalog = [ident(i) for i in range(5000)]
     assert_same_index(cache.index_for(catalog), catalog)
     steps = [
@@ -104,7 +104,7 @@ def test_the_kept_index_follows_the_catalog_handed_in():
     for ids in steps:
         assert_same_index(cache.index_for(ids), ids)
     assert cache.updates == 5 and cache.builds == 2  # the updates were used, not only builds
-    restarted = IndexCache()
+    restarted = IndexCache(kept_min=0)
     assert_same_index(restarted.index_for(steps[0]), steps[0])
 
 
@@ -113,10 +113,34 @@ def test_the_kept_index_follows_the_catalog_handed_in():
                                               st.sets(st.integers(0, 1000), max_size=12)), min_size=1, max_size=6))
 def test_the_kept_index_is_that_of_every_catalog_as_containers_come_and_go(size, steps):
     """Small changes between sessions (what the cache updates rather than builds again)."""
-    cache = IndexCache()
+    cache = IndexCache(kept_min=0)
     numbers = set(range(size))
     cache.index_for([ident(n) for n in numbers])
     for admitted, removed in steps:
         numbers = (numbers | admitted) - removed
         ids = [ident(n) for n in numbers]
         assert_same_index(cache.index_for(ids), ids)
+
+
+def test_a_small_catalog_does_not_displace_the_kept_index_and_two_catalogs_stay_warm():
+    """A peer's narrow want (its choice, trusted or not) is indexed afresh and leaves the kept
+    index alone; a friend's catalog and a stranger's, alternating, each update their own."""
+    cache = IndexCache(kept_min=1000)
+    friend = [ident(i) for i in range(3000)]
+    stranger = [ident(i) for i in range(3000) if i % 3]  # a third private: too far to update
+    cache.index_for(friend)
+    assert_same_index(cache.index_for([ident(7)]), [ident(7)])  # under kept_min: not kept
+    for step in range(3):
+        friend, stranger = friend + [ident(5000 + step)], stranger + [ident(6000 + step)]
+        assert_same_index(cache.index_for(friend), friend)
+        assert_same_index(cache.index_for(stranger), stranger)
+    assert cache.builds == 3 and cache.updates == 5  # friend, the narrow one, stranger once; then updates
+
+
+def test_what_a_session_sorts_is_not_kept_with_the_index():
+    cache = IndexCache(kept_min=0)
+    ids = [ident(i) for i in range(5000)]
+    view = cache.index_for(ids)
+    view.members(view.bits + 4, 0)  # sorts a bucket
+    kept = cache._slots[0][1]
+    assert view._sorted and not kept._sorted and kept.members(0, 0) == view.members(0, 0)

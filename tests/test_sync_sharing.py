@@ -141,7 +141,7 @@ def test_indexes_kept_between_sessions_follow_admission_removal_unfriending_and_
     friend between sessions; its diary entries must stop being offered, the removed note comes back
     from Y, and a restart (nothing kept) changes nothing."""
     dbx, dby = Database(tmp_path / "x.db"), Database(tmp_path / "y.db")
-    kept = IndexCache(), IndexCache()
+    kept = IndexCache(kept_min=0), IndexCache(kept_min=0)
     try:
         set_friend(dbx, Y, did_to_peer_id(Y), T0)
         first = [make_item(i, 0, kind, {Y}, set()) for i, kind in enumerate(["public"] * 3 + ["diary"] * 3)]
@@ -161,7 +161,7 @@ def test_indexes_kept_between_sessions_follow_admission_removal_unfriending_and_
         assert kept[0].updates == 1 and kept[1].updates == 1  # the kept indexes were updated, not built
         c = make_item(12, 0, "public", set(), set())
         dbx.put_container(c, received_at_ms=T0, local={"tags": []})
-        to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, (IndexCache(), kept[1]))  # X restarted
+        to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, (IndexCache(kept_min=0), kept[1]))  # X restarted
         assert to_y == {c.did} and not to_x
     finally:
         dbx.close()

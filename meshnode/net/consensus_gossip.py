@@ -49,6 +49,6 @@ def unwrap(data: bytes) -> list[bytes]:
         raise cm.MessageError("bad_message", f"consensus gossip: {exc.reason}") from None
     if (type(payload) is not list or len(payload) != 2 or type(payload[0]) is not list
             or not 1 <= len(payload[0]) <= MAX_BUNDLE or any(type(x) is not bytes for x in payload[0])
-            or type(payload[1]) is not int):
+            or type(payload[1]) is not int or payload[1] < 0):
         raise cm.MessageError("bad_message", f"a consensus gossip payload is [[1 to {MAX_BUNDLE} messages], counter]")
     return payload[0]

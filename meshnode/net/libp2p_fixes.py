@@ -278,7 +278,8 @@ def survive_bad_pubsub_rpcs(pubsub, on_bad) -> None:
     handler and ends the whole host. One hostile or buggy peer stopped the node this way (a 96 KiB
     publish whose frames interleaved, LIBP2P-NOTES). Serve pubsub streams through a wrapper that
     resets that one stream, forgets the peer's pubsub state as a read error does (py-libp2p opens
-    a new stream while the peer stays connected) and reports ``on_bad(peer_id, reason)``."""
+    a new stream while the peer stays connected) and, for bytes that do not parse, reports
+    ``on_bad(peer_id, "undecodable_rpc")``."""
     from google.protobuf.message import DecodeError
 
     serve = pubsub.stream_handler
@@ -291,7 +292,10 @@ def survive_bad_pubsub_rpcs(pubsub, on_bad) -> None:
             log.debug("pubsub stream from %s ended with %s: %s", peer_id, type(exc).__name__, exc)
             await reset_quietly(stream)
             pubsub._handle_dead_peer(peer_id)
-            on_bad(peer_id, "undecodable_rpc" if isinstance(exc, DecodeError) else "bad_rpc")
+            if isinstance(exc, DecodeError):  # the peer's bytes; any other error may be py-libp2p's own
+                on_bad(peer_id, "undecodable_rpc")
+            else:
+                log.warning("pubsub stream from %s failed: %s: %s", peer_id, type(exc).__name__, exc)
 
     for protocol in pubsub.router.get_protocols():
         pubsub.host.set_stream_handler(protocol, handler)

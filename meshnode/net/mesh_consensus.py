@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import secrets
 
 import trio
 
@@ -33,6 +34,10 @@ from meshnode.net import consensus_gossip as gossip
 from meshnode.reputation import Evidence as Observed
 from meshnode.reputation import records
 from meshnode.store import decisions
+
+# What a peer is charged for when one of its consensus messages is refused: bytes that no honest node
+# sends. Not a non-member's vote (a node still on an older committee sends those) nor a stale height.
+CHARGED = frozenset({"bad_message", "bad_signature", "bad_block"})
 
 log = logging.getLogger("meshnode.consensus")
 
@@ -116,7 +121,7 @@ class ConsensusMixin:
         self._unsaved: dict[bytes, tuple[int, int]] = {}  # value id -> (height, index): decided, not yet stored
         self._to_store, stored = trio.open_memory_channel(WRITE_QUEUE)  # (the reader waits while the writer lags)
         self._timers_changed = trio.Event()
-        self._resends = 0
+        self._resends = secrets.randbelow(1 << 32)  # not 0 after a restart: a resend must not repeat a seen id
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._consensus_reader, subscription)
             nursery.start_soon(self._consensus_timers)
@@ -159,16 +164,32 @@ class ConsensusMixin:
                 encoded = gossip.unwrap(message.data)
             except MeshnodeError as exc:
                 self.metrics.inc("consensus_rejected", code=exc.code)
+                self._consensus_author_invalid(message, exc.code)
                 continue
-            for data in encoded:  # (one sender's messages of one step, in the order it sent them)
-                await self._consensus_take(data)
+            faults = set()
+            for data in dict.fromkeys(encoded):  # (one step's messages in their order; a copy counts once)
+                fault = await self._consensus_take(data)
+                if fault in CHARGED:
+                    faults.add(fault)
+            for code in faults:  # (once per envelope and fault: a single bad envelope is one offence)
+                self._consensus_author_invalid(message, code)
 
-    async def _consensus_take(self, data: bytes) -> None:
+    def _consensus_author_invalid(self, message, code: str) -> None:
+        """Charge the gossip message's author (its pubsub signer: the node that wrapped it)."""
+        from libp2p.peer.id import ID
+
+        try:
+            self._gossip_invalid(ID(message.from_id), code)
+        except Exception as exc:  # an author field that names no peer: counted by the metric already
+            log.debug("consensus gossip author not charged: %s", exc)
+
+    async def _consensus_take(self, data: bytes) -> str | None:
+        """Take one encoded message; the code it was refused with, if it was."""
         try:
             msg = cm.decode(data, sender_ok=self._sender_ok)
         except MeshnodeError as exc:
             self.metrics.inc("consensus_rejected", code=exc.code)
-            return
+            return exc.code
         if msg.sender == self.key.did:
             return
         self.metrics.inc("consensus_received", kind=msg.kind)

@@ -79,6 +79,14 @@ class HashIndex:
         new._checks = checks
         return new
 
+    def view(self) -> "HashIndex":
+        """The same index with its own sorted buckets: what one session sorts is dropped with it,
+        not kept with the index (bucket check values are shared: they never change)."""
+        new = HashIndex.__new__(HashIndex)
+        new.__dict__.update(self.__dict__)
+        new._sorted = {}
+        return new
+
     def _run(self, depth: int, prefix: int) -> tuple[int, int]:
         """The buckets [lo, hi) a range of depth <= bits covers."""
         spread = self.bits - depth
@@ -131,7 +139,7 @@ class HashIndex:
         """The ids in the range, in increasing order."""
         if depth <= self.bits:
             lo, hi = self._run(depth, prefix)
-            return [x for b in range(lo, hi) for x in sorted(self._buckets[b])]
+            return [x for b in range(lo, hi) for x in self._bucket(b)[0]]
         items, _, i, j = self._within(depth, prefix)
         return list(items[i:j])
 

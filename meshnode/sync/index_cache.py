@@ -26,29 +26,48 @@ from meshnode.sync.hash_index import HashIndex, bucket_bits
 
 REBUILD_SHARE = 8  # more changes than 1/8 of the catalog (and than SMALL): index it from scratch
 SMALL = 256
+SLOTS = 2  # catalogs kept: a friend's and a stranger's sessions alternate without rebuilding each other's
+KEPT_MIN = 4096  # a smaller catalog is indexed afresh (milliseconds) and never displaces a kept one
 
 
 class IndexCache:
-    def __init__(self) -> None:
+    """Thread-safe: what is kept is never changed in place (a session's update makes a new set and
+    index), and the lock only guards the list of slots, never a build or a pass over a catalog, so
+    a session on the trio loop never waits for another session's build in a worker thread."""
+
+    def __init__(self, kept_min: int = KEPT_MIN) -> None:
         self._lock = threading.Lock()
-        self._ids: set[bytes] | None = None
-        self._index: HashIndex | None = None
+        self._slots: list[tuple[set[bytes], HashIndex]] = []  # most recently used first
+        self._kept_min = kept_min
         self.builds = self.updates = 0  # counted for tests and metrics
 
     def index_for(self, ids: list[bytes]) -> HashIndex:
-        """The index of ``ids`` (distinct), from the kept one when the change is small."""
-        with self._lock:
-            kept, index = self._ids, self._index
-            if kept is not None and abs(bucket_bits(len(ids)) - index.bits) <= 1:  # buckets still fit
-                added = list(itertools.filterfalse(kept.__contains__, ids))  # no Python loop: a fifth faster
-                stays = len(ids) - len(added)  # the ids distinct: kept ones still in the catalog
-                if len(added) + len(kept) - stays <= max(len(ids) // REBUILD_SHARE, SMALL):
-                    removed = list(kept.difference(ids)) if stays < len(kept) else []
-                    self._index = index.updated(added, removed)
-                    kept.difference_update(removed)
-                    kept.update(added)
-                    self.updates += 1
-                    return self._index
-            self._ids, self._index = set(ids), HashIndex(ids)
+        """The index of ``ids`` (distinct), from a kept one when the change is small. The caller
+        gets its own view: what its session sorts while it searches is not kept."""
+        if len(ids) < self._kept_min:
             self.builds += 1
-            return self._index
+            return HashIndex(ids)
+        limit = max(len(ids) // REBUILD_SHARE, SMALL)
+        with self._lock:
+            slots = list(self._slots)
+        for kept, index in slots:
+            if abs(bucket_bits(len(ids)) - index.bits) > 1 or abs(len(kept) - len(ids)) > limit:
+                continue  # buckets that no longer fit, or too far apart to be worth the pass
+            added = list(itertools.filterfalse(kept.__contains__, ids))  # no Python loop: a fifth faster
+            stays = len(ids) - len(added)  # the ids distinct: kept ones still in the catalog
+            if len(added) + len(kept) - stays > limit:
+                continue
+            removed = list(kept.difference(ids)) if stays < len(kept) else []
+            fresh = index.updated(added, removed)
+            self._keep(kept, set(ids), fresh)
+            self.updates += 1
+            return fresh.view()
+        fresh = HashIndex(ids)
+        self._keep(None, set(ids), fresh)
+        self.builds += 1
+        return fresh.view()
+
+    def _keep(self, replaced: set[bytes] | None, kept: set[bytes], index: HashIndex) -> None:
+        with self._lock:
+            others = [slot for slot in self._slots if slot[0] is not replaced]
+            self._slots = [(kept, index), *others][:SLOTS]
