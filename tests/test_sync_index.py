@@ -144,3 +144,16 @@ def test_what_a_session_sorts_is_not_kept_with_the_index():
     view.members(view.bits + 4, 0)  # sorts a bucket
     kept = cache._slots[0][1]
     assert view._sorted and not kept._sorted and kept.members(0, 0) == view.members(0, 0)
+
+
+def test_a_kept_slot_in_use_by_one_session_is_not_read_by_another():
+    """A session updates its slot's set in place: meanwhile a concurrent session (another
+    thread) must not see that slot, and builds its own index instead of waiting."""
+    cache = IndexCache(kept_min=0)
+    ids = [ident(i) for i in range(3000)]
+    cache.index_for(ids)
+    in_use = cache._taken_out(len(ids), 1000)  # as a session in another thread holds it
+    assert len(in_use) == 1
+    other = ids + [ident(9999)]
+    assert_same_index(cache.index_for(other), other)
+    assert cache.builds == 2 and cache.updates == 0

@@ -31,9 +31,10 @@ KEPT_MIN = 4096  # a smaller catalog is indexed afresh (milliseconds) and never 
 
 
 class IndexCache:
-    """Thread-safe: what is kept is never changed in place (a session's update makes a new set and
-    index), and the lock only guards the list of slots, never a build or a pass over a catalog, so
-    a session on the trio loop never waits for another session's build in a worker thread."""
+    """Thread-safe: a session takes a kept slot out while it works on it (so no other session
+    reads the set it changes in place) and puts the result back; the lock only guards the list
+    of slots, never a build or a pass over a catalog, so a session on the trio loop never waits
+    for another session's build in a worker thread (a concurrent one builds its own instead)."""
 
     def __init__(self, kept_min: int = KEPT_MIN) -> None:
         self._lock = threading.Lock()
@@ -48,26 +49,32 @@ class IndexCache:
             self.builds += 1
             return HashIndex(ids)
         limit = max(len(ids) // REBUILD_SHARE, SMALL)
-        with self._lock:
-            slots = list(self._slots)
-        for kept, index in slots:
-            if abs(bucket_bits(len(ids)) - index.bits) > 1 or abs(len(kept) - len(ids)) > limit:
-                continue  # buckets that no longer fit, or too far apart to be worth the pass
+        fits = self._taken_out(len(ids), limit)
+        for n, (kept, index) in enumerate(fits):
             added = list(itertools.filterfalse(kept.__contains__, ids))  # no Python loop: a fifth faster
             stays = len(ids) - len(added)  # the ids distinct: kept ones still in the catalog
             if len(added) + len(kept) - stays > limit:
                 continue
             removed = list(kept.difference(ids)) if stays < len(kept) else []
             fresh = index.updated(added, removed)
-            self._keep(kept, set(ids), fresh)
+            kept.difference_update(removed)  # (taken out: no other session reads it)
+            kept.update(added)
+            self._put_back([(kept, fresh), *fits[:n], *fits[n + 1:]])
             self.updates += 1
             return fresh.view()
         fresh = HashIndex(ids)
-        self._keep(None, set(ids), fresh)
+        self._put_back([(set(ids), fresh), *fits])
         self.builds += 1
         return fresh.view()
 
-    def _keep(self, replaced: set[bytes] | None, kept: set[bytes], index: HashIndex) -> None:
+    def _taken_out(self, count: int, limit: int) -> list[tuple[set[bytes], HashIndex]]:
+        """The kept slots that may fit a catalog of ``count`` ids, taken out of the cache."""
         with self._lock:
-            others = [slot for slot in self._slots if slot[0] is not replaced]
-            self._slots = [(kept, index), *others][:SLOTS]
+            fits = [(kept, index) for kept, index in self._slots
+                    if abs(bucket_bits(count) - index.bits) <= 1 and abs(len(kept) - count) <= limit]
+            self._slots = [slot for slot in self._slots if all(slot[0] is not f[0] for f in fits)]
+        return fits
+
+    def _put_back(self, slots: list[tuple[set[bytes], HashIndex]]) -> None:
+        with self._lock:
+            self._slots = [*slots, *self._slots][:SLOTS]
