@@ -69,10 +69,12 @@ class IndexCache:
 
     def _taken_out(self, count: int, limit: int) -> list[tuple[set[bytes], HashIndex]]:
         """The kept slots that may fit a catalog of ``count`` ids, taken out of the cache."""
+        fits, others = [], []
         with self._lock:
-            fits = [(kept, index) for kept, index in self._slots
-                    if abs(bucket_bits(count) - index.bits) <= 1 and abs(len(kept) - count) <= limit]
-            self._slots = [slot for slot in self._slots if all(slot[0] is not f[0] for f in fits)]
+            for kept, index in self._slots:
+                fit = abs(bucket_bits(count) - index.bits) <= 1 and abs(len(kept) - count) <= limit
+                (fits if fit else others).append((kept, index))
+            self._slots = others
         return fits
 
     def _put_back(self, slots: list[tuple[set[bytes], HashIndex]]) -> None:
