@@ -5,7 +5,9 @@ again at once, and only the exchange and sync handlers refused it. Here a
 network notifee closes a banned peer's connection as soon as it is made, and
 again once identify has finished (a connection that raced the ban), counting
 every refusal (``connections_refused``); our own dials to a banned peer are
-refused before they start. Since identities are free, inbound connections
+refused before they start, including the dials py-libp2p's DHT and pubsub make
+on their own (the swarm's ``dial_peer`` is wrapped: otherwise a routing-table
+refresh connects a banned peer for the moment until the notifee closes it). Since identities are free, inbound connections
 from an unknown peer are also refused when its address connects too often
 (``reason=rate``) or had several identities cut off (``reason=address_banned``,
 ``addresses.AddressGuard``).
@@ -51,7 +53,9 @@ class GatingMixin:
         now = self.clock()
         for did, until in (await self.store.read(active_bans, now)).items():
             self.standing.restore_ban(did, until, now)
-        self.host.get_network().register_notifee(_gatekeeper(self, nursery))
+        network = self.host.get_network()
+        network.register_notifee(_gatekeeper(self, nursery))
+        _refuse_banned_dials(self, network)
 
     def _banned(self, did: str | None) -> bool:
         return did is not None and self.standing.is_banned(did, self.clock())
@@ -160,6 +164,23 @@ class GatingMixin:
         if self._banned(did):
             self.metrics.inc("connections_refused", reason="banned", stage="dial")
             raise NetError("banned", f"{did} is cut off for invalid input until its ban ends")
+
+
+def _refuse_banned_dials(mesh: GatingMixin, network) -> None:
+    """Every dial of the swarm, whoever asks for it, is refused for a banned peer (SwarmException,
+    which py-libp2p's callers expect from a failed dial)."""
+    from libp2p.network.exceptions import SwarmException
+
+    dial_peer = network.dial_peer
+
+    async def dial_unless_banned(peer_id):
+        try:
+            mesh.refuse_dial(peer_id)
+        except NetError as exc:
+            raise SwarmException(exc.reason) from None
+        return await dial_peer(peer_id)
+
+    network.dial_peer = dial_unless_banned
 
 
 async def _close(conn) -> None:
