@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+import trio
+
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note, own_local
@@ -26,6 +28,7 @@ FIRST = "chat"  # the topic of a thread's first message
 PERSON = ("user", "cli")
 TITLE_CHARS = 80
 PREVIEW_CHARS = 200
+MAX_WAIT_S = 60.0  # the longest a caller may wait for the agent's reply (under control.HANDLER_TIMEOUT)
 _TID = re.compile(r"[A-Za-z0-9_-]{16}")
 # the thread of a note row ``n``, and the rows that belong to some thread (both use reactor_notes_by_topic)
 THREAD_OF = (f"CASE WHEN n.topic = '{FIRST}' THEN 'chat:' || substr(n.container_did, {len(PREFIX) + 1}, {TID_LEN})"
@@ -170,6 +173,42 @@ async def send(store, key: NodeKey, text: str, thread: str | None, now_ms: int, 
     if woke:
         cycle.wake.set()
     return {**out, "woke": woke}
+
+
+async def ask(store, key: NodeKey, text: str, thread: str | None, now_ms: int, wait_seconds: float, **send_args) -> dict:
+    """``send``, then wait up to ``wait_seconds`` for the agent's reply (MCP's and A2A's "ask the agent"):
+    ``replies`` is empty when none came in time (the conversation goes on; a later read of the thread
+    shows the answer)."""
+    if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, (int, float)) or not 0 <= wait_seconds <= MAX_WAIT_S:
+        raise ChatError("bad_request", f"wait_seconds is a number of seconds from 0 to {MAX_WAIT_S:g}")
+    out = await send(store, key, text, thread, now_ms, **send_args)
+    if not wait_seconds:
+        return {**out, "replies": []}
+    return {**out, "replies": await wait_for_reply(store, key.did, out["did"], wait_seconds)}
+
+
+def replies_to(db: Database, own_did: str, did: str) -> list[dict]:
+    """The agent's replies to the person's message ``did``, oldest first."""
+    rows = db.conn.execute(
+        "SELECT n.container_did, n.text, c.timestamp_ms FROM container_links l JOIN notes n ON n.container_did ="
+        " l.source_did JOIN containers c ON c.did = n.container_did WHERE l.relation = 'in_reply_to' AND"
+        " l.target_did = ? AND n.agent_did = ? AND n.source NOT IN ('user', 'cli') ORDER BY c.timestamp_ms, n.id",
+        (did, own_did)).fetchall()
+    return [{"did": d, "text": text, "time_ms": ms} for d, text, ms in rows]
+
+
+async def wait_for_reply(store, own_did: str, did: str, seconds: float) -> list[dict]:
+    """The agent's replies to ``did`` once there is one, or [] after ``seconds`` (the agent answers on its
+    next tick; the store is read at growing intervals, 50 ms to 1 s, so a long wait costs little)."""
+    pause = 0.05
+    with trio.move_on_after(min(float(seconds), MAX_WAIT_S)):
+        while True:
+            found = await store.read(replies_to, own_did, did)
+            if found:
+                return found
+            await trio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+    return []
 
 
 def unread_for_context(db: Database, own_did: str | None, limit: int = 10) -> list[tuple]:

@@ -334,11 +334,13 @@ class _Control:
     async def cmd_mind_tick_show(self, tick: int):
         return await self.store.read(tick_traces.show, int(tick))
 
-    async def cmd_chat_send(self, text: str, thread: str | None = None):
-        """The person's message to the agent (a new conversation, or one more in ``thread``)."""
-        wake = self.config.values.get("web", {}).get("wake_on_message", True)
-        return await chat.send(self.store, self.key, text, thread, now_ms(), cycle=self.cycle, reactor=self.reactor,
-                               wake=bool(wake))
+    async def cmd_chat_send(self, text: str, thread: str | None = None, wait_seconds: float = 0):
+        """The person's message to the agent (a new conversation, or one more in ``thread``); with
+        ``wait_seconds``, the agent's replies that came within it (``replies``)."""
+        wake = bool(self.config.values.get("web", {}).get("wake_on_message", True))
+        out = await chat.ask(self.store, self.key, text, thread, now_ms(), wait_seconds, cycle=self.cycle,
+                             reactor=self.reactor, wake=wake)
+        return out if wait_seconds else {k: v for k, v in out.items() if k != "replies"}
 
     async def cmd_chat_threads(self, limit: int = 50, before: int | None = None):
         return await self.store.read(chat.threads, self.key.did, int(limit), None if before is None else int(before))

@@ -181,6 +181,45 @@ async def test_send_wakes_the_cycle_unless_paused_or_turned_off_and_pokes_the_re
         await store.aclose()
 
 
+async def test_ask_waits_for_the_agent_s_reply_and_gives_up_after_its_time(tmp_path):
+    """``chat.ask`` (MCP's and A2A's "ask the agent"): the reply the agent writes while the caller
+    waits comes back; a question nobody answers returns no reply once its time is up."""
+    import trio
+
+    from meshnode.store.service import Store
+
+    store = await Store.open(tmp_path / "ask.db")
+    try:
+        class Cycle:  # the agent: answers the message it is woken for, as note_add with reply_to does
+            paused = False
+
+            def __init__(self):
+                self.wake = trio.Event()
+
+        cycle = Cycle()
+        asked = {}
+
+        async def agent():
+            await cycle.wake.wait()
+            did = (await store.read(chat.unread_for_context, KEY.did))[0][0]
+            await store.write(agent_reply, "4", did, T0 + 500)
+            asked["did"] = did
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent)
+            out = await chat.ask(store, KEY, "what is 2+2?", None, T0, 30, cycle=cycle)
+        assert out["did"] == asked["did"] and [r["text"] for r in out["replies"]] == ["4"]
+
+        with trio.fail_after(10):
+            silent = await chat.ask(store, KEY, "anyone?", out["thread"], T0 + 1000, 0.3)
+        assert silent["replies"] == [] and silent["thread"] == out["thread"]
+        for bad in (-1, "5", True, chat.MAX_WAIT_S + 1):
+            with pytest.raises(chat.ChatError, match="wait_seconds"):
+                await chat.ask(store, KEY, "x", None, T0, bad)
+    finally:
+        await store.aclose()
+
+
 def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path):
     import subprocess
     import sys
