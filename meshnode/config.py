@@ -241,6 +241,7 @@ _SECTION_NOTES = {
              " --start waits for the child to be reachable; how long a bundle's invitation stays valid; at most"
              " max_children active children, and a family at most max_depth generations deep",
 }
+__import__("meshnode.mcp_tools.settings").mcp_tools.settings.register(DEFAULTS, _SECTION_NOTES)  # [mcp]
 
 
 def default_config_text(name: str) -> str:

@@ -40,6 +40,7 @@ from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
 from meshnode.notes import make_note, own_local
 from meshnode.spawn import family
+from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
 from meshnode.spawn.keeper import FamilyKeeper
 from meshnode.store import Store
@@ -126,6 +127,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await nursery.start(gmp.run)
                     cognition = config.values["cognition"]
                     cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
+                    await mcp_tools_service.start(nursery, config, cycle)  # outside tools (before the first tick)
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
                     reactor = _reactor(config, key, store, mesh, metrics, cycle)

@@ -11,7 +11,7 @@ here lists commands by hand: a registered command appears everywhere at once.
 
 from __future__ import annotations
 
-from meshnode.cognition import executor, gate_commands, wake_report  # noqa: F401  (importing registers commands)
+from meshnode.cognition import executor, gate_commands, mcp_commands, wake_report  # noqa: F401  (importing registers commands)
 from meshnode.cognition.command_types import CommandType, command_names, command_type
 from meshnode.gate.tools import tool_definition
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from meshnode.cognition import mcp_commands
 from meshnode.cognition.command_types import answer_limit, command_type
 from meshnode.errors import MeshnodeError
 
@@ -211,6 +212,7 @@ def _command(raw: Any, seen: set[str]) -> Command | CommandError:
         extra = set(raw) - {"cmd_id", "type", "args", "description", "target_llm", "task_id"}
         if extra:
             raise _Refused("bad_command", f"unknown fields {sorted(extra)[:3]}")
+        raw = mcp_commands.alias(raw)  # an outside tool's name as the type: mcp_call
         kind = command_type(raw.get("type")) if isinstance(raw.get("type"), str) else None
         if kind is None:
             raise _Refused("unknown_type", f"no command type {str(raw.get('type'))[:40]!r}; see `help`")

@@ -40,7 +40,7 @@ FORMAT = (
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
 BUDGET = {"pinned": 4000, "help": 10500, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
-          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000}
+          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "outside": 6000}
 CUT = "\n[... cut to fit the context budget]"
 
 
@@ -145,7 +145,7 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
 
 
 def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
-          own_did: str | None = None, focus: str | None = None) -> list[dict]:
+          own_did: str | None = None, focus: str | None = None, outside: str = "") -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts;
     ``focus``, a reactor wake's context (cognition/wake.py), goes before the tasks as ``## Wake``."""
     q = db.conn.execute
@@ -154,6 +154,8 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     if ethics:
         parts.append(("Ethics policies (context 1)", _fit(ethics, "ethics")))
     parts.append(("Commands (context 2)", _fit(FORMAT + catalogue(), "help")))
+    if outside:  # the MCP servers' tools (mcp_tools.calls.McpTools.catalogue), listed as they are now
+        parts.append(("Outside tools (context 2, MCP)", _fit(outside, "outside")))
     settings = _settings(db)
     wake, focus = focus, settings.get("concentration") or {}
     if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):

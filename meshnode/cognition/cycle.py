@@ -28,7 +28,7 @@ from typing import Callable
 import trio
 
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
-                                held, isolation, mesh_commands, processes, registry, sending, stagnation, tick_traces,
+                                held, isolation, mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
                                 wake_report)
 from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
@@ -229,6 +229,8 @@ class Cycle:
                     return "NOT READY -- no LLM is registered to check the work"
                 return await self._reflect(endpoint, prompt)
             return await gate_commands.run(self.gate, cmd, reflect)
+        if cmd.type in mcp_commands.ASYNC_TYPES:  # an outside tool (an MCP server's), through the gate
+            return await mcp_commands.run(self.gate, cmd)
         if sending.leaves_node(cmd):  # through the gate's outbound level
             return await sending.run(self.gate, self.mesh, self.store, self.key, self.clock(), cmd)
         if cmd.type in wake_report.ASYNC_TYPES:
@@ -318,7 +320,8 @@ class Cycle:
             for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
                 messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
                                                  recent_k=self.recent_k, mode=NORMAL if self.mesh_up() else ISOLATED,
-                                                 llm_id=endpoint.id, own_did=self.key.did, focus=self.wakes.focus)
+                                                 llm_id=endpoint.id, own_did=self.key.did, focus=self.wakes.focus,
+                                                 outside=mcp_commands.catalogue(self.gate))
                 digest = _digest(messages[-1]["content"])
                 tuning = {}
                 if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
@@ -326,7 +329,8 @@ class Cycle:
                     tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
                 try:
                     asked = time.monotonic()
-                    answer = await chat(endpoint, messages, tools=self.tools, retry_timeouts=False, **tuning)
+                    answer = await chat(endpoint, messages, tools=mcp_commands.offered(self.tools, self.gate),
+                                        retry_timeouts=False, **tuning)
                     llm_ms = int((time.monotonic() - asked) * 1000)
                     used = endpoint
                     self.llm_errors.pop(endpoint.id, None)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from meshnode.cognition import (assessment, error_levels, executor, gate_commands, held, isolation, mesh_commands,
-                                processes, sending, stagnation, tick_traces, wake_report)
+from meshnode.cognition import (assessment, error_levels, executor, gate_commands, held, isolation, mcp_commands,
+                                mesh_commands, processes, sending, stagnation, tick_traces, wake_report)
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.validation import Verdict
 from meshnode.identity.keys import NodeKey
@@ -18,6 +18,7 @@ from meshnode.store.database import Database
 
 STARTING, NORMAL, ISOLATED, CORE_OUTAGE = "starting", "normal", "isolated", "core_outage"
 DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *gate_commands.ASYNC_TYPES,
+                            *mcp_commands.ASYNC_TYPES,
                             *wake_report.ASYNC_TYPES))
 
 

@@ -80,6 +80,7 @@ class Gate:
         # async (args) -> the spawn's result: creates and starts a child node (set by the node, which
         # alone can: its control's cmd_spawn); None where no node runs
         self.spawner: Callable[[dict], Awaitable[dict]] | None = None
+        self.mcp = None  # mcp_tools.calls.McpTools: the outside tools (mcp.NAME.tool), set by the node; None: none
 
     @property
     def jail(self) -> Jail:
@@ -146,6 +147,10 @@ class Gate:
             return None
         return await self._ask(tool, args, outbound.OUTBOUND, f"{outbound.KINDS[kind][0]}: it leaves the node")
 
+    async def ask(self, tool: str, args: dict, risk: str, why: str | None = None) -> dict:
+        """A confirmation request for ``tool`` (also one outside TOOLS, such as an MCP tool)."""
+        return await self._ask(tool, args, risk, why)
+
     async def _ask(self, tool: str, args: dict, risk: str, why: str | None = None) -> dict:
         why = why or f"{tool} is {risk}"
         if tool == "http_fetch":
@@ -165,13 +170,15 @@ class Gate:
     async def run_approved(self) -> list[dict]:
         """Run the calls a person approved since the last time, each at most once: a request is
         claimed before it runs, so a crash in between leaves it failed, never run twice."""
-        done = []
+        done = await self.mcp.denied() if self.mcp is not None else []  # the agent hears of outside calls denied
         for req in await self.store.read(confirm.approved, self.settings.session):
             if not await self.store.write(confirm.claim, req["id"]):
                 continue
             try:
                 if req["tool"] in outbound.TOOLS:
                     result, ok = await self._send_approved(req["tool"], req["args"])
+                elif req["tool"].startswith("mcp.") and self.mcp is not None:
+                    result, ok = await self.mcp.call(req["tool"], req["args"], approved=req["id"]), True
                 else:
                     result, ok = await self.call(req["tool"], req["args"], approved=req["id"]), True
             except GateError as exc:

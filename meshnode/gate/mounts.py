@@ -205,7 +205,7 @@ def _etc_names(entries: tuple[str, ...]) -> list[str]:
     return names
 
 
-def build_root(workspace: str, tmp_bytes: int, network: bool = False) -> None:
+def build_root(workspace: str, tmp_bytes: int, network: bool = False, read_only: tuple[str, ...] = ()) -> None:
     """Give this process (and its supervisor, in the same mount namespace) the root described
     above, ``workspace`` at WORKSPACE. Needs CAP_SYS_ADMIN in the mount namespace's owner; call
     it as PID 1 of the command's PID namespace. MountError if any step fails."""
@@ -217,6 +217,10 @@ def build_root(workspace: str, tmp_bytes: int, network: bool = False) -> None:
         _mount("tmpfs", _NEW, "tmpfs", MS_NOSUID | MS_NODEV, _ROOT_OPTIONS)
         for tree in READ_ONLY_TREES:
             _reproduce(f"/{tree}", f"{_NEW}/{tree}")
+        for folder in read_only:  # more of the host, read-only at the same path (``sandbox.spawn``)
+            if os.path.isdir(folder) and not os.path.exists(_NEW + folder):
+                os.makedirs(_NEW + folder, 0o755)
+                _mount(folder, _NEW + folder, None, MS_BIND | MS_REC)
         os.mkdir(f"{_NEW}/etc", 0o755)
         for name in _etc_names(ETC + (NETWORK_ETC if network else ())):
             if "/" in name:

@@ -134,6 +134,7 @@ class _Sandbox:
     status_fd: int
     backstop_s: int
     node_pid: int
+    read_only: tuple[str, ...] = ()  # host folders shown read-only at the same path (a long-lived MCP server's)
 
     def __call__(self) -> None:
         stage = "namespaces"
@@ -218,7 +219,7 @@ class _Sandbox:
     def _become_command(self) -> None:
         stage = "mounts"
         try:
-            mounts.build_root(self.cwd, self.tmp_bytes, self.network)  # needs our privileges: before the drop
+            mounts.build_root(self.cwd, self.tmp_bytes, self.network, self.read_only)  # needs our privileges: before the drop
             stage = "limits"
             for kind, value in self.limits:
                 resource.setrlimit(kind, (value, value))
@@ -318,9 +319,11 @@ def _within_hard_limit(kind: int, value: int) -> int:
 
 
 async def spawn(exe: list[str], cwd: str, policy: Limits,
-                stdin: bytes, env: dict[str, str] | None = None) -> tuple[trio.Process, int]:
+                stdin: bytes, env: dict[str, str] | None = None, *, interactive: bool = False,
+                read_only: tuple[str, ...] = ()) -> tuple[trio.Process, int]:
     """Start ``exe`` in ``cwd`` in a new sandbox: (the supervisor, the command's pid); GateError if
-    it cannot be isolated or started."""
+    it cannot be isolated or started. ``interactive``: its stdin stays a pipe the caller writes (a
+    stdio MCP server); ``read_only``: host folders it also sees, read-only, at the same paths."""
     ident = _identity(policy)
     flags = _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS | (0 if policy.network else _CLONE_NEWNET)
     userns = os.geteuid() != 0
@@ -337,11 +340,12 @@ async def spawn(exe: list[str], cwd: str, policy: Limits,
                        memory_bytes=_within_hard_limit(resource.RLIMIT_AS, policy.memory_bytes),
                        tmp_bytes=min(policy.memory_bytes, mounts.MAX_TMP_BYTES), network=policy.network,
                        status_fd=write_fd, node_pid=os.getpid(),
-                       backstop_s=min(math.ceil(policy.timeout_s) + _BACKSTOP_MARGIN_S, 2**31 - 1))
+                       backstop_s=min(math.ceil(policy.timeout_s) + _BACKSTOP_MARGIN_S, 2**31 - 1),
+                       read_only=tuple(read_only))
     try:
         try:
             proc = await trio.lowlevel.open_process(
-                exe, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                exe, stdin=subprocess.PIPE if stdin or interactive else subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env={**(env or {}), "PATH": CHILD_PATH, "HOME": mounts.WORKSPACE, "LANG": "C.UTF-8"},
                 close_fds=True, start_new_session=True, restore_signals=True, preexec_fn=sandbox)

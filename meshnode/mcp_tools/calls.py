@@ -1,0 +1,188 @@
+"""An outside tool call through the gate, and what the LLM is shown of the tools.
+
+A call ``mcp.NAME.tool`` with ``args``: the tool must be listed by a
+connected server; ``args`` must fit its input schema (JSON Schema, checked
+here before anything runs); the gate's guards apply (loop detector, budget of
+calls); then its risk decides (``risk_of``): ``destructive`` asks a person
+(``gate.ask``, a row in gate_confirmations: it runs at a later tick once
+approved, through ``Gate.run_approved``, and a denial comes back to the
+agent as a ``denied`` result); ``modify`` runs and the person is told;
+``safe_read`` runs. A run has the server's timeout; a failure, a timeout or
+the tool's own error is a GateError the agent reads as an error result, and
+a long result is cut with a note.
+
+Risk: the configured level (the tool's own in ``[mcp.servers.NAME.tools]``,
+else the server's ``risk``, else ``destructive``), never below what the
+tool's annotations say: ``destructiveHint`` -> destructive; without
+``readOnlyHint`` -> at least modify.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import trio
+
+from meshnode.gate import GateError
+from meshnode.gate.tools import DESTRUCTIVE, MODIFY, RISKS, tool_definition
+from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
+from meshnode.store.database import Database
+
+PREFIX = "mcp."
+OPENAI_PREFIX = "mcp__"  # OpenAI function names admit no dots
+MAX_ARGS = 64 * 1024
+MAX_RESULT = 3000  # characters of a result the agent reads (context 4 shows about that much)
+
+
+def split(name: str) -> tuple[str, str] | None:
+    """(server, tool) of ``mcp.NAME.tool`` or ``mcp__NAME__tool``; None for any other name."""
+    for prefix, sep in ((PREFIX, "."), (OPENAI_PREFIX, "__")):
+        if isinstance(name, str) and name.startswith(prefix):
+            server, found, tool = name[len(prefix):].partition(sep)
+            if found and server and tool:
+                return server, tool
+    return None
+
+
+def risk_of(link: Link, tool: ToolInfo) -> str:
+    s = link.settings
+    levels = [s.tools.get(tool.name, s.risk)]
+    if tool.destructive is True:
+        levels.append(DESTRUCTIVE)
+    if tool.read_only is not True:
+        levels.append(MODIFY)
+    return max(levels, key=RISKS.index)
+
+
+class McpTools:
+    """The gate's side of the outside tools (``gate.mcp``)."""
+
+    def __init__(self, clients: Clients, gate):
+        self.clients, self.gate = clients, gate
+
+    def offered(self) -> list[tuple[str, Link, ToolInfo]]:
+        return [(f"{PREFIX}{name}.{t.name}", link, t) for name, link in self.clients.links.items()
+                for t in link.tools.values()]
+
+    def catalogue(self) -> str:
+        """Context 2's list: one line per tool with its risk, then its argument schema (compact JSON)."""
+        lines = [f"{full} [risk: {risk_of(link, t)}] {t.description}\n  args: "
+                 f"{json.dumps(_untitled(t.schema), separators=(',', ':'), ensure_ascii=False)}"
+                 for full, link, t in self.offered()]
+        down = [f"{name}: {link.status}" + (f" ({link.error[:200]})" if link.error else "")
+                for name, link in self.clients.links.items() if link.status != "up"]
+        if not lines and not down:
+            return ""
+        head = ('Call one with {"cmd_id": "...", "type": "mcp_call", "args": {"tool": "mcp.NAME.TOOL", "args": {...}}}'
+                ' (or "type": "mcp.NAME.TOOL" with its args). destructive: a person confirms first; the result comes'
+                " in a later tick.\n")
+        return head + "\n".join(lines + [f"not connected: {d}" for d in down])
+
+    def openai_tools(self) -> list[dict]:
+        return [tool_definition(f"{OPENAI_PREFIX}{full[len(PREFIX):].replace('.', '__', 1)}",
+                                f"{t.description} [outside tool {full}; risk: {risk_of(link, t)}]", t.schema)
+                for full, link, t in self.offered() if "." not in t.name]
+
+    def _resolve(self, full: str) -> tuple[str, Link, ToolInfo]:
+        parts = split(full)
+        link = self.clients.links.get(parts[0]) if parts else None
+        if link is None:
+            raise GateError("unknown_tool", f"no outside tool {full[:80]!r}; servers: {', '.join(self.clients.links)}")
+        tool = link.tools.get(parts[1])
+        if tool is None:
+            if link.status != "up":
+                raise GateError("mcp_unavailable", f"the MCP server {parts[0]} is {link.status}"
+                                + (f": {link.error[:200]}" if link.error else ""))
+            raise GateError("unknown_tool", f"{parts[0]} has no tool {parts[1][:64]!r}; it has: "
+                            f"{', '.join(sorted(link.tools))[:500]}")
+        return f"{PREFIX}{parts[0]}.{tool.name}", link, tool
+
+    async def call(self, full: str, args: dict, approved: int | None = None) -> dict:
+        """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``."""
+        full, link, tool = self._resolve(full)
+        check_args(args, tool.schema)
+        risk = risk_of(link, tool)
+        if approved is None:
+            self.gate.guard(full, args)
+            if risk == DESTRUCTIVE:
+                return await self.gate.ask(full, args, risk, f"{full} is an outside tool that asks a person first")
+        session = link.session
+        if session is None:
+            raise GateError("mcp_unavailable", f"the MCP server {link.settings.name} is {link.status}")
+        timeout = link.settings.timeout_s
+        with trio.move_on_after(timeout) as waited:
+            try:
+                result = await session.call_tool(tool.name, args)
+            except Exception as exc:  # the connection or the protocol failed: the server is reconnected
+                link.error = f"{type(exc).__name__}: {exc}"[:300]
+                link.broken.set()
+                raise GateError("mcp_failed", f"{full}: {link.error}") from None
+        if waited.cancelled_caught:
+            raise GateError("mcp_timeout", f"{full} gave no result within {timeout:g} s ([mcp.servers."
+                            f"{link.settings.name}] timeout_seconds)")
+        text = shown(result)
+        if result.is_error:
+            raise GateError("mcp_tool_error", f"{full} failed: {text}")
+        if risk == MODIFY and self.gate.tell_user is not None:
+            await self.gate.tell_user(f"The agent ran the outside tool {full} {json.dumps(args)[:500]}.")
+        return {"tool": full, "result": text}
+
+    async def denied(self) -> list[dict]:
+        """Outside tool calls a person rejected (or let expire) since the last time, as results for the agent."""
+        return [{"confirmation": r[0], "tool": r[1], "ok": False,
+                 "result": {"code": "denied", "error": f"a person {'denied' if r[2] == 'rejected' else 'did not answer'}"
+                            f" {r[1]} {r[3][:300]}; it did not run"}}
+                for r in await self.gate.store.write(_take_denied, self.gate.settings.session, self.gate.clock())]
+
+
+def _take_denied(db: Database, session: str, now_ms: int) -> list[tuple]:
+    with db.transaction() as conn:
+        conn.execute("UPDATE gate_confirmations SET status = 'expired' WHERE status = 'pending' AND expires_ms <= ?",
+                     (now_ms,))
+        rows = conn.execute("SELECT id, tool, status, args FROM gate_confirmations WHERE session = ? AND status IN"
+                            " ('rejected', 'expired') AND result IS NULL AND tool LIKE 'mcp.%' ORDER BY id",
+                            (session,)).fetchall()
+        for row in rows:
+            conn.execute("UPDATE gate_confirmations SET result = ? WHERE id = ?", ('{"told": true}', row[0]))
+    return rows
+
+
+def _untitled(schema):
+    """A schema without its ``title`` keys (the SDKs add one per argument): shorter in the prompt."""
+    if isinstance(schema, dict):
+        return {k: _untitled(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    return [_untitled(v) for v in schema] if isinstance(schema, list) else schema
+
+
+def check_args(args: dict, schema: dict) -> None:
+    """GateError("bad_args") unless ``args`` fit the tool's input schema (and a size limit)."""
+    if not isinstance(args, dict):
+        raise GateError("bad_args", "args is a JSON object")
+    if len(json.dumps(args, ensure_ascii=False)) > MAX_ARGS:
+        raise GateError("bad_args", f"args hold more than {MAX_ARGS} characters")
+    try:
+        validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(args))
+    except Exception as exc:  # a schema the checker cannot read (or a $ref it will not fetch)
+        raise GateError("bad_schema", f"the tool's input schema cannot be checked: {str(exc)[:200]}") from None
+    if error is not None:
+        where = "args" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise GateError("bad_args", f"{where}: {error.message[:300]}")
+
+
+def shown(result) -> str:
+    """A tool's result as text for the agent: its text contents, other contents by kind and size,
+    structured content as JSON when there is no text; cut at MAX_RESULT with a note."""
+    parts = []
+    for c in result.content or []:
+        if getattr(c, "type", None) == "text":
+            parts.append(c.text)
+        else:
+            parts.append(f"[{getattr(c, 'type', 'content')} {getattr(c, 'mime_type', '') or ''}]".replace(" ]", "]"))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
+    text = "\n".join(parts)
+    if len(text) > MAX_RESULT:
+        text = text[:MAX_RESULT] + f" [... cut: the tool returned {len(text)} characters, {MAX_RESULT} shown]"
+    return text

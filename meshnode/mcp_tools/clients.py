@@ -1,0 +1,130 @@
+"""One connection per MCP server, each kept by its own trio task in the node's nursery.
+
+A task connects (``transport``), initializes, lists the tools (schemas and
+annotations kept in memory), then re-lists them every ``RELIST_S`` (which
+also tells a dead server); any failure closes the session and the task
+reconnects after a backoff (1 s doubling to 5 min). Nothing here blocks a
+tick: the cycle reads the tools from memory, and a call has its server's
+timeout (``calls``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+from mcp.client.session import ClientSession
+
+from meshnode.mcp_tools import transport
+from meshnode.mcp_tools.settings import ServerSettings
+
+log = logging.getLogger("meshnode.mcp_tools")
+
+RELIST_S = 60.0
+BACKOFF_S = (1.0, 300.0)
+MAX_TOOLS = 64  # per server
+MAX_SCHEMA = 8192  # characters of one tool's input schema (as JSON)
+MAX_DESCRIPTION = 400
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str
+    description: str
+    schema: dict
+    read_only: bool | None
+    destructive: bool | None
+
+
+@dataclass
+class Link:
+    settings: ServerSettings
+    status: str = "connecting"  # connecting, up, down
+    error: str | None = None
+    tools: dict[str, ToolInfo] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # tools not offered, with the reason
+    session: ClientSession | None = None
+    broken: trio.Event = field(default_factory=trio.Event)
+    stderr: list[str] = field(default_factory=list)
+
+
+class Clients:
+    def __init__(self, servers: list[ServerSettings], home: Path):
+        self.links = {s.name: Link(s) for s in servers}
+        self.home = home
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for link in self.links.values():
+                nursery.start_soon(self._keep, link)
+            task_status.started()
+
+    def status(self) -> list[dict]:
+        return [{"server": name, "status": link.status, "error": link.error, "tools": sorted(link.tools),
+                 "sandboxed": link.settings.sandboxed, "skipped": link.skipped} for name, link in self.links.items()]
+
+    async def _keep(self, link: Link) -> None:
+        delay = BACKOFF_S[0]
+        while True:
+            try:
+                await self._session(link)
+                delay = BACKOFF_S[0]  # it ran and ended cleanly: try again soon
+            except Exception as exc:  # any failure of one server: logged, retried; the node goes on
+                link.error = _reason(exc, link.stderr)
+                log.warning("MCP server %s: %s (again in %.0f s)", link.settings.name, link.error, delay)
+            link.status, link.session, link.tools = "down", None, {}
+            await trio.sleep(delay)
+            delay = min(delay * 2, BACKOFF_S[1])
+            link.status = "connecting"
+
+    async def _session(self, link: Link) -> None:
+        s = link.settings
+        link.broken, link.stderr[:] = trio.Event(), []
+        async with transport.connect(s, self.home, link.stderr) as (read, write):
+            async with ClientSession(read, write) as session:
+                with trio.fail_after(s.timeout_s):
+                    await session.initialize()
+                while True:
+                    with trio.fail_after(s.timeout_s):
+                        listed = await session.list_tools()
+                    link.tools, link.skipped = _tools(listed.tools)
+                    if link.status != "up":
+                        log.info("MCP server %s: %d tools (%s)", s.name, len(link.tools),
+                                 "sandboxed" if s.sandboxed else "trusted" if s.url is None else s.url)
+                    link.status, link.session, link.error = "up", session, None
+                    with trio.move_on_after(RELIST_S):
+                        await link.broken.wait()
+                    if link.broken.is_set():
+                        raise ConnectionError(link.error or "the connection broke during a call")
+
+
+def _tools(listed) -> tuple[dict[str, ToolInfo], list[str]]:
+    tools, skipped = {}, []
+    for t in listed:
+        schema = t.input_schema if isinstance(t.input_schema, dict) else {}
+        if len(tools) >= MAX_TOOLS:
+            skipped.append(f"{t.name[:64]}: more than {MAX_TOOLS} tools")
+        elif not transport_name_ok(t.name):
+            skipped.append(f"{t.name[:64]!r}: a tool name is 1 to 64 letters, digits or _-.")
+        elif len(json.dumps(schema)) > MAX_SCHEMA:
+            skipped.append(f"{t.name}: its input schema is longer than {MAX_SCHEMA} characters")
+        else:
+            a = t.annotations
+            tools[t.name] = ToolInfo(t.name, " ".join((t.description or t.title or "").split())[:MAX_DESCRIPTION],
+                                     schema, a.read_only_hint if a else None, a.destructive_hint if a else None)
+    return tools, skipped
+
+
+def transport_name_ok(name: str) -> bool:
+    return 0 < len(name) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-.") for c in name)
+
+
+def _reason(exc: BaseException, stderr: list[str]) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _reason(exc.exceptions[0], stderr)
+    text = f"{type(exc).__name__}: {exc}"[:300]
+    tail = "".join(stderr).strip().splitlines()[-3:]
+    return text + (f" (its stderr: {' | '.join(tail)[:300]})" if tail else "")

@@ -1,0 +1,73 @@
+"""A small MCP server for the tests of the agent's outside tools (tests/test_mcp_tools.py).
+
+``python mcp_tool_server.py`` serves stdio; ``python mcp_tool_server.py http PORT`` serves
+streamable HTTP at http://127.0.0.1:PORT/mcp (printing the port once it listens).
+"""
+
+import os
+import sys
+
+import trio
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("testtools")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+async def shout(text: str) -> str:
+    """Say it louder (no annotations: not read-only)."""
+    return text.upper() + "!"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+async def wipe(target: str) -> str:
+    """Pretend to delete something."""
+    return f"wiped {target}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def hang() -> str:
+    """Never answers."""
+    await trio.sleep_forever()
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def big(n: int) -> str:
+    """A long text."""
+    return "x" * n
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def where() -> str:
+    """Who and where this server runs as."""
+    return f"uid={os.getuid()} cwd={os.getcwd()} home_visible={os.path.exists('/root/.ssh') or os.path.exists('/home')}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def fail() -> str:
+    """Always fails."""
+    raise ValueError("the disk is on fire")
+
+
+async def serve_http(port: int) -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    cfg = Config()
+    cfg.bind = [f"127.0.0.1:{port}"]
+    print(port, flush=True)
+    await serve(server.streamable_http_app(), cfg)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        trio.run(serve_http, int(sys.argv[2]))
+    else:
+        trio.run(server.run_stdio_async)
