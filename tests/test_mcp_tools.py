@@ -1,0 +1,213 @@
+"""The agent's outside tools (MCP servers, meshnode/mcp_tools): configuration, connection, the
+gate's risk and confirmation, and the whole path in a running cognitive cycle with a real MCP
+server (tests/mcp_tool_server.py, MCPServer over stdio: trusted, and in the gate's sandbox)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from cyclelab import answer_with, until
+from gatelab import clock
+from llmharness import ScriptedLLM, prompt_section
+from meshnode.cognition import registry
+from meshnode.cognition.commands import extract
+from meshnode.cognition.cycle import Cycle
+from meshnode.cognition.llm import Endpoint
+from meshnode.container import now_ms
+from meshnode.errors import ConfigError
+from meshnode.gate import GateError, confirm
+from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
+from meshnode.identity.keys import NodeKey
+from meshnode.mcp_tools import settings
+from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
+from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
+from test_cli import one_error_line
+
+SERVER = str(Path(__file__).resolve().parent / "mcp_tool_server.py")
+
+
+def stdio(**extra) -> dict:
+    return {"command": sys.executable, "args": [SERVER], "trusted": True, **extra}
+
+
+async def connected(lab, tmp_path, nursery, **tables) -> McpTools:
+    """The lab's gate with outside tools from ``tables`` (server name -> its table), once all are up."""
+    gate = lab["make"]()
+    clients = Clients(settings.parse(tables), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    await nursery.start(clients.run)
+    await until(lambda: all(link.status == "up" for link in clients.links.values()), what="the MCP servers",
+                timeout=60)
+    return gate.mcp
+
+
+async def pending(store) -> list[dict]:
+    return await store.read(confirm.listing, clock())
+
+
+def tool(read_only=None, destructive=None) -> ToolInfo:
+    return ToolInfo("t", "", {"type": "object"}, read_only, destructive)
+
+
+@pytest.mark.parametrize("configured, read_only, destructive, expected", [
+    (None, True, None, DESTRUCTIVE),  # by default every outside tool asks a person
+    ("safe_read", True, None, SAFE_READ),  # lowered by config: a read-only tool runs at once
+    ("safe_read", None, None, MODIFY),  # not said read-only: never the lowest
+    ("safe_read", False, None, MODIFY),
+    ("safe_read", False, True, DESTRUCTIVE),  # said destructive: always asks
+    ("modify", True, True, DESTRUCTIVE),
+    ("destructive", True, False, DESTRUCTIVE),  # raising is always allowed
+])
+def test_risk_is_the_configured_level_never_below_the_tools_annotations(configured, read_only, destructive,
+                                                                          expected):
+    table = {"command": "x"} if configured is None else {"command": "x", "tools": {"t": configured}}
+    [server] = settings.parse({"s": table})
+    assert risk_of(Link(server), tool(read_only, destructive)) == expected
+
+
+@pytest.mark.parametrize("table, says", [
+    ({}, "mcp.servers.fs: give either command"),
+    ({"command": "x", "url": "http://h/mcp"}, "mcp.servers.fs: give either command"),
+    ({"command": "x", "risk": "sometimes"}, "mcp.servers.fs.risk = 'sometimes'"),
+    ({"command": "x", "tools": {"wipe": "none"}}, "mcp.servers.fs.tools.wipe = 'none'"),
+    ({"command": "x", "timeout_seconds": 0}, "mcp.servers.fs.timeout_seconds = 0"),
+    ({"command": "x", "trusted": "yes"}, "mcp.servers.fs.trusted must be bool"),
+    ({"command": "x", "args": "-v"}, "mcp.servers.fs.args must be list"),
+    ({"command": "x", "comand": "y"}, "mcp.servers.fs: unknown setting 'comand'"),
+    ({"url": "ftp://h"}, "mcp.servers.fs.url = 'ftp://h'"),
+    ({"url": "http://h/mcp", "trusted": True}, "mcp.servers.fs.trusted: only for a stdio server"),
+    ({"command": "x", "token": "t"}, "mcp.servers.fs.token: only for a url"),
+    ({"command": "x", "read_only": ["relative"]}, "mcp.servers.fs.read_only: 'relative'"),
+])
+def test_a_bad_server_entry_is_a_readable_error_naming_the_key(table, says):
+    with pytest.raises(ConfigError) as info:
+        settings.parse({"fs": table})
+    assert says in info.value.reason
+
+
+def test_a_bad_server_name_and_the_accepted_shapes():
+    with pytest.raises(ConfigError, match="a server name is"):
+        settings.parse({"my.fs": {"command": "x"}})
+    [http, off] = settings.parse({"web": {"url": "https://tools.example/mcp", "token": "s3", "risk": "low"},
+                                  "off": {"command": "x", "enabled": True, "trusted": True}})
+    assert http.headers == {"Authorization": "Bearer s3"} and http.risk == SAFE_READ and not http.sandboxed
+    assert off.command == ("x",) and not off.sandboxed
+    assert settings.parse({"x": {"command": "y", "enabled": False}}) == []
+
+
+def test_meshnode_run_says_which_mcp_key_is_wrong(home, run_cli):
+    config = home / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    assert "\n[mcp]\nservers = {}\n" in text  # the default: no server; a [mcp.servers.NAME] table replaces it
+    config.write_text(text.replace("\nservers = {}\n", '\n[mcp.servers.fs]\ncommand = "x"\nrisk = "sometimes"\n'),
+                      encoding="utf-8")
+    line = one_error_line(run_cli("--home", home, "run", timeout=60))
+    assert "mcp.servers.fs.risk = 'sometimes'" in line
+
+
+def test_an_outside_tools_name_as_the_command_type_is_an_mcp_call():
+    read = extract('# Commands:\n{"cmd_id": "a", "type": "mcp.fs.read", "args": {"path": "x"}}\n'
+                   '{"cmd_id": "b", "type": "mcp__fs__read", "args": {}}\n# End of commands\n')
+    assert [(c.type, c.args) for c in read.commands] == [
+        ("mcp_call", {"tool": "mcp.fs.read", "args": {"path": "x"}}), ("mcp_call", {"tool": "mcp.fs.read", "args": {}})]
+
+
+async def test_calls_are_checked_run_limited_and_typed(lab, tmp_path):
+    """Arguments outside the schema are refused before anyone is asked; a hanging tool is a
+    timeout result and the server stays usable; a tool's own error, an unknown tool and a huge
+    result are typed or cut; a tool said destructive asks even when config says low."""
+    async with trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery,
+                              tt=stdio(risk="low", timeout_seconds=1, tools={"wipe": "safe_read"}))
+        with pytest.raises(GateError) as info:
+            await mcp.call("mcp.tt.add", {"a": 2, "b": "forty"})
+        assert info.value.code == "bad_args" and "args.b" in info.value.reason and "integer" in info.value.reason
+        asked = await mcp.call("mcp.tt.wipe", {"target": "disk"})
+        assert asked["status"] == "needs_confirmation"  # config said safe_read; the tool says destructive
+        [req] = await pending(lab["store"])
+        assert (req["tool"], req["args"], req["risk"]) == ("mcp.tt.wipe", {"target": "disk"}, DESTRUCTIVE)
+        with pytest.raises(GateError) as info:
+            await mcp.call("mcp.tt.hang", {})
+        assert info.value.code == "mcp_timeout" and "timeout_seconds" in info.value.reason
+        assert await mcp.call("mcp.tt.add", {"a": 2, "b": 40}) == {"tool": "mcp.tt.add", "result": "42"}
+        with pytest.raises(GateError) as info:
+            await mcp.call("mcp.tt.fail", {})
+        assert info.value.code == "mcp_tool_error"
+        with pytest.raises(GateError) as info:
+            await mcp.call("mcp.tt.format_disk", {})
+        assert info.value.code == "unknown_tool" and "add" in info.value.reason
+        long = (await mcp.call("mcp.tt.big", {"n": 50_000}))["result"]
+        assert len(long) < MAX_RESULT + 100 and "cut: the tool returned 50000 characters" in long
+        told = len(lab["told"])
+        assert (await mcp.call("mcp.tt.shout", {"text": "hi"}))["result"] == "HI!"  # modify: runs, person told
+        assert len(lab["told"]) == told + 1 and "mcp.tt.shout" in lab["told"][-1]
+        nursery.cancel_scope.cancel()
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's uid 65534 needs root")
+
+
+@needs_root
+async def test_a_stdio_server_runs_in_the_gates_sandbox_unless_trusted(lab, tmp_path):
+    seen = [sys.base_prefix, sys.prefix, str(Path(SERVER).parent)]  # what its program needs, read-only
+    async with trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery, box={"command": sys.executable, "args": [SERVER],
+                                                           "read_only": seen, "risk": "low"},
+                              host=stdio(risk="low"))
+        boxed = (await mcp.call("mcp.box.where", {}))["result"]
+        assert boxed.startswith("uid=65534 cwd=/workspace") and "home_visible=False" in boxed
+        assert (await mcp.call("mcp.box.add", {"a": 1, "b": 2}))["result"] == "3"
+        assert (await mcp.call("mcp.host.where", {}))["result"].startswith(f"uid={os.geteuid()} cwd=")
+        assert {s["server"]: s["sandboxed"] for s in mcp.clients.status()} == {"box": True, "host": False}
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_agent_calls_an_outside_tool_a_person_confirms_and_the_result_reaches_its_next_tick(
+        lab, tmp_path):
+    """In a running cycle: the tools are in context 2; the agent calls two; each waits for a person;
+    the approved one runs and its result is in a later prompt's context 4; the denied one comes back
+    as denied; neither ran before the answer."""
+    store = lab["store"]
+    calls = [{"cmd_id": "c1", "type": "mcp.tt.shout", "args": {"text": "hello mesh"}},
+             {"cmd_id": "c2", "type": "mcp_call", "args": {"tool": "mcp.tt.wipe", "args": {"target": "the disk"}}}]
+    llm = ScriptedLLM(tmp_path, "main", [answer_with(0, *calls)] + [answer_with(i) for i in range(1, 30)])
+    try:
+        await store.write(registry.add, Endpoint("main", llm.url, "scripted", timeout_s=30))
+        async with trio.open_nursery() as nursery:
+            mcp = await connected(lab, tmp_path, nursery, tt=stdio())
+            cycle = Cycle(store, NodeKey.generate(), now_ms, pause_s=60.0, gate=mcp.gate)
+            nursery.start_soon(cycle.run)
+            await until(lambda: logged(store, "cmd:c2"), what="the calls' results")
+            first = prompt_section(llm.prompts()[0], "Outside tools", required=True)
+            assert "mcp.tt.shout [risk: destructive] Say it louder" in first and '"text":{"type":"string"}' in first
+            asked = {json.loads((await logged(store, f"cmd:{c}"))[0])["result"]["status"] for c in ("c1", "c2")}
+            assert asked == {"needs_confirmation"}
+            shout, wipe = sorted(await pending(store), key=lambda r: r["id"])
+            assert (shout["tool"], wipe["tool"]) == ("mcp.tt.shout", "mcp.tt.wipe")
+            assert any("mcp.tt.shout" in t and f"confirm approve {shout['id']}" in t for t in lab["told"])
+            await store.write(confirm.decide, shout["id"], True, clock(), "person")
+            await store.write(confirm.decide, wipe["id"], False, clock(), "person")
+
+            async def answered():
+                cycle.wake.set()  # a person's answer does not wake the agent: the test spares the pause
+                return [p for p in llm.prompts() if "HELLO MESH!" in p and "denied mcp.tt.wipe" in p]
+            await until(answered, what="a prompt with the result and the denial")
+            results = prompt_section((await answered())[0], "(context 4)", required=True)
+            assert f"confirm:{shout['id']} [ok]" in results and "HELLO MESH!" in results
+            assert f"confirm:{wipe['id']} [error]" in results and '"code": "denied"' in results
+            value, status = await logged(store, f"confirm:{shout['id']}")
+            assert status == "ok" and json.loads(value)["result"] == {"tool": "mcp.tt.shout", "result": "HELLO MESH!"}
+            nursery.cancel_scope.cancel()
+    finally:
+        llm.stop()
+
+
+async def logged(store, name: str) -> tuple[str, str] | None:
+    return await store.read(lambda db: db.conn.execute(
+        "SELECT value, status FROM process_log WHERE name = ? ORDER BY id DESC", (name,)).fetchone())
