@@ -39,7 +39,7 @@ FORMAT = (
     " task N is frozen for review)\n# End of commands\n"
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
-BUDGET = {"pinned": 4000, "help": 10500, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
+BUDGET = {"pinned": 4000, "help": 11000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
           "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "outside": 6000}
 CUT = "\n[... cut to fit the context budget]"
 

@@ -18,7 +18,7 @@ from meshnode.mcp_tools.calls import split
 
 ASYNC_TYPES = ("mcp_call",)
 
-command("mcp_call", "call an outside tool (an MCP server's, listed under Outside tools) with its args",
+command("mcp_call", "call an outside MCP tool (listed under Outside tools)",
         {"tool": (text(200), True), "args": (mapping, False)})
 
 
