@@ -156,6 +156,14 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's uid 655
 @needs_root
 async def test_a_stdio_server_runs_in_the_gates_sandbox_unless_trusted(lab, tmp_path):
     seen = [sys.base_prefix, sys.prefix, str(Path(SERVER).parent)]  # what its program needs, read-only
+    mask = os.umask(0o077)  # the node's own (cli.py): the folders made for them must stay walkable
+    try:
+        await _sandboxed(lab, tmp_path, seen)
+    finally:
+        os.umask(mask)
+
+
+async def _sandboxed(lab, tmp_path, seen: list[str]) -> None:
     async with trio.open_nursery() as nursery:
         mcp = await connected(lab, tmp_path, nursery, box={"command": sys.executable, "args": [SERVER],
                                                            "read_only": seen, "risk": "low"},
@@ -211,3 +219,28 @@ async def test_the_agent_calls_an_outside_tool_a_person_confirms_and_the_result_
 async def logged(store, name: str) -> tuple[str, str] | None:
     return await store.read(lambda db: db.conn.execute(
         "SELECT value, status FROM process_log WHERE name = ? ORDER BY id DESC", (name,)).fetchone())
+
+
+async def test_a_server_over_streamable_http(lab, tmp_path):
+    """A url instead of a command: the same tools, the same gate (its token is sent as a bearer)."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout.readline().strip() == str(port)
+        async with trio.open_nursery() as nursery:
+            mcp = await connected(lab, tmp_path, nursery, web={"url": f"http://127.0.0.1:{port}/mcp", "token": "s3",
+                                                               "risk": "low"})
+            assert await mcp.call("mcp.web.add", {"a": 40, "b": 2}) == {"tool": "mcp.web.add", "result": "42"}
+            assert (await mcp.call("mcp.web.wipe", {"target": "x"}))["status"] == "needs_confirmation"
+            [definition] = [t for t in mcp.openai_tools() if t["function"]["name"] == "mcp__web__add"]
+            assert definition["function"]["parameters"]["required"] == ["a", "b"]
+            nursery.cancel_scope.cancel()
+    finally:
+        server.kill()
+        server.wait()

@@ -135,6 +135,8 @@ class Cycle:
             out["hint"] = FAILING_HINT if self.tried else OUTAGE_HINT
         if self.gate is not None:  # the budget of tool calls of the current piece of work
             out["tool_calls"] = {"used": self.gate.limits.calls, "max": self.gate.limits.max_calls}
+            if self.gate.mcp is not None:  # the outside tools' servers: up or not, and why
+                out["mcp_servers"] = self.gate.mcp.clients.status()
         return out
 
     async def run(self) -> None:

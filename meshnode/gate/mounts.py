@@ -219,7 +219,11 @@ def build_root(workspace: str, tmp_bytes: int, network: bool = False, read_only:
             _reproduce(f"/{tree}", f"{_NEW}/{tree}")
         for folder in read_only:  # more of the host, read-only at the same path (``sandbox.spawn``)
             if os.path.isdir(folder) and not os.path.exists(_NEW + folder):
-                os.makedirs(_NEW + folder, 0o755)
+                mask = os.umask(0o022)  # its path must be walkable by the unprivileged uid, whatever the node's umask
+                try:
+                    os.makedirs(_NEW + folder, 0o755)
+                finally:
+                    os.umask(mask)
                 _mount(folder, _NEW + folder, None, MS_BIND | MS_REC)
         os.mkdir(f"{_NEW}/etc", 0o755)
         for name in _etc_names(ETC + (NETWORK_ETC if network else ())):
