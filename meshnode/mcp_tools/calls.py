@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import referencing
 import trio
 
 from meshnode.gate import GateError
@@ -163,7 +164,8 @@ def check_args(args: dict, schema: dict) -> None:
         raise GateError("bad_args", f"args hold more than {MAX_ARGS} characters")
     try:
         validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
-        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(args))
+        # an empty registry: jsonschema's default one fetches remote $refs (urlopen, blocking, anywhere)
+        error = jsonschema.exceptions.best_match(validator(schema, registry=referencing.Registry()).iter_errors(args))
     except Exception as exc:  # a schema the checker cannot read (or a $ref it will not fetch)
         raise GateError("bad_schema", f"the tool's input schema cannot be checked: {str(exc)[:200]}") from None
     if error is not None:
