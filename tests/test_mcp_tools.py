@@ -246,35 +246,23 @@ async def test_a_server_over_streamable_http(lab, tmp_path):
         server.wait()
 
 
-def test_a_tools_schema_never_makes_the_node_fetch_a_url():
+def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
     """jsonschema's default registry fetches a remote $ref (urlopen, blocking): a server's schema
     could make the node reach anywhere. Local $refs still work."""
-    import http.server
-    import threading
+    import urllib.request
 
     from meshnode.mcp_tools.calls import check_args
 
-    hits = []
+    fetched = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the http.server API)
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'{"type": "integer"}')
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        remote = {"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{server.server_port}/a.json"}}}
-        with pytest.raises(GateError) as info:
-            check_args({"a": 1}, remote)
-        assert info.value.code == "bad_schema" and hits == []
-    finally:
-        server.shutdown()
+    def urlopen(request, *args, **kwargs):
+        fetched.append(getattr(request, "full_url", request))
+        raise OSError("no network in this test")
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    remote = {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/a.json"}}}
+    with pytest.raises(GateError) as info:
+        check_args({"a": 1}, remote)
+    assert info.value.code == "bad_schema" and fetched == []
     local = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "integer"}}}
     check_args({"a": 1}, local)
     with pytest.raises(GateError, match="args.a: 'x' is not of type 'integer'"):
