@@ -267,3 +267,22 @@ def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
     check_args({"a": 1}, local)
     with pytest.raises(GateError, match="args.a: 'x' is not of type 'integer'"):
         check_args({"a": "x"}, local)
+
+
+async def test_every_page_of_a_tool_listing_is_read():
+    from types import SimpleNamespace
+
+    from mcp import types
+
+    from meshnode.mcp_tools.clients import _list
+
+    class Paged:
+        asked: list = []
+
+        async def list_tools(self, params=None):
+            self.asked.append(params.cursor if params else None)
+            page = int(params.cursor) if params else 0
+            return SimpleNamespace(tools=[types.Tool(name=f"t{page}", input_schema={"type": "object"})],
+                                   next_cursor=str(page + 1) if page < 2 else None)
+    assert [t.name for t in await _list(Paged())] == ["t0", "t1", "t2"]
+    assert Paged.asked == [None, "1", "2"]

@@ -83,7 +83,7 @@ class McpTools:
     def openai_tools(self) -> list[dict]:
         return [tool_definition(f"{OPENAI_PREFIX}{full[len(PREFIX):].replace('.', '__', 1)}",
                                 f"{t.description} [outside tool {full}; risk: {risk_of(link, t)}]", t.schema)
-                for full, link, t in self.offered() if "." not in t.name]
+                for full, link, t in self.offered() if "." not in t.name and len(full) + 2 <= 64]  # OpenAI: <= 64
 
     def _resolve(self, full: str) -> tuple[str, Link, ToolInfo]:
         parts = split(full)
@@ -131,10 +131,19 @@ class McpTools:
 
     async def denied(self) -> list[dict]:
         """Outside tool calls a person rejected (or let expire) since the last time, as results for the agent."""
+        session, now = self.gate.settings.session, self.gate.clock()
+        if not await self.gate.store.read(_any_denied, session, now):  # the common case: a read, no write lock
+            return []
         return [{"confirmation": r[0], "tool": r[1], "ok": False,
                  "result": {"code": "denied", "error": f"a person {'denied' if r[2] == 'rejected' else 'did not answer'}"
                             f" {r[1]} {r[3][:300]}; it did not run"}}
-                for r in await self.gate.store.write(_take_denied, self.gate.settings.session, self.gate.clock())]
+                for r in await self.gate.store.write(_take_denied, session, now)]
+
+
+def _any_denied(db: Database, session: str, now_ms: int) -> bool:
+    return db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool LIKE 'mcp.%' AND result IS"
+                           " NULL AND (status = 'rejected' OR status = 'expired' OR (status = 'pending' AND"
+                           " expires_ms <= ?)) LIMIT 1", (session, now_ms)).fetchone() is not None
 
 
 def _take_denied(db: Database, session: str, now_ms: int) -> list[tuple]:

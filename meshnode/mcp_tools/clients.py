@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
+from mcp import types
 from mcp.client.session import ClientSession
 
 from meshnode.mcp_tools import transport
@@ -89,8 +90,8 @@ class Clients:
                     await session.initialize()
                 while True:
                     with trio.fail_after(s.timeout_s):
-                        listed = await session.list_tools()
-                    link.tools, link.skipped = _tools(listed.tools)
+                        listed = await _list(session)
+                    link.tools, link.skipped = _tools(listed)
                     if link.status != "up":
                         log.info("MCP server %s: %d tools (%s)", s.name, len(link.tools),
                                  "sandboxed" if s.sandboxed else "trusted" if s.url is None else s.url)
@@ -99,6 +100,17 @@ class Clients:
                         await link.broken.wait()
                     if link.broken.is_set():
                         raise ConnectionError(link.error or "the connection broke during a call")
+
+
+async def _list(session: ClientSession) -> list:
+    """Every page of tools/list, up to a few more than MAX_TOOLS (the rest are not offered anyway)."""
+    tools, cursor = [], None
+    while True:
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor or len(tools) > MAX_TOOLS:
+            return tools
 
 
 def _tools(listed) -> tuple[dict[str, ToolInfo], list[str]]:
