@@ -41,7 +41,7 @@ async def run(gate, cmd) -> dict:
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "tool": cmd.args["tool"], "status": "error",
                 "error": exc.reason, "code": exc.code}
-    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
+    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "tool": cmd.args["tool"], "status": "ok", "result": result}
 
 
 def offered(tools: list[dict] | None, gate) -> list[dict] | None:
