@@ -286,3 +286,17 @@ async def test_every_page_of_a_tool_listing_is_read():
                                    next_cursor=str(page + 1) if page < 2 else None)
     assert [t.name for t in await _list(Paged())] == ["t0", "t1", "t2"]
     assert Paged.asked == [None, "1", "2"]
+
+
+def test_a_child_node_never_inherits_the_parents_mcp_servers_nor_their_tokens(tmp_path):
+    from meshnode.config import load_config
+    from meshnode.spawn import bundle, child_config
+
+    (tmp_path / "config.toml").write_text('[mcp.servers.search]\nurl = "https://tools.example/mcp"\n'
+                                          'token = "s3cret-token"\n', encoding="utf-8")
+    parent = load_config(tmp_path, environ={})
+    assert parent.values["mcp"]["servers"]["search"]["token"] == "s3cret-token"
+    did = NodeKey.generate().did
+    values = child_config.child_values(parent, name="kid", kind="clone", listen_port=1, web_port=2, parent_did=did)
+    assert values["mcp"] == {"servers": {}}
+    assert "s3cret-token" not in bundle.template_text(parent, name="kid", kind="clone", parent_did=did)
