@@ -1,7 +1,8 @@
 """A small MCP server for the tests of the agent's outside tools (tests/test_mcp_tools.py).
 
-``python mcp_tool_server.py`` serves stdio; ``python mcp_tool_server.py http PORT`` serves
-streamable HTTP at http://127.0.0.1:PORT/mcp (printing the port once it listens).
+``python mcp_tool_server.py`` serves stdio; ``python mcp_tool_server.py http PORT TOKEN`` serves
+streamable HTTP at http://127.0.0.1:PORT/mcp to requests with ``Authorization: Bearer TOKEN``
+(others get 401), printing the port first.
 """
 
 import os
@@ -56,18 +57,26 @@ async def fail() -> str:
     raise ValueError("the disk is on fire")
 
 
-async def serve_http(port: int) -> None:
+async def serve_http(port: int, token: str) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
+    app, expected = server.streamable_http_app(), f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no token"})
+            return
+        await app(scope, receive, send)
     cfg = Config()
     cfg.bind = [f"127.0.0.1:{port}"]
     print(port, flush=True)
-    await serve(server.streamable_http_app(), cfg)
+    await serve(guarded, cfg)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
-        trio.run(serve_http, int(sys.argv[2]))
+        trio.run(serve_http, int(sys.argv[2]), sys.argv[3])
     else:
         trio.run(server.run_stdio_async)

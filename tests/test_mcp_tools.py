@@ -229,7 +229,7 @@ async def test_a_server_over_streamable_http(lab, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=subprocess.PIPE,
+    server = subprocess.Popen([sys.executable, SERVER, "http", str(port), "s3"], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     try:
         assert server.stdout.readline().strip() == str(port)
