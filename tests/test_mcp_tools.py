@@ -15,8 +15,8 @@ import trio
 from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, prompt_section
-from meshnode.cognition import registry
-from meshnode.cognition.commands import extract
+from meshnode.cognition import mcp_commands, registry
+from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.cycle import Cycle
 from meshnode.cognition.llm import Endpoint
 from meshnode.container import now_ms
@@ -132,9 +132,8 @@ async def test_calls_are_checked_run_limited_and_typed(lab, tmp_path):
         assert asked["status"] == "needs_confirmation"  # config said safe_read; the tool says destructive
         [req] = await pending(lab["store"])
         assert (req["tool"], req["args"], req["risk"]) == ("mcp.tt.wipe", {"target": "disk"}, DESTRUCTIVE)
-        with pytest.raises(GateError) as info:
-            await mcp.call("mcp.tt.hang", {})
-        assert info.value.code == "mcp_timeout" and "timeout_seconds" in info.value.reason
+        hung = await mcp_commands.run(mcp.gate, Command("h1", "mcp_call", {"tool": "mcp.tt.hang", "args": {}}))
+        assert (hung["status"], hung["code"]) == ("error", "mcp_timeout") and "timeout_seconds" in hung["error"]
         assert await mcp.call("mcp.tt.add", {"a": 2, "b": 40}) == {"tool": "mcp.tt.add", "result": "42"}
         with pytest.raises(GateError) as info:
             await mcp.call("mcp.tt.fail", {})
@@ -300,3 +299,57 @@ def test_a_child_node_never_inherits_the_parents_mcp_servers_nor_their_tokens(tm
     values = child_config.child_values(parent, name="kid", kind="clone", listen_port=1, web_port=2, parent_did=did)
     assert values["mcp"] == {"servers": {}}
     assert "s3cret-token" not in bundle.template_text(parent, name="kid", kind="clone", parent_did=did)
+
+
+async def test_a_server_that_cannot_start_is_retried_and_said_not_connected(lab, tmp_path):
+    gate = lab["make"]()
+    clients = Clients(settings.parse({"gone": {"command": str(tmp_path / "no-such-server"), "trusted": True}}),
+                      tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(clients.run)
+        await until(lambda: clients.links["gone"].error is not None, what="the first failure")
+        assert "not connected: gone: " in gate.mcp.catalogue() and "no-such-server" in gate.mcp.catalogue()
+        result = await mcp_commands.run(gate, Command("g1", "mcp_call", {"tool": "mcp.gone.anything"}))
+        assert (result["status"], result["code"]) == ("error", "mcp_unavailable")
+        assert await pending(lab["store"]) == []
+        nursery.cancel_scope.cancel()
+
+
+def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
+    """``meshnode run`` with [mcp.servers] (here from the environment): the server is up in the
+    status; a read-only tool configured low runs at once; one that asks runs once a person
+    answers ``meshnode confirm approve``; both results reach the agent's prompt."""
+    import shutil
+    import sqlite3
+    import tempfile
+
+    from meshharness import Node, wait_until
+
+    ask = [{"cmd_id": "a1", "type": "mcp.tt.add", "args": {"a": 20, "b": 22}},
+           {"cmd_id": "s1", "type": "mcp.tt.shout", "args": {"text": "from the node"}}]
+    llm = llms("main", [answer_with(0, *ask), *(answer_with(i) for i in range(1, 40))])
+    root = Path(tempfile.mkdtemp(prefix="mcp", dir="/tmp"))  # short: the control socket's path
+    servers = (f'{{tt = {{command = {json.dumps(sys.executable)}, args = [{json.dumps(SERVER)}], trusted = true,'
+               f' tools = {{add = "low"}}}}}}')
+    node = Node(root, "mcp", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2", "MESHNODE_MCP_SERVERS": servers})
+    try:
+        node.cli("llm", "add", "main", "--url", llm.url, "--model", "m")
+        node.start()
+        conn = sqlite3.connect(node.home / "data" / "meshnode.db")
+
+        def logged(name):
+            return conn.execute("SELECT value FROM process_log WHERE name = ?", (name,)).fetchone()
+        wait_until(lambda: logged("cmd:a1") and logged("cmd:s1"), 60, "the agent's calls")
+        assert json.loads(logged("cmd:a1")[0]).get("result") == {"tool": "mcp.tt.add", "result": "42"}, logged("cmd:a1")
+        assert json.loads(logged("cmd:s1")[0])["result"]["status"] == "needs_confirmation"
+        [mcp_status] = node.call("status")["cognition"]["mcp_servers"]
+        assert mcp_status["status"] == "up" and "shout" in mcp_status["tools"] and not mcp_status["sandboxed"]
+        [req_id] = [r for (r,) in conn.execute("SELECT id FROM gate_confirmations WHERE tool = 'mcp.tt.shout'")]
+        node.cli("confirm", "approve", str(req_id))
+        wait_until(lambda: any("FROM THE NODE!" in p and "42" in p for p in llm.prompts()), 60,
+                   "a prompt with both results")
+        conn.close()
+    finally:
+        node.stop()
+        shutil.rmtree(root, ignore_errors=True)

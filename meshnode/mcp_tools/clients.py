@@ -25,6 +25,7 @@ from meshnode.mcp_tools.settings import ServerSettings
 log = logging.getLogger("meshnode.mcp_tools")
 
 RELIST_S = 60.0
+STARTUP_WAIT_S = 5.0  # the node waits this long at most for its servers' first answer, so the first tick sees them
 BACKOFF_S = (1.0, 300.0)
 MAX_TOOLS = 64  # per server
 MAX_SCHEMA = 8192  # characters of one tool's input schema (as JSON)
@@ -49,6 +50,7 @@ class Link:
     skipped: list[str] = field(default_factory=list)  # tools not offered, with the reason
     session: ClientSession | None = None
     broken: trio.Event = field(default_factory=trio.Event)
+    settled: trio.Event = field(default_factory=trio.Event)  # its first attempt ended (up, or failed)
     stderr: list[str] = field(default_factory=list)
 
 
@@ -61,6 +63,9 @@ class Clients:
         async with trio.open_nursery() as nursery:
             for link in self.links.values():
                 nursery.start_soon(self._keep, link)
+            with trio.move_on_after(STARTUP_WAIT_S):
+                for link in self.links.values():
+                    await link.settled.wait()
             task_status.started()
 
     def status(self) -> list[dict]:
@@ -77,6 +82,7 @@ class Clients:
                 link.error = _reason(exc, link.stderr)
                 log.warning("MCP server %s: %s (again in %.0f s)", link.settings.name, link.error, delay)
             link.status, link.session, link.tools = "down", None, {}
+            link.settled.set()
             await trio.sleep(delay)
             delay = min(delay * 2, BACKOFF_S[1])
             link.status = "connecting"
@@ -96,6 +102,7 @@ class Clients:
                         log.info("MCP server %s: %d tools (%s)", s.name, len(link.tools),
                                  "sandboxed" if s.sandboxed else "trusted" if s.url is None else s.url)
                     link.status, link.session, link.error = "up", session, None
+                    link.settled.set()
                     with trio.move_on_after(RELIST_S):
                         await link.broken.wait()
                     if link.broken.is_set():
