@@ -417,9 +417,8 @@ class ConsensusMixin:
         self._previous = old
         self.core = Core(self.key, new, timeouts=self._timeouts, height=decision.height + 1,
                          decided_ids=old.decided_ids, valid=self._value_is_valid, block_limits=self._block_limits)
-        self.core.pending = old.pending  # what was asked and not yet decided stays asked
         self.metrics.inc("consensus_epochs")
-        await self._consensus_apply(self.core.resume(self._consensus_now()))
+        await self._consensus_apply(self.core.take_over(old, self._consensus_now()))
         log.info("committee epoch %d: %d validators from height %d", epoch, len(new.members), decision.height + 1)
 
     def _save_decision(self, db, committee: str, decision: Decide, now: int) -> None:
