@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from mcp.server.mcpserver import MCPServer
 
 from meshnode import __version__
@@ -16,6 +18,8 @@ INSTRUCTIONS = ("This is a meshnode: a node of the HyperCortex Mesh with its own
 
 
 def build_server(call: Call) -> MCPServer:
+    # the SDK logs every request and every refused call at INFO: the node's log keeps its warnings and errors
+    logging.getLogger("mcp").setLevel(max(logging.WARNING, logging.getLogger().level))
     server = MCPServer("meshnode", version=__version__, instructions=INSTRUCTIONS)
     for module in MODULES:
         module.register(server, call)

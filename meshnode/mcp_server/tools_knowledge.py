@@ -10,6 +10,7 @@ from pydantic import Field
 from meshnode.mcp_server.calls import Call, run
 from meshnode.mcp_server.schema import ADD, ADD_SHARED, MARK, READ, Did, Limit, Line, Text, Word, Words
 
+Targets = Annotated[list[Did], Field(min_length=1, max_length=256, description="concepts' container DIDs")]
 WRITES = {"note_add", "note_read", "diary_add", "concept_add", "link_add"}
 
 
@@ -61,7 +62,7 @@ def register(server, call: Call) -> None:
         return await run(call, "links", limit=limit)
 
     @server.tool(annotations=ADD)
-    async def link_add(source: Did, relation: Word, targets: Annotated[list[Did], Field(min_length=1, max_length=256)], inverse: Word | None = None):
+    async def link_add(source: Did, relation: Word, targets: Targets, inverse: Word | None = None):
         """Link concept ``source`` to the concepts ``targets`` (container DIDs) by ``relation``
         (for example is_a, part_of, related_to). Returns its container DID."""
         return await run(call, "link_add", source=source, relation=relation, targets=targets, inverse=inverse)

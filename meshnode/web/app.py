@@ -211,7 +211,7 @@ class Guard:
         finally:
             metrics = self.services.metrics
             metrics.inc("web_requests", route=label, status=str(status[0]))
-            if label != "/api/events":  # a stream's whole life is not a request's latency
+            if label != "/api/events" and (label, scope["method"]) != ("/mcp", "GET"):  # a stream's life is no latency
                 metrics.observe("web_request_seconds", time.perf_counter() - started, route=label)
 
 
