@@ -75,8 +75,13 @@ def socket_call(data_dir: Path, open_db: Callable[[], Any]) -> Call:
     async def call(cmd: str, **args) -> Any:
         if cmd in LOCAL_READS:
             return await trio.to_thread.run_sync(local, cmd, args, abandon_on_cancel=True)
-        return await trio.to_thread.run_sync(lambda: control.call(path, cmd, args, timeout=SOCKET_TIMEOUT),
-                                             abandon_on_cancel=True)
+        return await trio.to_thread.run_sync(ask, cmd, args, abandon_on_cancel=True)
+
+    def ask(cmd: str, args: dict) -> Any:
+        try:
+            return control.call(path, cmd, args, timeout=SOCKET_TIMEOUT)
+        except OSError as exc:  # the node went away mid-request (a reset, a broken pipe)
+            raise MeshnodeError("control_unreachable", f"lost the node at {path}: {exc.strerror or exc}") from None
     return call
 
 
