@@ -8,7 +8,7 @@ the same control command on the control socket, interleaved call by call in one 
    the ratio of each MCP p50 to the socket's.
 3. ``meshnode mcp``'s start: from the process start to an initialized session (what a client waits).
 
-Prints a table and writes bench/results/mcp.json; the last line is one JSON object.
+Prints a table and writes bench/results/mcp_server.json; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ def main() -> None:
         if isinstance(f, dict):
             print(f"{name:<16}{f['p50']:>9}{f['p99']:>9}{f['max']:>9}{f.get('x_socket_p50', 1.0):>10}")
     print(f"meshnode mcp start to an initialized session: {result['stdio_start_s']} s")
-    out = {"bench": "mcp", "notes": a.notes, "requests": a.requests, **result}
+    out = {"bench": "mcp_server", "notes": a.notes, "requests": a.requests, **result}
     results = Path(__file__).resolve().parent / "results"
     results.mkdir(exist_ok=True)
-    (results / "mcp.json").write_text(json.dumps(out, indent=2) + "\n")
+    (results / "mcp_server.json").write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out))
 
 
