@@ -13,7 +13,7 @@ import trio
 
 from llmharness import command_block, distinct_answers
 from mcpharness import http_session, refusal, result, stdio_session, text_of
-from meshharness import Node
+from meshharness import Node, metric
 from meshnode.identity.keys import NodeKey
 from webharness import agent_node
 
@@ -128,6 +128,10 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         assert "limit" in await refusal(s, "diary", limit=10**6)
         note = await result(s, "note_add", text="written over HTTP MCP")
         assert (await result(s, "note_read", did=note["did"]))["text"] == "written over HTTP MCP"
+        assert "unknown_goal" in await refusal(s, "goal_show", goal="nope-nope")
+    assert metric(web.node, "mcp_calls", cmd="note_add", outcome="ok") >= 1
+    assert metric(web.node, "mcp_calls", cmd="goal_show", outcome="unknown_goal") >= 1
+    assert metric(web.node, "web_requests", route="/mcp", status="401") >= 3
 
 
 async def test_ask_agent_returns_the_agents_reply(web, tmp_path):

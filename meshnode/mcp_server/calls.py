@@ -87,11 +87,18 @@ def socket_call(data_dir: Path, open_db: Callable[[], Any]) -> Call:
 
 def services_call(services, changes: Callable[[str], bool]) -> Call:
     """The backend of ``/mcp``: the web server's Services (the same control commands, in the node);
-    after a command that ``changes`` something, the notebook's feed looks now (as after a POST)."""
+    after a command that ``changes`` something, the notebook's feed looks now (as after a POST).
+    Each call is counted in ``mcp_calls{cmd, outcome}`` (``ok`` or the error's code)."""
     async def call(cmd: str, **args) -> Any:
-        if cmd in LOCAL_READS:
-            return await services.read(lambda db: LOCAL_READS[cmd](db, **args))
-        result = await services.call(cmd, **args)
+        try:
+            if cmd in LOCAL_READS:
+                result = await services.read(lambda db: LOCAL_READS[cmd](db, **args))
+            else:
+                result = await services.call(cmd, **args)
+        except MeshnodeError as exc:
+            services.metrics.inc("mcp_calls", cmd=cmd, outcome=exc.code[:64])
+            raise
+        services.metrics.inc("mcp_calls", cmd=cmd, outcome="ok")
         if changes(cmd):
             services.feed.nudge()
         return result
