@@ -15,6 +15,7 @@ from llmharness import command_block, distinct_answers
 from mcpharness import http_session, refusal, result, stdio_session, text_of
 from meshharness import Node, metric
 from meshnode.identity.keys import NodeKey
+from meshnode.store.short_ids import short_container_id
 from webharness import agent_node
 
 TOOLS = {"notes", "note_read", "note_add", "diary", "diary_add", "concepts", "concept_add", "links", "link_add",
@@ -69,6 +70,7 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         assert task in json.dumps(await result(s, "goal_show", goal=goal))
         assert task in [t["lineage"] for t in await result(s, "task_list", goal=goal)]
         assert (await result(s, "task_show", task=task))["lineage"] == task
+        assert (await result(s, "goal_show", goal=short_container_id(goal)))["lineage"] == goal  # as listings show it
         tree = json.loads((await s.read_resource("meshnode://goals")).contents[0].text)
         assert [g["lineage"] for g in tree["goals"]] == [goal]
         cancelled = await result(s, "goal_cancel", goal=goal, reason="done with it")

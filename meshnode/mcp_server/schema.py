@@ -9,7 +9,7 @@ from pydantic import Field
 
 from meshnode.notes import MAX_TEXT
 
-Did = Annotated[str, Field(min_length=8, max_length=200, description="a DID (did:key:... or did:hmp:container:...)"
+Did = Annotated[str, Field(min_length=6, max_length=200, description="a DID (did:key:... or did:hmp:container:...)"
                                                                       " or a short id this node knows")]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="the text (at most 64 KiB)")]
 Line = Annotated[str, Field(min_length=1, max_length=256)]

@@ -26,8 +26,9 @@ def register(server, call: Call) -> None:
         out = await answer(call, "chat_send", text=text, thread=thread, wait_seconds=wait_seconds)
         shown = {"thread": out["thread"], "message": out["did"], "replies": out["replies"]}
         if not out["replies"]:
-            shown["pending"] = (f"no reply within {wait_seconds:g} s yet; the agent answers in thread"
-                                 f" {out['thread']}: call chat_thread with thread={out['thread']!r} later")
+            why = "" if out.get("woke") else " (the agent was not woken: it is paused, off, or wakes at its next tick)"
+            shown["pending"] = (f"no reply within {wait_seconds:g} s yet{why}; the agent answers in thread"
+                                f" {out['thread']}: call chat_thread with thread={out['thread']!r} later")
         return as_text(shown)
 
     @server.tool(annotations=READ)
