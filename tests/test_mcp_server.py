@@ -10,6 +10,7 @@ import json
 import httpx
 import pytest
 import trio
+from mcp.shared.exceptions import MCPError
 
 from llmharness import command_block, distinct_answers
 from mcpharness import http_session, refusal, result, stdio_session, text_of
@@ -79,6 +80,8 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         assert "goal_closed" in await refusal(s, "task_add", goal=goal, title="too late")
         assert "unknown_goal" in await refusal(s, "goal_show", goal="did:hmp:container:uEiNOPE")
         assert "thread_not_found" in await refusal(s, "chat_thread", thread="A" * 16)
+        with pytest.raises(MCPError, match="thread_not_found"):  # a resource's error: the same code and reason
+            await s.read_resource("meshnode://chat/thread/" + "A" * 16)
         assert isinstance(await result(s, "peers"), list)
         assert "connected" in json.dumps(await result(s, "formation"))
         assert "no_reputation" in await refusal(s, "reputation", did=web.node.did)
