@@ -19,7 +19,7 @@ def register(server, call: Call) -> None:
     async def notes(query: Line | None = None, limit: Limit = 20, unread: bool | None = None,
                     topic: Line | None = None, before: Did | None = None):
         """Search this node's notes, newest first: ``query`` matches their text; ``before`` (the last
-        note's DID of the previous page) pages on. Each row: container_did, time, topic, text (cut),
+        note's DID of the previous page) pages on. Each row: container_did, timestamp, topic, text,
         audience, tags, source, author, read."""
         return await run(call, "notes", query=query, limit=limit, unread=unread, topic=topic, before=before)
 
