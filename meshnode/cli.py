@@ -39,6 +39,7 @@ from meshnode import cli_web
 from meshnode import cli_chat
 from meshnode import cli_spawn
 from meshnode import cli_children
+from meshnode import cli_mcp
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_chat.add_parsers(sub, common)
     cli_spawn.add_parsers(sub, common)
     cli_children.add_parsers(sub, common)
+    cli_mcp.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -26,6 +26,7 @@ TINY = {
     "reactor.py": ["--events", "3000", "--agents", "50", "--notes", "300", "--tasks", "30"],
     "web.py": ["--notes", "500", "--requests", "20", "--ticks", "5", "--rounds", "1"],
     "spawn.py": ["--containers", "50", "--kinds", "newborn"],
+    "mcp_server.py": ["--notes", "5", "--requests", "3"],
 }
 
 

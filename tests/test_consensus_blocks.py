@@ -340,3 +340,19 @@ def test_values_waiting_for_the_batch_go_out_with_the_node_s_next_vote():
     assert [x.kind for x in said] == [m.PREVOTE, m.REQUEST]
     assert m.block_values(said[1].value) == (b"b",)
     assert not core.timeout(ANNOUNCE, 0, 0, 50)
+
+
+def test_values_held_back_for_the_batch_at_an_epoch_switch_are_asked_of_the_new_committee():
+    """Before take_over, the old core's batch announcement named the old committee, whose messages
+    every node drops once it has switched: the values stayed pending here and no one else heard of them."""
+    old = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(request_batch_ms=50))
+    old.submit(b"a", 0)  # announced at once
+    old.submit(b"b", 10)
+    old.submit(b"c", 20)  # b and c wait for the batch
+    new_committee = Committee.of({k.did: 1 for k in KEYS[1:5]}, epoch=1)
+    new = Core(KEYS[0], new_committee, timeouts=Timeouts(request_batch_ms=50), height=5, decided_ids=old.decided_ids)
+    out = new.take_over(old, 30)
+    asked = [a.message for a in out if isinstance(a, Broadcast) and a.message.kind == m.REQUEST]
+    assert [(x.committee, m.block_values(x.value)) for x in asked] == [(new_committee.id, (b"b", b"c"))]
+    assert list(new.pending.values()) == [b"a", b"b", b"c"]
+    assert not [a for a in old.timeout(ANNOUNCE, 0, 0, 60) if isinstance(a, Broadcast)]  # the old core says nothing

@@ -220,3 +220,24 @@ async def test_a_refused_message_charges_the_envelope_s_author_once_and_a_copy_i
     assert taken == [good.encode(), forged, outsider]
     assert charged == [(author, "bad_signature"), (author, "bad_message")]
     assert d.metrics.get("consensus_rejected", code="not_member") == 1
+
+
+def test_the_topic_validator_refuses_a_malformed_envelope_before_it_is_relayed_and_charges_its_author():
+    """Before it, a malformed envelope passed pubsub (no validator on the topic): relayed to the whole
+    committee, and refused only at each reader."""
+    from libp2p.peer.id import ID
+    from libp2p.pubsub.pb import rpc_pb2
+
+    from meshnode.identity.did import did_to_peer_id
+
+    wrapper = NodeKey(hashlib.sha256(b"w").digest())
+    d, charged = _Driver(), []
+    d._gossip_invalid = lambda forwarder, code: charged.append((forwarder, code))
+    author = ID.from_base58(did_to_peer_id(wrapper.did))
+    vote = sign(wrapper, PREVOTE, "c", 0, 0).encode()
+    ok = rpc_pb2.Message(data=consensus_gossip.wrap([vote], 3), from_id=author.to_bytes())
+    assert d._validate_consensus_gossip(author, ok) is True and charged == []
+    for bad in (cbor.encode([[vote], -1]), cbor.encode([vote, 1]), b"\xff not cbor"):
+        assert d._validate_consensus_gossip(author, rpc_pb2.Message(data=bad, from_id=author.to_bytes())) is False
+    assert charged == [(author, "bad_message")] * 3
+    assert d.metrics.get("consensus_rejected", code="bad_message") == 3

@@ -191,6 +191,19 @@ class Core:
         self._send(m.CATCHUP, self.h.number, 0)
         return self._flush()
 
+    def take_over(self, old: "Core", now: int) -> list:
+        """Become the next epoch's core after ``old``: what was asked and not yet decided stays
+        asked, and the values ``old`` still held back for its request batch are announced to the
+        new committee now (announced by ``old``, they would name a committee that has ended)."""
+        self._now = now
+        self.pending = old.pending
+        waiting = [v for v in dict.fromkeys(old._unannounced) if m.value_id(v) not in self.decided_ids]
+        old._unannounced, old._unannounced_ids = [], set()
+        self._unannounced, self._unannounced_ids = waiting, {m.value_id(v) for v in waiting}
+        self._announce()
+        self._maybe_start()
+        return self._flush()
+
     def resume(self, now: int) -> list:
         """Start working on what is pending (a core that took over an epoch's requests)."""
         self._now = now

@@ -174,6 +174,18 @@ class ConsensusMixin:
             for code in faults:  # (once per envelope and fault: a single bad envelope is one offence)
                 self._consensus_author_invalid(message, code)
 
+    def _validate_consensus_gossip(self, forwarder, message) -> bool:
+        """The topic's validator: an envelope that is not ``[[messages], counter]`` is refused before
+        it is relayed or queued, and its author charged. The inner messages, each signed, are checked
+        as they are taken, after delivery."""
+        try:
+            gossip.unwrap(message.data)
+        except MeshnodeError as exc:
+            self.metrics.inc("consensus_rejected", code=exc.code)
+            self._consensus_author_invalid(message, exc.code)
+            return False
+        return True
+
     def _consensus_author_invalid(self, message, code: str) -> None:
         """Charge the gossip message's author (its pubsub signer: the node that wrapped it)."""
         from libp2p.peer.id import ID
@@ -405,9 +417,8 @@ class ConsensusMixin:
         self._previous = old
         self.core = Core(self.key, new, timeouts=self._timeouts, height=decision.height + 1,
                          decided_ids=old.decided_ids, valid=self._value_is_valid, block_limits=self._block_limits)
-        self.core.pending = old.pending  # what was asked and not yet decided stays asked
         self.metrics.inc("consensus_epochs")
-        await self._consensus_apply(self.core.resume(self._consensus_now()))
+        await self._consensus_apply(self.core.take_over(old, self._consensus_now()))
         log.info("committee epoch %d: %d validators from height %d", epoch, len(new.members), decision.height + 1)
 
     def _save_decision(self, db, committee: str, decision: Decide, now: int) -> None:

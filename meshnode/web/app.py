@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from meshnode.errors import MeshnodeError
+from meshnode.mcp_server import guard as mcp_guard
 from meshnode.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
 from meshnode.web import auth as auth_routes, pages, prom, sse
 from meshnode.web.auth import Auth
@@ -158,6 +159,9 @@ class Guard:
         cookies = Request(scope).cookies
         via = self.auth.identify(headers, cookies, self.services.now())
         scope["meshnode_via"] = via
+        if scope["path"] == mcp_guard.MCP_PATH:  # an MCP client's rules instead of the API's (mcp_server/guard.py)
+            refused = mcp_guard.refusal(scope["method"], headers, via, self.body_limit)
+            return None if refused is None else _refusal(*refused)
         if needs and via is None:
             if is_page and scope["method"] in ("GET", "HEAD"):
                 return pages.to_login()
@@ -207,7 +211,7 @@ class Guard:
         finally:
             metrics = self.services.metrics
             metrics.inc("web_requests", route=label, status=str(status[0]))
-            if label != "/api/events":  # a stream's whole life is not a request's latency
+            if label != "/api/events" and (label, scope["method"]) != ("/mcp", "GET"):  # a stream's life is no latency
                 metrics.observe("web_request_seconds", time.perf_counter() - started, route=label)
 
 
@@ -231,7 +235,8 @@ async def _not_allowed(request: Request, exc) -> Response:
                                    f" {request.url.path[:200]} (every change is a POST)"), status_code=405)
 
 
-def build_app(services, auth: Auth) -> Starlette:
+def build_app(services, auth: Auth, mounts=()) -> Starlette:
+    """``mounts``: (path, ASGI app, methods) served behind the guard too (the MCP endpoint)."""
     body_limit = int(services.config.values["web"]["max_body_bytes"])
     meta: dict = {"routes": []}
     routes = []
@@ -242,6 +247,10 @@ def build_app(services, auth: Auth) -> Starlette:
     for path, handler, needs in pages.ROUTES:
         route = Route(path, handler, methods=["GET"])
         meta[id(route)] = (path if not path.startswith("/static") else "/static", needs, needs)
+        routes.append(route)
+    for path, asgi, methods in mounts:
+        route = Route(path, asgi, methods=methods)
+        meta[id(route)] = (path, True, False)
         routes.append(route)
     meta["routes"] = routes
     app = Starlette(routes=routes, middleware=[Middleware(Guard, services=services, auth=auth, meta=meta)],

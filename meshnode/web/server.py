@@ -78,12 +78,16 @@ async def serve_web(config, services, *, task_status=trio.TASK_STATUS_IGNORED) -
                     " session cookie travel in clear", web["listen"])
     auth = Auth.from_config(config, services.metrics)
     _refuse_if_taken(host, port)
-    app = build_app(services, auth)
+    from meshnode.mcp_server.http import McpHttp  # the MCP SDK loads with the web server only
+
+    mcp = McpHttp(services)
+    app = build_app(services, auth, mcp.mounts())
     guard = guard_of(app)
     if services.cycle is not None and hasattr(services.cycle, "on_tick"):  # a tick ended: the feed looks now
         services.cycle.on_tick = lambda summary: services.feed.nudge()
     async with trio.open_nursery() as nursery:
         await nursery.start(services.feed.run)
+        await nursery.start(mcp.run)
         binds = await nursery.start(serve, app, hypercorn_config(config, host_port(host, port)))
         bound = binds[0].split("://", 1)[1]
         guard.port = parse_listen(bound)[1]

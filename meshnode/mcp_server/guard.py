@@ -1,0 +1,23 @@
+"""The web guard's rules for ``/mcp`` (protocols/web.md 3.3, protocols/mcp.md 5), apart from the SDK
+so the web app does not load it: an MCP client is a script, so only ``Authorization: Bearer`` counts
+(a browser's session cookie does not: no cross-site request can use it); a POST carries a JSON-RPC
+body (``application/json``, at most ``[web] max_body_bytes``); GET (the server's event stream) and
+DELETE (the end of a session) carry none."""
+
+from __future__ import annotations
+
+MCP_PATH = "/mcp"
+
+
+def refusal(method: str, headers, via: str | None, body_limit: int) -> tuple[str, str] | None:
+    """(code, reason) when the request may not reach the MCP endpoint, else None."""
+    if via != "bearer":
+        return "unauthorized", "MCP needs Authorization: Bearer <token> (the token `meshnode web url` prints)"
+    if method != "POST":
+        return None
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        return "bad_content_type", "an MCP message is JSON (Content-Type: application/json)"
+    length = headers.get("content-length", "")
+    if length.isdigit() and int(length) > body_limit:
+        return "too_large", f"the request body is larger than [web] max_body_bytes ({body_limit})"
+    return None

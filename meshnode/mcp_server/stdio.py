@@ -1,0 +1,36 @@
+"""``meshnode mcp``: the MCP server on stdin/stdout, for a local client (Claude Desktop, Cursor, ...).
+
+It is a client of the running node, like every CLI command: each tool is one request on the control
+socket. stdout carries MCP frames only (logs go to stderr). With no node running it still serves:
+every tool answers ``node_not_running: ...`` (an MCP tool error) until ``meshnode run`` starts, so a
+client configured once works whenever the node is up.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from meshnode import control
+from meshnode.mcp_server.calls import socket_call
+from meshnode.mcp_server.server import build_server
+from meshnode.store import Database
+
+log = logging.getLogger("meshnode.mcp")
+
+
+async def serve_stdio(config) -> None:
+    data_dir = config.db_path.parent
+    if not control.socket_path(data_dir).exists():
+        log.warning("no node is running at %s yet: tools answer node_not_running until `meshnode run`", config.home)
+    server = build_server(socket_call(data_dir, lambda: Database(config.db_path, create=False)))
+    await server.run_stdio_async()
+
+
+def run(config) -> int:
+    try:
+        trio.run(serve_stdio, config)
+    except KeyboardInterrupt:
+        pass
+    return 0

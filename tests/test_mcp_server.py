@@ -1,0 +1,174 @@
+"""meshnode as an MCP server, with the official MCP client against a real node: ``meshnode mcp`` over
+stdio and ``/mcp`` over Streamable HTTP list the same tools, each tool works through the running node,
+bad arguments and the node's refusals are tool errors with a readable reason (never a traceback),
+``/mcp`` needs the web token, and ask_agent returns the (scripted) agent's reply."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import trio
+from mcp.shared.exceptions import MCPError
+
+from llmharness import command_block, distinct_answers
+from mcpharness import http_session, refusal, result, stdio_session, text_of
+from meshharness import Node, metric
+from meshnode.identity.keys import NodeKey
+from meshnode.store.short_ids import short_container_id
+from webharness import agent_node
+
+TOOLS = {"notes", "note_read", "note_add", "diary", "diary_add", "concepts", "concept_add", "links", "link_add",
+         "goal_list", "goal_show", "goal_add", "goal_cancel", "task_list", "task_show", "task_add", "task_update",
+         "ask_agent", "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation"}
+READ_ONLY = {"notes", "diary", "concepts", "links", "goal_list", "goal_show", "task_list", "task_show",
+             "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation"}
+QUESTION = "what is 2+2? (mcp-okapi)"
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    with agent_node(tmp_path_factory.mktemp("mcp"), distinct_answers(500, lambda i, text: [])) as node:
+        yield node
+
+
+async def test_stdio_lists_every_tool_typed_and_annotated(web, tmp_path):
+    async with stdio_session(web.node, tmp_path / "err.log") as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for name, tool in tools.items():
+            assert tool.description and tool.input_schema["type"] == "object", name
+            assert tool.annotations.read_only_hint is (name in READ_ONLY), name
+            if name not in READ_ONLY:
+                assert tool.annotations.destructive_hint is (name in ("goal_cancel", "task_update")), name
+        text = tools["note_add"].input_schema["properties"]["text"]
+        assert text["type"] == "string" and text["maxLength"] == 64 * 1024
+        assert tools["ask_agent"].input_schema["properties"]["wait_seconds"]["maximum"] == 60
+        assert tools["note_add"].input_schema["required"] == ["text"]
+        uris = {str(r.uri) for r in (await s.list_resources()).resources}
+        assert uris == {"meshnode://chat/recent", "meshnode://goals"}
+
+
+async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
+    async with stdio_session(web.node, tmp_path / "err.log") as s:
+        status = await result(s, "status")
+        assert status["did"] == web.node.did and status["running"] is True
+        note = await result(s, "note_add", text="an okapi note from MCP", tags=["mcp"])
+        assert [n["container_did"] for n in await result(s, "notes", query="okapi")] == [note["did"]]
+        read = await result(s, "note_read", did=note["did"])
+        assert read["text"] == "an okapi note from MCP" and "mcp" in read["tags"]
+        entry = await result(s, "diary_add", text="today I spoke MCP", title="MCP")
+        assert entry["did"] in json.dumps(await result(s, "diary"))
+        a = (await result(s, "concept_add", label="okapi", description="a forest giraffe"))["did"]
+        b = (await result(s, "concept_add", label="giraffe"))["did"]
+        assert {a, b} <= set(json.dumps(await result(s, "concepts")).split('"'))
+        link = await result(s, "link_add", source=a, relation="related_to", targets=[b])
+        assert link["did"] in json.dumps(await result(s, "links"))
+        goal = (await result(s, "goal_add", title="learn about okapis", priority=0.5))["lineage"]
+        assert goal in [g["lineage"] for g in await result(s, "goal_list")]
+        task = (await result(s, "task_add", goal=goal, title="read one article"))["lineage"]
+        assert task in json.dumps(await result(s, "goal_show", goal=goal))
+        assert task in [t["lineage"] for t in await result(s, "task_list", goal=goal)]
+        assert (await result(s, "task_show", task=task))["lineage"] == task
+        assert (await result(s, "goal_show", goal=short_container_id(goal)))["lineage"] == goal  # as listings show it
+        tree = json.loads((await s.read_resource("meshnode://goals")).contents[0].text)
+        assert [g["lineage"] for g in tree["goals"]] == [goal]
+        cancelled = await result(s, "goal_cancel", goal=goal, reason="done with it")
+        assert cancelled["status"] == "cancelled" and task in cancelled["abandoned"]
+        # the node's refusals are tool errors naming the code and the reason
+        assert "goal_closed" in await refusal(s, "task_add", goal=goal, title="too late")
+        assert "unknown_goal" in await refusal(s, "goal_show", goal="did:hmp:container:uEiNOPE")
+        assert "thread_not_found" in await refusal(s, "chat_thread", thread="A" * 16)
+        with pytest.raises(MCPError, match="thread_not_found"):  # a resource's error: the same code and reason
+            await s.read_resource("meshnode://chat/thread/" + "A" * 16)
+        assert isinstance(await result(s, "peers"), list)
+        assert "connected" in json.dumps(await result(s, "formation"))
+        assert "no_reputation" in await refusal(s, "reputation", did=web.node.did)
+        other = NodeKey(bytes(32)).did
+        await trio.to_thread.run_sync(web.node.cli, "reputation", "set", other, "0.8", "--reason", "I know it")
+        rep = await result(s, "reputation", did=other)
+        assert rep["did"] == other and "0.8" in json.dumps(rep)
+        assert await result(s, "find_by_interest", interest="okapi") == []
+        with trio.fail_after(60):  # alone on its mesh: nobody to ask
+            assert "not_found" in await refusal(s, "find_peer", did=NodeKey(bytes([7]) * 32).did)
+
+
+async def test_bad_arguments_are_tool_errors_with_a_reason(web, tmp_path):
+    async with stdio_session(web.node, tmp_path / "err.log") as s:
+        assert "limit" in await refusal(s, "notes", limit=0)
+        assert "text" in await refusal(s, "note_add", text="x" * (64 * 1024 + 1))
+        assert "text" in await refusal(s, "note_add")  # required
+        assert "audience" in await refusal(s, "note_add", text="x", audience="everyone")
+        assert "wait_seconds" in await refusal(s, "ask_agent", text="x", wait_seconds=61)
+        assert "thread" in await refusal(s, "chat_thread", thread="../../etc")
+        assert "did" in await refusal(s, "reputation", did="x" * 201)
+        unknown = await s.call_tool("no_such_tool", {})
+        assert unknown.is_error and "no_such_tool" in text_of(unknown)
+    assert "Traceback" not in (tmp_path / "err.log").read_text()
+
+
+async def test_http_needs_the_token_and_serves_the_same_tools(web):
+    async with httpx.AsyncClient(base_url=web.url) as client:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        plain = await client.post("/mcp", json=body)
+        assert plain.status_code == 401 and plain.json()["code"] == "unauthorized"
+        wrong = await client.post("/mcp", json=body, headers={"Authorization": "Bearer " + "x" * 43})
+        assert wrong.status_code == 401
+        bearer = {"Authorization": f"Bearer {web.token}"}
+        as_text = await client.post("/mcp", content=json.dumps(body), headers={**bearer, "content-type": "text/plain"})
+        assert as_text.status_code == 415 and as_text.json()["code"] == "bad_content_type"
+        # a browser's session cookie is not an MCP client's credential (the Origin rule is the API's)
+        login = await client.post("/api/login", json={"token": web.token}, headers={"Origin": web.url})
+        assert login.status_code == 200 and client.cookies.get("meshnode_session")
+        by_cookie = await client.post("/mcp", json=body, headers={"Origin": web.url})
+        assert by_cookie.status_code == 401 and "Bearer" in by_cookie.json()["reason"]
+        client.cookies.clear()
+        # a session's end is a DELETE with no body: the guard lets it reach the SDK (which answers for it)
+        ended = await client.delete("/mcp", headers={**bearer, "mcp-session-id": "no-such-session"})
+        assert ended.status_code != 415 and ended.status_code < 500, ended.text
+    async with http_session(web.url, web.token) as s:
+        assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+        assert (await result(s, "status"))["did"] == web.node.did
+        assert "limit" in await refusal(s, "diary", limit=10**6)
+        note = await result(s, "note_add", text="written over HTTP MCP")
+        assert (await result(s, "note_read", did=note["did"]))["text"] == "written over HTTP MCP"
+        assert "unknown_goal" in await refusal(s, "goal_show", goal="nope-nope")
+    assert metric(web.node, "mcp_calls", cmd="note_add", outcome="ok") >= 1
+    assert metric(web.node, "mcp_calls", cmd="goal_show", outcome="unknown_goal") >= 1
+    assert metric(web.node, "web_requests", route="/mcp", status="401") >= 3
+
+
+async def test_ask_agent_returns_the_agents_reply(web, tmp_path):
+    async def answer_when_it_arrives():
+        """The scripted agent answers the question once its id is known (the reply names it)."""
+        def question_did():
+            rows = web.node.call("notes", {"query": "mcp-okapi", "limit": 5})
+            return rows[0]["container_did"] if rows else None
+        while (did := await trio.to_thread.run_sync(question_did)) is None:
+            await trio.sleep(0.1)
+        web.llm.reply_when(QUESTION, "The person asks a sum. " + command_block(
+            {"cmd_id": "mcp1", "type": "note_add", "args": {"text": "4", "reply_to": did}}))
+
+    async with http_session(web.url, web.token) as s:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer_when_it_arrives)
+            with trio.fail_after(90):
+                asked = await result(s, "ask_agent", text=QUESTION, wait_seconds=60)
+        assert [r["text"] for r in asked["replies"]] == ["4"] and "pending" not in asked
+        thread = await result(s, "chat_thread", thread=asked["thread"])
+        assert [m["side"] for m in thread["messages"]] == ["person", "agent"]
+        recent = json.loads((await s.read_resource("meshnode://chat/recent")).contents[0].text)
+        [mine] = [t for t in recent["threads"] if t["thread"] == asked["thread"]]
+        assert [a["text"] for a in mine["answers"]] == ["4"]
+    async with stdio_session(web.node, tmp_path / "err.log") as s:
+        quiet = await result(s, "ask_agent", text="anyone there? (no answer scripted)", wait_seconds=0.5)
+        assert quiet["replies"] == [] and quiet["thread"] in quiet["pending"]
+
+
+async def test_without_a_running_node_tools_say_node_not_running(tmp_path):
+    idle = Node(tmp_path, "idle")
+    async with stdio_session(idle, tmp_path / "err.log") as s:
+        assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+        assert "node_not_running" in await refusal(s, "status")
+    assert "no node is running" in (tmp_path / "err.log").read_text()
