@@ -1,0 +1,85 @@
+"""Messages of unknown parties held for a person's approval, kept as gate confirmation requests
+(session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
+agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
+A2A task ``h-<number>``. Functions run in the store's threads, except ``framed`` and ``task_of``."""
+
+from __future__ import annotations
+
+
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
+
+from meshnode import chat
+from meshnode.a2a.admission import SESSION, TOOL, Party
+from meshnode.gate import confirm
+from meshnode.store.database import Database
+
+_COLUMNS = confirm._COLUMNS
+REASON_CHARS = 300
+
+
+def framed(party: Party, text: str) -> str:
+    """The text as the agent reads it: who sent it over A2A, then the message."""
+    who = f"known party {party.name}" if party.known else f"unknown party {party.name!r} at {party.client}"
+    return f"[A2A message from {who}]\n{text}"
+
+
+def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
+    args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
+            "framed": framed(party, text)}
+    reason = f"{party.name!r} at {party.client} asks to talk to the agent over A2A: {text[:REASON_CHARS]}"
+    return confirm.request(db, SESSION, TOOL, args, "a2a", reason, now_ms, ttl_ms)
+
+
+def row(db: Database, request_id: int) -> dict | None:
+    found = db.conn.execute(f"SELECT {_COLUMNS} FROM gate_confirmations WHERE id = ? AND session = ? AND tool = ?",
+                            (request_id, SESSION, TOOL)).fetchone()
+    return confirm._row(found) if found else None
+
+
+def approved(db: Database) -> list[dict]:
+    return [r for r in confirm.approved(db, SESSION) if r["tool"] == TOOL]
+
+
+claim, finish = confirm.claim, confirm.finish
+
+
+def message_status(db: Database, own_did: str, did: str) -> dict | None:
+    """The thread of the message ``did`` sent to the agent, and the agent's replies to it (None: no such message)."""
+    found = chat.person_note(db, own_did, did)
+    if found is None:
+        return None
+    return {"thread": chat.thread_name(*found) or "", "replies": chat.replies_to(db, own_did, did)}
+
+
+_STATES = {"pending": (TaskState.TASK_STATE_SUBMITTED, "held for a person's approval (request {id})"),
+           "approved": (TaskState.TASK_STATE_WORKING, "approved: being delivered to the agent"),
+           "rejected": (TaskState.TASK_STATE_REJECTED, "a person declined to pass this message on"),
+           "expired": (TaskState.TASK_STATE_REJECTED, "nobody approved this message in time"),
+           "failed": (TaskState.TASK_STATE_FAILED, "approved, but it could not be delivered")}
+
+
+def task_of(request: dict, replies: list[dict] | None) -> Task:
+    """The A2A task of a held message (``replies``: the agent's replies once it was delivered)."""
+    from meshnode.a2a.handler import message_task
+
+    args, result = request["args"], request["result"] or {}
+    if request["status"] == "done":
+        context_id = args.get("context_id") or result.get("thread", "")
+        task = message_task(result["did"], context_id, replies or [])
+        task.id = f"h-{request['id']}"
+        return task
+    state, text = _STATES.get(request["status"], _STATES["failed"])
+    message = Message(message_id=f"status-h-{request['id']}", context_id=args.get("context_id", ""),
+                      role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
+    return Task(id=f"h-{request['id']}", context_id=args.get("context_id", ""),
+                status=TaskStatus(state=state, message=message), metadata=_meta(request))
+
+
+def _meta(request: dict):
+    from google.protobuf.struct_pb2 import Struct
+
+    meta = Struct()
+    meta.update({"confirmation": request["id"], "expires_ms": request["expires_ms"]})
+    return meta
+
+

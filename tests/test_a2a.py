@@ -1,0 +1,232 @@
+"""The agent's A2A face (protocols/a2a.md): the signed card, message/send into the conversation,
+held messages of unknown parties, rate limits. The client is a2a-sdk's own, run under trio."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import httpx
+import pytest
+import trio
+from a2a.client import ClientConfig, create_client
+from a2a.client.errors import A2AClientError
+from a2a.client.card_resolver import A2ACardResolver
+from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
+
+from meshnode.a2a import card as cards
+from meshnode.a2a.admission import RateLimiter, read_tokens
+from meshnode.identity.keys import NodeKey
+
+TOKEN = "friend-token-" + "x" * 32
+
+
+def test_the_card_checks_against_its_did_and_nothing_else():
+    key, other = NodeKey.generate(), NodeKey.generate()
+    card = cards.build_card(name="ada", did=key.did, description="", base_url="http://127.0.0.1:1",
+                            interests=["ml"], expertise=["rust"])
+    served = cards.card_dict(cards.sign_card(card, key.seed(), key.did))
+    assert cards.verify_card(json.dumps(served), key.did).name == "ada"
+    assert [s["id"] for s in served["skills"]] == ["conversation", "expertise:rust", "interest:ml"]
+    # the SDK's own verifier, with our key provider, agrees
+    sdk_verify = create_signature_verifier(cards.key_provider(key.did), cards.ALGORITHMS)
+    sdk_verify(cards.verify_card(served, key.did))
+    tampered = json.loads(json.dumps(served))
+    tampered["supportedInterfaces"][0]["url"] = "http://evil.example/a2a"
+    for bad, did, code in ((tampered, key.did, "bad_signature"), (served, other.did, "bad_signature"),
+                           ("[1]", key.did, "not_a_card"), ("{", key.did, "not_a_card")):
+        with pytest.raises(cards.CardError) as caught:
+            cards.verify_card(bad, did)
+        assert caught.value.code == code
+    with pytest.raises(InvalidSignaturesError):
+        from google.protobuf.json_format import ParseDict
+        sdk_verify(ParseDict(tampered, type(card)(), ignore_unknown_fields=True))
+    # signed by another key, under this DID's name: refused too (kid and key disagree)
+    forged = cards.card_dict(cards.sign_card(cards.build_card(name="ada", did=key.did, description="",
+                                                              base_url="http://x", interests=[], expertise=[]),
+                                             other.seed(), key.did))
+    with pytest.raises(cards.CardError, match="no signature"):
+        cards.verify_card(forged, key.did)
+
+
+def test_rate_limiter_refuses_past_the_burst_and_refills_with_time():
+    limiter = RateLimiter(per_minute=6, burst=3)
+    assert [limiter.take("a", 100.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.take("a", 100.0) == pytest.approx(10.0)
+    assert limiter.take("b", 100.0) == 0.0  # another key has its own bucket
+    assert limiter.take("a", 110.0) == 0.0 and limiter.take("a", 110.0) > 0
+
+
+def test_tokens_file_is_refused_when_others_may_read_it(tmp_path):
+    path = tmp_path / "a2a.tokens"
+    path.write_text(f"# known agents\nfriend {TOKEN}\nshort abc\n")
+    os.chmod(path, 0o600)
+    assert list(read_tokens(path).values()) == ["friend"]
+    os.chmod(path, 0o644)
+    with pytest.raises(PermissionError):
+        read_tokens(path)
+
+
+# --- a real node ------------------------------------------------------------------------------
+
+def _client_config(token: str | None) -> ClientConfig:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return ClientConfig(streaming=False, httpx_client=httpx.AsyncClient(headers=headers, timeout=90))
+
+
+def _request(text: str, context_id: str = "", sender: str | None = None) -> SendMessageRequest:
+    message = Message(message_id=os.urandom(8).hex(), role=Role.ROLE_USER, parts=[Part(text=text)],
+                      context_id=context_id)
+    if sender:
+        message.metadata.update({"sender": sender})
+    return SendMessageRequest(message=message)
+
+
+async def _send(url: str, token: str | None, request: SendMessageRequest, did: str):
+    """The a2a-sdk client under trio: resolve the card (its signature checked against ``did``), send."""
+    verifier = create_signature_verifier(cards.key_provider(did), cards.ALGORITHMS)
+    client = await create_client(url, client_config=_client_config(token), signature_verifier=verifier)
+    try:
+        return [r async for r in client.send_message(request)]
+    finally:
+        await client.close()
+
+
+async def _get_task(url: str, token: str | None, task_id: str, did: str):
+    verifier = create_signature_verifier(cards.key_provider(did), cards.ALGORITHMS)
+    client = await create_client(url, client_config=_client_config(token), signature_verifier=verifier)
+    try:
+        return await client.get_task(GetTaskRequest(id=task_id))
+    finally:
+        await client.close()
+
+
+def _in_thread(fn, *args):
+    """``trio.run(fn, *args)`` in a thread: its result (or error) in the returned dict once joined."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = trio.run(fn, *args)
+        except BaseException as exc:  # noqa: BLE001 (handed to the test)
+            out["error"] = exc
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _unread(node, text: str) -> str:
+    for t in node.call("chat_threads", {})["threads"] if isinstance(node.call("chat_threads", {}), dict) \
+            else node.call("chat_threads", {}):
+        for m in node.call("chat_thread", {"thread": t["thread"]})["messages"]:
+            if text in m["text"] and m["side"] == "person":
+                return m["did"]
+    return ""
+
+
+@pytest.fixture
+def agent_node(tmp_path):
+    from llmharness import ScriptedLLM, distinct_answers
+    from meshharness import Node, wait_until
+
+    llm = ScriptedLLM(tmp_path, "main", distinct_answers(40))
+    node = Node(tmp_path, "ada", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2", "MESHNODE_A2A_BURST": "2",
+                                      "MESHNODE_A2A_RATE_PER_MINUTE": "1", "MESHNODE_A2A_WAIT_SECONDS": "45"})
+    tokens = node.home / "a2a.tokens"
+    tokens.write_text(f"friend {TOKEN}\n")
+    os.chmod(tokens, 0o600)
+    node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
+    try:
+        node.start()
+        wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 1, 60, "a tick")
+        yield node, llm, wait_until
+    finally:
+        node.kill()
+        llm.stop()
+
+
+def _answer(node, llm, wait_until, text: str, reply: str) -> str:
+    """Once ``text`` reaches the conversation, script the agent's reply to it (note_add reply_to)."""
+    from llmharness import command_block
+
+    found = {}
+    wait_until(lambda: found.setdefault("did", _unread(node, text)) or found.pop("did"), 60, f"{text!r} stored")
+    llm.reply_when(text, "answering the message. " + command_block(
+        {"cmd_id": "r1", "type": "note_add", "args": {"text": reply, "reply_to": found["did"]}}))
+    node.call("mind_resume", {})
+    return found["did"]
+
+
+def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node, capsys):
+    node, llm, wait_until = agent_node
+    url = node.web_url.rstrip("/")
+
+    async def fetch():
+        async with httpx.AsyncClient() as http:
+            raw = (await http.get(url + cards.CARD_PATH)).json()
+            card = await A2ACardResolver(http, url).get_agent_card(
+                signature_verifier=create_signature_verifier(cards.key_provider(node.did), cards.ALGORITHMS))
+            return raw, card
+    raw, card = trio.run(fetch)
+    assert cards.verify_card(raw, node.did).name == "ada" == card.name
+    assert cards.did_of(card) == node.did and card.supported_interfaces[0].url == url + cards.RPC_PATH
+    tampered = {**raw, "name": "mallory"}
+    with pytest.raises(cards.CardError, match="bad_signature"):
+        cards.verify_card(tampered, node.did)
+
+    # a known party (a token the person issued): the message reaches the agent, the reply comes back
+    node.call("mind_pause", {})
+    thread, out = _in_thread(_send, url, TOKEN, _request("what is 2+2, friend?"), node.did)
+    did = _answer(node, llm, wait_until, "what is 2+2, friend?", "4, friend")
+    thread.join(90)
+    assert "error" not in out, out.get("error")
+    [response] = out["value"]
+    reply = response.message
+    assert [p.text for p in reply.parts] == ["4, friend"] and reply.role == Role.ROLE_AGENT
+    assert reply.reference_task_ids == [f"m-{did}"]
+    stored = node.call("chat_thread", {"thread": reply.context_id})["messages"]
+    assert stored[0]["text"].startswith("[A2A message from known party friend]")
+    task = trio.run(_get_task, url, TOKEN, f"m-{did}", node.did)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    print("A2A exchange:", json.dumps({"card": raw, "reply": reply.parts[0].text, "context": reply.context_id}))
+
+
+def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_is_refused(agent_node):
+    node, llm, wait_until = agent_node
+    url = node.web_url.rstrip("/")
+    node.call("mind_pause", {})
+    [held] = trio.run(_send, url, None, _request("hello from a stranger", sender="did:key:zStranger"), node.did)
+    task = held.task
+    assert task.id.startswith("h-") and task.status.state == TaskState.TASK_STATE_SUBMITTED
+    assert _unread(node, "hello from a stranger") == ""  # nothing reached the agent
+    number = int(task.id[2:])
+    import urllib.request
+    token = (node.home / "web.token").read_text().strip()
+    req = urllib.request.Request(url + "/api/confirmations", headers={"Authorization": f"Bearer {token}"})
+    listed = json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]
+    assert any(r["id"] == number and r["tool"] == "a2a_message" for r in listed)
+    req = urllib.request.Request(url + f"/api/confirmations/{number}", data=b'{"approve": true}', method="POST",
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    assert json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]["status"] == "approved"
+    did = _answer(node, llm, wait_until, "hello from a stranger", "hello, stranger")
+    wait_until(lambda: trio.run(_get_task, url, None, task.id, node.did).status.state
+               == TaskState.TASK_STATE_COMPLETED, 60, "the held task completes")
+    done = trio.run(_get_task, url, None, task.id, node.did)
+    assert [p.text for p in done.status.message.parts] == ["hello, stranger"] and did
+
+    # burst 2 per address at 1 a minute: the one just sent used one, the next one is refused
+    refused = None
+    for i in range(3):
+        try:
+            trio.run(_send, url, None, _request(f"flood {i}", sender="did:key:zFlood"), node.did)
+        except Exception as exc:  # the SDK's typed error for the JSON-RPC error of HTTP 429
+            refused = exc
+            break
+    assert isinstance(refused, A2AClientError) and "HTTP Error 429" in str(refused), refused
+    with httpx.Client() as http:
+        raw = http.post(url + cards.RPC_PATH, json={"jsonrpc": "2.0", "id": 7, "method": "message/send",
+                                                    "params": {}})
+    assert raw.status_code == 429 and raw.json()["error"]["code"] == -32029
+    assert raw.json()["error"]["data"]["type"] == "rate_limited" and int(raw.headers["retry-after"]) >= 1
