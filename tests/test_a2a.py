@@ -71,9 +71,23 @@ def test_tokens_file_is_refused_when_others_may_read_it(tmp_path):
 
 # --- a real node ------------------------------------------------------------------------------
 
-def _client_config(token: str | None) -> ClientConfig:
+TRANSCRIPT: list[str] = []  # the HTTP exchanges of the last client, for a reader of the test's output
+
+
+async def _log_request(request):
+    TRANSCRIPT.append(f">>> {request.method} {request.url}\n{request.content.decode()[:2000]}")
+
+
+async def _log_response(response):
+    await response.aread()
+    TRANSCRIPT.append(f"<<< {response.status_code}\n{response.text[:3000]}")
+
+
+def _client_config(token: str | None, streaming: bool = False) -> ClientConfig:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return ClientConfig(streaming=False, httpx_client=httpx.AsyncClient(headers=headers, timeout=90))
+    hooks = {"request": [_log_request], "response": [_log_response]} if not streaming else {}
+    return ClientConfig(streaming=streaming, httpx_client=httpx.AsyncClient(headers=headers, timeout=90,
+                                                                            event_hooks=hooks))
 
 
 def _request(text: str, context_id: str = "", sender: str | None = None) -> SendMessageRequest:
@@ -84,10 +98,10 @@ def _request(text: str, context_id: str = "", sender: str | None = None) -> Send
     return SendMessageRequest(message=message)
 
 
-async def _send(url: str, token: str | None, request: SendMessageRequest, did: str):
+async def _send(url: str, token: str | None, request: SendMessageRequest, did: str, streaming: bool = False):
     """The a2a-sdk client under trio: resolve the card (its signature checked against ``did``), send."""
     verifier = create_signature_verifier(cards.key_provider(did), cards.ALGORITHMS)
-    client = await create_client(url, client_config=_client_config(token), signature_verifier=verifier)
+    client = await create_client(url, client_config=_client_config(token, streaming), signature_verifier=verifier)
     try:
         return [r async for r in client.send_message(request)]
     finally:
@@ -190,7 +204,26 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert stored[0]["text"].startswith("[A2A message from known party friend]")
     task = trio.run(_get_task, url, TOKEN, f"m-{did}", node.did)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    print("A2A exchange:", json.dumps({"card": raw, "reply": reply.parts[0].text, "context": reply.context_id}))
+    print("A2A exchange:\n" + "\n".join(TRANSCRIPT))
+
+    # message/stream on the same context (the same chat thread): the task at once, then its completion
+    node.call("mind_pause", {})
+    thread, out = _in_thread(_send, url, TOKEN, _request("and 3+3?", context_id=reply.context_id), node.did, True)
+    did = _answer(node, llm, wait_until, "and 3+3?", "6, friend")
+    thread.join(90)
+    assert "error" not in out, out.get("error")
+    events = out["value"]
+    assert events[0].task.id == f"m-{did}" and events[0].task.status.state == TaskState.TASK_STATE_WORKING
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [p.text for p in events[-1].status_update.status.message.parts] == ["6, friend"]
+    assert len(node.call("chat_thread", {"thread": reply.context_id})["messages"]) == 4
+
+    # the v0.3 method name, as older clients send it (not waiting: the task comes back WORKING)
+    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        old = http.post(url + cards.RPC_PATH, json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+            "message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "v03"}]},
+            "configuration": {"blocking": False}}}).json()
+    assert old["result"]["status"]["state"] == "working" and old["result"]["id"].startswith("m-"), old
 
 
 def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_is_refused(agent_node):
