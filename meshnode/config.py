@@ -53,8 +53,7 @@ STRANGER_LIMITS: dict[str, Any] = {
 }
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "node": {"name": "meshnode"},
-    "keys": {"path": "keys/node.key"},
+    "node": {"name": "meshnode"}, "keys": {"path": "keys/node.key"},
     "store": {"path": "data/meshnode.db"},
     "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "max_items": 16384, "clock_skew_seconds": 300,
                **STRANGER_LIMITS},
@@ -143,8 +142,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # the web notebook (protocols/web.md section 12; the reason for each default is in README, Web notebook)
     "web": dict(WEB_DEFAULTS), "a2a": dict(A2A_DEFAULTS),
     # spawning child nodes (protocols/spawn.md; the reason for each default is in README, Spawn)
-    "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16,
-              "max_depth": 3},
+    "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16, "max_depth": 3},
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 REACTOR_TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
@@ -204,7 +202,8 @@ def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = 
     if overrides:
         _merge(values, {s: {k: v for k, v in kv.items() if v is not None} for s, kv in overrides.items()}, "flags")
     _check(values)
-    check_web(values["web"], home); a2a_settings(values)
+    check_web(values["web"], home)
+    a2a_settings(values)  # [a2a] ranges (meshnode/a2a/settings.py)
     return Config(home=home, values=values)
 
 

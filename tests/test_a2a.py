@@ -225,6 +225,22 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
             "configuration": {"blocking": False}}}).json()
     assert old["result"]["status"]["state"] == "working" and old["result"]["id"].startswith("m-"), old
 
+    # a GMP task assigned to this agent is an A2A task: tasks/get reads its status from the lineage
+    goal = node.call("goal_add", {"title": "ship the adapter"})
+    task = node.call("task_add", {"goal": goal["lineage"], "title": "write the adapter"})
+    node.call("task_assign", {"task": task["lineage"], "candidates": [node.did]})
+    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    assert got.status.state == TaskState.TASK_STATE_SUBMITTED and got.context_id == f"gmp-{goal['lineage']}"
+    node.call("task_update", {"task": task["lineage"], "status": "in_progress"})
+    node.call("task_progress", {"task": task["lineage"], "progress": 0.5, "summary": "half"})
+    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    assert got.status.state == TaskState.TASK_STATE_WORKING and "progress 50%" in got.status.message.parts[0].text
+    node.call("task_done", {"task": task["lineage"]})
+    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    assert got.status.state == TaskState.TASK_STATE_COMPLETED
+    with pytest.raises(Exception, match="no task"):  # not to unknown parties: GMP tasks may be private
+        trio.run(_get_task, url, None, f"gmp-{task['lineage']}", node.did)
+
 
 def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_is_refused(agent_node):
     node, llm, wait_until = agent_node

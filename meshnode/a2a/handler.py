@@ -25,7 +25,7 @@ from a2a.utils.errors import (InvalidParamsError, PushNotificationNotSupportedEr
                               TaskNotFoundError, UnsupportedOperationError)
 
 from meshnode import chat
-from meshnode.a2a import held
+from meshnode.a2a import gmp_tasks, held
 from meshnode.a2a.admission import Party
 from meshnode.a2a.settings import A2ASettings
 
@@ -130,6 +130,8 @@ class MeshRequestHandler(RequestHandler):
             if row["status"] == "done":
                 replies = await self.services.read(chat.replies_to, self.services.key.did, row["result"]["did"])
             return held.task_of(row, replies)
+        if task_id.startswith(gmp_tasks.PREFIX):
+            return await gmp_tasks.get(self.services, task_id, party.known)
         raise TaskNotFoundError(message=f"no task {task_id[:100]}")
 
     async def on_cancel_task(self, params, context=None) -> Task | None:

@@ -68,7 +68,10 @@ def task_of(request: dict, replies: list[dict] | None) -> Task:
         task = message_task(result["did"], context_id, replies or [])
         task.id = f"h-{request['id']}"
         return task
-    state, text = _STATES.get(request["status"], _STATES["failed"])
+    status = request["status"]
+    if status == "failed" and result.get("error") == "interrupted while running":  # claimed: being delivered
+        status = "approved"
+    state, text = _STATES.get(status, _STATES["failed"])
     message = Message(message_id=f"status-h-{request['id']}", context_id=args.get("context_id", ""),
                       role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
     return Task(id=f"h-{request['id']}", context_id=args.get("context_id", ""),
