@@ -132,8 +132,8 @@ def _in_thread(fn, *args):
 
 
 def _unread(node, text: str) -> str:
-    for t in node.call("chat_threads", {})["threads"] if isinstance(node.call("chat_threads", {}), dict) \
-            else node.call("chat_threads", {}):
+    """The DID of the message holding ``text`` in the agent's conversations ("" when none)."""
+    for t in node.call("chat_threads", {}):
         for m in node.call("chat_thread", {"thread": t["thread"]})["messages"]:
             if text in m["text"] and m["side"] == "person":
                 return m["did"]
@@ -221,7 +221,8 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     # the v0.3 method name, as older clients send it (not waiting: the task comes back WORKING)
     with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         old = http.post(url + cards.RPC_PATH, json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-            "message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "v03"}]},
+            "message": {"kind": "message", "messageId": "m1", "role": "user",
+                        "parts": [{"kind": "text", "text": "v03"}]},
             "configuration": {"blocking": False}}}).json()
     assert old["result"]["status"]["state"] == "working" and old["result"]["id"].startswith("m-"), old
 
@@ -279,3 +280,10 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
                                                     "params": {}})
     assert raw.status_code == 429 and raw.json()["error"]["code"] == -32029
     assert raw.json()["error"]["data"]["type"] == "rate_limited" and int(raw.headers["retry-after"]) >= 1
+    assert raw.headers["x-content-type-options"] == "nosniff" and raw.headers["cache-control"] == "no-store"
+    # strict at the edge, before any limit: a foreign Host (DNS rebinding), a body past [a2a] max_body_bytes
+    with httpx.Client() as http:
+        rebound = http.get(url + cards.CARD_PATH, headers={"Host": "evil.example"})
+        big = http.post(url + cards.RPC_PATH, content=b"x" * (64 * 1024 + 1),
+                        headers={"Content-Type": "application/json"})
+    assert rebound.status_code == 421 and big.status_code == 413 and big.json()["error"]["code"] == -32600

@@ -2,8 +2,8 @@
 (public) and ``POST /a2a`` (JSON-RPC, a2a-sdk's dispatcher with our trio handler).
 
 These requests skip the notebook's Guard (no session, no Origin rule: other agents are not browsers)
-but get the same Host check (DNS rebinding), a body size limit, the security headers and a count in
-``a2a_requests{route,status}``; ``/a2a`` is rate-limited before its body is looked at beyond the
+but get the same Host check (DNS rebinding), a body size limit (``[a2a] max_body_bytes``), the
+security headers and a count in ``a2a_requests{route,status}``; ``/a2a`` is rate-limited before its body is looked at beyond the
 claimed sender (a flood is refused with HTTP 429 and the JSON-RPC error -32029 ``rate_limited``).
 Every other request goes to the notebook unchanged.
 """
@@ -23,13 +23,14 @@ from meshnode.a2a import card as cards
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, sender_of
 from meshnode.a2a.handler import MeshRequestHandler
 from meshnode.a2a.settings import a2a_settings
+from meshnode.web.app import SECURITY_HEADERS
 
 log = logging.getLogger("meshnode.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
 SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")  # v1.0 and v0.3 names
 READ_FACTOR = 20
 PATHS = (cards.CARD_PATH, cards.RPC_PATH)
-HEADERS = {"x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "cache-control": "no-store"}
+HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 
 
 class PartyContextBuilder(DefaultServerCallContextBuilder):
@@ -45,7 +46,7 @@ class A2AFace:
     def __init__(self, services, web_auth, guard):
         self.services, self.guard = services, guard
         self.settings = a2a_settings(services.config.values)
-        self.body_limit = int(services.config.values["web"]["max_body_bytes"])
+        self.body_limit = self.settings.max_body_bytes
         self.known = KnownParties(services.config.home / self.settings.known_tokens_path, web_auth)
         self.unknown_limit = RateLimiter(self.settings.rate_per_minute, self.settings.burst)
         self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
@@ -77,21 +78,12 @@ class A2AFace:
         return cards.card_dict(cards.sign_card(card, key.seed(), key.did))
 
     async def handle(self, scope, receive, send):
-        status = [0]
-
-        async def send_with_headers(message):
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-                headers = MutableHeaders(scope=message)
-                for name, value in HEADERS.items():
-                    headers[name] = value
-            await send(message)
-
+        headed = _Headed(send, HEADERS)
         try:
             response = await self._respond(scope, receive)
-            await response(scope, receive, send_with_headers)
+            await response(scope, receive, headed)
         finally:
-            self.services.metrics.inc("a2a_requests", route=scope["path"], status=str(status[0]))
+            self.services.metrics.inc("a2a_requests", route=scope["path"], status=str(headed.status))
 
     async def _respond(self, scope, receive):
         headers = Headers(scope=scope)
@@ -109,7 +101,8 @@ class A2AFace:
             return _error(405, None, -32600, "A2A JSON-RPC is a POST")
         body = await _read_body(receive, self.body_limit)
         if body is None:
-            return _error(413, None, -32600, f"the request body is larger than [web] max_body_bytes ({self.body_limit})")
+            return _error(413, None, -32600,
+                          f"the request body is larger than [a2a] max_body_bytes ({self.body_limit})")
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -153,6 +146,19 @@ class A2AFace:
         """The face's own work in the web server's nursery: held messages a person approved go to the agent."""
         if self.settings.enabled:
             await self.handler.deliver_approved()
+
+
+class _Headed:
+    """The ASGI ``send`` of a response: ``headers`` added to its start, its status kept."""
+
+    def __init__(self, send, headers: dict):
+        self.send, self.headers, self.status = send, headers, 0
+
+    async def __call__(self, message):
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            MutableHeaders(scope=message).update(self.headers)
+        await self.send(message)
 
 
 async def _read_body(receive, limit: int) -> bytes | None:

@@ -20,12 +20,14 @@ A2A_DEFAULTS: dict[str, Any] = {
     "known_rate_per_minute": 120.0,  # known parties: per token
     "approval_hours": 24.0,  # an unanswered approval expires
     "max_text_chars": 8000,  # the longest message delivered to the agent
+    "max_body_bytes": 64 * 1024,  # the largest JSON-RPC request (the notebook's own limit is larger)
 }
 A2A_NOTES = ("other agents (A2A, protocols/a2a.md): the card at /.well-known/agent-card.json and JSON-RPC at /a2a;"
              " known parties carry a bearer token of known_tokens_path (or the web token), an unknown party's"
              " message waits for a person's approval unless approve_unknown = false; rate limits per minute")
 _RANGES = {"wait_seconds": (0.0, 60.0), "rate_per_minute": (0.1, 6000.0), "burst": (1, 10000),
-           "known_rate_per_minute": (0.1, 60000.0), "approval_hours": (0.01, 720.0), "max_text_chars": (1, 100_000)}
+           "known_rate_per_minute": (0.1, 60000.0), "approval_hours": (0.01, 720.0), "max_text_chars": (1, 100_000),
+           "max_body_bytes": (1024, 16 * 1024 * 1024)}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class A2ASettings:
     known_rate_per_minute: float
     approval_hours: float
     max_text_chars: int
+    max_body_bytes: int
 
 
 def a2a_settings(values: Mapping[str, Mapping[str, Any]]) -> A2ASettings:
