@@ -147,7 +147,8 @@ def agent_node(tmp_path):
 
     llm = ScriptedLLM(tmp_path, "main", distinct_answers(40))
     node = Node(tmp_path, "ada", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2", "MESHNODE_A2A_BURST": "2",
-                                      "MESHNODE_A2A_RATE_PER_MINUTE": "1", "MESHNODE_A2A_WAIT_SECONDS": "45"})
+                                      "MESHNODE_A2A_RATE_PER_MINUTE": "1", "MESHNODE_A2A_WAIT_SECONDS": "45",
+                                      "MESHNODE_NET_INTERESTS": "ml,rust", "MESHNODE_NET_EXPERTISE": "sqlite"})
     tokens = node.home / "a2a.tokens"
     tokens.write_text(f"friend {TOKEN}\n")
     os.chmod(tokens, 0o600)
@@ -186,6 +187,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     raw, card = trio.run(fetch)
     assert cards.verify_card(raw, node.did).name == "ada" == card.name
     assert cards.did_of(card) == node.did and card.supported_interfaces[0].url == url + cards.RPC_PATH
+    assert [s.id for s in card.skills] == ["conversation", "expertise:sqlite", "interest:ml", "interest:rust"]
     tampered = {**raw, "name": "mallory"}
     with pytest.raises(cards.CardError, match="bad_signature"):
         cards.verify_card(tampered, node.did)
@@ -226,6 +228,13 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
             "configuration": {"blocking": False}}}).json()
     assert old["result"]["status"]["state"] == "working" and old["result"]["id"].startswith("m-"), old
 
+    # strict at the edge: a part that is not text is refused, typed (-32602), and nothing is stored
+    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        data = http.post(url + cards.RPC_PATH, headers={"A2A-Version": "1.0"}, json={
+            "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+                "messageId": "m2", "role": "ROLE_USER", "parts": [{"url": "http://x/y.png"}]}}}).json()
+    assert data["error"]["code"] == -32602 and "text" in data["error"]["message"], data
+
     # a GMP task assigned to this agent is an A2A task: tasks/get reads its status from the lineage
     goal = node.call("goal_add", {"title": "ship the adapter"})
     task = node.call("task_add", {"goal": goal["lineage"], "title": "write the adapter"})
@@ -257,16 +266,26 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
     req = urllib.request.Request(url + "/api/confirmations", headers={"Authorization": f"Bearer {token}"})
     listed = json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]
     assert any(r["id"] == number and r["tool"] == "a2a_message" for r in listed)
-    req = urllib.request.Request(url + f"/api/confirmations/{number}", data=b'{"approve": true}', method="POST",
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    assert json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]["status"] == "approved"
+    assert f"{number}  pending  a2a_message" in node.cli("confirm", "list")  # and the CLI's
+    assert "approved" in node.cli("confirm", "approve", str(number))
     did = _answer(node, llm, wait_until, "hello from a stranger", "hello, stranger")
     wait_until(lambda: trio.run(_get_task, url, None, task.id, node.did).status.state
                == TaskState.TASK_STATE_COMPLETED, 60, "the held task completes")
     done = trio.run(_get_task, url, None, task.id, node.did)
     assert [p.text for p in done.status.message.parts] == ["hello, stranger"] and did
 
-    # burst 2 per address at 1 a minute: the one just sent used one, the next one is refused
+    # a message the person refuses never reaches the agent: its task is REJECTED
+    [second] = trio.run(_send, url, None, _request("let me in", sender="did:key:zStranger"), node.did)
+    req = urllib.request.Request(url + f"/api/confirmations/{second.task.id[2:]}", data=b'{"approve": false}',
+                                 method="POST", headers={"Authorization": f"Bearer {token}",
+                                                         "Content-Type": "application/json"})
+    assert json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]["status"] == "rejected"
+    refused_task = trio.run(_get_task, url, None, second.task.id, node.did)
+    assert refused_task.status.state == TaskState.TASK_STATE_REJECTED and _unread(node, "let me in") == ""
+    with pytest.raises(Exception, match="no task"):  # another address's (or a known party's) tasks/get: none
+        trio.run(_get_task, url, TOKEN, second.task.id, node.did)
+
+    # burst 2 per address at 1 a minute: the two held messages used them, the next one is refused
     refused = None
     for i in range(3):
         try:
