@@ -306,3 +306,15 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
         big = http.post(url + cards.RPC_PATH, content=b"x" * (64 * 1024 + 1),
                         headers={"Content-Type": "application/json"})
     assert rebound.status_code == 421 and big.status_code == 413 and big.json()["error"]["code"] == -32600
+
+
+def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
+    from meshnode.config import load_config
+    from meshnode.errors import ConfigError
+
+    assert load_config(tmp_path, environ={"MESHNODE_A2A_BURST": "5"}).values["a2a"]["burst"] == 5
+    for name, value, words in (("MESHNODE_A2A_WAIT_SECONDS", "61", "a2a.wait_seconds must be between 0 and 60"),
+                               ("MESHNODE_A2A_PUBLIC_URL", "ftp://x", "a2a.public_url must be an http(s) URL"),
+                               ("MESHNODE_A2A_APPROVE_UNKNOWN", "maybe", "APPROVE_UNKNOWN=.maybe. is not a boolean")):
+        with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            load_config(tmp_path, environ={name: value})
