@@ -305,7 +305,9 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
         rebound = http.get(url + cards.CARD_PATH, headers={"Host": "evil.example"})
         big = http.post(url + cards.RPC_PATH, content=b"x" * (64 * 1024 + 1),
                         headers={"Content-Type": "application/json"})
+        form = http.post(url + cards.RPC_PATH, content=b"{}", headers={"Content-Type": "text/plain"})
     assert rebound.status_code == 421 and big.status_code == 413 and big.json()["error"]["code"] == -32600
+    assert form.status_code == 415
 
 
 def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):

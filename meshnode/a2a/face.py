@@ -99,6 +99,8 @@ class A2AFace:
             return response
         if method != "POST":
             return _error(405, None, -32600, "A2A JSON-RPC is a POST")
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return _error(415, None, -32600, "A2A JSON-RPC is sent as Content-Type: application/json")
         body = await _read_body(receive, self.body_limit)
         if body is None:
             return _error(413, None, -32600,
