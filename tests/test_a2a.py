@@ -251,6 +251,24 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     with pytest.raises(Exception, match="no task"):  # not to unknown parties: GMP tasks may be private
         trio.run(_get_task, url, None, f"gmp-{task['lineage']}", node.did)
 
+    # after a restart the contextId (the thread's id) still names the party's thread; not another party's
+    node.stop()
+    node.start()
+    url = node.web_url.rstrip("/")
+    again = _request("still there?", context_id=reply.context_id)
+    again.configuration.return_immediately = True
+    [later] = trio.run(_send, url, TOKEN, again, node.did)
+    assert later.task.context_id == reply.context_id
+    assert len(node.call("chat_thread", {"thread": reply.context_id})["messages"]) == 5
+    web_token = (node.home / "web.token").read_text().strip()  # the person's own token: another party
+    other = _request("whose thread?", context_id=reply.context_id)
+    other.configuration.return_immediately = True
+    [elsewhere] = trio.run(_send, url, web_token, other, node.did)
+    assert elsewhere.task.context_id == reply.context_id  # the client's contextId, kept ...
+    assert _unread(node, "whose thread?") not in {m["did"] for m in node.call(  # ... but a thread of its own
+        "chat_thread", {"thread": reply.context_id})["messages"]}
+    assert node.call("chat_thread", {"thread": reply.context_id})["messages"][-1]["text"].endswith("still there?")
+
 
 def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_is_refused(agent_node):
     node, llm, wait_until = agent_node

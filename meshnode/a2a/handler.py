@@ -7,8 +7,9 @@ and the agent's replies come back (waiting up to ``[a2a] wait_seconds``). An A2A
 one chat thread per party. A message with no reply in time is a task ``m-<note DID>`` (WORKING until
 the agent answers, then COMPLETED with the answer); a message held for a person's approval is a task
 ``h-<confirmation number>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
-delivered message). Tasks are read back from the store, so they outlive a restart; the context map
-lives in memory (after a restart an old contextId starts a new thread).
+delivered message). Tasks are read back from the store, so they outlive a restart. The context map
+lives in memory; a contextId that is the id of a thread the same party started (its first message
+carries the party's header) is recognised from the store, so the default contextIds outlive a restart.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class MeshRequestHandler(RequestHandler):
         """``chat_send`` into the party's thread for ``context_id`` (a new one at first); the context
         the client uses next (its own, or the thread's id when it gave none)."""
         tid = self.thread_of(party_key, context_id)
+        if tid is None and context_id and await self.services.read(held.started_by, self.services.key.did,
+                                                                   context_id, framed.split("\n", 1)[0]):
+            tid = context_id  # a thread this party started, named by its id (after a restart too)
         out = await self.services.call("chat_send", text=framed, thread=tid, wait_seconds=wait)
         context_id = context_id or out["thread"]
         self.remember(party_key, context_id, out["thread"])

@@ -43,6 +43,16 @@ def approved(db: Database) -> list[dict]:
 claim, finish = confirm.claim, confirm.finish
 
 
+def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
+    """Whether conversation ``tid`` was started over A2A by the party whose messages begin with ``header``
+    (how a contextId that is a thread id is recognised after a restart, with no table of its own)."""
+    if not chat._TID.fullmatch(tid):
+        return False
+    first = db.conn.execute(chat._ROWS + f" WHERE {chat._IN_THREAD} AND n.agent_did = :own"
+                            " ORDER BY c.timestamp_ms, n.id LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
+    return first is not None and first[1] in chat.PERSON and first[2].split("\n", 1)[0] == header
+
+
 def message_status(db: Database, own_did: str, did: str) -> dict | None:
     """The thread of the message ``did`` sent to the agent, and the agent's replies to it (None: no such message)."""
     found = chat.person_note(db, own_did, did)
