@@ -250,6 +250,19 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert got.status.state == TaskState.TASK_STATE_COMPLETED
     with pytest.raises(Exception, match="no task"):  # not to unknown parties: GMP tasks may be private
         trio.run(_get_task, url, None, f"gmp-{task['lineage']}", node.did)
+    # a known party's message naming a goal becomes a GMP task of it, assigned to this agent
+    asked = _request("benchmark the adapter\nwith the 1M set")
+    asked.message.metadata.update({"goal": goal["lineage"]})
+    [made] = trio.run(_send, url, TOKEN, asked, node.did)
+    lineage = made.task.id[len("gmp-"):]
+    shown = node.call("task_show", {"task": lineage})
+    assert shown["title"] == "benchmark the adapter" and shown["assigned_to"] == [node.did]
+    assert shown["description"].startswith("[A2A message from known party friend]")
+    assert made.task.status.state == TaskState.TASK_STATE_SUBMITTED and shown["goal_lineage"] == goal["lineage"]
+    stranger = _request("do this for me")
+    stranger.message.metadata.update({"goal": goal["lineage"], "sender": "did:key:zStranger"})
+    with pytest.raises(Exception, match="only known parties"):
+        trio.run(_send, url, None, stranger, node.did)
 
     # after a restart the contextId (the thread's id) still names the party's thread; not another party's
     node.stop()

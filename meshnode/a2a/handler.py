@@ -81,6 +81,12 @@ class MeshRequestHandler(RequestHandler):
     async def on_message_send(self, params: SendMessageRequest, context=None) -> Task | Message:
         party: Party = context.state["party"]
         text = self._text(params)
+        goal = gmp_tasks.goal_of(params.message)
+        if goal is not None:
+            if not party.known:
+                raise InvalidParamsError(message="only known parties make GMP tasks (metadata.goal)")
+            self.services.metrics.inc("a2a_messages", outcome="gmp_task")
+            return await gmp_tasks.create(self.services, goal, text, held.framed(party, text))
         context_id = params.message.context_id
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
@@ -99,7 +105,8 @@ class MeshRequestHandler(RequestHandler):
         ``wait_seconds`` without an answer: tasks/get finds it later)."""
         party: Party = context.state["party"]
         text = self._text(params)
-        if not party.known and self.settings.approve_unknown:
+        held_or_gmp = not party.known and self.settings.approve_unknown or gmp_tasks.goal_of(params.message)
+        if held_or_gmp:  # nothing to stream: the task as it stands
             yield await self.on_message_send(params, context)
             return
         out = await self.deliver(party.key, held.framed(party, text), params.message.context_id, 0.0)
