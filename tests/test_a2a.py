@@ -206,6 +206,12 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert stored[0]["text"].startswith("[A2A message from known party friend]")
     task = trio.run(_get_task, url, TOKEN, f"m-{did}", node.did)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    for token in (None, (node.home / "web.token").read_text().strip()):  # another party: no such task
+        with pytest.raises(Exception, match="no task"):
+            trio.run(_get_task, url, token, f"m-{did}", node.did)
+    person = node.call("chat_send", {"text": "a private word"})  # the person's own conversation: never
+    with pytest.raises(Exception, match="no task"):
+        trio.run(_get_task, url, TOKEN, f"m-{person['did']}", node.did)
     print("A2A exchange:\n" + "\n".join(TRANSCRIPT))
 
     # message/stream on the same context (the same chat thread): the task at once, then its completion

@@ -127,7 +127,7 @@ class MeshRequestHandler(RequestHandler):
             did = task_id[2:]
             if not did.startswith(chat.PREFIX) or len(did) > 200:
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
-            found = await self.services.read(held.message_status, self.services.key.did, did)
+            found = await self.services.read(held.message_status, self.services.key.did, did, party)
             if found is None:
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
             return message_task(did, found["thread"], found["replies"])

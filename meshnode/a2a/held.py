@@ -53,12 +53,22 @@ def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
     return first is not None and first[1] in chat.PERSON and first[2].split("\n", 1)[0] == header
 
 
-def message_status(db: Database, own_did: str, did: str) -> dict | None:
-    """The thread of the message ``did`` sent to the agent, and the agent's replies to it (None: no such message)."""
-    found = chat.person_note(db, own_did, did)
-    if found is None:
+def sent_by(party: Party, header: str) -> bool:
+    """Whether a message whose first line is ``header`` is ``party``'s (an unknown party: any sender
+    from its address, as tasks/get names no sender); the person's own messages are nobody's here."""
+    if party.known:
+        return header == framed(party, "").split("\n", 1)[0]
+    return header.startswith("[A2A message from unknown party ") and header.endswith(f" at {party.client}]")
+
+
+def message_status(db: Database, own_did: str, did: str, party: Party) -> dict | None:
+    """The thread of the message ``did`` that ``party`` sent the agent, and the agent's replies to it
+    (None: no such message of this party: a person's own conversation is never read over A2A)."""
+    row = db.conn.execute("SELECT topic, text FROM notes WHERE container_did = ? AND source IN ('user', 'cli')"
+                          " AND agent_did = ?", (did, own_did)).fetchone()
+    if row is None or not sent_by(party, row[1].split("\n", 1)[0]):
         return None
-    return {"thread": chat.thread_name(*found) or "", "replies": chat.replies_to(db, own_did, did)}
+    return {"thread": chat.thread_name(did, row[0]) or "", "replies": chat.replies_to(db, own_did, did)}
 
 
 _STATES = {"pending": (TaskState.TASK_STATE_SUBMITTED, "held for a person's approval (request {id})"),
