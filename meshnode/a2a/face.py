@@ -29,6 +29,7 @@ log = logging.getLogger("meshnode.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
 SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")  # v1.0 and v0.3 names
 READ_FACTOR = 20
+MAX_CARDS = 16
 PATHS = (cards.CARD_PATH, cards.RPC_PATH)
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 
@@ -52,6 +53,7 @@ class A2AFace:
         self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
         self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
         self.handler = MeshRequestHandler(services, self.settings)
+        self._cards: dict[str, tuple[tuple, dict]] = {}
         self.dispatcher = JsonRpcDispatcher(self.handler, context_builder=PartyContextBuilder(),
                                             enable_v0_3_compat=True)
 
@@ -67,15 +69,26 @@ class A2AFace:
         return serve
 
     def card(self, base_url: str) -> dict:
+        """The signed card for ``base_url``, signed again only when what it says changed (a flood of
+        card fetches costs a lookup, not a signature)."""
         mesh, net = self.services.mesh, self.services.config.values["net"]
         announced = getattr(mesh, "_announce", None)  # what the node last announced (with the agent's tags)
         payload = announced.payload if announced is not None else {}
+        url = self.settings.public_url.rstrip("/") or base_url
+        interests = list(payload.get("interests", net["interests"]))
+        expertise = list(payload.get("expertise", net["expertise"]))
+        said = (url, tuple(interests), tuple(expertise))
+        cached = self._cards.get(url)
+        if cached is not None and cached[0] == said:
+            return cached[1]
         key = self.services.key
         card = cards.build_card(name=self.services.config.name, did=key.did, description=self.settings.description,
-                                base_url=self.settings.public_url.rstrip("/") or base_url,
-                                interests=list(payload.get("interests", net["interests"])),
-                                expertise=list(payload.get("expertise", net["expertise"])))
-        return cards.card_dict(cards.sign_card(card, key.seed(), key.did))
+                                base_url=url, interests=interests, expertise=expertise)
+        signed = cards.card_dict(cards.sign_card(card, key.seed(), key.did))
+        if len(self._cards) >= MAX_CARDS:  # a Host per name the node answers to: a few at most
+            self._cards.clear()
+        self._cards[url] = (said, signed)
+        return signed
 
     async def handle(self, scope, receive, send):
         headed = _Headed(send, HEADERS)
