@@ -174,21 +174,31 @@ class MeshRequestHandler(RequestHandler):
     # --- held messages, once approved ----------------------------------------------------------
     async def deliver_approved(self, poll_s: float = 1.0) -> None:
         """Forever: each held message a person approved goes into the conversation once (claimed
-        first, as the gate runs approved calls, so a crash never delivers it twice)."""
+        first, as the gate runs approved calls, so a crash never delivers it twice). A failing round
+        is logged and tried again: it must not take the web server down."""
+        if self.services.store is None:  # a server without a store (tests): nothing is ever held
+            return
         while True:
-            for row in await self.services.read(held.approved):
-                if not await self.services.write(held.claim, row["id"]):
-                    continue
-                args = row["args"]
-                try:
-                    out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
-                    result, ok = {"did": out["did"], "thread": out["thread"]}, True
-                    self.services.metrics.inc("a2a_messages", outcome="approved")
-                except Exception as exc:  # one bad row must not stop the others
-                    log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)
-                    result, ok = {"error": str(exc)[:300]}, False
-                await self.services.write(held.finish, row["id"], ok, result)
+            try:
+                await self._deliver_round()
+            except Exception:
+                log.exception("a2a: delivering approved messages failed; trying again")
+                self.services.metrics.inc("a2a_delivery_errors")
             await trio.sleep(poll_s)
+
+    async def _deliver_round(self) -> None:
+        for row in await self.services.read(held.approved):
+            if not await self.services.write(held.claim, row["id"]):
+                continue
+            args = row["args"]
+            try:
+                out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
+                result, ok = {"did": out["did"], "thread": out["thread"]}, True
+                self.services.metrics.inc("a2a_messages", outcome="approved")
+            except Exception as exc:  # one bad row must not stop the others
+                log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)
+                result, ok = {"error": str(exc)[:300]}, False
+            await self.services.write(held.finish, row["id"], ok, result)
 
 
 def reply_message(replies: list[dict], context_id: str, asked_did: str) -> Message:
