@@ -20,7 +20,7 @@ from meshnode.a2a import card as cards
 from meshnode.a2a.admission import RateLimiter, read_tokens
 from meshnode.identity.keys import NodeKey
 
-TOKEN = "friend-token-" + "x" * 32
+TOKEN = "friend-token-" + "x" * 32  # a known party's token in the unit tests
 
 
 def test_the_card_checks_against_its_did_and_nothing_else():
@@ -149,14 +149,13 @@ def agent_node(tmp_path):
     node = Node(tmp_path, "ada", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2", "MESHNODE_A2A_BURST": "2",
                                       "MESHNODE_A2A_RATE_PER_MINUTE": "1", "MESHNODE_A2A_WAIT_SECONDS": "45",
                                       "MESHNODE_NET_INTERESTS": "ml,rust", "MESHNODE_NET_EXPERTISE": "sqlite"})
-    tokens = node.home / "a2a.tokens"
-    tokens.write_text(f"friend {TOKEN}\n")
-    os.chmod(tokens, 0o600)
+    token = node.cli("a2a", "token", "add", "friend").strip()  # the person issues a token to a known party
+    assert node.cli("a2a", "token", "list").split() == ["friend"] and len(token) >= 32
     node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
     try:
         node.start()
         wait_until(lambda: (node.try_call("status") or {}).get("cognition", {}).get("ticks", 0) >= 1, 60, "a tick")
-        yield node, llm, wait_until
+        yield node, llm, wait_until, token
     finally:
         node.kill()
         llm.stop()
@@ -175,7 +174,7 @@ def _answer(node, llm, wait_until, text: str, reply: str) -> str:
 
 
 def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node, capsys):
-    node, llm, wait_until = agent_node
+    node, llm, wait_until, token = agent_node
     url = node.web_url.rstrip("/")
 
     async def fetch():
@@ -194,7 +193,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
 
     # a known party (a token the person issued): the message reaches the agent, the reply comes back
     node.call("mind_pause", {})
-    thread, out = _in_thread(_send, url, TOKEN, _request("what is 2+2, friend?"), node.did)
+    thread, out = _in_thread(_send, url, token, _request("what is 2+2, friend?"), node.did)
     did = _answer(node, llm, wait_until, "what is 2+2, friend?", "4, friend")
     thread.join(90)
     assert "error" not in out, out.get("error")
@@ -204,19 +203,19 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert reply.reference_task_ids == [f"m-{did}"]
     stored = node.call("chat_thread", {"thread": reply.context_id})["messages"]
     assert stored[0]["text"].startswith("[A2A message from known party friend]")
-    task = trio.run(_get_task, url, TOKEN, f"m-{did}", node.did)
+    task = trio.run(_get_task, url, token, f"m-{did}", node.did)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    for token in (None, (node.home / "web.token").read_text().strip()):  # another party: no such task
+    for someone_else in (None, (node.home / "web.token").read_text().strip()):  # another party: no such task
         with pytest.raises(Exception, match="no task"):
-            trio.run(_get_task, url, token, f"m-{did}", node.did)
+            trio.run(_get_task, url, someone_else, f"m-{did}", node.did)
     person = node.call("chat_send", {"text": "a private word"})  # the person's own conversation: never
     with pytest.raises(Exception, match="no task"):
-        trio.run(_get_task, url, TOKEN, f"m-{person['did']}", node.did)
+        trio.run(_get_task, url, token, f"m-{person['did']}", node.did)
     print("A2A exchange:\n" + "\n".join(TRANSCRIPT))
 
     # message/stream on the same context (the same chat thread): the task at once, then its completion
     node.call("mind_pause", {})
-    thread, out = _in_thread(_send, url, TOKEN, _request("and 3+3?", context_id=reply.context_id), node.did, True)
+    thread, out = _in_thread(_send, url, token, _request("and 3+3?", context_id=reply.context_id), node.did, True)
     did = _answer(node, llm, wait_until, "and 3+3?", "6, friend")
     thread.join(90)
     assert "error" not in out, out.get("error")
@@ -227,7 +226,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert len(node.call("chat_thread", {"thread": reply.context_id})["messages"]) == 4
 
     # the v0.3 method name, as older clients send it (not waiting: the task comes back WORKING)
-    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
         old = http.post(url + cards.RPC_PATH, json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
             "message": {"kind": "message", "messageId": "m1", "role": "user",
                         "parts": [{"kind": "text", "text": "v03"}]},
@@ -235,7 +234,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert old["result"]["status"]["state"] == "working" and old["result"]["id"].startswith("m-"), old
 
     # strict at the edge: a part that is not text is refused, typed (-32602), and nothing is stored
-    with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as http:
         data = http.post(url + cards.RPC_PATH, headers={"A2A-Version": "1.0"}, json={
             "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
                 "messageId": "m2", "role": "ROLE_USER", "parts": [{"url": "http://x/y.png"}]}}}).json()
@@ -245,21 +244,21 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     goal = node.call("goal_add", {"title": "ship the adapter"})
     task = node.call("task_add", {"goal": goal["lineage"], "title": "write the adapter"})
     node.call("task_assign", {"task": task["lineage"], "candidates": [node.did]})
-    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    got = trio.run(_get_task, url, token, f"gmp-{task['lineage']}", node.did)
     assert got.status.state == TaskState.TASK_STATE_SUBMITTED and got.context_id == f"gmp-{goal['lineage']}"
     node.call("task_update", {"task": task["lineage"], "status": "in_progress"})
     node.call("task_progress", {"task": task["lineage"], "progress": 0.5, "summary": "half"})
-    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    got = trio.run(_get_task, url, token, f"gmp-{task['lineage']}", node.did)
     assert got.status.state == TaskState.TASK_STATE_WORKING and "progress 50%" in got.status.message.parts[0].text
     node.call("task_done", {"task": task["lineage"]})
-    got = trio.run(_get_task, url, TOKEN, f"gmp-{task['lineage']}", node.did)
+    got = trio.run(_get_task, url, token, f"gmp-{task['lineage']}", node.did)
     assert got.status.state == TaskState.TASK_STATE_COMPLETED
     with pytest.raises(Exception, match="no task"):  # not to unknown parties: GMP tasks may be private
         trio.run(_get_task, url, None, f"gmp-{task['lineage']}", node.did)
     # a known party's message naming a goal becomes a GMP task of it, assigned to this agent
     asked = _request("benchmark the adapter\nwith the 1M set")
     asked.message.metadata.update({"goal": goal["lineage"]})
-    [made] = trio.run(_send, url, TOKEN, asked, node.did)
+    [made] = trio.run(_send, url, token, asked, node.did)
     lineage = made.task.id[len("gmp-"):]
     shown = node.call("task_show", {"task": lineage})
     assert shown["title"] == "benchmark the adapter" and shown["assigned_to"] == [node.did]
@@ -276,7 +275,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     url = node.web_url.rstrip("/")
     again = _request("still there?", context_id=reply.context_id)
     again.configuration.return_immediately = True
-    [later] = trio.run(_send, url, TOKEN, again, node.did)
+    [later] = trio.run(_send, url, token, again, node.did)
     assert later.task.context_id == reply.context_id
     assert len(node.call("chat_thread", {"thread": reply.context_id})["messages"]) == 5
     web_token = (node.home / "web.token").read_text().strip()  # the person's own token: another party
@@ -290,7 +289,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
 
 
 def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_is_refused(agent_node):
-    node, llm, wait_until = agent_node
+    node, llm, wait_until, token = agent_node
     url = node.web_url.rstrip("/")
     node.call("mind_pause", {})
     [held] = trio.run(_send, url, None, _request("hello from a stranger", sender="did:key:zStranger"), node.did)
@@ -320,7 +319,7 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
     refused_task = trio.run(_get_task, url, None, second.task.id, node.did)
     assert refused_task.status.state == TaskState.TASK_STATE_REJECTED and _unread(node, "let me in") == ""
     with pytest.raises(Exception, match="no task"):  # another address's (or a known party's) tasks/get: none
-        trio.run(_get_task, url, TOKEN, second.task.id, node.did)
+        trio.run(_get_task, url, token, second.task.id, node.did)
 
     # burst 2 per address at 1 a minute: the two held messages used them, the next one is refused
     refused = None
@@ -357,3 +356,20 @@ def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
                                ("MESHNODE_A2A_APPROVE_UNKNOWN", "maybe", "APPROVE_UNKNOWN=.maybe. is not a boolean")):
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
             load_config(tmp_path, environ={name: value})
+
+
+def test_tokens_are_issued_listed_and_withdrawn(tmp_path):
+    from meshnode.a2a.admission import KnownParties, add_token, remove_token, token_names
+
+    path = tmp_path / "a2a.tokens"
+    known = KnownParties(path)
+    first, second = add_token(path, "ada"), add_token(path, "bob")
+    assert os.stat(path).st_mode & 0o777 == 0o600 and token_names(path) == ["ada", "bob"]
+    assert known.name_of(first) == "ada" and known.name_of(second) == "bob" and known.name_of("x" * 40) is None
+    with pytest.raises(ValueError):
+        add_token(path, "ada")  # one token a name: remove it first
+    with pytest.raises(ValueError):
+        add_token(path, "bad name")
+    assert remove_token(path, "ada") and not remove_token(path, "ada")
+    assert known.name_of(first) is None and known.name_of(second) == "bob"  # at once, the file is read again
+    assert os.stat(path).st_mode & 0o777 == 0o600

@@ -78,6 +78,42 @@ def read_tokens(path: Path) -> dict[str, str]:
     return out
 
 
+def token_names(path: Path) -> list[str]:
+    """The names in the tokens file, in its order (the tokens themselves are not shown again)."""
+    return list(read_tokens(path).values())
+
+
+def add_token(path: Path, name: str) -> str:
+    """A new token for the known party ``name`` (letters, digits, ``._-``), appended to the file
+    (created 0600); returned once, to be handed to that party."""
+    import secrets
+
+    if not (0 < len(name) <= 64 and all(ch.isalnum() or ch in "._-" for ch in name)):
+        raise ValueError("a party's name is 1 to 64 letters, digits, '.', '_' or '-'")
+    if name in token_names(path):
+        raise ValueError(f"{name} has a token already; remove it first for a new one")
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a") as f:
+        f.write(f"{name} {token}\n")
+    return token
+
+
+def remove_token(path: Path, name: str) -> bool:
+    """Drop ``name``'s token (its requests are an unknown party's from then on); False if it had none."""
+    if name not in token_names(path):
+        return False
+    lines = path.read_text("utf-8", "replace").splitlines()
+    keep = [line for line in lines if line.split()[:1] != [name]]
+    tmp = path.with_name(path.name + ".new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(line + "\n" for line in keep))
+    os.replace(tmp, path)
+    return True
+
+
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
