@@ -21,7 +21,7 @@ def add_parsers(sub, common) -> None:
     p = ts.add_parser("list", parents=[common], help="the names of the known parties")
     p.set_defaults(func=cmd_token_list)
     p = ts.add_parser("remove", parents=[common], help="withdraw a party's token")
-    p.add_argument("name")
+    p.add_argument("name", help="the party whose token goes (its requests are an unknown party's from then on)")
     p.set_defaults(func=cmd_token_remove)
 
 
