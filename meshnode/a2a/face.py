@@ -2,9 +2,10 @@
 (public) and ``POST /a2a`` (JSON-RPC, a2a-sdk's dispatcher with our trio handler).
 
 These requests skip the notebook's Guard (no session, no Origin rule: other agents are not browsers)
-but get the same Host check (DNS rebinding), a body size limit (``[a2a] max_body_bytes``), the
-security headers and a count in ``a2a_requests{route,status}``; ``/a2a`` is rate-limited before its body is looked at beyond the
-claimed sender (a flood is refused with HTTP 429 and the JSON-RPC error -32029 ``rate_limited``).
+but get the same Host check (DNS rebinding), the JSON content type, a body size limit (``[a2a]
+max_body_bytes``), the security headers and a count in ``a2a_requests{route,status}``. ``/a2a`` is
+rate-limited before the dispatcher sees the request (only the claimed sender is read from the body):
+a flood is refused with HTTP 429 and the JSON-RPC error -32029 ``rate_limited``.
 Every other request goes to the notebook unchanged.
 """
 
