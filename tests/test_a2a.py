@@ -166,7 +166,11 @@ def _answer(node, llm, wait_until, text: str, reply: str) -> str:
     from llmharness import command_block
 
     found = {}
-    wait_until(lambda: found.setdefault("did", _unread(node, text)) or found.pop("did"), 60, f"{text!r} stored")
+
+    def stored() -> bool:
+        found["did"] = _unread(node, text)
+        return bool(found["did"])
+    wait_until(stored, 60, f"{text!r} stored")
     llm.reply_when(text, "answering the message. " + command_block(
         {"cmd_id": "r1", "type": "note_add", "args": {"text": reply, "reply_to": found["did"]}}))
     node.call("mind_resume", {})
