@@ -14,7 +14,6 @@ from meshnode.gate import confirm
 from meshnode.store.database import Database
 
 _COLUMNS = confirm._COLUMNS
-REASON_CHARS = 300
 
 
 def framed(party: Party, text: str) -> str:
@@ -26,7 +25,9 @@ def framed(party: Party, text: str) -> str:
 def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
             "framed": framed(party, text)}
-    reason = f"{party.name!r} at {party.client} asks to talk to the agent over A2A: {text[:REASON_CHARS]}"
+    # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
+    reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
+             " and its message: args sender and framed)"
     return confirm.request(db, SESSION, TOOL, args, "a2a", reason, now_ms, ttl_ms)
 
 
