@@ -36,6 +36,7 @@ from meshnode.store.short_ids import short_container_id
 from meshnode import cli_consensus, cli_gate, cli_knowledge, cli_llm, cli_mind, cli_reputation
 from meshnode import cli_ethics, cli_gmp, cli_reactor
 from meshnode import cli_web
+from meshnode import cli_a2a
 from meshnode import cli_chat
 from meshnode import cli_spawn
 from meshnode import cli_children
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_gmp.add_parsers(sub, common)
     cli_reactor.add_parsers(sub, common)
     cli_web.add_parsers(sub, common)
+    cli_a2a.add_parsers(sub, common)
     cli_chat.add_parsers(sub, common)
     cli_spawn.add_parsers(sub, common)
     cli_children.add_parsers(sub, common)

@@ -31,6 +31,7 @@ from meshnode.gate.outbound import confirm_policy
 from meshnode.identity.did import public_key_from_did
 from meshnode.reactor.settings import DEFAULTS as REACTOR_DEFAULTS, ReactorConfig
 from meshnode.web.settings import WEB_DEFAULTS, WEB_NOTES, check_web
+from meshnode.a2a.settings import A2A_DEFAULTS, A2A_NOTES, a2a_settings  # [a2a]: the agent's A2A face
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -52,8 +53,7 @@ STRANGER_LIMITS: dict[str, Any] = {
 }
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "node": {"name": "meshnode"},
-    "keys": {"path": "keys/node.key"},
+    "node": {"name": "meshnode"}, "keys": {"path": "keys/node.key"},
     "store": {"path": "data/meshnode.db"},
     "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "max_items": 16384, "clock_skew_seconds": 300,
                **STRANGER_LIMITS},
@@ -140,10 +140,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sync_sessions_per_peer": 2,
     },
     # the web notebook (protocols/web.md section 12; the reason for each default is in README, Web notebook)
-    "web": dict(WEB_DEFAULTS),
+    "web": dict(WEB_DEFAULTS), "a2a": dict(A2A_DEFAULTS),
     # spawning child nodes (protocols/spawn.md; the reason for each default is in README, Spawn)
-    "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16,
-              "max_depth": 3},
+    "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16, "max_depth": 3},
 }
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 REACTOR_TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
@@ -204,6 +203,7 @@ def load_config(home: Path, overrides: Mapping[str, Mapping[str, Any]] | None = 
         _merge(values, {s: {k: v for k, v in kv.items() if v is not None} for s, kv in overrides.items()}, "flags")
     _check(values)
     check_web(values["web"], home)
+    a2a_settings(values)  # [a2a] ranges (meshnode/a2a/settings.py)
     return Config(home=home, values=values)
 
 
@@ -236,7 +236,7 @@ _SECTION_NOTES = {
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
-    "web": WEB_NOTES,
+    "web": WEB_NOTES, "a2a": A2A_NOTES,
     "spawn": "child nodes (meshnode spawn): autostart systemd-user, systemd-system, script or none; how long"
              " --start waits for the child to be reachable; how long a bundle's invitation stays valid; at most"
              " max_children active children, and a family at most max_depth generations deep",

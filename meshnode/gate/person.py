@@ -17,6 +17,7 @@ from meshnode.store.database import Database
 
 SESSION = "core"  # the session the node's agent drafts in and a person reviews
 DECISIONS = ("accept", "reject")
+UNTOLD = ("a2a_message",)  # meshnode.a2a: an unknown party's message reaches the agent only once delivered
 
 
 def tell_agent(db: Database, what: str, result, by: str) -> None:
@@ -71,7 +72,8 @@ def rollback(db: Database, jail: Jail, snapshot_id: int, by: str) -> int:
 def answer(db: Database, request_id: int, approve: bool, now_ms: int, by: str) -> dict:
     """Approve or reject a confirmation request; a running node acts on it at its next tick."""
     row = confirm.decide(db, request_id, approve, now_ms, by)
-    tell_agent(db, "confirmation", row, by)
+    told = {k: row[k] for k in ("id", "tool", "status")} if row["tool"] in UNTOLD else row
+    tell_agent(db, "confirmation", told, by)
     return row
 
 

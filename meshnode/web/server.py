@@ -15,6 +15,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
+from meshnode.a2a.face import A2AFace
 from meshnode.errors import MeshnodeError
 from meshnode.web.app import build_app, guard_of
 from meshnode.web.auth import Auth
@@ -83,12 +84,14 @@ async def serve_web(config, services, *, task_status=trio.TASK_STATUS_IGNORED) -
     mcp = McpHttp(services)
     app = build_app(services, auth, mcp.mounts())
     guard = guard_of(app)
+    face = A2AFace(services, auth, guard)  # the agent's A2A routes in front of the notebook's
     if services.cycle is not None and hasattr(services.cycle, "on_tick"):  # a tick ended: the feed looks now
         services.cycle.on_tick = lambda summary: services.feed.nudge()
     async with trio.open_nursery() as nursery:
         await nursery.start(services.feed.run)
         await nursery.start(mcp.run)
-        binds = await nursery.start(serve, app, hypercorn_config(config, host_port(host, port)))
+        binds = await nursery.start(serve, face.wrap(app), hypercorn_config(config, host_port(host, port)))
+        nursery.start_soon(face.run)
         bound = binds[0].split("://", 1)[1]
         guard.port = parse_listen(bound)[1]
         log.info("web notebook on %s", web_url(config, bound))

@@ -1,0 +1,213 @@
+"""The A2A routes in front of the web app (protocols/a2a.md): ``GET /.well-known/agent-card.json``
+(public) and ``POST /a2a`` (JSON-RPC, a2a-sdk's dispatcher with our trio handler).
+
+These requests skip the notebook's Guard (no session, no Origin rule: other agents are not browsers)
+but get the same Host check (DNS rebinding), the JSON content type, a body size limit (``[a2a]
+max_body_bytes``), the security headers and a count in ``a2a_requests{route,status}``. ``/a2a`` is
+rate-limited before the dispatcher sees the request (only the claimed sender is read from the body):
+a flood is refused with HTTP 429 and the JSON-RPC error -32029 ``rate_limited``.
+Every other request goes to the notebook unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from meshnode.a2a import card as cards
+from meshnode.a2a.admission import KnownParties, Party, RateLimiter, sender_of
+from meshnode.a2a.handler import MeshRequestHandler
+from meshnode.a2a.settings import a2a_settings
+from meshnode.web.app import SECURITY_HEADERS
+
+log = logging.getLogger("meshnode.a2a")
+RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
+SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")  # v1.0 and v0.3 names
+READ_FACTOR = 20
+MAX_CARDS = 16
+PATHS = (cards.CARD_PATH, cards.RPC_PATH)
+HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
+
+
+class PartyContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's call context, with the party the face identified (the handler decides by it)."""
+
+    def build(self, request: Request):
+        context = super().build(request)
+        context.state["party"] = request.scope["meshnode_a2a_party"]
+        return context
+
+
+class A2AFace:
+    def __init__(self, services, web_auth, guard):
+        self.services, self.guard = services, guard
+        self.settings = a2a_settings(services.config.values)
+        self.body_limit = self.settings.max_body_bytes
+        self.known = KnownParties(services.config.home / self.settings.known_tokens_path, web_auth)
+        self.unknown_limit = RateLimiter(self.settings.rate_per_minute, self.settings.burst)
+        self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
+        self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
+        self.handler = MeshRequestHandler(services, self.settings)
+        self._cards: dict[str, tuple[tuple, dict]] = {}
+        self.dispatcher = JsonRpcDispatcher(self.handler, context_builder=PartyContextBuilder(),
+                                            enable_v0_3_compat=True)
+
+    def wrap(self, app):
+        """The ASGI app to serve: A2A paths here, the rest to ``app`` (the notebook)."""
+        if not self.settings.enabled:
+            return app
+
+        async def serve(scope, receive, send):
+            if scope["type"] != "http" or scope["path"] not in PATHS:
+                return await app(scope, receive, send)
+            await self.handle(scope, receive, send)
+        return serve
+
+    def card(self, base_url: str) -> dict:
+        """The signed card for ``base_url``, signed again only when what it says changed (a flood of
+        card fetches costs a lookup, not a signature)."""
+        mesh, net = self.services.mesh, self.services.config.values["net"]
+        announced = getattr(mesh, "_announce", None)  # what the node last announced (with the agent's tags)
+        payload = announced.payload if announced is not None else {}
+        url = self.settings.public_url.rstrip("/") or base_url
+        interests = list(payload.get("interests", net["interests"]))
+        expertise = list(payload.get("expertise", net["expertise"]))
+        said = (url, tuple(interests), tuple(expertise))
+        cached = self._cards.get(url)
+        if cached is not None and cached[0] == said:
+            return cached[1]
+        key = self.services.key
+        card = cards.build_card(name=self.services.config.name, did=key.did, description=self.settings.description,
+                                base_url=url, interests=interests, expertise=expertise)
+        signed = cards.card_dict(cards.sign_card(card, key.seed(), key.did))
+        if len(self._cards) >= MAX_CARDS:  # a Host per name the node answers to: a few at most
+            self._cards.clear()
+        self._cards[url] = (said, signed)
+        return signed
+
+    async def handle(self, scope, receive, send):
+        headed = _Headed(send, HEADERS)
+        try:
+            response = await self._respond(scope, receive)
+            await response(scope, receive, headed)
+        finally:
+            self.services.metrics.inc("a2a_requests", route=scope["path"], status=str(headed.status))
+
+    async def _respond(self, scope, receive):
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if not self.guard.host_ok(host):
+            return _error(421, None, -32600, f"Host {host[:100]!r} is not this node's; add it to [web] hosts")
+        method, path = scope["method"], scope["path"]
+        if path == cards.CARD_PATH:
+            if method not in ("GET", "HEAD"):
+                return _error(405, None, -32600, "the card is read with GET")
+            response = JSONResponse(self.card(f"{scope.get('scheme', 'http')}://{host}"))
+            response.headers["access-control-allow-origin"] = "*"  # public: any agent's page may read it
+            return response
+        if method != "POST":
+            return _error(405, None, -32600, "A2A JSON-RPC is a POST")
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return _error(415, None, -32600, "A2A JSON-RPC is sent as Content-Type: application/json")
+        body = await _read_body(receive, self.body_limit)
+        if body is None:
+            return _error(413, None, -32600,
+                          f"the request body is larger than [a2a] max_body_bytes ({self.body_limit})")
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None  # the dispatcher answers it (-32700)
+        request_id = parsed.get("id") if isinstance(parsed, dict) and isinstance(parsed.get("id"), (str, int)) else None
+        party = self.identify(scope, headers, parsed)
+        sends = isinstance(parsed, dict) and parsed.get("method") in SENDS
+        wait = self._limit(party, sends)
+        if wait:
+            self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
+            response = _error(429, request_id, RATE_LIMITED, f"rate_limited: too many requests from"
+                              f" {'this token' if party.known else 'this address or sender'}; try again in"
+                              f" {wait:.0f} s", {"type": "rate_limited", "retry_after_s": round(wait, 1)})
+            response.headers["retry-after"] = str(max(1, round(wait)))
+            return response
+        scope["meshnode_a2a_party"] = party
+        return await self.dispatcher.handle_requests(Request(scope, _replay(body, receive)))
+
+    def identify(self, scope, headers: Headers, body) -> Party:
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        header = headers.get("authorization", "")
+        if header[:7].lower() == "bearer ":
+            name = self.known.name_of(header[7:].strip())
+            if name is not None:
+                return Party(True, name, client)
+        return Party(False, sender_of(body), client)
+
+    def _limit(self, party: Party, sends: bool) -> float:
+        """Seconds until ``party`` may send (0: now). A message counts against its address and its claimed
+        sender; any other call (tasks/get ...) against a bucket READ_FACTOR times larger, per address."""
+        now = self.services.now() / 1000
+        if party.known:
+            return self.known_limit.take(f"token:{party.name}", now)
+        if not sends:
+            return self.read_limit.take(f"addr:{party.client}", now)
+        by_address = self.unknown_limit.take(f"addr:{party.client}", now)
+        by_sender = self.unknown_limit.take(f"sender:{party.name}", now) if party.name != "anonymous" else 0.0
+        return max(by_address, by_sender)
+
+    async def run(self) -> None:
+        """The face's own work in the web server's nursery: held messages a person approved go to the agent."""
+        if self.settings.enabled:
+            await self.handler.deliver_approved()
+
+
+class _Headed:
+    """The ASGI ``send`` of a response: ``headers`` added to its start, its status kept."""
+
+    def __init__(self, send, headers: dict):
+        self.send, self.headers, self.status = send, headers, 0
+
+    async def __call__(self, message):
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            MutableHeaders(scope=message).update(self.headers)
+        await self.send(message)
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, then):
+    """The body read already, then the client's own messages (a stream watches for its disconnect)."""
+    sent = [False]
+
+    async def receive():
+        if sent[0]:
+            return await then()
+        sent[0] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+    return receive
+
+
+def _error(status: int, request_id, code: int, message: str, data: dict | None = None) -> JSONResponse:
+    error = {"code": code, "message": message, **({"data": data} if data else {})}
+    response = JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=status)
+    if status == 413:
+        response.headers["connection"] = "close"
+    return response

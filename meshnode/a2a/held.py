@@ -1,0 +1,109 @@
+"""Messages of unknown parties held for a person's approval, kept as gate confirmation requests
+(session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
+agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
+A2A task ``h-<number>``. Functions run in the store's threads, except ``framed`` and ``task_of``."""
+
+from __future__ import annotations
+
+
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
+
+from meshnode import chat
+from meshnode.a2a.admission import SESSION, TOOL, Party
+from meshnode.gate import confirm
+from meshnode.store.database import Database
+
+_COLUMNS = confirm._COLUMNS
+
+
+def framed(party: Party, text: str) -> str:
+    """The text as the agent reads it: who sent it over A2A, then the message."""
+    who = f"known party {party.name}" if party.known else f"unknown party {party.name!r} at {party.client}"
+    return f"[A2A message from {who}]\n{text}"
+
+
+def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
+    args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
+            "framed": framed(party, text)}
+    # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
+    reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
+             " and its message: args sender and framed)"
+    return confirm.request(db, SESSION, TOOL, args, "a2a", reason, now_ms, ttl_ms)
+
+
+def row(db: Database, request_id: int) -> dict | None:
+    found = db.conn.execute(f"SELECT {_COLUMNS} FROM gate_confirmations WHERE id = ? AND session = ? AND tool = ?",
+                            (request_id, SESSION, TOOL)).fetchone()
+    return confirm._row(found) if found else None
+
+
+def approved(db: Database) -> list[dict]:
+    return [r for r in confirm.approved(db, SESSION) if r["tool"] == TOOL]
+
+
+claim, finish = confirm.claim, confirm.finish
+
+
+def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
+    """Whether conversation ``tid`` was started over A2A by the party whose messages begin with ``header``
+    (how a contextId that is a thread id is recognised after a restart, with no table of its own)."""
+    if not chat._TID.fullmatch(tid):
+        return False
+    first = db.conn.execute(chat._ROWS + f" WHERE {chat._IN_THREAD} AND n.agent_did = :own"
+                            " ORDER BY c.timestamp_ms, n.id LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
+    return first is not None and first[1] in chat.PERSON and first[2].split("\n", 1)[0] == header
+
+
+def sent_by(party: Party, header: str) -> bool:
+    """Whether a message whose first line is ``header`` is ``party``'s (an unknown party: any sender
+    from its address, as tasks/get names no sender); the person's own messages are nobody's here."""
+    if party.known:
+        return header == framed(party, "").split("\n", 1)[0]
+    return header.startswith("[A2A message from unknown party ") and header.endswith(f" at {party.client}]")
+
+
+def message_status(db: Database, own_did: str, did: str, party: Party) -> dict | None:
+    """The thread of the message ``did`` that ``party`` sent the agent, and the agent's replies to it
+    (None: no such message of this party: a person's own conversation is never read over A2A)."""
+    row = db.conn.execute("SELECT topic, text FROM notes WHERE container_did = ? AND source IN ('user', 'cli')"
+                          " AND agent_did = ?", (did, own_did)).fetchone()
+    if row is None or not sent_by(party, row[1].split("\n", 1)[0]):
+        return None
+    return {"thread": chat.thread_name(did, row[0]) or "", "replies": chat.replies_to(db, own_did, did)}
+
+
+_STATES = {"pending": (TaskState.TASK_STATE_SUBMITTED, "held for a person's approval (request {id})"),
+           "approved": (TaskState.TASK_STATE_WORKING, "approved: being delivered to the agent"),
+           "rejected": (TaskState.TASK_STATE_REJECTED, "a person declined to pass this message on"),
+           "expired": (TaskState.TASK_STATE_REJECTED, "nobody approved this message in time"),
+           "failed": (TaskState.TASK_STATE_FAILED, "approved, but it could not be delivered")}
+
+
+def task_of(request: dict, replies: list[dict] | None) -> Task:
+    """The A2A task of a held message (``replies``: the agent's replies once it was delivered)."""
+    from meshnode.a2a.handler import message_task
+
+    args, result = request["args"], request["result"] or {}
+    if request["status"] == "done":
+        context_id = args.get("context_id") or result.get("thread", "")
+        task = message_task(result["did"], context_id, replies or [])
+        task.id = f"h-{request['id']}"
+        return task
+    status = request["status"]
+    if status == "failed" and result.get("error") == "interrupted while running":  # claimed: being delivered
+        status = "approved"
+    state, text = _STATES.get(status, _STATES["failed"])
+    message = Message(message_id=f"status-h-{request['id']}", context_id=args.get("context_id", ""),
+                      role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
+    return Task(id=f"h-{request['id']}", context_id=args.get("context_id", ""),
+                status=TaskStatus(state=state, message=message), metadata=_meta(request))
+
+
+def _meta(request: dict):
+    from google.protobuf.struct_pb2 import Struct
+
+    meta = Struct()
+    meta.update({"confirmation": request["id"], "expires_ms": request["expires_ms"]})
+    return meta
+
+
