@@ -32,6 +32,7 @@ from meshnode.identity.did import public_key_from_did
 from meshnode.reactor.settings import DEFAULTS as REACTOR_DEFAULTS, ReactorConfig
 from meshnode.web.settings import WEB_DEFAULTS, WEB_NOTES, check_web
 from meshnode.a2a.settings import A2A_DEFAULTS, A2A_NOTES, a2a_settings  # [a2a]: the agent's A2A face
+from meshnode.mcp_tools.settings import MCP_NOTES  # [mcp.servers.NAME]: the agent's outside tools
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -53,8 +54,7 @@ STRANGER_LIMITS: dict[str, Any] = {
 }
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "node": {"name": "meshnode"}, "keys": {"path": "keys/node.key"},
-    "store": {"path": "data/meshnode.db"},
+    "node": {"name": "meshnode"}, "keys": {"path": "keys/node.key"}, "store": {"path": "data/meshnode.db"},
     "limits": {"max_container_bytes": 256 * 1024, "max_depth": 32, "max_items": 16384, "clock_skew_seconds": 300,
                **STRANGER_LIMITS},
     "log": {"level": "info"},
@@ -140,7 +140,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sync_sessions_per_peer": 2,
     },
     # the web notebook (protocols/web.md section 12; the reason for each default is in README, Web notebook)
-    "web": dict(WEB_DEFAULTS), "a2a": dict(A2A_DEFAULTS),
+    "web": dict(WEB_DEFAULTS), "a2a": dict(A2A_DEFAULTS), "mcp": {"servers": {}},
     # spawning child nodes (protocols/spawn.md; the reason for each default is in README, Spawn)
     "spawn": {"autostart": "none", "wait_seconds": 30.0, "invitation_hours": 24.0, "max_children": 16, "max_depth": 3},
 }
@@ -236,12 +236,11 @@ _SECTION_NOTES = {
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
-    "web": WEB_NOTES, "a2a": A2A_NOTES,
+    "web": WEB_NOTES, "a2a": A2A_NOTES, "mcp": MCP_NOTES,
     "spawn": "child nodes (meshnode spawn): autostart systemd-user, systemd-system, script or none; how long"
              " --start waits for the child to be reachable; how long a bundle's invitation stays valid; at most"
              " max_children active children, and a family at most max_depth generations deep",
 }
-__import__("meshnode.mcp_tools.settings").mcp_tools.settings.register(DEFAULTS, _SECTION_NOTES)  # [mcp]
 
 
 def default_config_text(name: str) -> str:

@@ -24,7 +24,7 @@ ALIASES = {"low": SAFE_READ, "medium": MODIFY, "high": DESTRUCTIVE, "asks": DEST
 MAX_SERVERS = 32
 _KEYS = {"command", "args", "env", "url", "token", "headers", "risk", "tools", "trusted", "timeout_seconds",
          "network", "read_only", "memory_mib", "enabled"}
-NOTE = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
+MCP_NOTES = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
         " (+ token, headers) for streamable HTTP; risk (safe_read|modify|destructive, default destructive: a person"
         " confirms each call) and [mcp.servers.NAME.tools] tool = level; trusted = true runs a stdio server"
         " outside the sandbox; timeout_seconds (README, MCP: outside tools). Delete `servers = {}` when you add one")
@@ -48,12 +48,6 @@ class ServerSettings:
     @property
     def sandboxed(self) -> bool:
         return self.url is None and not self.trusted
-
-
-def register(defaults: dict, notes: dict) -> None:
-    """The ``[mcp]`` section in config.py's tables (one hook line there)."""
-    defaults["mcp"] = {"servers": {}}
-    notes["mcp"] = NOTE
 
 
 def level(value: Any, where: str) -> str:
