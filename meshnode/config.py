@@ -260,7 +260,7 @@ def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
     for section in DEFAULTS:
         keys = values[section]
         lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
-        tables = [key for key in keys if section == "reactor" and key in REACTOR_TABLES]
+        tables = [k for k in keys if (section == "reactor" and k in REACTOR_TABLES) or isinstance(keys[k], dict)]
         for key, value in keys.items():
             if key not in tables:
                 lines.append(f"{key} = {_toml_value(value)}")

@@ -27,7 +27,7 @@ _KEYS = {"command", "args", "env", "url", "token", "headers", "risk", "tools", "
 MCP_NOTES = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
         " (+ token, headers) for streamable HTTP; risk (safe_read|modify|destructive, default destructive: a person"
         " confirms each call) and [mcp.servers.NAME.tools] tool = level; trusted = true runs a stdio server"
-        " outside the sandbox; timeout_seconds (README, MCP: outside tools). Delete `servers = {}` when you add one")
+        " outside the sandbox; timeout_seconds (README, MCP: outside tools)")
 
 
 @dataclass(frozen=True)
