@@ -104,9 +104,8 @@ def test_a_bad_server_name_and_the_accepted_shapes():
 def test_meshnode_run_says_which_mcp_key_is_wrong(home, run_cli):
     config = home / "config.toml"
     text = config.read_text(encoding="utf-8")
-    assert "\n[mcp]\nservers = {}\n" in text  # the default: no server; a [mcp.servers.NAME] table replaces it
-    config.write_text(text.replace("\nservers = {}\n", '\n[mcp.servers.fs]\ncommand = "x"\nrisk = "sometimes"\n'),
-                      encoding="utf-8")
+    assert "\n[mcp]\n[mcp.servers]\n" in text  # the default: no server, a table a person adds [mcp.servers.NAME] under
+    config.write_text(text + '\n[mcp.servers.fs]\ncommand = "x"\nrisk = "sometimes"\n', encoding="utf-8")
     line = one_error_line(run_cli("--home", home, "run", timeout=60))
     assert "mcp.servers.fs.risk = 'sometimes'" in line
 
