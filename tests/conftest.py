@@ -19,6 +19,16 @@ import pytest
 from clienv import cli_env  # noqa: F401 (tests import it from here too)
 
 
+@pytest.fixture(autouse=True)
+def _umask_restored():
+    """A test that runs the CLI in this process (``cli.main``) sets the node's umask 077 for the whole
+    session; the next tests' folders would be unreadable to a sandbox's uid 65534."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    yield
+    os.umask(mask)
+
+
 @pytest.fixture(scope="session")
 def fake_user_home(tmp_path_factory) -> Path:
     """A stand-in for the user's home directory (so ~/.meshnode is never the real one)."""
