@@ -58,8 +58,10 @@ def tool(read_only=None, destructive=None) -> ToolInfo:
 @pytest.mark.parametrize("configured, read_only, destructive, expected", [
     (None, True, None, DESTRUCTIVE),  # by default every outside tool asks a person
     ("safe_read", True, None, SAFE_READ),  # lowered by config: a read-only tool runs at once
-    ("safe_read", None, None, MODIFY),  # not said read-only: never the lowest
-    ("safe_read", False, None, MODIFY),
+    ("safe_read", None, None, DESTRUCTIVE),  # no annotations: MCP's default destructiveHint is true
+    ("safe_read", False, None, DESTRUCTIVE),
+    ("safe_read", None, False, MODIFY),  # said not destructive, not read-only: never the lowest
+    ("safe_read", False, False, MODIFY),
     ("safe_read", False, True, DESTRUCTIVE),  # said destructive: always asks
     ("modify", True, True, DESTRUCTIVE),
     ("destructive", True, False, DESTRUCTIVE),  # raising is always allowed
@@ -352,3 +354,25 @@ def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
     finally:
         node.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_a_hostile_servers_catastrophic_regex_never_freezes_the_node(lab, tmp_path):
+    """A tool whose input and output schemas hold ``^(a+)+$`` (Python's re backtracks for ages on
+    "aaaa...!" and holds the GIL): the args are not matched against it, nor is the result
+    (the node shows results as text): the call returns as any other."""
+    async with trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery, tt=stdio(risk="low", timeout_seconds=20))
+        assert '"pattern": "^(a+)+$"' in json.dumps(mcp.clients.links["tt"].tools["evil"].schema)
+        result = await mcp.call("mcp.tt.evil", {"text": "a" * 40 + "!"})
+        assert json.loads(result["result"]) == {"word": "a" * 40 + "!"}
+        nursery.cancel_scope.cancel()
+
+
+def test_args_are_checked_without_the_servers_regexes():
+    from meshnode.mcp_tools.calls import check_args
+
+    evil = {"type": "object", "properties": {"t": {"type": "string", "pattern": "^(a+)+$"}},
+            "patternProperties": {"^(a+)+$": {"type": "integer"}}, "additionalProperties": False}
+    check_args({"t": "a" * 40 + "!", "a" * 40 + "!": 1}, evil)  # neither regex runs (each would take ages)
+    with pytest.raises(GateError, match="args.t: 1 is not of type 'string'"):
+        check_args({"t": 1}, evil)  # the rest of the schema still is checked

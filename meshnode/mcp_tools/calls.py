@@ -13,8 +13,9 @@ a long result is cut with a note.
 
 Risk: the configured level (the tool's own in ``[mcp.servers.NAME.tools]``,
 else the server's ``risk``, else ``destructive``), never below what the
-tool's annotations say: ``destructiveHint`` -> destructive; without
-``readOnlyHint`` -> at least modify.
+tool's annotations say, with MCP's defaults: not ``readOnlyHint`` and
+not ``destructiveHint: false`` -> destructive; ``readOnlyHint`` false (or
+absent) with ``destructiveHint: false`` -> at least modify.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import jsonschema
 import referencing
 import trio
+from mcp.shared.exceptions import MCPError
 
 from meshnode.gate import GateError
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, RISKS, tool_definition
@@ -47,12 +49,14 @@ def split(name: str) -> tuple[str, str] | None:
 
 
 def risk_of(link: Link, tool: ToolInfo) -> str:
+    """The configured level, raised to what MCP's defaults mean: a tool not said read-only is
+    destructive unless it says ``destructiveHint: false`` (the spec's default is true)."""
     s = link.settings
     levels = [s.tools.get(tool.name, s.risk)]
-    if tool.destructive is True:
+    if tool.destructive is True:  # even beside readOnlyHint (contradictory: the safer reading)
         levels.append(DESTRUCTIVE)
-    if tool.read_only is not True:
-        levels.append(MODIFY)
+    elif tool.read_only is not True:
+        levels.append(MODIFY if tool.destructive is False else DESTRUCTIVE)
     return max(levels, key=RISKS.index)
 
 
@@ -103,23 +107,28 @@ class McpTools:
     async def call(self, full: str, args: dict, approved: int | None = None) -> dict:
         """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``."""
         full, link, tool = self._resolve(full)
+        check_shape(args)
+        if approved is None:
+            self.gate.guard(full, args)  # before the schema: a stream of invalid calls still meets the loop detector and budget
         check_args(args, tool.schema)
         risk = risk_of(link, tool)
-        if approved is None:
-            self.gate.guard(full, args)
-            if risk == DESTRUCTIVE:
-                return await self.gate.ask(full, args, risk, f"{full} is an outside tool that asks a person first")
-        session = link.session
+        if approved is None and risk == DESTRUCTIVE:
+            return await self.gate.ask(full, args, risk, f"{full} is an outside tool that asks a person first")
+        session, broken = link.session, link.broken  # this session's event: a stale one's failure spares the next
         if session is None:
             raise GateError("mcp_unavailable", f"the MCP server {link.settings.name} is {link.status}")
         timeout = link.settings.timeout_s
         with trio.move_on_after(timeout) as waited:
             try:
                 result = await session.call_tool(tool.name, args)
+            except MCPError as exc:  # a JSON-RPC error answer: the tool refused, the connection is fine
+                raise GateError("mcp_tool_error", f"{full} failed: {exc.error.message[:MAX_RESULT]}") from None
             except Exception as exc:  # the connection or the protocol failed: the server is reconnected
-                link.error = f"{type(exc).__name__}: {exc}"[:300]
-                link.broken.set()
-                raise GateError("mcp_failed", f"{full}: {link.error}") from None
+                reason = f"{type(exc).__name__}: {exc}"[:300]
+                if not broken.is_set():
+                    link.error = reason
+                    broken.set()
+                raise GateError("mcp_failed", f"{full}: {reason}") from None
         if waited.cancelled_caught:
             raise GateError("mcp_timeout", f"{full} gave no result within {timeout:g} s ([mcp.servers."
                             f"{link.settings.name}] timeout_seconds)")
@@ -166,14 +175,18 @@ def _untitled(schema):
     return [_untitled(v) for v in schema] if isinstance(schema, list) else schema
 
 
-def check_args(args: dict, schema: dict) -> None:
-    """GateError("bad_args") unless ``args`` fit the tool's input schema (and a size limit)."""
+def check_shape(args: dict) -> None:
     if not isinstance(args, dict):
         raise GateError("bad_args", "args is a JSON object")
-    if len(json.dumps(args, ensure_ascii=False)) > MAX_ARGS:
+    if len(json.dumps(args, ensure_ascii=False, default=str)) > MAX_ARGS:
         raise GateError("bad_args", f"args hold more than {MAX_ARGS} characters")
+
+
+def check_args(args: dict, schema: dict) -> None:
+    """GateError("bad_args") unless ``args`` fit the tool's input schema (and a size limit)."""
+    check_shape(args)
     try:
-        validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+        validator = _without_regexes(jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator))
         # an empty registry: jsonschema's default one fetches remote $refs (urlopen, blocking, anywhere)
         error = jsonschema.exceptions.best_match(validator(schema, registry=referencing.Registry()).iter_errors(args))
     except Exception as exc:  # a schema the checker cannot read (or a $ref it will not fetch)
@@ -181,6 +194,29 @@ def check_args(args: dict, schema: dict) -> None:
     if error is not None:
         where = "args" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         raise GateError("bad_args", f"{where}: {error.message[:300]}")
+
+
+def _no_check(validator, value, instance, schema):
+    return iter(())
+
+
+def _additional_unless_patterns(validator, additional, instance, schema):
+    if "patternProperties" not in schema:  # with them, which keys are "additional" takes a regex: not checked
+        yield from _ADDITIONAL(validator, additional, instance, schema)
+
+
+_ADDITIONAL = jsonschema.Draft202012Validator.VALIDATORS["additionalProperties"]
+_REGEX_FREE: dict = {}
+
+
+def _without_regexes(validator):
+    """``validator`` not running the server's regexes (``pattern``, ``patternProperties``): Python's re
+    holds the GIL, so a catastrophic one (``^(a+)+$``) would freeze the node, thread or not. The server
+    checks its own input anyway; this check only gives the agent a readable error early."""
+    if validator not in _REGEX_FREE:
+        _REGEX_FREE[validator] = jsonschema.validators.extend(validator, {
+            "pattern": _no_check, "patternProperties": _no_check, "additionalProperties": _additional_unless_patterns})
+    return _REGEX_FREE[validator]
 
 
 def shown(result) -> str:
