@@ -86,11 +86,30 @@ def test_risk_is_the_configured_level_never_below_the_tools_annotations(configur
     ({"url": "http://h/mcp", "trusted": True}, "mcp.servers.fs.trusted: only for a stdio server"),
     ({"command": "x", "token": "t"}, "mcp.servers.fs.token: only for a url"),
     ({"command": "x", "read_only": ["relative"]}, "mcp.servers.fs.read_only: 'relative'"),
+    ({"command": "x", "read_only": ["/etc/ssl"]}, "mcp.servers.fs.read_only: '/etc/ssl' is (or is inside) a system"),
+    ({"command": "x", "read_only": ["/proc/1/"]}, "mcp.servers.fs.read_only: '/proc/1/' is (or is inside)"),
+    ({"command": "x", "read_only": ["/tmp/x"]}, "mcp.servers.fs.read_only: '/tmp/x' is (or is inside)"),
+    ({"command": "x", "read_only": ["/"]}, "mcp.servers.fs.read_only: '/' is (or is inside)"),
 ])
 def test_a_bad_server_entry_is_a_readable_error_naming_the_key(table, says):
     with pytest.raises(ConfigError) as info:
         settings.parse({"fs": table})
     assert says in info.value.reason
+
+
+def test_read_only_never_shares_the_nodes_home(tmp_path, monkeypatch):
+    monkeypatch.setattr(settings, "UNSHARED", ("/proc",))  # tmp_path is in /tmp, itself never shared
+    home = tmp_path / "srv" / "node"
+    (home / "keys").mkdir(parents=True)
+    (tmp_path / "venv").mkdir()
+    for shared in (home, home / "keys", tmp_path / "srv", tmp_path / "srv" / "node" / "keys" / ".." / "keys"):
+        with pytest.raises(ConfigError, match="would share the node's home|not an absolute folder"):
+            settings.parse({"fs": {"command": "x", "read_only": [str(shared)]}}, home.parent.parent / "srv" / "node")
+    (tmp_path / "link").symlink_to(home / "keys")
+    with pytest.raises(ConfigError, match="would share the node's home"):
+        settings.parse({"fs": {"command": "x", "read_only": [str(tmp_path / "link")]}}, home)
+    [ok] = settings.parse({"fs": {"command": "x", "read_only": [str(tmp_path / "venv")]}}, home)
+    assert ok.read_only == (str(tmp_path / "venv"),)
 
 
 def test_a_bad_server_name_and_the_accepted_shapes():
@@ -376,3 +395,33 @@ def test_args_are_checked_without_the_servers_regexes():
     check_args({"t": "a" * 40 + "!", "a" * 40 + "!": 1}, evil)  # neither regex runs (each would take ages)
     with pytest.raises(GateError, match="args.t: 1 is not of type 'string'"):
         check_args({"t": 1}, evil)  # the rest of the schema still is checked
+
+
+async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_spares_the_next(lab, tmp_path):
+    """A JSON-RPC error answer (MCPError) is the tool's refusal: the link stays up. A call on an
+    old session failing after the link reconnected marks only that old session broken."""
+    from mcp.shared.exceptions import MCPError
+
+    class Fake:
+        def __init__(self, failure):
+            self.failure = failure
+
+        async def call_tool(self, name, args):
+            if isinstance(self.failure, ConnectionError):
+                link.broken = trio.Event()  # the link reconnected meanwhile: a new session, a new event
+            raise self.failure
+    gate = lab["make"]()
+    clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    link = clients.links["tt"]
+    link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object"}, True, None)}
+    link.session = Fake(MCPError(-32602, "unknown argument: x"))
+    with pytest.raises(GateError) as info:
+        await gate.mcp.call("mcp.tt.t", {"x": 1})
+    assert (info.value.code, info.value.reason) == ("mcp_tool_error", "mcp.tt.t failed: unknown argument: x")
+    assert not link.broken.is_set() and link.error is None
+    old = link.broken
+    link.session = Fake(ConnectionError("gone"))
+    with pytest.raises(GateError) as info:
+        await gate.mcp.call("mcp.tt.t", {"x": 2})
+    assert info.value.code == "mcp_failed" and old.is_set() and not link.broken.is_set()

@@ -13,7 +13,7 @@ log = logging.getLogger("meshnode.mcp_tools")
 
 async def start(nursery, config, cycle) -> Clients | None:
     """Connect to the configured MCP servers in ``nursery`` (ConfigError first if an entry is wrong)."""
-    servers = parse(config.values.get("mcp", {}).get("servers", {}))
+    servers = parse(config.values.get("mcp", {}).get("servers", {}), config.home)
     if not servers:
         return None
     gate = cycle.gate if cycle is not None else None
