@@ -425,3 +425,28 @@ async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_
     with pytest.raises(GateError) as info:
         await gate.mcp.call("mcp.tt.t", {"x": 2})
     assert info.value.code == "mcp_failed" and old.is_set() and not link.broken.is_set()
+
+
+async def test_an_http_servers_answer_is_read_up_to_a_limit():
+    """The SDK reads a JSON answer whole: the node's HTTP client stops a body past the limit
+    (an SSE stream's events are bounded by the SDK itself)."""
+    import httpx2
+
+    from meshnode.mcp_tools.capped_http import CappedTransport
+
+    class Body(httpx2.AsyncByteStream):
+        def __init__(self, n):
+            self.n = n
+
+        async def __aiter__(self):
+            for _ in range(self.n // 100):
+                yield b"x" * 100
+
+    def answer(request):
+        kind = "text/event-stream" if request.url.path == "/sse" else "application/json"
+        return httpx2.Response(200, headers={"content-type": kind}, stream=Body(int(request.url.params["n"])))
+    async with httpx2.AsyncClient(transport=CappedTransport(httpx2.MockTransport(answer), 1000)) as client:
+        assert len((await client.post("http://h/mcp?n=1000")).content) == 1000
+        with pytest.raises(httpx2.StreamError, match="more than 1000 bytes in one answer"):
+            await client.post("http://h/mcp?n=1100")
+        assert len((await client.post("http://h/sse?n=5000")).content) == 5000
