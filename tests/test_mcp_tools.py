@@ -257,7 +257,7 @@ async def test_a_server_over_streamable_http(lab, tmp_path):
                                                                "risk": "low"})
             assert await mcp.call("mcp.web.add", {"a": 40, "b": 2}) == {"tool": "mcp.web.add", "result": "42"}
             assert (await mcp.call("mcp.web.wipe", {"target": "x"}))["status"] == "needs_confirmation"
-            [definition] = [t for t in mcp.openai_tools() if t["function"]["name"] == "mcp__web__add"]
+            [definition] = [t for t in mcp.openai_tools(6000) if t["function"]["name"] == "mcp__web__add"]
             assert definition["function"]["parameters"]["required"] == ["a", "b"]
             nursery.cancel_scope.cancel()
     finally:
@@ -450,3 +450,24 @@ async def test_an_http_servers_answer_is_read_up_to_a_limit():
         with pytest.raises(httpx2.StreamError, match="more than 1000 bytes in one answer"):
             await client.post("http://h/mcp?n=1100")
         assert len((await client.post("http://h/sse?n=5000")).content) == 5000
+
+
+def test_the_openai_definitions_fit_the_outside_budget_shared_among_servers_and_are_built_once(tmp_path):
+    """A server with many long schemas cannot crowd out another's tools nor pass the budget; the
+    definitions are built again only when a server's tool list changes."""
+    from meshnode.cognition import contexts
+
+    big = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 200} for i in range(6)}}
+    clients = Clients(settings.parse({"huge": {"command": "x"}, "small": {"command": "x"}}), tmp_path)
+    clients.links["huge"].tools = {f"t{i}": ToolInfo(f"t{i}", "big", big, True, None) for i in range(40)}
+    clients.links["small"].tools = {n: ToolInfo(n, "small", {"type": "object"}, True, None) for n in ("a", "b")}
+    mcp = McpTools(clients, gate=None)
+    budget = contexts.BUDGET["outside"]
+    offered = mcp.openai_tools(budget)
+    names = [d["function"]["name"] for d in offered]
+    assert {"mcp__small__a", "mcp__small__b"} <= set(names) and "mcp__huge__t0" in names
+    assert sum(len(json.dumps(d, separators=(",", ":"))) for d in offered) <= budget
+    assert len(names) < 42  # the huge server's 40 (over 1 KB each) do not all fit
+    assert mcp.openai_tools(budget) is offered  # nothing changed: not built again
+    clients.links["small"].tools = {"c": ToolInfo("c", "small", {"type": "object"}, True, None)}
+    assert "mcp__small__c" in [d["function"]["name"] for d in mcp.openai_tools(budget)]
