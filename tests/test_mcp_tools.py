@@ -25,6 +25,7 @@ from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
 from meshnode.identity.keys import NodeKey
 from meshnode.mcp_tools import settings
+from meshnode.metrics import Metrics
 from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
 from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
 from test_cli import one_error_line
@@ -40,7 +41,7 @@ async def connected(lab, tmp_path, nursery, **tables) -> McpTools:
     """The lab's gate with outside tools from ``tables`` (server name -> its table), once all are up."""
     gate = lab["make"]()
     clients = Clients(settings.parse(tables), tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate.mcp = McpTools(clients, gate, Metrics())
     await nursery.start(clients.run)
     await until(lambda: all(link.status == "up" for link in clients.links.values()), what="the MCP servers",
                 timeout=60)
@@ -166,6 +167,10 @@ async def test_calls_are_checked_run_limited_and_typed(lab, tmp_path):
         told = len(lab["told"])
         assert (await mcp.call("mcp.tt.shout", {"text": "hi"}))["result"] == "HI!"  # modify: runs, person told
         assert len(lab["told"]) == told + 1 and "mcp.tt.shout" in lab["told"][-1]
+        counted = {(c["labels"]["server"], c["labels"]["outcome"]): c["value"] for c in mcp.metrics.snapshot()
+                   if c["name"] == "mcp_tool_calls"}
+        assert counted == {("tt", "bad_args"): 1, ("tt", "asked"): 1, ("tt", "timeout"): 1, ("tt", "ok"): 3,
+                           ("tt", "tool_error"): 1, ("tt", "unknown_tool"): 1}
         nursery.cancel_scope.cancel()
 
 

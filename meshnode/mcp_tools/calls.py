@@ -63,8 +63,8 @@ def risk_of(link: Link, tool: ToolInfo) -> str:
 class McpTools:
     """The gate's side of the outside tools (``gate.mcp``)."""
 
-    def __init__(self, clients: Clients, gate):
-        self.clients, self.gate = clients, gate
+    def __init__(self, clients: Clients, gate, metrics=None):
+        self.clients, self.gate, self.metrics = clients, gate, metrics  # metrics: the node's counters (or None)
         self._openai: tuple[tuple, list[dict]] | None = None  # (the tool lists it was built from, definitions)
 
     def offered(self) -> list[tuple[str, Link, ToolInfo]]:
@@ -120,7 +120,23 @@ class McpTools:
         return f"{PREFIX}{parts[0]}.{tool.name}", link, tool
 
     async def call(self, full: str, args: dict, approved: int | None = None) -> dict:
-        """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``."""
+        """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``;
+        counted in ``mcp_tool_calls{server, outcome}`` (ok, asked, timeout, tool_error, failed,
+        bad_args, unavailable, unknown_tool, loop, ...; denied ones in ``denied``)."""
+        try:
+            result = await self._call(full, args, approved)
+        except GateError as exc:
+            self._count(full, exc.code.removeprefix("mcp_"))
+            raise
+        self._count(full, "asked" if result.get("status") == "needs_confirmation" else "ok")
+        return result
+
+    def _count(self, full: str, outcome: str) -> None:
+        if self.metrics is not None:
+            server = (split(full) or ("?", ""))[0]
+            self.metrics.inc("mcp_tool_calls", server=server if server in self.clients.links else "?", outcome=outcome)
+
+    async def _call(self, full: str, args: dict, approved: int | None) -> dict:
         full, link, tool = self._resolve(full)
         check_shape(args)
         if approved is None:
@@ -159,10 +175,13 @@ class McpTools:
         session, now = self.gate.settings.session, self.gate.clock()
         if not await self.gate.store.read(_any_denied, session, now):  # the common case: a read, no write lock
             return []
+        rows = await self.gate.store.write(_take_denied, session, now)
+        for r in rows:
+            self._count(r[1], "denied")
         return [{"confirmation": r[0], "tool": r[1], "ok": False,
                  "result": {"code": "denied", "error": f"a person {'denied' if r[2] == 'rejected' else 'did not answer'}"
                             f" {r[1]} {r[3][:300]}; it did not run"}}
-                for r in await self.gate.store.write(_take_denied, session, now)]
+                for r in rows]
 
 
 def _fair_share(servers: list[list[tuple[int, dict]]], budget: int) -> list[dict]:

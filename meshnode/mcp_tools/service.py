@@ -22,6 +22,6 @@ async def start(nursery, config, cycle) -> Clients | None:
                     len(servers))
         return None
     clients = Clients(servers, config.home)
-    gate.mcp = McpTools(clients, gate)
+    gate.mcp = McpTools(clients, gate, getattr(cycle, "metrics", None))
     await nursery.start(clients.run)
     return clients
