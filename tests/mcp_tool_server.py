@@ -2,10 +2,11 @@
 
 ``python mcp_tool_server.py`` serves stdio; ``python mcp_tool_server.py http PORT TOKEN`` serves
 streamable HTTP at http://127.0.0.1:PORT/mcp to requests with ``Authorization: Bearer TOKEN``
-(others get 401), printing the port first.
+(others get 401), printing the port first (PORT 0: one the system picks).
 """
 
 import os
+import socket
 import sys
 
 from typing import Annotated
@@ -82,9 +83,12 @@ async def serve_http(port: int, token: str) -> None:
             await send({"type": "http.response.body", "body": b"no token"})
             return
         await app(scope, receive, send)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))  # port 0: the system's choice, printed for the test (no race for a free one)
+    sock.listen()
     cfg = Config()
-    cfg.bind = [f"127.0.0.1:{port}"]
-    print(port, flush=True)
+    cfg.bind = [f"fd://{sock.fileno()}"]
+    print(sock.getsockname()[1], flush=True)
     await serve(guarded, cfg)
 
 

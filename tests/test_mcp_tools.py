@@ -247,16 +247,18 @@ async def logged(store, name: str) -> tuple[str, str] | None:
 
 async def test_a_server_over_streamable_http(lab, tmp_path):
     """A url instead of a command: the same tools, the same gate (its token is sent as a bearer)."""
-    import socket
     import subprocess
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, SERVER, "http", str(port), "s3"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+    server = await trio.lowlevel.open_process([sys.executable, SERVER, "http", "0", "s3"], stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL)
     try:
-        assert server.stdout.readline().strip() == str(port)
+        printed = b""
+        with trio.fail_after(60):  # the child binds port 0 and prints the port it got
+            while not printed.endswith(b"\n"):
+                chunk = await server.stdout.receive_some(64)
+                assert chunk, "the test server ended before printing its port"
+                printed += chunk
+        port = int(printed)
         async with trio.open_nursery() as nursery:
             mcp = await connected(lab, tmp_path, nursery, web={"url": f"http://127.0.0.1:{port}/mcp", "token": "s3",
                                                                "risk": "low"})
@@ -267,7 +269,7 @@ async def test_a_server_over_streamable_http(lab, tmp_path):
             nursery.cancel_scope.cancel()
     finally:
         server.kill()
-        server.wait()
+        await server.wait()
 
 
 def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
