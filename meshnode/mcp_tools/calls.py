@@ -1,10 +1,10 @@
 """An outside tool call through the gate, and what the LLM is shown of the tools.
 
 A call ``mcp.NAME.tool`` with ``args``: the tool must be listed by a
-connected server; ``args`` must fit its input schema (JSON Schema, checked
-here before anything runs); the gate's guards apply (loop detector, budget of
-calls); then its risk decides (``risk_of``): ``destructive`` asks a person
-(``gate.ask``, a row in gate_confirmations: it runs at a later tick once
+connected server; the gate's guards apply (loop detector, budget of calls);
+``args`` must fit its input schema (JSON Schema, checked here before anyone
+is asked, the server's regexes not run); then its risk decides
+(``risk_of``): ``destructive`` asks a person (``gate.ask``, a row in gate_confirmations: it runs at a later tick once
 approved, through ``Gate.run_approved``, and a denial comes back to the
 agent as a ``denied`` result); ``modify`` runs and the person is told;
 ``safe_read`` runs. A run has the server's timeout; a failure, a timeout or
