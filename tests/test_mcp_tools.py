@@ -478,3 +478,30 @@ def test_the_openai_definitions_fit_the_outside_budget_shared_among_servers_and_
     assert mcp.openai_tools(budget) is offered  # nothing changed: not built again
     clients.links["small"].tools = {"c": ToolInfo("c", "small", {"type": "object"}, True, None)}
     assert "mcp__small__c" in [d["function"]["name"] for d in mcp.openai_tools(budget)]
+
+
+def test_urls_are_logged_without_their_secrets():
+    from meshnode.mcp_tools.clients import _reason, plain_url
+
+    assert plain_url("https://me:pw@tools.example:8443/mcp?token=s3#x") == "https://tools.example:8443/mcp"
+    reason = _reason(ExceptionGroup("x", [OSError("no answer from http://me:pw@h/mcp?key=s3 now")]))
+    assert reason == "OSError: no answer from http://h/mcp now"
+
+
+@needs_root
+async def test_a_servers_stderr_reaches_the_person_never_the_agents_prompt(lab, tmp_path):
+    gate = lab["make"]()
+    talk = "import sys; sys.stderr.write('my key is k-12345 http://u:p@h/x?t=9\\n'); sys.exit(3)"
+    clients = Clients(settings.parse({"loud": {"command": sys.executable, "args": ["-c", talk],
+                                               "read_only": [sys.base_prefix, sys.prefix]}}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(clients.run)
+        await until(lambda: clients.links["loud"].last_words is not None, what="the server's failure")
+        [status] = clients.status()
+        assert "k-12345" in status["stderr"] and "http://h/x" in status["stderr"] and "u:p" not in status["stderr"]
+        assert "not connected: loud" in gate.mcp.catalogue() and "k-12345" not in gate.mcp.catalogue()
+        with pytest.raises(GateError) as info:
+            await gate.mcp.call("mcp.loud.x", {})
+        assert info.value.code == "mcp_unavailable" and "k-12345" not in info.value.reason
+        nursery.cancel_scope.cancel()
