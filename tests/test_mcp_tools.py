@@ -505,3 +505,28 @@ async def test_a_servers_stderr_reaches_the_person_never_the_agents_prompt(lab, 
             await gate.mcp.call("mcp.loud.x", {})
         assert info.value.code == "mcp_unavailable" and "k-12345" not in info.value.reason
         nursery.cancel_scope.cancel()
+
+
+def test_a_tool_with_a_huge_output_schema_is_skipped():
+    from mcp import types
+
+    from meshnode.mcp_tools.clients import MAX_SCHEMA, _tools
+
+    huge = {"type": "object", "description": "x" * MAX_SCHEMA}
+    tools, skipped = _tools([types.Tool(name="ok", input_schema={"type": "object"}, output_schema={"type": "object"}),
+                             types.Tool(name="big", input_schema={"type": "object"}, output_schema=huge)])
+    assert list(tools) == ["ok"] and skipped == [f"big: its output schema is longer than {MAX_SCHEMA} characters"]
+
+
+async def test_invalid_calls_repeated_meet_the_loop_detector(lab, tmp_path):
+    gate = lab["make"]()  # loop_repeats=3
+    clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    link = clients.links["tt"]
+    link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object", "required": ["a"]}, True, None)}
+    codes = []
+    for _ in range(4):
+        with pytest.raises(GateError) as info:
+            await gate.mcp.call("mcp.tt.t", {"b": 1})
+        codes.append(info.value.code)
+    assert codes == ["bad_args", "bad_args", "bad_args", "loop"]
