@@ -25,6 +25,7 @@ from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
 from meshnode.identity.keys import NodeKey
 from meshnode.mcp_tools import settings
+from meshnode.metrics import Metrics
 from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
 from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
 from test_cli import one_error_line
@@ -40,7 +41,7 @@ async def connected(lab, tmp_path, nursery, **tables) -> McpTools:
     """The lab's gate with outside tools from ``tables`` (server name -> its table), once all are up."""
     gate = lab["make"]()
     clients = Clients(settings.parse(tables), tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate.mcp = McpTools(clients, gate, Metrics())
     await nursery.start(clients.run)
     await until(lambda: all(link.status == "up" for link in clients.links.values()), what="the MCP servers",
                 timeout=60)
@@ -58,8 +59,10 @@ def tool(read_only=None, destructive=None) -> ToolInfo:
 @pytest.mark.parametrize("configured, read_only, destructive, expected", [
     (None, True, None, DESTRUCTIVE),  # by default every outside tool asks a person
     ("safe_read", True, None, SAFE_READ),  # lowered by config: a read-only tool runs at once
-    ("safe_read", None, None, MODIFY),  # not said read-only: never the lowest
-    ("safe_read", False, None, MODIFY),
+    ("safe_read", None, None, DESTRUCTIVE),  # no annotations: MCP's default destructiveHint is true
+    ("safe_read", False, None, DESTRUCTIVE),
+    ("safe_read", None, False, MODIFY),  # said not destructive, not read-only: never the lowest
+    ("safe_read", False, False, MODIFY),
     ("safe_read", False, True, DESTRUCTIVE),  # said destructive: always asks
     ("modify", True, True, DESTRUCTIVE),
     ("destructive", True, False, DESTRUCTIVE),  # raising is always allowed
@@ -84,11 +87,30 @@ def test_risk_is_the_configured_level_never_below_the_tools_annotations(configur
     ({"url": "http://h/mcp", "trusted": True}, "mcp.servers.fs.trusted: only for a stdio server"),
     ({"command": "x", "token": "t"}, "mcp.servers.fs.token: only for a url"),
     ({"command": "x", "read_only": ["relative"]}, "mcp.servers.fs.read_only: 'relative'"),
+    ({"command": "x", "read_only": ["/etc/ssl"]}, "mcp.servers.fs.read_only: '/etc/ssl' is (or is inside) a system"),
+    ({"command": "x", "read_only": ["/proc/1/"]}, "mcp.servers.fs.read_only: '/proc/1/' is (or is inside)"),
+    ({"command": "x", "read_only": ["/tmp/x"]}, "mcp.servers.fs.read_only: '/tmp/x' is (or is inside)"),
+    ({"command": "x", "read_only": ["/"]}, "mcp.servers.fs.read_only: '/' is (or is inside)"),
 ])
 def test_a_bad_server_entry_is_a_readable_error_naming_the_key(table, says):
     with pytest.raises(ConfigError) as info:
         settings.parse({"fs": table})
     assert says in info.value.reason
+
+
+def test_read_only_never_shares_the_nodes_home(tmp_path, monkeypatch):
+    monkeypatch.setattr(settings, "UNSHARED", ("/proc",))  # tmp_path is in /tmp, itself never shared
+    home = tmp_path / "srv" / "node"
+    (home / "keys").mkdir(parents=True)
+    (tmp_path / "venv").mkdir()
+    for shared in (home, home / "keys", tmp_path / "srv", tmp_path / "srv" / "node" / "keys" / ".." / "keys"):
+        with pytest.raises(ConfigError, match="would share the node's home|not an absolute folder"):
+            settings.parse({"fs": {"command": "x", "read_only": [str(shared)]}}, home.parent.parent / "srv" / "node")
+    (tmp_path / "link").symlink_to(home / "keys")
+    with pytest.raises(ConfigError, match="would share the node's home"):
+        settings.parse({"fs": {"command": "x", "read_only": [str(tmp_path / "link")]}}, home)
+    [ok] = settings.parse({"fs": {"command": "x", "read_only": [str(tmp_path / "venv")]}}, home)
+    assert ok.read_only == (str(tmp_path / "venv"),)
 
 
 def test_a_bad_server_name_and_the_accepted_shapes():
@@ -145,6 +167,10 @@ async def test_calls_are_checked_run_limited_and_typed(lab, tmp_path):
         told = len(lab["told"])
         assert (await mcp.call("mcp.tt.shout", {"text": "hi"}))["result"] == "HI!"  # modify: runs, person told
         assert len(lab["told"]) == told + 1 and "mcp.tt.shout" in lab["told"][-1]
+        counted = {(c["labels"]["server"], c["labels"]["outcome"]): c["value"] for c in mcp.metrics.snapshot()
+                   if c["name"] == "mcp_tool_calls"}
+        assert counted == {("tt", "bad_args"): 1, ("tt", "asked"): 1, ("tt", "timeout"): 1, ("tt", "ok"): 3,
+                           ("tt", "tool_error"): 1, ("tt", "unknown_tool"): 1}
         nursery.cancel_scope.cancel()
 
 
@@ -221,27 +247,29 @@ async def logged(store, name: str) -> tuple[str, str] | None:
 
 async def test_a_server_over_streamable_http(lab, tmp_path):
     """A url instead of a command: the same tools, the same gate (its token is sent as a bearer)."""
-    import socket
     import subprocess
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, SERVER, "http", str(port), "s3"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+    server = await trio.lowlevel.open_process([sys.executable, SERVER, "http", "0", "s3"], stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL)
     try:
-        assert server.stdout.readline().strip() == str(port)
+        printed = b""
+        with trio.fail_after(60):  # the child binds port 0 and prints the port it got
+            while not printed.endswith(b"\n"):
+                chunk = await server.stdout.receive_some(64)
+                assert chunk, "the test server ended before printing its port"
+                printed += chunk
+        port = int(printed)
         async with trio.open_nursery() as nursery:
             mcp = await connected(lab, tmp_path, nursery, web={"url": f"http://127.0.0.1:{port}/mcp", "token": "s3",
                                                                "risk": "low"})
             assert await mcp.call("mcp.web.add", {"a": 40, "b": 2}) == {"tool": "mcp.web.add", "result": "42"}
             assert (await mcp.call("mcp.web.wipe", {"target": "x"}))["status"] == "needs_confirmation"
-            [definition] = [t for t in mcp.openai_tools() if t["function"]["name"] == "mcp__web__add"]
+            [definition] = [t for t in mcp.openai_tools(6000) if t["function"]["name"] == "mcp__web__add"]
             assert definition["function"]["parameters"]["required"] == ["a", "b"]
             nursery.cancel_scope.cancel()
     finally:
         server.kill()
-        server.wait()
+        await server.wait()
 
 
 def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
@@ -352,3 +380,153 @@ def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
     finally:
         node.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_a_hostile_servers_catastrophic_regex_never_freezes_the_node(lab, tmp_path):
+    """A tool whose input and output schemas hold ``^(a+)+$`` (Python's re backtracks for ages on
+    "aaaa...!" and holds the GIL): the args are not matched against it, nor is the result
+    (the node shows results as text): the call returns as any other."""
+    async with trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery, tt=stdio(risk="low", timeout_seconds=20))
+        assert '"pattern": "^(a+)+$"' in json.dumps(mcp.clients.links["tt"].tools["evil"].schema)
+        result = await mcp.call("mcp.tt.evil", {"text": "a" * 40 + "!"})
+        assert json.loads(result["result"]) == {"word": "a" * 40 + "!"}
+        nursery.cancel_scope.cancel()
+
+
+def test_args_are_checked_without_the_servers_regexes():
+    from meshnode.mcp_tools.calls import check_args
+
+    evil = {"type": "object", "properties": {"t": {"type": "string", "pattern": "^(a+)+$"}},
+            "patternProperties": {"^(a+)+$": {"type": "integer"}}, "additionalProperties": False}
+    check_args({"t": "a" * 40 + "!", "a" * 40 + "!": 1}, evil)  # neither regex runs (each would take ages)
+    with pytest.raises(GateError, match="args.t: 1 is not of type 'string'"):
+        check_args({"t": 1}, evil)  # the rest of the schema still is checked
+
+
+async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_spares_the_next(lab, tmp_path):
+    """A JSON-RPC error answer (MCPError) is the tool's refusal: the link stays up. A call on an
+    old session failing after the link reconnected marks only that old session broken."""
+    from mcp.shared.exceptions import MCPError
+
+    class Fake:
+        def __init__(self, failure):
+            self.failure = failure
+
+        async def call_tool(self, name, args):
+            if isinstance(self.failure, ConnectionError):
+                link.broken = trio.Event()  # the link reconnected meanwhile: a new session, a new event
+            raise self.failure
+    gate = lab["make"]()
+    clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    link = clients.links["tt"]
+    link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object"}, True, None)}
+    link.session = Fake(MCPError(-32602, "unknown argument: x"))
+    with pytest.raises(GateError) as info:
+        await gate.mcp.call("mcp.tt.t", {"x": 1})
+    assert (info.value.code, info.value.reason) == ("mcp_tool_error", "mcp.tt.t failed: unknown argument: x")
+    assert not link.broken.is_set() and link.error is None
+    old = link.broken
+    link.session = Fake(ConnectionError("gone"))
+    with pytest.raises(GateError) as info:
+        await gate.mcp.call("mcp.tt.t", {"x": 2})
+    assert info.value.code == "mcp_failed" and old.is_set() and not link.broken.is_set()
+
+
+async def test_an_http_servers_answer_is_read_up_to_a_limit():
+    """The SDK reads a JSON answer whole: the node's HTTP client stops a body past the limit
+    (an SSE stream's events are bounded by the SDK itself)."""
+    import httpx2
+
+    from meshnode.mcp_tools.capped_http import CappedTransport
+
+    class Body(httpx2.AsyncByteStream):
+        def __init__(self, n):
+            self.n = n
+
+        async def __aiter__(self):
+            for _ in range(self.n // 100):
+                yield b"x" * 100
+
+    def answer(request):
+        kind = "text/event-stream" if request.url.path == "/sse" else "application/json"
+        return httpx2.Response(200, headers={"content-type": kind}, stream=Body(int(request.url.params["n"])))
+    async with httpx2.AsyncClient(transport=CappedTransport(httpx2.MockTransport(answer), 1000)) as client:
+        assert len((await client.post("http://h/mcp?n=1000")).content) == 1000
+        with pytest.raises(httpx2.StreamError, match="more than 1000 bytes in one answer"):
+            await client.post("http://h/mcp?n=1100")
+        assert len((await client.post("http://h/sse?n=5000")).content) == 5000
+
+
+def test_the_openai_definitions_fit_the_outside_budget_shared_among_servers_and_are_built_once(tmp_path):
+    """A server with many long schemas cannot crowd out another's tools nor pass the budget; the
+    definitions are built again only when a server's tool list changes."""
+    from meshnode.cognition import contexts
+
+    big = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 200} for i in range(6)}}
+    clients = Clients(settings.parse({"huge": {"command": "x"}, "small": {"command": "x"}}), tmp_path)
+    clients.links["huge"].tools = {f"t{i}": ToolInfo(f"t{i}", "big", big, True, None) for i in range(40)}
+    clients.links["small"].tools = {n: ToolInfo(n, "small", {"type": "object"}, True, None) for n in ("a", "b")}
+    mcp = McpTools(clients, gate=None)
+    budget = contexts.BUDGET["outside"]
+    offered = mcp.openai_tools(budget)
+    names = [d["function"]["name"] for d in offered]
+    assert {"mcp__small__a", "mcp__small__b"} <= set(names) and "mcp__huge__t0" in names
+    assert sum(len(json.dumps(d, separators=(",", ":"))) for d in offered) <= budget
+    assert len(names) < 42  # the huge server's 40 (over 1 KB each) do not all fit
+    assert mcp.openai_tools(budget) is offered  # nothing changed: not built again
+    clients.links["small"].tools = {"c": ToolInfo("c", "small", {"type": "object"}, True, None)}
+    assert "mcp__small__c" in [d["function"]["name"] for d in mcp.openai_tools(budget)]
+
+
+def test_urls_are_logged_without_their_secrets():
+    from meshnode.mcp_tools.clients import _reason, plain_url
+
+    assert plain_url("https://me:pw@tools.example:8443/mcp?token=s3#x") == "https://tools.example:8443/mcp"
+    reason = _reason(ExceptionGroup("x", [OSError("no answer from http://me:pw@h/mcp?key=s3 now")]))
+    assert reason == "OSError: no answer from http://h/mcp now"
+
+
+@needs_root
+async def test_a_servers_stderr_reaches_the_person_never_the_agents_prompt(lab, tmp_path):
+    gate = lab["make"]()
+    talk = "import sys; sys.stderr.write('my key is k-12345 http://u:p@h/x?t=9\\n'); sys.exit(3)"
+    clients = Clients(settings.parse({"loud": {"command": sys.executable, "args": ["-c", talk],
+                                               "read_only": [sys.base_prefix, sys.prefix]}}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(clients.run)
+        await until(lambda: clients.links["loud"].last_words is not None, what="the server's failure")
+        [status] = clients.status()
+        assert "k-12345" in status["stderr"] and "http://h/x" in status["stderr"] and "u:p" not in status["stderr"]
+        assert "not connected: loud" in gate.mcp.catalogue() and "k-12345" not in gate.mcp.catalogue()
+        with pytest.raises(GateError) as info:
+            await gate.mcp.call("mcp.loud.x", {})
+        assert info.value.code == "mcp_unavailable" and "k-12345" not in info.value.reason
+        nursery.cancel_scope.cancel()
+
+
+def test_a_tool_with_a_huge_output_schema_is_skipped():
+    from mcp import types
+
+    from meshnode.mcp_tools.clients import MAX_SCHEMA, _tools
+
+    huge = {"type": "object", "description": "x" * MAX_SCHEMA}
+    tools, skipped = _tools([types.Tool(name="ok", input_schema={"type": "object"}, output_schema={"type": "object"}),
+                             types.Tool(name="big", input_schema={"type": "object"}, output_schema=huge)])
+    assert list(tools) == ["ok"] and skipped == [f"big: its output schema is longer than {MAX_SCHEMA} characters"]
+
+
+async def test_invalid_calls_repeated_meet_the_loop_detector(lab, tmp_path):
+    gate = lab["make"]()  # loop_repeats=3
+    clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
+    gate.mcp = McpTools(clients, gate)
+    link = clients.links["tt"]
+    link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object", "required": ["a"]}, True, None)}
+    codes = []
+    for _ in range(4):
+        with pytest.raises(GateError) as info:
+            await gate.mcp.call("mcp.tt.t", {"b": 1})
+        codes.append(info.value.code)
+    assert codes == ["bad_args", "bad_args", "bad_args", "loop"]

@@ -46,8 +46,10 @@ async def run(gate, cmd) -> dict:
 
 def offered(tools: list[dict] | None, gate) -> list[dict] | None:
     """The OpenAI tool definitions of a tick: the commands' and, when offered, the outside tools'."""
+    from meshnode.cognition.contexts import BUDGET  # (contexts imports the commands: not at the top)
+
     mcp = getattr(gate, "mcp", None)
-    return tools if tools is None or mcp is None else tools + mcp.openai_tools()
+    return tools if tools is None or mcp is None else tools + mcp.openai_tools(BUDGET["outside"])
 
 
 def catalogue(gate) -> str:

@@ -13,7 +13,7 @@ log = logging.getLogger("meshnode.mcp_tools")
 
 async def start(nursery, config, cycle) -> Clients | None:
     """Connect to the configured MCP servers in ``nursery`` (ConfigError first if an entry is wrong)."""
-    servers = parse(config.values.get("mcp", {}).get("servers", {}))
+    servers = parse(config.values.get("mcp", {}).get("servers", {}), config.home)
     if not servers:
         return None
     gate = cycle.gate if cycle is not None else None
@@ -22,6 +22,6 @@ async def start(nursery, config, cycle) -> Clients | None:
                     len(servers))
         return None
     clients = Clients(servers, config.home)
-    gate.mcp = McpTools(clients, gate)
+    gate.mcp = McpTools(clients, gate, getattr(cycle, "metrics", None))
     await nursery.start(clients.run)
     return clients

@@ -10,6 +10,7 @@ ConfigError naming the key (``meshnode run`` prints it and stops).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -22,6 +23,7 @@ RISKS = (SAFE_READ, MODIFY, DESTRUCTIVE)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")  # no "." or "_": mcp.NAME.tool and mcp__NAME__tool parse back
 ALIASES = {"low": SAFE_READ, "medium": MODIFY, "high": DESTRUCTIVE, "asks": DESTRUCTIVE}
 MAX_SERVERS = 32
+UNSHARED = ("/proc", "/dev", "/sys", "/etc", "/tmp", "/var/tmp", "/run", "/boot", "/workspace")  # never read_only
 _KEYS = {"command", "args", "env", "url", "token", "headers", "risk", "tools", "trusted", "timeout_seconds",
          "network", "read_only", "memory_mib", "enabled"}
 MCP_NOTES = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
@@ -56,8 +58,9 @@ def level(value: Any, where: str) -> str:
     raise ConfigError("bad_config", f"{where} = {value!r}: a level is {', '.join(RISKS)} (or low, medium, high)")
 
 
-def parse(servers: Mapping[str, Any]) -> list[ServerSettings]:
-    """Every enabled server of ``[mcp.servers]``; ConfigError naming the key that is wrong."""
+def parse(servers: Mapping[str, Any], home: str | os.PathLike | None = None) -> list[ServerSettings]:
+    """Every enabled server of ``[mcp.servers]``; ConfigError naming the key that is wrong.
+    ``home``: the node's folder (keys, tokens, config), which no ``read_only`` may share."""
     if not isinstance(servers, Mapping):
         raise ConfigError("bad_config", "mcp.servers must be a table of [mcp.servers.NAME] tables")
     if len(servers) > MAX_SERVERS:
@@ -73,11 +76,11 @@ def parse(servers: Mapping[str, Any]) -> list[ServerSettings]:
         if unknown:
             raise ConfigError("bad_config", f"{where}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
         if _get(table, "enabled", bool, where, True):
-            out.append(_server(name, table, where))
+            out.append(_server(name, table, where, home))
     return out
 
 
-def _server(name: str, t: Mapping[str, Any], where: str) -> ServerSettings:
+def _server(name: str, t: Mapping[str, Any], where: str, home) -> ServerSettings:
     command, url = t.get("command"), t.get("url")
     if (command is None) == (url is None):
         raise ConfigError("bad_config", f"{where}: give either command (a stdio server) or url (streamable HTTP)")
@@ -109,14 +112,29 @@ def _server(name: str, t: Mapping[str, Any], where: str) -> ServerSettings:
         raise ConfigError("bad_config", f"{where}.memory_mib = {memory!r}: from 16 to 65536")
     read_only = _strings(_get(t, "read_only", list, where, []), f"{where}.read_only")
     for path in read_only:
-        if not path.startswith("/") or path.rstrip("/") in ("", "/proc", "/dev", "/tmp", "/workspace") \
-                or ".." in path.split("/"):
-            raise ConfigError("bad_config", f"{where}.read_only: {path[:80]!r} is not an absolute folder to share")
+        _shareable(path, f"{where}.read_only", home)
     return ServerSettings(
         name=name, command=(command, *args) if command is not None else (), env=env, url=url, headers=headers,
         risk=level(t.get("risk", DESTRUCTIVE), f"{where}.risk"), tools=tools,
         trusted=_get(t, "trusted", bool, where, False), timeout_s=float(timeout),
         network=_get(t, "network", bool, where, False), read_only=tuple(read_only), memory_bytes=memory << 20)
+
+
+def _shareable(path: str, where: str, home) -> None:
+    """A folder a sandboxed server may read: absolute, not a system one (by prefix), and neither
+    inside the node's home nor holding it (its keys, tokens and config)."""
+    if not path.startswith("/") or ".." in path.split("/"):
+        raise ConfigError("bad_config", f"{where}: {path[:80]!r} is not an absolute folder to share")
+    real = os.path.realpath(path)
+    for p in {path.rstrip("/") or "/", real}:
+        if p == "/" or any(p == root or p.startswith(root + "/") for root in UNSHARED):
+            raise ConfigError("bad_config", f"{where}: {path[:80]!r} is (or is inside) a system folder a"
+                              f" sandboxed server never reads ({', '.join(UNSHARED)}, /)")
+    if home is not None:
+        node = os.path.realpath(home)
+        if os.path.commonpath([real, node]) in (real, node):
+            raise ConfigError("bad_config", f"{where}: {path[:80]!r} would share the node's home {node}"
+                              " (its keys, tokens and config)")
 
 
 def _get(t: Mapping, key: str, kind, where: str, default):

@@ -37,10 +37,11 @@ async def connect(server: ServerSettings, home: Path, stderr: list[str]):
     """(read stream, write stream) for a ClientSession; ``stderr`` collects the server's last words."""
     if server.url is not None:
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from meshnode.mcp_tools import capped_http
 
         # the SDK's timeouts (a response stream may stay open for minutes); each call has the server's own
-        async with create_mcp_http_client(headers=dict(server.headers)) as client:
+        async with capped_http.client(dict(server.headers)) as client:
             async with streamable_http_client(server.url, http_client=client) as (read, write, *_):
                 yield read, write
     elif server.trusted:
