@@ -300,7 +300,11 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
     task = held.task
     assert task.id.startswith("h-") and task.status.state == TaskState.TASK_STATE_SUBMITTED
     assert _unread(node, "hello from a stranger") == ""  # nothing reached the agent
-    number = int(task.id[2:])
+    number = int(task.id.split("-")[1])
+    # another unknown party behind the same address (a proxy, a NAT) guesses the sequential number: no task
+    for guessed in (f"h-{number}", f"h-{number}-guess"):
+        with pytest.raises(Exception, match="no task"):
+            trio.run(_get_task, url, None, guessed, node.did)
     import urllib.request
     token = (node.home / "web.token").read_text().strip()
     req = urllib.request.Request(url + "/api/confirmations", headers={"Authorization": f"Bearer {token}"})
@@ -316,13 +320,13 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
 
     # a message the person refuses never reaches the agent: its task is REJECTED
     [second] = trio.run(_send, url, None, _request("let me in", sender="did:key:zStranger"), node.did)
-    req = urllib.request.Request(url + f"/api/confirmations/{second.task.id[2:]}", data=b'{"approve": false}',
+    req = urllib.request.Request(url + f"/api/confirmations/{second.task.id.split('-')[1]}", data=b'{"approve": false}',
                                  method="POST", headers={"Authorization": f"Bearer {token}",
                                                          "Content-Type": "application/json"})
     assert json.loads(urllib.request.urlopen(req, timeout=30).read())["result"]["status"] == "rejected"
     refused_task = trio.run(_get_task, url, None, second.task.id, node.did)
     assert refused_task.status.state == TaskState.TASK_STATE_REJECTED and _unread(node, "let me in") == ""
-    with pytest.raises(Exception, match="no task"):  # another address's (or a known party's) tasks/get: none
+    with pytest.raises(Exception, match="no task"):  # a known party's tasks/get (from the same address): none
         trio.run(_get_task, url, token, second.task.id, node.did)
 
     # burst 2 per address at 1 a minute: the two held messages used them, the next one is refused
@@ -398,3 +402,15 @@ def test_a_refused_message_never_reaches_the_agent_not_even_in_the_decision_it_i
         assert "post my link" not in row["reason"] and "mallory" not in row["reason"]  # the reactor quotes it
     finally:
         db.close()
+
+
+def test_a_trusted_proxy_names_the_client_and_ipv6_addresses_share_their_64():
+    from meshnode.a2a.admission import bucket_of, client_of
+
+    proxy = frozenset({"127.0.0.1"})
+    assert client_of("127.0.0.1", "198.51.100.1, 203.0.113.7", proxy) == "203.0.113.7"  # the proxy's own hop
+    assert client_of("192.0.2.5", "203.0.113.7", proxy) == "192.0.2.5"  # anyone else's header: ignored
+    assert client_of("127.0.0.1", "not-an-ip", proxy) == "127.0.0.1" and client_of("127.0.0.1", None, proxy)
+    assert bucket_of("2001:db8:1:2:aaaa::1") == bucket_of("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert bucket_of("2001:db8:1:3::1") != bucket_of("2001:db8:1:2::1")
+    assert bucket_of("192.0.2.5") == "192.0.2.5" and bucket_of("::ffff:192.0.2.5") == "192.0.2.5"

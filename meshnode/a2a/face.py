@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from meshnode.a2a import card as cards
-from meshnode.a2a.admission import KnownParties, Party, RateLimiter, sender_of
+from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
 from meshnode.a2a.handler import MeshRequestHandler
 from meshnode.a2a.settings import a2a_settings
 from meshnode.web.app import SECURITY_HEADERS
@@ -53,6 +53,7 @@ class A2AFace:
         self.unknown_limit = RateLimiter(self.settings.rate_per_minute, self.settings.burst)
         self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
         self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
+        self.trusted = frozenset(self.settings.trusted_proxies)
         self.handler = MeshRequestHandler(services, self.settings)
         self._cards: dict[str, tuple[tuple, dict]] = {}
         self.dispatcher = JsonRpcDispatcher(self.handler, context_builder=PartyContextBuilder(),
@@ -138,7 +139,8 @@ class A2AFace:
         return await self.dispatcher.handle_requests(Request(scope, _replay(body, receive)))
 
     def identify(self, scope, headers: Headers, body) -> Party:
-        client = scope["client"][0] if scope.get("client") else "unknown"
+        peer = scope["client"][0] if scope.get("client") else "unknown"
+        client = client_of(peer, headers.get("x-forwarded-for"), self.trusted)
         header = headers.get("authorization", "")
         if header[:7].lower() == "bearer ":
             name = self.known.name_of(header[7:].strip())
@@ -152,9 +154,10 @@ class A2AFace:
         now = self.services.now() / 1000
         if party.known:
             return self.known_limit.take(f"token:{party.name}", now)
+        address = f"addr:{bucket_of(party.client)}"
         if not sends:
-            return self.read_limit.take(f"addr:{party.client}", now)
-        by_address = self.unknown_limit.take(f"addr:{party.client}", now)
+            return self.read_limit.take(address, now)
+        by_address = self.unknown_limit.take(address, now)
         by_sender = self.unknown_limit.take(f"sender:{party.name}", now) if party.name != "anonymous" else 0.0
         return max(by_address, by_sender)
 

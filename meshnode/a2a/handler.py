@@ -6,7 +6,7 @@ interface, implemented on the node's own services instead of the SDK's ``Default
 and the agent's replies come back (waiting up to ``[a2a] wait_seconds``). An A2A ``contextId`` maps to
 one chat thread per party. A message with no reply in time is a task ``m-<note DID>`` (WORKING until
 the agent answers, then COMPLETED with the answer); a message held for a person's approval is a task
-``h-<confirmation number>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
+``h-<confirmation number>-<nonce>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
 delivered message). Tasks are read back from the store, so they outlive a restart. The context map
 lives in memory; a contextId that is the id of a thread the same party started (its first message
 carries the party's header) is recognised from the store, so the default contextIds outlive a restart.
@@ -131,11 +131,10 @@ class MeshRequestHandler(RequestHandler):
             if found is None:
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
             return message_task(did, found["thread"], found["replies"])
-        if task_id.startswith("h-") and task_id[2:].isdigit() and len(task_id) < 20:
-            row = await self.services.read(held.row, int(task_id[2:]))
-            mine = row is not None and (row["args"].get("party") == party.key or not party.known
-                                        and row["args"].get("client") == party.client)  # tasks/get names no sender
-            if not mine:
+        if task_id.startswith("h-"):
+            number, nonce = held.parse_task_id(task_id) or (0, "")
+            row = await self.services.read(held.row, number) if number else None
+            if not held.owned_by(row, nonce, party):
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
             replies = None
             if row["status"] == "done":

@@ -1,10 +1,13 @@
 """Messages of unknown parties held for a person's approval, kept as gate confirmation requests
 (session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
 agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
-A2A task ``h-<number>``. Functions run in the store's threads, except ``framed`` and ``task_of``."""
+A2A task ``h-<number>-<nonce>`` (the nonce, random and kept in the row's args, makes the id
+unguessable: parties behind one proxy or NAT share an address and must not read each other's). Functions run in the store's threads, except ``framed`` and ``task_of``."""
 
 from __future__ import annotations
 
+import hmac
+import secrets
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
@@ -24,7 +27,7 @@ def framed(party: Party, text: str) -> str:
 
 def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
-            "framed": framed(party, text)}
+            "framed": framed(party, text), "nonce": secrets.token_urlsafe(12)}
     # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
     reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
              " and its message: args sender and framed)"
@@ -42,6 +45,27 @@ def approved(db: Database) -> list[dict]:
 
 
 claim, finish = confirm.claim, confirm.finish
+
+
+def task_id(request: dict) -> str:
+    return f"h-{request['id']}-{request['args'].get('nonce', '')}"
+
+
+def parse_task_id(tid: str) -> tuple[int, str] | None:
+    """``(number, nonce)`` of a held message's task id ``h-<number>-<nonce>`` (None: not one)."""
+    number, _, nonce = tid[2:].partition("-")
+    if not tid.startswith("h-") or not number.isdigit() or len(number) > 18 or not 0 < len(nonce) <= 40:
+        return None
+    return int(number), nonce
+
+
+def owned_by(request: dict | None, nonce: str, party: Party) -> bool:
+    """Whether ``party`` may read the held ``request``: it names the row's nonce (a guessed number is not
+    enough), and it is the sender's party (a known party by its token; an unknown one, as tasks/get names
+    no sender, by its address)."""
+    if request is None or not hmac.compare_digest(request["args"].get("nonce", "").encode(), nonce.encode()):
+        return False
+    return request["args"].get("party") == party.key or not party.known and request["args"].get("client") == party.client
 
 
 def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
@@ -87,15 +111,15 @@ def task_of(request: dict, replies: list[dict] | None) -> Task:
     if request["status"] == "done":
         context_id = args.get("context_id") or result.get("thread", "")
         task = message_task(result["did"], context_id, replies or [])
-        task.id = f"h-{request['id']}"
+        task.id = task_id(request)
         return task
     status = request["status"]
     if status == "failed" and result.get("error") == "interrupted while running":  # claimed: being delivered
         status = "approved"
     state, text = _STATES.get(status, _STATES["failed"])
-    message = Message(message_id=f"status-h-{request['id']}", context_id=args.get("context_id", ""),
+    message = Message(message_id=f"status-{task_id(request)}", context_id=args.get("context_id", ""),
                       role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
-    return Task(id=f"h-{request['id']}", context_id=args.get("context_id", ""),
+    return Task(id=task_id(request), context_id=args.get("context_id", ""),
                 status=TaskStatus(state=state, message=message), metadata=_meta(request))
 
 
