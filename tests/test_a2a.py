@@ -414,3 +414,40 @@ def test_a_trusted_proxy_names_the_client_and_ipv6_addresses_share_their_64():
     assert bucket_of("2001:db8:1:2:aaaa::1") == bucket_of("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
     assert bucket_of("2001:db8:1:3::1") != bucket_of("2001:db8:1:2::1")
     assert bucket_of("192.0.2.5") == "192.0.2.5" and bucket_of("::ffff:192.0.2.5") == "192.0.2.5"
+
+
+def _face(tmp_path, listen_host: str, hosts: list[str], public_url: str = ""):
+    from types import SimpleNamespace
+
+    from meshnode.a2a.face import A2AFace
+
+    values = {"a2a": {"public_url": public_url}, "net": {"interests": ["ml"], "expertise": []}}
+    services = SimpleNamespace(config=SimpleNamespace(values=values, home=tmp_path, name="ada"), mesh=None,
+                               key=NodeKey.generate(), metrics=None, now=lambda: 0)
+    return A2AFace(services, None, SimpleNamespace(listen_host=listen_host, hosts=hosts))
+
+
+def test_the_card_is_signed_only_for_a_url_the_node_vouches_for(tmp_path):
+    """On a wildcard listener any IP literal passes the Host check: a card signed for Host: <attacker's
+    address> would let the attacker re-host it and catch known parties' tokens. It is served unsigned."""
+    from meshnode.a2a.face import vouched_host
+
+    face = _face(tmp_path, "0.0.0.0", ["agent.example"])
+    did = face.services.key.did
+    for host, signed in (("203.0.113.9:8080", False), ("127.0.0.1:8080", True), ("localhost:8080", True),
+                         ("agent.example", True), ("agent.example:8080", True)):
+        scope = {"type": "http", "path": cards.CARD_PATH, "method": "GET", "scheme": "http",
+                 "headers": [(b"host", host.encode())]}
+        face.guard.host_ok = lambda h: True
+        served = json.loads(trio.run(face._respond, scope, None).body)
+        assert bool(served.get("signatures")) == signed, host
+        assert ("[unsigned" in served["description"]) == (not signed)
+        if signed:
+            assert cards.verify_card(served, did).name == "ada"
+        else:
+            with pytest.raises(cards.CardError):
+                cards.verify_card(served, did)
+    assert vouched_host("192.0.2.1:80", "192.0.2.1", []) and not vouched_host("192.0.2.2:80", "::", [])
+    # with [a2a] public_url the URL is the node's own whatever the Host: signed
+    configured = _face(tmp_path, "0.0.0.0", [], "https://agent.example")
+    assert configured.card("http://203.0.113.9:1", vouched=False)["signatures"]

@@ -24,7 +24,7 @@ from meshnode.a2a import card as cards
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
 from meshnode.a2a.handler import MeshRequestHandler
 from meshnode.a2a.settings import a2a_settings
-from meshnode.web.app import SECURITY_HEADERS
+from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
 log = logging.getLogger("meshnode.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
@@ -33,6 +33,18 @@ READ_FACTOR = 20
 MAX_CARDS = 16
 PATHS = (cards.CARD_PATH, cards.RPC_PATH)
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
+UNSIGNED = (" [unsigned: this card was fetched at an address the node is not configured with (its URL comes"
+            " from the request's Host); trust it only from [a2a] public_url or a name in [web] hosts]")
+
+
+def vouched_host(host: str, listen_host: str, hosts: list[str]) -> bool:
+    """Whether the node signs a card whose URL is ``host`` (a Host the Guard accepted): a name in ``[web]
+    hosts``, a loopback name or the bound address, never merely an IP literal a wildcard listener
+    accepts (anyone can send ``Host: <their address>`` and re-host the signed card to catch tokens)."""
+    host = host.lower()
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    bound = [] if listen_host in ("0.0.0.0", "::") else [listen_host.lower(), f"[{listen_host.lower()}]"]
+    return host in hosts or name in hosts or name in LOOPBACK_NAMES or name in bound
 
 
 class PartyContextBuilder(DefaultServerCallContextBuilder):
@@ -70,9 +82,10 @@ class A2AFace:
             await self.handle(scope, receive, send)
         return serve
 
-    def card(self, base_url: str) -> dict:
+    def card(self, base_url: str, vouched: bool = True) -> dict:
         """The signed card for ``base_url``, signed again only when what it says changed (a flood of
-        card fetches costs a lookup, not a signature)."""
+        card fetches costs a lookup, not a signature); unsigned, and saying so, when ``base_url`` is
+        taken from a Host the node does not vouch for (``vouched_host``) and no ``public_url`` is set."""
         mesh, net = self.services.mesh, self.services.config.values["net"]
         announced = getattr(mesh, "_announce", None)  # what the node last announced (with the agent's tags)
         payload = announced.payload if announced is not None else {}
@@ -86,6 +99,9 @@ class A2AFace:
         key = self.services.key
         card = cards.build_card(name=self.services.config.name, did=key.did, description=self.settings.description,
                                 base_url=url, interests=interests, expertise=expertise)
+        if not (vouched or self.settings.public_url):
+            card.description += UNSIGNED
+            return cards.card_dict(card)
         signed = cards.card_dict(cards.sign_card(card, key.seed(), key.did))
         if len(self._cards) >= MAX_CARDS:  # a Host per name the node answers to: a few at most
             self._cards.clear()
@@ -109,7 +125,8 @@ class A2AFace:
         if path == cards.CARD_PATH:
             if method not in ("GET", "HEAD"):
                 return _error(405, None, -32600, "the card is read with GET")
-            response = JSONResponse(self.card(f"{scope.get('scheme', 'http')}://{host}"))
+            vouched = vouched_host(host, self.guard.listen_host, self.guard.hosts)
+            response = JSONResponse(self.card(f"{scope.get('scheme', 'http')}://{host}", vouched))
             response.headers["access-control-allow-origin"] = "*"  # public: any agent's page may read it
             return response
         if method != "POST":
