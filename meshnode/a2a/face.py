@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 
+import trio
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from starlette.datastructures import Headers, MutableHeaders
@@ -21,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from meshnode.a2a import card as cards
+from meshnode.a2a import held
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
-from meshnode.a2a.handler import MeshRequestHandler
+from meshnode.a2a.handler import HELD_FULL, MeshRequestHandler
 from meshnode.a2a.settings import a2a_settings
 from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
@@ -31,6 +33,8 @@ RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender send
 SENDS = ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")  # v1.0 and v0.3 names
 READ_FACTOR = 20
 MAX_CARDS = 16
+BODY_SECONDS = 30  # a request body slower than this is refused (408): Hypercorn's read_timeout stays None,
+# as it would cut the notebook's event streams whose clients send nothing
 PATHS = (cards.CARD_PATH, cards.RPC_PATH)
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 UNSIGNED = (" [unsigned: this card was fetched at an address the node is not configured with (its URL comes"
@@ -133,7 +137,16 @@ class A2AFace:
             return _error(405, None, -32600, "A2A JSON-RPC is a POST")
         if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             return _error(415, None, -32600, "A2A JSON-RPC is sent as Content-Type: application/json")
-        body = await _read_body(receive, self.body_limit)
+        peer = self.identify(scope, headers, None)
+        if not peer.known:  # before the body is read: a flood of bodies costs no reading
+            wait = self.read_limit.take(f"addr:{bucket_of(peer.client)}", self.services.now() / 1000)
+            if wait:
+                return self._refuse(peer, None, wait)
+        body = None
+        with trio.move_on_after(BODY_SECONDS) as slow:
+            body = await _read_body(receive, self.body_limit)
+        if slow.cancelled_caught:
+            return _error(408, None, -32600, f"the request body did not arrive within {BODY_SECONDS} s")
         if body is None:
             return _error(413, None, -32600,
                           f"the request body is larger than [a2a] max_body_bytes ({self.body_limit})")
@@ -146,14 +159,22 @@ class A2AFace:
         sends = isinstance(parsed, dict) and parsed.get("method") in SENDS
         wait = self._limit(party, sends)
         if wait:
-            self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
-            response = _error(429, request_id, RATE_LIMITED, f"rate_limited: too many requests from"
-                              f" {'this token' if party.known else 'this address or sender'}; try again in"
-                              f" {wait:.0f} s", {"type": "rate_limited", "retry_after_s": round(wait, 1)})
-            response.headers["retry-after"] = str(max(1, round(wait)))
-            return response
+            return self._refuse(party, request_id, wait)
+        if sends and not party.known and self.settings.approve_unknown and self.services.store is not None \
+                and await self.services.read(held.pending, self.services.now()) >= self.settings.max_held:
+            self.services.metrics.inc("a2a_messages", outcome="held_full")
+            return _error(429, request_id, RATE_LIMITED, HELD_FULL, {"type": "held_full"})
         scope["meshnode_a2a_party"] = party
         return await self.dispatcher.handle_requests(Request(scope, _replay(body, receive)))
+
+    def _refuse(self, party: Party, request_id, wait: float):
+        self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
+        self.services.metrics.inc("a2a_messages", outcome="rate_limited")
+        response = _error(429, request_id, RATE_LIMITED, f"rate_limited: too many requests from"
+                          f" {'this token' if party.known else 'this address or sender'}; try again in"
+                          f" {wait:.0f} s", {"type": "rate_limited", "retry_after_s": round(wait, 1)})
+        response.headers["retry-after"] = str(max(1, round(wait)))
+        return response
 
     def identify(self, scope, headers: Headers, body) -> Party:
         peer = scope["client"][0] if scope.get("client") else "unknown"
@@ -167,13 +188,14 @@ class A2AFace:
 
     def _limit(self, party: Party, sends: bool) -> float:
         """Seconds until ``party`` may send (0: now). A message counts against its address and its claimed
-        sender; any other call (tasks/get ...) against a bucket READ_FACTOR times larger, per address."""
+        sender; every call of an unknown party (tasks/get ..., and messages too) took one from a bucket
+        READ_FACTOR times larger per address before its body was read."""
         now = self.services.now() / 1000
         if party.known:
             return self.known_limit.take(f"token:{party.name}", now)
+        if not sends:  # taken already, before the body was read
+            return 0.0
         address = f"addr:{bucket_of(party.client)}"
-        if not sends:
-            return self.read_limit.take(address, now)
         by_address = self.unknown_limit.take(address, now)
         by_sender = self.unknown_limit.take(f"sender:{party.name}", now) if party.name != "anonymous" else 0.0
         return max(by_address, by_sender)
@@ -228,6 +250,6 @@ def _replay(body: bytes, then):
 def _error(status: int, request_id, code: int, message: str, data: dict | None = None) -> JSONResponse:
     error = {"code": code, "message": message, **({"data": data} if data else {})}
     response = JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=status)
-    if status == 413:
+    if status in (408, 413):
         response.headers["connection"] = "close"
     return response

@@ -14,6 +14,8 @@ carries the party's header) is recognised from the store, so the default context
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator
@@ -22,7 +24,7 @@ import trio
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import (Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus,
                        TaskStatusUpdateEvent)
-from a2a.utils.errors import (InvalidParamsError, PushNotificationNotSupportedError, TaskNotCancelableError,
+from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, PushNotificationNotSupportedError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
 from meshnode import chat
@@ -33,6 +35,7 @@ from meshnode.a2a.settings import A2ASettings
 log = logging.getLogger("meshnode.a2a")
 MAX_CONTEXTS = 4096
 MAX_CONTEXT_ID = 200
+HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
 
 
 class MeshRequestHandler(RequestHandler):
@@ -56,6 +59,9 @@ class MeshRequestHandler(RequestHandler):
         if len(message.context_id) > MAX_CONTEXT_ID:
             raise InvalidParamsError(message=f"contextId is longer than {MAX_CONTEXT_ID} characters")
         return text
+
+    def nonce_key(self) -> bytes:
+        return hmac.new(self.services.key.seed(), b"meshnode a2a held task nonce", hashlib.sha256).digest()
 
     def thread_of(self, party_key: str, context_id: str) -> str | None:
         return self._threads.get((party_key, context_id)) if context_id else None
@@ -90,7 +96,11 @@ class MeshRequestHandler(RequestHandler):
         context_id = params.message.context_id
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
-                                            int(self.settings.approval_hours * 3600 * 1000))
+                                            int(self.settings.approval_hours * 3600 * 1000), self.nonce_key(),
+                                            self.settings.max_held)
+            if row is None:  # the face refuses this with 429 first; here when many raced past it
+                self.services.metrics.inc("a2a_messages", outcome="held_full")
+                raise InvalidRequestError(message=HELD_FULL)
             self.services.metrics.inc("a2a_messages", outcome="held")
             return held.task_of(row, None)
         wait = 0.0 if params.configuration.return_immediately else self.settings.wait_seconds

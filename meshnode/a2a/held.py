@@ -1,13 +1,14 @@
 """Messages of unknown parties held for a person's approval, kept as gate confirmation requests
 (session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
 agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
-A2A task ``h-<number>-<nonce>`` (the nonce, random and kept in the row's args, makes the id
+A2A task ``h-<number>-<nonce>`` (the nonce, unguessable and kept in the row's args, makes the id
 unguessable: parties behind one proxy or NAT share an address and must not read each other's). Functions run in the store's threads, except ``framed`` and ``task_of``."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
-import secrets
+import json
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
@@ -25,9 +26,25 @@ def framed(party: Party, text: str) -> str:
     return f"[A2A message from {who}]\n{text}"
 
 
-def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
+def pending(db: Database, now_ms: int) -> int:
+    """How many held messages wait for a person now (all parties)."""
+    return db.conn.execute("SELECT COUNT(*) FROM gate_confirmations WHERE session = ? AND tool = ? AND status ="
+                           " 'pending' AND expires_ms > ?", (SESSION, TOOL, now_ms)).fetchone()[0]
+
+
+def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int, secret: bytes,
+         max_held: int) -> dict | None:
+    """The held message's request (the pending one when the same message is sent again); None when
+    ``max_held`` others wait already. Its nonce is a keyed hash of the rest (``secret``: the node's),
+    so a message sent again is the same request, and nobody without the key computes it."""
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
-            "framed": framed(party, text), "nonce": secrets.token_urlsafe(12)}
+            "framed": framed(party, text)}
+    args["nonce"] = hmac.new(secret, json.dumps(args, sort_keys=True).encode(), hashlib.sha256).hexdigest()[:24]
+    same = db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool = ? AND args = ? AND status"
+                           " = 'pending' AND expires_ms > ?", (SESSION, TOOL, json.dumps(args, sort_keys=True,
+                                                                ensure_ascii=False), now_ms)).fetchone()
+    if same is None and pending(db, now_ms) >= max_held:
+        return None
     # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
     reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
              " and its message: args sender and framed)"
