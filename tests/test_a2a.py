@@ -504,3 +504,15 @@ def test_the_face_refuses_a_message_when_the_held_queue_is_full_and_limits_befor
     statuses = [trio.run(face._respond, scope, receive).status_code for _ in range(100)]
     assert set(statuses) == {429} and len(reads) == 3 * 20  # the 60 the read bucket let through
 
+
+
+def test_a_child_node_advertises_its_own_url_and_has_its_own_known_parties(tmp_path):
+    from meshnode.config import load_config
+    from meshnode.spawn import child_config
+
+    (tmp_path / "config.toml").write_text('[a2a]\npublic_url = "https://parent.example"\n'
+                                          f'known_tokens_path = "{tmp_path}/shared.tokens"\n', encoding="utf-8")
+    parent = load_config(tmp_path, environ={})
+    values = child_config.child_values(parent, name="kid", kind="clone", listen_port=1, web_port=2,
+                                       parent_did=NodeKey.generate().did)
+    assert values["a2a"]["public_url"] == "" and values["a2a"]["known_tokens_path"] == "a2a.tokens"
