@@ -516,3 +516,55 @@ def test_a_child_node_advertises_its_own_url_and_has_its_own_known_parties(tmp_p
     values = child_config.child_values(parent, name="kid", kind="clone", listen_port=1, web_port=2,
                                        parent_did=NodeKey.generate().did)
     assert values["a2a"]["public_url"] == "" and values["a2a"]["known_tokens_path"] == "a2a.tokens"
+
+
+def _handler_on(db, chat_send):
+    from types import SimpleNamespace
+
+    from meshnode.a2a.handler import MeshRequestHandler
+    from meshnode.a2a.settings import a2a_settings
+
+    async def run(fn, *args):
+        return fn(db, *args)
+
+    counted: list = []
+    services = SimpleNamespace(store=db, read=run, write=run, key=NodeKey.generate(), now=lambda: 0,
+                               call=chat_send, metrics=SimpleNamespace(inc=lambda name, **l: counted.append(l)))
+    return MeshRequestHandler(services, a2a_settings({})), counted
+
+
+def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_working(tmp_path):
+    from meshnode.a2a import held
+    from meshnode.a2a.admission import Party
+    from meshnode.gate import confirm
+    from meshnode.store.database import Database
+
+    db = Database(tmp_path / "db.sqlite")
+    entered, release = trio.Event(), trio.Event()
+
+    async def chat_send(cmd, text, thread, wait_seconds):
+        entered.set()
+        await release.wait()
+        return {"did": "chat:abc", "thread": "t" * 16}
+    handler, counted = _handler_on(db, chat_send)
+    row = held.hold(db, Party(False, "s", "192.0.2.1"), "hi", "", 0, 3_600_000, b"k" * 32, 20)
+    confirm.decide(db, row["id"], True, 1, "cli")
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handler._deliver_round)
+            await entered.wait()
+            nursery.cancel_scope.cancel()  # the web server shuts down mid-delivery
+            release.set()
+    trio.run(main)
+    assert held.row(db, row["id"])["status"] == "done" and {"outcome": "approved"} in counted
+    # a row a previous run claimed and never finished: failed at the next start, with the reason
+    other = held.hold(db, Party(False, "s", "192.0.2.1"), "again", "", 0, 3_600_000, b"k" * 32, 20)
+    confirm.decide(db, other["id"], True, 1, "cli")
+    assert confirm.claim(db, other["id"])
+    assert held.task_of(held.row(db, other["id"]), None).status.state == TaskState.TASK_STATE_WORKING
+    assert held.settle_interrupted(db) == 1
+    settled = held.row(db, other["id"])
+    assert settled["status"] == "failed" and settled["result"]["error"] == held.INTERRUPTED
+    assert held.task_of(settled, None).status.state == TaskState.TASK_STATE_FAILED
+    db.close()

@@ -35,6 +35,7 @@ from meshnode.a2a.settings import A2ASettings
 log = logging.getLogger("meshnode.a2a")
 MAX_CONTEXTS = 4096
 MAX_CONTEXT_ID = 200
+DELIVER_SECONDS = 30  # an approved message's delivery (chat_send, no wait) before it counts as failed
 HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
 
 
@@ -184,9 +185,14 @@ class MeshRequestHandler(RequestHandler):
     async def deliver_approved(self, poll_s: float = 1.0) -> None:
         """Forever: each held message a person approved goes into the conversation once (claimed
         first, as the gate runs approved calls, so a crash never delivers it twice). A failing round
-        is logged and tried again: it must not take the web server down."""
+        is logged and tried again: it must not take the web server down. First, requests a previous
+        run claimed and never finished are marked failed (at most once: it may or may not have arrived)."""
         if self.services.store is None:  # a server without a store (tests): nothing is ever held
             return
+        settled = await self.services.write(held.settle_interrupted)
+        if settled:
+            log.warning("a2a: %d approved message(s) were being delivered when the node stopped: marked failed",
+                        settled)
         while True:
             try:
                 await self._deliver_round()
@@ -197,17 +203,26 @@ class MeshRequestHandler(RequestHandler):
 
     async def _deliver_round(self) -> None:
         for row in await self.services.read(held.approved):
-            if not await self.services.write(held.claim, row["id"]):
-                continue
-            args = row["args"]
+            with trio.CancelScope(shield=True):  # a shutdown waits for this row: claimed, delivered, finished
+                await self._deliver_one(row)
+
+    async def _deliver_one(self, row: dict) -> None:
+        if not await self.services.write(held.claim, row["id"]):
+            return
+        args, result, ok = row["args"], {"error": f"not delivered within {DELIVER_SECONDS} s"}, False
+        with trio.move_on_after(DELIVER_SECONDS):
             try:
                 out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
                 result, ok = {"did": out["did"], "thread": out["thread"]}, True
-                self.services.metrics.inc("a2a_messages", outcome="approved")
             except Exception as exc:  # one bad row must not stop the others
                 log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)
-                result, ok = {"error": str(exc)[:300]}, False
+                result = {"error": str(exc)[:300]}
+        self.services.metrics.inc("a2a_messages", outcome="approved" if ok else "failed")
+        try:
             await self.services.write(held.finish, row["id"], ok, result)
+        except Exception:  # the row stays "being delivered" until the next start settles it
+            log.exception("a2a: approved message %s: its outcome could not be written", row["id"])
+            self.services.metrics.inc("a2a_delivery_errors")
 
 
 def reply_message(replies: list[dict], context_id: str, asked_did: str) -> Message:

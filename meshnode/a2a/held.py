@@ -64,6 +64,18 @@ def approved(db: Database) -> list[dict]:
 claim, finish = confirm.claim, confirm.finish
 
 
+INTERRUPTED = "the node stopped while delivering it; not delivered again (it may or may not have arrived)"
+
+
+def settle_interrupted(db: Database) -> int:
+    """At start: requests claimed by a previous run and never finished are failed, with the reason
+    (not delivered again: a message reaches the agent at most once)."""
+    with db.transaction() as conn:
+        return conn.execute("UPDATE gate_confirmations SET result = ? WHERE session = ? AND tool = ? AND status ="
+                            " 'failed' AND result = ?", (json.dumps({"error": INTERRUPTED}), SESSION, TOOL,
+                                                        json.dumps({"error": "interrupted while running"}))).rowcount
+
+
 def task_id(request: dict) -> str:
     return f"h-{request['id']}-{request['args'].get('nonce', '')}"
 
