@@ -568,3 +568,27 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
     assert settled["status"] == "failed" and settled["result"]["error"] == held.INTERRUPTED
     assert held.task_of(settled, None).status.state == TaskState.TASK_STATE_FAILED
     db.close()
+
+
+def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_path):
+    from meshnode.a2a import held
+    from meshnode.a2a.admission import Party
+    from meshnode.gate import confirm
+    from meshnode.store.database import Database
+
+    db = Database(tmp_path / "db.sqlite")
+
+    async def chat_send(cmd, text, thread, wait_seconds):
+        return {"did": "chat:abc", "thread": "t" * 16}
+    handler, counted = _handler_on(db, chat_send)
+    rows = [held.hold(db, Party(False, "s", "192.0.2.1"), f"m{i}", "", 0, 3_600_000, b"k" * 32, 20) for i in range(3)]
+    trio.run(handler._deliver_round)  # all three wait
+    assert counted == []
+    confirm.decide(db, rows[0]["id"], False, 1, "cli")
+    confirm.decide(db, rows[1]["id"], True, 1, "cli")
+    handler.services.now = lambda: 3_600_001  # the third expires
+    trio.run(handler._deliver_round)
+    assert sorted(c["outcome"] for c in counted) == ["approved", "expired", "rejected"]
+    trio.run(handler._deliver_round)  # each counted once
+    assert len(counted) == 3
+    db.close()

@@ -141,7 +141,7 @@ class A2AFace:
         if not peer.known:  # before the body is read: a flood of bodies costs no reading
             wait = self.read_limit.take(f"addr:{bucket_of(peer.client)}", self.services.now() / 1000)
             if wait:
-                return self._refuse(peer, None, wait)
+                return self._refuse(peer, None, wait, False)
         body = None
         with trio.move_on_after(BODY_SECONDS) as slow:
             body = await _read_body(receive, self.body_limit)
@@ -159,7 +159,7 @@ class A2AFace:
         sends = isinstance(parsed, dict) and parsed.get("method") in SENDS
         wait = self._limit(party, sends)
         if wait:
-            return self._refuse(party, request_id, wait)
+            return self._refuse(party, request_id, wait, sends)
         if sends and not party.known and self.settings.approve_unknown and self.services.store is not None \
                 and await self.services.read(held.pending, self.services.now()) >= self.settings.max_held:
             self.services.metrics.inc("a2a_messages", outcome="held_full")
@@ -167,9 +167,10 @@ class A2AFace:
         scope["meshnode_a2a_party"] = party
         return await self.dispatcher.handle_requests(Request(scope, _replay(body, receive)))
 
-    def _refuse(self, party: Party, request_id, wait: float):
+    def _refuse(self, party: Party, request_id, wait: float, sends: bool):
         self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
-        self.services.metrics.inc("a2a_messages", outcome="rate_limited")
+        if sends:  # a message refused (the body was read: it is known to be one)
+            self.services.metrics.inc("a2a_messages", outcome="rate_limited")
         response = _error(429, request_id, RATE_LIMITED, f"rate_limited: too many requests from"
                           f" {'this token' if party.known else 'this address or sender'}; try again in"
                           f" {wait:.0f} s", {"type": "rate_limited", "retry_after_s": round(wait, 1)})

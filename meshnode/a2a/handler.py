@@ -43,6 +43,7 @@ class MeshRequestHandler(RequestHandler):
     def __init__(self, services, settings: A2ASettings):
         self.services, self.settings = services, settings
         self._threads: OrderedDict[tuple[str, str], str] = OrderedDict()  # (party key, contextId) -> tid
+        self._waiting: set[int] = set()  # held messages pending at the last round (their end is counted)
 
     # --- messages ------------------------------------------------------------------------------
     def _text(self, params: SendMessageRequest) -> str:
@@ -85,12 +86,20 @@ class MeshRequestHandler(RequestHandler):
         self.remember(party_key, context_id, out["thread"])
         return {**out, "context_id": context_id}
 
+    def _checked_text(self, params: SendMessageRequest) -> str:
+        try:
+            return self._text(params)
+        except InvalidParamsError:
+            self.services.metrics.inc("a2a_messages", outcome="refused")
+            raise
+
     async def on_message_send(self, params: SendMessageRequest, context=None) -> Task | Message:
         party: Party = context.state["party"]
-        text = self._text(params)
+        text = self._checked_text(params)
         goal = gmp_tasks.goal_of(params.message)
         if goal is not None:
             if not party.known:
+                self.services.metrics.inc("a2a_messages", outcome="refused")
                 raise InvalidParamsError(message="only known parties make GMP tasks (metadata.goal)")
             self.services.metrics.inc("a2a_messages", outcome="gmp_task")
             return await gmp_tasks.create(self.services, goal, text, held.framed(party, text))
@@ -115,7 +124,7 @@ class MeshRequestHandler(RequestHandler):
         """The task at once, then its completion when the agent answers (the stream ends after
         ``wait_seconds`` without an answer: tasks/get finds it later)."""
         party: Party = context.state["party"]
-        text = self._text(params)
+        text = self._checked_text(params)
         held_or_gmp = not party.known and self.settings.approve_unknown or gmp_tasks.goal_of(params.message)
         if held_or_gmp:  # nothing to stream: the task as it stands
             yield await self.on_message_send(params, context)
@@ -202,6 +211,9 @@ class MeshRequestHandler(RequestHandler):
             await trio.sleep(poll_s)
 
     async def _deliver_round(self) -> None:
+        self._waiting, ended = await self.services.read(held.decisions, self._waiting, self.services.now())
+        for outcome in ended:
+            self.services.metrics.inc("a2a_messages", outcome=outcome)
         for row in await self.services.read(held.approved):
             with trio.CancelScope(shield=True):  # a shutdown waits for this row: claimed, delivered, finished
                 await self._deliver_one(row)

@@ -76,6 +76,17 @@ def settle_interrupted(db: Database) -> int:
                                                         json.dumps({"error": "interrupted while running"}))).rowcount
 
 
+def decisions(db: Database, watched: set[int], now_ms: int) -> tuple[set[int], list[str]]:
+    """The held messages pending now, and how those of ``watched`` that no longer wait ended
+    ("rejected" by a person, or "expired"; approved ones are counted when delivered)."""
+    marks = ",".join("?" * len(watched))
+    rows = db.conn.execute(f"SELECT id, status, expires_ms FROM gate_confirmations WHERE session = ? AND tool = ? AND"
+                           f" (status = 'pending' OR id IN ({marks or 'NULL'}))", (SESSION, TOOL, *watched)).fetchall()
+    waiting = {r[0] for r in rows if r[1] == "pending" and r[2] > now_ms}
+    ended = [r[1] if r[1] != "pending" else "expired" for r in rows if r[0] in watched and r[0] not in waiting]
+    return waiting, [e for e in ended if e in ("rejected", "expired")]
+
+
 def task_id(request: dict) -> str:
     return f"h-{request['id']}-{request['args'].get('nonce', '')}"
 
