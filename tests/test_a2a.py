@@ -592,3 +592,18 @@ def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_pa
     trio.run(handler._deliver_round)  # each counted once
     assert len(counted) == 3
     db.close()
+
+
+def test_a_body_that_does_not_arrive_is_refused_not_waited_for(tmp_path):
+    from trio.testing import MockClock
+
+    face = _face(tmp_path, "127.0.0.1", [])
+    face.guard.host_ok = lambda h: True
+    face.services.metrics = type("M", (), {"inc": lambda self, name, **labels: None})()
+
+    async def receive():  # a client that sent its headers and never its body
+        await trio.sleep_forever()
+    scope = {"type": "http", "path": cards.RPC_PATH, "method": "POST", "scheme": "http", "client": ("192.0.2.7", 1),
+             "headers": [(b"host", b"127.0.0.1:1"), (b"content-type", b"application/json")]}
+    response = trio.run(face._respond, scope, receive, clock=MockClock(autojump_threshold=0))
+    assert response.status_code == 408 and response.headers["connection"] == "close"
