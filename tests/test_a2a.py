@@ -359,9 +359,13 @@ def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
     from meshnode.errors import ConfigError
 
     assert load_config(tmp_path, environ={"MESHNODE_A2A_BURST": "5"}).values["a2a"]["burst"] == 5
+    proxies = load_config(tmp_path, environ={"MESHNODE_A2A_TRUSTED_PROXIES": "127.0.0.1,::1"}).values["a2a"]
+    assert proxies["trusted_proxies"] == ["127.0.0.1", "::1"] and proxies["max_held"] == 20
     for name, value, words in (("MESHNODE_A2A_WAIT_SECONDS", "61", "a2a.wait_seconds must be between 0 and 60"),
                                ("MESHNODE_A2A_PUBLIC_URL", "ftp://x", "a2a.public_url must be an http(s) URL"),
-                               ("MESHNODE_A2A_APPROVE_UNKNOWN", "maybe", "APPROVE_UNKNOWN=.maybe. is not a boolean")):
+                               ("MESHNODE_A2A_APPROVE_UNKNOWN", "maybe", "APPROVE_UNKNOWN=.maybe. is not a boolean"),
+                               ("MESHNODE_A2A_TRUSTED_PROXIES", "127.0.0.1,proxy", "'proxy' is not an IP address"),
+                               ("MESHNODE_A2A_MAX_HELD", "0", "a2a.max_held must be between 1 and 10000")):
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
             load_config(tmp_path, environ={name: value})
 
