@@ -4,8 +4,11 @@
 These requests skip the notebook's Guard (no session, no Origin rule: other agents are not browsers)
 but get the same Host check (DNS rebinding), the JSON content type, a body size limit (``[a2a]
 max_body_bytes``), the security headers and a count in ``a2a_requests{route,status}``. ``/a2a`` is
-rate-limited before the dispatcher sees the request (only the claimed sender is read from the body):
-a flood is refused with HTTP 429 and the JSON-RPC error -32029 ``rate_limited``.
+rate-limited before the dispatcher sees the request (only the claimed sender is read from the body;
+an unknown party's request takes from its address's bucket before the body is read at all, and the
+body must arrive within BODY_SECONDS): a flood is refused with HTTP 429 and the JSON-RPC error -32029
+``rate_limited``, a message past ``[a2a] max_held`` waiting ones with 429 ``held_full``. Behind a
+reverse proxy listed in ``[a2a] trusted_proxies`` the client is its X-Forwarded-For's last hop.
 Every other request goes to the notebook unchanged.
 """
 
