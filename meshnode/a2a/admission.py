@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
 import stat
 from dataclasses import dataclass
@@ -144,6 +145,32 @@ class KnownParties:
             if hmac.compare_digest(known, wanted):
                 return name
         return None
+
+
+def client_of(peer: str, forwarded: str | None, trusted: frozenset[str]) -> str:
+    """The client's address: the connection's peer, or when that peer is a trusted reverse proxy, the
+    last hop of its ``X-Forwarded-For`` (the one it added itself; earlier hops are the client's word)."""
+    if peer in trusted and forwarded:
+        last = forwarded.rsplit(",", 1)[-1].strip()
+        try:
+            return str(ipaddress.ip_address(last))
+        except ValueError:
+            pass
+    return peer
+
+
+def bucket_of(address: str) -> str:
+    """The rate limit's key for an address: an IPv6 address by its /64 (one host has a whole /64 to
+    rotate through), any other as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
 
 
 def sender_of(body) -> str:

@@ -6,7 +6,7 @@ interface, implemented on the node's own services instead of the SDK's ``Default
 and the agent's replies come back (waiting up to ``[a2a] wait_seconds``). An A2A ``contextId`` maps to
 one chat thread per party. A message with no reply in time is a task ``m-<note DID>`` (WORKING until
 the agent answers, then COMPLETED with the answer); a message held for a person's approval is a task
-``h-<confirmation number>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
+``h-<confirmation number>-<nonce>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
 delivered message). Tasks are read back from the store, so they outlive a restart. The context map
 lives in memory; a contextId that is the id of a thread the same party started (its first message
 carries the party's header) is recognised from the store, so the default contextIds outlive a restart.
@@ -14,6 +14,8 @@ carries the party's header) is recognised from the store, so the default context
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator
@@ -22,7 +24,7 @@ import trio
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.types import (Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus,
                        TaskStatusUpdateEvent)
-from a2a.utils.errors import (InvalidParamsError, PushNotificationNotSupportedError, TaskNotCancelableError,
+from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, PushNotificationNotSupportedError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
 from meshnode import chat
@@ -33,12 +35,15 @@ from meshnode.a2a.settings import A2ASettings
 log = logging.getLogger("meshnode.a2a")
 MAX_CONTEXTS = 4096
 MAX_CONTEXT_ID = 200
+DELIVER_SECONDS = 30  # an approved message's delivery (chat_send, no wait) before it counts as failed
+HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
 
 
 class MeshRequestHandler(RequestHandler):
     def __init__(self, services, settings: A2ASettings):
         self.services, self.settings = services, settings
         self._threads: OrderedDict[tuple[str, str], str] = OrderedDict()  # (party key, contextId) -> tid
+        self._waiting: set[int] = set()  # held messages pending at the last round (their end is counted)
 
     # --- messages ------------------------------------------------------------------------------
     def _text(self, params: SendMessageRequest) -> str:
@@ -56,6 +61,9 @@ class MeshRequestHandler(RequestHandler):
         if len(message.context_id) > MAX_CONTEXT_ID:
             raise InvalidParamsError(message=f"contextId is longer than {MAX_CONTEXT_ID} characters")
         return text
+
+    def nonce_key(self) -> bytes:
+        return hmac.new(self.services.key.seed(), b"meshnode a2a held task nonce", hashlib.sha256).digest()
 
     def thread_of(self, party_key: str, context_id: str) -> str | None:
         return self._threads.get((party_key, context_id)) if context_id else None
@@ -78,19 +86,31 @@ class MeshRequestHandler(RequestHandler):
         self.remember(party_key, context_id, out["thread"])
         return {**out, "context_id": context_id}
 
+    def _checked_text(self, params: SendMessageRequest) -> str:
+        try:
+            return self._text(params)
+        except InvalidParamsError:
+            self.services.metrics.inc("a2a_messages", outcome="refused")
+            raise
+
     async def on_message_send(self, params: SendMessageRequest, context=None) -> Task | Message:
         party: Party = context.state["party"]
-        text = self._text(params)
+        text = self._checked_text(params)
         goal = gmp_tasks.goal_of(params.message)
         if goal is not None:
             if not party.known:
+                self.services.metrics.inc("a2a_messages", outcome="refused")
                 raise InvalidParamsError(message="only known parties make GMP tasks (metadata.goal)")
             self.services.metrics.inc("a2a_messages", outcome="gmp_task")
             return await gmp_tasks.create(self.services, goal, text, held.framed(party, text))
         context_id = params.message.context_id
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
-                                            int(self.settings.approval_hours * 3600 * 1000))
+                                            int(self.settings.approval_hours * 3600 * 1000), self.nonce_key(),
+                                            self.settings.max_held)
+            if row is None:  # the face refuses this with 429 first; here when many raced past it
+                self.services.metrics.inc("a2a_messages", outcome="held_full")
+                raise InvalidRequestError(message=HELD_FULL)
             self.services.metrics.inc("a2a_messages", outcome="held")
             return held.task_of(row, None)
         wait = 0.0 if params.configuration.return_immediately else self.settings.wait_seconds
@@ -104,7 +124,7 @@ class MeshRequestHandler(RequestHandler):
         """The task at once, then its completion when the agent answers (the stream ends after
         ``wait_seconds`` without an answer: tasks/get finds it later)."""
         party: Party = context.state["party"]
-        text = self._text(params)
+        text = self._checked_text(params)
         held_or_gmp = not party.known and self.settings.approve_unknown or gmp_tasks.goal_of(params.message)
         if held_or_gmp:  # nothing to stream: the task as it stands
             yield await self.on_message_send(params, context)
@@ -131,11 +151,10 @@ class MeshRequestHandler(RequestHandler):
             if found is None:
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
             return message_task(did, found["thread"], found["replies"])
-        if task_id.startswith("h-") and task_id[2:].isdigit() and len(task_id) < 20:
-            row = await self.services.read(held.row, int(task_id[2:]))
-            mine = row is not None and (row["args"].get("party") == party.key or not party.known
-                                        and row["args"].get("client") == party.client)  # tasks/get names no sender
-            if not mine:
+        if task_id.startswith("h-"):
+            number, nonce = held.parse_task_id(task_id) or (0, "")
+            row = await self.services.read(held.row, number) if number else None
+            if not held.owned_by(row, nonce, party):
                 raise TaskNotFoundError(message=f"no task {task_id[:100]}")
             replies = None
             if row["status"] == "done":
@@ -175,9 +194,14 @@ class MeshRequestHandler(RequestHandler):
     async def deliver_approved(self, poll_s: float = 1.0) -> None:
         """Forever: each held message a person approved goes into the conversation once (claimed
         first, as the gate runs approved calls, so a crash never delivers it twice). A failing round
-        is logged and tried again: it must not take the web server down."""
+        is logged and tried again: it must not take the web server down. First, requests a previous
+        run claimed and never finished are marked failed (at most once: it may or may not have arrived)."""
         if self.services.store is None:  # a server without a store (tests): nothing is ever held
             return
+        settled = await self.services.write(held.settle_interrupted)
+        if settled:
+            log.warning("a2a: %d approved message(s) were being delivered when the node stopped: marked failed",
+                        settled)
         while True:
             try:
                 await self._deliver_round()
@@ -187,18 +211,30 @@ class MeshRequestHandler(RequestHandler):
             await trio.sleep(poll_s)
 
     async def _deliver_round(self) -> None:
+        self._waiting, ended = await self.services.read(held.decisions, self._waiting, self.services.now())
+        for outcome in ended:
+            self.services.metrics.inc("a2a_messages", outcome=outcome)
         for row in await self.services.read(held.approved):
-            if not await self.services.write(held.claim, row["id"]):
-                continue
-            args = row["args"]
+            with trio.CancelScope(shield=True):  # a shutdown waits for this row: claimed, delivered, finished
+                await self._deliver_one(row)
+
+    async def _deliver_one(self, row: dict) -> None:
+        if not await self.services.write(held.claim, row["id"]):
+            return
+        args, result, ok = row["args"], {"error": f"not delivered within {DELIVER_SECONDS} s"}, False
+        with trio.move_on_after(DELIVER_SECONDS):
             try:
                 out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
                 result, ok = {"did": out["did"], "thread": out["thread"]}, True
-                self.services.metrics.inc("a2a_messages", outcome="approved")
             except Exception as exc:  # one bad row must not stop the others
                 log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)
-                result, ok = {"error": str(exc)[:300]}, False
+                result = {"error": str(exc)[:300]}
+        self.services.metrics.inc("a2a_messages", outcome="approved" if ok else "failed")
+        try:
             await self.services.write(held.finish, row["id"], ok, result)
+        except Exception:  # the row stays "being delivered" until the next start settles it
+            log.exception("a2a: approved message %s: its outcome could not be written", row["id"])
+            self.services.metrics.inc("a2a_delivery_errors")
 
 
 def reply_message(replies: list[dict], context_id: str, asked_did: str) -> Message:

@@ -1,10 +1,14 @@
 """Messages of unknown parties held for a person's approval, kept as gate confirmation requests
 (session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
 agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
-A2A task ``h-<number>``. Functions run in the store's threads, except ``framed`` and ``task_of``."""
+A2A task ``h-<number>-<nonce>`` (the nonce, unguessable and kept in the row's args, makes the id
+unguessable: parties behind one proxy or NAT share an address and must not read each other's). Functions run in the store's threads, except ``framed`` and ``task_of``."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
@@ -22,9 +26,25 @@ def framed(party: Party, text: str) -> str:
     return f"[A2A message from {who}]\n{text}"
 
 
-def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int) -> dict:
+def pending(db: Database, now_ms: int) -> int:
+    """How many held messages wait for a person now (all parties)."""
+    return db.conn.execute("SELECT COUNT(*) FROM gate_confirmations WHERE session = ? AND tool = ? AND status ="
+                           " 'pending' AND expires_ms > ?", (SESSION, TOOL, now_ms)).fetchone()[0]
+
+
+def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int, secret: bytes,
+         max_held: int) -> dict | None:
+    """The held message's request (the pending one when the same message is sent again); None when
+    ``max_held`` others wait already. Its nonce is a keyed hash of the rest (``secret``: the node's),
+    so a message sent again is the same request, and nobody without the key computes it."""
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
             "framed": framed(party, text)}
+    args["nonce"] = hmac.new(secret, json.dumps(args, sort_keys=True).encode(), hashlib.sha256).hexdigest()[:24]
+    same = db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool = ? AND args = ? AND status"
+                           " = 'pending' AND expires_ms > ?", (SESSION, TOOL, json.dumps(args, sort_keys=True,
+                                                                ensure_ascii=False), now_ms)).fetchone()
+    if same is None and pending(db, now_ms) >= max_held:
+        return None
     # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
     reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
              " and its message: args sender and framed)"
@@ -42,6 +62,50 @@ def approved(db: Database) -> list[dict]:
 
 
 claim, finish = confirm.claim, confirm.finish
+
+
+INTERRUPTED = "the node stopped while delivering it; not delivered again (it may or may not have arrived)"
+
+
+def settle_interrupted(db: Database) -> int:
+    """At start: requests claimed by a previous run and never finished are failed, with the reason
+    (not delivered again: a message reaches the agent at most once)."""
+    with db.transaction() as conn:
+        return conn.execute("UPDATE gate_confirmations SET result = ? WHERE session = ? AND tool = ? AND status ="
+                            " 'failed' AND result = ?", (json.dumps({"error": INTERRUPTED}), SESSION, TOOL,
+                                                        json.dumps({"error": "interrupted while running"}))).rowcount
+
+
+def decisions(db: Database, watched: set[int], now_ms: int) -> tuple[set[int], list[str]]:
+    """The held messages pending now, and how those of ``watched`` that no longer wait ended
+    ("rejected" by a person, or "expired"; approved ones are counted when delivered)."""
+    marks = ",".join("?" * len(watched))
+    rows = db.conn.execute(f"SELECT id, status, expires_ms FROM gate_confirmations WHERE session = ? AND tool = ? AND"
+                           f" (status = 'pending' OR id IN ({marks or 'NULL'}))", (SESSION, TOOL, *watched)).fetchall()
+    waiting = {r[0] for r in rows if r[1] == "pending" and r[2] > now_ms}
+    ended = [r[1] if r[1] != "pending" else "expired" for r in rows if r[0] in watched and r[0] not in waiting]
+    return waiting, [e for e in ended if e in ("rejected", "expired")]
+
+
+def task_id(request: dict) -> str:
+    return f"h-{request['id']}-{request['args'].get('nonce', '')}"
+
+
+def parse_task_id(tid: str) -> tuple[int, str] | None:
+    """``(number, nonce)`` of a held message's task id ``h-<number>-<nonce>`` (None: not one)."""
+    number, _, nonce = tid[2:].partition("-")
+    if not tid.startswith("h-") or not number.isdigit() or len(number) > 18 or not 0 < len(nonce) <= 40:
+        return None
+    return int(number), nonce
+
+
+def owned_by(request: dict | None, nonce: str, party: Party) -> bool:
+    """Whether ``party`` may read the held ``request``: it names the row's nonce (a guessed number is not
+    enough), and it is the sender's party (a known party by its token; an unknown one, as tasks/get names
+    no sender, by its address)."""
+    if request is None or not hmac.compare_digest(request["args"].get("nonce", "").encode(), nonce.encode()):
+        return False
+    return request["args"].get("party") == party.key or not party.known and request["args"].get("client") == party.client
 
 
 def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
@@ -87,15 +151,15 @@ def task_of(request: dict, replies: list[dict] | None) -> Task:
     if request["status"] == "done":
         context_id = args.get("context_id") or result.get("thread", "")
         task = message_task(result["did"], context_id, replies or [])
-        task.id = f"h-{request['id']}"
+        task.id = task_id(request)
         return task
     status = request["status"]
     if status == "failed" and result.get("error") == "interrupted while running":  # claimed: being delivered
         status = "approved"
     state, text = _STATES.get(status, _STATES["failed"])
-    message = Message(message_id=f"status-h-{request['id']}", context_id=args.get("context_id", ""),
+    message = Message(message_id=f"status-{task_id(request)}", context_id=args.get("context_id", ""),
                       role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
-    return Task(id=f"h-{request['id']}", context_id=args.get("context_id", ""),
+    return Task(id=task_id(request), context_id=args.get("context_id", ""),
                 status=TaskStatus(state=state, message=message), metadata=_meta(request))
 
 

@@ -27,7 +27,8 @@ LOCAL_CLASSES = (INVITATION_CLASS, HELLO_CLASS)  # point to point: never asked o
 # paths that are the child's own: back to their defaults (relative to the child's home); and its MCP servers
 # (their commands are this host's, their tokens the parent's secrets: a bundle must not carry them)
 OWN_PATHS = (("store", "path"), ("keys", "path"), ("net", "bootstrap"), ("web", "token_path"),
-             ("gate", "workspace"), ("gate", "scratch"), ("mcp", "servers"))
+             ("gate", "workspace"), ("gate", "scratch"), ("mcp", "servers"), ("a2a", "public_url"),
+             ("a2a", "known_tokens_path"))
 TLS_FILES = ("tls_cert", "tls_key")  # [web]: a local child serves with the parent's; a bundle's child with none
 
 
