@@ -331,6 +331,10 @@ def cmd_status(args) -> int:
                 if f.get("set_aside"):
                     print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
                                         f" in a row ({f['last_error']}); asked again later"))
+            for s in mind.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
+                state = f"{len(s['tools'])} tools" if s["status"] == "up" else s.get("error") or s["status"]
+                print(terminal_safe(f"{'mcp:':10} {s['server']} {s['status']} ({state}"
+                                    f"{', sandboxed' if s.get('sandboxed') else ''})"))
     return 0
 
 

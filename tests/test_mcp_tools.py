@@ -372,6 +372,7 @@ def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
         assert json.loads(logged("cmd:s1")[0])["result"]["status"] == "needs_confirmation"
         [mcp_status] = node.call("status")["cognition"]["mcp_servers"]
         assert mcp_status["status"] == "up" and "shout" in mcp_status["tools"] and not mcp_status["sandboxed"]
+        assert f"mcp:       tt up ({len(mcp_status['tools'])} tools)" in node.cli("status")  # a person sees it too
         [req_id] = [r for (r,) in conn.execute("SELECT id FROM gate_confirmations WHERE tool = 'mcp.tt.shout'")]
         node.cli("confirm", "approve", str(req_id))
         wait_until(lambda: any("FROM THE NODE!" in p and "42" in p for p in llm.prompts()), 60,
