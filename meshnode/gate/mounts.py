@@ -212,19 +212,16 @@ def build_root(workspace: str, tmp_bytes: int, network: bool = False, read_only:
     tmp_bytes = max(1 << 20, min(tmp_bytes, MAX_TMP_BYTES))
     tmp_options = f"size={tmp_bytes},nr_inodes={TMP_INODES},mode=1777"
     workspace_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # before /tmp is covered
+    shared = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # likewise (one may be in /tmp)
+              for folder in dict.fromkeys(read_only) if os.path.isdir(folder)}
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _mount("tmpfs", _NEW, "tmpfs", MS_NOSUID | MS_NODEV, _ROOT_OPTIONS)
         for tree in READ_ONLY_TREES:
             _reproduce(f"/{tree}", f"{_NEW}/{tree}")
-        for folder in read_only:  # more of the host, read-only at the same path (``sandbox.spawn``)
-            if os.path.isdir(folder) and not os.path.exists(_NEW + folder):
-                mask = os.umask(0o022)  # its path must be walkable by the unprivileged uid, whatever the node's umask
-                try:
-                    os.makedirs(_NEW + folder, 0o755)
-                finally:
-                    os.umask(mask)
-                _mount(folder, _NEW + folder, None, MS_BIND | MS_REC)
+        for folder, fd in shared.items():  # more of the host, read-only at the same path (``sandbox.spawn``)
+            if not _in_tmp(folder) and not os.path.exists(_NEW + folder):
+                _bind_shared(fd, _NEW + folder)
         os.mkdir(f"{_NEW}/etc", 0o755)
         for name in _etc_names(ETC + (NETWORK_ETC if network else ())):
             if "/" in name:
@@ -245,6 +242,10 @@ def build_root(workspace: str, tmp_bytes: int, network: bool = False, read_only:
             _mount(f"/dev/{name}", f"{_NEW}/dev/{name}", None, MS_BIND)
         for folder in ("/dev/shm", "/tmp"):
             _mount("tmpfs", _NEW + folder, "tmpfs", _SAFE, tmp_options)
+        for folder, fd in shared.items():  # a shared folder in /tmp goes into the command's own /tmp
+            if _in_tmp(folder) and not os.path.exists(_NEW + folder):
+                _bind_shared(fd, _NEW + folder)
+                _make_read_only(_NEW + folder)
         _mount(f"/proc/self/fd/{workspace_fd}", _NEW + WORKSPACE, None, MS_BIND | MS_REC)
         _remount(_NEW + WORKSPACE, _SAFE)
         _mount("proc", f"{_NEW}/proc", "proc", _SAFE)  # while a full proc is still visible (user ns)
@@ -257,4 +258,20 @@ def build_root(workspace: str, tmp_bytes: int, network: bool = False, read_only:
     except OSError as exc:
         raise MountError(exc.errno or 0, f"{exc.strerror or exc}:{exc.filename or ''}".replace(" ", "_")) from None
     finally:
-        os.close(workspace_fd)
+        for fd in (workspace_fd, *shared.values()):
+            os.close(fd)
+
+
+def _in_tmp(folder: str) -> bool:
+    return folder.startswith("/tmp/")
+
+
+def _bind_shared(fd: int, target: str) -> None:
+    """The host folder open as ``fd`` at ``target`` (its path made walkable by the unprivileged uid,
+    whatever the node's umask)."""
+    mask = os.umask(0o022)
+    try:
+        os.makedirs(target, 0o755)
+    finally:
+        os.umask(mask)
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)

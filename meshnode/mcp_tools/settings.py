@@ -23,7 +23,8 @@ RISKS = (SAFE_READ, MODIFY, DESTRUCTIVE)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")  # no "." or "_": mcp.NAME.tool and mcp__NAME__tool parse back
 ALIASES = {"low": SAFE_READ, "medium": MODIFY, "high": DESTRUCTIVE, "asks": DESTRUCTIVE}
 MAX_SERVERS = 32
-UNSHARED = ("/proc", "/dev", "/sys", "/etc", "/tmp", "/var/tmp", "/run", "/boot", "/workspace")  # never read_only
+UNSHARED = ("/proc", "/dev", "/sys", "/etc", "/run", "/boot", "/workspace")  # never read_only (a folder in /tmp
+# is shown inside the server's own /tmp, gate/mounts.py)
 _KEYS = {"command", "args", "env", "url", "token", "headers", "risk", "tools", "trusted", "timeout_seconds",
          "network", "read_only", "memory_mib", "enabled"}
 MCP_NOTES = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
@@ -127,9 +128,9 @@ def _shareable(path: str, where: str, home) -> None:
         raise ConfigError("bad_config", f"{where}: {path[:80]!r} is not an absolute folder to share")
     real = os.path.realpath(path)
     for p in {path.rstrip("/") or "/", real}:
-        if p == "/" or any(p == root or p.startswith(root + "/") for root in UNSHARED):
+        if p in ("/", "/tmp") or any(p == root or p.startswith(root + "/") for root in UNSHARED):
             raise ConfigError("bad_config", f"{where}: {path[:80]!r} is (or is inside) a system folder a"
-                              f" sandboxed server never reads ({', '.join(UNSHARED)}, /)")
+                              f" sandboxed server never reads ({', '.join(UNSHARED)}, / and /tmp itself)")
     if home is not None:
         node = os.path.realpath(home)
         if os.path.commonpath([real, node]) in (real, node):
