@@ -69,7 +69,12 @@ INTERRUPTED = "the node stopped while delivering it; not delivered again (it may
 
 def settle_interrupted(db: Database) -> int:
     """At start: requests claimed by a previous run and never finished are failed, with the reason
-    (not delivered again: a message reaches the agent at most once)."""
+    (not delivered again: a message reaches the agent at most once). Looked for before the write lock
+    is taken: a node that starts while another process holds the database must not wait for it."""
+    interrupted = json.dumps({"error": "interrupted while running"})
+    if db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool = ? AND status = 'failed'"
+                       " AND result = ? LIMIT 1", (SESSION, TOOL, interrupted)).fetchone() is None:
+        return 0
     with db.transaction() as conn:
         return conn.execute("UPDATE gate_confirmations SET result = ? WHERE session = ? AND tool = ? AND status ="
                             " 'failed' AND result = ?", (json.dumps({"error": INTERRUPTED}), SESSION, TOOL,
