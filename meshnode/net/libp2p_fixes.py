@@ -384,6 +384,16 @@ async def wait_identified(host, peer_id, timeout: float = 5.0) -> bool:
     return False
 
 
+async def wait_closed_connections_gone(network, peer_id, timeout: float) -> None:
+    """Until no closed connection to ``peer_id`` is listed any more (up to ``timeout``). py-libp2p
+    0.8.1's ``Swarm.new_stream`` dials only when a peer has no listed connection at all: a closed
+    one, listed until its close completes, fails the stream with "No valid connections available"
+    instead. There is no event for the removal, so this looks every 20 ms."""
+    with trio.move_on_after(timeout):
+        while any(conn.is_closed for conn in network.get_connections(peer_id)):
+            await trio.sleep(0.02)
+
+
 def identified_protocols(host, peer_id) -> set[str] | None:
     """The protocols a peer listed in identify; None while it has not been identified."""
     from libp2p.peer.peerstore import PeerStoreError

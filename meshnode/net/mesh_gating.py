@@ -15,7 +15,8 @@ from an unknown peer are also refused when its address connects too often
 Identify also says which protocols a peer speaks. meshnode's own protocols
 are opened only to peers that list them (a plain libp2p peer answers ``na``,
 which py-libp2p logs as a 7-line error); a peer that refuses one anyway is
-remembered until it disconnects.
+remembered until it disconnects. A stream that fails because its connection
+closed as it was opened is tried once more (``stream_retries``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from meshnode.store.peers import active_bans
 log = logging.getLogger("meshnode.net")
 
 IDENTIFY_WAIT = 10.0  # how long a new connection may take to be identified before we stop watching it
+CLOSED_CONNECTION_WAIT = 2.0  # how long a closing connection may stay listed before a stream is tried again
 
 
 def _did_of(peer_id) -> str | None:
@@ -150,13 +152,27 @@ class GatingMixin:
             await libp2p_fixes.wait_identified(self.host, pid, timeout=5.0)
         if self.speaks(did, protocol) is False:
             raise NetError("unsupported", f"{did} does not speak {protocol}")
+        network = self.host.get_network()
+        had_connection = bool(network.get_connections(pid))
         try:
             return await self.host.new_stream(pid, [protocol])
         except Exception as exc:  # py-libp2p raises several types when a peer is gone
             if isinstance(exc.__cause__, ProtocolNotSupportedError):
                 self._unsupported.setdefault(did, set()).add(protocol)
                 raise NetError("unsupported", f"{did} does not speak {protocol}") from None
-            raise NetError("unreachable", f"cannot open {protocol} to {did}: {type(exc).__name__}") from None
+            if not had_connection or self._banned(did):
+                raise NetError("unreachable", f"cannot open {protocol} to {did}: {_why(exc)}") from None
+            first = exc
+        # The connection closed as the stream was opened on it. py-libp2p 0.8.1 then fails the
+        # stream, and while the closed connection is still listed it does not dial again either
+        # ("No valid connections available"): once it is gone, one more try (which dials).
+        self.metrics.inc("stream_retries", reason="connection_closed")
+        log.debug("opening %s to %s again after %s", protocol, did, _why(first))
+        await libp2p_fixes.wait_closed_connections_gone(network, pid, CLOSED_CONNECTION_WAIT)
+        try:
+            return await self.host.new_stream(pid, [protocol])
+        except Exception as exc:
+            raise NetError("unreachable", f"cannot open {protocol} to {did}: {_why(exc)}") from None
 
     def refuse_dial(self, peer_id) -> None:
         """Our own dial to a banned peer is refused before it starts (NetError ``banned``)."""
@@ -164,6 +180,13 @@ class GatingMixin:
         if self._banned(did):
             self.metrics.inc("connections_refused", reason="banned", stage="dial")
             raise NetError("banned", f"{did} is cut off for invalid input until its ban ends")
+
+
+def _why(exc: BaseException) -> str:
+    """A failed stream's exception and its cause, short enough for an error line."""
+    cause = exc.__cause__ or exc.__context__
+    why = f"{type(exc).__name__}: {str(exc)[:160]}"
+    return why + (f" ({type(cause).__name__}: {str(cause)[:160]})" if cause is not None else "")
 
 
 def _refuse_banned_dials(mesh: GatingMixin, network) -> None:
