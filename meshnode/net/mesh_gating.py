@@ -153,26 +153,23 @@ class GatingMixin:
         if self.speaks(did, protocol) is False:
             raise NetError("unsupported", f"{did} does not speak {protocol}")
         network = self.host.get_network()
-        had_connection = bool(network.get_connections(pid))
-        try:
-            return await self.host.new_stream(pid, [protocol])
-        except Exception as exc:  # py-libp2p raises several types when a peer is gone
-            if isinstance(exc.__cause__, ProtocolNotSupportedError):
-                self._unsupported.setdefault(did, set()).add(protocol)
-                raise NetError("unsupported", f"{did} does not speak {protocol}") from None
-            if not had_connection or self._banned(did):
-                raise NetError("unreachable", f"cannot open {protocol} to {did}: {_why(exc)}") from None
-            first = exc
-        # The connection closed as the stream was opened on it. py-libp2p 0.8.1 then fails the
-        # stream, and while the closed connection is still listed it does not dial again either
-        # ("No valid connections available"): once it is gone, one more try (which dials).
-        self.metrics.inc("stream_retries", reason="connection_closed")
-        log.debug("opening %s to %s again after %s", protocol, did, _why(first))
-        await libp2p_fixes.wait_closed_connections_gone(network, pid, CLOSED_CONNECTION_WAIT)
-        try:
-            return await self.host.new_stream(pid, [protocol])
-        except Exception as exc:
-            raise NetError("unreachable", f"cannot open {protocol} to {did}: {_why(exc)}") from None
+        # A stream whose connection closed as it was opened fails, and py-libp2p 0.8.1 does not
+        # dial again while the closed connection is still listed ("No valid connections
+        # available"): a peer that was connected gets one more try, once that connection is gone.
+        retry = bool(network.get_connections(pid)) and not self._banned(did)
+        while True:
+            try:
+                return await self.host.new_stream(pid, [protocol])
+            except Exception as exc:  # py-libp2p raises several types when a peer is gone
+                if isinstance(exc.__cause__, ProtocolNotSupportedError):
+                    self._unsupported.setdefault(did, set()).add(protocol)
+                    raise NetError("unsupported", f"{did} does not speak {protocol}") from None
+                if not retry:
+                    raise NetError("unreachable", f"cannot open {protocol} to {did}: {_why(exc)}") from None
+                log.debug("opening %s to %s again after %s", protocol, did, _why(exc))
+            retry = False
+            self.metrics.inc("stream_retries", reason="connection_closed")
+            await libp2p_fixes.wait_closed_connections_gone(network, pid, CLOSED_CONNECTION_WAIT)
 
     def refuse_dial(self, peer_id) -> None:
         """Our own dial to a banned peer is refused before it starts (NetError ``banned``)."""
