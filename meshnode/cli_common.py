@@ -19,20 +19,6 @@ from meshnode.store import Database
 from meshnode.store import short_ids
 
 
-def describe(parser: argparse.ArgumentParser) -> None:
-    """Give every subcommand its one-line help as the description its own ``--help`` shows
-    (unless it has one), and keep the line breaks of examples in epilogs."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help for a in action._choices_actions}
-            for name, sub in action.choices.items():
-                if not sub.description and helps.get(name):
-                    sub.description = helps[name][:1].upper() + helps[name][1:] + "."
-                if sub.epilog:
-                    sub.formatter_class = argparse.RawDescriptionHelpFormatter
-                describe(sub)
-
-
 def _config(args: argparse.Namespace):
     home = resolve_home(getattr(args, "home", None))
     overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
@@ -190,3 +176,15 @@ def print_rows(args: argparse.Namespace, rows: list, line: Callable[[Any], str])
     else:
         for row in rows:
             print(terminal_safe(line(row), keep_newlines=True))
+
+
+def _only(group: BaseExceptionGroup, kind: type) -> BaseException | None:
+    """The first leaf of ``group`` if every leaf is a ``kind``, else None."""
+    leaves, stack = [], [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if leaves and all(isinstance(e, kind) for e in leaves) else None
