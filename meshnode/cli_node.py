@@ -1,6 +1,10 @@
 """The node's own commands: ``init``, ``run``, ``status``, ``note add|list``, ``peers``, ``ping``,
 ``find``, ``send``, ``friend``, ``metrics`` and ``container show|verify|export`` (their parsers:
-``meshnode.cli``)."""
+``meshnode.cli``).
+
+What only one command needs (the store's tables, note building, container checks) is imported
+in that command, so ``status`` against a running node loads little beyond the config and the key.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +16,14 @@ import sys
 from pathlib import Path
 
 from meshnode.config import resolve_home
-from meshnode.container import DEFAULT_LIMITS, ContainerError, decode_container, now_ms
+from meshnode.container.timefmt import now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
-from meshnode.notes import make_note
-from meshnode.chat import reply_topic
-from meshnode.store import latest_version
+from meshnode.store.migrate import latest_version
 from meshnode.identity.did import did_to_peer_id
-from meshnode.store.peers import list_peers
-from meshnode.store.sharing import friends, set_friend
 from meshnode.cli_common import (_ask_node, _config, _only, _open_db, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
-from meshnode.store.short_ids import short_container_id
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -161,6 +160,10 @@ def cmd_note_add(args) -> int:
     if live is not None:  # the running node writes it (and gossips a public note)
         print(live["did"])
         return 0
+    from meshnode.chat import reply_topic
+    from meshnode.notes import make_note
+    from meshnode.store.sharing import friends
+
     key = open_identity(config)
     t = now_ms()
     db = _open_db(config)
@@ -195,6 +198,8 @@ def cmd_note_list(args) -> int:
 
 def _note_line(r: dict) -> str:
     """One note: its short id (for ``note read``), when, who wrote it, to whom, what."""
+    from meshnode.store.short_ids import short_container_id
+
     topic = f"({r['topic']}) " if r["topic"] else ""
     unread = "" if r.get("read", True) else "*"
     first = r["text"].splitlines()[0][:NOTE_LINE] if r["text"] else ""
@@ -209,6 +214,8 @@ def cmd_peers(args) -> int:
     if rows is None:  # the node is not running: what it last knew
         db = _open_db(config)
         try:
+            from meshnode.store.peers import list_peers
+
             rows = list_peers(db)
         finally:
             db.close()
@@ -269,6 +276,8 @@ def cmd_friend(args) -> int:
     if _ask_node(config, "friend", {"did": did, "on": args.friend_on}, required=False) is None:
         db = _open_db(config)
         try:
+            from meshnode.store.sharing import set_friend
+
             set_friend(db, did, peer_id, now_ms(), args.friend_on)
         finally:
             db.close()
@@ -282,6 +291,8 @@ def cmd_friend_list(args) -> int:
     if rows is None:
         db = _open_db(config)
         try:
+            from meshnode.store.sharing import friends
+
             rows = friends(db)
         finally:
             db.close()
@@ -308,6 +319,8 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_container_show(args) -> int:
+    from meshnode.container import ContainerError, decode_container
+
     data = read_limited_file(args.file, MAX_CONTAINER_FILE)
     try:
         c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
@@ -319,6 +332,8 @@ def cmd_container_show(args) -> int:
 
 
 def cmd_container_verify(args) -> int:
+    from meshnode.container import ContainerError, decode_container
+
     data = read_limited_file(args.file, MAX_CONTAINER_FILE)
     try:
         c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
@@ -355,5 +370,7 @@ def cmd_container_export(args) -> int:
 def _file_limits(args):
     """Limits from the config when a home is given; the defaults otherwise."""
     if getattr(args, "home", None) is None and not (resolve_home(None) / "config.toml").exists():
+        from meshnode.container.model import DEFAULT_LIMITS
+
         return DEFAULT_LIMITS
     return _config(args).limits
