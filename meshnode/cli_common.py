@@ -1,4 +1,8 @@
-"""What every CLI command needs: its configuration, the database, the running node, safe output."""
+"""What every CLI command needs: its configuration, the database, the running node, safe output.
+
+Light to import: a command that only asks the running node (``status``) loads neither the
+store nor the knowledge code; the helpers that need them import them.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +12,16 @@ import logging
 import sys
 import unicodedata
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from meshnode import control, knowledge
+from meshnode import control
 from meshnode.config import load_config, resolve_home
 from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
-from meshnode.store import Database
-from meshnode.store import short_ids
 
-
-def describe(parser: argparse.ArgumentParser) -> None:
-    """Give every subcommand its one-line help as the description its own ``--help`` shows
-    (unless it has one), and keep the line breaks of examples in epilogs."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help for a in action._choices_actions}
-            for name, sub in action.choices.items():
-                if not sub.description and helps.get(name):
-                    sub.description = helps[name][:1].upper() + helps[name][1:] + "."
-                if sub.epilog:
-                    sub.formatter_class = argparse.RawDescriptionHelpFormatter
-                describe(sub)
+if TYPE_CHECKING:
+    from meshnode.store.database import Database
 
 
 def _config(args: argparse.Namespace):
@@ -44,6 +35,8 @@ def _config(args: argparse.Namespace):
 
 
 def _open_db(config) -> Database:
+    from meshnode.store.database import Database
+
     return Database(config.db_path, create=False)
 
 
@@ -83,15 +76,21 @@ def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, ne
 
 def container_did(config, text: str, noun: str = "container") -> str:
     """A container DID from what a person typed: the DID, or a short id held here."""
+    from meshnode.store import short_ids
+
     return _resolve(config, short_ids.resolve_container, text, noun)
 
 
 def agent_did(config, text: str) -> str:
     """An agent DID from what a person typed: the DID, a known name, or a short id."""
+    from meshnode.store import short_ids
+
     return _resolve(config, short_ids.resolve_agent, text)
 
 
 def _resolve(config, resolve, text: str, *rest) -> str:
+    from meshnode.store import short_ids
+
     if short_ids.is_whole(text):  # no database needed (nor a home)
         return resolve(None, text, *rest)
     db = _open_db(config)
@@ -107,6 +106,8 @@ def resolve_references(config, args: argparse.Namespace, references) -> None:
     class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
     (attribute of ``args``, the argument as a person typed it, the class it must name); an
     attribute that is None (an option not given) is left as it is."""
+    from meshnode import knowledge
+
     db = _open_db(config)
     try:
         for attr, flag, cls in references:
@@ -124,7 +125,9 @@ def resolve_references(config, args: argparse.Namespace, references) -> None:
 
 def who(did: str | None, name: str | None) -> str:
     """An agent as a listing shows it: its name, else its short id."""
-    return name or (short_ids.short_agent_id(did) if did else "?")
+    from meshnode.store.short_ids import short_agent_id
+
+    return name or (short_agent_id(did) if did else "?")
 
 
 def terminal_safe(text: str, keep_newlines: bool = False) -> str:
@@ -190,3 +193,15 @@ def print_rows(args: argparse.Namespace, rows: list, line: Callable[[Any], str])
     else:
         for row in rows:
             print(terminal_safe(line(row), keep_newlines=True))
+
+
+def _only(group: BaseExceptionGroup, kind: type) -> BaseException | None:
+    """The first leaf of ``group`` if every leaf is a ``kind``, else None."""
+    leaves, stack = [], [group]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if leaves and all(isinstance(e, kind) for e in leaves) else None

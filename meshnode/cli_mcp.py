@@ -8,16 +8,6 @@ from __future__ import annotations
 from meshnode.cli_common import _config
 
 
-def add_parsers(sub, common) -> None:
-    p = sub.add_parser("mcp", parents=[common], help="serve this node's tools to an MCP client (stdio)",
-                       description="Speak MCP on stdin/stdout for a local client (Claude Desktop, Cursor): its"
-                                   " tools read and act on the running node through its control socket. Logs go"
-                                   " to stderr. The same tools are at /mcp on the web notebook (Bearer token).",
-                       epilog='client configuration:\n  {"mcpServers": {"meshnode": {"command": "meshnode",'
-                              ' "args": ["--home", "/path/to/home", "mcp"]}}}')
-    p.set_defaults(func=cmd_mcp)
-
-
 def cmd_mcp(args) -> int:
     from meshnode.mcp_server.stdio import run  # the MCP SDK loads only for this command
 

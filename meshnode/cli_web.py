@@ -14,18 +14,6 @@ from meshnode.control import ControlError
 from meshnode.web.settings import host_port, parse_listen
 
 
-def add_parsers(sub, common) -> None:
-    w = sub.add_parser("web", parents=[common], help="the web notebook: its login link",
-                       description="The web notebook that `meshnode run` serves ([web] in config.toml).")
-    ws = w.add_subparsers(dest="web_command", metavar="SUBCOMMAND", required=True)
-    p = ws.add_parser("url", parents=[common], help="print the login link (with the token)",
-                      description="Print the link that logs a browser in: http://HOST:PORT/login#t=TOKEN."
-                                  " Works with the node stopped.")
-    p.add_argument("--rotate", action="store_true",
-                   help="write a new token first (ends every session and every script's token)")
-    p.set_defaults(func=cmd_url)
-
-
 def login_url(config, token: str, bound: str | None = None) -> str:
     """The link for ``[web] listen``, or for the address a running node bound (``bound``, its URL)."""
     if bound:

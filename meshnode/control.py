@@ -8,6 +8,9 @@ connect), one JSON request per connection, one JSON response back:
 
 A second process never opens the node's database while it runs; it asks the
 node. Requests are size-limited and validated like any other input.
+
+This module is the client's side (blocking, no trio: a CLI command that asks a running node
+loads little); the node's side is ``control_server``.
 """
 
 from __future__ import annotations
@@ -17,9 +20,7 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any, Awaitable, Callable
-
-import trio
+from typing import Any
 
 from meshnode.errors import MeshnodeError
 
@@ -29,114 +30,12 @@ MAX_RESPONSE = 16 * 1024 * 1024
 MAX_SOCKET_PATH = 104
 HANDLER_TIMEOUT = 90.0  # longer than any mesh operation's own timeouts  # sun_path is 108 bytes on Linux, 104 on BSDs
 
-Handler = Callable[[str, dict], Awaitable[Any]]
-
-
 class ControlError(MeshnodeError):
     """A control request failed, or the node could not be reached."""
 
 
 def socket_path(data_dir: Path) -> Path:
     return data_dir / SOCKET_NAME
-
-
-async def serve_control(path: Path, handler: Handler, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Listen on ``path`` until cancelled; ``handler(cmd, args)`` returns the result or
-    raises MeshnodeError. Refuses to start while another node answers on the socket."""
-    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-        raise ControlError("control_path_too_long",
-                           f"the control socket path {path} is too long for a unix socket; use a shorter home")
-    if path.exists() or path.is_symlink():
-        if _answers(path):
-            raise ControlError("node_running", f"another node is already running on {path.parent}")
-        path.unlink()  # left behind by a node that did not stop cleanly
-    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o077)
-    try:
-        await sock.bind(os.fspath(path))
-    finally:
-        os.umask(old_umask)
-    os.chmod(path, 0o600)
-    sock.listen(16)
-    listener = trio.SocketListener(sock)
-    try:
-        async with listener:
-            task_status.started()
-            async with trio.open_nursery() as nursery:
-                while True:
-                    stream = await listener.accept()
-                    nursery.start_soon(_handle, stream, handler)
-    finally:
-        with trio.CancelScope(shield=True):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-
-
-async def _handle(stream: trio.SocketStream, handler: Handler) -> None:
-    async with stream:
-        try:
-            with trio.fail_after(HANDLER_TIMEOUT):
-                request = await _read_request(stream)
-                cmd, args = _parse(request)
-                try:
-                    result = await handler(cmd, args)
-                    response = {"ok": True, "result": result}
-                except MeshnodeError as exc:
-                    response = {"ok": False, "code": exc.code, "reason": exc.reason}
-                await stream.send_all(json.dumps(response).encode("utf-8") + b"\n")
-        except ControlError as exc:
-            await _try_send(stream, {"ok": False, "code": exc.code, "reason": exc.reason})
-        except trio.TooSlowError:
-            await _try_send(stream, {"ok": False, "code": "timeout",
-                                     "reason": f"the node did not finish within {HANDLER_TIMEOUT:.0f} s"})
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the client went away; nothing to answer
-
-
-async def _try_send(stream: trio.SocketStream, response: dict) -> None:
-    try:
-        await stream.send_all(json.dumps(response).encode("utf-8") + b"\n")
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-
-
-async def _read_request(stream: trio.SocketStream) -> bytes:
-    data = bytearray()
-    while b"\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > MAX_REQUEST:
-            raise ControlError("request_too_large", f"control requests are at most {MAX_REQUEST} bytes")
-    return bytes(data.split(b"\n", 1)[0])
-
-
-def _parse(raw: bytes) -> tuple[str, dict]:
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise ControlError("bad_request", "a control request is one JSON object on one line") from None
-    if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
-        raise ControlError("bad_request", "a control request needs a string 'cmd'")
-    args = request.get("args", {})
-    if not isinstance(args, dict):
-        raise ControlError("bad_request", "'args' must be an object")
-    return request["cmd"], args
-
-
-def _answers(path: Path) -> bool:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect(os.fspath(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0) -> Any:

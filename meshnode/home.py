@@ -12,7 +12,6 @@ from meshnode.config import CONFIG_FILE, Config, check_name, default_config_text
 from meshnode.errors import ConfigError, KeyFileError
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted, load_key_file, write_key_file
 from meshnode.identity.keys import NodeKey
-from meshnode.store.database import Database
 
 BOOTSTRAP_TEMPLATE = (
     "# Bootstrap peers: one libp2p multiaddr with /p2p/<peer id> per line.\n"
@@ -62,6 +61,8 @@ def _init_home(home: Path, name: str | None, passphrase: str | None, exist_ok: b
         key = NodeKey.generate()
         write_key_file(key_path, key, passphrase)
         created_key = True
+    from meshnode.store.database import Database  # (a command that only reads the key does not load the store)
+
     db = Database(config.db_path)
     try:
         with db.transaction() as conn:

@@ -18,7 +18,8 @@ import trio
 
 from meshnode.config import Config
 from meshnode.container import ContainerError, decode_container, format_ms, now_ms
-from meshnode.control import serve_control, socket_path
+from meshnode.control import socket_path
+from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import chat, knowledge, knowledge_edits
 from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces

@@ -8,7 +8,8 @@ import stat
 import pytest
 import trio
 
-from meshnode.control import ControlError, call, serve_control
+from meshnode.control import ControlError, call
+from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError
 
 

@@ -331,7 +331,8 @@ class Cycle:
                     tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
                 try:
                     asked = time.monotonic()
-                    answer = await chat(endpoint, messages, tools=mcp_commands.offered(self.tools, self.gate),
+                    answer = await chat(endpoint, messages, tools=mcp_commands.offered(self.tools, self.gate,
+                                                                              contexts.BUDGET["outside"]),
                                         retry_timeouts=False, **tuning)
                     llm_ms = int((time.monotonic() - asked) * 1000)
                     used = endpoint

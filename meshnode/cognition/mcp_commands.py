@@ -14,7 +14,7 @@ from typing import Any
 from meshnode.cognition.command_types import command
 from meshnode.container.schema import mapping, text
 from meshnode.errors import MeshnodeError
-from meshnode.mcp_tools.calls import split
+from meshnode.mcp_tools.names import split
 
 ASYNC_TYPES = ("mcp_call",)
 
@@ -44,12 +44,11 @@ async def run(gate, cmd) -> dict:
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "tool": cmd.args["tool"], "status": "ok", "result": result}
 
 
-def offered(tools: list[dict] | None, gate) -> list[dict] | None:
-    """The OpenAI tool definitions of a tick: the commands' and, when offered, the outside tools'."""
-    from meshnode.cognition.contexts import BUDGET  # (contexts imports the commands: not at the top)
-
+def offered(tools: list[dict] | None, gate, budget: int) -> list[dict] | None:
+    """The OpenAI tool definitions of a tick: the commands' and, when offered, the outside tools'
+    (their definitions within ``budget`` characters)."""
     mcp = getattr(gate, "mcp", None)
-    return tools if tools is None or mcp is None else tools + mcp.openai_tools(BUDGET["outside"])
+    return tools if tools is None or mcp is None else tools + mcp.openai_tools(budget)
 
 
 def catalogue(gate) -> str:

@@ -6,11 +6,20 @@ LLM hands the node goes through :func:`decode_container` before anything
 reasons about it. The format is specified in protocols/container.md.
 """
 
-from meshnode.container.build import build_container
-from meshnode.container.errors import CODES, ContainerError
-from meshnode.container.model import DEFAULT_LIMITS, Container, Limits
-from meshnode.container.timefmt import format_ms, now_ms, parse_ms
-from meshnode.container.verify import decode_container
+from meshnode.lazy import exports
+
+__getattr__ = exports(__name__, {
+    "build_container": "meshnode.container.build",
+    "CODES": "meshnode.container.errors",
+    "ContainerError": "meshnode.container.errors",
+    "DEFAULT_LIMITS": "meshnode.container.model",
+    "Container": "meshnode.container.model",
+    "Limits": "meshnode.container.model",
+    "format_ms": "meshnode.container.timefmt",
+    "now_ms": "meshnode.container.timefmt",
+    "parse_ms": "meshnode.container.timefmt",
+    "decode_container": "meshnode.container.verify",
+})
 
 __all__ = [
     "CODES",

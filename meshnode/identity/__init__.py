@@ -4,16 +4,19 @@ Owns: key generation, DID <-> peer id conversion, the key file on disk.
 Must never: write a private key anywhere but the key file, or log it.
 """
 
-from meshnode.identity.did import (
-    did_from_public_key,
-    did_to_peer_id,
-    peer_id_from_public_key,
-    peer_id_to_did,
-    public_key_from_did,
-    public_key_from_peer_id,
-)
-from meshnode.identity.keyfile import load_key_file, write_key_file
-from meshnode.identity.keys import NodeKey
+from meshnode.lazy import exports
+
+__getattr__ = exports(__name__, {
+    "did_from_public_key": "meshnode.identity.did",
+    "did_to_peer_id": "meshnode.identity.did",
+    "peer_id_from_public_key": "meshnode.identity.did",
+    "peer_id_to_did": "meshnode.identity.did",
+    "public_key_from_did": "meshnode.identity.did",
+    "public_key_from_peer_id": "meshnode.identity.did",
+    "load_key_file": "meshnode.identity.keyfile",
+    "write_key_file": "meshnode.identity.keyfile",
+    "NodeKey": "meshnode.identity.keys",
+})
 
 __all__ = [
     "NodeKey",

@@ -7,6 +7,7 @@ DELETE (the end of a session) carry none."""
 from __future__ import annotations
 
 MCP_PATH = "/mcp"
+METHODS = ["GET", "POST", "DELETE"]
 
 
 def refusal(method: str, headers, via: str | None, body_limit: int) -> tuple[str, str] | None:

@@ -12,12 +12,11 @@ import trio
 from mcp.server.transport_security import TransportSecuritySettings
 
 from meshnode.mcp_server.calls import services_call
-from meshnode.mcp_server.guard import MCP_PATH
+from meshnode.mcp_server.guard import METHODS, MCP_PATH
 from meshnode.mcp_server.server import WRITES, build_server
 
 MAX_SESSIONS = 64  # MCP clients of one person's node; each session holds a little state until idle
 SESSION_IDLE_S = 30 * 60.0
-METHODS = ["GET", "POST", "DELETE"]
 
 
 class McpHttp:

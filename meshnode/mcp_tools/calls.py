@@ -30,22 +30,11 @@ from mcp.shared.exceptions import MCPError
 from meshnode.gate import GateError
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, RISKS, tool_definition
 from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
+from meshnode.mcp_tools.names import OPENAI_PREFIX, PREFIX, split
 from meshnode.store.database import Database
 
-PREFIX = "mcp."
-OPENAI_PREFIX = "mcp__"  # OpenAI function names admit no dots
 MAX_ARGS = 64 * 1024
 MAX_RESULT = 3000  # characters of a result the agent reads (context 4 shows about that much)
-
-
-def split(name: str) -> tuple[str, str] | None:
-    """(server, tool) of ``mcp.NAME.tool`` or ``mcp__NAME__tool``; None for any other name."""
-    for prefix, sep in ((PREFIX, "."), (OPENAI_PREFIX, "__")):
-        if isinstance(name, str) and name.startswith(prefix):
-            server, found, tool = name[len(prefix):].partition(sep)
-            if found and server and tool:
-                return server, tool
-    return None
 
 
 def risk_of(link: Link, tool: ToolInfo) -> str:

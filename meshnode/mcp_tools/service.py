@@ -1,12 +1,18 @@
-"""The node's hook: read ``[mcp.servers]``, give the gate its outside tools, keep the connections."""
+"""The node's hook: read ``[mcp.servers]``, give the gate its outside tools, keep the connections.
+
+The MCP client SDK is loaded only when a server is configured (it is most of a node's start-up
+and memory otherwise)."""
 
 from __future__ import annotations
 
 import logging
 
-from meshnode.mcp_tools.calls import McpTools
-from meshnode.mcp_tools.clients import Clients
+from typing import TYPE_CHECKING
+
 from meshnode.mcp_tools.settings import parse
+
+if TYPE_CHECKING:
+    from meshnode.mcp_tools.clients import Clients
 
 log = logging.getLogger("meshnode.mcp_tools")
 
@@ -21,6 +27,9 @@ async def start(nursery, config, cycle) -> Clients | None:
         log.warning("[mcp.servers] lists %d server(s), but the cognitive cycle is off: no agent calls them",
                     len(servers))
         return None
+    from meshnode.mcp_tools.calls import McpTools
+    from meshnode.mcp_tools.clients import Clients
+
     clients = Clients(servers, config.home)
     gate.mcp = McpTools(clients, gate, getattr(cycle, "metrics", None))
     await nursery.start(clients.run)

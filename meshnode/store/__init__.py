@@ -7,8 +7,12 @@ Must never: hold a private key, or be opened by a second process while a
 node runs (later commands talk to the running node instead).
 """
 
-from meshnode.store.database import Database
-from meshnode.store.migrate import latest_version
-from meshnode.store.service import Store
+from meshnode.lazy import exports
+
+__getattr__ = exports(__name__, {
+    "Database": "meshnode.store.database",
+    "Store": "meshnode.store.service",
+    "latest_version": "meshnode.store.migrate",
+})
 
 __all__ = ["Database", "Store", "latest_version"]

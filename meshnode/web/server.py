@@ -15,9 +15,10 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from meshnode.a2a.face import A2AFace
+from meshnode.a2a.settings import a2a_settings
 from meshnode.errors import MeshnodeError
 from meshnode.web.app import build_app, guard_of
+from meshnode.mcp_server.on_demand import McpOnDemand
 from meshnode.web.auth import Auth
 from meshnode.web.settings import host_port, is_loopback, parse_listen
 
@@ -79,19 +80,23 @@ async def serve_web(config, services, *, task_status=trio.TASK_STATUS_IGNORED) -
                     " session cookie travel in clear", web["listen"])
     auth = Auth.from_config(config, services.metrics)
     _refuse_if_taken(host, port)
-    from meshnode.mcp_server.http import McpHttp  # the MCP SDK loads with the web server only
-
-    mcp = McpHttp(services)
+    mcp = McpOnDemand(services)  # the MCP SDK loads at the first request to /mcp
     app = build_app(services, auth, mcp.mounts())
     guard = guard_of(app)
-    face = A2AFace(services, auth, guard)  # the agent's A2A routes in front of the notebook's
+    face = None
+    if a2a_settings(config.values).enabled:  # a2a-sdk loads only with A2A on
+        from meshnode.a2a.face import A2AFace
+
+        face = A2AFace(services, auth, guard)  # the agent's A2A routes in front of the notebook's
     if services.cycle is not None and hasattr(services.cycle, "on_tick"):  # a tick ended: the feed looks now
         services.cycle.on_tick = lambda summary: services.feed.nudge()
+    served = face.wrap(app) if face is not None else app
     async with trio.open_nursery() as nursery:
         await nursery.start(services.feed.run)
         await nursery.start(mcp.run)
-        binds = await nursery.start(serve, face.wrap(app), hypercorn_config(config, host_port(host, port)))
-        nursery.start_soon(face.run)
+        binds = await nursery.start(serve, served, hypercorn_config(config, host_port(host, port)))
+        if face is not None:
+            nursery.start_soon(face.run)
         bound = binds[0].split("://", 1)[1]
         guard.port = parse_listen(bound)[1]
         log.info("web notebook on %s", web_url(config, bound))
