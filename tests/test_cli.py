@@ -361,28 +361,31 @@ class RunningNode:
             stream.close()
 
 
+HUNG_S = 30  # a node that has not stopped by then hangs (it stops within a second or so)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_until_signal(home, run_cli, fake_user_home, signum):
+    """The node runs until the signal, then stops because of it: it says so, records the stop,
+    and exits 0 (not killed by the signal, no traceback)."""
     did = status(run_cli, home)["did"]
     node = RunningNode(home, fake_user_home)
     try:
-        node.wait_for("ready", timeout=20)
+        node.wait_for("ready", timeout=HUNG_S)
         did_lines = [line for line in node.stdout if line.startswith("did:")]
         assert len(did_lines) == 1, node.stdout
         assert did_lines[0].split()[1] == did
         assert node.proc.poll() is None, "the node exited on its own"
 
-        sent = time.monotonic()
         node.proc.send_signal(signum)
         try:
-            code = node.proc.wait(timeout=5)
+            code = node.proc.wait(timeout=HUNG_S)
         except subprocess.TimeoutExpired:
-            raise AssertionError("the node did not stop within 5 s of the signal") from None
-        elapsed = time.monotonic() - sent
+            raise AssertionError(f"the node did not stop within {HUNG_S} s of the signal") from None
         assert code == 0, (code, node.stderr)
-        assert elapsed <= 1.0, f"took {elapsed:.2f} s to stop"
         out = node.rest_of_stdout()
         assert any(line.strip() == "stopped" for line in out), out
+        assert any(f"received {signal.Signals(signum).name}, stopping" in line for line in node.stderr), node.stderr
         assert not any("Traceback" in line for line in node.stderr), node.stderr
     finally:
         node.cleanup()
