@@ -1,4 +1,4 @@
-"""The ``meshnode`` command line, run as a subprocess (the way people run it).
+"""The ``meshnode`` command line (in-process, tests/cli_runner.py; `run` until a signal as a process).
 
 Exit codes: 0 ok, 1 runtime error (one line on stderr, no traceback), 2 usage.
 """
@@ -290,17 +290,39 @@ def test_usage_errors_exit_2(home, run_cli, args):
     assert "usage:" in result.stderr
 
 
+# --- as a process ----------------------------------------------------------------
+
+
+def test_exit_codes_of_the_process(run_cli_process, tmp_path):
+    """``python -m meshnode`` and the ``meshnode`` console script end the process with main's code:
+    0 ok, 1 runtime error (one line, no traceback), 2 usage (the rest of the suite runs main in-process)."""
+    from meshnode import __version__
+
+    version = run_cli_process("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"meshnode {__version__}")
+    usage = run_cli_process("frobnicate")
+    assert_clean_failure(usage, 2)
+    assert "usage:" in usage.stderr
+    script = Path(sys.executable).with_name("meshnode")
+    if not script.exists():
+        pytest.skip(f"no console script beside {sys.executable} (the package is not installed)")
+    result = subprocess.run([str(script), "--home", str(tmp_path / "nothing-here"), "status"], capture_output=True,
+                            text=True, encoding="utf-8", timeout=60, stdin=subprocess.DEVNULL,
+                            env=cli_env(tmp_path))
+    assert "meshnode init" in one_error_line(result)
+
+
 # --- run ------------------------------------------------------------------------
 
 
 class RunningNode:
     """``meshnode run`` as a subprocess, its stdout read line by line on a thread."""
 
-    def __init__(self, home: Path, fake_user_home: Path):
+    def __init__(self, home: Path, fake_user_home: Path, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "meshnode", "--home", str(home), "run"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", env=cli_env(fake_user_home),
+            text=True, encoding="utf-8", env=cli_env(fake_user_home, env),
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stdout: list[str] = []
