@@ -54,7 +54,8 @@ def run_cli_in_process(args, fake_user_home: Path, *, env: dict[str, str] | None
                        stdout: TextIO | None = None) -> CliResult:
     """``meshnode *args`` as ``cli.main``; ``stdout``: a stream of the caller's (its text is then
     not read back: the result's stdout is ""). Inside a running trio loop (an async test), main
-    runs on a thread of its own: its ``trio.run`` cannot nest in the test's."""
+    runs on a thread of its own (its ``trio.run`` cannot nest in the test's), and the test's loop
+    waits meanwhile: a node served by that loop cannot answer such a command."""
     argv = [a if isinstance(a, str) else os.fspath(a) if isinstance(a, Path) else str(a) for a in args]
     box: dict = {}
 
