@@ -89,7 +89,7 @@ def cmd_run(args) -> int:
     config = _config(args)
     key = open_identity(config)
     try:
-        trio.run(run_node, config, key)
+        trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
     except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
         expected = _only(group, MeshnodeError)
         if expected is None:

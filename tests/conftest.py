@@ -1,9 +1,10 @@
-"""Shared fixtures: run the ``meshnode`` CLI as a subprocess, and an initialised home.
+"""Shared fixtures: run the ``meshnode`` CLI (in this process, or as a subprocess), and an
+initialised home.
 
 Every CLI run gets a scrubbed environment: no MESHNODE_* variable leaks in from
 the developer's shell (unless a test passes it), and HOME points at a private
 temporary folder, so even a test that forgot ``--home`` can never reach the
-real ``~/.meshnode``. stdin is /dev/null unless ``input`` is given, so the CLI
+real ``~/.meshnode``. stdin is empty unless ``input`` is given, so the CLI
 never sees a terminal and never prompts.
 """
 
@@ -37,7 +38,23 @@ def fake_user_home(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def run_cli(fake_user_home):
-    """``run_cli(*args, env=None, input=None, timeout=60)`` -> CompletedProcess (text mode)."""
+    """``run_cli(*args, env=None, input=None, timeout=60)`` -> the result of ``meshnode *args`` run
+    in this process (tests/cli_runner.py): ``returncode``, ``stdout``, ``stderr``, ``args``.
+    ``timeout`` is accepted for the callers written for a subprocess; a command in-process ends
+    or the test's own timeout catches it."""
+    from cli_runner import run_cli_in_process
+
+    def run(*args, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
+        return run_cli_in_process(args, fake_user_home, env=env, input=input)
+
+    return run
+
+
+@pytest.fixture
+def run_cli_process(fake_user_home):
+    """``run_cli_process(*args, env=None, input=None, timeout=60)`` -> CompletedProcess (text mode):
+    ``python -m meshnode`` as a subprocess, for what only a process shows (exit through the
+    interpreter, argv as bytes)."""
 
     def run(*args, env: dict[str, str] | None = None, input: str | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess:
@@ -57,13 +74,13 @@ def run_cli(fake_user_home):
 
 @pytest.fixture(scope="session")
 def _initialised_home(tmp_path_factory, fake_user_home) -> Path:
-    """One ``meshnode init --name test`` for the session, copied by ``home`` (init is a ~0.7 s
-    subprocess, and ~100 tests start from an initialised home). A home holds no absolute path of
-    its own, so a copy is the same as an init in place; every test gets its own copy."""
+    """One ``meshnode init --name test`` for the session (in-process), copied by ``home``. A home
+    holds no absolute path of its own, so a copy is the same as an init in place; every test gets
+    its own copy (the same key: no test needs a home's key to differ from another test's)."""
+    from cli_runner import run_cli_in_process
+
     path = tmp_path_factory.mktemp("home-template") / "node"
-    result = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(path), "init", "--name", "test"],
-                            env=cli_env(fake_user_home), capture_output=True, text=True, encoding="utf-8",
-                            timeout=60, stdin=subprocess.DEVNULL)
+    result = run_cli_in_process(["--home", path, "init", "--name", "test"], fake_user_home)
     assert result.returncode == 0, result.stderr
     return path
 

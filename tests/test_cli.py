@@ -1,4 +1,4 @@
-"""The ``meshnode`` command line, run as a subprocess (the way people run it).
+"""The ``meshnode`` command line (in-process, tests/cli_runner.py; `run` until a signal as a process).
 
 Exit codes: 0 ok, 1 runtime error (one line on stderr, no traceback), 2 usage.
 """
@@ -290,17 +290,39 @@ def test_usage_errors_exit_2(home, run_cli, args):
     assert "usage:" in result.stderr
 
 
+# --- as a process ----------------------------------------------------------------
+
+
+def test_exit_codes_of_the_process(run_cli_process, tmp_path):
+    """``python -m meshnode`` and the ``meshnode`` console script end the process with main's code:
+    0 ok, 1 runtime error (one line, no traceback), 2 usage (the rest of the suite runs main in-process)."""
+    from meshnode import __version__
+
+    version = run_cli_process("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"meshnode {__version__}")
+    usage = run_cli_process("frobnicate")
+    assert_clean_failure(usage, 2)
+    assert "usage:" in usage.stderr
+    script = Path(sys.executable).with_name("meshnode")
+    if not script.exists():
+        pytest.skip(f"no console script beside {sys.executable} (the package is not installed)")
+    result = subprocess.run([str(script), "--home", str(tmp_path / "nothing-here"), "status"], capture_output=True,
+                            text=True, encoding="utf-8", timeout=60, stdin=subprocess.DEVNULL,
+                            env=cli_env(tmp_path))
+    assert "meshnode init" in one_error_line(result)
+
+
 # --- run ------------------------------------------------------------------------
 
 
 class RunningNode:
     """``meshnode run`` as a subprocess, its stdout read line by line on a thread."""
 
-    def __init__(self, home: Path, fake_user_home: Path):
+    def __init__(self, home: Path, fake_user_home: Path, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "meshnode", "--home", str(home), "run"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", env=cli_env(fake_user_home),
+            text=True, encoding="utf-8", env=cli_env(fake_user_home, env),
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stdout: list[str] = []
@@ -361,28 +383,31 @@ class RunningNode:
             stream.close()
 
 
+HUNG_S = 30  # a node that has not stopped by then hangs (it stops within a second or so)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_until_signal(home, run_cli, fake_user_home, signum):
+    """The node runs until the signal, then stops because of it: it says so, records the stop,
+    and exits 0 (not killed by the signal, no traceback)."""
     did = status(run_cli, home)["did"]
     node = RunningNode(home, fake_user_home)
     try:
-        node.wait_for("ready", timeout=20)
+        node.wait_for("ready", timeout=HUNG_S)
         did_lines = [line for line in node.stdout if line.startswith("did:")]
         assert len(did_lines) == 1, node.stdout
         assert did_lines[0].split()[1] == did
         assert node.proc.poll() is None, "the node exited on its own"
 
-        sent = time.monotonic()
         node.proc.send_signal(signum)
         try:
-            code = node.proc.wait(timeout=5)
+            code = node.proc.wait(timeout=HUNG_S)
         except subprocess.TimeoutExpired:
-            raise AssertionError("the node did not stop within 5 s of the signal") from None
-        elapsed = time.monotonic() - sent
+            raise AssertionError(f"the node did not stop within {HUNG_S} s of the signal") from None
         assert code == 0, (code, node.stderr)
-        assert elapsed <= 1.0, f"took {elapsed:.2f} s to stop"
         out = node.rest_of_stdout()
         assert any(line.strip() == "stopped" for line in out), out
+        assert any(f"received {signal.Signals(signum).name}, stopping" in line for line in node.stderr), node.stderr
         assert not any("Traceback" in line for line in node.stderr), node.stderr
     finally:
         node.cleanup()

@@ -1,5 +1,4 @@
-"""The command line's output contracts (issue 12, items 20-28), run as a person runs it:
-a closed pipe ends quietly, config errors are one line, listings show who wrote what with
+"""The command line's output contracts (issue 12, items 20-28): a closed pipe ends quietly, config errors are one line, listings show who wrote what with
 a short id that other commands accept, references to nothing are refused, empty results
 look alike, and every subcommand explains itself."""
 
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli_in_process, run_into_closed_pipe
 from clienv import cli_env
 from meshnode.cli import build_parser
 from test_cli import CONTAINER_DID, assert_clean_failure, one_error_line
@@ -34,9 +34,10 @@ def short(did: str) -> str:
 # --- 20: a closed pipe ------------------------------------------------------------------------
 
 
-def run_into_closed_pipe(fake_user_home, *args, read_lines: int = 0) -> subprocess.CompletedProcess:
-    """Run the CLI with stdout into a pipe whose reader reads ``read_lines`` lines and leaves
-    (0: it has gone before the CLI writes anything, as `... | head -0` or a reader that crashed)."""
+def run_process_into_closed_pipe(fake_user_home, *args, read_lines: int = 0) -> subprocess.CompletedProcess:
+    """Run the CLI as a process with stdout into a pipe whose reader reads ``read_lines`` lines and
+    leaves (0: it has gone before the CLI writes anything, as `... | head -0` or a reader that crashed).
+    A process shows what in-process runs cannot: the interpreter's own flush of stdout at exit."""
     read_fd, write_fd = os.pipe()
     reader = os.fdopen(read_fd, "r", encoding="utf-8")
     if read_lines == 0:
@@ -75,6 +76,7 @@ def write_notes(home: Path, count: int, size: int) -> list[str]:
 
 
 def test_a_closed_pipe_ends_quietly(home, run_cli, fake_user_home, tmp_path):
+    """In-process, stdout into a real pipe, then closed as the interpreter closes it at exit."""
     dids = write_notes(home, 40, 3000)  # --json is ~130 KB: more than a pipe holds
     exported = tmp_path / "note.cbor"
     ok(run_cli("--home", home, "container", "export", dids[0], exported))
@@ -83,14 +85,35 @@ def test_a_closed_pipe_ends_quietly(home, run_cli, fake_user_home, tmp_path):
                 ("note", "add", "--help"), ("mind",), ("mind", "held", "--json"), ("ethics", "list", "--json")]
     for command in commands:
         for read_lines in (0, 1):
-            result = run_into_closed_pipe(fake_user_home, "--home", home, *command, read_lines=read_lines)
+            result = run_into_closed_pipe(["--home", home, *command], fake_user_home, read_lines=read_lines)
             if read_lines and result.returncode == 0:
                 continue  # the whole output fitted in the pipe before the reader left: nothing to see
             assert result.returncode in (0, 141), (command, read_lines, result.returncode, result.stderr)
             assert result.stderr == "", (command, read_lines, result.stderr)
     # the common case: `meshnode note list --json | head -1` on an output larger than the pipe
-    big = run_into_closed_pipe(fake_user_home, "--home", home, "note", "list", "--json", "--limit", "100",
+    big = run_into_closed_pipe(["--home", home, "note", "list", "--json", "--limit", "100"], fake_user_home,
                                read_lines=1)
+    assert (big.returncode, big.stderr) == (141, "")
+
+
+def test_the_in_process_pipe_shows_an_unhandled_closed_pipe(home, fake_user_home, monkeypatch):
+    """The check above can fail: with main's handling of a closed pipe gone, the interpreter's
+    exit (the flush after main) meets the closed pipe."""
+    from meshnode import cli
+
+    monkeypatch.setattr(cli, "_reader_left", lambda: 0)
+    result = run_into_closed_pipe(["--home", home, "status"], fake_user_home)
+    assert result.returncode == 120 and "BrokenPipeError" in result.stderr
+
+
+def test_a_closed_pipe_ends_the_process_quietly(home, fake_user_home):
+    """The same as processes: the reader gone before the first line, and `| head -1` on an output
+    larger than the pipe (the interpreter's exit adds nothing to stderr, the code is SIGPIPE's)."""
+    write_notes(home, 40, 3000)
+    gone = run_process_into_closed_pipe(fake_user_home, "--home", home, "status")
+    assert (gone.returncode, gone.stderr) == (141, "")
+    big = run_process_into_closed_pipe(fake_user_home, "--home", home, "note", "list", "--json", "--limit", "100",
+                                       read_lines=1)
     assert (big.returncode, big.stderr) == (141, "")
 
 
@@ -226,11 +249,16 @@ def test_diary_list_shows_topics(home, run_cli):
 
 
 def run_on_terminal(fake_user_home, *args) -> str:
-    """The CLI's stdout when it is a terminal (a pseudo-terminal here)."""
+    """The CLI's stdout when it is a terminal (a pseudo-terminal here), run in-process."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "meshnode", *map(str, args)], stdout=slave,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=cli_env(fake_user_home))
-    os.close(slave)
+    out = open(slave, "w", encoding="utf-8")
+    result = run_cli_in_process(args, fake_user_home, stdout=out)
+    out.close()
+    assert result.returncode == 0, result.stderr
+    return _read_terminal(master)
+
+
+def _read_terminal(master: int) -> str:
     out = b""
     while True:
         try:
@@ -241,7 +269,6 @@ def run_on_terminal(fake_user_home, *args) -> str:
             break
         out += chunk
     os.close(master)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read()
     return out.decode().replace("\r\n", "\n")
 
 
@@ -252,6 +279,18 @@ def test_empty_results_look_alike(home, run_cli, fake_user_home, command):
     assert ok(run_cli("--home", home, *command)) == ""  # a pipe: no lines at all
     assert json.loads(ok(run_cli("--home", home, *command, "--json"))) == []
     assert run_on_terminal(fake_user_home, "--home", home, *command) == "(none)\n"
+
+
+def test_a_process_on_a_terminal_says_none(home, fake_user_home):
+    """The process's own stdout on a terminal (the in-process runs above pass a terminal stream)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "meshnode", "--home", str(home), "note", "list"], stdout=slave,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=cli_env(fake_user_home))
+    os.close(slave)
+    text = _read_terminal(master)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    proc.stderr.close()
+    assert text == "(none)\n"
 
 
 # --- 28: every subcommand explains itself -------------------------------------------------------

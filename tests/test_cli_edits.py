@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from test_cli import one_error_line
+from test_cli import HUNG_S, RunningNode, one_error_line
 
-from meshharness import Node
+from meshnode import control
 
 
 def ok(result) -> str:
@@ -46,17 +46,26 @@ def test_edits_without_a_running_node(run_cli, home):
     assert [r["text"] for r in json.loads(cli("note", "list", "--json"))] == ["meet at 9"]
 
 
-def test_edits_through_the_running_node(tmp_path):
-    node = Node(tmp_path, "alice", env={"MESHNODE_COGNITION_ENABLED": "false"})
+def test_edits_through_the_running_node(run_cli, home, fake_user_home):
+    """The node runs (a process); the commands (in-process) go through its control socket."""
+    quiet = {"MESHNODE_COGNITION_ENABLED": "false"}
+    node = RunningNode(home, fake_user_home, env=quiet)
+
+    def cli(*args):
+        return ok(run_cli("--home", home, *args, env=quiet)).strip()
+
+    def call(cmd):
+        return control.call(home / "data" / "control.sock", cmd, None, timeout=HUNG_S)
+
     try:
-        node.start()
-        dog = node.cli("concept", "add", "dog").strip()
-        v2 = node.cli("concept", "update", dog, "--alias", "canis").strip()
-        assert [(r["container_did"], r["aliases"]) for r in node.call("concepts")] == [(v2, ["canis"])]
-        assert node.cli("concept", "delete", dog).startswith(f"retracted {dog}")
-        assert node.call("concepts") == []
-        note = node.cli("note", "add", "draft").strip()
-        newer = node.cli("note", "update", note, "final").strip()
-        assert [r["container_did"] for r in node.call("notes")] == [newer]
+        node.wait_for("ready", timeout=HUNG_S)
+        dog = cli("concept", "add", "dog")
+        v2 = cli("concept", "update", dog, "--alias", "canis")
+        assert [(r["container_did"], r["aliases"]) for r in call("concepts")] == [(v2, ["canis"])]
+        assert cli("concept", "delete", dog).startswith(f"retracted {dog}")
+        assert call("concepts") == []
+        note = cli("note", "add", "draft")
+        newer = cli("note", "update", note, "final")
+        assert [r["container_did"] for r in call("notes")] == [newer]
     finally:
-        node.kill()
+        node.cleanup()

@@ -1,4 +1,4 @@
-"""``meshnode goal ...`` and ``meshnode task ...`` as a person runs them (real CLI processes on a
+"""``meshnode goal ...`` and ``meshnode task ...`` as a person runs them (the CLI in-process on a
 temporary home, no node running): ids printed and typed back (short ids too), listings and
 the tree, ``--json`` that parses, bad input as one readable line, closed pipes and peer text
 that cannot reach the terminal as escape codes."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
+from cli_runner import run_into_closed_pipe
 from test_cli import assert_clean_failure, one_error_line
-from test_cli_contracts import run_into_closed_pipe
 
 
 def ok(result) -> str:
@@ -82,7 +82,7 @@ def test_closed_pipes_and_peer_text_are_safe(run_cli, home, fake_user_home):
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
     assert "\\u001b[31malert" in shown
     for args in (("goal", "show", goal), ("task", "list"), ("task", "due", "--all")):
-        closed = run_into_closed_pipe(fake_user_home, "--home", home, *args)
+        closed = run_into_closed_pipe(["--home", home, *args], fake_user_home)
         assert "Traceback" not in closed.stderr and closed.returncode in (0, 141), closed.stderr
-        first_line_only = run_into_closed_pipe(fake_user_home, "--home", home, *args, read_lines=1)
+        first_line_only = run_into_closed_pipe(["--home", home, *args], fake_user_home, read_lines=1)
         assert "Traceback" not in first_line_only.stderr, first_line_only.stderr

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cli_runner import run_into_closed_pipe
 from test_cli import assert_clean_failure, one_error_line
-from test_cli_contracts import run_into_closed_pipe
 
 
 def ok(result) -> str:
@@ -106,7 +106,7 @@ def test_output_survives_a_closed_pipe(home, run_cli, fake_user_home):
     ok(run_cli("--home", home, "reactor", "scan", "--once"))
     for command in (("rules",), ("status", "--json"), ("events", "--json"), ("jobs",)):
         for read_lines in (0, 1):
-            result = run_into_closed_pipe(fake_user_home, "--home", home, "reactor", *command, read_lines=read_lines)
+            result = run_into_closed_pipe(["--home", home, "reactor", *command], fake_user_home, read_lines=read_lines)
             assert result.returncode in (0, 141), (command, result.returncode, result.stderr)
             assert result.stderr == "", (command, result.stderr)
 
