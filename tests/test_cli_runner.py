@@ -38,16 +38,16 @@ def test_the_environment_is_the_scrubbed_one(home, fake_user_home, monkeypatch):
 def test_logging_goes_to_each_calls_own_stderr(home, fake_user_home, monkeypatch):
     """basicConfig binds a handler to the stderr of the call: the next call logs to its own (no
     command logs without a node, so `status` here logs one warning after its work)."""
-    from meshnode import cli
+    from meshnode import cli_node
 
-    real = cli.cmd_status
+    real = cli_node.cmd_status
 
     def logging_status(args):
         code = real(args)
         logging.getLogger("meshnode.test").warning("status done")
         return code
 
-    monkeypatch.setattr(cli, "cmd_status", logging_status)
+    monkeypatch.setattr(cli_node, "cmd_status", logging_status)
     for _ in range(2):
         result = run_cli_in_process(["--home", home, "status"], fake_user_home)
         assert result.returncode == 0, result.stderr
