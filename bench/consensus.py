@@ -98,17 +98,17 @@ def committee(smoke: bool = False):
 def real_committee(nodes, decisions: int, burst: int, warm_up: int = 2) -> tuple[list[float], dict]:
     """Decision latencies one at a time (after ``warm_up`` decisions not counted), then a burst of
     ``burst`` values submitted at once."""
+    from meshharness import wait_until
+
     latencies = []
     for i in range(decisions + warm_up):  # the first ones warm the mesh up and are not counted
         proposer = nodes[i % 4]
         value = f"bench decision {i}"
         t = time.time() * 1000
         proposer.call("consensus_propose", {"value": value})
-        while True:  # the node stamps its decision; a slow poll keeps the poll off the node's CPU
-            hit = [r for r in proposer.call("consensus_decisions", {"limit": 5}) if r["value"] == value]
-            if hit:
-                break
-            time.sleep(0.05)
+        # the node stamps its decision; a slow poll keeps the poll off the node's CPU
+        hit = wait_until(lambda: [r for r in proposer.call("consensus_decisions", {"limit": 5})
+                                  if r["value"] == value], 120, f"the decision of {value!r}", interval=0.05)
         if i >= warm_up:
             latencies.append(hit[0]["decided_at_ms"] - t)
     return latencies, _burst(nodes, burst)
@@ -152,6 +152,7 @@ def _burst(nodes, count: int, tag: str = "burst value") -> dict:
 def catch_up(nodes, restarts: int, replay_window_s: float = REPLAY_WINDOW_S) -> list[dict]:
     """``restarts`` times: the last validator stopped, a value decided without it, ``replay_window_s``
     waited, the validator started again; the time until it has the missed decision."""
+    from meshharness import wait_until
     from test_mesh_consensus import decided
 
     rows = []
@@ -165,8 +166,7 @@ def catch_up(nodes, restarts: int, replay_window_s: float = REPLAY_WINDOW_S) -> 
         launched = time.time() * 1000
         away.start()
         ready = time.time() * 1000
-        while value not in decided(away):
-            time.sleep(0.05)
+        wait_until(lambda: value in decided(away), 120, "the restarted validator to catch up", interval=0.05)
         at = next(r["decided_at_ms"] for r in away.call("consensus_decisions", {"limit": 5})
                   if r["value"] == value)
         rows.append({"from_ready_ms": round(at - ready), "from_launch_ms": round(at - launched)})
