@@ -2,7 +2,7 @@
 same run's unloaded figures.
 
     python bench/attack.py [--seconds 25] [--attacks bigframe,identities,junk,slowloris,biggossip]
-                           [--baseline 10] [--settle 20]
+                           [--baseline 10] [--settle 20] [--smoke]
 
 One victim node and one honest node (friends, each trusting the other) on loopback, with
 default limits and quotas (what an internet-facing node runs with) and heartbeats every
@@ -18,8 +18,9 @@ tests/flood_peer.py for ``--seconds``; for each it prints:
 - what the attacker saw (flood_peer's summary: served, refused, identities, ...), and whether
   a new peer can still connect afterwards.
 It uses only the node's control commands and CLI that existed before issue 13, so it also
-measures older code (PYTHONPATH=<old checkout>; "code" in the output says which ran). The last
-line is one JSON object.
+measures older code (PYTHONPATH=<old checkout>; "code" in the output says which ran).
+``--smoke``: the junk attack for one second after half a second unloaded, no settle window, the
+homes made in this process. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ ATTACKS = {  # mode: its options (how many concurrent identities)
     "churn": ["--workers", "8", "--identities", "300"],  # last: on py-libp2p 0.8.1 it locked new peers out
 }
 GOAL_P99_RATIO = 3.0
+SMOKE = {"seconds": 1.0, "attacks": ["junk"], "baseline": 0.5, "settle": 0.0}  # --smoke
 
 
 def ratio(loaded: float | None, unloaded: float | None) -> float | None:
@@ -100,7 +102,7 @@ def _new_peer_connects(victim) -> bool:
 
 
 def run(args) -> dict:
-    from meshharness import ATTACK_NET, Node, wait_until, watch
+    from meshharness import ATTACK_NET, Node, quick_node, wait_until, watch
 
     import meshnode
 
@@ -108,9 +110,15 @@ def run(args) -> dict:
     # `python -m meshnode` puts its working directory first on sys.path: run the nodes from an
     # empty one, so they run the code this bench imports (PYTHONPATH, or the installed package)
     os.chdir(root)
-    victim, honest = Node(root, "victim", env=ATTACK_NET), Node(root, "honest", env=ATTACK_NET)
-    victim.cli("reputation", "set", honest.did, "0.9")
-    honest.cli("reputation", "set", victim.did, "0.9")
+    make = quick_node if args.smoke else Node
+    victim, honest = make(root, "victim", env=ATTACK_NET), make(root, "honest", env=ATTACK_NET)
+    for node, other in ((victim, honest), (honest, victim)):
+        if args.smoke:  # in this process: no interpreter start per command
+            from meshnode.cli import main as meshnode_cli
+
+            assert meshnode_cli(["--home", str(node.home), "reputation", "set", other.did, "0.9"]) == 0
+        else:
+            node.cli("reputation", "set", other.did, "0.9")
     out: dict = {"code": str(Path(meshnode.__file__).resolve().parent.parent), "seconds": args.seconds,
                  "settle_s": args.settle, "goal_p99_ratio": GOAL_P99_RATIO}
     print(f"meshnode from {out['code']}", flush=True)
@@ -160,7 +168,11 @@ def main() -> None:
                         help="which, comma-separated: " + ",".join(ATTACKS))
     parser.add_argument("--baseline", type=float, default=10.0, help="seconds of unloaded measurement")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds after each attack before RSS is read")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     unknown = set(args.attacks) - set(ATTACKS)
     if unknown:
         parser.error(f"unknown attacks: {', '.join(sorted(unknown))}")

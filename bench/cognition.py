@@ -62,11 +62,18 @@ def timed(fn, rounds: int) -> list[float]:
     return out
 
 
+SMOKE = {"diary": 200, "notes": 20}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--diary", type=int, default=100_000)
     parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     key = NodeKey(bytes(range(32)))
     answer = ("Thinking about the next step with fresh eyes.\n# Commands:\n"
               '{"cmd_id": "a", "type": "llm_memory_add", "args": {"text": "remember"}}\n'

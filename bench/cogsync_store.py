@@ -40,7 +40,10 @@ def timed_inserts(path: Path, containers) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=2000)
-    n = parser.parse_args().items
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
+    args = parser.parse_args()
+    n = 50 if args.smoke else args.items
     key = NodeKey(bytes(range(32)))
     notes = [make_note(key, f"note {i}", now_ms=T0 + i) for i in range(n)]
     lineages = [make_diary_entry(key, f"entry {i}", now_ms=T0 + i) for i in range(n)]

@@ -1,6 +1,7 @@
 """Consensus figures: the BFT core in the simulator, and a real committee beside Raft.
 
-    python bench/consensus.py [--sim-heights 10] [--real-decisions 20]
+    python bench/consensus.py [--sim-heights 10] [--real-decisions 20] [--burst 40] [--catch-ups 3]
+                              [--catch-up-only] [--smoke]
 
 1. In sims/ (no faults, 50 ms median one-way latency): decision latency in
    simulated round trips (p50) and messages per decision, for committees of
@@ -21,6 +22,9 @@
    validator is started again: the time from its "ready" (and from its
    launch) until it has the missed decision, with nothing new proposed.
    (``--catch-up-only`` runs just this part.)
+``--smoke``: committees of 4 and 16 in sims/, one height; one committee of four (homes made in this
+process, three started at once) for one catch-up, with no wait for the replay window, then one
+decision and a burst of two; Raft with short election timeouts: the bench end to end in seconds.
 The last line is one JSON object.
 """
 
@@ -42,11 +46,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def sim_figures(heights: int) -> list[dict]:
+SIM_SIZES = (4, 16, 64, 128)
+REPLAY_WINDOW_S = 6.0  # past GossipSub's replay window (3 heartbeats of 1 s): only catch-up can tell it
+
+
+def sim_figures(heights: int, sizes: tuple[int, ...] = SIM_SIZES) -> list[dict]:
     from sims.consensus import ConsensusSim, Options
 
     rows = []
-    for n in (4, 16, 64, 128):
+    for n in sizes:
         r = ConsensusSim(Options(nodes=n, heights=heights, seed=1, submit_every_ms=0)).run()
         assert r.safe and r.decided_values == heights, (n, r.decided_values)
         rtt = 2 * r.options.latency_ms
@@ -60,31 +68,50 @@ def sim_figures(heights: int) -> list[dict]:
     return rows
 
 
-def real_committee(decisions: int, burst: int) -> tuple[list[float], dict]:
-    """Decision latencies one at a time, then a burst of ``burst`` values submitted at once."""
-    from test_mesh_consensus import committee_of, start_committee
+@contextlib.contextmanager
+def committee(smoke: bool = False):
+    """A started committee of four meshnode processes (tests/test_mesh_consensus.py's), killed after.
+    ``smoke``: the homes are made in this process and the three after the first start at once."""
+    from meshharness import quick_node, start_all, wait_until
+    from test_mesh_consensus import FAST_CONSENSUS, ROUNDS_ON_REQUEST, committee_of, start_committee
 
     with tempfile.TemporaryDirectory() as tmp:
-        nodes = committee_of(Path(tmp), 4)
+        if smoke:
+            nodes = [quick_node(Path(tmp), f"v{i}") for i in range(4)]
+            dids = ",".join(n.did for n in nodes)
+            for n in nodes:
+                n.env.update(FAST_CONSENSUS, **ROUNDS_ON_REQUEST, MESHNODE_CONSENSUS_COMMITTEE=dids)
+        else:
+            nodes = committee_of(Path(tmp), 4)
         try:
-            start_committee(nodes)
-            latencies = []
-            for i in range(decisions + 2):  # the first two warm the mesh up and are not counted
-                proposer = nodes[i % 4]
-                value = f"bench decision {i}"
-                t = time.time() * 1000
-                proposer.call("consensus_propose", {"value": value})
-                while True:  # the node stamps its decision; a slow poll keeps the poll off the node's CPU
-                    hit = [r for r in proposer.call("consensus_decisions", {"limit": 5}) if r["value"] == value]
-                    if hit:
-                        break
-                    time.sleep(0.05)
-                if i >= 2:
-                    latencies.append(hit[0]["decided_at_ms"] - t)
-            return latencies, _burst(nodes, burst)
+            if smoke:
+                start_all(nodes, links=1)
+                wait_until(lambda: all(len(n.try_call("peers") or []) >= 3 for n in nodes), 60, "the committee to meet")
+            else:
+                start_committee(nodes)
+            yield nodes
         finally:
             for n in nodes:
                 n.kill()
+
+
+def real_committee(nodes, decisions: int, burst: int, warm_up: int = 2) -> tuple[list[float], dict]:
+    """Decision latencies one at a time (after ``warm_up`` decisions not counted), then a burst of
+    ``burst`` values submitted at once."""
+    from meshharness import wait_until
+
+    latencies = []
+    for i in range(decisions + warm_up):  # the first ones warm the mesh up and are not counted
+        proposer = nodes[i % 4]
+        value = f"bench decision {i}"
+        t = time.time() * 1000
+        proposer.call("consensus_propose", {"value": value})
+        # the node stamps its decision; a slow poll keeps the poll off the node's CPU
+        hit = wait_until(lambda: [r for r in proposer.call("consensus_decisions", {"limit": 5})
+                                  if r["value"] == value], 120, f"the decision of {value!r}", interval=0.05)
+        if i >= warm_up:
+            latencies.append(hit[0]["decided_at_ms"] - t)
+    return latencies, _burst(nodes, burst)
 
 
 def _burst(nodes, count: int, tag: str = "burst value") -> dict:
@@ -122,35 +149,30 @@ def _burst(nodes, count: int, tag: str = "burst value") -> dict:
             if got else None}
 
 
-def catch_up(restarts: int) -> list[dict]:
-    from test_mesh_consensus import committee_of, decided, start_committee
+def catch_up(nodes, restarts: int, replay_window_s: float = REPLAY_WINDOW_S) -> list[dict]:
+    """``restarts`` times: the last validator stopped, a value decided without it, ``replay_window_s``
+    waited, the validator started again; the time until it has the missed decision."""
+    from meshharness import wait_until
+    from test_mesh_consensus import decided
 
-    with tempfile.TemporaryDirectory() as tmp:
-        nodes = committee_of(Path(tmp), 4)
-        try:
-            start_committee(nodes)
-            rows = []
-            for i in range(restarts):
-                away = nodes[3]
-                away.stop()
-                value = f"missed by the restarted validator {i}"
-                nodes[i % 3].call("consensus_propose", {"value": value, "wait_seconds": 30})
-                time.sleep(6)  # past GossipSub's replay window (3 heartbeats of 1 s): only catch-up can tell it
-                away.set_bootstrap(nodes[0])
-                launched = time.time() * 1000
-                away.start()
-                ready = time.time() * 1000
-                while value not in decided(away):
-                    time.sleep(0.05)
-                at = next(r["decided_at_ms"] for r in away.call("consensus_decisions", {"limit": 5})
-                          if r["value"] == value)
-                rows.append({"from_ready_ms": round(at - ready), "from_launch_ms": round(at - launched)})
-                print(f"catch-up {i}: {rows[-1]['from_ready_ms']} ms after ready, "
-                      f"{rows[-1]['from_launch_ms']} ms after launch", flush=True)
-            return rows
-        finally:
-            for n in nodes:
-                n.kill()
+    rows = []
+    for i in range(restarts):
+        away = nodes[3]
+        away.stop()
+        value = f"missed by the restarted validator {i}"
+        nodes[i % 3].call("consensus_propose", {"value": value, "wait_seconds": 30})
+        time.sleep(replay_window_s)  # a window by design, not a guess: no node state says it has passed
+        away.set_bootstrap(nodes[0])
+        launched = time.time() * 1000
+        away.start()
+        ready = time.time() * 1000
+        wait_until(lambda: value in decided(away), 120, "the restarted validator to catch up", interval=0.05)
+        at = next(r["decided_at_ms"] for r in away.call("consensus_decisions", {"limit": 5})
+                  if r["value"] == value)
+        rows.append({"from_ready_ms": round(at - ready), "from_launch_ms": round(at - launched)})
+        print(f"catch-up {i}: {rows[-1]['from_ready_ms']} ms after ready, "
+              f"{rows[-1]['from_launch_ms']} ms after launch", flush=True)
+    return rows
 
 
 def _sent_by_kind(nodes) -> dict[str, int]:
@@ -168,15 +190,19 @@ def _sent_by_kind(nodes) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def raft_leader(batch: bool = True):
+def raft_leader(batch: bool = True, quick_election: bool = False):
     """Three pysyncobj nodes on loopback; yields the leader's replicated counter. ``batch``:
-    pysyncobj's default (appends go out on a 100 ms tick); without it every append goes at once."""
+    pysyncobj's default (appends go out on a 100 ms tick); without it every append goes at once.
+    ``quick_election``: election timeouts of 50-100 ms (pysyncobj's: 0.4-1.4 s, above 3 appends
+    of 100 ms), for --smoke."""
     from pysyncobj import SyncObj, SyncObjConf, replicated
+
+    timeouts = {"raftMinTimeout": 0.05, "raftMaxTimeout": 0.1, "appendEntriesPeriod": 0.01} if quick_election else {}
 
     class Counter(SyncObj):
         def __init__(self, me, others):
             super().__init__(me, others, conf=SyncObjConf(dynamicMembershipChange=False,
-                                                          appendEntriesUseBatch=batch))
+                                                          appendEntriesUseBatch=batch, **timeouts))
             self.value = 0
 
         @replicated
@@ -206,9 +232,9 @@ def raft_leader(batch: bool = True):
             n.destroy()
 
 
-def raft(decisions: int, batch: bool = True) -> list[float]:
+def raft(decisions: int, batch: bool = True, quick_election: bool = False) -> list[float]:
     """Commit latency of a replicated increment on the leader, one at a time."""
-    with raft_leader(batch) as leader:
+    with raft_leader(batch, quick_election) as leader:
         latencies = []
         for _ in range(decisions):
             t = time.perf_counter()
@@ -217,9 +243,9 @@ def raft(decisions: int, batch: bool = True) -> list[float]:
         return latencies
 
 
-def raft_burst(count: int) -> dict:
+def raft_burst(count: int, quick_election: bool = False) -> dict:
     """``count`` appends on the leader at once (pysyncobj's default, batched): time until all commit."""
-    with raft_leader() as leader:
+    with raft_leader(quick_election=quick_election) as leader:
         done, lock, all_in, started = [], threading.Lock(), threading.Event(), {}
 
         def callback(result, error, i):
@@ -239,6 +265,9 @@ def raft_burst(count: int) -> dict:
                 "latency_p50_ms": round(statistics.median(done), 1) if done else None}
 
 
+SMOKE = {"sim_heights": 1, "real_decisions": 1, "burst": 2, "catch_ups": 1}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sim-heights", type=int, default=10)
@@ -246,17 +275,29 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=40, help="values submitted at once for the throughput")
     parser.add_argument("--catch-ups", type=int, default=3, help="validator restarts to time")
     parser.add_argument("--catch-up-only", action="store_true", help="time only the catch-ups")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
-    caught = catch_up(args.catch_ups)
+    if args.smoke:
+        vars(args).update(SMOKE)
+    smoke = args.smoke and not args.catch_up_only
+    real = None
+    with committee(args.smoke) as nodes:
+        caught = catch_up(nodes, args.catch_ups, 0.0 if args.smoke else REPLAY_WINDOW_S)
+        if smoke:  # the same committee, warm from the catch-up
+            real = real_committee(nodes, args.real_decisions, args.burst, warm_up=0)
     ready_p50 = statistics.median(r["from_ready_ms"] for r in caught) if caught else None
     if args.catch_up_only:
         print(json.dumps({"bench": "consensus", "catch_up": caught, "catch_up_from_ready_p50_ms": ready_p50}))
         return
-    sims = sim_figures(args.sim_heights)
-    ours, burst = real_committee(args.real_decisions, args.burst)
-    raft_b = raft_burst(args.burst)
-    baseline = raft(args.real_decisions)
-    unbatched = raft(args.real_decisions, batch=False)
+    sims = sim_figures(args.sim_heights, SIM_SIZES[:2] if args.smoke else SIM_SIZES)
+    if real is None:
+        with committee() as nodes:
+            real = real_committee(nodes, args.real_decisions, args.burst)
+    ours, burst = real
+    raft_b = raft_burst(args.burst, args.smoke)
+    baseline = raft(args.real_decisions, quick_election=args.smoke)
+    unbatched = raft(args.real_decisions, batch=False, quick_election=args.smoke)
     p50_ours, p50_raft, p50_fast = statistics.median(ours), statistics.median(baseline), statistics.median(unbatched)
     print(f"real: meshnode 4-process committee p50 {p50_ours:.1f} ms (max {max(ours):.1f})")
     print(f"      pysyncobj Raft, 3 nodes, default (batched): p50 {p50_raft:.2f} ms (max {max(baseline):.2f});"

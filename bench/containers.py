@@ -159,11 +159,18 @@ def _count(data: bytes) -> int | None:
         return None
 
 
+SMOKE = {"seconds": 0.005, "rounds": 1}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=0.5, help="time per figure and round, in slices")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (more slices); the fastest slice is kept")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     small = {"text": "Hello from meshnode #demo", "topic": "chat", "source": "cli", "audience": "friends",
              "priority": 0, "hashtags": ["demo"]}
     large = dict(small, text="Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 18)

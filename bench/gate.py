@@ -280,6 +280,9 @@ async def bench_gate(root: Path, scratch_parent: Path, rounds: int, files: int, 
     return out
 
 
+SMOKE = {"reads": 10, "ops": 3, "commits": 1, "runs": 1, "files": 3}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reads", type=int, default=2000)
@@ -287,7 +290,11 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=40)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     started = time.perf_counter()
     # Under the system temp folder and 0o755, so uid 65534 can reach the runner's cwd and the scratch copies.
     root = Path(os.path.realpath(tempfile.mkdtemp(prefix="meshnode-bench-gate-", dir=tempfile.gettempdir())))

@@ -1,6 +1,6 @@
 """GMP: the views and `task due` over many tasks, and delegation between two node processes.
 
-    python bench/gmp.py [--tasks 100000] [--delegations 20]
+    python bench/gmp.py [--tasks 100000] [--delegations 20] [--pushes 20] [--smoke]
 
 Store part: one goal and N tasks signed by one key go into a fresh database with
 admission and view drawing: the first 2000 one durable transaction each, as the node
@@ -16,7 +16,8 @@ nodes' own clocks (same host): offer signed at A -> offer stored at B, plus acce
 signed at B -> the version assigning B stored at B (A's node makes it on the acceptance);
 the wait of the driver between the offer's arrival and its accept call is left out. A
 plain exchange push of a note, A -> B and its ack (control command ``send``, timed
-around the call), is measured in the same run as the baseline. The last line is one
+around the call), is measured in the same run as the baseline. ``--smoke``: 30 tasks, one
+delegation and one push, the two homes made in this process. The last line is one
 JSON object.
 """
 
@@ -95,12 +96,14 @@ def store_part(n: int) -> dict:
             "task_due_ms_max": round(max(runs), 2), "task_due_rows": len(due)}
 
 
-def mesh_part(delegations: int, pushes: int) -> dict:
-    from meshharness import Node, wait_until
+def mesh_part(delegations: int, pushes: int, smoke: bool = False) -> dict:
+    """``smoke``: the homes are made in this process."""
+    from meshharness import Node, quick_node, wait_until
 
     env = {"MESHNODE_COGNITION_ENABLED": "false"}
+    make = quick_node if smoke else Node
     with tempfile.TemporaryDirectory() as tmp:
-        a, b = Node(Path(tmp), "alice", env=env), Node(Path(tmp), "bob", env=env)
+        a, b = make(Path(tmp), "alice", env=env), make(Path(tmp), "bob", env=env)
         try:
             a.start()
             b.set_bootstrap(a)
@@ -155,17 +158,24 @@ def _p(values: list[float], pct: float) -> float | None:
     return round(values[min(len(values) - 1, int(round(pct / 100 * (len(values) - 1))))], 2)
 
 
+SMOKE = {"tasks": 30, "delegations": 1, "pushes": 1}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--delegations", type=int, default=20)
     parser.add_argument("--pushes", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     store = store_part(args.tasks)
     print(f"{store['tasks']} tasks: stored at {store['insert_per_second']}/s (batched"
           f" {store['insert_batched_per_second']}/s), views rebuilt in"
           f" {store['rebuild_seconds']} s, task due {store['task_due_ms']} ms ({store['task_due_rows']} rows)")
-    mesh = mesh_part(args.delegations, args.pushes)
+    mesh = mesh_part(args.delegations, args.pushes, args.smoke)
     print(f"delegation round trip p50 {mesh['delegation_rtt_ms_p50']} ms (offer one way"
           f" {mesh['offer_one_way_ms_p50']} ms); plain push round trip p50 {mesh['push_rtt_ms_p50']} ms")
     print(json.dumps({"bench": "gmp", "store": store, "mesh": mesh}))

@@ -1,7 +1,7 @@
 """Idle CPU of every node of a loopback mesh of N real processes, with production timers (issue 18).
 
     python bench/idle_cpu.py [--nodes 13] [--settle 30] [--window 30] [--flame out.svg] [--ab]
-                             [--before-tree PATH]
+                             [--before-tree PATH] [--smoke]
 
 Every node bootstraps from the first, waits until all are connected to all (N - 1 peers each),
 lets the mesh settle, then measures each process's CPU seconds over the window (cognition and
@@ -13,7 +13,8 @@ first runs the mesh with the meshnode of another source tree (say, main's checko
 this one, and reports both. The nodes run the code of this script's tree (or PATH): their
 PYTHONPATH names it and they start in an empty directory (``python -m`` puts the working
 directory first on the path). Runs of 8 nodes or more go under ``flock
-/tmp/meshnode-bigmesh.lock``. The last line is one JSON object.
+/tmp/meshnode-bigmesh.lock``. ``--smoke``: two nodes (homes made in this process), no settle
+window, a window of 0.2 s: the bench end to end in seconds. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ QUIET_ENV = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_WEB_ENABLED": "fal
 
 
 def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None = None,
-                 env: dict[str, str] | None = None, tree: str | Path | None = None) -> dict:
+                 env: dict[str, str] | None = None, tree: str | Path | None = None, smoke: bool = False) -> dict:
     """Idle CPU (% of one core) per node of a fresh mesh of ``nodes`` processes running the
-    meshnode of ``tree`` (this script's tree by default)."""
+    meshnode of ``tree`` (this script's tree by default). ``smoke``: the homes are made in this
+    process (with this process's meshnode, which is this tree's unless PYTHONPATH says otherwise)."""
     import meshharness
-    from meshharness import Node, cpu_seconds, wait_until
+    from meshharness import Node, cpu_seconds, quick_node, wait_until
 
     saved = dict(meshharness.FAST_NET)
     meshharness.FAST_NET.clear()  # production timers
@@ -51,7 +53,8 @@ def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None
     started: list = []
     try:
         code = {"PYTHONPATH": str(Path(tree or TREE).resolve())}
-        members = [Node(root, f"n{i}", env={**QUIET_ENV, **code, **(env or {})}) for i in range(nodes)]
+        make = quick_node if smoke else Node
+        members = [make(root, f"n{i}", env={**QUIET_ENV, **code, **(env or {})}) for i in range(nodes)]
         members[0].start()
         started.append(members[0])
         for node in members[1:]:
@@ -95,6 +98,9 @@ def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None
             "flame_node_cpu_percent": round(100 * (after[nodes // 2] - before[nodes // 2]) / elapsed, 2)}
 
 
+SMOKE = {"nodes": 2, "settle": 0.0, "window": 0.2}  # --smoke
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=13)
@@ -103,7 +109,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--flame", default=None, help="py-spy flame graph of the middle node (.svg or .json)")
     parser.add_argument("--ab", action="store_true", help="also run the mesh with the idle fixes off, first")
     parser.add_argument("--before-tree", default=None, help="also run the mesh with this tree's meshnode, first")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(SMOKE)
     if args.before_tree:
         before = measure_idle(args.nodes, args.settle, args.window, tree=args.before_tree)
         print(json.dumps({"tree": str(Path(args.before_tree).resolve()), **before}), flush=True)
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> dict:
                   "before_cpu_percent_max": before["cpu_percent_max"],
                   "before_peers_per_node_mean": before["peers_per_node_mean"]}
     elif not args.ab:
-        result = measure_idle(args.nodes, args.settle, args.window, args.flame)
+        result = measure_idle(args.nodes, args.settle, args.window, args.flame, smoke=args.smoke)
     else:
         off = measure_idle(args.nodes, args.settle, args.window, env={"MESHNODE_IDLE_FIXES": "0"})
         print(json.dumps({"fixes": "off", **off}), flush=True)

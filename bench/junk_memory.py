@@ -1,11 +1,12 @@
 """Memory and store growth of a node flooded with junk from throw-away keys.
 
-    python bench/junk_memory.py [--authors 40] [--per-author 25] [--bytes 8000] [--after 20]
+    python bench/junk_memory.py [--authors 40] [--per-author 25] [--bytes 8000] [--after 20] [--smoke]
 
 Starts one node (tests/meshharness.py), lets it settle, then runs
 tests/junk_flood.py against it (push, then gossip) and samples the node's
 resident memory throughout: before, peak, and ``--after`` seconds after the
-flood ended. The last line is one JSON object.
+flood ended. ``--smoke``: a flood of four small containers, no settle or after window, the
+node's home made in this process. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from meshharness import Node  # noqa: E402
+from meshharness import Node, quick_node  # noqa: E402
+
+SMOKE = {"authors": 2, "per_author": 2, "bytes": 500, "after": 0.0, "settle": 0.0}  # --smoke
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -39,9 +42,13 @@ def main() -> None:
     parser.add_argument("--bytes", type=int, default=8000)
     parser.add_argument("--after", type=float, default=20.0)
     parser.add_argument("--settle", type=float, default=10.0)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     with tempfile.TemporaryDirectory() as root:
-        node = Node(Path(root), "victim")
+        node = (quick_node if args.smoke else Node)(Path(root), "victim")
         try:
             node.start()
             pid = node.proc.pid

@@ -2,12 +2,14 @@
 the same control command on the control socket, interleaved call by call in one run.
 
     python bench/mcp_server.py (not mcp.py: the script's directory would hide the SDK) [--notes 200] [--requests 300]
+                               [--smoke]
 
 1. A running node (web on, cognition off) holding N notes (written through the control socket).
 2. ``status`` and ``notes`` (a page of 20) each way, R times, in turn; p50, p99 and max in ms, and
    the ratio of each MCP p50 to the socket's.
 3. ``meshnode mcp``'s start: from the process start to an initialized session (what a client waits).
 
+``--smoke``: 2 notes, one call of each: the bench end to end in seconds.
 Prints a table and writes bench/results/mcp_server.json; the last line is one JSON object.
 """
 
@@ -29,6 +31,7 @@ from mcpharness import http_session, stdio_session  # noqa: E402
 from webharness import web_node  # noqa: E402
 
 CALLS = {"status": {}, "notes": {"limit": 20}}
+SMOKE = {"notes": 2, "requests": 1}  # --smoke
 
 
 def figures(ms: list[float]) -> dict:
@@ -66,7 +69,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--notes", type=int, default=200)
     ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     a = ap.parse_args()
+    if a.smoke:
+        vars(a).update(SMOKE)
     tmp = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     with web_node(tmp) as web:
         for i in range(a.notes):

@@ -1,6 +1,7 @@
 """Mesh figures on loopback, with baselines measured in the same run.
 
     python bench/mesh.py [--nodes 20] [--messages 30] [--rounds 20] [--only-formation [--quiet-heartbeats]]
+                         [--smoke]
 
 1. connect latency between two hosts built as meshnode builds them
    (Noise, yamux, one connection per peer), beside py-libp2p's default
@@ -20,7 +21,8 @@
    one node to every node of a mesh of N meshnode OS processes;
 5. RSS of one idle node; idle CPU per node with 5, 12 and 19 peers
    (bench/idle_cpu.py, production timers).
-The last line is one JSON object.
+The last line is one JSON object. ``--smoke`` runs every part with two nodes, a few rounds, no
+settle window and fast heartbeats, its homes made in this process: the bench end to end in seconds.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ async def echo_rtts(send, receive, size: int = 1024, rounds: int = 200) -> list[
     return rtts
 
 
-async def host_figures(rounds: int = 20) -> dict:
+async def host_figures(rounds: int = 20, echoes: int = 200) -> dict:
     import multiaddr
     from libp2p import new_host
     from libp2p.crypto.ed25519 import create_new_key_pair
@@ -102,7 +104,7 @@ async def host_figures(rounds: int = 20) -> dict:
                 if label == "meshnode" and "stream_rtt_ms_p50" not in out:
                     b.set_stream_handler("/bench/echo/1", echo)
                     s = await a.new_stream(b.get_id(), ["/bench/echo/1"])
-                    rtts = await echo_rtts(s.write, s.read)
+                    rtts = await echo_rtts(s.write, s.read, rounds=echoes)
                     out["stream_rtt_ms_p50"] = pct(rtts, 50)
                     out["stream_rtt_ms_p99"] = pct(rtts, 99)
                 await a.close()
@@ -119,21 +121,21 @@ async def host_figures(rounds: int = 20) -> dict:
                 await stream.send_all(data)
         nursery.start_soon(trio.serve_listeners, serve, listeners)
         client = await trio.open_tcp_stream("127.0.0.1", port)
-        rtts = await echo_rtts(client.send_all, client.receive_some)
+        rtts = await echo_rtts(client.send_all, client.receive_some, rounds=echoes)
         out["tcp_rtt_ms_p50_baseline"] = pct(rtts, 50)
         await client.aclose()
         nursery.cancel_scope.cancel()
     return out
 
 
-def mesh_figures(nodes: int, messages: int) -> dict:
-    from meshharness import Node, wait_until
+def mesh_figures(nodes: int, messages: int, smoke: bool = False) -> dict:
+    """``smoke``: homes made in this process, the harness's fast heartbeats, a short poll."""
+    from meshharness import FAST_NET, Node, quick_node, wait_until
 
     root = Path(tempfile.mkdtemp(prefix="meshbench"))
     # heartbeats every 5 s: N nodes on two cores must leave room for the messages being measured
-    env = {"MESHNODE_NET_HEARTBEAT_SECONDS": "5", "MESHNODE_NET_QUIET_AFTER_SECONDS": "15",
-           "MESHNODE_NET_STALE_AFTER_SECONDS": "30", "MESHNODE_NET_DEAD_AFTER_SECONDS": "120", **PRODUCTION_SYNC}
-    mesh = [Node(root, f"b{i}", env=env) for i in range(nodes)]
+    env = {**(FAST_NET if smoke else BENCH_HEARTBEATS), **PRODUCTION_SYNC}
+    mesh = [(quick_node if smoke else Node)(root, f"b{i}", env=env) for i in range(nodes)]
     out: dict = {"nodes": nodes}
     try:
         t = time.perf_counter()
@@ -149,7 +151,7 @@ def mesh_figures(nodes: int, messages: int) -> dict:
         def everyone_heard():
             pending[:] = [n for n in pending if not heard_all(n)]
             return not pending
-        wait_until(everyone_heard, 300, "every node to hear every other", interval=2.0)
+        wait_until(everyone_heard, 300, "every node to hear every other", interval=0.2 if smoke else 2.0)
         out["mesh_formed_s"] = round(time.perf_counter() - t, 1)
         idle_rss = int(next(line.split()[1] for line in Path(f"/proc/{mesh[-1].proc.pid}/status").read_text().splitlines()
                             if line.startswith("VmRSS")))
@@ -178,14 +180,14 @@ def mesh_figures(nodes: int, messages: int) -> dict:
     return out
 
 
-def idle_figures(nodes: int, settle_s: float, window_s: float) -> dict:
+def idle_figures(nodes: int, settle_s: float, window_s: float, smoke: bool = False) -> dict:
     """Idle CPU per node (% of one core) in fresh meshes of 6, 13 and 20 processes (5, 12, 19 peers
     each; only those of at most ``nodes``), by bench/idle_cpu.py (production timers)."""
     from idle_cpu import measure_idle
 
     out = {}
     for size in [n for n in (6, 13, 20) if n <= nodes] or [nodes]:
-        got = measure_idle(size, settle_s, window_s)
+        got = measure_idle(size, settle_s, window_s, smoke=smoke)
         peers = round(got["peers_per_node_mean"])
         out[f"idle_cpu_percent_mean_{peers}_peers"] = got["cpu_percent_mean"]
         out[f"idle_cpu_percent_p90_{peers}_peers"] = got["cpu_percent_p90"]
@@ -385,6 +387,9 @@ def stop_all(mesh: list) -> None:
         node.kill()
 
 
+SMOKE = {"nodes": 2, "messages": 2, "finds": 0, "rounds": 1, "idle_settle": 0.0, "idle_window": 0.2}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=20)
@@ -398,17 +403,21 @@ def main() -> None:
     parser.add_argument("--idle-window", type=float, default=20.0, help="seconds idle CPU is measured over")
     parser.add_argument("--rounds", type=int, default=20,
                         help="connects timed between two bare hosts (at most 5 of them with libp2p's defaults)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's TERM still stops the nodes
-    figures = {} if args.only_formation else trio.run(host_figures, args.rounds)
+    figures = {} if args.only_formation else trio.run(host_figures, args.rounds, 5 if args.smoke else 200)
     for k, v in figures.items():
         print(f"{k:40} {v}")
     mesh = formation_figures(args.nodes, args.finds, args.quiet_heartbeats)
     if not args.only_formation:
-        mesh.update(mesh_figures(args.nodes, args.messages))
-        mesh.update(idle_figures(args.nodes, args.idle_settle, args.idle_window))
+        mesh.update(mesh_figures(args.nodes, args.messages, args.smoke))
+        mesh.update(idle_figures(args.nodes, args.idle_settle, args.idle_window, args.smoke))
     logging.disable(logging.CRITICAL)
     for k, v in mesh.items():
         print(f"{k:40} {v}")

@@ -203,6 +203,9 @@ def store_part(notes: int, tasks: int) -> dict:
             "scan_ms_max": round(max(runs) * 1000, 1), "events_found": len(found)}
 
 
+SMOKE = {"events": 2000, "agents": 30, "notes": 200, "tasks": 20}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000)
@@ -211,7 +214,11 @@ def main() -> None:
     parser.add_argument("--duplicates", type=float, default=0.1)
     parser.add_argument("--notes", type=int, default=100_000)
     parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     core = core_part(args.events, args.agents, args.batch, args.duplicates)
     print(f"core: {core['events']} events ({core['agents']} agents, {core['duplicates']:.0%} duplicates) at"
           f" {core['events_per_second']}/s (goal 50000/s), step p99 {core['step_ms_p99']} ms;"

@@ -2,11 +2,12 @@
 per kind, for a parent holding many containers; beside a plain `meshnode init` + `meshnode run`
 (ready, then reached by the same parent) measured in the same run.
 
-    python bench/spawn.py [--containers 100000] [--kinds newborn,trained,clone]
+    python bench/spawn.py [--containers 100000] [--kinds newborn,trained,clone] [--smoke]
 
 The parent's store: half diary entries (trained and clone children get them), 40 % public notes
 (clone only), 10 % private notes (no child); signed like any container and inserted in batches of
-one transaction each. The last line is one JSON object.
+one transaction each. ``--smoke``: 20 containers, a newborn child, the parent's home made in this
+process. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 BATCH = 5000
+SMOKE = {"containers": 20, "kinds": "newborn"}  # --smoke
 
 
 def fill(home: Path, n: int) -> float:
@@ -91,12 +93,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--containers", type=int, default=100_000)
     parser.add_argument("--kinds", default="newborn,trained,clone")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
-    from meshharness import Node
+    if args.smoke:
+        vars(args).update(SMOKE)
+    from meshharness import Node, quick_node
     from spawnlab import stop_child
 
     root = Path(tempfile.mkdtemp(prefix="sb", dir="/tmp"))  # short: control socket paths
-    parent = Node(root, "par")
+    parent = (quick_node if args.smoke else Node)(root, "par")
     fill_seconds = fill(parent.home, args.containers)
     parent.start(timeout=120)
     results, homes = {}, []

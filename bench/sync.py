@@ -165,7 +165,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--no-baseline", action="store_true", help="format 2 only")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes = "300"
     entry = index_entry_bytes()
     rows = []
     print(f"{'items':>8} {'diff':>6} {'a/b only':>11} {'fmt':>3} {'bytes':>9} {'msgs':>4} {'time s':>7} "

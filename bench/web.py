@@ -1,6 +1,6 @@
 """The web notebook's cost: its answers beside the control socket's, and what it adds to a tick.
 
-    python bench/web.py [--notes 100000] [--requests 1000] [--ticks 200] [--rounds 2]
+    python bench/web.py [--notes 100000] [--requests 1000] [--ticks 200] [--rounds 2] [--smoke]
 
 1. A home with N notes signed by the node's key (bulk insert through put_container's path).
 2. A running node (web on, cognition off): ``status`` and a page of 50 notes (the newest, and one
@@ -12,6 +12,8 @@
    mean, p50 and p99 of the tick's duration (``tick_traces``), the mean of ``cycle_tick_seconds``
    and ticks per second. Acceptable: web-on within 10% of off (protocols/web.md 11).
    ``--requests 0`` skips 1 and 2; ``--ticks 0`` skips 3.
+``--smoke``: 20 notes, 2 requests of each kind, 3 ticks with the web off and 3 with it on and
+one event stream, the homes made in this process: the bench end to end in seconds.
 
 Prints a table and writes bench/results/web.json; the last line is one JSON object.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import sys
 import tempfile
@@ -32,7 +35,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llmharness import ScriptedLLM  # noqa: E402
-from meshharness import Node  # noqa: E402
+from meshharness import Node, quick_node  # noqa: E402
 
 from meshnode.config import load_config  # noqa: E402
 from meshnode.home import open_identity  # noqa: E402
@@ -142,18 +145,36 @@ CONFIGS = (("web_off", False, 0), ("web_on_0_streams", True, 0), ("web_on_1_stre
            ("web_on_4_streams", True, 4))
 
 
-def tick_overhead(root: Path, ticks: int, rounds: int) -> dict:
+def cli(node: Node, smoke: bool, *args: str) -> None:
+    """``meshnode --home HOME ARGS`` as its user runs it; in this process when ``smoke`` (no interpreter
+    start per command)."""
+    if not smoke:
+        node.cli(*args)
+        return
+    from meshnode.cli import main as meshnode
+
+    assert meshnode(["--home", str(node.home), *args]) == 0, args
+    logging.getLogger().setLevel(logging.WARNING)  # the command set this process's log level to its own
+
+
+SMOKE_CONFIGS = (CONFIGS[0], CONFIGS[2])  # web off, and on with a stream: every path of a run
+
+
+def tick_overhead(root: Path, ticks: int, rounds: int, smoke: bool = False) -> dict:
     """Each configuration ``rounds`` times, in turn (off, on, on, on, off, ...), so that the load of a
-    shared machine falls on all of them; the ticks of a configuration's runs are pooled."""
-    answers = [f"Thought {i}: the {i % 7}th way to look at item {i}." for i in range(ticks * len(CONFIGS) * rounds + 50)]
+    shared machine falls on all of them; the ticks of a configuration's runs are pooled. ``smoke``:
+    only SMOKE_CONFIGS, the homes made in this process."""
+    configs = SMOKE_CONFIGS if smoke else CONFIGS
+    answers = [f"Thought {i}: the {i % 7}th way to look at item {i}." for i in range(ticks * len(configs) * rounds + 50)]
     llm = ScriptedLLM(root, "llm", answers)   # distinct answers: no run is slowed by the anti-stagnation path
-    runs: dict[str, list[dict]] = {label: [] for label, _, _ in CONFIGS}
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in configs}
+    make = quick_node if smoke else Node
     try:
         for r in range(rounds):
-            for label, web, clients in CONFIGS:
-                node = Node(root, f"{label}_{r}", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.05",
+            for label, web, clients in configs:
+                node = make(root, f"{label}_{r}", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.05",
                                                        "MESHNODE_WEB_ENABLED": "true" if web else "false"})
-                node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
+                cli(node, smoke, "llm", "add", "main", "--url", llm.url, "--model", "scripted")
                 node.start()
                 try:
                     runs[label].append(trio.run(_run_ticks, node, ticks, clients))
@@ -178,18 +199,25 @@ def tick_overhead(root: Path, ticks: int, rounds: int) -> dict:
     return out
 
 
+SMOKE = {"notes": 20, "requests": 2, "ticks": 3, "rounds": 1}  # --smoke
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2, help="runs of each tick configuration, in turn")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: the bench runs end to end in seconds (the suite's smoke test)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     answers, loaded = {}, None
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if args.notes and args.requests:
-            node = Node(root, "bench", env={"MESHNODE_COGNITION_ENABLED": "false"})
+            node = (quick_node if args.smoke else Node)(root, "bench", env={"MESHNODE_COGNITION_ENABLED": "false"})
             t = time.perf_counter()
             middle = fill(node.home, args.notes)
             loaded = round(time.perf_counter() - t, 2)
@@ -203,7 +231,7 @@ def main() -> None:
             for name, by in answers.items():
                 for via, s in by.items():
                     print(f"{name:<14} {via:<8} {s['p50_ms']:>8.2f} {s['p99_ms']:>8.2f} {s['max_ms']:>8.2f}")
-        ticks = tick_overhead(root, args.ticks, args.rounds) if args.ticks else {}
+        ticks = tick_overhead(root, args.ticks, args.rounds, args.smoke) if args.ticks else {}
     print(f"{'ticks':<18} {'mean ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'ticks/s':>8} {'vs off':>7}")
     for label, s in ticks.items():
         print(f"{label:<18} {s['tick_mean_ms'] or 0:>8.2f} {s['tick_p50_ms'] or 0:>8.2f} {s['tick_p99_ms'] or 0:>8.2f}"
