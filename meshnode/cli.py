@@ -12,6 +12,8 @@ store, trio, the node) is imported when that command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -29,6 +31,28 @@ _PEER = "the peer: its DID (did:key:...), its name, or its short id (key:...)"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    with _translated_once():
+        return _build_parser()
+
+
+@contextlib.contextmanager
+def _translated_once():
+    """While the parser is built, each of argparse's own phrases ("options", "show this help message
+    and exit", ...) is translated once: argparse asks gettext for them again for every parser, about
+    400 times for the whole tree, and gettext looks for a catalogue on disk each time (a third of the
+    build). The answers cannot change within the build."""
+    plain = getattr(argparse, "_", None)
+    if plain is None:  # an argparse that no longer translates through a module-level ``_``
+        yield
+        return
+    argparse._ = functools.lru_cache(maxsize=None)(plain)
+    try:
+        yield
+    finally:
+        argparse._ = plain
+
+
+def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS,
                         help="the node's home directory (default: $MESHNODE_HOME or ~/.meshnode)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -47,6 +48,46 @@ def test_the_parser_loads_no_heavy_stack(code):
 
 def test_the_status_command_loads_neither_trio_nor_the_web_mcp_a2a_stacks():
     assert loaded_after("import meshnode.cli_node, meshnode.cli_common, meshnode.control") & set(STATUS_HEAVY) == set()
+
+
+# what `status` against a running node does not need: address parsing (multiaddr, netaddr), the container
+# model (cbor2), the key file's encryption (PyNaCl's Argon2 and secretbox), the database, the MCP settings
+STATUS_SPARED = ("multiaddr", "netaddr", "cbor2", "nacl.pwhash", "nacl.secret", "nacl.signing", "sqlite3",
+                 "importlib.resources", "meshnode.container.model", "meshnode.mcp_tools.settings", *STATUS_HEAVY)
+LIVE = {"counts": {"notes": 3}, "schema_version": 21, "addresses": ["/ip4/127.0.0.1/tcp/1"], "connected": 0,
+        "cognition": {"mode": "idle"}}
+
+
+def test_status_against_a_running_node_loads_only_the_config_the_key_and_the_control_client(tmp_path):
+    """The whole command runs (config.toml with its listen address checked, the key file read, the
+    answer printed); the node's answer is canned, as only this process's modules are looked at."""
+    from meshnode.home import init_home
+
+    home = tmp_path / "home"
+    init_home(home, name="probe", passphrase=None, exist_ok=False)
+    code = (f"from meshnode import control\ncontrol.call = lambda *a, **k: {LIVE!r}\n"
+            f"from meshnode.cli import main\nassert main(['--home', {str(home)!r}, 'status']) == 0")
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "name:      probe" in result.stdout and "counts:    notes 3" in result.stdout
+    loaded = set(json.loads(result.stdout.splitlines()[-1]))
+    assert {m for m in loaded if m in STATUS_SPARED or m.split(".")[0] in STATUS_SPARED} == set()
+    assert {"tomllib", "meshnode.config", "nacl.bindings", "socket"} <= loaded  # the probe did run the command
+
+
+def test_the_key_files_libsodium_sizes_agree_with_pynacl():
+    """keyfile spells them out so that a plain key file is read without PyNaCl's password hashing."""
+    import nacl.pwhash
+    import nacl.secret
+
+    from meshnode.identity import keyfile
+
+    argon2id, box = nacl.pwhash.argon2id, nacl.secret.SecretBox
+    assert (keyfile.DEFAULT_OPSLIMIT, keyfile.DEFAULT_MEMLIMIT) == (argon2id.OPSLIMIT_MODERATE, argon2id.MEMLIMIT_MODERATE)
+    assert (keyfile.SALT_BYTES, keyfile.BOX_KEY_BYTES) == (argon2id.SALTBYTES, box.KEY_SIZE)
+    assert keyfile.SEALED_SEED_BYTES == box.NONCE_SIZE + box.MACBYTES + 32
 
 
 def test_cognition_commands_do_not_load_the_mcp_sdk():
