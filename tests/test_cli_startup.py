@@ -121,3 +121,73 @@ def test_a_command_named_wrong_fails_when_resolved():
 def test_the_parsers_choices_agree_with_their_homes(name):
     module, expression = vocabulary.HOMES[name]
     assert getattr(vocabulary, name) == eval(expression, vars(importlib.import_module(module)))
+
+
+# a node with the default configuration (A2A on): the face is built and its delivery loop runs at start,
+# a2a-sdk (and grpc, pydantic... it brings) is loaded at the first request for the card or to /a2a
+A2A_PROBE = """
+import json, sys, tempfile, trio
+from pathlib import Path
+from types import SimpleNamespace
+import meshnode.web.server  # what `run` imports to serve the web notebook
+from meshnode.a2a.face import A2AFace
+from meshnode.identity.keys import NodeKey
+from meshnode.store.database import Database
+
+db = Database(Path(tempfile.mkdtemp()) / "db.sqlite")
+async def on_db(fn, *args):
+    return fn(db, *args)
+services = SimpleNamespace(config=SimpleNamespace(values={"net": {"interests": [], "expertise": []}},
+                           home=Path(tempfile.mkdtemp()), name="probe"), mesh=None, key=NodeKey.generate(),
+                           metrics=SimpleNamespace(inc=lambda *a, **k: None), now=lambda: 0, store=db,
+                           read=on_db, write=on_db)
+guard = SimpleNamespace(listen_host="127.0.0.1", hosts=[], host_ok=lambda host: True)
+face = A2AFace(services, None, guard)
+async def notebook(scope, receive, send):
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+app = face.wrap(notebook)
+sdk = lambda: "a2a" in sys.modules
+async def request(method, path, body=b""):
+    sent = []
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+    async def send(message):
+        sent.append(message)
+    scope = {"type": "http", "method": method, "path": path, "scheme": "http", "client": ("127.0.0.1", 1),
+             "headers": [(b"host", b"127.0.0.1:1"), (b"content-type", b"application/json")]}
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+async def main():
+    seen = {"built": sdk()}
+    await face.conversations.deliver_round()  # the approved-message delivery, as at start
+    seen["delivery"] = sdk()
+    seen["notebook"] = (await request("GET", "/"))[0], sdk()
+    for method, path, body in STEPS:
+        status, answer = await request(method, path, body)
+        seen[path] = status, sdk(), json.loads(answer)
+    print(json.dumps(seen))
+trio.run(main)
+"""
+RPC = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "m-nothing"}}).encode()
+
+
+def _a2a_probe(steps: list) -> dict:
+    result = subprocess.run([sys.executable, "-c", f"STEPS = {steps!r}\n" + A2A_PROBE], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_a2a_sdk_loads_at_the_first_card_request_not_when_the_face_starts():
+    seen = _a2a_probe([("GET", "/.well-known/agent-card.json", b"")])
+    assert seen["built"] is False and seen["delivery"] is False and seen["notebook"] == [204, False]
+    status, loaded, card = seen["/.well-known/agent-card.json"]
+    assert status == 200 and loaded is True and card["name"] == "probe" and card["signatures"]
+
+
+def test_a2a_sdk_loads_at_the_first_json_rpc_call():
+    seen = _a2a_probe([("POST", "/a2a", RPC)])
+    assert seen["built"] is False and seen["delivery"] is False and seen["notebook"] == [204, False]
+    status, loaded, answer = seen["/a2a"]
+    assert status == 200 and loaded is True and answer["error"]["code"] == -32001  # the SDK's task not found
