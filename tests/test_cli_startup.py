@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from meshnode.cli import build_parser
+from meshnode.cli import build_parser, command_of
 from meshnode.cli_parsers import vocabulary
 from meshnode.cli_parsers.commands import Command
 
@@ -110,6 +110,60 @@ def test_every_command_names_a_function_that_exists():
     for prog, func in found:
         assert isinstance(func, Command), prog
         assert callable(func.resolve()), f"{prog}: {func!r}"
+
+
+def _paths(parser: argparse.ArgumentParser, path: tuple = ()):
+    """Every command and command group, as the words that name it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name)
+                yield from _paths(sub, (*path, name))
+
+
+def _outcome(parser: argparse.ArgumentParser, argv: list[str]):
+    """What parsing ``argv`` gives: the arguments (a command's function by its name), or the exit
+    code with what was printed (help, or a usage error)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code, out.getvalue(), err.getvalue()
+    return {k: repr(v) for k, v in vars(args).items()}
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["status"], "status"), (["--home", "h", "status", "--json"], "status"), (["--home=h", "note", "list"], "note"),
+    (["--log-level", "debug", "--db", "d", "--key-file", "k", "gate"], "gate"), ([], None), (["--version"], None),
+    (["--help"], None), (["--ho", "h", "status"], None), (["--", "status"], None), (["--home"], None),
+])
+def test_the_command_word_is_found_only_when_certain(argv, command):
+    assert command_of(argv) == command
+
+
+def test_a_parser_built_for_one_command_fills_in_that_command_only():
+    assert [prog for prog, _ in _commands(build_parser("status"))] == ["meshnode status"]
+    assert [prog for prog, _ in _commands(build_parser("gate"))] == [prog for prog, _ in _commands(build_parser())
+                                                                   if prog.startswith("meshnode gate ")]
+
+
+def test_a_parser_built_for_the_command_parses_as_the_whole_one():
+    """Each command's (and group's) help, a few commands with options before and after the command
+    word, and usage errors: the same with the parser built for the command word as with the whole."""
+    whole = build_parser()
+    argvs = [[*path, "--help"] for path in _paths(whole)]
+    argvs += [["--home", "/h", "status", "--json"], ["--home=/h", "note", "list", "--limit", "3", "--unread"],
+              ["--log-level", "debug", "note", "add", "hi", "--audience", "friends"], ["status", "--home", "/x"],
+              ["statuss"], ["note"], ["status", "--bogus"], ["note", "add"], ["friend", "add", "did:key:z"]]
+    assert len(argvs) > 120
+    for argv in argvs:
+        command = command_of(argv)
+        assert command in argv
+        assert _outcome(build_parser(command), argv) == _outcome(whole, argv), argv
 
 
 def test_a_command_named_wrong_fails_when_resolved():
