@@ -4,14 +4,18 @@ Exit codes: 0 ok, 1 runtime error (one clear line on stderr, no traceback),
 2 usage error. Every command takes ``--home DIR`` (or $MESHNODE_HOME), before
 or after the command name.
 
-Every call builds the whole parser, so this module and the parsers it builds from
+Every call builds the parser, so this module and the parsers it builds from
 (``meshnode.cli_parsers``) load little; a command's own module (and what it needs: the
-store, trio, the node) is imported when that command runs.
+store, trio, the node) is imported when that command runs. When the command word is certain
+(``meshnode status``), only that command's parser is filled in: the others are named, with
+their help, and nothing more (``--help`` and an unknown word build the whole tree).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,7 +32,75 @@ commands = Commands("meshnode.cli_node")
 _PEER = "the peer: its DID (did:key:...), its name, or its short id (key:...)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or (``command``) one whose other commands are only named."""
+    with _translated_once():
+        return _build_parser(command)
+
+
+_VALUE_OPTIONS = ("--home", "--db", "--key-file", "--log-level")  # the options before a command that take a value
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command word of ``argv`` when it is certain: the first word that is neither one of the
+    options above nor its value. None (the whole parser is built) for anything else before it:
+    ``--help``, ``--version``, an abbreviated option, ``--``."""
+    words = iter(argv)
+    for word in words:
+        if word in _VALUE_OPTIONS:
+            next(words, None)
+        elif word.split("=", 1)[0] in _VALUE_OPTIONS:
+            continue
+        elif word.startswith("-"):
+            return None
+        else:
+            return word
+    return None
+
+
+class _OnlyCommand:
+    """The commands as the parser modules see them when only ``command`` will be parsed: every
+    command is added (the choices, the top-level help and an unknown word's error are unchanged),
+    only ``command``'s parser gets its arguments and subcommands."""
+
+    def __init__(self, sub: argparse._SubParsersAction, command: str):
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kwargs):
+        if name == self.command:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"))
+        return _Unparsed()
+
+
+class _Unparsed:
+    """Another command's parser: what is added to it is dropped (it is never parsed)."""
+
+    def __getattr__(self, name: str):
+        return self._drop
+
+    def _drop(self, *args, **kwargs) -> "_Unparsed":
+        return self
+
+
+@contextlib.contextmanager
+def _translated_once():
+    """While the parser is built, each of argparse's own phrases ("options", "show this help message
+    and exit", ...) is translated once: argparse asks gettext for them again for every parser, about
+    400 times for the whole tree, and gettext looks for a catalogue on disk each time (a third of the
+    build). The answers cannot change within the build."""
+    plain = getattr(argparse, "_", None)
+    if plain is None:  # an argparse that no longer translates through a module-level ``_``
+        yield
+        return
+    argparse._ = functools.lru_cache(maxsize=None)(plain)
+    try:
+        yield
+    finally:
+        argparse._ = plain
+
+
+def _build_parser(command: str | None) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS,
                         help="the node's home directory (default: $MESHNODE_HOME or ~/.meshnode)")
@@ -41,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="A HyperCortex Mesh Protocol node.")
     parser.add_argument("--version", action="version", version=f"meshnode {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command is not None:
+        sub = _OnlyCommand(sub, command)
 
     p = sub.add_parser("init", parents=[common], help="create the node's home, key and database")
     p.add_argument("--name", help="the node's display name (default: the home folder's name)")
@@ -178,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv)).parse_args(argv)
     os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
     try:
         return args.func(args) or 0

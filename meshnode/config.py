@@ -17,22 +17,23 @@ and an error names the file (or variable) and the setting.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import multiaddr
-
-from meshnode.container.model import Limits
 from meshnode.errors import ConfigError, IdentityError, MeshnodeError
 from meshnode.gate.outbound import confirm_policy
 from meshnode.identity.did import public_key_from_did
 from meshnode.reactor.settings import DEFAULTS as REACTOR_DEFAULTS, ReactorConfig
 from meshnode.web.settings import WEB_DEFAULTS, WEB_NOTES, check_web
 from meshnode.a2a.settings import A2A_DEFAULTS, A2A_NOTES, a2a_settings  # [a2a]: the agent's A2A face
-from meshnode.mcp_tools.settings import MCP_NOTES  # [mcp.servers.NAME]: the agent's outside tools
+
+if TYPE_CHECKING:
+    from meshnode.container.model import Limits
 
 HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
@@ -176,6 +177,8 @@ class Config:
 
     @property
     def limits(self) -> Limits:
+        from meshnode.container.model import Limits  # (the container model loads cbor2: not every command needs it)
+
         return Limits(
             max_bytes=self.get("limits", "max_container_bytes"),
             max_depth=self.get("limits", "max_depth"),
@@ -236,7 +239,7 @@ _SECTION_NOTES = {
     "peers": "per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
              " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
              " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)",
-    "web": WEB_NOTES, "a2a": A2A_NOTES, "mcp": MCP_NOTES,
+    "web": WEB_NOTES, "a2a": A2A_NOTES,  # "mcp": mcp_tools.settings' note, read when the text is written
     "spawn": "child nodes (meshnode spawn): autostart systemd-user, systemd-system, script or none; how long"
              " --start waits for the child to be reachable; how long a bundle's invitation stays valid; at most"
              " max_children active children, and a family at most max_depth generations deep",
@@ -259,7 +262,7 @@ def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
     ]
     for section in DEFAULTS:
         keys = values[section]
-        lines += ["", f"# {_SECTION_NOTES[section]}", f"[{section}]"]
+        lines += ["", f"# {_section_note(section)}", f"[{section}]"]
         tables = [k for k in keys if (section == "reactor" and k in REACTOR_TABLES) or isinstance(keys[k], dict)]
         for key, value in keys.items():
             if key not in tables:
@@ -268,6 +271,14 @@ def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
             lines.append(f"[{section}.{key}]")
             lines += [f"{_toml_str(k)} = {_toml_value(v)}" for k, v in keys[key].items()]
     return "\n".join(lines) + "\n"
+
+
+def _section_note(section: str) -> str:
+    if section == "mcp":  # [mcp.servers.NAME]: the agent's outside tools (their module is not needed to load)
+        from meshnode.mcp_tools.settings import MCP_NOTES
+
+        return MCP_NOTES
+    return _SECTION_NOTES[section]
 
 
 def _toml_value(v: Any) -> str:
@@ -364,10 +375,37 @@ def _merge(values: dict, new: Mapping, origin: str) -> None:
             values[section][key] = value
 
 
+_IP_TCP = re.compile(r"/(ip4|ip6)/([0-9a-f.:]+)/tcp/(0|[1-9][0-9]{0,4})")
+
+
+def plain_ip_tcp(text: str) -> bool:
+    """Whether ``text`` is ``/ip4/ADDRESS/tcp/PORT`` or ``/ip6/ADDRESS/tcp/PORT`` with the address in
+    its canonical form and the port in range: a subset of what multiaddr parses as those two
+    protocols, checked without loading multiaddr (and netaddr, which its ip4 and ip6 codecs load).
+    Anything else is left to multiaddr, whose reasons the errors quote."""
+    match = _IP_TCP.fullmatch(text)
+    if match is None or int(match[3]) > 65535:
+        return False
+    kind = ipaddress.IPv4Address if match[1] == "ip4" else ipaddress.IPv6Address
+    try:
+        return str(kind(match[2])) == match[2]
+    except ValueError:
+        return False
+
+
+def _protocols(text: str) -> list[str]:
+    """The protocol names of the multiaddr ``text`` (ValueError or TypeError: not one)."""
+    import multiaddr
+
+    return [p.name for p in multiaddr.Multiaddr(text).protocols()]
+
+
 def _listen_address(text: str) -> str | None:
     """Why ``text`` is not an address this node can listen on (None when it is one)."""
+    if plain_ip_tcp(text):
+        return None
     try:
-        protocols = [p.name for p in multiaddr.Multiaddr(text).protocols()]
+        protocols = _protocols(text)
     except (ValueError, TypeError) as exc:  # multiaddr's parse errors are ValueErrors
         return _parse_problem(exc)
     if protocols[:1] not in (["ip4"], ["ip6"]) or protocols[1:] != ["tcp"]:
@@ -376,8 +414,10 @@ def _listen_address(text: str) -> str | None:
 
 
 def _announce_address(text: str) -> str | None:
+    if plain_ip_tcp(text):
+        return None
     try:
-        protocols = [p.name for p in multiaddr.Multiaddr(text).protocols()]
+        protocols = _protocols(text)
     except (ValueError, TypeError) as exc:
         return _parse_problem(exc)
     if "tcp" not in protocols:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from meshnode.config import (
     CONFIG_FILE,
@@ -14,6 +16,7 @@ from meshnode.config import (
     MAX_CONFIG_BYTES,
     default_config_text,
     load_config,
+    plain_ip_tcp,
     resolve_home,
 )
 from meshnode.container.model import DEFAULT_LIMITS, Limits
@@ -333,6 +336,32 @@ def test_good_addresses_and_dids_accepted(home):
                        f'[consensus]\ncommittee = ["{GOOD_DID}"]\n')
     config = load_config(home, environ=NO_ENV)
     assert config.get("consensus", "committee") == [GOOD_DID]
+
+
+_octet = st.integers(0, 300).map(str) | st.sampled_from(["00", "01", "010", "1e2", ""])
+_ip4 = st.lists(_octet, min_size=3, max_size=5).map(".".join)
+_ip6 = st.integers(0, 2**128 - 1).map(lambda n: str(ipaddress.IPv6Address(n))) | st.from_regex(
+    r"[0-9a-fA-F:.]{0,45}", fullmatch=True) | st.sampled_from(["::", "::1", "fe80::1%eth0", "::ffff:1.2.3.4", "1::2::3"])
+_port = st.integers(-1, 70000).map(str) | st.sampled_from(["04001", "+1", " 1", "1_0", "٣"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.tuples(st.sampled_from(["ip4", "ip6", "dns4"]), _ip4 | _ip6, _port).map("/{0[0]}/{0[1]}/tcp/{0[2]}".format)
+       | st.text(max_size=40))
+def test_the_plain_address_check_accepts_only_what_multiaddr_accepts(text):
+    """``plain_ip_tcp`` spares loading multiaddr (and netaddr) for the common address: it must
+    never accept what multiaddr would refuse, so the check at load stays as strict as before."""
+    import multiaddr
+
+    if plain_ip_tcp(text):
+        assert [p.name for p in multiaddr.Multiaddr(text).protocols()] in (["ip4", "tcp"], ["ip6", "tcp"])
+
+
+def test_the_plain_address_check_takes_the_usual_addresses():
+    for text in ("/ip4/0.0.0.0/tcp/4001", "/ip4/127.0.0.1/tcp/0", "/ip6/::/tcp/4001", "/ip6/::1/tcp/65535"):
+        assert plain_ip_tcp(text), text
+    for text in ("/ip4/1.2.3/tcp/1", "/ip4/127.0.0.1/tcp/65536", "/ip4/127.0.0.1/tcp/04001", "/ip6/::1/udp/1"):
+        assert not plain_ip_tcp(text), text  # left to multiaddr, whose reason the error quotes
 
 
 def test_bad_address_in_environment_names_the_variable(home):

@@ -20,11 +20,9 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from a2a.utils.signing import SignatureVerificationError, create_agent_card_signer, create_signature_verifier
 
+from meshnode.a2a import CARD_PATH, RPC_PATH  # (named here too: a client reads them with the card's helpers)
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import public_key_from_did
-
-CARD_PATH = "/.well-known/agent-card.json"
-RPC_PATH = "/a2a"
 DID_EXTENSION = "https://meshnode.dev/a2a/ext/did-key/v1"  # params: {"did": the node's did:key}
 ALGORITHMS = ["EdDSA"]
 MAX_CARD_BYTES = 256 * 1024

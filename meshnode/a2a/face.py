@@ -10,6 +10,10 @@ body must arrive within BODY_SECONDS): a flood is refused with HTTP 429 and the 
 ``rate_limited``, a message past ``[a2a] max_held`` waiting ones with 429 ``held_full``. Behind a
 reverse proxy listed in ``[a2a] trusted_proxies`` the client is its X-Forwarded-For's last hop.
 Every other request goes to the notebook unchanged.
+
+a2a-sdk is loaded at the first request that needs it: the card's (card.py) or a call that reaches the
+dispatcher (rpc.py). What the face does before (Host check, limits, body reading, the held queue's cap)
+and the delivery of approved messages (delivery.py) need none of it.
 """
 
 from __future__ import annotations
@@ -18,16 +22,13 @@ import json
 import logging
 
 import trio
-from a2a.server.routes.common import DefaultServerCallContextBuilder
-from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from meshnode.a2a import card as cards
-from meshnode.a2a import held
+from meshnode.a2a import CARD_PATH, RPC_PATH, held
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
-from meshnode.a2a.handler import HELD_FULL, MeshRequestHandler
+from meshnode.a2a.delivery import Conversations
 from meshnode.a2a.settings import a2a_settings
 from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
@@ -38,7 +39,7 @@ READ_FACTOR = 20
 MAX_CARDS = 16
 BODY_SECONDS = 30  # a request body slower than this is refused (408): Hypercorn's read_timeout stays None,
 # as it would cut the notebook's event streams whose clients send nothing
-PATHS = (cards.CARD_PATH, cards.RPC_PATH)
+PATHS = (CARD_PATH, RPC_PATH)
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 UNSIGNED = (" [unsigned: this card was fetched at an address the node is not configured with (its URL comes"
             " from the request's Host); trust it only from [a2a] public_url or a name in [web] hosts]")
@@ -54,15 +55,6 @@ def vouched_host(host: str, listen_host: str, hosts: list[str]) -> bool:
     return host in hosts or name in hosts or name in LOOPBACK_NAMES or name in bound
 
 
-class PartyContextBuilder(DefaultServerCallContextBuilder):
-    """The SDK's call context, with the party the face identified (the handler decides by it)."""
-
-    def build(self, request: Request):
-        context = super().build(request)
-        context.state["party"] = request.scope["meshnode_a2a_party"]
-        return context
-
-
 class A2AFace:
     def __init__(self, services, web_auth, guard):
         self.services, self.guard = services, guard
@@ -73,10 +65,17 @@ class A2AFace:
         self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
         self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
         self.trusted = frozenset(self.settings.trusted_proxies)
-        self.handler = MeshRequestHandler(services, self.settings)
+        self.conversations = Conversations(services, self.settings)
         self._cards: dict[str, tuple[tuple, dict]] = {}
-        self.dispatcher = JsonRpcDispatcher(self.handler, context_builder=PartyContextBuilder(),
-                                            enable_v0_3_compat=True)
+        self._dispatcher = None
+
+    def dispatcher(self):
+        """a2a-sdk's JSON-RPC dispatcher over our handler, built at the first call that reaches it."""
+        if self._dispatcher is None:
+            from meshnode.a2a.rpc import dispatcher
+
+            self._dispatcher = dispatcher(self.services, self.settings, self.conversations)
+        return self._dispatcher
 
     def wrap(self, app):
         """The ASGI app to serve: A2A paths here, the rest to ``app`` (the notebook)."""
@@ -103,6 +102,8 @@ class A2AFace:
         cached = self._cards.get(url)
         if cached is not None and cached[0] == said:
             return cached[1]
+        from meshnode.a2a import card as cards  # a2a-sdk's types and signing: at the first card asked for
+
         key = self.services.key
         card = cards.build_card(name=self.services.config.name, did=key.did, description=self.settings.description,
                                 base_url=url, interests=interests, expertise=expertise)
@@ -129,7 +130,7 @@ class A2AFace:
         if not self.guard.host_ok(host):
             return _error(421, None, -32600, f"Host {host[:100]!r} is not this node's; add it to [web] hosts")
         method, path = scope["method"], scope["path"]
-        if path == cards.CARD_PATH:
+        if path == CARD_PATH:
             if method not in ("GET", "HEAD"):
                 return _error(405, None, -32600, "the card is read with GET")
             vouched = vouched_host(host, self.guard.listen_host, self.guard.hosts)
@@ -166,9 +167,9 @@ class A2AFace:
         if sends and not party.known and self.settings.approve_unknown and self.services.store is not None \
                 and await self.services.read(held.pending, self.services.now()) >= self.settings.max_held:
             self.services.metrics.inc("a2a_messages", outcome="held_full")
-            return _error(429, request_id, RATE_LIMITED, HELD_FULL, {"type": "held_full"})
+            return _error(429, request_id, RATE_LIMITED, held.HELD_FULL, {"type": "held_full"})
         scope["meshnode_a2a_party"] = party
-        return await self.dispatcher.handle_requests(Request(scope, _replay(body, receive)))
+        return await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
 
     def _refuse(self, party: Party, request_id, wait: float, sends: bool):
         self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
@@ -207,7 +208,7 @@ class A2AFace:
     async def run(self) -> None:
         """The face's own work in the web server's nursery: held messages a person approved go to the agent."""
         if self.settings.enabled:
-            await self.handler.deliver_approved()
+            await self.conversations.deliver_approved()
 
 
 class _Headed:

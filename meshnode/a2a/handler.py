@@ -14,36 +14,30 @@ carries the party's header) is recognised from the store, so the default context
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import logging
-from collections import OrderedDict
 from collections.abc import AsyncGenerator
 
-import trio
 from a2a.server.request_handlers.request_handler import RequestHandler
-from a2a.types import (Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus,
-                       TaskStatusUpdateEvent)
+from a2a.types import Message, SendMessageRequest, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, PushNotificationNotSupportedError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
 from meshnode import chat
 from meshnode.a2a import gmp_tasks, held
 from meshnode.a2a.admission import Party
+from meshnode.a2a.delivery import Conversations
 from meshnode.a2a.settings import A2ASettings
+from meshnode.a2a.tasks import message_task, reply_message
 
-log = logging.getLogger("meshnode.a2a")
-MAX_CONTEXTS = 4096
 MAX_CONTEXT_ID = 200
-DELIVER_SECONDS = 30  # an approved message's delivery (chat_send, no wait) before it counts as failed
-HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
 
 
 class MeshRequestHandler(RequestHandler):
-    def __init__(self, services, settings: A2ASettings):
+    """Answers the JSON-RPC calls; delivers through ``conversations`` (the face's, which also runs the
+    delivery of approved messages from the start; a handler of its own when none is given)."""
+
+    def __init__(self, services, settings: A2ASettings, conversations: Conversations | None = None):
         self.services, self.settings = services, settings
-        self._threads: OrderedDict[tuple[str, str], str] = OrderedDict()  # (party key, contextId) -> tid
-        self._waiting: set[int] = set()  # held messages pending at the last round (their end is counted)
+        self.conversations = conversations or Conversations(services, settings)
 
     # --- messages ------------------------------------------------------------------------------
     def _text(self, params: SendMessageRequest) -> str:
@@ -61,30 +55,6 @@ class MeshRequestHandler(RequestHandler):
         if len(message.context_id) > MAX_CONTEXT_ID:
             raise InvalidParamsError(message=f"contextId is longer than {MAX_CONTEXT_ID} characters")
         return text
-
-    def nonce_key(self) -> bytes:
-        return hmac.new(self.services.key.seed(), b"meshnode a2a held task nonce", hashlib.sha256).digest()
-
-    def thread_of(self, party_key: str, context_id: str) -> str | None:
-        return self._threads.get((party_key, context_id)) if context_id else None
-
-    def remember(self, party_key: str, context_id: str, tid: str) -> None:
-        self._threads[(party_key, context_id)] = tid
-        self._threads.move_to_end((party_key, context_id))
-        while len(self._threads) > MAX_CONTEXTS:
-            self._threads.popitem(last=False)
-
-    async def deliver(self, party_key: str, framed: str, context_id: str, wait: float) -> dict:
-        """``chat_send`` into the party's thread for ``context_id`` (a new one at first); the context
-        the client uses next (its own, or the thread's id when it gave none)."""
-        tid = self.thread_of(party_key, context_id)
-        if tid is None and context_id and await self.services.read(held.started_by, self.services.key.did,
-                                                                   context_id, framed.split("\n", 1)[0]):
-            tid = context_id  # a thread this party started, named by its id (after a restart too)
-        out = await self.services.call("chat_send", text=framed, thread=tid, wait_seconds=wait)
-        context_id = context_id or out["thread"]
-        self.remember(party_key, context_id, out["thread"])
-        return {**out, "context_id": context_id}
 
     def _checked_text(self, params: SendMessageRequest) -> str:
         try:
@@ -106,15 +76,15 @@ class MeshRequestHandler(RequestHandler):
         context_id = params.message.context_id
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
-                                            int(self.settings.approval_hours * 3600 * 1000), self.nonce_key(),
+                                            int(self.settings.approval_hours * 3600 * 1000), self.conversations.nonce_key(),
                                             self.settings.max_held)
             if row is None:  # the face refuses this with 429 first; here when many raced past it
                 self.services.metrics.inc("a2a_messages", outcome="held_full")
-                raise InvalidRequestError(message=HELD_FULL)
+                raise InvalidRequestError(message=held.HELD_FULL)
             self.services.metrics.inc("a2a_messages", outcome="held")
             return held.task_of(row, None)
         wait = 0.0 if params.configuration.return_immediately else self.settings.wait_seconds
-        out = await self.deliver(party.key, held.framed(party, text), context_id, wait)
+        out = await self.conversations.deliver(party.key, held.framed(party, text), context_id, wait)
         self.services.metrics.inc("a2a_messages", outcome="delivered")
         if out.get("replies"):
             return reply_message(out["replies"], out["context_id"], out["did"])
@@ -129,7 +99,7 @@ class MeshRequestHandler(RequestHandler):
         if held_or_gmp:  # nothing to stream: the task as it stands
             yield await self.on_message_send(params, context)
             return
-        out = await self.deliver(party.key, held.framed(party, text), params.message.context_id, 0.0)
+        out = await self.conversations.deliver(party.key, held.framed(party, text), params.message.context_id, 0.0)
         self.services.metrics.inc("a2a_messages", outcome="delivered")
         task = message_task(out["did"], out["context_id"], [])
         yield task
@@ -190,65 +160,9 @@ class MeshRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(self, params, context=None):
         raise UnsupportedOperationError(message="there is no extended card: the public one is all")
 
-    # --- held messages, once approved ----------------------------------------------------------
+    # --- held messages, once approved: the conversations' work (it runs before a2a-sdk is loaded) ---
     async def deliver_approved(self, poll_s: float = 1.0) -> None:
-        """Forever: each held message a person approved goes into the conversation once (claimed
-        first, as the gate runs approved calls, so a crash never delivers it twice). A failing round
-        is logged and tried again: it must not take the web server down. First, requests a previous
-        run claimed and never finished are marked failed (at most once: it may or may not have arrived)."""
-        if self.services.store is None:  # a server without a store (tests): nothing is ever held
-            return
-        settled = await self.services.write(held.settle_interrupted)
-        if settled:
-            log.warning("a2a: %d approved message(s) were being delivered when the node stopped: marked failed",
-                        settled)
-        while True:
-            try:
-                await self._deliver_round()
-            except Exception:
-                log.exception("a2a: delivering approved messages failed; trying again")
-                self.services.metrics.inc("a2a_delivery_errors")
-            await trio.sleep(poll_s)
+        await self.conversations.deliver_approved(poll_s)
 
     async def _deliver_round(self) -> None:
-        self._waiting, ended = await self.services.read(held.decisions, self._waiting, self.services.now())
-        for outcome in ended:
-            self.services.metrics.inc("a2a_messages", outcome=outcome)
-        for row in await self.services.read(held.approved):
-            with trio.CancelScope(shield=True):  # a shutdown waits for this row: claimed, delivered, finished
-                await self._deliver_one(row)
-
-    async def _deliver_one(self, row: dict) -> None:
-        if not await self.services.write(held.claim, row["id"]):
-            return
-        args, result, ok = row["args"], {"error": f"not delivered within {DELIVER_SECONDS} s"}, False
-        with trio.move_on_after(DELIVER_SECONDS):
-            try:
-                out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
-                result, ok = {"did": out["did"], "thread": out["thread"]}, True
-            except Exception as exc:  # one bad row must not stop the others
-                log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)
-                result = {"error": str(exc)[:300]}
-        self.services.metrics.inc("a2a_messages", outcome="approved" if ok else "failed")
-        try:
-            await self.services.write(held.finish, row["id"], ok, result)
-        except Exception:  # the row stays "being delivered" until the next start settles it
-            log.exception("a2a: approved message %s: its outcome could not be written", row["id"])
-            self.services.metrics.inc("a2a_delivery_errors")
-
-
-def reply_message(replies: list[dict], context_id: str, asked_did: str) -> Message:
-    return Message(message_id=replies[-1]["did"], context_id=context_id, role=Role.ROLE_AGENT,
-                   parts=[Part(text=r["text"]) for r in replies], reference_task_ids=[f"m-{asked_did}"])
-
-
-def message_task(did: str, context_id: str, replies: list[dict]) -> Task:
-    """The task of a delivered message: WORKING until the agent replies, then COMPLETED with the reply."""
-    if replies:
-        status = TaskStatus(state=TaskState.TASK_STATE_COMPLETED,
-                            message=reply_message(replies, context_id, did))
-    else:
-        status = TaskStatus(state=TaskState.TASK_STATE_WORKING, message=Message(
-            message_id=f"status-{did}", context_id=context_id, role=Role.ROLE_AGENT,
-            parts=[Part(text="the agent has the message and answers on one of its next ticks")]))
-    return Task(id=f"m-{did}", context_id=context_id, status=status)
+        await self.conversations.deliver_round()

@@ -9,15 +9,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-
-from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
+from typing import TYPE_CHECKING
 
 from meshnode import chat
 from meshnode.a2a.admission import SESSION, TOOL, Party
 from meshnode.gate import confirm
 from meshnode.store.database import Database
 
+if TYPE_CHECKING:
+    from a2a.types import Task
+
 _COLUMNS = confirm._COLUMNS
+HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
 
 
 def framed(party: Party, text: str) -> str:
@@ -141,38 +144,9 @@ def message_status(db: Database, own_did: str, did: str, party: Party) -> dict |
     return {"thread": chat.thread_name(did, row[0]) or "", "replies": chat.replies_to(db, own_did, did)}
 
 
-_STATES = {"pending": (TaskState.TASK_STATE_SUBMITTED, "held for a person's approval (request {id})"),
-           "approved": (TaskState.TASK_STATE_WORKING, "approved: being delivered to the agent"),
-           "rejected": (TaskState.TASK_STATE_REJECTED, "a person declined to pass this message on"),
-           "expired": (TaskState.TASK_STATE_REJECTED, "nobody approved this message in time"),
-           "failed": (TaskState.TASK_STATE_FAILED, "approved, but it could not be delivered")}
-
-
 def task_of(request: dict, replies: list[dict] | None) -> Task:
-    """The A2A task of a held message (``replies``: the agent's replies once it was delivered)."""
-    from meshnode.a2a.handler import message_task
+    """The A2A task of a held message (``replies``: the agent's replies once it was delivered); built
+    by ``tasks`` (a2a-sdk's types), the only part of this module that needs a2a-sdk."""
+    from meshnode.a2a.tasks import held_task
 
-    args, result = request["args"], request["result"] or {}
-    if request["status"] == "done":
-        context_id = args.get("context_id") or result.get("thread", "")
-        task = message_task(result["did"], context_id, replies or [])
-        task.id = task_id(request)
-        return task
-    status = request["status"]
-    if status == "failed" and result.get("error") == "interrupted while running":  # claimed: being delivered
-        status = "approved"
-    state, text = _STATES.get(status, _STATES["failed"])
-    message = Message(message_id=f"status-{task_id(request)}", context_id=args.get("context_id", ""),
-                      role=Role.ROLE_AGENT, parts=[Part(text=text.format(id=request["id"]))])
-    return Task(id=task_id(request), context_id=args.get("context_id", ""),
-                status=TaskStatus(state=state, message=message), metadata=_meta(request))
-
-
-def _meta(request: dict):
-    from google.protobuf.struct_pb2 import Struct
-
-    meta = Struct()
-    meta.update({"confirmation": request["id"], "expires_ms": request["expires_ms"]})
-    return meta
-
-
+    return held_task(request, task_id(request), replies)

@@ -25,11 +25,6 @@ import os
 import stat
 from pathlib import Path
 
-import nacl.exceptions
-import nacl.pwhash
-import nacl.secret
-import nacl.utils
-
 from meshnode.errors import KeyFileError
 from meshnode.identity.keys import NodeKey
 
@@ -37,11 +32,14 @@ FORMAT = "meshnode-key/1"
 ENCRYPTION = "argon2id+xsalsa20poly1305"
 PASSPHRASE_ENV = "MESHNODE_KEY_PASSPHRASE"
 MAX_KEY_FILE_BYTES = 4096
-# libsodium's "moderate" Argon2id profile: about a second and 256 MiB here.
-DEFAULT_OPSLIMIT = nacl.pwhash.argon2id.OPSLIMIT_MODERATE
-DEFAULT_MEMLIMIT = nacl.pwhash.argon2id.MEMLIMIT_MODERATE
+# libsodium's sizes and its "moderate" Argon2id profile (about a second and 256 MiB here), spelled out
+# so that a plain key file is read without loading PyNaCl's password hashing (tests check they agree)
+DEFAULT_OPSLIMIT = 3  # nacl.pwhash.argon2id.OPSLIMIT_MODERATE
+DEFAULT_MEMLIMIT = 256 * 1024 * 1024  # nacl.pwhash.argon2id.MEMLIMIT_MODERATE
 MAX_MEMLIMIT = 1 << 30
-SEALED_SEED_BYTES = nacl.secret.SecretBox.NONCE_SIZE + nacl.secret.SecretBox.MACBYTES + 32
+SALT_BYTES = 16  # nacl.pwhash.argon2id.SALTBYTES
+BOX_KEY_BYTES = 32  # nacl.secret.SecretBox.KEY_SIZE
+SEALED_SEED_BYTES = 24 + 16 + 32  # SecretBox.NONCE_SIZE + SecretBox.MACBYTES + the seed
 
 
 def write_key_file(path: Path, key: NodeKey, passphrase: str | None = None, *,
@@ -52,8 +50,12 @@ def write_key_file(path: Path, key: NodeKey, passphrase: str | None = None, *,
         raise KeyFileError("key_exists", f"{path} already exists; refusing to overwrite a node key")
     doc: dict = {"format": FORMAT, "algorithm": "ed25519", "did": key.did}
     if passphrase:
-        salt = nacl.utils.random(nacl.pwhash.argon2id.SALTBYTES)
-        box_key = nacl.pwhash.argon2id.kdf(nacl.secret.SecretBox.KEY_SIZE, passphrase.encode("utf-8"), salt,
+        import nacl.pwhash
+        import nacl.secret
+        import nacl.utils
+
+        salt = nacl.utils.random(SALT_BYTES)
+        box_key = nacl.pwhash.argon2id.kdf(BOX_KEY_BYTES, passphrase.encode("utf-8"), salt,
                                            opslimit=opslimit, memlimit=memlimit)
         sealed = bytes(nacl.secret.SecretBox(box_key).encrypt(key.seed()))
         doc.update(encryption=ENCRYPTION, kdf={"salt": _b64(salt), "opslimit": opslimit, "memlimit": memlimit},
@@ -106,10 +108,14 @@ def load_key_file(path: Path, passphrase: str | None = None) -> NodeKey:
             raise KeyFileError("corrupt_key_file", f"{path}: kdf parameters are out of range")
         salt = _unb64(kdf.get("salt"), path, "kdf.salt")
         sealed = _unb64(doc.get("ciphertext"), path, "ciphertext")
-        if len(salt) != nacl.pwhash.argon2id.SALTBYTES or len(sealed) != SEALED_SEED_BYTES:
+        if len(salt) != SALT_BYTES or len(sealed) != SEALED_SEED_BYTES:
             raise KeyFileError("corrupt_key_file", f"{path}: salt or ciphertext has the wrong length (damaged file)")
+        import nacl.exceptions
+        import nacl.pwhash
+        import nacl.secret
+
         try:
-            box_key = nacl.pwhash.argon2id.kdf(nacl.secret.SecretBox.KEY_SIZE, passphrase.encode("utf-8"), salt,
+            box_key = nacl.pwhash.argon2id.kdf(BOX_KEY_BYTES, passphrase.encode("utf-8"), salt,
                                                opslimit=kdf["opslimit"], memlimit=kdf["memlimit"])
             seed = nacl.secret.SecretBox(box_key).decrypt(sealed)
         except nacl.exceptions.CryptoError:

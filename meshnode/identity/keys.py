@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nacl.signing import SigningKey
+import os
 
 from meshnode.identity import ed25519
 from meshnode.identity.did import did_from_public_key, peer_id_from_public_key
@@ -22,7 +22,7 @@ class NodeKey:
 
     @classmethod
     def generate(cls) -> "NodeKey":
-        return cls(bytes(SigningKey.generate()))
+        return cls(os.urandom(32))  # as PyNaCl's SigningKey.generate: 32 random bytes are the seed
 
     def seed(self) -> bytes:
         return self._secret_key[:32]  # libsodium's secret key is the seed, then the public key

@@ -9,31 +9,40 @@ version is newer than this code knows is refused, never "downgraded".
 
 from __future__ import annotations
 
+import os
 import re
-import sqlite3
-from importlib import resources
+from typing import TYPE_CHECKING
 
 from meshnode.errors import StoreError
 
+if TYPE_CHECKING:
+    import sqlite3
+
 _NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+_FOLDER = os.path.join(os.path.dirname(__file__), "migrations")  # the package meshnode.store.migrations
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(number, file name, SQL) for every packaged migration, in order."""
-    found = []
-    for entry in resources.files("meshnode.store.migrations").iterdir():
-        m = _NAME.fullmatch(entry.name)
-        if m:
-            found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort()
-    for expected, (number, name, _) in enumerate(found, start=1):
+def _numbered() -> list[tuple[int, str]]:
+    """(number, file name) of every packaged migration, in order; numbered from 1 with no gaps."""
+    found = sorted((int(m.group(1)), m.string) for m in map(_NAME.fullmatch, os.listdir(_FOLDER)) if m)
+    for expected, (number, name) in enumerate(found, start=1):
         if number != expected:
             raise StoreError("bad_migrations", f"migration {name} is out of sequence (expected {expected:04d})")
     return found
 
 
+def migrations() -> list[tuple[int, str, str]]:
+    """(number, file name, SQL) for every packaged migration, in order."""
+    out = []
+    for number, name in _numbered():
+        with open(os.path.join(_FOLDER, name), encoding="utf-8") as f:
+            out.append((number, name, f.read()))
+    return out
+
+
 def latest_version() -> int:
-    return len(migrations())
+    """The schema version this code brings a database to (the files are listed, not read: ``status`` asks)."""
+    return len(_numbered())
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -48,6 +57,8 @@ def migrate(conn: sqlite3.Connection) -> int:
     do not both apply the same migration. Statements run one by one inside
     that transaction (``executescript`` would commit it first).
     """
+    import sqlite3
+
     steps = migrations()
     while True:
         current = schema_version(conn)
@@ -75,6 +86,8 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 def split_statements(sql: str) -> list[str]:
     """Split a migration into complete SQL statements (triggers' BEGIN...END kept whole)."""
+    import sqlite3
+
     statements, buffer = [], ""
     for line in sql.splitlines(keepends=True):
         buffer += line

@@ -84,7 +84,7 @@ async def serve_web(config, services, *, task_status=trio.TASK_STATUS_IGNORED) -
     app = build_app(services, auth, mcp.mounts())
     guard = guard_of(app)
     face = None
-    if a2a_settings(config.values).enabled:  # a2a-sdk loads only with A2A on
+    if a2a_settings(config.values).enabled:  # a2a-sdk loads at the first A2A request (card or /a2a)
         from meshnode.a2a.face import A2AFace
 
         face = A2AFace(services, auth, guard)  # the agent's A2A routes in front of the notebook's
