@@ -31,6 +31,44 @@ FAST_NET = {
 }
 
 
+@contextlib.contextmanager
+def _as_cli(env: dict[str, str]):
+    """This process dressed as a CLI process started with ``env``: its MESHNODE_* settings only, and
+    the umask given back after (the CLI sets 077)."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MESHNODE_")}
+    for key in saved:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in env.items() if k.startswith("MESHNODE_")})
+    mask = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(mask)
+        for key in [k for k in os.environ if k.startswith("MESHNODE_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+def init_in_process(home: Path, name: str, env: dict[str, str]) -> str:
+    """``meshnode --home HOME init --name NAME`` in this process, as the CLI would run it with ``env``
+    (a subprocess cost ~1 s of interpreter and import start-up per node). Returns the node's DID."""
+    from meshnode.home import init_home
+
+    with _as_cli(env):
+        _, result = init_home(home, name=name, passphrase=None, exist_ok=False)
+    return result.key.did
+
+
+def _in_trio() -> bool:
+    import trio
+
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
+
 class Node:
     def __init__(self, root: Path, name: str, env: dict[str, str] | None = None, wrapper: list[str] | None = None):
         self.name = name
@@ -46,19 +84,33 @@ class Node:
         self.peer_id = None
         self.addresses: list[str] = []
         self.web_url: str | None = None  # http://127.0.0.1:PORT/ from the `web:` line
-        result = subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), "init",
-                                 "--name", name], env=self.env, capture_output=True, text=True, timeout=60,
-                                stdin=subprocess.DEVNULL)
-        if result.returncode != 0:
-            raise RuntimeError(f"init {name} failed: {result.stderr}")
-        self.did = next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("did:"))
+        self.did = init_in_process(self.home, name, self.env)
 
     def cli(self, *args: str) -> str:
         """Run ``meshnode --home <this node's home> ARGS`` as its user would; its output (exit 0 asserted)."""
-        result = subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", "--home", str(self.home), *args],
-                                env=self.env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        result = self.run_cli(*args)
         assert result.returncode == 0, result.stderr
         return result.stdout
+
+    def run_cli(self, *args: str) -> subprocess.CompletedProcess:
+        """``meshnode --home <this node's home> ARGS``: exit code, stdout and stderr. It runs in this process
+        (``cli.main``, with the node's settings), except in a network namespace (``wrapper``) or inside a
+        trio run (a command may start its own): there, as a process."""
+        argv = ["--home", str(self.home), *args]
+        if self.wrapper or _in_trio():
+            return subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", *argv], env=self.env,
+                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        import io
+
+        from meshnode.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with _as_cli(self.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 2
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
     def set_bootstrap(self, *others: "Node", address_filter: str = "") -> None:
         lines = [a for o in others for a in o.addresses if address_filter in a]
@@ -359,23 +411,6 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) 
 
 
 # --- many nodes at once (tests/test_mesh_gossip_complete.py) ---------------------------
-
-def quick_node(root: Path, name: str, env: dict[str, str] | None = None) -> Node:
-    """A Node whose home is initialised in this process (``home.init_home``) instead of by a
-    ``meshnode init`` process: the same home, without a second interpreter start per node."""
-    from meshnode.home import init_home
-
-    node = Node.__new__(Node)
-    node.name, node.home, node.wrapper = name, root / name, []
-    node.env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
-    node.env.update({"HOME": str(root), "MESHNODE_NET_LISTEN": "/ip4/127.0.0.1/tcp/0",
-                     "MESHNODE_WEB_LISTEN": "127.0.0.1:0", **FAST_NET, **(env or {})})
-    node.proc, node.lines, node.output = None, queue.Queue(), []
-    node.peer_id, node.addresses, node.web_url = None, [], None
-    _, result = init_home(node.home, name=name, passphrase=None, exist_ok=False)
-    node.did = result.key.did
-    return node
-
 
 def start_all(nodes: list[Node], timeout: float = 60.0, links: int = 4, seed: int = 0) -> None:
     """Start ``nodes`` a few at a time (threads; the processes are what is slow), each bootstrapping

@@ -250,8 +250,7 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         assert len(ticks.splitlines()) == 3 and "core_outage" in ticks
         number = ticks.split()[0]
         assert node.cli("mind", "ticks", number).startswith(f"{int(number):6}")
-        bad = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), "chat", "--thread",
-                              "A" * 16, "x"], env=node.env, capture_output=True, text=True, timeout=60)
+        bad = node.run_cli("chat", "--thread", "A" * 16, "x")
         assert bad.returncode == 1 and "no conversation" in bad.stderr
         # a reader that goes away: quietly, the shell's SIGPIPE code
         piped = subprocess.run(f"{sys.executable} -m meshnode --home {node.home} chat show {tid} | head -c 1",

@@ -83,11 +83,7 @@ def test_commands_held_for_want_of_a_verdict_are_shown_and_a_person_releases_or_
 
         # bad input gets one line, not a traceback
         for args in (["mind", "release"], ["mind", "drop", "999"], ["mind", "release", str(ids["b1"])]):
-            import subprocess
-            import sys
-
-            r = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), *args], env=node.env,
-                               capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            r = node.run_cli(*args)
             assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     finally:
         node.kill()

@@ -100,10 +100,9 @@ def test_the_runtime_bound_ends_a_wake_with_budget_and_a_late_report_is_refused(
     async def main():
         async with running_cycle(tmp_path, [answer_with(0), slow, answer_with(2)]) as (cycle, llm):
             await until(lambda: len(llm.seen()) == 1, what="the first tick")
-            start = trio.current_time()
             assert await cycle.wakes.run("job-3", "CTX", max_ticks=3, max_runtime_s=0.5) == ("budget", None)
-            assert trio.current_time() - start < 2.0  # it did not wait for the slow answer
-            # the tick finishes later; its report finds the wake gone
+            assert await logged(cycle, "late") is None  # it did not wait for the slow answer
+            # the tick finishes later; its report finds the wake gone (it came after the wake ended)
             await until(lambda: logged(cycle, "late"), what="the late report's result")
             late = await logged(cycle, "late")
             assert late["status"] == "error" and late["code"] == "no_wake" and "job-3 has ended" in late["error"]
@@ -116,9 +115,8 @@ def test_in_core_outage_a_wake_ends_at_once_with_error(tmp_path):
     async def main():
         async with running_cycle(tmp_path, None) as (cycle, _):
             await until(lambda: cycle.mode == "core_outage", what="core outage")
-            start = trio.current_time()
+            # "error" at once: out of its 60 s runtime budget it would have ended "budget"
             assert await cycle.wakes.run("job-4", "CTX", max_ticks=3, max_runtime_s=60) == ("error", None)
-            assert trio.current_time() - start < 10  # one tick, not the runtime budget (60 s)
             assert cycle.status()["wake"] is None
 
     trio.run(main)

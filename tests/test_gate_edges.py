@@ -8,9 +8,9 @@ from __future__ import annotations
 import http.server
 import os
 import threading
-import time
 
 import pytest
+import trio
 
 from gatelab import clock
 from meshnode.gate import GateError, confirm, drafts, scratch
@@ -124,11 +124,9 @@ async def test_urls_are_parsed_once_and_a_slow_server_is_cut_off(lab):
             with pytest.raises(GateError) as info:
                 await gate.call("http_fetch", {"url": bad})
             assert info.value.code == "bad_url", bad
-        started = time.monotonic()
-        with pytest.raises(GateError) as info:
+        with trio.fail_after(60), pytest.raises(GateError) as info:  # the drip never ends: 60 s means hung
             await gate.call("http_fetch", {"url": f"http://127.0.0.1:{server.server_port}/drip"})
-        assert info.value.code == "fetch_failed" and "longer than" in info.value.reason
-        assert time.monotonic() - started < 10
+        assert info.value.code == "fetch_failed" and "longer than" in info.value.reason  # cut off by its timeout
     finally:
         stop.set()
         server.shutdown()

@@ -143,8 +143,10 @@ async def test_calls_are_checked_run_limited_and_typed(lab, tmp_path):
     timeout result and the server stays usable; a tool's own error, an unknown tool and a huge
     result are typed or cut; a tool said destructive asks even when config says low."""
     async with trio.open_nursery() as nursery:
+        # 5 s, not 1: the same timeout bounds the server's start-up (an interpreter and the MCP SDK, which
+        # took over 1 s on two busy cores and made every reconnect fail); the hanging call waits it out
         mcp = await connected(lab, tmp_path, nursery,
-                              tt=stdio(risk="low", timeout_seconds=1, tools={"wipe": "safe_read"}))
+                              tt=stdio(risk="low", timeout_seconds=5, tools={"wipe": "safe_read"}))
         with pytest.raises(GateError) as info:
             await mcp.call("mcp.tt.add", {"a": 2, "b": "forty"})
         assert info.value.code == "bad_args" and "args.b" in info.value.reason and "integer" in info.value.reason

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from meshharness import cpu_s, metric, pct, quick_node, report, start_all, wait_until
+from meshharness import Node, cpu_s, metric, pct, report, start_all, wait_until
 
 NOTES = 30
 OFF = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_WEB_ENABLED": "false"}
@@ -45,7 +45,7 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
     between publishes (0: as fast as note_add returns). ``settle_cores``: first wait (up to 90 s)
     until the mesh's CPU over ``idle_probe_s`` falls under that many cores (formation's own work:
     DHT refreshes, announces, first syncs, is over)."""
-    nodes = [quick_node(root, f"n{i}", env={**OFF, **PRODUCTION_LIVENESS, **(env or {})}) for i in range(count)]
+    nodes = [Node(root, f"n{i}", env={**OFF, **PRODUCTION_LIVENESS, **(env or {})}) for i in range(count)]
     try:
         started = time.monotonic()
         start_all(nodes)
@@ -200,8 +200,8 @@ def test_public_notes_gossip_missed_come_by_sync_and_are_accounted_for(tmp_path)
     """The safety net: a node that was not there when notes were gossiped, and whose gossip relay
     rate for their (unknown) author lets one through, gets them all from a peer that holds them
     (not from their author, which is gone by then), the rest by sync; the ignored ones counted."""
-    author, holder = (quick_node(tmp_path, n, env=OFF) for n in ("author", "holder"))
-    late = quick_node(tmp_path, "late", env={**OFF, "MESHNODE_LIMITS_UNKNOWN_GOSSIP_BURST": "1"})
+    author, holder = (Node(tmp_path, n, env=OFF) for n in ("author", "holder"))
+    late = Node(tmp_path, "late", env={**OFF, "MESHNODE_LIMITS_UNKNOWN_GOSSIP_BURST": "1"})
     nodes = [author, holder, late]
     try:
         author.start()

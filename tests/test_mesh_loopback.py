@@ -78,22 +78,14 @@ def test_chain_discovers_finds_gossips_and_fetches(chain):
     wait_until(everyone_has_the_burst, 60, "all 40 burst notes at every node")
 
     # the command line drives the running node: ping and send
-    ping = run_cli(chain[1], "ping", chain[3].did)
+    ping = chain[1].run_cli("ping", chain[3].did)
     assert ping.returncode == 0 and " ms" in ping.stdout, ping.stderr
     exported = chain[1].home / "note.cbor"
-    assert run_cli(chain[1], "container", "export", shared, exported).returncode != 0  # not on n1
-    assert run_cli(chain[0], "container", "export", shared, exported).returncode == 0
-    sent = run_cli(chain[1], "send", chain[2].did, exported)
+    assert chain[1].run_cli("container", "export", shared, str(exported)).returncode != 0  # not on n1
+    assert chain[0].run_cli("container", "export", shared, str(exported)).returncode == 0
+    sent = chain[1].run_cli("send", chain[2].did, str(exported))
     assert sent.returncode == 0 and f"accepted {shared}" in sent.stdout, sent.stdout + sent.stderr
-    again = run_cli(chain[1], "send", chain[2].did, exported)
+    again = chain[1].run_cli("send", chain[2].did, str(exported))
     assert f"already there {shared}" in again.stdout
     for node in chain:
         assert node.stop() == 0
-
-
-def run_cli(node, *args):
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), *map(str, args)],
-                          env=node.env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

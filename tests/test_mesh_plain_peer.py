@@ -3,9 +3,6 @@ meshnode's protocols to it, and says so once, at debug level (real processes).""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from meshharness import Node, metric, plain_peer, wait_until
 from meshnode.identity.did import peer_id_to_did
 
@@ -19,9 +16,7 @@ def test_sync_is_not_opened_to_a_peer_that_does_not_speak_it(tmp_path):
             wait_until(lambda: metric(node, "sync_skipped", reason="unsupported") >= 7, 90,
                        "seven sync rounds that skip the plain peer")
             # asked by a person, the node says why, without opening the protocol
-            asked = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(node.home), "sync",
-                                    peer_id_to_did(peer_id)], env=node.env, capture_output=True, text=True,
-                                   timeout=120, stdin=subprocess.DEVNULL)
+            asked = node.run_cli("sync", peer_id_to_did(peer_id))
             assert asked.returncode == 1 and "does not speak /meshnode/sync/1.0.0" in asked.stderr, asked
             assert "Traceback" not in asked.stderr
         assert node.stop() == 0

@@ -363,7 +363,6 @@ def test_a_parent_serving_its_web_over_tls_with_relative_paths_can_spawn(root, f
 def test_a_child_started_by_its_script_that_exits_at_once_fails_the_start_quickly(spawn_parent, monkeypatch):
     """Not a full wait ending in "not reachable ... left running" for a process that is gone."""
     import subprocess
-    import time
 
     from meshnode.spawn import launch
 
@@ -371,11 +370,13 @@ def test_a_child_started_by_its_script_that_exits_at_once_fails_the_start_quickl
         proc = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)
         return {"via": "script", "pid": proc.pid, "log": str(home / "logs" / "node.log")}
 
+    seen = []  # what each poll learnt of the process
+    exited = launch.exited
     monkeypatch.setattr(launch, "launch", script_start)
+    monkeypatch.setattr(launch, "exited", lambda pid: seen.append(exited(pid)) or seen[-1])
     before = entries(spawn_parent.home.parent)
-    started = time.monotonic()
-    refused("start_failed", spawn_parent.spawn, "newborn", autostart="script", start=True, wait_seconds=20)
-    assert time.monotonic() - started < 10
+    err = refused("start_failed", spawn_parent.spawn, "newborn", autostart="script", start=True, wait_seconds=20)
+    assert "exited at start" in err.reason and seen[-1] and not any(seen[:-1])  # at the first poll that saw it
     assert entries(spawn_parent.home.parent) == before and spawn_parent.rows("SELECT * FROM children") == []
 
 

@@ -3,8 +3,6 @@ and opening to their contexts, pause and resume from the page."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
@@ -106,11 +104,9 @@ def test_wake_on_message(page, agent):
     expect(page.locator("#nav .idle")).to_be_visible()
     seen = len(agent.llm.prompts())
     page.locator("#message").fill("wake up, please")
-    started = time.monotonic()
     page.locator("#send").click()
     expect(page.locator("#agent-status")).to_contain_text("woken by your message")
-    wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "wake up, please" in p], 15,
+    # idle's own timeout is 300 s: only the wake explains a prompt within this wait (~1 s here)
+    wait_until(lambda: [p for p in agent.llm.prompts()[seen:] if "wake up, please" in p], 60,
                "a prompt with the message")
-    # idle's own timeout is 300 s: only the wake explains a prompt this soon (~1 s here; 15 s for a loaded machine)
-    assert time.monotonic() - started < 15
     expect(page.locator("#nav .idle")).to_be_hidden()
