@@ -102,7 +102,7 @@ def _new_peer_connects(victim) -> bool:
 
 
 def run(args) -> dict:
-    from meshharness import ATTACK_NET, Node, quick_node, wait_until, watch
+    from meshharness import ATTACK_NET, Node, wait_until, watch
 
     import meshnode
 
@@ -110,15 +110,9 @@ def run(args) -> dict:
     # `python -m meshnode` puts its working directory first on sys.path: run the nodes from an
     # empty one, so they run the code this bench imports (PYTHONPATH, or the installed package)
     os.chdir(root)
-    make = quick_node if args.smoke else Node
-    victim, honest = make(root, "victim", env=ATTACK_NET), make(root, "honest", env=ATTACK_NET)
+    victim, honest = Node(root, "victim", env=ATTACK_NET), Node(root, "honest", env=ATTACK_NET)
     for node, other in ((victim, honest), (honest, victim)):
-        if args.smoke:  # in this process: no interpreter start per command
-            from meshnode.cli import main as meshnode_cli
-
-            assert meshnode_cli(["--home", str(node.home), "reputation", "set", other.did, "0.9"]) == 0
-        else:
-            node.cli("reputation", "set", other.did, "0.9")
+        node.cli("reputation", "set", other.did, "0.9")
     out: dict = {"code": str(Path(meshnode.__file__).resolve().parent.parent), "seconds": args.seconds,
                  "settle_s": args.settle, "goal_p99_ratio": GOAL_P99_RATIO}
     print(f"meshnode from {out['code']}", flush=True)

@@ -72,12 +72,12 @@ def sim_figures(heights: int, sizes: tuple[int, ...] = SIM_SIZES) -> list[dict]:
 def committee(smoke: bool = False):
     """A started committee of four meshnode processes (tests/test_mesh_consensus.py's), killed after.
     ``smoke``: the homes are made in this process and the three after the first start at once."""
-    from meshharness import quick_node, start_all, wait_until
+    from meshharness import Node, start_all, wait_until
     from test_mesh_consensus import FAST_CONSENSUS, ROUNDS_ON_REQUEST, committee_of, start_committee
 
     with tempfile.TemporaryDirectory() as tmp:
         if smoke:
-            nodes = [quick_node(Path(tmp), f"v{i}") for i in range(4)]
+            nodes = [Node(Path(tmp), f"v{i}") for i in range(4)]
             dids = ",".join(n.did for n in nodes)
             for n in nodes:
                 n.env.update(FAST_CONSENSUS, **ROUNDS_ON_REQUEST, MESHNODE_CONSENSUS_COMMITTEE=dids)

@@ -98,12 +98,11 @@ def store_part(n: int) -> dict:
 
 def mesh_part(delegations: int, pushes: int, smoke: bool = False) -> dict:
     """``smoke``: the homes are made in this process."""
-    from meshharness import Node, quick_node, wait_until
+    from meshharness import Node, wait_until
 
     env = {"MESHNODE_COGNITION_ENABLED": "false"}
-    make = quick_node if smoke else Node
     with tempfile.TemporaryDirectory() as tmp:
-        a, b = make(Path(tmp), "alice", env=env), make(Path(tmp), "bob", env=env)
+        a, b = Node(Path(tmp), "alice", env=env), Node(Path(tmp), "bob", env=env)
         try:
             a.start()
             b.set_bootstrap(a)

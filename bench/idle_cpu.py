@@ -43,7 +43,7 @@ def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None
     meshnode of ``tree`` (this script's tree by default). ``smoke``: the homes are made in this
     process (with this process's meshnode, which is this tree's unless PYTHONPATH says otherwise)."""
     import meshharness
-    from meshharness import Node, cpu_seconds, quick_node, wait_until
+    from meshharness import Node, cpu_seconds, wait_until
 
     saved = dict(meshharness.FAST_NET)
     meshharness.FAST_NET.clear()  # production timers
@@ -53,8 +53,7 @@ def measure_idle(nodes: int, settle_s: float, window_s: float, flame: str | None
     started: list = []
     try:
         code = {"PYTHONPATH": str(Path(tree or TREE).resolve())}
-        make = quick_node if smoke else Node
-        members = [make(root, f"n{i}", env={**QUIET_ENV, **code, **(env or {})}) for i in range(nodes)]
+        members = [Node(root, f"n{i}", env={**QUIET_ENV, **code, **(env or {})}) for i in range(nodes)]
         members[0].start()
         started.append(members[0])
         for node in members[1:]:

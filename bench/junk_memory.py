@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from meshharness import Node, quick_node  # noqa: E402
+from meshharness import Node  # noqa: E402
 
 SMOKE = {"authors": 2, "per_author": 2, "bytes": 500, "after": 0.0, "settle": 0.0}  # --smoke
 
@@ -48,7 +48,7 @@ def main() -> None:
     if args.smoke:
         vars(args).update(SMOKE)
     with tempfile.TemporaryDirectory() as root:
-        node = (quick_node if args.smoke else Node)(Path(root), "victim")
+        node = Node(Path(root), "victim")
         try:
             node.start()
             pid = node.proc.pid

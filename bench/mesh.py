@@ -130,12 +130,12 @@ async def host_figures(rounds: int = 20, echoes: int = 200) -> dict:
 
 def mesh_figures(nodes: int, messages: int, smoke: bool = False) -> dict:
     """``smoke``: homes made in this process, the harness's fast heartbeats, a short poll."""
-    from meshharness import FAST_NET, Node, quick_node, wait_until
+    from meshharness import FAST_NET, Node, wait_until
 
     root = Path(tempfile.mkdtemp(prefix="meshbench"))
     # heartbeats every 5 s: N nodes on two cores must leave room for the messages being measured
     env = {**(FAST_NET if smoke else BENCH_HEARTBEATS), **PRODUCTION_SYNC}
-    mesh = [(quick_node if smoke else Node)(root, f"b{i}", env=env) for i in range(nodes)]
+    mesh = [Node(root, f"b{i}", env=env) for i in range(nodes)]
     out: dict = {"nodes": nodes}
     try:
         t = time.perf_counter()

@@ -98,11 +98,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         vars(args).update(SMOKE)
-    from meshharness import Node, quick_node
+    from meshharness import Node
     from spawnlab import stop_child
 
     root = Path(tempfile.mkdtemp(prefix="sb", dir="/tmp"))  # short: control socket paths
-    parent = (quick_node if args.smoke else Node)(root, "par")
+    parent = Node(root, "par")
     fill_seconds = fill(parent.home, args.containers)
     parent.start(timeout=120)
     results, homes = {}, []

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llmharness import ScriptedLLM  # noqa: E402
-from meshharness import Node, quick_node  # noqa: E402
+from meshharness import Node  # noqa: E402
 
 from meshnode.config import load_config  # noqa: E402
 from meshnode.home import open_identity  # noqa: E402
@@ -145,18 +144,6 @@ CONFIGS = (("web_off", False, 0), ("web_on_0_streams", True, 0), ("web_on_1_stre
            ("web_on_4_streams", True, 4))
 
 
-def cli(node: Node, smoke: bool, *args: str) -> None:
-    """``meshnode --home HOME ARGS`` as its user runs it; in this process when ``smoke`` (no interpreter
-    start per command)."""
-    if not smoke:
-        node.cli(*args)
-        return
-    from meshnode.cli import main as meshnode
-
-    assert meshnode(["--home", str(node.home), *args]) == 0, args
-    logging.getLogger().setLevel(logging.WARNING)  # the command set this process's log level to its own
-
-
 SMOKE_CONFIGS = (CONFIGS[0], CONFIGS[2])  # web off, and on with a stream: every path of a run
 
 
@@ -168,13 +155,12 @@ def tick_overhead(root: Path, ticks: int, rounds: int, smoke: bool = False) -> d
     answers = [f"Thought {i}: the {i % 7}th way to look at item {i}." for i in range(ticks * len(configs) * rounds + 50)]
     llm = ScriptedLLM(root, "llm", answers)   # distinct answers: no run is slowed by the anti-stagnation path
     runs: dict[str, list[dict]] = {label: [] for label, _, _ in configs}
-    make = quick_node if smoke else Node
     try:
         for r in range(rounds):
             for label, web, clients in configs:
-                node = make(root, f"{label}_{r}", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.05",
+                node = Node(root, f"{label}_{r}", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.05",
                                                        "MESHNODE_WEB_ENABLED": "true" if web else "false"})
-                cli(node, smoke, "llm", "add", "main", "--url", llm.url, "--model", "scripted")
+                node.cli("llm", "add", "main", "--url", llm.url, "--model", "scripted")
                 node.start()
                 try:
                     runs[label].append(trio.run(_run_ticks, node, ticks, clients))
@@ -217,7 +203,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if args.notes and args.requests:
-            node = (quick_node if args.smoke else Node)(root, "bench", env={"MESHNODE_COGNITION_ENABLED": "false"})
+            node = Node(root, "bench", env={"MESHNODE_COGNITION_ENABLED": "false"})
             t = time.perf_counter()
             middle = fill(node.home, args.notes)
             loaded = round(time.perf_counter() - t, 2)

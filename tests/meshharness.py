@@ -59,16 +59,6 @@ def init_in_process(home: Path, name: str, env: dict[str, str]) -> str:
     return result.key.did
 
 
-def _in_trio() -> bool:
-    import trio
-
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
-
-
 class Node:
     def __init__(self, root: Path, name: str, env: dict[str, str] | None = None, wrapper: list[str] | None = None):
         self.name = name
@@ -92,25 +82,17 @@ class Node:
         assert result.returncode == 0, result.stderr
         return result.stdout
 
-    def run_cli(self, *args: str) -> subprocess.CompletedProcess:
+    def run_cli(self, *args: str):
         """``meshnode --home <this node's home> ARGS``: exit code, stdout and stderr. It runs in this process
-        (``cli.main``, with the node's settings), except in a network namespace (``wrapper``) or inside a
-        trio run (a command may start its own): there, as a process."""
+        (tests/cli_runner.py: ``cli.main`` with the node's settings), except in a network namespace
+        (``wrapper``): there, as a process inside it."""
         argv = ["--home", str(self.home), *args]
-        if self.wrapper or _in_trio():
+        if self.wrapper:
             return subprocess.run([*self.wrapper, sys.executable, "-m", "meshnode", *argv], env=self.env,
                                   capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        import io
+        from cli_runner import run_cli_in_process
 
-        from meshnode.cli import main
-
-        out, err = io.StringIO(), io.StringIO()
-        with _as_cli(self.env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(argv)
-            except SystemExit as exc:  # argparse's usage errors
-                code = exc.code if isinstance(exc.code, int) else 2
-        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+        return run_cli_in_process(argv, Path(self.env["HOME"]), env=self.env)
 
     def set_bootstrap(self, *others: "Node", address_filter: str = "") -> None:
         lines = [a for o in others for a in o.addresses if address_filter in a]
