@@ -162,7 +162,7 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(handler._deliver_round)
+            nursery.start_soon(handler.conversations.deliver_round)
             await entered.wait()
             nursery.cancel_scope.cancel()  # the web server shuts down mid-delivery
             release.set()
@@ -192,14 +192,14 @@ def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_pa
         return {"did": "chat:abc", "thread": "t" * 16}
     handler, counted = _handler_on(db, chat_send)
     rows = [held.hold(db, Party(False, "s", "192.0.2.1"), f"m{i}", "", 0, 3_600_000, b"k" * 32, 20) for i in range(3)]
-    trio.run(handler._deliver_round)  # all three wait
+    trio.run(handler.conversations.deliver_round)  # all three wait
     assert counted == []
     confirm.decide(db, rows[0]["id"], False, 1, "cli")
     confirm.decide(db, rows[1]["id"], True, 1, "cli")
     handler.services.now = lambda: 3_600_001  # the third expires
-    trio.run(handler._deliver_round)
+    trio.run(handler.conversations.deliver_round)
     assert sorted(c["outcome"] for c in counted) == ["approved", "expired", "rejected"]
-    trio.run(handler._deliver_round)  # each counted once
+    trio.run(handler.conversations.deliver_round)  # each counted once
     assert len(counted) == 3
     db.close()
 

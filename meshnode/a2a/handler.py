@@ -159,10 +159,3 @@ class MeshRequestHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params, context=None):
         raise UnsupportedOperationError(message="there is no extended card: the public one is all")
-
-    # --- held messages, once approved: the conversations' work (it runs before a2a-sdk is loaded) ---
-    async def deliver_approved(self, poll_s: float = 1.0) -> None:
-        await self.conversations.deliver_approved(poll_s)
-
-    async def _deliver_round(self) -> None:
-        await self.conversations.deliver_round()
