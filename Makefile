@@ -20,7 +20,7 @@ test: $(TOOLS) browser
 	$(BIN)/python -m pytest
 
 soak: $(TOOLS)
-	$(BIN)/python -m pytest -m soak
+	$(BIN)/python -m pytest -m soak --timeout=0
 
 bench: $(TOOLS)
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
