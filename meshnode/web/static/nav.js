@@ -54,20 +54,28 @@ export function renderNav(active) {
     el("li", {}, el("a", { href, text: label, class: key === active ? "active" : "", attrs: { "aria-current": key === active ? "page" : null } }))));
   const logout = el("button", { type: "button", class: "link-button", text: "log out", on: { click: () => act(async () => { await post("/api/logout"); location.href = "/login"; }) } });
   clear(nav, el("div", { class: "node" }, parts.name, parts.mode, parts.paused, parts.idle, parts.peers), links, logout);
+  // A snapshot answered after a newer `mode` event must not undo it: `events` counts them.
+  let events = 0;
   const refresh = () => act(async () => {
+    const seen = events;
     const status = await get("/api/status");
     parts.name.textContent = status.name || "meshnode";
     parts.name.title = status.did || "";
     document.title = `${document.title.split(" · ")[0]} · ${status.name || "meshnode"}`;
-    setMode(status.cognition || { mode: "off" });
+    if (seen === events) setMode(status.cognition || { mode: "off" });
     state.peers = new Set(status.connected || []);
     paint(parts);
   });
   refresh();
-  stream(["mode", "peer"], (type, data) => {
-    if (type === "mode") setMode(data);
-    else if (type === "peer") return refresh();  // the event names a DID, the status lists peer ids
+  const source = stream(["mode", "peer"], (type, data) => {
+    if (type === "mode") {
+      events += 1;
+      setMode(data);
+    } else if (type === "peer") return refresh();  // the event names a DID, the status lists peer ids
     paint(parts);
   });
+  // The feed reports changes from the moment a stream opens: what changed before (or while it was
+  // reconnecting) comes from a fresh snapshot.
+  source.addEventListener("open", () => refresh());
   return nav;
 }
