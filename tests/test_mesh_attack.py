@@ -1,21 +1,24 @@
 """Hostile peers against a real node (issue 13): each attack runs for a few seconds from
-tests/flood_peer.py while the honest side is watched: the victim's control `status` round
-trip and its friend's pings, against an unloaded baseline measured in the same test; the
-friend's liveness on the victim; what junk the victim stored; whether the attacker was
-still served. One victim and one honest node (friends, trusted) serve the whole module.
+tests/flood_peer.py while the honest side is watched: every control `status` of the victim and
+every ping from its friend is answered, the victim never marks its friend less than ok (its
+heartbeat deadlines: a stalled event loop misses them), the victim counts what it refused, the
+junk it stored stays within the quota, and the attacker was let in at least once and was not
+served. One victim and one honest node (friends, trusted) serve the whole module.
 
-Every check of a test is evaluated and all that fail are reported together, with the figures.
+How fast the honest side is served under each attack (status and ping p99 as ratios to the
+unloaded figures) is a latency on two shared cores: bench/attack.py measures it against its goal;
+the figures are printed here for -s, not asserted. Every check of a test is evaluated and all that
+fail are reported together, with the figures.
 """
 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from flood_peer import GOSSIP_CLASS, JUNK_CLASS
-from meshharness import ATTACK_NET, Node, data_bytes, flood, metric, plain_peer, wait_until, watch
+from meshharness import ATTACK_NET, Node, data_bytes, flood, plain_peer, wait_until
 
 # The storage quota for containers of unknown authors (issue 13 item 4), small so that a few
 # seconds of junk cross it: 8 containers and 1 MiB in all. On code without quotas the variables
@@ -24,21 +27,6 @@ from meshharness import ATTACK_NET, Node, data_bytes, flood, metric, plain_peer,
 UNKNOWN_QUOTA = 8
 QUOTA_ENV = {"MESHNODE_LIMITS_UNKNOWN_TOTAL_CONTAINERS": str(UNKNOWN_QUOTA), "MESHNODE_LIMITS_UNKNOWN_TOTAL_MIB": "1",
              "MESHNODE_LIMITS_UNKNOWN_AUTHOR_CONTAINERS": str(UNKNOWN_QUOTA)}  # one author's share: at most the total
-
-
-def status_bound(base_ms: float) -> float:
-    """`status` p99 under attack: 5x the unloaded p99, at least 250 ms. The ratio is the goal (the
-    loop keeps serving), the floor absorbs two shared cores: an unloaded p99 of 3 ms times 5 is
-    below one scheduler slice of the attacker, the honest node and the test itself."""
-    return max(5 * base_ms, 250.0)
-
-
-def ping_bound(base_ms: float) -> float:
-    """The friend's ping p99 under attack: 5x unloaded, at least 2 s. A ping is the CLI's: a DHT
-    lookup of the victim's announce (through the victim), a new stream and a round trip, across
-    two nodes' event loops, Noise and yamux; unloaded it takes 35-800 ms here on two shared cores,
-    and one slow sample of the ~20 is the p99. A stalled victim makes it 9-14 s (issue 13)."""
-    return max(5 * base_ms, 2000.0)
 
 
 def liveness_of(observer: Node, did: str) -> str | None:
@@ -67,22 +55,20 @@ def pair(tmp_path_factory):
         honest.kill()
 
 
-def baseline(victim: Node, honest: Node) -> dict:
-    """The unloaded figures, once the victim answers promptly again (a previous attack's backlog
-    is its own failure, named here rather than charged to the next attack)."""
-    def prompt() -> bool:
-        started = time.perf_counter()
-        victim.call("status", timeout=60)
-        return (time.perf_counter() - started) < 0.1
-    wait_until(prompt, 60, "the victim to answer status within 100 ms again after the previous attack")
+def ready(victim: Node, honest: Node) -> None:
+    """Before an attack, the previous one is over at the victim: none of its identities is still
+    connected (its friend alone is), and the friend is ok."""
+    def alone_with_friend() -> bool:
+        connected = (victim.try_call("status") or {}).get("connected")
+        return connected is not None and set(connected) <= {honest.peer_id}
+    wait_until(alone_with_friend, 60, "the previous attacker's connections to the victim to be gone")
     wait_until(lambda: liveness_of(victim, honest.did) == "ok", 30, "the friend to be ok before the attack")
-    return watch(victim, honest, lambda: time.sleep(3))  # measuring for 3 s, not waiting for something
 
 
-def attack(pair, mode: str, seconds: float, *options: str) -> tuple[dict, dict, list[str]]:
-    """Baseline, then the attack; the honest side's checks that failed (empty when all held)."""
+def attack(pair, mode: str, seconds: float, *options: str) -> tuple[dict, list[str]]:
+    """The attack, watched; the honest side's checks that failed (empty when all held)."""
     victim, honest = pair
-    base = baseline(victim, honest)
+    ready(victim, honest)
     before, friend_had = _victim_counts(victim), _counts(honest)
     try:
         seen = flood(victim, honest, mode, seconds, *options)
@@ -97,18 +83,16 @@ def attack(pair, mode: str, seconds: float, *options: str) -> tuple[dict, dict, 
     problems = []
     if not seen["attacker"]["connected"]:  # a fresh address is let in once at least: else nothing was tested
         problems.append(f"the attacker never got through: {seen['attacker']['outcomes']}")
-    if seen["status_ms_p99"] > status_bound(base["status_ms_p99"]):
-        problems.append(f"status p99 {seen['status_ms_p99']} ms > bound {status_bound(base['status_ms_p99'])} ms "
-                        f"(unloaded {base['status_ms_p99']} ms)")
-    if seen["ping_ms_p99"] > ping_bound(base["ping_ms_p99"]) or seen["ping_failed"]:
-        problems.append(f"friend's ping p99 {seen['ping_ms_p99']} ms ({seen['ping_failed']} failed) > bound "
-                        f"{ping_bound(base['ping_ms_p99'])} ms (unloaded {base['ping_ms_p99']} ms)")
+    if seen["status_failed"]:  # each call may wait 60 s: a failure is a node that did not answer at all
+        problems.append(f"{seen['status_failed']} of the victim's {seen['status_n']} status calls failed")
+    if seen["ping_failed"]:  # the ping's round trip has 10 s (REQUEST_TIMEOUT)
+        problems.append(f"{seen['ping_failed']} of the friend's {seen['ping_n']} pings of the victim failed")
     if seen["not_ok"]:
         problems.append(f"the victim marked its friend less than ok {seen['not_ok']} times during the attack")
     if liveness_of(victim, honest.did) != "ok":
         problems.append(f"the friend is {liveness_of(victim, honest.did)!r} on the victim after the attack")
-    print(json.dumps({"mode": mode, "baseline": base, "attack": seen}))  # the figures, for -s and reports
-    return base, seen, problems
+    print(json.dumps({"mode": mode, "attack": seen}))  # the figures, for -s and reports
+    return seen, problems
 
 
 def _counts(node: Node) -> dict:
@@ -135,10 +119,28 @@ def _settled(node: Node) -> None:
     wait_until(still, 60, f"{node.name}'s store to stop growing after the attack", interval=1.0)
 
 
+# what the victim counts when it refuses or drops an attacker's work: summed ("name"), by reason
+# ("name:reason") and by the way it came ("name@push")
+REFUSALS = ("invalid_from_peer", "peers_cut_off", "connections_refused", "exchange_refused", "containers_refused",
+            "containers_evicted", "gossip_ignored", "gossip_dropped")
+
+
 def _victim_counts(victim: Node) -> dict:
-    return {**_counts(victim), "data_bytes": data_bytes(victim),
-            **{name: metric(victim, name) for name in ("invalid_from_peer", "peers_cut_off", "connections_refused",
-                                                          "exchange_refused")}}
+    out = {**_counts(victim), "data_bytes": data_bytes(victim)}
+    for m in victim.call("metrics"):
+        if m["name"] in REFUSALS:
+            labels = m["labels"]
+            for key in (m["name"], *([f"{m['name']}:{labels['reason']}"] if "reason" in labels else []),
+                        *([f"{m['name']}@{labels['via']}"] if "via" in labels else [])):
+                out[key] = out.get(key, 0) + m["value"]
+    return out
+
+
+def counted(seen: dict, *names: str) -> list[str]:
+    """The victim counted the attack's refusals: one of the counters ``names`` grew."""
+    if not any(seen["victim"].get(name, 0) > 0 for name in names):
+        return [f"the victim counted no refusal of the attack in {', '.join(names)}"]
+    return []
 
 
 def served_mostly(seen: dict) -> list[str]:
@@ -161,49 +163,61 @@ def stored_within(seen: dict, cls: str, what: str) -> list[str]:
     return problems
 
 
-def figures(base: dict, seen: dict) -> str:
-    return json.dumps({"baseline": base, "attack": seen}, indent=1)
+def figures(seen: dict) -> str:
+    return json.dumps(seen, indent=1)
 
 
 def test_big_frames_do_not_stall_the_node(pair):
     """1 MiB frames of empty arrays and 256 KiB containers of them, each identity paced to stay
     under the invalid-input cut-off and replaced by a fresh one when its budget is spent."""
-    base, seen, problems = attack(pair, "bigframe", 8, "--workers", "2")
-    problems += served_mostly(seen)
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    seen, problems = attack(pair, "bigframe", 8, "--workers", "2")
+    problems += served_mostly(seen) + counted(seen, "invalid_from_peer", "exchange_refused")
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)
 
 
 def test_many_identities_from_one_address_do_not_stall_the_node(pair):
     """A fresh identity per round from one address, three costly frames at once, then it leaves."""
-    base, seen, problems = attack(pair, "identities", 6, "--workers", "3")
-    problems += served_mostly(seen)
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    seen, problems = attack(pair, "identities", 6, "--workers", "3")
+    problems += served_mostly(seen) + counted(seen, "invalid_from_peer", "exchange_refused")
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)
 
 
 def test_junk_from_throwaway_keys_stays_within_the_quota(pair):
     """Valid containers from throw-away keys, pushed and gossiped: the store grows by at most the
-    quota for unknown authors, and the friend's container stays."""
+    quota for unknown authors, every push the victim refused it counted, and the friend's
+    container stays."""
     victim, honest = pair
     mine = honest.call("note_add", {"text": "a friend's note", "audience": "public"})["did"]
     wait_until(lambda: victim.call("received", {"dids": [mine]}), 30, "the victim to receive the friend's note")
-    base, seen, problems = attack(pair, "junk", 6, "--workers", "2")
+    seen, problems = attack(pair, "junk", 6, "--workers", "2")
     problems += stored_within(seen, JUNK_CLASS, "junk containers (8 KiB)")
+    # nothing unaccounted: each push the victim refused it counted; each it took is stored or was
+    # evicted (counted) for the quota
+    grown, outcomes = seen["victim"], seen["attacker"]["outcomes"]
+    refused = sum(n for outcome, n in outcomes.items() if outcome.startswith("ack:rejected"))
+    if refused > grown.get("containers_refused@push", 0) + grown.get("exchange_refused", 0):
+        problems.append(f"the attacker was told of {refused} refused pushes; the victim counted fewer")
+    taken = outcomes.get("ack:accepted", 0)
+    if taken > grown.get(f"class:{JUNK_CLASS}", 0) + grown.get("containers_evicted", 0):
+        problems.append(f"the victim took {taken} pushed containers; fewer are stored or counted as evicted")
     if not victim.call("received", {"dids": [mine]}):
         problems.append("the friend's note was evicted by strangers' junk")
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)
 
 
 def test_slow_streams_do_not_hold_the_node(pair):
     """Exchange and sync streams held open, trickled a byte a second or silent."""
-    base, seen, problems = attack(pair, "slowloris", 6, "--workers", "4")
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    seen, problems = attack(pair, "slowloris", 6, "--workers", "4")
+    problems += counted(seen, "invalid_from_peer", "exchange_refused")
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)
 
 
 def test_oversized_and_costly_gossip_does_not_stall_the_node(pair):
     """Gossip over 64 KiB and just under: valid containers of empty arrays, and undecodable bytes."""
-    base, seen, problems = attack(pair, "biggossip", 6, "--workers", "2")
+    seen, problems = attack(pair, "biggossip", 6, "--workers", "2")
     problems += stored_within(seen, GOSSIP_CLASS, "costly containers (63 or 96 KiB)")
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    problems += counted(seen, "invalid_from_peer", "gossip_ignored", "gossip_dropped")
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)
 
 
 def test_connection_churn_does_not_lock_out_new_peers(pair):
@@ -212,10 +226,10 @@ def test_connection_churn_does_not_lock_out_new_peers(pair):
     issue 13's code, did not give a slot back when such a connection ended: after 250 of them
     the node accepted no new peer at all, from any address, minutes later still."""
     victim, _ = pair
-    base, seen, problems = attack(pair, "churn", 60, "--workers", "8", "--identities", "300")
+    seen, problems = attack(pair, "churn", 60, "--workers", "8", "--identities", "300")
     try:
         with plain_peer(victim):  # a new peer from another address, after the churn
             pass
     except AssertionError as exc:
         problems.append(f"a new peer could not connect after the churn: ...{str(exc)[-300:]}")
-    assert not problems, "\n".join(problems) + "\n" + figures(base, seen)
+    assert not problems, "\n".join(problems) + "\n" + figures(seen)

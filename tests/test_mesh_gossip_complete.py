@@ -179,18 +179,22 @@ def _tally(nodes) -> dict:
     return out
 
 
-def test_twenty_processes_get_every_public_note(tmp_path):
-    figures = spread(tmp_path, 20)
-    print(json.dumps(figures))
-    assert figures["delivered"] == figures["expected"], figures
-    assert figures["by_gossip"] + figures["by_sync"] == figures["expected"] and not figures["unaccounted"], figures
+# The default run's mesh is small enough for a test (each process starts a node's whole stack on
+# two shared cores) and still a mesh: 6 nodes, each connected to 4 peers, so a note reaches most of
+# them through relays, not from its author. The sizes of issue 18 run under ``make soak``: 20
+# processes, and 50 with the default 30 s sync (at 50 on 2 cores, the harness's 2 s sync with every
+# peer is most of the load: measured at 20, find p50 2.5 s instead of 0.06 s; the goal is one sync
+# period).
+MESH_SIZES = [
+    pytest.param(6, 60.0, {}, id="6"),
+    pytest.param(20, 60.0, {}, id="20", marks=pytest.mark.soak),
+    pytest.param(50, 180.0, {"MESHNODE_NET_SYNC_SECONDS": "30"}, id="50", marks=pytest.mark.soak),
+]
 
 
-@pytest.mark.soak
-def test_fifty_processes_get_every_public_note(tmp_path):
-    # the default 30 s sync: at 50 processes on 2 cores, the harness's 2 s sync with every peer is
-    # most of the load (measured at 20: find p50 2.5 s instead of 0.06 s); the goal is one sync period
-    figures = spread(tmp_path, 50, deadline_s=180.0, env={"MESHNODE_NET_SYNC_SECONDS": "30"})
+@pytest.mark.parametrize("count, deadline_s, env", MESH_SIZES)
+def test_every_process_gets_every_public_note(tmp_path, count, deadline_s, env):
+    figures = spread(tmp_path, count, deadline_s=deadline_s, env=env)
     print(json.dumps(figures))
     assert figures["delivered"] == figures["expected"], figures
     assert figures["by_gossip"] + figures["by_sync"] == figures["expected"] and not figures["unaccounted"], figures

@@ -146,12 +146,16 @@ def test_a_running_child_stays_ok_and_its_last_heard_time_is_written_down(root, 
         children_cleanup.append(Path(r["home"]))
         born = time.time() * 1000
 
+        heard: set[int] = set()
+
         def fresh_and_ok() -> bool:  # well past the quiet threshold (1.5 s) since the child was first heard
             row = parent.call("children")[0]
-            now = time.time() * 1000
-            return now - born > 4000 and row["liveness"] == "ok" and now - row["last_heard_ms"] < 1500
+            heard.add(row["last_heard_ms"] or 0)
+            return time.time() * 1000 - born > 4000 and row["liveness"] == "ok" and len(heard - {0}) >= 3
 
-        wait_until(fresh_and_ok, 30, "the child ok and heard within the last 1.5 s, 4 s after its start")
+        # the last heard time shown moves on with the child's heartbeats (three different ones seen)
+        # while the stored state stays ok: a row frozen at the last change would age to quiet
+        wait_until(fresh_and_ok, 30, "the child ok 4 s after its start, its last heard time moving on")
 
         def written() -> int:
             db = sqlite3.connect(f"file:{parent.home / 'data' / 'meshnode.db'}?mode=ro", uri=True)
