@@ -16,8 +16,12 @@ run: $(BASE)
 	$(BIN)/meshnode --home . init --exist-ok
 	$(BIN)/meshnode --home . run
 
+# one pytest worker per core, each test file on one worker (its module-scoped nodes stay shared);
+# `make test JOBS=0` runs everything in this one process
+JOBS ?= auto
+
 test: $(TOOLS) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 soak: $(TOOLS)
 	$(BIN)/python -m pytest -m soak --timeout=0
