@@ -20,6 +20,26 @@ import pytest
 from clienv import cli_env  # noqa: F401 (tests import it from here too)
 
 
+# Words in a test file's text that say it starts processes (nodes, CLIs, LLM stand-ins, namespaces).
+STARTS_PROCESSES = ("meshharness", "webharness", "llmharness", "mcpharness", "spawnlab", "netns", "subprocess",
+                    "run_cli_process", "bench/")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test files that start processes run first, the in-process ones after them: with one worker
+    per core (``make test``: pytest-xdist, a file to a worker), the long files start early and the
+    many short ones even out the end, instead of two workers meeting the slow files last."""
+    starts: dict[Path, bool] = {}
+
+    def in_process(item) -> bool:
+        if item.path not in starts:
+            text = item.path.read_text(encoding="utf-8", errors="replace")
+            starts[item.path] = any(word in text for word in STARTS_PROCESSES)
+        return not starts[item.path]
+
+    items.sort(key=in_process)  # stable: a file's tests stay together and in their order
+
+
 @pytest.fixture(autouse=True)
 def _umask_restored():
     """A test that runs the CLI in this process (``cli.main``) sets the node's umask 077 for the whole
