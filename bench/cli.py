@@ -1,5 +1,4 @@
-"""Start-up of the command line and an idle node's memory, beside Python's own start measured in
-the same run (issue 31).
+"""Start-up of the command line and an idle node's memory, beside Python's own start in the same run.
 
     python bench/cli.py [--runs 15] [--settle 5] [--smoke]
 
