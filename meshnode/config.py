@@ -71,6 +71,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "quiet_after_seconds": 25.0,
         "stale_after_seconds": 60.0,
         "dead_after_seconds": 300.0,
+        "max_connections": 300,
         "interests": [],
         "expertise": [],
         "roles": [],
@@ -218,7 +219,8 @@ _SECTION_NOTES = {
               " what unknown authors may make this node store and relay, and how many unknown peers it"
               " remembers (protocols/mesh.md, Storage quotas)",
     "log": "debug, info, warning or error",
-    "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds",
+    "net": "libp2p: listen/announce multiaddrs, bootstrap file, heartbeats and liveness thresholds,"
+           " connections at most (about five sixths of them inbound)",
     "sync": "what this node takes from peers: classes, tags (any of), days back (0: all), minimum peer trust;"
             " public_goals: also take goals (and their tasks) that anyone may see",
     "gmp": "goals and tasks across the mesh: how long an offer stays open, when an offer without a receipt"
@@ -487,6 +489,8 @@ def _check(values: dict) -> None:
         raise ConfigError("bad_config", "net.heartbeat_seconds must be between 0.05 and 3600")
     if not 0 < net["quiet_after_seconds"] < net["stale_after_seconds"] < net["dead_after_seconds"]:
         raise ConfigError("bad_config", "net: quiet_after < stale_after < dead_after seconds, all positive")
+    if not 12 <= net["max_connections"] <= 100_000:  # a whole number (checked as it was read)
+        raise ConfigError("bad_config", "net.max_connections must be between 12 and 100000")
     sync = values["sync"]
     for key in ("classes", "tags"):
         if not all(isinstance(item, str) and 0 < len(item) <= 64 for item in sync[key]) or len(sync[key]) > 64:

@@ -79,6 +79,7 @@ def net_config(config: Config) -> NetConfig:
     return NetConfig(
         listen=list(net["listen"]), announce=list(net["announce"]), bootstrap=bootstrap, name=config.name,
         heartbeat_ms=int(net["heartbeat_seconds"] * 1000), gossip_heartbeat_s=float(net["gossip_heartbeat_seconds"]),
+        max_connections=net["max_connections"],
         sync_s=float(net["sync_seconds"]), reputation_s=float(net["reputation_seconds"]),
         reputation_first_s=float(net["reputation_first_seconds"]),
         thresholds=Thresholds(int(net["quiet_after_seconds"] * 1000), int(net["stale_after_seconds"] * 1000),

@@ -546,7 +546,7 @@ def parse_args(argv: list[str]):
     parser.add_argument("--rate", type=float, default=8.0, help="junk, biggossip: publishes per second per worker")
     parser.add_argument("--streams", type=int, default=32, help="slowloris: streams held open per worker")
     parser.add_argument("--identities", type=int, default=300, help="churn: identities in all (py-libp2p keeps "
-                        "250 inbound slots)")
+                        "250 inbound slots at the node's default [net] max_connections)")
     parser.add_argument("--trickle", type=float, default=1.0, help="slowloris: seconds between trickled bytes")
     return parser.parse_args(argv)
 

@@ -141,6 +141,8 @@ def test_unrelated_environment_ignored(home):
     ("[keys]\npath = false\n", "keys.path"),
     ("node = 1\n", "[node]"),
     ('log = "debug"\n', "[log]"),
+    ("[net]\nmax_connections = 36.0\n", "net.max_connections must be int"),
+    ("[net]\nmax_connections = true\n", "net.max_connections must be int"),
 ])
 def test_type_errors_in_file(home, toml, needle):
     write_config(home, toml)
@@ -184,6 +186,8 @@ def test_type_error_in_overrides(home):
     ('[node]\nname = ""\n', "node.name"),
     ('[node]\nname = "   "\n', "node.name"),
     (f'[node]\nname = "{"n" * 65}"\n', "node.name"),
+    ("[net]\nmax_connections = 11\n", "net.max_connections must be between 12"),
+    ("[net]\nmax_connections = 100001\n", "net.max_connections must be between 12"),
 ])
 def test_out_of_range_values(home, toml, needle):
     write_config(home, toml)
@@ -413,6 +417,34 @@ def test_gmp_settings_from_file_and_environment(home):
     config = load_config(home, environ={"MESHNODE_GMP_RECEIPT_SECONDS": "2.5"})
     assert (config.get("gmp", "dead_grace_seconds"), config.get("gmp", "check_seconds"),
             config.get("gmp", "receipt_seconds"), config.get("sync", "public_goals")) == (0, 1, 2.5, True)
+
+
+def test_max_connections_from_the_environment_reaches_the_net_config(home):
+    from meshnode.node import net_config
+
+    assert "MESHNODE_NET_MAX_CONNECTIONS" in bad(home, environ={"MESHNODE_NET_MAX_CONNECTIONS": "36.5"}).reason
+    for most in ("12", "36", "100000"):  # the range's edges and between
+        config = load_config(home, environ={"MESHNODE_NET_MAX_CONNECTIONS": most})
+        assert net_config(config).max_connections == int(most)
+    assert net_config(load_config(home, environ=NO_ENV)).max_connections == 300
+
+
+def test_default_max_connections_keeps_libp2p_limits():
+    """At the default, the swarm gets py-libp2p 0.8.1's own limits (250 inbound slots); scaled
+    down or up, they still pass its ConnectionConfig's checks (min <= low <= high <= max)."""
+    from libp2p.network.config import ConnectionConfig
+
+    from meshnode.net.inbound import connection_limits, inbound_slots
+
+    default = ConnectionConfig()
+    assert connection_limits(DEFAULTS["net"]["max_connections"]) == {
+        "max_connections": default.max_connections, "min_connections": default.min_connections,
+        "low_watermark": default.low_watermark, "high_watermark": default.high_watermark}
+    assert inbound_slots(300) == 250
+    assert connection_limits(12) == {"max_connections": 12, "min_connections": 2, "low_watermark": 4,
+                                     "high_watermark": 12}
+    for most in (12, 13, 30, 36, 299, 100_000):
+        ConnectionConfig(**connection_limits(most))  # raises on limits out of order
 
 
 # --- [reactor] (protocols/reactor.md section 13) -------------------------------------------------

@@ -1,7 +1,8 @@
 """Inbound connections at accept time: two mends to py-libp2p 0.8.1's swarm.
 
-1. **Slots given back.** The swarm takes one of 250 inbound slots per accepted
-   connection and keeps its handler task waiting until the whole swarm stops
+1. **Slots given back.** The swarm takes one of its inbound slots (250 at the
+   default ``[net] max_connections``) per accepted connection and keeps its
+   handler task waiting until the whole swarm stops
    (``_do_handle_inbound_connection`` ends on ``manager.wait_finished()``), so
    the slot, the task and the raw connection are never released: after 250
    inbound connections in a node's lifetime, no new peer can connect from
@@ -12,6 +13,7 @@
    before the Noise handshake and identify are paid for.
 
 Both patch one swarm object (private API, verified against 0.8.1).
+``connection_limits`` sizes the swarm from ``[net] max_connections``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import trio
 
 log = logging.getLogger("meshnode.net")
 
+# py-libp2p 0.8.1's ConnectionConfig defaults: max_connections, min_connections, low and high watermark
+LIBP2P_LIMITS = (300, 50, 100, 300)
 _ACCEPTING = contextvars.ContextVar("meshnode_accepting", default=False)  # set in an accept handler's task
 
 
@@ -63,6 +67,20 @@ def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callab
 
     swarm._handle_inbound_connection = handle_inbound
     swarm.upgrade_inbound_raw_conn = upgrade_until_over
+
+
+def connection_limits(max_connections: int) -> dict[str, int]:
+    """py-libp2p's connection limits scaled to ``max_connections`` (its own values at 300): the
+    ConnectionConfig fields. Inbound connections get ``max_connections - min_connections`` slots."""
+    most, least, low, high = LIBP2P_LIMITS
+    return {"max_connections": max_connections, "min_connections": max_connections * least // most,
+            "low_watermark": max_connections * low // most, "high_watermark": max_connections * high // most}
+
+
+def inbound_slots(max_connections: int) -> int:
+    """How many inbound connections py-libp2p admits at a time under ``connection_limits``."""
+    limits = connection_limits(max_connections)
+    return limits["max_connections"] - limits["min_connections"]
 
 
 def remote_address(conn) -> tuple | None:

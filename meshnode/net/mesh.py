@@ -45,7 +45,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
-from meshnode.net.inbound import mend_inbound
+from meshnode.net.inbound import connection_limits, mend_inbound
 from meshnode.net.mesh_cost import CostMixin
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
 from meshnode.net.mesh_admission import AdmissionMixin
@@ -83,6 +83,7 @@ class NetConfig:
     bootstrap: list[BootstrapPeer]
     name: str
     heartbeat_ms: int = 10_000
+    max_connections: int = 300  # [net] max_connections: py-libp2p's connection limits scale with it (net/inbound.py)
     thresholds: Thresholds = field(default_factory=Thresholds)
     interests: list[str] = field(default_factory=list)
     expertise: list[str] = field(default_factory=list)
@@ -211,7 +212,8 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
             muxer_opt={YAMUX: Yamux},
             # one connection per peer: the default (3) staggers dials and costs ~250 ms per connect
-            connection_config=ConnectionConfig(max_connections_per_peer=1),
+            connection_config=ConnectionConfig(max_connections_per_peer=1,
+                                               **connection_limits(self.config.max_connections)),
             **host_options,
         )
         if host.get_id().to_base58() != self.key.peer_id:
