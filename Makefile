@@ -16,12 +16,13 @@ run: $(BASE)
 	$(BIN)/meshnode --home . init --exist-ok
 	$(BIN)/meshnode --home . run
 
-# one pytest worker per core, each test file on one worker (its module-scoped nodes stay shared);
+# one pytest worker per core, each test file on one worker (its module-scoped nodes stay shared),
+# in the order tests/conftest.py collects them (files that start processes first);
 # `make test JOBS=0` runs everything in this one process
 JOBS ?= auto
 
 test: $(TOOLS) browser
-	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile --no-loadscope-reorder)
 
 soak: $(TOOLS)
 	$(BIN)/python -m pytest -m soak --timeout=0
