@@ -30,9 +30,18 @@ every one of them is decided everywhere (fewer heights when blocks batch).
 
 Transport: links are reliable once a message arrives, as streams are: a node
 never sends a peer a message (the same signed bytes) that peer already has
-or has on the way, so the core's periodic resends reach only those that lost
-it (loss, partitions). A commit sent in answer to a message (a node behind,
-a catch-up request) goes back to its sender only.
+or has on the way, unless the node publishes it again (the core's periodic
+resends; the driver publishes each as a new gossip message,
+protocols/consensus.md 3) and the peer is, or was when it got it, at another
+height than the message's. A resend is a signal as well as a copy: a vote of
+a height its receiver has decided says that its sender is still on it (the
+receiver answers with that height's commit, at most once per height every
+``resend_ms``); a catch-up asked again can be answered by a peer that has
+decided the height since. A copy to a peer that got it at the message's
+height and is still there changes nothing (its core counts a message once),
+so resends reach only those that lost it (loss, partitions) and those
+at other heights. A commit sent in answer to a message (a node behind, a
+catch-up request) goes back to its sender only.
 """
 
 from __future__ import annotations
@@ -160,9 +169,10 @@ class ConsensusSim(Adversaries):
         # (a precommit in a decision) and equivocation (signed evidence), applied by every honest
         # node alike, so one view stands for all
         self._scores = {self.keys[i].did: initial(0) for i in self.validators}
-        # per height, the transport's memory: signature -> nodes that have (or will get) it, and
-        # signature -> nodes that relayed it; dropped once every honest validator is past the height
-        self._holders: dict[int, dict[bytes, set[int]]] = {}
+        # per height, the transport's memory: signature -> nodes that have (or will get) it -> the
+        # height each was at when it was sent to it, and signature -> nodes that relayed it; dropped
+        # once every honest validator is past the height
+        self._holders: dict[int, dict[bytes, dict[int, int]]] = {}
         self._relayed: dict[int, dict[bytes, set[int]]] = {}
         self._reply_to: int | None = None  # the sender of the message being handled
         self.side_one = set(self.rng.sample(self.honest, len(self.honest) // 2))  # the equivocators' split
@@ -246,27 +256,34 @@ class ConsensusSim(Adversaries):
 
     # --- transport -------------------------------------------------------------------
 
-    def _spread(self, i: int, msg: m.Message, to) -> None:
-        """``msg`` from ``i`` to each of ``to`` that does not have it yet."""
+    def _spread(self, i: int, msg: m.Message, to, republish: bool = False) -> None:
+        """``msg`` from ``i`` to each of ``to`` that does not have it yet; with ``republish`` (``i``'s
+        own message, published anew each time) also to each that is, or was when it got it, at
+        another height than ``msg``'s (see Transport above)."""
         box = self._holders.setdefault(msg.height, {})
         holders = box.get(msg.signature)
         if holders is None:
-            holders = box[msg.signature] = {i}
-        send = self.net.send
+            holders = box[msg.signature] = {i: -1}
+        cores, send = self.cores, self.net.send
+        h = msg.height
+        again = {r for r, at in holders.items() if r != i and (at != h or cores[r].height != h)} \
+            if republish and len(holders) > 1 else ()
         if to is self.audience:  # a broadcast: the set difference runs in C (ints iterate in a fixed order)
-            missing = self._audience_set - holders
+            missing = self._audience_set - holders.keys()
+            if again:
+                missing.update(r for r in again if r in self._audience_set)
             self.suppressed += len(to) - len(missing) - (i in self._audience_set and i in holders)
             to = missing
         for r in to:
-            if r in holders:
+            if r in holders and r not in again:
                 if r != i:
                     self.suppressed += 1
             elif send(i, r, msg):
-                holders.add(r)
+                holders[r] = cores[r].height
 
-    def _gossip(self, i: int, msg: m.Message, exclude: int | None) -> None:
+    def _gossip(self, i: int, msg: m.Message, exclude: int | None, republish: bool = False) -> None:
         """``msg`` from ``i`` to ``relay`` random nodes of the whole mesh."""
-        self._spread(i, msg, [p for p in self._peers(self.mesh) if p != exclude])
+        self._spread(i, msg, [p for p in self._peers(self.mesh) if p != exclude], republish)
 
     def _peers(self, among: list[int]) -> list[int]:
         """``relay`` distinct nodes drawn at random from ``among`` (two draws for the usual two,
@@ -352,11 +369,11 @@ class ConsensusSim(Adversaries):
                 self._equivocate(i, msg)
                 return
         if msg.kind == m.COMMIT and sender is not None:
-            self._spread(i, msg, (sender,))  # an answer: to the node that is behind or asked
+            self._spread(i, msg, (sender,), republish=True)  # an answer: to the node that is behind or asked
         elif msg.kind == m.CATCHUP and not self.cores[i].is_validator:
-            self._gossip(i, msg, None)  # a client asks a few peers
+            self._gossip(i, msg, None, republish=True)  # a client asks a few peers
         else:
-            self._spread(i, msg, self.audience)
+            self._spread(i, msg, self.audience, republish=True)
 
     # --- checks and measures -----------------------------------------------------------
 
