@@ -60,7 +60,8 @@ def test_heartbeats_go_one_hop_and_one_per_connected_peer(tmp_path):
 
         # nothing relays: a never heard c (c is alive, and b hears it), nor c a
         assert liveness_of(a, c.did) is None and liveness_of(c, a.did) is None
-        assert liveness_of(b, a.did) == "ok" and liveness_of(b, c.did) == "ok"
+        # b still hears both (read at one instant, a busy machine can show "quiet" between two heartbeats)
+        wait_until(lambda: liveness_of(b, a.did) == "ok" and liveness_of(b, c.did) == "ok", 30, "b to hear a and c")
         assert a.call("formation")["connected"] == 1 and c.call("formation")["connected"] == 1
         assert metric(a, "heartbeat_streams", result="opened") >= 1
         assert metric(b, "invalid_from_peer") == 0
