@@ -6,8 +6,9 @@ a note with ``related.in_reply_to`` and the thread's topic. A thread is named
 by ``tid``, 16 characters of its first message's DID after the fixed prefix.
 That DID is only known once the first note is signed, so the first message
 carries the topic ``chat`` and every later one (either side) ``chat:<tid>``;
-the reads below put the two together. Reads run in the store's reader thread,
-``compose`` and ``reply`` in its writer.
+the reads below put the two together. Reads run in the store's reader thread; writing a
+message is the application layer's (``meshnode.app.actions.chat``, and ``note_add`` with
+``reply_to`` for the agent's answer).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import re
 import trio
 
 from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note, own_local
-from meshnode.store.database import Database, _insert
+from meshnode.store.database import Database
 from meshnode.store.short_ids import CONTAINER_HEAD
 
 PREFIX = CONTAINER_HEAD  # every container DID starts so: a tid is the 16 characters after it
@@ -128,63 +127,10 @@ def thread_exists(db: Database, own_did: str, tid: str) -> bool:
                            {"tid": tid, "own": own_did}).fetchone() is not None
 
 
-def compose(db: Database, key: NodeKey, text: str, thread: str | None, now_ms: int, source: str = "user") -> dict:
-    """The person's message, signed and stored (writer thread): a new thread, or one more message in ``thread``."""
-    if thread is not None:
-        check_tid(thread)
-        if not thread_exists(db, key.did, thread):
-            raise ChatError("thread_not_found", f"no conversation {thread} on this node")
-    note = make_note(key, text, now_ms=now_ms, topic=f"chat:{thread}" if thread else FIRST, source=source,
-                     audience="private")
-    db.put_container(note, received_at_ms=now_ms, local={"tags": []})
-    return {"thread": thread or tid_of(note.did), "did": note.did}
-
-
 def person_note(db: Database, own_did: str, did: str) -> tuple[str, str | None] | None:
     """(did, topic) of the person's note ``did`` on this node (what the agent may reply to), or None."""
     return db.conn.execute("SELECT container_did, topic FROM notes WHERE container_did = ? AND source IN"
                            " ('user', 'cli') AND (agent_did = ? OR agent_did IS NULL)", (did, own_did)).fetchone()
-
-
-def reply(db: Database, key: NodeKey, now_ms: int, text: str, reply_to: str, *, source: str = "llm",
-          audience: str = "private", recipients: list[str] | None = None) -> dict:
-    """The agent's answer to the person's message ``reply_to``: in its thread, naming it
-    (``related.in_reply_to``), and the message marked read, all in one transaction."""
-    target = person_note(db, key.did, reply_to)
-    if target is None:
-        raise ChatError("not_found", f"no message {reply_to[:80]} from the person on this node: reply_to takes"
-                                     " an id of context 6a (Messages from the person)")
-    note = make_note(key, text, now_ms=now_ms, topic=thread_topic(*target), source=source, audience=audience,
-                     recipients=recipients, reply_to=reply_to)
-    with db.transaction() as conn:
-        _insert(conn, note, now_ms, None, own_local())
-        conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (reply_to,))
-    return {"did": note.did, "thread": thread_name(*target), "in_reply_to": reply_to}
-
-
-async def send(store, key: NodeKey, text: str, thread: str | None, now_ms: int, *, cycle=None, reactor=None,
-               wake: bool = True) -> dict:
-    """``C.chat_send``: store the message; the reactor looks soon; with ``wake`` (``[web]
-    wake_on_message``) the cycle ticks now, unless a person paused it (the message waits)."""
-    out = await store.write(compose, key, text, thread, now_ms)
-    if reactor is not None:
-        reactor.poke()
-    woke = bool(wake and cycle is not None and not cycle.paused)
-    if woke:
-        cycle.wake.set()
-    return {**out, "woke": woke}
-
-
-async def ask(store, key: NodeKey, text: str, thread: str | None, now_ms: int, wait_seconds: float, **send_args) -> dict:
-    """``send``, then wait up to ``wait_seconds`` for the agent's reply (MCP's and A2A's "ask the agent"):
-    ``replies`` is empty when none came in time (the conversation goes on; a later read of the thread
-    shows the answer)."""
-    if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, (int, float)) or not 0 <= wait_seconds <= MAX_WAIT_S:
-        raise ChatError("bad_request", f"wait_seconds is a number of seconds from 0 to {MAX_WAIT_S:g}")
-    out = await send(store, key, text, thread, now_ms, **send_args)
-    if not wait_seconds:
-        return {**out, "replies": []}
-    return {**out, "replies": await wait_for_reply(store, key.did, out["did"], wait_seconds)}
 
 
 def replies_to(db: Database, own_did: str, did: str) -> list[dict]:

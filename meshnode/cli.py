@@ -146,7 +146,6 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     p.add_argument("--tags", help="comma-separated local tags (kept on this node only)")
     p.add_argument("--audience", choices=AUDIENCES, default="private",
                    help="private: this node only; friends: sent to friends; public: gossiped to everyone")
-    p.add_argument("--source", choices=NOTE_SOURCES, default="cli", help="who wrote it (default cli)")
     p.add_argument("--priority", type=int, default=0, help="higher is more urgent (default 0)")
     p.add_argument("--forward", type=int, choices=(0, 1, 2), default=0,
                    help="a friends note may travel this many hops past its recipients, friend to friend")

@@ -74,6 +74,21 @@ def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, ne
         db.close()
 
 
+def act(config, name: str, args: dict) -> Any:
+    """The application-layer action ``name`` for the person at the CLI: by the running node, or,
+    when none runs, on the home's database in this process (meshnode.app.on_home): the same
+    function either way."""
+    live = _ask_node(config, name, args, required=False)
+    if live is not None:
+        return live
+    import trio
+
+    from meshnode.app.actor import person
+    from meshnode.app.on_home import run_on_home
+
+    return trio.run(run_on_home, config.db_path, lambda: open_identity(config), person("cli"), name, args)
+
+
 def container_did(config, text: str, noun: str = "container") -> str:
     """A container DID from what a person typed: the DID, or a short id held here."""
     from meshnode.store import short_ids

@@ -22,7 +22,7 @@ from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
 from meshnode.identity.did import did_to_peer_id
-from meshnode.cli_common import (_ask_node, _config, _only, _open_db, agent_did, container_did, print_json, print_rows,
+from meshnode.cli_common import (_ask_node, act, _config, _only, _open_db, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
@@ -152,46 +152,18 @@ def cmd_note_add(args) -> int:
     if args.reply_to:  # a short id (from `note list`) names the whole DID
         args.reply_to = container_did(config, args.reply_to, "note")
     tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
-    live = _ask_node(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
-                                          "source": args.source, "priority": args.priority, "tags": tags,
-                                          "forward": args.forward,
-                                          **({"reply_to": args.reply_to} if args.reply_to else {})},
-                     required=False)
-    if live is not None:  # the running node writes it (and gossips a public note)
-        print(live["did"])
-        return 0
-    from meshnode.chat import reply_topic
-    from meshnode.notes import make_note
-    from meshnode.store.sharing import friends
-
-    key = open_identity(config)
-    t = now_ms()
-    db = _open_db(config)
-    try:
-        recipients = friends(db) if args.audience == "friends" else None
-        topic = args.topic or (reply_topic(db, args.reply_to) if args.reply_to else None)
-        note = make_note(key, args.text, now_ms=t, topic=topic, source=args.source,
-                         audience=args.audience, priority=args.priority, recipients=recipients,
-                         forward=args.forward, reply_to=args.reply_to)
-        db.put_container(note, received_at_ms=t, local={"tags": tags})
-    finally:
-        db.close()
-    print(note.did)
+    out = act(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
+                                   "priority": args.priority, "tags": tags, "forward": args.forward,
+                                   **({"reply_to": args.reply_to} if args.reply_to else {})})
+    print(out["did"])
     return 0
 
 
 def cmd_note_list(args) -> int:
     config = _config(args)
     before = container_did(config, args.before, "note") if args.before else None
-    options = {"before": before, "query": args.search, "unread": args.unread, "source": args.source,
-               "topic": args.topic}
-    rows = _ask_node(config, "notes", {"limit": args.limit, **options}, required=False)
-    if rows is None:
-        db = _open_db(config)
-        try:
-            rows = db.recent_notes(args.limit, **options)
-        finally:
-            db.close()
+    rows = act(config, "notes", {"limit": args.limit, "before": before, "query": args.search,
+                                 "unread": args.unread, "source": args.source, "topic": args.topic})
     print_rows(args, rows, _note_line)
     return 0
 
@@ -205,7 +177,18 @@ def _note_line(r: dict) -> str:
     first = r["text"].splitlines()[0][:NOTE_LINE] if r["text"] else ""
     more = " ..." if len(first) < len(r["text"].rstrip()) else ""  # the rest: `note read`
     return (f"{short_container_id(r['container_did'])}{unread:1} {r['timestamp'][:19]}  "
-            f"{who(r.get('author_did'), r.get('author_name'))} -> {r['audience']}  {topic}{first}{more}")
+            f"{_writer(r)} -> {r['audience']}  {topic}{first}{more}")
+
+
+def _writer(r: dict) -> str:
+    """Who wrote a note: a peer by its name (or DID); this node's own by who asked it to (the
+    person through a face, the agent, an A2A party, the node itself), from store.provenance."""
+    kind = r.get("asked_kind")
+    if kind is None or kind == "peer":
+        return who(r.get("author_did"), r.get("author_name"))
+    from meshnode.app.actor import described
+
+    return described(kind, r.get("asked_via"), r.get("asked_label"))
 
 
 def cmd_peers(args) -> int:

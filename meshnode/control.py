@@ -3,8 +3,8 @@
 A unix socket in the node's data directory (mode 0600, so only its owner can
 connect), one JSON request per connection, one JSON response back:
 
-    {"cmd": "peers", "args": {}}            ->  {"ok": true, "result": ...}
-                                            or  {"ok": false, "code": "...", "reason": "..."}
+    {"cmd": "peers", "args": {}, "face": "cli"}  ->  {"ok": true, "result": ...}
+                                                 or  {"ok": false, "code": "...", "reason": "..."}
 
 A second process never opens the node's database while it runs; it asks the
 node. Requests are size-limited and validated like any other input.
@@ -38,8 +38,9 @@ def socket_path(data_dir: Path) -> Path:
     return data_dir / SOCKET_NAME
 
 
-def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0) -> Any:
-    """Blocking client for the CLI: send one request, return ``result`` or raise ControlError."""
+def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0, face: str = "cli") -> Any:
+    """Blocking client for the CLI: send one request, return ``result`` or raise ControlError.
+    ``face``: which of the person's clients asks (``cli``, or ``mcp`` for ``meshnode mcp``)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
@@ -50,7 +51,7 @@ def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0)
                 raise ControlError("node_not_running",
                                    f"no running node at {path.parent.parent} (start it with `meshnode run`)") from None
             raise ControlError("control_unreachable", f"cannot reach the node at {path}: {exc.strerror}") from None
-        s.sendall(json.dumps({"cmd": cmd, "args": args or {}}).encode("utf-8") + b"\n")
+        s.sendall(json.dumps({"cmd": cmd, "args": args or {}, "face": face}).encode("utf-8") + b"\n")
         s.shutdown(socket.SHUT_WR)
         data = bytearray()
         while True:

@@ -13,12 +13,13 @@ import trio
 from meshnode.control import HANDLER_TIMEOUT, MAX_REQUEST, MAX_SOCKET_PATH, ControlError
 from meshnode.errors import MeshnodeError
 
-Handler = Callable[[str, dict], Awaitable[Any]]
+Handler = Callable[[str, dict, str], Awaitable[Any]]
+FACES = ("cli", "mcp")  # who may speak on the socket: the person, through the CLI or `meshnode mcp`
 
 
 async def serve_control(path: Path, handler: Handler, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Listen on ``path`` until cancelled; ``handler(cmd, args)`` returns the result or
-    raises MeshnodeError. Refuses to start while another node answers on the socket."""
+    """Listen on ``path`` until cancelled; ``handler(cmd, args, face)`` returns the result or
+    raises MeshnodeError (``face``: which of the person's clients asks, FACES). Refuses to start while another node answers on the socket."""
     if len(os.fsencode(path)) > MAX_SOCKET_PATH:
         raise ControlError("control_path_too_long",
                            f"the control socket path {path} is too long for a unix socket; use a shorter home")
@@ -55,9 +56,9 @@ async def _handle(stream: trio.SocketStream, handler: Handler) -> None:
         try:
             with trio.fail_after(HANDLER_TIMEOUT):
                 request = await _read_request(stream)
-                cmd, args = _parse(request)
+                cmd, args, face = _parse(request)
                 try:
-                    result = await handler(cmd, args)
+                    result = await handler(cmd, args, face)
                     response = {"ok": True, "result": result}
                 except MeshnodeError as exc:
                     response = {"ok": False, "code": exc.code, "reason": exc.reason}
@@ -90,7 +91,7 @@ async def _read_request(stream: trio.SocketStream) -> bytes:
     return bytes(data.split(b"\n", 1)[0])
 
 
-def _parse(raw: bytes) -> tuple[str, dict]:
+def _parse(raw: bytes) -> tuple[str, dict, str]:
     try:
         request = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -100,7 +101,10 @@ def _parse(raw: bytes) -> tuple[str, dict]:
     args = request.get("args", {})
     if not isinstance(args, dict):
         raise ControlError("bad_request", "'args' must be an object")
-    return request["cmd"], args
+    face = request.get("face", "cli")
+    if face not in FACES:
+        raise ControlError("bad_request", f"'face' is one of {', '.join(FACES)}")
+    return request["cmd"], args, face
 
 
 def _answers(path: Path) -> bool:

@@ -39,7 +39,11 @@ from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
-from meshnode.notes import make_note, own_local
+from meshnode.app import actor
+from meshnode.app.actor import Actor, person
+from meshnode.app.actions.notes import write_note
+from meshnode.app.context import App
+from meshnode.app.dispatch import ACTIONS, dispatch
 from meshnode.spawn import family
 from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
@@ -210,8 +214,7 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
     mesh.validator = _PeerValidator(store, min_trust)
 
     async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
-        note = make_note(key, text, now_ms=now_ms(), source="system", audience="private")
-        await store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local=own_local("gate")))
+        await store.write(lambda db: write_note(db, key, actor.node("gate"), text, now_ms=now_ms(), tags=["gate"]))
 
     settings = gate_setup.settings(config)
     killed, removed = gate_setup.clear_leftovers(settings.scratch_dir)
@@ -266,9 +269,17 @@ class _Control:
                  cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
         self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
+        self.app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
+                       wake_on_message=bool(config.values.get("web", {}).get("wake_on_message", True)))
         self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
 
-    async def handle(self, cmd: str, args: dict):
+    async def handle(self, cmd: str, args: dict, face: str = "cli", actor: Actor | None = None):
+        """``cmd`` for ``actor`` (by default the person, through ``face``): an action of the
+        application layer (meshnode.app.dispatch), or one of the commands below."""
+        if cmd in ACTIONS:
+            _strings(args)
+            self.metrics.inc("control_requests", cmd=cmd)
+            return await dispatch(self.app, actor or person(face), cmd, args)
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
         if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
             async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
@@ -337,14 +348,6 @@ class _Control:
 
     async def cmd_mind_tick_show(self, tick: int):
         return await self.store.read(tick_traces.show, int(tick))
-
-    async def cmd_chat_send(self, text: str, thread: str | None = None, wait_seconds: float = 0):
-        """The person's message to the agent (a new conversation, or one more in ``thread``); with
-        ``wait_seconds``, the agent's replies that came within it (``replies``)."""
-        wake = bool(self.config.values.get("web", {}).get("wake_on_message", True))
-        out = await chat.ask(self.store, self.key, text, thread, now_ms(), wait_seconds, cycle=self.cycle,
-                             reactor=self.reactor, wake=wake)
-        return out if wait_seconds else {k: v for k, v in out.items() if k != "replies"}
 
     async def cmd_chat_threads(self, limit: int = 50, before: int | None = None):
         return await self.store.read(chat.threads, self.key.did, int(limit), None if before is None else int(before))
@@ -435,29 +438,6 @@ class _Control:
             if self.gmp is not None and is_gmp(c):
                 self.gmp.arrived(c.did, did)
         return {"fetched": [c.did for c in got]}
-
-    async def cmd_note_add(self, text: str, topic: str | None = None, audience: str = "private",
-                           source: str = "cli", priority: int = 0, tags: list | None = None, forward: int = 0,
-                           reply_to: str | None = None):
-        t = now_ms()
-        recipients = await self.store.read(friends) if audience == "friends" else None
-        if reply_to is not None:  # an answer to a note held here: in its thread unless a topic is given
-            topic = topic or await self.store.read(chat.reply_topic, str(reply_to))
-        note = make_note(self.key, text, now_ms=t, topic=topic, source=source, audience=audience,
-                         priority=int(priority), recipients=recipients, forward=int(forward), reply_to=reply_to)
-        await self.store.write(lambda db: db.put_container(note, received_at_ms=t, local={"tags": tags or []}))
-        if audience == "public":
-            self.mesh.timing.mark(note.did, "written", now_ms(), t)
-            await self.mesh.gossip(note)
-        if self.reactor is not None:  # the person's note may be for the agent: the reactor looks soon
-            self.reactor.poke()
-        return {"did": note.did}
-
-    async def cmd_notes(self, limit: int = 20, before: str | None = None, query: str | None = None,
-                        unread: bool | None = None, source: str | None = None, topic: str | None = None):
-        """A page of notes, newest first (``before``: the last note's container DID; filters: Database.recent_notes)."""
-        return await self.store.read(lambda db: db.recent_notes(int(limit), before=before, query=query, unread=unread,
-                                                                source=source, topic=topic))
 
     async def cmd_received(self, dids: list):
         """When each container arrived here (ms), for latency measurements."""

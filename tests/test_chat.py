@@ -8,6 +8,9 @@ import json
 import pytest
 
 from meshnode import chat
+from meshnode.app.actions import chat as chat_actions
+from meshnode.app.actor import person
+from meshnode.app.context import App
 from meshnode.cognition import contexts, executor
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
@@ -17,6 +20,7 @@ from meshnode.store import Database
 from llmharness import prompt_section
 
 T0 = 1_800_000_000_000
+MCP = person("mcp")
 
 
 @pytest.fixture
@@ -28,6 +32,11 @@ def db(tmp_path):
 
 KEY = NodeKey(bytes(32))
 OTHER = NodeKey(bytes([1]) * 32)
+
+
+def compose(db, key: NodeKey, text: str, thread: str | None, at: int) -> dict:
+    """The person's message through the web (app.actions.chat)."""
+    return chat_actions.compose(db, key, person("web"), text, thread, at)
 
 
 def agent_reply(db, text: str, reply_to: str, at: int, cmd_id: str = "r1") -> dict:
@@ -44,14 +53,14 @@ def prompt(db) -> str:
 
 
 def test_a_conversation_person_then_agent_then_person(db):
-    first = chat.compose(db, KEY, "what is 2+2?", None, T0)
+    first = compose(db, KEY, "what is 2+2?", None, T0)
     tid = first["thread"]
     assert tid == first["did"][len(chat.PREFIX):][:16] and len(tid) == 16
     result = agent_reply(db, "4", first["did"], T0 + 1000)
     assert result["status"] == "ok", result
     assert result["result"]["thread"] == tid and result["result"]["in_reply_to"] == first["did"]
     assert read_of(db, first["did"]) == 1  # the reply marked the person's message read
-    second = chat.compose(db, KEY, "and 3+3?", tid, T0 + 2000)
+    second = compose(db, KEY, "and 3+3?", tid, T0 + 2000)
     assert second["thread"] == tid
     t = chat.thread(db, KEY.did, tid)
     assert [(m["side"], m["text"], m["read"]) for m in t["messages"]] == [
@@ -68,9 +77,9 @@ def test_a_conversation_person_then_agent_then_person(db):
 
 
 def test_threads_are_newest_first_and_apart(db):
-    a = chat.compose(db, KEY, "first thread", None, T0)["thread"]
-    b = chat.compose(db, KEY, "second thread", None, T0 + 10)["thread"]
-    chat.compose(db, KEY, "back to the first", a, T0 + 20)
+    a = compose(db, KEY, "first thread", None, T0)["thread"]
+    b = compose(db, KEY, "second thread", None, T0 + 10)["thread"]
+    compose(db, KEY, "back to the first", a, T0 + 20)
     assert [r["thread"] for r in chat.threads(db, KEY.did)] == [a, b]
     assert [r["count"] for r in chat.threads(db, KEY.did)] == [2, 1]
     assert [r["thread"] for r in chat.threads(db, KEY.did, limit=1)] == [a]
@@ -83,16 +92,16 @@ def test_threads_are_newest_first_and_apart(db):
 def test_bad_and_unknown_threads_are_typed_errors_and_change_nothing(db):
     before = db.counts()
     with pytest.raises(MeshnodeError) as bad:
-        chat.compose(db, KEY, "hello", "../etc/passwd!!", T0)
+        compose(db, KEY, "hello", "../etc/passwd!!", T0)
     assert bad.value.code == "bad_thread"
     with pytest.raises(MeshnodeError) as unknown:
-        chat.compose(db, KEY, "hello", "A" * 16, T0)
+        compose(db, KEY, "hello", "A" * 16, T0)
     assert unknown.value.code == "thread_not_found" and "AAAA" in unknown.value.reason
     with pytest.raises(MeshnodeError) as missing:
         chat.thread(db, KEY.did, "B" * 16)
     assert missing.value.code == "thread_not_found"
     with pytest.raises(MeshnodeError) as empty:
-        chat.compose(db, KEY, "   ", None, T0)
+        compose(db, KEY, "   ", None, T0)
     assert empty.value.code == "empty_note"
     assert db.counts() == before
 
@@ -118,10 +127,10 @@ def test_reply_to_takes_only_the_persons_notes_of_this_node(db):
 
 def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
     long_text = "x" * 2500
-    first = chat.compose(db, KEY, "hello agent", None, T0)
+    first = compose(db, KEY, "hello agent", None, T0)
     agent_reply(db, "hello person", first["did"], T0 + 1)
-    chat.compose(db, KEY, "tell me more", first["thread"], T0 + 2)
-    new = chat.compose(db, KEY, long_text, first["thread"], T0 + 3)
+    compose(db, KEY, "tell me more", first["thread"], T0 + 2)
+    new = compose(db, KEY, long_text, first["thread"], T0 + 3)
     peer = make_note(OTHER, "a peer writes", now_ms=T0 + 4, source="user")
     db.put_container(peer, received_at_ms=T0)
     text = prompt(db)
@@ -144,7 +153,7 @@ def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
 
 def test_context_6a_keeps_to_its_budget(db):
     for i in range(10):
-        chat.compose(db, KEY, f"message {i} " + "y" * 1990, None, T0 + i)
+        compose(db, KEY, f"message {i} " + "y" * 1990, None, T0 + i)
     part = prompt_section(prompt(db), "Messages from the person (context 6a)", required=True)
     assert len(part) <= contexts.BUDGET["person"] and part.endswith(contexts.CUT)
     assert "message 9 " in part  # the newest survive the cut
@@ -170,10 +179,12 @@ async def test_send_wakes_the_cycle_unless_paused_or_turned_off_and_pokes_the_re
         reactor = Reactor()
         for paused, wake, woken in ((False, True, True), (True, True, False), (False, False, False)):
             cycle = Cycle(paused)
-            out = await chat.send(store, KEY, "hello", None, T0, cycle=cycle, reactor=reactor, wake=wake)
+            app = App(store, KEY, reactor=reactor, cycle=cycle, wake_on_message=wake, clock=lambda: T0)
+            out = await chat_actions.chat_send(app, person("web"), "hello")
             assert out["woke"] is woken and cycle.wake.is_set() is woken
         assert reactor.pokes == 3
-        out = await chat.send(store, KEY, "no cognition here", out["thread"], T0 + 1)
+        out = await chat_actions.chat_send(App(store, KEY, clock=lambda: T0 + 1), person("cli"), "no cognition here",
+                                           out["thread"])
         assert out["woke"] is False
         assert [m["text"] for m in (await store.read(chat.thread, KEY.did, out["thread"]))["messages"]] == [
             "hello", "no cognition here"]
@@ -182,7 +193,7 @@ async def test_send_wakes_the_cycle_unless_paused_or_turned_off_and_pokes_the_re
 
 
 async def test_ask_waits_for_the_agent_s_reply_and_gives_up_after_its_time(tmp_path):
-    """``chat.ask`` (MCP's and A2A's "ask the agent"): the reply the agent writes while the caller
+    """``chat_send`` with a wait (MCP's and A2A's "ask the agent"): the reply the agent writes while the caller
     waits comes back; a question nobody answers returns no reply once its time is up."""
     import trio
 
@@ -207,15 +218,17 @@ async def test_ask_waits_for_the_agent_s_reply_and_gives_up_after_its_time(tmp_p
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent)
-            out = await chat.ask(store, KEY, "what is 2+2?", None, T0, 30, cycle=cycle)
+            out = await chat_actions.chat_send(App(store, KEY, cycle=cycle, clock=lambda: T0), MCP, "what is 2+2?",
+                                               None, 30)
         assert out["did"] == asked["did"] and [r["text"] for r in out["replies"]] == ["4"]
 
         with trio.fail_after(10):
-            silent = await chat.ask(store, KEY, "anyone?", out["thread"], T0 + 1000, 0.3)
+            silent = await chat_actions.chat_send(App(store, KEY, clock=lambda: T0 + 1000), MCP, "anyone?",
+                                                  out["thread"], 0.3)
         assert silent["replies"] == [] and silent["thread"] == out["thread"]
         for bad in (-1, "5", True, chat.MAX_WAIT_S + 1):
             with pytest.raises(chat.ChatError, match="wait_seconds"):
-                await chat.ask(store, KEY, "x", None, T0, bad)
+                await chat_actions.chat_send(App(store, KEY), MCP, "x", None, bad)
     finally:
         await store.aclose()
 
@@ -266,9 +279,9 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
 def test_paging_loses_no_thread_and_no_message_that_share_a_millisecond(db):
     """One tick's replies share its time: a page ending inside such a tie must not drop the rest of
     it (the next page starts strictly before the last time shown)."""
-    a = chat.compose(db, KEY, "thread a", None, T0)
-    b = chat.compose(db, KEY, "thread b", None, T0 + 1)
-    c = chat.compose(db, KEY, "thread c", None, T0 + 2)
+    a = compose(db, KEY, "thread a", None, T0)
+    b = compose(db, KEY, "thread b", None, T0 + 1)
+    c = compose(db, KEY, "thread c", None, T0 + 2)
     for n, first in enumerate((a, b)):  # one tick answers a and b: the same time
         assert agent_reply(db, f"answer {n}", first["did"], T0 + 100, cmd_id=f"r{n}")["status"] == "ok"
     seen, before = [], None
@@ -281,8 +294,8 @@ def test_paging_loses_no_thread_and_no_message_that_share_a_millisecond(db):
     assert sorted(seen) == sorted([a["thread"], b["thread"], c["thread"]]) and len(seen) == 3
     tid = c["thread"]
     for n in range(3):  # three messages of one thread at one time, then one later
-        chat.compose(db, KEY, f"same time {n}", tid, T0 + 500)
-    chat.compose(db, KEY, "later", tid, T0 + 600)
+        compose(db, KEY, f"same time {n}", tid, T0 + 500)
+    compose(db, KEY, "later", tid, T0 + 600)
     texts, before = [], None
     for _ in range(10):
         page = chat.thread(db, KEY.did, tid, limit=2, before=before)["messages"]

@@ -13,9 +13,11 @@ from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError
 
 
-async def handler(cmd: str, args: dict):
+async def handler(cmd: str, args: dict, face: str):
     if cmd == "echo":
         return args
+    if cmd == "face":
+        return face
     if cmd == "fail":
         raise MeshnodeError("nope", "it failed as asked")
     raise MeshnodeError("unknown_command", cmd)
@@ -39,6 +41,16 @@ async def test_request_response_errors_and_cleanup(tmp_path):
         assert b"bad_request" in answer
         await stream.aclose()
         assert await trio.to_thread.run_sync(call, path, "echo", {}) == {}
+        # the client says which of the person's faces asks (the CLI unless it says mcp), nothing else
+        assert await trio.to_thread.run_sync(call, path, "face") == "cli"
+        assert await trio.to_thread.run_sync(lambda: call(path, "face", face="mcp")) == "mcp"
+        stream = await trio.open_unix_socket(os.fspath(path))
+        await stream.send_all(b'{"cmd": "face", "face": "web"}\n')
+        answer = b""
+        while chunk := await stream.receive_some(1000):
+            answer += chunk
+        assert b"bad_request" in answer and b"face" in answer
+        await stream.aclose()
         # a second server on the same socket is refused while the first answers
         with pytest.raises(ControlError) as info:
             await serve_control(path, handler)

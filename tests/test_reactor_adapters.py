@@ -347,7 +347,9 @@ def test_a_batched_escalation_note_is_one_event_per_key_at_the_mentor(db):
     groups = escalate.batches(many)
     assert [len(g) for g in groups] == [escalate.MAX_BATCH, 3, 1, 1]
     assert {(g[0].to_id, g[0].level) for g in groups} == {(B.did, 1), (B.did, 2), ("operator", 2)}
-    first, _ = escalate.build(A, groups[0], T)  # A's reactor escalates to its mentor B (this node)
+    fields = escalate.note_fields(groups[0])  # A's reactor escalates to its mentor B (this node)
+    first = make_note(A, fields["text"], now_ms=T, topic=fields["topic"], source="system", audience=fields["audience"],
+                      priority=fields["priority"], recipients=fields["recipients"])
     assert first.head["recipient"] == [B.did]
     put(db, first, None)
     events = scan(db, T + 10)

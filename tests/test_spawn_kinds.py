@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshnode import chat, knowledge
+from meshnode.app.actions import chat as chat_actions
+from meshnode.app.actor import person
 from meshnode.cognition import registry
 from meshnode.cognition.llm import Endpoint
 from meshnode.container.schema import known_classes
@@ -151,7 +153,7 @@ class Parent:
         self.friends_open = put(make_note(k, "friends, may travel FRIENDS-OPEN", now_ms=t + 2, audience="friends",
                                           recipients=[self.friend.did], forward=1))
         self.private = put(make_note(k, PRIVATE_TEXT, now_ms=t + 3))
-        self.chat = chat.compose(db, k, CHAT_TEXT, None, t + 4)
+        self.chat = chat_actions.compose(db, k, person("web"), CHAT_TEXT, None, t + 4)
         self.their_public = put(make_note(self.stranger, "a stranger's public note", now_ms=t + 5, audience="public"),
                                 self.stranger.did)
         self.diary = put(knowledge.make_diary_entry(k, "what I learned DIARY-1", now_ms=t + 6))

@@ -16,6 +16,7 @@ from collections import OrderedDict
 import trio
 
 from meshnode.a2a import held
+from meshnode.app import actor
 from meshnode.a2a.settings import A2ASettings
 
 log = logging.getLogger("meshnode.a2a")
@@ -48,7 +49,8 @@ class Conversations:
         if tid is None and context_id and await self.services.read(held.started_by, self.services.key.did,
                                                                    context_id, framed.split("\n", 1)[0]):
             tid = context_id  # a thread this party started, named by its id (after a restart too)
-        out = await self.services.call("chat_send", text=framed, thread=tid, wait_seconds=wait)
+        out = await self.services.call("chat_send", actor=actor.a2a(party_key), text=framed, thread=tid,
+                                       wait_seconds=wait)
         context_id = context_id or out["thread"]
         self.remember(party_key, context_id, out["thread"])
         return {**out, "context_id": context_id}

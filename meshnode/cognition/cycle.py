@@ -27,6 +27,7 @@ from typing import Callable
 
 import trio
 
+from meshnode.app.actor import approver
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
                                 held, isolation, mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
                                 wake_report)
@@ -389,9 +390,11 @@ class Cycle:
                                           self.keep_traces)
         return summary
 
-    async def _send_approved(self, tool: str, args: dict) -> dict:
-        """A send out of the node a person approved (the gate's ``send_out``)."""
-        return await sending.send(self.mesh, self.store, self.key, self.clock(), Command("approved", tool, args))
+    async def _send_approved(self, tool: str, args: dict, decided_by: str | None = None) -> dict:
+        """A send out of the node a person approved (the gate's ``send_out``; ``decided_by``: the face
+        they approved it through)."""
+        return await sending.send(self.mesh, self.store, self.key, self.clock(), Command("approved", tool, args),
+                                  approved_by=approver(decided_by))
 
     async def _validate(self, prompt: str, answer: str, main_id: str) -> Verdict:
         """The validation reflex with the validators that are not set aside, each weighted by its

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from meshnode import chat, knowledge
+from meshnode import knowledge
+from meshnode.app.actions.notes import write_note, written
+from meshnode.app.actor import AGENT
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import author, make_note, own_local
+from meshnode.notes import author
 from meshnode.store.database import Database
 from meshnode.store.sharing import friends
 
@@ -130,14 +132,10 @@ def _note_read(db, key, now, args):
 
 @handler("note_add")
 def _note_add(db, key, now, args):
-    audience = args.get("audience", "private")
-    if args.get("reply_to"):  # an answer to the person: in their thread, and their message marked read
-        return chat.reply(db, key, now, args["text"], args["reply_to"], audience=audience,
-                          recipients=friends(db) if audience == "friends" else None)
-    note = make_note(key, args["text"], now_ms=now, topic=args.get("topic"), source="llm", audience=audience,
-                     recipients=friends(db) if audience == "friends" else None)
-    db.put_container(note, received_at_ms=now, local=own_local())
-    return {"did": note.did}
+    """A private note of the agent's (one that leaves the node is sent by ``sending``, through the gate)."""
+    note = write_note(db, key, AGENT, args["text"], now_ms=now, topic=args.get("topic"),
+                      audience=args.get("audience", "private"), reply_to=args.get("reply_to"))
+    return written(note, AGENT, args.get("reply_to"))
 
 
 @handler("note_tag")

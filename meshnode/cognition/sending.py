@@ -12,7 +12,10 @@ stays a plain store command.
 
 from __future__ import annotations
 
-from meshnode.cognition import executor, mesh_commands
+from meshnode.app.actor import AGENT, Actor
+from meshnode.app.context import App
+from meshnode.app.dispatch import dispatch
+from meshnode.cognition import mesh_commands
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.gate import outbound
@@ -34,7 +37,14 @@ async def run(gate, mesh, store, key, now_ms: int, cmd: Command) -> dict:
     return await send(mesh, store, key, now_ms, cmd)
 
 
-async def send(mesh, store, key, now_ms: int, cmd: Command) -> dict:
-    if cmd.type == "note_add":
-        return await store.write(executor.run, key, now_ms, cmd)
-    return await mesh_commands.run(mesh, store, key, now_ms, cmd)
+async def send(mesh, store, key, now_ms: int, cmd: Command, approved_by: Actor | None = None) -> dict:
+    """Send it now: a note through the application layer's ``note_add`` (a public one is gossiped),
+    a message to an agent through the mesh. ``approved_by``: the person whose confirmation it was."""
+    if cmd.type != "note_add":
+        return await mesh_commands.run(mesh, store, key, now_ms, cmd)
+    app = App(store, key, mesh=mesh, clock=lambda: now_ms)
+    try:
+        result = await dispatch(app, AGENT, "note_add", dict(cmd.args), approved_by=approved_by)
+    except MeshnodeError as exc:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
+    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}

@@ -76,7 +76,7 @@ class Gate:
         self._reset_seen: str | None | object = _NOT_READ
         self._told_limit = False
         # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
-        self.send_out: Callable[[str, dict], Awaitable[dict]] | None = None
+        self.send_out: Callable[[str, dict, str | None], Awaitable[dict]] | None = None  # (tool, args, decided_by)
         # async (args) -> the spawn's result: creates and starts a child node (set by the node, which
         # alone can: its control's cmd_spawn); None where no node runs
         self.spawner: Callable[[dict], Awaitable[dict]] | None = None
@@ -176,7 +176,7 @@ class Gate:
                 continue
             try:
                 if req["tool"] in outbound.TOOLS:
-                    result, ok = await self._send_approved(req["tool"], req["args"])
+                    result, ok = await self._send_approved(req["tool"], req["args"], req.get("decided_by"))
                 elif req["tool"].startswith("mcp.") and self.mcp is not None:
                     result, ok = await self.mcp.call(req["tool"], req["args"], approved=req["id"]), True
                 else:
@@ -190,10 +190,10 @@ class Gate:
             done.append({"confirmation": req["id"], "tool": req["tool"], "ok": ok, "result": result})
         return done
 
-    async def _send_approved(self, tool: str, args: dict) -> tuple[dict, bool]:
+    async def _send_approved(self, tool: str, args: dict, decided_by: str | None) -> tuple[dict, bool]:
         if self.send_out is None:
             raise GateError("no_sender", f"{tool} cannot be sent from here (no cognitive cycle runs)")
-        sent = await self.send_out(tool, args)
+        sent = await self.send_out(tool, args, decided_by)
         return sent, sent.get("status") == "ok"
 
     async def _run(self, tool: str, args: dict) -> dict:

@@ -17,11 +17,13 @@ import trio
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from meshnode import control
+from meshnode.app.actor import person
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.reputation.reading import reputation_detail
 
 Call = Callable[..., Awaitable[Any]]
+MCP_PERSON = person("mcp")  # who asks through /mcp (``meshnode mcp`` says so on the control socket)
 SOCKET_TIMEOUT = 100.0  # above control.HANDLER_TIMEOUT: the node answers first, with its own timeout error
 
 LOCAL_READS: dict[str, Callable[..., Any]] = {
@@ -79,7 +81,7 @@ def socket_call(data_dir: Path, open_db: Callable[[], Any]) -> Call:
 
     def ask(cmd: str, args: dict) -> Any:
         try:
-            return control.call(path, cmd, args, timeout=SOCKET_TIMEOUT)
+            return control.call(path, cmd, args, timeout=SOCKET_TIMEOUT, face="mcp")
         except OSError as exc:  # the node went away mid-request (a reset, a broken pipe)
             raise MeshnodeError("control_unreachable", f"lost the node at {path}: {exc.strerror or exc}") from None
     return call
@@ -94,7 +96,7 @@ def services_call(services, changes: Callable[[str], bool]) -> Call:
             if cmd in LOCAL_READS:
                 result = await services.read(lambda db: LOCAL_READS[cmd](db, **args))
             else:
-                result = await services.call(cmd, **args)
+                result = await services.call(cmd, actor=MCP_PERSON, **args)
         except MeshnodeError as exc:
             services.metrics.inc("mcp_calls", cmd=cmd, outcome=exc.code[:64])
             raise

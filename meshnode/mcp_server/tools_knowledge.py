@@ -20,7 +20,8 @@ def register(server, call: Call) -> None:
                     topic: Line | None = None, before: Did | None = None):
         """Search this node's notes, newest first: ``query`` matches their text; ``before`` (the last
         note's DID of the previous page) pages on. Each row: container_did, timestamp, topic, text,
-        audience, tags, source, author, read."""
+        audience, tags, source, author, read, and who asked for it: asked_kind (person, agent, a2a,
+        peer, node), asked_via (person: cli, web, mcp), asked_label."""
         return await run(call, "notes", query=query, limit=limit, unread=unread, topic=topic, before=before)
 
     @server.tool(annotations=MARK)
@@ -33,7 +34,7 @@ def register(server, call: Call) -> None:
                        audience: Literal["private", "friends", "public"] = "private", tags: Words | None = None):
         """Write a note signed by this node. ``audience``: private (this node only), friends (sent to its
         friends), public (gossiped to the mesh). Returns its container DID."""
-        return await run(call, "note_add", text=text, topic=topic, audience=audience, tags=tags, source="user")
+        return await run(call, "note_add", text=text, topic=topic, audience=audience, tags=tags)
 
     @server.tool(annotations=READ)
     async def diary(limit: Limit = 50):

@@ -15,9 +15,11 @@ import logging
 from typing import Awaitable, Callable
 
 from meshnode.errors import MeshnodeError
-from meshnode.notes import make_note, own_local
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import node
 from meshnode.reactor.types import group_escalations
 
+REACTOR = node("reactor")  # who asks for an escalation note
 log = logging.getLogger("meshnode.reactor")
 
 TOPIC = "reactor-escalation"
@@ -45,29 +47,28 @@ def batches(escalations) -> list[list]:
     return out
 
 
-def build(key, batch, now_ms: int):
-    """The signed note for ``batch`` (escalations to one recipient at one level) and its local fields."""
+def note_fields(batch) -> dict:
+    """How the note for ``batch`` (escalations to one recipient at one level) is written
+    (``app.actions.notes.write_note``'s arguments): private and unread for the operator (it is
+    the person's mail), else to the mentor alone."""
     if not isinstance(batch, (list, tuple)):
         batch = [batch]
     to_id = batch[0].to_id
     if to_id == OPERATOR:
-        note = make_note(key, note_text(batch), now_ms=now_ms, topic=TOPIC, source="system", audience="private",
-                         priority=2)
-        return note, {"tags": ["reactor", "escalation"]}  # unread: it is the person's mail
-    note = make_note(key, note_text(batch), now_ms=now_ms, topic=TOPIC, source="system", audience="friends",
-                     priority=1, recipients=[to_id])
-    return note, own_local("reactor", "escalation")
+        return {"text": note_text(batch), "topic": TOPIC, "audience": "private", "priority": 2,
+                "tags": ["reactor", "escalation"], "read": False}
+    return {"text": note_text(batch), "topic": TOPIC, "audience": "friends", "priority": 1, "recipients": [to_id],
+            "tags": ["reactor", "escalation"]}
 
 
-def _store_and_record(db, note, local: dict, keys: list[str], now_ms: int) -> None:
+def _store_and_record(db, key, fields: dict, keys: list[str], now_ms: int):
     """The note and its escalation rows' ``container_id`` in one transaction: a stop between the
     two (a restart sending the rows again as unsent) cannot make a second note."""
-    from meshnode.store.database import _insert
-
-    with db.transaction() as conn:
-        _insert(conn, note, now_ms, None, local)
+    def record(conn, note) -> None:
         conn.executemany("UPDATE reactor_escalations SET container_id = ? WHERE key = ?",
                          [(note.did, k) for k in keys])
+
+    return write_note(db, key, REACTOR, now_ms=now_ms, then=record, **fields)
 
 
 async def send(store, key, batch, now_ms: int, *, mesh=None,
@@ -80,8 +81,7 @@ async def send(store, key, batch, now_ms: int, *, mesh=None,
     if not isinstance(batch, (list, tuple)):
         batch = [batch]
     esc = batch[0]
-    note, local = build(key, batch, now_ms)
-    await store.write(_store_and_record, note, local, [e.key for e in batch], now_ms)
+    note = await store.write(_store_and_record, key, note_fields(batch), [e.key for e in batch], now_ms)
     if esc.to_id == OPERATOR:
         return note.did
     try:

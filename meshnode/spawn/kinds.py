@@ -57,6 +57,9 @@ TABLES: dict[str, Rule] = {
     "store_usage": _r("rebuilt", "rebuilt", "never", "kept by triggers as containers arrive"),
     "notes": _r("rebuilt", "never", "never", "view of the copied note containers (public, shareable friends);"
                                              " copied notes start read: history, not mail to the child"),
+    "provenance": _r("never", "never", "never",
+                     "who asked the parent to write its containers is the parent's own record; in the child"
+                     " they are the parent's, a peer's"),
     "attachments": _r("row", "never", "never", "only those of a copied note, tied to the child's row of it"),
     "diary_entries": _r("rebuilt", "rebuilt", "never", "view of the copied diary_entry containers"),
     "concepts": _r("rebuilt", "rebuilt", "never", "view of the copied semantic_node containers"),

@@ -13,7 +13,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import cbor2
 
@@ -21,7 +21,7 @@ from meshnode.container import Container, Limits, cbor, decode_container, parse_
 from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.errors import StoreError
 from meshnode.gmp import rules
-from meshnode.store import gmp_admission, lineage, views, views_gmp
+from meshnode.store import gmp_admission, lineage, provenance, views, views_gmp
 from meshnode.store.migrate import migrate, schema_version
 
 BUSY_TIMEOUT_MS = 10_000
@@ -118,12 +118,16 @@ class Database:
     # --- containers -----------------------------------------------------
 
     def put_container(self, c: Container, *, received_at_ms: int, received_from: str | None = None,
-                      local: dict | None = None) -> bool:
+                      local: dict | None = None, then: Callable[[sqlite3.Connection], None] | None = None) -> bool:
         """Store a verified container and its table views; False if it was already here, or if it is a
         GMP container held aside pending (``store.gmp_admission``). A GMP container refused at
-        admission raises ``gmp.rules.GmpRefused`` and nothing is stored."""
+        admission raises ``gmp.rules.GmpRefused`` and nothing is stored. ``then(conn)`` runs in the
+        same transaction once it is stored (e.g. a reply marks the message it answers read)."""
         with self.transaction() as conn:
-            return _insert(conn, c, received_at_ms, received_from, local)
+            stored = _insert(conn, c, received_at_ms, received_from, local)
+            if stored and then is not None:
+                then(conn)
+            return stored
 
     def put_containers(self, containers: Iterable[Container], *, received_at_ms: int, received_from: str | None = None,
                        local: dict | None = None, batch: int = 1000,
@@ -216,8 +220,12 @@ class Database:
                 params.append(topic)
             cur = self.conn.execute(
                 "SELECT n.timestamp, n.topic, n.text, n.audience, n.tags, n.container_did, n.source,"
-                " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read FROM notes n"
+                " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read,"
+                # who asked (store.provenance); a note with no record here is its author's, a peer
+                " COALESCE(pr.kind, CASE WHEN i.id IS NULL THEN 'peer' END) AS asked_kind, pr.via AS asked_via,"
+                " pr.label AS asked_label, pr.approved_kind, pr.approved_via FROM notes n"
                 " LEFT JOIN identity i ON i.id = n.agent_did LEFT JOIN agent_peers p ON p.id = n.agent_did"
+                " LEFT JOIN provenance pr ON pr.container_did = n.container_did"
                 f" WHERE {' AND '.join(where)} ORDER BY n.timestamp DESC, n.id DESC LIMIT ?",
                 (*params, max(1, min(int(limit), MAX_NOTES_PAGE))))
             names = [d[0] for d in cur.description]
@@ -289,6 +297,8 @@ def _store(conn: sqlite3.Connection, c: Container, received_at_ms: int, received
     )
     if cur.rowcount == 0:
         return False
+    if local and local.get("asked_by"):  # who asked this node to write it: in the same transaction
+        provenance.record(conn, c.did, local["asked_by"], received_at_ms, local.get("approved_by"))
     conn.executemany(
         "INSERT OR IGNORE INTO container_links (source_did, relation, target_did) VALUES (?, ?, ?)",
         [(c.did, rel, target) for rel, targets in c.related.items() for target in targets],

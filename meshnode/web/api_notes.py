@@ -3,7 +3,7 @@ tags), edits, diary, concepts, links and search.
 
 Writes are the control commands ``meshnode note|diary|concept|link ...`` send; reads the same, or
 the module function the CLI reads with (``knowledge.show_note``, ``knowledge.search``). A note written
-here has source ``user`` (the person, through the web). References to other containers are checked
+here is the person's, through the web (``Services.call``'s actor; its signed source ``user``). References to other containers are checked
 as the CLI checks them (held here and of the right class, unless ``allow_dangling``)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from meshnode.notes import AUDIENCES, MAX_TEXT, SOURCES
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
-WEB_SOURCE = "user"
 _TEXT = Arg(str, max=256)
 _TAGS = Arg(list, max=64, doc="tags, each 1 to 64 characters")
 _PREVIOUS = Arg(list, max=64, doc="the versions this one updates (container DIDs or short ids)")
@@ -27,8 +26,9 @@ _FORWARD = Arg(int, min=0, max=knowledge.MAX_FORWARD,
 
 
 async def notes(services, args):
-    """``[{container_did, timestamp, topic, text, audience, tags, source, author_did, author_name, read}]``
-    newest first; the next page: ``before`` = the last row's ``container_did``."""
+    """``[{container_did, timestamp, topic, text, audience, tags, source, author_did, author_name, read,
+    asked_kind, asked_via, asked_label, approved_kind, approved_via}]`` (asked_*: who asked this node to
+    write it, app.actor; a peer's note: ``peer``) newest first; the next page: ``before`` = the last row's ``container_did``."""
     return await services.call("notes", limit=args["limit"], before=args["before"], query=args["q"],
                                unread=args["unread"], source=args["source"], topic=args["topic"])
 
@@ -40,7 +40,7 @@ async def note_show(services, args):
 
 async def note_add(services, args):
     return await services.call("note_add", text=args["text"], topic=args["topic"], audience=args["audience"],
-                               source=WEB_SOURCE, priority=args["priority"],
+                               priority=args["priority"],
                                tags=ids.texts("tags", args["tags"], 64), forward=args["forward"])
 
 

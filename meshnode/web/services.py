@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import trio
 
+from meshnode.app.actor import Actor, person
 from meshnode.container import now_ms
 from meshnode.control import HANDLER_TIMEOUT
 from meshnode.errors import MeshnodeError
@@ -36,11 +37,12 @@ class Services:
     def now(self) -> int:
         return now_ms()
 
-    async def call(self, cmd: str, **args) -> Any:
-        """A control command, as the CLI sends it over the socket (timeout included)."""
+    async def call(self, cmd: str, /, *, actor: Actor = person("web"), **args) -> Any:
+        """A control command, as the CLI sends it over the socket (timeout included), for ``actor``:
+        the person through the web unless the face that calls says otherwise (/mcp, A2A)."""
         try:
             with trio.fail_after(HANDLER_TIMEOUT):
-                result = await self.control.handle(cmd, args)
+                result = await self.control.handle(cmd, args, actor=actor)
         except trio.TooSlowError:
             raise MeshnodeError("timeout", f"{cmd} took longer than {HANDLER_TIMEOUT:g} s") from None
         return result  # the app nudges the feed after every POST

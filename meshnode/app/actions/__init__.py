@@ -1,0 +1,1 @@
+"""The actions, one module per area; ``meshnode.app.dispatch`` lists them all."""

@@ -1,0 +1,37 @@
+"""What the actions work with: the node's objects, each passed in by whoever builds the App.
+
+The running node builds one App with everything (``node.py``); the CLI with no node running
+builds one on the home's store alone (``mesh`` None: nothing is gossiped, the next run syncs
+it); the agent's tests build one on a bare store. An action uses what is there and never
+imports an engine: the reactor is anything with ``poke()``, the cycle anything with ``paused``
+and ``wake``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from meshnode.container import now_ms
+from meshnode.identity.keys import NodeKey
+
+
+class Pokeable(Protocol):
+    def poke(self) -> None: ...
+
+
+@dataclass
+class App:
+    store: Any  # meshnode.store.Store
+    key: NodeKey | None  # None only where no action that signs runs (the CLI reading with no node)
+    mesh: Any = None  # meshnode.net.mesh.Mesh when the node runs
+    reactor: Pokeable | None = None
+    cycle: Any = None  # the agent's cycle (``paused``, ``wake``), when cognition is on
+    wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
+    metrics: Any = None  # meshnode.metrics.Metrics
+    clock: Callable[[], int] = now_ms
+
+    @property
+    def live(self) -> bool:
+        """Whether a running node's network is here (gossip and pushes happen at once)."""
+        return self.mesh is not None

@@ -1,0 +1,61 @@
+"""The one table of actions and the one way in: ``dispatch(app, actor, name, args)``.
+
+Every face calls an action through here with the actor it vouches for; ``args`` are the
+caller's (JSON values, checked against the action's parameters), and can never name who asks
+or who approved: those are the face's to say.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from meshnode.app.actions import chat, notes
+from meshnode.app.actor import Actor
+from meshnode.app.context import App
+from meshnode.errors import MeshnodeError
+
+RESERVED = ("app", "actor", "approved_by")  # set by the face, never by the caller's arguments
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    fn: Callable[..., Awaitable[Any]]
+    summary: str
+    signs: bool = True  # it signs with the node's key (a read does not: the CLI then needs no passphrase)
+
+
+ACTIONS: dict[str, Action] = {a.name: a for a in (
+    Action("note_add", notes.note_add, "write a signed note (a public one is gossiped at once)"),
+    Action("notes", notes.notes, "a page of notes, newest first, each with who asked for it", signs=False),
+    Action("chat_send", chat.chat_send, "a message to the agent, in a new conversation or one more in a thread"),
+)}
+
+
+def check_args(name: str, args: dict) -> Action:
+    """The action ``name`` if ``args`` fit its parameters, else a MeshnodeError saying why."""
+    action = ACTIONS.get(name)
+    if action is None:
+        raise MeshnodeError("unknown_command", f"no action {name[:40]!r}")
+    reserved = sorted(set(args) & set(RESERVED))
+    if reserved:
+        raise MeshnodeError("bad_request", f"{name}: {', '.join(reserved)} cannot be given (the face that"
+                                           " received the request says who asks)")
+    try:
+        inspect.signature(action.fn).bind(None, None, **args)
+    except TypeError as exc:
+        raise MeshnodeError("bad_request", f"{name}: {exc}") from None
+    return action
+
+
+async def dispatch(app: App, actor: Actor, name: str, args: dict, *, approved_by: Actor | None = None) -> Any:
+    """Run action ``name`` for ``actor``; ``approved_by``: the person whose confirmation carries
+    it out (the gate's approvals)."""
+    action = check_args(name, args)
+    if app.metrics is not None:
+        app.metrics.inc("actions", action=name, actor=actor.kind)
+    if approved_by is not None:
+        return await action.fn(app, actor, **args, approved_by=approved_by)
+    return await action.fn(app, actor, **args)
