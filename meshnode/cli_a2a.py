@@ -9,7 +9,7 @@ from meshnode.errors import MeshnodeError
 
 
 def _path(args):
-    from meshnode.a2a.settings import a2a_settings
+    from meshnode.config.a2a import a2a_settings
 
     config = _config(args)
     return config.home / a2a_settings(config.values).known_tokens_path

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from meshnode.cli_common import _ask_node, _config
 from meshnode.control import ControlError
-from meshnode.web.settings import host_port, parse_listen
+from meshnode.config.web import host_port, parse_listen
 
 
 def login_url(config, token: str, bound: str | None = None) -> str:

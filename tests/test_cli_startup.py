@@ -53,7 +53,7 @@ def test_the_status_command_loads_neither_trio_nor_the_web_mcp_a2a_stacks():
 # what `status` against a running node does not need: address parsing (multiaddr, netaddr), the container
 # model (cbor2), the key file's encryption (PyNaCl's Argon2 and secretbox), the database, the MCP settings
 STATUS_SPARED = ("multiaddr", "netaddr", "cbor2", "nacl.pwhash", "nacl.secret", "nacl.signing", "sqlite3",
-                 "importlib.resources", "meshnode.container.model", "meshnode.mcp_tools.settings", *STATUS_HEAVY)
+                 "importlib.resources", "meshnode.container.model", "meshnode.config.mcp", *STATUS_HEAVY)
 LIVE = {"counts": {"notes": 3}, "schema_version": 21, "addresses": ["/ip4/127.0.0.1/tcp/1"], "connected": 0,
         "cognition": {"mode": "idle"}}
 

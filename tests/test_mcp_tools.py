@@ -24,7 +24,7 @@ from meshnode.errors import ConfigError
 from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
 from meshnode.identity.keys import NodeKey
-from meshnode.mcp_tools import settings
+from meshnode.config import mcp as settings
 from meshnode.metrics import Metrics
 from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
 from meshnode.mcp_tools.clients import Clients, Link, ToolInfo

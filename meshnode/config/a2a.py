@@ -1,5 +1,5 @@
-"""The ``[a2a]`` section: its defaults, its note in config.toml and the checks of its values (config.py
-only lists the section; the loader has type-checked each value against these defaults)."""
+"""The ``[a2a]`` section: its defaults, its note in config.toml and the checks of its values (the loader
+has type-checked each value against these defaults)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The `[reactor]` settings as one frozen value, checked once at load (protocols/reactor.md 13).
 
-``DEFAULTS`` holds the plain keys (scalars and lists) that config.py merges into its own defaults;
-the sub-tables (mentors, routes, external, adapters) default to empty. ``ReactorConfig.from_mapping``
+``DEFAULTS`` holds the plain keys (scalars and lists); the section's defaults (``SECTION_DEFAULTS``)
+add the sub-tables (``TABLES``: mentors, routes, external, adapters), empty. ``ReactorConfig.from_mapping``
 checks every type and range and raises ``ValueError("reactor.<key> must ...")`` naming the
-setting; config.py turns it into a ConfigError. Times keep the design's units (hours, seconds) as
+setting; ``check_reactor`` (at load) turns it into a ConfigError. Times keep the design's units (hours, seconds) as
 floats so tests and the simulator can use seconds-scale windows; the ``*_ms`` properties are what
 the core computes with.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
+
+from meshnode.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
     "enabled": True,
@@ -313,3 +315,22 @@ def _table(d: Mapping[str, Any], key: str, *, strings: bool = False) -> dict:
         if not strings and not isinstance(val, Mapping):
             raise ValueError(f"reactor.{key}.{k} must be a table")
     return {str(k): (val if strings else dict(val)) for k, val in t.items()}
+
+
+TABLES = ("mentors", "routes", "external", "adapters")  # [reactor.mentors] etc.: tables, not scalars
+SECTION_DEFAULTS: dict[str, Any] = {**DEFAULTS, **{table: {} for table in TABLES}}
+NOTE = ("the reactor: scans the node's signals every scan_seconds and wakes an agent only when something"
+        " needs it, with cooldowns and budgets; escalates to a mentor, then to you, when a wake leaves no"
+        " trace (protocols/reactor.md). Sub-tables: [reactor.mentors] agent = mentor, [reactor.routes]"
+        " event type = route, [reactor.external.NAME] command = [...], [reactor.adapters.NAME] command = [...]")
+# a well-formed DID standing in for this node's at load (the key is not read then); the driver uses the real one
+_LOAD_SELF_ID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+
+
+def check_reactor(reactor: Mapping[str, Any], self_id: str = _LOAD_SELF_ID) -> ReactorConfig:
+    """``[reactor]`` as the reactor's settings; every range and sub-table checked (one line naming the setting)."""
+    try:
+        return ReactorConfig.from_mapping(reactor, self_id=self_id)
+    except ValueError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else "reactor: invalid settings"
+        raise ConfigError("bad_config", reason if reason.startswith("reactor") else f"reactor: {reason}") from None

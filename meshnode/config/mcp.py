@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from meshnode.errors import ConfigError
-# the gate's levels (meshnode.gate.tools; not imported: config.py loads this module, and the gate needs config)
+# the gate's levels (meshnode.gate.tools; not imported: config sits below the gate)
 SAFE_READ, MODIFY, DESTRUCTIVE = "safe_read", "modify", "destructive"
 RISKS = (SAFE_READ, MODIFY, DESTRUCTIVE)
 

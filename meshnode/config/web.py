@@ -1,7 +1,7 @@
 """The ``[web]`` settings: defaults and the check at load (protocols/web.md 12).
 
-Kept out of config.py (which only lists the section) so that file stays one screenful per concern;
-this module imports nothing of the web server, so loading a config never loads Starlette.
+This module imports nothing of the web server, so loading a config never loads Starlette; the web
+server, the CLI and spawn's bundles read the listen address through it.
 """
 
 from __future__ import annotations
