@@ -31,7 +31,7 @@ from pathlib import Path
 from meshnode.container import format_ms
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
-from meshnode.reactor.settings import DEFAULTS, ReactorConfig
+from meshnode.config.reactor import DEFAULTS, ReactorConfig
 from meshnode.reactor.types import Event, Severity, TraceKind
 
 T0 = 1_800_000_000_000

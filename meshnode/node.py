@@ -554,7 +554,7 @@ class _Control:
         return {"counters": self.metrics.snapshot(), "histograms": self.metrics.histograms(),
                 "gauges": self.metrics.gauges()}
 
-    # --- the reactor (meshnode reactor ...; reads go to the database, cli_reactor.py) ---------
+    # --- the reactor (meshnode reactor ...; reads go to the database, cli/reactor.py) ---------
 
     def _reactor(self):
         if self.reactor is None:

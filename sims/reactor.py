@@ -35,7 +35,7 @@ from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.reactor.adapters import liveness_events
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor, Step
-from meshnode.reactor.settings import DEFAULTS, ReactorConfig
+from meshnode.config.reactor import DEFAULTS, ReactorConfig
 from meshnode.reactor.types import Event, RunEnded, TracesFound
 from sims.report import save_figure
 from sims.reactor_streams import HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import (
     Event, FinalReport, LeaseRefused, RunEnded, Severity, Step, Trace, TraceKind, TracesFound,
 )

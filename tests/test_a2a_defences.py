@@ -132,7 +132,7 @@ def _handler_on(db, chat_send):
     from types import SimpleNamespace
 
     from meshnode.a2a.handler import MeshRequestHandler
-    from meshnode.a2a.settings import a2a_settings
+    from meshnode.config.a2a import a2a_settings
 
     async def run(fn, *args):
         return fn(db, *args)

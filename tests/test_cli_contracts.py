@@ -142,11 +142,13 @@ def test_list_settings_in_the_environment_take_a_toml_array(home, run_cli):
 def test_note_list_shows_short_id_author_and_audience_and_note_read_takes_the_short_id(home, run_cli):
     did = ok(run_cli("--home", home, "note", "add", "lunch at noon", "--audience", "public", "--tags", "a,b")).strip()
     line = ok(run_cli("--home", home, "note", "list")).splitlines()[0]
-    assert re.fullmatch(rf"{short(did)}\* \S+  test -> public  lunch at noon", line), line
+    # this node's own note says who asked for it (store.provenance): the person, at the CLI
+    assert re.fullmatch(rf"{short(did)}\* \S+  the person \(cli\) -> public  lunch at noon", line), line
     note = json.loads(ok(run_cli("--home", home, "note", "read", short(did), "--json")))
     assert note["container_did"] == did
     row = json.loads(ok(run_cli("--home", home, "note", "list", "--json")))[0]
     assert row["tags"] == ["a", "b"] and row["author_name"] == "test" and row["author_did"].startswith("did:key:")
+    assert (row["asked_kind"], row["asked_via"], row["source"]) == ("person", "cli", "cli")
     assert row["read"] is True  # read just now
     assert not ok(run_cli("--home", home, "note", "list")).splitlines()[0].startswith(f"{short(did)}*")
     assert ok(run_cli("--home", home, "note", "tag", short(did)[:6], "later")).strip() == "a, b, later"

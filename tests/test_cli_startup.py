@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from meshnode.cli import build_parser, command_of
-from meshnode.cli_parsers import vocabulary
-from meshnode.cli_parsers.commands import Command
+from meshnode.cli.parsers import vocabulary
+from meshnode.cli.parsers.commands import Command
 
 HEAVY = ("trio", "mcp", "a2a", "starlette", "hypercorn", "libp2p", "httpx", "nacl", "multiaddr", "pydantic",
          "jsonschema", "sqlite3")
@@ -47,13 +47,13 @@ def test_the_parser_loads_no_heavy_stack(code):
 
 
 def test_the_status_command_loads_neither_trio_nor_the_web_mcp_a2a_stacks():
-    assert loaded_after("import meshnode.cli_node, meshnode.cli_common, meshnode.control") & set(STATUS_HEAVY) == set()
+    assert loaded_after("import meshnode.cli.node, meshnode.cli.common, meshnode.control") & set(STATUS_HEAVY) == set()
 
 
 # what `status` against a running node does not need: address parsing (multiaddr, netaddr), the container
 # model (cbor2), the key file's encryption (PyNaCl's Argon2 and secretbox), the database, the MCP settings
 STATUS_SPARED = ("multiaddr", "netaddr", "cbor2", "nacl.pwhash", "nacl.secret", "nacl.signing", "sqlite3",
-                 "importlib.resources", "meshnode.container.model", "meshnode.mcp_tools.settings", *STATUS_HEAVY)
+                 "importlib.resources", "meshnode.container.model", "meshnode.config.mcp", *STATUS_HEAVY)
 LIVE = {"counts": {"notes": 3}, "schema_version": 21, "addresses": ["/ip4/127.0.0.1/tcp/1"], "connected": 0,
         "cognition": {"mode": "idle"}}
 
@@ -168,7 +168,7 @@ def test_a_parser_built_for_the_command_parses_as_the_whole_one():
 
 def test_a_command_named_wrong_fails_when_resolved():
     with pytest.raises(AttributeError):
-        Command("meshnode.cli_node", "cmd_no_such_command").resolve()
+        Command("meshnode.cli.node", "cmd_no_such_command").resolve()
 
 
 @pytest.mark.parametrize("name", sorted(vocabulary.HOMES))

@@ -24,7 +24,7 @@ from meshnode.errors import ConfigError
 from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
 from meshnode.identity.keys import NodeKey
-from meshnode.mcp_tools import settings
+from meshnode.config import mcp as settings
 from meshnode.metrics import Metrics
 from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
 from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
@@ -181,7 +181,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's uid 655
 @needs_root
 async def test_a_stdio_server_runs_in_the_gates_sandbox_unless_trusted(lab, tmp_path):
     seen = [sys.base_prefix, sys.prefix, str(Path(SERVER).parent)]  # what its program needs, read-only
-    mask = os.umask(0o077)  # the node's own (cli.py): the folders made for them must stay walkable
+    mask = os.umask(0o077)  # the node's own (meshnode/cli/__init__.py): the folders made for them must stay walkable
     try:
         await _sandboxed(lab, tmp_path, seen)
     finally:

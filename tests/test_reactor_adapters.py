@@ -10,7 +10,7 @@ from meshnode.net.liveness import Change, Liveness
 from meshnode.notes import make_note, own_local
 from meshnode.reactor import adapters, adapters_tasks
 from meshnode.reactor.aliases import AliasRegistry
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.store import Database
 from tests.gmp_fixtures import HOUR, A, B, C, Story, World
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from meshnode.reactor import wake_context
 from meshnode.reactor.report import parse_report, status_only
-from meshnode.reactor.settings import DEFAULTS, ReactorConfig
+from meshnode.config.reactor import DEFAULTS, ReactorConfig
 from meshnode.reactor.types import Event, Severity, TraceKind, WakeJob
 
 SELF = "did:key:z6MkSELFxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"

@@ -9,7 +9,7 @@ import pytest
 from meshnode.reactor import persist
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import job_to_dict
 from meshnode.reactor.types import Event, RunEnded, Severity, Trace, TraceKind, TracesFound
 from meshnode.store import Database

@@ -6,7 +6,7 @@ import pytest
 
 from meshnode.notes import make_note, own_local
 from meshnode.reactor import adapters, traces
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import FinalReport, TraceCheck, TraceKind
 from meshnode.store import Database
 from tests.gmp_fixtures import HOUR, A, B, Story, World

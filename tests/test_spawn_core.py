@@ -211,7 +211,7 @@ def test_cli_refusal_is_one_line_with_its_code_and_exit_1(run_cli, home, root):
 
 
 def test_cli_human_output_names_what_a_person_needs(spawn_parent):
-    from meshnode.cli_spawn import result_lines
+    from meshnode.cli.spawn import result_lines
 
     r = spawn_parent.spawn("newborn").to_dict()
     text = "\n".join(result_lines(r))

@@ -17,7 +17,7 @@ import trio
 
 from meshnode.a2a import held
 from meshnode.app import actor
-from meshnode.a2a.settings import A2ASettings
+from meshnode.config.a2a import A2ASettings
 
 log = logging.getLogger("meshnode.a2a")
 MAX_CONTEXTS = 4096

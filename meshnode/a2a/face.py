@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse
 from meshnode.a2a import CARD_PATH, RPC_PATH, held
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
 from meshnode.a2a.delivery import Conversations
-from meshnode.a2a.settings import a2a_settings
+from meshnode.config.a2a import a2a_settings
 from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
 log = logging.getLogger("meshnode.a2a")

@@ -25,7 +25,7 @@ from meshnode import chat
 from meshnode.a2a import gmp_tasks, held
 from meshnode.a2a.admission import Party
 from meshnode.a2a.delivery import Conversations
-from meshnode.a2a.settings import A2ASettings
+from meshnode.config.a2a import A2ASettings
 from meshnode.a2a.tasks import message_task, reply_message
 
 MAX_CONTEXT_ID = 200

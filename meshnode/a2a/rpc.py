@@ -10,7 +10,7 @@ from starlette.requests import Request
 
 from meshnode.a2a.delivery import Conversations
 from meshnode.a2a.handler import MeshRequestHandler
-from meshnode.a2a.settings import A2ASettings
+from meshnode.config.a2a import A2ASettings
 
 
 class PartyContextBuilder(DefaultServerCallContextBuilder):

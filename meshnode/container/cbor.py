@@ -33,7 +33,7 @@ import cbor2
 from meshnode.container.errors import ContainerError
 from meshnode.container.prescan import scan
 
-HARD_MAX_DEPTH = 256  # the most any configuration allows (config.py checks the same bound)
+HARD_MAX_DEPTH = 256  # the most any configuration allows (config/limits.py checks the same bound)
 _INT_MIN = -(2**64)
 _INT_MAX = 2**64 - 1
 _SCALARS = (str, bytes, bool, type(None))

@@ -12,17 +12,13 @@ confirmation; an approved send runs at the next tick.
 
 from __future__ import annotations
 
+from meshnode.config.gate import DEFAULT_OUTBOUND_CONFIRM, OUTBOUND_KINDS, outbound_confirm_problem
 from meshnode.gate import GateError
 
 OUTBOUND = "outbound"
 TOOLS = ("note_add", "send_message")
-KINDS = {  # kind -> (what it is, the command that does it)
-    "public": ("a note to everyone", "note_add audience=public"),
-    "friends": ("a note to all friends", "note_add audience=friends"),
-    "stranger": ("a message to an agent that is not a friend", "send_message"),
-    "friend": ("a message to a friend", "send_message"),
-}
-DEFAULT_CONFIRM = ("public", "stranger")
+KINDS = OUTBOUND_KINDS  # kind -> (what it is, the command that does it)
+DEFAULT_CONFIRM = DEFAULT_OUTBOUND_CONFIRM
 
 
 def kind(tool: str, args: dict, friends: set[str]) -> str | None:
@@ -37,8 +33,7 @@ def kind(tool: str, args: dict, friends: set[str]) -> str | None:
 
 def confirm_policy(kinds: list[str]) -> frozenset[str]:
     """From ``[gate] outbound_confirm``: the kinds of send that wait for a person."""
-    unknown = [k for k in kinds if not isinstance(k, str) or k not in KINDS]
-    if unknown:
-        raise GateError("bad_config", f"gate.outbound_confirm: {', '.join(map(repr, unknown))[:200]}: kinds are"
-                        f" {', '.join(KINDS)}")
+    problem = outbound_confirm_problem(kinds)
+    if problem:
+        raise GateError("bad_config", problem)
     return frozenset(kinds)

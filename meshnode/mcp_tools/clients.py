@@ -22,7 +22,7 @@ from mcp import types
 from mcp.client.session import ClientSession
 
 from meshnode.mcp_tools import transport
-from meshnode.mcp_tools.settings import ServerSettings
+from meshnode.config.mcp import ServerSettings
 
 log = logging.getLogger("meshnode.mcp_tools")
 

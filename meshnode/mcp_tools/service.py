@@ -9,7 +9,7 @@ import logging
 
 from typing import TYPE_CHECKING
 
-from meshnode.mcp_tools.settings import parse
+from meshnode.config.mcp import parse
 
 if TYPE_CHECKING:
     from meshnode.mcp_tools.clients import Clients

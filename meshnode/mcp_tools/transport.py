@@ -25,7 +25,7 @@ from mcp import types
 from mcp.shared.message import SessionMessage
 
 from meshnode.gate import runner, sandbox
-from meshnode.mcp_tools.settings import ServerSettings
+from meshnode.config.mcp import ServerSettings
 
 MAX_LINE = 4 << 20  # one JSON-RPC message from a server (a tool's result is cut far below this anyway)
 STDERR_TAIL = 2000

@@ -27,7 +27,7 @@ from meshnode.reactor.types import Event, Severity, TraceKind
 if TYPE_CHECKING:
     from meshnode.net.liveness import Change
     from meshnode.reactor.aliases import AliasRegistry
-    from meshnode.reactor.settings import ReactorConfig
+    from meshnode.config.reactor import ReactorConfig
     from meshnode.store.database import Database
 
 ADAPTERS = ("notes", "threads", "offers", "tasks", "person")

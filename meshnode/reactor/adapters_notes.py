@@ -31,7 +31,7 @@ from meshnode.reactor.types import Event, Severity, TraceKind
 
 if TYPE_CHECKING:
     from meshnode.reactor.aliases import AliasRegistry
-    from meshnode.reactor.settings import ReactorConfig
+    from meshnode.config.reactor import ReactorConfig
     from meshnode.store.database import Database
 
 HOUR_MS = 3_600_000

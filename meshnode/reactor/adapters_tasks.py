@@ -13,7 +13,7 @@ from meshnode.gmp.reads import task_due
 from meshnode.reactor.types import Event, Severity, TraceKind
 
 if TYPE_CHECKING:
-    from meshnode.reactor.settings import ReactorConfig
+    from meshnode.config.reactor import ReactorConfig
     from meshnode.store.database import Database
 
 HOUR_MS = 3_600_000

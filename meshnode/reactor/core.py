@@ -29,7 +29,7 @@ from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.ladder import AfterRun
 from meshnode.reactor.limits import HourWindow, iso, message_allowed, rule_for, short, wake_key
 from meshnode.reactor.pending import PendingQueues
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import (
     ANY_TRACE, OPEN_STATUSES, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity,
     StateDelta, Step, TraceKind, TracesFound, WakeJob,

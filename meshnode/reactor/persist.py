@@ -17,7 +17,7 @@ from meshnode.store.database import sql_errors
 
 if TYPE_CHECKING:
     from meshnode.reactor.types import ReactorState, Step
-    from meshnode.reactor.settings import ReactorConfig
+    from meshnode.config.reactor import ReactorConfig
     from meshnode.reactor.types import Event, WakeJob
     from meshnode.store.database import Database
 

@@ -31,7 +31,7 @@ from meshnode.reactor.aliases import AliasError, AliasRegistry
 from meshnode.reactor.context_reads import context_reads
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
-from meshnode.reactor.settings import ReactorConfig
+from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
 from meshnode.spawn import family
 

@@ -19,7 +19,7 @@ from meshnode.container import format_ms
 from meshnode.gmp.reads import rows as row_dicts
 from meshnode.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.reactor.report import status_only
-from meshnode.reactor.settings import DEFAULTS
+from meshnode.config.reactor import DEFAULTS
 from meshnode.reactor.types import Trace, TraceKind
 
 if TYPE_CHECKING:

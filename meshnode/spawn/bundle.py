@@ -28,7 +28,7 @@ from meshnode.spawn.invitation import check_invitation, make_invitation, record_
 from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings, default_name
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database
-from meshnode.web.settings import is_loopback as is_loopback_host
+from meshnode.config.web import is_loopback as is_loopback_host
 
 FORMAT = 1
 MANIFEST, SEED, TEMPLATE, BOOTSTRAP, INVITATION = (

@@ -20,7 +20,7 @@ from meshnode.net.bootstrap import parse_bootstrap
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS, LOOPBACK
 from meshnode.spawn.model import SpawnError
 from meshnode.store.sharing import COGSYNC_FRIENDS
-from meshnode.web.settings import parse_listen
+from meshnode.config.web import parse_listen
 
 BOOTSTRAP_FILE = "bootstrap.txt"
 LOCAL_CLASSES = (INVITATION_CLASS, HELLO_CLASS)  # point to point: never asked of peers

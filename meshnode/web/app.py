@@ -28,7 +28,7 @@ from meshnode.web import auth as auth_routes, pages, prom, sse
 from meshnode.web.auth import Auth
 from meshnode.web.endpoint import Endpoint, parse_args
 from meshnode.web.errors import error_body, error_response, status_for
-from meshnode.web.settings import host_port, parse_listen
+from meshnode.config.web import host_port, parse_listen
 
 log = logging.getLogger("meshnode.web")
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self';"

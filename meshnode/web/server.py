@@ -15,12 +15,12 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from meshnode.a2a.settings import a2a_settings
+from meshnode.config.a2a import a2a_settings
 from meshnode.errors import MeshnodeError
 from meshnode.web.app import build_app, guard_of
 from meshnode.mcp_server.on_demand import McpOnDemand
 from meshnode.web.auth import Auth
-from meshnode.web.settings import host_port, is_loopback, parse_listen
+from meshnode.config.web import host_port, is_loopback, parse_listen
 
 log = logging.getLogger("meshnode.web")
 

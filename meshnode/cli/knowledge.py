@@ -1,0 +1,149 @@
+"""CLI commands for the notebook's local side and CogSync knowledge:
+``note read|show|tag``, ``diary add|list``, ``concept add|list``, ``link add|list``, ``search``, ``sync``.
+
+Each works on the running node when there is one (so new knowledge reaches the
+mesh at the next sync) and on the database directly otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from meshnode import knowledge
+from meshnode.cli.common import (_ask_node, _config, agent_did, container_did, live_or_local, print_json, print_rows,
+                                 resolve_references, terminal_safe, with_db)
+from meshnode.container import now_ms
+from meshnode.store import short_ids
+from meshnode.store.database import Database
+
+
+# --- commands ---------------------------------------------------------------------
+
+
+def _add(args, cmd: str, request, build) -> int:
+    """Write a diary entry, concept or link: through the running node, else here. ``request``
+    and ``build`` are functions of the arguments, called once their references are resolved."""
+    config = _config(args)
+    resolve_references(config, args, _REFERENCES[cmd])
+
+    def local(db: Database, key):
+        c = build(key)
+        db.put_container(c, received_at_ms=now_ms())
+        return {"did": c.did}
+
+    print(live_or_local(config, cmd, request(), local, needs_key=True)["did"])
+    return 0
+
+
+# what each command refers to: (argument, as a person typed it, the class it must name)
+_REFERENCES = {
+    "diary_add": (("replaces", "--replaces", "diary_entry"),),
+    "concept_add": (("replaces", "--replaces", "semantic_node"),),
+    "link_add": (("source", "SOURCE", "semantic_node"), ("targets", "TARGET", "semantic_node"),
+                 ("replaces", "--replaces", "semantic_edges")),
+}
+
+
+def cmd_diary_add(args) -> int:
+    return _add(args, "diary_add",
+                lambda: {"text": args.text, "title": args.title, "topics": args.topic, "previous": args.replaces,
+                         "forward": args.forward},
+                lambda key: knowledge.make_diary_entry(key, args.text, now_ms=now_ms(), title=args.title,
+                                                       topics=args.topic, replaces=args.replaces,
+                                                       forward=args.forward))
+
+
+def cmd_concept_add(args) -> int:
+    return _add(args, "concept_add",
+                lambda: {"label": args.label, "description": args.description, "aliases": args.alias,
+                         "tags": args.tag, "previous": args.replaces, "forward": args.forward},
+                lambda key: knowledge.make_concept(key, args.label, now_ms=now_ms(), description=args.description,
+                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces,
+                                                   forward=args.forward))
+
+
+def cmd_link_add(args) -> int:
+    return _add(args, "link_add",
+                lambda: {"source": args.source, "relation": args.relation, "targets": args.targets,
+                         "domain": args.domain, "inverse": args.inverse, "tags": args.tag, "previous": args.replaces,
+                         "forward": args.forward},
+                lambda key: knowledge.make_link(key, args.source, args.relation, args.targets, now_ms=now_ms(),
+                                                domain=args.domain, inverse=args.inverse, tags=args.tag,
+                                                replaces=args.replaces, forward=args.forward))
+
+
+def _versions(r: dict) -> str:
+    return f"  [{r['forks']} fork(s)]" if r.get("forks") else ""
+
+
+_LINES = {
+    "diary": lambda r: f"{short_ids.short_container_id(r['container_did'])}  {r['timestamp'][:19]}  "
+                       + (f"({', '.join(r['tags'])}) " if r["tags"] else "") + r["text"] + _versions(r),
+    "concepts": lambda r: f"{short_ids.short_container_id(r['container_did'])}  {r['timestamp'][:19]}  {r['name']}"
+                          + (f": {r['description']}" if r["description"] else "")
+                          + (f"  [{', '.join(r['tags'])}]" if r["tags"] else "") + _versions(r),
+    "links": lambda r: f"{short_ids.short_container_id(r['container_did'])}  {r['timestamp'][:19]}  "
+                       f"{r['from_name'] or r['from_did']} --{r['relation_type']}--> {r['to_name'] or r['to_did']}",
+}
+
+
+def cmd_list(args) -> int:
+    config = _config(args)
+    rows = live_or_local(config, args.kind, {"limit": args.limit},
+                         lambda db: knowledge.listing(db, args.kind, args.limit))
+    print_rows(args, rows, _LINES[args.kind])
+    return 0
+
+
+def cmd_note_read(args) -> int:
+    config = _config(args)
+    did = container_did(config, args.did, "note")
+    return _print_note(args, live_or_local(config, "note_read", {"did": did}, lambda db: knowledge.read_note(db, did)))
+
+
+def cmd_note_show(args) -> int:
+    """Read-only, so straight from the database (WAL lets it in beside a running node)."""
+    did = container_did(_config(args), args.did, "note")
+    return _print_note(args, with_db(args, lambda db: knowledge.show_note(db, did)))
+
+
+def _print_note(args, note: dict) -> int:
+    if args.json:
+        print_json(note)
+        return 0
+    for k in ("container_did", "agent_did", "timestamp", "audience", "source", "priority", "topic"):
+        if note.get(k) is not None:
+            print(terminal_safe(f"{k + ':':15} {note[k]}"))
+    for k in ("mentions", "hashtags", "tags"):
+        if note[k]:
+            print(terminal_safe(f"{k + ':':15} {', '.join(note[k])}"))
+    print()
+    print(terminal_safe(note["text"], keep_newlines=True))
+    return 0
+
+
+def cmd_search(args) -> int:
+    rows = with_db(args, lambda db: knowledge.search(db, args.query, args.kind, args.limit))
+    print_rows(args, rows, lambda r: f"{r['kind']:7} {short_ids.short_container_id(r['did'] or '-')}  "
+                                     f"{(r['timestamp'] or '')[:19]}  {r['text'].splitlines()[0] if r['text'] else ''}")
+    return 0
+
+
+def cmd_note_tag(args) -> int:
+    config = _config(args)
+    did = container_did(config, args.did, "note")
+    tags = live_or_local(config, "note_tag", {"did": did, "add": args.tags, "remove": args.remove},
+                         lambda db: knowledge.tag_note(db, did, args.tags, args.remove))
+    print(terminal_safe(", ".join(tags) if tags else "(no tags)"))
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    config = _config(args)
+    did = agent_did(config, args.did)
+    result = _ask_node(config, "sync", {"did": did}, timeout=120.0)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"sent {result['pushed']}, received {result['fetched']} container(s)")
+    return 0
