@@ -12,25 +12,12 @@ from meshnode.cognition.handlers.rows import CLIP, clip_text, json_of, rows_of, 
 from meshnode.container.schema import list_of
 from meshnode.errors import MeshnodeError
 
-
 HIDDEN_CONFIG = ("cycle.checkpoint",)  # the cycle's crash-resume state: internal, not a setting
-
-
 _SECRET_KEY = re.compile(r"secret|password|passphrase|token|private", re.IGNORECASE)
-
-
 _AGENT_KEY = re.compile(r"agent\.[a-z][a-z0-9_.]{0,62}")
-
-
 MAX_AGENT_KEYS = 64
-
-
 MAX_AGENT_VALUE = 4096
-
-
 CHANGEABLE = ("cognition.emotions", "agent.<name>")
-
-
 _REDIRECTS = {"cycle.": "cycle_settings, which checks each value", "cognition.pinned": "pin and unpin"}
 
 

@@ -1,9 +1,8 @@
 """The agent's ethics commands: read the policies, add its own, remove its own (seed 000, context 1).
 
 The person's policies bind the agent: it may add stricter norms of its own
-(``set_by: agent``) and remove those again, never one the person set.
-The work is ``meshnode.ethics``,
-the same functions ``meshnode ethics`` calls.
+(``set_by: agent``) and remove those again, never one the person set. The work is
+``meshnode.ethics``, the same functions ``meshnode ethics`` calls.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from meshnode.errors import MeshnodeError
 from meshnode.gmp import service
 from meshnode.store.short_ids import short_container_id
 
-
 _OUTBOX: dict[str, collections.deque] = {}  # signer DID -> push lists the cycle hands to the node's GMP service
 
 

@@ -16,28 +16,13 @@ import re
 from meshnode.cognition.handlers.rows import clip_text, rows_of, sql_time
 from meshnode.errors import MeshnodeError
 
-
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,40}")
-
-
 TABLE_PREFIX = "agent_t_"
-
-
 COLUMN_TYPES = {"integer": "INTEGER", "real": "REAL", "text": "TEXT", "blob": "BLOB"}
-
-
 MAX_COLUMNS = 32
-
-
 MAX_TABLES = 64
-
-
 MAX_ROWS = 10_000
-
-
 MAX_CELL = 16 * 1024  # characters of text, or bytes of a blob
-
-
 MAX_ROW = 64 * 1024
 
 
