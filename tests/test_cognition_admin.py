@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-from meshnode.cognition import executor, executor_admin, executor_tables
+from meshnode.cognition import executor
+from meshnode.cognition.handlers import config as config_handlers
+from meshnode.cognition.handlers import tables as table_handlers
 from meshnode.cognition.command_types import command_type
 from meshnode.cognition.commands import Command, extract
 from meshnode.identity.did import did_to_peer_id
@@ -62,10 +64,10 @@ def rows(db: Database, sql: str, params=()) -> list[tuple]:
     return db.conn.execute(sql, params).fetchall()
 
 
-def test_every_admin_command_is_registered_with_a_handler_and_its_read_flag():
+def test_every_admin_command_has_a_handler_in_the_table_and_its_read_flag():
     for name in READS + WRITES:
         assert command_type(name) is not None, name
-        assert name in executor._HANDLERS, name
+        assert executor.handles(name), name
         assert command_type(name).mutating == (name in WRITES), name
 
 
@@ -142,7 +144,7 @@ def test_table_rows_round_trip_with_typed_values(db):
     assert rows(db, 'SELECT typeof(count), typeof(weight), typeof(raw), raw FROM "agent_t_readings" WHERE id = 1') \
         == [("integer", "real", "blob", b"\x00\xffdata")]
     for row in ({"count": "3"}, {"count": True}, {"count": 1.5}, {"weight": "heavy"}, {"raw": "not base64!"},
-                {"label": 7}, {"label": "x" * (executor_tables.MAX_CELL + 1)}, {"nope": 1}, {"id": 9}, {}):
+                {"label": 7}, {"label": "x" * (table_handlers.MAX_CELL + 1)}, {"nope": 1}, {"id": 9}, {}):
         assert refused(db, "table_insert", {"name": "readings", "row": row}), row
     assert "its columns: label, count, weight, raw" in refused(db, "table_insert", {"name": "readings",
                                                                                    "row": {"nope": 1}})
@@ -167,8 +169,8 @@ def test_table_rows_round_trip_with_typed_values(db):
 
 
 def test_an_agent_table_holds_at_most_its_row_cap(db, monkeypatch):
-    assert executor_tables.MAX_ROWS == 10_000
-    monkeypatch.setattr(executor_tables, "MAX_ROWS", 3)
+    assert table_handlers.MAX_ROWS == 10_000
+    monkeypatch.setattr(table_handlers, "MAX_ROWS", 3)
     ok(db, "table_add", {"name": "small", "columns": {"n": "integer"}})
     for n in range(3):
         ok(db, "table_insert", {"name": "small", "row": {"n": n}})
@@ -226,7 +228,7 @@ def test_config_update_changes_only_allowlisted_keys(db, monkeypatch):
     assert ok(db, "config_read", {"key": "agent.style"}) == {"agent.style": {"tone": "terse"}}
     assert refused(db, "config_read", {"key": "cycle.checkpoint"})
     assert ok(db, "config_update", {"key": "agent.style", "value": None}) == {"removed": "agent.style"}
-    monkeypatch.setattr(executor_admin, "MAX_AGENT_KEYS", 1)
+    monkeypatch.setattr(config_handlers, "MAX_AGENT_KEYS", 1)
     ok(db, "config_update", {"key": "agent.one", "value": 1})
     ok(db, "config_update", {"key": "agent.one", "value": 2})  # changing a held key is not a new one
     assert refused(db, "config_update", {"key": "agent.two", "value": 1})

@@ -92,10 +92,10 @@ def test_context_3_shows_what_needs_a_check(dbs):
 
 
 def test_what_the_agent_signs_waits_for_the_cycle_to_push_it(dbs):
-    from meshnode.cognition import executor_gmp
+    from meshnode.cognition.handlers import goals
 
     a = dbs[A.did]
-    executor_gmp.take_pushes(A.did), executor_gmp.take_pushes(B.did)  # earlier tests of this process
+    goals.take_pushes(A.did), goals.take_pushes(B.did)  # earlier tests of this process
     goal = run(a, A, T, "goal_add", {"title": "paint the barn", "participants": [B.did]})
-    assert executor_gmp.take_pushes(A.did) == [{"to": B.did, "dids": [goal["did"]]}]
-    assert executor_gmp.take_pushes(A.did) == [] and executor_gmp.take_pushes(B.did) == []
+    assert goals.take_pushes(A.did) == [{"to": B.did, "dids": [goal["did"]]}]
+    assert goals.take_pushes(A.did) == [] and goals.take_pushes(B.did) == []

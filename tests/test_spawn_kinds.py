@@ -126,7 +126,7 @@ def test_readme_tables_agree_with_kind_rules():
 
 
 def _admin(db: Database, key: NodeKey, kind: str, args: dict):
-    from meshnode.cognition import executor, executor_admin  # noqa: F401  (registers the admin commands)
+    from meshnode.cognition import executor
     from meshnode.cognition.commands import extract
 
     answer = "# Commands:\n" + json.dumps({"cmd_id": "c1", "type": kind, "args": args}) + "\n# End of commands\n"

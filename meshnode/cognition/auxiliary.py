@@ -27,7 +27,8 @@ from meshnode.cognition.executor import handles, run as run_command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note, own_local
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import AGENT_TASK
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
@@ -70,8 +71,8 @@ def run_for_task(db: Database, key: NodeKey, now: int, task_id: int, cmd: Comman
     if refusal is not None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": f"refused: {refusal}"}
     if cmd.type == "note_add":  # its reasoning: a private note from llm:task, tagged with the task
-        note = make_note(key, cmd.args["text"], now_ms=now, topic=f"task {task_id}", source="llm:task")
-        db.put_container(note, received_at_ms=now, local=own_local("llm:task", f"task:{task_id}"))
+        note = write_note(db, key, AGENT_TASK, cmd.args["text"], now_ms=now, topic=f"task {task_id}",
+                          tags=["llm:task", f"task:{task_id}"])
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": {"did": note.did}}
     return run_command(db, key, now, cmd)
 

@@ -1,17 +1,16 @@
 """How the cognitive core's commands are shown, all made from their argument schemas.
 
-Each command is declared once, in ``command_types`` (``command(name, summary,
-{arg: (check, required)})``); every check carries the JSON Schema it enforces
+Each command is declared once, in ``kinds`` (``kind(name, summary,
+{arg: (check, required)})``, gathered by ``command_types``); every check carries the JSON Schema it enforces
 (``container.schema.described``). From that one declaration come: the check of
 each command an answer carries (``commands``), one line per command in context
 2 (``catalogue``), the details of ``help`` with ``{"command": NAME}``
 (``help_of``) and the OpenAI tool definitions (``tool_definitions``). Nothing
-here lists commands by hand: a registered command appears everywhere at once.
+here lists commands by hand: a declared command appears everywhere at once.
 """
 
 from __future__ import annotations
 
-from meshnode.cognition import executor, gate_commands, mcp_commands, wake_report  # noqa: F401  (importing registers commands)
 from meshnode.cognition.command_types import CommandType, command_names, command_type
 from meshnode.gate.tools import tool_definition
 
@@ -53,7 +52,7 @@ def line(kind: CommandType) -> str:
 
 
 def catalogue(names: list[str] | None = None) -> str:
-    """Every registered command (or those ``names``), one line each, with the legend (context 2)."""
+    """Every command (or those ``names``), one line each, with the legend (context 2)."""
     return LEGEND + "\n".join(line(command_type(name)) for name in (command_names() if names is None else names))
 
 

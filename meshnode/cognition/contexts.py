@@ -19,6 +19,8 @@ import json
 
 from meshnode import chat
 from meshnode.cognition.catalogue import catalogue
+from meshnode.cognition.handlers.knowledge import pinned
+from meshnode.cognition.handlers.mind import cycle_settings
 from meshnode.container import format_ms
 from meshnode.ethics import for_prompt as ethics_for_prompt
 from meshnode.notes import author
@@ -82,8 +84,6 @@ def _fit(text: str, name: str) -> str:
 
 
 def _settings(db: Database) -> dict:
-    from meshnode.cognition.executor import cycle_settings
-
     return cycle_settings(db)
 
 
@@ -172,8 +172,6 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
         parts.append(("Wake", _fit(wake, "wake")))
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
                                                                  ensure_ascii=False), "goals")))
-    from meshnode.cognition.executor_records import pinned
-
     ids = pinned(db)
     if ids:  # context 5: what the agent chose to keep in view (pin); archives only on request
         marks = ",".join("?" * len(ids))

@@ -28,9 +28,10 @@ from typing import Callable
 import trio
 
 from meshnode.app.actor import approver
-from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, executor_gmp, gate_commands,
-                                held, isolation, mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
+                                mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
                                 wake_report)
+from meshnode.cognition.handlers import goals, mind
 from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
 from meshnode.cognition.novelty import novelty
@@ -209,7 +210,7 @@ class Cycle:
 
     async def _push_gmp(self) -> None:
         """What the agent's GMP commands signed goes to the peers concerned at once (gmp-node's push)."""
-        pushes, gmp = executor_gmp.take_pushes(self.key.did), getattr(self.mesh, "gmp", None)
+        pushes, gmp = goals.take_pushes(self.key.did), getattr(self.mesh, "gmp", None)
         if pushes and gmp is not None:
             await gmp.push(pushes, wait_s=0)
 
@@ -273,7 +274,7 @@ class Cycle:
         if self.wakes.due():  # a reactor wake: tick now
             self.wake = trio.Event()
             return
-        settings = await self.store.read(executor.cycle_settings)
+        settings = await self.store.read(mind.cycle_settings)
         self.recent_k = int(settings.get("responses", self.recent_k))
         idle = settings.get("idle") or {}
         if idle.get("on"):

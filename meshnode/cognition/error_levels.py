@@ -26,7 +26,8 @@ import logging
 
 from meshnode.cognition.commands import Command
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note, own_local
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import node
 from meshnode.store.database import Database
 
 log = logging.getLogger("meshnode.cognition")
@@ -81,11 +82,10 @@ def freeze(db: Database, failures: dict[int, dict], llm_id: str | None = None) -
 
 def crash_note(db: Database, key: NodeKey, now_ms: int, where: str, error: str) -> str:
     """Tell the person: a private note from ``system`` (their notebook, `meshnode note list`)."""
-    note = make_note(key, f"The cognitive core crashed ({where}): {error[:1000]}\nThe node's log has the"
-                          " traceback. The main cycle goes on after its pause; an auxiliary loop stays stopped"
-                          " and its task frozen.", now_ms=now_ms, topic=CRASH_TOPIC, source="system",
-                     audience="private", priority=5)
-    db.put_container(note, received_at_ms=now_ms, local=own_local(CRASH_TAG))  # the person's, not the agent's mail
+    note = write_note(db, key, node("cognition"),
+                      f"The cognitive core crashed ({where}): {error[:1000]}\nThe node's log has the traceback."
+                      " The main cycle goes on after its pause; an auxiliary loop stays stopped and its task frozen.",
+                      now_ms=now_ms, topic=CRASH_TOPIC, priority=5, tags=[CRASH_TAG])  # read: not the agent's mail
     with db.transaction() as conn:
         _log(conn, "cycle:crash", {"where": where, "error": error[:1000], "note": note.did}, "error")
     return note.did

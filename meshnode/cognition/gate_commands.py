@@ -7,41 +7,19 @@ completion: the main LLM checks the work, then a person is told to review).
 They need the node's event loop (commands, HTTP, the LLM), so the cycle runs
 them after the store-side commands of an answer, like the mesh commands, and
 only when the answer passed validation. Their results, including refusals
-and pending confirmations, come back in the next tick.
+and pending confirmations, come back in the next tick. Their types: ``kinds/gate.py``.
 """
 
 from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from meshnode.cognition.command_types import command
 from meshnode.cognition.commands import Command
-from meshnode.container.schema import described, text
 from meshnode.errors import MeshnodeError
-from meshnode.gate import argschema, drafts
-from meshnode.gate.tools import SAFE_READ, TOOLS
+from meshnode.gate import drafts
+from meshnode.gate.tools import TOOLS
 
 ASYNC_TYPES = (*TOOLS, "drafts_list", "drafts_submit")
-
-
-def _field(schema: dict):
-    def check(value) -> str | None:
-        try:
-            argschema.check(value, schema, "")
-        except MeshnodeError as exc:
-            return exc.reason.lstrip(" ")
-        return None
-    return described(check, schema)  # the tool's own JSON Schema: checked and shown alike
-
-
-for _tool in TOOLS.values():
-    _props, _required = _tool.parameters["properties"], set(_tool.parameters["required"])
-    command(_tool.name, f"{_tool.summary} [risk: {_tool.risk}]",
-            {name: (_field(sub), name in _required) for name, sub in _props.items()},
-            mutating=_tool.risk != SAFE_READ)
-command("drafts_list", "your open drafts, with their diffs", {}, mutating=False)
-command("drafts_submit", "check your own work, then hand your drafts to a person for review",
-        {"summary": (text(4096), True)})
 
 
 async def run(gate, cmd: Command, reflect: Callable[[str], Awaitable[str]]) -> dict:

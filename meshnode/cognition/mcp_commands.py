@@ -11,15 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from meshnode.cognition.command_types import command
-from meshnode.container.schema import mapping, text
 from meshnode.errors import MeshnodeError
 from meshnode.mcp_tools.names import split
 
 ASYNC_TYPES = ("mcp_call",)
-
-command("mcp_call", "call an outside MCP tool (listed under Outside tools)",
-        {"tool": (text(200), True), "args": (mapping, False)})
 
 
 def alias(raw: Any) -> Any:

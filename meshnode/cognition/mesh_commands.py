@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
-from meshnode.notes import make_note, own_local
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import AGENT
 
 MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 
@@ -22,9 +23,8 @@ async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
         if cmd.type == "consensus_propose":
             result = await mesh.consensus_submit(cmd.args["value"].encode("utf-8"))
         elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
-            note = make_note(key, cmd.args["text"], now_ms=now_ms, source="llm", audience="friends",
-                             recipients=[cmd.args["to"]])
-            await store.write_background(lambda db: db.put_container(note, received_at_ms=now_ms, local=own_local()))
+            note = await store.write_background(write_note, key, AGENT, cmd.args["text"], now_ms=now_ms,
+                                                audience="friends", recipients=[cmd.args["to"]])
             result = {"did": note.did, **(await mesh.push(cmd.args["to"], [note]))}
         elif cmd.type == "announce":
             result = await mesh.announce_now(cmd.args.get("interests", []), cmd.args.get("expertise", []))

@@ -13,7 +13,7 @@ crash become ``lost`` at the next start, when what still ran is killed.
 
 Starting and stopping need the node's event loop, so the cycle runs these
 two commands itself (like the mesh commands); list, mark and cleanup are
-plain store handlers.
+plain store handlers (``handlers/processes.py``). Their types: ``kinds/processes.py``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ import logging
 
 import trio
 
-from meshnode.cognition.command_types import command
 from meshnode.cognition.commands import Command
-from meshnode.cognition.executor import handler
-from meshnode.container.schema import integer, list_of, number, one_of, text
 from meshnode.errors import MeshnodeError
 from meshnode.gate.tools import DESTRUCTIVE
 from meshnode.store.database import Database
@@ -35,17 +32,6 @@ log = logging.getLogger("meshnode.cognition")
 
 ASYNC_TYPES = ("process_start", "process_stop")
 MAX_RUNNING = 8
-
-command("process_start", "run an allowed program in the workspace (no shell); its result comes back in a later tick",
-        {"program": (text(64), True), "args": (list_of(text(4096), max_items=64), False),
-         "task_id": (integer(0), False), "timeout_s": (number(1, 7 * 86400), False)})
-command("process_stop", "stop a running process", {"id": (integer(0), True)})
-command("process_list", "processes, running first", {"status": (one_of(
-    "running", "exited", "failed", "timeout", "stopped", "lost"), False), "limit": (integer(1, 500), False)},
-    mutating=False)
-command("process_mark", "mark a process's result handled (it leaves the context)", {"id": (integer(0), True)})
-command("process_cleanup", "delete handled process records (and closed log lines) older than N hours",
-        {"older_than_hours": (number(0, 24 * 365), False)})
 
 
 class Processes:
@@ -153,35 +139,3 @@ def _mark_lost(db: Database, now: int) -> None:
     with db.transaction() as conn:
         conn.execute("UPDATE processes SET status = 'lost', ended_at = ? WHERE status = 'running'", (now,))
 
-
-@handler("process_list")
-def _list(db, key, now, args):
-    where, params = ("WHERE status = ?", [args["status"]]) if "status" in args else ("", [])
-    cur = db.conn.execute(f"SELECT id, argv, status, exit_code, started_at, ended_at, marked, task_id FROM processes"
-                          f" {where} ORDER BY status != 'running', id DESC LIMIT ?", (*params, args.get("limit", 20)))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
-
-
-@handler("process_mark")
-def _mark(db, key, now, args):
-    with db.transaction() as conn:
-        row = conn.execute("SELECT status FROM processes WHERE id = ?", (args["id"],)).fetchone()
-        if row is None:
-            raise MeshnodeError("not_found", f"no process {args['id']}")
-        if row[0] == "running":
-            raise MeshnodeError("still_running", f"process {args['id']} is still running; stop it first")
-        conn.execute("UPDATE processes SET marked = 1 WHERE id = ?", (args["id"],))
-        conn.execute("UPDATE process_log SET status = 'close' WHERE name = ?", (f"process:{args['id']}",))
-    return {"id": args["id"], "marked": True}
-
-
-@handler("process_cleanup")
-def _cleanup(db, key, now, args):
-    cutoff = now - int(float(args.get("older_than_hours", 24)) * 3600 * 1000)
-    with db.transaction() as conn:
-        gone = [r[0] for r in conn.execute("SELECT id FROM processes WHERE marked = 1 AND ended_at <= ?", (cutoff,))]
-        conn.executemany("DELETE FROM processes WHERE id = ?", [(i,) for i in gone])
-        conn.executemany("DELETE FROM process_log WHERE name = ? AND status = 'close'",
-                         [(f"process:{i}",) for i in gone])
-    return {"deleted": len(gone)}

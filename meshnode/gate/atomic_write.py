@@ -26,16 +26,12 @@ import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from meshnode.gate import GateError
-
-if TYPE_CHECKING:
-    from meshnode.gate.jail import Location
+from meshnode.gate.location import Location
 
 # (location, depth, made) -> a descriptor of the directory of the first ``depth``
 # components, creating missing ones and recording them in ``made``.
-OpenDir = Callable[["Location", int, list[tuple[int, str]]], int]
+OpenDir = Callable[[Location, int, list[tuple[int, str]]], int]
 # (dir_fd, name, shown) -> (descriptor, fstat) of a regular, singly linked file;
 # GateError "not_found" when it does not exist.
 OpenFile = Callable[[int, str, str], tuple[int, os.stat_result]]

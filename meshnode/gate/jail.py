@@ -33,6 +33,7 @@ from pathlib import Path
 
 from meshnode.gate import GateError, atomic_write
 from meshnode.gate.atomic_write import Step
+from meshnode.gate.location import Location
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -43,27 +44,6 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a fifo swapped in after the lstat check cannot block the open.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 _CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class Location:
-    """A lexically placed path: which root, the components below it, and its key
-    (workspace-relative for the workspace, absolute for the other roots)."""
-
-    root: int
-    base: str  # "" for the workspace, else the root's path (for display)
-    parts: tuple[str, ...]
-
-    @property
-    def key(self) -> str:
-        return self.shown(len(self.parts))
-
-    def shown(self, depth: int) -> str:
-        """The path of the first ``depth`` components, as a person should see it."""
-        head = self.parts[:depth]
-        if self.base:
-            return os.path.join(self.base, *head)
-        return "/".join(head) or "."
 
 
 @dataclass(frozen=True)

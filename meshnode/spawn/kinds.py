@@ -29,7 +29,7 @@ from meshnode.spawn.model import KINDS
 
 RULES = ("copy", "shared", "rebuilt", "row", "parent", "never")
 UNKNOWN_CLASS = "(unknown class)"
-AGENT_TABLES = "agent_t_*"  # the agent's own tables (cognition/executor_tables.py), made at run time
+AGENT_TABLES = "agent_t_*"  # the agent's own tables (cognition/handlers/tables.py), made at run time
 
 
 class Rule(NamedTuple):

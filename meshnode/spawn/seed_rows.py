@@ -59,7 +59,7 @@ SECRET = re.compile(r"secret|password|passphrase|token|private|credential|api_?k
 SETTINGS = re.compile(r"cycle\.[a-z0-9_.]+|cognition\.emotions|agent\.[a-z][a-z0-9_.]{0,62}")
 RUNTIME_SETTINGS = ("cycle.checkpoint",)
 LLM_FIELDS = ("base_url", "model", "priority", "api_key_env", "timeout_s")  # what cognition.registry reads
-AGENT_TABLE = re.compile(r"agent_t_[a-z][a-z0-9_]{0,40}")  # cognition.executor_tables' names
+AGENT_TABLE = re.compile(r"agent_t_[a-z][a-z0-9_]{0,40}")  # cognition.handlers.tables' names
 COLUMN = re.compile(r"[a-z][a-z0-9_]{0,40}")
 COLUMN_TYPES = ("INTEGER", "REAL", "TEXT", "BLOB")
 

@@ -4,11 +4,10 @@ agent's answer to it (MCP's and A2A's "ask the agent"). The threads themselves: 
 from __future__ import annotations
 
 from meshnode import chat
-from meshnode.app.actions.notes import local_fields
-from meshnode.app.actor import Actor, signed_source
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
 
 
 def compose(db, key: NodeKey, actor: Actor, text: str, thread: str | None, now_ms: int) -> dict:
@@ -18,9 +17,7 @@ def compose(db, key: NodeKey, actor: Actor, text: str, thread: str | None, now_m
         chat.check_tid(thread)
         if not chat.thread_exists(db, key.did, thread):
             raise chat.ChatError("thread_not_found", f"no conversation {thread} on this node")
-    note = make_note(key, text, now_ms=now_ms, topic=f"chat:{thread}" if thread else chat.FIRST,
-                     source=signed_source(actor), audience="private")
-    db.put_container(note, received_at_ms=now_ms, local=local_fields(actor))
+    note = write_note(db, key, actor, text, now_ms=now_ms, topic=f"chat:{thread}" if thread else chat.FIRST)
     return {"thread": thread or chat.tid_of(note.did), "did": note.did}
 
 

@@ -1,11 +1,11 @@
-"""The agent's goals and tasks (GMP, protocols/gmp.md section 9): the cognition's commands over
-``gmp.service``, so what the agent creates, delegates, accepts, reports and completes is a
-container signed by the node, exactly as the person's CLI makes it.
+"""The handlers of the agent's goals and tasks (GMP, protocols/gmp.md section 9): the cognition's
+commands over ``gmp.service``, so what the agent creates, delegates, accepts, reports and completes
+is a container signed by the node, exactly as the person's CLI makes it.
 
-Shared goals and tasks are named by lineage DID or short id (context 3 shows the short
-ids). The agent's own local tasks (fact checks, isolation reviews, auxiliary loops: rows with
-no lineage) keep their integer ids and stay on this node: ``task_update`` with ``id`` changes
-them in place, ``task_add`` without a goal makes one. Registered on import (executor imports it).
+Shared goals and tasks are named by lineage DID or short id (context 3 shows the short ids). The
+agent's own local tasks (fact checks, isolation reviews, auxiliary loops: rows with no lineage)
+keep their integer ids and stay on this node: ``task_update`` with ``id`` changes them in place,
+``task_add`` without a goal makes one.
 """
 
 from __future__ import annotations
@@ -14,18 +14,10 @@ import collections
 import json
 
 from meshnode.cognition import facts
-from meshnode.cognition.executor_admin import _named, admin_command, rows_of, sql_time
-from meshnode.container.schema import boolean, did, integer, list_of, number, one_of, text
+from meshnode.cognition.handlers.rows import one, rows_of, sql_time
 from meshnode.errors import MeshnodeError
 from meshnode.gmp import service
-from meshnode.gmp.reads import GOAL_STATUSES, TASK_STATUSES
 from meshnode.store.short_ids import short_container_id
-
-_LONG = 64 * 1024
-_tags = list_of(text(64), max_items=64)
-_REF = text(128)  # a lineage DID, a version's DID or a short id
-_LIMIT = {"limit": (integer(1, 500), False)}
-
 
 _OUTBOX: dict[str, collections.deque] = {}  # signer DID -> push lists the cycle hands to the node's GMP service
 
@@ -46,18 +38,12 @@ def take_pushes(did: str) -> list[dict]:
     return out
 
 
-@admin_command("goal_add", "create a goal shared with its participants (signed by this node)",
-               {"title": (_named(256), True), "description": (text(_LONG), False), "priority": (number(0, 1), False),
-                "participants": (list_of(did, max_items=255), False), "tags": (_tags, False),
-                "public": (boolean, False)})
 def _goal_add(db, key, now, args):
     return _shown(service.goal_add(db, key, now, title=args["title"], description=args.get("description"),
                                    priority=args.get("priority"), participants=args.get("participants", ()),
                                    tags=args.get("tags", ()), public=args.get("public", False)), key)
 
 
-@admin_command("goal_list", "goals with their open/total tasks", {**_LIMIT, "status": (one_of(*GOAL_STATUSES), False)},
-               mutating=False)
 def _goal_list(db, key, now, args):
     shared = [{"goal": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
                "priority": r["priority"], "tasks_open": r["tasks_open"], "tasks_total": r["tasks_total"],
@@ -69,11 +55,56 @@ def _goal_list(db, key, now, args):
     return (shared + local)[: args.get("limit", 20)]
 
 
-@admin_command("task_add", "add a task under a goal (shared, signed); without goal, a local task of your own",
-               {"title": (_named(256), True), "goal": (_REF, False), "description": (text(_LONG), False),
-                "parent": (_REF, False), "deadline_ms": (integer(0), False),
-                "check_every_s": (integer(60, 365 * 86400), False), "priority": (number(0, 1), False),
-                "tags": (_tags, False)})
+def _level(priority) -> float:
+    """A goal's priority is a number in [0, 1]; the old words are 0.25, 0.5 and 0.75."""
+    return {"low": 0.25, "normal": 0.5, "high": 0.75}.get(priority, priority)
+
+
+def _shared(db, table: str, row_id: int) -> str | None:
+    """The lineage of a goal or task row that is a view of signed containers (None: a local row)."""
+    row = db.conn.execute(f"SELECT lineage FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _goal_read(db, key, now, args):
+    goal = one(db.conn.execute("SELECT id, name, description, tags, status, priority, constraints, success_criteria,"
+                                " created_at, updated_at FROM goals WHERE id = ?", (args["id"],)), "goal", args["id"])
+    goal["tasks"] = rows_of(db.conn.execute("SELECT id, name, status, priority FROM tasks WHERE goal_id = ?"
+                                            " ORDER BY id LIMIT 50", (args["id"],)))
+    return goal
+
+
+def _goal_update(db, key, now, args):
+    """A shared goal (one with a lineage) changes by a new signed version (gmp.service); a local row in place."""
+    lineage = _shared(db, "goals", args["id"])
+    if lineage:
+        from meshnode.gmp import service
+
+        changes = {k: (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
+        return service.goal_update(db, key, now, goal=lineage, **changes)
+    sets = {{"title": "name"}.get(k, k): (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
+    if not sets:
+        raise MeshnodeError("bad_args", "goal_update changes title, description, status or priority")
+    with db.transaction() as conn:  # column names come from the schema above, never from the LLM
+        if conn.execute(f"UPDATE goals SET {', '.join(f'{k} = ?' for k in sets)}, updated_at = ? WHERE id = ?",
+                        (*sets.values(), sql_time(now), args["id"])).rowcount == 0:
+            raise MeshnodeError("not_found", f"no goal {args['id']}")
+    return {"id": args["id"], **sets}
+
+
+def _goal_delete(db, key, now, args):
+    with db.transaction() as conn:
+        if conn.execute("SELECT 1 FROM goals WHERE id = ?", (args["id"],)).fetchone() is None:
+            raise MeshnodeError("not_found", f"no goal {args['id']}")
+        if _shared(db, "goals", args["id"]):
+            raise MeshnodeError("refused", f"goal {args['id']} is shared (signed): cancel it instead"
+                                           " (goal_update with status cancelled)")
+        detached = conn.execute("UPDATE tasks SET goal_id = NULL WHERE goal_id = ?", (args["id"],)).rowcount
+        conn.execute("DELETE FROM goal_links WHERE parent_goal_id = ? OR child_goal_id = ?", (args["id"],) * 2)
+        conn.execute("DELETE FROM goals WHERE id = ?", (args["id"],))
+    return {"deleted": args["id"], "tasks_detached": detached}
+
+
 def _task_add(db, key, now, args):
     if "goal" not in args:
         if "parent" in args or "deadline_ms" in args:
@@ -90,12 +121,6 @@ def _task_add(db, key, now, args):
     return {**_shown(result, key), "task": short_container_id(result["lineage"])}
 
 
-@admin_command("task_update", "change a task: a shared one (task: id) by a new signed version; a local one (id: n)"
-               " in place; on a fact-check task, verdict verified|rejected (+ evidence) settles its facts",
-               {"id": (integer(0), False), "task": (_REF, False), "status": (one_of(*TASK_STATUSES), False),
-                "pinned": (boolean, False), "verdict": (one_of("verified", "rejected"), False),
-                "evidence": (text(4096), False), "progress": (number(0, 1), False), "notes": (text(_LONG), False),
-                "next_check_ms": (integer(0), False)})
 def _task_update(db, key, now, args):
     if ("id" in args) == ("task" in args):
         raise MeshnodeError("bad_args", "task_update names its task: task (a shared task's id) or id (a local one)")
@@ -151,9 +176,6 @@ def _task_row(r: dict, me: str) -> dict:
     return out
 
 
-@admin_command("task_list", "tasks: shared ones (with assignees) and your local ones, pinned first",
-               {**_LIMIT, "goal": (_REF, False), "mine": (boolean, False), "status": (one_of(*TASK_STATUSES), False)},
-               mutating=False)
 def _task_list(db, key, now, args):
     shared = [_task_row(r, key.did) for r in service.task_list(db, goal=args.get("goal"), status=args.get("status"),
                                                                 me=key.did if args.get("mine") else None)]
@@ -164,37 +186,66 @@ def _task_list(db, key, now, args):
     return (local[:5] + shared + local[5:])[: args.get("limit", 20)]
 
 
-@admin_command("task_delegate", "offer a shared task you created to agents (they accept or refuse)",
-               {"task": (_REF, True), "to": (list_of(did, max_items=16, non_empty=True), True),
-                "expires_s": (integer(60, 30 * 86400), False)})
+def _task_read(db, key, now, args):
+    return one(db.conn.execute("SELECT id, goal_id, name, description, tags, status, priority, pinned, created_at,"
+                                " updated_at, repl_mode, repl_status, repl_config FROM tasks WHERE id = ?",
+                                (args["id"],)), "task", args["id"])
+
+
+def _task_delete(db, key, now, args):
+    with db.transaction() as conn:
+        row = conn.execute("SELECT repl_status FROM tasks WHERE id = ?", (args["id"],)).fetchone()
+        if row is None:
+            raise MeshnodeError("not_found", f"no task {args['id']}")
+        if _shared(db, "tasks", args["id"]):
+            raise MeshnodeError("refused", f"task {args['id']} is shared (signed): its creator abandons it"
+                                           " (task_update with status abandoned)")
+        if row[0] == "running":
+            raise MeshnodeError("busy", f"task {args['id']} has a running auxiliary loop; set its status to paused"
+                                        " (task_update) and delete it once the loop has stopped")
+        conn.execute("UPDATE llm_recent_responses SET task_id = NULL WHERE task_id = ?", (args["id"],))
+        conn.execute("DELETE FROM tasks WHERE id = ?", (args["id"],))
+    return {"deleted": args["id"]}
+
+
 def _task_delegate(db, key, now, args):
     return _shown(service.task_offer(db, key, now, task=args["task"], candidates=args["to"],
                                      expires_s=args.get("expires_s", 3600)), key)
 
 
-@admin_command("task_accept", "accept an offer of a task (the delegator then assigns it to you)",
-               {"task": (_REF, True), "offer": (_REF, False)})
 def _task_accept(db, key, now, args):
     return _shown(service.task_accept(db, key, now, task=args["task"], offer=args.get("offer")), key)
 
 
-@admin_command("task_refuse", "refuse an offer of a task",
-               {"task": (_REF, True), "offer": (_REF, False), "reason": (text(1024), False)})
 def _task_refuse(db, key, now, args):
     return _shown(service.task_refuse(db, key, now, task=args["task"], offer=args.get("offer"),
                                       reason=args.get("reason")), key)
 
 
-@admin_command("task_progress", "report progress (0..1) on a task you hold; check_in also moves its next check on",
-               {"task": (_REF, True), "progress": (number(0, 1), True), "summary": (text(4096), False),
-                "check_in": (boolean, False)})
 def _task_progress(db, key, now, args):
     return _shown(service.task_progress(db, key, now, task=args["task"], progress=args["progress"],
                                         summary=args.get("summary"), check_in=args.get("check_in", False)), key)
 
 
-@admin_command("task_done", "complete a task you hold (failed: true if it could not be done)",
-               {"task": (_REF, True), "summary": (text(_LONG), False), "failed": (boolean, False)})
 def _task_done(db, key, now, args):
     return _shown(service.task_done(db, key, now, task=args["task"], summary=args.get("summary"),
                                     failed=args.get("failed", False)), key)
+
+
+HANDLERS = {
+    "goal_add": _goal_add,
+    "goal_list": _goal_list,
+    "goal_read": _goal_read,
+    "goal_update": _goal_update,
+    "goal_delete": _goal_delete,
+    "task_add": _task_add,
+    "task_update": _task_update,
+    "task_list": _task_list,
+    "task_read": _task_read,
+    "task_delete": _task_delete,
+    "task_delegate": _task_delegate,
+    "task_accept": _task_accept,
+    "task_refuse": _task_refuse,
+    "task_progress": _task_progress,
+    "task_done": _task_done,
+}

@@ -2,33 +2,21 @@
 ``link_update``, ``diary_delete``, ``concept_delete``, ``link_delete``, ``note_update``,
 ``note_delete``. Containers are immutable: an update is a new version, a delete of
 knowledge is a signed retraction of one's own, a delete of a note hides it here
-(``meshnode.knowledge_edits`` says why). Registered on import.
+(``meshnode.knowledge_edits`` says why).
 """
 
 from __future__ import annotations
 
 from meshnode import knowledge_edits as edits
-from meshnode.cognition.executor_admin import admin_command
-from meshnode.container.schema import did, list_of, text
 from meshnode.errors import MeshnodeError
 
-_LONG = 64 * 1024
-_ID = {"id": (text(128), True)}
 
-
-@admin_command("concept_update", "a new version of a concept: label, description, aliases or tags (others kept)",
-               {"id": (text(128), True), "label": (text(256), False), "description": (text(_LONG), False),
-                "aliases": (list_of(text(256), max_items=256), False),
-                "tags": (list_of(text(64), max_items=64), False)})
 def _concept_update(db, key, now, args):
     return edits.update_concept(db, key, args["id"], now_ms=now, label=args.get("label"),
                                 description=args.get("description"), aliases=args.get("aliases"),
                                 tags=args.get("tags"))
 
 
-@admin_command("link_update", "a new version of a link: its relation, targets or inverse relation",
-               {"id": (text(128), True), "relation": (text(64), False),
-                "targets": (list_of(did, max_items=256, non_empty=True), False), "inverse": (text(64), False)})
 def _link_update(db, key, now, args):
     return edits.update_link(db, key, args["id"], now_ms=now, relation=args.get("relation"),
                              targets=args.get("targets"), inverse=args.get("inverse"))
@@ -38,11 +26,6 @@ def _retract(kind: str):
     def run(db, key, now, args):
         return edits.retract(db, key, kind, args["id"], now_ms=now)
     return run
-
-
-for _kind, _what in (("diary", "diary entry"), ("concept", "concept"), ("link", "link")):
-    admin_command(f"{_kind}_delete", f"withdraw a {_what} of yours (a signed retraction; friends' copies follow)",
-                  _ID)(_retract(_kind))
 
 
 def _agents_own_note(db, note_did: str, *, private: bool) -> None:
@@ -60,14 +43,22 @@ def _agents_own_note(db, note_did: str, *, private: bool) -> None:
                                        " person where the gate says so)")
 
 
-@admin_command("note_update", "a new version of one of your private notes (the old one is hidden)",
-               {"id": (text(128), True), "text": (text(_LONG), True)})
 def _note_update(db, key, now, args):
     _agents_own_note(db, args["id"], private=True)
     return edits.update_note(db, key, args["id"], args["text"], now_ms=now)
 
 
-@admin_command("note_delete", "hide one of your notes on this node (copies already delivered stay)", _ID)
 def _note_delete(db, key, now, args):
     _agents_own_note(db, args["id"], private=False)
     return edits.hide_note(db, args["id"])
+
+
+HANDLERS = {
+    "concept_update": _concept_update,
+    "link_update": _link_update,
+    "note_update": _note_update,
+    "note_delete": _note_delete,
+    "diary_delete": _retract("diary"),
+    "concept_delete": _retract("concept"),
+    "link_delete": _retract("link"),
+}

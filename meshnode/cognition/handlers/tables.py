@@ -4,7 +4,7 @@ The LLM never writes SQL: it names a table and its columns, both checked against
 ``IDENTIFIER``, and this module builds the statements. Each table is created as
 ``agent_t_<name>`` and recorded in ``agent_tables`` with the SQL made for it; every
 later command works only on a table found there. Values are bound as parameters and
-checked against the column's type. Registered on import (executor_admin imports it).
+checked against the column's type.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import base64
 import math
 import re
 
-from meshnode.cognition.executor_admin import admin_command, clip_text, rows_of, sql_time
-from meshnode.container.schema import integer, mapping, text
+from meshnode.cognition.handlers.rows import clip_text, rows_of, sql_time
 from meshnode.errors import MeshnodeError
-
-_LIMIT = {"limit": (integer(1, 500), False)}
 
 IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,40}")
 TABLE_PREFIX = "agent_t_"
@@ -82,7 +79,6 @@ def _column_of(columns: dict[str, str], table_name: str, column) -> str:
     return columns[column]
 
 
-@admin_command("table_list", "the agent's own tables, with their columns and row counts", _LIMIT, mutating=False)
 def _table_list(db, key, now, args):
     out = []
     for row in rows_of(db.conn.execute("SELECT table_name, description, created_at FROM agent_tables ORDER BY"
@@ -100,8 +96,6 @@ def _table_list(db, key, now, args):
     return out
 
 
-@admin_command("table_add", "create a table of the agent's own: columns {name: integer|real|text|blob}",
-               {"name": (text(64), True), "columns": (mapping, True), "description": (text(4096), False)})
 def _table_add(db, key, now, args):
     name, columns = _identifier(args["name"], "table name"), args["columns"]
     if not 1 <= len(columns) <= MAX_COLUMNS:
@@ -128,7 +122,6 @@ def _table_add(db, key, now, args):
     return {"name": name, "columns": {"id": "integer", **columns}}
 
 
-@admin_command("table_delete", "drop one of the agent's tables and its rows", {"name": (text(64), True)})
 def _table_delete(db, key, now, args):
     table = TABLE_PREFIX + _identifier(args["name"], "table name")
     with db.transaction() as conn:
@@ -139,8 +132,6 @@ def _table_delete(db, key, now, args):
     return {"deleted": args["name"]}
 
 
-@admin_command("table_insert", "add a row {column: value} to one of the agent's tables (blob: base64 text)",
-               {"name": (text(64), True), "row": (mapping, True)})
 def _table_insert(db, key, now, args):
     table, columns = _agent_table(db, args["name"])
     columns.pop("id", None)
@@ -158,8 +149,6 @@ def _table_insert(db, key, now, args):
     return {"id": cur.lastrowid}
 
 
-@admin_command("table_query", "rows of one of the agent's tables; where {column: value} matches by equality",
-               {"name": (text(64), True), "where": (mapping, False), **_LIMIT}, mutating=False)
 def _table_query(db, key, now, args):
     """Long text is clipped when several rows come back; a one-row answer (where {"id": n}) is whole."""
     table, columns = _agent_table(db, args["name"])
@@ -178,3 +167,12 @@ def _table_query(db, key, now, args):
             if len(rows) > 1:
                 row[column] = clip_text(row[column])
     return rows
+
+
+HANDLERS = {
+    "table_list": _table_list,
+    "table_add": _table_add,
+    "table_delete": _table_delete,
+    "table_insert": _table_insert,
+    "table_query": _table_query,
+}
