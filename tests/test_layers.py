@@ -18,14 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Circles still in the tree, each to be broken by the work named beside it (issue 32). A circle
 # found must lie inside one of these; one of these no longer found must be taken off the list.
 KNOWN_CIRCLES = [
-    # debt: issue 32, i32-cognition
-    {"meshnode.cognition.catalogue", "meshnode.cognition.command_types", "meshnode.cognition.commands",
-     "meshnode.cognition.executor", "meshnode.cognition.executor_admin", "meshnode.cognition.executor_edits",
-     "meshnode.cognition.executor_ethics", "meshnode.cognition.executor_gmp", "meshnode.cognition.executor_records",
-     "meshnode.cognition.executor_settings", "meshnode.cognition.executor_tables", "meshnode.cognition.gate_commands",
-     "meshnode.cognition.llm", "meshnode.cognition.mcp_commands", "meshnode.cognition.processes",
-     "meshnode.cognition.registry", "meshnode.cognition.wake_report"},
-    {"meshnode.gate.atomic_write", "meshnode.gate.jail"},
     # debt: issue 32, i32-domain
     {"meshnode.consensus.result", "meshnode.gmp.rules", "meshnode.gmp.view", "meshnode.store.database",
      "meshnode.store.gmp_admission", "meshnode.store.views", "meshnode.store.views_gmp"},
