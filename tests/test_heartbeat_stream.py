@@ -334,7 +334,7 @@ def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older
 
             mesh.open_stream = open_stream
             older, newer = _Conn(), _Conn()
-            mesh.host = _Host([older, newer])
+            mesh.parts.host = _Host([older, newer])
             async with trio.open_nursery() as nursery:
                 mesh._start_heartbeats(other.did, newer, nursery)
                 await trio.sleep(0.001)
@@ -363,7 +363,7 @@ def test_the_sender_ends_when_its_peer_disconnects_not_after_its_pause(tmp_path)
             mesh.open_stream = open_stream
             conn = _Conn()
             conn.peer_id = peer(other)
-            mesh.host = _Host([])  # the swarm has dropped it: no connection left
+            mesh.parts.host = _Host([])  # the swarm has dropped it: no connection left
             mesh._unsupported = {}  # as _start_gating sets it
             async with trio.open_nursery() as nursery:
                 mesh._start_heartbeats(other.did, conn, nursery)

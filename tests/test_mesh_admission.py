@@ -158,7 +158,7 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
 
 
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
-    mesh.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
+    mesh.parts.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
     message = SimpleNamespace(data=b"abcdefgh")
     assert [mesh._admit_gossip_author(note(STRANGER, i), message) for i in range(3)] == [True, True, False]
     assert count(mesh.metrics, "gossip_ignored", reason="unknown_author_rate") == 1

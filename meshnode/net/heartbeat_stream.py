@@ -33,7 +33,7 @@ from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError
 from meshnode.net.frames import FrameDecoder, FrameError, encode_frame
 from meshnode.net.heartbeat_pace import HeartbeatPace
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 
 log = logging.getLogger("meshnode.net")
 

@@ -46,8 +46,9 @@ from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
 from meshnode.net.inbound import connection_limits, mend_inbound
-from meshnode.net.mesh_cost import CostMixin
-from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.peer_guard import PeerGuard, peer_id_object
 from meshnode.net.mesh_admission import AdmissionMixin
 from meshnode.net.not_wanted import NotWanted
 from meshnode.net.mesh_gating import GatingMixin
@@ -127,7 +128,7 @@ class NetConfig:
 
 
 class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin, ConsensusMixin,
-           ReputationMixin, GatingMixin, CostMixin, AdmissionMixin):
+           ReputationMixin, GatingMixin, AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms):
         self.key = key
@@ -142,10 +143,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
-        self.host = None
-        self.dht = None
-        self.pubsub = None
-        self.gossipsub = None
+        self.parts = Libp2pParts()  # made by run()
         self._init_heartbeats()  # heartbeat_stream: one stream per direct connection, each way
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
@@ -166,8 +164,10 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
         self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
-        # peers, they are exempt from address limits and get larger CPU budgets (mesh_cost)
+        # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
         self.known = KnownAuthors({key.did, *config.committee_dids})
+        self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
+                               store, metrics, clock)
         self.author_rate = AuthorRate(config.author_rate)
         self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
@@ -176,6 +176,51 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
         self.gmp = None  # goals and tasks (net.mesh_gmp.MeshGmp), set by the node: told of GMP arrivals
         self.on_stored = None  # called with each note or GMP container stored new (the reactor's poke)
+
+    @property
+    def host(self):
+        return self.parts.host
+
+    @property
+    def dht(self):
+        return self.parts.dht
+
+    @property
+    def pubsub(self):
+        return self.parts.pubsub
+
+    @property
+    def gossipsub(self):
+        return self.parts.gossipsub
+
+    # --- transitional: the mixins not yet services reach the guard through these ---------
+
+    def _is_known(self, did):
+        return self.guard.is_known(did)
+
+    def _banned(self, did):
+        return self.guard.banned(did)
+
+    def _host_of_peer(self, peer_id):
+        return self.guard.host_of_peer(peer_id)
+
+    async def _work(self, *args, **kwargs):
+        return await self.guard.work(*args, **kwargs)
+
+    def _invalid(self, *args, **kwargs):
+        self.guard.invalid(*args, **kwargs)
+
+    def _gossip_invalid(self, *args, **kwargs):
+        self.guard.invalid_from_peer_id(*args, **kwargs)
+
+    def _slow_frame(self, did):
+        self.guard.slow_frame(did)
+
+    async def _disconnect(self, pid):
+        await self.guard.disconnect(pid)
+
+    async def _save_standing(self, did):
+        await self.guard.save_standing(did)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -206,7 +251,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             host_options["announce_addrs"] = [multiaddr.Multiaddr(a) for a in self.config.announce]
         else:
             host_options["addrs_factory"] = _wildcard_to_interfaces
-        self.host = host = new_host(
+        self.parts.host = host = new_host(
             key_pair=key_pair,
             # Noise only: a default host also accepts plaintext peers
             sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
@@ -220,7 +265,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         # inbound slots given back when a connection ends; refused addresses closed before the handshake
         mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
-        self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
+        self.parts.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         libp2p_dht_fixes.answer_find_node_for_self(dht)
         libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
@@ -228,14 +273,14 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
         # [weights 0]: standing and, later, reputation decide who is cut off.
-        self.gossipsub = gossipsub = GossipSub(
+        self.parts.gossipsub = gossipsub = GossipSub(
             protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
             heartbeat_initial_delay=0.1, heartbeat_interval=self.config.gossip_heartbeat_s, time_to_live=60,
             spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
             score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.app_score,
                                      **GOSSIP_THRESHOLDS),  # trust feeds the peer score
         )
-        self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
+        self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
         pubsub.set_topic_validator(CONSENSUS_TOPIC, self._validate_consensus_gossip, is_async_validator=False)

@@ -30,7 +30,7 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.errors import NetError
 from meshnode.net.inbound import remote_address
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import active_bans
 
 log = logging.getLogger("meshnode.net")
@@ -58,9 +58,6 @@ class GatingMixin:
         network = self.host.get_network()
         network.register_notifee(_gatekeeper(self, nursery))
         _refuse_banned_dials(self, network)
-
-    def _banned(self, did: str | None) -> bool:
-        return did is not None and self.standing.is_banned(did, self.clock())
 
     def _on_connected(self, conn, nursery: trio.Nursery) -> None:
         did = _did_of(conn.muxed_conn.peer_id)

@@ -20,7 +20,7 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
 from meshnode.net.gossip_timing import GossipTiming
-from meshnode.net.mesh_cost import Refused, WorkFailed
+from meshnode.net.peer_guard import Refused, WorkFailed
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 
 CONTAINER_TOPIC = "/meshnode/containers/1"
@@ -95,14 +95,6 @@ class GossipMixin:
             self._ignored.discard(key)
             return True
         return False
-
-    def _gossip_invalid(self, forwarder, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        try:
-            did = peer_id_to_did(forwarder.to_base58())
-        except MeshnodeError:
-            self.metrics.inc("invalid_from_peer", code=code)
-            return
-        self._invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
 
     async def _from_others(self, subscription):
         """The containers of a subscription, as its topic validator verified them, from other nodes

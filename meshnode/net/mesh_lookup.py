@@ -42,7 +42,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import dht_direct, libp2p_fixes, lookup_trace
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")

@@ -19,7 +19,7 @@ import trio
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
-from meshnode.net.mesh_exchange import _save_standing_row
+from meshnode.net.peer_guard import save_standing_row
 from meshnode.net.standing import PeerLimits
 from meshnode.reputation import gossip_app_score, publishing, records
 from meshnode.reputation.reading import effective_trust
@@ -119,6 +119,6 @@ def _save_standings(db, standing: dict[str, dict], now: int) -> None:
     """The network layer's counters per peer, where fold_observations reads them."""
     for did, summary in standing.items():
         try:
-            _save_standing_row(db, did, summary, now)
+            save_standing_row(db, did, summary, now)
         except IdentityError:  # not a did:key: nothing to credit
             continue

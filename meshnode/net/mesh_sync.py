@@ -39,9 +39,9 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
-from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.peer_guard import Refused, WorkFailed, remote_host
 from meshnode.net.paced_read import MIN_FRAME_RATE, read_paced_frame
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
 from meshnode.sync.reconcile import ReconcileError
