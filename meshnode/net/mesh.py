@@ -60,8 +60,9 @@ from meshnode.net.mesh_liveness import LivenessMixin
 from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
-from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
-from meshnode.net.mesh_reputation import ReputationMixin
+from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
+from meshnode.net.mesh_reputation import Reputation
+from meshnode.net.events import MeshHooks
 from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
 from meshnode.sync.index_cache import IndexCache
@@ -127,10 +128,12 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin, ConsensusMixin,
-           ReputationMixin, GatingMixin, AdmissionMixin):
+class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin,
+           GatingMixin, AdmissionMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
-                 clock: Callable[[], int] = now_ms):
+                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
+        """``validator``: this node's validator LLM lent to peers that ask (None: no LLM here), with
+        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``."""
         self.key = key
         self.config = config
         self.store = store
@@ -155,9 +158,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
         self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
         self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
-        # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
-        # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
-        self.validator = None
+        self.validator = validator
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
         self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
@@ -174,8 +175,12 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
-        self.gmp = None  # goals and tasks (net.mesh_gmp.MeshGmp), set by the node: told of GMP arrivals
-        self.on_stored = None  # called with each note or GMP container stored new (the reactor's poke)
+        self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
+        self.reputation = Reputation(store, key, self.standing, self.known, metrics, clock, publish=self.gossip,
+                                     coworkers=self.hooks.coworkers, first_s=config.reputation_first_s,
+                                     every_s=config.reputation_s)
+        self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
+                                   timeouts=config.consensus_timeouts, block_limits=config.consensus_block_limits)
 
     @property
     def host(self):
@@ -193,7 +198,29 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
     def gossipsub(self):
         return self.parts.gossipsub
 
+    @property
+    def gmp(self):
+        """The GMP service (``net.mesh_gmp.MeshGmp``) once it subscribed to the hooks, else None."""
+        return self.hooks.gmp
+
+    # --- the services' public calls -----------------------------------------------
+
+    def consensus_status(self) -> dict:
+        return self.consensus.consensus_status()
+
+    async def consensus_submit(self, value: bytes, wait_s: float = 0.0) -> dict:
+        return await self.consensus.consensus_submit(value, wait_s)
+
+    async def propose_next_committee(self) -> dict:
+        return await self.consensus.propose_next_committee()
+
+    async def reputation_round(self) -> dict:
+        return await self.reputation.reputation_round()
+
     # --- transitional: the mixins not yet services reach the guard through these ---------
+
+    def credit_sync_session(self, did):
+        self.reputation.credit_sync_session(did)
 
     def _is_known(self, did):
         return self.guard.is_known(did)
@@ -277,13 +304,13 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
             heartbeat_initial_delay=0.1, heartbeat_interval=self.config.gossip_heartbeat_s, time_to_live=60,
             spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
-            score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.app_score,
+            score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.reputation.app_score,
                                      **GOSSIP_THRESHOLDS),  # trust feeds the peer score
         )
         self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
-        pubsub.set_topic_validator(CONSENSUS_TOPIC, self._validate_consensus_gossip, is_async_validator=False)
+        pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
@@ -307,15 +334,14 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
                     committee = self.config.committee()
                     agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
-                        nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts,
-                                           self.config.consensus_block_limits)
+                        nursery.start_soon(self.consensus.run, agreeing, committee)
                     nursery.start_soon(self._read_gossip_containers, containers)
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
-                    nursery.start_soon(self._reputation_forever)
+                    nursery.start_soon(self.reputation.run)
                     nursery.start_soon(self._admission_forever)
                     task_status.started(self)
                     await trio.sleep_forever()

@@ -103,11 +103,10 @@ class AdmissionMixin:
         if result.evicted:
             self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
         self._arrivals_since_trim += 1 + result.evicted
-        if result.outcome in ("new", "pending") and self.gmp is not None and is_gmp(c):  # admitted, or held aside
-            self.gmp.arrived(c.did, received_from)
-        stored_hook = getattr(self, "on_stored", None)
-        if result.outcome == "new" and stored_hook is not None and (c.cls == "note" or is_gmp(c)):
-            stored_hook(c)
+        if result.outcome in ("new", "pending") and is_gmp(c):  # admitted, or held aside
+            self.hooks.gmp_arrived(c.did, received_from)
+        if result.outcome == "new" and (c.cls == "note" or is_gmp(c)):
+            self.hooks.stored(c)
         return result
 
     def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: GmpRefused) -> Admission:
@@ -151,8 +150,7 @@ class AdmissionMixin:
         after GMP work that may change whom this node works with)."""
         fixed = self.known.fixed
         known = await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust)
-        if self.gmp is not None:  # peers this node chose to work with on a goal (net.mesh_gmp)
-            known |= await self.gmp.coworkers()
+        known |= await self.hooks.coworkers()  # peers this node chose to work with on a goal (net.mesh_gmp)
         self.known.replace(known)
         self.not_wanted.forget_authors(self.known.snapshot())
 
