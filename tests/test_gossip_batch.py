@@ -52,13 +52,13 @@ async def held(mesh, c) -> bool:
 async def test_a_batch_is_one_write_and_each_container_gets_its_own_outcome(mesh):
     writes = count_writes(mesh)
     sent = [note(i) for i in range(4)]
-    results = await mesh._store_many_from_peers([(c, "did:key:zrelay") for c in [*sent, sent[0]]], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, "did:key:zrelay") for c in [*sent, sent[0]]], "gossip")
     assert writes == [admit_many]
     # the author quota (3) refuses the fourth; the copy of the first is a duplicate
     assert [r.outcome for r in results] == ["new", "new", "new", "refused", "duplicate"]
     assert mesh.metrics.get("containers_refused", reason="author_quota", via="gossip") == 1
     assert [await held(mesh, c) for c in sent] == [True, True, True, False]
-    assert sent[3].did in mesh.not_wanted
+    assert sent[3].did in mesh.admission.not_wanted
 
 
 async def test_one_failing_container_rolls_back_alone(mesh, monkeypatch):
@@ -74,7 +74,7 @@ async def test_one_failing_container_rolls_back_alone(mesh, monkeypatch):
         return stored
 
     monkeypatch.setattr(quotas, "_insert", failing)
-    results = await mesh._store_many_from_peers([(c, None) for c in sent], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, None) for c in sent], "gossip")
     assert [r.outcome for r in results] == ["new", "failed", "new"]
     assert [await held(mesh, c) for c in sent] == [True, False, True]
     usage = await mesh.store.read(lambda db: db.conn.execute(
@@ -146,6 +146,6 @@ async def test_a_batch_whose_transaction_sqlite_rolled_back_is_not_committed_pie
         return insert(conn, c, *args)
 
     monkeypatch.setattr(quotas, "_insert", disk_full_once)
-    results = await mesh._store_many_from_peers([(c, None) for c in sent], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, None) for c in sent], "gossip")
     assert failed and [r.outcome for r in results] == ["new", "new", "new"]
     assert [await held(mesh, c) for c in sent] == [True, True, True]

@@ -49,8 +49,9 @@ from meshnode.net.inbound import connection_limits, mend_inbound
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
-from meshnode.net.mesh_admission import AdmissionMixin
+from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.not_wanted import NotWanted
+from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
@@ -68,7 +69,7 @@ from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
 from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
-from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
+from meshnode.net.author_rate import RateSettings
 from meshnode.store import Store
 from meshnode.store.known import KnownAuthors
 from meshnode.store.quotas import Quotas
@@ -129,7 +130,7 @@ class NetConfig:
 
 
 class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin,
-           GatingMixin, AdmissionMixin):
+           GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
         """``validator``: this node's validator LLM lent to peers that ask (None: no LLM here), with
@@ -169,13 +170,16 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock)
-        self.author_rate = AuthorRate(config.author_rate)
-        self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
-        self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
-        self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
-        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
+        self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
+        self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
+                                          metrics, clock, quotas=config.quotas, known_min_trust=config.known_min_trust,
+                                          max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
+                                          upkeep_s=config.maintenance_s)
+        self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
+        self.events.on_upkeep(self._forget_synced)
+        self.events.on_upkeep(self._forget_dead_strangers)
         self.reputation = Reputation(store, key, self.standing, self.known, metrics, clock, publish=self.gossip,
                                      coworkers=self.hooks.coworkers, first_s=config.reputation_first_s,
                                      every_s=config.reputation_s)
@@ -213,6 +217,9 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
 
     async def propose_next_committee(self) -> dict:
         return await self.consensus.propose_next_committee()
+
+    async def refresh_known(self) -> None:
+        await self.admission.refresh_known()
 
     async def reputation_round(self) -> dict:
         return await self.reputation.reputation_round()
@@ -312,7 +319,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
         pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self.admission.gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
         libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self._gossip_invalid)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
@@ -327,7 +334,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
-                    await self.refresh_known()
+                    await self.admission.refresh_known()
                     await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)
@@ -342,7 +349,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
                     nursery.start_soon(self.reputation.run)
-                    nursery.start_soon(self._admission_forever)
+                    nursery.start_soon(self.admission.run)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:

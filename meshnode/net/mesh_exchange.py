@@ -227,7 +227,7 @@ class ExchangeMixin:
                 else:
                     rejected.append({"index": index, "code": refusal[0], "reason": refusal[1][:200]})
                 continue
-            admission = await self._store_from_peer(c, did, "push")
+            admission = await self.admission.store_from_peer(c, did, "push")
             if admission.outcome == "invalid":  # GMP admission refused it: counted against the peer already
                 rejected.append({"index": index, "code": admission.reason, "reason": admission.detail[:200]})
                 continue

@@ -343,7 +343,7 @@ class MeshGmp:
             self.metrics.inc("gmp_fetch_failed")
             return
         for c in got:
-            await self.mesh._store_from_peer(c, peer, "fetch")  # comes back through arrived()
+            await self.mesh.admission.store_from_peer(c, peer, "fetch")  # comes back through arrived()
         self.metrics.inc("gmp_fetched", len(got))
 
     async def _react(self, dids: list[str], echo: bool = False) -> None:

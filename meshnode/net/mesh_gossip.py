@@ -67,7 +67,7 @@ class GossipMixin:
                 self.timing.mark(c.did, "arrived", arrived, c.timestamp_ms)
                 if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): never relayed
                     raise Refused("point_to_point", f"a {c.cls} never travels by gossip", 0)
-                if not self._admit_gossip_author(c, message):
+                if not self.admission.admit_gossip_author(c, message):
                     return False
                 self._validated.put(message_key(message), (message.data, c))
                 self.timing.mark(c.did, "validated", self.clock(), c.timestamp_ms)
@@ -137,13 +137,13 @@ class GossipMixin:
         return c
 
     async def _read_gossip_containers(self, subscription) -> None:
-        """Stores what gossip brings, a batch per write transaction (``_store_many_from_peers``: a burst
+        """Stores what gossip brings, a batch per write transaction (``AdmissionService.store_many_from_peers``: a burst
         waited on one disk sync per container, one after the other)."""
         async for batch in self._batches_from_others(subscription):
             read = self.clock()
             for c in batch:
                 self.timing.mark(c.did, "read", read, c.timestamp_ms)
-            results = await self._store_many_from_peers([(c, c.sender_did) for c in batch], "gossip")
+            results = await self.admission.store_many_from_peers([(c, c.sender_did) for c in batch], "gossip")
             stored = self.clock()
             for c, result in zip(batch, results):
                 self.timing.mark(c.did, "stored", stored, c.timestamp_ms)

@@ -16,6 +16,7 @@ import logging
 import trio
 
 from meshnode.identity.did import did_to_peer_id
+from meshnode.net.liveness import Liveness
 from meshnode.store.peers import set_liveness, upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -42,6 +43,12 @@ class LivenessMixin:
                 log.info("peer %s is %s again (was %s)", change.peer, change.new.value, change.old.value)
             await self._record_liveness(change.peer, change.new.value, now)
             self._sync_wanted.set()  # a peer appeared or came back: reconcile soon
+
+    def _forget_dead_strangers(self, now: int, connected: set[str]) -> None:
+        """Upkeep: dead strangers are tracked again if they come back."""
+        for did, state in self.liveness.peers().items():
+            if state is Liveness.DEAD and did not in self.known:
+                self.liveness.forget(did)
 
     async def _watch_liveness(self) -> None:
         step = max(0.05, min(self.config.thresholds.quiet_ms / 4000, 5.0))

@@ -126,6 +126,10 @@ class LookupMixin:
             log_.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
                               round((time.perf_counter() - began) * 1000)))
 
+    def _forget_looked_up(self, now: int, connected: set[str]) -> None:
+        """Upkeep: lookups older than ANNOUNCE_RECHECK_MS are done again anyway."""
+        self._looked_up = {d: t for d, t in self._looked_up.items() if now - t < ANNOUNCE_RECHECK_MS}
+
     def _heard_announce(self, c: Container) -> None:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())

@@ -234,7 +234,7 @@ class SyncMixin:
         have = [d for d in have if (did, d) not in self._refused_by_peer]
         need = [_did_for(d) for d in sorted(session.fetch)]
         skipped = len(need)
-        need = [d for d in need if d not in self.not_wanted]  # refused or evicted here before
+        need = [d for d in need if d not in self.admission.not_wanted]  # refused or evicted here before
         if len(need) < skipped:
             self.metrics.inc("sync_not_fetched", skipped - len(need), reason="refused_before")
         pushed = fetched = 0
@@ -250,7 +250,7 @@ class SyncMixin:
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
             for c in got:
-                await self._store_from_peer(c, did, "sync")
+                await self.admission.store_from_peer(c, did, "sync")
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
         self.credit_sync_session(did)
@@ -270,6 +270,10 @@ class SyncMixin:
             code = str(item.get("code")) if isinstance(item, dict) else ""
             if (code == "quota" or code.startswith("gmp_")) and isinstance(index, int) and 0 <= index < len(batch):
                 self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
+
+    def _forget_synced(self, now: int, connected: set[str]) -> None:
+        """Upkeep: when sessions with strangers no longer connected completed."""
+        self._synced_at = {d: t for d, t in self._synced_at.items() if d in connected or d in self.known}
 
     async def _sync_forever(self) -> None:
         """Sync with every connected peer, every friend and every peer sharing a goal with this
