@@ -103,12 +103,12 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
 
     from test_mesh_cost import Message, peer
 
-    mesh.clock = now_ms  # the validator checks the time
+    mesh.container_gossip.clock = now_ms  # the validator checks the time
     sent = [make_note(STRANGER, f"n{i}", now_ms=mesh.clock(), audience="public") for i in range(3)]
     send, receive = trio.open_memory_channel(8)
     for i, c in enumerate(sent):
         message = Message(c.to_bytes(), peer(STRANGER).to_bytes(), seqno=bytes([i]) * 8)
-        assert await mesh._validate_gossip_container(peer(STRANGER), message)
+        assert await mesh.container_gossip.validate_container(peer(STRANGER), message)
         send.send_nowait(message)
 
     class Subscription:
@@ -117,7 +117,7 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
 
     writes = count_writes(mesh)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(mesh._read_gossip_containers, Subscription())
+        nursery.start_soon(mesh.container_gossip.read, Subscription())
         with trio.fail_after(10):  # the reader then waits for more: stop it once the three are in
             while mesh.metrics.get("gossip_delivered") < 3:
                 await trio.sleep(0.01)

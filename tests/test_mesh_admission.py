@@ -88,8 +88,8 @@ async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_g
     async def arrivals(subscription):
         yield [broken, fine]  # one batch: stored one at a time once the batch's write failed
 
-    mesh.store.write, mesh._batches_from_others = failing_write, arrivals
-    await mesh._read_gossip_containers(None)  # raised ContainerError out of the reader (and the node)
+    mesh.store.write, mesh.container_gossip._batches_from_others = failing_write, arrivals
+    await mesh.container_gossip.read(None)  # raised ContainerError out of the reader (and the node)
     assert count(mesh.metrics, "containers_not_stored", reason="too_many_items", via="gossip") == 1
     held = await mesh.store.read(lambda db: db.get_container_bytes(fine.did))
     assert held is not None and await mesh.store.read(lambda db: db.get_container_bytes(broken.did)) is None

@@ -56,7 +56,7 @@ from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.gossip_timing import GossipTiming
-from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixin
+from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
 from meshnode.net.mesh_liveness import LivenessMixin
 from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
 from meshnode.consensus.committee import Committee
@@ -129,7 +129,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin,
+class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin,
            GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
@@ -162,9 +162,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.validator = validator
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
-        self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
-        self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
         # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
         self.known = KnownAuthors({key.did, *config.committee_dids})
@@ -180,7 +178,11 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
         self.events.on_upkeep(self._forget_synced)
         self.events.on_upkeep(self._forget_dead_strangers)
-        self.reputation = Reputation(store, key, self.standing, self.known, metrics, clock, publish=self.gossip,
+        self.container_gossip = ContainerGossip(self.parts, key, self.guard, self.admission, self.offload,
+                                                self.standing, self.timing, metrics, clock,
+                                                limits=config.container_limits)
+        self.reputation = Reputation(store, key, self.standing, self.known, metrics, clock,
+                                     publish=self.container_gossip.gossip,
                                      coworkers=self.hooks.coworkers, first_s=config.reputation_first_s,
                                      every_s=config.reputation_s)
         self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
@@ -218,6 +220,9 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
     async def propose_next_committee(self) -> dict:
         return await self.consensus.propose_next_committee()
 
+    async def gossip(self, c: Container) -> None:
+        await self.container_gossip.gossip(c)
+
     async def refresh_known(self) -> None:
         await self.admission.refresh_known()
 
@@ -243,9 +248,6 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
 
     def _invalid(self, *args, **kwargs):
         self.guard.invalid(*args, **kwargs)
-
-    def _gossip_invalid(self, *args, **kwargs):
-        self.guard.invalid_from_peer_id(*args, **kwargs)
 
     def _slow_frame(self, did):
         self.guard.slow_frame(did)
@@ -316,12 +318,12 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         )
         self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
-        pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
+        pubsub.set_topic_validator(CONTAINER_TOPIC, self.container_gossip.validate_container, is_async_validator=True)
         pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
-        libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self.admission.gossip_pardoned)
-        libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
-        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self._gossip_invalid)
+        libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self.container_gossip.dropped)  # first: the others forget
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id, pardoned=self.admission.gossip_pardoned)
+        libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
+        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
@@ -342,7 +344,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
                     agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
                         nursery.start_soon(self.consensus.run, agreeing, committee)
-                    nursery.start_soon(self._read_gossip_containers, containers)
+                    nursery.start_soon(self.container_gossip.read, containers)
                     nursery.start_soon(self._watch_liveness)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
