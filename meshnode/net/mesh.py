@@ -57,8 +57,8 @@ from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
-from meshnode.net.mesh_liveness import LivenessMixin
-from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
+from meshnode.net.mesh_liveness import PeerLiveness
+from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreams
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
@@ -129,7 +129,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin,
+class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
            GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
@@ -148,7 +148,6 @@ class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, Sync
                                cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
         self.parts = Libp2pParts()  # made by run()
-        self._init_heartbeats()  # heartbeat_stream: one stream per direct connection, each way
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
@@ -177,7 +176,14 @@ class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, Sync
                                           upkeep_s=config.maintenance_s)
         self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
         self.events.on_upkeep(self._forget_synced)
-        self.events.on_upkeep(self._forget_dead_strangers)
+        self.events.on_identified(lambda did, conn, nursery: self._push_wanted.set())  # (transitional)
+        self.events.on_back(lambda: self._sync_wanted.set())
+        self.peer_liveness = PeerLiveness(self.liveness, self.parts, self.known, self.events, store, metrics, clock,
+                                          thresholds=config.thresholds)
+        # heartbeat_stream: one stream per direct connection, each way
+        self.heartbeats = HeartbeatStreams(key, self.parts, self, self.guard, self.peer_liveness, self.events,
+                                           metrics, clock, heartbeat_ms=config.heartbeat_ms,
+                                           dead_ms=config.thresholds.dead_ms, limits=config.container_limits)
         self.container_gossip = ContainerGossip(self.parts, key, self.guard, self.admission, self.offload,
                                                 self.standing, self.timing, metrics, clock,
                                                 limits=config.container_limits)
@@ -222,6 +228,9 @@ class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, Sync
 
     async def gossip(self, c: Container) -> None:
         await self.container_gossip.gossip(c)
+
+    def peers_snapshot(self) -> dict:
+        return self.peer_liveness.peers_snapshot()
 
     async def refresh_known(self) -> None:
         await self.admission.refresh_known()
@@ -331,7 +340,7 @@ class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, Sync
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
         host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
-                                libp2p_fixes.guarded_handler(self._serve_heartbeats, "heartbeat"))
+                                libp2p_fixes.guarded_handler(self.heartbeats.serve, "heartbeat"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
@@ -345,7 +354,7 @@ class Mesh(LookupMixin, ExchangeMixin, LivenessMixin, HeartbeatStreamMixin, Sync
                     if committee:
                         nursery.start_soon(self.consensus.run, agreeing, committee)
                     nursery.start_soon(self.container_gossip.read, containers)
-                    nursery.start_soon(self._watch_liveness)
+                    nursery.start_soon(self.peer_liveness.run)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
