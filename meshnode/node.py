@@ -33,6 +33,7 @@ from meshnode.metrics import Metrics
 from meshnode.net.author_rate import RateSettings
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
+from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.gmp.rules import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
@@ -125,18 +126,21 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with await Store.open(config.db_path, metrics=metrics) as store:
             await store.write(_heartbeat, "node", "started")
-            mesh = Mesh(key, net_config(config), store, metrics)
+            cognition = config.values["cognition"]
+            hooks = MeshHooks()  # the GMP service and the reactor subscribe as they are built
+            validator = _PeerValidator(store, float(cognition["peer_validation_min_trust"])) \
+                if cognition["enabled"] else None  # this node's validator LLM, lent to trusted peers
+            mesh = Mesh(key, net_config(config), store, metrics, hooks=hooks, validator=validator)
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
-                    mesh.gmp = gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics)
+                    gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics, hooks=hooks)
                     await nursery.start(gmp.run)
-                    cognition = config.values["cognition"]
                     cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
                     await mcp_tools_service.start(nursery, config, cycle)  # outside tools (before the first tick)
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
-                    reactor = _reactor(config, key, store, mesh, metrics, cycle)
+                    reactor = _reactor(config, key, store, mesh, hooks, metrics, cycle)
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
@@ -211,8 +215,6 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
     async def validators() -> list[tuple[str, float]]:
         return await peer_validation.pool(store, connected(), int(cognition["peer_validators"]), min_trust)
 
-    mesh.validator = _PeerValidator(store, min_trust)
-
     async def tell_user(text: str) -> None:  # a private note from the system: the user's inbox, not the agent's
         await store.write(lambda db: write_note(db, key, actor.node("gate"), text, now_ms=now_ms(), tags=["gate"]))
 
@@ -234,7 +236,8 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  keep_traces=int(cognition.get("keep_tick_traces", 200)))
 
 
-def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, metrics: Metrics, cycle: Cycle | None):
+def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, hooks: MeshHooks, metrics: Metrics,
+             cycle: Cycle | None):
     """The reactor's driver (protocols/reactor.md 12.1), poked by every note or GMP container stored
     new; None with ``[reactor] enabled = false``."""
     if not config.values["reactor"]["enabled"]:
@@ -243,7 +246,7 @@ def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, metrics: Metrics, 
 
     service = ReactorService(store, key, reactor_config(config.values["reactor"], key.did), config.home, metrics,
                              cycle=cycle, mesh=mesh, committee=list(config.values["consensus"]["committee"]))
-    mesh.on_stored = lambda c: service.poke()
+    hooks.on_stored(lambda c: service.poke())
     if cycle is not None and cycle.gate is not None:  # a woken agent's sends pass the reactor's limits first
         from meshnode.reactor.send_limits import WakeSendLimits
 

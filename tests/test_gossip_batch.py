@@ -52,13 +52,13 @@ async def held(mesh, c) -> bool:
 async def test_a_batch_is_one_write_and_each_container_gets_its_own_outcome(mesh):
     writes = count_writes(mesh)
     sent = [note(i) for i in range(4)]
-    results = await mesh._store_many_from_peers([(c, "did:key:zrelay") for c in [*sent, sent[0]]], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, "did:key:zrelay") for c in [*sent, sent[0]]], "gossip")
     assert writes == [admit_many]
     # the author quota (3) refuses the fourth; the copy of the first is a duplicate
     assert [r.outcome for r in results] == ["new", "new", "new", "refused", "duplicate"]
     assert mesh.metrics.get("containers_refused", reason="author_quota", via="gossip") == 1
     assert [await held(mesh, c) for c in sent] == [True, True, True, False]
-    assert sent[3].did in mesh.not_wanted
+    assert sent[3].did in mesh.admission.not_wanted
 
 
 async def test_one_failing_container_rolls_back_alone(mesh, monkeypatch):
@@ -74,7 +74,7 @@ async def test_one_failing_container_rolls_back_alone(mesh, monkeypatch):
         return stored
 
     monkeypatch.setattr(quotas, "_insert", failing)
-    results = await mesh._store_many_from_peers([(c, None) for c in sent], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, None) for c in sent], "gossip")
     assert [r.outcome for r in results] == ["new", "failed", "new"]
     assert [await held(mesh, c) for c in sent] == [True, False, True]
     usage = await mesh.store.read(lambda db: db.conn.execute(
@@ -103,12 +103,12 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
 
     from test_mesh_cost import Message, peer
 
-    mesh.clock = now_ms  # the validator checks the time
+    mesh.container_gossip.clock = now_ms  # the validator checks the time
     sent = [make_note(STRANGER, f"n{i}", now_ms=mesh.clock(), audience="public") for i in range(3)]
     send, receive = trio.open_memory_channel(8)
     for i, c in enumerate(sent):
         message = Message(c.to_bytes(), peer(STRANGER).to_bytes(), seqno=bytes([i]) * 8)
-        assert await mesh._validate_gossip_container(peer(STRANGER), message)
+        assert await mesh.container_gossip.validate_container(peer(STRANGER), message)
         send.send_nowait(message)
 
     class Subscription:
@@ -117,7 +117,7 @@ async def test_the_reader_stores_what_arrived_meanwhile_in_one_write(mesh):
 
     writes = count_writes(mesh)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(mesh._read_gossip_containers, Subscription())
+        nursery.start_soon(mesh.container_gossip.read, Subscription())
         with trio.fail_after(10):  # the reader then waits for more: stop it once the three are in
             while mesh.metrics.get("gossip_delivered") < 3:
                 await trio.sleep(0.01)
@@ -146,6 +146,6 @@ async def test_a_batch_whose_transaction_sqlite_rolled_back_is_not_committed_pie
         return insert(conn, c, *args)
 
     monkeypatch.setattr(quotas, "_insert", disk_full_once)
-    results = await mesh._store_many_from_peers([(c, None) for c in sent], "gossip")
+    results = await mesh.admission.store_many_from_peers([(c, None) for c in sent], "gossip")
     assert failed and [r.outcome for r in results] == ["new", "new", "new"]
     assert [await held(mesh, c) for c in sent] == [True, True, True]

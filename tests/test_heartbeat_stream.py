@@ -52,13 +52,13 @@ def test_a_peers_heartbeat_makes_it_ok_and_gives_it_a_row(tmp_path):
         async with store:
             sender = NodeKey.generate()
             stream = FakeStream(beat(sender, 1, now_ms()), peer(sender))
-            await mesh._serve_heartbeats(stream)
+            await mesh.heartbeats.serve(stream)
             assert mesh.metrics.get("heartbeats_received") == 1
             assert mesh.liveness.state(sender.did) is Liveness.OK
             assert mesh._sync_wanted.is_set()
             rows = await store.read(lambda db: db.conn.execute("SELECT id FROM agent_peers").fetchall())
             assert (sender.did,) in rows
-            assert not mesh._hearing and not len(mesh.heartbeat_pace)  # the stream ended: nothing kept
+            assert not mesh.heartbeats._hearing and not len(mesh.heartbeats.pace)  # the stream ended: nothing kept
 
     trio.run(main)
 
@@ -69,10 +69,10 @@ def test_oversized_heartbeats_are_refused_before_decoding(tmp_path):
         async with store:
             sender = NodeKey.generate()
             decoded = []
-            mesh._take_heartbeat_frame = lambda did, frame: decoded.append(frame)
+            mesh.heartbeats._take_frame = lambda did, frame: decoded.append(frame)
             junk = b"\x9a\x00\x01\x00\x00" + b"\x80" * 2000  # 65536 empty arrays promised: never decoded
             stream = FakeStream(encode_frame(junk), peer(sender))
-            await mesh._serve_heartbeats(stream)
+            await mesh.heartbeats.serve(stream)
             assert len(junk) > MAX_HEARTBEAT_BYTES and decoded == []
             assert mesh.metrics.get("invalid_from_peer", code="heartbeat_too_large") == 1
             assert stream.was_reset
@@ -90,7 +90,7 @@ def test_a_heartbeat_of_another_identity_or_class_is_invalid_and_resets_the_stre
             for data in (beat(origin, 1, now_ms()), beat(forwarder, 1, now_ms(), cls="x_test"),
                          encode_frame(b"\xa0")):
                 stream = FakeStream(data + beat(forwarder, 2, now_ms()), peer(forwarder))
-                await mesh._serve_heartbeats(stream)
+                await mesh.heartbeats.serve(stream)
                 assert stream.was_reset
             assert mesh.metrics.get("invalid_from_peer", code="not_own_heartbeat") == 2
             assert mesh.metrics.get("invalid_from_peer") == 3
@@ -108,13 +108,13 @@ def test_a_replayed_heartbeat_does_not_revive_a_dead_peer_and_a_restarted_one_is
         async with store:
             sender = NodeKey.generate()
             first = beat(sender, 7, clock.ms)
-            await mesh._serve_heartbeats(FakeStream(first, peer(sender)))
+            await mesh.heartbeats.serve(FakeStream(first, peer(sender)))
             clock.ms += 4000
             assert [c.new for c in mesh.liveness.tick(clock.ms)] == [Liveness.DEAD]
-            await mesh._serve_heartbeats(FakeStream(first, peer(sender)))  # the same bytes again
+            await mesh.heartbeats.serve(FakeStream(first, peer(sender)))  # the same bytes again
             assert mesh.metrics.get("heartbeats_ignored", reason="duplicate") == 1
             assert mesh.liveness.state(sender.did) is Liveness.DEAD
-            await mesh._serve_heartbeats(FakeStream(beat(sender, 1, clock.ms), peer(sender)))  # seq from 1
+            await mesh.heartbeats.serve(FakeStream(beat(sender, 1, clock.ms), peer(sender)))  # seq from 1
             assert mesh.liveness.state(sender.did) is Liveness.OK
             assert mesh.metrics.get("heartbeats_received") == 2
 
@@ -129,7 +129,7 @@ def test_heartbeats_faster_than_a_quarter_interval_are_ignored_undecoded(tmp_pat
             sender = NodeKey.generate()
             burst = b"".join(beat(sender, i, clock.ms + i) for i in range(1, 6))
             stream = FakeStream(burst, peer(sender))
-            await mesh._serve_heartbeats(stream)
+            await mesh.heartbeats.serve(stream)
             assert mesh.metrics.get("heartbeats_received") == 1
             assert mesh.metrics.get("heartbeats_ignored", reason="too_often") == 4
             assert mesh.metrics.get("invalid_from_peer") == 0
@@ -144,10 +144,10 @@ def test_a_stream_that_sends_nothing_is_ended_after_the_first_frame_time(tmp_pat
             sender = NodeKey.generate()
             stream = FakeStream(b"", peer(sender), hang=True)
             started = trio.current_time()
-            await mesh._serve_heartbeats(stream)
+            await mesh.heartbeats.serve(stream)
             assert trio.current_time() - started >= FIRST_FRAME_S
             assert stream.was_reset and mesh.metrics.get("heartbeat_streams_in", result="silent") == 1
-            assert not mesh._hearing
+            assert not mesh.heartbeats._hearing
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -159,10 +159,10 @@ def test_between_heartbeats_the_stream_waits_and_a_half_frame_is_cut(tmp_path):
             sender = NodeKey.generate()
             idle = FakeStream(beat(sender, 1, now_ms()), peer(sender), hang=True)
             with trio.move_on_after(3600):  # an hour without a frame: the peer's interval, not ours
-                await mesh._serve_heartbeats(idle)
+                await mesh.heartbeats.serve(idle)
             assert not idle.was_reset and mesh.metrics.get("heartbeat_streams_in", result="silent") == 0
             half = FakeStream(beat(sender, 2, now_ms())[:40], peer(NodeKey.generate()), hang=True)
-            await mesh._serve_heartbeats(half)  # a stranger's first frame never ends: slow-loris
+            await mesh.heartbeats.serve(half)  # a stranger's first frame never ends: slow-loris
             assert half.was_reset and mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -176,17 +176,17 @@ def test_a_second_stream_of_a_peer_replaces_the_first(tmp_path):
             old = FakeStream(beat(sender, 1, now_ms()), peer(sender), hang=True)
             new = FakeStream(beat(sender, 2, now_ms() + 1), peer(sender), hang=True)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(mesh._serve_heartbeats, old)
+                nursery.start_soon(mesh.heartbeats.serve, old)
                 await until(lambda: mesh.metrics.get("heartbeats_received") == 1)
-                nursery.start_soon(mesh._serve_heartbeats, new)
+                nursery.start_soon(mesh.heartbeats.serve, new)
                 await until(lambda: old.was_reset and not new.data)  # the new one read (its beat within
                 # the quarter interval of the old one's: ignored as too often, the peer is ok anyway)
                 assert mesh.metrics.get("heartbeats_ignored", reason="too_often") == 1
                 assert old.was_reset and not new.was_reset
-                assert mesh._hearing[sender.did][0] is new and len(mesh._hearing) == 1
+                assert mesh.heartbeats._hearing[sender.did][0] is new and len(mesh.heartbeats._hearing) == 1
                 assert mesh.metrics.get("heartbeat_streams_in", result="replaced") == 1
                 nursery.cancel_scope.cancel()
-            assert not mesh._hearing
+            assert not mesh.heartbeats._hearing
 
     trio.run(main)
 
@@ -212,15 +212,15 @@ def test_the_sender_writes_at_once_then_once_per_interval_and_stops_with_its_con
             mesh.open_stream = open_stream
             conn = _Conn()
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats(other.did, conn, nursery)
-                mesh._start_heartbeats(other.did, conn, nursery)  # the same connection: one sender
+                mesh.heartbeats.start(other.did, conn, nursery)
+                mesh.heartbeats.start(other.did, conn, nursery)  # the same connection: one sender
                 await trio.sleep(0.001)
                 assert mesh.metrics.get("heartbeats_sent") == 1  # at once
                 await trio.sleep(35)  # 3 more at 9..11 s each
                 assert 4 <= mesh.metrics.get("heartbeats_sent") <= 5
                 conn.is_closed = True
             assert opened == [(other.did, "/meshnode/heartbeat/2")] and stream.was_reset
-            assert not mesh._beating
+            assert not mesh.heartbeats._beating
             frames = FrameDecoder(MAX_HEARTBEAT_BYTES).feed(stream.out)
             beats = [decode_container(f, now_ms=now_ms()) for f in frames]
             assert {c.cls for c in beats} == {"heartbeat"} and {c.sender_did for c in beats} == {mesh.key.did}
@@ -241,8 +241,8 @@ def test_a_peer_without_the_protocol_is_counted_and_not_retried_on_that_connecti
 
             mesh.open_stream = open_stream
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats("did:key:zjs", _Conn(), nursery)
-            assert calls == ["did:key:zjs"] and not mesh._beating
+                mesh.heartbeats.start("did:key:zjs", _Conn(), nursery)
+            assert calls == ["did:key:zjs"] and not mesh.heartbeats._beating
             assert mesh.metrics.get("heartbeat_streams", result="unsupported") == 1
             assert mesh.metrics.get("heartbeats_sent") == 0
 
@@ -262,11 +262,11 @@ def test_a_new_connection_of_a_peer_stops_the_sender_of_its_old_one(tmp_path):
             mesh.open_stream = open_stream
             first, second = streams
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats(other.did, _Conn(), nursery)
+                mesh.heartbeats.start(other.did, _Conn(), nursery)
                 await trio.testing.wait_all_tasks_blocked()
-                mesh._start_heartbeats(other.did, _Conn(), nursery)
+                mesh.heartbeats.start(other.did, _Conn(), nursery)
                 await trio.testing.wait_all_tasks_blocked()
-                assert first.was_reset and not second.was_reset and len(mesh._beating) == 1
+                assert first.was_reset and not second.was_reset and len(mesh.heartbeats._beating) == 1
                 nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -291,7 +291,7 @@ def test_a_stream_the_peer_ended_is_opened_again_after_a_pause_that_doubles(tmp_
             mesh.open_stream = open_stream
             conn = _Conn()
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats(other.did, conn, nursery)
+                mesh.heartbeats.start(other.did, conn, nursery)
                 await until(lambda: len(opened_at) >= 4, seconds=200)
                 conn.is_closed = True
                 nursery.cancel_scope.cancel()
@@ -334,9 +334,9 @@ def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older
 
             mesh.open_stream = open_stream
             older, newer = _Conn(), _Conn()
-            mesh.host = _Host([older, newer])
+            mesh.parts.host = _Host([older, newer])
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats(other.did, newer, nursery)
+                mesh.heartbeats.start(other.did, newer, nursery)
                 await trio.sleep(0.001)
                 assert mesh.metrics.get("heartbeats_sent") == 1
                 newer.is_closed = True
@@ -344,7 +344,7 @@ def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older
                 assert mesh.metrics.get("heartbeats_sent") >= 4  # still one per interval
                 older.is_closed = True
                 await trio.sleep(15)
-            assert not mesh._beating
+            assert not mesh.heartbeats._beating
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -363,15 +363,15 @@ def test_the_sender_ends_when_its_peer_disconnects_not_after_its_pause(tmp_path)
             mesh.open_stream = open_stream
             conn = _Conn()
             conn.peer_id = peer(other)
-            mesh.host = _Host([])  # the swarm has dropped it: no connection left
+            mesh.parts.host = _Host([])  # the swarm has dropped it: no connection left
             mesh._unsupported = {}  # as _start_gating sets it
             async with trio.open_nursery() as nursery:
-                mesh._start_heartbeats(other.did, conn, nursery)
+                mesh.heartbeats.start(other.did, conn, nursery)
                 await trio.sleep(1)  # in its pause before the next try
                 conn.is_closed = True
                 mesh._on_disconnected(conn)
                 await trio.testing.wait_all_tasks_blocked()
-                assert not mesh._beating
+                assert not mesh.heartbeats._beating
                 nursery.cancel_scope.cancel()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -54,26 +54,26 @@ async def test_own_committee_and_friends_are_known_after_a_refresh(mesh):
 
 
 async def test_store_from_peer_refuses_over_quota_and_counts_it(mesh):
-    outcomes = [(await mesh._store_from_peer(note(STRANGER, i), "did:key:zrelay", "push")).outcome for i in range(3)]
+    outcomes = [(await mesh.admission.store_from_peer(note(STRANGER, i), "did:key:zrelay", "push")).outcome for i in range(3)]
     assert outcomes == ["new", "new", "refused"]
     assert count(mesh.metrics, "containers_refused", reason="author_quota", via="push") == 1
     assert count(mesh.metrics, "invalid_from_peer") == 0
     await mesh.store.write(set_friend, STRANGER.did, "p", T0)
     await mesh.refresh_known()  # a friend now: no quota
-    assert (await mesh._store_from_peer(note(STRANGER, 5), None, "gossip")).new
+    assert (await mesh.admission.store_from_peer(note(STRANGER, 5), None, "gossip")).new
 
 
 async def test_strangers_containers_by_push_and_sync_are_stored_within_a_write_rate(mesh):
     from meshnode.net.author_rate import StrangerWrites
 
-    mesh.stranger_writes = StrangerWrites(per_second=1, burst=3)  # the clock is frozen: no refill
+    mesh.admission.stranger_writes = StrangerWrites(per_second=1, burst=3)  # the clock is frozen: no refill
     others = [NodeKey.generate() for _ in range(5)]
-    outcomes = [(await mesh._store_from_peer(note(k, 0), "did:key:zrelay", "sync")).outcome for k in others]
+    outcomes = [(await mesh.admission.store_from_peer(note(k, 0), "did:key:zrelay", "sync")).outcome for k in others]
     assert outcomes == ["new", "new", "new", "busy", "busy"]
     assert count(mesh.metrics, "containers_refused", reason="stranger_rate", via="sync") == 2
-    assert note(others[3], 0).did not in mesh.not_wanted  # for now only: it comes again with a later session
-    assert (await mesh._store_from_peer(note(ME, 1), None, "sync")).new  # known authors are never held
-    assert (await mesh._store_from_peer(note(others[4], 2), None, "gossip")).new  # gossip has its own rate
+    assert note(others[3], 0).did not in mesh.admission.not_wanted  # for now only: it comes again with a later session
+    assert (await mesh.admission.store_from_peer(note(ME, 1), None, "sync")).new  # known authors are never held
+    assert (await mesh.admission.store_from_peer(note(others[4], 2), None, "gossip")).new  # gossip has its own rate
 
 
 async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_goes_on(mesh):
@@ -88,24 +88,24 @@ async def test_a_container_the_store_fails_on_is_counted_and_the_gossip_reader_g
     async def arrivals(subscription):
         yield [broken, fine]  # one batch: stored one at a time once the batch's write failed
 
-    mesh.store.write, mesh._batches_from_others = failing_write, arrivals
-    await mesh._read_gossip_containers(None)  # raised ContainerError out of the reader (and the node)
+    mesh.store.write, mesh.container_gossip._batches_from_others = failing_write, arrivals
+    await mesh.container_gossip.read(None)  # raised ContainerError out of the reader (and the node)
     assert count(mesh.metrics, "containers_not_stored", reason="too_many_items", via="gossip") == 1
     held = await mesh.store.read(lambda db: db.get_container_bytes(fine.did))
     assert held is not None and await mesh.store.read(lambda db: db.get_container_bytes(broken.did)) is None
 
 
 async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mesh):
-    mesh.config.quotas = Quotas(author_containers=2, author_bytes=10**6, total_containers=3, total_bytes=10**9,
+    mesh.admission.quotas = Quotas(author_containers=2, author_bytes=10**6, total_containers=3, total_bytes=10**9,
                                 slack=0)
     sent = [note(STRANGER, i) for i in range(3)] + [note(FRIEND, 0), note(FRIEND, 1)]
     ticks = itertools.count(T0)
-    mesh.clock = lambda: next(ticks)  # received in order: the oldest stranger's note is evicted first
-    results = [await mesh._store_from_peer(c, "did:key:zrelay", "sync") for c in sent]
+    mesh.admission.clock = lambda: next(ticks)  # received in order: the oldest stranger's note is evicted first
+    results = [await mesh.admission.store_from_peer(c, "did:key:zrelay", "sync") for c in sent]
     assert [r.outcome for r in results] == ["new", "new", "refused", "new", "new"]
     refused, evicted = sent[2], sent[0]
     assert results[4].gone == ((evicted.did, STRANGER.did),)
-    assert refused.did in mesh.not_wanted and evicted.did in mesh.not_wanted
+    assert refused.did in mesh.admission.not_wanted and evicted.did in mesh.admission.not_wanted
     writes = []
     write = mesh.store.write
 
@@ -114,7 +114,7 @@ async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mes
         return await write(fn, *args, **kw)
 
     mesh.store.write = counted_write
-    again = await mesh._store_from_peer(evicted, "did:key:zrelay", "push")
+    again = await mesh.admission.store_from_peer(evicted, "did:key:zrelay", "push")
     assert (again.outcome, again.reason, writes) == ("refused", "refused_before", [])
 
     fetched = []
@@ -132,7 +132,7 @@ async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mes
 
     await mesh.store.write(set_friend, STRANGER.did, "p", T0)
     await mesh.refresh_known()  # a friend now: no quota, nothing remembered against it
-    assert len(mesh.not_wanted) == 0 and (await mesh._store_from_peer(evicted, None, "gossip")).new
+    assert len(mesh.admission.not_wanted) == 0 and (await mesh.admission.store_from_peer(evicted, None, "gossip")).new
 
 
 async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh):
@@ -158,12 +158,12 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
 
 
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
-    mesh.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
+    mesh.parts.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
     message = SimpleNamespace(data=b"abcdefgh")
-    assert [mesh._admit_gossip_author(note(STRANGER, i), message) for i in range(3)] == [True, True, False]
+    assert [mesh.admission.admit_gossip_author(note(STRANGER, i), message) for i in range(3)] == [True, True, False]
     assert count(mesh.metrics, "gossip_ignored", reason="unknown_author_rate") == 1
-    assert mesh._gossip_pardoned(b"abcd") and not mesh._gossip_pardoned(b"wxyz")
-    assert all(mesh._admit_gossip_author(note(COMMITTEE, i)) for i in range(10))
+    assert mesh.admission.gossip_pardoned(b"abcd") and not mesh.admission.gossip_pardoned(b"wxyz")
+    assert all(mesh.admission.admit_gossip_author(note(COMMITTEE, i)) for i in range(10))
 
 
 async def test_pardoned_gossip_is_not_counted_as_invalid_again():
@@ -201,7 +201,7 @@ async def test_strangers_are_forgotten_in_memory(mesh):
     assert mesh.liveness.state(STRANGER.did) is Liveness.DEAD
     mesh._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
     mesh._synced_at = {STRANGER.did: 1.0, COMMITTEE.did: 1.0}
-    mesh._forget_strangers()
+    mesh.admission._forget_strangers()
     assert mesh.liveness.state(STRANGER.did) is None
     assert mesh.liveness.state(COMMITTEE.did) is Liveness.DEAD  # known: kept
     assert set(mesh._looked_up) == {"recent"}

@@ -17,7 +17,8 @@ from meshnode.container import cbor
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net import consensus_gossip
-from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, WRITE_QUEUE, ConsensusMixin
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, WRITE_QUEUE, Consensus
 
 
 class _Failing:
@@ -25,9 +26,19 @@ class _Failing:
         raise ValueError("a bug in the core")
 
 
-class _Driver(ConsensusMixin):
+class _Guard:
+    """The peer guard, as far as the driver charges authors: who was charged for what."""
+
+    def __init__(self, charged: list):
+        self.charged = charged
+
+    def invalid_from_peer_id(self, peer_id, code: str) -> None:
+        self.charged.append((peer_id, code))
+
+
+class _Driver(Consensus):
     def __init__(self) -> None:
-        self.metrics = Metrics()
+        super().__init__(Libp2pParts(), None, None, None, Metrics(), lambda: 0)
 
 
 async def test_a_core_timer_that_raises_is_counted_and_the_timers_go_on():
@@ -151,7 +162,7 @@ async def test_the_messages_of_one_step_go_out_as_one_gossip_message_and_a_big_o
     counted per kind; a message too big to share one (a commit of a large block) goes alone."""
     key = NodeKey(hashlib.sha256(b"bundler").digest())
     d = _Driver()
-    d.core, d.pubsub, d._resends = _Core(set()), _Pubsub(), 0
+    d.core, d.parts.pubsub, d._resends = _Core(set()), _Pubsub(), 0
     d._timers, d._timer_seq, d._timers_changed = [], 0, trio.Event()
     d.core.committee = Committee.of({key.did: 1})
     small = blocks.encode_block([b"asked"])
@@ -160,12 +171,12 @@ async def test_the_messages_of_one_step_go_out_as_one_gossip_message_and_a_big_o
                                                        value=block))
     step = [say(REQUEST, small), say(PROPOSAL, small), say(PREVOTE), Schedule(PROPOSE, 0, 0, 10)]
     await d._consensus_apply(step)
-    assert [t for t, _ in d.pubsub.sent] == [CONSENSUS_TOPIC]
-    assert consensus_gossip.unwrap(d.pubsub.sent[0][1]) == [a.message.encode() for a in step[:3]]
+    assert [t for t, _ in d.parts.pubsub.sent] == [CONSENSUS_TOPIC]
+    assert consensus_gossip.unwrap(d.parts.pubsub.sent[0][1]) == [a.message.encode() for a in step[:3]]
     assert d.metrics.get("consensus_sent", kind=PROPOSAL) == 1 and d.metrics.get("consensus_gossip_published") == 1
-    d.pubsub.sent.clear()
+    d.parts.pubsub.sent.clear()
     await d._consensus_apply([say(PRECOMMIT), say(COMMIT, big), say(PREVOTE, h=1)])
-    assert [len(consensus_gossip.unwrap(data)) for _, data in d.pubsub.sent] == [1, 1, 1]
+    assert [len(consensus_gossip.unwrap(data)) for _, data in d.parts.pubsub.sent] == [1, 1, 1]
 
 
 def test_a_gossip_envelope_of_another_shape_is_refused():
@@ -206,7 +217,7 @@ async def test_a_refused_message_charges_the_envelope_s_author_once_and_a_copy_i
         return await real_take(data) if data != good.encode() else None  # (the good one: no core here)
 
     d._consensus_take = take
-    d._gossip_invalid = lambda forwarder, code: charged.append((forwarder, code))
+    d.guard = _Guard(charged)
     author = ID.from_base58(did_to_peer_id(wrapper.did))
     send, receive = trio.open_memory_channel(4)
     envelope = consensus_gossip.wrap([good.encode(), good.encode(), forged, forged, outsider], 7)
@@ -232,12 +243,12 @@ def test_the_topic_validator_refuses_a_malformed_envelope_before_it_is_relayed_a
 
     wrapper = NodeKey(hashlib.sha256(b"w").digest())
     d, charged = _Driver(), []
-    d._gossip_invalid = lambda forwarder, code: charged.append((forwarder, code))
+    d.guard = _Guard(charged)
     author = ID.from_base58(did_to_peer_id(wrapper.did))
     vote = sign(wrapper, PREVOTE, "c", 0, 0).encode()
     ok = rpc_pb2.Message(data=consensus_gossip.wrap([vote], 3), from_id=author.to_bytes())
-    assert d._validate_consensus_gossip(author, ok) is True and charged == []
+    assert d.validate_gossip(author, ok) is True and charged == []
     for bad in (cbor.encode([[vote], -1]), cbor.encode([vote, 1]), b"\xff not cbor"):
-        assert d._validate_consensus_gossip(author, rpc_pb2.Message(data=bad, from_id=author.to_bytes())) is False
+        assert d.validate_gossip(author, rpc_pb2.Message(data=bad, from_id=author.to_bytes())) is False
     assert charged == [(author, "bad_message")] * 3
     assert d.metrics.get("consensus_rejected", code="bad_message") == 3

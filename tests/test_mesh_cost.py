@@ -155,30 +155,30 @@ def test_gossip_is_decoded_once_and_ignored_not_rejected_when_over_budget(tmp_pa
         async with store:
             author, forwarder = NodeKey.generate(), NodeKey.generate()
             decoded = []
-            decode = mesh._decode
-            mesh._decode = lambda raw: decoded.append(raw) or decode(raw)
+            decode = mesh.container_gossip._decode
+            mesh.container_gossip._decode = lambda raw: decoded.append(raw) or decode(raw)
             c = build_container(author, "x_test", {"n": 1}, timestamp_ms=now_ms())
             message = Message(c.to_bytes(), peer(author).to_bytes())
-            assert await mesh._validate_gossip_container(peer(forwarder), message)
+            assert await mesh.container_gossip.validate_container(peer(forwarder), message)
             send, receive = trio.open_memory_channel(1)
 
             class Subscription:
                 get = receive.receive
 
             await send.send(message)
-            got = await mesh._from_others(Subscription()).__anext__()
+            got = await mesh.container_gossip._from_others(Subscription()).__anext__()
             assert got.did == c.did and len(decoded) == 1  # the reader took the validator's container
 
             ignored = 0
             for n in range(2, 40):  # the forwarder's half millisecond runs out: ignored, not rejected
                 other = Message(build_container(author, "x_test", {"n": n}, timestamp_ms=now_ms()).to_bytes(),
                                 peer(author).to_bytes(), seqno=bytes([n]) * 8)
-                if not await mesh._validate_gossip_container(peer(forwarder), other):
+                if not await mesh.container_gossip.validate_container(peer(forwarder), other):
                     ignored += 1
-                    assert mesh._was_ignored(other) and not mesh._was_ignored(other)
+                    assert mesh.container_gossip.was_ignored(other) and not mesh.container_gossip.was_ignored(other)
             assert ignored and mesh.metrics.get("gossip_ignored", reason="over_budget") == ignored
             assert mesh.metrics.get("invalid_from_peer") == 0
-            assert message_key(message) not in mesh._validated  # handed on, not kept
+            assert message_key(message) not in mesh.container_gossip._validated  # handed on, not kept
 
     trio.run(main)
 

@@ -37,17 +37,16 @@ def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
 
 def test_sync_sessions_count_once_per_peer_per_hour():
     """Being connected is cheap: sessions every few seconds must not lift an identity's trust."""
-    from meshnode.net.mesh_reputation import SESSION_CREDIT_MS, ReputationMixin
+    from meshnode.metrics import Metrics
+    from meshnode.net.mesh_reputation import SESSION_CREDIT_MS, Reputation
     from meshnode.net.standing import Standing
+    from meshnode.store.known import KnownAuthors
 
-    class Peerless(ReputationMixin):
+    class Peerless(Reputation):
         now = 1_000
 
         def __init__(self):
-            self.standing = Standing()
-
-        def clock(self) -> int:
-            return self.now
+            super().__init__(None, None, Standing(), KnownAuthors(set()), Metrics(), lambda: self.now, publish=None)
 
     n = Peerless()
     for _ in range(10):

@@ -22,6 +22,9 @@ class Gate(mesh_gating.GatingMixin):
     def clock(self) -> int:
         return NOW
 
+    def _banned(self, did) -> bool:
+        return did is not None and self.standing.is_banned(did, NOW)
+
 
 def a_did() -> str:
     return NodeKey.generate().did

@@ -188,7 +188,7 @@ def test_app_scores_are_kept_until_the_trust_is_refreshed(monkeypatch):
 
     key = NodeKey.generate()
     peer = ID.from_base58(key.peer_id)
-    mesh = mesh_reputation.ReputationMixin()
+    mesh = mesh_reputation.Reputation(None, None, None, None, None, None, publish=None)
     mesh._trust_now = {key.did: 0.0}
     low = mesh.app_score(peer)
     for _ in range(20):

@@ -27,6 +27,9 @@ class Gate(mesh_gating.GatingMixin):
     def clock(self) -> int:
         return NOW
 
+    def _banned(self, did) -> bool:
+        return did is not None and self.standing.is_banned(did, NOW)
+
     def speaks(self, did: str, protocol: str) -> bool:
         return True  # identify is not what this test is about
 

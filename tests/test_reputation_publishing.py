@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from meshnode.identity import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net.mesh_reputation import ReputationMixin
+from meshnode.net.mesh_reputation import Reputation
 from meshnode.net.standing import Standing
 from meshnode.reputation.model import Evidence, ReputationError, apply_all, initial
 from meshnode.reputation.publishing import (
@@ -118,22 +118,17 @@ def test_selection_rule(cands, k):
 # --- a reputation round in-process ---------------------------------------------------
 
 
-class Victim(ReputationMixin):
-    """The parts of a Mesh a reputation round uses: a real store, standing counters, known authors."""
+class Victim(Reputation):
+    """The reputation service with what a round uses: a real store, standing counters, known authors;
+    what it gossips is kept, and no GMP work (no coworkers)."""
 
     def __init__(self, store: Store, key: NodeKey, friends: list[str]):
-        self.store, self.key = store, key
-        self.standing = Standing()
-        self.known = KnownAuthors({key.did, *friends})
-        self.metrics = Metrics()
-        self.gossiped: list = []
-        self.gmp = None  # no GMP work: no coworkers
         self.now = T0
+        self.gossiped: list = []
+        super().__init__(store, key, Standing(), KnownAuthors({key.did, *friends}), Metrics(), lambda: self.now,
+                         publish=self._gossip)
 
-    def clock(self) -> int:
-        return self.now
-
-    async def gossip(self, c) -> None:
+    async def _gossip(self, c) -> None:
         self.gossiped.append(c)
 
 
@@ -195,14 +190,7 @@ def test_the_round_limit_holds_back_the_rest_for_later_rounds(tmp_path):
 def test_sessions_credited_are_remembered_for_a_bounded_number_of_peers():
     from meshnode.net.mesh_reputation import SESSIONS_KEPT
 
-    class Peerless(ReputationMixin):
-        def __init__(self):
-            self.standing = Standing()
-
-        def clock(self) -> int:
-            return T0
-
-    n = Peerless()
+    n = Reputation(None, None, Standing(), KnownAuthors(set()), Metrics(), lambda: T0, publish=None)
     for i in range(SESSIONS_KEPT + 50):
         n.credit_sync_session(f"did:key:z{i}")
     assert len(n._sessions_credited) == SESSIONS_KEPT

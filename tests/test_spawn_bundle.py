@@ -216,16 +216,19 @@ async def test_serve_hello_takes_a_hello_only_from_its_child_and_counts():
 
 
 async def test_a_hello_that_came_another_way_is_never_stored():
-    from meshnode.net.mesh_admission import AdmissionMixin
+    from meshnode.net.author_rate import RateSettings
+    from meshnode.net.mesh_admission import AdmissionService
+    from meshnode.store.known import KnownAuthors
 
     _, hello = hello_for(invite(NodeKey.generate()))
-    fake = types.SimpleNamespace(metrics=Metrics(), store=None)  # no store: nothing may be written
+    fake = AdmissionService(None, None, KnownAuthors(set()), None, None, None, None, Metrics(), lambda: 0, quotas=None,
+                            known_min_trust=0.0, max_unknown_peers=0, rate=RateSettings(), upkeep_s=30.0)  # no store
     for via in ("gossip", "sync", "push"):
-        assert (await AdmissionMixin._store_from_peer(fake, hello, hello.sender_did, via)).outcome == "refused"
+        assert (await fake.store_from_peer(hello, hello.sender_did, via)).outcome == "refused"
     assert fake.metrics.get("containers_refused", reason="point_to_point", via="gossip") == 1
     inv = invite(NodeKey.generate())  # travels in a bundle and inside a hello only: no node takes one by itself
     for via in ("gossip", "sync", "push"):
-        assert (await AdmissionMixin._store_from_peer(fake, inv, inv.sender_did, via)).outcome == "refused"
+        assert (await fake.store_from_peer(inv, inv.sender_did, via)).outcome == "refused"
     assert fake.metrics.get("containers_refused", reason="point_to_point", via="push") == 2
 
 

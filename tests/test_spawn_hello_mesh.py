@@ -25,7 +25,7 @@ async def test_gossip_never_relays_a_hello_or_an_invitation(tmp_path):
     async with store:
         for c, author in ((hello, child), (inv, parent)):
             message = Message(c.to_bytes(), peer(author).to_bytes())
-            assert not await mesh._validate_gossip_container(peer(forwarder), message), c.cls
+            assert not await mesh.container_gossip.validate_container(peer(forwarder), message), c.cls
         assert mesh.metrics.get("gossip_ignored", reason="point_to_point") == 2
         assert mesh.metrics.get("invalid_from_peer") == 0  # the forwarder is not blamed for it
 

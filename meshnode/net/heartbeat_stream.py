@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Callable
 
 import trio
 
-from meshnode.container import ContainerError, build_container, decode_container
+from meshnode.container import ContainerError, Limits, build_container, decode_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError
+from meshnode.net.events import PeerEvents
 from meshnode.net.frames import FrameDecoder, FrameError, encode_frame
 from meshnode.net.heartbeat_pace import HeartbeatPace
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.peer_guard import PeerGuard, peer_id_object
 
 log = logging.getLogger("meshnode.net")
 
@@ -46,16 +49,32 @@ WRITE_S = 10.0  # a write that blocks longer (the peer reads nothing) ends the s
 RETRY_MAX_S = 300.0  # the longest pause before a stream the peer ended is opened again
 
 
-class HeartbeatStreamMixin:
-    def _init_heartbeats(self) -> None:
-        self._heartbeat_seq = 0
+class HeartbeatStreams:
+    """The heartbeat service: a sender per identified connection (``PeerEvents.on_identified``),
+    ``serve`` the protocol's handler; what it hears goes to ``liveness.heard``. ``gating`` opens
+    the streams (``open_stream``)."""
+
+    def __init__(self, key, parts: Libp2pParts, gating, guard: PeerGuard, liveness, events: PeerEvents, metrics,
+                 clock: Callable[[], int], *, heartbeat_ms: int, dead_ms: int, limits: Limits = Limits()):
+        self.key, self.parts, self.gating, self.guard, self.liveness = key, parts, gating, guard, liveness
+        self.metrics, self.clock = metrics, clock
+        self.heartbeat_ms, self.dead_ms, self.limits = heartbeat_ms, dead_ms, limits
+        self._seq = 0
         self._beating: dict[str, tuple[object, trio.CancelScope]] = {}  # DID -> (connection, its sender's scope)
         self._hearing: dict[str, tuple[object, trio.CancelScope]] = {}  # DID -> (inbound stream, its reader's)
-        self.heartbeat_pace = HeartbeatPace(self.config.heartbeat_ms // 4)
+        self.pace = HeartbeatPace(heartbeat_ms // 4)
+        events.on_identified(self.start)
+        events.on_gone(self._stop)
 
     # --- sending ----------------------------------------------------------------
 
-    def _start_heartbeats(self, did: str, conn, nursery: trio.Nursery) -> None:
+    def _stop(self, did: str | None) -> None:
+        """The peer's last connection closed: its sender ends now, not after its pause (up to 5 min)."""
+        beating = self._beating.get(did)
+        if beating is not None:
+            beating[1].cancel()
+
+    def start(self, did: str, conn, nursery: trio.Nursery) -> None:
         """``conn`` to ``did`` was identified (mesh_gating): heartbeats to it from now on. A sender
         still running for an earlier connection of that peer is stopped."""
         current = self._beating.get(did)
@@ -72,7 +91,7 @@ class HeartbeatStreamMixin:
         opened, is tried again after a pause that doubles (one interval, up to RETRY_MAX_S): a peer that
         hears nothing from a live connection would count us dead. A peer without the protocol is not
         asked again on this connection."""
-        pause = self.config.heartbeat_ms / 1000
+        pause = self.heartbeat_ms / 1000
         try:
             with scope:
                 while (conn := self._connection_to(did, conn)) is not None:
@@ -92,14 +111,14 @@ class HeartbeatStreamMixin:
         does not speak the protocol), "failed" (not opened in time) or "ended"."""
         try:
             with trio.fail_after(OPEN_S):
-                stream = await self.open_stream(did, PROTOCOL_ID)
+                stream = await self.gating.open_stream(did, PROTOCOL_ID)
         except (NetError, trio.TooSlowError) as exc:  # not one of ours (an interop peer), or gone
             unsupported = isinstance(exc, NetError) and exc.code == "unsupported"
             self.metrics.inc("heartbeat_streams", result="unsupported" if unsupported else "failed")
             log.debug("no heartbeat stream to %s: %s", did, getattr(exc, "reason", "timed out"))
             return "unsupported" if unsupported else "failed"
         self.metrics.inc("heartbeat_streams", result="opened")
-        interval = self.config.heartbeat_ms / 1000
+        interval = self.heartbeat_ms / 1000
         try:
             while self._connection_to(did, conn) is not None:
                 with trio.fail_after(WRITE_S):
@@ -119,24 +138,24 @@ class HeartbeatStreamMixin:
         one closes and the other stays, the peer is still connected and must go on hearing us."""
         if not conn.muxed_conn.is_closed:
             return conn
-        if self.host is None:
+        if self.parts.host is None:
             return None
         try:
-            others = self.host.get_network().get_connections(peer_id_object(did))
+            others = self.parts.host.get_network().get_connections(peer_id_object(did))
         except Exception:  # not a peer id (a test double), or the swarm is gone
             return None
         return next((c for c in others if not c.muxed_conn.is_closed), None)
 
     def _heartbeat_bytes(self) -> bytes:
-        self._heartbeat_seq += 1
+        self._seq += 1
         now = self.clock()
-        beat = build_container(self.key, "heartbeat", {"seq": self._heartbeat_seq, "status": "ok"},
-                               timestamp_ms=now, ttl_ms=now + self.config.thresholds.dead_ms)
+        beat = build_container(self.key, "heartbeat", {"seq": self._seq, "status": "ok"},
+                               timestamp_ms=now, ttl_ms=now + self.dead_ms)
         return beat.to_bytes()
 
     # --- hearing ----------------------------------------------------------------
 
-    async def _serve_heartbeats(self, stream) -> None:
+    async def serve(self, stream) -> None:
         """The handler of ``/meshnode/heartbeat/2``: one peer's heartbeats, for as long as it sends them."""
         try:
             did = peer_id_to_did(stream.muxed_conn.peer_id.to_base58())
@@ -144,7 +163,7 @@ class HeartbeatStreamMixin:
             self.metrics.inc("heartbeat_streams_in", result="refused")
             await _reset(stream)
             return
-        if self._banned(did):
+        if self.guard.banned(did):
             self.metrics.inc("heartbeat_streams_in", result="refused")
             await _reset(stream)
             return
@@ -161,7 +180,7 @@ class HeartbeatStreamMixin:
             finally:
                 if self._hearing.get(did, (None, None))[1] is scope:
                     del self._hearing[did]
-                    self.heartbeat_pace.forget(did)
+                    self.pace.forget(did)
         await _reset(stream)  # ended, refused or replaced: a heartbeat stream is never closed cleanly by us
 
     async def _read_heartbeats_from(self, did: str, stream) -> None:
@@ -178,7 +197,7 @@ class HeartbeatStreamMixin:
                 if first and not decoder.pending:
                     self.metrics.inc("heartbeat_streams_in", result="silent")
                 else:
-                    self._slow_frame(did)
+                    self.guard.slow_frame(did)
                 return
             if not data:  # the peer closed its side
                 return
@@ -186,10 +205,10 @@ class HeartbeatStreamMixin:
                 frames = decoder.feed(data)
             except FrameError as exc:  # too large for a heartbeat: refused before any decoding
                 code = "heartbeat_too_large" if exc.code == "frame_too_large" else exc.code
-                self._invalid(did, code, nbytes=len(data))
+                self.guard.invalid(did, code, nbytes=len(data))
                 return
             for frame in frames:
-                if not await self._take_heartbeat_frame(did, frame):
+                if not await self._take_frame(did, frame):
                     return
                 first = False
             if first:
@@ -200,25 +219,25 @@ class HeartbeatStreamMixin:
                 started = trio.current_time()
                 deadline = started + FRAME_S
 
-    async def _take_heartbeat_frame(self, did: str, frame: bytes) -> bool:
+    async def _take_frame(self, did: str, frame: bytes) -> bool:
         """One frame from ``did``'s stream: taken, ignored (too soon), or invalid (False: reset)."""
         now = self.clock()
-        if not self.heartbeat_pace.allow(did, now):
+        if not self.pace.allow(did, now):
             self.metrics.inc("heartbeats_ignored", reason="too_often")
             return True
         try:
-            c = decode_container(frame, now_ms=now, limits=self.config.container_limits)
+            c = decode_container(frame, now_ms=now, limits=self.limits)
         except ContainerError as exc:
-            self._invalid(did, exc.code, nbytes=len(frame))
+            self.guard.invalid(did, exc.code, nbytes=len(frame))
             return False
         if c.cls != "heartbeat" or c.sender_did != did:
-            self._invalid(did, "not_own_heartbeat", nbytes=len(frame))
+            self.guard.invalid(did, "not_own_heartbeat", nbytes=len(frame))
             return False
         seq = c.payload.get("seq") if isinstance(c.payload, dict) else None
         if type(seq) is not int or seq < 0:
-            self._invalid(did, "bad_heartbeat", nbytes=len(frame))
+            self.guard.invalid(did, "bad_heartbeat", nbytes=len(frame))
             return False
-        await self._heard_heartbeat(c)
+        await self.liveness.heard(c)
         return True
 
 

@@ -46,27 +46,30 @@ from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
 from meshnode.net.inbound import connection_limits, mend_inbound
-from meshnode.net.mesh_cost import CostMixin
-from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin, peer_id_object
-from meshnode.net.mesh_admission import AdmissionMixin
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.peer_guard import PeerGuard, peer_id_object
+from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.not_wanted import NotWanted
+from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.gossip_timing import GossipTiming
-from meshnode.net.mesh_gossip import CONTAINER_TOPIC, VALIDATED_KEPT, GossipMixin
-from meshnode.net.mesh_liveness import LivenessMixin
-from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreamMixin
+from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
+from meshnode.net.mesh_liveness import PeerLiveness
+from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreams
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
-from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, ConsensusMixin
-from meshnode.net.mesh_reputation import ReputationMixin
+from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
+from meshnode.net.mesh_reputation import Reputation
+from meshnode.net.events import MeshHooks
 from meshnode.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
 from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
-from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
+from meshnode.net.author_rate import RateSettings
 from meshnode.store import Store
 from meshnode.store.known import KnownAuthors
 from meshnode.store.quotas import Quotas
@@ -126,10 +129,12 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStreamMixin, SyncMixin, ConsensusMixin,
-           ReputationMixin, GatingMixin, CostMixin, AdmissionMixin):
+class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
+           GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
-                 clock: Callable[[], int] = now_ms):
+                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
+        """``validator``: this node's validator LLM lent to peers that ask (None: no LLM here), with
+        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``."""
         self.key = key
         self.config = config
         self.store = store
@@ -142,11 +147,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
-        self.host = None
-        self.dht = None
-        self.pubsub = None
-        self.gossipsub = None
-        self._init_heartbeats()  # heartbeat_stream: one stream per direct connection, each way
+        self.parts = Libp2pParts()  # made by run()
         self._announce: Container | None = None
         self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
@@ -157,25 +158,114 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
         self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
         self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
-        # this node's validator LLM lent to peers that ask (set by the node when its cognitive core
-        # runs): async may_ask(did) -> bool and judge(prompt, answer) -> (rating, comment)
-        self.validator = None
+        self.validator = validator
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self._validating = trio.Semaphore(1)
-        self._validated = BoundedLRU(VALIDATED_KEPT)  # gossip the validators verified, for the readers
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
-        self._ignored: set[bytes] = set()  # gossip ignored for load, not rejected (forget_ignored)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
-        # peers, they are exempt from address limits and get larger CPU budgets (mesh_cost)
+        # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
         self.known = KnownAuthors({key.did, *config.committee_dids})
-        self.author_rate = AuthorRate(config.author_rate)
-        self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
-        self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
-        self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
+        self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
+                               store, metrics, clock)
         self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
-        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
-        self.gmp = None  # goals and tasks (net.mesh_gmp.MeshGmp), set by the node: told of GMP arrivals
-        self.on_stored = None  # called with each note or GMP container stored new (the reactor's poke)
+        self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
+        self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
+        self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
+                                          metrics, clock, quotas=config.quotas, known_min_trust=config.known_min_trust,
+                                          max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
+                                          upkeep_s=config.maintenance_s)
+        self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
+        self.events.on_upkeep(self._forget_synced)
+        self.events.on_identified(lambda did, conn, nursery: self._push_wanted.set())  # (transitional)
+        self.events.on_back(lambda: self._sync_wanted.set())
+        self.peer_liveness = PeerLiveness(self.liveness, self.parts, self.known, self.events, store, metrics, clock,
+                                          thresholds=config.thresholds)
+        # heartbeat_stream: one stream per direct connection, each way
+        self.heartbeats = HeartbeatStreams(key, self.parts, self, self.guard, self.peer_liveness, self.events,
+                                           metrics, clock, heartbeat_ms=config.heartbeat_ms,
+                                           dead_ms=config.thresholds.dead_ms, limits=config.container_limits)
+        self.container_gossip = ContainerGossip(self.parts, key, self.guard, self.admission, self.offload,
+                                                self.standing, self.timing, metrics, clock,
+                                                limits=config.container_limits)
+        self.reputation = Reputation(store, key, self.standing, self.known, metrics, clock,
+                                     publish=self.container_gossip.gossip,
+                                     coworkers=self.hooks.coworkers, first_s=config.reputation_first_s,
+                                     every_s=config.reputation_s)
+        self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
+                                   timeouts=config.consensus_timeouts, block_limits=config.consensus_block_limits)
+
+    @property
+    def host(self):
+        return self.parts.host
+
+    @property
+    def dht(self):
+        return self.parts.dht
+
+    @property
+    def pubsub(self):
+        return self.parts.pubsub
+
+    @property
+    def gossipsub(self):
+        return self.parts.gossipsub
+
+    @property
+    def gmp(self):
+        """The GMP service (``net.mesh_gmp.MeshGmp``) once it subscribed to the hooks, else None."""
+        return self.hooks.gmp
+
+    # --- the services' public calls -----------------------------------------------
+
+    def consensus_status(self) -> dict:
+        return self.consensus.consensus_status()
+
+    async def consensus_submit(self, value: bytes, wait_s: float = 0.0) -> dict:
+        return await self.consensus.consensus_submit(value, wait_s)
+
+    async def propose_next_committee(self) -> dict:
+        return await self.consensus.propose_next_committee()
+
+    async def gossip(self, c: Container) -> None:
+        await self.container_gossip.gossip(c)
+
+    def peers_snapshot(self) -> dict:
+        return self.peer_liveness.peers_snapshot()
+
+    async def refresh_known(self) -> None:
+        await self.admission.refresh_known()
+
+    async def reputation_round(self) -> dict:
+        return await self.reputation.reputation_round()
+
+    # --- transitional: the mixins not yet services reach the guard through these ---------
+
+    def credit_sync_session(self, did):
+        self.reputation.credit_sync_session(did)
+
+    def _is_known(self, did):
+        return self.guard.is_known(did)
+
+    def _banned(self, did):
+        return self.guard.banned(did)
+
+    def _host_of_peer(self, peer_id):
+        return self.guard.host_of_peer(peer_id)
+
+    async def _work(self, *args, **kwargs):
+        return await self.guard.work(*args, **kwargs)
+
+    def _invalid(self, *args, **kwargs):
+        self.guard.invalid(*args, **kwargs)
+
+    def _slow_frame(self, did):
+        self.guard.slow_frame(did)
+
+    async def _disconnect(self, pid):
+        await self.guard.disconnect(pid)
+
+    async def _save_standing(self, did):
+        await self.guard.save_standing(did)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -206,7 +296,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             host_options["announce_addrs"] = [multiaddr.Multiaddr(a) for a in self.config.announce]
         else:
             host_options["addrs_factory"] = _wildcard_to_interfaces
-        self.host = host = new_host(
+        self.parts.host = host = new_host(
             key_pair=key_pair,
             # Noise only: a default host also accepts plaintext peers
             sec_opt={NOISE: Noise(key_pair, noise_privkey=x25519_key_pair().private_key)},
@@ -220,7 +310,7 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         # inbound slots given back when a connection ends; refused addresses closed before the handshake
         mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
-        self.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
+        self.parts.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         libp2p_dht_fixes.answer_find_node_for_self(dht)
         libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
@@ -228,21 +318,21 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
         # [weights 0]: standing and, later, reputation decide who is cut off.
-        self.gossipsub = gossipsub = GossipSub(
+        self.parts.gossipsub = gossipsub = GossipSub(
             protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID], degree=6, degree_low=4, degree_high=12,
             heartbeat_initial_delay=0.1, heartbeat_interval=self.config.gossip_heartbeat_s, time_to_live=60,
             spam_protection_enabled=True, max_messages_per_topic_per_second=200.0,
-            score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.app_score,
+            score_params=ScoreParams(p6_appl_slack_weight=1.0, app_specific_score_fn=self.reputation.app_score,
                                      **GOSSIP_THRESHOLDS),  # trust feeds the peer score
         )
-        self.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
+        self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
-        pubsub.set_topic_validator(CONTAINER_TOPIC, self._validate_gossip_container, is_async_validator=True)
-        pubsub.set_topic_validator(CONSENSUS_TOPIC, self._validate_consensus_gossip, is_async_validator=False)
-        libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self._gossip_dropped)  # first: the others forget
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self._gossip_invalid, pardoned=self._gossip_pardoned)
-        libp2p_fixes.forget_ignored(pubsub, self._was_ignored)
-        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self._gossip_invalid)
+        pubsub.set_topic_validator(CONTAINER_TOPIC, self.container_gossip.validate_container, is_async_validator=True)
+        pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
+        libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self.container_gossip.dropped)  # first: the others forget
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id, pardoned=self.admission.gossip_pardoned)
+        libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
+        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
@@ -250,28 +340,27 @@ class Mesh(LookupMixin, ExchangeMixin, GossipMixin, LivenessMixin, HeartbeatStre
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
         host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
-                                libp2p_fixes.guarded_handler(self._serve_heartbeats, "heartbeat"))
+                                libp2p_fixes.guarded_handler(self.heartbeats.serve, "heartbeat"))
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
-                    await self.refresh_known()
+                    await self.admission.refresh_known()
                     await self._start_gating(nursery)
                     await pubsub.wait_until_ready()
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)
                     committee = self.config.committee()
                     agreeing = await pubsub.subscribe(CONSENSUS_TOPIC) if committee else None
                     if committee:
-                        nursery.start_soon(self._run_consensus, agreeing, committee, self.config.consensus_timeouts,
-                                           self.config.consensus_block_limits)
-                    nursery.start_soon(self._read_gossip_containers, containers)
-                    nursery.start_soon(self._watch_liveness)
+                        nursery.start_soon(self.consensus.run, agreeing, committee)
+                    nursery.start_soon(self.container_gossip.read, containers)
+                    nursery.start_soon(self.peer_liveness.run)
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
                     nursery.start_soon(self._sync_forever)
-                    nursery.start_soon(self._reputation_forever)
-                    nursery.start_soon(self._admission_forever)
+                    nursery.start_soon(self.reputation.run)
+                    nursery.start_soon(self.admission.run)
                     task_status.started(self)
                     await trio.sleep_forever()
         finally:

@@ -1,4 +1,4 @@
-"""Admission of strangers' containers and upkeep of what strangers grow, as the Mesh runs it.
+"""Admission of strangers' containers and upkeep of what strangers grow.
 
 Known authors (``store.known``) pass untouched. Containers of unknown authors
 are stored within quotas (``store.quotas``) and their gossip is relayed only
@@ -6,7 +6,7 @@ within a rate (``net.author_rate``); neither refusal is held against the peer
 that relayed them. Every maintenance round the known set is read again, and
 what identities that come and go leave behind is trimmed: peer rows of
 strangers beyond ``[limits] unknown_peers`` (``store.stranger_peers``) and the
-Mesh's own per-identity memory.
+services' own per-identity memory.
 """
 
 from __future__ import annotations
@@ -14,17 +14,23 @@ from __future__ import annotations
 import ctypes
 import logging
 from dataclasses import dataclass
+from typing import Callable
 
 import trio
 
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.gmp.rules import GmpRefused, is_gmp
-from meshnode.net.liveness import Liveness
+from meshnode.identity.did import peer_id_to_did
+from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
+from meshnode.net.events import MeshHooks, PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.not_wanted import NotWanted
+from meshnode.net.peer_guard import PeerGuard
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 from meshnode.store.admit_batch import admit_many
-from meshnode.store.known import known_authors
-from meshnode.store.quotas import Admission, admit
+from meshnode.store.known import KnownAuthors, known_authors
+from meshnode.store.quotas import Admission, Quotas, admit
 from meshnode.store.stranger_peers import prune_unknown_peers
 
 log = logging.getLogger("meshnode.net")
@@ -48,39 +54,55 @@ class GmpRefusal(Admission):
     detail: str = ""
 
 
-class AdmissionMixin:
-    async def _store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
+class AdmissionService:
+    """The admission service: every container from the network is stored through it (push, sync,
+    fetch, gossip), and its upkeep (``run``) is the mesh's maintenance round for strangers."""
+
+    def __init__(self, store, key, known: KnownAuthors, guard: PeerGuard, parts: Libp2pParts, hooks: MeshHooks,
+                 events: PeerEvents, metrics, clock: Callable[[], int], *, quotas: Quotas, known_min_trust: float,
+                 max_unknown_peers: int, rate: RateSettings, upkeep_s: float):
+        self.store, self.key, self.known, self.guard, self.parts = store, key, known, guard, parts
+        self.hooks, self.events, self.metrics, self.clock = hooks, events, metrics, clock
+        self.quotas, self.known_min_trust, self.max_unknown_peers = quotas, known_min_trust, max_unknown_peers
+        self.upkeep_s = upkeep_s
+        self.author_rate = AuthorRate(rate)
+        self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
+        self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
+        self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
+        self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
+
+    async def store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome
         "failed": one container must not take down the gossip reader or the session storing it."""
-        refused = refused_before_store(self, c, via)
+        refused = self._refused_before_store(c, via)
         if refused is not None:
             return refused
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
-                                            quotas=self.config.quotas, known=self.known.snapshot())
+                                            quotas=self.quotas, known=self.known.snapshot())
         except Exception as exc:
             return self._admission_failed(c, received_from, via, exc)
         return self._admitted(c, received_from, via, result)
 
-    async def _store_many_from_peers(self, items: list[tuple[Container, str | None]], via: str) -> list[Admission]:
+    async def store_many_from_peers(self, items: list[tuple[Container, str | None]], via: str) -> list[Admission]:
         """``_store_from_peer`` for several containers in one write transaction (``store.admit_batch``:
         one commit, one hop to the writer thread); in order, each one's Admission. When the batch
         itself fails (not one container of it), each is stored on its own."""
-        results: list[Admission | None] = [refused_before_store(self, c, via) for c, _ in items]
+        results: list[Admission | None] = [self._refused_before_store(c, via) for c, _ in items]
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
             now = self.clock()
             try:
                 outcomes = await self.store.write(admit_many, [(items[i][0], now, items[i][1]) for i in todo],
-                                                  quotas=self.config.quotas, known=self.known.snapshot())
+                                                  quotas=self.quotas, known=self.known.snapshot())
             except Exception as exc:  # the transaction as a whole: one at a time, each failure its own
                 log.info("a batch of %d containers not stored together (%s): one at a time", len(todo), exc)
                 outcomes = [None] * len(todo)
             for i, outcome in zip(todo, outcomes):
                 c, received_from = items[i]
                 if outcome is None:
-                    results[i] = await self._store_from_peer(c, received_from, via)
+                    results[i] = await self.store_from_peer(c, received_from, via)
                 elif isinstance(outcome, Exception):
                     results[i] = self._admission_failed(c, received_from, via, outcome)
                 else:
@@ -103,11 +125,10 @@ class AdmissionMixin:
         if result.evicted:
             self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
         self._arrivals_since_trim += 1 + result.evicted
-        if result.outcome in ("new", "pending") and self.gmp is not None and is_gmp(c):  # admitted, or held aside
-            self.gmp.arrived(c.did, received_from)
-        stored_hook = getattr(self, "on_stored", None)
-        if result.outcome == "new" and stored_hook is not None and (c.cls == "note" or is_gmp(c)):
-            stored_hook(c)
+        if result.outcome in ("new", "pending") and is_gmp(c):  # admitted, or held aside
+            self.hooks.gmp_arrived(c.did, received_from)
+        if result.outcome == "new" and (c.cls == "note" or is_gmp(c)):
+            self.hooks.stored(c)
         return result
 
     def _gmp_refused(self, c: Container, received_from: str | None, via: str, exc: GmpRefused) -> Admission:
@@ -117,7 +138,7 @@ class AdmissionMixin:
         self.not_wanted.add(c.did, c.sender_did)
         log.info("GMP container %s from %s (%s) refused: %s: %s", c.did, received_from, via, exc.code, exc.reason)
         if received_from is not None and via != "gossip" and received_from != self.key.did:
-            self._invalid(received_from, exc.code)
+            self.guard.invalid(received_from, exc.code)
         return GmpRefusal("invalid", reason=exc.code, detail=exc.reason)
 
     def _not_stored(self, c: Container, received_from: str | None, via: str, exc: Exception) -> Admission:
@@ -126,7 +147,7 @@ class AdmissionMixin:
         self.metrics.inc("containers_not_stored", reason=reason, via=via)
         return Admission("failed", reason=reason)
 
-    def _admit_gossip_author(self, c: Container, message=None) -> bool:
+    def admit_gossip_author(self, c: Container, message=None) -> bool:
         """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author,
         within the unknown-author rate for anyone else. A refusal is counted, not charged to
         the forwarder; pubsub caches it as a failed validation, so the message's id (from
@@ -137,31 +158,30 @@ class AdmissionMixin:
         if ok:
             return True
         self.metrics.inc("gossip_ignored", reason="unknown_author_rate" if why == "author_rate" else "unknown_total_rate")
-        if message is not None and self.pubsub is not None:
-            self._pardoned[self.pubsub._msg_id_constructor(message)] = None
+        if message is not None and self.parts.pubsub is not None:
+            self._pardoned[self.parts.pubsub._msg_id_constructor(message)] = None
             while len(self._pardoned) > PARDONS_KEPT:
                 del self._pardoned[next(iter(self._pardoned))]
         return False
 
-    def _gossip_pardoned(self, msg_id: bytes) -> bool:
+    def gossip_pardoned(self, msg_id: bytes) -> bool:
         return msg_id in self._pardoned
 
     async def refresh_known(self) -> None:
         """Read the known authors from the store again (at start, each round, when friends change,
         after GMP work that may change whom this node works with)."""
         fixed = self.known.fixed
-        known = await self.store.read(known_authors, fixed=fixed, min_trust=self.config.known_min_trust)
-        if self.gmp is not None:  # peers this node chose to work with on a goal (net.mesh_gmp)
-            known |= await self.gmp.coworkers()
+        known = await self.store.read(known_authors, fixed=fixed, min_trust=self.known_min_trust)
+        known |= await self.hooks.coworkers()  # peers this node chose to work with on a goal (net.mesh_gmp)
         self.known.replace(known)
         self.not_wanted.forget_authors(self.known.snapshot())
 
-    async def _admission_forever(self) -> None:
+    async def run(self) -> None:
         """Each maintenance round: known authors again, stranger rows and memory trimmed;
         once a burst of arrivals is over (none for TRIM_CHECK_S): freed memory handed back."""
         while True:
             await self._admission_round()
-            with trio.move_on_after(self.config.maintenance_s):
+            with trio.move_on_after(self.upkeep_s):
                 while True:
                     seen = self._arrivals_since_trim
                     await trio.sleep(TRIM_CHECK_S)
@@ -182,8 +202,8 @@ class AdmissionMixin:
         try:
             await self.refresh_known()
             pruned = await self.store.write_background(
-                prune_unknown_peers, keep=self.config.max_unknown_peers, known=self.known.snapshot(),
-                now_ms=self.clock(), min_trust=self.config.known_min_trust)
+                prune_unknown_peers, keep=self.max_unknown_peers, known=self.known.snapshot(),
+                now_ms=self.clock(), min_trust=self.known_min_trust)
             if pruned:
                 self.metrics.inc("peers_pruned", pruned)
         except Exception as exc:  # a busy store: the next round tries again
@@ -191,45 +211,35 @@ class AdmissionMixin:
         self._forget_strangers()
 
     def _forget_strangers(self) -> None:
-        """Drop per-identity memory that a stranger left and that would be rebuilt if it came back."""
-        from meshnode.net.mesh import ANNOUNCE_RECHECK_MS
-
+        """Drop per-identity memory that a stranger left and that would be rebuilt if it came back
+        (each service forgets its own: ``PeerEvents.on_upkeep``)."""
         now = self.clock()
-        self._looked_up = {d: t for d, t in self._looked_up.items() if now - t < ANNOUNCE_RECHECK_MS}
-        connected = self._connected_dids()
-        self._synced_at = {d: t for d, t in self._synced_at.items() if d in connected or d in self.known}
-        for did, state in self.liveness.peers().items():
-            if state is Liveness.DEAD and did not in self.known:
-                self.liveness.forget(did)
+        self.events.upkeep(now, self._connected_dids())
         self.author_rate.sweep(now)
 
     def _connected_dids(self) -> set[str]:
-        from meshnode.identity.did import peer_id_to_did
-        from meshnode.errors import MeshnodeError
-
+        host = self.parts.host
         out = set()
-        for pid in list(self.host.get_connected_peers()) if self.host else []:
+        for pid in list(host.get_connected_peers()) if host else []:
             try:
                 out.add(peer_id_to_did(pid.to_base58()))
             except MeshnodeError:
                 continue
         return out
 
-
-def refused_before_store(mesh, c: Container, via: str) -> Admission | None:
-    """The refusals the Mesh ``mesh`` decides before the store is asked (counted), or None (a function:
-    test doubles of the Mesh call ``_store_from_peer`` with a few attributes only)."""
-    if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
-        # hook, an invitation travels in a bundle and inside a hello only
-        mesh.metrics.inc("containers_refused", reason=POINT_TO_POINT, via=via)
-        return Admission("refused", reason=POINT_TO_POINT)
-    if c.did in mesh.not_wanted and c.sender_did not in mesh.known:  # refused or evicted before
-        mesh.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
-        return Admission("refused", reason=REFUSED_BEFORE)
-    if via != "gossip" and c.sender_did not in mesh.known and not mesh.stranger_writes.take(mesh.clock()):
-        mesh.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
-        return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
-    return None
+    def _refused_before_store(self, c: Container, via: str) -> Admission | None:
+        """The refusals decided before the store is asked (counted), or None."""
+        if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
+            # hook, an invitation travels in a bundle and inside a hello only
+            self.metrics.inc("containers_refused", reason=POINT_TO_POINT, via=via)
+            return Admission("refused", reason=POINT_TO_POINT)
+        if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
+            self.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
+            return Admission("refused", reason=REFUSED_BEFORE)
+        if via != "gossip" and c.sender_did not in self.known and not self.stranger_writes.take(self.clock()):
+            self.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
+            return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
+        return None
 
 
 def release_freed_memory() -> None:

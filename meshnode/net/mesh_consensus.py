@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import logging
 import secrets
+from typing import Callable
 
 import trio
 
@@ -31,6 +32,8 @@ from meshnode.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast,
                                            Revisit, Schedule, Timeouts)
 from meshnode.errors import MeshnodeError
 from meshnode.net import consensus_gossip as gossip
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.peer_guard import PeerGuard
 from meshnode.reputation import Evidence as Observed
 from meshnode.reputation import records
 from meshnode.store import decisions
@@ -59,8 +62,16 @@ def _order(a) -> int:
     return 0 if _switches_epoch(a) else 1 if isinstance(a, (Broadcast, Schedule)) else 2
 
 
-class ConsensusMixin:
-    core: Core | None = None
+class Consensus:
+    """The consensus service: ``run`` with the topic's subscription once the host runs (only on a
+    node with a committee); ``validate_gossip`` is the topic's validator."""
+
+    def __init__(self, parts: Libp2pParts, key, store, guard: PeerGuard, metrics, clock: Callable[[], int], *,
+                 timeouts: Timeouts = Timeouts(), block_limits: BlockLimits = BlockLimits()):
+        self.parts, self.key, self.store, self.guard = parts, key, store, guard
+        self.metrics, self.clock = metrics, clock
+        self._timeouts, self._block_limits = timeouts, block_limits
+        self.core: Core | None = None
 
     def consensus_status(self) -> dict:
         if self.core is None:
@@ -101,15 +112,13 @@ class ConsensusMixin:
     def _consensus_now(self) -> int:
         return int(trio.current_time() * 1000)
 
-    async def _run_consensus(self, subscription, committee: Committee, timeouts: Timeouts,
-                             block_limits: BlockLimits = BlockLimits()) -> None:
+    async def run(self, subscription, committee: Committee) -> None:
+        timeouts, block_limits = self._timeouts, self._block_limits
         start = await self.store.read(decisions.next_height)
         decided = await self.store.read(decisions.decided_value_ids)
         latest = await self.store.read(decisions.latest_epoch)
         if latest is not None:  # a later committee than the configured genesis one
             committee = Committee.of(latest[1], epoch=latest[0])
-        self._timeouts = timeouts
-        self._block_limits = block_limits
         self._previous: Core | None = None  # the last epoch's core: it still answers nodes catching up
         self._valid_values: dict[bytes, bool] = {}  # committee values checked against the store
         self._decision_waiters: dict[bytes, trio.Event] = {}  # value id -> proposers waiting for it
@@ -145,7 +154,7 @@ class ConsensusMixin:
         known: set = set()
         again_at = None  # asked once more a resend period later: a fresh stream may lose the first ask
         while True:
-            gossipsub = getattr(self, "gossipsub", None)
+            gossipsub = self.parts.gossipsub
             peers = set(gossipsub.mesh.get(CONSENSUS_TOPIC, ())) if gossipsub is not None else set()
             now = self._consensus_now()
             if peers - known or (again_at is not None and now >= again_at):
@@ -174,7 +183,7 @@ class ConsensusMixin:
             for code in faults:  # (once per envelope and fault: a single bad envelope is one offence)
                 self._consensus_author_invalid(message, code)
 
-    def _validate_consensus_gossip(self, forwarder, message) -> bool:
+    def validate_gossip(self, forwarder, message) -> bool:
         """The topic's validator: an envelope that is not ``[[messages], counter]`` is refused before
         it is relayed or queued, and its author charged. The inner messages, each signed, are checked
         as they are taken, after delivery."""
@@ -191,7 +200,7 @@ class ConsensusMixin:
         from libp2p.peer.id import ID
 
         try:
-            self._gossip_invalid(ID(message.from_id), code)
+            self.guard.invalid_from_peer_id(ID(message.from_id), code)
         except Exception as exc:  # an author field that names no peer: counted by the metric already
             log.debug("consensus gossip author not charged: %s", exc)
 
@@ -344,7 +353,7 @@ class ConsensusMixin:
         for group in gossip.bundles(encoded):
             self._resends += 1  # a counter per publish: gossip never takes a resend for a duplicate
             try:
-                await self.pubsub.publish(CONSENSUS_TOPIC, gossip.wrap([encoded[i] for i in group], self._resends))
+                await self.parts.pubsub.publish(CONSENSUS_TOPIC, gossip.wrap([encoded[i] for i in group], self._resends))
             except Exception as exc:  # no peers yet, or shutting down: the core resends
                 log.debug("consensus messages not sent: %s", exc)
                 continue

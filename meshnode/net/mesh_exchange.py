@@ -3,7 +3,7 @@
 Client: ``request``/``push``/``fetch``. Server: the stream handler, which
 applies the peer's standing (ban, rate, outstanding requests, concurrent
 streams per address), charges the frame and every pushed container to the
-peer's CPU budget before decoding it off the event loop (``mesh_cost``), and
+peer's CPU budget before decoding it off the event loop (``peer_guard``), and
 counts every invalid input against the peer by the cost it caused.
 """
 
@@ -19,7 +19,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import exchange
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
-from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.peer_guard import Refused, WorkFailed, peer_id_object, remote_host  # noqa: F401 (re-exported)
 from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.standing import invalid_weight
 from meshnode.spawn.invitation import HELLO_CLASS
@@ -227,7 +227,7 @@ class ExchangeMixin:
                 else:
                     rejected.append({"index": index, "code": refusal[0], "reason": refusal[1][:200]})
                 continue
-            admission = await self._store_from_peer(c, did, "push")
+            admission = await self.admission.store_from_peer(c, did, "push")
             if admission.outcome == "invalid":  # GMP admission refused it: counted against the peer already
                 rejected.append({"index": index, "code": admission.reason, "reason": admission.detail[:200]})
                 continue
@@ -277,41 +277,6 @@ class ExchangeMixin:
         """A peer's container, verified (run in the worker pool when large)."""
         return decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
 
-    def _invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
-        threshold, cut the peer off (and count the cut-off against its address)."""
-        self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
-            log.warning("cutting off %s after %d invalid inputs", did,
-                        self.standing.summary(did)["invalid"])
-            self.metrics.inc("peers_cut_off")
-            self._address_cut_off(did)
-            trio.lowlevel.spawn_system_task(self._keep_ban, did)
-            if self.host is not None:
-                pid = peer_id_object(did)
-                trio.lowlevel.spawn_system_task(self._disconnect, pid)
-
-    async def _disconnect(self, pid) -> None:
-        try:
-            await self.host.disconnect(pid)
-        except Exception as exc:
-            log.debug("disconnect %s: %s", pid, exc)
-
-    async def _keep_ban(self, did: str) -> None:
-        """Record a ban at once, so that it outlives a restart of this node."""
-        try:
-            await self._save_standing(did)
-        except Exception as exc:  # a background task must never take the node down (closing store)
-            log.warning("could not record the ban of %s: %s: %s", did, type(exc).__name__, exc)
-
-    async def _save_standing(self, did: str) -> None:
-        await self.store.write(_save_standing_row, did, self.standing.summary(did), self.clock())
-
-
-def _save_standing_row(db, did: str, summary: dict, now: int) -> None:
-    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
-    save_standing(db, did, summary, now)
-
 
 def _parse_request(frame: bytes, limit: int) -> tuple[str, list]:
     return exchange.parse_request(exchange.decode_message(frame, limit))
@@ -322,9 +287,3 @@ def _container_error(failed: WorkFailed) -> ContainerError:
     if not isinstance(failed.error, ContainerError):
         raise failed.error
     return failed.error
-
-
-def peer_id_object(did: str):
-    from libp2p.peer.id import ID
-
-    return ID.from_base58(did_to_peer_id(did))

@@ -30,7 +30,7 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.errors import NetError
 from meshnode.net.inbound import remote_address
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import active_bans
 
 log = logging.getLogger("meshnode.net")
@@ -58,9 +58,6 @@ class GatingMixin:
         network = self.host.get_network()
         network.register_notifee(_gatekeeper(self, nursery))
         _refuse_banned_dials(self, network)
-
-    def _banned(self, did: str | None) -> bool:
-        return did is not None and self.standing.is_banned(did, self.clock())
 
     def _on_connected(self, conn, nursery: trio.Nursery) -> None:
         did = _did_of(conn.muxed_conn.peer_id)
@@ -116,8 +113,9 @@ class GatingMixin:
         if self._banned(did) and not conn.muxed_conn.is_closed:
             self._refuse(conn, did, "identify", nursery)
         elif not conn.muxed_conn.is_closed:
-            self._push_wanted.set()  # mesh_lookup: the new peer is told this node's announce at once
-            self._start_heartbeats(did, conn, nursery)  # heartbeat_stream: one hop, on this connection
+            # the new peer is told this node's announce at once (mesh_lookup), and heartbeats start
+            # on this connection (heartbeat_stream)
+            self.events.identified(did, conn, nursery)
 
     def _refuse(self, conn, did: str | None, stage: str, nursery: trio.Nursery, reason: str = "banned") -> None:
         self.metrics.inc("connections_refused", reason=reason, stage=stage)
@@ -130,9 +128,7 @@ class GatingMixin:
             did = _did_of(peer_id)
             self._unsupported.pop(did, None)
             self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
-            beating = getattr(self, "_beating", {}).get(did)
-            if beating is not None:  # its heartbeat sender ends now, not after its pause (up to 5 min)
-                beating[1].cancel()
+            self.events.gone(did)
 
     def speaks(self, did: str, protocol: str) -> bool | None:
         """Whether ``did`` speaks ``protocol``: from identify, or a refusal on this connection;

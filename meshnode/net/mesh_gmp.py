@@ -84,7 +84,9 @@ def rank_candidates(lineage: str, facts: dict[str, tuple[float, int]], live: dic
 
 class MeshGmp:
     def __init__(self, store, mesh, key, settings: GmpSettings, metrics, clock: Callable[[], int] = now_ms,
-                 service=None):
+                 service=None, hooks=None):
+        """``hooks``: the mesh's ``MeshHooks``, which this service subscribes to (GMP arrivals, the
+        peers it works with); None in tests that drive it alone."""
         if service is None:
             from meshnode.gmp import service
         self.store, self.mesh, self.key, self.settings = store, mesh, key, settings
@@ -95,6 +97,8 @@ class MeshGmp:
         self._pending: dict[str, int] = {}  # DID held aside -> fetches of its missing DIDs so far
         self._retries: dict[tuple[str, str], int] = {}  # (offer, candidate) -> pushes again so far
         self._fetching: set[str] = set()  # pending DIDs whose missing containers are being fetched
+        if hooks is not None:
+            hooks.serve_gmp(self)
 
     # --- running ------------------------------------------------------------------
 
@@ -339,7 +343,7 @@ class MeshGmp:
             self.metrics.inc("gmp_fetch_failed")
             return
         for c in got:
-            await self.mesh._store_from_peer(c, peer, "fetch")  # comes back through arrived()
+            await self.mesh.admission.store_from_peer(c, peer, "fetch")  # comes back through arrived()
         self.metrics.inc("gmp_fetched", len(got))
 
     async def _react(self, dids: list[str], echo: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""The containers topic, as the Mesh runs it (split from mesh.py).
+"""The containers topic: publishing, the topic's validator and the reader (split from mesh.py).
 
 The containers topic's validator is asynchronous: each message is charged to
 its forwarder's CPU budget and decoded in the worker pool when large, so one
@@ -12,15 +12,21 @@ Heartbeats and liveness are in mesh_liveness.py.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import trio
 
-from meshnode.container import Container, ContainerError
+from meshnode.container import Container, ContainerError, Limits, decode_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
 from meshnode.net.gossip_timing import GossipTiming
-from meshnode.net.mesh_cost import Refused, WorkFailed
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.mesh_admission import AdmissionService
+from meshnode.net.offload import Offload
+from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed
+from meshnode.net.standing import Standing
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
 
 CONTAINER_TOPIC = "/meshnode/containers/1"
@@ -35,39 +41,49 @@ def message_key(message) -> bytes:
     return bytes(message.from_id) + bytes(message.seqno)
 
 
-class GossipMixin:
-    # --- gossip -----------------------------------------------------------------
+class ContainerGossip:
+    """The containers topic's service: ``gossip`` publishes, ``validate_container`` is the topic's
+    validator, ``read`` the subscription's reader (started by the Mesh once the host runs)."""
+
+    def __init__(self, parts: Libp2pParts, key, guard: PeerGuard, admission: AdmissionService, offload: Offload,
+                 standing: Standing, timing: GossipTiming, metrics, clock: Callable[[], int], *,
+                 limits: Limits = Limits()):
+        self.parts, self.key, self.guard, self.admission, self.offload = parts, key, guard, admission, offload
+        self.standing, self.timing, self.metrics, self.clock, self.limits = standing, timing, metrics, clock, limits
+        self._validated = BoundedLRU(VALIDATED_KEPT)  # message_key -> (data, Container) validated, for the reader
+        self._ignored: set[bytes] = set()  # message keys ignored (not rejected) by the validator (forget_ignored)
 
     async def gossip(self, c: Container) -> None:
         data = c.to_bytes()
         if len(data) > MAX_GOSSIP_BYTES:
             raise NetError("too_large_for_gossip",
                            f"{len(data)} bytes; gossip carries at most {MAX_GOSSIP_BYTES} (push it directly)")
-        await self.pubsub.publish(CONTAINER_TOPIC, data)
+        await self.parts.pubsub.publish(CONTAINER_TOPIC, data)
         self.metrics.inc("gossip_published")
         self.timing.mark(c.did, "published", self.clock(), c.timestamp_ms)
 
-    timing: GossipTiming  # where each container's time went (issue 18)
-    _validated: BoundedLRU  # message_key -> (data, Container) validated, for the subscription reader
-    _ignored: set  # message keys ignored (not rejected) by the validator
+    def _decode(self, raw: bytes) -> Container:
+        """A peer's container, verified (run in the worker pool when large)."""
+        return decode_container(raw, now_ms=self.clock(), limits=self.limits)
 
-    async def _validate_gossip_container(self, forwarder, message) -> bool:
-        if self.host is not None and forwarder == self.host.get_id():  # our own publish (gossip()): a
+    async def validate_container(self, forwarder, message) -> bool:
+        host = self.parts.host
+        if host is not None and forwarder == host.get_id():  # our own publish (gossip()): a
             return True  # container this node built and stored; pubsub drops others claiming our id
         if len(message.data) > MAX_GOSSIP_BYTES:  # never published by a node of ours; relayed, it arrives corrupt
-            self._gossip_invalid(forwarder, "gossip_too_large", nbytes=len(message.data))
+            self.guard.invalid_from_peer_id(forwarder, "gossip_too_large", nbytes=len(message.data))
             return False
         arrived = self.clock()
         self.metrics.inc("gossip_validations")  # every copy a validator works on (duplicates in flight too)
         did = _did_or_peer_id(forwarder)
-        host = None if self._is_known(did) else self._host_of_peer(forwarder)
+        host = None if self.guard.is_known(did) else self.guard.host_of_peer(forwarder)
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
-                c = await self._work(did, host, message.data, self._decode, message.data)
+                c = await self.guard.work(did, host, message.data, self._decode, message.data)
                 self.timing.mark(c.did, "arrived", arrived, c.timestamp_ms)
                 if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): never relayed
                     raise Refused("point_to_point", f"a {c.cls} never travels by gossip", 0)
-                if not self._admit_gossip_author(c, message):
+                if not self.admission.admit_gossip_author(c, message):
                     return False
                 self._validated.put(message_key(message), (message.data, c))
                 self.timing.mark(c.did, "validated", self.clock(), c.timestamp_ms)
@@ -78,31 +94,23 @@ class GossipMixin:
         except WorkFailed as exc:
             if not isinstance(exc.error, ContainerError):
                 raise exc.error
-            self._gossip_invalid(forwarder, exc.error.code, exc.cost_ms, len(message.data))
+            self.guard.invalid_from_peer_id(forwarder, exc.error.code, exc.cost_ms, len(message.data))
             return False
         self.metrics.inc("gossip_ignored", reason=refusal)
         if len(self._ignored) < 4 * VALIDATED_KEPT:  # forgotten by push_msg right after; a bound all the same
             self._ignored.add(message_key(message))
         return False
 
-    def _gossip_dropped(self, reason: str, n: int = 1) -> None:
+    def dropped(self, reason: str, n: int = 1) -> None:
         """Gossip py-libp2p dropped on its own (``libp2p_fixes.count_gossip_drops``)."""
         self.metrics.inc("gossip_dropped", n, reason=reason)
 
-    def _was_ignored(self, message) -> bool:
+    def was_ignored(self, message) -> bool:
         key = message_key(message)
         if key in self._ignored:
             self._ignored.discard(key)
             return True
         return False
-
-    def _gossip_invalid(self, forwarder, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        try:
-            did = peer_id_to_did(forwarder.to_base58())
-        except MeshnodeError:
-            self.metrics.inc("invalid_from_peer", code=code)
-            return
-        self._invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
 
     async def _from_others(self, subscription):
         """The containers of a subscription, as its topic validator verified them, from other nodes
@@ -132,7 +140,8 @@ class GossipMixin:
                 yield batch
 
     async def _container_of(self, message) -> Container | None:
-        if self.host is not None and message.from_id == self.host.get_id().to_bytes():
+        host = self.parts.host
+        if host is not None and message.from_id == host.get_id().to_bytes():
             return None  # our own publish, handed back by pubsub: not decoded again to be skipped
         kept = self._validated.pop(message_key(message))
         if kept is not None and kept[0] == message.data:
@@ -144,14 +153,14 @@ class GossipMixin:
             return None
         return c
 
-    async def _read_gossip_containers(self, subscription) -> None:
-        """Stores what gossip brings, a batch per write transaction (``_store_many_from_peers``: a burst
+    async def read(self, subscription) -> None:
+        """Stores what gossip brings, a batch per write transaction (``AdmissionService.store_many_from_peers``: a burst
         waited on one disk sync per container, one after the other)."""
         async for batch in self._batches_from_others(subscription):
             read = self.clock()
             for c in batch:
                 self.timing.mark(c.did, "read", read, c.timestamp_ms)
-            results = await self._store_many_from_peers([(c, c.sender_did) for c in batch], "gossip")
+            results = await self.admission.store_many_from_peers([(c, c.sender_did) for c in batch], "gossip")
             stored = self.clock()
             for c, result in zip(batch, results):
                 self.timing.mark(c.did, "stored", stored, c.timestamp_ms)

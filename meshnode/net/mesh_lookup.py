@@ -42,7 +42,7 @@ from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import dht_direct, libp2p_fixes, lookup_trace
 from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
 from meshnode.net.errors import NetError
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import upsert_peer
 
 log = logging.getLogger("meshnode.net")
@@ -125,6 +125,10 @@ class LookupMixin:
         if log_ is not None:
             log_.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
                               round((time.perf_counter() - began) * 1000)))
+
+    def _forget_looked_up(self, now: int, connected: set[str]) -> None:
+        """Upkeep: lookups older than ANNOUNCE_RECHECK_MS are done again anyway."""
+        self._looked_up = {d: t for d, t in self._looked_up.items() if now - t < ANNOUNCE_RECHECK_MS}
 
     def _heard_announce(self, c: Container) -> None:
         """Called by the DHT validator for every valid announce this node sees."""

@@ -1,4 +1,4 @@
-"""Reputation as the Mesh runs it: evidence folded in, scores kept current, trust published.
+"""Reputation on the running node: evidence folded in, scores kept current, trust published.
 
 Now and then the node turns what it observed (valid and invalid inputs:
 containers pushed, fetched or gossiped, sync sessions completed; liveness)
@@ -13,16 +13,20 @@ reads (it is called synchronously, so it must not touch the database).
 from __future__ import annotations
 
 import logging
+from typing import Awaitable, Callable
 
 import trio
+
+from meshnode.container import Container
 
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
-from meshnode.net.mesh_exchange import _save_standing_row
-from meshnode.net.standing import PeerLimits
+from meshnode.net.peer_guard import save_standing_row
+from meshnode.net.standing import PeerLimits, Standing
 from meshnode.reputation import gossip_app_score, publishing, records
 from meshnode.reputation.reading import effective_trust
+from meshnode.store.known import KnownAuthors
 from meshnode.sync.versions import DEFAULT_TRUST
 
 log = logging.getLogger("meshnode.reputation")
@@ -33,18 +37,30 @@ SESSIONS_KEPT = PeerLimits().max_peers  # as many peers as standing remembers; t
 APP_SCORES_KEPT = 4096  # app scores kept between trust refreshes (cleared when full)
 
 
-class ReputationMixin:
-    _trust_now: dict[str, float] = {}
-    _app_scores: tuple[dict, dict] | None = None  # (the _trust_now they were read from, peer id -> app score)
-    _sessions_credited: BoundedLRU[int] | None = None  # DID -> when a session last counted (bounded: free ids)
-    trust_policy: publishing.PublishPolicy = publishing.DEFAULT_POLICY  # which statements are signed, how many
+async def _nobody() -> set[str]:
+    return set()
+
+
+class Reputation:
+    """The reputation service. ``publish`` gossips a signed trust container (``Gossip.gossip``);
+    ``coworkers`` are the peers this node works with on a goal (``MeshHooks.coworkers``)."""
+
+    def __init__(self, store, key, standing: Standing, known: KnownAuthors, metrics, clock: Callable[[], int], *,
+                 publish: Callable[[Container], Awaitable[None]],
+                 coworkers: Callable[[], Awaitable[set[str]]] = _nobody, first_s: float = 10.0, every_s: float = 60.0,
+                 policy: publishing.PublishPolicy = publishing.DEFAULT_POLICY):
+        self.store, self.key, self.standing, self.known = store, key, standing, known
+        self.metrics, self.clock, self.publish, self.coworkers = metrics, clock, publish, coworkers
+        self.first_s, self.every_s = first_s, every_s
+        self.trust_policy = policy  # which statements are signed, how many
+        self._trust_now: dict[str, float] = {}
+        self._app_scores: tuple[dict, dict] | None = None  # (the _trust_now they were read from, peer id -> score)
+        self._sessions_credited: BoundedLRU[int] = BoundedLRU(SESSIONS_KEPT)  # DID -> when a session last counted
 
     def credit_sync_session(self, did: str) -> None:
         """A sync session completed with ``did`` is evidence of a well-behaved peer: the first
         one counts at once (a new peer has evidence within seconds), then one per hour, like
         liveness, so that merely being connected cannot lift an identity to the consensus floor."""
-        if self._sessions_credited is None:
-            self._sessions_credited = BoundedLRU(SESSIONS_KEPT)
         now = self.clock()
         last = self._sessions_credited.get(did)
         if last is None or now - last >= SESSION_CREDIT_MS:
@@ -76,7 +92,7 @@ class ReputationMixin:
         now = self.clock()
         standing = {did: self.standing.summary(did) for did in self.standing.peers()}
         await self.store.write_background(lambda db: _save_standings(db, standing, now))
-        expected = self.known.fixed | (await self.gmp.coworkers() if self.gmp is not None else frozenset())
+        expected = self.known.fixed | await self.coworkers()
         await self.store.write_background(lambda db: records.fold_observations(db, now_ms=now, expected=expected))
         await self.store.write_background(lambda db: records.refresh_decay(db, now_ms=now))
         known = self.known.snapshot()
@@ -89,14 +105,14 @@ class ReputationMixin:
             c = await self.store.write_background(lambda db, did=did: records.publish_trust(db, self.key, did, now_ms=now))
             published.append(c.did)
             try:
-                await self.gossip(c)
+                await self.publish(c)
             except Exception as exc:  # no peers yet: it still travels by sync and fetch
                 log.debug("trust container not gossiped: %s", exc)
         self._trust_now = await self.store.read(lambda db: effective_trust(db, now_ms=now, me=self.key.did))
         self.metrics.inc("trust_published", len(published))
         return {"published": published, "withheld": chosen.withheld, "peers": len(self._trust_now)}
 
-    async def _reputation_forever(self) -> None:
+    async def run(self) -> None:
         """The trust known at start feeds gossip scoring at once; the first round runs
         ``reputation_first_s`` after start and the next ones at doubling intervals up to
         ``reputation_s``, so a new peer's first evidence is folded in within seconds, not a period."""
@@ -105,10 +121,10 @@ class ReputationMixin:
                                                                                 me=self.key.did))
         except MeshnodeError as exc:
             log.warning("reading trust at start: %s", exc.reason)
-        delay = self.config.reputation_first_s
+        delay = self.first_s
         while True:
             await trio.sleep(delay)
-            delay = min(delay * 2, self.config.reputation_s)
+            delay = min(delay * 2, self.every_s)
             try:
                 await self.reputation_round()
             except MeshnodeError as exc:
@@ -119,6 +135,6 @@ def _save_standings(db, standing: dict[str, dict], now: int) -> None:
     """The network layer's counters per peer, where fold_observations reads them."""
     for did, summary in standing.items():
         try:
-            _save_standing_row(db, did, summary, now)
+            save_standing_row(db, did, summary, now)
         except IdentityError:  # not a did:key: nothing to credit
             continue

@@ -39,9 +39,9 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.liveness import Liveness
-from meshnode.net.mesh_cost import Refused, WorkFailed, remote_host
+from meshnode.net.peer_guard import Refused, WorkFailed, remote_host
 from meshnode.net.paced_read import MIN_FRAME_RATE, read_paced_frame
-from meshnode.net.mesh_exchange import peer_id_object
+from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
 from meshnode.sync.reconcile import ReconcileError
@@ -234,7 +234,7 @@ class SyncMixin:
         have = [d for d in have if (did, d) not in self._refused_by_peer]
         need = [_did_for(d) for d in sorted(session.fetch)]
         skipped = len(need)
-        need = [d for d in need if d not in self.not_wanted]  # refused or evicted here before
+        need = [d for d in need if d not in self.admission.not_wanted]  # refused or evicted here before
         if len(need) < skipped:
             self.metrics.inc("sync_not_fetched", skipped - len(need), reason="refused_before")
         pushed = fetched = 0
@@ -250,7 +250,7 @@ class SyncMixin:
         for i in range(0, len(need), BATCH):
             got = await self.fetch(did, need[i: i + BATCH])
             for c in got:
-                await self._store_from_peer(c, did, "sync")
+                await self.admission.store_from_peer(c, did, "sync")
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
         self.credit_sync_session(did)
@@ -270,6 +270,10 @@ class SyncMixin:
             code = str(item.get("code")) if isinstance(item, dict) else ""
             if (code == "quota" or code.startswith("gmp_")) and isinstance(index, int) and 0 <= index < len(batch):
                 self._refused_by_peer.add((did, batch[index].did), batch[index].sender_did)
+
+    def _forget_synced(self, now: int, connected: set[str]) -> None:
+        """Upkeep: when sessions with strangers no longer connected completed."""
+        self._synced_at = {d: t for d, t in self._synced_at.items() if d in connected or d in self.known}
 
     async def _sync_forever(self) -> None:
         """Sync with every connected peer, every friend and every peer sharing a goal with this

@@ -1,0 +1,192 @@
+"""Charging peers for the work they cause, and counting their invalid input (split from mesh.py).
+
+Each input is charged before it is worked on (``CpuBudgets.admit``, by its
+size) to its peer, its address and the address's subnet, then worked on in
+the worker pool (``Offload``) and settled at its measured cost. A refusal is
+typed (``Refused``: ``over_budget`` or ``busy``, with a retry hint in ms) and
+counted by the caller under its own metric (``exchange_refused``,
+``gossip_ignored``, ``sync_refused``). Known peers are charged on their own,
+larger budget, and are exempt from the address limits (``AddressGuard``).
+
+Every service counts a peer's invalid input here (``invalid``): weighed by the
+work and bytes it cost; past the threshold the peer is cut off (banned,
+disconnected, its ban stored so that it outlives a restart) and the cut-off is
+held against its address.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import trio
+
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.net.addresses import AddressGuard
+from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms
+from meshnode.net.inbound import remote_address
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.offload import Offload, OffloadBusy, count_items
+from meshnode.net.standing import Standing, invalid_weight
+from meshnode.store.known import KnownAuthors
+from meshnode.store.peers import save_standing, upsert_peer
+
+log = logging.getLogger("meshnode.net")
+
+BUSY_RETRY_MS = 1000  # the hint given with ``busy``: about one large job's time
+
+
+class Refused(MeshnodeError):
+    """This peer's input is not worked on now: ``over_budget`` or ``busy``; try again after ``retry_ms``."""
+
+    def __init__(self, code: str, reason: str, retry_ms: int):
+        super().__init__(code, reason)
+        self.retry_ms = retry_ms
+
+
+class WorkFailed(Exception):
+    """The work raised ``error`` after costing ``cost_ms`` (already charged)."""
+
+    def __init__(self, error: Exception, cost_ms: float):
+        super().__init__(str(error))
+        self.error = error
+        self.cost_ms = cost_ms
+
+
+def remote_host(muxed_conn) -> str | None:
+    """The remote IP of a connection, or None."""
+    address = remote_address(muxed_conn)
+    return address[0] if address else None
+
+
+def peer_id_object(did: str):
+    from libp2p.peer.id import ID
+
+    return ID.from_base58(did_to_peer_id(did))
+
+
+class PeerGuard:
+    def __init__(self, parts: Libp2pParts, standing: Standing, budgets: CpuBudgets, address_guard: AddressGuard,
+                 offload: Offload, known: KnownAuthors, store, metrics, clock: Callable[[], int]):
+        self.parts, self.standing, self.budgets, self.address_guard = parts, standing, budgets, address_guard
+        self.offload, self.known, self.store, self.metrics, self.clock = offload, known, store, metrics, clock
+
+    def is_known(self, did: str) -> bool:
+        return did in self.known
+
+    def banned(self, did: str | None) -> bool:
+        return did is not None and self.standing.is_banned(did, self.clock())
+
+    def host_of(self, did: str) -> str | None:
+        """The remote IP of ``did``'s current connection, if any."""
+        from libp2p.peer.id import ID
+
+        return self.host_of_peer(ID.from_base58(did_to_peer_id(did)))
+
+    def host_of_peer(self, peer_id) -> str | None:
+        host = self.parts.host
+        if host is None:
+            return None
+        for conn in host.get_network().get_connections(peer_id):
+            remote = remote_host(conn.muxed_conn)
+            if remote:
+                return remote
+        return None
+
+    # --- work -------------------------------------------------------------------
+
+    async def work(self, did: str, host: str | None, data: bytes, fn: Callable, *args, admit: bool = True) -> Any:
+        """``fn(*args)`` on ``did``'s input ``data``: charged before (refused with ``Refused`` when over
+        budget) by its size and item count, run off the loop unless small in both, settled at its cost.
+        With ``admit`` False (answers to our own requests: we asked for that work) nothing is charged.
+        An exception of ``fn`` comes out as WorkFailed (its cost charged)."""
+        nbytes, items = len(data), count_items(data)
+        charge = None
+        if admit:
+            estimate = estimate_ms(nbytes, nbytes if items is None else items)  # not counted: one a byte at most
+            try:
+                charge = self.budgets.admit(did, host, self.is_known(did), estimate, self.clock())
+            except OverBudget as exc:
+                raise Refused("over_budget", f"over its CPU budget ({exc.key.split(':', 1)[0]});"
+                              f" retry in {exc.retry_ms} ms", exc.retry_ms) from None
+        try:
+            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items)
+        except OffloadBusy as exc:
+            if charge is not None:
+                self.budgets.settle(charge, 0.0, self.clock())
+            raise Refused("busy", exc.reason, BUSY_RETRY_MS) from None
+        except Exception as exc:
+            cost = getattr(exc, "cost_ms", 0.0)
+            self._settle_cost(charge, cost)
+            raise WorkFailed(exc, cost) from exc
+        self._settle_cost(charge, cost)
+        return result
+
+    def _settle_cost(self, charge, cost: float) -> None:
+        if charge is not None:
+            self.budgets.settle(charge, cost, self.clock())
+        self.metrics.inc("work_us", int(cost * 1000))  # integer counters: most jobs take under a ms
+
+    # --- invalid input ------------------------------------------------------------
+
+    def slow_frame(self, did: str) -> None:
+        """A frame came slower than the paced read allows: invalid input from an unknown peer (slow-loris);
+        from a known peer, a slow link (counted, not held against it; the stream is reset all the same)."""
+        if self.is_known(did):
+            self.metrics.inc("slow_frame_from_known_peer")
+        else:
+            self.invalid(did, "slow_frame")
+
+    def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
+        """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
+        threshold, cut the peer off (and count the cut-off against its address)."""
+        self.metrics.inc("invalid_from_peer", code=code)
+        if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
+            log.warning("cutting off %s after %d invalid inputs", did,
+                        self.standing.summary(did)["invalid"])
+            self.metrics.inc("peers_cut_off")
+            self._address_cut_off(did)
+            trio.lowlevel.spawn_system_task(self._keep_ban, did)
+            if self.parts.host is not None:
+                pid = peer_id_object(did)
+                trio.lowlevel.spawn_system_task(self.disconnect, pid)
+
+    def invalid_from_peer_id(self, peer_id, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
+        """``invalid`` for a gossip forwarder or author known by its peer id (counted only, when it
+        names no DID)."""
+        try:
+            did = peer_id_to_did(peer_id.to_base58())
+        except MeshnodeError:
+            self.metrics.inc("invalid_from_peer", code=code)
+            return
+        self.invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
+
+    def _address_cut_off(self, did: str) -> None:
+        """One more identity at ``did``'s address was cut off: the address may be refused next."""
+        host = self.host_of(did)
+        if host and not self.is_known(did) and self.address_guard.cut_off(host, self.clock()):
+            log.warning("refusing connections from %s for a while: %d identities there were cut off",
+                        host, self.address_guard.limits.cutoffs_to_ban)
+            self.metrics.inc("addresses_cut_off")
+
+    async def disconnect(self, pid) -> None:
+        try:
+            await self.parts.host.disconnect(pid)
+        except Exception as exc:
+            log.debug("disconnect %s: %s", pid, exc)
+
+    async def _keep_ban(self, did: str) -> None:
+        """Record a ban at once, so that it outlives a restart of this node."""
+        try:
+            await self.save_standing(did)
+        except Exception as exc:  # a background task must never take the node down (closing store)
+            log.warning("could not record the ban of %s: %s: %s", did, type(exc).__name__, exc)
+
+    async def save_standing(self, did: str) -> None:
+        await self.store.write(save_standing_row, did, self.standing.summary(did), self.clock())
+
+
+def save_standing_row(db, did: str, summary: dict, now: int) -> None:
+    upsert_peer(db, did, peer_id=did_to_peer_id(did), now_ms=now, source="exchange")
+    save_standing(db, did, summary, now)
