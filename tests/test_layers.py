@@ -23,8 +23,6 @@ KNOWN_CIRCLES = [
      "meshnode.store.gmp_admission", "meshnode.store.views", "meshnode.store.views_gmp"},
     {"meshnode.container.gmp_classes", "meshnode.container.schema"},
     {"meshnode.gmp.reactions", "meshnode.gmp.service"},
-    # debt: issue 32, i32-mesh
-    {"meshnode.net.mesh", "meshnode.net.mesh_admission"},
 ]
 
 
