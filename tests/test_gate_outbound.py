@@ -18,9 +18,19 @@ from meshnode.gate import outbound
 CAROL = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"  # a friend of alice's, never online
 
 
+NO_SYNC = {"MESHNODE_NET_SYNC_SECONDS": "86400"}  # what reaches the other node now came by gossip or push
+
+
+def _count(node: Node, name: str, **labels) -> float:
+    return sum(m["value"] for m in node.call("metrics") if m["name"] == name and labels.items() <= m["labels"].items())
+
+
 def test_a_public_note_and_a_message_to_a_stranger_wait_for_a_person(tmp_path, llms):
-    bob = Node(tmp_path, "bob", env=FAST_MIND)
-    alice = Node(tmp_path, "alice", env=FAST_MIND)
+    """...and once approved, the public note is gossiped at once (app.actions.notes, the same action
+    as the person's `note add`), the message pushed; alice's record says the agent asked and the
+    person approved through the CLI."""
+    bob = Node(tmp_path, "bob", env={**FAST_MIND, **NO_SYNC})
+    alice = Node(tmp_path, "alice", env={**FAST_MIND, **NO_SYNC})
     llm = llms("main", [
         "Time to share. " + command_block(
             {"cmd_id": "pub", "type": "note_add", "args": {"text": "my plan, for everyone", "audience": "public"}},
@@ -58,6 +68,13 @@ def test_a_public_note_and_a_message_to_a_stranger_wait_for_a_person(tmp_path, l
                    == {"done"}, 60, "both approved sends to run")
         assert _rows(alice, "SELECT text, source FROM notes WHERE audience = 'public'") == [
             ("my plan, for everyone", "llm")]
+        assert _rows(alice, "SELECT p.kind, p.via, p.approved_kind, p.approved_via FROM notes n JOIN provenance p"
+                            " ON p.container_did = n.container_did WHERE n.audience = 'public'") == [
+            ("agent", "cycle", "person", "cli")]
+        # bob, who syncs once a day, holds the approved public note: gossip carried it
+        wait_until(lambda: any(n["text"] == "my plan, for everyone" for n in (bob.try_call("notes") or [])), 60,
+                   "bob to get the approved public note by gossip")
+        assert _count(bob, "gossip_delivered", cls="note") == 1  # alice's one public note
     finally:
         alice.kill()
         bob.kill()
