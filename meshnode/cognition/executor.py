@@ -163,7 +163,7 @@ def _memory_delete(db, key, now, args):
 
 @handler("consensus_vote")
 def _consensus_vote(db, key, now, args):
-    from meshnode.consensus.result import cast_vote
+    from meshnode.consensus.stored import cast_vote
 
     vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
     return {"did": vote.did}
