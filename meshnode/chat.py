@@ -19,7 +19,7 @@ import trio
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note, own_local
-from meshnode.store.database import Database, _insert
+from meshnode.store.database import Database
 from meshnode.store.short_ids import CONTAINER_HEAD
 
 PREFIX = CONTAINER_HEAD  # every container DID starts so: a tid is the 16 characters after it
@@ -157,7 +157,7 @@ def reply(db: Database, key: NodeKey, now_ms: int, text: str, reply_to: str, *, 
     note = make_note(key, text, now_ms=now_ms, topic=thread_topic(*target), source=source, audience=audience,
                      recipients=recipients, reply_to=reply_to)
     with db.transaction() as conn:
-        _insert(conn, note, now_ms, None, own_local())
+        db.put_container_in(conn, note, received_at_ms=now_ms, local=own_local())
         conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (reply_to,))
     return {"did": note.did, "thread": thread_name(*target), "in_reply_to": reply_to}
 

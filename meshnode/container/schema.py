@@ -103,6 +103,12 @@ def known_classes() -> list[tuple[str, str]]:
     return sorted(_REGISTRY)
 
 
+def hooked_classes() -> dict[tuple[str, str], str]:
+    """(class, class_version) whose admission and views the store runs through hooks a domain package
+    registers (``meshnode.store.hooks``), each with the installer that registers them."""
+    return dict.fromkeys(gmp_classes.SCHEMAS, gmp_classes.STORE_HOOKS)
+
+
 _LONG = 64 * 1024
 _tags = list_of(text(64), max_items=64)
 _dids = list_of(did, max_items=1024)

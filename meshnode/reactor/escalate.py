@@ -62,10 +62,8 @@ def build(key, batch, now_ms: int):
 def _store_and_record(db, note, local: dict, keys: list[str], now_ms: int) -> None:
     """The note and its escalation rows' ``container_id`` in one transaction: a stop between the
     two (a restart sending the rows again as unsent) cannot make a second note."""
-    from meshnode.store.database import _insert
-
     with db.transaction() as conn:
-        _insert(conn, note, now_ms, None, local)
+        db.put_container_in(conn, note, received_at_ms=now_ms, local=local)
         conn.executemany("UPDATE reactor_escalations SET container_id = ? WHERE key = ?",
                          [(note.did, k) for k in keys])
 
