@@ -1,5 +1,5 @@
 """store.hooks: the store runs GMP admission and views only through hooks the gmp package registers,
-and a store without them does not open."""
+and a store without them stores nothing."""
 
 from __future__ import annotations
 
@@ -7,24 +7,33 @@ import ast
 from pathlib import Path
 
 import pytest
-from gmp_fixtures import M, T0, World
+from gmp_fixtures import A, M, T0, World
 
 from meshnode.errors import StoreError
 from meshnode.gmp.rules import GmpRefused
 from meshnode.gmp.store_hooks import HOOKS, GmpStoreHooks, install
+from meshnode.notes import make_note
 from meshnode.store import Database
 from meshnode.store.hooks import StoreHooks
 
 STORE = Path(__file__).resolve().parents[1] / "meshnode" / "store"
 
 
-def test_a_store_without_gmp_hooks_does_not_open(tmp_path):
-    with pytest.raises(StoreError) as err:
-        Database(tmp_path / "bare.db", hooks=StoreHooks())
-    assert err.value.code == "no_store_hooks"
-    assert "goal 1.1, task 1.1, workflow_entry 1.1" in err.value.reason
-    assert "meshnode.gmp.store_hooks.install()" in err.value.reason
-    assert not (tmp_path / "bare.db").exists()  # refused before anything was created
+def test_a_store_without_gmp_hooks_stores_nothing(tmp_path):
+    """It opens and reads (init, read-only commands), but refuses every container, a note too:
+    each stored container is shown to the hooks (a pending GMP container may wait for it)."""
+    db = Database(tmp_path / "bare.db", hooks=StoreHooks())
+    try:
+        for write in (lambda: db.put_container(make_note(A, "hello", now_ms=T0), received_at_ms=T0),
+                      db.rebuild_views):
+            with pytest.raises(StoreError) as err:
+                write()
+            assert err.value.code == "no_store_hooks"
+            assert "goal 1.1, task 1.1, workflow_entry 1.1" in err.value.reason
+            assert "meshnode.gmp.store_hooks.install()" in err.value.reason
+        assert db.counts()["containers"] == 0
+    finally:
+        db.close()
 
 
 def test_hooks_given_to_one_database_admit_and_draw(tmp_path):

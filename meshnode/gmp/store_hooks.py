@@ -3,8 +3,8 @@ goal, task and entry views (``gmp.store_views``), as the store's hooks for goal,
 workflow_entry 1.1 (``meshnode.store.hooks``).
 
 :func:`install` registers them; each process calls it where it starts (the CLI's ``main``, the
-node's ``run_node``, the tests' conftest, a bench script). A store opened without them refuses
-to open, so a process that forgot it fails at its first ``Database``, not later and quietly.
+node's ``run_node``, the tests' conftest, a bench script). A store without them stores no
+container (``store.hooks``), so a process that forgot it fails at its first write, loudly.
 Light to import (the CLI installs before it knows whether the command opens a store): the
 admission and view code loads with the first GMP container.
 """

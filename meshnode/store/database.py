@@ -70,11 +70,10 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 class Database:
     """``hooks``: the admission and views of the classes a domain package owns (``store.hooks``);
     the process default (``store.hooks.DEFAULT``) unless given. Without hooks for every class that
-    needs them the database does not open (StoreError ``no_store_hooks``)."""
+    needs them it opens and reads, but stores no container (StoreError ``no_store_hooks``)."""
 
     def __init__(self, path: Path, *, create: bool = True, do_migrate: bool = True, hooks: StoreHooks | None = None):
         self.hooks = DEFAULT_HOOKS if hooks is None else hooks
-        self.hooks.check()
         self.path = Path(path)
         if not create and not self.path.exists():
             raise StoreError("no_database", f"no database at {self.path}; run `meshnode init` first")
@@ -189,6 +188,7 @@ class Database:
 
     def rebuild_views(self) -> int:
         """Re-derive every agent-table row from the containers; returns how many were applied."""
+        self.hooks.check()
         n = 0
         with self.transaction() as conn:
             for own in self.hooks:
@@ -272,6 +272,7 @@ def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, receive
     A container of a class with hooks (GMP 1.1) passes its admission first: it may be held
     aside pending, or refused with an ``AdmissionRefused`` (the caller's transaction rolls back).
     Every container stored is then shown to every hook (GMP releases what waited for it)."""
+    hooks.check()
     if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone() is not None:
         return False
     own = hooks.of(c)

@@ -7,9 +7,11 @@ them to a :class:`StoreHooks`, and every ``Database`` runs with one.
 
 ``DEFAULT`` is the set a ``Database`` opened without one uses. Each process installs into it
 where it starts (the CLI's ``main``, the node's ``run_node``, the tests' conftest, a bench
-script: ``meshnode.gmp.store_hooks.install()``). A ``Database`` whose hooks leave a class of
-``container.schema.hooked_classes`` without one refuses to open (``no_store_hooks``): a
-forgotten installer fails at once and loudly, never as a store that quietly skips admission.
+script: ``meshnode.gmp.store_hooks.install()``). A store whose hooks leave a class of
+``container.schema.hooked_classes`` without one stores no container at all, of any class, and
+rebuilds and evicts nothing (StoreError ``no_store_hooks``): a forgotten installer fails at the
+first write and loudly, never as a store that quietly skips admission. Opening, migrating and
+reading need no hooks (``meshnode init`` and the read-only commands do only that).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class StoreHooks:
     def __init__(self, *hooks: ClassHooks):
         self._by_class: dict[tuple[str, str], ClassHooks] = {}
         self._all: tuple[ClassHooks, ...] = ()
+        self._complete = False  # once every hooked class has hooks (registering only adds)
         for h in hooks:
             self.register(h)
 
@@ -101,13 +104,17 @@ class StoreHooks:
         return iter(self._all)
 
     def check(self) -> None:
-        """StoreError ``no_store_hooks`` naming each hooked class without hooks and its installer."""
+        """StoreError ``no_store_hooks`` naming each hooked class without hooks and its installer.
+        Runs before every container write: once the hooks are complete it costs one attribute."""
+        if self._complete:
+            return
         missing = {k: by for k, by in hooked_classes().items() if k not in self._by_class}
         if missing:
             names = ", ".join(f"{cls} {version}" for cls, version in sorted(missing))
             raise StoreError("no_store_hooks", f"the store has no hooks for {names}: call "
                                                f"{' or '.join(sorted(set(missing.values())))}() where the process"
                                                " starts, or open the Database with hooks that have them")
+        self._complete = True
 
 
 DEFAULT = StoreHooks()

@@ -28,6 +28,7 @@ def remove_containers(conn: sqlite3.Connection, dids: list[str], hooks: StoreHoo
     lineages: dict[str, str] = {}  # root -> class, redrawn once at the end
     replaced: set[tuple[str, str]] = set()  # (note, author) an evicted note of the author hid
     hooked: dict[ClassHooks, Removal] = {}  # one removal per hooks object that takes part
+    hooks.check()
     removed = 0
     for did in dids:
         row = conn.execute("SELECT class, class_version FROM containers WHERE did = ?", (did,)).fetchone()
