@@ -16,7 +16,7 @@ from meshnode.consensus.result import read_claim, verify_result
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import CLASSES as GMP_CLASSES
 from meshnode.container.gmp_classes import GOAL_ENTRY_KINDS, TASK_TERMINAL, VERSION
-from meshnode.errors import MeshnodeError
+from meshnode.errors import AdmissionRefused
 from meshnode.gmp.held import MemoryHeld  # noqa: F401  (part of this module's API)
 from meshnode.gmp.task_state import task_state
 CODES = {
@@ -34,7 +34,7 @@ CODES = {
 }
 
 
-class GmpRefused(MeshnodeError):
+class GmpRefused(AdmissionRefused):
     """A GMP container refused at admission: ``code`` is one of :data:`CODES`."""
 
     def __init__(self, code: str, reason: str):
