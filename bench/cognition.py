@@ -33,14 +33,12 @@ T0 = 1_800_000_000_000
 
 def fill(db: Database, key: NodeKey, diary: int, notes: int) -> None:
     """Bulk load through the same insert path as put_container, in large transactions."""
-    from meshnode.store.database import _insert
-
     def load(make, n):
         batch = 5000
         for start in range(0, n, batch):
             with db.transaction() as conn:
                 for i in range(start, min(n, start + batch)):
-                    _insert(conn, make(i), T0, None, {"tags": []})
+                    db.put_container_in(conn, make(i), received_at_ms=T0, local={"tags": []})
 
     load(lambda i: make_diary_entry(key, f"entry {i} about topic {i % 97}", now_ms=T0 + i, topics=[f"t{i % 13}"]),
          diary)
@@ -66,6 +64,9 @@ SMOKE = {"diary": 200, "notes": 20}  # --smoke
 
 
 def main() -> None:
+    from meshnode.gmp import store_hooks
+
+    store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--diary", type=int, default=100_000)
     parser.add_argument("--notes", type=int, default=10_000)

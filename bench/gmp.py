@@ -37,7 +37,6 @@ from meshnode.gmp import build, service  # noqa: E402
 from meshnode.identity.keys import NodeKey  # noqa: E402
 from meshnode.notes import make_note  # noqa: E402
 from meshnode.store import Database  # noqa: E402
-from meshnode.store.database import _insert  # noqa: E402
 
 T0 = 1_800_000_000_000
 HOUR = 3_600_000
@@ -73,7 +72,7 @@ def store_part(n: int) -> dict:
             for i in range(len(single), len(containers), BATCH):  # the rest faster, in batches
                 with db.transaction() as conn:
                     for c in containers[i:i + BATCH]:
-                        _insert(conn, c, T0, None, None)
+                        db.put_container_in(conn, c, received_at_ms=T0)
             batched_s = time.perf_counter() - started
             held = db.conn.execute("SELECT count(*) FROM tasks WHERE lineage IS NOT NULL").fetchone()[0]
             started = time.perf_counter()
@@ -161,6 +160,9 @@ SMOKE = {"tasks": 30, "delegations": 1, "pushes": 1}  # --smoke
 
 
 def main() -> None:
+    from meshnode.gmp import store_hooks
+
+    store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--delegations", type=int, default=20)

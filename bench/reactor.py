@@ -132,7 +132,6 @@ def fill(db, notes: int, tasks: int) -> tuple[str, int, int]:
     from meshnode.gmp import build
     from meshnode.identity.keys import NodeKey
     from meshnode.notes import make_note
-    from meshnode.store.database import _insert
 
     day = 86_400_000
     me = NodeKey(bytes(range(32)))
@@ -152,7 +151,7 @@ def fill(db, notes: int, tasks: int) -> tuple[str, int, int]:
     def _store(batch) -> None:
         with db.transaction() as conn:
             for c in batch:
-                _insert(conn, c, now - 1000, None, None)
+                db.put_container_in(conn, c, received_at_ms=now - 1000)
 
     def note(i: int):
         at = now - 30 * day + i * spacing
@@ -208,6 +207,9 @@ SMOKE = {"events": 2000, "agents": 30, "notes": 200, "tasks": 20}  # --smoke
 
 
 def main() -> None:
+    from meshnode.gmp import store_hooks
+
+    store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--agents", type=int, default=2000)

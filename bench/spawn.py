@@ -90,6 +90,9 @@ def plain(root: Path, parent) -> dict:
 
 
 def main() -> None:
+    from meshnode.gmp import store_hooks
+
+    store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--containers", type=int, default=100_000)
     parser.add_argument("--kinds", default="newborn,trained,clone")

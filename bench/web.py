@@ -40,7 +40,6 @@ from meshnode.config import load_config  # noqa: E402
 from meshnode.home import open_identity  # noqa: E402
 from meshnode.notes import make_note  # noqa: E402
 from meshnode.store import Database  # noqa: E402
-from meshnode.store.database import _insert  # noqa: E402
 
 T0 = 1_800_000_000_000
 RESULTS = Path(__file__).resolve().parent / "results" / "web.json"
@@ -55,8 +54,8 @@ def fill(home: Path, notes: int) -> str:
         for start in range(0, notes, 5000):
             with db.transaction() as conn:
                 for i in range(start, min(notes, start + 5000)):
-                    _insert(conn, make_note(key, f"note {i} about #topic{i % 13}", now_ms=T0 + i * 10), T0, None,
-                            {"tags": []})
+                    db.put_container_in(conn, make_note(key, f"note {i} about #topic{i % 13}", now_ms=T0 + i * 10),
+                                        received_at_ms=T0, local={"tags": []})
         row = db.conn.execute("SELECT container_did FROM notes ORDER BY timestamp DESC, id DESC LIMIT 1 OFFSET ?",
                               (notes // 2,)).fetchone()
         return row[0]
@@ -189,6 +188,9 @@ SMOKE = {"notes": 20, "requests": 2, "ticks": 3, "rounds": 1}  # --smoke
 
 
 def main() -> None:
+    from meshnode.gmp import store_hooks
+
+    store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=1000)

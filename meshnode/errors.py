@@ -35,3 +35,8 @@ class ConfigError(MeshnodeError):
 
 class StoreError(MeshnodeError):
     """The node's database cannot be opened, migrated or written."""
+
+
+class AdmissionRefused(MeshnodeError):
+    """A container a class's own admission rule refused at the store's door (GMP step 8 raises its
+    subclass ``gmp.rules.GmpRefused``): nothing of it is stored."""

@@ -35,6 +35,7 @@ from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.gmp import store_hooks as gmp_store_hooks
 from meshnode.gmp.rules import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
@@ -124,7 +125,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
     metrics = Metrics()
     llm.METRICS.set(metrics)  # every LLM call of this node (and the tasks it starts) is timed
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with await Store.open(config.db_path, metrics=metrics) as store:
+        async with await Store.open(config.db_path, metrics=metrics, hooks=gmp_store_hooks.install()) as store:
             await store.write(_heartbeat, "node", "started")
             cognition = config.values["cognition"]
             hooks = MeshHooks()  # the GMP service and the reactor subscribe as they are built

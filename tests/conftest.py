@@ -18,6 +18,13 @@ from pathlib import Path
 import pytest
 
 from clienv import cli_env  # noqa: F401 (tests import it from here too)
+from meshnode.gmp import store_hooks
+
+
+def pytest_configure(config):
+    """Every Database a test opens in this process admits and draws GMP containers, as in the CLI
+    and the node (a process without the hooks cannot open a store: ``store.hooks``)."""
+    store_hooks.install()
 
 
 # Words in a test file's text that say it starts processes (nodes, CLIs, LLM stand-ins, namespaces).

@@ -186,8 +186,10 @@ from types import SimpleNamespace
 import meshnode.web.server  # what `run` imports to serve the web notebook
 from meshnode.a2a.face import A2AFace
 from meshnode.identity.keys import NodeKey
+from meshnode.gmp import store_hooks
 from meshnode.store.database import Database
 
+store_hooks.install()
 db = Database(Path(tempfile.mkdtemp()) / "db.sqlite")
 async def on_db(fn, *args):
     return fn(db, *args)

@@ -9,7 +9,7 @@ from meshnode.gmp import build
 from meshnode.gmp.rules import MemoryHeld
 from meshnode.gmp.view import counts
 from meshnode.identity.keys import NodeKey
-from meshnode.store import gmp_admission
+from meshnode.gmp import store_admission
 from meshnode.store.database import Database
 
 
@@ -60,7 +60,7 @@ def test_fields_a_kind_does_not_define_never_reach_the_columns(db, kind, fields)
 
 def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db, monkeypatch):
     """A stranger's entry pending on a task must not make that task impossible to store."""
-    from meshnode.store import views_gmp
+    from meshnode.gmp import store_views
 
     w = World()
     g = w.goal()
@@ -68,14 +68,14 @@ def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db
     bad = w.entry(M, "reflection", t1.did, summary="poison")
     assert put(db, g)
     assert not put(db, bad)  # pending on t1
-    real = views_gmp._entry
+    real = store_views._entry
 
     def boom(conn, c, about, held):
         if c.did == bad.did:
             raise TypeError("an odd payload")
         return real(conn, c, about, held)
 
-    monkeypatch.setattr(views_gmp, "_entry", boom)
+    monkeypatch.setattr(store_views, "_entry", boom)
     assert put(db, t1)  # stored; the poisoned entry is dropped
     assert db.conn.execute("SELECT 1 FROM tasks WHERE lineage = ?", (t1.did,)).fetchone()
     assert db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (bad.did,)).fetchone() is None
@@ -85,8 +85,8 @@ def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db
 
 def test_pending_bounded_per_sender_and_in_all_whatever_the_authors(db, monkeypatch):
     """A peer signing with a fresh key per container cannot grow gmp_pending without bound."""
-    monkeypatch.setattr(gmp_admission, "MAX_PER_SENDER", 3)
-    monkeypatch.setattr(gmp_admission, "MAX_PENDING", 5)
+    monkeypatch.setattr(store_admission, "MAX_PER_SENDER", 3)
+    monkeypatch.setattr(store_admission, "MAX_PENDING", 5)
     w = World()
     g = w.goal()  # not stored: every entry about it waits for it
     keys = [NodeKey(bytes([i + 1]) * 32) for i in range(8)]
@@ -132,7 +132,7 @@ def test_a_new_version_does_not_count_every_entry_of_its_lineage_again(db, monke
     from gmp_fixtures import Story
 
     from meshnode.gmp import view as gmp_view
-    from meshnode.store import views_gmp
+    from meshnode.gmp import store_views
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
@@ -141,7 +141,7 @@ def test_a_new_version_does_not_count_every_entry_of_its_lineage_again(db, monke
         assert put(db, s.w.entry(M, "reflection", s.lineage, summary=f"noise {i}"))
     calls = []
     real = gmp_view.counts
-    monkeypatch.setattr(views_gmp.view, "counts", lambda e, h: calls.append(e.did) or real(e, h))
+    monkeypatch.setattr(store_views.view, "counts", lambda e, h: calls.append(e.did) or real(e, h))
     assert put(db, s.by(B, [s.t3], progress=0.5))
     assert calls == []
 
@@ -160,7 +160,7 @@ def test_an_evicted_version_uncounts_the_entries_naming_it(db):
     row = "SELECT counted, reason FROM gmp_entries WHERE did = ?"
     assert tuple(db.conn.execute(row, (p.did,)).fetchone()) == (1, None)
     with db.transaction() as conn:
-        remove_containers(conn, [s.t3.did])
+        remove_containers(conn, [s.t3.did], db.hooks)
     assert tuple(db.conn.execute(row, (p.did,)).fetchone()) == (0, "no_version")
 
 
@@ -169,15 +169,15 @@ def test_an_offer_adds_its_candidates_without_drawing_the_whole_audience(db, mon
     O(goal size) per entry. Candidates of a counted open offer join; nobody else does."""
     from gmp_fixtures import C, Story
 
-    from meshnode.store import views_gmp
+    from meshnode.gmp import store_views
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
         assert put(db, c)
     stranger = NodeKey(bytes([0x77]) * 32)
     drawn = []
-    real = views_gmp.draw_audience
-    monkeypatch.setattr(views_gmp, "draw_audience", lambda conn, goal: drawn.append(goal) or real(conn, goal))
+    real = store_views.draw_audience
+    monkeypatch.setattr(store_views, "draw_audience", lambda conn, goal: drawn.append(goal) or real(conn, goal))
     forged = s.w.offer(s.lineage, s.t3, to=(stranger,), key=M)  # not a delegator: not counted
     assert put(db, forged)
     real_offer = s.w.offer(s.lineage, s.t3, to=(C, stranger))

@@ -260,7 +260,7 @@ def test_a_contested_task_goes_to_the_nominee_an_approved_vote_selects(nodes):
     """delegation_rule cogconsensus (gmp.md 6.3): a participant nominates, participants vote, the
     creator offers to the nominee citing the approved result; an offer without one is refused."""
     from meshnode.consensus.cogvote import Rule
-    from meshnode.consensus.result import cast_vote, publish_result
+    from meshnode.consensus.stored import cast_vote, publish_result
 
     a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
     goal = service.goal_add(a, A, T, title="Choose well", participants=[C.did])

@@ -18,7 +18,7 @@ from meshnode.container import decode_container, parse_ms
 from meshnode.gmp.rules import GmpRefused
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.store import Database
-from meshnode.store import gmp_admission
+from meshnode.gmp import store_admission
 from meshnode.store import migrate as migrate_module
 from meshnode.store.sharing import may_share, shareable
 from meshnode.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
@@ -135,15 +135,15 @@ def test_pending_then_resolved(db):
     goal, t1, offer, receipt, accept, t2, *_ = lifecycle(w)
     assert put(db, goal)
     assert not put(db, t2)  # names t1 and accept: held aside
-    pend = gmp_admission.gmp_pending_of(db)
+    pend = store_admission.gmp_pending_of(db)
     assert [p["did"] for p in pend] == [t2.did] and t1.did in pend[0]["missing"]
-    assert t1.did in gmp_admission.missing_for_pending(db)
+    assert t1.did in store_admission.missing_for_pending(db)
     assert db.conn.execute("SELECT count(*) FROM containers WHERE did = ?", (t2.did,)).fetchone() == (0,)
     assert not put(db, accept)  # waits for the offer, which waits for t1
     assert not put(db, offer)
-    assert set(gmp_admission.missing_for_pending(db)) == {t1.did}  # what waits on pending ones is not fetched
+    assert set(store_admission.missing_for_pending(db)) == {t1.did}  # what waits on pending ones is not fetched
     assert put(db, t1)  # releases offer -> accept -> t2, in one transaction
-    assert gmp_admission.gmp_pending_of(db) == []
+    assert store_admission.gmp_pending_of(db) == []
     assert db.conn.execute("SELECT assigned_to FROM tasks").fetchone() == (json.dumps([B.did]),)
 
 
@@ -155,21 +155,21 @@ def test_refused_on_release_is_dropped(db):
     put(db, goal)
     assert not put(db, forged)  # pending: its parent is not here yet
     assert put(db, t1)
-    assert gmp_admission.gmp_pending_of(db) == []
+    assert store_admission.gmp_pending_of(db) == []
     assert db.conn.execute("SELECT count(*) FROM containers WHERE did = ?", (forged.did,)).fetchone() == (0,)
     assert db.conn.execute("SELECT status FROM tasks").fetchone() == ("pending",)
 
 
 def test_pending_limits(db, monkeypatch):
-    monkeypatch.setattr(gmp_admission, "MAX_PER_AUTHOR", 2)
+    monkeypatch.setattr(store_admission, "MAX_PER_AUTHOR", 2)
     w = World()
     goal = w.goal()
     t1 = w.task(goal)
     later = [w.task(goal, previous=(t1,), title=f"v{i}") for i in range(3)]
     assert [put(db, c, T0 + i) for i, c in enumerate(later)] == [False] * 3
-    assert len(gmp_admission.gmp_pending_of(db, A.did)) == 2  # the third was not kept
-    assert gmp_admission.prune_gmp_pending(db, T0 + gmp_admission.MAX_AGE_MS) == 0
-    assert gmp_admission.prune_gmp_pending(db, T0 + 1 + gmp_admission.MAX_AGE_MS) == 1
+    assert len(store_admission.gmp_pending_of(db, A.did)) == 2  # the third was not kept
+    assert store_admission.prune_gmp_pending(db, T0 + store_admission.MAX_AGE_MS) == 0
+    assert store_admission.prune_gmp_pending(db, T0 + 1 + store_admission.MAX_AGE_MS) == 1
     assert db.conn.execute("SELECT count(*) FROM gmp_pending_missing").fetchone() == (1,)
 
 
@@ -327,7 +327,7 @@ def test_eviction_takes_gmp_rows_along(db):
         put(db, c)
     t4 = cs[-1]
     with db.transaction() as conn:
-        assert remove_containers(conn, [t4.did]) == 1
+        assert remove_containers(conn, [t4.did], db.hooks) == 1
     assert db.conn.execute("SELECT status, container_did FROM tasks").fetchone() == ("in_progress", cs[6].did)
     assert db.conn.execute("SELECT count(*) FROM gmp_members WHERE did = ?", (t4.did,)).fetchone() == (0,)
 
@@ -477,9 +477,9 @@ def test_pending_released_by_a_container_of_another_class(db):
         if x["name"] not in skip and x["name"] not in late:
             assert put(db, by_name[x["name"]]), x["name"]
     assert [put(db, by_name[n]) for n in late] == [True, True, False]  # entries are admitted, the version waits
-    assert by_name["result"].did in gmp_admission.missing_for_pending(db)
+    assert by_name["result"].did in store_admission.missing_for_pending(db)
     assert put(db, by_name["result"])
-    assert gmp_admission.gmp_pending_of(db) == []
+    assert store_admission.gmp_pending_of(db) == []
     lineage = case["view"]["lineage"]
     assert db.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (lineage,)).fetchone() == (
         by_name["assigned_c"].did,)

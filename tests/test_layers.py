@@ -15,17 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Circles still in the tree, each to be broken by the work named beside it (issue 32). A circle
-# found must lie inside one of these; one of these no longer found must be taken off the list.
-KNOWN_CIRCLES = [
-    # debt: issue 32, i32-domain
-    {"meshnode.consensus.result", "meshnode.gmp.rules", "meshnode.gmp.view", "meshnode.store.database",
-     "meshnode.store.gmp_admission", "meshnode.store.views", "meshnode.store.views_gmp"},
-    {"meshnode.container.gmp_classes", "meshnode.container.schema"},
-    {"meshnode.gmp.reactions", "meshnode.gmp.service"},
-]
-
-
 def lint_imports(config: Path, cwd: Path) -> subprocess.CompletedProcess:
     """import-linter's command run on ``config``, with the package under ``cwd`` first on the path
     (this tree's meshnode, not an installed one)."""
@@ -136,12 +125,8 @@ def _strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
     return groups
 
 
-def test_no_import_circle_beyond_the_known_ones():
-    circles = import_circles(ROOT / "meshnode")
-    new = [sorted(c) for c in circles if not any(c <= known for known in KNOWN_CIRCLES)]
-    assert new == [], f"import circles: {new}"
-    gone = [sorted(known) for known in KNOWN_CIRCLES if not any(c <= known for c in circles)]
-    assert gone == [], f"no longer circles, take them off KNOWN_CIRCLES: {gone}"
+def test_meshnode_has_no_import_circle():
+    assert [sorted(c) for c in import_circles(ROOT / "meshnode")] == []
 
 
 def test_the_circle_finder_finds_a_circle(tmp_path):

@@ -55,7 +55,12 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         status = await result(s, "status")
         assert status["did"] == web.node.did and status["running"] is True
         note = await result(s, "note_add", text="an okapi note from MCP", tags=["mcp"])
-        assert [n["container_did"] for n in await result(s, "notes", query="okapi")] == [note["did"]]
+        [row] = await result(s, "notes", query="okapi")
+        assert row["container_did"] == note["did"]
+        assert (row["asked_kind"], row["asked_via"], row["source"]) == ("person", "mcp", "user")  # `meshnode mcp`
+        claimed = await result(s, "note_add", text="an okapi that claims the CLI", source="cli")  # not a parameter
+        [row] = await result(s, "notes", query="claims the CLI")
+        assert (row["container_did"], row["asked_via"], row["source"]) == (claimed["did"], "mcp", "user")
         read = await result(s, "note_read", did=note["did"])
         assert read["text"] == "an okapi note from MCP" and "mcp" in read["tags"]
         entry = await result(s, "diary_add", text="today I spoke MCP", title="MCP")
@@ -132,6 +137,8 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         assert (await result(s, "status"))["did"] == web.node.did
         assert "limit" in await refusal(s, "diary", limit=10**6)
         note = await result(s, "note_add", text="written over HTTP MCP")
+        [row] = await result(s, "notes", query="written over HTTP MCP")
+        assert (row["container_did"], row["asked_kind"], row["asked_via"]) == (note["did"], "person", "mcp")
         assert (await result(s, "note_read", did=note["did"]))["text"] == "written over HTTP MCP"
         assert "unknown_goal" in await refusal(s, "goal_show", goal="nope-nope")
     assert metric(web.node, "mcp_calls", cmd="note_add", outcome="ok") >= 1

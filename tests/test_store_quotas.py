@@ -194,7 +194,7 @@ def test_migration_counts_containers_already_held(tmp_path, monkeypatch):
     db = Database(path)
     with db.transaction() as conn:  # as that meshnode stored them (no GMP tables yet)
         for i in range(3):
-            _store(conn, note(A, i), T0, None, None)
+            _store(conn, note(A, i), T0, None, None, db.hooks)
     with db.transaction() as conn:
         for table in ("author_usage", "store_usage"):
             conn.execute(f"DELETE FROM {table}")

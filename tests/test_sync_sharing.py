@@ -153,7 +153,7 @@ def test_indexes_kept_between_sessions_follow_admission_removal_unfriending_and_
         for c in later:
             dbx.put_container(c, received_at_ms=T0, local={"tags": []})
         with dbx.transaction() as conn:
-            assert remove_containers(conn, [first[0].did, first[3].did]) == 2
+            assert remove_containers(conn, [first[0].did, first[3].did], dbx.hooks) == 2
         set_friend(dbx, Y, did_to_peer_id(Y), T0, friend=False)
         to_y, to_x, _ = run_session(dbx, dby, EVERYTHING, EVERYTHING, kept)
         assert to_y == {later[0].did}  # not the diary entry: Y is no longer a friend

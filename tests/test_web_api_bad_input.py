@@ -163,8 +163,8 @@ REACHED = [  # what the routes of api_node, api_notes and api_mesh call into
     "web/api_node.py", "web/api_notes.py", "web/api_mesh.py", "web/ids.py", "web/endpoint.py", "web/app.py",
     "web/services.py", "node.py", "knowledge.py", "knowledge_edits.py", "notes.py", "ethics.py",
     "reputation/manual.py", "reputation/reading.py", "reputation/records.py", "consensus/result.py",
-    "consensus/cogvote.py", "store/short_ids.py", "store/database.py", "identity/did.py", "net/mesh.py",
-    "net/mesh_sync.py", "net/mesh_consensus.py", "net/mesh_reputation.py", "net/mesh_lookup.py",
+    "consensus/stored.py", "consensus/cogvote.py", "store/short_ids.py", "store/database.py", "identity/did.py",
+    "net/mesh.py", "net/mesh_sync.py", "net/mesh_consensus.py", "net/mesh_reputation.py", "net/mesh_lookup.py",
 ]
 EXPECTED = {
     404: {"not_found", "unknown_command", "unknown_evidence", "no_reputation"},

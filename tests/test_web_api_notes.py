@@ -20,6 +20,8 @@ def test_a_note_added_on_the_web_is_the_persons_and_stored_verbatim(web):
     did = web.post("/api/notes", {"text": text, "topic": "xss", "tags": ["web"], "priority": 3})["did"]
     row = web.get("/api/notes", topic="xss")[0]
     assert row["container_did"] == did and row["text"] == text and row["source"] == "user"
+    assert (row["asked_kind"], row["asked_via"]) == ("person", "web")  # who asked: the person, on the web
+    refused(web.raw_post("/api/notes", {"text": "as someone else", "source": "llm"}), 400, "bad_arguments")
     assert row["tags"] == ["web"] and row["read"] is False
     assert web.cli_json("note", "show", did)["text"] == text  # the CLI reads the same row
     assert web.get(f"/api/containers/{did}")["container"]["hmp_container"]["payload"]["text"] == text

@@ -4,14 +4,16 @@ Field tables as in schema.py, plus the cross-field rules a field-by-field check 
 express (a held task needs ``next_check_at``, no duplicate DIDs, the closed list of entry
 kinds and each kind's own fields). Rules on ``related`` are not here: the class check sees
 only the payload, so they belong to GMP admission (meshnode.gmp.rules, ``gmp_bad_related``).
-The 1.0 registrations stay in schema.py, unchanged.
+The 1.0 registrations stay in schema.py, unchanged; its registry takes :data:`SCHEMAS` from here
+(this module is a table, it registers nothing itself).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from meshnode.container.schema import (
+from meshnode.container.fields import (
+    Schema,
     WrongValue,
     anything,
     boolean,
@@ -21,7 +23,7 @@ from meshnode.container.schema import (
     mapping,
     number,
     one_of,
-    register,
+    payload_schema,
     text,
     time_text,
 )
@@ -75,7 +77,7 @@ def _basis(v: Any) -> str | None:
 
 _texts = list_of(text(4096), max_items=64)
 
-register("goal", VERSION, {
+GOAL = payload_schema("goal", {
     "title": (text(), True),
     "status": (one_of(*GOAL_STATUSES), True),
     "description": (text(_LONG), False),
@@ -96,7 +98,7 @@ def _task_whole(p: dict) -> str | None:
     return None
 
 
-register("task", VERSION, {
+TASK = payload_schema("task", {
     "title": (text(), True),
     "status": (one_of(*TASK_STATUSES), True),
     "description": (text(_LONG), False),
@@ -154,8 +156,17 @@ def _entry_whole(p: dict) -> str | None:
     return None
 
 
-register("workflow_entry", VERSION, {
+WORKFLOW_ENTRY = payload_schema("workflow_entry", {
     "entry_type": (_entry_kind, True),
     "summary": (text(4096), False),
     "details": (anything, False),
 }, _entry_whole)
+
+CLASSES = ("goal", "task", "workflow_entry")
+SCHEMAS: dict[tuple[str, str], Schema] = {("goal", VERSION): GOAL, ("task", VERSION): TASK,
+                                          ("workflow_entry", VERSION): WORKFLOW_ENTRY}
+
+# Step 8 (admission against what a node holds, with a pending set) and the goal, task and entry views
+# are GMP's own rules: the store runs them through hooks this installer registers (meshnode.store.hooks),
+# and a store without them stores no container (container.schema.hooked_classes says which classes).
+STORE_HOOKS = "meshnode.gmp.store_hooks.install"

@@ -9,7 +9,7 @@
   past ``overdue_at`` (``reassigned_overdue``); the node then offers the task again.
 
 Called through ``gmp.service`` (``on_admitted``, ``reassign_stale``); each returns the
-containers it published and the ``push`` list, like every service action.
+containers it published and the ``push`` list, like every service action (``gmp.publish``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from meshnode.container import Container, format_ms, parse_ms
 from meshnode.errors import MeshnodeError
 from meshnode.gmp import build, rules, view
 from meshnode.gmp.reads import TASK_TERMINAL, held, task_row
-from meshnode.gmp.service import Push, _store, _task_push, _task_version
+from meshnode.gmp.publish import Push, publish, publish_task_version, push_task_version
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 
@@ -98,7 +98,7 @@ def _join(db, key, now_ms, lineage: str, push: Push, published: list) -> None:
                    parent_task=reply[1] if len(reply) > 1 else None, depends_on=tuple(base.related.get("depends_on") or ()),
                    previous=tuple(sorted(h.did for h in heads)), tags=tuple(base.head.get("tags") or ()))
     try:
-        _store(db, c, now_ms)
+        publish(db, c, now_ms)
     except rules.GmpRefused:
         return
     published.append(c.did)
@@ -111,7 +111,7 @@ def _receipt(db, key, now_ms, received: Container, about: str, push: Push, publi
                                (key.did, received.did)).fetchone()
     if done:
         return
-    e = _store(db, build.entry(key, "receipt", {"received": received.did, "received_at": format_ms(now_ms)},
+    e = publish(db, build.entry(key, "receipt", {"received": received.did, "received_at": format_ms(now_ms)},
                                now_ms=now_ms, about=about, recipients=(received.sender_did,)), now_ms)
     published.append(e.did)
     push.add([received.sender_did], [e.did])
@@ -147,10 +147,10 @@ def _assign(db, key, now_ms, offer: Container, push: Push, published: list) -> N
     acceptance, acceptor = accepts[0]
     if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or row["creator_did"] != key.did:
         return
-    c, row = _task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], acceptor], "reason": "assigned"},
+    c, row = publish_task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], acceptor], "reason": "assigned"},
                            agreed=(acceptance,))
     published.append(c.did)
-    _task_push(push, db, row, c, newcomers=(acceptor,))
+    push_task_version(push, db, row, c, newcomers=(acceptor,))
 
 
 def _state(value) -> tuple[str | None, int]:
@@ -180,7 +180,7 @@ def reassign_stale(db, key, now_ms, *, liveness: dict, dead_grace_ms: int) -> di
         changes = {"assigned_to": left, "reason": why}
         if not left:
             changes.update(status="pending", next_check_at=None)
-        c, row = _task_version(db, key, now_ms, row, changes)
+        c, row = publish_task_version(db, key, now_ms, row, changes)
         push.add([*removed, *left], [c.did])
         out.append({"task": lin, "removed": removed, "why": why, "did": c.did, "tags": row["tags"]})
     return {"reassigned": out, "push": push.result()}

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from meshnode.consensus.cogvote import ConsensusError
+from meshnode.consensus.result import read_claim, verify_result
 from meshnode.container import Container, parse_ms
-from meshnode.container.gmp_classes import GOAL_ENTRY_KINDS, TASK_TERMINAL
-from meshnode.errors import MeshnodeError
+from meshnode.container.gmp_classes import CLASSES as GMP_CLASSES
+from meshnode.container.gmp_classes import GOAL_ENTRY_KINDS, TASK_TERMINAL, VERSION
+from meshnode.errors import AdmissionRefused
 from meshnode.gmp.held import MemoryHeld  # noqa: F401  (part of this module's API)
-
-GMP_CLASSES = ("goal", "task", "workflow_entry")
-VERSION = "1.1"
+from meshnode.gmp.task_state import task_state
 CODES = {
     "gmp_not_authorized": "the signer is neither creator, assignee of every parent, nor an admissible steward",
     "gmp_bad_transition": "a status change not allowed (gmp.md section 3)",
@@ -33,7 +34,7 @@ CODES = {
 }
 
 
-class GmpRefused(MeshnodeError):
+class GmpRefused(AdmissionRefused):
     """A GMP container refused at admission: ``code`` is one of :data:`CODES`."""
 
     def __init__(self, code: str, reason: str):
@@ -359,8 +360,6 @@ def _takeover(c: Container, parents, first: Container, held: Held) -> None:
         _refuse("gmp_not_authorized", "an assignee of some parents cannot take the task over from the others")
     if not _cited_member(c, held, _links(first, "in_reply_to")[0], None):
         _refuse("gmp_not_authorized", "a steward cites in related.see_also a goal version listing it as participant")
-    from meshnode.gmp.view import task_state  # view builds on this module
-
     for p in parents:
         overdue = task_state(p).overdue_at_ms
         if overdue is None:
@@ -432,9 +431,6 @@ def offer_fault(o: Container, root: str, d: str) -> str | None:
 def basis_fault(o: Container, root: str, d: str, held: Held) -> str | None:
     """Why the offer ``o`` does not rest on an approved CogConsensus result nominating ``d``
     (None when it does). Pending while the result, its votes or the nomination are not held."""
-    from meshnode.consensus.cogvote import ConsensusError  # imported here: consensus.result imports the store
-    from meshnode.consensus.result import read_claim, verify_result
-
     basis = o.payload.get("basis")
     if type(basis) is not str:
         return "the offer cites no consensus_result in basis"

@@ -14,50 +14,26 @@ from __future__ import annotations
 
 import json
 
-from meshnode.container import Container, format_ms, parse_ms
+from meshnode.container import Container, format_ms
 from meshnode.gmp import build
 from meshnode.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show, decided_basis)
+from meshnode.gmp.publish import DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version
+from meshnode.gmp.reactions import on_admitted as _on_admitted
+from meshnode.gmp.reactions import reassign_stale as _reassign_stale
 from meshnode.store import lineage as lineage_index
-from meshnode.store.database import Database, sql_errors
+from meshnode.store.database import sql_errors
 
 __all__ = ["GmpError", "goal_add", "goal_update", "goal_cancel", "goal_list", "goal_show", "task_add", "task_update",
            "task_offer", "task_accept", "task_refuse", "task_progress", "task_done", "task_release", "task_list",
            "task_show", "task_due", "task_nominate", "on_admitted", "reassign_stale", "Push"]
 
-DAY_S = 86_400
-DEFAULT_CHECK_S = DAY_S  # a held task says when it is looked at next: by default a day on
 DEFAULT_GRACE_S = 3600
 MIN_GRACE_S, MAX_GRACE_S = 600, 2_592_000
 RULES = ("creator", "cogconsensus", "meshconsensus")
 GOAL_MOVES = {"proposed": {"active", "cancelled"}, "active": {"paused", "completed", "cancelled", "failed"},
               "paused": {"active", "cancelled", "failed"}}
-
-
-class Push:
-    """Which peers get which containers at once, each list in dependency order, never this node."""
-
-    def __init__(self, me: str):
-        self.me, self.to = me, {}
-
-    def add(self, peers, dids) -> None:
-        for peer in peers:
-            if peer and peer != self.me:
-                have = self.to.setdefault(peer, [])
-                have += [d for d in dids if d and d not in have]
-
-    def merge(self, other: list[dict]) -> None:
-        for item in other:
-            self.add([item["to"]], item["dids"])
-
-    def result(self) -> list[dict]:
-        return [{"to": peer, "dids": dids} for peer, dids in self.to.items() if dids]
-
-
-def _store(db: Database, c: Container, now_ms: int) -> Container:
-    db.put_container(c, received_at_ms=now_ms)
-    return c
 
 
 def _text(value, what: str, limit: int) -> str:
@@ -83,20 +59,6 @@ def _dids(values, what: str) -> list[str]:
     return out
 
 
-def _check_s(payload: dict) -> int:
-    metrics = payload.get("metrics")
-    every = metrics.get("check_every_s") if isinstance(metrics, dict) else None
-    return every if type(every) is int and every > 0 else DEFAULT_CHECK_S
-
-
-def _next_check(payload: dict, now_ms: int) -> str:
-    """The next_check_at a version that holds the task carries: kept while in the future."""
-    current = payload.get("next_check_at")
-    if isinstance(current, str) and parse_ms(current, "next_check_at") > now_ms:
-        return current
-    return format_ms(now_ms + _check_s(payload) * 1000)
-
-
 # --- goals ------------------------------------------------------------------------------------
 
 
@@ -116,7 +78,7 @@ def goal_add(db, key, now_ms, *, title, description=None, priority=None, criteri
         payload["participants"] = [key.did, *people]
     payload["audience"] = "public" if public else "participants"
     parent_lineage = resolve(db, parent, "goal") if parent else None
-    c = _store(db, build.goal(key, payload, now_ms=now_ms, tags=tuple(tags or ()), parent_goal=parent_lineage), now_ms)
+    c = publish(db, build.goal(key, payload, now_ms=now_ms, tags=tuple(tags or ()), parent_goal=parent_lineage), now_ms)
     push = Push(key.did)
     push.add(people, [c.did])
     return {"did": c.did, "lineage": c.did, "status": "active", "push": push.result()}
@@ -137,7 +99,7 @@ def _goal_version(db, key, now_ms, lineage: str, changes: dict) -> tuple[Contain
     c = build.goal(key, payload, now_ms=now_ms, tags=tuple(head.head.get("tags") or ()),
                    parent_goal=(rel.get("in_reply_to") or [None])[0], depends_on=tuple(rel.get("depends_on") or ()),
                    see_also=tuple(rel.get("see_also") or ()), previous=(head.did,))
-    return _store(db, c, now_ms), row
+    return publish(db, c, now_ms), row
 
 
 def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=None, priority=None,
@@ -183,7 +145,7 @@ def goal_cancel(db, key, now_ms, *, goal, reason=None) -> dict:
     push.add(row["participants"], [c.did])
     out = {"did": c.did, "lineage": lineage, "status": "cancelled"}
     if reason:
-        note = _store(db, build.entry(key, "reflection", {}, now_ms=now_ms, about=lineage,
+        note = publish(db, build.entry(key, "reflection", {}, now_ms=now_ms, about=lineage,
                                       summary=_text(reason, "the reason", 4096)), now_ms)
         push.add(row["participants"], [note.did])
         out["reflection"] = note.did
@@ -199,7 +161,7 @@ def _abandon_tasks(db, key, now_ms, goal_lineage: str, push: Push) -> list[str]:
             "SELECT lineage FROM tasks WHERE goal_lineage = ? AND creator_did = ? AND status NOT IN"
             " ('completed', 'failed', 'abandoned')", (goal_lineage, key.did))]
     for lin in open_tasks:
-        c, row = _task_version(db, key, now_ms, task_row(db, lin), {"status": "abandoned", "reason": "abandoned"})
+        c, row = publish_task_version(db, key, now_ms, task_row(db, lin), {"status": "abandoned", "reason": "abandoned"})
         push.add(row["assigned_to"], [c.did])
     return open_tasks
 
@@ -247,42 +209,11 @@ def task_add(db, key, now_ms, *, goal, title, description=None, parent=None, dep
     if rule != "creator":
         payload["delegation_rule"] = rule
     depends_on = tuple(resolve(db, d, "task") for d in depends or ())
-    c = _store(db, build.task(key, payload, now_ms=now_ms, goal=goal_lineage, parent_task=parent_lineage,
+    c = publish(db, build.task(key, payload, now_ms=now_ms, goal=goal_lineage, parent_task=parent_lineage,
                               depends_on=depends_on, see_also=tuple(see_also), tags=tuple(tags or ())), now_ms)
     push = Push(key.did)
     push.add([g["creator_did"]], [c.did])
     return {"did": c.did, "lineage": c.did, "goal": goal_lineage, "status": "pending", "push": push.result()}
-
-
-def _task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()) -> tuple[Container, dict]:
-    """The next version of a task from its shown one, with ``changes`` to the payload
-    (a None value removes a field)."""
-    head = shown(db, row)
-    payload = dict(head.payload)
-    for k, v in changes.items():
-        if v is None:
-            payload.pop(k, None)
-        else:
-            payload[k] = v
-    held_by = payload.get("assigned_to") or []
-    if held_by and payload["status"] not in TASK_TERMINAL:
-        payload["next_check_at"] = changes.get("next_check_at") or _next_check(payload, now_ms)
-    if not held_by:
-        payload.pop("assigned_to", None)
-    rel = head.related
-    reply = list(rel.get("in_reply_to") or [])
-    c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
-                   depends_on=tuple(rel.get("depends_on") or ()), previous=(head.did,), agreed=tuple(agreed),
-                   tags=tuple(head.head.get("tags") or ()))
-    return _store(db, c, now_ms), row
-
-
-def _task_push(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:
-    """A new task version goes to its assignees and its creator; a newcomer gets all it needs."""
-    assignees = c.payload.get("assigned_to") or []
-    push.add([row["creator_did"], *(a for a in assignees if a not in newcomers), *row["assigned_to"]], [c.did])
-    for peer in newcomers:
-        push.add([peer], bundle(db, row["lineage"], extra=(c.did,)))
 
 
 _CREATOR_ONLY = ("title", "description", "priority", "deadline", "delegation_rule", "check_grace_s")
@@ -356,9 +287,9 @@ def task_update(db, key, now_ms, *, task, status=None, next_check_ms=None, notes
         changes["reason"] = _REASONS.get(new, "edited")
     else:
         changes["reason"] = "check_in" if me in row["assigned_to"] and "next_check_at" in changes else "edited"
-    c, row = _task_version(db, key, now_ms, row, changes)
+    c, row = publish_task_version(db, key, now_ms, row, changes)
     push = Push(me)
-    _task_push(push, db, row, c)
+    push_task_version(push, db, row, c)
     return {"did": c.did, "lineage": lineage, "status": c.payload["status"], "push": push.result()}
 
 
@@ -373,9 +304,9 @@ def task_release(db, key, now_ms, *, task, reason="released") -> dict:
     changes = {"assigned_to": left, "reason": reason if reason in ("released",) else "released"}
     if not left:
         changes.update(status="pending", next_check_at=None)
-    c, row = _task_version(db, key, now_ms, row, changes)
+    c, row = publish_task_version(db, key, now_ms, row, changes)
     push = Push(key.did)
-    _task_push(push, db, row, c)
+    push_task_version(push, db, row, c)
     return {"did": c.did, "lineage": lineage, "status": c.payload["status"], "push": push.result()}
 
 
@@ -412,10 +343,10 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
     if people == [key.did]:  # the creator takes its own task: no offer needed
         if key.did in row["assigned_to"]:
             raise GmpError("bad_args", f"you hold task {lineage} already")
-        c, row = _task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], key.did],
+        c, row = publish_task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], key.did],
                                                       "reason": "assigned"})
         push = Push(key.did)
-        _task_push(push, db, row, c)
+        push_task_version(push, db, row, c)
         return {"did": c.did, "lineage": lineage, "assigned": [key.did], "push": push.result()}
     people = [d for d in people if d != key.did]
     holding = [d for d in people if d in row["assigned_to"]]
@@ -426,7 +357,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
               "expires_at": format_ms(expires)}
     if basis is not None:
         fields["basis"] = basis
-    offer = _store(db, build.entry(key, "delegation", fields, now_ms=now_ms, about=lineage, recipients=tuple(people)),
+    offer = publish(db, build.entry(key, "delegation", fields, now_ms=now_ms, about=lineage, recipients=tuple(people)),
                    now_ms)
     push = Push(key.did)
     for peer in people:
@@ -451,7 +382,7 @@ def task_nominate(db, key, now_ms, *, task, candidate) -> dict:
         if key.did not in goal["participants"]:
             raise GmpError("not_allowed", f"only the goal's participants nominate for task {lineage}")
         cite = (goal["container_did"],)  # the goal version listing the signer as participant
-    e = _store(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
+    e = publish(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
                                                    "selection": "cogconsensus", "nomination": True,
                                                    "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
                                now_ms=now_ms, about=lineage, see_also=cite), now_ms)
@@ -502,7 +433,7 @@ def shown_entry(db, did: str) -> Container:
 def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None) -> dict:
     lineage = resolve(db, task, "task")
     o = _offer_for(db, key, now_ms, lineage, offer)
-    e = _store(db, build.entry(key, kind, {"offer": o.did, **fields}, now_ms=now_ms, about=lineage,
+    e = publish(db, build.entry(key, kind, {"offer": o.did, **fields}, now_ms=now_ms, about=lineage,
                                summary=summary, recipients=(o.sender_did,)), now_ms)
     push = Push(key.did)
     push.add([o.sender_did], [e.did])
@@ -531,7 +462,7 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
         raise GmpError("not_allowed", f"you are not an assignee of task {lineage}: your progress would not count")
     if row["status"] in TASK_TERMINAL:
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: it is over")
-    e = _store(db, build.entry(key, "progress", {"progress": value, "task_version": row["container_did"]},
+    e = publish(db, build.entry(key, "progress", {"progress": value, "task_version": row["container_did"]},
                                now_ms=now_ms, about=lineage, summary=_text(summary, "the summary", 4096) if summary
                                else None), now_ms)
     push = Push(key.did)
@@ -539,11 +470,11 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
     out = {"did": e.did, "lineage": lineage, "progress": value}
     if check_in:
         changes = {"progress": value, "reason": "check_in",
-                   "next_check_at": format_ms(now_ms + _check_s(shown(db, row).payload) * 1000)}
+                   "next_check_at": format_ms(now_ms + check_every_s(shown(db, row).payload) * 1000)}
         if row["status"] == "pending":
             changes.update(status="in_progress", reason="started")
-        c, row = _task_version(db, key, now_ms, row, changes)
-        _task_push(push, db, row, c)
+        c, row = publish_task_version(db, key, now_ms, row, changes)
+        push_task_version(push, db, row, c)
         out["version"] = c.did
     out["push"] = push.result()
     return out
@@ -558,7 +489,7 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
     push = Push(key.did)
     versions = []
     if row["status"] in ("pending", "paused"):  # done without saying it started: the start is one version
-        c, row = _task_version(db, key, now_ms, row, {"status": "in_progress", "reason": "started"})
+        c, row = publish_task_version(db, key, now_ms, row, {"status": "in_progress", "reason": "started"})
         versions.append(c.did)
         row = task_row(db, lineage)
     if row["status"] != "in_progress":
@@ -568,7 +499,7 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
         changes["progress"] = 1.0
     if summary:
         changes["notes"] = _text(summary, "the summary", 65536)
-    c, row = _task_version(db, key, now_ms + (1 if versions else 0), row, changes)
+    c, row = publish_task_version(db, key, now_ms + (1 if versions else 0), row, changes)
     versions.append(c.did)
     push.add([row["creator_did"], *row["assigned_to"]], versions)
     return {"did": c.did, "lineage": lineage, "status": end, "versions": versions, "push": push.result()}
@@ -579,14 +510,10 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
 
 def on_admitted(db, key, now_ms, dids: list[str]) -> dict:
     """Reactions to newly admitted GMP containers; {"published": [dids], "push": [...]}."""
-    from meshnode.gmp import reactions
-
-    return reactions.on_admitted(db, key, now_ms, dids)
+    return _on_admitted(db, key, now_ms, dids)
 
 
 def reassign_stale(db, key, now_ms, *, liveness: dict, dead_grace_ms: int) -> dict:
     """Versions removing dead or overdue holders of the tasks this node created;
     {"reassigned": [{"task", "removed", "why"}], "push": [...]}."""
-    from meshnode.gmp import reactions
-
-    return reactions.reassign_stale(db, key, now_ms, liveness=liveness, dead_grace_ms=dead_grace_ms)
+    return _reassign_stale(db, key, now_ms, liveness=liveness, dead_grace_ms=dead_grace_ms)

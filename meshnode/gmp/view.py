@@ -1,7 +1,8 @@
 """What a GMP lineage shows (gmp.md sections 4.3, 5, 8): the shown head, the task's state, whether
 an entry counts, who held the task, and what needs doing now. Pure functions of admitted
 containers (and, for the due state, of the local liveness and clock): every node holding the
-same containers computes the same view."""
+same containers computes the same view. What one task version says on its own (its state, due and
+overdue times) is :mod:`meshnode.gmp.task_state`, which admission reads too."""
 
 from __future__ import annotations
 
@@ -12,17 +13,12 @@ from typing import Sequence
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import TASK_TERMINAL
 from meshnode.gmp.rules import Held, _is, ancestry, delegators, lineage_of, offer_fault
+from meshnode.gmp.task_state import TaskState, task_state  # noqa: F401  (part of this module's API)
 
-DEFAULT_GRACE_S = 3600
 DEFAULT_PRIORITY = 0.5
-DEFAULT_RULE = "creator"
 GOAL_TERMINAL = frozenset({"completed", "cancelled", "failed"})
 HOLDER_ENDS = frozenset({"released", "reassigned_dead", "reassigned_overdue"})
 DUE_STATES = ("unassigned", "holder_dead", "overdue", "due", "offer_open", "needs_decision", "fork", "goal_closed")
-
-
-def _ms(v) -> int | None:
-    return parse_ms(v) if v is not None else None
 
 
 def _takeover_like(h: Container, creator: str) -> bool:
@@ -42,34 +38,6 @@ def heads_of(versions: Sequence[Container]) -> list[Container]:
     """The versions no other version in ``versions`` replaces."""
     replaced = {d for v in versions for d in v.related.get("previous_version", ())}
     return [v for v in versions if v.did not in replaced]
-
-
-@dataclass(frozen=True)
-class TaskState:
-    status: str
-    assigned_to: tuple[str, ...]
-    progress: float | None
-    deadline_ms: int | None
-    next_check_ms: int | None
-    grace_ms: int
-    due_at_ms: int | None  # min(deadline, next_check_at) while held and not finished (section 8)
-    overdue_at_ms: int | None  # due_at + check_grace_s
-    rule: str
-    reason: str | None
-
-
-def task_state(version: Container) -> TaskState:
-    p = version.payload
-    deadline, next_check = _ms(p.get("deadline")), _ms(p.get("next_check_at"))
-    grace_ms = p.get("check_grace_s", DEFAULT_GRACE_S) * 1000
-    assigned = tuple(p.get("assigned_to", ()))
-    due = None
-    if assigned and p["status"] not in TASK_TERMINAL:
-        times = [t for t in (deadline, next_check) if t is not None]
-        due = min(times) if times else None
-    return TaskState(p["status"], assigned, p.get("progress"), deadline, next_check, grace_ms, due,
-                     None if due is None else due + grace_ms, p.get("delegation_rule", DEFAULT_RULE),
-                     p.get("reason"))
 
 
 def goal_fields(version: Container, creator: str | None = None) -> dict:

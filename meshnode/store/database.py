@@ -13,15 +13,16 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import cbor2
 
 from meshnode.container import Container, Limits, cbor, decode_container, parse_ms
 from meshnode.container.model import DEFAULT_LIMITS
-from meshnode.errors import StoreError
-from meshnode.gmp import rules
-from meshnode.store import gmp_admission, lineage, provenance, views, views_gmp
+from meshnode.errors import AdmissionRefused, StoreError
+from meshnode.store import lineage, provenance, views
+from meshnode.store.hooks import DEFAULT as DEFAULT_HOOKS
+from meshnode.store.hooks import StoreHooks
 from meshnode.store.migrate import migrate, schema_version
 
 BUSY_TIMEOUT_MS = 10_000
@@ -67,7 +68,12 @@ def _use_wal(conn: sqlite3.Connection) -> None:
 
 
 class Database:
-    def __init__(self, path: Path, *, create: bool = True, do_migrate: bool = True):
+    """``hooks``: the admission and views of the classes a domain package owns (``store.hooks``);
+    the process default (``store.hooks.DEFAULT``) unless given. Without hooks for every class that
+    needs them it opens and reads, but stores no container (StoreError ``no_store_hooks``)."""
+
+    def __init__(self, path: Path, *, create: bool = True, do_migrate: bool = True, hooks: StoreHooks | None = None):
+        self.hooks = DEFAULT_HOOKS if hooks is None else hooks
         self.path = Path(path)
         if not create and not self.path.exists():
             raise StoreError("no_database", f"no database at {self.path}; run `meshnode init` first")
@@ -118,28 +124,31 @@ class Database:
     # --- containers -----------------------------------------------------
 
     def put_container(self, c: Container, *, received_at_ms: int, received_from: str | None = None,
-                      local: dict | None = None, then: Callable[[sqlite3.Connection], None] | None = None) -> bool:
-        """Store a verified container and its table views; False if it was already here, or if it is a
-        GMP container held aside pending (``store.gmp_admission``). A GMP container refused at
-        admission raises ``gmp.rules.GmpRefused`` and nothing is stored. ``then(conn)`` runs in the
-        same transaction once it is stored (e.g. a reply marks the message it answers read)."""
+                      local: dict | None = None) -> bool:
+        """Store a verified container and its table views; False if it was already here, or if its
+        class's admission (``store.hooks``: GMP) held it aside pending. A container refused at
+        admission raises ``AdmissionRefused`` (GMP: ``gmp.rules.GmpRefused``) and nothing is stored."""
         with self.transaction() as conn:
-            stored = _insert(conn, c, received_at_ms, received_from, local)
-            if stored and then is not None:
-                then(conn)
-            return stored
+            return _insert(conn, c, received_at_ms, received_from, local, self.hooks)
+
+    def put_container_in(self, conn: sqlite3.Connection, c: Container, *, received_at_ms: int,
+                         received_from: str | None = None, local: dict | None = None) -> bool:
+        """``put_container`` inside a transaction the caller holds (``conn`` from ``transaction()``),
+        so the caller's own writes commit with the container or not at all."""
+        return _insert(conn, c, received_at_ms, received_from, local, self.hooks)
 
     def put_containers(self, containers: Iterable[Container], *, received_at_ms: int, received_from: str | None = None,
                        local: dict | None = None, batch: int = 1000,
-                       origins: Sequence[str | None] | None = None) -> list[bool | rules.GmpRefused]:
+                       origins: Sequence[str | None] | None = None) -> list[bool | AdmissionRefused]:
         """Store many verified containers, ``batch`` to a transaction (a seeded child's store: far
         fewer commits than ``put_container`` each). Per container, in order: True stored, False
         already here or held pending (GMP: released when what it waits for arrives later in the same
-        call, so give them in their author's order), or the ``GmpRefused`` that refused it (nothing of
-        it stored, the others are). A GMP one runs in a savepoint, so a refusal undoes only its own writes;
+        call, so give them in their author's order), or the ``AdmissionRefused`` that refused it (nothing
+        of it stored, the others are). One with admission hooks runs in a savepoint, so a refusal undoes
+        only its own writes;
         any other error (StoreError) rolls back the batch it is in and stops.
         ``origins``, when given, is each container's own ``received_from`` (instead of one for all)."""
-        out: list[bool | rules.GmpRefused] = []
+        out: list[bool | AdmissionRefused] = []
         items = list(containers)
         froms = list(origins) if origins is not None else [received_from] * len(items)
         if len(froms) != len(items):
@@ -147,13 +156,13 @@ class Database:
         for start in range(0, len(items), max(1, batch)):
             with self.transaction() as conn:
                 for c, frm in zip(items[start:start + max(1, batch)], froms[start:start + max(1, batch)]):
-                    if not rules.is_gmp(c):  # only GMP admission refuses; anything else fails the batch
-                        out.append(_insert(conn, c, received_at_ms, frm, local))
+                    if self.hooks.of(c) is None:  # only a class's admission refuses; anything else fails the batch
+                        out.append(_insert(conn, c, received_at_ms, frm, local, self.hooks))
                         continue
                     conn.execute("SAVEPOINT put_one")
                     try:
-                        out.append(_insert(conn, c, received_at_ms, frm, local))
-                    except rules.GmpRefused as exc:
+                        out.append(_insert(conn, c, received_at_ms, frm, local, self.hooks))
+                    except AdmissionRefused as exc:
                         conn.execute("ROLLBACK TO put_one")
                         out.append(exc)
                     conn.execute("RELEASE put_one")
@@ -179,13 +188,16 @@ class Database:
 
     def rebuild_views(self) -> int:
         """Re-derive every agent-table row from the containers; returns how many were applied."""
+        self.hooks.check()
         n = 0
         with self.transaction() as conn:
-            views_gmp.clear(conn)
+            for own in self.hooks:
+                own.clear(conn)
             for (core,) in conn.execute("SELECT core FROM containers WHERE known_class = 1 ORDER BY rowid").fetchall():
-                views.materialize(conn, decode_container(core, now_ms=2**62, limits=_STORED))
+                views.materialize(conn, decode_container(core, now_ms=2**62, limits=_STORED), self.hooks)
                 n += 1
-            views_gmp.rebuild_all(conn)
+            for own in self.hooks:
+                own.rebuilt(conn)
         return n
 
     def recent_notes(self, limit: int, *, before: str | None = None, query: str | None = None,
@@ -258,34 +270,31 @@ assert DEFAULT_LIMITS.max_bytes <= _STORED.max_bytes
 
 
 def _insert(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
-            local: dict | None) -> bool:
-    """Store ``c`` and its rows; False if it was here already or is held aside pending (GMP).
+            local: dict | None, hooks: StoreHooks) -> bool:
+    """Store ``c`` and its rows; False if it was here already or its admission held it aside.
 
-    A GMP 1.1 container passes step 8 first (``gmp_admission``): pending ones go to
-    ``gmp_pending`` instead, refused ones raise ``GmpRefused`` (the caller's transaction
-    rolls back). Every container stored releases the pending ones waiting for it."""
+    A container of a class with hooks (GMP 1.1) passes its admission first: it may be held
+    aside pending, or refused with an ``AdmissionRefused`` (the caller's transaction rolls back).
+    Every container stored is then shown to every hook (GMP releases what waited for it)."""
+    hooks.check()
     if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone() is not None:
         return False
-    held = gmp_admission.DbHeld(conn)
-    if rules.is_gmp(c):
-        gmp_admission.sweep(conn, received_at_ms)
-        outcome = rules.admit(c, held)
-        if outcome.kind == "pending":
-            gmp_admission.hold(conn, c, received_at_ms, received_from, outcome.missing)
-            return False
-        if outcome.kind == "refused":
-            raise rules.GmpRefused(outcome.code or "gmp_not_authorized", outcome.reason)
-        conn.execute("DELETE FROM gmp_pending WHERE did = ?", (c.did,))  # it may have waited here before
-    if not _store(conn, c, received_at_ms, received_from, local):
+    own = hooks.of(c)
+    if own is not None and not own.admit(conn, c, received_at_ms, received_from):
         return False
-    if conn.execute("SELECT 1 FROM gmp_pending_missing WHERE missing_did = ? LIMIT 1", (c.did,)).fetchone():
-        held.add(c)
-        gmp_admission.release(conn, c.did, held, lambda cn, p, at, frm: _store(cn, p, at, frm, None))
+    if not _store(conn, c, received_at_ms, received_from, local, hooks):
+        return False
+
+    def store_released(cn: sqlite3.Connection, released: Container, at: int, frm: str | None) -> bool:
+        return _store(cn, released, at, frm, None, hooks)
+
+    for each in hooks:
+        each.stored(conn, c, store_released)
     return True
 
 
 def _store(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
-           local: dict | None) -> bool:
+           local: dict | None, hooks: StoreHooks) -> bool:
     head = c.head
     expires = parse_ms(head["ttl"], "ttl") if "ttl" in head else None
     cur = conn.execute(
@@ -312,5 +321,5 @@ def _store(conn: sqlite3.Connection, c: Container, received_at_ms: int, received
     if type(forward) is int:  # a known class version allows 0 or 1; anything else is read as the nearest
         conn.execute("INSERT OR IGNORE INTO container_forward (did, forward) VALUES (?, ?)",
                      (c.did, min(max(forward, 0), 1)))
-    views.materialize(conn, c, local)
+    views.materialize(conn, c, hooks, local)
     return True

@@ -15,7 +15,6 @@ from meshnode.container import Container
 from meshnode.sync.versions import lineage_root
 
 VERSIONED = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge (views_cogsync)
-GMP_VERSIONED = ("goal", "task")  # at class_version 1.1 only (views_gmp); not CogSync knowledge
 MAX_COMPONENT = 100_000  # versions of one lineage walked at most
 
 

@@ -28,11 +28,12 @@ from typing import Iterable
 
 from meshnode.container import Container, cbor
 from meshnode.store.database import Database, _insert, sql_errors
+from meshnode.store.hooks import StoreHooks
 from meshnode.store.removal import remove_containers
 from meshnode.sync.versions import DEFAULT_TRUST
 
 REFUSED_AUTHOR_QUOTA = "author_quota"
-GMP_PENDING = "gmp_pending"  # a GMP container waiting for containers it names (store.gmp_admission)
+GMP_PENDING = "gmp_pending"  # a GMP container waiting for containers it names (gmp.store_admission)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Quotas:
 @dataclass(frozen=True)
 class Admission:
     outcome: str  # "new", "duplicate", "refused" or "pending" (GMP, held aside; or "failed", "busy": not stored,
-    # see mesh_admission); a GMP refusal raises gmp.rules.GmpRefused out of admit
+    # see mesh_admission); a refusal by a class's admission raises AdmissionRefused (GMP: GmpRefused) out of admit
     evicted: int = 0
     reason: str = ""
     gone: tuple[tuple[str, str], ...] = ()  # (container DID, author) of each container evicted
@@ -70,7 +71,7 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
         if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone():
             return Admission("duplicate")
         if c.sender_did in known:
-            if not _insert(conn, c, received_at_ms, received_from, None):
+            if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
                 return Admission("pending", reason=GMP_PENDING)
             return Admission("new")
         size = stored_size(c)
@@ -78,9 +79,9 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
         count, held = used or (0, 0)
         if count + 1 > quotas.author_containers or held + size > quotas.author_bytes:
             return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
-        if not _insert(conn, c, received_at_ms, received_from, None):
+        if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
             return Admission("pending", reason=GMP_PENDING)
-        gone = _evict_over_quota(conn, quotas, known, c.did)
+        gone = _evict_over_quota(conn, quotas, known, c.did, db.hooks)
         return Admission("new", evicted=len(gone), gone=gone)
 
 
@@ -115,7 +116,7 @@ ORDER BY
 
 
 def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[str],
-                      spare: str) -> tuple[tuple[str, str], ...]:
+                      spare: str, hooks: StoreHooks) -> tuple[tuple[str, str], ...]:
     """Evict down to ``slack`` below the global quota; returns (container DID, author) of each evicted."""
     count, size = unknown_usage(conn, known)
     if count <= quotas.total_containers and size <= quotas.total_bytes:
@@ -131,5 +132,5 @@ def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset
         victims.append((row[0], row[2]))
         count, size = count - 1, size - row[1]
     cur.close()
-    remove_containers(conn, [did for did, _ in victims])
+    remove_containers(conn, [did for did, _ in victims], hooks)
     return tuple(victims)

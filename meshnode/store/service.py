@@ -24,6 +24,7 @@ from typing import Callable, TypeVar
 import trio
 
 from meshnode.store.database import BUSY_TIMEOUT_MS, Database
+from meshnode.store.hooks import StoreHooks
 
 BACKGROUND_BUSY_MS = 250
 
@@ -41,10 +42,11 @@ class Store:
         self.version = writer.version
 
     @classmethod
-    async def open(cls, path: Path, *, create: bool = True, metrics=None) -> "Store":
-        writer = await trio.to_thread.run_sync(lambda: Database(path, create=create))
+    async def open(cls, path: Path, *, create: bool = True, metrics=None, hooks: StoreHooks | None = None) -> "Store":
+        """Both connections; ``hooks`` as for ``Database`` (the process default unless given)."""
+        writer = await trio.to_thread.run_sync(lambda: Database(path, create=create, hooks=hooks))
         try:
-            reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False))
+            reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False, hooks=hooks))
         except BaseException:
             writer.close()
             raise

@@ -7,7 +7,7 @@ any node that holds it. A friend is a peer whose ``agent_peers.tags`` holds
 "Friend".
 
 GMP 1.1 goals, tasks and workflow entries (gmp.md section 7) go to their goal's
-audience (``gmp_audience``, drawn by ``store.views_gmp``), and, when the goal is
+audience (``gmp_audience``, drawn by ``gmp.store_views``), and, when the goal is
 public, to anyone whose sync want has ``public_goals``; a fetch of one by DID is
 checked against the audience too (a public goal's containers may be fetched by
 anyone: public is public, the want only says what a node cares to receive).
@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.gmp.rules import GMP_CLASSES, VERSION as GMP_VERSION
+from meshnode.container.gmp_classes import CLASSES as GMP_CLASSES
+from meshnode.container.gmp_classes import VERSION as GMP_VERSION
 from meshnode.store.database import Database, sql_errors
 from meshnode.sync.selective import PUBLIC_GOAL
 

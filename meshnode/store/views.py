@@ -13,19 +13,22 @@ import json
 import sqlite3
 
 from meshnode.container import Container, format_ms
-from meshnode.gmp.rules import is_gmp
-from meshnode.store import views_cogsync, views_gmp
+from meshnode.store import views_cogsync
+from meshnode.store.hooks import StoreHooks
 from meshnode.store.lineage import VERSIONED
 from meshnode.sync.selective import tags_of
 
 
-def materialize(conn: sqlite3.Connection, c: Container, local: dict | None = None) -> None:
+def materialize(conn: sqlite3.Connection, c: Container, hooks: StoreHooks, local: dict | None = None) -> None:
+    """The rows ``c`` stands for: its own class's hooks draw them when it has some (GMP 1.1:
+    admitted already, ``database._insert``), else this module's handler for its class."""
     handler = _HANDLERS.get(c.cls)
     if c.known_class and type(c.payload) is dict:  # not for encrypted payloads
         conn.executemany("INSERT OR IGNORE INTO container_tags (did, tag) VALUES (?, ?)",
                          [(c.did, tag) for tag in tags_of(c)])
-        if is_gmp(c):  # goals, tasks and entries 1.1: admitted already (database._insert)
-            views_gmp.refresh(conn, c)
+        own = hooks.of(c)
+        if own is not None:
+            own.materialise(conn, c)
         elif handler is not None:
             handler(conn, c, local or {})
 

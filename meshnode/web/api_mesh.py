@@ -10,7 +10,7 @@ from __future__ import annotations
 from meshnode import ethics
 from meshnode.consensus.cogvote import (DAY_MS, DECISIONS, DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS,
                                         Rule)
-from meshnode.consensus.result import tally_stored
+from meshnode.consensus.stored import tally_stored
 from meshnode.reputation.manual import MAX_REASON, set_by_person
 from meshnode.reputation.reading import reputation_detail, reputation_rows
 from meshnode.web import ids

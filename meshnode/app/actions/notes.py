@@ -46,13 +46,12 @@ def write_note(db, key, actor: Actor, text: str, *, now_ms: int, topic: str | No
         recipients = friends(db)
     note = make_note(key, text, now_ms=now_ms, topic=topic, source=signed_source(actor), audience=audience,
                      priority=int(priority), recipients=recipients, forward=int(forward), reply_to=reply_to)
-    def after(conn: sqlite3.Connection) -> None:
-        if answered is not None:
-            conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (answered,))
-        if then is not None:
-            then(conn, note)
-
-    db.put_container(note, received_at_ms=now_ms, local=local_fields(actor, tags, read, approved_by), then=after)
+    with db.transaction() as conn:
+        if db.put_container_in(conn, note, received_at_ms=now_ms, local=local_fields(actor, tags, read, approved_by)):
+            if answered is not None:
+                conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (answered,))
+            if then is not None:
+                then(conn, note)
     return note
 
 

@@ -19,7 +19,7 @@ from meshnode.store.sharing import FRIEND
 
 
 def _consensus_vote(db, key, now, args):
-    from meshnode.consensus.result import cast_vote
+    from meshnode.consensus.stored import cast_vote
 
     vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
     return {"did": vote.did}

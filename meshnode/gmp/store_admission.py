@@ -1,12 +1,13 @@
 """GMP admission inside the store: a DB-backed ``Held`` and the pending containers.
 
-``database._insert`` runs step 8 (``gmp.rules.admit``) on every GMP 1.1 container with a
-:class:`DbHeld` over what this node holds. A container naming something not held yet is
-kept aside in ``gmp_pending`` (with one ``gmp_pending_missing`` row per DID it waits for)
-instead of ``containers``; whenever any container is stored, the pending ones waiting for
-its DID are judged again in the same transaction, and those admitted release the ones
-waiting for them in turn (a work list, not recursion: a chain may be long). Limits:
-:data:`MAX_PER_AUTHOR` pending containers per author and :data:`MAX_AGE_MS`.
+The store runs step 8 (``gmp.rules.admit``) on every GMP 1.1 container through the hooks of
+``gmp.store_hooks`` (:func:`admit`), with a :class:`DbHeld` over what this node holds. A
+container naming something not held yet is kept aside in ``gmp_pending`` (with one
+``gmp_pending_missing`` row per DID it waits for) instead of ``containers``; whenever any
+container is stored, the pending ones waiting for its DID are judged again in the same
+transaction (:func:`released`), and those admitted release the ones waiting for them in turn
+(a work list, not recursion: a chain may be long). Limits: :data:`MAX_PER_AUTHOR` pending
+containers per author and :data:`MAX_AGE_MS`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from typing import Callable
 
 import cbor2
 
 from meshnode.container import Container, Limits, cbor, decode_container
 from meshnode.gmp import rules
+from meshnode.store.hooks import StoreFn
 
 log = logging.getLogger("meshnode.store")
 
@@ -103,10 +104,28 @@ def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_f
     return True
 
 
-Store = Callable[[sqlite3.Connection, Container, int, str | None], None]
+def admit(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None) -> bool:
+    """Step 8 for ``c`` before it is stored: True to store it, False when it is held aside pending;
+    raises ``GmpRefused``. Old pending containers are swept first."""
+    sweep(conn, received_at_ms)
+    outcome = rules.admit(c, DbHeld(conn))
+    if outcome.kind == "pending":
+        hold(conn, c, received_at_ms, received_from, outcome.missing)
+        return False
+    outcome.raise_if_refused()
+    conn.execute("DELETE FROM gmp_pending WHERE did = ?", (c.did,))  # it may have waited here before
+    return True
 
 
-def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: Store) -> list[tuple[str, str, str]]:
+def released(conn: sqlite3.Connection, c: Container, store: StoreFn) -> None:
+    """After any container ``c`` was stored: the pending ones waiting for it are judged again."""
+    if conn.execute("SELECT 1 FROM gmp_pending_missing WHERE missing_did = ? LIMIT 1", (c.did,)).fetchone():
+        held = DbHeld(conn)
+        held.add(c)
+        release(conn, c.did, held, store)
+
+
+def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: StoreFn) -> list[tuple[str, str, str]]:
     """Judge again the pending containers waiting for ``did`` (just stored), and those waiting for
     each one admitted, and so on. ``store`` stores an admitted one (rows and views, no admission).
     Returns (DID, code, reason) of those now refused: they are dropped."""

@@ -1,7 +1,7 @@
 """GMP goals, tasks and workflow entries as views (protocols/gmp.md sections 5, 7, 8, 9).
 
-Runs for admitted goal/task/workflow_entry 1.1 containers only (``database._insert`` judged
-them first). Goal and task versions join the lineage index (``store.lineage``); each lineage
+Runs for admitted goal/task/workflow_entry 1.1 containers only (``store_admission.admit`` judged
+them first), through the store's hooks (``gmp.store_hooks``). Goal and task versions join the lineage index (``store.lineage``); each lineage
 is one ``goals``/``tasks`` row drawn from its shown head (``gmp.view.shown_head``: no trust,
 so every node shows the same one) with its fork count, upserted by ``lineage`` so the local
 columns (pinned, repl_*, llm_id) are never touched. ``task_holders`` follows the path to the
@@ -24,17 +24,19 @@ from typing import Sequence
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import KIND_FIELDS
 from meshnode.gmp import view
-from meshnode.store import lineage
-from meshnode.store.gmp_admission import DbHeld
+from meshnode.gmp.store_admission import DbHeld
+from meshnode.gmp.task_state import TaskState, task_state
+from meshnode.store import lineage, views_cogsync
 
 GOAL_REL = (("in_reply_to", "subgoal"), ("depends_on", "dependency"), ("see_also", "related"))
+VERSIONED = ("goal", "task")  # their versions join the store's lineage index (at class_version 1.1 only)
 
 
 def refresh(conn: sqlite3.Connection, c: Container, held: DbHeld | None = None) -> None:
     """Index an admitted GMP container and redraw the rows it changes."""
     held = held or DbHeld(conn)
     held.add(c)
-    if c.cls in lineage.GMP_VERSIONED:
+    if c.cls in VERSIONED:
         redraw, gone = lineage.index_version(conn, c)
         table = "goals" if c.cls == "goal" else "tasks"
         for root in gone:
@@ -157,7 +159,7 @@ def _draw_task(conn: sqlite3.Connection, root: str, held: DbHeld, new: Container
     was = conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (root,)).fetchone()
     first, shown, forks = _heads(conn, root, held)
     creator = first.sender_did
-    p, state = shown.payload, view.task_state(shown)
+    p, state = shown.payload, task_state(shown)
     links = first.related.get("in_reply_to", [])
     goal = _lineage(held, links[0])
     _recount(conn, root, held, unresolved=True)
@@ -215,10 +217,10 @@ def _show_progress(conn: sqlite3.Connection, root: str, held: DbHeld) -> None:
     shown = held.get(row[0]) if row and row[0] else None
     if shown is not None:
         conn.execute("UPDATE tasks SET progress = ? WHERE lineage = ?",
-                     (_progress(conn, root, shown, view.task_state(shown)), root))
+                     (_progress(conn, root, shown, task_state(shown)), root))
 
 
-def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: view.TaskState) -> float | None:
+def _progress(conn: sqlite3.Connection, root: str, shown: Container, state: TaskState) -> float | None:
     """The newer of the shown version's progress and the counted progress entries by its assignees."""
     best = (shown.timestamp_ms, state.progress) if state.progress is not None else None
     if state.assigned_to:
@@ -338,3 +340,58 @@ def rebuild_all(conn: sqlite3.Connection) -> None:
     """After a full rebuild (containers in arrival order): every goal's audience drawn again."""
     for (goal,) in conn.execute("SELECT DISTINCT goal_lineage FROM gmp_members").fetchall():
         draw_audience(conn, goal)
+
+
+# --- removal (quota eviction: ``store.removal``) --------------------------------------------
+
+
+class Removal:
+    """GMP 1.1 containers leaving the store take their entry and member rows with them; once all
+    went, their lineages are indexed and drawn again from what remains, the entries naming them
+    counted again and their goals' audiences drawn again."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.lineages: dict[str, str] = {}  # GMP lineage root -> class
+        self.goals: set[str] = set()  # goals whose audience is drawn again
+        self.recount: set[str] = set()  # lineages whose entries may name what goes (their counting changes)
+
+    def take(self, did: str, cls: str) -> None:
+        conn = self.conn
+        self.goals.update(r[0] for r in conn.execute("SELECT goal_lineage FROM gmp_members WHERE did = ?", (did,)))
+        root = lineage.root_of(conn, did)
+        if root is not None:
+            self.lineages[root] = cls
+        self.recount.update(r[0] for r in conn.execute("SELECT lineage FROM gmp_entries WHERE did = ?", (did,)))
+        conn.execute("DELETE FROM gmp_entries WHERE did = ?", (did,))
+        conn.execute("DELETE FROM gmp_members WHERE did = ?", (did,))
+
+    def finish(self) -> None:
+        for root, cls in self.lineages.items():
+            _redraw(self.conn, root, cls)
+        for root in sorted(self.recount | set(self.lineages)):
+            recount(self.conn, root)
+        for goal in self.goals:
+            draw_audience(self.conn, goal)
+
+
+def _redraw(conn: sqlite3.Connection, root: str, cls: str) -> None:
+    """A GMP lineage indexed and drawn again from its remaining versions, in arrival order.
+    With none left, its row goes unless local rows still point at it (then it stays as it was)."""
+    left = [r[0] for r in conn.execute("SELECT v.did FROM container_versions v JOIN containers c ON c.did = v.did"
+                                       " WHERE v.root = ? ORDER BY c.rowid", (root,))]
+    conn.executemany("DELETE FROM container_versions WHERE did = ?", [(d,) for d in left])
+    if not left:
+        conn.execute("DELETE FROM task_holders WHERE lineage = ?", (root,))
+        if cls == "task":
+            conn.execute("DELETE FROM tasks WHERE lineage = ? AND NOT EXISTS (SELECT 1 FROM llm_recent_responses r"
+                         " WHERE r.task_id = tasks.id)", (root,))
+        else:
+            conn.execute("DELETE FROM goal_links WHERE child_goal_id IN (SELECT id FROM goals WHERE lineage = ?)",
+                         (root,))
+            conn.execute("DELETE FROM goals WHERE lineage = ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.goal_id"
+                         " = goals.id) AND NOT EXISTS (SELECT 1 FROM goal_links l WHERE l.parent_goal_id = goals.id)",
+                         (root,))
+        return
+    for did in left:
+        refresh(conn, views_cogsync.load_stored(conn, did))

@@ -1,0 +1,85 @@
+"""Publishing a GMP container from this node: store it (admission is the final word) and say who
+gets it at once (:class:`Push`); the next version of a task from its shown one. Shared by the
+actions of ``gmp.service`` and the node's own reactions in ``gmp.reactions``.
+"""
+
+from __future__ import annotations
+
+from meshnode.container import Container, format_ms, parse_ms
+from meshnode.gmp import build
+from meshnode.gmp.reads import TASK_TERMINAL, bundle, shown
+from meshnode.store.database import Database
+
+DAY_S = 86_400
+DEFAULT_CHECK_S = DAY_S  # a held task says when it is looked at next: by default a day on
+
+
+class Push:
+    """Which peers get which containers at once, each list in dependency order, never this node."""
+
+    def __init__(self, me: str):
+        self.me, self.to = me, {}
+
+    def add(self, peers, dids) -> None:
+        for peer in peers:
+            if peer and peer != self.me:
+                have = self.to.setdefault(peer, [])
+                have += [d for d in dids if d and d not in have]
+
+    def merge(self, other: list[dict]) -> None:
+        for item in other:
+            self.add([item["to"]], item["dids"])
+
+    def result(self) -> list[dict]:
+        return [{"to": peer, "dids": dids} for peer, dids in self.to.items() if dids]
+
+
+def publish(db: Database, c: Container, now_ms: int) -> Container:
+    """Store ``c``; a ``GmpRefused`` from admission propagates as the typed error it is."""
+    db.put_container(c, received_at_ms=now_ms)
+    return c
+
+
+def check_every_s(payload: dict) -> int:
+    metrics = payload.get("metrics")
+    every = metrics.get("check_every_s") if isinstance(metrics, dict) else None
+    return every if type(every) is int and every > 0 else DEFAULT_CHECK_S
+
+
+def next_check(payload: dict, now_ms: int) -> str:
+    """The next_check_at a version that holds the task carries: kept while in the future."""
+    current = payload.get("next_check_at")
+    if isinstance(current, str) and parse_ms(current, "next_check_at") > now_ms:
+        return current
+    return format_ms(now_ms + check_every_s(payload) * 1000)
+
+
+def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()) -> tuple[Container, dict]:
+    """The next version of a task from its shown one, with ``changes`` to the payload
+    (a None value removes a field)."""
+    head = shown(db, row)
+    payload = dict(head.payload)
+    for k, v in changes.items():
+        if v is None:
+            payload.pop(k, None)
+        else:
+            payload[k] = v
+    held_by = payload.get("assigned_to") or []
+    if held_by and payload["status"] not in TASK_TERMINAL:
+        payload["next_check_at"] = changes.get("next_check_at") or next_check(payload, now_ms)
+    if not held_by:
+        payload.pop("assigned_to", None)
+    rel = head.related
+    reply = list(rel.get("in_reply_to") or [])
+    c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
+                   depends_on=tuple(rel.get("depends_on") or ()), previous=(head.did,), agreed=tuple(agreed),
+                   tags=tuple(head.head.get("tags") or ()))
+    return publish(db, c, now_ms), row
+
+
+def push_task_version(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:
+    """A new task version goes to its assignees and its creator; a newcomer gets all it needs."""
+    assignees = c.payload.get("assigned_to") or []
+    push.add([row["creator_did"], *(a for a in assignees if a not in newcomers), *row["assigned_to"]], [c.did])
+    for peer in newcomers:
+        push.add([peer], bundle(db, row["lineage"], extra=(c.did,)))
