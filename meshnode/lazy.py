@@ -21,3 +21,16 @@ def exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
         return value
 
     return __getattr__
+
+
+async def import_in_thread(*names: str) -> None:
+    """Import ``names`` in a worker thread, not on the event loop: a face's SDK loaded at its
+    first request (seconds on a busy machine) must not stall the node meanwhile. Once loaded,
+    importing them again is a lookup."""
+    import sys
+
+    import trio
+
+    missing = [n for n in names if n not in sys.modules]
+    if missing:
+        await trio.to_thread.run_sync(lambda: [importlib.import_module(n) for n in missing])

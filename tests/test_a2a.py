@@ -182,7 +182,7 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     url = node.web_url.rstrip("/")
 
     async def fetch():
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=60) as http:  # the first request loads a2a-sdk
             raw = (await http.get(url + cards.CARD_PATH)).json()
             card = await A2ACardResolver(http, url).get_agent_card(
                 signature_verifier=create_signature_verifier(cards.key_provider(node.did), cards.ALGORITHMS))

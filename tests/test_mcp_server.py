@@ -114,7 +114,8 @@ async def test_bad_arguments_are_tool_errors_with_a_reason(web, tmp_path):
 
 
 async def test_http_needs_the_token_and_serves_the_same_tools(web):
-    async with httpx.AsyncClient(base_url=web.url) as client:
+    # (a generous timeout: the first request that reaches the SDK loads it, seconds on a busy machine)
+    async with httpx.AsyncClient(base_url=web.url, timeout=60) as client:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         plain = await client.post("/mcp", json=body)
         assert plain.status_code == 401 and plain.json()["code"] == "unauthorized"

@@ -30,6 +30,7 @@ from meshnode.a2a import CARD_PATH, RPC_PATH, held
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
 from meshnode.a2a.delivery import Conversations
 from meshnode.config.a2a import a2a_settings
+from meshnode.lazy import import_in_thread
 from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
 log = logging.getLogger("meshnode.a2a")
@@ -40,6 +41,7 @@ MAX_CARDS = 16
 BODY_SECONDS = 30  # a request body slower than this is refused (408): Hypercorn's read_timeout stays None,
 # as it would cut the notebook's event streams whose clients send nothing
 PATHS = (CARD_PATH, RPC_PATH)
+SDK_MODULES = ("meshnode.a2a.card", "meshnode.a2a.rpc")  # what needs a2a-sdk: loaded at the first request
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 UNSIGNED = (" [unsigned: this card was fetched at an address the node is not configured with (its URL comes"
             " from the request's Host); trust it only from [a2a] public_url or a name in [web] hosts]")
@@ -130,6 +132,7 @@ class A2AFace:
         if not self.guard.host_ok(host):
             return _error(421, None, -32600, f"Host {host[:100]!r} is not this node's; add it to [web] hosts")
         method, path = scope["method"], scope["path"]
+        await import_in_thread(*SDK_MODULES)  # a2a-sdk, at the first request: off the event loop
         if path == CARD_PATH:
             if method not in ("GET", "HEAD"):
                 return _error(405, None, -32600, "the card is read with GET")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import trio
 
+from meshnode.lazy import import_in_thread
 from meshnode.mcp_server.guard import METHODS, MCP_PATH
 
 
@@ -29,6 +30,7 @@ class McpOnDemand:
         if self._http is None:
             async with self._lock:  # two first requests at once: one builds, the other waits for it
                 if self._http is None:
+                    await import_in_thread("meshnode.mcp_server.http")  # the SDK: off the event loop
                     from meshnode.mcp_server.http import McpHttp
 
                     http = McpHttp(self.services)
