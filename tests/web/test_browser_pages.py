@@ -87,5 +87,8 @@ def test_markup_in_a_note_is_text(page, node):
     node.post("/api/notes", {"text": markup, "topic": "xss"})  # arrives on the open page by a note event
     shown = page.locator("#note-list .note-text", has_text="onerror")
     expect(shown.first).to_have_text(markup)
+    # who wrote it: the person, through the web (store.provenance), not the node's name
+    expect(page.locator("#note-list .note", has_text="onerror").first.locator(".meta")).to_contain_text(
+        "the person (web)")
     assert page.locator("#note-list img, #note-list b").count() == 0
     assert page.evaluate("document.body.dataset.pwned") is None

@@ -30,9 +30,21 @@ const filterForm = form([
 ], "Filter", async (v) => { filters = { ...v }; if (!filters.unread) delete filters.unread; await loadNotes(); return false; }, { cls: "filter" });
 notesBody.append(addNote, filterForm, noteList, olderNotes);
 
+// who wrote a note: a peer by its name; this node's own by who asked for it (app.actor's described)
+function writer(n) {
+  const via = n.asked_via ? ` (${n.asked_via})` : "";
+  switch (n.asked_kind) {
+    case "person": return `the person${via}`;
+    case "agent": return n.asked_via === "task" ? "the agent (task loop)" : "the agent";
+    case "node": return `this node${via}`;
+    case "a2a": return `A2A party ${n.asked_label || ""}`.trim();
+    default: return n.author_name || (n.author_did || "").slice(-8);
+  }
+}
+
 function noteNode(n) {
   return el("article", { class: `note ${n.read ? "read" : "unread"}`, data: { did: n.container_did } },
-    el("div", { class: "meta muted" }, time(n.timestamp), ` · ${n.author_name || (n.author_did || "").slice(-8)} · ${n.audience || ""}`,
+    el("div", { class: "meta muted" }, time(n.timestamp), ` · ${writer(n)} · ${n.audience || ""}`,
       n.topic ? ` · topic ${n.topic}` : "", n.read ? "" : " · unread", (n.tags || []).length ? ` · tags ${n.tags.join(", ")}` : ""),
     el("div", { class: "note-text body", text: n.text }),
     el("div", { class: "actions" },
