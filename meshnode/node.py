@@ -478,29 +478,6 @@ class _Control:
     async def cmd_sync(self, did: str):
         return await self.mesh.sync_with(did)
 
-    async def _keep(self, c) -> dict:
-        await self.store.write(lambda db: db.put_container(c, received_at_ms=now_ms()))
-        return {"did": c.did}
-
-    async def cmd_diary_add(self, text: str, title: str | None = None, topics: list | None = None,
-                            previous: list | None = None, forward: int | None = None):
-        return await self._keep(knowledge.make_diary_entry(self.key, text, now_ms=now_ms(), title=title,
-                                                           topics=_texts(topics), replaces=_texts(previous),
-                                                           forward=forward))
-
-    async def cmd_concept_add(self, label: str, description: str | None = None, aliases: list | None = None,
-                              tags: list | None = None, previous: list | None = None, forward: int | None = None):
-        return await self._keep(knowledge.make_concept(self.key, label, now_ms=now_ms(), description=description,
-                                                       aliases=_texts(aliases), tags=_texts(tags),
-                                                       replaces=_texts(previous), forward=forward))
-
-    async def cmd_link_add(self, source: str, relation: str, targets: list, domain: str | None = None,
-                           inverse: str | None = None, tags: list | None = None, previous: list | None = None,
-                           forward: int | None = None):
-        return await self._keep(knowledge.make_link(self.key, source, relation, _texts(targets), now_ms=now_ms(),
-                                                    domain=domain, inverse=inverse, tags=_texts(tags),
-                                                    replaces=_texts(previous), forward=forward))
-
     async def cmd_edit(self, op: str, id: str, label: str | None = None, description: str | None = None,
                        aliases: list | None = None, tags: list | None = None, relation: str | None = None,
                        targets: list | None = None, inverse: str | None = None, text: str | None = None,
@@ -517,21 +494,6 @@ class _Control:
             if note is not None and note.payload.get("audience") == "public":
                 await self.mesh.gossip(note)
         return result
-
-    async def cmd_diary(self, limit: int = 50):
-        return await self.store.read(knowledge.listing, "diary", limit)
-
-    async def cmd_concepts(self, limit: int = 50):
-        return await self.store.read(knowledge.listing, "concepts", limit)
-
-    async def cmd_links(self, limit: int = 50):
-        return await self.store.read(knowledge.listing, "links", limit)
-
-    async def cmd_note_read(self, did: str):
-        return await self.store.write(knowledge.read_note, did)
-
-    async def cmd_note_tag(self, did: str, add: list | None = None, remove: list | None = None):
-        return await self.store.write(knowledge.tag_note, did, _texts(add), _texts(remove))
 
     async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
         if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:

@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, notes
+from meshnode.app.actions import chat, knowledge, notes
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -30,7 +30,15 @@ class Action:
 ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("note_add", notes.note_add, "write a signed note (a public one is gossiped at once)"),
     Action("notes", notes.notes, "a page of notes, newest first, each with who asked for it", signs=False),
+    Action("note_read", notes.note_read, "a note in full, marked read", signs=False),
+    Action("note_tag", notes.note_tag, "add and remove a note's local tags", signs=False),
     Action("chat_send", chat.chat_send, "a message to the agent, in a new conversation or one more in a thread"),
+    Action("diary_add", knowledge.diary_add, "write a diary entry (CogSync)"),
+    Action("concept_add", knowledge.concept_add, "define a concept (CogSync)"),
+    Action("link_add", knowledge.link_add, "link a concept to others (CogSync)"),
+    Action("diary", knowledge.diary, "the newest diary entries", signs=False),
+    Action("concepts", knowledge.concepts, "the newest concepts", signs=False),
+    Action("links", knowledge.links, "the newest links", signs=False),
 )}
 
 

@@ -10,28 +10,20 @@ from __future__ import annotations
 import argparse
 
 from meshnode import knowledge
-from meshnode.cli.common import (_ask_node, _config, agent_did, container_did, live_or_local, print_json, print_rows,
+from meshnode.cli.common import (_ask_node, _config, act, agent_did, container_did, print_json, print_rows,
                                  resolve_references, terminal_safe, with_db)
-from meshnode.container import now_ms
 from meshnode.store import short_ids
-from meshnode.store.database import Database
 
 
 # --- commands ---------------------------------------------------------------------
 
 
-def _add(args, cmd: str, request, build) -> int:
-    """Write a diary entry, concept or link: through the running node, else here. ``request``
-    and ``build`` are functions of the arguments, called once their references are resolved."""
+def _add(args, cmd: str, request) -> int:
+    """Write a diary entry, concept or link (the application's action, by the running node or here);
+    ``request`` is a function of the arguments, called once their references are resolved."""
     config = _config(args)
     resolve_references(config, args, _REFERENCES[cmd])
-
-    def local(db: Database, key):
-        c = build(key)
-        db.put_container(c, received_at_ms=now_ms())
-        return {"did": c.did}
-
-    print(live_or_local(config, cmd, request(), local, needs_key=True)["did"])
+    print(act(config, cmd, request())["did"])
     return 0
 
 
@@ -47,29 +39,20 @@ _REFERENCES = {
 def cmd_diary_add(args) -> int:
     return _add(args, "diary_add",
                 lambda: {"text": args.text, "title": args.title, "topics": args.topic, "previous": args.replaces,
-                         "forward": args.forward},
-                lambda key: knowledge.make_diary_entry(key, args.text, now_ms=now_ms(), title=args.title,
-                                                       topics=args.topic, replaces=args.replaces,
-                                                       forward=args.forward))
+                         "forward": args.forward})
 
 
 def cmd_concept_add(args) -> int:
     return _add(args, "concept_add",
                 lambda: {"label": args.label, "description": args.description, "aliases": args.alias,
-                         "tags": args.tag, "previous": args.replaces, "forward": args.forward},
-                lambda key: knowledge.make_concept(key, args.label, now_ms=now_ms(), description=args.description,
-                                                   aliases=args.alias, tags=args.tag, replaces=args.replaces,
-                                                   forward=args.forward))
+                         "tags": args.tag, "previous": args.replaces, "forward": args.forward})
 
 
 def cmd_link_add(args) -> int:
     return _add(args, "link_add",
                 lambda: {"source": args.source, "relation": args.relation, "targets": args.targets,
                          "domain": args.domain, "inverse": args.inverse, "tags": args.tag, "previous": args.replaces,
-                         "forward": args.forward},
-                lambda key: knowledge.make_link(key, args.source, args.relation, args.targets, now_ms=now_ms(),
-                                                domain=args.domain, inverse=args.inverse, tags=args.tag,
-                                                replaces=args.replaces, forward=args.forward))
+                         "forward": args.forward})
 
 
 def _versions(r: dict) -> str:
@@ -89,8 +72,7 @@ _LINES = {
 
 def cmd_list(args) -> int:
     config = _config(args)
-    rows = live_or_local(config, args.kind, {"limit": args.limit},
-                         lambda db: knowledge.listing(db, args.kind, args.limit))
+    rows = act(config, args.kind, {"limit": args.limit})
     print_rows(args, rows, _LINES[args.kind])
     return 0
 
@@ -98,7 +80,7 @@ def cmd_list(args) -> int:
 def cmd_note_read(args) -> int:
     config = _config(args)
     did = container_did(config, args.did, "note")
-    return _print_note(args, live_or_local(config, "note_read", {"did": did}, lambda db: knowledge.read_note(db, did)))
+    return _print_note(args, act(config, "note_read", {"did": did}))
 
 
 def cmd_note_show(args) -> int:
@@ -132,8 +114,7 @@ def cmd_search(args) -> int:
 def cmd_note_tag(args) -> int:
     config = _config(args)
     did = container_did(config, args.did, "note")
-    tags = live_or_local(config, "note_tag", {"did": did, "add": args.tags, "remove": args.remove},
-                         lambda db: knowledge.tag_note(db, did, args.tags, args.remove))
+    tags = act(config, "note_tag", {"did": did, "add": args.tags, "remove": args.remove})
     print(terminal_safe(", ".join(tags) if tags else "(no tags)"))
     return 0
 

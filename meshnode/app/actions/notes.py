@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from meshnode import chat
+from meshnode import chat, knowledge
 from meshnode.app.actor import Actor, signed_source
 from meshnode.app.context import App
 from meshnode.container import Container
@@ -104,3 +104,14 @@ async def notes(app: App, actor: Actor, limit: int = 20, before: str | None = No
     filters: Database.recent_notes)."""
     return await app.store.read(lambda db: db.recent_notes(int(limit), before=before, query=query, unread=unread,
                                                            source=source, topic=topic))
+
+
+async def note_read(app: App, actor: Actor, did: str) -> dict:
+    """A note in full, marked read."""
+    return await app.store.write(knowledge.read_note, str(did))
+
+
+async def note_tag(app: App, actor: Actor, did: str, add: list | None = None, remove: list | None = None) -> list[str]:
+    """Add and remove a note's local tags (never signed nor forwarded); its tags after."""
+    return await app.store.write(knowledge.tag_note, str(did), [str(t) for t in add or []],
+                                 [str(t) for t in remove or []])

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 from meshnode import knowledge
+from meshnode.app.actions.knowledge import add_concept, add_diary_entry, add_link
+from meshnode.app.actor import AGENT
 from meshnode.cognition.handlers.rows import rows_of
 from meshnode.errors import MeshnodeError
-from meshnode.store.database import Database
 
 
 def _diary_list(db, key, now, args):
@@ -35,20 +36,15 @@ def _diary_read(db, key, now, args):
     return dict(zip(("lineage", "container_did", "text", "tags", "forks", "timestamp"), row))
 
 
-def _keep(db: Database, c, now: int) -> dict:
-    db.put_container(c, received_at_ms=now)
-    return {"did": c.did}
-
-
 def _diary_add(db, key, now, args):
-    return _keep(db, knowledge.make_diary_entry(key, args["text"], now_ms=now, title=args.get("title"),
-                                                topics=args.get("tags"),
-                                                replaces=[args["replaces"]] if args.get("replaces") else None), now)
+    return {"did": add_diary_entry(db, key, AGENT, args["text"], now_ms=now, title=args.get("title"),
+                                   topics=args.get("tags"),
+                                   previous=[args["replaces"]] if args.get("replaces") else None).did}
 
 
 def _concept_add(db, key, now, args):
-    return _keep(db, knowledge.make_concept(key, args["label"], now_ms=now, description=args.get("description"),
-                                            aliases=args.get("aliases"), tags=args.get("tags")), now)
+    return {"did": add_concept(db, key, AGENT, args["label"], now_ms=now, description=args.get("description"),
+                               aliases=args.get("aliases"), tags=args.get("tags")).did}
 
 
 def _concepts(db, key, now, args):
@@ -56,7 +52,7 @@ def _concepts(db, key, now, args):
 
 
 def _link_add(db, key, now, args):
-    return _keep(db, knowledge.make_link(key, args["source"], args["relation"], args["targets"], now_ms=now), now)
+    return {"did": add_link(db, key, AGENT, args["source"], args["relation"], args["targets"], now_ms=now).did}
 
 
 def _links(db, key, now, args):
