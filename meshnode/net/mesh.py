@@ -28,7 +28,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net import exchange, libp2p_dht_fixes, libp2p_fixes
+from meshnode.net import libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.announce import (
     NAMESPACE,
     MaintenanceCadence,
@@ -46,7 +46,7 @@ from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
 from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
 from meshnode.net.inbound import connection_limits, mend_inbound
-from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
 from meshnode.net.mesh_admission import AdmissionService
@@ -129,12 +129,13 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
-           GatingMixin):
+class Mesh(LookupMixin, SyncMixin, GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
-                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
+                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None,
+                 on_hello: HelloHook | None = None):
         """``validator``: this node's validator LLM lent to peers that ask (None: no LLM here), with
-        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``."""
+        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``;
+        ``on_hello``: takes a new child's ``spawn_hello`` (None: this node takes none)."""
         self.key = key
         self.config = config
         self.store = store
@@ -157,10 +158,7 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
         self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
         self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
-        self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
-        self.validator = validator
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
-        self._validating = trio.Semaphore(1)
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
         # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
@@ -193,6 +191,10 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
                                      every_s=config.reputation_s)
         self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
                                    timeouts=config.consensus_timeouts, block_limits=config.consensus_block_limits)
+        self.exchange = Exchange(key, store, self.guard, self.standing, self.address_guard, self.budgets,
+                                 self.admission, self, self.reach, self.events, metrics, clock,
+                                 max_frame_bytes=config.peer_limits.max_frame_bytes, min_trust=config.min_trust,
+                                 limits=config.container_limits, validator=validator, on_hello=on_hello)
 
     @property
     def host(self):
@@ -237,6 +239,18 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
 
     async def reputation_round(self) -> dict:
         return await self.reputation.reputation_round()
+
+    async def request(self, did: str, message: dict, expected: str, timeout: float = REQUEST_TIMEOUT) -> dict:
+        return await self.exchange.request(did, message, expected, timeout)
+
+    async def push(self, did: str, containers: list[Container]) -> dict:
+        return await self.exchange.push(did, containers)
+
+    async def fetch(self, did: str, container_dids: list[str]) -> list[Container]:
+        return await self.exchange.fetch(did, container_dids)
+
+    async def ask_validation(self, did: str, prompt: str, answer: str, timeout: float) -> tuple[int, str]:
+        return await self.exchange.ask_validation(did, prompt, answer, timeout)
 
     # --- transitional: the mixins not yet services reach the guard through these ---------
 
@@ -336,7 +350,7 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
-        host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
+        self.exchange.register(host)
         host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
         host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
         host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,

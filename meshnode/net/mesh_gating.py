@@ -127,7 +127,6 @@ class GatingMixin:
         if not self.host.get_network().get_connections(peer_id):
             did = _did_of(peer_id)
             self._unsupported.pop(did, None)
-            self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
             self.events.gone(did)
 
     def speaks(self, did: str, protocol: str) -> bool | None:

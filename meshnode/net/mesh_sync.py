@@ -99,7 +99,7 @@ class SyncMixin:
         except BaseException:
             await stream.reset()
             raise
-        received_before, served_before = self._moved.get(did, (0, 0))
+        received_before, served_before = self.exchange.moved(did)
         started = trio.current_time()  # -> sync_session_seconds{role=initiator}
         try:
             with trio.fail_after(SYNC_TIMEOUT):
@@ -121,7 +121,7 @@ class SyncMixin:
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
         finally:
             self.metrics.observe("sync_session_seconds", trio.current_time() - started, role="initiator")
-        received, served = self._moved.get(did, (0, 0))
+        received, served = self.exchange.moved(did)
         result["pushed"] += max(0, served - served_before)  # counts restart when the peer disconnects
         result["fetched"] += max(0, received - received_before)
         return result
@@ -207,11 +207,6 @@ class SyncMixin:
                 raise exc.error
             self._invalid(did, "bad_sync", cost_ms=exc.cost_ms, nbytes=len(frame))
             raise NetError("bad_sync", exc.error.args[0]) from None
-
-    def _count_moved(self, did: str, received: int = 0, served: int = 0) -> None:
-        """What a peer pushed here (new containers) and fetched from here, for session reports."""
-        r, s = self._moved.get(did, (0, 0))
-        self._moved[did] = (r + received, s + served)
 
     async def _session_for(self, did: str, role: str, version: int = 2) -> tuple[Session, dict[bytes, str]]:
         """What we may give ``did``, and what we take from it (the [sync] settings; nothing
