@@ -55,7 +55,7 @@ def test_a_peers_heartbeat_makes_it_ok_and_gives_it_a_row(tmp_path):
             await mesh.heartbeats.serve(stream)
             assert mesh.metrics.get("heartbeats_received") == 1
             assert mesh.liveness.state(sender.did) is Liveness.OK
-            assert mesh._sync_wanted.is_set()
+            assert mesh.sync._wanted.is_set()
             rows = await store.read(lambda db: db.conn.execute("SELECT id FROM agent_peers").fetchall())
             assert (sender.did,) in rows
             assert not mesh.heartbeats._hearing and not len(mesh.heartbeats.pace)  # the stream ended: nothing kept

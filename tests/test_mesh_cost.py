@@ -190,7 +190,7 @@ def test_a_sync_frame_that_trickles_in_is_cut_and_counted(tmp_path):
             sender = NodeKey.generate()
             stream = FakeStream(b"\x80\x80\x01" + b"x" * 100, peer(sender), hang=True)  # promises 16 KiB
             with pytest.raises(NetError) as cut:
-                await mesh._read_sync_frame(sender.did, stream)
+                await mesh.sync._read_sync_frame(sender.did, stream)
             assert cut.value.code == "slow_frame"
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
 
@@ -218,15 +218,15 @@ def test_strangers_cannot_take_the_sync_slots_of_known_peers(tmp_path):
     async def main():
         mesh, store = await mesh_for(tmp_path, sync_sessions=8, sync_sessions_per_peer=2)
         async with store:
-            mesh._sync_serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
+            mesh.sync._serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
             stranger, friend = NodeKey.generate(), NodeKey.generate()
             mesh.known.replace([friend.did])
             refused = FakeStream(b"", peer(stranger))
-            await mesh._serve_sync(refused)
+            await mesh.sync.serve(refused)
             assert refused.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
             friendly = FakeStream(b"", peer(friend), hang=True)
             with trio.move_on_after(0.5):
-                await mesh._serve_sync(friendly)  # served: waits for its first frame
+                await mesh.sync.serve(friendly)  # served: waits for its first frame
             assert not friendly.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
 
     trio.run(main)
@@ -251,7 +251,7 @@ def test_a_large_frame_on_a_slow_link_gets_time_by_its_length(tmp_path):
             sender = NodeKey.generate()
             body = b"\x00" * (1 << 20)
             slow = SlowStream(encode_frame(body), peer(sender), chunk=16 * 1024, every_s=0.16)  # 100 KiB/s: 10.2 s
-            assert await mesh._read_sync_frame(sender.did, slow) == body
+            assert await mesh.sync._read_sync_frame(sender.did, slow) == body
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 0
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -264,7 +264,7 @@ def test_a_known_peers_slow_frame_is_cut_but_not_held_against_it(tmp_path):
             friend = NodeKey.generate()
             mesh.known.replace([friend.did])
             with pytest.raises(NetError):
-                await mesh._read_sync_frame(friend.did, FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True))
+                await mesh.sync._read_sync_frame(friend.did, FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True))
             stream = FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True)
             await mesh.exchange.serve(stream)
             assert stream.was_reset

@@ -50,7 +50,6 @@ from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
 from meshnode.net.mesh_admission import AdmissionService
-from meshnode.net.not_wanted import NotWanted
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import GatingMixin
 from meshnode.net.offload import INLINE_BYTES, Offload
@@ -65,8 +64,7 @@ from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
 from meshnode.net.mesh_reputation import Reputation
 from meshnode.net.events import MeshHooks
 from meshnode.reputation import GOSSIP_THRESHOLDS
-from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
-from meshnode.sync.index_cache import IndexCache
+from meshnode.net.mesh_sync import SyncSessions
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.net.author_rate import RateSettings
@@ -129,7 +127,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, SyncMixin, GatingMixin):
+class Mesh(LookupMixin, GatingMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None,
                  on_hello: HelloHook | None = None):
@@ -154,10 +152,6 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
         self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
         self.announces = AnnounceCache()  # the newest valid announce seen per DID (mesh_lookup)
         self._push_wanted = trio.Event()  # a peer was identified: tell it this node's announce soon
-        self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
-        self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
-        self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
-        self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
         self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
@@ -165,7 +159,6 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock)
-        self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
@@ -173,9 +166,7 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
                                           max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
                                           upkeep_s=config.maintenance_s)
         self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
-        self.events.on_upkeep(self._forget_synced)
         self.events.on_identified(lambda did, conn, nursery: self._push_wanted.set())  # (transitional)
-        self.events.on_back(lambda: self._sync_wanted.set())
         self.peer_liveness = PeerLiveness(self.liveness, self.parts, self.known, self.events, store, metrics, clock,
                                           thresholds=config.thresholds)
         # heartbeat_stream: one stream per direct connection, each way
@@ -195,6 +186,12 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
                                  self.admission, self, self.reach, self.events, metrics, clock,
                                  max_frame_bytes=config.peer_limits.max_frame_bytes, min_trust=config.min_trust,
                                  limits=config.container_limits, validator=validator, on_hello=on_hello)
+        self.sync = SyncSessions(self.parts, key, store, self.guard, self.standing, self.address_guard, self,
+                                 self.reach, self.exchange, self.admission, self.reputation.credit_sync_session,
+                                 self.hooks, self.liveness, self.known, self.events, metrics, clock, want=config.want,
+                                 min_trust=config.min_trust, every_s=config.sync_s, sessions=config.sync_sessions,
+                                 sessions_per_peer=config.sync_sessions_per_peer,
+                                 frame_timeout_s=config.frame_timeout_s)
 
     @property
     def host(self):
@@ -252,10 +249,13 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
     async def ask_validation(self, did: str, prompt: str, answer: str, timeout: float) -> tuple[int, str]:
         return await self.exchange.ask_validation(did, prompt, answer, timeout)
 
-    # --- transitional: the mixins not yet services reach the guard through these ---------
+    async def sync_with(self, did: str) -> dict:
+        return await self.sync.sync_with(did)
 
-    def credit_sync_session(self, did):
-        self.reputation.credit_sync_session(did)
+    def remember_refusals(self, did: str, batch: list, ack: dict) -> None:
+        self.sync.remember_refusals(did, batch, ack)
+
+    # --- transitional: the mixins not yet services reach the guard through these ---------
 
     def _is_known(self, did):
         return self.guard.is_known(did)
@@ -351,8 +351,7 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
         self.exchange.register(host)
-        host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
-        host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
+        self.sync.register(host)
         host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
                                 libp2p_fixes.guarded_handler(self.heartbeats.serve, "heartbeat"))
         try:
@@ -372,7 +371,7 @@ class Mesh(LookupMixin, SyncMixin, GatingMixin):
                     nursery.start_soon(self._bootstrap_and_maintain)
                     nursery.start_soon(self._push_on_connect)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
-                    nursery.start_soon(self._sync_forever)
+                    nursery.start_soon(self.sync.run)
                     nursery.start_soon(self.reputation.run)
                     nursery.start_soon(self.admission.run)
                     task_status.started(self)
