@@ -44,14 +44,14 @@ from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
-from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
+from meshnode.net.budget import BudgetLimits, CpuBudgets
 from meshnode.net.inbound import connection_limits, mend_inbound
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
 from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.events import PeerEvents
-from meshnode.net.mesh_gating import GatingMixin
+from meshnode.net.mesh_gating import Gating
 from meshnode.net.offload import INLINE_BYTES, Offload
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
 from meshnode.net.gossip_timing import GossipTiming
@@ -127,7 +127,7 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, GatingMixin):
+class Mesh(LookupMixin):
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None,
                  on_hello: HelloHook | None = None):
@@ -142,7 +142,6 @@ class Mesh(LookupMixin, GatingMixin):
         self.standing = Standing(config.peer_limits)
         self.budgets = CpuBudgets(config.budget_limits)
         self.address_guard = AddressGuard(config.address_limits)
-        self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
@@ -165,12 +164,14 @@ class Mesh(LookupMixin, GatingMixin):
                                           metrics, clock, quotas=config.quotas, known_min_trust=config.known_min_trust,
                                           max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
                                           upkeep_s=config.maintenance_s)
+        self.gating = Gating(self.parts, store, self.guard, self.standing, self.address_guard, self.events, metrics,
+                             clock)
         self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
         self.events.on_identified(lambda did, conn, nursery: self._push_wanted.set())  # (transitional)
         self.peer_liveness = PeerLiveness(self.liveness, self.parts, self.known, self.events, store, metrics, clock,
                                           thresholds=config.thresholds)
         # heartbeat_stream: one stream per direct connection, each way
-        self.heartbeats = HeartbeatStreams(key, self.parts, self, self.guard, self.peer_liveness, self.events,
+        self.heartbeats = HeartbeatStreams(key, self.parts, self.gating, self.guard, self.peer_liveness, self.events,
                                            metrics, clock, heartbeat_ms=config.heartbeat_ms,
                                            dead_ms=config.thresholds.dead_ms, limits=config.container_limits)
         self.container_gossip = ContainerGossip(self.parts, key, self.guard, self.admission, self.offload,
@@ -183,10 +184,10 @@ class Mesh(LookupMixin, GatingMixin):
         self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
                                    timeouts=config.consensus_timeouts, block_limits=config.consensus_block_limits)
         self.exchange = Exchange(key, store, self.guard, self.standing, self.address_guard, self.budgets,
-                                 self.admission, self, self.reach, self.events, metrics, clock,
+                                 self.admission, self.gating, self.reach, self.events, metrics, clock,
                                  max_frame_bytes=config.peer_limits.max_frame_bytes, min_trust=config.min_trust,
                                  limits=config.container_limits, validator=validator, on_hello=on_hello)
-        self.sync = SyncSessions(self.parts, key, store, self.guard, self.standing, self.address_guard, self,
+        self.sync = SyncSessions(self.parts, key, store, self.guard, self.standing, self.address_guard, self.gating,
                                  self.reach, self.exchange, self.admission, self.reputation.credit_sync_session,
                                  self.hooks, self.liveness, self.known, self.events, metrics, clock, want=config.want,
                                  min_trust=config.min_trust, every_s=config.sync_s, sessions=config.sync_sessions,
@@ -255,32 +256,6 @@ class Mesh(LookupMixin, GatingMixin):
     def remember_refusals(self, did: str, batch: list, ack: dict) -> None:
         self.sync.remember_refusals(did, batch, ack)
 
-    # --- transitional: the mixins not yet services reach the guard through these ---------
-
-    def _is_known(self, did):
-        return self.guard.is_known(did)
-
-    def _banned(self, did):
-        return self.guard.banned(did)
-
-    def _host_of_peer(self, peer_id):
-        return self.guard.host_of_peer(peer_id)
-
-    async def _work(self, *args, **kwargs):
-        return await self.guard.work(*args, **kwargs)
-
-    def _invalid(self, *args, **kwargs):
-        self.guard.invalid(*args, **kwargs)
-
-    def _slow_frame(self, did):
-        self.guard.slow_frame(did)
-
-    async def _disconnect(self, pid):
-        await self.guard.disconnect(pid)
-
-    async def _save_standing(self, did):
-        await self.guard.save_standing(did)
-
     # --- lifecycle ------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -323,7 +298,7 @@ class Mesh(LookupMixin, GatingMixin):
         if host.get_id().to_base58() != self.key.peer_id:
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         # inbound slots given back when a connection ends; refused addresses closed before the handshake
-        mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
+        mend_inbound(host.get_network(), self.gating.admit_at_accept, self.gating.refused_at_accept)
         self.parts.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         dht.register_validator(NAMESPACE, _announce_validator(self))
         libp2p_dht_fixes.answer_find_node_for_self(dht)
@@ -359,7 +334,7 @@ class Mesh(LookupMixin, GatingMixin):
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
                     await self.admission.refresh_known()
-                    await self._start_gating(nursery)
+                    await self.gating.start(nursery)
                     await pubsub.wait_until_ready()
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)
                     committee = self.config.committee()
@@ -440,7 +415,7 @@ class Mesh(LookupMixin, GatingMixin):
             pause *= 2
 
     async def _connect(self, info) -> None:
-        self.refuse_dial(info.peer_id)
+        self.gating.refuse_dial(info.peer_id)
         network = self.host.get_network()
         if hasattr(network, "unblock_peer"):
             network.unblock_peer(info.peer_id)  # a failed dial blocks the peer for 60 s otherwise
