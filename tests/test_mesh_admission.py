@@ -13,7 +13,8 @@ from meshnode.metrics import Metrics
 from meshnode.net import libp2p_fixes
 from meshnode.net.author_rate import RateSettings
 from meshnode.net.liveness import Liveness, Thresholds
-from meshnode.net.mesh import ANNOUNCE_RECHECK_MS, Mesh, NetConfig
+from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS
 from meshnode.net.mesh_sync import _digest
 from meshnode.net.not_wanted import NotWanted
 from meshnode.notes import make_note
@@ -199,12 +200,12 @@ async def test_strangers_are_forgotten_in_memory(mesh):
     mesh.liveness.heard(COMMITTEE.did, T0 - 10_000, seq=1, sent_ms=T0 - 10_000)
     mesh.liveness.tick(T0)
     assert mesh.liveness.state(STRANGER.did) is Liveness.DEAD
-    mesh._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
+    mesh.discovery._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
     mesh.sync._synced_at = {STRANGER.did: 1.0, COMMITTEE.did: 1.0}
     mesh.admission._forget_strangers()
     assert mesh.liveness.state(STRANGER.did) is None
     assert mesh.liveness.state(COMMITTEE.did) is Liveness.DEAD  # known: kept
-    assert set(mesh._looked_up) == {"recent"}
+    assert set(mesh.discovery._looked_up) == {"recent"}
     assert set(mesh.sync._synced_at) == {COMMITTEE.did}
 
 
