@@ -46,7 +46,7 @@ from meshnode.net.mesh_lookup import Discovery
 from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
 from meshnode.net.mesh_liveness import PeerLiveness
-from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreams
+from meshnode.net.heartbeat_stream import HeartbeatStreams
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
@@ -321,10 +321,11 @@ class Mesh:
         )
         self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
-        pubsub.set_topic_validator(CONTAINER_TOPIC, self.container_gossip.validate_container, is_async_validator=True)
-        pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
+        self.container_gossip.register(pubsub)
+        self.consensus.register(pubsub)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self.container_gossip.dropped)  # first: the others forget
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id, pardoned=self.admission.gossip_pardoned)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id,
+                                                 pardoned=self.admission.gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
         libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
@@ -332,8 +333,7 @@ class Mesh:
         libp2p_fixes.idontwant_only_for_large(gossipsub)
         self.exchange.register(host)
         self.sync.register(host)
-        host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
-                                libp2p_fixes.guarded_handler(self.heartbeats.serve, "heartbeat"))
+        self.heartbeats.register(host)
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):

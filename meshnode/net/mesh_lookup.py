@@ -129,7 +129,8 @@ class Discovery:
                  clock: Callable[[], int], *, name: str, bootstrap: list[BootstrapPeer], maintenance_s: float,
                  interests: list[str] = (), expertise: list[str] = (), roles: list[str] = (),
                  fresh_s: float = ANNOUNCE_FRESH_S):
-        self.parts, self.key, self.store, self.gating, self.metrics, self.clock = parts, key, store, gating, metrics, clock
+        self.parts, self.key, self.store, self.gating = parts, key, store, gating
+        self.metrics, self.clock = metrics, clock
         self.name, self.bootstrap, self.maintenance_s = name, bootstrap, maintenance_s
         self.interests, self.expertise, self.roles = list(interests), list(expertise), list(roles)
         self.announces = AnnounceCache(fresh_s)  # the newest valid announce seen per DID
