@@ -131,7 +131,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
             hooks = MeshHooks()  # the GMP service and the reactor subscribe as they are built
             validator = _PeerValidator(store, float(cognition["peer_validation_min_trust"])) \
                 if cognition["enabled"] else None  # this node's validator LLM, lent to trusted peers
-            mesh = Mesh(key, net_config(config), store, metrics, hooks=hooks, validator=validator)
+            on_hello = spawn_hello.parent_hook(store, key, config.limits.clock_skew_ms)  # a child's hello, parent side
+            mesh = Mesh(key, net_config(config), store, metrics, hooks=hooks, validator=validator, on_hello=on_hello)
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
@@ -144,7 +145,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     reactor = _reactor(config, key, store, mesh, hooks, metrics, cycle)
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
-                    await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, both sides
+                    await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved

@@ -56,7 +56,7 @@ from meshnode.net.frames import encode_frame, encode_varint
 
 MIB = 1 << 20
 CONTAINER_TOPIC = "/meshnode/containers/1"  # meshnode.net.mesh_gossip.CONTAINER_TOPIC
-SYNC_PROTOCOL = "/meshnode/sync/1.0.0"  # meshnode.net.mesh_sync.SYNC_PROTOCOL_V1 (served as 2.0.0 is, by _serve_sync)
+SYNC_PROTOCOL = "/meshnode/sync/1.0.0"  # meshnode.net.mesh_sync.SYNC_PROTOCOL_V1 (served as 2.0.0 is, by SyncSessions.serve)
 MODES = ("bigframe", "identities", "junk", "slowloris", "biggossip", "churn")
 ANSWER_TIMEOUT = 30.0  # a loaded node answers late; later than this counts as a timeout
 

@@ -55,7 +55,7 @@ def test_a_peers_heartbeat_makes_it_ok_and_gives_it_a_row(tmp_path):
             await mesh.heartbeats.serve(stream)
             assert mesh.metrics.get("heartbeats_received") == 1
             assert mesh.liveness.state(sender.did) is Liveness.OK
-            assert mesh._sync_wanted.is_set()
+            assert mesh.sync._wanted.is_set()
             rows = await store.read(lambda db: db.conn.execute("SELECT id FROM agent_peers").fetchall())
             assert (sender.did,) in rows
             assert not mesh.heartbeats._hearing and not len(mesh.heartbeats.pace)  # the stream ended: nothing kept
@@ -209,7 +209,7 @@ def test_the_sender_writes_at_once_then_once_per_interval_and_stops_with_its_con
                 opened.append((did, protocol))
                 return stream
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             conn = _Conn()
             async with trio.open_nursery() as nursery:
                 mesh.heartbeats.start(other.did, conn, nursery)
@@ -239,7 +239,7 @@ def test_a_peer_without_the_protocol_is_counted_and_not_retried_on_that_connecti
                 calls.append(did)
                 raise NetError("unsupported", f"{did} does not speak {protocol}")
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             async with trio.open_nursery() as nursery:
                 mesh.heartbeats.start("did:key:zjs", _Conn(), nursery)
             assert calls == ["did:key:zjs"] and not mesh.heartbeats._beating
@@ -259,7 +259,7 @@ def test_a_new_connection_of_a_peer_stops_the_sender_of_its_old_one(tmp_path):
             async def open_stream(did, protocol):
                 return streams.pop(0) if len(streams) == 2 else streams[0]
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             first, second = streams
             async with trio.open_nursery() as nursery:
                 mesh.heartbeats.start(other.did, _Conn(), nursery)
@@ -288,7 +288,7 @@ def test_a_stream_the_peer_ended_is_opened_again_after_a_pause_that_doubles(tmp_
                 opened_at.append(trio.current_time())
                 return _ResetByPeer(b"", peer(other))
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             conn = _Conn()
             async with trio.open_nursery() as nursery:
                 mesh.heartbeats.start(other.did, conn, nursery)
@@ -332,7 +332,7 @@ def test_heartbeats_go_on_when_the_newer_of_two_connections_closes_and_the_older
             async def open_stream(did, protocol):
                 return stream
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             older, newer = _Conn(), _Conn()
             mesh.parts.host = _Host([older, newer])
             async with trio.open_nursery() as nursery:
@@ -360,16 +360,15 @@ def test_the_sender_ends_when_its_peer_disconnects_not_after_its_pause(tmp_path)
             async def open_stream(did, protocol):
                 raise NetError("unreachable", "the stream was refused")
 
-            mesh.open_stream = open_stream
+            mesh.gating.open_stream = open_stream
             conn = _Conn()
             conn.peer_id = peer(other)
             mesh.parts.host = _Host([])  # the swarm has dropped it: no connection left
-            mesh._unsupported = {}  # as _start_gating sets it
             async with trio.open_nursery() as nursery:
                 mesh.heartbeats.start(other.did, conn, nursery)
                 await trio.sleep(1)  # in its pause before the next try
                 conn.is_closed = True
-                mesh._on_disconnected(conn)
+                mesh.gating._on_disconnected(conn)
                 await trio.testing.wait_all_tasks_blocked()
                 assert not mesh.heartbeats._beating
                 nursery.cancel_scope.cancel()

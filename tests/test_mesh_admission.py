@@ -13,7 +13,8 @@ from meshnode.metrics import Metrics
 from meshnode.net import libp2p_fixes
 from meshnode.net.author_rate import RateSettings
 from meshnode.net.liveness import Liveness, Thresholds
-from meshnode.net.mesh import ANNOUNCE_RECHECK_MS, Mesh, NetConfig
+from meshnode.net.mesh import Mesh, NetConfig
+from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS
 from meshnode.net.mesh_sync import _digest
 from meshnode.net.not_wanted import NotWanted
 from meshnode.notes import make_note
@@ -123,10 +124,10 @@ async def test_refused_and_evicted_containers_are_not_fetched_or_taken_again(mes
         fetched.extend(dids)
         return []
 
-    mesh.fetch, mesh.credit_sync_session = fetch, lambda did: None
+    mesh.exchange.fetch = fetch
     lacked = {_digest(c.did) for c in (refused, evicted)} | {_digest(note(STRANGER, 7).did)}
     session = SimpleNamespace(push=set(), fetch=lacked, rounds=1, passes=1, restarts=0)
-    await mesh._settle("did:key:zfriend", session, {})
+    await mesh.sync._settle("did:key:zfriend", session, {})
     assert fetched == [note(STRANGER, 7).did]  # what sync lacks, less what was refused or evicted
     assert count(mesh.metrics, "sync_not_fetched", reason="refused_before") == 2
 
@@ -146,14 +147,14 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
         return {"op": "ack", "accepted": [batch[0].did], "duplicates": [],
                 "rejected": [{"index": i, "code": "quota", "reason": "full"} for i in range(1, len(batch))]}
 
-    mesh.push, mesh.credit_sync_session = push, lambda did: None
+    mesh.exchange.push = push
     by_digest = {_digest(c.did): c.did for c in mine}
     for _ in range(2):
-        await mesh._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1, restarts=0),
-                           by_digest)
+        await mesh.sync._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1,
+                                                                 restarts=0), by_digest)
     assert len(pushes[0]) == 3 and len(pushes[1]) == 1  # the two refused ones are not sent again
-    await mesh._settle("did:key:zother", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1, restarts=0),
-                       by_digest)
+    await mesh.sync._settle("did:key:zother", SimpleNamespace(push=set(by_digest), fetch=set(), rounds=1, passes=1,
+                                                              restarts=0), by_digest)
     assert len(pushes[2]) == 3  # another peer's quota is its own
 
 
@@ -199,13 +200,13 @@ async def test_strangers_are_forgotten_in_memory(mesh):
     mesh.liveness.heard(COMMITTEE.did, T0 - 10_000, seq=1, sent_ms=T0 - 10_000)
     mesh.liveness.tick(T0)
     assert mesh.liveness.state(STRANGER.did) is Liveness.DEAD
-    mesh._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
-    mesh._synced_at = {STRANGER.did: 1.0, COMMITTEE.did: 1.0}
+    mesh.discovery._looked_up = {"old": T0 - ANNOUNCE_RECHECK_MS - 1, "recent": T0 - 1000}
+    mesh.sync._synced_at = {STRANGER.did: 1.0, COMMITTEE.did: 1.0}
     mesh.admission._forget_strangers()
     assert mesh.liveness.state(STRANGER.did) is None
     assert mesh.liveness.state(COMMITTEE.did) is Liveness.DEAD  # known: kept
-    assert set(mesh._looked_up) == {"recent"}
-    assert set(mesh._synced_at) == {COMMITTEE.did}
+    assert set(mesh.discovery._looked_up) == {"recent"}
+    assert set(mesh.sync._synced_at) == {COMMITTEE.did}
 
 
 def test_not_wanted_is_bounded_and_forgets_authors_who_became_known():

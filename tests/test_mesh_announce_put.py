@@ -11,7 +11,9 @@ import trio.testing
 from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net.mesh import Mesh
+from meshnode.net.events import PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.mesh_lookup import Discovery
 
 
 class _ValueStore:
@@ -22,17 +24,19 @@ class _ValueStore:
         self.held[key] = value
 
 
-def _fake_mesh(put_value):
+def _discovery(put_value) -> Discovery:
+    """A node whose DHT puts by ``put_value`` and whose connected peers take every push at once."""
     async def push(announce):
         pass
 
     async def provide(key):
         pass
 
-    return SimpleNamespace(config=SimpleNamespace(interests=[], expertise=[], name="n", roles=[]),
-                           _agent_tags=([], []), key=NodeKey.generate(), clock=now_ms, metrics=Metrics(),
-                           addresses=lambda: ["/ip4/127.0.0.1/tcp/4001"], _announce=None, _push_announce=push, _note_put=lambda *a: None,
-                           dht=SimpleNamespace(value_store=_ValueStore(), put_value=put_value, provide=provide))
+    discovery = Discovery(Libp2pParts(), NodeKey.generate(), None, None, PeerEvents(), Metrics(), now_ms, name="n",
+                          bootstrap=[], maintenance_s=30.0)
+    discovery.parts.dht = SimpleNamespace(value_store=_ValueStore(), put_value=put_value, provide=provide)
+    discovery._push_announce = push
+    return discovery
 
 
 def test_a_put_that_timed_out_is_not_published():
@@ -43,7 +47,7 @@ def test_a_put_that_timed_out_is_not_published():
         pass
 
     async def main():
-        return await Mesh._publish_announce(_fake_mesh(stalled)), await Mesh._publish_announce(_fake_mesh(quick))
+        return await _discovery(stalled)._publish_announce(), await _discovery(quick)._publish_announce()
 
     timed_out, finished = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert (timed_out, finished) == (False, True)

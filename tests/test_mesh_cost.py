@@ -72,10 +72,10 @@ def peer(key: NodeKey):
     return ID.from_base58(key.peer_id)
 
 
-async def mesh_for(tmp_path, clock=now_ms, **config) -> tuple[Mesh, Store]:
+async def mesh_for(tmp_path, clock=now_ms, on_hello=None, **config) -> tuple[Mesh, Store]:
     store = await Store.open(tmp_path / "db")
     net = NetConfig(listen=[], announce=[], bootstrap=[], name="victim", **config)
-    return Mesh(NodeKey.generate(), net, store, Metrics(), clock=clock), store
+    return Mesh(NodeKey.generate(), net, store, Metrics(), clock=clock, on_hello=on_hello), store
 
 
 def push_frame(containers: list[bytes]) -> bytes:
@@ -91,11 +91,11 @@ def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
             sender = NodeKey.generate()
             good = build_container(sender, "x_test", {"n": 1}, timestamp_ms=now_ms()).to_bytes()
             first = FakeStream(push_frame([good]), peer(sender))
-            await mesh._serve_exchange(first)  # the frame and the container fit in the one-ms burst
+            await mesh.exchange.serve(first)  # the frame and the container fit in the one-ms burst
             answers = [first.answer()]
             for _ in range(12):
                 again = FakeStream(push_frame([good]), peer(sender))
-                await mesh._serve_exchange(again)
+                await mesh.exchange.serve(again)
                 answers.append(again.answer())
             refused = [a for a in answers if a["op"] == "error"]
             assert refused and refused[-1]["code"] == "over_budget" and refused[-1]["retry_ms"] > 0
@@ -107,7 +107,7 @@ def test_a_peer_over_its_budget_is_told_when_to_come_back(tmp_path):
 
             mesh.known.replace([sender.did])  # a known peer: its own, larger budget, no address limits
             known = FakeStream(push_frame([good]), peer(sender))
-            await mesh._serve_exchange(known)
+            await mesh.exchange.serve(known)
             assert known.answer()["op"] == "ack", known.answer()
 
     trio.run(main)
@@ -120,11 +120,11 @@ def test_a_large_invalid_frame_weighs_more_than_one(tmp_path):
             sender = NodeKey.generate()
             junk = encode_frame(cbor.encode({"op": "push", "zz": [b"x" * 1000] * 500}))  # ~500 KiB, invalid
             stream = FakeStream(junk, peer(sender))
-            await mesh._serve_exchange(stream)
+            await mesh.exchange.serve(stream)
             assert stream.answer()["code"] == "bad_request"
             assert mesh.standing._peers.peek(sender.did).invalid_weight >= 7
-            await mesh._serve_exchange(FakeStream(junk, peer(sender)))
-            await mesh._serve_exchange(FakeStream(junk, peer(sender)))
+            await mesh.exchange.serve(FakeStream(junk, peer(sender)))
+            await mesh.exchange.serve(FakeStream(junk, peer(sender)))
             assert mesh.standing.is_banned(sender.did, mesh.clock())  # 3 frames, not 20
 
     trio.run(main)
@@ -138,10 +138,10 @@ def test_streams_per_address_are_bounded_for_unknown_peers(tmp_path):
         async with store:
             slow = FakeStream(b"", peer(NodeKey.generate()), hang=True)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(mesh._serve_exchange, slow)
+                nursery.start_soon(mesh.exchange.serve, slow)
                 await trio.testing.wait_all_tasks_blocked()
                 other = FakeStream(push_frame([b"x"]), peer(NodeKey.generate()))  # a second identity there
-                await mesh._serve_exchange(other)
+                await mesh.exchange.serve(other)
                 assert other.answer()["code"] == "busy"
                 assert mesh.metrics.get("exchange_refused", reason="address_busy") == 1
                 nursery.cancel_scope.cancel()
@@ -190,7 +190,7 @@ def test_a_sync_frame_that_trickles_in_is_cut_and_counted(tmp_path):
             sender = NodeKey.generate()
             stream = FakeStream(b"\x80\x80\x01" + b"x" * 100, peer(sender), hang=True)  # promises 16 KiB
             with pytest.raises(NetError) as cut:
-                await mesh._read_sync_frame(sender.did, stream)
+                await mesh.sync._read_sync_frame(sender.did, stream)
             assert cut.value.code == "slow_frame"
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 1
 
@@ -205,7 +205,7 @@ def test_a_push_stops_costing_work_once_its_peer_is_cut_off(tmp_path):
         async with store:
             sender = NodeKey.generate()
             stream = FakeStream(push_frame([b"\xa1\x61a\x01"] * 5), peer(sender))  # five invalid containers
-            await mesh._serve_exchange(stream)
+            await mesh.exchange.serve(stream)
             rejected = stream.answer()["rejected"]
             assert [r["code"] for r in rejected[2:]] == ["cut_off"] * 3  # answered, not decoded
             assert mesh.standing.summary(sender.did)["invalid"] == 2
@@ -218,15 +218,15 @@ def test_strangers_cannot_take_the_sync_slots_of_known_peers(tmp_path):
     async def main():
         mesh, store = await mesh_for(tmp_path, sync_sessions=8, sync_sessions_per_peer=2)
         async with store:
-            mesh._sync_serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
+            mesh.sync._serving.update({f"did:stranger:{i}": 2 for i in range(4)})  # 4 identities x 2 sessions
             stranger, friend = NodeKey.generate(), NodeKey.generate()
             mesh.known.replace([friend.did])
             refused = FakeStream(b"", peer(stranger))
-            await mesh._serve_sync(refused)
+            await mesh.sync.serve(refused)
             assert refused.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
             friendly = FakeStream(b"", peer(friend), hang=True)
             with trio.move_on_after(0.5):
-                await mesh._serve_sync(friendly)  # served: waits for its first frame
+                await mesh.sync.serve(friendly)  # served: waits for its first frame
             assert not friendly.was_reset and mesh.metrics.get("sync_refused", reason="sessions") == 1
 
     trio.run(main)
@@ -251,7 +251,7 @@ def test_a_large_frame_on_a_slow_link_gets_time_by_its_length(tmp_path):
             sender = NodeKey.generate()
             body = b"\x00" * (1 << 20)
             slow = SlowStream(encode_frame(body), peer(sender), chunk=16 * 1024, every_s=0.16)  # 100 KiB/s: 10.2 s
-            assert await mesh._read_sync_frame(sender.did, slow) == body
+            assert await mesh.sync._read_sync_frame(sender.did, slow) == body
             assert mesh.metrics.get("invalid_from_peer", code="slow_frame") == 0
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -264,9 +264,9 @@ def test_a_known_peers_slow_frame_is_cut_but_not_held_against_it(tmp_path):
             friend = NodeKey.generate()
             mesh.known.replace([friend.did])
             with pytest.raises(NetError):
-                await mesh._read_sync_frame(friend.did, FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True))
+                await mesh.sync._read_sync_frame(friend.did, FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True))
             stream = FakeStream(b"\x80\x80\x01" + b"x", peer(friend), hang=True)
-            await mesh._serve_exchange(stream)
+            await mesh.exchange.serve(stream)
             assert stream.was_reset
             assert mesh.standing.summary(friend.did)["invalid"] == 0
             assert mesh.metrics.get("slow_frame_from_known_peer") == 2

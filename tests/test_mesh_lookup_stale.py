@@ -11,7 +11,9 @@ from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net import dht_direct
 from meshnode.net.announce import make_announce, record_key, select_record, validate_record
-from meshnode.net.mesh_lookup import AnnounceCache, LookupMixin
+from meshnode.net.events import PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.mesh_lookup import Discovery
 
 
 class _ValueStore:
@@ -44,16 +46,24 @@ class _Store:
         self.written.append((did, fields))
 
 
-class _Node(LookupMixin):
-    def __init__(self):
-        self.key = NodeKey.generate()
-        self.announces = AnnounceCache(fresh_s=10)
-        self._looked_up = {}
-        self.metrics = Metrics()
-        self.store = _Store()
-        self.clock = now_ms
-        self.host = None
-        self.dht = _Dht(self)
+class _Host:
+    """Connected to the peers ``connected()`` names; knows no peer's addresses."""
+
+    def __init__(self, connected):
+        self.connected = connected
+
+    def get_connected_peers(self):
+        return self.connected()
+
+    def get_peerstore(self):
+        return type("PeerStore", (), {"addrs": staticmethod(lambda pid: [])})()
+
+
+def _Node() -> Discovery:
+    node = Discovery(Libp2pParts(), NodeKey.generate(), _Store(), None, PeerEvents(), Metrics(), now_ms, name="n",
+                     bootstrap=[], maintenance_s=30.0, fresh_s=10)
+    node.parts.dht = _Dht(node)
+    return node
 
 
 def _announce(key, at, port):
@@ -72,7 +82,7 @@ async def test_a_replayed_older_announce_does_not_replace_the_newer_one(monkeypa
         return [old.to_bytes()]  # a peer answering with a copy it kept from a minute ago
 
     monkeypatch.setattr(dht_direct, "closest_connected", lambda host, key, n: ["p"])
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()  # not the owner
+    node.parts.host = _Host(lambda: ["p"])  # not the owner
     monkeypatch.setattr(dht_direct, "get_value_from_peers", replay)
     with trio.fail_after(5):
         got = await node.lookup_announce(owner.did, cached=False)
@@ -86,7 +96,7 @@ async def test_a_push_of_an_older_content_does_not_mark_peers_told_the_newer_one
     """announce_now (a control command) and the maintenance round push concurrently: peers that
     accepted the older content are not counted as told the newer one (they would never be asked)."""
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    node.parts.host = _Host(lambda: ["p"])
     older, newer = _announce(node.key, now_ms(), 4001), _announce(node.key, now_ms() + 1, 4002)
     release = trio.Event()
 
@@ -110,7 +120,7 @@ async def test_a_peer_that_left_and_came_back_is_pushed_the_announce_again(monke
     """A peer that disconnected may return with an empty DHT store (restarted): it is told again."""
     node = _Node()
     connected = ["p"]
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: list(connected))})()
+    node.parts.host = _Host(lambda: list(connected))
     announce = _announce(node.key, now_ms(), 4001)
     told: list = []
 
@@ -135,7 +145,7 @@ async def test_newly_identified_peers_are_told_the_announce_in_one_push_at_once(
     from meshnode.net.mesh_lookup import PUSH_GATHER_S
 
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["a", "b", "c"])})()
+    node.parts.host = _Host(lambda: ["a", "b", "c"])
     node._announce = _announce(node.key, now_ms(), 4001)
     node._push_wanted = trio.Event()
     pushes: list = []
@@ -161,7 +171,7 @@ def _node_where_nobody_has_it(monkeypatch):
     """A node connected to one peer (not the owner) where the connected peers hold no announce and
     the DHT walk finds nothing after 0.5 s."""
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    node.parts.host = _Host(lambda: ["p"])
 
     async def nobody_has_it(dht, key, peers, enough=3, owner=None):
         return []
@@ -206,7 +216,7 @@ async def test_a_slow_peer_does_not_hold_the_push_to_peers_identified_after_it(m
 
     node = _Node()
     connected = ["slow"]
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: list(connected))})()
+    node.parts.host = _Host(lambda: list(connected))
     node._announce = _announce(node.key, now_ms(), 4001)
     node._push_wanted = trio.Event()
     pushes: list = []
@@ -336,7 +346,7 @@ async def test_an_announce_found_just_before_the_deadline_is_not_lost_in_the_win
     owner = NodeKey.generate()
     announce = _announce(owner, now_ms(), 4001)
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    node.parts.host = _Host(lambda: ["p"])
     calls = []
 
     async def slow_wind_down(dht, key, peers, enough=3, owner=None):
@@ -392,7 +402,7 @@ async def test_a_lookup_answered_by_the_connected_peers_leaves_no_arrival_waitin
     from meshnode.net.errors import NetError
 
     node = _Node()
-    node.host = type("H", (), {"get_connected_peers": staticmethod(lambda: ["p"])})()
+    node.parts.host = _Host(lambda: ["p"])
 
     async def fails(dht, key, peers, enough=3, owner=None):
         raise RuntimeError("the DHT went away")
@@ -420,19 +430,20 @@ async def test_a_push_of_the_record_a_peer_already_holds_is_acknowledged():
     from libp2p.tools.anyio_service import background_trio_service
 
     from meshnode.net import libp2p_fixes
-    from meshnode.net.mesh import NAMESPACE, _announce_validator
+    from meshnode.net.announce import NAMESPACE
+    from meshnode.net.mesh_lookup import _announce_validator
     from test_mesh_formation import _host
 
     libp2p_fixes.route_libp2p_logging()
     owner = NodeKey.generate()
     announce = make_announce(owner, name="o", addresses=["/ip4/127.0.0.1/tcp/4001"], now_ms=now_ms())
-    fake_mesh = SimpleNamespace(clock=now_ms, metrics=Metrics(), _heard_announce=lambda c: None)
+    fake_discovery = SimpleNamespace(clock=now_ms, metrics=Metrics(), _heard_announce=lambda c: None)
     pusher, holder = _host(), _host()
     loop = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
     async with pusher.run(loop), holder.run(loop):
         dhts = [KadDHT(h, DHTMode.SERVER, strict_validation=True) for h in (pusher, holder)]
         for dht in dhts:
-            dht.register_validator(NAMESPACE, _announce_validator(fake_mesh))
+            dht.register_validator(NAMESPACE, _announce_validator(fake_discovery))
         async with background_trio_service(dhts[0]), background_trio_service(dhts[1]):
             await pusher.connect(PeerInfo(holder.get_id(), holder.get_addrs()))
             told = []

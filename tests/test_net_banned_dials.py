@@ -10,20 +10,27 @@ from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net import mesh_gating
+from meshnode.net.addresses import AddressGuard
+from meshnode.net.events import PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.standing import Standing
 
 NOW = 1_000_000
 
 
-class Gate(mesh_gating.GatingMixin):
-    def __init__(self):
-        self.standing, self.metrics = Standing(), Metrics()
+class Guard:
+    """The peer guard's one answer the gate asks for here."""
 
-    def clock(self) -> int:
-        return NOW
+    def __init__(self, standing: Standing):
+        self.standing = standing
 
-    def _banned(self, did) -> bool:
+    def banned(self, did) -> bool:
         return did is not None and self.standing.is_banned(did, NOW)
+
+
+def gate_of(standing: Standing) -> mesh_gating.Gating:
+    return mesh_gating.Gating(Libp2pParts(), None, Guard(standing), standing, AddressGuard(), PeerEvents(), Metrics(),
+                              lambda: NOW)
 
 
 def a_did() -> str:
@@ -43,7 +50,7 @@ async def test_a_dial_of_the_swarm_to_a_banned_peer_never_starts(host):
     from libp2p.peer.id import ID
     from multiaddr import Multiaddr
 
-    gate, banned, other = Gate(), a_did(), a_did()
+    gate, banned, other = gate_of(Standing()), a_did(), a_did()
     gate.standing.restore_ban(banned, NOW + 60_000, NOW)
     network = host.get_network()
     mesh_gating._refuse_banned_dials(gate, network)

@@ -13,22 +13,31 @@ import trio
 from meshnode.identity.did import peer_id_to_did
 from meshnode.metrics import Metrics
 from meshnode.net import mesh_gating
+from meshnode.net.addresses import AddressGuard
 from meshnode.net.errors import NetError
+from meshnode.net.events import PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.standing import Standing
 
 PROTOCOL = "/meshnode/test-retry/1.0.0"
 NOW = 1_000_000
 
 
-class Gate(mesh_gating.GatingMixin):
-    def __init__(self, host):
-        self.host, self.standing, self.metrics, self._unsupported = host, Standing(), Metrics(), {}
+class Guard:
+    """The peer guard's one answer the gate asks for here."""
 
-    def clock(self) -> int:
-        return NOW
+    def __init__(self, standing: Standing):
+        self.standing = standing
 
-    def _banned(self, did) -> bool:
+    def banned(self, did) -> bool:
         return did is not None and self.standing.is_banned(did, NOW)
+
+
+class Gate(mesh_gating.Gating):
+    def __init__(self, host):
+        standing = Standing()
+        super().__init__(Libp2pParts(host=host), None, Guard(standing), standing, AddressGuard(), PeerEvents(),
+                         Metrics(), lambda: NOW)
 
     def speaks(self, did: str, protocol: str) -> bool:
         return True  # identify is not what this test is about

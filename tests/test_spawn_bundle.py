@@ -1,5 +1,5 @@
 """A child on another host, in process: the invitation and the hello (spawn/invitation.py, the
-parent's hook in _serve_push, the child's HelloSender), the two container classes, and the bundle
+parent's hook in the exchange's push, the child's HelloSender), the two container classes, and the bundle
 (spawn/bundle.py: members, no key material, tampering, expiry, unsafe members)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import io
 import json
 import os
 import tarfile
-import types
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,8 @@ from meshnode.container.errors import ContainerError
 from meshnode.home import init_home
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net.mesh_exchange import ExchangeMixin
+from meshnode.net.events import PeerEvents
+from meshnode.net.mesh_exchange import Exchange
 from meshnode.notes import make_note
 from meshnode.spawn import bundle as spawn_bundle, family, hello as spawn_hello
 from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle
@@ -192,7 +192,7 @@ def test_a_failure_to_record_gives_the_invitation_back(parent_db, monkeypatch):
     assert parent_db.conn.execute("SELECT used_by_did FROM spawn_invitations").fetchone() == (None,)
 
 
-# --- the hook in _serve_push --------------------------------------------------------------------
+# --- the hook in the exchange's push ----------------------------------------------------------------
 
 
 async def test_serve_hello_takes_a_hello_only_from_its_child_and_counts():
@@ -205,14 +205,18 @@ async def test_serve_hello_takes_a_hello_only_from_its_child_and_counts():
         seen.append((h.did, did))
         return None if did == child.did else ("invitation_used", "no")
 
-    fake = types.SimpleNamespace(metrics=Metrics(), on_hello=hook)
-    assert await ExchangeMixin._serve_hello(fake, hello, child.did) is None
-    assert (await ExchangeMixin._serve_hello(fake, hello, parent.did))[0] == "bad_hello"  # relayed by another
+    def exchange(on_hello, metrics):  # no store, no network: only the hello's path is driven
+        return Exchange(parent, None, None, None, None, None, None, None, None, PeerEvents(), metrics, lambda: 0,
+                        max_frame_bytes=1 << 20, min_trust=0.0, on_hello=on_hello)
+
+    metrics = Metrics()
+    taking, taking_none = exchange(hook, metrics), exchange(None, metrics)
+    assert await taking._serve_hello(hello, child.did) is None
+    assert (await taking._serve_hello(hello, parent.did))[0] == "bad_hello"  # relayed by another
     assert seen == [(hello.did, child.did)]
-    fake.on_hello = None
-    assert (await ExchangeMixin._serve_hello(fake, hello, child.did))[0] == "no_hello"
-    assert fake.metrics.get("spawn_hello_accepted") == 1
-    assert fake.metrics.get("spawn_hello_refused", reason="bad_hello") == 1
+    assert (await taking_none._serve_hello(hello, child.did))[0] == "no_hello"
+    assert metrics.get("spawn_hello_accepted") == 1
+    assert metrics.get("spawn_hello_refused", reason="bad_hello") == 1
 
 
 async def test_a_hello_that_came_another_way_is_never_stored():

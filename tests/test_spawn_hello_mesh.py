@@ -44,12 +44,11 @@ async def test_a_parent_with_sync_min_trust_still_hears_its_childs_hello(tmp_pat
         seen.append(did)
         return None
 
-    mesh, store = await mesh_for(tmp_path, min_trust=0.9)
+    mesh, store = await mesh_for(tmp_path, on_hello=hook, min_trust=0.9)
     async with store:
-        mesh.on_hello = hook
-        ack = await mesh._serve_push(child.did, [hello.to_bytes()], host="203.0.113.5")
+        ack = await mesh.exchange._serve_push(child.did, [hello.to_bytes()], host="203.0.113.5")
         assert seen == [child.did] and ack["accepted"] == [hello.did], ack
         other = make_note(child, "hi", now_ms=now, audience="public").to_bytes()
         for items in ([other], [hello.to_bytes(), other]):
-            assert (await mesh._serve_push(child.did, items, host="203.0.113.5"))["code"] == "untrusted"
+            assert (await mesh.exchange._serve_push(child.did, items, host="203.0.113.5"))["code"] == "untrusted"
         assert seen == [child.did] and mesh.metrics.get("exchange_refused", reason="untrusted") == 2

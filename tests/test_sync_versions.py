@@ -31,8 +31,8 @@ def test_the_initiator_falls_back_to_1_0_0_for_a_peer_without_2_0_0(tmp_path):
                     raise NetError("unsupported", f"{did} does not speak {protocol}")
                 return FakeStream(b"", peer(other))
 
-            mesh.open_stream = open_stream
-            _, version = await mesh._open_sync_stream(other.did)
+            mesh.sync.gating.open_stream = open_stream
+            _, version = await mesh.sync._open_sync_stream(other.did)
             assert (opened, version) == ([SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1], 1)
             assert mesh.metrics.get("sync_older_format") == 1
             opened.clear()
@@ -41,9 +41,9 @@ def test_the_initiator_falls_back_to_1_0_0_for_a_peer_without_2_0_0(tmp_path):
                 opened.append(protocol)
                 raise NetError("unreachable", "gone")
 
-            mesh.open_stream = unreachable
+            mesh.sync.gating.open_stream = unreachable
             with pytest.raises(NetError):
-                await mesh._open_sync_stream(other.did)
+                await mesh.sync._open_sync_stream(other.did)
             assert opened == [SYNC_PROTOCOL_ID]  # not a version problem: no second try
 
     trio.run(main)
@@ -58,7 +58,7 @@ def test_each_protocol_is_served_in_its_own_format(tmp_path, version):
             initiator = Session(INITIATOR, [], EVERYTHING, version=version)
             frames = b"".join(encode_frame(cbor.encode(m)) for m in initiator.start())
             stream = FakeStream(frames, peer(other))
-            await (mesh._serve_sync_v1 if version == 1 else mesh._serve_sync)(stream)
+            await (mesh.sync.serve_v1 if version == 1 else mesh.sync.serve)(stream)
             assert not stream.was_reset
             for message in initiator.receive(stream.answer()):  # the responder's answer, in this format
                 assert message is not None
@@ -75,7 +75,7 @@ def test_a_frame_of_the_other_format_is_refused_with_a_reason(tmp_path):
             old = Session(INITIATOR, [], EVERYTHING, version=1).start()
             stream = FakeStream(b"".join(encode_frame(cbor.encode(m)) for m in old), peer(other))
             with pytest.raises(NetError, match="bad_sync: a format 2 message is a map"):
-                await mesh._serve_sync(stream)  # 2.0.0 handed a format 1 message (the handler resets)
+                await mesh.sync.serve(stream)  # 2.0.0 handed a format 1 message (the handler resets)
             assert mesh.metrics.get("invalid_from_peer", code="bad_sync") == 1
 
     trio.run(main)

@@ -30,6 +30,7 @@ import trio
 from meshnode.container import ContainerError, Limits, build_container, decode_container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
+from meshnode.net import libp2p_fixes
 from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
@@ -51,8 +52,8 @@ RETRY_MAX_S = 300.0  # the longest pause before a stream the peer ended is opene
 
 class HeartbeatStreams:
     """The heartbeat service: a sender per identified connection (``PeerEvents.on_identified``),
-    ``serve`` the protocol's handler; what it hears goes to ``liveness.heard``. ``gating`` opens
-    the streams (``open_stream``)."""
+    ``serve`` the protocol's handler (registered by ``register``); what it hears goes to
+    ``liveness.heard``. ``gating`` opens the streams (``open_stream``)."""
 
     def __init__(self, key, parts: Libp2pParts, gating, guard: PeerGuard, liveness, events: PeerEvents, metrics,
                  clock: Callable[[], int], *, heartbeat_ms: int, dead_ms: int, limits: Limits = Limits()):
@@ -65,6 +66,9 @@ class HeartbeatStreams:
         self.pace = HeartbeatPace(heartbeat_ms // 4)
         events.on_identified(self.start)
         events.on_gone(self._stop)
+
+    def register(self, host) -> None:
+        host.set_stream_handler(PROTOCOL_ID, libp2p_fixes.guarded_handler(self.serve, "heartbeat"))
 
     # --- sending ----------------------------------------------------------------
 

@@ -2,11 +2,14 @@
 
 Theory of operation
 -------------------
-This module is the *driver* (with the ``mesh_*`` modules: one class, one file
-per concern): it owns the libp2p objects and the trio tasks,
-and moves bytes between the network and the pure parts (container
-verification, bootstrap parsing, announce records, liveness, standing,
-exchange messages). It holds no protocol logic of its own.
+``Mesh`` is the composition root of the network layer: it builds each service
+with what it needs passed in its constructor (the peer guard, admission,
+gating, discovery, exchange, sync, gossip, heartbeats, liveness, reputation,
+consensus: one ``mesh_*`` or named module each), makes the libp2p objects when
+it runs (``Libp2pParts``, shared by the services) and lets each service
+register its own stream handlers and topics. The rest of the node calls the
+Mesh's public methods, which forward to the service that does the work; it
+holds no protocol logic of its own.
 
 Everything runs in one nursery (``Mesh.run``); cancelling it stops the host,
 the DHT, pubsub and every loop, and the TCP listener is closed explicitly
@@ -16,7 +19,6 @@ the DHT, pubsub and every loop, and the TCP listener is closed explicitly
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,49 +26,34 @@ import multiaddr
 import trio
 
 from meshnode.container import Container, Limits, now_ms
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
-from meshnode.net import exchange, libp2p_dht_fixes, libp2p_fixes
-from meshnode.net.announce import (
-    NAMESPACE,
-    MaintenanceCadence,
-    RecordError,
-    interest_key,
-    jittered,
-    make_announce,
-    record_key,
-    select_record,
-    validate_record,
-)
+from meshnode.net import libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.net.addresses import AddressGuard, AddressLimits
-from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets
+from meshnode.net.budget import BudgetLimits, CpuBudgets
 from meshnode.net.inbound import connection_limits, mend_inbound
-from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, ExchangeMixin
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
-from meshnode.net.peer_guard import PeerGuard, peer_id_object
+from meshnode.net.peer_guard import PeerGuard
 from meshnode.net.mesh_admission import AdmissionService
-from meshnode.net.not_wanted import NotWanted
 from meshnode.net.events import PeerEvents
-from meshnode.net.mesh_gating import GatingMixin
+from meshnode.net.mesh_gating import Gating
 from meshnode.net.offload import INLINE_BYTES, Offload
-from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS, AnnounceCache, LookupMixin  # noqa: F401 (re-exported)
+from meshnode.net.mesh_lookup import Discovery
 from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
 from meshnode.net.mesh_liveness import PeerLiveness
-from meshnode.net.heartbeat_stream import PROTOCOL_ID as HEARTBEAT_PROTOCOL_ID, HeartbeatStreams
+from meshnode.net.heartbeat_stream import HeartbeatStreams
 from meshnode.consensus.committee import Committee
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
 from meshnode.net.mesh_reputation import Reputation
 from meshnode.net.events import MeshHooks
 from meshnode.reputation import GOSSIP_THRESHOLDS
-from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1, SyncMixin
-from meshnode.sync.index_cache import IndexCache
+from meshnode.net.mesh_sync import SyncSessions
 from meshnode.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.net.author_rate import RateSettings
@@ -76,7 +63,6 @@ from meshnode.store.quotas import Quotas
 
 log = logging.getLogger("meshnode.net")
 
-CONNECT_TIMEOUT = 5.0
 
 
 @dataclass
@@ -129,12 +115,13 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
-class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
-           GatingMixin):
+class Mesh:
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
-                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None):
+                 clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None,
+                 on_hello: HelloHook | None = None):
         """``validator``: this node's validator LLM lent to peers that ask (None: no LLM here), with
-        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``."""
+        async ``may_ask(did) -> bool`` and ``judge(prompt, answer) -> (rating, comment)``;
+        ``on_hello``: takes a new child's ``spawn_hello`` (None: this node takes none)."""
         self.key = key
         self.config = config
         self.store = store
@@ -143,45 +130,31 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         self.standing = Standing(config.peer_limits)
         self.budgets = CpuBudgets(config.budget_limits)
         self.address_guard = AddressGuard(config.address_limits)
-        self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
                                cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
         self.liveness = LivenessTracker(config.thresholds)
         self.parts = Libp2pParts()  # made by run()
-        self._announce: Container | None = None
-        self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
-        self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
-        self.announces = AnnounceCache()  # the newest valid announce seen per DID (mesh_lookup)
-        self._push_wanted = trio.Event()  # a peer was identified: tell it this node's announce soon
-        self._sync_wanted = trio.Event()  # set when a peer appears or comes back: sync soon
-        self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
-        self._sync_serving: dict[str, int] = {}  # DID -> inbound sync sessions now
-        self._sync_indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
-        self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
-        self.validator = validator
-        self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
-        self._validating = trio.Semaphore(1)
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
         # authors whose containers strangers' traffic never evicts or rate-limits (mesh_admission); as
         # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock)
-        self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
                                           metrics, clock, quotas=config.quotas, known_min_trust=config.known_min_trust,
                                           max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
                                           upkeep_s=config.maintenance_s)
-        self.events.on_upkeep(self._forget_looked_up)  # (transitional: the mixins' own memory)
-        self.events.on_upkeep(self._forget_synced)
-        self.events.on_identified(lambda did, conn, nursery: self._push_wanted.set())  # (transitional)
-        self.events.on_back(lambda: self._sync_wanted.set())
+        self.gating = Gating(self.parts, store, self.guard, self.standing, self.address_guard, self.events, metrics,
+                             clock)
+        self.discovery = Discovery(self.parts, key, store, self.gating, self.events, metrics, clock, name=config.name,
+                                   bootstrap=config.bootstrap, maintenance_s=config.maintenance_s,
+                                   interests=config.interests, expertise=config.expertise, roles=config.roles)
         self.peer_liveness = PeerLiveness(self.liveness, self.parts, self.known, self.events, store, metrics, clock,
                                           thresholds=config.thresholds)
         # heartbeat_stream: one stream per direct connection, each way
-        self.heartbeats = HeartbeatStreams(key, self.parts, self, self.guard, self.peer_liveness, self.events,
+        self.heartbeats = HeartbeatStreams(key, self.parts, self.gating, self.guard, self.peer_liveness, self.events,
                                            metrics, clock, heartbeat_ms=config.heartbeat_ms,
                                            dead_ms=config.thresholds.dead_ms, limits=config.container_limits)
         self.container_gossip = ContainerGossip(self.parts, key, self.guard, self.admission, self.offload,
@@ -193,6 +166,17 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
                                      every_s=config.reputation_s)
         self.consensus = Consensus(self.parts, key, store, self.guard, metrics, clock,
                                    timeouts=config.consensus_timeouts, block_limits=config.consensus_block_limits)
+        self.exchange = Exchange(key, store, self.guard, self.standing, self.address_guard, self.budgets,
+                                 self.admission, self.gating, self.discovery.reach, self.events, metrics, clock,
+                                 max_frame_bytes=config.peer_limits.max_frame_bytes, min_trust=config.min_trust,
+                                 limits=config.container_limits, validator=validator, on_hello=on_hello)
+        self.sync = SyncSessions(self.parts, key, store, self.guard, self.standing, self.address_guard, self.gating,
+                                 self.discovery.reach, self.exchange, self.admission,
+                                 self.reputation.credit_sync_session,
+                                 self.hooks, self.liveness, self.known, self.events, metrics, clock, want=config.want,
+                                 min_trust=config.min_trust, every_s=config.sync_s, sessions=config.sync_sessions,
+                                 sessions_per_peer=config.sync_sessions_per_peer,
+                                 frame_timeout_s=config.frame_timeout_s)
 
     @property
     def host(self):
@@ -238,34 +222,44 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
     async def reputation_round(self) -> dict:
         return await self.reputation.reputation_round()
 
-    # --- transitional: the mixins not yet services reach the guard through these ---------
+    async def request(self, did: str, message: dict, expected: str, timeout: float = REQUEST_TIMEOUT) -> dict:
+        return await self.exchange.request(did, message, expected, timeout)
 
-    def credit_sync_session(self, did):
-        self.reputation.credit_sync_session(did)
+    async def push(self, did: str, containers: list[Container]) -> dict:
+        return await self.exchange.push(did, containers)
 
-    def _is_known(self, did):
-        return self.guard.is_known(did)
+    async def fetch(self, did: str, container_dids: list[str]) -> list[Container]:
+        return await self.exchange.fetch(did, container_dids)
 
-    def _banned(self, did):
-        return self.guard.banned(did)
+    async def ask_validation(self, did: str, prompt: str, answer: str, timeout: float) -> tuple[int, str]:
+        return await self.exchange.ask_validation(did, prompt, answer, timeout)
 
-    def _host_of_peer(self, peer_id):
-        return self.guard.host_of_peer(peer_id)
+    async def sync_with(self, did: str) -> dict:
+        return await self.sync.sync_with(did)
 
-    async def _work(self, *args, **kwargs):
-        return await self.guard.work(*args, **kwargs)
+    def remember_refusals(self, did: str, batch: list, ack: dict) -> None:
+        self.sync.remember_refusals(did, batch, ack)
 
-    def _invalid(self, *args, **kwargs):
-        self.guard.invalid(*args, **kwargs)
+    async def find(self, did: str) -> dict:
+        return await self.discovery.find(did)
 
-    def _slow_frame(self, did):
-        self.guard.slow_frame(did)
+    async def reach(self, did: str) -> None:
+        await self.discovery.reach(did)
 
-    async def _disconnect(self, pid):
-        await self.guard.disconnect(pid)
+    async def dial(self, did: str, addresses: list[str]) -> None:
+        await self.discovery.dial(did, addresses)
 
-    async def _save_standing(self, did):
-        await self.guard.save_standing(did)
+    async def ping(self, did: str) -> float:
+        return await self.discovery.ping(did)
+
+    async def find_interest(self, tag: str) -> list[dict]:
+        return await self.discovery.find_interest(tag)
+
+    async def lookup_announce(self, did: str, *, cached: bool = True) -> Container:
+        return await self.discovery.lookup_announce(did, cached=cached)
+
+    async def announce_now(self, interests: list[str] = (), expertise: list[str] = ()) -> dict:
+        return await self.discovery.announce_now(interests, expertise)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -309,9 +303,9 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         if host.get_id().to_base58() != self.key.peer_id:
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         # inbound slots given back when a connection ends; refused addresses closed before the handshake
-        mend_inbound(host.get_network(), self._admit_at_accept, self._refused_at_accept)
+        mend_inbound(host.get_network(), self.gating.admit_at_accept, self.gating.refused_at_accept)
         self.parts.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
-        dht.register_validator(NAMESPACE, _announce_validator(self))
+        self.discovery.register(dht)
         libp2p_dht_fixes.answer_find_node_for_self(dht)
         libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
@@ -327,26 +321,25 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         )
         self.parts.pubsub = pubsub = Pubsub(host, gossipsub, strict_signing=True,
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
-        pubsub.set_topic_validator(CONTAINER_TOPIC, self.container_gossip.validate_container, is_async_validator=True)
-        pubsub.set_topic_validator(CONSENSUS_TOPIC, self.consensus.validate_gossip, is_async_validator=False)
+        self.container_gossip.register(pubsub)
+        self.consensus.register(pubsub)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self.container_gossip.dropped)  # first: the others forget
-        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id, pardoned=self.admission.gossip_pardoned)
+        libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id,
+                                                 pardoned=self.admission.gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
         libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
-        host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_exchange, "exchange"))
-        host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self._serve_sync, "sync"))
-        host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self._serve_sync_v1, "sync"))
-        host.set_stream_handler(HEARTBEAT_PROTOCOL_ID,
-                                libp2p_fixes.guarded_handler(self.heartbeats.serve, "heartbeat"))
+        self.exchange.register(host)
+        self.sync.register(host)
+        self.heartbeats.register(host)
         try:
             async with host.run(listen_addrs=listen), background_trio_service(dht), \
                     background_trio_service(pubsub), background_trio_service(gossipsub):
                 async with trio.open_nursery() as nursery:
                     await self.admission.refresh_known()
-                    await self._start_gating(nursery)
+                    await self.gating.start(nursery)
                     await pubsub.wait_until_ready()
                     containers = await pubsub.subscribe(CONTAINER_TOPIC)
                     committee = self.config.committee()
@@ -355,10 +348,9 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
                         nursery.start_soon(self.consensus.run, agreeing, committee)
                     nursery.start_soon(self.container_gossip.read, containers)
                     nursery.start_soon(self.peer_liveness.run)
-                    nursery.start_soon(self._bootstrap_and_maintain)
-                    nursery.start_soon(self._push_on_connect)
+                    nursery.start_soon(self.discovery.run)
                     nursery.start_soon(libp2p_fixes.prune_equivocation_forever, gossipsub)
-                    nursery.start_soon(self._sync_forever)
+                    nursery.start_soon(self.sync.run)
                     nursery.start_soon(self.reputation.run)
                     nursery.start_soon(self.admission.run)
                     task_status.started(self)
@@ -377,7 +369,7 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
 
     def addresses(self) -> list[str]:
         """The node's announced addresses, each ending in /p2p/<peer id>."""
-        return [str(a) for a in self.host.get_addrs()] if self.host else []
+        return self.discovery.addresses()
 
     def formation(self) -> dict:
         """How far this node has joined the mesh: connected peers, GossipSub mesh peers per topic
@@ -387,141 +379,8 @@ class Mesh(LookupMixin, ExchangeMixin, SyncMixin,
         return {"connected": len(self.host.get_connected_peers()),
                 "gossip_mesh": {t: len(self.gossipsub.mesh.get(t, ())) for t in (CONTAINER_TOPIC,)},
                 "degree": self.gossipsub.degree, "degree_low": self.gossipsub.degree_low,
-                "lookups": self.lookup_state()}  # announce pushes, puts, first heard, slow finds
+                "lookups": self.discovery.lookup_state()}  # announce pushes, puts, first heard, slow finds
 
-    # --- discovery ------------------------------------------------------------
-
-    async def _bootstrap_and_maintain(self) -> None:
-        delay = pause = 1.0
-        while True:
-            reached = await self._dial_bootstrap()
-            if self.config.bootstrap and not reached and not self.host.get_connected_peers():
-                log.warning("no bootstrap peer reachable (of %d); retrying in %.0f s",
-                            len(self.config.bootstrap), delay)
-                self.metrics.inc("bootstrap_unreachable")
-                await trio.sleep(delay)
-                delay = min(delay * 2, 60.0)
-                continue
-            delay = 1.0
-            table = frozenset(p.to_base58() for p in self.dht.routing_table.get_peer_ids())
-            content = (tuple(self.addresses()), tuple(self._agent_tags[0]), tuple(self._agent_tags[1]))
-            if self._cadence.due(self.clock(), table, content):  # issue 18: only on changes, or now and then
-                # the announce first: its put walks towards this node's own neighbourhood, which also
-                # fills the routing table, and makes the node findable as soon as it has a peer
-                published = await self._publish_announce()
-                if self.host.get_connected_peers():
-                    with trio.move_on_after(30):
-                        try:
-                            await self.dht.refresh_routing_table()
-                        except Exception as exc:  # peers come and go mid-refresh; the next round retries
-                            log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
-                if published:  # a failed put is tried again next round
-                    self._cadence.done(self.clock(), table, content)
-            elif self._announce is not None:  # peers that connected since, or were too slow, get it directly
-                with trio.move_on_after(15):
-                    await self._push_quietly(self._announce)
-            await self._learn_routing_table()
-            self.metrics.inc("maintenance_rounds")
-            # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
-            await trio.sleep(jittered(min(pause, self.config.maintenance_s)))
-            pause *= 2
-
-    async def _connect(self, info) -> None:
-        self.refuse_dial(info.peer_id)
-        network = self.host.get_network()
-        if hasattr(network, "unblock_peer"):
-            network.unblock_peer(info.peer_id)  # a failed dial blocks the peer for 60 s otherwise
-        try:
-            with trio.fail_after(CONNECT_TIMEOUT):
-                await self.host.connect(info)
-        except (trio.TooSlowError, Exception) as exc:  # libp2p raises several types on a failed dial
-            self.metrics.inc("dial_failed")
-            raise NetError("unreachable", f"cannot connect to {info.peer_id}: {type(exc).__name__}") from None
-
-    async def announce_now(self, interests: list[str] = (), expertise: list[str] = ()) -> dict:
-        """Publish this node's announce at once, with interests and expertise the cognitive core
-        adds to the configured ones (for this run)."""
-        self._agent_tags = (sorted(set(self._agent_tags[0]) | set(interests))[:64],
-                            sorted(set(self._agent_tags[1]) | set(expertise))[:64])
-        await self._publish_announce()
-        p = self._announce.payload
-        return {"did": self.key.did, "interests": p.get("interests", []), "expertise": p.get("expertise", []),
-                "addresses": p.get("addresses", [])}
-
-    async def _publish_announce(self) -> bool:
-        interests = [*self.config.interests, *self._agent_tags[0]]
-        expertise = [*self.config.expertise, *self._agent_tags[1]]
-        announce = make_announce(self.key, name=self.config.name, addresses=self.addresses(), now_ms=self.clock(),
-                                 interests=interests, expertise=expertise, roles=self.config.roles)
-        self._announce = announce
-        try:
-            self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
-            await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
-            put_began = time.perf_counter()
-            with trio.move_on_after(15) as put:
-                await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
-            self._note_put(put.cancelled_caught, put_began)  # find-tail (lookup_trace)
-            for tag in announce.payload.get("interests", []):
-                with trio.move_on_after(15):
-                    await self.dht.provide(interest_key(tag))
-        except Exception as exc:  # the DHT may have no peers yet; the next round retries
-            log.info("announce not published yet: %s", exc)
-            self.metrics.inc("announce_failed")
-            return False
-        if put.cancelled_caught:  # the walk outlasted its deadline: the record may have reached nobody
-            log.info("announce put timed out; tried again next round")
-            self.metrics.inc("announce_failed")
-            return False
-        return True
-
-    async def dial(self, did: str, addresses: list[str]) -> None:
-        """Connect to ``did`` at addresses already known (a spawned child's): no lookup; NetError
-        ``unreachable`` when none answers."""
-        from libp2p.peer.id import ID
-        from libp2p.peer.peerinfo import PeerInfo
-
-        await self._connect(PeerInfo(ID.from_base58(did_to_peer_id(did)), [multiaddr.Multiaddr(a) for a in addresses]))
-
-    async def reach(self, did: str) -> None:
-        """Be connected to ``did``: at once when we already are, else by ``find``."""
-        if peer_id_object(did) not in self.host.get_connected_peers():
-            await self.find(did)
-
-    def _known_addresses(self, pid) -> list[str]:
-        from libp2p.peer.peerstore import PeerStoreError
-
-        try:
-            return [str(a) for a in self.host.get_peerstore().addrs(pid)]
-        except PeerStoreError:
-            return []
-
-    async def find_interest(self, tag: str) -> list[dict]:
-        providers = await libp2p_dht_fixes.find_providers_network(self.dht, interest_key(tag))
-        found = []
-        for pid in sorted(providers, key=lambda p: p.to_base58()):
-            try:
-                did = peer_id_to_did(pid.to_base58())
-            except MeshnodeError:
-                continue
-            found.append({"did": did, "peer_id": pid.to_base58()})
-        return found
-
-    async def ping(self, did: str) -> float:
-        from libp2p.host.ping import ID as PING_ID, perform_ping_roundtrip
-
-        await self.find(did)
-        pid = peer_id_object(did)
-        try:
-            stream = await self.host.new_stream(pid, [PING_ID])
-        except Exception as exc:  # py-libp2p raises several types when a peer is gone
-            raise NetError("unreachable", f"cannot reach {did}: {type(exc).__name__}") from None
-        try:
-            started = time.perf_counter()
-            with trio.fail_after(REQUEST_TIMEOUT):
-                await perform_ping_roundtrip(stream)
-            return (time.perf_counter() - started) * 1000
-        finally:
-            await stream.close()
 
 def _wildcard_to_interfaces(candidates: list) -> list:
     """Announce real interface addresses instead of /ip4/0.0.0.0 (py-libp2p advertises the wildcard)."""
@@ -533,36 +392,3 @@ def _wildcard_to_interfaces(candidates: list) -> list:
         else:
             out.append(addr)
     return out
-
-
-def _announce_validator(mesh: Mesh):
-    """The DHT namespace validator for announces (libp2p calls validate/select)."""
-    from libp2p.records.validator import Validator
-
-    class AnnounceValidator(Validator):
-        def validate(self, key: str, value: bytes) -> None:
-            try:
-                announce = validate_record(key, value, mesh.clock())
-            except RecordError as exc:
-                mesh.metrics.inc("announce_rejected", code=exc.code)
-                raise ValueError(f"{exc.code}: {exc.reason}") from None
-            mesh._heard_announce(announce)  # a PUT from its owner, an answer to a lookup: fresh (mesh_lookup)
-
-        def select(self, key: str, values: list[bytes]) -> int:
-            if len(values) > 1 and all(v == values[0] for v in values):
-                # the same record again: py-libp2p answers a PUT only when the new one wins, so an
-                # unanswered push of what a peer already held waited out the hop timeout and was
-                # retried every maintenance round, by every node (idle cost after issue 18's find-tail)
-                return len(values) - 1
-            decoded = []
-            for v in values:
-                try:
-                    decoded.append(validate_record(key, v, mesh.clock()))
-                except RecordError:
-                    decoded.append(None)
-            valid = [i for i, c in enumerate(decoded) if c is not None]
-            if not valid:
-                return 0
-            return valid[select_record([decoded[i] for i in valid])]
-
-    return AnnounceValidator()

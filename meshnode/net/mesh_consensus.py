@@ -64,7 +64,7 @@ def _order(a) -> int:
 
 class Consensus:
     """The consensus service: ``run`` with the topic's subscription once the host runs (only on a
-    node with a committee); ``validate_gossip`` is the topic's validator."""
+    node with a committee); ``validate_gossip`` is the topic's validator (set by ``register``)."""
 
     def __init__(self, parts: Libp2pParts, key, store, guard: PeerGuard, metrics, clock: Callable[[], int], *,
                  timeouts: Timeouts = Timeouts(), block_limits: BlockLimits = BlockLimits()):
@@ -72,6 +72,9 @@ class Consensus:
         self.metrics, self.clock = metrics, clock
         self._timeouts, self._block_limits = timeouts, block_limits
         self.core: Core | None = None
+
+    def register(self, pubsub) -> None:
+        pubsub.set_topic_validator(CONSENSUS_TOPIC, self.validate_gossip, is_async_validator=False)
 
     def consensus_status(self) -> dict:
         if self.core is None:

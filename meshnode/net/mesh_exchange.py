@@ -1,4 +1,4 @@
-"""The exchange protocol's two sides, as the Mesh runs them (split from mesh.py).
+"""The exchange protocol's two sides: the ``Exchange`` service.
 
 Client: ``request``/``push``/``fetch``. Server: the stream handler, which
 applies the peer's standing (ban, rate, outstanding requests, concurrent
@@ -10,37 +10,78 @@ counts every invalid input against the peer by the cost it caused.
 from __future__ import annotations
 
 import logging
+from typing import Awaitable, Callable
 
 import trio
 
-from meshnode.container import Container, ContainerError, decode_container
+from meshnode.container import Container, ContainerError, Limits, decode_container
 from meshnode.errors import MeshnodeError
-from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.net import exchange
+from meshnode.identity.did import peer_id_to_did
+from meshnode.net import exchange, libp2p_fixes
+from meshnode.net.addresses import AddressGuard
+from meshnode.net.budget import CpuBudgets
 from meshnode.net.errors import NetError
+from meshnode.net.events import PeerEvents
 from meshnode.net.frames import encode_frame
-from meshnode.net.peer_guard import Refused, WorkFailed, peer_id_object, remote_host  # noqa: F401 (re-exported)
 from meshnode.net.paced_read import read_paced_frame
-from meshnode.net.standing import invalid_weight
+from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed, remote_host
+from meshnode.net.standing import Standing
 from meshnode.spawn.invitation import HELLO_CLASS
-from meshnode.store.peers import peer_trust, save_standing, upsert_peer
+from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import may_share
 
 log = logging.getLogger("meshnode.net")
 REQUEST_TIMEOUT = 10.0
 
 
-class ExchangeMixin:
+HelloHook = Callable[[Container, str], Awaitable["tuple[str, str] | None"]]
+
+
+class Exchange:
+    """The exchange service: ``request``, ``push``, ``fetch`` and ``ask_validation`` to a peer, and
+    ``serve`` (registered by ``register``) for its requests. Streams are opened by the ``gating``
+    service (``open_stream``), a peer is reached first by ``reach(did)``; ``validator`` is this node's
+    LLM lent to trusted peers (None: none here), ``on_hello`` takes a new child's ``spawn_hello``
+    (None: this node takes none). It counts what each peer pushed here and fetched from here while
+    it is connected (``moved``, for sync's reports)."""
+
+    def __init__(self, key, store, guard: PeerGuard, standing: Standing, address_guard: AddressGuard,
+                 budgets: CpuBudgets, admission, gating, reach: Callable[[str], Awaitable[None]],
+                 events: PeerEvents, metrics, clock: Callable[[], int], *, max_frame_bytes: int, min_trust: float,
+                 limits: Limits = Limits(), validator=None, on_hello: HelloHook | None = None):
+        self.key, self.store, self.guard, self.standing = key, store, guard, standing
+        self.address_guard, self.budgets, self.admission = address_guard, budgets, admission
+        self.gating, self.reach, self.metrics, self.clock = gating, reach, metrics, clock
+        self.max_frame_bytes, self.min_trust, self.limits = max_frame_bytes, min_trust, limits
+        self.validator, self.on_hello = validator, on_hello
+        self._validating = trio.Semaphore(1)
+        self._moved: dict[str, tuple[int, int]] = {}  # DID -> containers it pushed here (new), fetched from here
+        events.on_gone(self._forget_moved)
+
+    def register(self, host) -> None:
+        host.set_stream_handler(exchange.PROTOCOL_ID, libp2p_fixes.guarded_handler(self.serve, "exchange"))
+
+    def moved(self, did: str) -> tuple[int, int]:
+        """What ``did`` pushed here (new containers) and fetched from here on its current connection."""
+        return self._moved.get(did, (0, 0))
+
+    def _count_moved(self, did: str, received: int = 0, served: int = 0) -> None:
+        r, s = self._moved.get(did, (0, 0))
+        self._moved[did] = (r + received, s + served)
+
+    def _forget_moved(self, did: str | None) -> None:
+        self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
+
     # --- the exchange protocol (client) ---------------------------------------
 
     async def request(self, did: str, message: dict, expected: str, timeout: float = REQUEST_TIMEOUT) -> dict:
         from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
         await self.reach(did)
-        limit = self.config.peer_limits.max_frame_bytes
+        limit = self.max_frame_bytes
         try:
             with trio.fail_after(timeout):
-                stream = await self.open_stream(did, exchange.PROTOCOL_ID)
+                stream = await self.gating.open_stream(did, exchange.PROTOCOL_ID)
                 try:
                     await stream.write(encode_frame(exchange.encode_message(message)))
                     await stream.close()  # half-close: the response still arrives
@@ -55,7 +96,7 @@ class ExchangeMixin:
         except Exception as exc:
             raise NetError("exchange_failed", f"exchange with {did} failed: {type(exc).__name__}: {exc}") from None
         try:
-            message = await self._work(did, None, frame, exchange.decode_message, frame, limit, admit=False)
+            message = await self.guard.work(did, None, frame, exchange.decode_message, frame, limit, admit=False)
         except WorkFailed as exc:
             raise exc.error from None
         return exchange.check_response(message, expected)
@@ -68,9 +109,9 @@ class ExchangeMixin:
         out = []
         for raw in response["containers"]:
             try:
-                c = await self._work(did, None, raw, self._decode, raw, admit=False)
+                c = await self.guard.work(did, None, raw, self._decode, raw, admit=False)
             except WorkFailed as exc:
-                self._invalid(did, _container_error(exc).code, cost_ms=exc.cost_ms, nbytes=len(raw))
+                self.guard.invalid(did, _container_error(exc).code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 continue
             if c.did in container_dids:
                 out.append(c)
@@ -86,14 +127,14 @@ class ExchangeMixin:
 
     # --- the exchange protocol (server) ---------------------------------------
 
-    async def _serve_exchange(self, stream) -> None:
+    async def serve(self, stream) -> None:
         from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
         from libp2p.network.stream.exceptions import StreamError
         from libp2p.utils.varint import ParseError
 
         peer_id = stream.muxed_conn.peer_id.to_base58()
         did = peer_id_to_did(peer_id)
-        host = None if self._is_known(did) else remote_host(stream.muxed_conn)
+        host = None if self.guard.is_known(did) else remote_host(stream.muxed_conn)
         now = self.clock()
         if self.standing.is_banned(did, now):
             self.metrics.inc("exchange_refused", reason="banned")
@@ -113,29 +154,29 @@ class ExchangeMixin:
             await self._respond(stream, exchange.error("busy", "too many requests from this address at once"))
             return
         try:
-            debt = self.budgets.in_debt(did, host, self._is_known(did), now)
+            debt = self.budgets.in_debt(did, host, self.guard.is_known(did), now)
             if debt is not None:  # throttled: its frame is not even read (yamux holds the sender to its window)
                 self.metrics.inc("exchange_refused", reason="in_debt")
                 await self._respond(stream, exchange.error("over_budget", "over its CPU budget; retry in"
                                                                           f" {debt} ms", debt))
                 return
-            limit = self.config.peer_limits.max_frame_bytes
+            limit = self.max_frame_bytes
             try:
                 frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT)
             except MessageTooLarge:
-                self._invalid(did, "frame_too_large")
+                self.guard.invalid(did, "frame_too_large")
                 await stream.reset()
                 return
             except trio.TooSlowError:  # a frame trickled in too slowly (slow-loris), or a slow link
-                self._slow_frame(did)
+                self.guard.slow_frame(did)
                 await stream.reset()
                 return
             except (IncompleteReadError, StreamError, ParseError):  # cut short, or not a varint at all
-                self._invalid(did, "bad_frame")
+                self.guard.invalid(did, "bad_frame")
                 await stream.reset()
                 return
             try:
-                op, items = await self._work(did, host, frame, _parse_request, frame, limit)
+                op, items = await self.guard.work(did, host, frame, _parse_request, frame, limit)
             except Refused as exc:
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
@@ -143,7 +184,7 @@ class ExchangeMixin:
             except WorkFailed as exc:
                 if not isinstance(exc.error, exchange.ExchangeError):
                     raise exc.error
-                self._invalid(did, exc.error.code, cost_ms=exc.cost_ms, nbytes=len(frame))
+                self.guard.invalid(did, exc.error.code, cost_ms=exc.cost_ms, nbytes=len(frame))
                 await self._respond(stream, exchange.error(exc.error.code, exc.error.reason))
                 return
             if op == "fetch":
@@ -157,7 +198,7 @@ class ExchangeMixin:
             self.standing.end_request(did)
             if host is not None:
                 self.address_guard.end_stream(host)
-            await self._save_standing(did)
+            await self.guard.save_standing(did)
 
     async def _serve_fetch(self, requester: str, dids: list[str]) -> dict:
         """Containers by DID, but only those the requester may have: a private note is
@@ -198,7 +239,7 @@ class ExchangeMixin:
 
     async def _serve_push(self, did: str, items: list[bytes], host: str | None = None) -> dict:
         accepted, duplicates, rejected = [], [], []
-        untrusted = self.config.min_trust > 0 and await self.store.read(peer_trust, did) < self.config.min_trust
+        untrusted = self.min_trust > 0 and await self.store.read(peer_trust, did) < self.min_trust
         if untrusted and len(items) != 1:  # one item may be a new child's hello (no reputation yet): decoded below
             return self._untrusted_push()
         for index, raw in enumerate(items):
@@ -208,14 +249,14 @@ class ExchangeMixin:
                                 for i in range(index, len(items)))
                 break
             try:
-                c = await self._work(did, host, raw, self._decode, raw)
+                c = await self.guard.work(did, host, raw, self._decode, raw)
             except Refused as exc:  # each container is charged: the rest of the push waits for the budget
                 self.metrics.inc("exchange_refused", reason=exc.code)
                 rejected.append({"index": index, "code": exc.code, "reason": exc.reason[:200]})
                 continue
             except WorkFailed as exc:
                 error = _container_error(exc)
-                self._invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
+                self.guard.invalid(did, error.code, cost_ms=exc.cost_ms, nbytes=len(raw))
                 rejected.append({"index": index, "code": error.code, "reason": error.reason[:200]})
                 continue
             if untrusted and c.cls != HELLO_CLASS:
@@ -252,7 +293,7 @@ class ExchangeMixin:
     async def _serve_hello(self, hello: Container, did: str) -> tuple[str, str] | None:
         """Hand a ``spawn_hello`` to the node's ``on_hello`` hook (None: accepted, else (code, reason)),
         only from the child itself; counted either way."""
-        hook = getattr(self, "on_hello", None)
+        hook = self.on_hello
         if hello.sender_did != did:
             refusal = ("bad_hello", "a hello is taken only from the child that signed it")
         elif hook is None:
@@ -275,7 +316,7 @@ class ExchangeMixin:
 
     def _decode(self, raw: bytes) -> Container:
         """A peer's container, verified (run in the worker pool when large)."""
-        return decode_container(raw, now_ms=self.clock(), limits=self.config.container_limits)
+        return decode_container(raw, now_ms=self.clock(), limits=self.limits)
 
 
 def _parse_request(frame: bytes, limit: int) -> tuple[str, list]:

@@ -1,4 +1,4 @@
-"""Who may stay connected, and what a peer speaks, as the Mesh runs it (split from mesh.py).
+"""Who may stay connected, and what a peer speaks: the ``Gating`` service.
 
 py-libp2p has no connection gater: a peer cut off for invalid input could dial
 again at once, and only the exchange and sync handlers refused it. Here a
@@ -22,15 +22,21 @@ closed as it was opened is tried once more (``stream_retries``).
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 import trio
 
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
+from meshnode.net.addresses import AddressGuard
+from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
+from meshnode.net.events import PeerEvents
 from meshnode.net.inbound import remote_address
-from meshnode.net.peer_guard import peer_id_object
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.peer_guard import PeerGuard, peer_id_object
+from meshnode.net.standing import Standing
 from meshnode.store.peers import active_bans
 
 log = logging.getLogger("meshnode.net")
@@ -46,12 +52,27 @@ def _did_of(peer_id) -> str | None:
         return None
 
 
-class GatingMixin:
-    _unsupported: dict[str, set[str]]  # DID -> protocols it refused on its current connection
+class Gating:
+    """The gating service: ``start`` watches every connection of the host (a connection kept and
+    identified fires ``PeerEvents.identified``, a peer's last one closed ``gone``);
+    ``admit_at_accept`` and ``refused_at_accept`` judge an inbound address before its handshake
+    (``inbound.mend_inbound``); ``open_stream`` is every service's way to a peer, ``speaks`` what
+    a peer is known to speak, ``refuse_dial`` refuses our own dials to a banned peer. Who is banned
+    or known, and from which address, the ``guard`` says."""
 
-    async def _start_gating(self, nursery: trio.Nursery) -> None:
+    def __init__(self, parts: Libp2pParts, store, guard: PeerGuard, standing: Standing, address_guard: AddressGuard,
+                 events: PeerEvents, metrics, clock: Callable[[], int]):
+        self.parts, self.store, self.guard, self.standing = parts, store, guard, standing
+        self.address_guard, self.events, self.metrics, self.clock = address_guard, events, metrics, clock
+        self._unsupported: dict[str, set[str]] = {}  # DID -> protocols it refused on its current connection
+        self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
+
+    @property
+    def host(self):
+        return self.parts.host
+
+    async def start(self, nursery: trio.Nursery) -> None:
         """Restore the bans of earlier runs, and watch every connection of the host from now on."""
-        self._unsupported = {}
         now = self.clock()
         for did, until in (await self.store.read(active_bans, now)).items():
             self.standing.restore_ban(did, until, now)
@@ -61,7 +82,7 @@ class GatingMixin:
 
     def _on_connected(self, conn, nursery: trio.Nursery) -> None:
         did = _did_of(conn.muxed_conn.peer_id)
-        if self._banned(did):
+        if self.guard.banned(did):
             self._refuse(conn, did, "connect", nursery)
             return
         refusal = self._address_refusal(conn, did)
@@ -70,7 +91,7 @@ class GatingMixin:
         elif did is not None:
             nursery.start_soon(self._check_once_identified, conn, did, nursery)
 
-    def _admit_at_accept(self, address: tuple) -> str | None:
+    def admit_at_accept(self, address: tuple) -> str | None:
         """Before the handshake: why a new inbound connection is refused for its address (its
         identities were cut off, or it connects too often), or None. An address a known peer is
         connected from is left to the check at connect, which knows who is connecting."""
@@ -82,7 +103,7 @@ class GatingMixin:
             self._admitted_at_accept.put(f"{address[0]}|{address[1]}", True)
         return refusal
 
-    def _refused_at_accept(self, host: str, reason: str) -> None:
+    def refused_at_accept(self, host: str, reason: str) -> None:
         self.metrics.inc("connections_refused", reason=reason, stage="accept")
         log.debug("refused a connection from %s before its handshake (%s)", host, reason)
 
@@ -90,8 +111,8 @@ class GatingMixin:
         hosts = set()
         for pid in list(self.host.get_connected_peers()):
             did = _did_of(pid)
-            if did is not None and self._is_known(did):
-                host = self._host_of_peer(pid)
+            if did is not None and self.guard.is_known(did):
+                host = self.guard.host_of_peer(pid)
                 if host:
                     hosts.add(host)
         return hosts
@@ -99,7 +120,7 @@ class GatingMixin:
     def _address_refusal(self, conn, did: str | None) -> str | None:
         """Why an inbound connection of an unknown peer is refused for its address, or None."""
         secured = getattr(conn.muxed_conn, "secured_conn", None)
-        if getattr(secured, "is_initiator", True) or (did is not None and self._is_known(did)):
+        if getattr(secured, "is_initiator", True) or (did is not None and self.guard.is_known(did)):
             return None  # our own dial, or a known peer: exempt
         address = remote_address(conn.muxed_conn)
         if address is None:
@@ -110,7 +131,7 @@ class GatingMixin:
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
-        if self._banned(did) and not conn.muxed_conn.is_closed:
+        if self.guard.banned(did) and not conn.muxed_conn.is_closed:
             self._refuse(conn, did, "identify", nursery)
         elif not conn.muxed_conn.is_closed:
             # the new peer is told this node's announce at once (mesh_lookup), and heartbeats start
@@ -127,7 +148,6 @@ class GatingMixin:
         if not self.host.get_network().get_connections(peer_id):
             did = _did_of(peer_id)
             self._unsupported.pop(did, None)
-            self._moved.pop(did, None)  # keyed by peer input: kept only while the peer is connected
             self.events.gone(did)
 
     def speaks(self, did: str, protocol: str) -> bool | None:
@@ -152,7 +172,7 @@ class GatingMixin:
         # A stream whose connection closed as it was opened fails, and py-libp2p 0.8.1 does not
         # dial again while the closed connection is still listed ("No valid connections
         # available"): a peer that was connected gets one more try, once that connection is gone.
-        retry = bool(network.get_connections(pid)) and not self._banned(did)
+        retry = bool(network.get_connections(pid)) and not self.guard.banned(did)
         while True:
             try:
                 return await self.host.new_stream(pid, [protocol])
@@ -170,7 +190,7 @@ class GatingMixin:
     def refuse_dial(self, peer_id) -> None:
         """Our own dial to a banned peer is refused before it starts (NetError ``banned``)."""
         did = _did_of(peer_id)
-        if self._banned(did):
+        if self.guard.banned(did):
             self.metrics.inc("connections_refused", reason="banned", stage="dial")
             raise NetError("banned", f"{did} is cut off for invalid input until its ban ends")
 
@@ -182,7 +202,7 @@ def _why(exc: BaseException) -> str:
     return why + (f" ({type(cause).__name__}: {str(cause)[:160]})" if cause is not None else "")
 
 
-def _refuse_banned_dials(mesh: GatingMixin, network) -> None:
+def _refuse_banned_dials(gating: Gating, network) -> None:
     """Every dial of the swarm, whoever asks for it, is refused for a banned peer (SwarmException,
     which py-libp2p's callers expect from a failed dial)."""
     from libp2p.network.exceptions import SwarmException
@@ -191,7 +211,7 @@ def _refuse_banned_dials(mesh: GatingMixin, network) -> None:
 
     async def dial_unless_banned(peer_id):
         try:
-            mesh.refuse_dial(peer_id)
+            gating.refuse_dial(peer_id)
         except NetError as exc:
             raise SwarmException(exc.reason) from None
         return await dial_peer(peer_id)
@@ -207,21 +227,21 @@ async def _close(conn) -> None:
             log.debug("closing a refused connection: %s", exc)
 
 
-def _gatekeeper(mesh: GatingMixin, nursery: trio.Nursery):
-    """The network notifee that hands connections made and lost to the Mesh (libp2p is
+def _gatekeeper(gating: Gating, nursery: trio.Nursery):
+    """The network notifee that hands connections made and lost to the gating service (libp2p is
     imported only when a node runs)."""
     from libp2p.abc import INotifee
 
     class Gatekeeper(INotifee):
-        def __init__(self, mesh: GatingMixin, nursery: trio.Nursery):
-            self.mesh = mesh
+        def __init__(self, gating: Gating, nursery: trio.Nursery):
+            self.gating = gating
             self.nursery = nursery
 
         async def connected(self, network, conn) -> None:
-            self.mesh._on_connected(conn, self.nursery)
+            self.gating._on_connected(conn, self.nursery)
 
         async def disconnected(self, network, conn) -> None:
-            self.mesh._on_disconnected(conn)
+            self.gating._on_disconnected(conn)
 
         async def opened_stream(self, network, stream) -> None:
             pass
@@ -235,4 +255,4 @@ def _gatekeeper(mesh: GatingMixin, nursery: trio.Nursery):
         async def listen_close(self, network, multiaddr) -> None:
             pass
 
-    return Gatekeeper(mesh, nursery)
+    return Gatekeeper(gating, nursery)

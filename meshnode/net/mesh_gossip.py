@@ -43,7 +43,8 @@ def message_key(message) -> bytes:
 
 class ContainerGossip:
     """The containers topic's service: ``gossip`` publishes, ``validate_container`` is the topic's
-    validator, ``read`` the subscription's reader (started by the Mesh once the host runs)."""
+    validator (set by ``register``), ``read`` the subscription's reader (started by the Mesh once the
+    host runs)."""
 
     def __init__(self, parts: Libp2pParts, key, guard: PeerGuard, admission: AdmissionService, offload: Offload,
                  standing: Standing, timing: GossipTiming, metrics, clock: Callable[[], int], *,
@@ -52,6 +53,9 @@ class ContainerGossip:
         self.standing, self.timing, self.metrics, self.clock, self.limits = standing, timing, metrics, clock, limits
         self._validated = BoundedLRU(VALIDATED_KEPT)  # message_key -> (data, Container) validated, for the reader
         self._ignored: set[bytes] = set()  # message keys ignored (not rejected) by the validator (forget_ignored)
+
+    def register(self, pubsub) -> None:
+        pubsub.set_topic_validator(CONTAINER_TOPIC, self.validate_container, is_async_validator=True)
 
     async def gossip(self, c: Container) -> None:
         data = c.to_bytes()

@@ -1,4 +1,4 @@
-"""Joining the mesh and finding a peer by DID, as the Mesh does them (split from mesh.py).
+"""Joining the mesh, announcing this node and finding a peer by DID: the ``Discovery`` service.
 
 Theory of operation
 -------------------
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Callable
 
 import multiaddr
 import trio
@@ -39,9 +40,24 @@ import trio
 from meshnode.container import Container
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.net import dht_direct, libp2p_fixes, lookup_trace
-from meshnode.net.announce import RecordError, announce_addresses, record_key, select_record, validate_record
+from meshnode.net import dht_direct, libp2p_dht_fixes, libp2p_fixes, lookup_trace
+from meshnode.net.announce import (
+    NAMESPACE,
+    MaintenanceCadence,
+    RecordError,
+    announce_addresses,
+    interest_key,
+    jittered,
+    make_announce,
+    record_key,
+    select_record,
+    validate_record,
+)
+from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
+from meshnode.net.events import PeerEvents
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.mesh_exchange import REQUEST_TIMEOUT
 from meshnode.net.peer_guard import peer_id_object
 from meshnode.store.peers import upsert_peer
 
@@ -58,6 +74,7 @@ ANNOUNCE_FRESH_S = 90.0  # a cached announce answers a find this long after it w
 ANNOUNCES_KEPT = 4096
 ARRIVAL_WAIT_S = 2.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
 SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
+CONNECT_TIMEOUT = 5.0
 
 
 class AnnounceCache:
@@ -100,20 +117,54 @@ class AnnounceCache:
         return len(self._by_did)
 
 
-class LookupMixin:
-    announces: AnnounceCache
-    _looked_up: dict
-    _pushed_content: tuple | None = None  # the announce content last pushed to connected peers
-    _pushed_to: set = frozenset()  # the peers it reached (or refused it)
-    _lookup_log: lookup_trace.LookupLog | None = None
-    _pushing: set = frozenset()  # peers a push of the current content is waiting for
-    _arrivals: dict | None = None  # DID -> the events of the lookups waiting for its announce (set when heard)
+class Discovery:
+    """The discovery service: ``run`` dials the bootstrap peers and keeps this node's announce in
+    the DHT (and pushed to new peers, ``PeerEvents.identified``); ``find``, ``reach``, ``dial``,
+    ``lookup_announce``, ``find_interest``, ``ping``, ``announce_now`` for the rest of the node;
+    ``register`` gives the DHT its announce validator. Our own dials pass ``gating.refuse_dial``
+    first. Settings: the announce's ``name``, ``interests``, ``expertise``, ``roles``; the
+    ``bootstrap`` peers; ``maintenance_s`` between rounds (after a fast start)."""
+
+    def __init__(self, parts: Libp2pParts, key, store, gating, events: PeerEvents, metrics,
+                 clock: Callable[[], int], *, name: str, bootstrap: list[BootstrapPeer], maintenance_s: float,
+                 interests: list[str] = (), expertise: list[str] = (), roles: list[str] = (),
+                 fresh_s: float = ANNOUNCE_FRESH_S):
+        self.parts, self.key, self.store, self.gating = parts, key, store, gating
+        self.metrics, self.clock = metrics, clock
+        self.name, self.bootstrap, self.maintenance_s = name, bootstrap, maintenance_s
+        self.interests, self.expertise, self.roles = list(interests), list(expertise), list(roles)
+        self.announces = AnnounceCache(fresh_s)  # the newest valid announce seen per DID
+        self.lookup_log = lookup_trace.LookupLog()
+        self._announce: Container | None = None
+        self._agent_tags: tuple[list[str], list[str]] = ([], [])  # interests, expertise the mind announced
+        self._cadence = MaintenanceCadence() if libp2p_fixes.idle_fixes_on() else MaintenanceCadence(0)
+        self._looked_up: dict[str, int] = {}  # DID -> when its announce was last looked up
+        self._push_wanted = trio.Event()  # a peer was identified: tell it this node's announce soon
+        self._pushed_content: tuple | None = None  # the announce content last pushed to connected peers
+        self._pushed_to: set = set()  # the peers it reached (or refused it)
+        self._pushing: set = set()  # peers a push of the current content is waiting for
+        self._arrivals: dict[str, set[trio.Event]] = {}  # DID -> the events of the lookups waiting for its announce
+        events.on_identified(self._push_soon)
+        events.on_upkeep(self._forget_looked_up)
 
     @property
-    def lookup_log(self) -> lookup_trace.LookupLog:
-        if self._lookup_log is None:
-            self._lookup_log = lookup_trace.LookupLog()
-        return self._lookup_log
+    def host(self):
+        return self.parts.host
+
+    @property
+    def dht(self):
+        return self.parts.dht
+
+    def register(self, dht) -> None:
+        dht.register_validator(NAMESPACE, _announce_validator(self))
+
+    def addresses(self) -> list[str]:
+        """The node's announced addresses, each ending in /p2p/<peer id>."""
+        return [str(a) for a in self.host.get_addrs()] if self.host else []
+
+    def _push_soon(self, did: str, conn, nursery) -> None:
+        """A connection was identified: the peer is told this node's announce within PUSH_GATHER_S."""
+        self._push_wanted.set()
 
     def lookup_state(self) -> dict:
         """For the ``formation`` control call: this node's announce pushes and puts, when it first
@@ -121,10 +172,8 @@ class LookupMixin:
         return self.lookup_log.as_dict()
 
     def _note_put(self, timed_out: bool, began: float) -> None:
-        log_ = getattr(self, "lookup_log", None)
-        if log_ is not None:
-            log_.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
-                              round((time.perf_counter() - began) * 1000)))
+        self.lookup_log.puts.append((lookup_trace.wall_ms(), "timeout" if timed_out else "done",
+                                     round((time.perf_counter() - began) * 1000)))
 
     def _forget_looked_up(self, now: int, connected: set[str]) -> None:
         """Upkeep: lookups older than ANNOUNCE_RECHECK_MS are done again anyway."""
@@ -134,7 +183,7 @@ class LookupMixin:
         """Called by the DHT validator for every valid announce this node sees."""
         self.announces.heard(c, time.monotonic())
         self.lookup_log.heard(c.sender_did)
-        for arrived in (self._arrivals.pop(c.sender_did, ()) if self._arrivals else ()):
+        for arrived in self._arrivals.pop(c.sender_did, ()):
             arrived.set()  # the lookups waiting for this DID's announce (pushed here meanwhile)
 
     async def _push_announce(self, announce: Container) -> None:
@@ -223,7 +272,7 @@ class LookupMixin:
                                    source="bootstrap", addresses=[peer.addr], online=True)
 
         async with trio.open_nursery() as nursery:
-            for peer in self.config.bootstrap:
+            for peer in self.bootstrap:
                 if peer.peer_id != self.key.peer_id:
                     nursery.start_soon(dial, peer)
         return reached
@@ -333,8 +382,6 @@ class LookupMixin:
         """An event of this lookup's own, set when ``did``'s announce is next heard (pushed here, or
         an answer); ``_arrival_done`` when the lookup ends. One per lookup: a lookup that ended
         removed a shared one, and another lookup of the same DID was never woken."""
-        if self._arrivals is None:
-            self._arrivals = {}
         if len(self._arrivals) >= ANNOUNCES_KEPT:
             self._arrivals.clear()  # lookups waiting end by their deadline: a bound, not a loss
         arrived = trio.Event()
@@ -342,7 +389,7 @@ class LookupMixin:
         return arrived
 
     def _arrival_done(self, did: str, arrived: trio.Event) -> None:
-        waiting = self._arrivals.get(did) if self._arrivals else None
+        waiting = self._arrivals.get(did)
         if waiting is not None:
             waiting.discard(arrived)
             if not waiting:
@@ -392,8 +439,7 @@ class LookupMixin:
         return found[0] if found else (None, "walk")
 
     def _owner_addresses(self, owner) -> list:
-        known = getattr(self, "_known_addresses", None)
-        return known(owner) if known is not None and self.host is not None else []
+        return self._known_addresses(owner) if self.host is not None else []
 
     async def _newer_announce(self, did: str, announce: Container | None) -> Container | None:
         """An announce of ``did`` newer than the cached ``announce`` whose addresses did not answer,
@@ -472,3 +518,176 @@ class LookupMixin:
         return {"did": did, "peer_id": pid.to_base58(), "name": announce.payload["name"] if announce else None,
                 "addresses": addrs, "connected": True, "elapsed_ms": round(elapsed_ms, 2),
                 "lookup_ms": round(looked_up_ms, 2)}
+
+    # --- joining and announcing ---------------------------------------------------
+
+    async def run(self) -> None:
+        """Join the mesh and keep this node's announce published; push it to peers as they are identified."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._push_on_connect)
+            await self._bootstrap_and_maintain()
+
+    async def _bootstrap_and_maintain(self) -> None:
+        delay = pause = 1.0
+        while True:
+            reached = await self._dial_bootstrap()
+            if self.bootstrap and not reached and not self.host.get_connected_peers():
+                log.warning("no bootstrap peer reachable (of %d); retrying in %.0f s",
+                            len(self.bootstrap), delay)
+                self.metrics.inc("bootstrap_unreachable")
+                await trio.sleep(delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            delay = 1.0
+            table = frozenset(p.to_base58() for p in self.dht.routing_table.get_peer_ids())
+            content = (tuple(self.addresses()), tuple(self._agent_tags[0]), tuple(self._agent_tags[1]))
+            if self._cadence.due(self.clock(), table, content):  # issue 18: only on changes, or now and then
+                # the announce first: its put walks towards this node's own neighbourhood, which also
+                # fills the routing table, and makes the node findable as soon as it has a peer
+                published = await self._publish_announce()
+                if self.host.get_connected_peers():
+                    with trio.move_on_after(30):
+                        try:
+                            await self.dht.refresh_routing_table()
+                        except Exception as exc:  # peers come and go mid-refresh; the next round retries
+                            log.info("routing table refresh: %s: %s", type(exc).__name__, exc)
+                if published:  # a failed put is tried again next round
+                    self._cadence.done(self.clock(), table, content)
+            elif self._announce is not None:  # peers that connected since, or were too slow, get it directly
+                with trio.move_on_after(15):
+                    await self._push_quietly(self._announce)
+            await self._learn_routing_table()
+            self.metrics.inc("maintenance_rounds")
+            # soon after start the mesh changes fast: look again after 1, 2, 4 ... s, then every maintenance_s
+            await trio.sleep(jittered(min(pause, self.maintenance_s)))
+            pause *= 2
+
+    async def _connect(self, info) -> None:
+        self.gating.refuse_dial(info.peer_id)
+        network = self.host.get_network()
+        if hasattr(network, "unblock_peer"):
+            network.unblock_peer(info.peer_id)  # a failed dial blocks the peer for 60 s otherwise
+        try:
+            with trio.fail_after(CONNECT_TIMEOUT):
+                await self.host.connect(info)
+        except (trio.TooSlowError, Exception) as exc:  # libp2p raises several types on a failed dial
+            self.metrics.inc("dial_failed")
+            raise NetError("unreachable", f"cannot connect to {info.peer_id}: {type(exc).__name__}") from None
+
+    async def announce_now(self, interests: list[str] = (), expertise: list[str] = ()) -> dict:
+        """Publish this node's announce at once, with interests and expertise the cognitive core
+        adds to the configured ones (for this run)."""
+        self._agent_tags = (sorted(set(self._agent_tags[0]) | set(interests))[:64],
+                            sorted(set(self._agent_tags[1]) | set(expertise))[:64])
+        await self._publish_announce()
+        p = self._announce.payload
+        return {"did": self.key.did, "interests": p.get("interests", []), "expertise": p.get("expertise", []),
+                "addresses": p.get("addresses", [])}
+
+    async def _publish_announce(self) -> bool:
+        interests = [*self.interests, *self._agent_tags[0]]
+        expertise = [*self.expertise, *self._agent_tags[1]]
+        announce = make_announce(self.key, name=self.name, addresses=self.addresses(), now_ms=self.clock(),
+                                 interests=interests, expertise=expertise, roles=self.roles)
+        self._announce = announce
+        try:
+            self.dht.value_store.put(record_key(self.key.did).encode(), announce.to_bytes())
+            await self._push_announce(announce)  # the connected peers first, at once (mesh_lookup)
+            put_began = time.perf_counter()
+            with trio.move_on_after(15) as put:
+                await self.dht.put_value(record_key(self.key.did), announce.to_bytes())
+            self._note_put(put.cancelled_caught, put_began)  # find-tail (lookup_trace)
+            for tag in announce.payload.get("interests", []):
+                with trio.move_on_after(15):
+                    await self.dht.provide(interest_key(tag))
+        except Exception as exc:  # the DHT may have no peers yet; the next round retries
+            log.info("announce not published yet: %s", exc)
+            self.metrics.inc("announce_failed")
+            return False
+        if put.cancelled_caught:  # the walk outlasted its deadline: the record may have reached nobody
+            log.info("announce put timed out; tried again next round")
+            self.metrics.inc("announce_failed")
+            return False
+        return True
+
+    async def dial(self, did: str, addresses: list[str]) -> None:
+        """Connect to ``did`` at addresses already known (a spawned child's): no lookup; NetError
+        ``unreachable`` when none answers."""
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        await self._connect(PeerInfo(ID.from_base58(did_to_peer_id(did)), [multiaddr.Multiaddr(a) for a in addresses]))
+
+    async def reach(self, did: str) -> None:
+        """Be connected to ``did``: at once when we already are, else by ``find``."""
+        if peer_id_object(did) not in self.host.get_connected_peers():
+            await self.find(did)
+
+    def _known_addresses(self, pid) -> list[str]:
+        from libp2p.peer.peerstore import PeerStoreError
+
+        try:
+            return [str(a) for a in self.host.get_peerstore().addrs(pid)]
+        except PeerStoreError:
+            return []
+
+    async def find_interest(self, tag: str) -> list[dict]:
+        providers = await libp2p_dht_fixes.find_providers_network(self.dht, interest_key(tag))
+        found = []
+        for pid in sorted(providers, key=lambda p: p.to_base58()):
+            try:
+                did = peer_id_to_did(pid.to_base58())
+            except MeshnodeError:
+                continue
+            found.append({"did": did, "peer_id": pid.to_base58()})
+        return found
+
+    async def ping(self, did: str) -> float:
+        from libp2p.host.ping import ID as PING_ID, perform_ping_roundtrip
+
+        await self.find(did)
+        pid = peer_id_object(did)
+        try:
+            stream = await self.host.new_stream(pid, [PING_ID])
+        except Exception as exc:  # py-libp2p raises several types when a peer is gone
+            raise NetError("unreachable", f"cannot reach {did}: {type(exc).__name__}") from None
+        try:
+            started = time.perf_counter()
+            with trio.fail_after(REQUEST_TIMEOUT):
+                await perform_ping_roundtrip(stream)
+            return (time.perf_counter() - started) * 1000
+        finally:
+            await stream.close()
+
+
+def _announce_validator(discovery: Discovery):
+    """The DHT namespace validator for announces (libp2p calls validate/select)."""
+    from libp2p.records.validator import Validator
+
+    class AnnounceValidator(Validator):
+        def validate(self, key: str, value: bytes) -> None:
+            try:
+                announce = validate_record(key, value, discovery.clock())
+            except RecordError as exc:
+                discovery.metrics.inc("announce_rejected", code=exc.code)
+                raise ValueError(f"{exc.code}: {exc.reason}") from None
+            discovery._heard_announce(announce)  # a PUT from its owner, an answer to a lookup: fresh (mesh_lookup)
+
+        def select(self, key: str, values: list[bytes]) -> int:
+            if len(values) > 1 and all(v == values[0] for v in values):
+                # the same record again: py-libp2p answers a PUT only when the new one wins, so an
+                # unanswered push of what a peer already held waited out the hop timeout and was
+                # retried every maintenance round, by every node (idle cost after issue 18's find-tail)
+                return len(values) - 1
+            decoded = []
+            for v in values:
+                try:
+                    decoded.append(validate_record(key, v, discovery.clock()))
+                except RecordError:
+                    decoded.append(None)
+            valid = [i for i, c in enumerate(decoded) if c is not None]
+            if not valid:
+                return 0
+            return valid[select_record([decoded[i] for i in valid])]
+
+    return AnnounceValidator()

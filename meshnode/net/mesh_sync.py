@@ -1,4 +1,4 @@
-"""Sync sessions (``/meshnode/sync/2.0.0``, and 1.0.0 for older peers: notes and CogSync), as the Mesh runs them.
+"""Sync sessions (``/meshnode/sync/2.0.0``, and 1.0.0 for older peers: notes and CogSync): the ``SyncSessions`` service.
 
 Versions: a node serves both protocols; each names its reconciliation format
 (``Session.version``). The initiator opens 2.0.0 and, when the peer does not
@@ -30,22 +30,30 @@ from __future__ import annotations
 
 import base64
 import logging
+from typing import Awaitable, Callable
 
 import trio
 
 from meshnode.container import cbor
 from meshnode.errors import MeshnodeError
 from meshnode.identity.did import peer_id_to_did
+from meshnode.net import libp2p_fixes
+from meshnode.net.addresses import AddressGuard
 from meshnode.net.errors import NetError
+from meshnode.net.events import MeshHooks, PeerEvents
 from meshnode.net.frames import encode_frame
-from meshnode.net.liveness import Liveness
-from meshnode.net.peer_guard import Refused, WorkFailed, remote_host
+from meshnode.net.libp2p_parts import Libp2pParts
+from meshnode.net.liveness import Liveness, LivenessTracker
+from meshnode.net.not_wanted import NotWanted
 from meshnode.net.paced_read import MIN_FRAME_RATE, read_paced_frame
-from meshnode.net.peer_guard import peer_id_object
+from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed, peer_id_object, remote_host
+from meshnode.net.standing import Standing
+from meshnode.store.known import KnownAuthors
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
+from meshnode.sync.index_cache import IndexCache
 from meshnode.sync.reconcile import ReconcileError
-from meshnode.sync.selective import NOTHING
+from meshnode.sync.selective import NOTHING, Want
 from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 log = logging.getLogger("meshnode.net")
@@ -85,7 +93,43 @@ def _digest(container_did: str) -> bytes:
     return raw[2:]
 
 
-class SyncMixin:
+class SyncSessions:
+    """The sync service: ``sync_with`` a peer now, ``serve`` both versions of the protocol
+    (registered by ``register``), ``run`` the rounds with every peer due. Streams are opened by the
+    ``gating`` service, which also says what a peer speaks; what a session found missing moves over
+    the ``exchange``; what comes in is stored by ``admission``; a session completed is credited to
+    its peer by ``credit(did)``; goal audiences come from the GMP service through ``hooks``.
+    Settings: ``want(now)`` what this node takes, ``min_trust`` below which a peer gets nothing
+    taken from it, ``every_s`` between rounds, ``sessions`` and ``sessions_per_peer`` served at
+    once, ``frame_timeout_s`` for a frame's prefix."""
+
+    def __init__(self, parts: Libp2pParts, key, store, guard: PeerGuard, standing: Standing,
+                 address_guard: AddressGuard, gating, reach: Callable[[str], Awaitable[None]], exchange, admission,
+                 credit: Callable[[str], None], hooks: MeshHooks, liveness: LivenessTracker, known: KnownAuthors,
+                 events: PeerEvents, metrics, clock: Callable[[], int], *, want: Callable[[int], Want],
+                 min_trust: float, every_s: float, sessions: int, sessions_per_peer: int, frame_timeout_s: float):
+        self.parts, self.key, self.store, self.guard, self.standing = parts, key, store, guard, standing
+        self.address_guard, self.gating, self.reach, self.exchange = address_guard, gating, reach, exchange
+        self.admission, self.credit, self.hooks, self.liveness = admission, credit, hooks, liveness
+        self.known, self.metrics, self.clock = known, metrics, clock
+        self.want, self.min_trust, self.every_s = want, min_trust, every_s
+        self.sessions, self.sessions_per_peer, self.frame_timeout_s = sessions, sessions_per_peer, frame_timeout_s
+        self._wanted = trio.Event()  # set when a peer appears or comes back: sync soon
+        self._synced_at: dict[str, float] = {}  # DID -> when a session with it last completed (trio time)
+        self._serving: dict[str, int] = {}  # DID -> inbound sync sessions now
+        self._indexes = IndexCache()  # the last sync catalog's index, updated by the next (sync.index_cache)
+        self._refused_by_peer = NotWanted()  # (peer, container DID) a peer's push ack refused over quota
+        events.on_back(self._soon)
+        events.on_upkeep(self._forget_synced)
+
+    def _soon(self) -> None:
+        """A peer appeared or came back: the next round starts now."""
+        self._wanted.set()
+
+    def register(self, host) -> None:
+        host.set_stream_handler(SYNC_PROTOCOL_ID, libp2p_fixes.guarded_handler(self.serve, "sync"))
+        host.set_stream_handler(SYNC_PROTOCOL_V1, libp2p_fixes.guarded_handler(self.serve_v1, "sync"))
+
     async def sync_with(self, did: str) -> dict:
         """Run one sync session with ``did`` now; returns what moved both ways: what this side
         pushed and fetched, and what the peer pushed here and fetched from here (the side that
@@ -99,7 +143,7 @@ class SyncMixin:
         except BaseException:
             await stream.reset()
             raise
-        received_before, served_before = self._moved.get(did, (0, 0))
+        received_before, served_before = self.exchange.moved(did)
         started = trio.current_time()  # -> sync_session_seconds{role=initiator}
         try:
             with trio.fail_after(SYNC_TIMEOUT):
@@ -121,7 +165,7 @@ class SyncMixin:
             raise NetError("sync_failed", f"sync with {did} failed: {type(exc).__name__}") from None
         finally:
             self.metrics.observe("sync_session_seconds", trio.current_time() - started, role="initiator")
-        received, served = self._moved.get(did, (0, 0))
+        received, served = self.exchange.moved(did)
         result["pushed"] += max(0, served - served_before)  # counts restart when the peer disconnects
         result["fetched"] += max(0, received - received_before)
         return result
@@ -129,27 +173,27 @@ class SyncMixin:
     async def _open_sync_stream(self, did: str):
         """A stream in the newest sync format the peer speaks, and that format."""
         try:
-            return await self.open_stream(did, SYNC_PROTOCOL_ID), 2
+            return await self.gating.open_stream(did, SYNC_PROTOCOL_ID), 2
         except NetError as exc:
             if exc.code != "unsupported":
                 raise
         self.metrics.inc("sync_older_format")
-        return await self.open_stream(did, SYNC_PROTOCOL_V1), 1
+        return await self.gating.open_stream(did, SYNC_PROTOCOL_V1), 1
 
-    async def _serve_sync_v1(self, stream) -> None:
-        await self._serve_sync(stream, version=1)
+    async def serve_v1(self, stream) -> None:
+        await self.serve(stream, version=1)
 
-    async def _serve_sync(self, stream, version: int = 2) -> None:
+    async def serve(self, stream, version: int = 2) -> None:
         did = peer_id_to_did(stream.muxed_conn.peer_id.to_base58())
         if self.standing.is_banned(did, self.clock()) or not self.standing.allow_message(did, self.clock()):
             self.metrics.inc("sync_refused", reason="banned_or_rate")
             await stream.reset()
             return
-        host = None if self._is_known(did) else remote_host(stream.muxed_conn)
-        serving = self._sync_serving
-        strangers = sum(n for peer, n in serving.items() if not self._is_known(peer))
-        if (not self._is_known(did) and strangers >= self.config.sync_sessions) or \
-                serving.get(did, 0) >= self.config.sync_sessions_per_peer:  # known peers: outside the total
+        host = None if self.guard.is_known(did) else remote_host(stream.muxed_conn)
+        serving = self._serving
+        strangers = sum(n for peer, n in serving.items() if not self.guard.is_known(peer))
+        if (not self.guard.is_known(did) and strangers >= self.sessions) or \
+                serving.get(did, 0) >= self.sessions_per_peer:  # known peers: outside the total
             self.metrics.inc("sync_refused", reason="sessions")
             await stream.reset()
             return
@@ -191,34 +235,29 @@ class SyncMixin:
         ``MIN_FRAME_RATE`` (a stream that trickles bytes, slow-loris, is cut; counted invalid when
         its peer is unknown)."""
         try:
-            return await read_paced_frame(stream, MAX_SYNC_FRAME, self.config.frame_timeout_s)
+            return await read_paced_frame(stream, MAX_SYNC_FRAME, self.frame_timeout_s)
         except trio.TooSlowError:
-            self._slow_frame(did)
+            self.guard.slow_frame(did)
             raise NetError("slow_frame", f"{did} sent one sync frame slower than {MIN_FRAME_RATE // 1024} KiB/s"
-                           f" after {self.config.frame_timeout_s:.0f} s") from None
+                           f" after {self.frame_timeout_s:.0f} s") from None
 
     async def _sync_step(self, did: str, host: str | None, session: Session, frame: bytes,
                          admit: bool = True) -> list:
         """Parse a frame and advance the session, charged to ``did`` and off the loop when large."""
         try:
-            return await self._work(did, host, frame, _receive, session, frame, admit=admit)
+            return await self.guard.work(did, host, frame, _receive, session, frame, admit=admit)
         except WorkFailed as exc:
             if not isinstance(exc.error, ReconcileError):
                 raise exc.error
-            self._invalid(did, "bad_sync", cost_ms=exc.cost_ms, nbytes=len(frame))
+            self.guard.invalid(did, "bad_sync", cost_ms=exc.cost_ms, nbytes=len(frame))
             raise NetError("bad_sync", exc.error.args[0]) from None
-
-    def _count_moved(self, did: str, received: int = 0, served: int = 0) -> None:
-        """What a peer pushed here (new containers) and fetched from here, for session reports."""
-        r, s = self._moved.get(did, (0, 0))
-        self._moved[did] = (r + received, s + served)
 
     async def _session_for(self, did: str, role: str, version: int = 2) -> tuple[Session, dict[bytes, str]]:
         """What we may give ``did``, and what we take from it (the [sync] settings; nothing
         at all from a peer trusted less than sync.min_trust). Each container once in the catalog."""
         rows = await self.store.read(shareable, did, self.key.did)
         trust = await self.store.read(peer_trust, did)
-        want = NOTHING if trust < self.config.min_trust else self.config.want(self.clock())
+        want = NOTHING if trust < self.min_trust else self.want(self.clock())
         by_digest: dict[bytes, str] = {}
         catalog = []
         for ts, d, cls, tags in rows:
@@ -226,7 +265,7 @@ class SyncMixin:
             if digest not in by_digest:
                 by_digest[digest] = d
                 catalog.append(Entry(ts, digest, cls, frozenset(tags)))
-        return Session(role, catalog, want, version=version, indexes=self._sync_indexes), by_digest
+        return Session(role, catalog, want, version=version, indexes=self._indexes), by_digest
 
     async def _settle(self, did: str, session: Session, by_digest: dict[bytes, str]) -> dict:
         """Push what the peer lacks and wants, fetch what we lack and want."""
@@ -245,15 +284,15 @@ class SyncMixin:
                 if c is not None:
                     batch.append(c)
             if batch:
-                self.remember_refusals(did, batch, await self.push(did, batch))
+                self.remember_refusals(did, batch, await self.exchange.push(did, batch))
                 pushed += len(batch)
         for i in range(0, len(need), BATCH):
-            got = await self.fetch(did, need[i: i + BATCH])
+            got = await self.exchange.fetch(did, need[i: i + BATCH])
             for c in got:
                 await self.admission.store_from_peer(c, did, "sync")
             fetched += len(got)
         self._synced_at[did] = trio.current_time()
-        self.credit_sync_session(did)
+        self.credit(did)
         self.metrics.inc("sync_sessions")
         if session.restarts:  # format 2: a short fingerprint collided and the pass started again
             self.metrics.inc("sync_restarts", session.restarts)
@@ -275,7 +314,7 @@ class SyncMixin:
         """Upkeep: when sessions with strangers no longer connected completed."""
         self._synced_at = {d: t for d, t in self._synced_at.items() if d in connected or d in self.known}
 
-    async def _sync_forever(self) -> None:
+    async def run(self) -> None:
         """Sync with every connected peer, every friend and every peer sharing a goal with this
         node (GMP containers go to goal audiences, friends or not) now and then, and soon after a peer
         (re)appears. The smaller DID starts each session; a node reaches out to friends with
@@ -286,9 +325,9 @@ class SyncMixin:
         not_speaking: set[str] = set()  # peers (told once) that do not speak sync: a plain libp2p peer
         async with trio.open_nursery() as nursery:
             while True:
-                with trio.move_on_after(self.config.sync_s):
-                    await self._sync_wanted.wait()
-                self._sync_wanted = trio.Event()
+                with trio.move_on_after(self.every_s):
+                    await self._wanted.wait()
+                self._wanted = trio.Event()
                 for did, since in list(busy.items()):
                     if trio.current_time() - since > STUCK_AFTER:  # past every timeout: the connection is wedged
                         del busy[did]
@@ -296,18 +335,18 @@ class SyncMixin:
                         self.metrics.inc("sync_stuck")
                         nursery.start_soon(self._one_at_a_time, busy, did, self._renew_connection)
                 connected = set()
-                for pid in list(self.host.get_connected_peers()):
+                for pid in list(self.parts.host.get_connected_peers()):
                     try:
                         connected.add(peer_id_to_did(pid.to_base58()))
                     except MeshnodeError:
                         continue
                 mine = set(await self.store.read(friends)) | await self._goal_peers()
-                overdue = trio.current_time() - OVERDUE_ROUNDS * self.config.sync_s
+                overdue = trio.current_time() - OVERDUE_ROUNDS * self.every_s
                 for did in sorted((connected | mine) - busy.keys()):
-                    if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self._banned(did):
+                    if self.liveness.state(did) in (Liveness.STALE, Liveness.DEAD) or self.guard.banned(did):
                         continue
-                    if did in connected and self.speaks(did, SYNC_PROTOCOL_ID) is False \
-                            and self.speaks(did, SYNC_PROTOCOL_V1) is False:
+                    if did in connected and self.gating.speaks(did, SYNC_PROTOCOL_ID) is False \
+                            and self.gating.speaks(did, SYNC_PROTOCOL_V1) is False:
                         if did not in not_speaking:
                             log.debug("not syncing with %s: it does not speak %s", did, SYNC_PROTOCOL_ID)
                             not_speaking.add(did)
@@ -325,10 +364,8 @@ class SyncMixin:
 
     async def _goal_peers(self) -> set[str]:
         """Peers in the audience of a goal this node takes part in (none without GMP running)."""
-        if self.gmp is None:
-            return set()
         try:
-            return await self.gmp.sync_peers()
+            return await self.hooks.goal_peers()
         except MeshnodeError as exc:  # a busy store: the next round asks again
             log.info("listing goal audiences: %s", exc.reason)
             return set()
@@ -346,7 +383,7 @@ class SyncMixin:
         """Drop every connection to ``did`` and connect again (a job stuck on it stays behind)."""
         try:
             with trio.move_on_after(SESSION_BUDGET):
-                await self._disconnect(peer_id_object(did))
+                await self.guard.disconnect(peer_id_object(did))
                 await self.reach(did)
         except MeshnodeError as exc:
             log.info("reconnecting %s: %s", did, exc.reason)
@@ -367,7 +404,7 @@ class SyncMixin:
             with trio.move_on_after(SESSION_BUDGET) as budget:
                 await self.sync_with(did)
             if budget.cancelled_caught:
-                conns = self.host.get_network().connections.get(peer_id_object(did), [])
+                conns = self.parts.host.get_network().connections.get(peer_id_object(did), [])
                 log.info("sync with %s: no result within %.0f s (%d connections)", did, SESSION_BUDGET,
                          len(conns) if isinstance(conns, list) else 1)
                 self.metrics.inc("sync_timeouts")

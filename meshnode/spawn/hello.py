@@ -2,8 +2,9 @@
 
 The child (``spawn_origin.hello_state = 'pending'``) pushes a ``spawn_hello`` to its parent over
 the exchange ``push`` op until the parent's ack accepts it or refuses it for good, or the
-invitation expires; a refused child keeps running as a plain node. The parent's ``_serve_push``
-hands the hello to ``mesh.on_hello`` (``parent_hook``), which accepts it in one store write.
+invitation expires; a refused child keeps running as a plain node. The parent's exchange service
+hands the hello to its ``on_hello`` hook (``parent_hook``, given to the mesh by the node), which
+accepts it in one store write.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class HelloSender:
 
 
 def parent_hook(store, key, skew_ms: int = DEFAULT_LIMITS.clock_skew_ms, clock=now_ms):
-    """``mesh.on_hello`` for this parent: None when the hello is accepted, else (code, reason)."""
+    """The mesh's ``on_hello`` for this parent: None when the hello is accepted, else (code, reason)."""
     async def on_hello(hello, from_did: str) -> tuple[str, str] | None:
         try:
             result = await store.write(accept_hello, hello, parent_did=key.did, now_ms=clock(), skew_ms=skew_ms)
@@ -97,10 +98,9 @@ def parent_hook(store, key, skew_ms: int = DEFAULT_LIMITS.clock_skew_ms, clock=n
 
 
 async def start(nursery, config, key, store, mesh, metrics) -> HelloSender | None:
-    """Wire both sides into a running node: the parent's hook always, the child's sender when its
-    hello is pending."""
+    """Start the child's sender when its hello is pending (the parent's side is ``parent_hook``,
+    given to the mesh at construction)."""
     skew_ms = config.limits.clock_skew_ms
-    mesh.on_hello = parent_hook(store, key, skew_ms)
     if await store.read(pending_origin) is None:
         return None
     sender = HelloSender(store, mesh, key, metrics, skew_ms=skew_ms)
