@@ -330,9 +330,10 @@ register(
 # or shared by sync (store.sharing.PRIVATE_CLASSES); the hello is never stored at all. The kinds
 # are meshnode.spawn.model.KINDS (a test keeps the two equal; the container layer imports nothing
 # above it).
+INVITATION_CLASS, HELLO_CLASS = "spawn_invitation", "spawn_hello"  # (the network tells them apart by name)
 _addresses = list_of(text(1024), max_items=16)
 register(
-    "spawn_invitation",
+    INVITATION_CLASS,
     "1.0",
     {
         "id": (hex_text(32), True),
@@ -347,7 +348,7 @@ register(
     },
 )
 register(
-    "spawn_hello",
+    HELLO_CLASS,
     "1.0",
     {
         "invitation": (byte_string(max_len=16 * 1024), True),  # the spawn_invitation container's bytes

@@ -27,7 +27,7 @@ from meshnode.net.events import MeshHooks, PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.not_wanted import NotWanted
 from meshnode.net.peer_guard import PeerGuard
-from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
+from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS
 from meshnode.store.admit_batch import admit_many
 from meshnode.store.known import KnownAuthors, known_authors
 from meshnode.store.quotas import Admission, Quotas, admit

@@ -26,7 +26,7 @@ from meshnode.net.frames import encode_frame
 from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed, remote_host
 from meshnode.net.standing import Standing
-from meshnode.spawn.invitation import HELLO_CLASS
+from meshnode.container.schema import HELLO_CLASS
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import may_share
 

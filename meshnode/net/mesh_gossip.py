@@ -27,7 +27,7 @@ from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.offload import Offload
 from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed
 from meshnode.net.standing import Standing
-from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS
+from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS
 
 CONTAINER_TOPIC = "/meshnode/containers/1"
 MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push

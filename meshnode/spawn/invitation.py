@@ -13,6 +13,7 @@ import secrets
 import socket
 
 from meshnode.container import Container, ContainerError, DEFAULT_LIMITS, build_container, decode_container
+from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS  # noqa: F401 (spawn's names for them)
 from meshnode.container.timefmt import format_ms, parse_ms
 from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
@@ -20,7 +21,6 @@ from meshnode.spawn import family
 from meshnode.spawn.model import SpawnError
 from meshnode.store.database import Database
 
-INVITATION_CLASS, HELLO_CLASS = "spawn_invitation", "spawn_hello"
 CLASS_VERSION = "1.0"
 MAX_ADDRESSES = 16
 MAX_INVITATION_BYTES = 16 * 1024  # the hello's `invitation` field (protocols/classes.md)
