@@ -138,7 +138,8 @@ ROUTES: list[Endpoint] = [
               "unread": Arg(bool, doc="true: only unread notes; false: only read ones"),
               "source": Arg(str, choices=SOURCES, doc="only notes from this source (user, cli: the person)"),
               "topic": Arg(str, max=256, doc="only notes with exactly this topic")},
-             doc="a page of notes, newest first; reading the list marks nothing read"),
+             doc="a page of notes, newest first, each with who asked for it (asked_kind, asked_via, asked_label,"
+                 " approved_kind, approved_via); reading the list marks nothing read"),
     Endpoint("GET", "/api/notes/{did}", note_show, _NOTE, doc="one note in full; does not mark it read"),
     Endpoint("POST", "/api/notes", note_add,
              {"text": Arg(str, required=True, max=MAX_TEXT, doc="the note (#hashtags, @mentions are indexed)"),
@@ -148,7 +149,7 @@ ROUTES: list[Endpoint] = [
               "priority": Arg(int, min=-100, max=100, default=0, doc="higher is more urgent"),
               "tags": _TAGS,
               "forward": Arg(int, min=0, max=2, default=0, doc="hops a friends note may travel past them")},
-             doc="write a signed note as the person (source user): {did}"),
+             doc="write a signed note as the person (provenance person/web; signed source user): {did}"),
     Endpoint("POST", "/api/notes/{did}/read", note_read, _NOTE,
              doc="mark a note read; returns it as it was (read says whether it had been)"),
     Endpoint("POST", "/api/notes/{did}/tags", note_tags,
