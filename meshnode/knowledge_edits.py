@@ -57,12 +57,12 @@ def _shown(db: Database, kind: str, ident: str, now_ms: int) -> tuple[str, Conta
     return row[0], c
 
 
-def _keep(db: Database, c: Container, now_ms: int) -> dict:
-    db.put_container(c, received_at_ms=now_ms)
+def _keep(db: Database, c: Container, now_ms: int, asked_by: dict | None) -> dict:
+    db.put_container(c, received_at_ms=now_ms, local={"asked_by": asked_by} if asked_by else None)
     return {"did": c.did}
 
 
-def update_concept(db: Database, key: NodeKey, ident: str, *, now_ms: int, label: str | None = None,
+def update_concept(db: Database, key: NodeKey, ident: str, *, now_ms: int, asked_by: dict | None = None, label: str | None = None,
                    description: str | None = None, aliases: list[str] | None = None,
                    tags: list[str] | None = None) -> dict:
     _, old = _shown(db, "concept", ident, now_ms)
@@ -78,10 +78,10 @@ def update_concept(db: Database, key: NodeKey, ident: str, *, now_ms: int, label
     head = {"tags": sorted(set(tags if tags is not None else old.head.get("tags", [])))}
     c = build_container(key, "semantic_node", payload, timestamp_ms=now_ms,
                         head_extra=head if head["tags"] else None, related={"previous_version": [old.did]})
-    return {**_keep(db, c, now_ms), "replaces": old.did}
+    return {**_keep(db, c, now_ms, asked_by), "replaces": old.did}
 
 
-def update_link(db: Database, key: NodeKey, ident: str, *, now_ms: int, relation: str | None = None,
+def update_link(db: Database, key: NodeKey, ident: str, *, now_ms: int, asked_by: dict | None = None, relation: str | None = None,
                 targets: list[str] | None = None, inverse: str | None = None) -> dict:
     """A link of one edge (as ``link add`` makes them): its relation, targets or inverse."""
     _, old = _shown(db, "link", ident, now_ms)
@@ -103,10 +103,10 @@ def update_link(db: Database, key: NodeKey, ident: str, *, now_ms: int, relation
     c = build_container(key, "semantic_edges", payload, timestamp_ms=now_ms,
                         head_extra={"tags": old.head["tags"]} if old.head.get("tags") else None,
                         related={"previous_version": [old.did]})
-    return {**_keep(db, c, now_ms), "replaces": old.did}
+    return {**_keep(db, c, now_ms, asked_by), "replaces": old.did}
 
 
-def retract(db: Database, key: NodeKey, kind: str, ident: str, *, now_ms: int) -> dict:
+def retract(db: Database, key: NodeKey, kind: str, ident: str, *, now_ms: int, asked_by: dict | None = None) -> dict:
     """Withdraw a diary entry, concept or link of this node's: a signed version that ends its lineage."""
     if kind not in _TABLES:
         raise EditError("bad_request", f"retract takes one of {', '.join(_TABLES)}")
@@ -120,10 +120,10 @@ def retract(db: Database, key: NodeKey, kind: str, ident: str, *, now_ms: int) -
     c = build_container(key, shown.cls, payload, timestamp_ms=max(now_ms, shown.timestamp_ms + 1),
                         head_extra={"tags": shown.head["tags"]} if shown.head.get("tags") else None,
                         related={"previous_version": heads})
-    return {**_keep(db, c, now_ms), "retracted": root}
+    return {**_keep(db, c, now_ms, asked_by), "retracted": root}
 
 
-def update_note(db: Database, key: NodeKey, note_did: str, text: str, *, now_ms: int) -> dict:
+def update_note(db: Database, key: NodeKey, note_did: str, text: str, *, now_ms: int, asked_by: dict | None = None) -> dict:
     """A new version of one of this node's notes: same topic, audience and priority; the old
     one is hidden wherever the new one arrives."""
     old = _own_note(db, key, note_did, now_ms)
@@ -133,7 +133,8 @@ def update_note(db: Database, key: NodeKey, note_did: str, text: str, *, now_ms:
                   audience=p["audience"], priority=p.get("priority", 0), recipients=recipients,
                   forward=p.get("forward", 0), replaces=[old.did])
     tags = db.conn.execute("SELECT tags FROM notes WHERE container_did = ?", (old.did,)).fetchone()
-    db.put_container(c, received_at_ms=now_ms, local=own_local(*(json.loads(tags[0]) if tags and tags[0] else [])))
+    local = own_local(*(json.loads(tags[0]) if tags and tags[0] else []))
+    db.put_container(c, received_at_ms=now_ms, local={**local, "asked_by": asked_by} if asked_by else local)
     return {"did": c.did, "replaces": old.did}
 
 
@@ -160,22 +161,26 @@ def _own_note(db: Database, key: NodeKey, note_did: str, now_ms: int) -> Contain
 
 
 _OPS = {
-    "concept_update": lambda db, key, ident, now, f: update_concept(
+    "concept_update": lambda db, key, ident, now, f, by: update_concept(
         db, key, ident, now_ms=now, label=f.get("label"), description=f.get("description"),
-        aliases=f.get("aliases"), tags=f.get("tags")),
-    "link_update": lambda db, key, ident, now, f: update_link(
-        db, key, ident, now_ms=now, relation=f.get("relation"), targets=f.get("targets"), inverse=f.get("inverse")),
-    "diary_delete": lambda db, key, ident, now, f: retract(db, key, "diary", ident, now_ms=now),
-    "concept_delete": lambda db, key, ident, now, f: retract(db, key, "concept", ident, now_ms=now),
-    "link_delete": lambda db, key, ident, now, f: retract(db, key, "link", ident, now_ms=now),
-    "note_update": lambda db, key, ident, now, f: update_note(db, key, ident, f.get("text") or "", now_ms=now),
-    "note_delete": lambda db, key, ident, now, f: hide_note(db, ident, not f.get("restore")),
+        aliases=f.get("aliases"), tags=f.get("tags"), asked_by=by),
+    "link_update": lambda db, key, ident, now, f, by: update_link(
+        db, key, ident, now_ms=now, relation=f.get("relation"), targets=f.get("targets"), inverse=f.get("inverse"),
+        asked_by=by),
+    "diary_delete": lambda db, key, ident, now, f, by: retract(db, key, "diary", ident, now_ms=now, asked_by=by),
+    "concept_delete": lambda db, key, ident, now, f, by: retract(db, key, "concept", ident, now_ms=now, asked_by=by),
+    "link_delete": lambda db, key, ident, now, f, by: retract(db, key, "link", ident, now_ms=now, asked_by=by),
+    "note_update": lambda db, key, ident, now, f, by: update_note(db, key, ident, f.get("text") or "", now_ms=now,
+                                                                 asked_by=by),
+    "note_delete": lambda db, key, ident, now, f, by: hide_note(db, ident, not f.get("restore")),
 }
 
 
-def apply(db: Database, key: NodeKey, op: str, ident: str, *, now_ms: int, **fields) -> dict:
-    """One edit by name (the control channel's and the CLI's entry): ``op`` is a key of ``_OPS``."""
+def apply(db: Database, key: NodeKey, op: str, ident: str, *, now_ms: int, asked_by: dict | None = None,
+          **fields) -> dict:
+    """One edit by name (the application's ``edit`` action): ``op`` is a key of ``_OPS``; ``asked_by``:
+    who asked (an actor's provenance row), recorded with the new version."""
     run = _OPS.get(op)
     if run is None:
         raise EditError("bad_request", f"no edit {str(op)[:40]!r}; one of {', '.join(sorted(_OPS))}")
-    return run(db, key, ident, now_ms, fields)
+    return run(db, key, ident, now_ms, fields, asked_by)

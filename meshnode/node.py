@@ -21,7 +21,7 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import chat, knowledge, knowledge_edits
+from meshnode import chat
 from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
@@ -479,23 +479,6 @@ class _Control:
     async def cmd_sync(self, did: str):
         return await self.mesh.sync_with(did)
 
-    async def cmd_edit(self, op: str, id: str, label: str | None = None, description: str | None = None,
-                       aliases: list | None = None, tags: list | None = None, relation: str | None = None,
-                       targets: list | None = None, inverse: str | None = None, text: str | None = None,
-                       restore: bool = False):
-        """Update or withdraw knowledge or a note (knowledge_edits); a new public note is gossiped."""
-        fields = {"label": label, "description": description, "relation": relation, "inverse": inverse,
-                  "text": text, "restore": bool(restore),
-                  **{k: _texts(v) for k, v in (("aliases", aliases), ("tags", tags), ("targets", targets))
-                     if v is not None}}
-        result = await self.store.write(lambda db: knowledge_edits.apply(db, self.key, op, id, now_ms=now_ms(),
-                                                                         **fields))
-        if op == "note_update":
-            note = await self.store.read(lambda db: db.load_container(result["did"], now_ms=now_ms()))
-            if note is not None and note.payload.get("audience") == "public":
-                await self.mesh.gossip(note)
-        return result
-
     async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
         if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:
             raise MeshnodeError("bad_request", "wait_seconds must be a number of seconds from 0 to 3600")
@@ -534,10 +517,6 @@ class _Control:
     async def cmd_reactor_scan(self, dry_run: bool = False):
         """One scan now, in the node (its core can be woken here)."""
         return await self._reactor().scan(dry_run=bool(dry_run))
-
-
-def _texts(items: list | None) -> list[str]:
-    return [str(x) for x in (items or [])]
 
 
 def _strings(args: dict) -> dict:

@@ -47,6 +47,12 @@ async def test_every_actor_is_recorded_with_its_note_in_one_write(tmp_path):
         assert (await store.read(lambda db: of(db.conn, dids[6])))["label"] == "bob"
         approved = await dispatch(app, actor.AGENT, "note_add", {"text": "approved"}, approved_by=actor.approver("web"))
         assert (await store.read(lambda db: of(db.conn, approved["did"])))["approved_via"] == "web"
+        # a new version (an edit) is recorded as asked by whoever asked for the edit, as is new knowledge
+        edited = await dispatch(app, actor.person("mcp"), "edit", {"op": "note_update", "id": dids[0], "text": "v2"})
+        concept = await dispatch(app, actor.a2a("k2"), "concept_add", {"label": "okapi"})
+        for did, who in ((edited["did"], ("person", "mcp")), (concept["did"], ("a2a", "a2a"))):
+            row = await store.read(lambda db: of(db.conn, did))
+            assert (row["kind"], row["via"]) == who
 
 
 async def test_who_asks_and_who_approved_are_never_arguments(tmp_path):

@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, knowledge, notes
+from meshnode.app.actions import chat, edits, knowledge, notes
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -36,6 +36,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("diary_add", knowledge.diary_add, "write a diary entry (CogSync)"),
     Action("concept_add", knowledge.concept_add, "define a concept (CogSync)"),
     Action("link_add", knowledge.link_add, "link a concept to others (CogSync)"),
+    Action("edit", edits.edit, "update or withdraw knowledge or a note (a new version, or a retraction)"),
     Action("diary", knowledge.diary, "the newest diary entries", signs=False),
     Action("concepts", knowledge.concepts, "the newest concepts", signs=False),
     Action("links", knowledge.links, "the newest links", signs=False),

@@ -3,15 +3,14 @@
 
 Containers are immutable: an update is a new version, a delete of knowledge is a
 signed retraction that friends' nodes follow, a delete of a note hides it on this
-node (``meshnode/knowledge_edits.py``). Through the running node when there is
-one, on the database otherwise: the same functions either way.
+node (``meshnode/knowledge_edits.py``). The application's ``edit`` action, by the running
+node when there is one, on the home's database otherwise.
 """
 
 from __future__ import annotations
 
 from meshnode import knowledge_edits
-from meshnode.cli.common import _config, container_did, live_or_local, resolve_references, terminal_safe
-from meshnode.container import now_ms
+from meshnode.cli.common import _config, act, container_did, resolve_references, terminal_safe
 
 
 _NOUNS = {"diary": "diary entry", "concept": "concept", "link": "link", "note": "note"}
@@ -32,9 +31,7 @@ def cmd_edit(args) -> int:
         fields["restore"] = True
     if args.op.endswith("_update") and args.op != "note_update" and not fields:
         raise knowledge_edits.EditError("nothing_to_change", "give at least one thing to change (see --help)")
-    result = live_or_local(config, "edit", {"op": args.op, "id": args.id, **fields},
-                           lambda db, key: knowledge_edits.apply(db, key, args.op, args.id, now_ms=now_ms(), **fields),
-                           needs_key=True)
+    result = act(config, "edit", {"op": args.op, "id": args.id, **fields})
     if args.op == "note_delete":
         print(terminal_safe(f"{'shown again' if fields.get('restore') else 'hidden'}: {result['did']}"))
     elif "retracted" in result:

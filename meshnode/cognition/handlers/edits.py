@@ -8,23 +8,26 @@ knowledge is a signed retraction of one's own, a delete of a note hides it here
 from __future__ import annotations
 
 from meshnode import knowledge_edits as edits
+from meshnode.app.actor import AGENT
 from meshnode.errors import MeshnodeError
+
+AGENT_ROW = AGENT.row()  # who asks for the agent's edits (store.provenance)
 
 
 def _concept_update(db, key, now, args):
     return edits.update_concept(db, key, args["id"], now_ms=now, label=args.get("label"),
                                 description=args.get("description"), aliases=args.get("aliases"),
-                                tags=args.get("tags"))
+                                tags=args.get("tags"), asked_by=AGENT_ROW)
 
 
 def _link_update(db, key, now, args):
     return edits.update_link(db, key, args["id"], now_ms=now, relation=args.get("relation"),
-                             targets=args.get("targets"), inverse=args.get("inverse"))
+                             targets=args.get("targets"), inverse=args.get("inverse"), asked_by=AGENT_ROW)
 
 
 def _retract(kind: str):
     def run(db, key, now, args):
-        return edits.retract(db, key, kind, args["id"], now_ms=now)
+        return edits.retract(db, key, kind, args["id"], now_ms=now, asked_by=AGENT_ROW)
     return run
 
 
@@ -45,7 +48,7 @@ def _agents_own_note(db, note_did: str, *, private: bool) -> None:
 
 def _note_update(db, key, now, args):
     _agents_own_note(db, args["id"], private=True)
-    return edits.update_note(db, key, args["id"], args["text"], now_ms=now)
+    return edits.update_note(db, key, args["id"], args["text"], now_ms=now, asked_by=AGENT_ROW)
 
 
 def _note_delete(db, key, now, args):
