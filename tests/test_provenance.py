@@ -121,3 +121,16 @@ def test_notes_written_before_the_record_are_backfilled_from_their_signed_source
         assert (of(db.conn, diary.did)["kind"], of(db.conn, diary.did)["via"]) == ("node", "earlier")
     finally:
         db.close()
+
+
+async def test_only_the_person_sets_trust_by_hand(tmp_path):
+    async with await Store.open(tmp_path / "p.db") as store:
+        app = App(store, KEY, clock=lambda: T)
+        for who in (actor.AGENT, actor.a2a("k1", "bob"), actor.peer(PEER.did), actor.node("reactor")):
+            with pytest.raises(MeshnodeError) as info:
+                await dispatch(app, who, "reputation_set", {"did": PEER.did, "score": 0.9})
+            assert info.value.code == "not_allowed"
+        assert await dispatch(app, actor.person("web"), "reputation", {}) == []
+        set_ = await dispatch(app, actor.person("web"), "reputation_set", {"did": PEER.did, "score": 0.9, "reason": "met"})
+        assert set_["did"] == PEER.did
+        assert [r["did"] for r in await dispatch(app, actor.person("mcp"), "reputation", {})] == [PEER.did]

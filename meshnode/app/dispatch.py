@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, edits, knowledge, notes
+from meshnode.app.actions import chat, edits, knowledge, notes, reputation
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -40,6 +40,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("diary", knowledge.diary, "the newest diary entries", signs=False),
     Action("concepts", knowledge.concepts, "the newest concepts", signs=False),
     Action("links", knowledge.links, "the newest links", signs=False),
+    Action("reputation", reputation.reputation, "every agent's trust now, most trusted first", signs=False),
+    Action("reputation_show", reputation.reputation_show, "everything behind one agent's trust", signs=False),
+    Action("reputation_set", reputation.reputation_set, "the person's judgement of an agent (0..1)", signs=False),
 )}
 
 

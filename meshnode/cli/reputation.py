@@ -1,23 +1,20 @@
 """CLI commands for reputation: ``reputation list``, ``reputation show DID`` and ``reputation set``.
 
-They work on the database directly, whether or not a node runs (SQLite WAL lets
-them in beside the node's writer); only ``set`` changes anything: a person's
-judgement, applied as one event of the evidence model (reputation/manual.py). Scores are shown
+They are the application's reputation actions (by the running node, or on the home's database
+when none runs); only ``set`` changes anything: a person's judgement, applied as one event of
+the evidence model (reputation/manual.py). Scores are shown
 as they are now: decayed to the present, direct where this node has evidence,
 else transitive through the statements its trusted peers published.
 """
 
 from __future__ import annotations
 
-from meshnode.cli.common import _config, agent_did, print_json, print_rows, terminal_safe, with_db
-from meshnode.container import now_ms
-from meshnode.reputation.manual import set_by_person
-from meshnode.reputation.reading import reputation_detail, reputation_rows
+from meshnode.cli.common import _config, act, agent_did, print_json, print_rows, terminal_safe
 
 
 def cmd_set(args) -> int:
     did = agent_did(_config(args), args.did)
-    r = with_db(args, lambda db: set_by_person(db, did, args.score, now_ms=now_ms(), reason=args.reason))
+    r = act(_config(args), "reputation_set", {"did": did, "score": args.score, "reason": args.reason or ""})
     held = f" (held at {r['score']:.3f} by an equivocation cap)" if r["capped"] else ""
     print(terminal_safe(f"trust in {r['did']} set to {args.score:.3f}{held}"))
     return 0
@@ -28,7 +25,7 @@ def _who(r: dict) -> str:
 
 
 def cmd_list(args) -> int:
-    rows = with_db(args, lambda db: reputation_rows(db, now_ms=now_ms()))
+    rows = act(_config(args), "reputation", {})
     print_rows(args, rows, _line)
     return 0
 
@@ -41,7 +38,7 @@ def _line(r: dict) -> str:
 
 def cmd_show(args) -> int:
     did = agent_did(_config(args), args.did)
-    d = with_db(args, lambda db: reputation_detail(db, did, now_ms=now_ms()))
+    d = act(_config(args), "reputation_show", {"did": did})
     if args.json:
         print_json(d)
         return 0

@@ -1,10 +1,8 @@
 """The one function every tool calls: ``call(cmd, **args)``, a control command of the node
 (protocols/mcp.md 2). Two backends: the control socket (``meshnode mcp``) and the web server's
 Services (``/mcp``); both give a MeshnodeError for every expected failure, which ``run`` turns
-into the tool's error text ``<code>: <reason>``.
-
-A few reads are no control command: the CLI runs them on the database itself (``meshnode
-reputation show``); they are ``LOCAL_READS`` here, run on the database by either backend.
+into the tool's error text ``<code>: <reason>``. Either way the node runs it for the person
+through mcp (the socket's client says so; ``/mcp`` passes ``MCP_PERSON``).
 """
 
 from __future__ import annotations
@@ -18,17 +16,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from meshnode import control
 from meshnode.app.actor import person
-from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
-from meshnode.reputation.reading import reputation_detail
 
 Call = Callable[..., Awaitable[Any]]
 MCP_PERSON = person("mcp")  # who asks through /mcp (``meshnode mcp`` says so on the control socket)
 SOCKET_TIMEOUT = 100.0  # above control.HANDLER_TIMEOUT: the node answers first, with its own timeout error
-
-LOCAL_READS: dict[str, Callable[..., Any]] = {
-    "reputation_show": lambda db, did: reputation_detail(db, did, now_ms=now_ms()),
-}
 
 
 def message(exc: MeshnodeError) -> str:
@@ -62,21 +54,12 @@ async def read(call: Call, cmd: str, **args) -> Any:
         raise ResourceError(message(exc)) from None
 
 
-def socket_call(data_dir: Path, open_db: Callable[[], Any]) -> Call:
+def socket_call(data_dir: Path) -> Call:
     """The backend of ``meshnode mcp``: the running node's control socket, in a worker thread
     (``control.call`` blocks); ``node_not_running`` when no node answers."""
     path = control.socket_path(data_dir)
 
-    def local(cmd: str, args: dict) -> Any:
-        db = open_db()
-        try:
-            return LOCAL_READS[cmd](db, **args)
-        finally:
-            db.close()
-
     async def call(cmd: str, **args) -> Any:
-        if cmd in LOCAL_READS:
-            return await trio.to_thread.run_sync(local, cmd, args, abandon_on_cancel=True)
         return await trio.to_thread.run_sync(ask, cmd, args, abandon_on_cancel=True)
 
     def ask(cmd: str, args: dict) -> Any:
@@ -93,10 +76,7 @@ def services_call(services, changes: Callable[[str], bool]) -> Call:
     Each call is counted in ``mcp_calls{cmd, outcome}`` (``ok`` or the error's code)."""
     async def call(cmd: str, **args) -> Any:
         try:
-            if cmd in LOCAL_READS:
-                result = await services.read(lambda db: LOCAL_READS[cmd](db, **args))
-            else:
-                result = await services.call(cmd, actor=MCP_PERSON, **args)
+            result = await services.call(cmd, actor=MCP_PERSON, **args)
         except MeshnodeError as exc:
             services.metrics.inc("mcp_calls", cmd=cmd, outcome=exc.code[:64])
             raise

@@ -15,7 +15,6 @@ import trio
 from meshnode import control
 from meshnode.mcp_server.calls import socket_call
 from meshnode.mcp_server.server import build_server
-from meshnode.store import Database
 
 log = logging.getLogger("meshnode.mcp")
 
@@ -24,7 +23,7 @@ async def serve_stdio(config) -> None:
     data_dir = config.db_path.parent
     if not control.socket_path(data_dir).exists():
         log.warning("no node is running at %s yet: tools answer node_not_running until `meshnode run`", config.home)
-    server = build_server(socket_call(data_dir, lambda: Database(config.db_path, create=False)))
+    server = build_server(socket_call(data_dir))
     await server.run_stdio_async()
 
 

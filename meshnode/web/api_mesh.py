@@ -11,8 +11,7 @@ from meshnode import ethics
 from meshnode.consensus.cogvote import (DAY_MS, DECISIONS, DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS,
                                         Rule)
 from meshnode.consensus.stored import tally_stored
-from meshnode.reputation.manual import MAX_REASON, set_by_person
-from meshnode.reputation.reading import reputation_detail, reputation_rows
+from meshnode.reputation.manual import MAX_REASON
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
@@ -36,18 +35,16 @@ async def consensus_next_committee(services, args):
 
 
 async def reputation_list(services, args):
-    return await services.read(lambda db: reputation_rows(db, now_ms=services.now()))
+    return await services.call("reputation")
 
 
 async def reputation_show(services, args):
-    did = await ids.agent(services, args["did"])
-    return await services.read(lambda db: reputation_detail(db, did, now_ms=services.now()))
+    return await services.call("reputation_show", did=await ids.agent(services, args["did"]))
 
 
 async def reputation_set(services, args):
-    did = await ids.agent(services, args["did"])
-    return await services.write(lambda db: set_by_person(db, did, args["score"], now_ms=services.now(),
-                                                         reason=args["reason"]))
+    return await services.call("reputation_set", did=await ids.agent(services, args["did"]), score=args["score"],
+                               reason=args["reason"])
 
 
 async def reputation_round(services, args):

@@ -1,0 +1,34 @@
+"""Reputation as a person reads and sets it: every agent's trust now (decayed to the present,
+direct or transitive), one agent's in full, and the person's own judgement of one.
+
+Setting trust is the person's alone: the agent asks them (its ``reputation_set`` command writes
+them a note), an outside party cannot.
+"""
+
+from __future__ import annotations
+
+from meshnode.app.actor import Actor, is_person
+from meshnode.app.context import App
+from meshnode.errors import MeshnodeError
+from meshnode.reputation.manual import set_by_person
+from meshnode.reputation.reading import reputation_detail, reputation_rows
+
+
+async def reputation(app: App, actor: Actor) -> list[dict]:
+    """Every agent this node trusts or distrusts, most trusted first."""
+    return await app.store.read(lambda db: reputation_rows(db, now_ms=app.clock()))
+
+
+async def reputation_show(app: App, actor: Actor, did: str) -> dict:
+    """Everything behind one agent's trust."""
+    return await app.store.read(lambda db: reputation_detail(db, str(did), now_ms=app.clock()))
+
+
+async def reputation_set(app: App, actor: Actor, did: str, score: float, reason: str = "") -> dict:
+    """The person's judgement of ``did`` (0..1), applied as one event of the evidence model."""
+    if not is_person(actor.kind):
+        raise MeshnodeError("not_allowed", "only the node's person sets trust by hand")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise MeshnodeError("bad_request", "score is a number from 0 to 1")
+    return await app.store.write(lambda db: set_by_person(db, str(did), float(score), now_ms=app.clock(),
+                                                          reason=str(reason)))
