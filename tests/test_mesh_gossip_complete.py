@@ -87,8 +87,21 @@ def spread(root: Path, count: int, notes: int = NOTES, env: dict | None = None, 
             spy.wait(30)
         latencies = [r["received_at_ms"] - r["timestamp_ms"] for rows in held.values() for r in rows.values()]
         own = author.try_call("received", {"dids": dids}) or {}
-        by_gossip = {n.name: metric(n, "gossip_delivered", cls="note") for n in others}
-        late = {n.name: metric(n, "gossip_already_held", cls="note") for n in others}  # sync came first
+        by_gossip, late = {}, {}
+
+        def gossip_accounted() -> bool:
+            """Every node's gossip copy of every note came (delivered, or already held: sync came
+            first). A copy still in flight when sync beat it, as on a busy machine, is waited for;
+            one that never comes is the unaccounted below."""
+            for n in others:
+                by_gossip[n.name] = metric(n, "gossip_delivered", cls="note")
+                late[n.name] = metric(n, "gossip_already_held", cls="note")
+            return all(by_gossip[n.name] + late[n.name] >= notes for n in others)
+
+        try:
+            wait_until(gossip_accounted, 30, "every gossip copy to arrive", interval=0.5)
+        except AssertionError:
+            pass  # the figures say which node is short
         figures = {
             "nodes": count, "notes": notes, "formed_s": round(formed, 1), "settled_s": round(settled, 1), "waited_s": round(waited, 1),
             "delivered": sum(len(rows) for rows in held.values()), "expected": notes * len(others),
