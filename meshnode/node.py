@@ -147,7 +147,9 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
-                    control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor)
+                    app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
+                              wake_on_message=bool(config.values["web"]["wake_on_message"]))
+                    control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
                                                                          start=True, by="agent")
@@ -271,17 +273,16 @@ class _Control:
     """Answers the CLI's control requests with the running node's own objects."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
-                 cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None):
+                 cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None, app: App | None = None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
         self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
-        self.app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                       wake_on_message=bool(config.values.get("web", {}).get("wake_on_message", True)))
+        self.app = app  # the application's actions (meshnode.app), run for whoever asks
         self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
 
     async def handle(self, cmd: str, args: dict, face: str = "cli", actor: Actor | None = None):
         """``cmd`` for ``actor`` (by default the person, through ``face``): an action of the
         application layer (meshnode.app.dispatch), or one of the commands below."""
-        if cmd in ACTIONS:
+        if cmd in ACTIONS and self.app is not None:
             _strings(args)
             self.metrics.inc("control_requests", cmd=cmd)
             return await dispatch(self.app, actor or person(face), cmd, args)

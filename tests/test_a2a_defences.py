@@ -152,7 +152,10 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
     db = Database(tmp_path / "db.sqlite")
     entered, release = trio.Event(), trio.Event()
 
-    async def chat_send(cmd, text, thread, wait_seconds):
+    asked = []
+
+    async def chat_send(cmd, text, thread, wait_seconds, actor):
+        asked.append(actor)
         entered.set()
         await release.wait()
         return {"did": "chat:abc", "thread": "t" * 16}
@@ -168,6 +171,7 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
             release.set()
     trio.run(main)
     assert held.row(db, row["id"])["status"] == "done" and {"outcome": "approved"} in counted
+    assert [(a.kind, a.id) for a in asked] == [("a2a", "unknown:192.0.2.1:s")]  # the party asked, not the person
     # a row a previous run claimed and never finished: failed at the next start, with the reason
     other = held.hold(db, Party(False, "s", "192.0.2.1"), "again", "", 0, 3_600_000, b"k" * 32, 20)
     confirm.decide(db, other["id"], True, 1, "cli")
@@ -188,7 +192,7 @@ def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_pa
 
     db = Database(tmp_path / "db.sqlite")
 
-    async def chat_send(cmd, text, thread, wait_seconds):
+    async def chat_send(cmd, text, thread, wait_seconds, actor):
         return {"did": "chat:abc", "thread": "t" * 16}
     handler, counted = _handler_on(db, chat_send)
     rows = [held.hold(db, Party(False, "s", "192.0.2.1"), f"m{i}", "", 0, 3_600_000, b"k" * 32, 20) for i in range(3)]
