@@ -210,17 +210,36 @@ def workspace():
     shutil.rmtree(path, ignore_errors=True)
 
 
+class Namespaces(list):
+    """PID namespaces in the order their commands started; ``await first()`` waits for the first
+    (a command can write to the test before the task that spawned it runs again to record it)."""
+
+    def __init__(self):
+        super().__init__()
+        import trio
+
+        self._recorded = trio.Event()
+
+    def record(self, namespace: str) -> None:
+        self.append(namespace)
+        self._recorded.set()
+
+    async def first(self) -> str:
+        await self._recorded.wait()
+        return self[0]
+
+
 @pytest.fixture
 def namespaces(monkeypatch):
     """The PID namespace of every command started from now on, in order, read as spawn returns."""
     from meshnode.gate import runner
 
-    seen: list[str] = []
+    seen = Namespaces()
     real = runner.spawn
 
     async def recording(*args, **kwargs):
         proc, leader = await real(*args, **kwargs)
-        seen.append(os.readlink(f"/proc/{leader}/ns/pid"))
+        seen.record(os.readlink(f"/proc/{leader}/ns/pid"))
         return proc, leader
 
     monkeypatch.setattr(runner, "spawn", recording)

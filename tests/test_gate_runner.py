@@ -260,7 +260,7 @@ async def test_cancelling_the_caller_kills_the_command(workspace, namespaces):
 
             nursery.start_soon(run)
             assert await line() == b"leader 1\n"
-            running = in_namespace(namespaces[0])
+            running = in_namespace(await namespaces.first())
             assert len(running) == 1 and exists(running[0])
             nursery.cancel_scope.cancel()  # the command had 60 s: only the kill ends it within fail_after
     assert finished == []
