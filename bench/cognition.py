@@ -24,7 +24,7 @@ from meshnode.cognition import contexts
 from meshnode.cognition.cycle import _think
 from meshnode.cognition.validation import Verdict
 from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_diary_entry
+from meshnode.records.knowledge import make_diary_entry
 from meshnode.notes import make_note
 from meshnode.store import Database
 
@@ -64,7 +64,7 @@ SMOKE = {"diary": 200, "notes": 20}  # --smoke
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_diary_entry
+from meshnode.records.knowledge import make_diary_entry
 from meshnode.notes import make_note
 from meshnode.store import Database
 
@@ -38,7 +38,7 @@ def timed_inserts(path: Path, containers) -> float:
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

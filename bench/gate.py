@@ -284,7 +284,7 @@ SMOKE = {"reads": 10, "ops": 3, "commits": 1, "runs": 1, "files": 3}  # --smoke
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

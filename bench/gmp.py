@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from meshnode.gmp import build, service  # noqa: E402
+from meshnode.gmp import build  # noqa: E402
+from meshnode.records.gmp import service
 from meshnode.identity.keys import NodeKey  # noqa: E402
 from meshnode.notes import make_note  # noqa: E402
 from meshnode.store import Database  # noqa: E402
@@ -160,7 +161,7 @@ SMOKE = {"tasks": 30, "delegations": 1, "pushes": 1}  # --smoke
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -207,7 +207,7 @@ SMOKE = {"events": 2000, "agents": 30, "notes": 200, "tasks": 20}  # --smoke
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -30,7 +30,7 @@ def fill(home: Path, n: int) -> float:
     """``n`` containers of the parent's own in its store; seconds taken (signing and inserting)."""
     from meshnode.config import load_config
     from meshnode.home import open_identity
-    from meshnode.knowledge import make_diary_entry
+    from meshnode.records.knowledge import make_diary_entry
     from meshnode.notes import make_note
     from meshnode.store import Database
 
@@ -90,7 +90,7 @@ def plain(root: Path, parent) -> dict:
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

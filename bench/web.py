@@ -188,7 +188,7 @@ SMOKE = {"notes": 20, "requests": 2, "ticks": 3, "rounds": 1}  # --smoke
 
 
 def main() -> None:
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
 
     store_hooks.install()  # every Database here admits and draws GMP containers, as the node's does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

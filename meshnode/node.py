@@ -35,7 +35,7 @@ from meshnode.net.bootstrap import read_bootstrap
 from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
-from meshnode.gmp import store_hooks as gmp_store_hooks
+from meshnode.records.gmp import store_hooks as gmp_store_hooks
 from meshnode.gmp.rules import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits

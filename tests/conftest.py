@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clienv import cli_env  # noqa: F401 (tests import it from here too)
-from meshnode.gmp import store_hooks
+from meshnode.records.gmp import store_hooks
 
 
 def pytest_configure(config):

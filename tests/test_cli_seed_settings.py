@@ -11,7 +11,7 @@ from meshnode.cognition.contexts import build
 from meshnode.container import now_ms
 from meshnode.identity import NodeKey
 from meshnode.reputation.model import Evidence
-from meshnode.reputation.records import record_equivocation, record_evidence
+from meshnode.records.reputation.records import record_equivocation, record_evidence
 from meshnode.store import Database
 
 

@@ -186,7 +186,7 @@ from types import SimpleNamespace
 import meshnode.web.server  # what `run` imports to serve the web notebook
 from meshnode.a2a.face import A2AFace
 from meshnode.identity.keys import NodeKey
-from meshnode.gmp import store_hooks
+from meshnode.records.gmp import store_hooks
 from meshnode.store.database import Database
 
 store_hooks.install()

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from meshnode import knowledge_edits as edits
+from meshnode.records import knowledge_edits as edits
 from meshnode.cognition import executor, registry
 from meshnode.cognition.commands import extract
 from meshnode.cognition.llm import Endpoint
 from meshnode.container import build_container
 from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_concept, make_link
+from meshnode.records.knowledge import make_concept, make_link
 from meshnode.notes import make_note
 from meshnode.store import Database
 

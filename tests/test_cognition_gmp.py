@@ -11,7 +11,7 @@ import pytest
 
 from meshnode.cognition import contexts, executor
 from meshnode.cognition.commands import extract
-from meshnode.gmp import service
+from meshnode.records.gmp import service
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.views_cogsync import load_stored

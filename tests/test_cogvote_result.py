@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from meshnode.consensus.cogvote import MAX_VOTES, ConsensusError, Rule, decay, decide, make_vote, tally
 from meshnode.consensus.result import build_result, compare_view, read_claim, result_payload, verify_result
-from meshnode.consensus.stored import cast_vote, load_votes, publish_result, tally_stored, verify_stored, votes_on
+from meshnode.records.consensus import cast_vote, load_votes, publish_result, tally_stored, verify_stored, votes_on
 from meshnode.container import build_container, decode_container, format_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Database

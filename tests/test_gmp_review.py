@@ -9,7 +9,7 @@ from meshnode.gmp import build
 from meshnode.gmp.rules import MemoryHeld
 from meshnode.gmp.view import counts
 from meshnode.identity.keys import NodeKey
-from meshnode.gmp import store_admission
+from meshnode.records.gmp import store_admission
 from meshnode.store.database import Database
 
 
@@ -60,7 +60,7 @@ def test_fields_a_kind_does_not_define_never_reach_the_columns(db, kind, fields)
 
 def test_a_pending_entry_that_fails_to_store_does_not_block_what_it_waits_for(db, monkeypatch):
     """A stranger's entry pending on a task must not make that task impossible to store."""
-    from meshnode.gmp import store_views
+    from meshnode.records.gmp import store_views
 
     w = World()
     g = w.goal()
@@ -105,7 +105,7 @@ def test_a_strangers_offer_receipted_automatically_makes_no_coworker(tmp_path):
     not make the stranger who offered a known author (known authors skip the quotas)."""
     from test_mesh_gmp_units import run_with_node
 
-    from meshnode.gmp import service
+    from meshnode.records.gmp import service
 
     async def body(gmp, store, mesh, keys, clock):
         a, b, c = keys
@@ -132,7 +132,7 @@ def test_a_new_version_does_not_count_every_entry_of_its_lineage_again(db, monke
     from gmp_fixtures import Story
 
     from meshnode.gmp import view as gmp_view
-    from meshnode.gmp import store_views
+    from meshnode.records.gmp import store_views
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
@@ -169,7 +169,7 @@ def test_an_offer_adds_its_candidates_without_drawing_the_whole_audience(db, mon
     O(goal size) per entry. Candidates of a counted open offer join; nobody else does."""
     from gmp_fixtures import C, Story
 
-    from meshnode.gmp import store_views
+    from meshnode.records.gmp import store_views
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
@@ -197,7 +197,7 @@ def test_a_peer_that_never_answers_a_fetch_does_not_hold_up_reactions(tmp_path):
     import trio
     from test_mesh_gmp_units import run_with_node
 
-    from meshnode.gmp import service
+    from meshnode.records.gmp import service
 
     async def body(gmp, store, mesh, keys, clock):
         a, b, c = keys
@@ -230,7 +230,7 @@ def test_no_receipt_for_an_offer_that_does_not_count(tmp_path):
     the node signed and pushed a receipt for each one a stranger sent."""
     from gmp_fixtures import C, Story
 
-    from meshnode.gmp import service
+    from meshnode.records.gmp import service
     from meshnode.store.database import Database
 
     s = Story()
@@ -355,7 +355,7 @@ def test_one_reaction_refused_does_not_lose_the_others(tmp_path, monkeypatch):
     those already stored in the same call (a receipt signed and never pushed)."""
     from gmp_fixtures import C, Story
 
-    from meshnode.gmp import reactions, service
+    from meshnode.records.gmp import reactions, service
     from meshnode.gmp.rules import GmpRefused
 
     s = Story()
@@ -380,7 +380,7 @@ def test_an_offer_under_a_subgoal_does_not_push_the_private_parent_goal(tmp_path
     goal pushed to a non-participant."""
     from gmp_fixtures import C
 
-    from meshnode.gmp import service
+    from meshnode.records.gmp import service
     from meshnode.store.sharing import may_share
 
     db = Database(tmp_path / "a.db")

@@ -1,4 +1,4 @@
-"""The GMP service layer (meshnode/gmp/service.py) on two nodes' databases, containers carried
+"""The GMP service layer (meshnode/records/gmp/service.py) on two nodes' databases, containers carried
 between them by hand exactly as each action's ``push`` list says: a whole delegation
 lifecycle, a refusal, refused actions as typed errors, reassignment of a dead or overdue
 holder, and the due states ``task due`` lists."""
@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.gmp import build, service
-from meshnode.gmp.reads import GmpError
+from meshnode.gmp import build
+from meshnode.records.gmp import service
+from meshnode.records.gmp.reads import GmpError
 from meshnode.gmp.rules import GmpRefused
 from meshnode.identity.keys import NodeKey
 from meshnode.store.database import Database
@@ -260,7 +261,7 @@ def test_a_contested_task_goes_to_the_nominee_an_approved_vote_selects(nodes):
     """delegation_rule cogconsensus (gmp.md 6.3): a participant nominates, participants vote, the
     creator offers to the nominee citing the approved result; an offer without one is refused."""
     from meshnode.consensus.cogvote import Rule
-    from meshnode.consensus.stored import cast_vote, publish_result
+    from meshnode.records.consensus import cast_vote, publish_result
 
     a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
     goal = service.goal_add(a, A, T, title="Choose well", participants=[C.did])

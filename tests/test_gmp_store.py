@@ -18,7 +18,7 @@ from meshnode.container import decode_container, parse_ms
 from meshnode.gmp.rules import GmpRefused
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.store import Database
-from meshnode.gmp import store_admission
+from meshnode.records.gmp import store_admission
 from meshnode.store import migrate as migrate_module
 from meshnode.store.sharing import may_share, shareable
 from meshnode.sync.selective import EVERYTHING, PUBLIC_GOAL, Want

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from meshnode.errors import MeshnodeError
-from meshnode.gmp import service
+from meshnode.records.gmp import service
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.liveness import LivenessTracker

@@ -316,7 +316,7 @@ def test_a_wake_context_names_its_peers_lists_the_node_s_tasks_and_the_silent_pe
     import json
 
     from meshnode.container import now_ms
-    from meshnode.gmp import service as gmp
+    from meshnode.records.gmp import service as gmp
     from meshnode.identity.keys import NodeKey
     from meshnode.notes import make_note
     from meshnode.store.peers import upsert_peer

@@ -9,7 +9,7 @@ from test_cli import one_error_line
 from meshnode.container import now_ms
 from meshnode.identity import NodeKey
 from meshnode.reputation import Evidence
-from meshnode.reputation.records import record_equivocation, record_evidence
+from meshnode.records.reputation.records import record_equivocation, record_evidence
 from meshnode.reputation.statements import build_trust
 from meshnode.store import Database
 from meshnode.store.peers import upsert_peer

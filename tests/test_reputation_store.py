@@ -14,8 +14,8 @@ from meshnode.container import ContainerError, build_container, decode_container
 from meshnode.identity import NodeKey
 from meshnode.notes import make_note
 from meshnode.reputation import DEFAULT_PARAMS, Evidence, ReputationError, apply_all, initial
-from meshnode.reputation import records
-from meshnode.reputation.reading import (
+from meshnode.records.reputation import records
+from meshnode.records.reputation.reading import (
     direct_states,
     effective_trust,
     local_did,
@@ -23,7 +23,7 @@ from meshnode.reputation.reading import (
     reputation_rows,
     trust_graph,
 )
-from meshnode.reputation.records import (
+from meshnode.records.reputation.records import (
     fold_observations,
     ingest_trust,
     load_state,

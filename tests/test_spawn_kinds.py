@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshnode import chat, knowledge
+from meshnode import chat
+from meshnode.records import knowledge
 from meshnode.app.actions import chat as chat_actions
 from meshnode.app.actor import person
 from meshnode.cognition import registry
@@ -25,11 +26,11 @@ from meshnode.cognition.llm import Endpoint
 from meshnode.container.schema import known_classes
 from meshnode.gate import confirm, drafts
 from meshnode.gate.jail import Jail
-from meshnode.gmp import service as gmp
+from meshnode.records.gmp import service as gmp
 from meshnode.identity.keys import NodeKey
 from meshnode.notes import make_note
 from meshnode.reputation.model import Evidence
-from meshnode.reputation.records import publish_trust, record_evidence
+from meshnode.records.reputation.records import publish_trust, record_evidence
 from meshnode.spawn import kinds, seed, seed_rows
 from meshnode.spawn.model import KINDS, SpawnError
 from meshnode.store.database import Database

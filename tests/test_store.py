@@ -411,7 +411,7 @@ CHILD = textwrap.dedent("""
     import sys
     from meshnode.identity.keys import NodeKey
     from meshnode.notes import make_note
-    from meshnode.gmp import store_hooks
+    from meshnode.records.gmp import store_hooks
     from meshnode.store import Database
 
     store_hooks.install()
@@ -530,7 +530,7 @@ def test_the_first_error_is_the_one_raised_when_sqlite_already_rolled_back(tmp_p
 OPENER = """
 import sys
 from pathlib import Path
-from meshnode.gmp import store_hooks
+from meshnode.records.gmp import store_hooks
 from meshnode.store import Database
 store_hooks.install()
 db = Database(Path(sys.argv[1]))

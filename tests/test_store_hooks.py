@@ -11,7 +11,7 @@ from gmp_fixtures import A, M, T0, World
 
 from meshnode.errors import StoreError
 from meshnode.gmp.rules import GmpRefused
-from meshnode.gmp.store_hooks import HOOKS, GmpStoreHooks, install
+from meshnode.records.gmp.store_hooks import HOOKS, GmpStoreHooks, install
 from meshnode.notes import make_note
 from meshnode.store import Database
 from meshnode.store.hooks import StoreHooks
@@ -30,7 +30,7 @@ def test_a_store_without_gmp_hooks_stores_nothing(tmp_path):
                 write()
             assert err.value.code == "no_store_hooks"
             assert "goal 1.1, task 1.1, workflow_entry 1.1" in err.value.reason
-            assert "meshnode.gmp.store_hooks.install()" in err.value.reason
+            assert "meshnode.records.gmp.store_hooks.install()" in err.value.reason
         assert db.counts()["containers"] == 0
     finally:
         db.close()

@@ -159,7 +159,7 @@ def test_the_shown_version_ignores_what_this_node_thinks_of_the_authors(tmp_path
     containers shows the same head, whatever reputation it has recorded for the authors and whether
     that was recorded before or after the versions arrived (trust is local, the view is not)."""
     from meshnode.reputation import Evidence
-    from meshnode.reputation.records import record_evidence
+    from meshnode.records.reputation.records import record_evidence
 
     first = concept(KEYS[0], "mesh", 0)
     left = concept(KEYS[1], "mesh (left)", 10, [first.did])

@@ -257,7 +257,7 @@ def _run(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(command_of(argv)).parse_args(argv)
     os.umask(0o077)  # everything a node writes (database, notes, config) is its owner's alone
-    from meshnode.gmp import store_hooks  # here, not at the top: --version and --help stay light
+    from meshnode.records.gmp import store_hooks  # here, not at the top: --version and --help stay light
 
     store_hooks.install()  # every database this process opens admits and draws GMP containers
     try:

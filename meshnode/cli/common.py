@@ -121,7 +121,7 @@ def resolve_references(config, args: argparse.Namespace, references) -> None:
     class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
     (attribute of ``args``, the argument as a person typed it, the class it must name); an
     attribute that is None (an option not given) is left as it is."""
-    from meshnode import knowledge
+    from meshnode.records import knowledge
 
     db = _open_db(config)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from meshnode.cli.common import _config, _open_db, container_did, read_limited_file, terminal_safe
 from meshnode.consensus.cogvote import DAY_MS, ConsensusError, Rule
-from meshnode.consensus.stored import cast_vote, publish_result, tally_stored, verify_stored
+from meshnode.records.consensus import cast_vote, publish_result, tally_stored, verify_stored
 from meshnode.container import ContainerError, decode_container, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity

@@ -3,13 +3,13 @@
 
 Containers are immutable: an update is a new version, a delete of knowledge is a
 signed retraction that friends' nodes follow, a delete of a note hides it on this
-node (``meshnode/knowledge_edits.py``). The application's ``edit`` action, by the running
+node (``meshnode/records/knowledge_edits.py``). The application's ``edit`` action, by the running
 node when there is one, on the home's database otherwise.
 """
 
 from __future__ import annotations
 
-from meshnode import knowledge_edits
+from meshnode.records import knowledge_edits
 from meshnode.cli.common import _config, act, container_did, resolve_references, terminal_safe
 
 

@@ -7,7 +7,7 @@ policies at every tick (context 1).
 
 from __future__ import annotations
 
-from meshnode import ethics
+from meshnode.records import ethics
 from meshnode.cli.common import print_rows, terminal_safe, with_db
 
 

@@ -3,7 +3,7 @@
 
 Each asks the running node when there is one (it then pushes offers, answers and new versions
 at once) and works on the database directly otherwise; both call the same function of
-``meshnode.gmp.service`` with the same arguments, under the control command of that name.
+``meshnode.records.gmp.service`` with the same arguments, under the control command of that name.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from meshnode.cli.common import (_ask_node, _config, agent_did, live_or_local, p
                                  terminal_safe, who)
 from meshnode.container import format_ms, now_ms, parse_ms
 from meshnode.errors import MeshnodeError
-from meshnode.gmp import service
+from meshnode.records.gmp import service
 from meshnode.home import open_identity
 from meshnode.store.short_ids import short_container_id
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from meshnode import knowledge
+from meshnode.records import knowledge
 from meshnode.cli.common import (_ask_node, _config, act, agent_did, container_did, print_json, print_rows,
                                  resolve_references, terminal_safe, with_db)
 from meshnode.store import short_ids

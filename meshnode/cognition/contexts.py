@@ -22,7 +22,7 @@ from meshnode.cognition.catalogue import catalogue
 from meshnode.cognition.handlers.knowledge import pinned
 from meshnode.cognition.handlers.mind import cycle_settings
 from meshnode.container import format_ms
-from meshnode.ethics import for_prompt as ethics_for_prompt
+from meshnode.records.ethics import for_prompt as ethics_for_prompt
 from meshnode.notes import author
 from meshnode.store.database import Database
 from meshnode.store.short_ids import short_container_id
@@ -113,7 +113,7 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
     """Context 3's goals and tasks: active goals (shared ones by short id), the shared tasks this
     agent created or holds with their assignees' names and due states (what needs a check
     first), offers waiting for its answer, and its local tasks (count, pinned ones)."""
-    from meshnode.gmp.reads import open_tasks_of
+    from meshnode.records.gmp.reads import open_tasks_of
 
     q = db.conn.execute
     goals = [{"goal": short_container_id(lin) if lin else i, "title": n, "priority": p,

@@ -9,7 +9,7 @@ the same functions cogvote.py tallies with. How the verifier's own trust and vot
 would change the outcome is a separate, informative comparison (:func:`compare_view`).
 
 The builder and verifier are pure (no I/O: GMP admission calls them). The store side
-(votes read from a ``Database``, a vote cast, a result published) is :mod:`meshnode.consensus.stored`.
+(votes read from a ``Database``, a vote cast, a result published) is :mod:`meshnode.records.consensus`.
 """
 
 from __future__ import annotations

@@ -169,4 +169,4 @@ SCHEMAS: dict[tuple[str, str], Schema] = {("goal", VERSION): GOAL, ("task", VERS
 # Step 8 (admission against what a node holds, with a pending set) and the goal, task and entry views
 # are GMP's own rules: the store runs them through hooks this installer registers (meshnode.store.hooks),
 # and a store without them stores no container (container.schema.hooked_classes says which classes).
-STORE_HOOKS = "meshnode.gmp.store_hooks.install"
+STORE_HOOKS = "meshnode.records.gmp.store_hooks.install"

@@ -35,7 +35,7 @@ from meshnode.net import consensus_gossip as gossip
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
 from meshnode.reputation import Evidence as Observed
-from meshnode.reputation import records
+from meshnode.records.reputation import records
 from meshnode.store import decisions
 
 # What a peer is charged for when one of its consensus messages is refused: bytes that no honest node

@@ -1,4 +1,4 @@
-"""Goals and tasks on the running node: the GMP service (``meshnode.gmp.service``) wired to the mesh.
+"""Goals and tasks on the running node: the GMP service (``meshnode.records.gmp.service``) wired to the mesh.
 
 The service decides what to sign; this class carries it out on the network
 (protocols/gmp.md sections 6 to 8):
@@ -88,7 +88,7 @@ class MeshGmp:
         """``hooks``: the mesh's ``MeshHooks``, which this service subscribes to (GMP arrivals, the
         peers it works with); None in tests that drive it alone."""
         if service is None:
-            from meshnode.gmp import service
+            from meshnode.records.gmp import service
         self.store, self.mesh, self.key, self.settings = store, mesh, key, settings
         self.metrics, self.clock, self.service = metrics, clock, service
         self._nursery: trio.Nursery | None = None

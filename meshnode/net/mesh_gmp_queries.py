@@ -4,7 +4,7 @@ Functions take a Database and run in the store's worker threads
 (``await store.read(fn, ...)``). They only read the tables the views keep
 (``tasks``, ``gmp_entries``, ``gmp_pending``, ``gmp_audience``) and the
 liveness rows the Mesh writes (``peer_liveness``); the decisions stay in
-``meshnode.gmp.service`` and ``net.mesh_gmp``.
+``meshnode.records.gmp.service`` and ``net.mesh_gmp``.
 """
 
 from __future__ import annotations

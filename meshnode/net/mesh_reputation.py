@@ -24,8 +24,9 @@ from meshnode.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.peer_guard import save_standing_row
 from meshnode.net.standing import PeerLimits, Standing
-from meshnode.reputation import gossip_app_score, publishing, records
-from meshnode.reputation.reading import effective_trust
+from meshnode.reputation import gossip_app_score, publishing
+from meshnode.records.reputation import records
+from meshnode.records.reputation.reading import effective_trust
 from meshnode.store.known import KnownAuthors
 from meshnode.sync.versions import DEFAULT_TRUST
 

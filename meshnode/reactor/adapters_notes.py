@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING
 
 from meshnode.container import ContainerError, format_ms, parse_ms
-from meshnode.gmp.reads import rows as row_dicts
+from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.reactor.noise import NoteFacts, classify, normalized_text
 from meshnode.reactor.types import Event, Severity, TraceKind
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshnode.gmp.reads import task_due
+from meshnode.records.gmp.reads import task_due
 from meshnode.reactor.types import Event, Severity, TraceKind
 
 if TYPE_CHECKING:

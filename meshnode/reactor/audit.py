@@ -8,7 +8,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from meshnode.errors import MeshnodeError
-from meshnode.gmp.reads import rows as row_dicts
+from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.reactor.persist import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES, last_scan
 from meshnode.store.database import sql_errors
 

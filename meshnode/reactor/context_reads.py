@@ -4,7 +4,7 @@ display names of the peers it mentions and, for the node's own core, its tasks t
 from __future__ import annotations
 
 from meshnode.container import format_ms
-from meshnode.gmp import reads as gmp_reads
+from meshnode.records.gmp import reads as gmp_reads
 from meshnode.reactor.wake_context import SECTION_ITEMS
 
 

@@ -12,7 +12,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
-from meshnode.gmp.reads import rows as row_dicts
+from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.store.database import sql_errors
 
 if TYPE_CHECKING:

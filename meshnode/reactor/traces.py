@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshnode.container import format_ms
-from meshnode.gmp.reads import rows as row_dicts
+from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.reactor.report import status_only
 from meshnode.config.reactor import DEFAULTS

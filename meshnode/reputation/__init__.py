@@ -4,9 +4,9 @@ Owns: the update rule (``model``: evidence in, scores out, decay toward the
 prior), transitive trust over published statements (``transitive``), what
 trust feeds (``weights``: consensus weights, the validators' rating,
 GossipSub's application score), trust containers (``statements``), which of
-them are signed and gossiped (``publishing``), and the
-store side (``records`` writes ``agent_reputation``, ``reading`` reads it).
-May call: the container codec, the store. Must never: read a clock or the
+them are signed and gossiped (``publishing``). The store side is
+meshnode.records.reputation (``records`` writes ``agent_reputation``, ``reading`` reads it).
+May call: the container codec. Must never: read a clock or the
 network in the pure modules, or let a peer's statement override this node's
 own evidence. The formula and every number are in protocols/reputation.md.
 """

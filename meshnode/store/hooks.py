@@ -7,7 +7,7 @@ them to a :class:`StoreHooks`, and every ``Database`` runs with one.
 
 ``DEFAULT`` is the set a ``Database`` opened without one uses. Each process installs into it
 where it starts (the CLI's ``main``, the node's ``run_node``, the tests' conftest, a bench
-script: ``meshnode.gmp.store_hooks.install()``). A store whose hooks leave a class of
+script: ``meshnode.records.gmp.store_hooks.install()``). A store whose hooks leave a class of
 ``container.schema.hooked_classes`` without one stores no container at all, of any class, and
 rebuilds and evicts nothing (StoreError ``no_store_hooks``): a forgotten installer fails at the
 first write and loudly, never as a store that quietly skips admission. Opening, migrating and

@@ -2,7 +2,7 @@
 node's GMP service (``_Control.handle`` -> ``MeshGmp.command``), so it signs, pushes and reacts
 exactly as ``meshnode goal|task ...`` against a running node does (protocols/web.md 4.1).
 
-Argument names are the service's (``meshnode.gmp.service``), as the CLI passes them: times in
+Argument names are the service's (``meshnode.records.gmp.service``), as the CLI passes them: times in
 milliseconds (``deadline_ms``, ``next_check_ms``), durations in seconds (``check_every_s``,
 ``grace_s``, ``expires_s``). Peers may be named as the CLI allows (DID, name, short id); they are
 resolved to DIDs first. ``mine`` is the CLI's ``--mine``. GMP's refusals pass through unchanged
@@ -12,8 +12,8 @@ resolved to DIDs first. ``mine`` is the CLI's ``--mine``. GMP's refusals pass th
 from __future__ import annotations
 
 from meshnode.errors import MeshnodeError
-from meshnode.gmp.reads import GOAL_STATUSES, TASK_STATUSES
-from meshnode.gmp.service import RULES
+from meshnode.records.gmp.reads import GOAL_STATUSES, TASK_STATUSES
+from meshnode.records.gmp.service import RULES
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 

@@ -7,11 +7,11 @@ the database. Casting votes stays in the CLI in v1."""
 
 from __future__ import annotations
 
-from meshnode import ethics
+from meshnode.records import ethics
 from meshnode.consensus.cogvote import (DAY_MS, DECISIONS, DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS,
                                         Rule)
-from meshnode.consensus.stored import tally_stored
-from meshnode.reputation.manual import MAX_REASON
+from meshnode.records.consensus import tally_stored
+from meshnode.records.reputation.manual import MAX_REASON
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 

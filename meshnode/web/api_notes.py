@@ -8,7 +8,7 @@ as the CLI checks them (held here and of the right class, unless ``allow_danglin
 
 from __future__ import annotations
 
-from meshnode import knowledge
+from meshnode.records import knowledge
 from meshnode.errors import MeshnodeError
 from meshnode.notes import AUDIENCES, MAX_TEXT, SOURCES
 from meshnode.web import ids

@@ -1,9 +1,9 @@
 """Changing or withdrawing knowledge and notes: a new version, a signed retraction, or a note
-hidden here (meshnode.knowledge_edits says why); a new version of a public note is gossiped."""
+hidden here (meshnode.records.knowledge_edits says why); a new version of a public note is gossiped."""
 
 from __future__ import annotations
 
-from meshnode import knowledge_edits
+from meshnode.records import knowledge_edits
 from meshnode.app.actions.notes import spread
 from meshnode.app.actor import Actor
 from meshnode.app.context import App

@@ -7,7 +7,7 @@ them. What is written here reaches peers by CogSync at their next sync.
 
 from __future__ import annotations
 
-from meshnode import knowledge
+from meshnode.records import knowledge
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.container import Container

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from meshnode import chat, knowledge
+from meshnode import chat
+from meshnode.records import knowledge
 from meshnode.app.actor import Actor, signed_source
 from meshnode.app.context import App
 from meshnode.container import Container

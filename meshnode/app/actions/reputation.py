@@ -10,8 +10,8 @@ from __future__ import annotations
 from meshnode.app.actor import Actor, is_person
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
-from meshnode.reputation.manual import set_by_person
-from meshnode.reputation.reading import reputation_detail, reputation_rows
+from meshnode.records.reputation.manual import set_by_person
+from meshnode.records.reputation.reading import reputation_detail, reputation_rows
 
 
 async def reputation(app: App, actor: Actor) -> list[dict]:

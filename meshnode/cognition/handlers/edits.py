@@ -2,12 +2,12 @@
 ``link_update``, ``diary_delete``, ``concept_delete``, ``link_delete``, ``note_update``,
 ``note_delete``. Containers are immutable: an update is a new version, a delete of
 knowledge is a signed retraction of one's own, a delete of a note hides it here
-(``meshnode.knowledge_edits`` says why).
+(``meshnode.records.knowledge_edits`` says why).
 """
 
 from __future__ import annotations
 
-from meshnode import knowledge_edits as edits
+from meshnode.records import knowledge_edits as edits
 from meshnode.app.actor import AGENT
 from meshnode.errors import MeshnodeError
 

@@ -2,12 +2,12 @@
 
 The person's policies bind the agent: it may add stricter norms of its own
 (``set_by: agent``) and remove those again, never one the person set. The work is
-``meshnode.ethics``, the same functions ``meshnode ethics`` calls.
+``meshnode.records.ethics``, the same functions ``meshnode ethics`` calls.
 """
 
 from __future__ import annotations
 
-from meshnode import ethics
+from meshnode.records import ethics
 
 
 def _ethics_list(db, key, now, args):

@@ -16,7 +16,7 @@ import json
 from meshnode.cognition import facts
 from meshnode.cognition.handlers.rows import one, rows_of, sql_time
 from meshnode.errors import MeshnodeError
-from meshnode.gmp import service
+from meshnode.records.gmp import service
 from meshnode.store.short_ids import short_container_id
 
 _OUTBOX: dict[str, collections.deque] = {}  # signer DID -> push lists the cycle hands to the node's GMP service
@@ -78,7 +78,7 @@ def _goal_update(db, key, now, args):
     """A shared goal (one with a lineage) changes by a new signed version (gmp.service); a local row in place."""
     lineage = _shared(db, "goals", args["id"])
     if lineage:
-        from meshnode.gmp import service
+        from meshnode.records.gmp import service
 
         changes = {k: (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
         return service.goal_update(db, key, now, goal=lineage, **changes)

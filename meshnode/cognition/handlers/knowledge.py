@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode import knowledge
+from meshnode.records import knowledge
 from meshnode.app.actions.knowledge import add_concept, add_diary_entry, add_link
 from meshnode.app.actor import AGENT
 from meshnode.cognition.handlers.rows import rows_of

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meshnode import knowledge
+from meshnode.records import knowledge
 from meshnode.app.actions.notes import write_note, written
 from meshnode.app.actor import AGENT
 from meshnode.errors import MeshnodeError

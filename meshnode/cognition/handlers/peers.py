@@ -14,12 +14,12 @@ from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import did_to_peer_id
 from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import node
-from meshnode.reputation.reading import reputation_detail, reputation_rows
+from meshnode.records.reputation.reading import reputation_detail, reputation_rows
 from meshnode.store.sharing import FRIEND
 
 
 def _consensus_vote(db, key, now, args):
-    from meshnode.consensus.stored import cast_vote
+    from meshnode.records.consensus import cast_vote
 
     vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
     return {"did": vote.did}

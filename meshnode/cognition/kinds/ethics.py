@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meshnode import ethics
+from meshnode.records import ethics
 from meshnode.cognition.command_kind import kind
 from meshnode.container.schema import list_of, text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from meshnode.cognition.command_kind import LIMIT, LONG, TAGS, kind, named
 from meshnode.container.schema import (WrongValue, boolean, described, did, integer, list_of, number, one_of,
                                        text)
-from meshnode.gmp.reads import GOAL_STATUSES, TASK_STATUSES
+from meshnode.records.gmp.reads import GOAL_STATUSES, TASK_STATUSES
 
 _ID = {"id": (integer(0), True)}
 _REF = text(128)  # a lineage DID, a version's DID or a short id

@@ -19,8 +19,8 @@ import logging
 from meshnode.container import Container, format_ms, parse_ms
 from meshnode.errors import MeshnodeError
 from meshnode.gmp import build, rules, view
-from meshnode.gmp.reads import TASK_TERMINAL, held, task_row
-from meshnode.gmp.publish import Push, publish, publish_task_version, push_task_version
+from meshnode.records.gmp.reads import TASK_TERMINAL, held, task_row
+from meshnode.records.gmp.publish import Push, publish, publish_task_version, push_task_version
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 

@@ -16,12 +16,12 @@ import json
 
 from meshnode.container import Container, format_ms
 from meshnode.gmp import build
-from meshnode.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
+from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show, decided_basis)
-from meshnode.gmp.publish import DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version
-from meshnode.gmp.reactions import on_admitted as _on_admitted
-from meshnode.gmp.reactions import reassign_stale as _reassign_stale
+from meshnode.records.gmp.publish import DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version
+from meshnode.records.gmp.reactions import on_admitted as _on_admitted
+from meshnode.records.gmp.reactions import reassign_stale as _reassign_stale
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 
@@ -422,7 +422,7 @@ def _offer_for(db, key, now_ms, lineage: str, offer) -> Container:
 
 
 def shown_entry(db, did: str) -> Container:
-    from meshnode.gmp.reads import held
+    from meshnode.records.gmp.reads import held
 
     c = held(db, did)
     if c is None:

@@ -24,7 +24,7 @@ from typing import Sequence
 from meshnode.container import Container, parse_ms
 from meshnode.container.gmp_classes import KIND_FIELDS
 from meshnode.gmp import view
-from meshnode.gmp.store_admission import DbHeld
+from meshnode.records.gmp.store_admission import DbHeld
 from meshnode.gmp.task_state import TaskState, task_state
 from meshnode.store import lineage, views_cogsync
 

@@ -14,7 +14,7 @@ from typing import Iterable
 from meshnode.container import format_ms
 from meshnode.errors import MeshnodeError
 from meshnode.reputation.model import DEFAULT_PARAMS, DAY_MS, Params, PeerScore, ReputationError, decay, trust_level
-from meshnode.reputation.records import check_did, state_of_row
+from meshnode.records.reputation.records import check_did, state_of_row
 from meshnode.reputation.statements import TRUST_CLASS, Statement, newest_statements, statement_of
 from meshnode.reputation.transitive import DEFAULT_TRANSITIVE, Reach, TransitiveParams, reach
 from meshnode.reputation.weights import gossip_app_score

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from meshnode.container import Container
-    from meshnode.gmp.store_views import Removal
+    from meshnode.records.gmp.store_views import Removal
     from meshnode.store.hooks import StoreFn
 
 
@@ -30,32 +30,32 @@ class GmpStoreHooks:
     classes = frozenset((cls, VERSION) for cls in CLASSES)
 
     def admit(self, conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None) -> bool:
-        from meshnode.gmp import store_admission
+        from meshnode.records.gmp import store_admission
 
         return store_admission.admit(conn, c, received_at_ms, received_from)
 
     def stored(self, conn: sqlite3.Connection, c: Container, store: StoreFn) -> None:
-        from meshnode.gmp import store_admission
+        from meshnode.records.gmp import store_admission
 
         store_admission.released(conn, c, store)
 
     def materialise(self, conn: sqlite3.Connection, c: Container) -> None:
-        from meshnode.gmp import store_views
+        from meshnode.records.gmp import store_views
 
         store_views.refresh(conn, c)
 
     def clear(self, conn: sqlite3.Connection) -> None:
-        from meshnode.gmp import store_views
+        from meshnode.records.gmp import store_views
 
         store_views.clear(conn)
 
     def rebuilt(self, conn: sqlite3.Connection) -> None:
-        from meshnode.gmp import store_views
+        from meshnode.records.gmp import store_views
 
         store_views.rebuild_all(conn)
 
     def removal(self, conn: sqlite3.Connection) -> Removal:
-        from meshnode.gmp import store_views
+        from meshnode.records.gmp import store_views
 
         return store_views.Removal(conn)
 

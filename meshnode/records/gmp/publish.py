@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from meshnode.container import Container, format_ms, parse_ms
 from meshnode.gmp import build
-from meshnode.gmp.reads import TASK_TERMINAL, bundle, shown
+from meshnode.records.gmp.reads import TASK_TERMINAL, bundle, shown
 from meshnode.store.database import Database
 
 DAY_S = 86_400
