@@ -40,3 +40,12 @@ class StoreError(MeshnodeError):
 class AdmissionRefused(MeshnodeError):
     """A container a class's own admission rule refused at the store's door (GMP step 8 raises its
     subclass ``gmp.rules.GmpRefused``): nothing of it is stored."""
+
+
+class SpawnError(MeshnodeError):
+    """A spawn refused or failed. Codes: bad_kind, bad_autostart, home_exists, home_too_deep,
+    parent_never_ran, no_public_address, too_many_children, too_deep, no_free_port, seed_failed,
+    start_failed, not_reachable, not_a_child, bad_bundle, bad_invitation, bad_signature, not_for_us,
+    unknown_invitation, invitation_used, invitation_expired, bundle_exists; bad_child_config (the
+    parent's values make no loadable child config: a bug, said plainly). Defined here, below the
+    spawn: the family's records (meshnode.records.family) refuse with it too."""

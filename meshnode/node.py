@@ -46,7 +46,7 @@ from meshnode.app.actor import Actor, person
 from meshnode.app.actions.notes import write_note
 from meshnode.app.context import App
 from meshnode.app.dispatch import ACTIONS, dispatch
-from meshnode.spawn import family
+from meshnode.records import family
 from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
 from meshnode.spawn.keeper import FamilyKeeper

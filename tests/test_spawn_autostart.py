@@ -19,7 +19,7 @@ import pytest
 from meshnode import control
 from meshnode.control import ControlError
 from meshnode.spawn import autostart, launch
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 
 GOLDEN = Path(__file__).parent / "golden" / "spawn_unit.service"
 DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"

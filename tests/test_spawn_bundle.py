@@ -23,11 +23,13 @@ from meshnode.metrics import Metrics
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_exchange import Exchange
 from meshnode.notes import make_note
-from meshnode.spawn import bundle as spawn_bundle, family, hello as spawn_hello
+from meshnode.records import family
+from meshnode.spawn import bundle as spawn_bundle, hello as spawn_hello
 from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle
 from meshnode.spawn.invitation import (HELLO_CLASS, INVITATION_CLASS, SKEW_MS, accept_hello, check_invitation,
                                        make_hello, make_invitation, record_invitation)
-from meshnode.spawn.model import KINDS, SpawnError, SpawnRequest
+from meshnode.spawn.model import KINDS, SpawnRequest
+from meshnode.errors import SpawnError
 from meshnode.spawn.parent import LocalParent
 from meshnode.store import Database, Store
 from meshnode.store.sharing import PRIVATE_CLASSES, may_share

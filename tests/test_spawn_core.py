@@ -13,7 +13,8 @@ from meshnode.config import load_config
 from meshnode.errors import ConfigError
 from meshnode.net.bootstrap import read_bootstrap
 from meshnode.spawn import autostart, child_config, service
-from meshnode.spawn.model import SpawnError, SpawnSettings
+from meshnode.spawn.model import SpawnSettings
+from meshnode.errors import SpawnError
 from meshnode.store.database import Database
 from spawnlab import Parent, fake_seed, root, spawn_parent  # noqa: F401 (fixtures)
 

@@ -1,4 +1,4 @@
-"""spawn/family.py on real databases: both sides of a tie, the Friend tags, listing with the
+"""records/family.py on real databases: both sides of a tie, the Friend tags, listing with the
 liveness the node's tracker wrote, lookup by DID, prefix and name, removal, depth."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from meshnode.errors import StoreError
 from meshnode.identity.keys import NodeKey
-from meshnode.spawn import family
-from meshnode.spawn.family import ChildRecord
-from meshnode.spawn.model import SpawnError
+from meshnode.records import family
+from meshnode.records.family import ChildRecord
+from meshnode.errors import SpawnError
 from meshnode.store import Database
 from meshnode.store.peers import list_peers, set_liveness, upsert_peer
 from meshnode.store.sharing import friends, set_friend

@@ -24,7 +24,8 @@ from meshnode.gate import GateError, confirm
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, risk_policy
 from meshnode.identity.keys import NodeKey
 from meshnode.spawn import launch
-from meshnode.spawn.model import KINDS, SpawnError
+from meshnode.spawn.model import KINDS
+from meshnode.errors import SpawnError
 from spawnlab import children_cleanup, root  # noqa: F401 (fixtures)
 
 

@@ -32,7 +32,8 @@ from meshnode.notes import make_note
 from meshnode.reputation.model import Evidence
 from meshnode.records.reputation.records import publish_trust, record_evidence
 from meshnode.spawn import kinds, seed, seed_rows
-from meshnode.spawn.model import KINDS, SpawnError
+from meshnode.spawn.model import KINDS
+from meshnode.errors import SpawnError
 from meshnode.store.database import Database
 from meshnode.store.peers import save_standing, set_liveness
 from meshnode.store.sharing import set_friend, shareable

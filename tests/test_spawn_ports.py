@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from meshnode.spawn import ports
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 from spawnlab import fake_seed, root, spawn_parent  # noqa: F401 (fixtures)
 
 

@@ -12,8 +12,8 @@ import trio
 
 from meshnode.identity.keys import NodeKey
 from meshnode.reactor.service import with_children
-from meshnode.spawn import family
-from meshnode.spawn.family import ChildRecord
+from meshnode.records import family
+from meshnode.records.family import ChildRecord
 from meshnode.store.peers import set_liveness
 from spawnlab import children_cleanup  # noqa: F401 (a fixture)
 from test_reactor_scenarios import FakeCycle, _service

@@ -17,8 +17,9 @@ from meshnode.cli.common import _config, live_or_local, print_fields, print_json
 from meshnode.config import load_config
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
-from meshnode.spawn import autostart, family, launch
-from meshnode.spawn.model import SpawnError
+from meshnode.records import family
+from meshnode.spawn import autostart, launch
+from meshnode.errors import SpawnError
 from meshnode.store.short_ids import short_agent_id
 
 

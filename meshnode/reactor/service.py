@@ -33,7 +33,7 @@ from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
-from meshnode.spawn import family
+from meshnode.records import family
 
 log = logging.getLogger("meshnode.reactor")
 

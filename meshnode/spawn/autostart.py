@@ -26,7 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from meshnode.spawn.model import AUTOSTARTS, SpawnError
+from meshnode.spawn.model import AUTOSTARTS
+from meshnode.errors import SpawnError
 
 PID_FILE = Path("run") / "node.pid"
 LOG_FILE = Path("logs") / "node.log"

@@ -23,9 +23,11 @@ from meshnode.home import init_home
 from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.identity.keys import NodeKey
-from meshnode.spawn import autostart as units, child_config, family, launch, ports, seed
+from meshnode.records import family
+from meshnode.spawn import autostart as units, child_config, launch, ports, seed
 from meshnode.spawn.invitation import check_invitation, make_invitation, record_invitation
-from meshnode.spawn.model import AUTOSTARTS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings, default_name
+from meshnode.spawn.model import AUTOSTARTS, SpawnRequest, SpawnResult, SpawnSettings, default_name
+from meshnode.errors import SpawnError
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database
 from meshnode.config.web import is_loopback as is_loopback_host

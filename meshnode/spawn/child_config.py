@@ -18,7 +18,7 @@ from meshnode.config import CONFIG_FILE, DEFAULTS, Config, config_text, load_con
 from meshnode.errors import ConfigError
 from meshnode.net.bootstrap import parse_bootstrap
 from meshnode.spawn.invitation import HELLO_CLASS, INVITATION_CLASS, LOOPBACK
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 from meshnode.store.sharing import COGSYNC_FRIENDS
 from meshnode.config.web import parse_listen
 

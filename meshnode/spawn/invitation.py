@@ -17,8 +17,8 @@ from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS  # noqa: F40
 from meshnode.container.timefmt import format_ms, parse_ms
 from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
-from meshnode.spawn import family
-from meshnode.spawn.model import SpawnError
+from meshnode.records import family
+from meshnode.errors import SpawnError
 from meshnode.store.database import Database
 
 CLASS_VERSION = "1.0"

@@ -14,7 +14,7 @@ from typing import Callable
 
 import trio
 
-from meshnode.errors import MeshnodeError
+from meshnode.errors import MeshnodeError, SpawnError
 
 log = logging.getLogger("meshnode.spawn")
 ANSWER_SECONDS = 60.0  # how long one control request waits for a job (well inside the channel's 90 s)
@@ -35,7 +35,7 @@ class SpawnJobs:
     async def spawn(self, node, ask: dict, answer_seconds: float | None) -> dict:
         """The control command ``spawn`` of ``node`` (its config, key, store, mesh, metrics): the
         arguments checked, then ``spawn_child`` with a LiveParent as a job."""
-        from meshnode.spawn.model import SpawnError, SpawnRequest
+        from meshnode.spawn.model import SpawnRequest
         from meshnode.spawn.parent import LiveParent
         from meshnode.spawn.service import spawn_child
 

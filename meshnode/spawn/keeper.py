@@ -18,7 +18,7 @@ import trio
 
 from meshnode.identity.did import did_to_peer_id
 from meshnode.net.errors import NetError
-from meshnode.spawn import family
+from meshnode.records import family
 from meshnode.store.peers import set_liveness
 from meshnode.store.database import Database
 

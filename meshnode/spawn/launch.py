@@ -24,7 +24,7 @@ from typing import Mapping
 from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.spawn import autostart as units
 from meshnode.spawn.autostart import LOG_FILE, PID_FILE
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 
 POLL_S = 0.05
 SCRIPT_TIMEOUT = 30.0

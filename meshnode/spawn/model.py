@@ -1,4 +1,5 @@
-"""What a spawn is asked, what it answers, its settings, its typed errors and a child's default name."""
+"""What a spawn is asked, what it answers, its settings and a child's default name (its typed error:
+meshnode.errors.SpawnError)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from meshnode.config import SPAWN_AUTOSTARTS, Config
-from meshnode.errors import MeshnodeError
+
 
 KINDS = ("clone", "trained", "newborn")
 AUTOSTARTS = SPAWN_AUTOSTARTS
-
-
-class SpawnError(MeshnodeError):
-    """A spawn refused or failed. Codes: bad_kind, bad_autostart, home_exists, home_too_deep,
-    parent_never_ran, no_public_address, too_many_children, too_deep, no_free_port, seed_failed,
-    start_failed, not_reachable, not_a_child, bad_bundle, bad_invitation, bad_signature, not_for_us,
-    unknown_invitation, invitation_used, invitation_expired, bundle_exists; bad_child_config (the
-    parent's values make no loadable child config: a bug, said plainly)."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from meshnode.config import Config
 from meshnode.identity.did import did_to_peer_id
 from meshnode.identity.keys import NodeKey
 from meshnode.net.libp2p_fixes import local_ipv4s
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 from meshnode.store.database import Database
 
 T = TypeVar("T")

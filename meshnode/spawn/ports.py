@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 
 from meshnode.net.libp2p_fixes import port_is_free
-from meshnode.spawn.model import SpawnError
+from meshnode.errors import SpawnError
 
 ATTEMPTS = 20
 

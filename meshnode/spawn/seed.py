@@ -19,7 +19,8 @@ from meshnode.container import Container, ContainerError, decode_container
 from meshnode.errors import MeshnodeError
 from meshnode.gmp.rules import GmpRefused
 from meshnode.spawn import kinds, seed_rows
-from meshnode.spawn.model import KINDS, SpawnError
+from meshnode.spawn.model import KINDS
+from meshnode.errors import SpawnError
 from meshnode.store.database import _STORED, Database, container_bytes
 
 BATCH = 1000  # containers verified, then stored in one transaction

@@ -27,9 +27,10 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import init_home
 from meshnode.identity.keyfile import PASSPHRASE_ENV
 from meshnode.identity.keys import NodeKey
-from meshnode.spawn import autostart, bundle, child_config, family, launch, ports, seed
-from meshnode.spawn.model import (AUTOSTARTS, KINDS, SpawnError, SpawnRequest, SpawnResult, SpawnSettings,
-                                  default_name)
+from meshnode.records import family
+from meshnode.spawn import autostart, bundle, child_config, launch, ports, seed
+from meshnode.errors import SpawnError
+from meshnode.spawn.model import AUTOSTARTS, KINDS, SpawnRequest, SpawnResult, SpawnSettings, default_name
 from meshnode.spawn.parent import ParentSide
 from meshnode.store.database import Database, sql_errors
 
