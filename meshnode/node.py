@@ -6,7 +6,6 @@ the nursery; the store records the stop (best effort, quickly) and closes.
 
 from __future__ import annotations
 
-import base64
 import inspect
 import logging
 import signal
@@ -17,7 +16,7 @@ from typing import TextIO
 import trio
 
 from meshnode.config import Config
-from meshnode.container import ContainerError, decode_container, format_ms, now_ms
+from meshnode.container import format_ms, now_ms
 from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
@@ -27,7 +26,6 @@ from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
-from meshnode.store import decisions
 from meshnode.identity.keys import NodeKey
 from meshnode.metrics import Metrics
 from meshnode.net.author_rate import RateSettings
@@ -36,7 +34,6 @@ from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.records.gmp import store_hooks as gmp_store_hooks
-from meshnode.gmp.rules import is_gmp
 from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
@@ -45,16 +42,14 @@ from meshnode.app import actor
 from meshnode.app.actor import Actor, person
 from meshnode.app.actions.notes import write_note
 from meshnode.app.context import App
-from meshnode.app.dispatch import ACTIONS, dispatch
-from meshnode.records import family
+from meshnode.app.dispatch import ACTIONS, check_args, dispatch
 from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
+from meshnode.spawn.jobs import SpawnJobs
 from meshnode.spawn.keeper import FamilyKeeper
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
-from meshnode.identity.did import did_to_peer_id, peer_id_to_did
-from meshnode.store.peers import list_peers
-from meshnode.store.sharing import friends, set_friend
+from meshnode.identity.did import peer_id_to_did
 
 log = logging.getLogger("meshnode.node")
 STOP_BUSY_TIMEOUT_MS = 500
@@ -148,11 +143,14 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                              wake_on_message=bool(config.values["web"]["wake_on_message"]))
+                              wake_on_message=bool(config.values["web"]["wake_on_message"]),
+                              config=config, gmp=gmp, spawner=SpawnJobs(), web_url=lambda: control.web_url,
+                              held_summary=held.summary)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
-                        cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
-                                                                         start=True, by="agent")
+                        cycle.gate.spawner = lambda a: dispatch(app, actor.AGENT, "spawn",
+                                                                {"kind": a["kind"], "name": a.get("name"),
+                                                                 "start": True}, approved_by=actor.approver(None))
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     web = None
                     if config.values["web"]["enabled"]:  # the notebook: on this nursery, after the control socket
@@ -270,32 +268,38 @@ def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) ->
 
 
 class _Control:
-    """Answers the CLI's control requests with the running node's own objects."""
+    """Answers the CLI's control requests: the application's actions (meshnode.app.dispatch), run
+    for whoever asks, and the commands below that are not actions yet."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
                  cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None, app: App | None = None):
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
         self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
-        self.app = app  # the application's actions (meshnode.app), run for whoever asks
         self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
+        # the application's actions run on it (a bare _Control for tests: one of its own objects)
+        self.app = app or App(store, key, mesh=mesh, reactor=reactor, cycle=cycle, metrics=metrics, config=config,
+                              gmp=gmp, web_url=lambda: self.web_url)
 
     async def handle(self, cmd: str, args: dict, face: str = "cli", actor: Actor | None = None):
         """``cmd`` for ``actor`` (by default the person, through ``face``): an action of the
-        application layer (meshnode.app.dispatch), or one of the commands below."""
-        if cmd in ACTIONS and self.app is not None:
-            _strings(args)
-            self.metrics.inc("control_requests", cmd=cmd)
-            return await dispatch(self.app, actor or person(face), cmd, args)
-        method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
-        if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
-            async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
-                return await self.gmp.command(cmd, kwargs)
-        if method is None:
-            raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
-        try:
-            inspect.signature(method).bind(**_strings(args))
-        except TypeError as exc:
-            raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
+        application layer (meshnode.app.dispatch), or one of the commands below; timed, counted,
+        and a bug answered as ``internal_error`` rather than taking the node down."""
+        if cmd in ACTIONS:
+            check_args(cmd, _strings(args))
+
+            async def method(**kwargs):
+                return await dispatch(self.app, actor or person(face), cmd, kwargs)
+        else:
+            method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
+            if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
+                async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
+                    return await self.gmp.command(cmd, kwargs)
+            if method is None:
+                raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
+            try:
+                inspect.signature(method).bind(**_strings(args))
+            except TypeError as exc:
+                raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
         self.metrics.inc("control_requests", cmd=cmd)
         started = time.monotonic()
         try:
@@ -308,15 +312,6 @@ class _Control:
             raise MeshnodeError("internal_error", f"{cmd} failed inside the node: {type(exc).__name__}") from None
         finally:
             self.metrics.observe("control_request_seconds", time.monotonic() - started, cmd=cmd)
-
-    async def cmd_status(self):
-        counts = await self.store.read(lambda db: db.counts())
-        return {"did": self.key.did, "peer_id": self.key.peer_id, "name": self.config.name,
-                "home": str(self.config.home), "database": str(self.config.db_path),
-                "schema_version": self.store.version, "counts": counts, "running": True,
-                "addresses": self.mesh.addresses(), "web": self.web_url, **self.mesh.peers_snapshot(),
-                "cognition": {**(self.cycle.status() if self.cycle else {"mode": "off"}),
-                              "held": await self.store.read(held.summary)}}
 
     async def cmd_mind(self):
         """The cognitive cycle's state, its validation metrics, each validator's weight and why,
@@ -369,155 +364,6 @@ class _Control:
         self.cycle.wake.set()
         return self.cycle.status()
 
-    async def cmd_peers(self):
-        rows = await self.store.read(list_peers)
-        snapshot = self.mesh.peers_snapshot()
-        connected = set(snapshot["connected"])
-        for row in rows:
-            row["connected"] = row["peer_id"] in connected
-        return rows
-
-    async def cmd_ping(self, did: str):
-        return {"did": did, "rtt_ms": round(await self.mesh.ping(did), 3)}
-
-    async def cmd_spawn(self, kind: str, name: str | None = None, home: str | None = None, start: bool = False,
-                        autostart: str | None = None, bundle: str | None = None, expires_hours: float | None = None,
-                        by: str = "cli", answer_seconds: float | None = None):
-        """A child of this node (spawn/jobs.py: a job that may outlast one control request, the CLI then
-        gets ``{"pending": id}`` and asks ``spawn_wait``; callers inside the node wait until it is done)."""
-        from meshnode.spawn.jobs import SpawnJobs
-
-        self.__dict__.setdefault("spawn_jobs", SpawnJobs())
-        return await self.spawn_jobs.spawn(self, dict(kind=kind, name=name, home=home, start=start, autostart=autostart,
-                                                      bundle=bundle, expires_hours=expires_hours, by=by), answer_seconds)
-
-    async def cmd_spawn_wait(self, job: str):
-        """The result of a spawn that outlasted its request (``{"pending": id}`` while it runs)."""
-        if not isinstance(job, str) or "spawn_jobs" not in self.__dict__:
-            raise MeshnodeError("not_found", "no spawn job of that id")
-        return await self.spawn_jobs.wait(job)
-
-    async def cmd_children(self, all: bool = False):
-        return [self._as_heard(r) for r in await self.store.read(family.children, include_removed=bool(all))]
-
-    async def cmd_child_show(self, did: str):
-        return self._as_heard(await self.store.read(family.child, str(did)))
-
-    def _as_heard(self, row: dict) -> dict:
-        """A child's liveness as this node's heartbeat tracker knows it now (the stored row changes
-        only with the state), aged by the silence since it was last heard."""
-        tracker = self.mesh.liveness
-        heard, state = tracker.last_heard_ms(row["did"]), tracker.state(row["did"])
-        if heard is not None and heard >= (row["last_heard_ms"] or 0):
-            row["last_heard_ms"], row["liveness"] = heard, state.value
-        row["liveness"] = family.aged(row["liveness"], row["last_heard_ms"], now_ms(),
-                                      family.thresholds_of(self.config.values["net"]))
-        return row
-
-    async def cmd_child_remove(self, did: str):
-        return await self.store.write(family.remove_child, str(did), now_ms())  # the reactor lets go next scan
-
-    async def cmd_formation(self):
-        """Connected peers and GossipSub mesh sizes (how far the node has joined the mesh)."""
-        return self.mesh.formation()
-
-    async def cmd_find(self, did: str | None = None, interest: str | None = None):
-        if interest:
-            return await self.mesh.find_interest(interest)
-        if not did:
-            raise MeshnodeError("bad_request", "find needs a DID or an interest")
-        return await self.mesh.find(did)
-
-    async def cmd_send(self, did: str, container: str):
-        try:
-            data = base64.b64decode(container, validate=True)
-            c = decode_container(data, now_ms=now_ms(), limits=self.config.limits)
-        except (ValueError, ContainerError) as exc:
-            reason = exc.reason if isinstance(exc, ContainerError) else "not base64"
-            raise MeshnodeError("bad_container", f"not a valid container: {reason}") from None
-        return await self.mesh.push(did, [c])
-
-    async def cmd_fetch(self, did: str, container_did: str):
-        got = await self.mesh.fetch(did, [container_did])
-        for c in got:
-            await self.store.write(lambda db, c=c: db.put_container(c, received_at_ms=now_ms(), received_from=did))
-            if self.gmp is not None and is_gmp(c):
-                self.gmp.arrived(c.did, did)
-        return {"fetched": [c.did for c in got]}
-
-    async def cmd_received(self, dids: list):
-        """When each container arrived here (ms), for latency measurements."""
-        def lookup(db):
-            rows = {}
-            for did in dids[:1000]:
-                row = db.conn.execute("SELECT received_at_ms, timestamp_ms FROM containers WHERE did = ?",
-                                      (str(did),)).fetchone()
-                if row:
-                    rows[did] = {"received_at_ms": row[0], "timestamp_ms": row[1]}
-            return rows
-        rows = await self.store.read(lookup)
-        if self.mesh is not None:  # where gossip's time went (net.gossip_timing), when still kept
-            for did, row in rows.items():
-                row["stages"] = self.mesh.timing.of(did)
-        return rows
-
-    async def cmd_export(self, did: str):
-        data = await self.store.read(lambda db: db.get_container_bytes(did))
-        if data is None:
-            raise MeshnodeError("not_found", f"no container {did} on this node")
-        return {"hex": data.hex()}
-
-    async def cmd_friend(self, did: str, on: bool = True):
-        peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
-        await self.store.write(set_friend, did, peer_id, now_ms(), bool(on))
-        if self.mesh is not None:
-            await self.mesh.refresh_known()  # a new friend's containers are never a stranger's
-        return {"did": did, "friend": bool(on)}
-
-    async def cmd_friends(self):
-        return await self.store.read(friends)
-
-    async def cmd_sync(self, did: str):
-        return await self.mesh.sync_with(did)
-
-    async def cmd_consensus_propose(self, value: str, wait_seconds: float = 0.0):
-        if type(wait_seconds) not in (int, float) or not 0 <= wait_seconds <= 3600:
-            raise MeshnodeError("bad_request", "wait_seconds must be a number of seconds from 0 to 3600")
-        return await self.mesh.consensus_submit(value.encode("utf-8"), wait_s=wait_seconds)
-
-    async def cmd_reputation_round(self):
-        return await self.mesh.reputation_round()
-
-    async def cmd_consensus_next_committee(self):
-        return await self.mesh.propose_next_committee()
-
-    async def cmd_consensus_status(self):
-        return self.mesh.consensus_status()
-
-    async def cmd_consensus_decisions(self, limit: int = 50):
-        return await self.store.read(decisions.decisions, int(limit))
-
-    async def cmd_metrics(self, full: bool = False):
-        """The counters (a list, as ``meshnode metrics`` prints them); with ``full``,
-        ``{"counters", "histograms", "gauges"}``."""
-        if not full:
-            return self.metrics.snapshot()
-        return {"counters": self.metrics.snapshot(), "histograms": self.metrics.histograms(),
-                "gauges": self.metrics.gauges()}
-
-    # --- the reactor (meshnode reactor ...; reads go to the database, cli/reactor.py) ---------
-
-    def _reactor(self):
-        if self.reactor is None:
-            raise MeshnodeError("reactor_off", "the reactor is off ([reactor] enabled = false)")
-        return self.reactor
-
-    async def cmd_reactor_status(self):
-        return await self._reactor().status()
-
-    async def cmd_reactor_scan(self, dry_run: bool = False):
-        """One scan now, in the node (its core can be woken here)."""
-        return await self._reactor().scan(dry_run=bool(dry_run))
 
 
 def _strings(args: dict) -> dict:

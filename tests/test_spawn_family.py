@@ -386,18 +386,18 @@ def test_the_running_node_shows_what_its_tracker_heard_not_the_last_change():
 
     from meshnode.container import now_ms
     from meshnode.net.liveness import LivenessTracker, Thresholds
-    from meshnode.node import _Control
+    from meshnode.app.actions.children import as_heard
+    from meshnode.app.context import App
 
     heard_did, silent_did = NodeKey.generate().did, NodeKey.generate().did
     now = now_ms()
     tracker = LivenessTracker(Thresholds(25_000, 60_000, 300_000))
     tracker.heard(heard_did, now - 1000)
-    control = _Control.__new__(_Control)  # only what _as_heard reads
-    control.mesh = SimpleNamespace(liveness=tracker)
-    control.config = SimpleNamespace(values={"net": {"quiet_after_seconds": 25, "stale_after_seconds": 60,
-                                                     "dead_after_seconds": 300}})
+    app = App(None, None, mesh=SimpleNamespace(liveness=tracker),  # only what as_heard reads
+              config=SimpleNamespace(values={"net": {"quiet_after_seconds": 25, "stale_after_seconds": 60,
+                                                     "dead_after_seconds": 300}}))
     hour_ago = now - 3_600_000
-    shown = control._as_heard({"did": heard_did, "liveness": "ok", "last_heard_ms": hour_ago})
+    shown = as_heard(app, {"did": heard_did, "liveness": "ok", "last_heard_ms": hour_ago})
     assert shown["liveness"] == "ok" and shown["last_heard_ms"] == now - 1000
-    shown = control._as_heard({"did": silent_did, "liveness": "ok", "last_heard_ms": hour_ago})
+    shown = as_heard(app, {"did": silent_did, "liveness": "ok", "last_heard_ms": hour_ago})
     assert shown["liveness"] == "dead" and shown["last_heard_ms"] == hour_ago

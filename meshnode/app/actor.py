@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from meshnode.errors import MeshnodeError
+
 KINDS = ("person", "agent", "a2a", "peer", "node")
 PERSON_FACES = ("cli", "web", "mcp")  # how the person reaches the node
 AGENT_VIAS = ("cycle", "task")  # the agent's main loop, or an auxiliary loop working on a task
@@ -71,6 +73,17 @@ def is_person(kind: str | None) -> bool:
     """Whether what was asked (an Actor's or a provenance row's kind) came from the node's person:
     the one predicate for "is this from the person?" everywhere."""
     return kind == "person"
+
+
+PERSON_OR_NODE = ("person", "node")  # who changes the node itself (its friends, children, the mesh's rounds)
+THIS_NODE = ("person", "agent", "node")  # this node's own side: not an A2A party, not a peer
+
+
+def allow(actor: Actor, kinds: tuple[str, ...], what: str) -> None:
+    """MeshnodeError ``not_allowed`` unless ``actor`` is of one of ``kinds``: an action's one check of
+    who may take it."""
+    if actor.kind not in kinds:
+        raise MeshnodeError("not_allowed", f"{what} is for {' or '.join(described(k) for k in kinds)} only")
 
 
 _SIGNED = {("person", "cli"): "cli", ("agent", "task"): "llm:task"}

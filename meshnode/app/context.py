@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from meshnode.container import now_ms
+from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
 
 
@@ -30,8 +31,23 @@ class App:
     wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
     metrics: Any = None  # meshnode.metrics.Metrics
     clock: Callable[[], int] = now_ms
+    # the running node's and its housekeeping's (app.actions: peers, containers, children, node_status...)
+    config: Any = None  # meshnode.config.Config: limits, [net] thresholds, name and paths
+    gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp: told of a GMP container fetched by hand
+    spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
+    web_url: Callable[[], str | None] = lambda: None  # the notebook's bound address, once it listens
+    held_summary: Callable[[Any], dict] | None = None  # the agent's held commands in one line (a store read)
 
     @property
     def live(self) -> bool:
         """Whether a running node's network is here (gossip and pushes happen at once)."""
         return self.mesh is not None
+
+    def network(self, what: str):
+        """The running node's mesh, for an action that needs the network; with no node running,
+        MeshnodeError ``node_not_running`` (what the CLI says when nothing answers its socket)."""
+        if self.mesh is None:
+            home = f" at {self.config.home}" if self.config is not None else ""
+            raise MeshnodeError("node_not_running", f"{what} needs the running node: none runs{home}"
+                                                    " (start it with `meshnode run`)")
+        return self.mesh

@@ -11,7 +11,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, edits, knowledge, notes, reputation
+from meshnode.app.actions import (chat, children, containers, edits, knowledge, meshconsensus, node_status, notes, peers,
+                                  reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -43,6 +44,34 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("reputation", reputation.reputation, "every agent's trust now, most trusted first", signs=False),
     Action("reputation_show", reputation.reputation_show, "everything behind one agent's trust", signs=False),
     Action("reputation_set", reputation.reputation_set, "the person's judgement of an agent (0..1)", signs=False),
+    # the running node's mesh and housekeeping (issue 32: _Control's commands); none signs with the key
+    Action("status", node_status.status, "the running node: identity, counts, addresses, peers, agent", signs=False),
+    Action("metrics", node_status.metrics, "the node's counters (with full: histograms and gauges)", signs=False),
+    Action("peers", peers.peers, "the peers this node knows, connected or not", signs=False),
+    Action("ping", peers.ping, "a peer's round trip", signs=False),
+    Action("find", peers.find, "an agent by DID, or the agents of an interest, on the mesh", signs=False),
+    Action("formation", peers.formation, "connected peers and GossipSub mesh sizes", signs=False),
+    Action("friend", peers.friend, "make a peer a friend, or no longer one", signs=False),
+    Action("friends", peers.friends, "this node's friends", signs=False),
+    Action("sync", peers.sync, "reconcile with one peer now", signs=False),
+    Action("send", containers.send, "push a container to a peer", signs=False),
+    Action("fetch", containers.fetch, "fetch a container from a peer and store it", signs=False),
+    Action("received", containers.received, "when containers arrived here", signs=False),
+    Action("export", containers.export, "a container's bytes", signs=False),
+    Action("consensus_propose", meshconsensus.consensus_propose, "propose a value to the committee", signs=False),
+    Action("consensus_next_committee", meshconsensus.consensus_next_committee, "propose the next committee",
+           signs=False),
+    Action("consensus_status", meshconsensus.consensus_status, "the committee's state", signs=False),
+    Action("consensus_decisions", meshconsensus.consensus_decisions, "the decisions stored here", signs=False),
+    Action("reputation_round", reputation.reputation_round, "fold observations and publish trust now",
+           signs=False),
+    Action("children", children.children, "this node's children", signs=False),
+    Action("child_show", children.child_show, "one child in full", signs=False),
+    Action("child_remove", children.child_remove, "no longer a child nor a friend", signs=False),
+    Action("spawn", children.spawn, "make a child node (a job: pending while it runs)", signs=False),
+    Action("spawn_wait", children.spawn_wait, "the result of a pending spawn", signs=False),
+    Action("reactor_status", reactor.reactor_status, "the running reactor's state", signs=False),
+    Action("reactor_scan", reactor.reactor_scan, "one reactor scan now, in the node", signs=False),
 )}
 
 

@@ -1,7 +1,7 @@
 """``meshnode children list|show|start|stop|remove``: the child nodes this node spawned.
 
-Listing, showing and removing work with or without a running node (``live_or_local``: the same
-family.py code either way). Starting and stopping act on a local child's own home (its process,
+Listing, showing and removing work with or without a running node (``act``: the same action,
+meshnode.app.actions.children, either way). Starting and stopping act on a local child's own home (its process,
 its unit or script: ``spawn.launch``), so they need no parent process; a child on another host is
 refused (``not_local``). ``remove --delete-home`` deletes a local child's home only when that
 folder holds the child's own meshnode config and key, and stops the child first.
@@ -13,11 +13,10 @@ import json
 import shutil
 from pathlib import Path
 
-from meshnode.cli.common import _config, live_or_local, print_fields, print_json, print_rows
+from meshnode.cli.common import _config, act, print_fields, print_json, print_rows
 from meshnode.config import load_config
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
-from meshnode.records import family
 from meshnode.spawn import autostart, launch
 from meshnode.errors import SpawnError
 from meshnode.store.short_ids import short_agent_id
@@ -35,9 +34,7 @@ def _ago(ms: int | None, now: int) -> str:
 
 def cmd_list(args) -> int:
     config = _config(args)
-    rows = live_or_local(config, "children", {"all": args.all},
-                         lambda db: family.children(db, include_removed=args.all, now_ms=now_ms(),
-                                                    thresholds=family.thresholds_of(config.values["net"])))
+    rows = act(config, "children", {"all": args.all})
     now = now_ms()
     if rows and not args.json:
         print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':7} {'liveness':8} last heard")
@@ -48,9 +45,7 @@ def cmd_list(args) -> int:
 
 
 def _child(config, text: str) -> dict:
-    return live_or_local(config, "child_show", {"did": text},
-                         lambda db: family.child(db, text, now_ms=now_ms(),
-                                                 thresholds=family.thresholds_of(config.values["net"])))
+    return act(config, "child_show", {"did": text})
 
 
 def cmd_show(args) -> int:
@@ -108,8 +103,7 @@ def cmd_remove(args) -> int:
     config = _config(args)
     rec = _child(config, args.did)
     home = deletable_home(rec, config.home) if args.delete_home else None  # refused before anything changes
-    removed = live_or_local(config, "child_remove", {"did": rec["did"]},
-                            lambda db: family.remove_child(db, rec["did"], now_ms()))
+    removed = act(config, "child_remove", {"did": rec["did"]})
     if home is not None:
         if launch.running_pid(home) is not None and not launch.stop(home, rec["autostart"]):
             raise SpawnError("still_running", f"{rec['name']} is removed but did not stop; its home {home} is kept")

@@ -81,12 +81,15 @@ def act(config, name: str, args: dict) -> Any:
     live = _ask_node(config, name, args, required=False)
     if live is not None:
         return live
+    from functools import partial
+
     import trio
 
     from meshnode.app.actor import person
     from meshnode.app.on_home import run_on_home
 
-    return trio.run(run_on_home, config.db_path, lambda: open_identity(config), person("cli"), name, args)
+    return trio.run(partial(run_on_home, config=config), config.db_path, lambda: open_identity(config), person("cli"),
+                    name, args)
 
 
 def container_did(config, text: str, noun: str = "container") -> str:

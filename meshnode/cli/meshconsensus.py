@@ -6,9 +6,8 @@ already stored can be listed without one.
 
 from __future__ import annotations
 
-from meshnode.cli.common import _ask_node, _config, live_or_local, print_fields, print_rows
+from meshnode.cli.common import _ask_node, _config, act, print_fields, print_rows
 from meshnode.errors import MeshnodeError
-from meshnode.store import decisions
 
 
 def cmd_propose(args) -> int:
@@ -32,8 +31,7 @@ def _outcome(result: dict) -> str:
 
 def cmd_decisions(args) -> int:
     config = _config(args)
-    rows = live_or_local(config, "consensus_decisions", {"limit": args.limit},
-                         lambda db: decisions.decisions(db, args.limit))
+    rows = act(config, "consensus_decisions", {"limit": args.limit})
     print_rows(args, rows, _decision_line)
     return 0
 

@@ -21,7 +21,6 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
-from meshnode.identity.did import did_to_peer_id
 from meshnode.cli.common import (_ask_node, act, _config, _only, _open_db, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
 
@@ -193,15 +192,7 @@ def _writer(r: dict) -> str:
 
 def cmd_peers(args) -> int:
     config = _config(args)
-    rows = _ask_node(config, "peers", required=False)
-    if rows is None:  # the node is not running: what it last knew
-        db = _open_db(config)
-        try:
-            from meshnode.store.peers import list_peers
-
-            rows = list_peers(db)
-        finally:
-            db.close()
+    rows = act(config, "peers", {})  # with no node running: what it last knew
     if rows and not args.json:
         print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
     print_rows(args, rows, lambda r: f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} "
@@ -255,30 +246,14 @@ def cmd_send(args) -> int:
 def cmd_friend(args) -> int:
     config = _config(args)
     did = agent_did(config, args.did)
-    peer_id = did_to_peer_id(did)
-    if _ask_node(config, "friend", {"did": did, "on": args.friend_on}, required=False) is None:
-        db = _open_db(config)
-        try:
-            from meshnode.store.sharing import set_friend
-
-            set_friend(db, did, peer_id, now_ms(), args.friend_on)
-        finally:
-            db.close()
+    act(config, "friend", {"did": did, "on": args.friend_on})
     print(f"{'friend' if args.friend_on else 'no longer a friend'}: {did}")
     return 0
 
 
 def cmd_friend_list(args) -> int:
     config = _config(args)
-    rows = _ask_node(config, "friends", required=False)
-    if rows is None:
-        db = _open_db(config)
-        try:
-            from meshnode.store.sharing import friends
-
-            rows = friends(db)
-        finally:
-            db.close()
+    rows = act(config, "friends", {})
     print_rows(args, rows, str)
     return 0
 

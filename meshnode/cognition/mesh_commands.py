@@ -12,6 +12,8 @@ from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import AGENT
+from meshnode.app.context import App
+from meshnode.app.dispatch import dispatch
 
 MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 
@@ -19,9 +21,10 @@ MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
     if mesh is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "this node has no mesh"}
+    app = App(store, key, mesh=mesh)  # proposing and syncing: the actions the person's commands run too
     try:
         if cmd.type == "consensus_propose":
-            result = await mesh.consensus_submit(cmd.args["value"].encode("utf-8"))
+            result = await dispatch(app, AGENT, "consensus_propose", {"value": cmd.args["value"]})
         elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
             note = await store.write_background(write_note, key, AGENT, cmd.args["text"], now_ms=now_ms,
                                                 audience="friends", recipients=[cmd.args["to"]])
@@ -29,7 +32,7 @@ async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
         elif cmd.type == "announce":
             result = await mesh.announce_now(cmd.args.get("interests", []), cmd.args.get("expertise", []))
         else:
-            result = await mesh.sync_with(cmd.args["peer"])
+            result = await dispatch(app, AGENT, "sync", {"did": cmd.args["peer"]})
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}

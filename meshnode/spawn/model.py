@@ -44,10 +44,11 @@ class SpawnRequest:
     by: str = "cli"                     # who asked: cli, web, agent
 
     def to_ask(self) -> dict:
-        """The arguments of the node's control command ``spawn`` (paths as text; ``from_ask`` reads them)."""
+        """The arguments of the node's action ``spawn`` (paths as text; ``from_ask`` reads them, with
+        ``by``, which the action says from who asks: never the caller's to choose)."""
         return {"kind": self.kind, "name": self.name, "home": str(self.home) if self.home else None,
                 "start": self.start, "autostart": self.autostart, "bundle": str(self.bundle) if self.bundle else None,
-                "expires_hours": self.expires_hours, "by": self.by}
+                "expires_hours": self.expires_hours}
 
     @classmethod
     def from_ask(cls, ask: dict) -> "SpawnRequest":

@@ -19,7 +19,7 @@ MAX_JOB = 64
 
 
 async def spawn(services, args):
-    return await services.call("spawn", kind=args["kind"], name=args["name"], start=args["start"], by="web",
+    return await services.call("spawn", kind=args["kind"], name=args["name"], start=args["start"],
                                answer_seconds=ANSWER_SECONDS)
 
 

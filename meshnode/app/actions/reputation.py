@@ -1,13 +1,14 @@
 """Reputation as a person reads and sets it: every agent's trust now (decayed to the present,
-direct or transitive), one agent's in full, and the person's own judgement of one.
+direct or transitive), one agent's in full, the person's own judgement of one, and a round of the
+running node's reputation now (observations folded, trust published).
 
 Setting trust is the person's alone: the agent asks them (its ``reputation_set`` command writes
-them a note), an outside party cannot.
+them a note), an outside party cannot. A round is the person's or the node's.
 """
 
 from __future__ import annotations
 
-from meshnode.app.actor import Actor, is_person
+from meshnode.app.actor import PERSON_OR_NODE, Actor, allow, is_person
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
 from meshnode.records.reputation.manual import set_by_person
@@ -32,3 +33,9 @@ async def reputation_set(app: App, actor: Actor, did: str, score: float, reason:
         raise MeshnodeError("bad_request", "score is a number from 0 to 1")
     return await app.store.write(lambda db: set_by_person(db, str(did), float(score), now_ms=app.clock(),
                                                           reason=str(reason)))
+
+
+async def reputation_round(app: App, actor: Actor) -> dict:
+    """Fold the observations and publish this node's trust now (the running node's round)."""
+    allow(actor, PERSON_OR_NODE, "a reputation round")
+    return await app.network("reputation_round").reputation_round()

@@ -1,0 +1,66 @@
+"""The peers this node knows and reaches: the list (connected now, with a node running), a ping,
+a lookup by DID or interest, the mesh's formation, friends, and a sync with one peer.
+
+Making a peer a friend (it then gets friends notes and knowledge, and its containers are never a
+stranger's) is the person's decision, or the node's: the agent cannot, nor can an outside party.
+"""
+
+from __future__ import annotations
+
+from meshnode.app.actor import THIS_NODE, PERSON_OR_NODE, Actor, allow
+from meshnode.app.context import App
+from meshnode.errors import MeshnodeError
+from meshnode.identity.did import did_to_peer_id
+from meshnode.store.peers import list_peers
+from meshnode.store.sharing import friends as friend_dids, set_friend
+
+
+async def peers(app: App, actor: Actor) -> list[dict]:
+    """Every peer this node knows; with a node running, whether each is connected now (with none,
+    what it last knew)."""
+    rows = await app.store.read(list_peers)
+    if app.mesh is not None:
+        connected = set(app.mesh.peers_snapshot()["connected"])
+        for row in rows:
+            row["connected"] = row["peer_id"] in connected
+    return rows
+
+
+async def ping(app: App, actor: Actor, did: str) -> dict:
+    return {"did": did, "rtt_ms": round(await app.network("ping").ping(did), 3)}
+
+
+async def find(app: App, actor: Actor, did: str | None = None, interest: str | None = None):
+    """An agent by DID on the mesh (its peer id and addresses), or the agents that announced ``interest``."""
+    mesh = app.network("find")
+    if interest:
+        return await mesh.find_interest(interest)
+    if not did:
+        raise MeshnodeError("bad_request", "find needs a DID or an interest")
+    return await mesh.find(did)
+
+
+async def formation(app: App, actor: Actor) -> dict:
+    """Connected peers and GossipSub mesh sizes (how far the node has joined the mesh)."""
+    return app.network("formation").formation()
+
+
+async def friend(app: App, actor: Actor, did: str, on: bool = True) -> dict:
+    """Make ``did`` a friend, or no longer one (``on`` false); with a node running, its admission
+    learns it at once."""
+    allow(actor, PERSON_OR_NODE, "making a friend")
+    peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
+    await app.store.write(set_friend, did, peer_id, app.clock(), bool(on))
+    if app.mesh is not None:
+        await app.mesh.refresh_known()  # a new friend's containers are never a stranger's
+    return {"did": did, "friend": bool(on)}
+
+
+async def friends(app: App, actor: Actor) -> list[str]:
+    return await app.store.read(friend_dids)
+
+
+async def sync(app: App, actor: Actor, did: str) -> dict:
+    """Reconcile with one peer now (the agent's ``sync_request`` too)."""
+    allow(actor, THIS_NODE, "a sync")
+    return await app.network("sync").sync_with(did)
