@@ -95,7 +95,9 @@ def test_what_the_agent_signs_waits_for_the_cycle_to_push_it(dbs):
     from meshnode.cognition.handlers import goals
 
     a = dbs[A.did]
-    goals.take_pushes(A.did), goals.take_pushes(B.did)  # earlier tests of this process
+    goals.take_written(A.did), goals.take_written(B.did)  # earlier tests of this process
     goal = run(a, A, T, "goal_add", {"title": "paint the barn", "participants": [B.did]})
-    assert goals.take_pushes(A.did) == [{"to": B.did, "dids": [goal["did"]]}]
-    assert goals.take_pushes(A.did) == [] and goals.take_pushes(B.did) == []
+    written = goals.take_written(A.did)
+    assert [(name, result["push"]) for name, result in written] == [("goal_add", [{"to": B.did, "dids": [goal["did"]]}])]
+    assert "push" not in goal  # what the agent reads back
+    assert goals.take_written(A.did) == [] and goals.take_written(B.did) == []
