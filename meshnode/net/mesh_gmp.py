@@ -17,7 +17,7 @@ The service decides what to sign; this class carries it out on the network
   receipt after ``receipt_seconds`` are pushed again, twice at most.
 
 Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
-a test can drive it with fakes. Pushes run in its own nursery: a command waits
+a test can drive it with fakes. Pushes run in its own nursery: an action waits
 for them a short while, then returns and lets them finish.
 """
 
