@@ -37,7 +37,7 @@ from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.records.gmp import store_hooks as gmp_store_hooks
 from meshnode.gmp.rules import is_gmp
-from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
+from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
@@ -148,7 +148,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                              wake_on_message=bool(config.values["web"]["wake_on_message"]))
+                              wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
@@ -287,9 +287,6 @@ class _Control:
             self.metrics.inc("control_requests", cmd=cmd)
             return await dispatch(self.app, actor or person(face), cmd, args)
         method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
-        if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
-            async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
-                return await self.gmp.command(cmd, kwargs)
         if method is None:
             raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
         try:

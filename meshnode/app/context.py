@@ -30,6 +30,7 @@ class App:
     wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
     metrics: Any = None  # meshnode.metrics.Metrics
     clock: Callable[[], int] = now_ms
+    gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp when the node runs (pushes, reactions, interest lookups)
 
     @property
     def live(self) -> bool:

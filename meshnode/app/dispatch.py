@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, edits, knowledge, notes, reputation
+from meshnode.app.actions import chat, consensus, edits, gmp, knowledge, notes, reputation
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -43,6 +43,28 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("reputation", reputation.reputation, "every agent's trust now, most trusted first", signs=False),
     Action("reputation_show", reputation.reputation_show, "everything behind one agent's trust", signs=False),
     Action("reputation_set", reputation.reputation_set, "the person's judgement of an agent (0..1)", signs=False),
+    # goals and tasks (GMP), CogConsensus votes and results
+    Action("goal_add", gmp.goal_add, "create a goal signed by this node"),
+    Action("goal_update", gmp.goal_update, "a new version of a goal (its creator only)"),
+    Action("goal_cancel", gmp.goal_cancel, "cancel a goal; its open tasks here are abandoned"),
+    Action("goal_list", gmp.goal_list, "goals: status, title, open/total tasks", signs=False),
+    Action("goal_show", gmp.goal_show, "a goal as a tree of its tasks", signs=False),
+    Action("task_add", gmp.task_add, "add a task to a goal"),
+    Action("task_update", gmp.task_update, "a new version of a task (creator; assignee: status, check, notes)"),
+    Action("task_assign", gmp.task_assign, "offer a task to agents (direct, by interest, or by a consensus result)"),
+    Action("task_nominate", gmp.task_nominate, "propose a peer for a contested task"),
+    Action("task_accept", gmp.task_accept, "accept an offer of a task"),
+    Action("task_refuse", gmp.task_refuse, "refuse an offer of a task"),
+    Action("task_progress", gmp.task_progress, "report progress on a task held"),
+    Action("task_done", gmp.task_done, "complete a task held (or fail it)"),
+    Action("task_release", gmp.task_release, "give back a task held"),
+    Action("task_list", gmp.task_list, "tasks: status, progress, assignees, title", signs=False),
+    Action("task_show", gmp.task_show, "a task: shown version, forks, holders, entries", signs=False),
+    Action("task_due", gmp.task_due, "what needs a check now: overdue, holder dead, unassigned, offers open",
+           signs=False),
+    Action("consensus_vote", consensus.consensus_vote, "this node's CogConsensus vote on a target"),
+    Action("consensus_tally", consensus.consensus_tally, "the tally of the votes held on a target", signs=False),
+    Action("consensus_result", consensus.consensus_result, "sign a CogConsensus result from the tally now"),
 )}
 
 

@@ -27,7 +27,9 @@ from typing import Callable
 
 import trio
 
+from meshnode.app.actions import gmp as gmp_actions
 from meshnode.app.actor import approver
+from meshnode.app.context import App
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
                                 mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
                                 wake_report)
@@ -209,10 +211,16 @@ class Cycle:
         return out
 
     async def _push_gmp(self) -> None:
-        """What the agent's GMP commands signed goes to the peers concerned at once (gmp-node's push)."""
-        pushes, gmp = goals.take_pushes(self.key.did), getattr(self.mesh, "gmp", None)
-        if pushes and gmp is not None:
-            await gmp.push(pushes, wait_s=0)
+        """What follows the agent's GMP writes on the running node (``app.actions.gmp.follow``: their
+        containers pushed to the peers concerned at once, reactions), waiting for nobody."""
+        written, gmp = goals.take_written(self.key.did), getattr(self.mesh, "gmp", None)
+        if written and gmp is not None:
+            app = App(self.store, self.key, mesh=self.mesh, clock=self.clock, gmp=gmp)
+            for name, result in written:
+                try:
+                    await gmp_actions.follow(app, name, result, wait_s=0)
+                except MeshnodeError as exc:  # signed and stored already: sync carries it, the check reacts
+                    log.info("after the agent's %s: %s", name, exc.reason)
 
     async def _run_command(self, cmd: Command) -> dict:
         if not _deferred(cmd):
