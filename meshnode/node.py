@@ -22,7 +22,8 @@ from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
 from meshnode import chat
-from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces
+from meshnode.cognition import catalogue, llm, mind_view, peer_validation, processes
+from meshnode.records.mind import held, tick_traces
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from meshnode.cognition import contexts
-from meshnode.gate import confirm
-from meshnode.gate.drafts import draft_write
+from meshnode.records.gate import confirm
+from meshnode.records.gate.drafts import draft_write
 from meshnode.gate.gate import _record_submission
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import TOOLS

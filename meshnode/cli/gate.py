@@ -20,7 +20,8 @@ from pathlib import Path
 
 from meshnode.cli.common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
 from meshnode.container import now_ms
-from meshnode.gate import GateError, confirm, drafts, outbound, person, snapshots
+from meshnode.gate import GateError, outbound
+from meshnode.records.gate import confirm, drafts, person, snapshots
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 

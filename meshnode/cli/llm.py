@@ -10,8 +10,8 @@ import json
 import sys
 
 from meshnode.cli.common import with_db
-from meshnode.cognition import registry
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind import registry
+from meshnode.records.mind.registry import Endpoint
 
 
 def cmd_add(args) -> int:

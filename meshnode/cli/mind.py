@@ -18,7 +18,8 @@ import json
 import time
 
 from meshnode.cli.common import _ask_node, _config, live_or_local, print_json, print_rows, terminal_safe
-from meshnode.cognition import held, mind_view, tick_traces
+from meshnode.records.mind import held, tick_traces
+from meshnode.cognition import mind_view
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
 

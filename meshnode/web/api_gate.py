@@ -11,7 +11,8 @@ it was listed refuses the whole decision (409 ``not_shown``) before anything is 
 from __future__ import annotations
 
 from meshnode.errors import MeshnodeError
-from meshnode.gate import confirm, drafts, outbound, person, snapshots
+from meshnode.records.gate import confirm, drafts, person, snapshots
+from meshnode.gate import outbound
 from meshnode.gate.tools import TOOLS
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint

@@ -4,7 +4,7 @@ mind`` sends them; the LLM list is read from the registry (never an API key: onl
 
 from __future__ import annotations
 
-from meshnode.cognition import held, registry
+from meshnode.records.mind import held, registry
 from meshnode.errors import MeshnodeError
 from meshnode.web import ids
 from meshnode.web.endpoint import INT_MAX, Arg, Endpoint

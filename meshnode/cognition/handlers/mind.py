@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition import registry
+from meshnode.records.mind import registry
 from meshnode.cognition.catalogue import help_of
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.handlers.rows import delete, rows_of

@@ -11,11 +11,25 @@ from __future__ import annotations
 import json
 import re
 
-from meshnode.cognition.llm import Endpoint
+from dataclasses import dataclass
+
 from meshnode.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
 _ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One LLM this node may ask (cognition.llm.chat speaks to it)."""
+
+    id: str
+    base_url: str  # e.g. http://127.0.0.1:11434/v1
+    model: str
+    priority: int = 0
+    validator: bool = False
+    api_key_env: str | None = None  # the key is read from this variable, never stored
+    timeout_s: float = 120.0
 
 
 class RegistryError(MeshnodeError):
