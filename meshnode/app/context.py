@@ -30,6 +30,8 @@ class App:
     wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
     metrics: Any = None  # meshnode.metrics.Metrics
     clock: Callable[[], int] = now_ms
+    jail: Any = None  # the gate's jail of the agent's workspace (drafts, snapshots): meshnode.gate.jail.Jail
+    mind_view: Callable[[Any], dict] | None = None  # the agent's view read from the store (cognition.mind_view.view)
 
     @property
     def live(self) -> bool:

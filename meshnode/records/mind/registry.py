@@ -78,6 +78,20 @@ def update(db: Database, llm_id: str, *, url: str | None = None, model: str | No
     return changed
 
 
+AGENT_SETTINGS = ("priority", "timeout_s", "model")  # what the agent may change of an LLM it thinks with
+
+
+def agent_update(db: Database, llm_id: str, changes: dict) -> Endpoint:
+    """The agent's change to an LLM: what shapes its thinking (``AGENT_SETTINGS``), never the URL,
+    the API key variable or the validator role (pointing an LLM elsewhere could send the key and
+    the contexts to a stranger; choosing its own validators would let it pass its own answers)."""
+    if not changes or set(changes) - set(AGENT_SETTINGS):
+        raise RegistryError("bad_args", "llm_update changes priority, timeout_s or model")
+    if any(e.id == llm_id and e.validator for e in endpoints(db)):
+        raise RegistryError("refused", f"{llm_id} is a validator: its settings are the person's to change")
+    return update(db, llm_id, **changes)
+
+
 def remove(db: Database, llm_id: str) -> None:
     with db.transaction() as conn:
         if conn.execute("DELETE FROM llm_registry WHERE id = ?", (llm_id,)).rowcount == 0:
