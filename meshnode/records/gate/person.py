@@ -1,10 +1,11 @@
-"""A person's decisions at the gate, one function per decision, for every front end (CLI, web).
+"""A person's decisions at the gate, one function per decision (the actions of
+meshnode.app.actions.gate call them, for every face).
 
 Each does the gate's work and then writes the ``gate:<what>`` row in ``process_log`` that the
 agent's next tick shows in context 4, so the agent learns what a person decided, the same way
-whichever front end the person used. ``by`` names that front end ("cli", "web"); it is kept in
-the row's tags. Functions run in the store's worker thread (``store.write``) or on a database
-the CLI opened itself.
+whichever face the person used. ``by`` names that face ("cli", "web", "mcp": the actor's); it is
+kept in the row's tags. The gate's jail (the agent's workspace) is passed in. Functions run in the
+store's worker thread (``store.write``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ verdict (``no_verdict``: unreachable, or answering out of form), the
 answer's commands are kept here instead of vanishing into the log. A person
 sees them (``meshnode mind held``, ``meshnode status``) and decides:
 ``decide(..., release=True)`` lets them run, ``release=False`` drops them.
-That one function is the service every front end calls (the CLI directly
-when the node is stopped, the control socket when it runs). The node runs
+That one function is what the actions ``mind_release`` and ``mind_drop``
+(meshnode.app.actions.mind) call, for every face. The node runs
 released commands (``claim_released`` then ``finish``: a crash while one
 runs never runs it twice). The oldest held commands beyond MAX_HELD expire.
 Functions run in the store's worker thread.
