@@ -40,3 +40,9 @@ class StoreError(MeshnodeError):
 class AdmissionRefused(MeshnodeError):
     """A container a class's own admission rule refused at the store's door (GMP step 8 raises its
     subclass ``gmp.rules.GmpRefused``): nothing of it is stored."""
+
+
+class GateError(MeshnodeError):
+    """An action the gate refuses (a path outside the jail, a program not allowed,
+    a draft in conflict, a missing confirmation), with a reason a person can read. Defined here,
+    below the gate: its records (meshnode.records.gate) refuse with it too."""

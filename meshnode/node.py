@@ -21,8 +21,8 @@ from meshnode.container import ContainerError, decode_container, format_ms, now_
 from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import chat
-from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces
+from meshnode.cognition import catalogue, llm, mind_view, peer_validation, processes
+from meshnode.records.mind import held
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -148,7 +148,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                              wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp)
+                              wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
+                              jail=gate_setup.jail(config), mind_view=mind_view.view)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: control.cmd_spawn(kind=a["kind"], name=a.get("name"),
@@ -314,57 +315,6 @@ class _Control:
                 "addresses": self.mesh.addresses(), "web": self.web_url, **self.mesh.peers_snapshot(),
                 "cognition": {**(self.cycle.status() if self.cycle else {"mode": "off"}),
                               "held": await self.store.read(held.summary)}}
-
-    async def cmd_mind(self):
-        """The cognitive cycle's state, its validation metrics, each validator's weight and why,
-        held commands and decisions taken alone."""
-        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), **await self.store.read(mind_view.view)}
-
-    async def cmd_mind_held(self, status: str | None = "held", limit: int = 100):
-        return await self.store.read(held.listing, status, int(limit))
-
-    async def cmd_mind_release(self, ids: list | None = None, by: str = "cli"):
-        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now
-        (while a person has paused it they wait for the resume)."""
-        released = await self.store.write(held.decide, ids, True, now_ms(), str(by)[:32])
-        ran = await self.cycle.run_released() if self.cycle and not self.cycle.paused else []
-        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off",
-                "paused": bool(self.cycle and self.cycle.paused)}
-
-    async def cmd_mind_drop(self, ids: list | None = None, by: str = "cli"):
-        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), str(by)[:32])}
-
-    def _cycle_on(self) -> Cycle:
-        if self.cycle is None:
-            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
-        return self.cycle
-
-    async def cmd_mind_pause(self, by: str = "cli"):
-        """A person stops the agent until they resume it (kept across restarts)."""
-        return await self._cycle_on().pause(str(by)[:32])
-
-    async def cmd_mind_resume(self, by: str = "cli"):
-        return await self._cycle_on().resume(str(by)[:32])
-
-    async def cmd_mind_ticks(self, limit: int = 50, before: int | None = None):
-        return await self.store.read(tick_traces.listing, int(limit), None if before is None else int(before))
-
-    async def cmd_mind_tick_show(self, tick: int):
-        return await self.store.read(tick_traces.show, int(tick))
-
-    async def cmd_chat_threads(self, limit: int = 50, before: int | None = None):
-        return await self.store.read(chat.threads, self.key.did, int(limit), None if before is None else int(before))
-
-    async def cmd_chat_thread(self, thread: str, limit: int = 100, before: int | None = None):
-        return await self.store.read(chat.thread, self.key.did, thread, int(limit),
-                                     None if before is None else int(before))
-
-    async def cmd_tick(self):
-        """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
-        if self.cycle is None:
-            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
-        self.cycle.wake.set()
-        return self.cycle.status()
 
     async def cmd_peers(self):
         rows = await self.store.read(list_peers)

@@ -403,7 +403,7 @@ def test_a_refused_message_never_reaches_the_agent_not_even_in_the_decision_it_i
     it is told the number and outcome only: the text of a message a person refused stays out."""
     from meshnode.a2a import held
     from meshnode.a2a.admission import Party
-    from meshnode.gate import person
+    from meshnode.records.gate import person
     from meshnode.store import Database
 
     db = Database(tmp_path / "held.db")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from meshnode.errors import MeshnodeError
+
 KINDS = ("person", "agent", "a2a", "peer", "node")
 PERSON_FACES = ("cli", "web", "mcp")  # how the person reaches the node
 AGENT_VIAS = ("cycle", "task")  # the agent's main loop, or an auxiliary loop working on a task
@@ -71,6 +73,15 @@ def is_person(kind: str | None) -> bool:
     """Whether what was asked (an Actor's or a provenance row's kind) came from the node's person:
     the one predicate for "is this from the person?" everywhere."""
     return kind == "person"
+
+
+def decided_by(actor: Actor, what: str) -> str:
+    """Who decides, as a decision's row records it (``decided_by``, ``paused_by``: the face the
+    person came through), or ``not_allowed`` for anyone but the person; ``what``: what only the
+    person does, for the refusal ("releases held commands")."""
+    if not is_person(actor.kind):
+        raise MeshnodeError("not_allowed", f"only the node's person {what}")
+    return actor.via or "person"
 
 
 _SIGNED = {("person", "cli"): "cli", ("agent", "task"): "llm:task"}

@@ -31,6 +31,8 @@ class App:
     metrics: Any = None  # meshnode.metrics.Metrics
     clock: Callable[[], int] = now_ms
     gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp when the node runs (pushes, reactions, interest lookups)
+    jail: Any = None  # the gate's jail of the agent's workspace (drafts, snapshots): meshnode.gate.jail.Jail
+    mind_view: Callable[[Any], dict] | None = None  # the agent's view read from the store (cognition.mind_view.view)
 
     @property
     def live(self) -> bool:

@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import chat, consensus, edits, gmp, knowledge, notes, reputation
+from meshnode.app.actions import chat, consensus, edits, ethics, gate, gmp, knowledge, llm, mind, notes, reputation
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
@@ -65,6 +65,36 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("consensus_vote", consensus.consensus_vote, "this node's CogConsensus vote on a target"),
     Action("consensus_tally", consensus.consensus_tally, "the tally of the votes held on a target", signs=False),
     Action("consensus_result", consensus.consensus_result, "sign a CogConsensus result from the tally now"),
+    # the agent's mind, the gate's review, ethics and the LLMs: the person steers the agent (decisions person-only)
+    Action("mind", mind.mind, "the agent's state, validators and held commands", signs=False),
+    Action("mind_held", mind.mind_held, "commands the validators held, newest first", signs=False),
+    Action("mind_release", mind.mind_release, "let held commands run (now, when the cycle runs)", signs=False),
+    Action("mind_drop", mind.mind_drop, "discard held commands", signs=False),
+    Action("mind_pause", mind.mind_pause, "stop the agent until resumed (kept across restarts)", signs=False),
+    Action("mind_resume", mind.mind_resume, "let a paused agent think again", signs=False),
+    Action("tick", mind.tick, "wake the cognitive cycle now", signs=False),
+    Action("mind_ticks", mind.mind_ticks, "the last ticks, newest first", signs=False),
+    Action("mind_tick_show", mind.mind_tick_show, "one tick in full", signs=False),
+    Action("chat_threads", chat.chat_threads, "the conversations with the agent, newest first", signs=False),
+    Action("chat_thread", chat.chat_thread, "one conversation with the agent, oldest first", signs=False),
+    Action("drafts", gate.drafts_listing, "the agent's open drafts (records what was shown)", signs=False),
+    Action("drafts_decide", gate.drafts_decide, "accept or reject the agent's drafts", signs=False),
+    Action("drafts_edit", gate.drafts_edit, "the person's own content for a draft", signs=False),
+    Action("drafts_commit", gate.drafts_commit, "write the accepted drafts after a snapshot", signs=False),
+    Action("snapshots", gate.snapshots_listing, "the snapshots taken before commits", signs=False),
+    Action("snapshot_show", gate.snapshot_show, "one snapshot: its files and state", signs=False),
+    Action("snapshot_rollback", gate.snapshot_rollback, "restore the files as a snapshot has them", signs=False),
+    Action("confirmations", gate.confirmations, "the agent's requests for a confirmation", signs=False),
+    Action("confirm_decide", gate.confirm_decide, "approve or reject a confirmation request", signs=False),
+    Action("gate_reset_limit", gate.gate_reset_limit, "a fresh budget of tool calls for the agent", signs=False),
+    Action("ethics", ethics.ethics, "the ethics policies", signs=False),
+    Action("ethics_add", ethics.ethics_add, "add (or replace) an ethics policy", signs=False),
+    Action("ethics_remove", ethics.ethics_remove, "remove an ethics policy", signs=False),
+    Action("llms", llm.llms, "the registered LLMs", signs=False),
+    Action("llm_add", llm.llm_add, "register an LLM", signs=False),
+    Action("llm_update", llm.llm_update, "change a registered LLM's settings", signs=False),
+    Action("llm_select", llm.llm_select, "make an LLM the main one", signs=False),
+    Action("llm_remove", llm.llm_remove, "remove a registered LLM", signs=False),
 )}
 
 

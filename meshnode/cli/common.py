@@ -74,19 +74,24 @@ def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, ne
         db.close()
 
 
-def act(config, name: str, args: dict) -> Any:
+def act(config, name: str, args: dict, on_home: Callable[[], dict] | None = None) -> Any:
     """The application-layer action ``name`` for the person at the CLI: by the running node, or,
     when none runs, on the home's database in this process (meshnode.app.on_home): the same
-    function either way."""
+    function either way. ``on_home()``: the App's other fields the action needs there (built
+    only when no node runs, e.g. the gate's jail)."""
     live = _ask_node(config, name, args, required=False)
     if live is not None:
         return live
+    import functools
+
     import trio
 
     from meshnode.app.actor import person
     from meshnode.app.on_home import run_on_home
 
-    return trio.run(run_on_home, config.db_path, lambda: open_identity(config), person("cli"), name, args)
+    fields = on_home() if on_home is not None else {}
+    return trio.run(functools.partial(run_on_home, config.db_path, lambda: open_identity(config), person("cli"),
+                                      name, args, **fields))
 
 
 def container_did(config, text: str, noun: str = "container") -> str:

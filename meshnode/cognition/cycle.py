@@ -30,9 +30,9 @@ import trio
 from meshnode.app.actions import gmp as gmp_actions
 from meshnode.app.actor import approver
 from meshnode.app.context import App
-from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
-                                mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
-                                wake_report)
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, isolation,
+                                mcp_commands, mesh_commands, processes, sending, stagnation, wake_report)
+from meshnode.records.mind import held, registry, tick_traces
 from meshnode.cognition.handlers import goals, mind
 from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
@@ -199,7 +199,9 @@ class Cycle:
         out = []
         if not await self.store.read(held.waiting, "released"):  # the common case: a read, no write lock
             return out
-        for held_id, cmd, by in await self.store.write_background(held.claim_released):
+        for held_id, c, by in await self.store.write_background(held.claim_released):
+            cmd = Command(c["cmd_id"], c["type"], c.get("args") or {}, c.get("description") or "",
+                          c.get("target_llm"), bool(c.get("mutating", True)))
             result = await self._run_command(cmd)
             await self.store.write(held.finish, held_id, result)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", {**result, "released_by": by},
