@@ -36,7 +36,8 @@ from pathlib import Path
 
 import trio
 
-from meshnode.gate import drafts, runner, scratch
+from meshnode.records.gate import drafts
+from meshnode.gate import runner, scratch
 from meshnode.gate.gate import Gate, GateSettings
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import risk_policy

@@ -49,3 +49,9 @@ class SpawnError(MeshnodeError):
     unknown_invitation, invitation_used, invitation_expired, bundle_exists; bad_child_config (the
     parent's values make no loadable child config: a bug, said plainly). Defined here, below the
     spawn: the family's records (meshnode.records.family) refuse with it too."""
+
+
+class GateError(MeshnodeError):
+    """An action the gate refuses (a path outside the jail, a program not allowed,
+    a draft in conflict, a missing confirmation), with a reason a person can read. Defined here,
+    below the gate: its records (meshnode.records.gate) refuse with it too."""

@@ -6,7 +6,6 @@ the nursery; the store records the stop (best effort, quickly) and closes.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import signal
 import sys
@@ -20,8 +19,7 @@ from meshnode.container import format_ms, now_ms
 from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode import chat
-from meshnode.cognition import catalogue, held, llm, mind_view, peer_validation, processes, tick_traces
+from meshnode.cognition import catalogue, llm, mind_view, peer_validation, processes
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -34,7 +32,7 @@ from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.records.gmp import store_hooks as gmp_store_hooks
-from meshnode.net.mesh_gmp import COMMANDS as GMP_COMMANDS, GmpSettings, MeshGmp
+from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
@@ -42,7 +40,7 @@ from meshnode.app import actor
 from meshnode.app.actor import Actor, person
 from meshnode.app.actions.notes import write_note
 from meshnode.app.context import App
-from meshnode.app.dispatch import ACTIONS, check_args, dispatch
+from meshnode.app.dispatch import check_args, dispatch
 from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
 from meshnode.spawn.jobs import SpawnJobs
@@ -143,9 +141,9 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
                     app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                              wake_on_message=bool(config.values["web"]["wake_on_message"]),
-                              config=config, gmp=gmp, spawner=SpawnJobs(), web_url=lambda: control.web_url,
-                              held_summary=held.summary)
+                              wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
+                              jail=gate_setup.jail(config), mind_view=mind_view.view,
+                              config=config, spawner=SpawnJobs(), web_url=lambda: control.web_url)
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
                         cycle.gate.spawner = lambda a: dispatch(app, actor.AGENT, "spawn",
@@ -268,42 +266,26 @@ def _heartbeat(db, name: str, state: str, busy_timeout_ms: int | None = None) ->
 
 
 class _Control:
-    """Answers the CLI's control requests: the application's actions (meshnode.app.dispatch), run
-    for whoever asks, and the commands below that are not actions yet."""
+    """Answers the control socket's requests (the CLI, ``meshnode mcp``, and the web's and A2A's
+    calls in the node): each is an action of the application layer (meshnode.app.dispatch), run
+    for whoever the face says asks; here only the plumbing: the arguments checked, each request
+    counted and timed, and a bug answered as ``internal_error`` rather than taking the node down."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
                  cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None, app: App | None = None):
-        self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
-        self.cycle, self.gmp, self.reactor = cycle, gmp, reactor
+        self.metrics = metrics
         self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
-        # the application's actions run on it (a bare _Control for tests: one of its own objects)
-        self.app = app or App(store, key, mesh=mesh, reactor=reactor, cycle=cycle, metrics=metrics, config=config,
-                              gmp=gmp, web_url=lambda: self.web_url)
+        # the App the actions run on (a bare _Control for tests: one of the objects it was given)
+        self.app = app or App(store, key, mesh=mesh, reactor=reactor, cycle=cycle, metrics=metrics, gmp=gmp,
+                              config=config, web_url=lambda: self.web_url)
 
     async def handle(self, cmd: str, args: dict, face: str = "cli", actor: Actor | None = None):
-        """``cmd`` for ``actor`` (by default the person, through ``face``): an action of the
-        application layer (meshnode.app.dispatch), or one of the commands below; timed, counted,
-        and a bug answered as ``internal_error`` rather than taking the node down."""
-        if cmd in ACTIONS:
-            check_args(cmd, _strings(args))
-
-            async def method(**kwargs):
-                return await dispatch(self.app, actor or person(face), cmd, kwargs)
-        else:
-            method = getattr(self, f"cmd_{cmd}", None) if cmd.isidentifier() else None
-            if method is None and cmd in GMP_COMMANDS and self.gmp is not None:
-                async def method(**kwargs):  # goal_* and task_*: the GMP service, run by the node (net.mesh_gmp)
-                    return await self.gmp.command(cmd, kwargs)
-            if method is None:
-                raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
-            try:
-                inspect.signature(method).bind(**_strings(args))
-            except TypeError as exc:
-                raise MeshnodeError("bad_request", f"{cmd}: {exc}") from None
+        """``cmd`` for ``actor`` (by default the person, through ``face``)."""
+        check_args(cmd, _strings(args))
         self.metrics.inc("control_requests", cmd=cmd)
         started = time.monotonic()
         try:
-            return await method(**args)
+            return await dispatch(self.app, actor or person(face), cmd, args)
         except MeshnodeError:
             raise
         except Exception as exc:  # a bug must not take the node down with it: log it, answer, go on
@@ -312,58 +294,6 @@ class _Control:
             raise MeshnodeError("internal_error", f"{cmd} failed inside the node: {type(exc).__name__}") from None
         finally:
             self.metrics.observe("control_request_seconds", time.monotonic() - started, cmd=cmd)
-
-    async def cmd_mind(self):
-        """The cognitive cycle's state, its validation metrics, each validator's weight and why,
-        held commands and decisions taken alone."""
-        return {**(self.cycle.status() if self.cycle else {"mode": "off"}), **await self.store.read(mind_view.view)}
-
-    async def cmd_mind_held(self, status: str | None = "held", limit: int = 100):
-        return await self.store.read(held.listing, status, int(limit))
-
-    async def cmd_mind_release(self, ids: list | None = None, by: str = "cli"):
-        """Release held commands (``ids``, or all when None) and, with the cycle on, run them now
-        (while a person has paused it they wait for the resume)."""
-        released = await self.store.write(held.decide, ids, True, now_ms(), str(by)[:32])
-        ran = await self.cycle.run_released() if self.cycle and not self.cycle.paused else []
-        return {"released": released, "ran": ran, "cognition": "on" if self.cycle else "off",
-                "paused": bool(self.cycle and self.cycle.paused)}
-
-    async def cmd_mind_drop(self, ids: list | None = None, by: str = "cli"):
-        return {"dropped": await self.store.write(held.decide, ids, False, now_ms(), str(by)[:32])}
-
-    def _cycle_on(self) -> Cycle:
-        if self.cycle is None:
-            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
-        return self.cycle
-
-    async def cmd_mind_pause(self, by: str = "cli"):
-        """A person stops the agent until they resume it (kept across restarts)."""
-        return await self._cycle_on().pause(str(by)[:32])
-
-    async def cmd_mind_resume(self, by: str = "cli"):
-        return await self._cycle_on().resume(str(by)[:32])
-
-    async def cmd_mind_ticks(self, limit: int = 50, before: int | None = None):
-        return await self.store.read(tick_traces.listing, int(limit), None if before is None else int(before))
-
-    async def cmd_mind_tick_show(self, tick: int):
-        return await self.store.read(tick_traces.show, int(tick))
-
-    async def cmd_chat_threads(self, limit: int = 50, before: int | None = None):
-        return await self.store.read(chat.threads, self.key.did, int(limit), None if before is None else int(before))
-
-    async def cmd_chat_thread(self, thread: str, limit: int = 100, before: int | None = None):
-        return await self.store.read(chat.thread, self.key.did, thread, int(limit),
-                                     None if before is None else int(before))
-
-    async def cmd_tick(self):
-        """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
-        if self.cycle is None:
-            raise MeshnodeError("cognition_off", "the cognitive cycle is off ([cognition] enabled = false)")
-        self.cycle.wake.set()
-        return self.cycle.status()
-
 
 
 def _strings(args: dict) -> dict:

@@ -12,9 +12,9 @@ import pytest
 import trio
 
 from llmharness import ScriptedLLM, command_block, distinct_answers
-from meshnode.cognition import registry
+from meshnode.records.mind import registry
 from meshnode.cognition.cycle import Cycle
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind.registry import Endpoint
 from meshnode.container import now_ms
 from meshnode.identity.keys import NodeKey
 from meshnode.store.service import Store

@@ -19,6 +19,8 @@ from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
 from meshnode.a2a import card as cards
 from meshnode.a2a.admission import RateLimiter, read_tokens
 from meshnode.identity.keys import NodeKey
+from meshnode.store import Database
+from meshnode.store.provenance import of
 
 TOKEN = "friend-token-" + "x" * 32  # a known party's token in the unit tests
 
@@ -271,6 +273,12 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert shown["title"] == "benchmark the adapter" and shown["assigned_to"] == [node.did]
     assert shown["description"].startswith("[A2A message from known party friend]")
     assert made.task.status.state == TaskState.TASK_STATE_SUBMITTED and shown["goal_lineage"] == goal["lineage"]
+    db = Database(node.home / "data" / "meshnode.db")
+    try:  # the task and its taking were asked for by the party, never by the person
+        made_by = [of(db.conn, did) for did in (lineage, shown["container_did"])]
+    finally:
+        db.close()
+    assert [(r["kind"], r["id"]) for r in made_by] == [("a2a", "known:friend")] * 2
     stranger = _request("do this for me")
     stranger.message.metadata.update({"goal": goal["lineage"], "sender": "did:key:zStranger"})
     with pytest.raises(Exception, match="only known parties"):
@@ -395,7 +403,7 @@ def test_a_refused_message_never_reaches_the_agent_not_even_in_the_decision_it_i
     it is told the number and outcome only: the text of a message a person refused stays out."""
     from meshnode.a2a import held
     from meshnode.a2a.admission import Party
-    from meshnode.gate import person
+    from meshnode.records.gate import person
     from meshnode.store import Database
 
     db = Database(tmp_path / "held.db")

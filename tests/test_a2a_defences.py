@@ -146,7 +146,7 @@ def _handler_on(db, chat_send):
 def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_working(tmp_path):
     from meshnode.a2a import held
     from meshnode.a2a.admission import Party
-    from meshnode.gate import confirm
+    from meshnode.records.gate import confirm
     from meshnode.store.database import Database
 
     db = Database(tmp_path / "db.sqlite")
@@ -187,7 +187,7 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
 def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_path):
     from meshnode.a2a import held
     from meshnode.a2a.admission import Party
-    from meshnode.gate import confirm
+    from meshnode.records.gate import confirm
     from meshnode.store.database import Database
 
     db = Database(tmp_path / "db.sqlite")

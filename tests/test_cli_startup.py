@@ -65,7 +65,7 @@ def test_status_against_a_running_node_loads_only_the_config_the_key_and_the_con
 
     home = tmp_path / "home"
     init_home(home, name="probe", passphrase=None, exist_ok=False)
-    code = (f"from meshnode import control\ncontrol.call = lambda *a, **k: {LIVE!r}\n"
+    code = (f"import meshnode.control as control\ncontrol.call = lambda *a, **k: {LIVE!r}\n"
             f"from meshnode.cli import main\nassert main(['--home', {str(home)!r}, 'status']) == 0")
     probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}

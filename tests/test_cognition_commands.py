@@ -123,7 +123,8 @@ def test_openai_tool_calls_become_commands_and_pass_the_same_checks():
     import httpx
 
     from meshnode.cognition.catalogue import tool_definitions
-    from meshnode.cognition.llm import Endpoint, _content
+    from meshnode.cognition.llm import _content
+    from meshnode.records.mind.registry import Endpoint
 
     calls = [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
              {"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": '{"path": 7}'}},

@@ -9,9 +9,10 @@ import json
 import pytest
 
 from meshnode.records import knowledge_edits as edits
-from meshnode.cognition import executor, registry
+from meshnode.cognition import executor
+from meshnode.records.mind import registry
 from meshnode.cognition.commands import extract
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind.registry import Endpoint
 from meshnode.container import build_container
 from meshnode.identity.keys import NodeKey
 from meshnode.records.knowledge import make_concept, make_link

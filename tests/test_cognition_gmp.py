@@ -95,7 +95,35 @@ def test_what_the_agent_signs_waits_for_the_cycle_to_push_it(dbs):
     from meshnode.cognition.handlers import goals
 
     a = dbs[A.did]
-    goals.take_pushes(A.did), goals.take_pushes(B.did)  # earlier tests of this process
+    goals.take_written(A.did), goals.take_written(B.did)  # earlier tests of this process
     goal = run(a, A, T, "goal_add", {"title": "paint the barn", "participants": [B.did]})
-    assert goals.take_pushes(A.did) == [{"to": B.did, "dids": [goal["did"]]}]
-    assert goals.take_pushes(A.did) == [] and goals.take_pushes(B.did) == []
+    written = goals.take_written(A.did)
+    assert [(name, result["push"]) for name, result in written] == [("goal_add", [{"to": B.did, "dids": [goal["did"]]}])]
+    assert "push" not in goal  # what the agent reads back
+    assert goals.take_written(A.did) == [] and goals.take_written(B.did) == []
+
+
+async def test_the_cycle_follows_up_what_the_agent_wrote_through_the_gmp_action(dbs):
+    """Out of the store's writer, the cycle hands each GMP write of the agent to ``gmp.follow``: the
+    node's GMP service pushes it and reacts to it, waiting for nobody."""
+    from types import SimpleNamespace
+
+    from meshnode.cognition.cycle import Cycle
+    from meshnode.cognition.handlers import goals
+
+    class Gmp:
+        def __init__(self):
+            self.followed = []
+
+        async def published(self, name, result, wait_s=None):
+            self.followed.append((name, result["did"], wait_s))
+            return {"done": [], "failed": [], "later": []}
+
+    gmp = Gmp()
+    goals.take_written(A.did)  # earlier tests of this process
+    goal = run(dbs[A.did], A, T, "goal_add", {"title": "paint the barn", "participants": [B.did]})
+    cycle = SimpleNamespace(key=A, store=None, clock=lambda: T, mesh=SimpleNamespace(gmp=gmp))
+    await Cycle._push_gmp(cycle)
+    assert gmp.followed == [("goal_add", goal["did"], 0)]
+    await Cycle._push_gmp(cycle)
+    assert len(gmp.followed) == 1  # followed once

@@ -93,7 +93,7 @@ def test_a_validator_failing_in_a_row_is_set_aside_and_asked_again_after_the_ret
 def test_held_commands_are_decided_all_or_nothing_with_reasons(tmp_path):
     import pytest
 
-    from meshnode.cognition import held
+    from meshnode.records.mind import held
     from meshnode.cognition.commands import Command
     from meshnode.store import Database
 
@@ -116,7 +116,7 @@ def test_held_commands_are_decided_all_or_nothing_with_reasons(tmp_path):
             held.decide(db, [ids[0]], True, 21, "cli")
         assert [r["cmd_id"] for r in held.decide(db, None, True, 22, "cli")] == ["b"]
         claimed = held.claim_released(db)
-        assert [(i, c.cmd_id, c.args, by) for i, c, by in claimed] == [(ids[1], "b", {"text": "y"}, "cli")]
+        assert [(i, c["cmd_id"], c["args"], by) for i, c, by in claimed] == [(ids[1], "b", {"text": "y"}, "cli")]
         assert held.claim_released(db) == []  # taken once
         assert held.interrupted(db) == 1  # a crash while it ran: failed, never run again
         assert held.listing(db, "failed")[0]["cmd_id"] == "b"

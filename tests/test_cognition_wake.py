@@ -12,7 +12,7 @@ import trio
 import cyclelab
 from cyclelab import answer_with, until
 from llmharness import ScriptedLLM
-from meshnode.cognition import held
+from meshnode.records.mind import held
 from meshnode.cognition.cycle import Cycle
 from meshnode.container import now_ms
 from meshnode.metrics import Metrics

@@ -1,4 +1,4 @@
-"""Drafts, commits, snapshots and rollbacks (meshnode/gate/drafts.py, snapshots.py)."""
+"""Drafts, commits, snapshots and rollbacks (meshnode/records/gate/drafts.py, snapshots.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.gate import GateError, drafts, snapshots
-from meshnode.gate.drafts import commit, decide, draft_delete, draft_patch, draft_write, edit, read_through, review
+from meshnode.gate import GateError
+from meshnode.records.gate import drafts, snapshots
+from meshnode.records.gate.drafts import commit, decide, draft_delete, draft_patch, draft_write, edit, read_through, review
 from meshnode.gate.jail import Jail
 from meshnode.store import Database
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from meshnode.gate.drafts import draft_write
+from meshnode.records.gate.drafts import draft_write
 from meshnode.gate.gate import _record_submission
 from meshnode.gate.jail import Jail
 from meshnode.store import Database

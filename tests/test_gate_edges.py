@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from gatelab import clock
-from meshnode.gate import GateError, confirm, drafts, scratch
+from meshnode.gate import GateError, scratch
+from meshnode.records.gate import confirm, drafts
 from meshnode.gate.tools import risk_policy
 
 

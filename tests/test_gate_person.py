@@ -1,4 +1,4 @@
-"""A person's gate decisions (meshnode/gate/person.py): the gate's work plus the ``gate:<what>``
+"""A person's gate decisions (meshnode/records/gate/person.py): the gate's work plus the ``gate:<what>``
 row the agent's context 4 shows, the same for every front end (only ``by`` differs)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from meshnode.gate import GateError, confirm, drafts, person
+from meshnode.gate import GateError
+from meshnode.records.gate import confirm, drafts, person
 from meshnode.gate.jail import Jail
 from meshnode.store import Database
 

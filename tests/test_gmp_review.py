@@ -103,7 +103,7 @@ def test_pending_bounded_per_sender_and_in_all_whatever_the_authors(db, monkeypa
 def test_a_strangers_offer_receipted_automatically_makes_no_coworker(tmp_path):
     """The node receipts an offer naming it on its own (delivery, not a choice): that receipt must
     not make the stranger who offered a known author (known authors skip the quotas)."""
-    from test_mesh_gmp_units import run_with_node
+    from test_mesh_gmp_units import command, run_with_node
 
     from meshnode.records.gmp import service
 
@@ -118,9 +118,9 @@ def test_a_strangers_offer_receipted_automatically_makes_no_coworker(tmp_path):
             "SELECT kind FROM gmp_entries WHERE signer = ?", (a.did,)).fetchall())
         assert [tuple(r) for r in signed] == [("receipt",)]  # the receipt was signed
         assert await gmp.coworkers() == set()
-        await gmp.command("task_refuse", {"task": task["lineage"]})  # a no is not working together either
+        await command(gmp, "task_refuse", {"task": task["lineage"]})  # a no is not working together either
         assert await gmp.coworkers() == set()
-        await gmp.command("task_accept", {"task": task["lineage"]})
+        await command(gmp, "task_accept", {"task": task["lineage"]})
         assert await gmp.coworkers() == {b.did}
 
     run_with_node(tmp_path, lambda b, c: {}, body)
@@ -195,7 +195,7 @@ def test_a_peer_that_never_answers_a_fetch_does_not_hold_up_reactions(tmp_path):
     """Fetching what a pending container waits for ran inside the reaction loop (20 s per try):
     a peer sending pending containers and never answering stalled every receipt and assignment."""
     import trio
-    from test_mesh_gmp_units import run_with_node
+    from test_mesh_gmp_units import command, run_with_node
 
     from meshnode.records.gmp import service
 
@@ -326,7 +326,7 @@ def test_a_push_that_fails_in_the_store_does_not_take_the_service_down(tmp_path)
     """A push job runs in the GMP service's nursery; a store error while loading what to push (a
     busy database) escaped it and cancelled the whole service (and the node with it)."""
     import trio
-    from test_mesh_gmp_units import run_with_node
+    from test_mesh_gmp_units import command, run_with_node
 
     from meshnode.errors import StoreError
 
@@ -344,7 +344,7 @@ def test_a_push_that_fails_in_the_store_does_not_take_the_service_down(tmp_path)
             report = await gmp.push([{"to": b.did, "dids": ["did:hmp:container:x"]}])
         assert report["failed"] == [b.did]
         store.read = real
-        goal = await gmp.command("goal_add", {"title": "still running"})  # the service lives on
+        goal = await command(gmp, "goal_add", {"title": "still running"})  # the service lives on
         assert goal["lineage"]
 
     run_with_node(tmp_path, lambda b, c: {}, body)
@@ -399,7 +399,7 @@ def test_an_offer_under_a_subgoal_does_not_push_the_private_parent_goal(tmp_path
 
 def test_pending_containers_over_the_fetches_in_flight_are_fetched_later(tmp_path, monkeypatch):
     import trio
-    from test_mesh_gmp_units import run_with_node
+    from test_mesh_gmp_units import command, run_with_node
 
     from meshnode.net import mesh_gmp
 

@@ -15,13 +15,15 @@ import trio
 from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, prompt_section
-from meshnode.cognition import mcp_commands, registry
+from meshnode.cognition import mcp_commands
+from meshnode.records.mind import registry
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.cycle import Cycle
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind.registry import Endpoint
 from meshnode.container import now_ms
 from meshnode.errors import ConfigError
-from meshnode.gate import GateError, confirm
+from meshnode.gate import GateError
+from meshnode.records.gate import confirm
 from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
 from meshnode.identity.keys import NodeKey
 from meshnode.config import mcp as settings

@@ -15,12 +15,14 @@ from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, command_block
 from meshharness import Node, wait_until
-from meshnode.cognition import catalogue, gate_commands, registry
+from meshnode.cognition import catalogue, gate_commands
+from meshnode.records.mind import registry
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.cycle import Cycle
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind.registry import Endpoint
 from meshnode.container import now_ms
-from meshnode.gate import GateError, confirm
+from meshnode.gate import GateError
+from meshnode.records.gate import confirm
 from meshnode.gate.tools import DESTRUCTIVE, TOOLS, risk_policy
 from meshnode.identity.keys import NodeKey
 from meshnode.spawn import launch

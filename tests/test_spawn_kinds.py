@@ -21,10 +21,10 @@ from meshnode import chat
 from meshnode.records import knowledge
 from meshnode.app.actions import chat as chat_actions
 from meshnode.app.actor import person
-from meshnode.cognition import registry
-from meshnode.cognition.llm import Endpoint
+from meshnode.records.mind import registry
+from meshnode.records.mind.registry import Endpoint
 from meshnode.container.schema import known_classes
-from meshnode.gate import confirm, drafts
+from meshnode.records.gate import confirm, drafts
 from meshnode.gate.jail import Jail
 from meshnode.records.gmp import service as gmp
 from meshnode.identity.keys import NodeKey

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from cyclelab import answer_with, running_cycle, until
 from llmharness import distinct_answers
-from meshnode.cognition import tick_traces
+from meshnode.records.mind import tick_traces
 from meshnode.errors import MeshnodeError
 from meshnode.store import Database
 

@@ -6,6 +6,8 @@ raise has the HTTP status it should (``errors.status_for``)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -158,13 +160,14 @@ def test_get_routes_change_nothing(web, table):
 
 # --- every error code a route can raise has its status --------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1] / "meshnode"
-REACHED = [  # what the routes of api_node, api_notes and api_mesh call into
-    "web/api_node.py", "web/api_notes.py", "web/api_mesh.py", "web/ids.py", "web/endpoint.py", "web/app.py",
-    "web/services.py", "node.py", "knowledge.py", "knowledge_edits.py", "notes.py", "ethics.py",
-    "reputation/manual.py", "reputation/reading.py", "reputation/records.py", "consensus/result.py",
-    "consensus/stored.py", "consensus/cogvote.py", "store/short_ids.py", "store/database.py", "identity/did.py",
-    "net/mesh.py", "net/mesh_sync.py", "net/mesh_consensus.py", "net/mesh_reputation.py", "net/mesh_lookup.py",
+REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into
+    "meshnode.web.api_node", "meshnode.web.api_notes", "meshnode.web.api_mesh", "meshnode.web.ids",
+    "meshnode.web.endpoint", "meshnode.web.app", "meshnode.web.services", "meshnode.node", "meshnode.records.knowledge",
+    "meshnode.records.knowledge_edits", "meshnode.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
+    "meshnode.records.reputation.reading", "meshnode.records.reputation.records", "meshnode.consensus.result",
+    "meshnode.records.consensus", "meshnode.consensus.cogvote", "meshnode.store.short_ids", "meshnode.store.database",
+    "meshnode.identity.did", "meshnode.net.mesh", "meshnode.net.mesh_sync", "meshnode.net.mesh_consensus",
+    "meshnode.net.mesh_reputation", "meshnode.net.mesh_lookup",
 ]
 EXPECTED = {
     404: {"not_found", "unknown_command", "unknown_evidence", "no_reputation"},
@@ -179,7 +182,12 @@ _RAISED = re.compile(r'\b\w*Error\(\s*"([a-z][a-z0-9_]*)"')
 
 
 def raised_codes() -> list[str]:
-    return sorted({code for rel in REACHED for code in _RAISED.findall((ROOT / rel).read_text(encoding="utf-8"))})
+    return sorted({code for module in REACHED for code in _RAISED.findall(source(module))})
+
+
+def source(module: str) -> str:
+    """A module's text, found where it is (not imported: the scan reads, it does not run)."""
+    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
 
 
 def expected_status(code: str) -> int:

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from meshnode.cognition import contexts
-from meshnode.gate import confirm
-from meshnode.gate.drafts import draft_write
+from meshnode.records.gate import confirm
+from meshnode.records.gate.drafts import draft_write
 from meshnode.gate.gate import _record_submission
 from meshnode.gate.jail import Jail
 from meshnode.gate.tools import TOOLS
@@ -155,6 +155,10 @@ def test_confirmations_tools_and_limit(web):
     first, second = ask({"path": "a.txt"}), ask({"path": "b.txt"})
     pending = web.get("/api/confirmations")
     assert {r["id"] for r in pending} >= {first["id"], second["id"]} and pending[0]["args"] == {"path": "b.txt"}
+    for named in ({"by": "cli"}, {"decided_by": "agent"}, {"actor": "cli"}):  # who decides is the face's to say
+        refused(web.raw_post(f"/api/confirmations/{first['id']}", {"approve": True, **named}), 400, "bad_arguments")
+    refused(web.raw_post("/api/gate/reset-limit", {"by": "cli"}), 400, "bad_arguments")
+    assert web.get("/api/confirmations")[-1]["status"] == "pending"
     approved = web.post(f"/api/confirmations/{first['id']}", {"approve": True})
     assert approved["status"] == "approved" and approved["decided_by"] == "web"
     assert web.post(f"/api/confirmations/{second['id']}", {"approve": False})["status"] == "rejected"

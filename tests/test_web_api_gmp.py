@@ -8,6 +8,9 @@ import pytest
 
 from webharness import refused, web_node
 
+from meshnode.store import Database
+from meshnode.store.provenance import of
+
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
@@ -97,3 +100,15 @@ def test_goal_update_and_cancel(web):
     body = closed.json()  # GMP's code and reason as they are (its HTTP status: errors.status_for)
     assert closed.status_code >= 400 and body["code"] == "goal_closed" and "takes no new tasks" in body["reason"]
     assert everything(web) == before
+
+
+def test_what_the_web_writes_records_the_person_through_the_web(web):
+    goal = web.post("/api/goals", {"title": "Fourth goal"})
+    task = web.post("/api/tasks", {"goal": goal["lineage"], "title": "a web task"})
+    db = Database(web.home / "data" / "meshnode.db")
+    try:
+        for did in (goal["did"], task["did"]):
+            row = of(db.conn, did)
+            assert (row["kind"], row["via"]) == ("person", "web")
+    finally:
+        db.close()

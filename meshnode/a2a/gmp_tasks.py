@@ -2,13 +2,16 @@
 task assigned to this agent, and ``tasks/get`` answers with its status from the lineage (control
 command ``task_show``). A known party's message naming a goal (``metadata.goal``) becomes a GMP task
 of that goal assigned to this agent (``task_add`` then ``task_assign`` to itself). Only known parties
-read or make them: a GMP task may be private to its goal's participants."""
+read or make them: a GMP task may be private to its goal's participants. The actions run for the
+party that asked (actor ``a2a``), so what it makes records who asked for it."""
 
 from __future__ import annotations
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
+from meshnode.a2a.admission import Party
+from meshnode.app import actor
 from meshnode.errors import MeshnodeError
 
 PREFIX = "gmp-"
@@ -32,12 +35,12 @@ def task_of(shown: dict) -> Task:
                 status=TaskStatus(state=STATES.get(shown["status"], TaskState.TASK_STATE_UNSPECIFIED), message=message))
 
 
-async def get(services, task_id: str, known: bool) -> Task:
+async def get(services, party: Party, task_id: str) -> Task:
     lineage = task_id[len(PREFIX):]
-    if not known or not lineage or len(lineage) > MAX_ID:
+    if not party.known or not lineage or len(lineage) > MAX_ID:
         raise TaskNotFoundError(message=f"no task {task_id[:100]}")
     try:
-        shown = await services.call("task_show", task=lineage)
+        shown = await services.call("task_show", actor=actor.a2a(party.key), task=lineage)
     except MeshnodeError:
         raise TaskNotFoundError(message=f"no task {task_id[:100]}") from None
     if services.key.did not in shown.get("assigned_to", []):
@@ -56,13 +59,15 @@ def goal_of(message) -> str | None:
     return goal
 
 
-async def create(services, goal: str, text: str, framed: str) -> Task:
-    """A GMP task of ``goal`` for this agent: titled by the message's first line, described by it."""
+async def create(services, party: Party, goal: str, text: str, framed: str) -> Task:
+    """A GMP task of ``goal`` for this agent, asked for by ``party``: titled by the message's first
+    line, described by it."""
     title = text.strip().split("\n", 1)[0][:TITLE_CHARS]
+    by = actor.a2a(party.key)
     try:
-        task = await services.call("task_add", goal=goal, title=title, description=framed)
-        await services.call("task_assign", task=task["lineage"], candidates=[services.key.did])
-        shown = await services.call("task_show", task=task["lineage"])
+        task = await services.call("task_add", actor=by, goal=goal, title=title, description=framed)
+        await services.call("task_assign", actor=by, task=task["lineage"], candidates=[services.key.did])
+        shown = await services.call("task_show", actor=by, task=task["lineage"])
     except MeshnodeError as exc:
         raise InvalidParamsError(message=f"no GMP task made in goal {goal[:100]}: {exc.code}: {exc.reason}"[:500])\
             from None

@@ -72,7 +72,7 @@ class MeshRequestHandler(RequestHandler):
                 self.services.metrics.inc("a2a_messages", outcome="refused")
                 raise InvalidParamsError(message="only known parties make GMP tasks (metadata.goal)")
             self.services.metrics.inc("a2a_messages", outcome="gmp_task")
-            return await gmp_tasks.create(self.services, goal, text, held.framed(party, text))
+            return await gmp_tasks.create(self.services, party, goal, text, held.framed(party, text))
         context_id = params.message.context_id
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
@@ -131,7 +131,7 @@ class MeshRequestHandler(RequestHandler):
                 replies = await self.services.read(chat.replies_to, self.services.key.did, row["result"]["did"])
             return held.task_of(row, replies)
         if task_id.startswith(gmp_tasks.PREFIX):
-            return await gmp_tasks.get(self.services, task_id, party.known)
+            return await gmp_tasks.get(self.services, party, task_id)
         raise TaskNotFoundError(message=f"no task {task_id[:100]}")
 
     async def on_cancel_task(self, params, context=None) -> Task | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from meshnode import chat
 from meshnode.a2a.admission import SESSION, TOOL, Party
-from meshnode.gate import confirm
+from meshnode.records.gate import confirm
 from meshnode.store.database import Database
 
 if TYPE_CHECKING:

@@ -86,6 +86,15 @@ def allow(actor: Actor, kinds: tuple[str, ...], what: str) -> None:
         raise MeshnodeError("not_allowed", f"{what} is for {' or '.join(described(k) for k in kinds)} only")
 
 
+def decided_by(actor: Actor, what: str) -> str:
+    """Who decides, as a decision's row records it (``decided_by``, ``paused_by``: the face the
+    person came through), or ``not_allowed`` for anyone but the person; ``what``: what only the
+    person does, for the refusal ("releases held commands")."""
+    if not is_person(actor.kind):
+        raise MeshnodeError("not_allowed", f"only the node's person {what}")
+    return actor.via or "person"
+
+
 _SIGNED = {("person", "cli"): "cli", ("agent", "task"): "llm:task"}
 _SIGNED_KIND = {"person": "user", "agent": "llm", "node": "system", "a2a": "user", "peer": "user"}
 

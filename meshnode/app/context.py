@@ -31,12 +31,13 @@ class App:
     wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
     metrics: Any = None  # meshnode.metrics.Metrics
     clock: Callable[[], int] = now_ms
+    gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp when the node runs (pushes, reactions, interest lookups)
+    jail: Any = None  # the gate's jail of the agent's workspace (drafts, snapshots): meshnode.gate.jail.Jail
+    mind_view: Callable[[Any], dict] | None = None  # the agent's view read from the store (cognition.mind_view.view)
     # the running node's and its housekeeping's (app.actions: peers, containers, children, node_status...)
     config: Any = None  # meshnode.config.Config: limits, [net] thresholds, name and paths
-    gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp: told of a GMP container fetched by hand
     spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
     web_url: Callable[[], str | None] = lambda: None  # the notebook's bound address, once it listens
-    held_summary: Callable[[Any], dict] | None = None  # the agent's held commands in one line (a store read)
 
     @property
     def live(self) -> bool:

@@ -14,11 +14,11 @@ from meshnode.identity.keys import NodeKey
 from meshnode.store import Store
 
 
-async def run_on_home(db_path: Path, open_key: Callable[[], NodeKey], actor: Actor, name: str, args: dict, *,
-                      config: Any = None) -> Any:
+async def run_on_home(db_path: Path, open_key: Callable[[], NodeKey], actor: Actor, name: str, args: dict,
+                      **fields: Any) -> Any:
     """``open_key()`` is called only for an action that signs (reading needs no passphrase);
-    ``config``: the home's settings, for the actions that read them (a child's liveness thresholds)."""
+    ``fields``: more of the App, as the caller has them on the home (the gate's jail...)."""
     action = check_args(name, args)  # before the database is opened
     key = open_key() if action.signs else None
     async with await Store.open(db_path, create=False) as store:
-        return await dispatch(App(store, key, config=config), actor, name, args)
+        return await dispatch(App(store, key, **fields), actor, name, args)

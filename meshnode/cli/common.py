@@ -60,36 +60,24 @@ def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = Tr
         raise
 
 
-def live_or_local(config, cmd: str, args: dict, local: Callable[..., Any], *, needs_key: bool = False) -> Any:
-    """Ask the running node to do ``cmd``; with no node running, do ``local(db)`` (or
-    ``local(db, key)``) on the database directly. Both paths call the same code."""
-    live = _ask_node(config, cmd, args, required=False)
-    if live is not None:
-        return live
-    key = open_identity(config) if needs_key else None
-    db = _open_db(config)
-    try:
-        return local(db, key) if needs_key else local(db)
-    finally:
-        db.close()
-
-
-def act(config, name: str, args: dict) -> Any:
+def act(config, name: str, args: dict, on_home: Callable[[], dict] | None = None) -> Any:
     """The application-layer action ``name`` for the person at the CLI: by the running node, or,
     when none runs, on the home's database in this process (meshnode.app.on_home): the same
-    function either way."""
+    function either way. There the App has the home's ``config``, and ``on_home()``: the other
+    fields the action needs (built only when no node runs, e.g. the gate's jail)."""
     live = _ask_node(config, name, args, required=False)
     if live is not None:
         return live
-    from functools import partial
+    import functools
 
     import trio
 
     from meshnode.app.actor import person
     from meshnode.app.on_home import run_on_home
 
-    return trio.run(partial(run_on_home, config=config), config.db_path, lambda: open_identity(config), person("cli"),
-                    name, args)
+    fields = {"config": config, **(on_home() if on_home is not None else {})}
+    return trio.run(functools.partial(run_on_home, config.db_path, lambda: open_identity(config), person("cli"),
+                                      name, args, **fields))
 
 
 def container_did(config, text: str, noun: str = "container") -> str:

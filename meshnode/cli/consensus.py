@@ -1,8 +1,9 @@
 """CLI commands for consensus: ``consensus vote|status|result|verify`` (CogConsensus).
 
-They work on the database directly, whether or not a node runs (SQLite serialises
-the writes). The rules are in protocols/cogconsensus.md; the logic is in
-meshnode/consensus, which the running node calls too.
+``vote``, ``status`` and ``result`` are the application's actions ``consensus_vote|tally|result``
+(meshnode.app.actions.consensus), run by the running node or, with none, on the home's database in
+this process (``cli.common.act``). ``verify`` reads the store and files only. The rules are in
+protocols/cogconsensus.md; the logic is in meshnode/consensus.
 """
 
 from __future__ import annotations
@@ -10,21 +11,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meshnode.cli.common import _config, _open_db, container_did, read_limited_file, terminal_safe
+from meshnode.cli.common import _config, _open_db, act, container_did, read_limited_file, terminal_safe
 from meshnode.consensus.cogvote import DAY_MS, ConsensusError, Rule
-from meshnode.records.consensus import cast_vote, publish_result, tally_stored, verify_stored
+from meshnode.records.consensus import verify_stored
 from meshnode.container import ContainerError, decode_container, now_ms
 from meshnode.errors import MeshnodeError
-from meshnode.home import open_identity
 from meshnode.store.short_ids import ShortIdError
 
 MAX_RESULT_FILE = 64 * 1024 * 1024
 
 
-def _rule(args) -> Rule:
+def _rule(args) -> dict:
+    """The tally's rule as the actions take it (checked here first: a bad one is refused before
+    any node is asked)."""
     if not 0 <= args.half_life_days <= 1e6:
         raise ConsensusError("bad_rule", "--half-life-days must be from 0 to 1000000")
-    return Rule(args.decision, round(args.half_life_days * DAY_MS), args.min_voters, args.min_trust)
+    rule = Rule(args.decision, round(args.half_life_days * DAY_MS), args.min_voters, args.min_trust)
+    return {"decision": rule.decision, "half_life_ms": rule.half_life_ms, "min_voters": rule.min_voters,
+            "min_trust": rule.min_trust}
 
 
 def _target(config, text: str) -> str:
@@ -48,55 +52,41 @@ def cmd_vote(args) -> int:
     config = _config(args)
     args.target = _target(config, args.target)
     args.evidence = [_target(config, d) for d in args.evidence]
-    key = open_identity(config)
-    db = _open_db(config)
-    try:
-        vote = cast_vote(db, key, args.target, args.value, now_ms=now_ms(), decision=args.decision,
-                         arguments=[{"reason": r} for r in args.argument], evidence=args.evidence)
-    finally:
-        db.close()
-    print(vote.did)
+    vote = act(config, "consensus_vote", {"target": args.target, "value": args.value, "decision": args.decision,
+                                          "arguments": list(args.argument), "evidence": args.evidence})
+    print(vote["did"])
     return 0
 
 
 def cmd_status(args) -> int:
     config = _config(args)
     args.target = _target(config, args.target)
-    db = _open_db(config)
-    try:
-        t = tally_stored(db, args.target, rule=_rule(args), at_ms=now_ms())
-    finally:
-        db.close()
+    t = act(config, "consensus_tally", {"target": args.target, **_rule(args)})
     if args.json:
-        print(json.dumps(t.to_plain(), indent=2))
+        print(json.dumps(t, indent=2))
         return 0
-    o, r = t.outcome, t.rule
-    need = f"quorum: {o.voters} of {r.min_voters} voters, trust {o.trust_sum:.3f} of {r.min_trust:g}"
-    print(f"target:   {t.target}")
-    print(f"decision: {r.decision}")
-    print(f"state:    {o.state} ({need})")
-    print(f"score:    {o.score:+.4f}")
-    print(f"weights:  approve {o.approve:.4f}, reject {o.reject:.4f}, neutral {o.neutral:.4f}")
-    for c in t.counted:
-        print(f"  {c.ballot.value:+g}  trust {c.trust:.3f}  decay {c.decay:.3f}  {c.ballot.voter}")
-        print(f"      {c.ballot.vote}")
-    if t.excluded:
-        print(f"not counted: {len(t.excluded)} vote(s)")
-        for did, voter, why in t.excluded:
-            print(terminal_safe(f"  {did} ({why})"))
+    r, w = t["rule"], t["weights"]
+    need = f"quorum: {t['voters']} of {r['min_voters']} voters, trust {t['trust_sum']:.3f} of {r['min_trust']:g}"
+    print(f"target:   {t['target_did']}")
+    print(f"decision: {t['decision']}")
+    print(f"state:    {t['state']} ({need})")
+    print(f"score:    {t['score']:+.4f}")
+    print(f"weights:  approve {w['approve']:.4f}, reject {w['reject']:.4f}, neutral {w['neutral']:.4f}")
+    for v in t["votes"]:
+        print(f"  {v['value']:+g}  trust {v['trust']:.3f}  decay {v['decay']:.3f}  {v['voter']}")
+        print(f"      {v['vote']}")
+    if t["excluded"]:
+        print(f"not counted: {len(t['excluded'])} vote(s)")
+        for e in t["excluded"]:
+            print(terminal_safe(f"  {e['vote']} ({e['reason']})"))
     return 0
 
 
 def cmd_result(args) -> int:
     config = _config(args)
     args.target = _target(config, args.target)
-    key = open_identity(config)
-    db = _open_db(config)
-    try:
-        result = publish_result(db, key, args.target, rule=_rule(args), now_ms=now_ms())
-    finally:
-        db.close()
-    print(result.did)
+    result = act(config, "consensus_result", {"target": args.target, **_rule(args)})
+    print(result["did"])
     return 0
 
 

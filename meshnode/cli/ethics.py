@@ -1,26 +1,26 @@
 """``meshnode ethics add|list|remove``: the ethics policies the agent thinks and is validated under.
 
-Like ``meshnode llm``, these work on the database whether or not a node runs
-(SQLite WAL lets them in beside the node's writer); a running node reads the
-policies at every tick (context 1).
+Each is an action of the application layer (meshnode.app.actions.ethics), for the person at the
+CLI: through the running node, or on the home's database when none runs; a running node reads
+the policies at every tick (context 1).
 """
 
 from __future__ import annotations
 
-from meshnode.records import ethics
-from meshnode.cli.common import print_rows, terminal_safe, with_db
+from meshnode.cli.common import _config, act, print_rows, terminal_safe
 
 
 def cmd_add(args) -> int:
-    result = with_db(args, lambda db: ethics.add(db, args.name, args.principles, model_type=args.model_type,
-                                                  on_violation=args.on_violation, replace=args.replace))
+    result = act(_config(args), "ethics_add", {"name": args.name, "principles": args.principles,
+                                               "model_type": args.model_type, "on_violation": args.on_violation,
+                                               "replace": args.replace})
     print(terminal_safe(f"{'set' if args.replace else 'added'} {result['name']}"
                         f" ({result['principles']} principle(s))"))
     return 0
 
 
 def cmd_list(args) -> int:
-    rows = with_db(args, ethics.listing)
+    rows = act(_config(args), "ethics", {})
     print_rows(args, rows, _policy_lines)
     return 0
 
@@ -36,6 +36,6 @@ def _policy_lines(p: dict) -> str:
 
 
 def cmd_remove(args) -> int:
-    with_db(args, lambda db: ethics.remove(db, args.name))
+    act(_config(args), "ethics_remove", {"name": args.name})
     print(terminal_safe(f"removed {args.name}"))
     return 0

@@ -9,37 +9,33 @@
     meshnode gate tools [--openai]         the tools and their risk levels
     meshnode gate reset-limit              give the agent a fresh budget of tool calls
 
-These work on the node's database and workspace directly, so they also work
-while the node is stopped; a running node sees the answers at its next tick.
+Each is an action of the application layer (meshnode.app.actions.gate), for the person at the
+CLI: through the running node's control socket, or, with the node stopped, on the home's
+database and workspace; a running node sees the answers at its next tick.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
-from meshnode.cli.common import _config, _open_db, print_fields, print_rows, read_limited_file, terminal_safe
-from meshnode.container import now_ms
-from meshnode.gate import GateError, confirm, drafts, outbound, person, snapshots
+from meshnode.cli.common import _config, act, print_fields, print_rows, read_limited_file, terminal_safe
+from meshnode.gate import GateError, outbound
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
-
-SESSION = person.SESSION
-BY = "cli"  # recorded with each decision (the web notebook records "web")
+from meshnode.records.gate import drafts
 
 
-def _run(args, fn, with_jail: bool = True):
-    """``fn(db[, jail])`` on the node's database (and workspace)."""
+def _run(args, name: str, given: dict):
+    """The gate's action ``name`` for the person at the CLI (the workspace's jail built here only
+    when no node runs)."""
     config = _config(args)
-    db = _open_db(config)
-    try:
-        return fn(db, gate_setup.jail(config)) if with_jail else fn(db)
-    finally:
-        db.close()
+    return act(config, name, given, on_home=lambda: {"jail": gate_setup.jail(config)})
 
 
 def cmd_drafts_list(args) -> int:
-    listed = _run(args, lambda db, jail: drafts.listing(db, jail, SESSION, rejected=args.all))
+    listed = _run(args, "drafts", {"rejected": args.all})
     if args.json:
         print(json.dumps(listed, indent=2))
         return 0
@@ -65,8 +61,7 @@ def cmd_drafts_decide(args) -> int:
     named, so the person looks again (the agent may have changed them in between)."""
     if bool(args.all) == bool(args.paths):
         raise GateError("bad_arguments", f"name the drafts to {args.decision}, or give --all (not both)")
-    result = _run(args, lambda db, jail: person.decide(db, jail, args.decision, None if args.all else args.paths,
-                                                        BY))
+    result = _run(args, "drafts_decide", {"decision": args.decision, "paths": None if args.all else args.paths})
     print(f"{args.decision}ed: {', '.join(result['decided']) or '(nothing)'}")
     if result["changed_since_listed"]:
         print(f"not accepted, changed since you listed them: {', '.join(result['changed_since_listed'])};"
@@ -77,36 +72,36 @@ def cmd_drafts_decide(args) -> int:
 
 def cmd_drafts_edit(args) -> int:
     content = read_limited_file(Path(args.source), drafts.MAX_DRAFT_BYTES)
-    row = _run(args, lambda db, jail: person.edit(db, jail, args.path, content, BY))
+    row = _run(args, "drafts_edit", {"path": args.path, "content_base64": base64.b64encode(content).decode("ascii")})
     print(f"edited {row['path']} ({row['size']} bytes; still {row['status']})")
     return 0
 
 
 def cmd_drafts_commit(args) -> int:
-    snapshot_id = _run(args, lambda db, jail: person.commit(db, jail, args.message, BY))
+    snapshot_id = _run(args, "drafts_commit", {"message": args.message})["snapshot"]
     print(f"committed; snapshot {snapshot_id} (undo with `meshnode snapshots rollback {snapshot_id}`)")
     return 0
 
 
 def cmd_snapshots_list(args) -> int:
-    rows = _run(args, lambda db: snapshots.listing(db), with_jail=False)
+    rows = _run(args, "snapshots", {})
     print_rows(args, rows, lambda r: f"{r['id']:5}  {r['reason']}  {', '.join(r['paths'])[:200]}")
     return 0
 
 
 def cmd_snapshots_show(args) -> int:
-    print_fields(args, _run(args, lambda db: snapshots.show(db, args.id), with_jail=False))
+    print_fields(args, _run(args, "snapshot_show", {"id": args.id}))
     return 0
 
 
 def cmd_snapshots_rollback(args) -> int:
-    new_id = _run(args, lambda db, jail: person.rollback(db, jail, args.id, BY))
+    new_id = _run(args, "snapshot_rollback", {"id": args.id})["before"]
     print(f"restored snapshot {args.id}; the state before is snapshot {new_id}")
     return 0
 
 
 def cmd_confirm_list(args) -> int:
-    rows = _run(args, lambda db: confirm.listing(db, now_ms(), None if args.all else "pending"), with_jail=False)
+    rows = _run(args, "confirmations", {"all": args.all})
     # each request whole: a person approves exactly what they read
     print_rows(args, rows, lambda r: f"{r['id']:5}  {r['status']:8} {r['tool']}"
                                      f" {json.dumps(r['args'], ensure_ascii=False)}  ({r['reason']})")
@@ -114,7 +109,7 @@ def cmd_confirm_list(args) -> int:
 
 
 def cmd_confirm_decide(args) -> int:
-    row = _run(args, lambda db: person.answer(db, args.id, args.approve, now_ms(), BY), with_jail=False)
+    row = _run(args, "confirm_decide", {"id": args.id, "approve": args.approve})
     print(f"request {row['id']} {row['status']}; a running node acts on it at its next tick")
     return 0
 
@@ -133,6 +128,6 @@ def cmd_tools(args) -> int:
 
 
 def cmd_reset_limit(args) -> int:
-    _run(args, lambda db: person.reset_limit(db, now_ms(), BY), with_jail=False)
+    _run(args, "gate_reset_limit", {})
     print("the agent's budget of tool calls starts again at its next tick")
     return 0

@@ -1,9 +1,9 @@
 """CLI commands for GMP (protocols/gmp.md section 10): ``goal add|list|show|update|cancel`` and
 ``task add|list|show|update|assign|nominate|accept|refuse|progress|done|due|release``.
 
-Each asks the running node when there is one (it then pushes offers, answers and new versions
-at once) and works on the database directly otherwise; both call the same function of
-``meshnode.records.gmp.service`` with the same arguments, under the control command of that name.
+Each is the application's action of that name (``meshnode.app.actions.gmp``), run by the running
+node when there is one (it then pushes offers, answers and new versions at once) and on the
+home's database in this process otherwise (``cli.common.act``): the same function either way.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ import calendar
 import re
 import time
 
-from meshnode.cli.common import (_ask_node, _config, agent_did, live_or_local, print_json, print_rows,
-                                 terminal_safe, who)
+from meshnode.cli.common import _ask_node, _config, act, agent_did, print_json, print_rows, terminal_safe, who
 from meshnode.container import format_ms, now_ms, parse_ms
 from meshnode.errors import MeshnodeError
-from meshnode.records.gmp import service
 from meshnode.home import open_identity
 from meshnode.store.short_ids import short_container_id
 
@@ -62,15 +60,9 @@ def _clock(ms: int | None) -> str:
 # --- running a command ---------------------------------------------------------------------------
 
 
-def _act(args, cmd: str, kwargs: dict, fn) -> dict:
-    """``fn(db, key, now, **kwargs)`` on the running node (control command ``cmd``) or here."""
-    config = _config(args)
-    return live_or_local(config, cmd, kwargs, lambda db, key: fn(db, key, now_ms(), **kwargs), needs_key=True)
-
-
-def _read(args, cmd: str, kwargs: dict, fn) -> dict | list:
-    config = _config(args)
-    return live_or_local(config, cmd, kwargs, lambda db: fn(db, **kwargs))
+def _act(args, cmd: str, kwargs: dict):
+    """Action ``cmd`` for the person at the CLI, by the running node or here."""
+    return act(_config(args), cmd, kwargs)
 
 
 def _peers(args, texts) -> list[str]:
@@ -92,7 +84,7 @@ def cmd_goal_add(args) -> int:
               "criteria": args.criterion, "constraints": args.constraint,
               "participants": _peers(args, args.participant), "public": args.public, "tags": args.tag,
               "parent": args.parent}
-    result = _act(args, "goal_add", kwargs, service.goal_add)
+    result = _act(args, "goal_add", kwargs)
     return _done(args, result, result["lineage"])
 
 
@@ -101,7 +93,7 @@ def _me(args) -> str | None:
 
 
 def cmd_goal_list(args) -> int:
-    rows = _read(args, "goal_list", {"status": args.status, "me": _me(args)}, service.goal_list)
+    rows = _act(args, "goal_list", {"status": args.status, "me": _me(args)})
     print_rows(args, rows, lambda r: f"{short_container_id(r['lineage'])}  {r['status']:9}  "
                                      f"{r['tasks_open']}/{r['tasks_total']} open  {r['title']}"
                                      + (f"  [{r['forks']} fork(s)]" if r.get("forks") else ""))
@@ -109,9 +101,7 @@ def cmd_goal_list(args) -> int:
 
 
 def cmd_goal_show(args) -> int:
-    config = _config(args)
-    kwargs = {"goal": args.goal}
-    tree = live_or_local(config, "goal_show", kwargs, lambda db: service.goal_show(db, now_ms=now_ms(), **kwargs))
+    tree = _act(args, "goal_show", {"goal": args.goal})
     if args.json:
         print_json(tree)
         return 0
@@ -174,12 +164,12 @@ def cmd_goal_update(args) -> int:
     kwargs = {"goal": args.goal, "status": args.status, "title": args.title, "description": args.description,
               "priority": args.priority, "add_participants": _peers(args, args.add_participant),
               "remove_participants": _peers(args, args.remove_participant)}
-    result = _act(args, "goal_update", kwargs, service.goal_update)
+    result = _act(args, "goal_update", kwargs)
     return _done(args, result, f"{result['did']} ({result['status']})")
 
 
 def cmd_goal_cancel(args) -> int:
-    result = _act(args, "goal_cancel", {"goal": args.goal, "reason": args.reason}, service.goal_cancel)
+    result = _act(args, "goal_cancel", {"goal": args.goal, "reason": args.reason})
     abandoned = len(result.get("abandoned") or [])
     return _done(args, result, f"{result['did']} (cancelled; {abandoned} open task(s) abandoned)")
 
@@ -191,7 +181,7 @@ def cmd_task_add(args) -> int:
               "check_every_s": seconds(args.check_every, "--check-every") if args.check_every else None,
               "grace_s": seconds(args.grace, "--grace") if args.grace else None, "rule": args.rule, "tags": args.tag,
               "priority": args.priority}
-    result = _act(args, "task_add", kwargs, service.task_add)
+    result = _act(args, "task_add", kwargs)
     return _done(args, result, result["lineage"])
 
 
@@ -203,15 +193,13 @@ def _task_line(r: dict) -> str:
 
 
 def cmd_task_list(args) -> int:
-    rows = _read(args, "task_list", {"goal": args.goal, "me": _me(args), "status": args.status}, service.task_list)
+    rows = _act(args, "task_list", {"goal": args.goal, "me": _me(args), "status": args.status})
     print_rows(args, rows, _task_line)
     return 0
 
 
 def cmd_task_show(args) -> int:
-    config = _config(args)
-    kwargs = {"task": args.task}
-    t = live_or_local(config, "task_show", kwargs, lambda db: service.task_show(db, now_ms=now_ms(), **kwargs))
+    t = _act(args, "task_show", {"task": args.task})
     if args.json:
         print_json(t)
         return 0
@@ -246,7 +234,7 @@ def cmd_task_update(args) -> int:
     kwargs = {"task": args.task, "status": args.status, "notes": args.notes, "title": args.title,
               "description": args.description, "progress": args.progress,
               "next_check_ms": when_ms(args.next_check, "--next-check", now_ms()) if args.next_check else None}
-    result = _act(args, "task_update", kwargs, service.task_update)
+    result = _act(args, "task_update", kwargs)
     return _done(args, result, f"{result['did']} ({result['status']})")
 
 
@@ -261,22 +249,14 @@ def cmd_task_assign(args) -> int:
         kwargs = {"task": args.task, "expires_s": expires}
         kwargs.update({"basis": args.basis} if args.basis else {"candidates": _peers(args, args.to),
                                                                  "selection": "direct"})
-        result = _act(args, "task_assign", kwargs, _offer)
+        result = _act(args, "task_assign", kwargs)
     if "offer" not in result:
         return _done(args, result, f"{result['did']} (assigned to yourself)")
     return _done(args, result, f"{result['did']} (offered until {_clock(result.get('expires_ms'))})")
 
 
-def _offer(db, key, now, **kwargs):
-    """The offer made here when no node runs: [gmp] offer_seconds is the node's, so 1 h."""
-    if kwargs.get("expires_s") is None:
-        kwargs["expires_s"] = 3600
-    return service.task_offer(db, key, now, **kwargs)
-
-
 def cmd_task_nominate(args) -> int:
-    result = _act(args, "task_nominate", {"task": args.task, "candidate": _peers(args, [args.peer])[0]},
-                  service.task_nominate)
+    result = _act(args, "task_nominate", {"task": args.task, "candidate": _peers(args, [args.peer])[0]})
     return _done(args, result, f"{result['did']} (nominated; participants vote on it with `meshnode consensus vote`)")
 
 
@@ -284,32 +264,28 @@ def cmd_task_answer(args) -> int:
     kwargs = {"task": args.task, "offer": args.offer}
     if args.answer == "refuse":
         kwargs["reason"] = args.reason
-    fn = service.task_accept if args.answer == "accept" else service.task_refuse
-    result = _act(args, f"task_{args.answer}", kwargs, fn)
+    result = _act(args, f"task_{args.answer}", kwargs)
     return _done(args, result, result["did"])
 
 
 def cmd_task_progress(args) -> int:
     kwargs = {"task": args.task, "progress": args.progress, "summary": args.summary, "check_in": args.check_in}
-    result = _act(args, "task_progress", kwargs, service.task_progress)
+    result = _act(args, "task_progress", kwargs)
     return _done(args, result, result["did"])
 
 
 def cmd_task_done(args) -> int:
-    result = _act(args, "task_done", {"task": args.task, "summary": args.summary, "failed": args.failed},
-                  service.task_done)
+    result = _act(args, "task_done", {"task": args.task, "summary": args.summary, "failed": args.failed})
     return _done(args, result, f"{result['did']} ({result['status']})")
 
 
 def cmd_task_release(args) -> int:
-    result = _act(args, "task_release", {"task": args.task}, service.task_release)
+    result = _act(args, "task_release", {"task": args.task})
     return _done(args, result, f"{result['did']} (released)")
 
 
 def cmd_task_due(args) -> int:
-    config = _config(args)
-    kwargs = {"include_all": args.all}
-    rows = live_or_local(config, "task_due", kwargs, lambda db: service.task_due(db, now_ms(), **kwargs))
+    rows = _act(args, "task_due", {"include_all": args.all})
 
     def line(r: dict) -> str:
         names = [who(d, n) for d, n in zip(r["assigned_to"], r.get("assignee_names") or [None] * len(r["assigned_to"]))]

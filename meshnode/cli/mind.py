@@ -7,9 +7,10 @@
     meshnode mind pause | resume        stop the agent (no tick) until resumed; kept across restarts
     meshnode mind ticks [TICK] [--json] the last ticks; one tick's contexts, answer and commands
 
-With the node running these go through its control socket (a release runs
-the commands at once); with it stopped they work on the database, and the
-node runs what was released when it starts. Both call ``cognition.held``.
+Each is an action of the application layer (meshnode.app.actions.mind), for the person at the
+CLI: with the node running through its control socket (a release runs the commands at once);
+with it stopped on the home's database, and the node runs what was released when it starts.
+Pausing, resuming and ticking need the running node.
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ from __future__ import annotations
 import json
 import time
 
-from meshnode.cli.common import _ask_node, _config, live_or_local, print_json, print_rows, terminal_safe
-from meshnode.cognition import held, mind_view, tick_traces
-from meshnode.container import now_ms
+from meshnode.cli.common import _ask_node, _config, act, print_json, print_rows, terminal_safe
 from meshnode.errors import MeshnodeError
 
 
+def _mind_view() -> dict:
+    from meshnode.cognition import mind_view
+
+    return {"mind_view": mind_view.view}
+
+
 def cmd_mind(args) -> int:
-    view = live_or_local(_config(args), "mind", {}, mind_view.view)
+    view = act(_config(args), "mind", {}, on_home=_mind_view)
     if args.json:
         print_json(view)
         return 0
@@ -77,8 +82,7 @@ def cmd_held(args) -> int:
     status = None if args.all else "held"
     if not 1 <= args.limit <= 10_000:
         raise MeshnodeError("bad_limit", "--limit must be between 1 and 10000")
-    rows = live_or_local(_config(args), "mind_held", {"status": status, "limit": args.limit},
-                         lambda db: held.listing(db, status, args.limit))
+    rows = act(_config(args), "mind_held", {"status": status, "limit": args.limit})
     print_rows(args, rows, _held_lines)
     return 0
 
@@ -99,9 +103,7 @@ def cmd_decide(args) -> int:
         raise MeshnodeError("bad_ids", "name the held commands by number (see `meshnode mind held`), or give --all")
     ids = None if args.all else args.ids
     command = "mind_release" if args.release else "mind_drop"
-    out = live_or_local(_config(args), command, {"ids": ids},
-                        lambda db: {"released" if args.release else "dropped":
-                                    held.decide(db, ids, args.release, now_ms(), "cli"), "offline": True})
+    out = act(_config(args), command, {"ids": ids})
     if args.json:
         print_json(out)
         return 0
@@ -123,7 +125,7 @@ def cmd_decide(args) -> int:
 
 
 def cmd_pause(args) -> int:
-    out = _ask_node(_config(args), "mind_pause" if args.pause else "mind_resume", {"by": "cli"})
+    out = _ask_node(_config(args), "mind_pause" if args.pause else "mind_resume", {})
     if args.json:
         print_json(out)
         return 0
@@ -136,11 +138,10 @@ def cmd_ticks(args) -> int:
     if args.tick is None:
         if not 1 <= args.limit <= 500:
             raise MeshnodeError("bad_limit", "--limit must be between 1 and 500")
-        rows = live_or_local(config, "mind_ticks", {"limit": args.limit},
-                             lambda db: tick_traces.listing(db, args.limit))
+        rows = act(config, "mind_ticks", {"limit": args.limit})
         print_rows(args, rows, _tick_line)
         return 0
-    t = live_or_local(config, "mind_tick_show", {"tick": args.tick}, lambda db: tick_traces.show(db, args.tick))
+    t = act(config, "mind_tick_show", {"tick": args.tick})
     if args.json:
         print_json(t)
         return 0

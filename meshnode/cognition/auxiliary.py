@@ -18,7 +18,8 @@ import logging
 
 import trio
 
-from meshnode.cognition import error_levels, registry
+from meshnode.cognition import error_levels
+from meshnode.records.mind import registry
 from meshnode.cognition.catalogue import catalogue
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.commands import Command, extract

@@ -27,10 +27,12 @@ from typing import Callable
 
 import trio
 
+from meshnode.app.actions import gmp as gmp_actions
 from meshnode.app.actor import approver
-from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, held, isolation,
-                                mcp_commands, mesh_commands, processes, registry, sending, stagnation, tick_traces,
-                                wake_report)
+from meshnode.app.context import App
+from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, isolation,
+                                mcp_commands, mesh_commands, processes, sending, stagnation, wake_report)
+from meshnode.records.mind import held, registry, tick_traces
 from meshnode.cognition.handlers import goals, mind
 from meshnode.cognition.commands import Command
 from meshnode.cognition.llm import LLMError, chat
@@ -197,7 +199,9 @@ class Cycle:
         out = []
         if not await self.store.read(held.waiting, "released"):  # the common case: a read, no write lock
             return out
-        for held_id, cmd, by in await self.store.write_background(held.claim_released):
+        for held_id, c, by in await self.store.write_background(held.claim_released):
+            cmd = Command(c["cmd_id"], c["type"], c.get("args") or {}, c.get("description") or "",
+                          c.get("target_llm"), bool(c.get("mutating", True)))
             result = await self._run_command(cmd)
             await self.store.write(held.finish, held_id, result)
             await self.store.write_background(_log, f"cmd:{cmd.cmd_id}", {**result, "released_by": by},
@@ -209,10 +213,16 @@ class Cycle:
         return out
 
     async def _push_gmp(self) -> None:
-        """What the agent's GMP commands signed goes to the peers concerned at once (gmp-node's push)."""
-        pushes, gmp = goals.take_pushes(self.key.did), getattr(self.mesh, "gmp", None)
-        if pushes and gmp is not None:
-            await gmp.push(pushes, wait_s=0)
+        """What follows the agent's GMP writes on the running node (``app.actions.gmp.follow``: their
+        containers pushed to the peers concerned at once, reactions), waiting for nobody."""
+        written, gmp = goals.take_written(self.key.did), getattr(self.mesh, "gmp", None)
+        if written and gmp is not None:
+            app = App(self.store, self.key, mesh=self.mesh, clock=self.clock, gmp=gmp)
+            for name, result in written:
+                try:
+                    await gmp_actions.follow(app, name, result, wait_s=0)
+                except MeshnodeError as exc:  # signed and stored already: sync carries it, the check reacts
+                    log.info("after the agent's %s: %s", name, exc.reason)
 
     async def _run_command(self, cmd: Command) -> dict:
         if not _deferred(cmd):

@@ -16,7 +16,7 @@ from typing import Awaitable, Callable
 
 from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
-from meshnode.gate import drafts
+from meshnode.records.gate import drafts
 from meshnode.gate.tools import TOOLS
 
 ASYNC_TYPES = (*TOOLS, "drafts_list", "drafts_submit")

@@ -23,13 +23,13 @@ import contextvars
 import json
 import os
 import time
-from dataclasses import dataclass
 
 import httpx
 import trio
 
 from meshnode.cognition.command_types import answer_limit
 from meshnode.errors import MeshnodeError
+from meshnode.records.mind.registry import Endpoint
 
 METRICS: contextvars.ContextVar = contextvars.ContextVar("meshnode_llm_metrics", default=None)
 
@@ -38,17 +38,6 @@ BYTES_PER_CHARACTER = 2  # the HTTP body may carry the answer's text escaped aga
 
 class LLMError(MeshnodeError):
     """An LLM that could not be reached or did not answer as the wire format says."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    id: str
-    base_url: str  # e.g. http://127.0.0.1:11434/v1
-    model: str
-    priority: int = 0
-    validator: bool = False
-    api_key_env: str | None = None  # the key is read from this variable, never stored
-    timeout_s: float = 120.0
 
 
 async def chat(endpoint: Endpoint, messages: list[dict], *, temperature: float = 0.7, retries: int = 2,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition import held, isolation, registry
+from meshnode.records.mind import held, registry
+from meshnode.cognition import isolation
 from meshnode.cognition.validation import ADAPT_WINDOW, adapted_trust, metrics
 from meshnode.store.database import Database, sql_errors
 

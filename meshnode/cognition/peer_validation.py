@@ -11,7 +11,7 @@ peer_validators = 0`` keeps validation on this host.
 
 from __future__ import annotations
 
-from meshnode.cognition import registry
+from meshnode.records.mind import registry
 from meshnode.cognition.validation import judge_for_peer
 from meshnode.store.database import Database
 from meshnode.store.peers import peer_trust

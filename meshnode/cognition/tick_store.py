@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from meshnode.cognition import (assessment, error_levels, executor, gate_commands, held, isolation, mcp_commands,
-                                mesh_commands, processes, sending, stagnation, tick_traces, wake_report)
+from meshnode.cognition import (assessment, error_levels, executor, gate_commands, isolation, mcp_commands, mesh_commands, processes, sending, stagnation, wake_report)
+from meshnode.records.mind import held, tick_traces
 from meshnode.cognition.commands import Command, extract
 from meshnode.cognition.validation import Verdict
 from meshnode.identity.keys import NodeKey

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from meshnode.cognition.llm import Endpoint, LLMError, chat
+from meshnode.cognition.llm import LLMError, chat
+from meshnode.records.mind.registry import Endpoint
 from meshnode.errors import MeshnodeError
 from meshnode.reputation.weights import validator_rating
 

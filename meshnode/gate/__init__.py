@@ -5,9 +5,6 @@ commits are snapshotted and can be rolled back; every path is confined to the
 workspace roots and every command runs without a shell under limits.
 """
 
-from meshnode.errors import MeshnodeError
+from meshnode.errors import GateError
 
-
-class GateError(MeshnodeError):
-    """An action the gate refuses (a path outside the jail, a program not allowed,
-    a draft in conflict, a missing confirmation), with a reason a person can read."""
+__all__ = ["GateError"]  # the gate's refusal (meshnode.errors: its records below refuse with it too)

@@ -28,7 +28,8 @@ from typing import Awaitable, Callable
 import httpx
 import trio
 
-from meshnode.gate import GateError, argschema, budget, confirm, drafts, guards, outbound, runner, scratch
+from meshnode.gate import GateError, argschema, guards, outbound, runner, scratch
+from meshnode.records.gate import budget, confirm, drafts
 from meshnode.errors import MeshnodeError
 from meshnode.gate.jail import Jail
 from meshnode.store.sharing import friends

@@ -22,7 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from meshnode.gate import GateError, drafts
+from meshnode.gate import GateError
+from meshnode.records.gate import drafts
 from meshnode.gate.jail import Jail, read_regular_at
 from meshnode.store.database import Database
 

@@ -3,9 +3,10 @@
 The service decides what to sign; this class carries it out on the network
 (protocols/gmp.md sections 6 to 8):
 
-* control commands (``goal_*``, ``task_*``) call the service function of the
-  same name in the store, push what it returns at once (best effort: a push
-  that fails is counted and left to sync) and react to what was written;
+* after each write of the application's GMP actions (``goal_*``, ``task_*``,
+  meshnode.app.actions.gmp), ``published`` pushes what it returns at once
+  (best effort: a push that fails is counted and left to sync) and reacts to
+  what was written;
 * every GMP container admitted from the network (push, sync, fetch) is
   reacted to (``service.on_admitted``: receipts, the assigned version after an
   acceptance), and one held aside as pending has its missing containers
@@ -16,14 +17,13 @@ The service decides what to sign; this class carries it out on the network
   receipt after ``receipt_seconds`` are pushed again, twice at most.
 
 Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
-a test can drive it with fakes. Pushes run in its own nursery: a command waits
+a test can drive it with fakes. Pushes run in its own nursery: an action waits
 for them a short while, then returns and lets them finish.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 from dataclasses import dataclass
 from typing import Callable
@@ -49,11 +49,6 @@ REOFFER_BUDGET_S = 60.0  # the rest waits for the next check (the views remember
 QUEUE = 1024  # admitted DIDs waiting for a reaction
 PENDING_WATCHED = 4096  # pending containers looked at again after each batch of arrivals
 FETCHES_IN_FLIGHT = 16  # fetches of missing containers running at once (in the background)
-
-WRITES = {"goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_accept",
-          "task_refuse", "task_progress", "task_done", "task_release", "task_nominate"}
-READS = {"goal_list": False, "task_list": False, "goal_show": True, "task_show": True}  # name: takes now_ms
-COMMANDS = sorted(WRITES - {"task_offer"} | set(READS) | {"task_assign", "task_due"})
 
 
 @dataclass(frozen=True)
@@ -125,69 +120,31 @@ class MeshGmp:
         """Peers whose containers are not a stranger's because this node chose to work with them."""
         return set(await self.store.read(q.coworkers, self.key.did))
 
-    # --- control commands ----------------------------------------------------------
+    # --- what follows a write --------------------------------------------------------
 
-    async def command(self, cmd: str, args: dict):
-        """Run control command ``cmd`` (one of COMMANDS) with the service's keyword ``args``."""
-        if cmd == "task_assign":
-            return await self._assign(dict(args))
-        if cmd == "task_due":
-            kwargs = _bound(self.service.task_due, args, skip=2, extra=("liveness",))
-            kwargs["liveness"] = await self.liveness()
-            return await self.store.read(lambda db: self.service.task_due(db, self.clock(), **kwargs))
-        if cmd in READS:
-            fn = getattr(self.service, cmd)
-            kwargs = _bound(fn, args, skip=1, extra=("now_ms", "liveness"))
-            if kwargs.get("me") is True:  # "mine": this node's DID
-                kwargs["me"] = self.key.did
-            if READS[cmd]:
-                kwargs["now_ms"] = self.clock()
-            if "liveness" in inspect.signature(fn).parameters:
-                kwargs["liveness"] = await self.liveness()
-            return await self.store.read(lambda db: fn(db, **kwargs))
-        if cmd in WRITES - {"task_offer"}:
-            return await self.write(cmd, _bound(getattr(self.service, cmd), args, skip=3, extra=()))
-        raise MeshnodeError("unknown_command", f"the node has no control command {cmd[:40]!r}")
+    async def published(self, name: str, result: dict, wait_s: float = PUSH_WAIT_S) -> dict:
+        """What follows GMP write ``name`` (its service ``result``) on the running node: push what it
+        says at once, react to what it wrote, refresh who this node works with; the push report
+        ({"done", "failed", "later"}) after waiting up to ``wait_s`` for the pushes. The
+        application's GMP actions call it."""
+        self.metrics.inc("gmp_written", cmd=name)
+        pushed = await self.push(result.get("push", []), wait_s=wait_s)
+        await self._react(_written(result), wait_s=wait_s)
+        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
+        return pushed
 
     async def write(self, name: str, kwargs: dict) -> dict:
-        """Call mutating service function ``name`` as this node, push its result, react to it."""
+        """Call mutating service function ``name`` as this node for itself (an offer made again after
+        a task was taken back), then what follows it (``published``)."""
         fn = getattr(self.service, name)
         now = self.clock()
-        result = await self.store.write(lambda db: fn(db, self.key, now, **kwargs))
-        self.metrics.inc("gmp_written", cmd=name)
-        result = dict(result)
-        result["pushed"] = await self.push(result.get("push", []))
-        await self._react(_written(result), echo=True)
-        await self._refresh_known()  # a goal made or an offer accepted: new coworkers, no strangers now
+        result = dict(await self.store.write(lambda db: fn(db, self.key, now, **kwargs)))
+        result["pushed"] = await self.published(name, result)
         return result
 
     async def _refresh_known(self) -> None:
         if self.mesh is not None:
             await self.mesh.refresh_known()
-
-    async def _assign(self, args: dict) -> dict:
-        interest = args.pop("interest", None)
-        limit = args.pop("candidates_max", None) or 1
-        if args.get("expires_s") is None:  # [gmp] offer_seconds unless the command says
-            args["expires_s"] = int(self.settings.offer_s)
-        if interest:
-            if type(limit) is not int or not 1 <= limit <= 16:
-                raise MeshnodeError("bad_request", "candidates_max is a number from 1 to 16")
-            task = await self._lineage_of(args.get("task"))
-            found = await self.candidates(task, [str(interest)], exclude=set(args.get("candidates") or ()))
-            if not found:
-                raise MeshnodeError("no_candidates", f"no peer announces the interest {str(interest)[:64]!r}"
-                                    " (or none is trusted enough)")
-            args["candidates"] = found[:limit]
-            args.setdefault("selection", "interest")
-        return await self.write("task_offer", _bound(self.service.task_offer, args, skip=3, extra=()))
-
-    async def _lineage_of(self, task) -> str:
-        """A task named as the CLI allows (lineage, version or short id), as its lineage id."""
-        if not task:
-            raise MeshnodeError("bad_request", "task_assign needs a task")
-        shown = await self.store.read(lambda db: self.service.task_show(db, task=str(task), now_ms=self.clock()))
-        return shown.get("lineage") or str(task)
 
     async def liveness(self) -> dict[str, str]:
         """DID -> liveness state, as this node sees it now (stored rows for peers it forgot)."""
@@ -346,9 +303,9 @@ class MeshGmp:
             await self.mesh.admission.store_from_peer(c, peer, "fetch")  # comes back through arrived()
         self.metrics.inc("gmp_fetched", len(got))
 
-    async def _react(self, dids: list[str], echo: bool = False) -> None:
-        """``service.on_admitted`` for containers not reacted to yet; push what it publishes.
-        ``echo``: containers this node wrote itself (their own reactions are pushed the same way)."""
+    async def _react(self, dids: list[str], wait_s: float = 0.0) -> None:
+        """``service.on_admitted`` for containers not reacted to yet; push what it publishes, waiting
+        up to ``wait_s`` (containers this node wrote itself: their reactions are pushed the same way)."""
         fresh = [d for d in dict.fromkeys(dids) if self._reacted.peek(d) is None]
         if not fresh:
             return
@@ -361,7 +318,7 @@ class MeshGmp:
             self.metrics.inc("gmp_reactions", len(published))
         for d in published:
             self._reacted.put(d, True)  # our own reaction needs no reaction of ours
-        await self.push(result.get("push", []), wait_s=0 if not echo else PUSH_WAIT_S)
+        await self.push(result.get("push", []), wait_s=wait_s)
 
     # --- the periodic check --------------------------------------------------------------
 
@@ -456,18 +413,3 @@ def _written(result: dict) -> list[str]:
         dids += [d for d in p.get("dids", []) if isinstance(d, str)]
     return list(dict.fromkeys(dids))
 
-
-def _bound(fn, args: dict, *, skip: int, extra: tuple[str, ...]) -> dict:
-    """``args`` checked against ``fn``'s keyword parameters (the first ``skip`` positional ones,
-    and ``extra``, are the node's to give): a wrong name is a bad request, not a crash."""
-    params = [p for i, p in enumerate(inspect.signature(fn).parameters.values())
-              if i >= skip and p.name not in extra]
-    allowed = {p.name for p in params}
-    unknown = sorted(set(args) - allowed)
-    if unknown:
-        raise MeshnodeError("bad_request", f"{fn.__name__}: unknown argument(s) {', '.join(unknown)[:200]}")
-    missing = [p.name for p in params if p.default is inspect.Parameter.empty
-               and p.kind is p.KEYWORD_ONLY and p.name not in args]
-    if missing:
-        raise MeshnodeError("bad_request", f"{fn.__name__}: missing argument(s) {', '.join(missing)}")
-    return dict(args)

@@ -18,7 +18,6 @@ from meshnode.store.database import sql_errors
 from meshnode.store.trust import trust_scores
 
 
-
 def votes_on(db, target: str, *, now_ms: int) -> list[Container]:
     """The vote containers in ``db`` that reply to ``target`` (HMP: ``related.in_reply_to``),
     each verified again as it is read. A vote without that link is valid but not found here."""
@@ -45,9 +44,11 @@ def tally_stored(db, target: str, *, rule: Rule, at_ms: int) -> Tally:
 
 
 def cast_vote(db, key: NodeKey, target: str, value: int, *, now_ms: int, decision: str = "general",
-              arguments: list[dict] | None = None, evidence: list[str] | None = None) -> Container:
+              arguments: list[dict] | None = None, evidence: list[str] | None = None,
+              asked_by: dict | None = None) -> Container:
     """Sign and store this node's vote on ``target``. A vote that revises an earlier one names it
-    in ``previous_version`` and is timestamped after it, whatever the clock says, so it counts."""
+    in ``previous_version`` and is timestamped after it, whatever the clock says, so it counts.
+    ``asked_by``: who asked for it (an actor's row), recorded beside it (store.provenance)."""
     current = None
     for c in votes_on(db, target, now_ms=now_ms):
         try:
@@ -60,15 +61,20 @@ def cast_vote(db, key: NodeKey, target: str, value: int, *, now_ms: int, decisio
     at = now_ms if current is None else max(now_ms, current.timestamp_ms + 1)
     vote = make_vote(key, target, value, now_ms=at, decision=decision, arguments=arguments, evidence=evidence,
                      replaces=None if current is None else [current.vote])
-    db.put_container(vote, received_at_ms=now_ms)
+    db.put_container(vote, received_at_ms=now_ms, local=_asked(asked_by))
     return vote
 
 
-def publish_result(db, key: NodeKey, target: str, *, rule: Rule, now_ms: int) -> Container:
-    """Tally ``target`` now, then sign and store the result."""
+def publish_result(db, key: NodeKey, target: str, *, rule: Rule, now_ms: int,
+                   asked_by: dict | None = None) -> Container:
+    """Tally ``target`` now, then sign and store the result (``asked_by`` as for ``cast_vote``)."""
     result = build_result(key, tally_stored(db, target, rule=rule, at_ms=now_ms))
-    db.put_container(result, received_at_ms=now_ms)
+    db.put_container(result, received_at_ms=now_ms, local=_asked(asked_by))
     return result
+
+
+def _asked(asked_by: dict | None) -> dict | None:
+    return {"asked_by": asked_by} if asked_by else None
 
 
 def verify_stored(db, result: Container, *, now_ms: int,

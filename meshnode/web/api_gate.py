@@ -11,12 +11,11 @@ it was listed refuses the whole decision (409 ``not_shown``) before anything is 
 from __future__ import annotations
 
 from meshnode.errors import MeshnodeError
-from meshnode.gate import confirm, drafts, outbound, person, snapshots
+from meshnode.gate import outbound
 from meshnode.gate.tools import TOOLS
+from meshnode.records.gate import drafts, person
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
-
-BY = ids.BY
 
 
 def _number(args: dict, what: str) -> int:
@@ -24,7 +23,7 @@ def _number(args: dict, what: str) -> int:
 
 
 async def drafts_listing(services, args):
-    return await services.write(drafts.listing, services.jail(), person.SESSION, rejected=args["rejected"])
+    return await services.call("drafts", rejected=args["rejected"])
 
 
 async def drafts_decide(services, args):
@@ -32,38 +31,35 @@ async def drafts_decide(services, args):
         raise MeshnodeError("bad_arguments", f"name the drafts to {args['decision']} (paths) or give all: true,"
                                              " not both")
     paths = None if args["all"] else ids.texts("paths", args["paths"], 4096)
-    return await services.write(person.decide, services.jail(), args["decision"], paths, BY, all_or_nothing=True)
+    return await services.call("drafts_decide", decision=args["decision"], paths=paths, all_or_nothing=True)
 
 
 async def drafts_edit(services, args):
-    return await services.write(person.edit, services.jail(), args["path"], args["content"], BY)
+    return await services.call("drafts_edit", path=args["path"], content=args["content"])
 
 
 async def drafts_commit(services, args):
-    return {"snapshot": await services.write(person.commit, services.jail(), args["message"], BY)}
+    return await services.call("drafts_commit", message=args["message"])
 
 
 async def snapshots_listing(services, args):
-    return await services.read(snapshots.listing, args["limit"])
+    return await services.call("snapshots", limit=args["limit"])
 
 
 async def snapshots_show(services, args):
-    return await services.read(snapshots.show, _number(args, "snapshot"))
+    return await services.call("snapshot_show", id=_number(args, "snapshot"))
 
 
 async def snapshots_rollback(services, args):
-    snapshot_id = _number(args, "snapshot")
-    return {"restored": snapshot_id,
-            "before": await services.write(person.rollback, services.jail(), snapshot_id, BY)}
+    return await services.call("snapshot_rollback", id=_number(args, "snapshot"))
 
 
 async def confirmations_listing(services, args):
-    # a write: listing first marks the requests past their time as expired (as the CLI's does)
-    return await services.write(confirm.listing, services.now(), None if args["all"] else "pending", args["limit"])
+    return await services.call("confirmations", all=args["all"], limit=args["limit"])
 
 
 async def confirmations_decide(services, args):
-    return await services.write(person.answer, _number(args, "request"), args["approve"], services.now(), BY)
+    return await services.call("confirm_decide", id=_number(args, "request"), approve=args["approve"])
 
 
 async def gate_tools(services, args):
@@ -76,7 +72,7 @@ async def gate_tools(services, args):
 
 
 async def reset_limit(services, args):
-    return await services.write(person.reset_limit, services.now(), BY)
+    return await services.call("gate_reset_limit")
 
 
 _LIMIT = ids.LIMIT

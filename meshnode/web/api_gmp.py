@@ -1,5 +1,5 @@
-"""Goals and tasks (GMP) over HTTP: every route is the control command of the same name, run by the
-node's GMP service (``_Control.handle`` -> ``MeshGmp.command``), so it signs, pushes and reacts
+"""Goals and tasks (GMP) over HTTP: every route is the application's action of the same name
+(``meshnode.app.actions.gmp``, for the person through the web), so it signs, pushes and reacts
 exactly as ``meshnode goal|task ...`` against a running node does (protocols/web.md 4.1).
 
 Argument names are the service's (``meshnode.records.gmp.service``), as the CLI passes them: times in
@@ -47,11 +47,11 @@ def _given(args: dict, *, rename: dict | None = None) -> dict:
 
 
 def _command(cmd: str, noun: str | None = None, peers: tuple[str, ...] = ()):
-    """A handler calling control command ``cmd`` with the route's arguments (``id`` -> ``noun``)."""
+    """A handler calling action ``cmd`` with the route's arguments (``id`` -> ``noun``)."""
     async def handler(services, args):
         kwargs = _given(args, rename={"id": noun} if noun else None)
         if kwargs.pop("mine", False):
-            kwargs["me"] = True  # the node's own DID (MeshGmp.command)
+            kwargs["me"] = True  # the node's own DID (app.actions.gmp)
         for name in peers:
             if name in kwargs:
                 kwargs[name] = await ids.agents(services, name, kwargs[name])

@@ -1,16 +1,14 @@
 """Routes of the mesh's shared judgement (protocols/web.md 4.1): the committee's consensus, reputation,
 the tally of votes on a container, and ethics policies.
 
-Consensus and the reputation round are control commands (the running mesh does them); reputation,
-votes and ethics are the module functions ``meshnode reputation|consensus status|ethics`` call on
-the database. Casting votes stays in the CLI in v1."""
+Consensus and the reputation round are control commands (the running mesh does them); the tally
+of votes is the action ``consensus status`` runs (``consensus_tally``); ethics is the module
+functions ``meshnode ethics`` calls on the database. Casting votes stays in the CLI in v1."""
 
 from __future__ import annotations
 
 from meshnode.records import ethics
-from meshnode.consensus.cogvote import (DAY_MS, DECISIONS, DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS,
-                                        Rule)
-from meshnode.records.consensus import tally_stored
+from meshnode.consensus.cogvote import DAY_MS, DECISIONS, DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS
 from meshnode.records.reputation.manual import MAX_REASON
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
@@ -53,10 +51,10 @@ async def reputation_round(services, args):
 
 async def votes(services, args):
     """The local tally of the votes on a container, as ``meshnode consensus status --json`` prints it."""
-    rule = Rule(args["decision"], round(args["half_life_days"] * DAY_MS), args["min_voters"], args["min_trust"])
     target = args["did"] if args["did"].startswith("did:") else await ids.container(services, args["did"])
-    tally = await services.read(lambda db: tally_stored(db, target, rule=rule, at_ms=services.now()))
-    return tally.to_plain()
+    return await services.call("consensus_tally", target=target, decision=args["decision"],
+                               half_life_ms=round(args["half_life_days"] * DAY_MS), min_voters=args["min_voters"],
+                               min_trust=args["min_trust"])
 
 
 async def ethics_list(services, args):

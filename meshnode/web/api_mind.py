@@ -1,11 +1,12 @@
 """The mind page's routes: the cycle's state, its ticks (tick_traces), held commands, tick now,
-pause and resume, and the registered LLMs. Changes go through control commands, as ``meshnode
-mind`` sends them; the LLM list is read from the registry (never an API key: only whether one is used)."""
+pause and resume, and the registered LLMs. Each is an action of the application layer
+(meshnode.app.actions.mind and .llm), as ``meshnode mind`` and ``meshnode llm list`` call them, for
+the person through the web (never an API key here: only whether one is used)."""
 
 from __future__ import annotations
 
-from meshnode.cognition import held, registry
 from meshnode.errors import MeshnodeError
+from meshnode.records.mind import held
 from meshnode.web import ids
 from meshnode.web.endpoint import INT_MAX, Arg, Endpoint
 
@@ -37,11 +38,11 @@ def _ids(args) -> list | None:
 
 
 async def release(services, args):
-    return await services.call("mind_release", ids=_ids(args), by=ids.BY)
+    return await services.call("mind_release", ids=_ids(args))
 
 
 async def drop(services, args):
-    return await services.call("mind_drop", ids=_ids(args), by=ids.BY)
+    return await services.call("mind_drop", ids=_ids(args))
 
 
 async def tick_now(services, args):
@@ -49,18 +50,18 @@ async def tick_now(services, args):
 
 
 async def pause(services, args):
-    return await services.call("mind_pause", by=ids.BY)
+    return await services.call("mind_pause")
 
 
 async def resume(services, args):
-    return await services.call("mind_resume", by=ids.BY)
+    return await services.call("mind_resume")
 
 
 async def llms(services, args):
     errors = dict(getattr(services.cycle, "llm_errors", None) or {})
-    return [{"id": e.id, "model": e.model, "base_url": e.base_url, "priority": e.priority,
-             "validator": e.validator, "timeout_s": e.timeout_s, "uses_api_key": bool(e.api_key_env),
-             "error": errors.get(e.id)} for e in await services.read(registry.endpoints)]
+    return [{"id": e["id"], "model": e["model"], "base_url": e["base_url"], "priority": e["priority"],
+             "validator": e["validator"], "timeout_s": e["timeout_s"], "uses_api_key": bool(e["api_key_env"]),
+             "error": errors.get(e["id"])} for e in await services.call("llms")]
 
 
 ROUTES = [

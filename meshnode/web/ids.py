@@ -10,7 +10,6 @@ from meshnode.web.endpoint import Arg
 
 MAX_DID = 256  # a DID is ~60 characters; a short id or a name fewer
 
-BY = "web"  # who decided, where a decision records it (the CLI records "cli")
 MAX_LIMIT = 500  # rows of one page
 
 

@@ -18,7 +18,7 @@ from prometheus_client.metrics_core import Metric
 from starlette.responses import Response
 
 from meshnode import __version__
-from meshnode.cognition import held
+from meshnode.records.mind import held
 from meshnode.metrics import BUCKETS
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.peers import list_peers

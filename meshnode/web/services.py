@@ -23,16 +23,7 @@ class Services:
 
         self.config, self.key, self.store, self.mesh, self.metrics = config, key, store, mesh, metrics
         self.control, self.cycle, self.gmp, self.reactor = control, cycle, gmp, reactor
-        self._jail = None
         self.feed = Feed(self)
-
-    def jail(self):
-        """The gate's jail of this node's workspace (built once)."""
-        if self._jail is None:
-            from meshnode.gate import setup as gate_setup
-
-            self._jail = gate_setup.jail(self.config)
-        return self._jail
 
     def now(self) -> int:
         return now_ms()

@@ -1,5 +1,5 @@
-"""The conversation with the agent: a message into a thread (``chat_send``), and waiting for the
-agent's answer to it (MCP's and A2A's "ask the agent"). The threads themselves: meshnode.chat."""
+"""The conversation with the agent: a message into a thread (``chat_send``), waiting for the
+agent's answer to it (MCP's and A2A's "ask the agent"), and reading the threads (meshnode.chat)."""
 
 from __future__ import annotations
 
@@ -39,3 +39,13 @@ async def chat_send(app: App, actor: Actor, text: str, thread: str | None = None
     if wait_seconds:
         out["replies"] = await chat.wait_for_reply(app.store, app.key.did, out["did"], wait_seconds)
     return out
+
+
+async def chat_threads(app: App, actor: Actor, limit: int = 50, before: int | None = None) -> list:
+    """The conversations with the agent, newest first."""
+    return await app.store.read(chat.threads, app.key.did, int(limit), None if before is None else int(before))
+
+
+async def chat_thread(app: App, actor: Actor, thread: str, limit: int = 100, before: int | None = None) -> list:
+    """One conversation, oldest message first."""
+    return await app.store.read(chat.thread, app.key.did, thread, int(limit), None if before is None else int(before))

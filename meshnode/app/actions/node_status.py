@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
+from meshnode.records.mind import held
 
 
 async def status(app: App, actor: Actor) -> dict:
     mesh = app.network("status")
     counts = await app.store.read(lambda db: db.counts())
-    cognition = dict(app.cycle.status()) if app.cycle else {"mode": "off"}
-    if app.held_summary is not None:
-        cognition["held"] = await app.store.read(app.held_summary)
+    cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": await app.store.read(held.summary)}
     config = app.config
     return {"did": app.key.did, "peer_id": app.key.peer_id, "name": config.name, "home": str(config.home),
             "database": str(config.db_path), "schema_version": app.store.version, "counts": counts, "running": True,

@@ -30,7 +30,7 @@ HOMES = {
     "DELEGATION_RULES": ("meshnode.records.gmp.service", "RULES"),
     "JOB_STATUSES": ("meshnode.reactor.persist", "JOB_STATUSES"),
     "SEARCH_KINDS": ("meshnode.records.knowledge", "SEARCH_KINDS"),
-    "HELD_LIMIT": ("meshnode.cognition.held", "DEFAULT_LIMIT"),
+    "HELD_LIMIT": ("meshnode.records.mind.held", "DEFAULT_LIMIT"),
     "VOTE_DECISIONS": ("meshnode.consensus.cogvote", "tuple(DECISIONS)"),
     "VOTE_HALF_LIFE_DAYS": ("meshnode.consensus.cogvote", "DEFAULT_HALF_LIFE_MS / DAY_MS"),
     "VOTE_MIN_VOTERS": ("meshnode.consensus.cogvote", "DEFAULT_MIN_VOTERS"),

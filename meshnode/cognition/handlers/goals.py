@@ -1,6 +1,9 @@
 """The handlers of the agent's goals and tasks (GMP, protocols/gmp.md section 9): the cognition's
-commands over ``gmp.service``, so what the agent creates, delegates, accepts, reports and completes
-is a container signed by the node, exactly as the person's CLI makes it.
+commands over the application's GMP writes (``app.actions.gmp.write``, for the agent), so what the
+agent creates, delegates, accepts, reports and completes is a container signed by the node, exactly
+as the person's CLI makes it, with the record that the agent asked for it. They run in the store's
+writer: what follows each write on the running node (``app.actions.gmp.follow``: pushes, reactions)
+waits in an outbox for the cycle (``take_written``).
 
 Shared goals and tasks are named by lineage DID or short id (context 3 shows the short ids). The
 agent's own local tasks (fact checks, isolation reviews, auxiliary loops: rows with no lineage)
@@ -13,35 +16,38 @@ from __future__ import annotations
 import collections
 import json
 
+from meshnode.app.actions import gmp
+from meshnode.app.actor import AGENT
 from meshnode.cognition import facts
 from meshnode.cognition.handlers.rows import one, rows_of, sql_time
 from meshnode.errors import MeshnodeError
 from meshnode.records.gmp import service
 from meshnode.store.short_ids import short_container_id
 
-_OUTBOX: dict[str, collections.deque] = {}  # signer DID -> push lists the cycle hands to the node's GMP service
+_OUTBOX: dict[str, collections.deque] = {}  # signer DID -> (write, result) the cycle follows up (gmp.follow)
 
 
-def _shown(result: dict, key) -> dict:
-    """What the agent reads back: the result without its push list, which waits in the outbox for
-    the cycle to push at once (``take_pushes``); without a running mesh, sync carries them."""
-    if result.get("push"):
-        _OUTBOX.setdefault(key.did, collections.deque(maxlen=1024)).append(result["push"])
+def _write(db, key, now, name: str, **args) -> dict:
+    """GMP write ``name`` for the agent; what it reads back is the result without its push list,
+    which waits in the outbox with the rest of the result for the cycle to follow up at once
+    (``take_written``); without a running mesh, sync carries it."""
+    result = gmp.write(db, key, AGENT, now, name, **args)
+    _OUTBOX.setdefault(key.did, collections.deque(maxlen=1024)).append((name, result))
     return {k: v for k, v in result.items() if k != "push"}
 
 
-def take_pushes(did: str) -> list[dict]:
-    """The push lists of the GMP commands signed by ``did`` since the last call (thread-safe)."""
+def take_written(did: str) -> list[tuple[str, dict]]:
+    """The GMP writes signed by ``did`` since the last call, each (name, result) (thread-safe)."""
     box, out = _OUTBOX.get(did), []
     while box:
-        out += box.popleft()
+        out.append(box.popleft())
     return out
 
 
 def _goal_add(db, key, now, args):
-    return _shown(service.goal_add(db, key, now, title=args["title"], description=args.get("description"),
-                                   priority=args.get("priority"), participants=args.get("participants", ()),
-                                   tags=args.get("tags", ()), public=args.get("public", False)), key)
+    return _write(db, key, now, "goal_add", title=args["title"], description=args.get("description"),
+                  priority=args.get("priority"), participants=args.get("participants", ()),
+                  tags=args.get("tags", ()), public=args.get("public", False))
 
 
 def _goal_list(db, key, now, args):
@@ -78,10 +84,8 @@ def _goal_update(db, key, now, args):
     """A shared goal (one with a lineage) changes by a new signed version (gmp.service); a local row in place."""
     lineage = _shared(db, "goals", args["id"])
     if lineage:
-        from meshnode.records.gmp import service
-
         changes = {k: (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
-        return service.goal_update(db, key, now, goal=lineage, **changes)
+        return _write(db, key, now, "goal_update", goal=lineage, **changes)
     sets = {{"title": "name"}.get(k, k): (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
     if not sets:
         raise MeshnodeError("bad_args", "goal_update changes title, description, status or priority")
@@ -114,11 +118,11 @@ def _task_add(db, key, now, args):
                                (args["title"], args.get("description"), json.dumps(args.get("tags", [])),
                                 args.get("priority", 0), sql_time(now)))
         return {"id": cur.lastrowid}
-    result = service.task_add(db, key, now, goal=args["goal"], title=args["title"], description=args.get("description"),
-                              parent=args.get("parent"), deadline_ms=args.get("deadline_ms"),
-                              check_every_s=args.get("check_every_s"), tags=args.get("tags", ()),
-                              priority=args.get("priority"))
-    return {**_shown(result, key), "task": short_container_id(result["lineage"])}
+    result = _write(db, key, now, "task_add", goal=args["goal"], title=args["title"],
+                    description=args.get("description"), parent=args.get("parent"),
+                    deadline_ms=args.get("deadline_ms"), check_every_s=args.get("check_every_s"),
+                    tags=args.get("tags", ()), priority=args.get("priority"))
+    return {**result, "task": short_container_id(result["lineage"])}
 
 
 def _task_update(db, key, now, args):
@@ -135,13 +139,13 @@ def _task_update(db, key, now, args):
             return {"task": short_container_id(lineage), "pinned": args["pinned"]}
         if {"verdict", "evidence"} & set(args):
             raise MeshnodeError("bad_args", "a verdict settles a local fact-check task, not a shared one")
-        result = service.task_update(db, key, now, task=lineage, status=args.get("status"),
-                                     next_check_ms=args.get("next_check_ms"), notes=args.get("notes"),
-                                     progress=args.get("progress"))
+        result = _write(db, key, now, "task_update", task=lineage, status=args.get("status"),
+                        next_check_ms=args.get("next_check_ms"), notes=args.get("notes"),
+                        progress=args.get("progress"))
         if "pinned" in args:
             with db.transaction() as conn:
                 conn.execute("UPDATE tasks SET pinned = ? WHERE lineage = ?", (int(args["pinned"]), result["lineage"]))
-        return _shown(result, key)
+        return result
     return _local_update(db, key, now, args)
 
 
@@ -209,27 +213,26 @@ def _task_delete(db, key, now, args):
 
 
 def _task_delegate(db, key, now, args):
-    return _shown(service.task_offer(db, key, now, task=args["task"], candidates=args["to"],
-                                     expires_s=args.get("expires_s", 3600)), key)
+    return _write(db, key, now, "task_offer", task=args["task"], candidates=args["to"],
+                  expires_s=args.get("expires_s", 3600))
 
 
 def _task_accept(db, key, now, args):
-    return _shown(service.task_accept(db, key, now, task=args["task"], offer=args.get("offer")), key)
+    return _write(db, key, now, "task_accept", task=args["task"], offer=args.get("offer"))
 
 
 def _task_refuse(db, key, now, args):
-    return _shown(service.task_refuse(db, key, now, task=args["task"], offer=args.get("offer"),
-                                      reason=args.get("reason")), key)
+    return _write(db, key, now, "task_refuse", task=args["task"], offer=args.get("offer"), reason=args.get("reason"))
 
 
 def _task_progress(db, key, now, args):
-    return _shown(service.task_progress(db, key, now, task=args["task"], progress=args["progress"],
-                                        summary=args.get("summary"), check_in=args.get("check_in", False)), key)
+    return _write(db, key, now, "task_progress", task=args["task"], progress=args["progress"],
+                  summary=args.get("summary"), check_in=args.get("check_in", False))
 
 
 def _task_done(db, key, now, args):
-    return _shown(service.task_done(db, key, now, task=args["task"], summary=args.get("summary"),
-                                    failed=args.get("failed", False)), key)
+    return _write(db, key, now, "task_done", task=args["task"], summary=args.get("summary"),
+                  failed=args.get("failed", False))
 
 
 HANDLERS = {

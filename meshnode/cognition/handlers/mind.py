@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition import registry
+from meshnode.records.mind import registry
 from meshnode.cognition.catalogue import help_of
 from meshnode.cognition.command_types import command_names, command_type
 from meshnode.cognition.handlers.rows import delete, rows_of
@@ -140,12 +140,7 @@ def _llm_select(db, key, now, args):
 
 
 def _llm_update(db, key, now, args):
-    changes = {k: args[k] for k in ("priority", "timeout_s", "model") if k in args}
-    if not changes:
-        raise MeshnodeError("bad_args", "llm_update changes priority, timeout_s or model")
-    if any(e.id == args["name"] and e.validator for e in registry.endpoints(db)):
-        raise MeshnodeError("refused", f"{args['name']} is a validator: its settings are the person's to change")
-    e = registry.update(db, args["name"], **changes)
+    e = registry.agent_update(db, args["name"], {k: args[k] for k in registry.AGENT_SETTINGS if k in args})
     return {"name": e.id, "priority": e.priority, "timeout_s": e.timeout_s, "model": e.model}
 
 

@@ -12,16 +12,16 @@ import json
 from meshnode.cognition.handlers.rows import json_of, rows_of, sql_time, tags_json
 from meshnode.errors import IdentityError, MeshnodeError
 from meshnode.identity.did import did_to_peer_id
+from meshnode.app.actions import consensus
 from meshnode.app.actions.notes import write_note
-from meshnode.app.actor import node
+from meshnode.app.actor import AGENT, node
 from meshnode.records.reputation.reading import reputation_detail, reputation_rows
 from meshnode.store.sharing import FRIEND
 
 
 def _consensus_vote(db, key, now, args):
-    from meshnode.records.consensus import cast_vote
-
-    vote = cast_vote(db, key, args["target"], args["value"], now_ms=now, decision=args.get("decision", "general"))
+    vote = consensus.cast(db, key, AGENT, args["target"], args["value"], now_ms=now,
+                          decision=args.get("decision", "general"))
     return {"did": vote.did}
 
 

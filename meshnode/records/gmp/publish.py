@@ -34,9 +34,11 @@ class Push:
         return [{"to": peer, "dids": dids} for peer, dids in self.to.items() if dids]
 
 
-def publish(db: Database, c: Container, now_ms: int) -> Container:
-    """Store ``c``; a ``GmpRefused`` from admission propagates as the typed error it is."""
-    db.put_container(c, received_at_ms=now_ms)
+def publish(db: Database, c: Container, now_ms: int, asked_by: dict | None = None) -> Container:
+    """Store ``c``; a ``GmpRefused`` from admission propagates as the typed error it is.
+    ``asked_by``: who asked this node for it (an actor's row, ``store.provenance``); None for
+    the node's own reactions."""
+    db.put_container(c, received_at_ms=now_ms, local={"asked_by": asked_by} if asked_by else None)
     return c
 
 
@@ -54,7 +56,8 @@ def next_check(payload: dict, now_ms: int) -> str:
     return format_ms(now_ms + check_every_s(payload) * 1000)
 
 
-def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()) -> tuple[Container, dict]:
+def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=(),
+                         asked_by: dict | None = None) -> tuple[Container, dict]:
     """The next version of a task from its shown one, with ``changes`` to the payload
     (a None value removes a field)."""
     head = shown(db, row)
@@ -74,7 +77,7 @@ def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()
     c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
                    depends_on=tuple(rel.get("depends_on") or ()), previous=(head.did,), agreed=tuple(agreed),
                    tags=tuple(head.head.get("tags") or ()))
-    return publish(db, c, now_ms), row
+    return publish(db, c, now_ms, asked_by), row
 
 
 def push_task_version(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:

@@ -1,5 +1,6 @@
-"""The one GMP service layer: every action a person (CLI), the running node (control commands)
-or the agent (cognition) takes on goals and tasks, each ``(db, key, now_ms, **args) -> dict``.
+"""The store side of GMP: every change a person, the agent or another party asks for on goals and
+tasks (through ``meshnode.app.actions.gmp``), each ``(db, key, now_ms, **args) -> dict``; the
+keyword ``asked_by`` (an actor's row) is recorded with every container it writes (store.provenance).
 
 A mutating action checks what it can before signing (so a person reads "you are not an
 assignee of this task", not an admission code), builds its container with ``gmp.build``,
@@ -63,7 +64,7 @@ def _dids(values, what: str) -> list[str]:
 
 
 def goal_add(db, key, now_ms, *, title, description=None, priority=None, criteria=(), constraints=(),
-             participants=(), public=False, tags=(), parent=None) -> dict:
+             participants=(), public=False, tags=(), parent=None, asked_by=None) -> dict:
     payload = {"title": _text(title, "the title", 256), "status": "active"}
     if description:
         payload["description"] = _text(description, "the description", 65536)
@@ -78,13 +79,14 @@ def goal_add(db, key, now_ms, *, title, description=None, priority=None, criteri
         payload["participants"] = [key.did, *people]
     payload["audience"] = "public" if public else "participants"
     parent_lineage = resolve(db, parent, "goal") if parent else None
-    c = publish(db, build.goal(key, payload, now_ms=now_ms, tags=tuple(tags or ()), parent_goal=parent_lineage), now_ms)
+    c = publish(db, build.goal(key, payload, now_ms=now_ms, tags=tuple(tags or ()), parent_goal=parent_lineage), now_ms,
+                asked_by)
     push = Push(key.did)
     push.add(people, [c.did])
     return {"did": c.did, "lineage": c.did, "status": "active", "push": push.result()}
 
 
-def _goal_version(db, key, now_ms, lineage: str, changes: dict) -> tuple[Container, dict]:
+def _goal_version(db, key, now_ms, lineage: str, changes: dict, asked_by=None) -> tuple[Container, dict]:
     row = goal_row(db, lineage)
     if row["creator_did"] != key.did:
         raise GmpError("not_allowed", f"only the goal's creator ({row['creator_did']}) changes goal {lineage}")
@@ -99,11 +101,11 @@ def _goal_version(db, key, now_ms, lineage: str, changes: dict) -> tuple[Contain
     c = build.goal(key, payload, now_ms=now_ms, tags=tuple(head.head.get("tags") or ()),
                    parent_goal=(rel.get("in_reply_to") or [None])[0], depends_on=tuple(rel.get("depends_on") or ()),
                    see_also=tuple(rel.get("see_also") or ()), previous=(head.did,))
-    return publish(db, c, now_ms), row
+    return publish(db, c, now_ms, asked_by), row
 
 
 def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=None, priority=None,
-                add_participants=(), remove_participants=()) -> dict:
+                add_participants=(), remove_participants=(), asked_by=None) -> dict:
     lineage = resolve(db, goal, "goal")
     row = goal_row(db, lineage)
     changes: dict = {}
@@ -124,7 +126,7 @@ def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=N
         changes["participants"] = people
     if not changes:
         raise GmpError("bad_args", "goal update changes the status, title, description, priority or participants")
-    c, row = _goal_version(db, key, now_ms, lineage, changes)
+    c, row = _goal_version(db, key, now_ms, lineage, changes, asked_by)
     push = Push(key.did)
     newcomers = [d for d in people if d not in row["participants"]]
     if newcomers:  # a new participant has seen no version of the goal: it gets them all, oldest first
@@ -133,35 +135,36 @@ def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=N
     push.add(dict.fromkeys([*row["participants"], *people]), [c.did])
     out = {"did": c.did, "lineage": lineage, "status": c.payload.get("status")}
     if c.payload.get("status") in GOAL_TERMINAL:
-        out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push)
+        out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push, asked_by)
     out["push"] = push.result()
     return out
 
 
-def goal_cancel(db, key, now_ms, *, goal, reason=None) -> dict:
+def goal_cancel(db, key, now_ms, *, goal, reason=None, asked_by=None) -> dict:
     lineage = resolve(db, goal, "goal")
-    c, row = _goal_version(db, key, now_ms, lineage, {"status": "cancelled"})
+    c, row = _goal_version(db, key, now_ms, lineage, {"status": "cancelled"}, asked_by)
     push = Push(key.did)
     push.add(row["participants"], [c.did])
     out = {"did": c.did, "lineage": lineage, "status": "cancelled"}
     if reason:
         note = publish(db, build.entry(key, "reflection", {}, now_ms=now_ms, about=lineage,
-                                      summary=_text(reason, "the reason", 4096)), now_ms)
+                                      summary=_text(reason, "the reason", 4096)), now_ms, asked_by)
         push.add(row["participants"], [note.did])
         out["reflection"] = note.did
-    out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push)
+    out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push, asked_by)
     out["push"] = push.result()
     return out
 
 
-def _abandon_tasks(db, key, now_ms, goal_lineage: str, push: Push) -> list[str]:
+def _abandon_tasks(db, key, now_ms, goal_lineage: str, push: Push, asked_by=None) -> list[str]:
     """A closed goal's open tasks that this node created are abandoned (gmp.md section 3.1)."""
     with sql_errors("reading a goal's tasks"):
         open_tasks = [r[0] for r in db.conn.execute(
             "SELECT lineage FROM tasks WHERE goal_lineage = ? AND creator_did = ? AND status NOT IN"
             " ('completed', 'failed', 'abandoned')", (goal_lineage, key.did))]
     for lin in open_tasks:
-        c, row = publish_task_version(db, key, now_ms, task_row(db, lin), {"status": "abandoned", "reason": "abandoned"})
+        c, row = publish_task_version(db, key, now_ms, task_row(db, lin), {"status": "abandoned", "reason": "abandoned"},
+                                      asked_by=asked_by)
         push.add(row["assigned_to"], [c.did])
     return open_tasks
 
@@ -170,7 +173,7 @@ def _abandon_tasks(db, key, now_ms, goal_lineage: str, push: Push) -> list[str]:
 
 
 def task_add(db, key, now_ms, *, goal, title, description=None, parent=None, depends=(), deadline_ms=None,
-             check_every_s=None, grace_s=None, rule="creator", tags=(), priority=None) -> dict:
+             check_every_s=None, grace_s=None, rule="creator", tags=(), priority=None, asked_by=None) -> dict:
     goal_lineage = resolve(db, goal, "goal")
     g = goal_row(db, goal_lineage)
     if g["status"] in GOAL_TERMINAL:
@@ -210,7 +213,8 @@ def task_add(db, key, now_ms, *, goal, title, description=None, parent=None, dep
         payload["delegation_rule"] = rule
     depends_on = tuple(resolve(db, d, "task") for d in depends or ())
     c = publish(db, build.task(key, payload, now_ms=now_ms, goal=goal_lineage, parent_task=parent_lineage,
-                              depends_on=depends_on, see_also=tuple(see_also), tags=tuple(tags or ())), now_ms)
+                              depends_on=depends_on, see_also=tuple(see_also), tags=tuple(tags or ())), now_ms,
+                asked_by)
     push = Push(key.did)
     push.add([g["creator_did"]], [c.did])
     return {"did": c.did, "lineage": c.did, "goal": goal_lineage, "status": "pending", "push": push.result()}
@@ -246,7 +250,7 @@ def _allowed(row: dict, me: str, old: str, new: str) -> str | None:
 
 
 def task_update(db, key, now_ms, *, task, status=None, next_check_ms=None, notes=None, title=None,
-                description=None, progress=None, reason=None) -> dict:
+                description=None, progress=None, reason=None, asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
     me, old = key.did, row["status"]
@@ -287,13 +291,13 @@ def task_update(db, key, now_ms, *, task, status=None, next_check_ms=None, notes
         changes["reason"] = _REASONS.get(new, "edited")
     else:
         changes["reason"] = "check_in" if me in row["assigned_to"] and "next_check_at" in changes else "edited"
-    c, row = publish_task_version(db, key, now_ms, row, changes)
+    c, row = publish_task_version(db, key, now_ms, row, changes, asked_by=asked_by)
     push = Push(me)
     push_task_version(push, db, row, c)
     return {"did": c.did, "lineage": lineage, "status": c.payload["status"], "push": push.result()}
 
 
-def task_release(db, key, now_ms, *, task, reason="released") -> dict:
+def task_release(db, key, now_ms, *, task, reason="released", asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
     if key.did not in row["assigned_to"]:
@@ -304,7 +308,7 @@ def task_release(db, key, now_ms, *, task, reason="released") -> dict:
     changes = {"assigned_to": left, "reason": reason if reason in ("released",) else "released"}
     if not left:
         changes.update(status="pending", next_check_at=None)
-    c, row = publish_task_version(db, key, now_ms, row, changes)
+    c, row = publish_task_version(db, key, now_ms, row, changes, asked_by=asked_by)
     push = Push(key.did)
     push_task_version(push, db, row, c)
     return {"did": c.did, "lineage": lineage, "status": c.payload["status"], "push": push.result()}
@@ -313,7 +317,8 @@ def task_release(db, key, now_ms, *, task, reason="released") -> dict:
 # --- delegation --------------------------------------------------------------------------------------
 
 
-def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expires_s=3600, basis=None) -> dict:
+def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expires_s=3600, basis=None,
+               asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
     if row["creator_did"] != key.did:
@@ -344,7 +349,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
         if key.did in row["assigned_to"]:
             raise GmpError("bad_args", f"you hold task {lineage} already")
         c, row = publish_task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], key.did],
-                                                      "reason": "assigned"})
+                                                      "reason": "assigned"}, asked_by=asked_by)
         push = Push(key.did)
         push_task_version(push, db, row, c)
         return {"did": c.did, "lineage": lineage, "assigned": [key.did], "push": push.result()}
@@ -358,7 +363,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
     if basis is not None:
         fields["basis"] = basis
     offer = publish(db, build.entry(key, "delegation", fields, now_ms=now_ms, about=lineage, recipients=tuple(people)),
-                   now_ms)
+                   now_ms, asked_by)
     push = Push(key.did)
     for peer in people:
         push.add([peer], bundle(db, lineage, extra=(*extra, offer.did)))
@@ -366,7 +371,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
             "push": push.result()}
 
 
-def task_nominate(db, key, now_ms, *, task, candidate) -> dict:
+def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
     """Propose ``candidate`` for a contested task (delegation_rule cogconsensus): a nomination the
     participants vote on (``consensus vote``); an approved result on it is the basis of the offer."""
     lineage = resolve(db, task, "task")
@@ -385,7 +390,7 @@ def task_nominate(db, key, now_ms, *, task, candidate) -> dict:
     e = publish(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
                                                    "selection": "cogconsensus", "nomination": True,
                                                    "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
-                               now_ms=now_ms, about=lineage, see_also=cite), now_ms)
+                               now_ms=now_ms, about=lineage, see_also=cite), now_ms, asked_by)
     push = Push(key.did)
     push.add([goal["creator_did"], *goal["participants"]], [*cite, e.did])
     return {"did": e.did, "lineage": lineage, "nomination": e.did, "candidate": person, "push": push.result()}
@@ -430,31 +435,31 @@ def shown_entry(db, did: str) -> Container:
     return c
 
 
-def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None) -> dict:
+def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None, asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     o = _offer_for(db, key, now_ms, lineage, offer)
     e = publish(db, build.entry(key, kind, {"offer": o.did, **fields}, now_ms=now_ms, about=lineage,
-                               summary=summary, recipients=(o.sender_did,)), now_ms)
+                               summary=summary, recipients=(o.sender_did,)), now_ms, asked_by)
     push = Push(key.did)
     push.add([o.sender_did], [e.did])
     return {"did": e.did, "lineage": lineage, "offer": o.did, "push": push.result()}
 
 
-def task_accept(db, key, now_ms, *, task, offer=None) -> dict:
+def task_accept(db, key, now_ms, *, task, offer=None, asked_by=None) -> dict:
     if key.did in task_row(db, resolve(db, task, "task"))["assigned_to"]:
         raise GmpError("bad_args", "you hold this task already")
-    return _answer(db, key, now_ms, task, offer, "acceptance", {})
+    return _answer(db, key, now_ms, task, offer, "acceptance", {}, asked_by=asked_by)
 
 
-def task_refuse(db, key, now_ms, *, task, offer=None, reason=None) -> dict:
+def task_refuse(db, key, now_ms, *, task, offer=None, reason=None, asked_by=None) -> dict:
     fields = {"reason": _text(reason, "the reason", 1024)} if reason else {}
-    return _answer(db, key, now_ms, task, offer, "refusal", fields)
+    return _answer(db, key, now_ms, task, offer, "refusal", fields, asked_by=asked_by)
 
 
 # --- work -----------------------------------------------------------------------------------------
 
 
-def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=False) -> dict:
+def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=False, asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     value = _unit(progress, "progress")
     row = task_row(db, lineage)
@@ -464,7 +469,7 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: it is over")
     e = publish(db, build.entry(key, "progress", {"progress": value, "task_version": row["container_did"]},
                                now_ms=now_ms, about=lineage, summary=_text(summary, "the summary", 4096) if summary
-                               else None), now_ms)
+                               else None), now_ms, asked_by)
     push = Push(key.did)
     push.add([row["creator_did"], *row["assigned_to"]], [e.did])
     out = {"did": e.did, "lineage": lineage, "progress": value}
@@ -473,14 +478,14 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
                    "next_check_at": format_ms(now_ms + check_every_s(shown(db, row).payload) * 1000)}
         if row["status"] == "pending":
             changes.update(status="in_progress", reason="started")
-        c, row = publish_task_version(db, key, now_ms, row, changes)
+        c, row = publish_task_version(db, key, now_ms, row, changes, asked_by=asked_by)
         push_task_version(push, db, row, c)
         out["version"] = c.did
     out["push"] = push.result()
     return out
 
 
-def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
+def task_done(db, key, now_ms, *, task, summary=None, failed=False, asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
     if key.did not in row["assigned_to"]:
@@ -489,7 +494,8 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
     push = Push(key.did)
     versions = []
     if row["status"] in ("pending", "paused"):  # done without saying it started: the start is one version
-        c, row = publish_task_version(db, key, now_ms, row, {"status": "in_progress", "reason": "started"})
+        c, row = publish_task_version(db, key, now_ms, row, {"status": "in_progress", "reason": "started"},
+                                      asked_by=asked_by)
         versions.append(c.did)
         row = task_row(db, lineage)
     if row["status"] != "in_progress":
@@ -499,7 +505,7 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False) -> dict:
         changes["progress"] = 1.0
     if summary:
         changes["notes"] = _text(summary, "the summary", 65536)
-    c, row = publish_task_version(db, key, now_ms + (1 if versions else 0), row, changes)
+    c, row = publish_task_version(db, key, now_ms + (1 if versions else 0), row, changes, asked_by=asked_by)
     versions.append(c.did)
     push.add([row["creator_did"], *row["assigned_to"]], versions)
     return {"did": c.did, "lineage": lineage, "status": end, "versions": versions, "push": push.result()}

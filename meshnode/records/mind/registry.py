@@ -11,11 +11,25 @@ from __future__ import annotations
 import json
 import re
 
-from meshnode.cognition.llm import Endpoint
+from dataclasses import dataclass
+
 from meshnode.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
 _ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One LLM this node may ask (cognition.llm.chat speaks to it)."""
+
+    id: str
+    base_url: str  # e.g. http://127.0.0.1:11434/v1
+    model: str
+    priority: int = 0
+    validator: bool = False
+    api_key_env: str | None = None  # the key is read from this variable, never stored
+    timeout_s: float = 120.0
 
 
 class RegistryError(MeshnodeError):
@@ -62,6 +76,20 @@ def update(db: Database, llm_id: str, *, url: str | None = None, model: str | No
                        timeout_s if timeout_s is not None else current.timeout_s)
     add(db, changed)
     return changed
+
+
+AGENT_SETTINGS = ("priority", "timeout_s", "model")  # what the agent may change of an LLM it thinks with
+
+
+def agent_update(db: Database, llm_id: str, changes: dict) -> Endpoint:
+    """The agent's change to an LLM: what shapes its thinking (``AGENT_SETTINGS``), never the URL,
+    the API key variable or the validator role (pointing an LLM elsewhere could send the key and
+    the contexts to a stranger; choosing its own validators would let it pass its own answers)."""
+    if not changes or set(changes) - set(AGENT_SETTINGS):
+        raise RegistryError("bad_args", "llm_update changes priority, timeout_s or model")
+    if any(e.id == llm_id and e.validator for e in endpoints(db)):
+        raise RegistryError("refused", f"{llm_id} is a validator: its settings are the person's to change")
+    return update(db, llm_id, **changes)
 
 
 def remove(db: Database, llm_id: str) -> None:

@@ -5,8 +5,8 @@ verdict (``no_verdict``: unreachable, or answering out of form), the
 answer's commands are kept here instead of vanishing into the log. A person
 sees them (``meshnode mind held``, ``meshnode status``) and decides:
 ``decide(..., release=True)`` lets them run, ``release=False`` drops them.
-That one function is the service every front end calls (the CLI directly
-when the node is stopped, the control socket when it runs). The node runs
+That one function is what the actions ``mind_release`` and ``mind_drop``
+(meshnode.app.actions.mind) call, for every face. The node runs
 released commands (``claim_released`` then ``finish``: a crash while one
 runs never runs it twice). The oldest held commands beyond MAX_HELD expire.
 Functions run in the store's worker thread.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition.commands import Command
 from meshnode.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
@@ -31,8 +30,8 @@ class HeldError(MeshnodeError):
     """A held command that cannot be found or decided."""
 
 
-def hold(conn, tick: int, commands: list[Command], kind: str, reason: str, now_ms: int) -> list[int]:
-    """Keep ``commands`` (inside the caller's transaction); returns their ids."""
+def hold(conn, tick: int, commands: list, kind: str, reason: str, now_ms: int) -> list[int]:
+    """Keep ``commands`` (the cycle's ``Command``s, inside the caller's transaction); returns their ids."""
     ids = []
     for cmd in commands:
         body = {"cmd_id": cmd.cmd_id, "type": cmd.type, "args": cmd.args, "description": cmd.description,
@@ -103,20 +102,16 @@ def waiting(db: Database, status: str) -> int:
         return db.conn.execute("SELECT count(*) FROM held_commands WHERE status = ?", (status,)).fetchone()[0]
 
 
-def claim_released(db: Database, limit: int = 64) -> list[tuple[int, Command, str]]:
-    """Released commands to run now, oldest first, as (id, command, who released it); each is
-    marked running, so no one else takes it and a crash leaves it failed, not run twice."""
+def claim_released(db: Database, limit: int = 64) -> list[tuple[int, dict, str]]:
+    """Released commands to run now, oldest first, as (id, the command as ``hold`` kept it, who
+    released it); each is marked running, so no one else takes it and a crash leaves it failed,
+    not run twice."""
     with db.transaction() as conn:
         rows = conn.execute("SELECT id, command, decided_by FROM held_commands WHERE status = 'released'"
                             " ORDER BY id LIMIT ?", (limit,)).fetchall()
         conn.executemany("UPDATE held_commands SET status = 'running', result = ? WHERE id = ?",
                          [(json.dumps({"error": "interrupted while running"}), r[0]) for r in rows])
-    out = []
-    for held_id, body, by in rows:
-        c = json.loads(body)
-        out.append((held_id, Command(c["cmd_id"], c["type"], c.get("args") or {}, c.get("description") or "",
-                                     c.get("target_llm"), bool(c.get("mutating", True))), by or "person"))
-    return out
+    return [(held_id, json.loads(body), by or "person") for held_id, body, by in rows]
 
 
 def finish(db: Database, held_id: int, result: dict) -> None:

@@ -12,14 +12,13 @@ import json
 import time
 from collections.abc import Iterable
 
-from meshnode.gate import GateError
-from meshnode.gate.jail import Jail
+from meshnode.errors import GateError
 from meshnode.store.database import Database, sql_errors
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 
-def create(db: Database, jail: Jail, paths: Iterable[str], state: dict, reason: str, *,
+def create(db: Database, jail, paths: Iterable[str], state: dict, reason: str, *,
            restored_from: int | None = None) -> int:
     """Record the current contents of ``paths`` (absent files as absent) and ``state``;
     returns the snapshot's id."""
@@ -66,7 +65,7 @@ def file_contents(db: Database, snapshot_id: int) -> dict[str, bytes | None]:
     return {path: content for path, content in rows}
 
 
-def restore(db: Database, jail: Jail, snapshot_id: int, *, state: dict | None = None) -> int:
+def restore(db: Database, jail, snapshot_id: int, *, state: dict | None = None) -> int:
     """Roll the snapshot's files back to its contents (absent ones are deleted), all or
     nothing. A new snapshot of their current contents is taken first, so the rollback can
     be rolled back; its id is returned. ``state`` is recorded in that new snapshot."""
@@ -88,7 +87,7 @@ def discard(db: Database, snapshot_id: int) -> None:
         conn.execute("DELETE FROM gate_snapshots WHERE id = ?", (snapshot_id,))
 
 
-def _take(db: Database, jail: Jail, paths: Iterable[str], state: dict, reason: str,
+def _take(db: Database, jail, paths: Iterable[str], state: dict, reason: str,
           restored_from: int | None) -> tuple[int, dict[str, str | None]]:
     """Record a snapshot; returns its id and path -> sha256 (None: absent) of what it holds."""
     try:
@@ -113,7 +112,7 @@ def _take(db: Database, jail: Jail, paths: Iterable[str], state: dict, reason: s
     return snapshot_id, hashes
 
 
-def _read_or_none(jail: Jail, key: str, budget: int) -> bytes | None:
+def _read_or_none(jail, key: str, budget: int) -> bytes | None:
     try:
         return jail.read_bytes(key, max(0, budget))
     except GateError as exc:

@@ -19,8 +19,8 @@ import hashlib
 import sqlite3
 import time
 
-from meshnode.gate import GateError, snapshots
-from meshnode.gate.jail import Jail
+from meshnode.errors import GateError
+from meshnode.records.gate import snapshots
 from meshnode.store.database import Database, sql_errors
 
 MAX_DRAFT_BYTES = 8 * 1024 * 1024
@@ -31,13 +31,13 @@ MAX_DIFF_INPUT_BYTES = 1024 * 1024  # larger texts are summarized, not diffed
 _COLUMNS = "id, path, base_hash, content, status"
 
 
-def draft_write(db: Database, jail: Jail, session: str, path: str, content: bytes) -> dict:
+def draft_write(db: Database, jail, session: str, path: str, content: bytes) -> dict:
     """Draft ``content`` as the file's new content."""
     _check_content(content)
     return _save(db, jail, session, jail.resolve(path), bytes(content))
 
 
-def draft_patch(db: Database, jail: Jail, session: str, path: str, search: str, replace: str) -> dict:
+def draft_patch(db: Database, jail, session: str, path: str, search: str, replace: str) -> dict:
     """Replace the one occurrence of ``search`` in the file as this session sees it (UTF-8)."""
     key = jail.resolve(path)
     current = read_through(db, jail, session, key, MAX_DRAFT_BYTES)
@@ -57,7 +57,7 @@ def draft_patch(db: Database, jail: Jail, session: str, path: str, search: str, 
     return _save(db, jail, session, key, new)
 
 
-def draft_delete(db: Database, jail: Jail, session: str, path: str) -> dict:
+def draft_delete(db: Database, jail, session: str, path: str) -> dict:
     """Draft the file's deletion (it must exist, really or in this session's drafts)."""
     key = jail.resolve(path)
     row = _visible(db, session, key)
@@ -66,7 +66,7 @@ def draft_delete(db: Database, jail: Jail, session: str, path: str) -> dict:
     return _save(db, jail, session, key, None)
 
 
-def read_through(db: Database, jail: Jail, session: str, path: str, max_bytes: int) -> bytes:
+def read_through(db: Database, jail, session: str, path: str, max_bytes: int) -> bytes:
     """The file as this session sees it: its pending or accepted draft, else the real file."""
     key = jail.resolve(path)
     row = _visible(db, session, key)
@@ -87,7 +87,7 @@ def visible(db: Database, session: str) -> dict[str, bytes | None]:
             if status in ("pending", "accepted")}
 
 
-def review(db: Database, jail: Jail, session: str, *, shown_to_person: bool = False) -> list[dict]:
+def review(db: Database, jail, session: str, *, shown_to_person: bool = False) -> list[dict]:
     """Every open draft of the session: path, status, deleted, diff (against the real file
     now) and conflict (the real file changed since the draft was made). ``shown_to_person``:
     record what was shown, which is what ``decide(..., shown_only=True)`` will accept."""
@@ -126,7 +126,7 @@ def decide(db: Database, session: str, path: str, decision: str, *, shown_only: 
             raise GateError("not_found", f"there is no open draft of {path} in session {session}")
 
 
-def decide_many(db: Database, jail: Jail, session: str, decision: str, paths: list[str] | None) -> dict:
+def decide_many(db: Database, jail, session: str, decision: str, paths: list[str] | None) -> dict:
     """A person's decision on ``paths`` (None: every draft it applies to, i.e. the pending ones
     to accept, the pending and accepted ones to reject). Accepting takes only what the person
     was last shown; the others are named in ``changed_since_listed``."""
@@ -147,7 +147,7 @@ def decide_many(db: Database, jail: Jail, session: str, decision: str, paths: li
     return {"decided": done, "changed_since_listed": unseen}
 
 
-def unshown(db: Database, jail: Jail, session: str, paths: list[str] | None) -> list[str]:
+def unshown(db: Database, jail, session: str, paths: list[str] | None) -> list[str]:
     """What an accept of ``paths`` (None: the pending drafts) would not take because its content
     is not what a person was last shown; GateError("not_found") for a named path with no open
     draft. Lets a front end refuse the whole decision before any of it is made."""
@@ -165,7 +165,7 @@ def unshown(db: Database, jail: Jail, session: str, paths: list[str] | None) -> 
     return sorted(key for key in keys if rows[key][1] != _shown_hash(rows[key][0]))
 
 
-def listing(db: Database, jail: Jail, session: str, *, rejected: bool = False) -> dict:
+def listing(db: Database, jail, session: str, *, rejected: bool = False) -> dict:
     """What a person reviews (``meshnode drafts list``): the open drafts (recorded as shown), the
     rejected ones only with ``rejected`` (else counted), and the agent's last submission while
     drafts it submitted are still open."""
@@ -190,7 +190,7 @@ def open_submission(db: Database, session: str) -> dict | None:
     return submitted if still_open else None
 
 
-def edit(db: Database, jail: Jail, session: str, path: str, content: bytes) -> dict:
+def edit(db: Database, jail, session: str, path: str, content: bytes) -> dict:
     """A person's new content for an open draft. The status stays as it was: an edit is
     not an acceptance."""
     _check_content(content)
@@ -204,7 +204,7 @@ def edit(db: Database, jail: Jail, session: str, path: str, content: bytes) -> d
         return _summary(session, _open_row(conn, session, key))
 
 
-def commit(db: Database, jail: Jail, session: str, reason: str) -> int:
+def commit(db: Database, jail, session: str, reason: str) -> int:
     """Write the session's accepted drafts, all or nothing; returns the snapshot id. The
     rejected drafts are discarded with it (``discard_rejected``): the review round is over.
 
@@ -249,7 +249,7 @@ def discard_rejected(db: Database, session: str) -> list[str]:
 # --- rows -----------------------------------------------------------------
 
 
-def _save(db: Database, jail: Jail, session: str, key: str, content: bytes | None) -> dict:
+def _save(db: Database, jail, session: str, key: str, content: bytes | None) -> dict:
     """Create or update the open draft of ``key``; a new draft records the real file's hash."""
     _check_session(session)
     base_hash = jail.file_hash(key) if _open_row(db.conn, session, key) is None else None
@@ -328,7 +328,7 @@ def _check_content(content: bytes) -> None:
         raise GateError("too_large", f"a draft is at most {MAX_DRAFT_BYTES} bytes (this one has {len(content)})")
 
 
-def _diff_against_real(jail: Jail, key: str, new: bytes | None) -> str:
+def _diff_against_real(jail, key: str, new: bytes | None) -> str:
     try:
         real = jail.read_bytes(key, MAX_DIFF_INPUT_BYTES)
     except GateError as exc:

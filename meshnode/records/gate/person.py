@@ -1,18 +1,19 @@
-"""A person's decisions at the gate, one function per decision, for every front end (CLI, web).
+"""A person's decisions at the gate, one function per decision (the actions of
+meshnode.app.actions.gate call them, for every face).
 
 Each does the gate's work and then writes the ``gate:<what>`` row in ``process_log`` that the
 agent's next tick shows in context 4, so the agent learns what a person decided, the same way
-whichever front end the person used. ``by`` names that front end ("cli", "web"); it is kept in
-the row's tags. Functions run in the store's worker thread (``store.write``) or on a database
-the CLI opened itself.
+whichever face the person used. ``by`` names that face ("cli", "web", "mcp": the actor's); it is
+kept in the row's tags. The gate's jail (the agent's workspace) is passed in. Functions run in the
+store's worker thread (``store.write``).
 """
 
 from __future__ import annotations
 
 import json
 
-from meshnode.gate import GateError, budget, confirm, drafts, snapshots
-from meshnode.gate.jail import Jail
+from meshnode.errors import GateError
+from meshnode.records.gate import budget, confirm, drafts, snapshots
 from meshnode.store.database import Database
 
 SESSION = "core"  # the session the node's agent drafts in and a person reviews
@@ -27,7 +28,7 @@ def tell_agent(db: Database, what: str, result, by: str) -> None:
                      (f"gate:{what}", json.dumps(result, default=str)[:4000], json.dumps(["gate", "person", by])))
 
 
-def decide(db: Database, jail: Jail, decision: str, paths: list[str] | None, by: str, *,
+def decide(db: Database, jail, decision: str, paths: list[str] | None, by: str, *,
            all_or_nothing: bool = False) -> dict:
     """Accept or reject the drafts of ``paths`` (None: all it applies to); accepting takes only
     what the person was last shown (``drafts.listing``), the rest is in ``changed_since_listed``.
@@ -47,7 +48,7 @@ def decide(db: Database, jail: Jail, decision: str, paths: list[str] | None, by:
     return result
 
 
-def edit(db: Database, jail: Jail, path: str, content: bytes | str, by: str) -> dict:
+def edit(db: Database, jail, path: str, content: bytes | str, by: str) -> dict:
     """The person's own content for an open draft (its status stays as it was)."""
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else bytes(content)
     row = drafts.edit(db, jail, SESSION, path, data)
@@ -55,14 +56,14 @@ def edit(db: Database, jail: Jail, path: str, content: bytes | str, by: str) -> 
     return row
 
 
-def commit(db: Database, jail: Jail, message: str, by: str) -> int:
+def commit(db: Database, jail, message: str, by: str) -> int:
     """Write the accepted drafts after a snapshot; returns the snapshot's id."""
     snapshot_id = drafts.commit(db, jail, SESSION, message)
     tell_agent(db, "commit", snapshot_id, by)
     return snapshot_id
 
 
-def rollback(db: Database, jail: Jail, snapshot_id: int, by: str) -> int:
+def rollback(db: Database, jail, snapshot_id: int, by: str) -> int:
     """Restore the snapshot's files; returns the id of the snapshot of the state before."""
     new_id = snapshots.restore(db, jail, snapshot_id)
     tell_agent(db, f"rollback of {snapshot_id}", new_id, by)
