@@ -32,7 +32,7 @@ from spawnlab import children_cleanup, root  # noqa: F401 (fixtures)
 
 
 class Spawner:
-    """Stands in for the node's control.cmd_spawn: records every call."""
+    """Stands in for the node's spawn action: records every call."""
 
     def __init__(self, error: Exception | None = None):
         self.calls: list[dict] = []
@@ -192,8 +192,9 @@ async def logged(store, name: str) -> tuple[str, str] | None:
 
 
 def test_in_a_running_node_the_agent_spawns_a_child_once_a_person_approves(root, children_cleanup, llms):
-    """The node wires its control's cmd_spawn to the gate: the agent asks, nothing happens until the
-    person answers `meshnode confirm approve`, then the child is made, started and recorded."""
+    """The node wires its spawn action (the agent's, once the person approved) to the gate: the agent
+    asks, nothing happens until the person answers `meshnode confirm approve`, then the child is
+    made, started and recorded."""
     ask = {"cmd_id": "s1", "type": "spawn", "args": {"kind": "newborn", "name": "scout"}}
     llm = llms("main", [answer_with(0, ask), *(answer_with(i) for i in range(1, 6))])
     parent = Node(root, "par", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"})

@@ -96,7 +96,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("llm_update", llm.llm_update, "change a registered LLM's settings", signs=False),
     Action("llm_select", llm.llm_select, "make an LLM the main one", signs=False),
     Action("llm_remove", llm.llm_remove, "remove a registered LLM", signs=False),
-    # the running node's mesh and housekeeping (issue 32: _Control's commands); none signs with the key
+    # the running node's mesh and housekeeping; none signs with the key
     Action("status", node_status.status, "the running node: identity, counts, addresses, peers, agent", signs=False),
     Action("metrics", node_status.metrics, "the node's counters (with full: histograms and gauges)", signs=False),
     Action("peers", peers.peers, "the peers this node knows, connected or not", signs=False),

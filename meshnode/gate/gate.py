@@ -79,7 +79,7 @@ class Gate:
         # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
         self.send_out: Callable[[str, dict, str | None], Awaitable[dict]] | None = None  # (tool, args, decided_by)
         # async (args) -> the spawn's result: creates and starts a child node (set by the node, which
-        # alone can: its control's cmd_spawn); None where no node runs
+        # alone can: the app's spawn action, the agent's once a person approved); None where no node runs
         self.spawner: Callable[[dict], Awaitable[dict]] | None = None
         self.mcp = None  # mcp_tools.calls.McpTools: the outside tools (mcp.NAME.tool), set by the node; None: none
 
