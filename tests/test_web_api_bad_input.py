@@ -160,22 +160,26 @@ def test_get_routes_change_nothing(web, table):
 
 # --- every error code a route can raise has its status --------------------------------------------
 
-REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into
+REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into (and the actions they run)
     "meshnode.web.api_node", "meshnode.web.api_notes", "meshnode.web.api_mesh", "meshnode.web.ids",
     "meshnode.web.endpoint", "meshnode.web.app", "meshnode.web.services", "meshnode.node", "meshnode.records.knowledge",
     "meshnode.records.knowledge_edits", "meshnode.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
     "meshnode.records.reputation.reading", "meshnode.records.reputation.records", "meshnode.consensus.result",
     "meshnode.records.consensus", "meshnode.consensus.cogvote", "meshnode.store.short_ids", "meshnode.store.database",
     "meshnode.identity.did", "meshnode.net.mesh", "meshnode.net.mesh_sync", "meshnode.net.mesh_consensus",
-    "meshnode.net.mesh_reputation", "meshnode.net.mesh_lookup",
+    "meshnode.net.mesh_reputation", "meshnode.net.mesh_lookup", "meshnode.app.dispatch", "meshnode.app.actor",
+    "meshnode.app.context", "meshnode.app.actions.node_status", "meshnode.app.actions.peers",
+    "meshnode.app.actions.containers", "meshnode.app.actions.meshconsensus", "meshnode.app.actions.reputation",
+    "meshnode.app.actions.children", "meshnode.app.actions.reactor", "meshnode.app.actions.mind",
 ]
 EXPECTED = {
     404: {"not_found", "unknown_command", "unknown_evidence", "no_reputation"},
-    409: {"cognition_off", "reactor_off", "no_committee", "duplicate", "refused", "too_many", "no_friends"},
+    409: {"cognition_off", "reactor_off", "no_committee", "duplicate", "refused", "too_many", "no_friends",
+          "not_allowed"},
     413: {"too_large"},
     500: {"internal_error"},
     502: {"unreachable", "sync_failed", "slow_frame", "bad_sync", "bad_announce", "identity_mismatch", "revoked"},
-    503: {"db_busy", "db_full", "db_error", "cannot_open", "no_database", "port_in_use"},
+    503: {"db_busy", "db_full", "db_error", "cannot_open", "no_database", "port_in_use", "node_not_running"},
     504: {"timeout"},
 }
 _RAISED = re.compile(r'\b\w*Error\(\s*"([a-z][a-z0-9_]*)"')
