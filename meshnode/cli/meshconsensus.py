@@ -1,7 +1,7 @@
 """CLI for binding decisions (MeshConsensus): ``consensus propose|decisions|committee``.
 
 They talk to the running node, which runs the committee protocol; decisions
-already stored can be listed without one.
+already stored can be listed without one (``act``: the same action either way).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``meshnode spawn``: make a child node of this one (protocols/spawn.md).
 
-With the parent node running, the node does it (control command ``spawn``: its store, its
-addresses, and it pings the started child); otherwise the CLI does it on the parent's database.
+With the parent node running, the node does it (the action ``spawn``, meshnode.app.actions.children:
+its store, its addresses, and it pings the started child); otherwise the CLI does it on the
+parent's database (spawn.parent.LocalParent: a spawn there is the spawn engine's, not an action's).
 """
 
 from __future__ import annotations
