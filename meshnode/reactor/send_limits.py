@@ -1,7 +1,8 @@
 """What a woken agent may send out of the node (protocols/reactor.md 6.2 item 6).
 
 During a wake tick (the cycle's wake slot has a focus) every send that leaves the node passes these
-limits, then the gate's ``outbound`` check (``cognition/sending.py``): the node gives them to the cycle. In a wake run: no broadcast (a public note: a topic for everyone), at most
+limits, then the gate's ``outbound`` check (``cognition/sending.py``): the node gives them to the
+cycle. In a wake run: no broadcast (a public note: a topic for everyone), at most
 ``max_outgoing_per_run`` sends per run, and a message to one agent within the reactor's per
 source+target+thread window (``Reactor.may_send``, ``thread_messages_per_hour``). A refusal is a
 MeshnodeError the LLM sees as the command's error; outside wakes nothing changes.
