@@ -1,4 +1,9 @@
-"""The running node: identity, store, mesh and control channel in one nursery.
+"""The running node: identity, store, mesh and control channel in one nursery (``meshnode run``).
+
+The composition root: every part is built here, in order, each given what it needs in its
+constructor; nothing is patched into a part afterwards. Where a value exists only later (the web's
+bound address, the reactor the cycle's sends ask) the part gets a holder made up front that is filled
+once the value exists.
 
 Shutdown is the same code path as a normal exit: SIGINT or SIGTERM cancels
 the nursery; the store records the stop (best effort, quickly) and closes.
@@ -14,12 +19,15 @@ from typing import TextIO
 
 import trio
 
+from meshnode.cli.common import _only
 from meshnode.config import Config
+from meshnode.config.command_line import config_of
 from meshnode.container import format_ms, now_ms
 from meshnode.control import socket_path
 from meshnode.control_server import serve_control
 from meshnode.errors import MeshnodeError, StoreError
-from meshnode.cognition import catalogue, llm, mind_view, peer_validation, processes
+from meshnode.cognition import catalogue, llm, mind_view, peer_validation, processes, sending
+from meshnode.cognition.tick_events import TickEvents
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
 from meshnode.cognition.cycle import Cycle
@@ -43,11 +51,13 @@ from meshnode.app.context import App
 from meshnode.app.dispatch import check_args, dispatch
 from meshnode.mcp_tools import service as mcp_tools_service
 from meshnode.spawn import hello as spawn_hello
-from meshnode.spawn.jobs import SpawnJobs
 from meshnode.spawn.keeper import FamilyKeeper
+from meshnode.spawn.jobs import SpawnJobs
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
+from meshnode.home import open_identity
 from meshnode.identity.did import peer_id_to_did
+from meshnode.web.address import WebAddress
 
 log = logging.getLogger("meshnode.node")
 STOP_BUSY_TIMEOUT_MS = 500
@@ -126,37 +136,42 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                 if cognition["enabled"] else None  # this node's validator LLM, lent to trusted peers
             on_hello = spawn_hello.parent_hook(store, key, config.limits.clock_skew_ms)  # a child's hello, parent side
             mesh = Mesh(key, net_config(config), store, metrics, hooks=hooks, validator=validator, on_hello=on_hello)
+            web_address = WebAddress()  # filled in once the web server is bound (port 0 picks the port then)
+            ticks = TickEvents()  # the cycle's ticks, heard by the web's feed (built after the cycle)
+            reactor_service = _Later()  # the cycle's sends ask the reactor, whose service wakes the cycle
+            app_later = _Later()  # the gate's spawns run the app's action, and the App needs the cycle
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(mesh.run)
                     gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics, hooks=hooks)
                     await nursery.start(gmp.run)
-                    cycle = _cycle(store, key, mesh, cognition, config, metrics) if cognition["enabled"] else None
-                    await mcp_tools_service.start(nursery, config, cycle)  # outside tools (before the first tick)
+                    outside = mcp_tools_service.clients(config, bool(cognition["enabled"]))  # the agent's MCP tools
+                    cycle = _cycle(store, key, mesh, cognition, config, metrics, outside=outside, on_tick=ticks.ended,
+                                   send_limits=_wake_send_limits(config, key, metrics, reactor_service),
+                                   spawner=_agent_spawner(app_later)) \
+                        if cognition["enabled"] else None
+                    if outside is not None:  # connected before the first tick
+                        await nursery.start(outside.run)
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
-                    reactor = _reactor(config, key, store, mesh, hooks, metrics, cycle)
+                    reactor = reactor_service.set(_reactor(config, key, store, mesh, hooks, metrics, cycle))
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
                     nursery.start_soon(FamilyKeeper(store, mesh, metrics, float(config.values["net"]["sync_seconds"])).run)
-                    app = App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
-                              wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
-                              jail=gate_setup.jail(config), mind_view=mind_view.view,
-                              config=config, spawner=SpawnJobs(), web_url=lambda: control.web_url)
+                    app = app_later.set(App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
+                                            wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
+                                            jail=gate_setup.jail(config), mind_view=mind_view.view, config=config,
+                                            spawner=SpawnJobs(), web=web_address))
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
-                    if cycle is not None and cycle.gate is not None:  # the agent's `spawn`, once a person approved
-                        cycle.gate.spawner = lambda a: dispatch(app, actor.AGENT, "spawn",
-                                                                {"kind": a["kind"], "name": a.get("name"),
-                                                                 "start": True}, approved_by=actor.approver(None))
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
-                    web = None
-                    if config.values["web"]["enabled"]:  # the notebook: on this nursery, after the control socket
-                        from meshnode.web.server import serve_web, web_url
+                    if config.values["web"]["enabled"]:  # the notebook, /mcp, A2A: after the control socket
+                        from meshnode.node_http import serve_http
                         from meshnode.web.services import Services
 
                         services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
-                        web = control.web_url = web_url(config, await nursery.start(serve_web, config, services))
+                        ticks.on_ended(lambda summary: services.feed.nudge())  # a tick ended: the feed looks now
+                        await nursery.start(serve_http, config, services, web_address)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
@@ -168,8 +183,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         print("to connect another node, add this line to its bootstrap.txt"
                               " (or another listen address above that it can reach):", file=out)
                         print(_bootstrap_example(mesh.addresses()), file=out)
-                    if web is not None:
-                        print(f"web:      {web}", file=out)
+                    if web_address.url is not None:
+                        print(f"web:      {web_address.url}", file=out)
                         print("login:    meshnode web url", file=out)
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
@@ -183,6 +198,32 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     except StoreError as exc:
                         log.warning("could not record the stop: %s", exc.reason)
     print("stopped", file=out, flush=True)
+
+
+def cmd_run(args) -> int:
+    """``meshnode run``: the CLI's parser names it here (the CLI never imports the node)."""
+    config = config_of(args)
+    key = open_identity(config)
+    try:
+        trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
+    except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
+        expected = _only(group, MeshnodeError)
+        if expected is None:
+            raise
+        raise expected from None
+    return 0
+
+
+class _Later:
+    """A part built after one that needs it, because each needs the other: handed over empty at
+    construction, set once by the node when built (None if it is off)."""
+
+    def __init__(self):
+        self.value = None
+
+    def set(self, value):
+        self.value = value
+        return value
 
 
 def _bootstrap_example(addresses: list[str]) -> str:
@@ -204,9 +245,11 @@ class _PeerValidator:
         return await peer_validation.judge(self.store, prompt, answer)
 
 
-def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None) -> Cycle:
+def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None, *,
+           outside=None, on_tick=None, send_limits=None, spawner=None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
-    connected peers validate its answers, and it validates theirs."""
+    connected peers validate its answers, and it validates theirs. ``outside``: the MCP servers'
+    clients of its outside tools (mcp_tools.service.clients); ``spawner``: the gate's ``spawn``."""
     min_trust = float(cognition["peer_validation_min_trust"])
 
     def connected() -> list[str]:
@@ -225,7 +268,8 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                     len(killed), ", ".join(map(str, killed)))
     if removed:
         log.info("removed scratch copies left by an earlier run")
-    gate = Gate(store, settings, now_ms, tell_user=tell_user)
+    gate = Gate(store, settings, now_ms, tell_user=tell_user, send_out=sending.approved(mesh, store, key, now_ms),
+                spawner=spawner, mcp=mcp_tools_service.tools(outside, metrics) if outside is not None else None)
     return Cycle(store, key, now_ms, pause_s=float(cognition["pause_seconds"]),
                  recent_k=int(cognition["recent_responses"]), mesh_up=lambda: bool(connected()), mesh=mesh,
                  peer_validators=validators, peer_timeout_s=float(cognition["peer_validation_seconds"]),
@@ -233,7 +277,30 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
                  validator_failures=int(cognition["validator_failures"]),
                  validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics,
-                 keep_traces=int(cognition.get("keep_tick_traces", 200)))
+                 keep_traces=int(cognition.get("keep_tick_traces", 200)), on_tick=on_tick, send_limits=send_limits)
+
+
+def _agent_spawner(app: _Later):
+    """The gate's ``spawn``: the app's spawn action for the agent, once a person approved: its child
+    node, started at once; the caller waits until it is made. ``app``: the node's App, set once built
+    (after the cycle; the gate spawns only once the node runs)."""
+    async def spawn(args: dict) -> dict:
+        return await dispatch(app.value, actor.AGENT, "spawn", {"kind": args["kind"], "name": args.get("name"),
+                                                                "start": True}, approved_by=actor.approver(None))
+    return spawn
+
+
+def _wake_send_limits(config: Config, key: NodeKey, metrics: Metrics, service: _Later):
+    """What a woken agent may send (reactor/send_limits.py), checked before the gate's outbound
+    level; None with ``[reactor] enabled = false``. ``service``: the reactor's, built after the cycle."""
+    if not config.values["reactor"]["enabled"]:
+        return None
+    from meshnode.reactor.send_limits import WakeSendLimits
+    from meshnode.reactor.service import reactor_config
+
+    cfg = reactor_config(config.values["reactor"], key.did)
+    return WakeSendLimits(key.did, cfg.max_outgoing_per_run, now_ms,
+                          lambda: service.value.reactor if service.value is not None else None, metrics)
 
 
 def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, hooks: MeshHooks, metrics: Metrics,
@@ -247,12 +314,6 @@ def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, hooks: MeshHooks, 
     service = ReactorService(store, key, reactor_config(config.values["reactor"], key.did), config.home, metrics,
                              cycle=cycle, mesh=mesh, committee=list(config.values["consensus"]["committee"]))
     hooks.on_stored(lambda c: service.poke())
-    if cycle is not None and cycle.gate is not None:  # a woken agent's sends pass the reactor's limits first
-        from meshnode.reactor.send_limits import WakeSendLimits
-
-        limits = WakeSendLimits(cycle.gate.outbound, cycle.wakes, key.did, service.cfg.max_outgoing_per_run, now_ms,
-                                lambda: service.reactor, metrics)
-        cycle.gate.outbound = limits.outbound
     return service
 
 
@@ -272,12 +333,12 @@ class _Control:
     counted and timed, and a bug answered as ``internal_error`` rather than taking the node down."""
 
     def __init__(self, config: Config, key: NodeKey, store: Store, mesh: Mesh, metrics: Metrics,
-                 cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None, app: App | None = None):
+                 cycle: Cycle | None = None, gmp: MeshGmp | None = None, reactor=None, app: App | None = None,
+                 web: WebAddress | None = None):
         self.metrics = metrics
-        self.web_url: str | None = None  # the notebook's bound address (port 0 picks one), for `web url`
         # the App the actions run on (a bare _Control for tests: one of the objects it was given)
         self.app = app or App(store, key, mesh=mesh, reactor=reactor, cycle=cycle, metrics=metrics, gmp=gmp,
-                              config=config, web_url=lambda: self.web_url)
+                              config=config, web=web)
 
     async def handle(self, cmd: str, args: dict, face: str = "cli", actor: Actor | None = None):
         """``cmd`` for ``actor`` (by default the person, through ``face``)."""

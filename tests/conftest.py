@@ -180,14 +180,15 @@ async def lab(tmp_path, scratch_parent):
     async def tell_user(text: str) -> None:
         told.append(text)
 
-    def make(**overrides) -> Gate:
+    def make(*, spawner=None, mcp=None, **overrides) -> Gate:
+        """A gate with the lab's settings (``overrides``); ``spawner`` and ``mcp`` as the node gives them."""
         settings = dict(jail=Jail([ws]), commands=runner.policy_from_config(
             ["cat", "echo", "ls", "python3", "sleep"], timeout_s=5.0, max_processes=32),
             risk=risk_policy({}, [], ["allowed.test"]), scratch_dir=scratch_parent, loop_window=10, loop_repeats=3,
             max_calls_per_task=50)
         settings.update(overrides)
         return Gate(store, GateSettings(**settings), clock, tell_user=tell_user,
-                    on_guard=lambda kind, reason: guarded.append(kind))
+                    on_guard=lambda kind, reason: guarded.append(kind), spawner=spawner, mcp=mcp)
 
     async with await Store.open(tmp_path / "db.sqlite") as store:
         before = tree_hashes(outside)

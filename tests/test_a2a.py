@@ -17,7 +17,8 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, T
 from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
 
 from meshnode.a2a import card as cards
-from meshnode.a2a.admission import RateLimiter, read_tokens
+from meshnode.a2a.admission import RateLimiter
+from meshnode.home.party_tokens import read_tokens
 from meshnode.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.provenance import of
@@ -382,7 +383,8 @@ def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
 
 
 def test_tokens_are_issued_listed_and_withdrawn(tmp_path):
-    from meshnode.a2a.admission import KnownParties, add_token, remove_token, token_names
+    from meshnode.a2a.admission import KnownParties
+    from meshnode.home.party_tokens import add_token, remove_token, token_names
 
     path = tmp_path / "a2a.tokens"
     known = KnownParties(path)

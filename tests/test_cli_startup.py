@@ -183,7 +183,7 @@ A2A_PROBE = """
 import json, sys, tempfile, trio
 from pathlib import Path
 from types import SimpleNamespace
-import meshnode.web.server  # what `run` imports to serve the web notebook
+import meshnode.node_http  # what `run` imports to serve the web notebook, /mcp and A2A
 from meshnode.a2a.face import A2AFace
 from meshnode.identity.keys import NodeKey
 from meshnode.records.gmp import store_hooks

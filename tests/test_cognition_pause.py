@@ -40,9 +40,8 @@ def log_rows(db, name: str) -> list[dict]:
 async def test_paused_the_cycle_does_not_tick_and_resumed_it_ticks_again(tmp_path):
     store = await Store.open(tmp_path / "mind.db")
     try:
-        cycle = Cycle(store, KEY, now_ms, pause_s=0.05, metrics=Metrics())  # no LLM: quick core-outage ticks
         seen = []
-        cycle.on_tick = seen.append
+        cycle = Cycle(store, KEY, now_ms, pause_s=0.05, metrics=Metrics(), on_tick=seen.append)  # no LLM: outage ticks
         async with running(store, cycle):
             await until(lambda: cycle.ticks >= 2, what="two ticks")
             status = await cycle.pause("web")

@@ -89,7 +89,8 @@ async def test_the_loop_detector_and_the_iteration_limit_stop_the_agent_and_say_
         await gate.call("list_dir", {"path": "."})
     assert info.value.code == "iteration_limit"
     assert await gate.call("list_dir", {"path": "."}, task="another task")  # the limit is per task
-    assert lab["guarded"] == ["loop", "iteration_limit"]  # both told the anti-stagnation reflex
+    assert lab["guarded"] == ["loop", "iteration_limit"]  # both told
+    assert (gate.take_guarded(), gate.take_guarded()) == (2, 0)  # the cycle's reflex takes each once
 
 
 async def test_configuration_raises_risk_per_tool_and_per_argument_pattern(lab):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
+import meshnode
 from meshnode.gate import GateError
 from meshnode.gate import mounts, runner
 from meshnode.store.database import Database
@@ -249,7 +250,7 @@ def as_unprivileged_node(workspace: Path, script: str) -> str:
     if probe.stdout.strip() != str(tuple(sys.version_info[:2])):
         pytest.skip("no system python3 of this version for an unprivileged node")
     site = str(Path(trio.__file__).resolve().parents[1])
-    repo = str(Path(runner.__file__).resolve().parents[2])
+    repo = str(Path(meshnode.__file__).resolve().parents[1])  # the tree these tests run
     done = subprocess.run([system_python, "-c", script], user=65534, group=65534, extra_groups=[],
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{repo}:{site}"},
                           cwd=workspace, capture_output=True, text=True, timeout=60)

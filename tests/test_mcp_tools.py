@@ -41,9 +41,8 @@ def stdio(**extra) -> dict:
 
 async def connected(lab, tmp_path, nursery, **tables) -> McpTools:
     """The lab's gate with outside tools from ``tables`` (server name -> its table), once all are up."""
-    gate = lab["make"]()
     clients = Clients(settings.parse(tables), tmp_path)
-    gate.mcp = McpTools(clients, gate, Metrics())
+    gate = lab["make"](mcp=lambda gate: McpTools(clients, gate, Metrics()))
     await nursery.start(clients.run)
     await until(lambda: all(link.status == "up" for link in clients.links.values()), what="the MCP servers",
                 timeout=60)
@@ -332,10 +331,9 @@ def test_a_child_node_never_inherits_the_parents_mcp_servers_nor_their_tokens(tm
 
 
 async def test_a_server_that_cannot_start_is_retried_and_said_not_connected(lab, tmp_path):
-    gate = lab["make"]()
     clients = Clients(settings.parse({"gone": {"command": str(tmp_path / "no-such-server"), "trusted": True}}),
                       tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate = lab["make"](mcp=lambda gate: McpTools(clients, gate))
     async with trio.open_nursery() as nursery:
         await nursery.start(clients.run)
         await until(lambda: clients.links["gone"].error is not None, what="the first failure")
@@ -421,9 +419,8 @@ async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_
             if isinstance(self.failure, ConnectionError):
                 link.broken = trio.Event()  # the link reconnected meanwhile: a new session, a new event
             raise self.failure
-    gate = lab["make"]()
     clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate = lab["make"](mcp=lambda gate: McpTools(clients, gate))
     link = clients.links["tt"]
     link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object"}, True, None)}
     link.session = Fake(MCPError(-32602, "unknown argument: x"))
@@ -494,11 +491,10 @@ def test_urls_are_logged_without_their_secrets():
 
 @needs_root
 async def test_a_servers_stderr_reaches_the_person_never_the_agents_prompt(lab, tmp_path):
-    gate = lab["make"]()
     talk = "import sys; sys.stderr.write('my key is k-12345 http://u:p@h/x?t=9\\n'); sys.exit(3)"
     clients = Clients(settings.parse({"loud": {"command": sys.executable, "args": ["-c", talk],
                                                "read_only": [sys.base_prefix, sys.prefix]}}), tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate = lab["make"](mcp=lambda gate: McpTools(clients, gate))
     async with trio.open_nursery() as nursery:
         await nursery.start(clients.run)
         await until(lambda: clients.links["loud"].last_words is not None, what="the server's failure")
@@ -523,9 +519,8 @@ def test_a_tool_with_a_huge_output_schema_is_skipped():
 
 
 async def test_invalid_calls_repeated_meet_the_loop_detector(lab, tmp_path):
-    gate = lab["make"]()  # loop_repeats=3
     clients = Clients(settings.parse({"tt": stdio(risk="low")}), tmp_path)
-    gate.mcp = McpTools(clients, gate)
+    gate = lab["make"](mcp=lambda gate: McpTools(clients, gate))  # loop_repeats=3
     link = clients.links["tt"]
     link.status, link.tools = "up", {"t": ToolInfo("t", "", {"type": "object", "required": ["a"]}, True, None)}
     codes = []

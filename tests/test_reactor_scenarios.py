@@ -523,18 +523,16 @@ def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits
             return {"job_id": self.job}
 
     sent = []
-
-    async def gate_outbound(tool, args):
-        sent.append((tool, args.get("to") or args.get("audience")))
-        return None
-
     wakes, metrics = Wakes(), Metrics()
-    guard = WakeSendLimits(gate_outbound, wakes, me, cfg.max_outgoing_per_run, lambda: 1_800_000_000_000,
-                           lambda: core, metrics)
+    limits = WakeSendLimits(me, cfg.max_outgoing_per_run, lambda: 1_800_000_000_000, lambda: core, metrics)
 
-    async def main():
+    def send(tool, args):
+        limits.check(wakes, tool, args)
+        sent.append((tool, args.get("to") or args.get("audience")))
+
+    def main():
         public = {"text": "hello all", "audience": "public"}
-        assert await guard.outbound("note_add", public) is None  # outside a wake: the gate's rules only
+        send("note_add", public)  # outside a wake: the gate's rules only
         wakes.focus = "## Wake ..."
         for tool, args, refused in (("note_add", public, "broadcast"),
                                     ("send_message", {"to": bob, "text": "a"}, None),
@@ -543,15 +541,15 @@ def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits
                                     ("send_message", {"to": carol, "text": "d"}, None),
                                     ("send_message", {"to": carol, "text": "e"}, "per_run")):  # 3 a run
             try:
-                await guard.outbound(tool, args)
+                send(tool, args)
                 assert refused is None, (tool, args)
             except WakeSendRefused as exc:
                 assert refused is not None and metrics.get("reactor_sends_refused_total", limit=refused), exc
         assert [to for _, to in sent] == ["public", bob, bob, carol]
         wakes.job = "wake-2"  # a new run starts its own count
-        await guard.outbound("send_message", {"to": carol, "text": "f"})
+        send("send_message", {"to": carol, "text": "f"})
 
-    trio.run(main)
+    main()
 
 
 def test_a_lease_left_by_a_killed_process_of_this_boot_frees_its_job_when_it_expires(tmp_path):

@@ -64,8 +64,8 @@ def test_spawn_is_a_destructive_tool_with_kind_and_name_only():
 
 
 async def test_spawn_waits_for_a_person_and_runs_once_approved(lab):
-    gate, store, spawner = lab["make"](), lab["store"], Spawner()
-    gate.spawner = spawner
+    store, spawner = lab["store"], Spawner()
+    gate = lab["make"](spawner=spawner)
     asked = await gate.call("spawn", {"kind": "trained", "name": "scout"})
     assert asked["status"] == "needs_confirmation" and spawner.calls == []
     [req] = await pending(store)
@@ -84,8 +84,8 @@ async def test_spawn_waits_for_a_person_and_runs_once_approved(lab):
 
 
 async def test_a_rejected_or_expired_spawn_never_reaches_the_spawner(lab):
-    gate, store, spawner = lab["make"](confirm_ttl_ms=1000), lab["store"], Spawner()
-    gate.spawner = spawner
+    store, spawner = lab["store"], Spawner()
+    gate = lab["make"](confirm_ttl_ms=1000, spawner=spawner)
     first = await gate.call("spawn", {"kind": "clone"})
     second = await gate.call("spawn", {"kind": "newborn", "name": "late"})
     await store.write(confirm.decide, first["confirmation"], False, clock(), "test")
@@ -108,8 +108,8 @@ async def test_a_rejected_or_expired_spawn_never_reaches_the_spawner(lab):
     ({"kind": 1}, "args.kind must be a string", "spawn.args.kind must be a string"),
 ])
 async def test_arguments_outside_the_schema_are_refused_before_a_person_is_asked(lab, args, says, read_says):
-    gate, spawner = lab["make"](), Spawner()
-    gate.spawner = spawner
+    spawner = Spawner()
+    gate = lab["make"](spawner=spawner)
     with pytest.raises(GateError) as info:
         await gate.call("spawn", args)
     assert info.value.code == "bad_args" and says in info.value.reason
@@ -129,8 +129,8 @@ async def test_an_approved_spawn_without_a_spawner_or_refused_by_the_spawn_fails
     await store.write(confirm.decide, asked["confirmation"], True, clock(), "test")
     [done] = await bare.run_approved()
     assert not done["ok"] and done["result"]["code"] == "no_spawner"
-    refusing = lab["make"]()
-    refusing.spawner = Spawner(SpawnError("too_many_children", "this node has 16 children ([spawn] max_children)"))
+    refusing = lab["make"](spawner=Spawner(SpawnError("too_many_children",
+                                                      "this node has 16 children ([spawn] max_children)")))
     asked = await refusing.call("spawn", {"kind": "newborn"})
     await store.write(confirm.decide, asked["confirmation"], True, clock(), "test")
     [done] = await refusing.run_approved()
@@ -144,8 +144,7 @@ async def test_the_agents_spawn_command_waits_until_a_person_approves_then_runs_
     request waits in gate_confirmations while the agent goes on ticking; a person approves; the
     next tick runs it, once."""
     store, spawner = lab["store"], Spawner()
-    gate = lab["make"]()
-    gate.spawner = spawner
+    gate = lab["make"](spawner=spawner)
     ask = {"cmd_id": "s1", "type": "spawn", "args": {"kind": "trained", "name": "scout"}}
     llm = ScriptedLLM(tmp_path, "main", [answer_with(0, ask), answer_with(1), answer_with(2), answer_with(3)])
     try:

@@ -30,8 +30,8 @@ from meshnode.a2a import CARD_PATH, RPC_PATH, held
 from meshnode.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
 from meshnode.a2a.delivery import Conversations
 from meshnode.config.a2a import a2a_settings
+from meshnode.config.web import LOOPBACK_NAMES, SECURITY_HEADERS
 from meshnode.lazy import import_in_thread
-from meshnode.web.app import LOOPBACK_NAMES, SECURITY_HEADERS
 
 log = logging.getLogger("meshnode.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often

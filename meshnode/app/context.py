@@ -37,7 +37,7 @@ class App:
     # the running node's and its housekeeping's (app.actions: peers, containers, children, node_status...)
     config: Any = None  # meshnode.config.Config: limits, [net] thresholds, name and paths
     spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
-    web_url: Callable[[], str | None] = lambda: None  # the notebook's bound address, once it listens
+    web: Any = None  # where the notebook listens, once bound (``url``: meshnode.web.address.WebAddress)
 
     @property
     def live(self) -> bool:

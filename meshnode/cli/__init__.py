@@ -26,7 +26,7 @@ from pathlib import Path
 
 from meshnode import __version__
 from meshnode.cli import parsers
-from meshnode.cli.parsers.commands import Commands
+from meshnode.cli.parsers.commands import Command, Commands
 from meshnode.cli.parsers.vocabulary import AUDIENCES, AUTOSTARTS, NOTE_SOURCES
 from meshnode.errors import MeshnodeError
 
@@ -134,7 +134,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
                        epilog="It prints its DID, its addresses and the line another node puts in its\n"
                               "bootstrap.txt to connect to it.")
-    p.set_defaults(func=commands.cmd_run)
+    p.set_defaults(func=Command("meshnode.node", "cmd_run"))  # the node's own: the CLI never imports it
 
     p = sub.add_parser("status", parents=[common], help="who this node is and what it holds")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,7 +16,7 @@ def _path(args):
 
 
 def cmd_token_add(args) -> int:
-    from meshnode.a2a.admission import add_token
+    from meshnode.home.party_tokens import add_token
 
     try:
         token = add_token(_path(args), args.name)
@@ -27,7 +27,7 @@ def cmd_token_add(args) -> int:
 
 
 def cmd_token_list(args) -> int:
-    from meshnode.a2a.admission import token_names
+    from meshnode.home.party_tokens import token_names
 
     for name in token_names(_path(args)):
         print(name)
@@ -35,7 +35,7 @@ def cmd_token_list(args) -> int:
 
 
 def cmd_token_remove(args) -> int:
-    from meshnode.a2a.admission import remove_token
+    from meshnode.home.party_tokens import remove_token
 
     if not remove_token(_path(args), args.name):
         raise MeshnodeError("not_found", f"no token for {args.name[:64]}")

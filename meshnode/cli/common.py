@@ -8,30 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from meshnode import control
-from meshnode.config import load_config, resolve_home
+from meshnode.config.command_line import config_of as _config  # every command module imports it from here
 from meshnode.control import ControlError, socket_path
 from meshnode.errors import MeshnodeError
 from meshnode.home import open_identity
 
 if TYPE_CHECKING:
     from meshnode.store.database import Database
-
-
-def _config(args: argparse.Namespace):
-    home = resolve_home(getattr(args, "home", None))
-    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
-                 "log": {"level": getattr(args, "log_level", None)}}
-    config = load_config(home, overrides)
-    logging.basicConfig(level=config.get("log", "level").upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return config
 
 
 def _open_db(config) -> Database:

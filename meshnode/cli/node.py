@@ -1,6 +1,6 @@
-"""The node's own commands: ``init``, ``run``, ``status``, ``note add|list``, ``peers``, ``ping``,
+"""The node's own commands: ``init``, ``status``, ``note add|list``, ``peers``, ``ping``,
 ``find``, ``send``, ``friend``, ``metrics`` and ``container show|verify|export`` (their parsers:
-``meshnode.cli``).
+``meshnode.cli``). ``run`` is the node's (``meshnode.node.cmd_run``): the parser names it there.
 
 What only one command needs (the store's tables, note building, container checks) is imported
 in that command, so ``status`` against a running node loads little beyond the config and the key.
@@ -21,7 +21,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
-from meshnode.cli.common import (_ask_node, act, _config, _only, _open_db, agent_did, container_did, print_json, print_rows,
+from meshnode.cli.common import (_ask_node, act, _config, _open_db, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
@@ -77,23 +77,6 @@ def _init_from_bundle(args, home: Path) -> int:
         print(f"autostart: {made['autostart']['hint']}")
     if made["started"]:
         print(f"started: {made.get('launch', {}).get('via', '')} (log {made.get('launch', {}).get('log', '')})")
-    return 0
-
-
-def cmd_run(args) -> int:
-    import trio
-
-    from meshnode.node import run_node  # the node's modules (libp2p, the cognition) load only to run one
-
-    config = _config(args)
-    key = open_identity(config)
-    try:
-        trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
-    except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
-        expected = _only(group, MeshnodeError)
-        if expected is None:
-            raise
-        raise expected from None
     return 0
 
 

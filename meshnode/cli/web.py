@@ -27,7 +27,7 @@ def login_url(config, token: str, bound: str | None = None) -> str:
 
 
 def cmd_url(args) -> int:
-    from meshnode.web.auth import read_token, write_token  # Starlette loads only for this command
+    from meshnode.home.web_token import read_token, write_token
 
     config = _config(args)
     path = config.path("web", "token_path")

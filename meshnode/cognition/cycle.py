@@ -28,7 +28,6 @@ from typing import Callable
 import trio
 
 from meshnode.app.actions import gmp as gmp_actions
-from meshnode.app.actor import approver
 from meshnode.app.context import App
 from meshnode.cognition import (assessment, auxiliary, contexts, error_levels, executor, gate_commands, isolation,
                                 mcp_commands, mesh_commands, processes, sending, stagnation, wake_report)
@@ -59,12 +58,15 @@ class Cycle:
                  repeat_below: float = 0.15, mesh_up=lambda: True, mesh=None, peer_validators=None,
                  peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None,
                  validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None,
-                 keep_traces: int = tick_traces.DEFAULT_KEEP):
+                 keep_traces: int = tick_traces.DEFAULT_KEEP, on_tick: Callable[[dict], None] | None = None,
+                 send_limits=None):
         self.store, self.key, self.clock = store, key, clock
         self.keep_traces = keep_traces  # tick_traces kept ([cognition] keep_tick_traces)
         self.paused_by: str | None = None  # a person's pause (who): no tick until resumed
         self.resumed = trio.Event()  # set by resume(); the paused loop waits on it
-        self.on_tick: Callable[[dict], None] | None = None  # called with each tick's summary (the web's feed)
+        self.on_tick = on_tick  # called with each tick's summary (the web's feed)
+        # reactor.send_limits.WakeSendLimits: what a woken agent may send, checked before the gate's outbound
+        self.send_limits = send_limits
         self.metrics = metrics  # the node's counters (None: not counted)
         # validators failing validator_failures times in a row are set aside, asked again after the retry time
         self.health = ValidatorHealth(validator_failures, int(validator_retry_s * 1000))
@@ -74,13 +76,6 @@ class Cycle:
         self.processes = processes  # processes.Processes: start/stop of allowlisted programs (None: off)
         self.gate = gate  # gate.Gate: the tools that touch the host (None: off)
         self.tools = tools  # offered to the LLM in the OpenAI tools format (None: commands in text only)
-        self._guard_events: list[str] = []
-        if gate is not None:
-            gate.on_guard = lambda kind, reason: self._guard_events.append(kind)
-            gate.send_out = self._send_approved
-        self._processes_ended = 0
-        if processes is not None:
-            processes.on_finish = self._process_ended
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)
         self.mesh = mesh  # for mesh commands (consensus proposals, messages, sync requests)
@@ -246,7 +241,8 @@ class Cycle:
         if cmd.type in mcp_commands.ASYNC_TYPES:  # an outside tool (an MCP server's), through the gate
             return await mcp_commands.run(self.gate, cmd)
         if sending.leaves_node(cmd):  # through the gate's outbound level
-            return await sending.run(self.gate, self.mesh, self.store, self.key, self.clock(), cmd)
+            outbound = self._outbound if self.gate is not None else None
+            return await sending.run(outbound, self.mesh, self.store, self.key, self.clock(), cmd)
         if cmd.type in wake_report.ASYNC_TYPES:
             return self.wakes.record(cmd)
         if cmd.type in processes.ASYNC_TYPES:
@@ -274,8 +270,14 @@ class Cycle:
         finally:
             self._aux.discard(task_id)
 
-    def _process_ended(self) -> None:
-        self._processes_ended += 1
+    async def _outbound(self, tool: str, args: dict) -> dict | None:
+        """The gate's ``outbound`` check of a send, after the limits of a reactor wake (``send_limits``)."""
+        if self.send_limits is not None:
+            self.send_limits.check(self.wakes, tool, args)
+        return await self.gate.outbound(tool, args)
+
+    def _processes_ended(self) -> int:
+        return self.processes.finished if self.processes is not None else 0
 
     async def _pause(self) -> None:
         """The pause between ticks ([cognition] pause_seconds, or the LLM's own `cycle_settings`);
@@ -289,12 +291,12 @@ class Cycle:
         idle = settings.get("idle") or {}
         if idle.get("on"):
             self.idle = True
-            unread, ended = await self.store.read(_unread), self._processes_ended
+            unread, ended = await self.store.read(_unread), self._processes_ended()
             with trio.move_on_after(float(idle.get("timeout_seconds", 300))):
                 while True:
                     with trio.move_on_after(1.0):
                         await self.wake.wait()
-                    if self.wake.is_set() or (idle.get("on_process") and self._processes_ended > ended) \
+                    if self.wake.is_set() or (idle.get("on_process") and self._processes_ended() > ended) \
                             or (idle.get("on_note") and await self.store.read(_unread) > unread):
                         break
             if not self.wakes.due():  # a reactor wake interrupts idle mode; the cycle returns to it after
@@ -393,19 +395,13 @@ class Cycle:
                                                   used.id)
         if self.mode == ISOLATED and ran:
             await self.store.write_background(isolation.record_now, self.clock(), self.ticks, ran)
-        await self._reflex(score, verdict is None or bool(self._guard_events), digest)
-        self._guard_events.clear()
+        guarded = self.gate.take_guarded() if self.gate is not None else 0  # loops and limits the gate refused
+        await self._reflex(score, verdict is None or bool(guarded), digest)
         await self.store.write_background(_prune_and_checkpoint, {"ticks": self.ticks, "streak": self.streak, "llm": self.llm,
                                                        "plan": self.plan.strategy if self.plan else None},
                                           {"tick": self.ticks, "duration_ms": self.clock() - now, "summary": summary},
                                           self.keep_traces)
         return summary
-
-    async def _send_approved(self, tool: str, args: dict, decided_by: str | None = None) -> dict:
-        """A send out of the node a person approved (the gate's ``send_out``; ``decided_by``: the face
-        they approved it through)."""
-        return await sending.send(self.mesh, self.store, self.key, self.clock(), Command("approved", tool, args),
-                                  approved_by=approver(decided_by))
 
     async def _validate(self, prompt: str, answer: str, main_id: str) -> Verdict:
         """The validation reflex with the validators that are not set aside, each weighted by its

@@ -38,8 +38,9 @@ class Processes:
     """The running processes of one node; lives in the cycle's nursery. Each runs through the
     action gate (``Gate.command``): a scratch copy of the workspace, whose changes become drafts."""
 
-    def __init__(self, store, gate, clock, max_timeout_s: float, on_finish=lambda: None):
-        self.store, self.gate, self.clock, self.on_finish = store, gate, clock, on_finish
+    def __init__(self, store, gate, clock, max_timeout_s: float):
+        self.store, self.gate, self.clock = store, gate, clock
+        self.finished = 0  # processes ended so far (the cycle's idle mode may wait for the next)
         self.max_timeout_s = max_timeout_s
         self._scopes: dict[int, trio.CancelScope] = {}
         self._nursery: trio.Nursery | None = None
@@ -115,7 +116,7 @@ class Processes:
             self._scopes.pop(process_id, None)
         with trio.CancelScope(shield=True):
             await self.store.write(_ended, process_id, status, code, summary, self.clock())
-        self.on_finish()
+        self.finished += 1
 
 
 def _started(db: Database, argv: list[str], now: int, task_id: int | None, llm_id: str | None) -> int:

@@ -12,7 +12,9 @@ stays a plain store command.
 
 from __future__ import annotations
 
-from meshnode.app.actor import AGENT, Actor
+from typing import Awaitable, Callable
+
+from meshnode.app.actor import AGENT, Actor, approver
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
 from meshnode.cognition import mesh_commands
@@ -25,11 +27,13 @@ def leaves_node(cmd: Command) -> bool:
     return outbound.kind(cmd.type, cmd.args, set()) is not None
 
 
-async def run(gate, mesh, store, key, now_ms: int, cmd: Command) -> dict:
-    """Ask a person first when the gate says so (the result names the request), else send."""
-    if gate is not None:
+async def run(outbound: Callable[[str, dict], Awaitable[dict | None]] | None, mesh, store, key, now_ms: int,
+              cmd: Command) -> dict:
+    """Ask a person first when ``outbound`` (the gate's check) says so (the result names the request),
+    else send; a refusal of ``outbound`` is the command's error."""
+    if outbound is not None:
         try:
-            asked = await gate.outbound(cmd.type, cmd.args)
+            asked = await outbound(cmd.type, cmd.args)
         except MeshnodeError as exc:
             return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason}
         if asked is not None:
@@ -48,3 +52,11 @@ async def send(mesh, store, key, now_ms: int, cmd: Command, approved_by: Actor |
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
     return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}
+
+
+def approved(mesh, store, key, clock: Callable[[], int]) -> Callable[[str, dict, str | None], Awaitable[dict]]:
+    """The gate's ``send_out``: a send a person approved, sent now (``decided_by``: the face they
+    approved it through)."""
+    async def send_out(tool: str, args: dict, decided_by: str | None = None) -> dict:
+        return await send(mesh, store, key, clock(), Command("approved", tool, args), approved_by=approver(decided_by))
+    return send_out

@@ -1,7 +1,9 @@
 """The ``[web]`` settings: defaults and the check at load (protocols/web.md 12).
 
 This module imports nothing of the web server, so loading a config never loads Starlette; the web
-server, the CLI and spawn's bundles read the listen address through it.
+server, the CLI and spawn's bundles read the listen address through it, and every face served on that
+address (the notebook, /mcp, A2A) takes from here what they share: the Host names a loopback listener
+answers to and the security headers of every response.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ WEB_NOTES = ("the web notebook inside `meshnode run`: where it listens (loopback
              " needs TLS or allow_remote), the login token file, how long a login lasts, extra Host names of a"
              " reverse proxy, the event feed's poll interval and stream cap, the largest request body, and"
              " whether /metrics needs the token (protocols/web.md section 12)")
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # Host names that are this listener's on loopback
+CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self';"
+       " frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
+                    "referrer-policy": "no-referrer", "x-frame-options": "DENY"}  # on every response
 
 _RANGES = {"session_hours": (0.01, 24 * 366.0), "feed_ms": (50, 60_000), "max_streams": (1, 1024),
            "max_body_bytes": (1024, 64 * 1024 * 1024)}

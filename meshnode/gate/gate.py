@@ -67,21 +67,26 @@ class GateSettings:
 class Gate:
     def __init__(self, store, settings: GateSettings, clock: Callable[[], int],
                  tell_user: Callable[[str], Awaitable[None]] | None = None,
-                 on_guard: Callable[[str, str], None] | None = None):
+                 on_guard: Callable[[str, str], None] | None = None,
+                 send_out: Callable[[str, dict, str | None], Awaitable[dict]] | None = None,
+                 spawner: Callable[[dict], Awaitable[dict]] | None = None,
+                 mcp: Callable[["Gate"], object] | None = None):
         self.store, self.settings, self.clock = store, settings, clock
         self.tell_user = tell_user  # async (text): a private note to the user
-        self.on_guard = on_guard  # (kind, reason): the anti-stagnation reflex hears about loops and limits
+        self.on_guard = on_guard  # (kind, reason): told of each refusal of the guards
+        self._guarded = 0  # refusals of the guards not yet taken by the anti-stagnation reflex (take_guarded)
         self.loops = guards.LoopDetector(settings.loop_window, settings.loop_repeats)
         self.limits = guards.IterationLimiter(settings.max_calls_per_task, settings.calls_quiet_ms)
         self.work = "main"  # the piece of work the agent is on (budget.work), refreshed every tick
         self._reset_seen: str | None | object = _NOT_READ
         self._told_limit = False
-        # async (tool, args) -> command result: sends an approved outbound command (set by the cycle)
-        self.send_out: Callable[[str, dict, str | None], Awaitable[dict]] | None = None  # (tool, args, decided_by)
-        # async (args) -> the spawn's result: creates and starts a child node (set by the node, which
-        # alone can: the app's spawn action, the agent's once a person approved); None where no node runs
-        self.spawner: Callable[[dict], Awaitable[dict]] | None = None
-        self.mcp = None  # mcp_tools.calls.McpTools: the outside tools (mcp.NAME.tool), set by the node; None: none
+        # async (tool, args, decided_by) -> command result: sends an approved outbound command
+        # (cognition.sending.approved); None where nothing can send
+        self.send_out = send_out
+        # async (args) -> the spawn's result: creates and starts a child node (the node's); None where no node runs
+        self.spawner = spawner
+        # mcp_tools.calls.McpTools: the outside tools (mcp.NAME.tool), built here by ``mcp(gate)``; None: none
+        self.mcp = mcp(self) if mcp is not None else None
 
     @property
     def jail(self) -> Jail:
@@ -110,9 +115,15 @@ class Gate:
             self.loops.check(tool, args)
             self.limits.check(task or self.work, self.clock())
         except GateError as exc:
+            self._guarded += 1
             if self.on_guard:
                 self.on_guard(exc.code, exc.reason)
             raise
+
+    def take_guarded(self) -> int:
+        """The guards' refusals since the last call (the cycle's anti-stagnation reflex hears of them)."""
+        guarded, self._guarded = self._guarded, 0
+        return guarded
 
     async def refresh(self) -> None:
         """Once per tick, before the agent acts: a new task or goal starts a new piece of work

@@ -1,8 +1,9 @@
-"""The web guard's rules for ``/mcp`` (protocols/web.md 3.3, protocols/mcp.md 5), apart from the SDK
-so the web app does not load it: an MCP client is a script, so only ``Authorization: Bearer`` counts
-(a browser's session cookie does not: no cross-site request can use it); a POST carries a JSON-RPC
-body (``application/json``, at most ``[web] max_body_bytes``); GET (the server's event stream) and
-DELETE (the end of a session) carry none."""
+"""The web guard's rules for ``/mcp`` (protocols/web.md 3.3, protocols/mcp.md 5), handed to the guard
+with the mount (``on_demand.mounts``), apart from the SDK so that the web server does not load it: an
+MCP client is a script, so only ``Authorization: Bearer`` counts (a browser's session cookie does not:
+no cross-site request can use it); a POST carries a JSON-RPC body (``application/json``, at most
+``[web] max_body_bytes``); GET (the server's event stream) and DELETE (the end of a session) carry
+none."""
 
 from __future__ import annotations
 

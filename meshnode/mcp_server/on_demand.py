@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 
 from meshnode.lazy import import_in_thread
-from meshnode.mcp_server.guard import METHODS, MCP_PATH
+from meshnode.mcp_server.guard import METHODS, MCP_PATH, refusal
 
 
 class McpOnDemand:
@@ -38,6 +38,6 @@ class McpOnDemand:
                     self._http = http
         await self._http(scope, receive, send)
 
-    def mounts(self) -> list[tuple[str, object, list[str]]]:
-        """(path, ASGI app, methods) for ``build_app``."""
-        return [(MCP_PATH, self, METHODS)]
+    def mounts(self) -> list[tuple[str, object, list[str], object]]:
+        """(path, ASGI app, methods, the guard's rules for it) for the web's ``build_app``."""
+        return [(MCP_PATH, self, METHODS, refusal)]

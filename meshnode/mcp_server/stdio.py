@@ -1,5 +1,7 @@
 """``meshnode mcp``: the MCP server on stdin/stdout, for a local client (Claude Desktop, Cursor, ...).
 
+    {"mcpServers": {"meshnode": {"command": "meshnode", "args": ["--home", "/path/to/home", "mcp"]}}}
+
 It is a client of the running node, like every CLI command: each tool is one request on the control
 socket. stdout carries MCP frames only (logs go to stderr). With no node running it still serves:
 every tool answers ``node_not_running: ...`` (an MCP tool error) until ``meshnode run`` starts, so a
@@ -13,6 +15,7 @@ import logging
 import trio
 
 from meshnode import control
+from meshnode.config.command_line import config_of
 from meshnode.mcp_server.calls import socket_call
 from meshnode.mcp_server.server import build_server
 
@@ -33,3 +36,8 @@ def run(config) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def cmd_mcp(args) -> int:
+    """The command ``meshnode mcp`` (the CLI's parser names it here: this face is that command)."""
+    return run(config_of(args))

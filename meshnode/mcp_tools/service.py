@@ -1,36 +1,41 @@
 """The node's hook: read ``[mcp.servers]``, give the gate its outside tools, keep the connections.
 
-The MCP client SDK is loaded only when a server is configured (it is most of a node's start-up
-and memory otherwise)."""
+The node builds the clients before the gate (``clients``), hands the gate ``tools(clients)`` to build
+its ``McpTools`` with, and starts the clients in its nursery before the cycle's first tick. The MCP
+client SDK is loaded only when a server is configured (it is most of a node's start-up and memory
+otherwise)."""
 
 from __future__ import annotations
 
 import logging
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from meshnode.config.mcp import parse
 
 if TYPE_CHECKING:
+    from meshnode.mcp_tools.calls import McpTools
     from meshnode.mcp_tools.clients import Clients
 
 log = logging.getLogger("meshnode.mcp_tools")
 
 
-async def start(nursery, config, cycle) -> Clients | None:
-    """Connect to the configured MCP servers in ``nursery`` (ConfigError first if an entry is wrong)."""
+def clients(config, cognition_on: bool) -> Clients | None:
+    """The configured MCP servers' clients, not yet connected (ConfigError first if an entry is
+    wrong); None when none is configured, or when no agent would call them (the cycle is off)."""
     servers = parse(config.values.get("mcp", {}).get("servers", {}), config.home)
     if not servers:
         return None
-    gate = cycle.gate if cycle is not None else None
-    if gate is None:
+    if not cognition_on:
         log.warning("[mcp.servers] lists %d server(s), but the cognitive cycle is off: no agent calls them",
                     len(servers))
         return None
-    from meshnode.mcp_tools.calls import McpTools
     from meshnode.mcp_tools.clients import Clients
 
-    clients = Clients(servers, config.home)
-    gate.mcp = McpTools(clients, gate, getattr(cycle, "metrics", None))
-    await nursery.start(clients.run)
-    return clients
+    return Clients(servers, config.home)
+
+
+def tools(clients: Clients, metrics=None) -> Callable[[object], McpTools]:
+    """What the gate builds its outside tools with: ``McpTools(clients, gate, metrics)``."""
+    from meshnode.mcp_tools.calls import McpTools
+
+    return lambda gate: McpTools(clients, gate, metrics)

@@ -1,8 +1,8 @@
 """What a woken agent may send out of the node (protocols/reactor.md 6.2 item 6).
 
-During a wake tick (the cycle's wake slot has a focus) every send that leaves the node passes the
-gate's ``outbound`` check first (``cognition/sending.py``); the node puts this guard in front of
-it. In a wake run: no broadcast (a public note: a topic for everyone), at most
+During a wake tick (the cycle's wake slot has a focus) every send that leaves the node passes these
+limits, then the gate's ``outbound`` check (``cognition/sending.py``): the node gives them to the
+cycle. In a wake run: no broadcast (a public note: a topic for everyone), at most
 ``max_outgoing_per_run`` sends per run, and a message to one agent within the reactor's per
 source+target+thread window (``Reactor.may_send``, ``thread_messages_per_hour``). A refusal is a
 MeshnodeError the LLM sees as the command's error; outside wakes nothing changes.
@@ -10,7 +10,7 @@ MeshnodeError the LLM sees as the command's error; outside wakes nothing changes
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from typing import Callable
 
 from meshnode.errors import MeshnodeError
 
@@ -20,19 +20,19 @@ class WakeSendRefused(MeshnodeError):
 
 
 class WakeSendLimits:
-    def __init__(self, outbound: Callable[[str, dict], Awaitable[dict | None]], wakes, self_did: str,
-                 max_per_run: int, clock: Callable[[], int], reactor: Callable[[], object | None] = lambda: None,
-                 metrics=None):
-        self._outbound, self.wakes, self.self_did = outbound, wakes, self_did
-        self.max_per_run, self.clock, self.reactor, self.metrics = max_per_run, clock, reactor, metrics
+    """``reactor``: the reactor now (None while none runs): it keeps the per-thread window."""
+
+    def __init__(self, self_did: str, max_per_run: int, clock: Callable[[], int],
+                 reactor: Callable[[], object | None] = lambda: None, metrics=None):
+        self.self_did, self.max_per_run, self.clock, self.reactor, self.metrics = \
+            self_did, max_per_run, clock, reactor, metrics
         self._sent: dict[str, int] = {}  # job id -> sends so far in its run
 
-    async def outbound(self, tool: str, args: dict) -> dict | None:
-        """The gate's ``outbound`` (a confirmation request or None), after the wake's limits."""
-        run = self.wakes.status() if self.wakes.focus is not None else None
-        if run is not None:
-            self._check(run["job_id"], tool, args)
-        return await self._outbound(tool, args)
+    def check(self, wakes, tool: str, args: dict) -> None:
+        """Refuse (WakeSendRefused) a send past the limits of the wake ``wakes`` (the cycle's slot)
+        runs now; outside a wake, nothing."""
+        if wakes.focus is not None:
+            self._check(wakes.status()["job_id"], tool, args)
 
     def _check(self, job_id: str, tool: str, args: dict) -> None:
         if tool == "note_add" and args.get("audience") == "public":

@@ -22,21 +22,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from meshnode.errors import MeshnodeError
-from meshnode.mcp_server import guard as mcp_guard
 from meshnode.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
 from meshnode.web import auth as auth_routes, pages, prom, sse
+from meshnode.web.address import WebAddress
 from meshnode.web.auth import Auth
 from meshnode.web.endpoint import Endpoint, parse_args
 from meshnode.web.errors import error_body, error_response, status_for
-from meshnode.config.web import host_port, parse_listen
+from meshnode.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port, parse_listen
 
 log = logging.getLogger("meshnode.web")
-CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self';"
-       " frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
-SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
-                    "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
 API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_mesh, api_reactor, api_spawn, sse, prom)
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 async def route_table(services, args) -> list[dict]:
@@ -119,13 +114,17 @@ def _handler(ep: Endpoint, services, body_limit: int):
 class Guard:
     """Pure ASGI middleware: the request rules, security headers and the request counter."""
 
-    def __init__(self, app, *, services, auth: Auth, meta: dict):
+    def __init__(self, app, *, services, auth: Auth, meta: dict, address: WebAddress):
         self.app, self.services, self.auth, self.meta = app, services, auth, meta
         web = services.config.values["web"]
         self.listen_host = parse_listen(web["listen"])[0]
         self.hosts = [h.lower() for h in web["hosts"]]
         self.body_limit = int(web["max_body_bytes"])
-        self.port: int | None = None  # set by serve_web once bound (port 0 is chosen then)
+        self.address = address  # its port once the server is bound (port 0 is chosen then)
+
+    @property
+    def port(self) -> int | None:
+        return self.address.port
 
     def _route(self, scope) -> tuple[str, bool, bool]:
         """(label, needs credentials, is a page) of the route ``scope`` goes to."""
@@ -159,8 +158,9 @@ class Guard:
         cookies = Request(scope).cookies
         via = self.auth.identify(headers, cookies, self.services.now())
         scope["meshnode_via"] = via
-        if scope["path"] == mcp_guard.MCP_PATH:  # an MCP client's rules instead of the API's (mcp_server/guard.py)
-            refused = mcp_guard.refusal(scope["method"], headers, via, self.body_limit)
+        own_rules = self.meta["rules"].get(scope["path"])
+        if own_rules is not None:  # a mount's rules instead of the API's (/mcp: mcp_server/guard.py)
+            refused = own_rules(scope["method"], headers, via, self.body_limit)
             return None if refused is None else _refusal(*refused)
         if needs and via is None:
             if is_page and scope["method"] in ("GET", "HEAD"):
@@ -235,10 +235,13 @@ async def _not_allowed(request: Request, exc) -> Response:
                                    f" {request.url.path[:200]} (every change is a POST)"), status_code=405)
 
 
-def build_app(services, auth: Auth, mounts=()) -> Starlette:
-    """``mounts``: (path, ASGI app, methods) served behind the guard too (the MCP endpoint)."""
+def build_app(services, auth: Auth, mounts=(), address: WebAddress | None = None) -> Starlette:
+    """``mounts``: (path, ASGI app, methods, rules) served behind the guard too (the MCP endpoint), where
+    ``rules(method, headers, via, body_limit)`` is the (code, reason) of a request refused, else None:
+    the guard checks Host and credentials, then those rules instead of the API's. ``address``: where the
+    server is bound, once it is (serve_web fills it in)."""
     body_limit = int(services.config.values["web"]["max_body_bytes"])
-    meta: dict = {"routes": []}
+    meta: dict = {"routes": [], "rules": {}}
     routes = []
     for ep in all_endpoints():
         route = Route(ep.path, _handler(ep, services, body_limit), methods=[ep.method])
@@ -248,12 +251,15 @@ def build_app(services, auth: Auth, mounts=()) -> Starlette:
         route = Route(path, handler, methods=["GET"])
         meta[id(route)] = (path if not path.startswith("/static") else "/static", needs, needs)
         routes.append(route)
-    for path, asgi, methods in mounts:
+    for path, asgi, methods, rules in mounts:
         route = Route(path, asgi, methods=methods)
         meta[id(route)] = (path, True, False)
+        meta["rules"][path] = rules
         routes.append(route)
     meta["routes"] = routes
-    app = Starlette(routes=routes, middleware=[Middleware(Guard, services=services, auth=auth, meta=meta)],
+    address = address if address is not None else WebAddress()
+    app = Starlette(routes=routes, middleware=[Middleware(Guard, services=services, auth=auth, meta=meta,
+                                                          address=address)],
                     exception_handlers={404: _not_found, 405: _not_allowed})
     app.state.auth, app.state.services = auth, services
     return app

@@ -1,6 +1,7 @@
-"""Who may use the web notebook (protocols/web.md 3): the token file, stateless sessions, login limits.
+"""Who may use the web notebook (protocols/web.md 3): the token, stateless sessions, login limits.
 
-The token is 32 random bytes in ``<home>/web.token`` (mode 0600, refused when wider). A browser logs in
+The token is 32 random bytes in ``<home>/web.token`` (mode 0600, refused when wider: home/web_token.py,
+the home's data, which ``meshnode web url`` reads with the node stopped). A browser logs in
 once with it and then holds ``meshnode_session=<issued_ms>.<hmac(token, "session:" + issued_ms)>``:
 nothing is kept on the server, a restart keeps sessions and a new token (``meshnode web url --rotate``)
 ends them all. Scripts send ``Authorization: Bearer <token>`` instead.
@@ -8,13 +9,9 @@ ends them all. Scripts send ``Authorization: Bearer <token>`` instead.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import os
-import secrets
-import stat
-import tempfile
 from collections import deque
 from pathlib import Path
 
@@ -22,62 +19,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from meshnode.errors import MeshnodeError
+from meshnode.home.web_token import new_token, read_token
 from meshnode.web.endpoint import Arg, Endpoint
 
 COOKIE = "meshnode_session"
-TOKEN_BYTES = 32
-MAX_TOKEN_FILE = 1024
 LOGIN_FAILURES = 5  # per client address and LOGIN_WINDOW_S; then refused for LOGIN_BLOCK_S
 LOGIN_WINDOW_S = 60.0
 LOGIN_BLOCK_S = 60.0
 CLOCK_SLACK_MS = 60_000  # a session issued this far in the future (clock step) still counts
-
-
-def new_token() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).rstrip(b"=").decode()
-
-
-def write_token(path: Path, *, replace: bool = True) -> str:
-    """A new token, written owner-only to a temporary file of its own (mkstemp: 0600) and swapped
-    in atomically. ``replace`` False (a first creation): a token another process created meanwhile
-    is kept and returned instead, so two first starts agree on one token."""
-    token = new_token()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".new")
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(token + "\n")
-        os.chmod(tmp, 0o600)
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # fails when the file exists: never overwrites
-            except FileExistsError:
-                return read_token(path, create=False)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return token
-
-
-def read_token(path: Path, *, create: bool = True) -> str:
-    """The token in ``path`` (created when missing and ``create``); a file others may read is refused."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if not create:
-            raise MeshnodeError("web_token_missing", f"no web token at {path}; `meshnode web url` creates one")
-        return write_token(path, replace=False)
-    if not stat.S_ISREG(st.st_mode):
-        raise MeshnodeError("web_token_mode", f"the web token {path} is not a regular file")
-    if st.st_mode & 0o077:
-        raise MeshnodeError("web_token_mode", f"the web token {path} has mode {stat.S_IMODE(st.st_mode):04o};"
-                            f" others may read it: `chmod 600 {path}` or delete it for a new one")
-    raw = path.read_bytes()[:MAX_TOKEN_FILE].decode("ascii", "replace").strip()
-    if len(raw) < 32:
-        raise MeshnodeError("web_token_bad", f"the web token {path} is too short; delete it for a new one")
-    return raw
 
 
 class LoginLimiter:

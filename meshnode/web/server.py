@@ -2,7 +2,8 @@
 
 No second event loop and no thread per request: ``hypercorn.trio.serve`` runs as one more task of
 ``run_node``'s nursery, so a request is a coroutine on the node's own loop calling the node's objects,
-and cancelling that nursery stops the server with everything else.
+and cancelling that nursery stops the server with everything else. What it serves beside the notebook
+(/mcp, the A2A routes) the node composes (meshnode/node_http.py): this face imports no other.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from meshnode.config.a2a import a2a_settings
 from meshnode.errors import MeshnodeError
-from meshnode.web.app import build_app, guard_of
-from meshnode.mcp_server.on_demand import McpOnDemand
+from meshnode.web.address import WebAddress
+from meshnode.web.app import build_app
 from meshnode.web.auth import Auth
 from meshnode.config.web import host_port, is_loopback, parse_listen
 
@@ -71,33 +71,23 @@ def _refuse_if_taken(host: str, port: int) -> None:
             raise MeshnodeError("web_bad_listen", f"[web] listen {host_port(host, port)}: {exc.strerror}") from None
 
 
-async def serve_web(config, services, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the notebook until cancelled; ``task_status.started("host:port")`` once bound."""
+async def serve_web(config, services, app=None, address: WebAddress | None = None, *,
+                    task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``app`` (by default the notebook alone) and the event feed until cancelled;
+    ``task_status.started("host:port")`` once bound, ``address`` filled in then."""
     web = config.values["web"]
     host, port = parse_listen(web["listen"])
     if not is_loopback(host) and not web["tls_cert"]:
         log.warning("the web notebook listens on %s without TLS (allow_remote = true): the token and the"
                     " session cookie travel in clear", web["listen"])
-    auth = Auth.from_config(config, services.metrics)
+    address = address if address is not None else WebAddress()
+    if app is None:
+        app = build_app(services, Auth.from_config(config, services.metrics), (), address)
     _refuse_if_taken(host, port)
-    mcp = McpOnDemand(services)  # the MCP SDK loads at the first request to /mcp
-    app = build_app(services, auth, mcp.mounts())
-    guard = guard_of(app)
-    face = None
-    if a2a_settings(config.values).enabled:  # a2a-sdk loads at the first A2A request (card or /a2a)
-        from meshnode.a2a.face import A2AFace
-
-        face = A2AFace(services, auth, guard)  # the agent's A2A routes in front of the notebook's
-    if services.cycle is not None and hasattr(services.cycle, "on_tick"):  # a tick ended: the feed looks now
-        services.cycle.on_tick = lambda summary: services.feed.nudge()
-    served = face.wrap(app) if face is not None else app
     async with trio.open_nursery() as nursery:
         await nursery.start(services.feed.run)
-        await nursery.start(mcp.run)
-        binds = await nursery.start(serve, served, hypercorn_config(config, host_port(host, port)))
-        if face is not None:
-            nursery.start_soon(face.run)
+        binds = await nursery.start(serve, app, hypercorn_config(config, host_port(host, port)))
         bound = binds[0].split("://", 1)[1]
-        guard.port = parse_listen(bound)[1]
-        log.info("web notebook on %s", web_url(config, bound))
+        address.set(bound, web_url(config, bound))
+        log.info("web notebook on %s", address.url)
         task_status.started(bound)

@@ -16,7 +16,7 @@ async def status(app: App, actor: Actor) -> dict:
     config = app.config
     return {"did": app.key.did, "peer_id": app.key.peer_id, "name": config.name, "home": str(config.home),
             "database": str(config.db_path), "schema_version": app.store.version, "counts": counts, "running": True,
-            "addresses": mesh.addresses(), "web": app.web_url(), **mesh.peers_snapshot(), "cognition": cognition}
+            "addresses": mesh.addresses(), "web": app.web.url if app.web is not None else None, **mesh.peers_snapshot(), "cognition": cognition}
 
 
 async def metrics(app: App, actor: Actor, full: bool = False):

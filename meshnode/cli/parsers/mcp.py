@@ -1,10 +1,11 @@
-"""The parsers of the commands in ``meshnode.cli.mcp`` (imported only when one runs)."""
+"""The parser of ``meshnode mcp``: the stdio MCP server is that command (``meshnode.mcp_server.stdio``,
+imported only when it runs; the CLI imports no other face)."""
 
 from __future__ import annotations
 
 from meshnode.cli.parsers.commands import Commands
 
-commands = Commands("meshnode.cli.mcp")
+commands = Commands("meshnode.mcp_server.stdio")
 
 
 def add_parsers(sub, common) -> None:
