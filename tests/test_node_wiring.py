@@ -6,6 +6,7 @@ user through a holder made up front (the web's bound address, the reactor the cy
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import trio
@@ -13,9 +14,14 @@ import trio
 from meshnode.cognition.tick_events import TickEvents
 from meshnode.web.address import WebAddress
 
-ROOT = Path(__file__).resolve().parent.parent / "meshnode"
-ASSEMBLERS = ("node.py", "node_http.py", "web/server.py", "mcp_tools/service.py", "cognition/cycle.py")
+ASSEMBLERS = ("meshnode.node", "meshnode.node_http", "meshnode.web.server", "meshnode.mcp_tools.service",
+              "meshnode.cognition.cycle")
 FILLED_BY_ATTRIBUTE = {"cfg"}  # Hypercorn's Config (web/server.py): made, then set by attribute, as its API is
+
+
+def source_of(module: str) -> str:
+    """A module's text, found where it is (read, not run)."""
+    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
 
 
 def patches(source: str) -> list[str]:
@@ -40,7 +46,7 @@ def patches(source: str) -> list[str]:
 
 
 def test_the_modules_that_assemble_the_node_patch_no_part_after_building_it():
-    found = {name: patches((ROOT / name).read_text(encoding="utf-8")) for name in ASSEMBLERS}
+    found = {name: patches(source_of(name)) for name in ASSEMBLERS}
     assert found == {name: [] for name in ASSEMBLERS}
 
 
