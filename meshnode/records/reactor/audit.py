@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from meshnode.errors import MeshnodeError
 from meshnode.records.gmp.reads import rows as row_dicts
-from meshnode.reactor.persist import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES, last_scan
+from meshnode.records.reactor.scans import last_scan
+from meshnode.records.reactor.statuses import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES
 from meshnode.store.database import sql_errors
 
 if TYPE_CHECKING:
