@@ -133,6 +133,11 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            signs=False),
     Action("reactor_unknown", reactor.reactor_unknown, "addressees nobody is known as, with counts", signs=False),
     Action("reactor_release", reactor.reactor_release, "drop a job's lease by hand", signs=False),
+    # reading the notebook and knowledge without marking anything, and the references a person typed
+    Action("note_show", notes.note_show, "a note in full, not marked read", signs=False),
+    Action("search", knowledge.search, "notes, diary entries and concepts containing some words", signs=False),
+    Action("references", knowledge.references, "container references as typed, resolved and checked",
+           signs=False),
 )}
 
 

@@ -98,24 +98,17 @@ def _resolve(config, resolve, text: str, *rest) -> str:
 def resolve_references(config, args: argparse.Namespace, references) -> None:
     """Turn the DIDs and short ids among ``args`` into whole container DIDs, in place, and
     refuse (unless --allow-dangling) one that this node does not hold or that is of another
-    class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
-    (attribute of ``args``, the argument as a person typed it, the class it must name); an
-    attribute that is None (an option not given) is left as it is."""
-    from meshnode.records import knowledge
-
-    db = _open_db(config)
-    try:
-        for attr, flag, cls in references:
-            value = getattr(args, attr, None)
-            if value is None:
-                continue
-            resolved = [knowledge.resolve_reference(db, text, cls, what=flag,
-                                                    allow_dangling=getattr(args, "allow_dangling", False),
-                                                    option="--allow-dangling")
-                        for text in (value if isinstance(value, list) else [value])]
-            setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
-    finally:
-        db.close()
+    class (the ``references`` action): a version of nothing, or a link to nothing, is almost always
+    a typo. ``references``: (attribute of ``args``, the argument as a person typed it, the class it
+    must name); an attribute that is None (an option not given) is left as it is."""
+    for attr, flag, cls in references:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        resolved = act(config, "references", {"texts": value if isinstance(value, list) else [value], "cls": cls,
+                                              "what": flag, "allow_dangling": getattr(args, "allow_dangling", False),
+                                              "option": "--allow-dangling"})
+        setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
 
 
 def who(did: str | None, name: str | None) -> str:
