@@ -138,6 +138,10 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("search", knowledge.search, "notes, diary entries and concepts containing some words", signs=False),
     Action("references", knowledge.references, "container references as typed, resolved and checked",
            signs=False),
+    # what the home holds (meshnode status with no node running)
+    Action("holdings", node_status.holdings, "what the database holds: rows per kind, schema version", signs=False),
+    # what the gate lets the agent do
+    Action("gate_tools", gate.gate_tools, "the gate's tools and risk levels; which sends ask first", signs=False),
 )}
 
 
