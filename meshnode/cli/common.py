@@ -29,15 +29,6 @@ def _open_db(config) -> Database:
     return Database(config.db_path, create=False)
 
 
-def with_db(args: argparse.Namespace, fn: Callable[[Database], Any]) -> Any:
-    """``fn(db)`` on the home's database, closed after (commands that work with or without a node)."""
-    db = _open_db(_config(args))
-    try:
-        return fn(db)
-    finally:
-        db.close()
-
-
 def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
     """Ask the running node over its control channel. With ``required=False``, None
     when no node runs (the caller then works on the database itself)."""
