@@ -26,7 +26,6 @@ import trio
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.net.liveness import LivenessTracker, Thresholds
-from meshnode.records.reactor import audit, leases, scans
 from meshnode.reactor import adapters, escalate, persist, plugins, traces, wake_context
 from meshnode.reactor.aliases import AliasError, AliasRegistry
 from meshnode.reactor.context_reads import context_reads
@@ -34,6 +33,7 @@ from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
+from meshnode.records.reactor import audit, leases, scans
 from meshnode.records import family
 
 log = logging.getLogger("meshnode.reactor")

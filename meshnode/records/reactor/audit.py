@@ -1,5 +1,6 @@
-"""Reads of the reactor's rows for the CLI and control commands (design 14): status, events,
-jobs, one job, explain, unknown addressees. Plain dicts, JSON-able; run with ``store.read``."""
+"""Reads of the reactor's rows for the app's reactor actions and the running reactor's status
+(design 14): status, events, jobs, one job, explain, unknown addressees. Plain dicts, JSON-able;
+run with ``store.read``."""
 
 from __future__ import annotations
 
