@@ -30,6 +30,7 @@ from meshnode.cognition import catalogue, llm, mind_view, peer_validation, proce
 from meshnode.cognition.tick_events import TickEvents
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.gate import Gate
+from meshnode.gate.tools import TOOLS
 from meshnode.cognition.cycle import Cycle
 from meshnode.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.identity.keys import NodeKey
@@ -162,7 +163,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     app = app_later.set(App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
                                             wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
                                             jail=gate_setup.jail(config), mind_view=mind_view.view, config=config,
-                                            spawner=SpawnJobs(), web=web_address))
+                                            spawner=SpawnJobs(), web=web_address, tools=TOOLS))
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     if config.values["web"]["enabled"]:  # the notebook, /mcp, A2A: after the control socket

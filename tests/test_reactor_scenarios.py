@@ -200,7 +200,7 @@ def test_aliases_are_normalized_unknown_addressees_reported_and_the_digest_goes_
             assert len(cycle.wakes.runs) == 1 and "pump" in cycle.wakes.runs[0][1]
             actions = {d["action"] for d in summary["decisions"]}
             assert "unknown_agent" in actions, summary
-            from meshnode.reactor import audit
+            from meshnode.records.reactor import audit
             unknown = await store.read(audit.unknown)
             assert any("somebody-else" in json.dumps(u) for u in unknown), unknown
             assert "water the plants" not in cycle.wakes.runs[0][1]  # never routed, never guessed
@@ -348,7 +348,7 @@ def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli,
     import socket
 
     from meshnode.container import now_ms
-    from meshnode.reactor import persist
+    from meshnode.records.reactor import leases
     from meshnode.reactor.service import machine_boot_ms
     from meshnode.store import Database
 
@@ -357,7 +357,7 @@ def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli,
         f.write(f'\n[reactor.external.scout]\ncommand = ["python3", "-c", {json.dumps(agent)}]\n')
     db = Database(home / "data" / "meshnode.db", create=False)
     try:  # another live process of this host (a concurrent `scan --once`) is waking scout
-        assert persist.take_lease(db, "scout", "wake-elsewhere", f"1@{socket.gethostname()}:{machine_boot_ms()}",
+        assert leases.take_lease(db, "scout", "wake-elsewhere", f"1@{socket.gethostname()}:{machine_boot_ms()}",
                                   now_ms(), now_ms() + 60_000)
     finally:
         db.close()

@@ -30,17 +30,17 @@ def _status(db, job_id: str) -> str:
 def test_a_database_error_at_a_run_s_end_is_counted_and_does_not_stop_the_reactor(tmp_path, monkeypatch):
     from meshnode.errors import MeshnodeError
     from meshnode.identity.keys import NodeKey
-    from meshnode.reactor import persist
+    from meshnode.records.reactor import leases
 
     key = NodeKey.generate()
-    real = persist.set_job_status
+    real = leases.set_job_status
 
     def busy_at_the_end(db, job_id, status, now_ms, **kw):
         if status == "checking":
             raise MeshnodeError("db_busy", "database is locked")
         return real(db, job_id, status, now_ms, **kw)
 
-    monkeypatch.setattr(persist, "set_job_status", busy_at_the_end)
+    monkeypatch.setattr(leases, "set_job_status", busy_at_the_end)
 
     async def main():
         cycle = FakeCycle()
@@ -288,7 +288,7 @@ def test_a_stop_between_an_escalation_note_and_its_record_sends_no_second_note(t
 def test_status_counts_the_wakes_of_the_hour_as_the_ceiling_does_not_the_escalation_watches(tmp_path):
     from meshnode.container import now_ms
     from meshnode.identity.keys import NodeKey
-    from meshnode.reactor import audit
+    from meshnode.records.reactor import audit
 
     key = NodeKey.generate()
 

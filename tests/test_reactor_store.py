@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from meshnode.reactor import persist
+from meshnode.records.reactor import leases, scans
 from meshnode.reactor.aliases import AliasRegistry
 from meshnode.reactor.core import Reactor
 from meshnode.config.reactor import ReactorConfig
@@ -95,8 +96,8 @@ def test_a_failed_job_escalates_once_across_a_reload(db):
     core = Reactor(CFG, ALIASES)
     step = step_and_save(db, core, T, [ev("note:a")])
     (job,) = step.jobs
-    assert persist.take_lease(db, job.agent, job.job_id, HOLDER, T, T + 700_000)
-    persist.set_job_status(db, job.job_id, "running", T + 1)
+    assert leases.take_lease(db, job.agent, job.job_id, HOLDER, T, T + 700_000)
+    leases.set_job_status(db, job.job_id, "running", T + 1)
     step = step_and_save(db, core, T + 10, [RunEnded(job.job_id, T + 10, "ok")])  # grace 0: checked at once
     (check,) = step.checks
     assert check.job_id == job.job_id and check.agent == ME
@@ -130,7 +131,7 @@ def test_two_connections_race_for_one_lease(tmp_path):
 
     def take(i):
         barrier.wait()
-        results[i] = persist.take_lease(dbs[i], ME, f"job-{i}", f"{100 + i}@hostA:1000", T, T + 60_000)
+        results[i] = leases.take_lease(dbs[i], ME, f"job-{i}", f"{100 + i}@hostA:1000", T, T + 60_000)
 
     threads = [threading.Thread(target=take, args=(i,)) for i in range(2)]
     for t in threads:
@@ -146,13 +147,13 @@ def test_two_connections_race_for_one_lease(tmp_path):
 
 
 def test_a_live_lease_holds_and_an_expired_one_is_retaken(db):
-    assert persist.take_lease(db, ME, "job-1", HOLDER, T, T + 1000)
-    assert not persist.take_lease(db, ME, "job-2", "202@hostB:5", T + 999, T + 5000)
-    assert not persist.take_lease(db, ME, "job-2", "202@hostB:5", T + 1000, T + 5000)  # not yet expired
-    assert persist.take_lease(db, ME, "job-2", "202@hostB:5", T + 1001, T + 5000)
-    assert persist.take_lease(db, "scout", "job-3", HOLDER, T, T + 1000)  # another agent: its own lease
-    assert persist.release_lease(db, "job-2") and not persist.release_lease(db, "job-2")
-    assert persist.take_lease(db, ME, "job-4", HOLDER, T + 1002, T + 9000)
+    assert leases.take_lease(db, ME, "job-1", HOLDER, T, T + 1000)
+    assert not leases.take_lease(db, ME, "job-2", "202@hostB:5", T + 999, T + 5000)
+    assert not leases.take_lease(db, ME, "job-2", "202@hostB:5", T + 1000, T + 5000)  # not yet expired
+    assert leases.take_lease(db, ME, "job-2", "202@hostB:5", T + 1001, T + 5000)
+    assert leases.take_lease(db, "scout", "job-3", HOLDER, T, T + 1000)  # another agent: its own lease
+    assert leases.release_lease(db, "job-2") and not leases.release_lease(db, "job-2")
+    assert leases.take_lease(db, ME, "job-4", HOLDER, T + 1002, T + 9000)
 
 
 def _job(db, core, key, now):
@@ -164,12 +165,12 @@ def _job(db, core, key, now):
 def test_interrupted_jobs(db):
     core = Reactor(CFG, ALIASES)
     job = _job(db, core, "note:a", T)
-    assert persist.take_lease(db, ME, job.job_id, HOLDER, T, T + 700_000)
-    persist.set_job_status(db, job.job_id, "running", T + 1)
+    assert leases.take_lease(db, ME, job.job_id, HOLDER, T, T + 700_000)
+    leases.set_job_status(db, job.job_id, "running", T + 1)
     # the same boot (a concurrent scan --once of this host), or another host's live lease: still running
-    assert persist.interrupted_jobs(db, T + 10, "999@hostA:1000") == []
+    assert leases.interrupted_jobs(db, T + 10, "999@hostA:1000") == []
     # this host, another boot: the node restarted while it ran
-    assert persist.interrupted_jobs(db, T + 10, "5@hostA:2000") == [job.job_id]
+    assert leases.interrupted_jobs(db, T + 10, "5@hostA:2000") == [job.job_id]
     assert db.conn.execute("SELECT count(*) FROM reactor_leases").fetchone()[0] == 0
     exit_, status = db.conn.execute("SELECT exit, status FROM reactor_jobs WHERE job_id = ?", (job.job_id,)).fetchone()
     assert exit_ == "interrupted" and status == "running"  # the core moves the status when told
@@ -186,16 +187,16 @@ def test_interrupted_jobs(db):
 def test_an_expired_lease_is_interrupted(db):
     core = Reactor(CFG, ALIASES)
     job = _job(db, core, "note:a", T)
-    assert persist.take_lease(db, ME, job.job_id, "7@hostB:1", T, T + 100)
-    assert persist.interrupted_jobs(db, T + 50, HOLDER) == []
-    assert persist.interrupted_jobs(db, T + 101, HOLDER) == [job.job_id]
+    assert leases.take_lease(db, ME, job.job_id, "7@hostB:1", T, T + 100)
+    assert leases.interrupted_jobs(db, T + 50, HOLDER) == []
+    assert leases.interrupted_jobs(db, T + 101, HOLDER) == [job.job_id]
 
 
 def test_a_queued_status_from_the_core_does_not_undo_running(db):
     core = Reactor(CFG, ALIASES)
     job = _job(db, core, "note:a", T)
-    persist.take_lease(db, ME, job.job_id, HOLDER, T, T + 1000)
-    persist.set_job_status(db, job.job_id, "running", T + 1)
+    leases.take_lease(db, ME, job.job_id, HOLDER, T, T + 1000)
+    leases.set_job_status(db, job.job_id, "running", T + 1)
     with db.transaction() as conn:
         persist._write_step(conn, type("S", (), {"changed": type("D", (), {
             "event_status": {}, "seen_again": [], "jobs": [job], "cooldowns": {}, "failures": {}})(),
@@ -225,17 +226,17 @@ def test_retention(db):
 
 
 def test_last_scan(db):
-    assert persist.last_scan(db) is None
-    persist.mark_scan(db, T, {"events": 3, "jobs": 1})
-    assert persist.last_scan(db) == {"events": 3, "jobs": 1, "at_ms": T}
+    assert scans.last_scan(db) is None
+    scans.mark_scan(db, T, {"events": 3, "jobs": 1})
+    assert scans.last_scan(db) == {"events": 3, "jobs": 1, "at_ms": T}
 
 
 def test_audit_reads(db):
-    from meshnode.reactor import audit
+    from meshnode.records.reactor import audit
 
     core = Reactor(CFG, ALIASES)
     step = step_and_save(db, core, T, stream())
-    persist.mark_scan(db, T, {"events": 6})
+    scans.mark_scan(db, T, {"events": 6})
     st = audit.status(db, T + 1)
     assert st["last_scan"]["at_ms"] == T and st["wakes_last_hour_total"] == len(step.jobs)
     assert {j["job_id"] for j in st["open_jobs"]} == {j.job_id for j in step.jobs}
@@ -344,6 +345,6 @@ def test_a_second_interruption_across_a_restart_counts_as_a_failure(db):
 
 
 def test_a_lease_its_own_holder_failed_to_release_does_not_refuse_that_holder(db):
-    assert persist.take_lease(db, ME, "job-1", HOLDER, T, T + 60_000)  # the run ended; the release failed
-    assert not persist.take_lease(db, ME, "job-2", "202@hostB:5", T + 10, T + 5000)  # another process: held
-    assert persist.take_lease(db, ME, "job-2", HOLDER, T + 10, T + 5000)  # the driver asks only when idle
+    assert leases.take_lease(db, ME, "job-1", HOLDER, T, T + 60_000)  # the run ended; the release failed
+    assert not leases.take_lease(db, ME, "job-2", "202@hostB:5", T + 10, T + 5000)  # another process: held
+    assert leases.take_lease(db, ME, "job-2", HOLDER, T + 10, T + 5000)  # the driver asks only when idle

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from meshharness import wait_until
-from meshnode.reactor import persist
+from meshnode.records.reactor import leases
 from meshnode.store import Database
 from webharness import refused, web_node
 
@@ -52,7 +52,7 @@ def test_a_note_for_the_agent_becomes_an_event_and_a_job(web):
     db = Database(web.home / "data" / "meshnode.db")
     try:
         now = time.time_ns() // 1_000_000
-        assert persist.take_lease(db, job["agent"], job_id, "1@elsewhere:1", now, now + 600_000)
+        assert leases.take_lease(db, job["agent"], job_id, "1@elsewhere:1", now, now + 600_000)
     finally:
         db.close()
     assert web.get(f"/api/reactor/jobs/{job_id}")["lease"]["holder"] == "1@elsewhere:1"

@@ -9,7 +9,7 @@ and ``wake``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from meshnode.container import now_ms
@@ -38,6 +38,7 @@ class App:
     config: Any = None  # meshnode.config.Config: limits, [net] thresholds, name and paths
     spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
     web: Any = None  # where the notebook listens, once bound (``url``: meshnode.web.address.WebAddress)
+    tools: dict = field(default_factory=dict)  # the gate's tools by name (gate.tools.TOOLS: summary, parameters, risk)
 
     @property
     def live(self) -> bool:

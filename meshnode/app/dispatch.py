@@ -124,6 +124,24 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("spawn_wait", children.spawn_wait, "the result of a pending spawn", signs=False),
     Action("reactor_status", reactor.reactor_status, "the running reactor's state", signs=False),
     Action("reactor_scan", reactor.reactor_scan, "one reactor scan now, in the node", signs=False),
+    # what the reactor stored (read with or without a node) and a lease dropped by hand
+    Action("reactor_stored", reactor.reactor_stored, "the reactor's state as its rows say", signs=False),
+    Action("reactor_events", reactor.reactor_events, "events newest first, with their last decision", signs=False),
+    Action("reactor_jobs", reactor.reactor_jobs, "wake jobs newest first", signs=False),
+    Action("reactor_job", reactor.reactor_job, "one job: context, report, events, decisions, lease", signs=False),
+    Action("reactor_explain", reactor.reactor_explain, "every decision on an event or a job, in order",
+           signs=False),
+    Action("reactor_unknown", reactor.reactor_unknown, "addressees nobody is known as, with counts", signs=False),
+    Action("reactor_release", reactor.reactor_release, "drop a job's lease by hand", signs=False),
+    # reading the notebook and knowledge without marking anything, and the references a person typed
+    Action("note_show", notes.note_show, "a note in full, not marked read", signs=False),
+    Action("search", knowledge.search, "notes, diary entries and concepts containing some words", signs=False),
+    Action("references", knowledge.references, "container references as typed, resolved and checked",
+           signs=False),
+    # what the home holds (meshnode status with no node running)
+    Action("holdings", node_status.holdings, "what the database holds: rows per kind, schema version", signs=False),
+    # what the gate lets the agent do
+    Action("gate_tools", gate.gate_tools, "the gate's tools and risk levels; which sends ask first", signs=False),
 )}
 
 

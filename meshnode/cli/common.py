@@ -29,15 +29,6 @@ def _open_db(config) -> Database:
     return Database(config.db_path, create=False)
 
 
-def with_db(args: argparse.Namespace, fn: Callable[[Database], Any]) -> Any:
-    """``fn(db)`` on the home's database, closed after (commands that work with or without a node)."""
-    db = _open_db(_config(args))
-    try:
-        return fn(db)
-    finally:
-        db.close()
-
-
 def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
     """Ask the running node over its control channel. With ``required=False``, None
     when no node runs (the caller then works on the database itself)."""
@@ -98,24 +89,17 @@ def _resolve(config, resolve, text: str, *rest) -> str:
 def resolve_references(config, args: argparse.Namespace, references) -> None:
     """Turn the DIDs and short ids among ``args`` into whole container DIDs, in place, and
     refuse (unless --allow-dangling) one that this node does not hold or that is of another
-    class: a version of nothing, or a link to nothing, is almost always a typo. ``references``:
-    (attribute of ``args``, the argument as a person typed it, the class it must name); an
-    attribute that is None (an option not given) is left as it is."""
-    from meshnode.records import knowledge
-
-    db = _open_db(config)
-    try:
-        for attr, flag, cls in references:
-            value = getattr(args, attr, None)
-            if value is None:
-                continue
-            resolved = [knowledge.resolve_reference(db, text, cls, what=flag,
-                                                    allow_dangling=getattr(args, "allow_dangling", False),
-                                                    option="--allow-dangling")
-                        for text in (value if isinstance(value, list) else [value])]
-            setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
-    finally:
-        db.close()
+    class (the ``references`` action): a version of nothing, or a link to nothing, is almost always
+    a typo. ``references``: (attribute of ``args``, the argument as a person typed it, the class it
+    must name); an attribute that is None (an option not given) is left as it is."""
+    for attr, flag, cls in references:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        resolved = act(config, "references", {"texts": value if isinstance(value, list) else [value], "cls": cls,
+                                              "what": flag, "allow_dangling": getattr(args, "allow_dangling", False),
+                                              "option": "--allow-dangling"})
+        setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
 
 
 def who(did: str | None, name: str | None) -> str:

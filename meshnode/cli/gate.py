@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from meshnode.cli.common import _config, act, print_fields, print_rows, read_limited_file, terminal_safe
-from meshnode.gate import GateError, outbound
+from meshnode.gate import GateError
 from meshnode.gate import setup as gate_setup
 from meshnode.gate.tools import TOOLS, openai_tools
 from meshnode.records.gate import drafts
@@ -118,12 +118,12 @@ def cmd_tools(args) -> int:
     if args.openai:
         print(json.dumps(openai_tools(), indent=2))
         return 0
-    for t in TOOLS.values():
-        print(f"{t.risk:12} {t.name:13} {t.summary}")
-    asks = _config(args).values["gate"]["outbound_confirm"]
-    for kind, (what, command) in outbound.KINDS.items():  # sends out of the node: [gate] outbound_confirm
-        print(f"{outbound.OUTBOUND:12} {kind:13} {what} ({command}):"
-              f" {'asks a person first' if kind in asks else 'goes at once'}")
+    listing = act(_config(args), "gate_tools", {}, on_home=lambda: {"tools": TOOLS})
+    for t in listing["tools"]:
+        print(f"{t['risk']:12} {t['name']:13} {t['summary']}")
+    for o in listing["outbound"]:  # sends out of the node: [gate] outbound_confirm
+        print(f"{o['risk']:12} {o['kind']:13} {o['what']} ({o['command']}):"
+              f" {'asks a person first' if o['asks_first'] else 'goes at once'}")
     return 0
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from meshnode.records import knowledge
 from meshnode.cli.common import (_ask_node, _config, act, agent_did, container_did, print_json, print_rows,
-                                 resolve_references, terminal_safe, with_db)
+                                 resolve_references, terminal_safe)
 from meshnode.store import short_ids
 
 
@@ -84,9 +83,10 @@ def cmd_note_read(args) -> int:
 
 
 def cmd_note_show(args) -> int:
-    """Read-only, so straight from the database (WAL lets it in beside a running node)."""
-    did = container_did(_config(args), args.did, "note")
-    return _print_note(args, with_db(args, lambda db: knowledge.show_note(db, did)))
+    """Read-only: the note is not marked read (``note read`` marks it)."""
+    config = _config(args)
+    did = container_did(config, args.did, "note")
+    return _print_note(args, act(config, "note_show", {"did": did}))
 
 
 def _print_note(args, note: dict) -> int:
@@ -105,7 +105,7 @@ def _print_note(args, note: dict) -> int:
 
 
 def cmd_search(args) -> int:
-    rows = with_db(args, lambda db: knowledge.search(db, args.query, args.kind, args.limit))
+    rows = act(_config(args), "search", {"q": args.query, "kinds": args.kind, "limit": args.limit})
     print_rows(args, rows, lambda r: f"{r['kind']:7} {short_ids.short_container_id(r['did'] or '-')}  "
                                      f"{(r['timestamp'] or '')[:19]}  {r['text'].splitlines()[0] if r['text'] else ''}")
     return 0

@@ -21,7 +21,7 @@ from meshnode.errors import MeshnodeError
 from meshnode.home import init_home, open_identity
 from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
-from meshnode.cli.common import (_ask_node, act, _config, _open_db, agent_did, container_did, print_json, print_rows,
+from meshnode.cli.common import (_ask_node, act, _config, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
@@ -87,12 +87,8 @@ def cmd_status(args) -> int:
     if live is not None:
         counts, version = live["counts"], live["schema_version"]
     else:
-        db = _open_db(config)
-        try:
-            counts = db.counts()
-            version = db.version
-        finally:
-            db.close()
+        held = act(config, "holdings", {})
+        counts, version = held["counts"], held["schema_version"]
     info = {"did": key.did, "peer_id": key.peer_id, "name": config.name, "home": str(config.home),
             "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
             "counts": counts, "running": live is not None}
@@ -289,17 +285,7 @@ def cmd_container_verify(args) -> int:
 def cmd_container_export(args) -> int:
     config = _config(args)
     did = container_did(config, args.did)
-    live = _ask_node(config, "export", {"did": did}, required=False)
-    if live is not None:
-        data = bytes.fromhex(live["hex"])
-    else:
-        db = _open_db(config)
-        try:
-            data = db.get_container_bytes(did)
-        finally:
-            db.close()
-    if data is None:
-        raise MeshnodeError("not_found", f"no container {did} in this node's store")
+    data = bytes.fromhex(act(config, "export", {"did": did})["hex"])  # not_found when it is not held here
     try:
         args.file.write_bytes(data)
     except OSError as exc:

@@ -1,8 +1,9 @@
 """CLI commands for the reactor (protocols/reactor.md section 14): ``meshnode reactor status|scan|
 events|jobs|explain|rules|aliases|release``.
 
-The reading commands open the database themselves (with or without a running node: the reactor's
-rows are all there); ``status`` adds what the running node knows (next scan, runs in progress).
+The reading commands and ``release`` are the app's reactor actions (``act``: by the running node,
+or on the home's database when none runs: the reactor's rows are all there); ``status`` adds what
+the running node knows (next scan, runs in progress).
 ``scan --once`` runs one scan in this process (12.2): it can wake external agents and waits for
 them; a job for this node's own core is written and the running node is poked to take it.
 """
@@ -14,7 +15,7 @@ import re
 
 import trio
 
-from meshnode.cli.common import _ask_node, _config, _open_db, print_json, print_rows, terminal_safe
+from meshnode.cli.common import _ask_node, _config, act, print_json, print_rows, terminal_safe
 from meshnode.container import format_ms, now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.store.short_ids import short_agent_id
@@ -40,14 +41,6 @@ def _check_limit(limit: int) -> None:
         raise ReactorCliError("bad_limit", "--limit must be between 1 and 10000")
 
 
-def _read(config, fn, *args, **kwargs):
-    db = _open_db(config)
-    try:
-        return fn(db, *args, **kwargs)
-    finally:
-        db.close()
-
-
 def _when(ms) -> str:
     return format_ms(int(ms))[:19].replace("T", " ") if ms else "-"
 
@@ -56,11 +49,9 @@ def _when(ms) -> str:
 
 
 def cmd_status(args) -> int:
-    from meshnode.reactor import audit
-
     config = _config(args)
     values = config.values["reactor"]
-    stored = _read(config, audit.status, now_ms())
+    stored = act(config, "reactor_stored", {})
     live = _ask_node(config, "reactor_status", required=False, timeout=20) if values["enabled"] else None
     out = {**stored, **(live or {})}
     out["enabled"] = bool(values["enabled"])
@@ -68,7 +59,7 @@ def cmd_status(args) -> int:
     me = None  # the key is opened (perhaps asking for its passphrase) only when needed, and once
     if live is None and values["enabled"]:
         me = config_did(config)
-        waiting = [j["job_id"] for j in _read(config, audit.jobs, status="queued") if j.get("agent") == me]
+        waiting = [j["job_id"] for j in act(config, "reactor_jobs", {"status": "queued"}) if j.get("agent") == me]
         out["core"] = "not running (its jobs wait for `meshnode run`)"
         out["waiting_for_node"] = waiting
     if args.json:
@@ -206,13 +197,11 @@ def _print_scan(summary: dict) -> None:
 
 
 def cmd_events(args) -> int:
-    from meshnode.reactor import audit
-
     config = _config(args)
     _check_limit(args.limit)
     since = since_ms(args.since, now_ms()) if args.since else None
-    rows = _read(config, audit.events, agent=args.agent, type=args.type, since_ms=since, all=args.all,
-                 limit=args.limit)
+    rows = act(config, "reactor_events", {"agent": args.agent, "type": args.type, "since_ms": since,
+                                          "all": args.all, "limit": args.limit})
     me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('seen_ms'))}  {r.get('event_type', '?'):<18}"
                                      f" {r.get('status') or '-':<8} {_who(r.get('agent'), me):<14}"
@@ -221,13 +210,11 @@ def cmd_events(args) -> int:
 
 
 def cmd_jobs(args) -> int:
-    from meshnode.reactor import audit
-
     config = _config(args)
     if args.show:
         if len(args.show) != 2 or args.show[0] != "show":
             raise ReactorCliError("bad_usage", "usage: meshnode reactor jobs [--status S] | jobs show JOB")
-        job = _read(config, audit.job, args.show[1])  # raises ReactorNotFound for an unknown id
+        job = act(config, "reactor_job", {"id": args.show[1]})  # no_job for an unknown id
         if args.json:
             print_json(job)
             return 0
@@ -235,7 +222,7 @@ def cmd_jobs(args) -> int:
             print(terminal_safe(line, keep_newlines=True))
         return 0
     _check_limit(args.limit)
-    rows = _read(config, audit.jobs, status=args.status, limit=args.limit)
+    rows = act(config, "reactor_jobs", {"status": args.status, "limit": args.limit})
     me = config_did(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('created_ms'))}  {r.get('status', '?'):<11}"
                                      f" P{r.get('priority', '?')} {_who(r.get('agent'), me):<14} {r.get('job_id')}"
@@ -268,12 +255,8 @@ def job_lines(job: dict, me: str) -> list[str]:
 
 
 def cmd_explain(args) -> int:
-    from meshnode.reactor import audit
-
     config = _config(args)
-    found = _read(config, audit.explain, args.key)
-    if not found or not any(found.get(k) for k in ("decisions", "event", "job", "escalations")):
-        raise ReactorCliError("not_found", f"nothing is known about {args.key[:200]!r}")
+    found = act(config, "reactor_explain", {"key": args.key})  # not_found when nothing is known of it
     if args.json:
         print_json(found)
         return 0
@@ -301,9 +284,7 @@ def cmd_rules(args) -> int:
 def cmd_aliases(args) -> int:
     config = _config(args)
     if args.unknown:
-        from meshnode.reactor import audit
-
-        rows = _read(config, audit.unknown)
+        rows = act(config, "reactor_unknown", {})
         print_rows(args, rows, lambda r: f"{r['name']}  named by {r['events']} event(s), last"
                                          f" {_when(r['last_seen_ms'])} ({r['event_type']})")
         return 0
@@ -316,18 +297,9 @@ def cmd_aliases(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from meshnode.reactor import persist
-
-    config = _config(args)
-    db = _open_db(config)
-    try:
-        released = persist.release_lease(db, args.job)
-    finally:
-        db.close()
-    if not released:
-        raise ReactorCliError("not_found", f"no lease is held for job {args.job[:200]!r}")
+    released = act(_config(args), "reactor_release", {"job": args.job})  # not_found when none is held
     if args.json:
-        print_json({"job": args.job, "released": True})
+        print_json(released)
     else:
         print(f"released the lease of {args.job}")
     return 0

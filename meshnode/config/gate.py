@@ -8,6 +8,7 @@ from typing import Any
 
 from meshnode.errors import ConfigError
 
+OUTBOUND = "outbound"  # the risk level of a send out of the node (gate/outbound.py)
 OUTBOUND_KINDS = {  # kind -> (what it is, the command that does it)
     "public": ("a note to everyone", "note_add audience=public"),
     "friends": ("a note to all friends", "note_add audience=friends"),

@@ -12,10 +12,9 @@ confirmation; an approved send runs at the next tick.
 
 from __future__ import annotations
 
-from meshnode.config.gate import DEFAULT_OUTBOUND_CONFIRM, OUTBOUND_KINDS, outbound_confirm_problem
+from meshnode.config.gate import DEFAULT_OUTBOUND_CONFIRM, OUTBOUND, OUTBOUND_KINDS, outbound_confirm_problem
 from meshnode.gate import GateError
 
-OUTBOUND = "outbound"
 TOOLS = ("note_add", "send_message")
 KINDS = OUTBOUND_KINDS  # kind -> (what it is, the command that does it)
 DEFAULT_CONFIRM = DEFAULT_OUTBOUND_CONFIRM

@@ -26,13 +26,14 @@ import trio
 from meshnode.container import now_ms
 from meshnode.errors import MeshnodeError
 from meshnode.net.liveness import LivenessTracker, Thresholds
-from meshnode.reactor import adapters, audit, escalate, persist, plugins, traces, wake_context
+from meshnode.reactor import adapters, escalate, persist, plugins, traces, wake_context
 from meshnode.reactor.aliases import AliasError, AliasRegistry
 from meshnode.reactor.context_reads import context_reads
 from meshnode.reactor.core import Reactor
 from meshnode.reactor.report import parse_report
 from meshnode.config.reactor import ReactorConfig
 from meshnode.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
+from meshnode.records.reactor import audit, leases, scans
 from meshnode.records import family
 
 log = logging.getLogger("meshnode.reactor")
@@ -146,7 +147,7 @@ class ReactorService:
         killed mid-run holds its lease until it expires)."""
         now = self.clock()
         try:
-            interrupted = await self.store.write(persist.interrupted_jobs, now, self.holder, frozenset(self._running))
+            interrupted = await self.store.write(leases.interrupted_jobs, now, self.holder, frozenset(self._running))
         except MeshnodeError as exc:  # the database busy: the next scan looks again
             log.warning("reactor: interrupted jobs not looked for: %s", exc.reason)
             return
@@ -227,7 +228,7 @@ class ReactorService:
         took = int((time.monotonic() - t0) * 1000)
         self.last = {"at_ms": now, "took_ms": took, "events": len(events),
                      "jobs": [j.job_id for j in step.jobs], "holder": self.holder}
-        await self.store.write(persist.mark_scan, now, self.last)
+        await self.store.write(scans.mark_scan, now, self.last)
         self.metrics.inc("reactor_scans_total")
         self.metrics.set("reactor_scan_ms", took)
         summary["took_ms"] = took
@@ -395,14 +396,14 @@ class ReactorService:
                 continue  # a run of this agent by this process (a P1 during a wake): it waits, queued, its turn
             at = self.clock()  # not the scan's start: plug-ins may have run long since
             expires = at + int(job.max_runtime_s) * 1000 + LEASE_SLACK_MS
-            if not await self.store.write(persist.take_lease, job.agent, job.job_id, self.holder, at, expires):
+            if not await self.store.write(leases.take_lease, job.agent, job.job_id, self.holder, at, expires):
                 self._inputs.append(LeaseRefused(job.job_id, holder="another process"))
                 self.metrics.inc("reactor_held_total", limit="lease")
                 continue
             md_path = self.wake_dir / f"{job.job_id}.md"
             if not md_path.exists():
                 md_path = await self._write_context(job)
-            await self.store.write(persist.set_job_status, job.job_id, "running", self.clock())
+            await self.store.write(leases.set_job_status, job.job_id, "running", self.clock())
             self._started.add(job.job_id)
             self._running[job.job_id] = job.agent
             self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status="started")
@@ -444,7 +445,7 @@ class ReactorService:
                                                     job.job_id)
         except trio.Cancelled:  # the node stops mid-run: the next start finds it interrupted (design 7.2)
             with trio.CancelScope(shield=True):
-                await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
+                await self._guarded("release", self.store.write(leases.release_lease, job.job_id))
             raise
         except MeshnodeError as exc:
             log.warning("reactor: job %s failed to run: %s", job.job_id, exc.reason)
@@ -462,9 +463,9 @@ class ReactorService:
         if final is not None:
             mismatches = tuple(await self._guarded("check_report", self.store.read(
                 traces.check_report, final, job.created_ms, self_did=self.did, agent=job.agent)) or ())
-        await self._guarded("status", self.store.write(persist.set_job_status, job.job_id, "checking", now,
+        await self._guarded("status", self.store.write(leases.set_job_status, job.job_id, "checking", now,
                                                        exit=exit_, report=report))
-        await self._guarded("release", self.store.write(persist.release_lease, job.job_id))
+        await self._guarded("release", self.store.write(leases.release_lease, job.job_id))
         self._running.pop(job.job_id, None)
         self._inputs.append(RunEnded(job.job_id, now, exit_, final, mismatches))
         self.metrics.inc("reactor_jobs_total", agent=_agent_label(job.agent, self.did), status=f"ran_{exit_}")

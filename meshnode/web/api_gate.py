@@ -11,8 +11,6 @@ it was listed refuses the whole decision (409 ``not_shown``) before anything is 
 from __future__ import annotations
 
 from meshnode.errors import MeshnodeError
-from meshnode.gate import outbound
-from meshnode.gate.tools import TOOLS
 from meshnode.records.gate import drafts, person
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
@@ -64,11 +62,7 @@ async def confirmations_decide(services, args):
 
 async def gate_tools(services, args):
     """The tools with their risk levels, and which sends out of the node ask a person first."""
-    asks = services.config.values["gate"]["outbound_confirm"]
-    return {"tools": [{"name": t.name, "risk": t.risk, "summary": t.summary, "parameters": t.parameters}
-                      for t in TOOLS.values()],
-            "outbound": [{"kind": kind, "risk": outbound.OUTBOUND, "what": what, "command": command,
-                          "asks_first": kind in asks} for kind, (what, command) in outbound.KINDS.items()]}
+    return await services.call("gate_tools")
 
 
 async def reset_limit(services, args):

@@ -2,8 +2,9 @@
 the tally of votes on a container, and ethics policies.
 
 Consensus and the reputation round are control commands (the running mesh does them); the tally
-of votes is the action ``consensus status`` runs (``consensus_tally``); ethics is the module
-functions ``meshnode ethics`` calls on the database. Casting votes stays in the CLI in v1."""
+of votes is the action ``consensus status`` runs (``consensus_tally``); ethics is the actions
+``meshnode ethics`` calls (``ethics``, ``ethics_add``, ``ethics_remove``). Casting votes stays in
+the CLI in v1."""
 
 from __future__ import annotations
 
@@ -58,17 +59,17 @@ async def votes(services, args):
 
 
 async def ethics_list(services, args):
-    return await services.read(ethics.listing)
+    return await services.call("ethics")
 
 
 async def ethics_add(services, args):
     principles = ids.texts("principles", args["principles"], ethics.MAX_PRINCIPLE)
-    return await services.write(ethics.add, args["name"], principles, model_type=args["model_type"],
-                                on_violation=args["on_violation"], replace=args["replace"])
+    return await services.call("ethics_add", name=args["name"], principles=principles, model_type=args["model_type"],
+                               on_violation=args["on_violation"], replace=args["replace"])
 
 
 async def ethics_remove(services, args):
-    return await services.write(ethics.remove, args["name"])
+    return await services.call("ethics_remove", name=args["name"])
 
 
 _AGENT = {"did": ids.AGENT}

@@ -1,8 +1,8 @@
 """Routes of the notebook and CogSync knowledge (protocols/web.md 4.1): notes (list, show, add, read,
 tags), edits, diary, concepts, links and search.
 
-Writes are the control commands ``meshnode note|diary|concept|link ...`` send; reads the same, or
-the module function the CLI reads with (``knowledge.show_note``, ``knowledge.search``). A note written
+Writes and reads are the actions ``meshnode note|diary|concept|link|search ...`` call (``note_show``,
+``search``; references resolved by ``references``, as the CLI resolves them). A note written
 here is the person's, through the web (``Services.call``'s actor; its signed source ``user``). References to other containers are checked
 as the CLI checks them (held here and of the right class, unless ``allow_dangling``)."""
 
@@ -35,7 +35,7 @@ async def notes(services, args):
 
 async def note_show(services, args):
     did = await ids.container(services, args["did"], "note")
-    return await services.read(knowledge.show_note, did)
+    return await services.call("note_show", did=did)
 
 
 async def note_add(services, args):
@@ -85,8 +85,8 @@ async def _references(services, args, name: str, cls: str) -> list[str] | None:
     if given is None:
         return None
     texts = [given] if isinstance(given, str) else ids.texts(name, given, ids.MAX_DID)
-    return [await services.read(knowledge.resolve_reference, text, cls, what=name,
-                                allow_dangling=args.get("allow_dangling", False)) for text in texts]
+    return await services.call("references", texts=texts, cls=cls, what=name,
+                               allow_dangling=args.get("allow_dangling", False))
 
 
 # --- diary, concepts, links -------------------------------------------------------------------
@@ -125,7 +125,7 @@ async def link_add(services, args):
 async def search(services, args):
     """``[{kind: note|diary|concept, did, timestamp, text, author_did, ...}]`` newest first."""
     kinds = ids.texts("kinds", args["kinds"], 16)
-    return await services.read(knowledge.search, args["q"], kinds, args["limit"])
+    return await services.call("search", q=args["q"], kinds=kinds, limit=args["limit"])
 
 
 _NOTE = {"did": Arg(str, required=True, max=ids.MAX_DID, doc="the note's container DID or short id")}

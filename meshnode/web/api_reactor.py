@@ -1,15 +1,14 @@
 """The reactor over HTTP (protocols/web.md 4.1): its status, events, jobs, decisions, rules and
-aliases, a scan, and a lease dropped by hand. Reads are ``reactor.audit`` on the database (the
-reactor's rows are all there, on or off), as ``meshnode reactor ...`` reads them; the status adds
-what the running reactor knows, the scan is the node's own (``C.reactor_scan``)."""
+aliases, a scan, and a lease dropped by hand: the app's reactor actions, as ``meshnode reactor ...``
+calls them (what the reactor stored is read on or off; the status adds what the running reactor
+knows, the scan is the node's own). The rules and aliases are the configuration's."""
 
 from __future__ import annotations
 
 import trio
 
-from meshnode.errors import MeshnodeError
-from meshnode.reactor import audit, persist, rules
-from meshnode.reactor.persist import JOB_STATUSES
+from meshnode.reactor import rules
+from meshnode.records.reactor.statuses import JOB_STATUSES
 from meshnode.web import ids
 from meshnode.web.endpoint import Arg, Endpoint
 
@@ -22,27 +21,24 @@ async def status(services, args):
     scan, runs in progress, adapters) when it is on, else the stored state."""
     if services.reactor is not None:
         return await services.call("reactor_status")
-    return {**await services.read(audit.status, services.now()), "enabled": False, "node": "running"}
+    return {**await services.call("reactor_stored"), "enabled": False, "node": "running"}
 
 
 async def events(services, args):
-    return await services.read(audit.events, agent=args["agent"], type=args["type"], since_ms=args["since_ms"],
+    return await services.call("reactor_events", agent=args["agent"], type=args["type"], since_ms=args["since_ms"],
                                all=args["all"], limit=args["limit"])
 
 
 async def jobs(services, args):
-    return await services.read(audit.jobs, status=args["status"], limit=args["limit"])
+    return await services.call("reactor_jobs", status=args["status"], limit=args["limit"])
 
 
 async def job(services, args):
-    return await services.read(audit.job, args["id"])
+    return await services.call("reactor_job", id=args["id"])
 
 
 async def explain(services, args):
-    found = await services.read(audit.explain, args["key"])
-    if not found or not any(found.get(k) for k in ("decisions", "event", "job", "escalations")):
-        raise MeshnodeError("not_found", f"nothing is known about {args['key'][:200]!r}")
-    return found
+    return await services.call("reactor_explain", key=args["key"])
 
 
 async def rules_(services, args):
@@ -51,7 +47,7 @@ async def rules_(services, args):
 
 async def aliases(services, args):
     if args["unknown"]:
-        return await services.read(audit.unknown)
+        return await services.call("reactor_unknown")
     return await trio.to_thread.run_sync(rules.aliases, services.config.home, services.key.did)
 
 
@@ -60,9 +56,7 @@ async def scan(services, args):
 
 
 async def release(services, args):
-    if not await services.write(persist.release_lease, args["id"]):
-        raise MeshnodeError("not_found", f"no lease is held for job {args['id'][:200]!r}")
-    return {"job": args["id"], "released": True}
+    return await services.call("reactor_release", job=args["id"])
 
 
 ROUTES: list[Endpoint] = [

@@ -1,5 +1,6 @@
 """The person's side of the action gate: review the agent's drafts and commit them, roll back to a
-snapshot, answer its confirmation requests, give it a fresh budget of tool calls.
+snapshot, answer its confirmation requests, give it a fresh budget of tool calls; and what the
+gate lets the agent do (its tools, ``app.tools``, and its sends out of the node).
 
 Every decision is the person's alone, recorded with the face they came through (``actor.via``)
 as the decider; the agent learns of it at its next tick (records.gate.person writes the row its
@@ -15,6 +16,7 @@ import binascii
 
 from meshnode.app.actor import Actor, decided_by
 from meshnode.app.context import App
+from meshnode.config.gate import OUTBOUND, OUTBOUND_KINDS
 from meshnode.errors import GateError, MeshnodeError
 from meshnode.records.gate import confirm, drafts, person, snapshots
 
@@ -95,3 +97,13 @@ async def gate_reset_limit(app: App, actor: Actor) -> dict:
     """A fresh budget of tool calls for the agent, from its next tick."""
     by = decided_by(actor, "resets the agent's budget of tool calls")
     return await app.store.write(person.reset_limit, app.clock(), by)
+
+
+async def gate_tools(app: App, actor: Actor) -> dict:
+    """The tools with their risk levels, and which sends out of the node ask a person first
+    (``[gate] outbound_confirm``)."""
+    asks = app.config.values["gate"]["outbound_confirm"]
+    return {"tools": [{"name": t.name, "risk": t.risk, "summary": t.summary, "parameters": t.parameters}
+                      for t in app.tools.values()],
+            "outbound": [{"kind": kind, "risk": OUTBOUND, "what": what, "command": command,
+                          "asks_first": kind in asks} for kind, (what, command) in OUTBOUND_KINDS.items()]}

@@ -1,4 +1,5 @@
-"""CogSync knowledge: diary entries, concepts and links, written for someone and read back.
+"""CogSync knowledge: diary entries, concepts and links, written for someone and read back; a
+search over them and the notes; the references a person typed, resolved and checked.
 
 ``add_*`` are the whole writes (a container signed and stored with the record of who asked),
 for callers already in the store's writer (the agent's store-side commands); the actions wrap
@@ -11,6 +12,7 @@ from meshnode.records import knowledge
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.container import Container
+from meshnode.errors import MeshnodeError
 
 KINDS = ("diary", "concepts", "links")
 
@@ -82,3 +84,23 @@ def _listing(kind: str):
 
 
 diary, concepts, links = (_listing(kind) for kind in KINDS)
+
+
+async def search(app: App, actor: Actor, q: str, kinds: list | None = None, limit: int = 50) -> list[dict]:
+    """Notes, diary entries and concepts containing ``q``, newest first: ``[{kind, did, timestamp,
+    text, author_did, ...}]``."""
+    return await app.store.read(knowledge.search, q, kinds, limit)
+
+
+async def references(app: App, actor: Actor, texts: list, cls: str, what: str, allow_dangling: bool = False,
+                     option: str = "allow_dangling") -> list[str]:
+    """The whole container DIDs the ``texts`` (DIDs or short ids) name as ``cls`` references, each
+    refused (unless ``allow_dangling``) when not held here or of another class; ``what`` and
+    ``option``: the argument and the way to allow a dangling one, as the face names them."""
+    if cls not in knowledge.CLASS_NOUNS or not isinstance(texts, list):
+        raise MeshnodeError("bad_request", f"references: texts is a list, cls one of {', '.join(knowledge.CLASS_NOUNS)}")
+
+    def resolve(db) -> list[str]:
+        return [knowledge.resolve_reference(db, str(text), cls, what=what, allow_dangling=bool(allow_dangling),
+                                            option=option) for text in texts]
+    return await app.store.read(resolve)

@@ -1,6 +1,6 @@
 """The running node at a glance: who it is, what it holds, where it listens, its agent's state
-(``status``), and its counters, histograms and gauges (``metrics``). Both are the running node's:
-with none running, the CLI reads what it needs from the home itself."""
+(``status``), and its counters, histograms and gauges (``metrics``): both are the running node's;
+what the home's database holds (``holdings``), with or without a node."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ async def status(app: App, actor: Actor) -> dict:
     return {"did": app.key.did, "peer_id": app.key.peer_id, "name": config.name, "home": str(config.home),
             "database": str(config.db_path), "schema_version": app.store.version, "counts": counts, "running": True,
             "addresses": mesh.addresses(), "web": app.web.url if app.web is not None else None, **mesh.peers_snapshot(), "cognition": cognition}
+
+
+async def holdings(app: App, actor: Actor) -> dict:
+    """What the database holds (rows per kind) and its schema's version."""
+    return {"counts": await app.store.read(lambda db: db.counts()), "schema_version": app.store.version}
 
 
 async def metrics(app: App, actor: Actor, full: bool = False):

@@ -112,6 +112,11 @@ async def note_read(app: App, actor: Actor, did: str) -> dict:
     return await app.store.write(knowledge.read_note, str(did))
 
 
+async def note_show(app: App, actor: Actor, did: str) -> dict:
+    """A note in full, as it is: looking at it does not mark it read (``note_read`` does)."""
+    return await app.store.read(knowledge.show_note, str(did))
+
+
 async def note_tag(app: App, actor: Actor, did: str, add: list | None = None, remove: list | None = None) -> list[str]:
     """Add and remove a note's local tags (never signed nor forwarded); its tags after."""
     return await app.store.write(knowledge.tag_note, str(did), [str(t) for t in add or []],

@@ -1,12 +1,14 @@
-"""The reactor as the running node runs it: its state now (next scan, runs in progress) and one
-scan now, in the node (its own core can be woken there). What the reactor stored is read from the
-database by the CLI itself (cli/reactor.py), with or without a node."""
+"""The reactor: its state now as the running node runs it (next scan, runs in progress) and one
+scan now, in the node (its own core can be woken there); what it stored (events, jobs, decisions,
+unknown addressees: records.reactor.audit, read with or without a node), and a lease dropped by
+hand, the person's or the node's to drop."""
 
 from __future__ import annotations
 
-from meshnode.app.actor import THIS_NODE, Actor, allow
+from meshnode.app.actor import PERSON_OR_NODE, THIS_NODE, Actor, allow
 from meshnode.app.context import App
 from meshnode.errors import MeshnodeError
+from meshnode.records.reactor import audit, leases
 
 
 def _reactor(app: App, what: str):
@@ -24,3 +26,45 @@ async def reactor_scan(app: App, actor: Actor, dry_run: bool = False) -> dict:
     """One scan now, in the node."""
     allow(actor, THIS_NODE, "a reactor scan")
     return await _reactor(app, "reactor_scan").scan(dry_run=bool(dry_run))
+
+
+async def reactor_stored(app: App, actor: Actor) -> dict:
+    """The reactor's state as its rows say (the last scan, pending events, open jobs, leases...),
+    on or off."""
+    return await app.store.read(audit.status, app.clock())
+
+
+async def reactor_events(app: App, actor: Actor, agent: str | None = None, type: str | None = None,
+                         since_ms: int | None = None, all: bool = False, limit: int = 100) -> list[dict]:
+    return await app.store.read(audit.events, agent=agent, type=type, since_ms=since_ms, all=bool(all), limit=limit)
+
+
+async def reactor_jobs(app: App, actor: Actor, status: str | None = None, limit: int = 100) -> list[dict]:
+    return await app.store.read(audit.jobs, status=status, limit=limit)
+
+
+async def reactor_job(app: App, actor: Actor, id: str) -> dict:
+    """One job: context, report, events, decisions, escalations, lease (``no_job`` when none)."""
+    return await app.store.read(audit.job, id)
+
+
+async def reactor_explain(app: App, actor: Actor, key: str) -> dict:
+    """Every decision on an event (dedupe key or note DID) or a job, in order; ``not_found`` when
+    nothing is known of it."""
+    found = await app.store.read(audit.explain, key)
+    if not found or not any(found.get(k) for k in ("decisions", "event", "job", "escalations")):
+        raise MeshnodeError("not_found", f"nothing is known about {key[:200]!r}")
+    return found
+
+
+async def reactor_unknown(app: App, actor: Actor) -> list[dict]:
+    """Addressees no alias resolves, with how many events named them."""
+    return await app.store.read(audit.unknown)
+
+
+async def reactor_release(app: App, actor: Actor, job: str) -> dict:
+    """Drop a job's lease by hand (``not_found`` when none is held): its agent can be woken again."""
+    allow(actor, PERSON_OR_NODE, "releasing a reactor lease")
+    if not await app.store.write(leases.release_lease, job):
+        raise MeshnodeError("not_found", f"no lease is held for job {job[:200]!r}")
+    return {"job": job, "released": True}

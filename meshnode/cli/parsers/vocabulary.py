@@ -28,7 +28,7 @@ HOMES = {
     "GOAL_STATUSES": ("meshnode.records.gmp.reads", "GOAL_STATUSES"),
     "TASK_STATUSES": ("meshnode.records.gmp.reads", "TASK_STATUSES"),
     "DELEGATION_RULES": ("meshnode.records.gmp.service", "RULES"),
-    "JOB_STATUSES": ("meshnode.reactor.persist", "JOB_STATUSES"),
+    "JOB_STATUSES": ("meshnode.records.reactor.statuses", "JOB_STATUSES"),
     "SEARCH_KINDS": ("meshnode.records.knowledge", "SEARCH_KINDS"),
     "HELD_LIMIT": ("meshnode.records.mind.held", "DEFAULT_LIMIT"),
     "VOTE_DECISIONS": ("meshnode.consensus.cogvote", "tuple(DECISIONS)"),

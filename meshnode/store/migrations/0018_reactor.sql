@@ -1,7 +1,8 @@
 -- The reactor (protocols/reactor.md section 11, issue 15): every event it accepted, every decision
 -- it took, its wake jobs, cooldowns, leases, failure counts and escalations, so that a restart or a
 -- replay of the same signals produces nothing new and `meshnode reactor explain` can say why.
--- Written by meshnode.reactor.persist only (one transaction per scan); read by reactor.audit.
+-- Written by meshnode.reactor.persist (one transaction per scan) and records.reactor.leases; read by
+-- records.reactor.audit.
 
 -- One row per accepted dedupe key. status is the core's (StateDelta.event_status):
 -- pending | job | held | dropped | digest | noise | unknown | expired | done | failed
@@ -83,7 +84,7 @@ CREATE TABLE reactor_cooldowns (
 );
 CREATE INDEX reactor_cooldowns_by_until ON reactor_cooldowns (until_ms);
 
--- At most one running wake per agent, across processes (design 7.2: the upsert in persist.take_lease).
+-- At most one running wake per agent, across processes (design 7.2: the upsert in records.reactor.leases.take_lease).
 CREATE TABLE reactor_leases (
     agent       TEXT PRIMARY KEY,
     job_id      TEXT NOT NULL,

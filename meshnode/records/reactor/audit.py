@@ -1,5 +1,6 @@
-"""Reads of the reactor's rows for the CLI and control commands (design 14): status, events,
-jobs, one job, explain, unknown addressees. Plain dicts, JSON-able; run with ``store.read``."""
+"""Reads of the reactor's rows for the app's reactor actions and the running reactor's status
+(design 14): status, events, jobs, one job, explain, unknown addressees. Plain dicts, JSON-able;
+run with ``store.read``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from meshnode.errors import MeshnodeError
 from meshnode.records.gmp.reads import rows as row_dicts
-from meshnode.reactor.persist import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES, last_scan
+from meshnode.records.reactor.scans import last_scan
+from meshnode.records.reactor.statuses import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES
 from meshnode.store.database import sql_errors
 
 if TYPE_CHECKING:
