@@ -24,7 +24,7 @@ from meshnode.cognition import contexts
 from meshnode.cognition.cycle import _think
 from meshnode.cognition.validation import Verdict
 from meshnode.identity.keys import NodeKey
-from meshnode.records.knowledge import make_diary_entry
+from meshnode.knowledge import make_diary_entry
 from meshnode.notes import make_note
 from meshnode.store import Database
 

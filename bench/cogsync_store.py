@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from meshnode.identity.keys import NodeKey
-from meshnode.records.knowledge import make_diary_entry
+from meshnode.knowledge import make_diary_entry
 from meshnode.notes import make_note
 from meshnode.store import Database
 

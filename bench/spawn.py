@@ -30,7 +30,7 @@ def fill(home: Path, n: int) -> float:
     """``n`` containers of the parent's own in its store; seconds taken (signing and inserting)."""
     from meshnode.config import load_config
     from meshnode.home import open_identity
-    from meshnode.records.knowledge import make_diary_entry
+    from meshnode.knowledge import make_diary_entry
     from meshnode.notes import make_note
     from meshnode.store import Database
 

@@ -75,7 +75,7 @@ def test_every_context_keeps_to_its_budget(tmp_path):
 def test_pinned_entries_stay_in_view_until_unpinned(tmp_path):
     from meshnode.cognition import executor
     from meshnode.cognition.commands import extract
-    from meshnode.records.knowledge import make_concept, make_diary_entry
+    from meshnode.knowledge import make_concept, make_diary_entry
 
     db = Database(tmp_path / "p.db")
     key = NodeKey(bytes(32))

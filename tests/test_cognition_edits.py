@@ -15,7 +15,7 @@ from meshnode.cognition.commands import extract
 from meshnode.records.mind.registry import Endpoint
 from meshnode.container import build_container
 from meshnode.identity.keys import NodeKey
-from meshnode.records.knowledge import make_concept, make_link
+from meshnode.knowledge import make_concept, make_link
 from meshnode.notes import make_note
 from meshnode.store import Database
 

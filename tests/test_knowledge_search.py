@@ -10,7 +10,8 @@ import pytest
 
 from meshnode.errors import MeshnodeError
 from meshnode.identity.keys import NodeKey
-from meshnode.records.knowledge import make_concept, make_diary_entry, read_note, search, show_note
+from meshnode.knowledge import make_concept, make_diary_entry
+from meshnode.records.knowledge import read_note, search, show_note
 from meshnode.notes import make_note
 from meshnode.store import Database
 

@@ -103,7 +103,7 @@ def test_notes_written_before_the_record_are_backfilled_from_their_signed_source
             db.put_container(note, received_at_ms=T)
         theirs = make_note(PEER, "the peer's", now_ms=T, audience="public")
         db.put_container(theirs, received_at_ms=T, received_from=PEER.did)
-        from meshnode.records import knowledge
+        from meshnode import knowledge
 
         diary = knowledge.make_diary_entry(KEY, "an old diary entry", now_ms=T)
         db.put_container(diary, received_at_ms=T)

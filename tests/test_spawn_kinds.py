@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from meshnode import chat
-from meshnode.records import knowledge
+from meshnode import knowledge
 from meshnode.app.actions import chat as chat_actions
 from meshnode.app.actor import person
 from meshnode.records.mind import registry

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from meshnode.container import build_container
 from meshnode.container.model import DEFAULT_LIMITS
 from meshnode.identity.keys import NodeKey
-from meshnode.records.knowledge import make_concept, make_link
+from meshnode.knowledge import make_concept, make_link
 from meshnode.notes import make_note
 from meshnode.store import Database
 from meshnode.store import migrate as migrate_module

@@ -203,7 +203,7 @@ def test_knowledge_travels_friend_to_friend_within_its_hop_limit(tmp_path):
     """A -> B (A's friend) -> C (B's friend) -> D (C's friend), one real sync session per hop:
     a diary entry, concept or link with forward=0 stops at B, forward=1 at C, and with no
     limit reaches D."""
-    from meshnode.records import knowledge
+    from meshnode import knowledge
 
     a, b, c, d = KEYS
     builders = {
@@ -239,7 +239,7 @@ def test_knowledge_travels_friend_to_friend_within_its_hop_limit(tmp_path):
 
 
 def test_knowledge_hop_limit_is_zero_or_one():
-    from meshnode.records import knowledge
+    from meshnode import knowledge
 
     for bad in (2, -1, True):
         with pytest.raises(knowledge.KnowledgeError):

@@ -162,7 +162,7 @@ def test_get_routes_change_nothing(web, table):
 
 REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into (and the actions they run)
     "meshnode.web.api_node", "meshnode.web.api_notes", "meshnode.web.api_mesh", "meshnode.web.ids",
-    "meshnode.web.endpoint", "meshnode.web.app", "meshnode.web.services", "meshnode.node", "meshnode.records.knowledge",
+    "meshnode.web.endpoint", "meshnode.web.app", "meshnode.web.services", "meshnode.node", "meshnode.knowledge", "meshnode.records.knowledge",
     "meshnode.records.knowledge_edits", "meshnode.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
     "meshnode.records.reputation.reading", "meshnode.records.reputation.records", "meshnode.consensus.result",
     "meshnode.records.consensus", "meshnode.consensus.cogvote", "meshnode.store.short_ids", "meshnode.store.database",

@@ -8,6 +8,7 @@ as the CLI checks them (held here and of the right class, unless ``allow_danglin
 
 from __future__ import annotations
 
+from meshnode import knowledge as cogsync
 from meshnode.records import knowledge
 from meshnode.errors import MeshnodeError
 from meshnode.notes import AUDIENCES, MAX_TEXT, SOURCES
@@ -18,7 +19,7 @@ _TEXT = Arg(str, max=256)
 _TAGS = Arg(list, max=64, doc="tags, each 1 to 64 characters")
 _PREVIOUS = Arg(list, max=64, doc="the versions this one updates (container DIDs or short ids)")
 _DANGLING = Arg(bool, default=False, doc="refer to containers this node does not hold (refused otherwise)")
-_FORWARD = Arg(int, min=0, max=knowledge.MAX_FORWARD,
+_FORWARD = Arg(int, min=0, max=cogsync.MAX_FORWARD,
                doc="hops past your friends it may travel (absent: no limit, friend to friend)")
 
 

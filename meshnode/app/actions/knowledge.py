@@ -8,6 +8,7 @@ them. What is written here reaches peers by CogSync at their next sync.
 
 from __future__ import annotations
 
+from meshnode import knowledge as cogsync
 from meshnode.records import knowledge
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
@@ -29,14 +30,14 @@ def keep(db, actor: Actor, c: Container, now_ms: int) -> Container:
 
 def add_diary_entry(db, key, actor: Actor, text: str, *, now_ms: int, title: str | None = None,
                     topics: list | None = None, previous: list | None = None, forward: int | None = None) -> Container:
-    return keep(db, actor, knowledge.make_diary_entry(key, text, now_ms=now_ms, title=title, topics=_texts(topics),
+    return keep(db, actor, cogsync.make_diary_entry(key, text, now_ms=now_ms, title=title, topics=_texts(topics),
                                                       replaces=_texts(previous), forward=forward), now_ms)
 
 
 def add_concept(db, key, actor: Actor, label: str, *, now_ms: int, description: str | None = None,
                 aliases: list | None = None, tags: list | None = None, previous: list | None = None,
                 forward: int | None = None) -> Container:
-    return keep(db, actor, knowledge.make_concept(key, label, now_ms=now_ms, description=description,
+    return keep(db, actor, cogsync.make_concept(key, label, now_ms=now_ms, description=description,
                                                   aliases=_texts(aliases), tags=_texts(tags),
                                                   replaces=_texts(previous), forward=forward), now_ms)
 
@@ -44,7 +45,7 @@ def add_concept(db, key, actor: Actor, label: str, *, now_ms: int, description: 
 def add_link(db, key, actor: Actor, source: str, relation: str, targets: list, *, now_ms: int,
              domain: str | None = None, inverse: str | None = None, tags: list | None = None,
              previous: list | None = None, forward: int | None = None) -> Container:
-    return keep(db, actor, knowledge.make_link(key, source, relation, _texts(targets), now_ms=now_ms, domain=domain,
+    return keep(db, actor, cogsync.make_link(key, source, relation, _texts(targets), now_ms=now_ms, domain=domain,
                                                inverse=inverse, tags=_texts(tags), replaces=_texts(previous),
                                                forward=forward), now_ms)
 
