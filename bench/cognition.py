@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from meshnode.cognition import contexts
-from meshnode.cognition.cycle import _think
-from meshnode.cognition.validation import Verdict
-from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_diary_entry
-from meshnode.notes import make_note
+from meshnode.engines.cognition import contexts
+from meshnode.engines.cognition.cycle import _think
+from meshnode.engines.cognition.validation import Verdict
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.knowledge import make_diary_entry
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000

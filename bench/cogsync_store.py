@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_diary_entry
-from meshnode.notes import make_note
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.knowledge import make_diary_entry
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000

@@ -30,10 +30,10 @@ from nacl.signing import SigningKey
 
 import cbor2
 
-from meshnode.container import ContainerError, build_container, decode_container, now_ms
-from meshnode.container.model import DEFAULT_LIMITS, Limits
-from meshnode.container.prescan import scan
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, decode_container, now_ms
+from meshnode.base.container.model import DEFAULT_LIMITS, Limits
+from meshnode.base.container.prescan import scan
+from meshnode.base.identity.keys import NodeKey
 
 
 def best_rates(fns: dict, seconds: float, rounds: int) -> dict:

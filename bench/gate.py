@@ -37,10 +37,10 @@ from pathlib import Path
 import trio
 
 from meshnode.records.gate import drafts
-from meshnode.gate import runner, scratch
-from meshnode.gate.gate import Gate, GateSettings
-from meshnode.gate.jail import Jail
-from meshnode.gate.tools import risk_policy
+from meshnode.engines.gate import runner, scratch
+from meshnode.engines.gate.gate import Gate, GateSettings
+from meshnode.engines.gate.jail import Jail
+from meshnode.engines.gate.tools import risk_policy
 from meshnode.store import Database, Store
 
 KIB4 = 4096

@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from meshnode.gmp import build  # noqa: E402
+from meshnode.domain.gmp import build  # noqa: E402
 from meshnode.records.gmp import service
-from meshnode.identity.keys import NodeKey  # noqa: E402
-from meshnode.notes import make_note  # noqa: E402
+from meshnode.base.identity.keys import NodeKey  # noqa: E402
+from meshnode.domain.notes import make_note  # noqa: E402
 from meshnode.store import Database  # noqa: E402
 
 T0 = 1_800_000_000_000

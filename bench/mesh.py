@@ -214,7 +214,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
     import threading
 
     from meshharness import at_degree, cpu_s, metric, start_from_seed
-    from meshnode.control import ControlError
+    from meshnode.net.control import ControlError
 
     root = Path(tempfile.mkdtemp(prefix="meshform"))
     env = {**(QUIET_HEARTBEATS if quiet else BENCH_HEARTBEATS), **PRODUCTION_SYNC}
@@ -289,7 +289,7 @@ def formation_figures(nodes: int, finds: int, quiet: bool = False, budget_s: flo
             explain_slow_finds(mesh, slow)
         if formed:
             out.update(formed_mesh_finds(mesh))
-        from meshnode.identity.keys import NodeKey
+        from meshnode.base.identity.keys import NodeKey
 
         absent = NodeKey.generate().did
         began = time.perf_counter()

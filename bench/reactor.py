@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from meshnode.container import format_ms
-from meshnode.reactor.aliases import AliasRegistry
-from meshnode.reactor.core import Reactor
-from meshnode.config.reactor import DEFAULTS, ReactorConfig
-from meshnode.reactor.types import Event, Severity, TraceKind
+from meshnode.base.container import format_ms
+from meshnode.engines.reactor.aliases import AliasRegistry
+from meshnode.engines.reactor.core import Reactor
+from meshnode.base.config.reactor import DEFAULTS, ReactorConfig
+from meshnode.engines.reactor.types import Event, Severity, TraceKind
 
 T0 = 1_800_000_000_000
 SELF = "did:key:z6MkBenchReactorNode"
@@ -129,9 +129,9 @@ def fill(db, notes: int, tasks: int) -> tuple[str, int, int]:
     the rest public chatter; the last two days unread, the older ones read (as the person and the
     core leave them). Held tasks, one in ten past its next check. Stored through the node's insert
     path in large transactions. Returns (this node's DID, now, unread notes)."""
-    from meshnode.gmp import build
-    from meshnode.identity.keys import NodeKey
-    from meshnode.notes import make_note
+    from meshnode.domain.gmp import build
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.domain.notes import make_note
 
     day = 86_400_000
     me = NodeKey(bytes(range(32)))
@@ -175,11 +175,11 @@ def store_part(notes: int, tasks: int) -> dict:
     from meshnode.store import Database
 
     try:
-        from meshnode.reactor import adapters
+        from meshnode.engines.reactor import adapters
 
         adapters.scan  # noqa: B018
     except (ImportError, AttributeError):
-        return {"skipped": "meshnode.reactor.adapters is not on this branch (merge reactor-store)"}
+        return {"skipped": "meshnode.engines.reactor.adapters is not on this branch (merge reactor-store)"}
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "reactor.db")
         try:

@@ -28,10 +28,10 @@ SMOKE = {"containers": 20, "kinds": "newborn"}  # --smoke
 
 def fill(home: Path, n: int) -> float:
     """``n`` containers of the parent's own in its store; seconds taken (signing and inserting)."""
-    from meshnode.config import load_config
-    from meshnode.home import open_identity
-    from meshnode.knowledge import make_diary_entry
-    from meshnode.notes import make_note
+    from meshnode.base.config import load_config
+    from meshnode.store.home import open_identity
+    from meshnode.domain.knowledge import make_diary_entry
+    from meshnode.domain.notes import make_note
     from meshnode.store import Database
 
     config = load_config(home)

@@ -37,10 +37,10 @@ import json
 import random
 import time
 
-from meshnode.container import cbor
-from meshnode.sync.index_cache import IndexCache
-from meshnode.sync.selective import EVERYTHING
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.base.container import cbor
+from meshnode.domain.sync.index_cache import IndexCache
+from meshnode.domain.sync.selective import EVERYTHING
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 DIFFERENCES = (1, 4, 40, 400, 0.001, 0.01)
 GOALS = {"one_item_100k_bytes": 1024, "one_item_100k_messages": 3, "seconds_1m_0.1%": 3.0,

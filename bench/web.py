@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from llmharness import ScriptedLLM  # noqa: E402
 from meshharness import Node  # noqa: E402
 
-from meshnode.config import load_config  # noqa: E402
-from meshnode.home import open_identity  # noqa: E402
-from meshnode.notes import make_note  # noqa: E402
+from meshnode.base.config import load_config  # noqa: E402
+from meshnode.store.home import open_identity  # noqa: E402
+from meshnode.domain.notes import make_note  # noqa: E402
 from meshnode.store import Database  # noqa: E402
 
 T0 = 1_800_000_000_000

@@ -1,5 +1,5 @@
 import sys
 
-from meshnode.cli import main
+from meshnode.faces.cli import main
 
 sys.exit(main())

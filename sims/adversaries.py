@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
-from meshnode.consensus import messages as m
-from meshnode.consensus.blocks import encode_block
+from meshnode.domain.consensus import messages as m
+from meshnode.domain.consensus.blocks import encode_block
 
 
 class Adversaries:

@@ -51,13 +51,13 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from meshnode.consensus import messages as m
-from meshnode.consensus.blocks import encode_block
-from meshnode.consensus.committee import Committee, weights_from_trust
-from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
-from meshnode.identity.keys import NodeKey
-from meshnode.reputation import EQUIVOCATION, apply, evidence_ref, initial, score_at
-from meshnode.reputation import Evidence as Observed
+from meshnode.domain.consensus import messages as m
+from meshnode.domain.consensus.blocks import encode_block
+from meshnode.domain.consensus.committee import Committee, weights_from_trust
+from meshnode.domain.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.reputation import EQUIVOCATION, apply, evidence_ref, initial, score_at
+from meshnode.domain.reputation import Evidence as Observed
 from sims.adversaries import Adversaries
 from sims.engine import Loop
 from sims.network import Network, NetworkModel, Partition

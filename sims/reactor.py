@@ -2,7 +2,7 @@
 
     python -m sims reactor --agents 200 --hours 24 --seed 1 --out DIR [--speed 1000]
 
-A virtual clock calls ``meshnode.reactor.core.Reactor.step`` once every ``scan_seconds`` of
+A virtual clock calls ``meshnode.engines.reactor.core.Reactor.step`` once every ``scan_seconds`` of
 simulated time, exactly as the node's driver does (the same core, never a second copy of its
 rules): the scan's signals from ``sims.reactor_streams`` (notes, due tasks, the hour-scale
 liveness tracker's changes), the runs that ended since, and the traces found for the checks the
@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from meshnode.net.liveness import LivenessTracker, Thresholds
-from meshnode.reactor.adapters import liveness_events
-from meshnode.reactor.aliases import AliasRegistry
-from meshnode.reactor.core import Reactor, Step
-from meshnode.config.reactor import DEFAULTS, ReactorConfig
-from meshnode.reactor.types import Event, RunEnded, TracesFound
+from meshnode.engines.reactor.adapters import liveness_events
+from meshnode.engines.reactor.aliases import AliasRegistry
+from meshnode.engines.reactor.core import Reactor, Step
+from meshnode.base.config.reactor import DEFAULTS, ReactorConfig
+from meshnode.engines.reactor.types import Event, RunEnded, TracesFound
 from sims.report import save_figure
 from sims.reactor_streams import HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World
 

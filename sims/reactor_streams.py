@@ -31,8 +31,8 @@ import random
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from meshnode.reactor.noise import NoteFacts, classify, normalized_text
-from meshnode.reactor.types import Event, FinalReport, Severity, Trace, TraceCheck, TraceKind
+from meshnode.engines.reactor.noise import NoteFacts, classify, normalized_text
+from meshnode.engines.reactor.types import Event, FinalReport, Severity, Trace, TraceCheck, TraceKind
 
 MIN = 60_000
 HOUR = 3_600_000

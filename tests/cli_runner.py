@@ -82,7 +82,7 @@ def _in_trio() -> bool:
 
 
 def _run_main(argv: list[str], fake_user_home: Path, env, input, stdout) -> CliResult:
-    from meshnode import cli
+    from meshnode.faces import cli
 
     out = stdout if stdout is not None else captured()
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")

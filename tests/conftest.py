@@ -161,10 +161,10 @@ async def lab(tmp_path, scratch_parent):
     """A workspace, a tree beside it that must not change (checked at the end), a store, and
     ``make(**settings)`` for gates with test settings."""
     from gatelab import clock, tree_hashes
-    from meshnode.gate import runner
-    from meshnode.gate.gate import Gate, GateSettings
-    from meshnode.gate.jail import Jail
-    from meshnode.gate.tools import risk_policy
+    from meshnode.engines.gate import runner
+    from meshnode.engines.gate.gate import Gate, GateSettings
+    from meshnode.engines.gate.jail import Jail
+    from meshnode.engines.gate.tools import risk_policy
     from meshnode.store import Store
 
     ws, outside = tmp_path / "ws", tmp_path / "outside"
@@ -233,7 +233,7 @@ class Namespaces(list):
 @pytest.fixture
 def namespaces(monkeypatch):
     """The PID namespace of every command started from now on, in order, read as spawn returns."""
-    from meshnode.gate import runner
+    from meshnode.engines.gate import runner
 
     seen = Namespaces()
     real = runner.spawn

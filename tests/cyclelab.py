@@ -13,10 +13,10 @@ import trio
 
 from llmharness import ScriptedLLM, command_block, distinct_answers
 from meshnode.records.mind import registry
-from meshnode.cognition.cycle import Cycle
+from meshnode.engines.cognition.cycle import Cycle
 from meshnode.records.mind.registry import Endpoint
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store.service import Store
 
 

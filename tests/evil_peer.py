@@ -32,8 +32,8 @@ from libp2p.security.noise.transport import PROTOCOL_ID as NOISE, Transport as N
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
 from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
-from meshnode.container import build_container, cbor, now_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, cbor, now_ms
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.frames import encode_frame, encode_varint
 

@@ -48,9 +48,9 @@ from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX, Yamux
 from libp2p.utils.varint import read_varint_prefixed_bytes_limited
 
 from meshharness import pct
-from meshnode.container import ContainerError, build_container, cbor, now_ms
-from meshnode.container.model import DEFAULT_LIMITS, Limits
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, cbor, now_ms
+from meshnode.base.container.model import DEFAULT_LIMITS, Limits
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.frames import encode_frame, encode_varint
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gmp_fixtures import HOUR, A, B, C, M, Story, World, contested
-from meshnode.container import build_container, schema
-from meshnode.gmp import build, view
+from meshnode.base.container import build_container, schema
+from meshnode.domain.gmp import build, view
 
 
 def unchecked(key, cls: str, payload: dict, ts: int, related=None):

@@ -3,10 +3,10 @@ and a MemoryHeld that admits what passes. Used by the GMP tests and the vector g
 
 from __future__ import annotations
 
-from meshnode.container import Container, parse_ms
-from meshnode.gmp import build
-from meshnode.gmp.rules import MemoryHeld, Outcome, admit
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import Container, parse_ms
+from meshnode.domain.gmp import build
+from meshnode.domain.gmp.rules import MemoryHeld, Outcome, admit
+from meshnode.base.identity.keys import NodeKey
 
 T0 = parse_ms("2026-06-01T09:00:00.000Z")
 SEEDS = {"A": bytes([0xA1]) * 32, "B": bytes([0xB2]) * 32, "C": bytes([0xC3]) * 32, "M": bytes([0x4D]) * 32}
@@ -107,8 +107,8 @@ class Story:
 def contested(w: World, goal: Container, lineage: str, version: Container, candidate, approve: bool = True):
     """A CogConsensus round on a nomination of ``candidate`` (by C, a participant citing ``goal``): votes
     by A, B, C and the result A computes. Returns (nomination, votes, result)."""
-    from meshnode.consensus.cogvote import Rule, make_vote, tally
-    from meshnode.consensus.result import build_result
+    from meshnode.domain.consensus.cogvote import Rule, make_vote, tally
+    from meshnode.domain.consensus.result import build_result
 
     nomination = w.ok(build.entry(C, "delegation", {"task_version": version.did, "candidates": [candidate.did],
                                                     "selection": "cogconsensus", "expires_at": w.t + HOUR,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gmp_cases import all_cases
 from gmp_fixtures import KEYS, SEEDS
-from meshnode.container import format_ms
-from meshnode.gmp import view
+from meshnode.base.container import format_ms
+from meshnode.domain.gmp import view
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors" / "gmp.json"
 NAMES = {k.did: n for n, k in KEYS.items()}
@@ -24,7 +24,7 @@ NAMES = {k.did: n for n, k in KEYS.items()}
 
 def deliver(items):
     """Admit in order with a pending queue; returns (held, immediate outcomes, final outcomes)."""
-    from meshnode.gmp.rules import MemoryHeld, admit
+    from meshnode.domain.gmp.rules import MemoryHeld, admit
 
     held, now, final, waiting = MemoryHeld(), [], {}, {}
 

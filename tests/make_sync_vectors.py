@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from meshnode.container import cbor
-from meshnode.sync.selective import Want
-from meshnode.sync.session import FORMATS, INITIATOR, RESPONDER, Entry, Session
+from meshnode.base.container import cbor
+from meshnode.domain.sync.selective import Want
+from meshnode.domain.sync.session import FORMATS, INITIATOR, RESPONDER, Entry, Session
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors" / "sync.json"
 CLASSES = ("note", "diary_entry", "semantic_node")

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import cbor2
 
-from meshnode.container import build_container, cbor, decode_container
-from meshnode.container.model import DEFAULT_LIMITS, Limits, container_did_for, payload_hash_for
-from meshnode.container.prescan import scan
-from meshnode.container.timefmt import format_ms, parse_ms
-from meshnode.identity.did import did_from_public_key
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, cbor, decode_container
+from meshnode.base.container.model import DEFAULT_LIMITS, Limits, container_did_for, payload_hash_for
+from meshnode.base.container.prescan import scan
+from meshnode.base.container.timefmt import format_ms, parse_ms
+from meshnode.base.identity.did import did_from_public_key
+from meshnode.base.identity.keys import NodeKey
 
 OUT = Path(__file__).resolve().parent.parent / "protocols" / "vectors"
 T0 = parse_ms("2026-01-15T12:00:00.000Z")

@@ -19,8 +19,8 @@ import threading
 import time
 from pathlib import Path
 
-from meshnode import control
-from meshnode.control import ControlError
+from meshnode.net import control
+from meshnode.net.control import ControlError
 
 FAST_NET = {
     "MESHNODE_NET_HEARTBEAT_SECONDS": "0.5",
@@ -52,7 +52,7 @@ def _as_cli(env: dict[str, str]):
 def init_in_process(home: Path, name: str, env: dict[str, str]) -> str:
     """``meshnode --home HOME init --name NAME`` in this process, as the CLI would run it with ``env``
     (a subprocess cost ~1 s of interpreter and import start-up per node). Returns the node's DID."""
-    from meshnode.home import init_home
+    from meshnode.store.home import init_home
 
     with _as_cli(env):
         _, result = init_home(home, name=name, passphrase=None, exist_ok=False)

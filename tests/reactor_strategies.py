@@ -12,10 +12,10 @@ from itertools import cycle
 
 from hypothesis import strategies as st
 
-from meshnode.reactor.aliases import AliasRegistry
-from meshnode.reactor.core import Reactor
-from meshnode.config.reactor import ReactorConfig
-from meshnode.reactor.types import (
+from meshnode.engines.reactor.aliases import AliasRegistry
+from meshnode.engines.reactor.core import Reactor
+from meshnode.base.config.reactor import ReactorConfig
+from meshnode.engines.reactor.types import (
     Event, FinalReport, LeaseRefused, RunEnded, Severity, Step, Trace, TraceKind, TracesFound,
 )
 

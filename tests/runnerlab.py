@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from meshnode.gate.runner import DEFAULT_PROGRAMS, CommandResult, policy_from_config, run_command
+from meshnode.engines.gate.runner import DEFAULT_PROGRAMS, CommandResult, policy_from_config, run_command
 
 ROOT = os.geteuid() == 0
 OUTSIDE_TMP = "/var/tmp" if os.path.isdir("/var/tmp") else None  # not only a private /tmp hides it

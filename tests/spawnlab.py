@@ -62,7 +62,7 @@ def wait_child_running(parent, child_did: str, timeout: float = 30.0) -> None:
 
 def stop_child(home: Path) -> None:
     """Stop a launched child by its pid file (launch.stop), whatever way it was started."""
-    from meshnode.spawn import launch
+    from meshnode.engines.spawn import launch
 
     for autostart in ("none", "script"):
         if launch.running_pid(Path(home)) is None:
@@ -102,10 +102,10 @@ class Parent:
     """A stopped parent home (it has run once, so it has an address) and spawn_child on it in-process."""
 
     def __init__(self, home: Path, env: dict[str, str]):
-        from meshnode.config import load_config
-        from meshnode.home import init_home
-        from meshnode.node import _heartbeat
-        from meshnode.spawn.ports import free_port
+        from meshnode.base.config import load_config
+        from meshnode.store.home import init_home
+        from meshnode.node.run import _heartbeat
+        from meshnode.engines.spawn.ports import free_port
         from meshnode.store.database import Database
 
         init_home(home, name="par", passphrase=None, exist_ok=False)
@@ -114,7 +114,7 @@ class Parent:
         self.env = {"MESHNODE_NET_LISTEN": f"/ip4/127.0.0.1/tcp/{self.listen_port}",
                     "MESHNODE_WEB_LISTEN": f"127.0.0.1:{self.web_port}", **env}
         self.config = load_config(home, environ=self.env)
-        from meshnode.home import open_identity
+        from meshnode.store.home import open_identity
 
         self.key = open_identity(self.config)
         self.home = home
@@ -128,9 +128,9 @@ class Parent:
         return {self.listen_port, self.web_port}
 
     def spawn(self, kind: str, **fields):
-        from meshnode.spawn.model import SpawnRequest
-        from meshnode.spawn.parent import LocalParent
-        from meshnode.spawn.service import spawn_child
+        from meshnode.engines.spawn.model import SpawnRequest
+        from meshnode.engines.spawn.parent import LocalParent
+        from meshnode.engines.spawn.service import spawn_child
 
         parent = LocalParent(self.config, self.key)
         try:
@@ -150,7 +150,7 @@ class Parent:
 
 @pytest.fixture
 def fake_seed(monkeypatch) -> FakeSeed:
-    from meshnode.spawn import seed
+    from meshnode.engines.spawn import seed
 
     fake = FakeSeed()
     monkeypatch.setattr(seed, "seed_child_store", fake)

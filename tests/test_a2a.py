@@ -16,10 +16,10 @@ from a2a.client.card_resolver import A2ACardResolver
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
 
-from meshnode.a2a import card as cards
-from meshnode.a2a.admission import RateLimiter
-from meshnode.home.party_tokens import read_tokens
-from meshnode.identity.keys import NodeKey
+from meshnode.faces.a2a import card as cards
+from meshnode.faces.a2a.admission import RateLimiter
+from meshnode.store.home.party_tokens import read_tokens
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.provenance import of
 
@@ -367,8 +367,8 @@ def test_an_unknown_party_waits_for_a_person_then_reaches_the_agent_and_a_flood_
 
 
 def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
-    from meshnode.config import load_config
-    from meshnode.errors import ConfigError
+    from meshnode.base.config import load_config
+    from meshnode.base.errors import ConfigError
 
     assert load_config(tmp_path, environ={"MESHNODE_A2A_BURST": "5"}).values["a2a"]["burst"] == 5
     proxies = load_config(tmp_path, environ={"MESHNODE_A2A_TRUSTED_PROXIES": "127.0.0.1,::1"}).values["a2a"]
@@ -383,8 +383,8 @@ def test_a2a_settings_are_checked_when_the_config_loads(tmp_path):
 
 
 def test_tokens_are_issued_listed_and_withdrawn(tmp_path):
-    from meshnode.a2a.admission import KnownParties
-    from meshnode.home.party_tokens import add_token, remove_token, token_names
+    from meshnode.faces.a2a.admission import KnownParties
+    from meshnode.store.home.party_tokens import add_token, remove_token, token_names
 
     path = tmp_path / "a2a.tokens"
     known = KnownParties(path)
@@ -403,8 +403,8 @@ def test_tokens_are_issued_listed_and_withdrawn(tmp_path):
 def test_a_refused_message_never_reaches_the_agent_not_even_in_the_decision_it_is_told(tmp_path):
     """The agent's context 4 shows the person's decisions (gate:confirmation); for a held A2A message
     it is told the number and outcome only: the text of a message a person refused stays out."""
-    from meshnode.a2a import held
-    from meshnode.a2a.admission import Party
+    from meshnode.faces.a2a import held
+    from meshnode.faces.a2a.admission import Party
     from meshnode.records.gate import person
     from meshnode.store import Database
 

@@ -10,12 +10,12 @@ import pytest
 import trio
 from a2a.types import TaskState
 
-from meshnode.a2a import card as cards
-from meshnode.identity.keys import NodeKey
+from meshnode.faces.a2a import card as cards
+from meshnode.base.identity.keys import NodeKey
 
 
 def test_a_trusted_proxy_names_the_client_and_ipv6_addresses_share_their_64():
-    from meshnode.a2a.admission import bucket_of, client_of
+    from meshnode.faces.a2a.admission import bucket_of, client_of
 
     proxy = frozenset({"127.0.0.1"})
     assert client_of("127.0.0.1", "198.51.100.1, 203.0.113.7", proxy) == "203.0.113.7"  # the proxy's own hop
@@ -29,7 +29,7 @@ def test_a_trusted_proxy_names_the_client_and_ipv6_addresses_share_their_64():
 def _face(tmp_path, listen_host: str, hosts: list[str], public_url: str = ""):
     from types import SimpleNamespace
 
-    from meshnode.a2a.face import A2AFace
+    from meshnode.faces.a2a.face import A2AFace
 
     values = {"a2a": {"public_url": public_url}, "net": {"interests": ["ml"], "expertise": []}}
     services = SimpleNamespace(config=SimpleNamespace(values=values, home=tmp_path, name="ada"), mesh=None,
@@ -40,7 +40,7 @@ def _face(tmp_path, listen_host: str, hosts: list[str], public_url: str = ""):
 def test_the_card_is_signed_only_for_a_url_the_node_vouches_for(tmp_path):
     """On a wildcard listener any IP literal passes the Host check: a card signed for Host: <attacker's
     address> would let the attacker re-host it and catch known parties' tokens. It is served unsigned."""
-    from meshnode.a2a.face import vouched_host
+    from meshnode.faces.a2a.face import vouched_host
 
     face = _face(tmp_path, "0.0.0.0", ["agent.example"])
     did = face.services.key.did
@@ -65,8 +65,8 @@ def test_the_card_is_signed_only_for_a_url_the_node_vouches_for(tmp_path):
 
 def test_held_messages_are_capped_and_their_task_ids_need_the_nonce(tmp_path):
 
-    from meshnode.a2a import held
-    from meshnode.a2a.admission import Party
+    from meshnode.faces.a2a import held
+    from meshnode.faces.a2a.admission import Party
     from meshnode.store.database import Database
 
     db = Database(tmp_path / "db.sqlite")
@@ -117,8 +117,8 @@ def test_the_face_refuses_a_message_when_the_held_queue_is_full_and_limits_befor
 
 
 def test_a_child_node_advertises_its_own_url_and_has_its_own_known_parties(tmp_path):
-    from meshnode.config import load_config
-    from meshnode.spawn import child_config
+    from meshnode.base.config import load_config
+    from meshnode.engines.spawn import child_config
 
     (tmp_path / "config.toml").write_text('[a2a]\npublic_url = "https://parent.example"\n'
                                           f'known_tokens_path = "{tmp_path}/shared.tokens"\n', encoding="utf-8")
@@ -131,8 +131,8 @@ def test_a_child_node_advertises_its_own_url_and_has_its_own_known_parties(tmp_p
 def _handler_on(db, chat_send):
     from types import SimpleNamespace
 
-    from meshnode.a2a.handler import MeshRequestHandler
-    from meshnode.config.a2a import a2a_settings
+    from meshnode.faces.a2a.handler import MeshRequestHandler
+    from meshnode.base.config.a2a import a2a_settings
 
     async def run(fn, *args):
         return fn(db, *args)
@@ -144,8 +144,8 @@ def _handler_on(db, chat_send):
 
 
 def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_working(tmp_path):
-    from meshnode.a2a import held
-    from meshnode.a2a.admission import Party
+    from meshnode.faces.a2a import held
+    from meshnode.faces.a2a.admission import Party
     from meshnode.records.gate import confirm
     from meshnode.store.database import Database
 
@@ -185,8 +185,8 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
 
 
 def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_path):
-    from meshnode.a2a import held
-    from meshnode.a2a.admission import Party
+    from meshnode.faces.a2a import held
+    from meshnode.faces.a2a.admission import Party
     from meshnode.records.gate import confirm
     from meshnode.store.database import Database
 

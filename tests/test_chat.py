@@ -1,4 +1,4 @@
-"""Conversations (meshnode/chat.py) against a real database: threads, one thread, the person's
+"""Conversations (meshnode/store/chat.py) against a real database: threads, one thread, the person's
 messages, the agent's replies with reply_to (the executor's note_add), and context 6a."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from meshnode import chat
+from meshnode.store import chat
 from meshnode.app.actions import chat as chat_actions
 from meshnode.app.actor import person
 from meshnode.app.context import App
-from meshnode.cognition import contexts, executor
-from meshnode.cognition.commands import Command
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.engines.cognition import contexts, executor
+from meshnode.engines.cognition.commands import Command
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 from llmharness import prompt_section
 

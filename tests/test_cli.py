@@ -23,7 +23,7 @@ import nacl.pwhash
 import pytest
 
 from clienv import cli_env
-from meshnode.identity.keyfile import load_key_file, write_key_file
+from meshnode.base.identity.keyfile import load_key_file, write_key_file
 
 NODE_DID = re.compile(r"did:key:z6Mk[1-9A-HJ-NP-Za-km-z]+")
 PEER_ID = re.compile(r"12D3KooW[1-9A-HJ-NP-Za-km-z]+")

@@ -17,7 +17,7 @@ import pytest
 
 from cli_runner import run_cli_in_process, run_into_closed_pipe
 from clienv import cli_env
-from meshnode.cli import build_parser
+from meshnode.faces.cli import build_parser
 from test_cli import CONTAINER_DID, assert_clean_failure, one_error_line
 
 
@@ -55,10 +55,10 @@ def run_process_into_closed_pipe(fake_user_home, *args, read_lines: int = 0) -> 
 
 def write_notes(home: Path, count: int, size: int) -> list[str]:
     """``count`` notes of ``size`` characters written straight into the home's store (fast)."""
-    from meshnode.config import load_config
-    from meshnode.container import now_ms
-    from meshnode.home import open_identity
-    from meshnode.notes import make_note
+    from meshnode.base.config import load_config
+    from meshnode.base.container import now_ms
+    from meshnode.store.home import open_identity
+    from meshnode.domain.notes import make_note
     from meshnode.store import Database
 
     config = load_config(home, environ={})
@@ -99,7 +99,7 @@ def test_a_closed_pipe_ends_quietly(home, run_cli, fake_user_home, tmp_path):
 def test_the_in_process_pipe_shows_an_unhandled_closed_pipe(home, fake_user_home, monkeypatch):
     """The check above can fail: with main's handling of a closed pipe gone, the interpreter's
     exit (the flush after main) meets the closed pipe."""
-    from meshnode import cli
+    from meshnode.faces import cli
 
     monkeypatch.setattr(cli, "_reader_left", lambda: 0)
     result = run_into_closed_pipe(["--home", home, "status"], fake_user_home)
@@ -188,9 +188,9 @@ def test_references_to_nothing_are_refused_unless_allowed(home, run_cli):
 def test_edits_and_reputation_set_take_short_ids_and_names(home, run_cli):
     """The commands that change or withdraw knowledge and notes, and `reputation set`, take what
     a listing shows (a short id, a peer's name) like every other command that takes a DID."""
-    from meshnode.config import load_config
-    from meshnode.identity import NodeKey
-    from meshnode.identity.did import did_to_peer_id
+    from meshnode.base.config import load_config
+    from meshnode.base.identity import NodeKey
+    from meshnode.base.identity.did import did_to_peer_id
     from meshnode.store import Database
     from meshnode.store.peers import upsert_peer
 

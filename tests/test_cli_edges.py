@@ -79,7 +79,7 @@ def test_a_locked_database_is_one_clear_line_and_does_not_slow_shutdown(home, fa
     """Another process holds the write lock as the node stops: the stop is recorded with a busy
     timeout of its own, far shorter than the store's (the bug this guards against waited out the
     store's 10 s), its failure is one warning, and the node still exits 0."""
-    from meshnode import node as node_module
+    from meshnode.node import run as node_module
     from meshnode.store.database import BUSY_TIMEOUT_MS
 
     stops = []

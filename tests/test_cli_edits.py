@@ -7,7 +7,7 @@ import json
 
 from test_cli import HUNG_S, RunningNode, one_error_line
 
-from meshnode import control
+from meshnode.net import control
 
 
 def ok(result) -> str:

@@ -118,7 +118,7 @@ def test_help_names_every_subcommand(run_cli):
 
 
 def test_a_since_longer_than_the_epoch_means_everything():
-    from meshnode.cli.reactor import since_ms
+    from meshnode.faces.cli.reactor import since_ms
 
     now = 1_780_000_000_000
     assert since_ms("2h", now) == now - 7_200_000

@@ -38,7 +38,7 @@ def test_the_environment_is_the_scrubbed_one(home, fake_user_home, monkeypatch):
 def test_logging_goes_to_each_calls_own_stderr(home, fake_user_home, monkeypatch):
     """basicConfig binds a handler to the stderr of the call: the next call logs to its own (no
     command logs without a node, so `status` here logs one warning after its work)."""
-    from meshnode.cli import node as cli_node
+    from meshnode.faces.cli import node as cli_node
 
     real = cli_node.cmd_status
 

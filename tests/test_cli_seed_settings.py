@@ -7,10 +7,10 @@ import json
 
 from test_cli import one_error_line
 
-from meshnode.cognition.contexts import build
-from meshnode.container import now_ms
-from meshnode.identity import NodeKey
-from meshnode.reputation.model import Evidence
+from meshnode.engines.cognition.contexts import build
+from meshnode.base.container import now_ms
+from meshnode.base.identity import NodeKey
+from meshnode.domain.reputation.model import Evidence
 from meshnode.records.reputation.records import record_equivocation, record_evidence
 from meshnode.store import Database
 

@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from meshnode.cli import build_parser, command_of
-from meshnode.cli.parsers import vocabulary
-from meshnode.cli.parsers.commands import Command
+from meshnode.faces.cli import build_parser, command_of
+from meshnode.faces.cli.parsers import vocabulary
+from meshnode.faces.cli.parsers.commands import Command
 
 HEAVY = ("trio", "mcp", "a2a", "starlette", "hypercorn", "libp2p", "httpx", "nacl", "multiaddr", "pydantic",
          "jsonschema", "sqlite3")
@@ -32,11 +32,11 @@ def loaded_after(code: str) -> set[str]:
     return set(json.loads(result.stdout.splitlines()[-1]))
 
 
-PARSE = "from meshnode.cli import build_parser\ntry:\n    build_parser().parse_args({argv!r})\nexcept SystemExit:\n    pass"
+PARSE = "from meshnode.faces.cli import build_parser\ntry:\n    build_parser().parse_args({argv!r})\nexcept SystemExit:\n    pass"
 
 
 @pytest.mark.parametrize("code", [
-    "import meshnode.cli",
+    "import meshnode.faces.cli",
     PARSE.format(argv=["--version"]),
     PARSE.format(argv=["--help"]),
     PARSE.format(argv=["status"]),
@@ -47,13 +47,13 @@ def test_the_parser_loads_no_heavy_stack(code):
 
 
 def test_the_status_command_loads_neither_trio_nor_the_web_mcp_a2a_stacks():
-    assert loaded_after("import meshnode.cli.node, meshnode.cli.common, meshnode.control") & set(STATUS_HEAVY) == set()
+    assert loaded_after("import meshnode.faces.cli.node, meshnode.faces.cli.common, meshnode.net.control") & set(STATUS_HEAVY) == set()
 
 
 # what `status` against a running node does not need: address parsing (multiaddr, netaddr), the container
 # model (cbor2), the key file's encryption (PyNaCl's Argon2 and secretbox), the database, the MCP settings
 STATUS_SPARED = ("multiaddr", "netaddr", "cbor2", "nacl.pwhash", "nacl.secret", "nacl.signing", "sqlite3",
-                 "importlib.resources", "meshnode.container.model", "meshnode.config.mcp", *STATUS_HEAVY)
+                 "importlib.resources", "meshnode.base.container.model", "meshnode.base.config.mcp", *STATUS_HEAVY)
 LIVE = {"counts": {"notes": 3}, "schema_version": 21, "addresses": ["/ip4/127.0.0.1/tcp/1"], "connected": 0,
         "cognition": {"mode": "idle"}}
 
@@ -61,12 +61,12 @@ LIVE = {"counts": {"notes": 3}, "schema_version": 21, "addresses": ["/ip4/127.0.
 def test_status_against_a_running_node_loads_only_the_config_the_key_and_the_control_client(tmp_path):
     """The whole command runs (config.toml with its listen address checked, the key file read, the
     answer printed); the node's answer is canned, as only this process's modules are looked at."""
-    from meshnode.home import init_home
+    from meshnode.store.home import init_home
 
     home = tmp_path / "home"
     init_home(home, name="probe", passphrase=None, exist_ok=False)
-    code = (f"import meshnode.control as control\ncontrol.call = lambda *a, **k: {LIVE!r}\n"
-            f"from meshnode.cli import main\nassert main(['--home', {str(home)!r}, 'status']) == 0")
+    code = (f"import meshnode.net.control as control\ncontrol.call = lambda *a, **k: {LIVE!r}\n"
+            f"from meshnode.faces.cli import main\nassert main(['--home', {str(home)!r}, 'status']) == 0")
     probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MESHNODE_")}
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
@@ -74,7 +74,7 @@ def test_status_against_a_running_node_loads_only_the_config_the_key_and_the_con
     assert "name:      probe" in result.stdout and "counts:    notes 3" in result.stdout
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
     assert {m for m in loaded if m in STATUS_SPARED or m.split(".")[0] in STATUS_SPARED} == set()
-    assert {"tomllib", "meshnode.config", "nacl.bindings", "socket"} <= loaded  # the probe did run the command
+    assert {"tomllib", "meshnode.base.config", "nacl.bindings", "socket"} <= loaded  # the probe did run the command
 
 
 def test_the_key_files_libsodium_sizes_agree_with_pynacl():
@@ -82,7 +82,7 @@ def test_the_key_files_libsodium_sizes_agree_with_pynacl():
     import nacl.pwhash
     import nacl.secret
 
-    from meshnode.identity import keyfile
+    from meshnode.base.identity import keyfile
 
     argon2id, box = nacl.pwhash.argon2id, nacl.secret.SecretBox
     assert (keyfile.DEFAULT_OPSLIMIT, keyfile.DEFAULT_MEMLIMIT) == (argon2id.OPSLIMIT_MODERATE, argon2id.MEMLIMIT_MODERATE)
@@ -91,7 +91,7 @@ def test_the_key_files_libsodium_sizes_agree_with_pynacl():
 
 
 def test_cognition_commands_do_not_load_the_mcp_sdk():
-    assert loaded_after("import meshnode.cognition.commands") & {"mcp", "mcp_types", "jsonschema"} == set()
+    assert loaded_after("import meshnode.engines.cognition.commands") & {"mcp", "mcp_types", "jsonschema"} == set()
 
 
 def _commands(parser: argparse.ArgumentParser):
@@ -168,7 +168,7 @@ def test_a_parser_built_for_the_command_parses_as_the_whole_one():
 
 def test_a_command_named_wrong_fails_when_resolved():
     with pytest.raises(AttributeError):
-        Command("meshnode.cli.node", "cmd_no_such_command").resolve()
+        Command("meshnode.faces.cli.node", "cmd_no_such_command").resolve()
 
 
 @pytest.mark.parametrize("name", sorted(vocabulary.HOMES))
@@ -183,9 +183,9 @@ A2A_PROBE = """
 import json, sys, tempfile, trio
 from pathlib import Path
 from types import SimpleNamespace
-import meshnode.node_http  # what `run` imports to serve the web notebook, /mcp and A2A
-from meshnode.a2a.face import A2AFace
-from meshnode.identity.keys import NodeKey
+import meshnode.node.http  # what `run` imports to serve the web notebook, /mcp and A2A
+from meshnode.faces.a2a.face import A2AFace
+from meshnode.base.identity.keys import NodeKey
 from meshnode.records.gmp import store_hooks
 from meshnode.store.database import Database
 

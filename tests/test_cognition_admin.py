@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from meshnode.cognition import executor
-from meshnode.cognition.handlers import config as config_handlers
-from meshnode.cognition.handlers import tables as table_handlers
-from meshnode.cognition.command_types import command_type
-from meshnode.cognition.commands import Command, extract
-from meshnode.identity.did import did_to_peer_id
-from meshnode.identity.keys import NodeKey
+from meshnode.engines.cognition import executor
+from meshnode.engines.cognition.handlers import config as config_handlers
+from meshnode.engines.cognition.handlers import tables as table_handlers
+from meshnode.engines.cognition.command_types import command_type
+from meshnode.engines.cognition.commands import Command, extract
+from meshnode.base.identity.did import did_to_peer_id
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.sharing import set_friend
 

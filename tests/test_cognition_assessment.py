@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.cognition.assessment import DEFAULT_EMOTIONS, grow, parse
+from meshnode.engines.cognition.assessment import DEFAULT_EMOTIONS, grow, parse
 
 GOOD = {"assessment": "a new angle on quorums", "novelty_score": 0.7, "new_ideas": ["weighted quorums"],
         "refined_ideas": [], "discarded_ideas": ["flooding"], "tags": ["bft"],

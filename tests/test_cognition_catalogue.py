@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-import meshnode.node  # noqa: F401  (everything the node registers)
-from meshnode.cognition import catalogue, contexts, executor
-from meshnode.cognition.command_types import answer_limit, command_names, command_type
-from meshnode.cognition.commands import MAX_COMMANDS, extract, size
-from meshnode.gate.tools import TOOLS, openai_tools
-from meshnode.identity.keys import NodeKey
+import meshnode.node.run  # noqa: F401  (everything the node registers)
+from meshnode.engines.cognition import catalogue, contexts, executor
+from meshnode.engines.cognition.command_types import answer_limit, command_names, command_type
+from meshnode.engines.cognition.commands import MAX_COMMANDS, extract, size
+from meshnode.engines.gate.tools import TOOLS, openai_tools
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 
 NAMES = command_names()
@@ -48,7 +48,7 @@ def test_every_registered_command_is_in_the_prompt_with_its_arguments_within_the
 def test_the_registry_is_complete_wherever_it_is_asked():
     """A module that registers commands must be loaded by the executor chain: a fresh process that
     asks only command_types knows every command the running node registers."""
-    fresh = subprocess.run([sys.executable, "-c", "from meshnode.cognition.command_types import command_names;"
+    fresh = subprocess.run([sys.executable, "-c", "from meshnode.engines.cognition.command_types import command_names;"
                             " print(' '.join(command_names()))"], capture_output=True, text=True, check=True)
     assert fresh.stdout.split() == NAMES
 
@@ -130,8 +130,8 @@ def test_commands_past_the_limit_are_named_in_an_error_not_dropped_silently():
 
 
 def test_an_auxiliary_loop_is_shown_exactly_the_commands_it_may_run(tmp_path):
-    from meshnode.cognition import auxiliary
-    from meshnode.cognition.commands import Command
+    from meshnode.engines.cognition import auxiliary
+    from meshnode.engines.cognition.commands import Command
 
     db = Database(tmp_path / "a.db")
     try:

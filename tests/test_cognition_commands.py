@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.cognition.command_types import answer_limit
-from meshnode.cognition.commands import MAX_COMMANDS, Command, extract
+from meshnode.engines.cognition.command_types import answer_limit
+from meshnode.engines.cognition.commands import MAX_COMMANDS, Command, extract
 
 VALID = [
     {"cmd_id": "c-1", "type": "diary_add", "args": {"text": "mesh scales", "tags": ["mesh"]}, "description": "note it"},
@@ -122,8 +122,8 @@ def test_confidence_spans_the_overall_confidence_and_unverified_facts():
 def test_openai_tool_calls_become_commands_and_pass_the_same_checks():
     import httpx
 
-    from meshnode.cognition.catalogue import tool_definitions
-    from meshnode.cognition.llm import _content
+    from meshnode.engines.cognition.catalogue import tool_definitions
+    from meshnode.engines.cognition.llm import _content
     from meshnode.records.mind.registry import Endpoint
 
     calls = [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},

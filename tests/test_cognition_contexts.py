@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition import contexts
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.engines.cognition import contexts
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000
@@ -73,9 +73,9 @@ def test_every_context_keeps_to_its_budget(tmp_path):
 
 
 def test_pinned_entries_stay_in_view_until_unpinned(tmp_path):
-    from meshnode.cognition import executor
-    from meshnode.cognition.commands import extract
-    from meshnode.knowledge import make_concept, make_diary_entry
+    from meshnode.engines.cognition import executor
+    from meshnode.engines.cognition.commands import extract
+    from meshnode.domain.knowledge import make_concept, make_diary_entry
 
     db = Database(tmp_path / "p.db")
     key = NodeKey(bytes(32))

@@ -9,14 +9,14 @@ import json
 import pytest
 
 from meshnode.records import knowledge_edits as edits
-from meshnode.cognition import executor
+from meshnode.engines.cognition import executor
 from meshnode.records.mind import registry
-from meshnode.cognition.commands import extract
+from meshnode.engines.cognition.commands import extract
 from meshnode.records.mind.registry import Endpoint
-from meshnode.container import build_container
-from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_concept, make_link
-from meshnode.notes import make_note
+from meshnode.base.container import build_container
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.knowledge import make_concept, make_link
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000

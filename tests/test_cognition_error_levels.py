@@ -4,9 +4,9 @@ over real HTTP: tests/test_cognition_seed_items.py.)"""
 
 from __future__ import annotations
 
-from meshnode.cognition import error_levels
-from meshnode.cognition.commands import Command
-from meshnode.identity.keys import NodeKey
+from meshnode.engines.cognition import error_levels
+from meshnode.engines.cognition.commands import Command
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Store
 
 KEY = NodeKey(bytes(32))

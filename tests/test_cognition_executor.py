@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from meshnode.cognition import executor
-from meshnode.cognition.command_types import command_names, command_type
-from meshnode.cognition.commands import extract
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.engines.cognition import executor
+from meshnode.engines.cognition.command_types import command_names, command_type
+from meshnode.engines.cognition.commands import extract
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000
@@ -29,7 +29,7 @@ def snapshot(db: Database) -> dict:
 
 
 def test_every_command_type_has_a_handler_or_the_cycle_runs_it():
-    from meshnode.cognition.cycle import DEFERRED_TYPES
+    from meshnode.engines.cognition.cycle import DEFERRED_TYPES
 
     missing = [n for n in command_names() if not executor.handles(n) and n not in DEFERRED_TYPES]
     assert missing == []
@@ -42,7 +42,7 @@ def test_read_only_commands_change_nothing_and_mutating_ones_do(tmp_path):
         note = make_note(KEY, "hello #mesh", now_ms=T0)
         db.put_container(note, received_at_ms=T0)
         before = snapshot(db)
-        from meshnode.cognition.cycle import DEFERRED_TYPES
+        from meshnode.engines.cognition.cycle import DEFERRED_TYPES
 
         reads = [{"cmd_id": f"r{i}", "type": name, "args": {}} for i, name in enumerate(command_names())
                  if not command_type(name).mutating and not command_type(name).schema._required

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from meshnode.cognition import contexts, executor
-from meshnode.cognition.commands import extract
+from meshnode.engines.cognition import contexts, executor
+from meshnode.engines.cognition.commands import extract
 from meshnode.records.gmp import service
-from meshnode.identity.keys import NodeKey
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.views_cogsync import load_stored
 
@@ -92,7 +92,7 @@ def test_context_3_shows_what_needs_a_check(dbs):
 
 
 def test_what_the_agent_signs_waits_for_the_cycle_to_push_it(dbs):
-    from meshnode.cognition.handlers import goals
+    from meshnode.engines.cognition.handlers import goals
 
     a = dbs[A.did]
     goals.take_written(A.did), goals.take_written(B.did)  # earlier tests of this process
@@ -108,8 +108,8 @@ async def test_the_cycle_follows_up_what_the_agent_wrote_through_the_gmp_action(
     node's GMP service pushes it and reacts to it, waiting for nobody."""
     from types import SimpleNamespace
 
-    from meshnode.cognition.cycle import Cycle
-    from meshnode.cognition.handlers import goals
+    from meshnode.engines.cognition.cycle import Cycle
+    from meshnode.engines.cognition.handlers import goals
 
     class Gmp:
         def __init__(self):

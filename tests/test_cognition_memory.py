@@ -3,7 +3,7 @@ llm_memory is LRU-bounded, pruning is logged, and the session checkpoint survive
 
 from __future__ import annotations
 
-from meshnode.cognition.cycle import KEEP_MEMORY, KEEP_RESPONSES, _checkpoint_of, _prune_and_checkpoint
+from meshnode.engines.cognition.cycle import KEEP_MEMORY, KEEP_RESPONSES, _checkpoint_of, _prune_and_checkpoint
 from meshnode.store import Database
 
 

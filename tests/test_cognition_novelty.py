@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.cognition.novelty import estimated_similarity, jaccard, novelty, shingles, signature
+from meshnode.engines.cognition.novelty import estimated_similarity, jaccard, novelty, shingles, signature
 
 WORDS = st.lists(st.sampled_from("mesh node trust vote peer agent goal task sync ledger quorum round".split()),
                  min_size=0, max_size=60).map(" ".join)

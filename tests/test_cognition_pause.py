@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 import trio
 
 from cyclelab import until
-from meshnode.cognition.cycle import Cycle
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.engines.cognition.cycle import Cycle
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.store.service import Store
 
 KEY = NodeKey(bytes(32))
@@ -111,8 +111,8 @@ async def test_the_pause_outlives_a_restart(tmp_path):
 async def test_a_pause_whose_write_failed_is_not_half_applied(tmp_path):
     """The row could not be written (the database busy): the call fails, the cycle is not paused in
     memory only, and a second pause writes the row (so it outlives a restart)."""
-    from meshnode.cognition.tick_store import paused_of
-    from meshnode.errors import MeshnodeError
+    from meshnode.engines.cognition.tick_store import paused_of
+    from meshnode.base.errors import MeshnodeError
 
     store = await Store.open(tmp_path / "mind.db")
     try:
@@ -176,7 +176,7 @@ async def test_a_pause_during_a_tick_keeps_released_and_approved_commands_waitin
 async def test_an_auxiliary_loop_waits_while_the_agent_is_paused(tmp_path):
     """A task's auxiliary loop asks an LLM too: while a person has paused the agent it starts no
     round (it waits for the resume)."""
-    from meshnode.cognition import auxiliary
+    from meshnode.engines.cognition import auxiliary
 
     store = await Store.open(tmp_path / "mind.db")
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.cognition import peer_validation
-from meshnode.identity.keys import NodeKey
+from meshnode.engines.cognition import peer_validation
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net import exchange
 from meshnode.store import Database
 from meshnode.store.sharing import set_friend

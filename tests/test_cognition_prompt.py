@@ -9,10 +9,10 @@ import json
 import sqlite3
 import time
 
-import meshnode.node  # noqa: F401  (everything the node registers)
+import meshnode.node.run  # noqa: F401  (everything the node registers)
 from llmharness import command_block
 from meshharness import Node, wait_until
-from meshnode.cognition.command_types import command_names, command_type
+from meshnode.engines.cognition.command_types import command_names, command_type
 
 FAST_MIND = {"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.cognition import stagnation as s
+from meshnode.engines.cognition import stagnation as s
 
 
 def test_the_seed_s_diagnoses():

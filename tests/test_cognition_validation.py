@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meshnode.cognition.validation import Verdict, parse
+from meshnode.engines.cognition.validation import Verdict, parse
 
 
 def test_verdicts_are_a_rating_and_a_short_comment():
@@ -27,7 +27,7 @@ def test_commands_pass_at_plus_one_or_without_validators():
 def test_metrics_show_coverage_agreement_and_a_validator_drifting():
     import json
 
-    from meshnode.cognition.validation import metrics
+    from meshnode.engines.cognition.validation import metrics
 
     rows = []
     for i in range(40):  # "b" agrees for 20 answers, then leans +2 above the aggregate
@@ -46,7 +46,7 @@ def _panel(ratings: dict[str, int], n: int) -> list[tuple]:
     """``n`` stored answers where each validator gave the same rating, weighted equally."""
     import json
 
-    from meshnode.reputation.weights import validator_rating
+    from meshnode.domain.reputation.weights import validator_rating
 
     aggregate = validator_rating((r, 1.0) for r in ratings.values())
     said = [{"validator": name, "rating": r, "trust": 1.0} for name, r in ratings.items()]
@@ -54,7 +54,7 @@ def _panel(ratings: dict[str, int], n: int) -> list[tuple]:
 
 
 def test_trust_adapts_to_agreement_bounded_and_only_after_a_few_verdicts():
-    from meshnode.cognition.validation import ADAPT_FLOOR, ADAPT_MIN_VERDICTS, adapted_trust
+    from meshnode.engines.cognition.validation import ADAPT_FLOOR, ADAPT_MIN_VERDICTS, adapted_trust
 
     few = adapted_trust(_panel({"a": 2, "b": 2, "c": -3}, ADAPT_MIN_VERDICTS - 1))
     assert {k: v["factor"] for k, v in few.items()} == {"a": 1.0, "b": 1.0, "c": 1.0}
@@ -74,7 +74,7 @@ def test_trust_adapts_to_agreement_bounded_and_only_after_a_few_verdicts():
 
 
 def test_a_validator_failing_in_a_row_is_set_aside_and_asked_again_after_the_retry_time():
-    from meshnode.cognition.validator_health import ValidatorHealth
+    from meshnode.engines.cognition.validator_health import ValidatorHealth
 
     h = ValidatorHealth(failures=3, retry_ms=1000)
     assert h.record("v", False, 0, "out of form: 'hmm'") is None
@@ -94,7 +94,7 @@ def test_held_commands_are_decided_all_or_nothing_with_reasons(tmp_path):
     import pytest
 
     from meshnode.records.mind import held
-    from meshnode.cognition.commands import Command
+    from meshnode.engines.cognition.commands import Command
     from meshnode.store import Database
 
     db = Database(tmp_path / "m.db")
@@ -127,7 +127,7 @@ def test_held_commands_are_decided_all_or_nothing_with_reasons(tmp_path):
 
 
 def test_which_decisions_needed_the_mesh():
-    from meshnode.cognition.isolation import needs_mesh
+    from meshnode.engines.cognition.isolation import needs_mesh
 
     assert needs_mesh("send_message", {}) == needs_mesh("consensus_propose", {}) == "acts through the mesh"
     assert needs_mesh("note_add", {"audience": "public"}) == "leaves the node (audience public)"
@@ -140,7 +140,7 @@ def test_which_decisions_needed_the_mesh():
 
 
 async def test_every_validator_set_aside_holds_the_commands_it_never_passes_them_unvalidated():
-    from meshnode.cognition.validation import validate
+    from meshnode.engines.cognition.validation import validate
 
     none_registered = await validate([], "prompt", "answer", "main")
     assert none_registered.passes and none_registered.auto_pass

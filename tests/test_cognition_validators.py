@@ -62,7 +62,7 @@ def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(t
         log = "\n".join(node.drain())
         assert log.count("validator confused set aside") >= 2
         # a person is warned the first time it is set aside, not at every retry; nothing stalled
-        assert log.count("WARNING meshnode.cognition: validator confused set aside") == 1
+        assert log.count("WARNING meshnode.engines.cognition: validator confused set aside") == 1
         assert "commands are held" not in log
     finally:
         node.kill()

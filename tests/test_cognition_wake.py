@@ -13,9 +13,9 @@ import cyclelab
 from cyclelab import answer_with, until
 from llmharness import ScriptedLLM
 from meshnode.records.mind import held
-from meshnode.cognition.cycle import Cycle
-from meshnode.container import now_ms
-from meshnode.metrics import Metrics
+from meshnode.engines.cognition.cycle import Cycle
+from meshnode.base.container import now_ms
+from meshnode.base.metrics import Metrics
 
 LONG_PAUSE = 60.0  # the cycle's pause: without a wake it would not tick again during a test
 
@@ -203,7 +203,7 @@ def test_a_woken_ticks_report_is_validated_and_held_like_any_command(tmp_path):
 
 
 def test_a_report_is_read_strictly_with_every_key_filled():
-    from meshnode.cognition.wake_report import ReportError, last_report, normalize
+    from meshnode.engines.cognition.wake_report import ReportError, last_report, normalize
 
     full = normalize({"processed_messages": [1, "n2"], "next_check_at": 1_800_000_000_000})
     assert full == {"processed_messages": [1, "n2"], "task_updates": [], "outgoing_messages": [], "blocked": False,

@@ -1,4 +1,4 @@
-"""The CogConsensus tally (meshnode/consensus/cogvote.py): selection, decay, score, thresholds, states."""
+"""The CogConsensus tally (meshnode/domain/consensus/cogvote.py): selection, decay, score, thresholds, states."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.consensus.cogvote import (
+from meshnode.domain.consensus.cogvote import (
     DECISIONS,
     Ballot,
     ConsensusError,
@@ -21,8 +21,8 @@ from meshnode.consensus.cogvote import (
     newest_per_voter,
     tally,
 )
-from meshnode.container import ContainerError, build_container, decode_container
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, decode_container
+from meshnode.base.identity.keys import NodeKey
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(40, 46)]
 T0 = 1_800_000_000_000

@@ -8,10 +8,10 @@ import json
 
 from test_cli import CONTAINER_DID, assert_clean_failure, db_path, one_error_line
 
-from meshnode.consensus.cogvote import Rule, make_vote, tally
-from meshnode.consensus.result import build_result, result_payload
-from meshnode.container import build_container, now_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.consensus.cogvote import Rule, make_vote, tally
+from meshnode.domain.consensus.result import build_result, result_payload
+from meshnode.base.container import build_container, now_ms
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 
 PEERS = [NodeKey(bytes([i]) * 32) for i in range(80, 83)]
@@ -173,7 +173,7 @@ def test_decisions_are_newest_first_with_the_same_fields_for_provisional_ones(ru
     """Committed heights 0 and 1 (1 a block of two values, after an emergency it confirmed), and a
     provisional emergency_consensus at height 2: listed height 2, then 1 (index 1, 0), then 0,
     each value with its height, index, round and emergency."""
-    from meshnode.consensus.blocks import encode_block
+    from meshnode.domain.consensus.blocks import encode_block
     from meshnode.store import decisions
 
     db = Database(db_path(home), create=False)

@@ -1,4 +1,4 @@
-"""consensus_result containers (meshnode/consensus/result.py): a result built from votes always
+"""consensus_result containers (meshnode/domain/consensus/result.py): a result built from votes always
 verifies; a result that misstates any vote, trust, decay, weight, score or state does not, and
 the verifier says which."""
 
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.consensus.cogvote import MAX_VOTES, ConsensusError, Rule, decay, decide, make_vote, tally
-from meshnode.consensus.result import build_result, compare_view, read_claim, result_payload, verify_result
+from meshnode.domain.consensus.cogvote import MAX_VOTES, ConsensusError, Rule, decay, decide, make_vote, tally
+from meshnode.domain.consensus.result import build_result, compare_view, read_claim, result_payload, verify_result
 from meshnode.records.consensus import cast_vote, load_votes, publish_result, tally_stored, verify_stored, votes_on
-from meshnode.container import build_container, decode_container, format_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, decode_container, format_ms
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(60, 66)]

@@ -1,4 +1,4 @@
-"""meshnode.config: config.toml, then MESHNODE_* variables, then flags."""
+"""meshnode.base.config: config.toml, then MESHNODE_* variables, then flags."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshnode.config import (
+from meshnode.base.config import (
     CONFIG_FILE,
     DEFAULTS,
     MAX_CONFIG_BYTES,
@@ -19,8 +19,8 @@ from meshnode.config import (
     plain_ip_tcp,
     resolve_home,
 )
-from meshnode.container.model import DEFAULT_LIMITS, Limits
-from meshnode.errors import ConfigError
+from meshnode.base.container.model import DEFAULT_LIMITS, Limits
+from meshnode.base.errors import ConfigError
 
 NO_ENV: dict[str, str] = {}
 
@@ -420,7 +420,7 @@ def test_gmp_settings_from_file_and_environment(home):
 
 
 def test_max_connections_from_the_environment_reaches_the_net_config(home):
-    from meshnode.node import net_config
+    from meshnode.node.run import net_config
 
     assert "MESHNODE_NET_MAX_CONNECTIONS" in bad(home, environ={"MESHNODE_NET_MAX_CONNECTIONS": "36.5"}).reason
     for most in ("12", "36", "100000"):  # the range's edges and between

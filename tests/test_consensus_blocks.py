@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.consensus import blocks
-from meshnode.consensus import messages as m
-from meshnode.consensus.committee import Committee
-from meshnode.consensus import proofs
-from meshnode.consensus.proofs import InclusionProof, verify_decided
-from meshnode.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.consensus import blocks
+from meshnode.domain.consensus import messages as m
+from meshnode.domain.consensus.committee import Committee
+from meshnode.domain.consensus import proofs
+from meshnode.domain.consensus.proofs import InclusionProof, verify_decided
+from meshnode.domain.consensus.tendermint import ANNOUNCE, BlockLimits, Broadcast, Core, Decide, Schedule, Timeouts
+from meshnode.base.identity.keys import NodeKey
 from test_consensus_core import run_synchronously
 
 KEYS = [NodeKey(hashlib.sha256(b"blocks-%d" % i).digest()) for i in range(5)]
@@ -216,7 +216,7 @@ def test_blocks_are_decided_once_and_in_one_order_on_every_node_whatever_the_del
 def test_the_store_gives_back_each_height_s_block_and_keeps_decisions_from_before_blocks(tmp_path):
     import sqlite3
 
-    from meshnode.container import cbor
+    from meshnode.base.container import cbor
     from meshnode.store import Database, decisions
     from meshnode.store import migrate as migrate_module
 

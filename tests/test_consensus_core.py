@@ -6,11 +6,11 @@ import hashlib
 
 import pytest
 
-from meshnode.consensus import messages as m
-from meshnode.consensus.blocks import block_id, encode_block
-from meshnode.consensus.committee import Committee, weights_from_trust
-from meshnode.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Revisit, Timeouts
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.consensus import messages as m
+from meshnode.domain.consensus.blocks import block_id, encode_block
+from meshnode.domain.consensus.committee import Committee, weights_from_trust
+from meshnode.domain.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Revisit, Timeouts
+from meshnode.base.identity.keys import NodeKey
 
 KEYS = [NodeKey(hashlib.sha256(b"core-%d" % i).digest()) for i in range(5)]
 COMMITTEE = Committee.of({k.did: 1 for k in KEYS[:4]})

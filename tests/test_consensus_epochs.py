@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.consensus import epochs
-from meshnode.consensus.committee import Committee
-from meshnode.identity.keys import NodeKey
-from meshnode.reputation.statements import build_trust
+from meshnode.domain.consensus import epochs
+from meshnode.domain.consensus.committee import Committee
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.reputation.statements import build_trust
 
 KEYS = [NodeKey(hashlib.sha256(b"epoch-%d" % i).digest()) for i in range(8)]
 MEMBERS = KEYS[:4]

@@ -11,9 +11,9 @@ import dataclasses
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from meshnode.consensus import messages as m
-from meshnode.consensus.blocks import encode_block
-from meshnode.consensus.tendermint import Core, Decide
+from meshnode.domain.consensus import messages as m
+from meshnode.domain.consensus.blocks import encode_block
+from meshnode.domain.consensus.tendermint import Core, Decide
 from sims.consensus import BEHAVIOURS, KEPT_HEIGHTS, ConsensusSim, Options
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, cbor
+from meshnode.base.container import ContainerError, cbor
 from strategies import leaves, values
 
 LIMITS = dict(max_bytes=1 << 20, max_depth=32)

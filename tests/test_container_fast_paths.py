@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
-from meshnode.container import ContainerError, build_container, cbor, parse_ms, timefmt, usual
-from meshnode.container import head_template as templates
-from meshnode.container.model import DEFAULT_LIMITS
-from meshnode.container.verify import _decode_any, decode_container
-from meshnode.identity import ed25519
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, cbor, parse_ms, timefmt, usual
+from meshnode.base.container import head_template as templates
+from meshnode.base.container.model import DEFAULT_LIMITS
+from meshnode.base.container.verify import _decode_any, decode_container
+from meshnode.base.identity import ed25519
+from meshnode.base.identity.keys import NodeKey
 from strategies import maps, relations, tags
 from test_container_properties import _mutate
 
@@ -77,7 +77,7 @@ def _resigned(c, **head_changes) -> bytes:
     head = dict(hmp["head"], **head_changes)
     del head["signature"], head["container_did"]
     signed = cbor.encode(dict(hmp, head=head))
-    from meshnode.container.model import container_did_for
+    from meshnode.base.container.model import container_did_for
     head = dict(head, signature=KEYS[0].sign(signed), container_did=container_did_for(signed))
     return cbor.encode({"hmp_container": dict(hmp, head=head)})
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, build_container, cbor, decode_container, now_ms
-from meshnode.container.model import DEFAULT_LIMITS, Limits
-from meshnode.container.prescan import scan
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, cbor, decode_container, now_ms
+from meshnode.base.container.model import DEFAULT_LIMITS, Limits
+from meshnode.base.container.prescan import scan
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net import exchange
 from strategies import values
 
@@ -178,7 +178,7 @@ def test_the_builder_refuses_what_the_verifier_would():
 
 def test_the_largest_container_meshnode_builds_fits_the_default_with_margin():
     """A consensus result over MAX_VOTES votes (cogvote.MAX_VOTES), its votes also in related."""
-    from meshnode.consensus.cogvote import MAX_VOTES
+    from meshnode.domain.consensus.cogvote import MAX_VOTES
 
     key = NodeKey(bytes(range(32)))
     did = "did:hmp:container:uEiA" + "A" * 43
@@ -194,7 +194,7 @@ def test_the_largest_container_meshnode_builds_fits_the_default_with_margin():
 
 def test_sync_frames_have_their_own_limits():
     from meshnode.net import mesh_sync
-    from meshnode.sync.reconcile import ReconcileError
+    from meshnode.domain.sync.reconcile import ReconcileError
 
     assert mesh_sync.MAX_SYNC_FRAME <= 8 * 1024 * 1024
     frame = cbor2.dumps({"ranges": [[]] * (mesh_sync.MAX_SYNC_ITEMS + 1)})
@@ -208,8 +208,8 @@ def test_sync_frames_have_their_own_limits():
 @pytest.mark.parametrize("text, ok", [("1024", True), ("1048576", True), ("1023", False), ("1048577", False),
                                       ('"many"', False), ("2.5", False)])
 def test_the_max_items_setting(tmp_path, text, ok):
-    from meshnode.config import CONFIG_FILE, DEFAULTS, default_config_text, load_config
-    from meshnode.errors import ConfigError
+    from meshnode.base.config import CONFIG_FILE, DEFAULTS, default_config_text, load_config
+    from meshnode.base.errors import ConfigError
 
     assert DEFAULTS["limits"]["max_items"] == DEFAULT_LIMITS.max_items
     assert f"max_items = {DEFAULT_LIMITS.max_items}" in default_config_text("n")
@@ -223,7 +223,7 @@ def test_the_max_items_setting(tmp_path, text, ok):
 
 
 def test_consensus_messages_are_held_to_their_item_limit():
-    from meshnode.consensus import messages as cm
+    from meshnode.domain.consensus import messages as cm
 
     block = cm.blocks.encode_block([b"v"])
     honest = cbor.encode({"t": cm.COMMIT, "c": "committee", "h": 1, "r": 0, "v": cm.block_id_of(block), "p": block,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, build_container, decode_container, parse_ms
-from meshnode.container.model import DEFAULT_LIMITS
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container, decode_container, parse_ms
+from meshnode.base.container.model import DEFAULT_LIMITS
+from meshnode.base.identity.keys import NodeKey
 from strategies import maps, relations, tags
 
 T0 = parse_ms("2026-03-01T00:00:00.000Z")
@@ -157,8 +157,8 @@ def test_builder_refuses_a_payload_its_class_schema_refuses():
 
 
 def test_unknown_blocks_inside_hmp_container_are_signed_and_kept():
-    from meshnode.container import cbor
-    from meshnode.container.model import container_did_for
+    from meshnode.base.container import cbor
+    from meshnode.base.container.model import container_did_for
 
     key = KEYS[0]
     plain = build_container(key, "x_test", {"a": 1}, timestamp_ms=T0)

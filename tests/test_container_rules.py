@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, Limits, build_container, cbor, decode_container, parse_ms
-from meshnode.container.model import container_did_for
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, Limits, build_container, cbor, decode_container, parse_ms
+from meshnode.base.container.model import container_did_for
+from meshnode.base.identity.keys import NodeKey
 
 T0 = parse_ms("2026-03-01T00:00:00.000Z")
 KEY = NodeKey(bytes([7]) * 32)
@@ -176,7 +176,7 @@ def test_show_view_keeps_unsigned_side_blocks_apart():
 
 
 def test_key_order_caches_do_not_keep_huge_keys():
-    from meshnode.container import cbor as cbor_module
+    from meshnode.base.container import cbor as cbor_module
 
     before = len(cbor_module._GOOD_KEY_ORDERS)
     big = {"k" * 5000 + str(i): i for i in range(2)}

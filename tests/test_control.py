@@ -8,9 +8,9 @@ import stat
 import pytest
 import trio
 
-from meshnode.control import ControlError, call
-from meshnode.control_server import serve_control
-from meshnode.errors import MeshnodeError
+from meshnode.net.control import ControlError, call
+from meshnode.faces.control_server import serve_control
+from meshnode.base.errors import MeshnodeError
 
 
 async def handler(cmd: str, args: dict, face: str):

@@ -13,7 +13,7 @@ from llmharness import command_block
 from meshharness import wait_until
 from test_gate_session import _rows, start_mind
 
-from meshnode.gate import GateError
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import budget
 
 WORDS = ("lantern ferry orchard cobalt meadow signal harbor thistle basalt ember willow canyon prism quartz"

@@ -112,7 +112,7 @@ def test_a_restart_kills_the_sandboxed_processes_a_crash_left_running(tmp_path, 
 # A stand-in for a node: runs one sandboxed `sleep` through the runner, and is then killed.
 FAKE_NODE = textwrap.dedent("""\
     import sys, trio
-    from meshnode.gate import runner, sandbox
+    from meshnode.engines.gate import runner, sandbox
     if sys.argv[3] == "no-pidfd":  # as on a kernel before 5.3: the supervisor polls its parent instead
         sandbox._pidfd = lambda pid: None
     policy = runner.policy_from_config(["sleep"], timeout_s=600.0)
@@ -143,7 +143,7 @@ def test_leftover_records_kill_only_the_process_they_name(tmp_path):
     import json
     import subprocess
 
-    from meshnode.gate import sandbox
+    from meshnode.engines.gate import sandbox
 
     bystander, command = subprocess.Popen(["sleep", "60"]), subprocess.Popen(["sleep", "60"])
     try:

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.gate import GateError
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import drafts, snapshots
 from meshnode.records.gate.drafts import commit, decide, draft_delete, draft_patch, draft_write, edit, read_through, review
-from meshnode.gate.jail import Jail
+from meshnode.engines.gate.jail import Jail
 from meshnode.store import Database
 
 S = "session-1"

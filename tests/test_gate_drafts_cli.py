@@ -8,8 +8,8 @@ import json
 import time
 
 from meshnode.records.gate.drafts import draft_write
-from meshnode.gate.gate import _record_submission
-from meshnode.gate.jail import Jail
+from meshnode.engines.gate.gate import _record_submission
+from meshnode.engines.gate.jail import Jail
 from meshnode.store import Database
 
 SESSION = "core"  # the session the node's agent drafts in, and the CLI reviews

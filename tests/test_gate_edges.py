@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from gatelab import clock
-from meshnode.gate import GateError, scratch
+from meshnode.engines.gate import GateError, scratch
 from meshnode.records.gate import confirm, drafts
-from meshnode.gate.tools import risk_policy
+from meshnode.engines.gate.tools import risk_policy
 
 
 def test_what_a_command_leaves_behind_is_read_without_following_links(tmp_path):

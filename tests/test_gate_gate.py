@@ -11,9 +11,9 @@ import pytest
 import trio
 
 from gatelab import CLOCK, clock
-from meshnode.gate import GateError
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import confirm, drafts
-from meshnode.gate.tools import openai_tools, risk_policy
+from meshnode.engines.gate.tools import openai_tools, risk_policy
 
 async def test_reads_see_drafts_and_the_real_file_waits_for_review(lab):
     gate = lab["make"]()

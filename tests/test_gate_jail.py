@@ -1,4 +1,4 @@
-"""The jail (meshnode/gate/jail.py): hostile paths are refused and touch nothing.
+"""The jail (meshnode/engines/gate/jail.py): hostile paths are refused and touch nothing.
 
 Every hostile attempt must raise a GateError with the expected code, and the
 whole test tree around the workspace (a sibling sharing its name's prefix, an
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.gate import GateError
-from meshnode.gate.jail import Jail
+from meshnode.engines.gate import GateError
+from meshnode.engines.gate.jail import Jail
 
 
 @dataclass

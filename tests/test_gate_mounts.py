@@ -20,12 +20,12 @@ import pytest
 import trio
 
 import meshnode
-from meshnode.gate import GateError
-from meshnode.gate import mounts, runner
+from meshnode.engines.gate import GateError
+from meshnode.engines.gate import mounts, runner
 from meshnode.store.database import Database
 from runnerlab import (ATTEMPT, OUTSIDE_TMP, attempts, fifo_line,
                        make_workspace, needs_root, policy, python)
-from meshnode.gate.runner import run_command
+from meshnode.engines.gate.runner import run_command
 
 
 @pytest.fixture
@@ -265,7 +265,7 @@ def test_without_root_a_user_namespace_isolates(workspace):
     """The node itself as uid 65534: the namespaces then come from a user namespace."""
     script = textwrap.dedent(f"""\
         import json, os, socket, trio
-        from meshnode.gate.runner import DEFAULT_PROGRAMS, policy_from_config, run_command
+        from meshnode.engines.gate.runner import DEFAULT_PROGRAMS, policy_from_config, run_command
         async def main():
             with socket.socket() as listener:
                 listener.bind(('127.0.0.1', 0))
@@ -310,7 +310,7 @@ def test_without_root_the_nodes_own_files_are_out_of_reach(workspace):
             """)
         script = textwrap.dedent(f"""\
             import json, trio
-            from meshnode.gate.runner import DEFAULT_PROGRAMS, policy_from_config, run_command
+            from meshnode.engines.gate.runner import DEFAULT_PROGRAMS, policy_from_config, run_command
             async def main():
                 own = open({str(key)!r}, 'rb').read().decode()  # the node itself can
                 result = await run_command(['python3', '-c', {code!r}], cwd={str(workspace)!r},

@@ -11,9 +11,9 @@ from llmharness import command_block
 from meshharness import Node, wait_until
 from test_gate_session import FAST_MIND, _rows
 
-from meshnode.config import load_config
-from meshnode.errors import MeshnodeError
-from meshnode.gate import outbound
+from meshnode.base.config import load_config
+from meshnode.base.errors import MeshnodeError
+from meshnode.engines.gate import outbound
 
 CAROL = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"  # a friend of alice's, never online
 

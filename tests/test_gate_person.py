@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from meshnode.gate import GateError
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import confirm, drafts, person
-from meshnode.gate.jail import Jail
+from meshnode.engines.gate.jail import Jail
 from meshnode.store import Database
 
 NOW = 1_800_000_000_000

@@ -18,9 +18,9 @@ import textwrap
 import pytest
 import trio
 
-from meshnode.gate import GateError
-from meshnode.gate import runner, sandbox
-from meshnode.gate.runner import (
+from meshnode.engines.gate import GateError
+from meshnode.engines.gate import runner, sandbox
+from meshnode.engines.gate.runner import (
     DEFAULT_PROGRAMS,
     CommandResult,
     ProgramRule,

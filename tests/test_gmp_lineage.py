@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gmp_fixtures import HOUR, A, B, C, M, Story, World
-from meshnode.container import parse_ms
-from meshnode.gmp import view
-from meshnode.gmp.rules import MemoryHeld, admit
+from meshnode.base.container import parse_ms
+from meshnode.domain.gmp import view
+from meshnode.domain.gmp.rules import MemoryHeld, admit
 
 PEOPLE = (B, C)
 

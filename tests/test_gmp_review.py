@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from gmp_fixtures import A, B, M, T0, World
 
-from meshnode.gmp import build
-from meshnode.gmp.rules import MemoryHeld
-from meshnode.gmp.view import counts
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.gmp import build
+from meshnode.domain.gmp.rules import MemoryHeld
+from meshnode.domain.gmp.view import counts
+from meshnode.base.identity.keys import NodeKey
 from meshnode.records.gmp import store_admission
 from meshnode.store.database import Database
 
@@ -131,7 +131,7 @@ def test_a_new_version_does_not_count_every_entry_of_its_lineage_again(db, monke
     entry was decoded and counted again on each version)."""
     from gmp_fixtures import Story
 
-    from meshnode.gmp import view as gmp_view
+    from meshnode.domain.gmp import view as gmp_view
     from meshnode.records.gmp import store_views
 
     s = Story()
@@ -253,7 +253,7 @@ def test_a_version_extends_the_holders_instead_of_walking_the_lineage(db, monkey
     full draw (rebuild_views), through releases, reassignment and completion."""
     from gmp_fixtures import C, Story
 
-    from meshnode.gmp import view as gmp_view
+    from meshnode.domain.gmp import view as gmp_view
 
     s, w = Story(), None
     w = s.w
@@ -289,7 +289,7 @@ def test_counting_a_strangers_offer_does_not_walk_the_lineage(db, monkeypatch):
     a signer with no version in the lineage cannot be a steward."""
     from gmp_fixtures import C, Story
 
-    from meshnode.gmp import view as gmp_view
+    from meshnode.domain.gmp import view as gmp_view
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
@@ -308,8 +308,8 @@ def test_counting_a_strangers_offer_does_not_walk_the_lineage(db, monkeypatch):
 def test_a_strangers_version_is_refused_without_walking_the_lineage(db, monkeypatch):
     from gmp_fixtures import Story
 
-    from meshnode.gmp import rules
-    from meshnode.gmp.rules import GmpRefused
+    from meshnode.domain.gmp import rules
+    from meshnode.domain.gmp.rules import GmpRefused
 
     s = Story()
     for c in (s.g, s.t1, s.offer, s.receipt, s.acc, s.t2, s.t3):
@@ -328,7 +328,7 @@ def test_a_push_that_fails_in_the_store_does_not_take_the_service_down(tmp_path)
     import trio
     from test_mesh_gmp_units import command, run_with_node
 
-    from meshnode.errors import StoreError
+    from meshnode.base.errors import StoreError
 
     async def body(gmp, store, mesh, keys, clock):
         a, b, c = keys
@@ -356,7 +356,7 @@ def test_one_reaction_refused_does_not_lose_the_others(tmp_path, monkeypatch):
     from gmp_fixtures import C, Story
 
     from meshnode.records.gmp import reactions, service
-    from meshnode.gmp.rules import GmpRefused
+    from meshnode.domain.gmp.rules import GmpRefused
 
     s = Story()
     db = Database(tmp_path / "c.db")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.container import ContainerError, build_container
-from meshnode.gmp import build, view
-from meshnode.gmp.rules import CODES, GmpRefused, MemoryHeld, admit, is_gmp
+from meshnode.base.container import ContainerError, build_container
+from meshnode.domain.gmp import build, view
+from meshnode.domain.gmp.rules import CODES, GmpRefused, MemoryHeld, admit, is_gmp
 from gmp_fixtures import HOUR, A, B, C, M, Story, World, contested
 
 

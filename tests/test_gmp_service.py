@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.gmp import build
+from meshnode.domain.gmp import build
 from meshnode.records.gmp import service
 from meshnode.records.gmp.reads import GmpError
-from meshnode.gmp.rules import GmpRefused
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.gmp.rules import GmpRefused
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store.database import Database
 from meshnode.store.short_ids import short_container_id
 from meshnode.store.views_cogsync import load_stored
@@ -260,7 +260,7 @@ def test_the_creators_node_joins_a_fork_of_its_task(nodes):
 def test_a_contested_task_goes_to_the_nominee_an_approved_vote_selects(nodes):
     """delegation_rule cogconsensus (gmp.md 6.3): a participant nominates, participants vote, the
     creator offers to the nominee citing the approved result; an offer without one is refused."""
-    from meshnode.consensus.cogvote import Rule
+    from meshnode.domain.consensus.cogvote import Rule
     from meshnode.records.consensus import cast_vote, publish_result
 
     a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]

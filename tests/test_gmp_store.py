@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from gmp_fixtures import A, B, C, HOUR, M, T0, World
 
-from meshnode.container import decode_container, parse_ms
-from meshnode.gmp.rules import GmpRefused
+from meshnode.base.container import decode_container, parse_ms
+from meshnode.domain.gmp.rules import GmpRefused
 from meshnode.net.mesh_sync import _did_for, _digest
 from meshnode.store import Database
 from meshnode.records.gmp import store_admission
 from meshnode.store import migrate as migrate_module
 from meshnode.store.sharing import may_share, shareable
-from meshnode.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.domain.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
 @pytest.fixture
@@ -399,7 +399,7 @@ def test_goal_links_from_related(tmp_path):
     w = World()
     parent = w.goal()
     other = w.goal(participants=())
-    from meshnode.gmp import build
+    from meshnode.domain.gmp import build
 
     child = build.goal(A, {"title": "sub", "status": "active"}, now_ms=w.tick(), parent_goal=parent.did,
                        depends_on=[other.did])

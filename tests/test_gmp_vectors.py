@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from make_gmp_vectors import KEYS, task_view
-from meshnode.container import ContainerError, decode_container, parse_ms
-from meshnode.gmp.rules import CODES, MemoryHeld, admit
+from meshnode.base.container import ContainerError, decode_container, parse_ms
+from meshnode.domain.gmp.rules import CODES, MemoryHeld, admit
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = json.loads((ROOT / "protocols" / "vectors" / "gmp.json").read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gmp_fixtures import HOUR, A, B, C, M, Story, World
-from meshnode.gmp import view
+from meshnode.domain.gmp import view
 
 
 # --- counting (section 4.3) ------------------------------------------------------------------------------

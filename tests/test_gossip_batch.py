@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.liveness import Thresholds
 from meshnode.net.mesh import Mesh, NetConfig
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.store import Store
 from meshnode.store.admit_batch import admit_many
 from meshnode.store.quotas import Quotas

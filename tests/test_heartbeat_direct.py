@@ -7,8 +7,8 @@ is not sent heartbeats: counted once, not retried."""
 from __future__ import annotations
 
 from meshharness import Node, metric, plain_peer, wait_until
-from meshnode.container import now_ms
-from meshnode.identity.did import did_to_peer_id
+from meshnode.base.container import now_ms
+from meshnode.base.identity.did import did_to_peer_id
 from meshnode.store import Database
 from meshnode.store.peers import save_standing, upsert_peer
 

@@ -9,8 +9,8 @@ import trio.testing
 
 from test_mesh_cost import FakeStream, mesh_for, peer
 
-from meshnode.container import build_container, decode_container, now_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, decode_container, now_ms
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net.errors import NetError
 from meshnode.net.frames import FrameDecoder, encode_frame
 from meshnode.net.heartbeat_pace import HeartbeatPace

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nacl.signing import VerifyKey
 
-from meshnode.errors import IdentityError
-from meshnode.identity import (
+from meshnode.base.errors import IdentityError
+from meshnode.base.identity import (
     NodeKey,
     did_from_public_key,
     did_to_peer_id,
@@ -17,7 +17,7 @@ from meshnode.identity import (
     public_key_from_did,
     public_key_from_peer_id,
 )
-from meshnode.identity.base58 import b58decode, b58encode
+from meshnode.base.identity.base58 import b58decode, b58encode
 
 # From the did:key method's published Ed25519 test vectors: seed -> DID, and the
 # public key in base58 for the first two.

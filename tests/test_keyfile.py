@@ -1,4 +1,4 @@
-"""meshnode.identity.keyfile: the only place a private key is ever written."""
+"""meshnode.base.identity.keyfile: the only place a private key is ever written."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import nacl.pwhash
 import pytest
 
-from meshnode.errors import KeyFileError
-from meshnode.identity.keyfile import (
+from meshnode.base.errors import KeyFileError
+from meshnode.base.identity.keyfile import (
     ENCRYPTION,
     MAX_KEY_FILE_BYTES,
     check_permissions,
@@ -20,7 +20,7 @@ from meshnode.identity.keyfile import (
     load_key_file,
     write_key_file,
 )
-from meshnode.identity.keys import NodeKey
+from meshnode.base.identity.keys import NodeKey
 
 MIN = {"opslimit": nacl.pwhash.argon2id.OPSLIMIT_MIN, "memlimit": nacl.pwhash.argon2id.MEMLIMIT_MIN}
 PASSPHRASE = "correct horse battery staple"

@@ -11,8 +11,8 @@ import pytest
 from meshnode.app.actor import AGENT, person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
 from meshnode.records import knowledge
 from meshnode.store.service import Store
 from meshnode.store.short_ids import short_container_id

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_concept, make_diary_entry
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.knowledge import make_concept, make_diary_entry
 from meshnode.records.knowledge import read_note, search, show_note
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_800_000_000_000

@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from llmharness import command_block, distinct_answers
 from mcpharness import http_session, refusal, result, stdio_session, text_of
 from meshharness import Node, metric
-from meshnode.identity.keys import NodeKey
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store.short_ids import short_container_id
 from webharness import agent_node
 

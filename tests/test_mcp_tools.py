@@ -1,4 +1,4 @@
-"""The agent's outside tools (MCP servers, meshnode/mcp_tools): configuration, connection, the
+"""The agent's outside tools (MCP servers, meshnode/engines/mcp_tools): configuration, connection, the
 gate's risk and confirmation, and the whole path in a running cognitive cycle with a real MCP
 server (tests/mcp_tool_server.py, MCPServer over stdio: trusted, and in the gate's sandbox)."""
 
@@ -15,21 +15,21 @@ import trio
 from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, prompt_section
-from meshnode.cognition import mcp_commands
+from meshnode.engines.cognition import mcp_commands
 from meshnode.records.mind import registry
-from meshnode.cognition.commands import Command, extract
-from meshnode.cognition.cycle import Cycle
+from meshnode.engines.cognition.commands import Command, extract
+from meshnode.engines.cognition.cycle import Cycle
 from meshnode.records.mind.registry import Endpoint
-from meshnode.container import now_ms
-from meshnode.errors import ConfigError
-from meshnode.gate import GateError
+from meshnode.base.container import now_ms
+from meshnode.base.errors import ConfigError
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import confirm
-from meshnode.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
-from meshnode.identity.keys import NodeKey
-from meshnode.config import mcp as settings
-from meshnode.metrics import Metrics
-from meshnode.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
-from meshnode.mcp_tools.clients import Clients, Link, ToolInfo
+from meshnode.engines.gate.tools import DESTRUCTIVE, MODIFY, SAFE_READ
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.config import mcp as settings
+from meshnode.base.metrics import Metrics
+from meshnode.engines.mcp_tools.calls import MAX_RESULT, McpTools, risk_of
+from meshnode.engines.mcp_tools.clients import Clients, Link, ToolInfo
 from test_cli import one_error_line
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_tool_server.py")
@@ -182,7 +182,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's uid 655
 @needs_root
 async def test_a_stdio_server_runs_in_the_gates_sandbox_unless_trusted(lab, tmp_path):
     seen = [sys.base_prefix, sys.prefix, str(Path(SERVER).parent)]  # what its program needs, read-only
-    mask = os.umask(0o077)  # the node's own (meshnode/cli/__init__.py): the folders made for them must stay walkable
+    mask = os.umask(0o077)  # the node's own (meshnode/faces/cli/__init__.py): the folders made for them must stay walkable
     try:
         await _sandboxed(lab, tmp_path, seen)
     finally:
@@ -279,7 +279,7 @@ def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
     could make the node reach anywhere. Local $refs still work."""
     import urllib.request
 
-    from meshnode.mcp_tools.calls import check_args
+    from meshnode.engines.mcp_tools.calls import check_args
 
     fetched = []
 
@@ -302,7 +302,7 @@ async def test_every_page_of_a_tool_listing_is_read():
 
     from mcp import types
 
-    from meshnode.mcp_tools.clients import _list
+    from meshnode.engines.mcp_tools.clients import _list
 
     class Paged:
         asked: list = []
@@ -317,8 +317,8 @@ async def test_every_page_of_a_tool_listing_is_read():
 
 
 def test_a_child_node_never_inherits_the_parents_mcp_servers_nor_their_tokens(tmp_path):
-    from meshnode.config import load_config
-    from meshnode.spawn import bundle, child_config
+    from meshnode.base.config import load_config
+    from meshnode.engines.spawn import bundle, child_config
 
     (tmp_path / "config.toml").write_text('[mcp.servers.search]\nurl = "https://tools.example/mcp"\n'
                                           'token = "s3cret-token"\n', encoding="utf-8")
@@ -397,7 +397,7 @@ async def test_a_hostile_servers_catastrophic_regex_never_freezes_the_node(lab, 
 
 
 def test_args_are_checked_without_the_servers_regexes():
-    from meshnode.mcp_tools.calls import check_args
+    from meshnode.engines.mcp_tools.calls import check_args
 
     evil = {"type": "object", "properties": {"t": {"type": "string", "pattern": "^(a+)+$"}},
             "patternProperties": {"^(a+)+$": {"type": "integer"}}, "additionalProperties": False}
@@ -440,7 +440,7 @@ async def test_an_http_servers_answer_is_read_up_to_a_limit():
     (an SSE stream's events are bounded by the SDK itself)."""
     import httpx2
 
-    from meshnode.mcp_tools.capped_http import CappedTransport
+    from meshnode.engines.mcp_tools.capped_http import CappedTransport
 
     class Body(httpx2.AsyncByteStream):
         def __init__(self, n):
@@ -463,7 +463,7 @@ async def test_an_http_servers_answer_is_read_up_to_a_limit():
 def test_the_openai_definitions_fit_the_outside_budget_shared_among_servers_and_are_built_once(tmp_path):
     """A server with many long schemas cannot crowd out another's tools nor pass the budget; the
     definitions are built again only when a server's tool list changes."""
-    from meshnode.cognition import contexts
+    from meshnode.engines.cognition import contexts
 
     big = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 200} for i in range(6)}}
     clients = Clients(settings.parse({"huge": {"command": "x"}, "small": {"command": "x"}}), tmp_path)
@@ -482,7 +482,7 @@ def test_the_openai_definitions_fit_the_outside_budget_shared_among_servers_and_
 
 
 def test_urls_are_logged_without_their_secrets():
-    from meshnode.mcp_tools.clients import _reason, plain_url
+    from meshnode.engines.mcp_tools.clients import _reason, plain_url
 
     assert plain_url("https://me:pw@tools.example:8443/mcp?token=s3#x") == "https://tools.example:8443/mcp"
     reason = _reason(ExceptionGroup("x", [OSError("no answer from http://me:pw@h/mcp?key=s3 now")]))
@@ -510,7 +510,7 @@ async def test_a_servers_stderr_reaches_the_person_never_the_agents_prompt(lab, 
 def test_a_tool_with_a_huge_output_schema_is_skipped():
     from mcp import types
 
-    from meshnode.mcp_tools.clients import MAX_SCHEMA, _tools
+    from meshnode.engines.mcp_tools.clients import MAX_SCHEMA, _tools
 
     huge = {"type": "object", "description": "x" * MAX_SCHEMA}
     tools, skipped = _tools([types.Tool(name="ok", input_schema={"type": "object"}, output_schema={"type": "object"}),

@@ -15,11 +15,11 @@ from meshnode.app import actor
 from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.liveness import LivenessTracker, Thresholds
-from meshnode.node import _Control
+from meshnode.node.run import _Control
 from meshnode.records import family
 from meshnode.records.family import ChildRecord
 from meshnode.store.peers import set_liveness
@@ -99,8 +99,8 @@ async def test_only_the_person_or_the_node_changes_the_node_and_nothing_changes_
 
 
 async def test_the_agent_proposes_and_syncs_as_it_did_and_an_outside_party_does_not(app):
-    from meshnode.cognition import mesh_commands
-    from meshnode.cognition.commands import Command
+    from meshnode.engines.cognition import mesh_commands
+    from meshnode.engines.cognition.commands import Command
 
     out = await mesh_commands.run(app.mesh, app.store, KEY, T, Command("c1", "consensus_propose", {"value": "v"}))
     assert out["status"] == "ok" and out["result"] == {"status": "submitted"}

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from meshnode.container.errors import ContainerError
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container.errors import ContainerError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import libp2p_fixes
 from meshnode.net.author_rate import RateSettings
 from meshnode.net.liveness import Liveness, Thresholds
@@ -17,7 +17,7 @@ from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.mesh_lookup import ANNOUNCE_RECHECK_MS
 from meshnode.net.mesh_sync import _digest
 from meshnode.net.not_wanted import NotWanted
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
 from meshnode.store.sharing import set_friend

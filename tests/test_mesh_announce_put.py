@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import trio
 import trio.testing
 
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.events import PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.mesh_lookup import Discovery

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from meshharness import Node, metric, wait_until
-from meshnode.container import build_container, now_ms
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, now_ms
+from meshnode.base.identity.keys import NodeKey
 
 EVIL = Path(__file__).with_name("evil_peer.py")
 

@@ -164,8 +164,8 @@ def test_a_burst_is_decided_in_blocks_in_one_order_on_every_node(tmp_path):
     """Values asked at once on every node are decided in fewer heights than values, and every
     node lists the same values at the same height and index; each block's precommits sign the
     Merkle root of its values, so a stored value's inclusion proof checks against them alone."""
-    from meshnode.consensus.committee import Committee
-    from meshnode.consensus.proofs import InclusionProof, verify_decided
+    from meshnode.domain.consensus.committee import Committee
+    from meshnode.domain.consensus.proofs import InclusionProof, verify_decided
     from meshnode.store import decisions
     from meshnode.store.database import Database
 

@@ -8,14 +8,14 @@ import hashlib
 import trio
 import trio.testing
 
-from meshnode.consensus import blocks, epochs
-from meshnode.consensus.committee import Committee
-from meshnode.consensus.messages import (COMMIT, PRECOMMIT, PREVOTE, PROPOSAL, REQUEST, MessageError, block_id_of,
+from meshnode.domain.consensus import blocks, epochs
+from meshnode.domain.consensus.committee import Committee
+from meshnode.domain.consensus.messages import (COMMIT, PRECOMMIT, PREVOTE, PROPOSAL, REQUEST, MessageError, block_id_of,
                                         sign, value_id)
-from meshnode.consensus.tendermint import PROPOSE, Broadcast, Decide, Schedule
-from meshnode.container import cbor
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.domain.consensus.tendermint import PROPOSE, Broadcast, Decide, Schedule
+from meshnode.base.container import cbor
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import consensus_gossip
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, WRITE_QUEUE, Consensus
@@ -200,7 +200,7 @@ async def test_a_refused_message_charges_the_envelope_s_author_once_and_a_copy_i
     from libp2p.peer.id import ID
     from libp2p.pubsub.pb import rpc_pb2
 
-    from meshnode.identity.did import did_to_peer_id
+    from meshnode.base.identity.did import did_to_peer_id
 
     member, wrapper = (NodeKey(hashlib.sha256(b"m%d" % i).digest()) for i in range(2))
     d = _Driver()
@@ -239,7 +239,7 @@ def test_the_topic_validator_refuses_a_malformed_envelope_before_it_is_relayed_a
     from libp2p.peer.id import ID
     from libp2p.pubsub.pb import rpc_pb2
 
-    from meshnode.identity.did import did_to_peer_id
+    from meshnode.base.identity.did import did_to_peer_id
 
     wrapper = NodeKey(hashlib.sha256(b"w").digest())
     d, charged = _Driver(), []

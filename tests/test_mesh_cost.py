@@ -10,9 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from meshnode.container import build_container, cbor, now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import build_container, cbor, now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import exchange
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.errors import NetError

@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from meshharness import at_degree, find_all, report, start_from_seed, wait_until
-from meshnode.container import now_ms
-from meshnode.control import ControlError
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import now_ms
+from meshnode.net.control import ControlError
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net import dht_direct, libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.announce import make_announce
 from meshnode.net.mesh_lookup import AnnounceCache

@@ -12,7 +12,7 @@ import base64
 import time
 
 from meshharness import Node, metric, wait_until
-from meshnode.control import ControlError
+from meshnode.net.control import ControlError
 
 GMP_ENV = {"MESHNODE_COGNITION_ENABLED": "false", "MESHNODE_NET_DEAD_AFTER_SECONDS": "5",
            "MESHNODE_GMP_CHECK_SECONDS": "0.5", "MESHNODE_GMP_DEAD_GRACE_SECONDS": "1",
@@ -137,9 +137,9 @@ def test_delegation_progress_reassignment_and_privacy_across_four_nodes(tmp_path
 
 def forge_version(holder: Node, task: str) -> bytes:
     """A version of ``task`` signed by an outsider's key, naming the shown version (held by ``holder``)."""
-    from meshnode.container import decode_container
-    from meshnode.gmp import build
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.container import decode_container
+    from meshnode.domain.gmp import build
+    from meshnode.base.identity.keys import NodeKey
 
     shown = holder.call("task_show", {"task": task})
     raw = bytes.fromhex(holder.call("export", {"did": shown["container_did"]})["hex"])

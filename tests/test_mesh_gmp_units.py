@@ -12,13 +12,13 @@ import trio
 from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.gmp import service
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.liveness import LivenessTracker
 from meshnode.net.mesh_gmp import GmpSettings, MeshGmp, rank_candidates
-from meshnode.identity.did import did_to_peer_id
+from meshnode.base.identity.did import did_to_peer_id
 from meshnode.store import Store
 from meshnode.store.peers import set_liveness, upsert_peer
 
@@ -172,7 +172,7 @@ def test_candidates_rank_live_then_trust_then_fewer_tasks_then_hash():
 
 
 def test_settings_come_from_the_config(tmp_path):
-    from meshnode.config import load_config
+    from meshnode.base.config import load_config
 
     config = load_config(tmp_path, environ={"MESHNODE_GMP_DEAD_GRACE_SECONDS": "2", "MESHNODE_SYNC_MIN_TRUST": "0.4"})
     assert GmpSettings.from_config(config) == GmpSettings(offer_s=3600.0, receipt_s=60.0, dead_grace_s=2.0,

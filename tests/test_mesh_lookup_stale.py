@@ -6,9 +6,9 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import dht_direct
 from meshnode.net.announce import make_announce, record_key, select_record, validate_record
 from meshnode.net.events import PeerEvents

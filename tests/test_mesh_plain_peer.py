@@ -4,7 +4,7 @@ meshnode's protocols to it, and says so once, at debug level (real processes).""
 from __future__ import annotations
 
 from meshharness import Node, metric, plain_peer, wait_until
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.identity.did import peer_id_to_did
 
 
 def test_sync_is_not_opened_to_a_peer_that_does_not_speak_it(tmp_path):

@@ -37,7 +37,7 @@ def test_gossip_and_sync_are_evidence_folded_in_soon_after_start(tmp_path):
 
 def test_sync_sessions_count_once_per_peer_per_hour():
     """Being connected is cheap: sessions every few seconds must not lift an identity's trust."""
-    from meshnode.metrics import Metrics
+    from meshnode.base.metrics import Metrics
     from meshnode.net.mesh_reputation import SESSION_CREDIT_MS, Reputation
     from meshnode.net.standing import Standing
     from meshnode.store.known import KnownAuthors

@@ -8,8 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from meshnode.cognition import llm
-from meshnode.metrics import BUCKETS, Metrics
+from meshnode.engines.cognition import llm
+from meshnode.base.metrics import BUCKETS, Metrics
 from meshnode.store import Store
 
 
@@ -121,7 +121,7 @@ async def test_store_without_metrics_measures_nothing(tmp_path):
 # --- control_request_seconds and the control command "metrics" (node.py) -----------------------------
 
 async def test_control_requests_are_timed_and_metrics_full_adds_histograms_and_gauges():
-    from meshnode.node import _Control
+    from meshnode.node.run import _Control
     m = Metrics()
     m.set("reactor_scan_ms", 13.5)
     control = _Control(None, None, None, None, m)

@@ -13,12 +13,12 @@ from meshnode.app import actor
 from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.container import now_ms
-from meshnode.errors import MeshnodeError
-from meshnode.gate.jail import Jail
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
-from meshnode.node import _Control
+from meshnode.base.container import now_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.engines.gate.jail import Jail
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
+from meshnode.node.run import _Control
 from meshnode.records.gate import confirm
 from meshnode.records.mind import held, registry
 from meshnode.store.service import Store

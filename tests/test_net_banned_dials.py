@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.identity.did import did_to_peer_id
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.identity.did import did_to_peer_id
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import mesh_gating
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.events import PeerEvents

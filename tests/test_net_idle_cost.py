@@ -173,7 +173,7 @@ def test_idle_fixes_can_be_switched_off_for_a_b_runs(monkeypatch):
 
 
 def test_app_scores_are_kept_until_the_trust_is_refreshed(monkeypatch):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
     from meshnode.net import mesh_reputation
 
     turned = []

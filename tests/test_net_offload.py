@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings, strategies as st
 
-from meshnode.container import cbor
+from meshnode.base.container import cbor
 from meshnode.net.offload import INLINE_ITEMS, FairQueue, Offload, OffloadBusy, count_items
 
 

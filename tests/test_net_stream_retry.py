@@ -10,8 +10,8 @@ import multiaddr
 import pytest
 import trio
 
-from meshnode.identity.did import peer_id_to_did
-from meshnode.metrics import Metrics
+from meshnode.base.identity.did import peer_id_to_did
+from meshnode.base.metrics import Metrics
 from meshnode.net import mesh_gating
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.errors import NetError

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.container import build_container, decode_container
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container, decode_container
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net.announce import (
     RecordError,
     announce_addresses,

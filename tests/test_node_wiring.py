@@ -11,11 +11,11 @@ from pathlib import Path
 
 import trio
 
-from meshnode.cognition.tick_events import TickEvents
-from meshnode.web.address import WebAddress
+from meshnode.engines.cognition.tick_events import TickEvents
+from meshnode.faces.web.address import WebAddress
 
-ASSEMBLERS = ("meshnode.node", "meshnode.node_http", "meshnode.web.server", "meshnode.mcp_tools.service",
-              "meshnode.cognition.cycle")
+ASSEMBLERS = ("meshnode.node.run", "meshnode.node.http", "meshnode.faces.web.server", "meshnode.engines.mcp_tools.service",
+              "meshnode.engines.cognition.cycle")
 FILLED_BY_ATTRIBUTE = {"cfg"}  # Hypercorn's Config (web/server.py): made, then set by attribute, as its API is
 
 
@@ -74,10 +74,10 @@ def test_each_tick_reaches_every_listener_subscribed_after_the_cycle_was_built()
 
 async def test_a_running_node_s_status_names_the_web_address_its_server_bound(tmp_path):
     """``status`` (and so ``meshnode web url``) reads the holder the control was built with."""
-    from meshnode.config import load_config
-    from meshnode.identity.keys import NodeKey
-    from meshnode.metrics import Metrics
-    from meshnode.node import _Control
+    from meshnode.base.config import load_config
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.base.metrics import Metrics
+    from meshnode.node.run import _Control
     from meshnode.store import Store
 
     config = load_config(tmp_path)

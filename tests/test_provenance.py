@@ -11,9 +11,9 @@ from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import Actor, is_person, signed_source
 from meshnode.app.context import App
 from meshnode.app.dispatch import ACTIONS, dispatch
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import SOURCES, make_note
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import SOURCES, make_note
 from meshnode.store import Database, migrate
 from meshnode.store.provenance import of
 from meshnode.store.service import Store
@@ -103,7 +103,7 @@ def test_notes_written_before_the_record_are_backfilled_from_their_signed_source
             db.put_container(note, received_at_ms=T)
         theirs = make_note(PEER, "the peer's", now_ms=T, audience="public")
         db.put_container(theirs, received_at_ms=T, received_from=PEER.did)
-        from meshnode import knowledge
+        from meshnode.domain import knowledge
 
         diary = knowledge.make_diary_entry(KEY, "an old diary entry", now_ms=T)
         db.put_container(diary, received_at_ms=T)

@@ -13,10 +13,10 @@ from test_cli import db_path
 from meshnode.app import actor
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.cognition import executor
-from meshnode.cognition.commands import extract
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
+from meshnode.engines.cognition import executor
+from meshnode.engines.cognition.commands import extract
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
 from meshnode.store.provenance import of
 from meshnode.store.service import Store

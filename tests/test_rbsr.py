@@ -1,4 +1,4 @@
-"""Format 2 of sync reconciliation (meshnode.sync.rbsr): both sides end with exactly the union, small
+"""Format 2 of sync reconciliation (meshnode.domain.sync.rbsr): both sides end with exactly the union, small
 differences cost little, collisions of short fingerprints are caught, and peer input is checked."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import cbor
-from meshnode.sync.hash_index import MOD
-from meshnode.sync.rbsr import Rbsr
-from meshnode.sync.reconcile import ReconcileError
-from meshnode.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.base.container import cbor
+from meshnode.domain.sync.hash_index import MOD
+from meshnode.domain.sync.rbsr import Rbsr
+from meshnode.domain.sync.reconcile import ReconcileError
+from meshnode.domain.sync.selective import EVERYTHING, PUBLIC_GOAL, Want
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
 def ident(n: int) -> bytes:
@@ -95,7 +95,7 @@ def test_a_single_difference_is_named_by_the_sums_in_three_messages():
 def test_a_peer_cannot_make_a_large_range_checked(monkeypatch):
     """The check is a pass over the range: above ROOT_CHECK_MAX ids this side computes it for no
     range, even when a peer sends one with every split; the pass still ends exact."""
-    from meshnode.sync import rbsr
+    from meshnode.domain.sync import rbsr
 
     monkeypatch.setattr(rbsr, "ROOT_CHECK_MAX", 50)
 

@@ -12,9 +12,9 @@ from meshnode.app import actor
 from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
-from meshnode.errors import MeshnodeError
-from meshnode.reactor import persist
-from meshnode.reactor.core import Reactor
+from meshnode.base.errors import MeshnodeError
+from meshnode.engines.reactor import persist
+from meshnode.engines.reactor.core import Reactor
 from meshnode.records.reactor import audit, leases
 from meshnode.store import Database
 from meshnode.store.service import Store

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from meshnode.net.liveness import Change, Liveness
-from meshnode.notes import make_note, own_local
-from meshnode.reactor import adapters, adapters_tasks
-from meshnode.reactor.aliases import AliasRegistry
-from meshnode.config.reactor import ReactorConfig
+from meshnode.domain.notes import make_note, own_local
+from meshnode.engines.reactor import adapters, adapters_tasks
+from meshnode.engines.reactor.aliases import AliasRegistry
+from meshnode.base.config.reactor import ReactorConfig
 from meshnode.store import Database
 from tests.gmp_fixtures import HOUR, A, B, C, Story, World
 
@@ -249,8 +249,8 @@ def test_a_failing_adapter_does_not_stop_the_others(db):
 
 
 def _step_and_save(db, now, events, cfg=CFG):
-    from meshnode.reactor import persist
-    from meshnode.reactor.core import Reactor
+    from meshnode.engines.reactor import persist
+    from meshnode.engines.reactor.core import Reactor
 
     core = Reactor(cfg, AliasRegistry.from_mapping({}, self_id=ME), persist.load_state(db, now, cfg))
     step = core.step(now, events)
@@ -259,7 +259,7 @@ def _step_and_save(db, now, events, cfg=CFG):
 
 
 def test_a_big_unread_backlog_drains_oldest_first_across_scans(db, monkeypatch):
-    from meshnode.reactor import adapters_notes
+    from meshnode.engines.reactor import adapters_notes
 
     monkeypatch.setattr(adapters_notes, "MAX_NOTES", 3)
     aliases = AliasRegistry.from_mapping({"agents": {C.did: {"aliases": ["carol"]}}}, self_id=ME)
@@ -304,7 +304,7 @@ def test_the_read_window_never_outlives_the_event_rows(db):
 
 
 def test_noise_facts_normalize_each_note_once_and_keep_the_24h_window(db, monkeypatch):
-    from meshnode.reactor import adapters_notes
+    from meshnode.engines.reactor import adapters_notes
 
     calls = []
     real = adapters_notes.normalized_text
@@ -336,8 +336,8 @@ def test_a_batched_escalation_note_gives_one_event_per_dedupe_line(db):
 def test_a_batched_escalation_note_is_one_event_per_key_at_the_mentor(db):
     """The sender's escalate.batches/build (one note per recipient and level) and this node's
     adapter agree: each escalation in the note keeps its own dedupe key, nothing is merged."""
-    from meshnode.reactor import escalate
-    from meshnode.reactor.types import Escalation
+    from meshnode.engines.reactor import escalate
+    from meshnode.engines.reactor.types import Escalation
 
     def esc(i, to=B.did, level=1):
         return Escalation(key=f"esc:mentor:{C.did}:note:n{i}", agent=C.did, to_id=to, level=level,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshnode.reactor.aliases import AliasError, AliasRegistry
+from meshnode.engines.reactor.aliases import AliasError, AliasRegistry
 
 SELF = "did:key:z6MkSELFxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 ISAAC = "did:key:z6Mkisaacxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshnode.reactor import wake_context
-from meshnode.reactor.report import parse_report, status_only
-from meshnode.config.reactor import DEFAULTS, ReactorConfig
-from meshnode.reactor.types import Event, Severity, TraceKind, WakeJob
+from meshnode.engines.reactor import wake_context
+from meshnode.engines.reactor.report import parse_report, status_only
+from meshnode.base.config.reactor import DEFAULTS, ReactorConfig
+from meshnode.engines.reactor.types import Event, Severity, TraceKind, WakeJob
 
 SELF = "did:key:z6MkSELFxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 NOW = 1_800_000_000_000
@@ -120,7 +120,7 @@ def test_settings_errors_name_the_setting(d, word):
 
 
 def test_last_json_object_reads_the_last_object_line():
-    from meshnode.reactor import report
+    from meshnode.engines.reactor import report
 
     text = 'log line\n{"not": "a report"}\n{"blocked": false, "task_updates": ["L1"]}\ntrailing words'
     assert report.last_json_object(text) == {"blocked": False, "task_updates": ["L1"]}
@@ -173,7 +173,7 @@ def test_valid_external_and_plugin_keys_load():
 
 
 def test_an_agent_s_line_of_nested_brackets_is_not_its_report_and_does_not_raise():
-    from meshnode.reactor import report
+    from meshnode.engines.reactor import report
 
     text = '{"processed_messages": [1]}\n' + '{"a": ' + "[" * 100_000 + "\n"
     assert report.last_json_object(text) == {"processed_messages": [1]}

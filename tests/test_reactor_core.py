@@ -8,8 +8,8 @@ from collections import defaultdict
 
 from hypothesis import HealthCheck, given, settings
 
-from meshnode.reactor.core import Reactor
-from meshnode.reactor.types import (
+from meshnode.engines.reactor.core import Reactor
+from meshnode.engines.reactor.types import (
     Event, FinalReport, LeaseRefused, ReactorState, RunEnded, Severity, Trace, TraceKind, TracesFound,
 )
 from tests.reactor_strategies import (
@@ -421,15 +421,15 @@ def test_state_round_trips_through_json():
 
 
 def reactor_lines(run) -> int:
-    """The work ``run()`` makes the reactor do, counted: the lines of meshnode/reactor that the
+    """The work ``run()`` makes the reactor do, counted: the lines of meshnode/engines/reactor that the
     interpreter runs (sys.settrace), the same on any machine however busy. A loop over the state
     in Python shows; a C-level copy of it (``dict(...)``, ``sorted(...)``) would not."""
     import sys
     from pathlib import Path
 
-    import meshnode.reactor
+    import meshnode.engines.reactor
 
-    root, count = str(Path(meshnode.reactor.__file__).parent), 0
+    root, count = str(Path(meshnode.engines.reactor.__file__).parent), 0
 
     def line(frame, event, arg):
         nonlocal count
@@ -474,7 +474,7 @@ def test_a_failed_job_with_many_missing_events_batches_per_recipient_and_level()
 
 
 def test_group_escalations_works_on_rows_rebuilt_by_the_driver():
-    from meshnode.reactor.types import Escalation, group_escalations
+    from meshnode.engines.reactor.types import Escalation, group_escalations
 
     xs = [Escalation(f"esc:{i}", "ava", to, lvl, f"n{i}", "note.direct", "s", "t", None, T0)
           for i, (to, lvl) in enumerate([(MENTOR, 1), ("operator", 2), (MENTOR, 1), (MENTOR, 2), ("operator", 2)])]

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import trio
 
-from meshnode.reactor.external import JOB_ENV, WAKE_DIR, policy_for, wake_external
+from meshnode.engines.reactor.external import JOB_ENV, WAKE_DIR, policy_for, wake_external
 
 REPORT = {"processed_messages": [412], "task_updates": [], "outgoing_messages": ["n418"], "blocked": False,
           "needs_human": False, "next_check_at": "2026-12-02T12:00:00Z"}
@@ -112,8 +112,8 @@ def test_settings_that_cannot_run_are_an_error_not_a_crash(tmp_path):
 
 
 def test_the_runner_adds_variables_but_never_replaces_the_fixed_ones(tmp_path):
-    from meshnode.gate import GateError
-    from meshnode.gate.runner import run_command
+    from meshnode.engines.gate import GateError
+    from meshnode.engines.gate.runner import run_command
 
     _, policy = policy_for("scout", {"command": ["python3"]})
     for env in ({"PATH": "/tmp"}, {"HOME": "/"}, {"lower": "x"}, {"X": "a\0b"}):

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from meshnode.reactor.noise import FILTERS, NoteFacts, classify, normalized_text
-from meshnode.config.reactor import ReactorConfig
+from meshnode.engines.reactor.noise import FILTERS, NoteFacts, classify, normalized_text
+from meshnode.base.config.reactor import ReactorConfig
 
 NOW = 1_800_000_000_000
 CFG = ReactorConfig.from_mapping({"ignore_subjects": [r"^\[auto\]", "nightly build"]}, self_id="did:key:z6MkSELF1234567")

@@ -9,9 +9,9 @@ import types
 import pytest
 import trio
 
-from meshnode.container import parse_ms
-from meshnode.reactor import plugins
-from meshnode.reactor.types import Severity, TraceKind
+from meshnode.base.container import parse_ms
+from meshnode.engines.reactor import plugins
+from meshnode.engines.reactor.types import Severity, TraceKind
 
 NOW = 1_780_000_000_000
 

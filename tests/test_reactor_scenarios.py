@@ -160,9 +160,9 @@ class FakeCycle:
 
 
 async def _service(home: Path, key, values: dict, cycle=None, clock=None):
-    from meshnode.config import DEFAULTS
-    from meshnode.metrics import Metrics
-    from meshnode.reactor.service import ReactorService, reactor_config
+    from meshnode.base.config import DEFAULTS
+    from meshnode.base.metrics import Metrics
+    from meshnode.engines.reactor.service import ReactorService, reactor_config
     from meshnode.store import Store
 
     store = await Store.open(home / "data" / "meshnode.db")
@@ -172,15 +172,15 @@ async def _service(home: Path, key, values: dict, cycle=None, clock=None):
 
 
 def _person_note(store, key, text: str):
-    from meshnode.container import now_ms
-    from meshnode.notes import make_note
+    from meshnode.base.container import now_ms
+    from meshnode.domain.notes import make_note
 
     note = make_note(key, text, now_ms=now_ms(), source="cli")
     return store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": []}))
 
 
 def test_aliases_are_normalized_unknown_addressees_reported_and_the_digest_goes_to_one_agent(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
     (tmp_path / "reactor").mkdir()
@@ -214,7 +214,7 @@ def test_aliases_are_normalized_unknown_addressees_reported_and_the_digest_goes_
 
 
 def test_five_agents_needing_a_wake_over_the_budget_wake_only_the_coordinator(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
     names = [f"agent{i}" for i in range(5)]
@@ -241,7 +241,7 @@ def test_five_agents_needing_a_wake_over_the_budget_wake_only_the_coordinator(tm
 
 
 def test_a_wake_without_trace_goes_to_the_operator_once_when_there_is_no_mentor(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
 
@@ -347,9 +347,9 @@ def test_two_concurrent_one_shot_scans_wake_an_external_agent_once(tmp_path, run
 def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli, home):
     import socket
 
-    from meshnode.container import now_ms
+    from meshnode.base.container import now_ms
     from meshnode.records.reactor import leases
-    from meshnode.reactor.service import machine_boot_ms
+    from meshnode.engines.reactor.service import machine_boot_ms
     from meshnode.store import Database
 
     agent = "open('ran', 'w').write('1')"
@@ -377,14 +377,14 @@ def test_a_lease_held_elsewhere_skips_the_wake_until_released(tmp_path, run_cli,
 
 
 def test_a_dead_peer_reaches_its_mentor_once_across_a_restart(tmp_path):
-    from meshnode.container import now_ms
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.container import now_ms
+    from meshnode.base.identity.keys import NodeKey
 
     key, peer, mentor = NodeKey.generate(), NodeKey.generate().did, NodeKey.generate().did
     values = {"quiet_hours": 0.0001, "stale_hours": 0.0002, "dead_hours": 0.0003, "mentors": {peer: mentor}}
 
     def heard_long_ago(db):  # what the node's liveness recorded before this start: silent for an hour
-        from meshnode.identity.did import did_to_peer_id
+        from meshnode.base.identity.did import did_to_peer_id
         from meshnode.store.peers import upsert_peer
 
         upsert_peer(db, peer, peer_id=did_to_peer_id(peer), now_ms=now_ms(), source="exchange")
@@ -430,7 +430,7 @@ class BlockedWakes(FakeWakes):
 
 
 def test_a_run_cut_by_a_stop_is_interrupted_and_its_event_woken_again_at_the_next_start(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
     values = {"wake_cooldown_hours": 0, "scan_seconds": 0.05}
@@ -469,8 +469,8 @@ def test_a_run_cut_by_a_stop_is_interrupted_and_its_event_woken_again_at_the_nex
 
 
 def test_a_plug_in_s_lines_count_and_three_failed_runs_reach_the_person(tmp_path):
-    from meshnode.container import now_ms
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.container import now_ms
+    from meshnode.base.identity.keys import NodeKey
 
     key, t = NodeKey.generate(), [now_ms()]
     monitor = ("import json, sys\n"
@@ -504,13 +504,13 @@ def test_a_plug_in_s_lines_count_and_three_failed_runs_reach_the_person(tmp_path
 
 
 def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits():
-    from meshnode.identity.keys import NodeKey
-    from meshnode.metrics import Metrics
-    from meshnode.reactor.aliases import AliasRegistry
-    from meshnode.reactor.core import Reactor
-    from meshnode.reactor.send_limits import WakeSendLimits, WakeSendRefused
-    from meshnode.reactor.service import reactor_config
-    from meshnode.config import DEFAULTS
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.base.metrics import Metrics
+    from meshnode.engines.reactor.aliases import AliasRegistry
+    from meshnode.engines.reactor.core import Reactor
+    from meshnode.engines.reactor.send_limits import WakeSendLimits, WakeSendRefused
+    from meshnode.engines.reactor.service import reactor_config
+    from meshnode.base.config import DEFAULTS
 
     me, bob, carol = (NodeKey.generate().did for _ in range(3))
     cfg = reactor_config({**DEFAULTS["reactor"], "thread_messages_per_hour": 2, "max_outgoing_per_run": 3}, me)
@@ -553,9 +553,9 @@ def test_a_woken_agent_may_not_broadcast_nor_send_past_the_run_and_thread_limits
 
 
 def test_a_lease_left_by_a_killed_process_of_this_boot_frees_its_job_when_it_expires(tmp_path):
-    from meshnode.container import now_ms
-    from meshnode.identity.keys import NodeKey
-    from meshnode.reactor.service import holder_id
+    from meshnode.base.container import now_ms
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.engines.reactor.service import holder_id
 
     key = NodeKey.generate()
     values = {"wake_cooldown_hours": 0, "scan_seconds": 0.05}

@@ -28,8 +28,8 @@ def _status(db, job_id: str) -> str:
 
 
 def test_a_database_error_at_a_run_s_end_is_counted_and_does_not_stop_the_reactor(tmp_path, monkeypatch):
-    from meshnode.errors import MeshnodeError
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.errors import MeshnodeError
+    from meshnode.base.identity.keys import NodeKey
     from meshnode.records.reactor import leases
 
     key = NodeKey.generate()
@@ -62,9 +62,9 @@ def test_a_database_error_at_a_run_s_end_is_counted_and_does_not_stop_the_reacto
 
 
 def test_a_p1_for_an_agent_whose_wake_runs_waits_for_it_instead_of_being_skipped(tmp_path):
-    from meshnode.container import now_ms
-    from meshnode.identity.keys import NodeKey
-    from meshnode.reactor.types import ANY_TRACE, Event, Severity
+    from meshnode.base.container import now_ms
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.engines.reactor.types import ANY_TRACE, Event, Severity
 
     key = NodeKey.generate()
 
@@ -113,7 +113,7 @@ def _woken_for(summary: dict) -> list[str]:
 
 
 def test_a_dry_run_does_not_swallow_what_is_heard_once(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
 
@@ -135,9 +135,9 @@ def test_a_dry_run_does_not_swallow_what_is_heard_once(tmp_path):
 def test_a_scan_whose_step_could_not_be_written_keeps_what_is_heard_once(tmp_path, monkeypatch):
     import pytest
 
-    from meshnode.errors import MeshnodeError
-    from meshnode.identity.keys import NodeKey
-    from meshnode.reactor import persist
+    from meshnode.base.errors import MeshnodeError
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.engines.reactor import persist
 
     key = NodeKey.generate()
     real_save, calls = persist.save_step, []
@@ -166,7 +166,7 @@ def test_a_scan_whose_step_could_not_be_written_keeps_what_is_heard_once(tmp_pat
 
 
 def test_an_escalation_note_that_cannot_be_written_does_not_stop_the_scans(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
 
@@ -189,7 +189,7 @@ def test_an_escalation_note_that_cannot_be_written_does_not_stop_the_scans(tmp_p
 
 
 def test_a_run_this_process_still_waits_on_is_not_interrupted_when_its_lease_expires(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key, t = NodeKey.generate(), [1_780_000_000_000]
 
@@ -228,7 +228,7 @@ def meet_then_report(now_ms: int) -> list[dict]:
 
 
 def test_due_plug_ins_run_side_by_side(tmp_path):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     key = NodeKey.generate()
     both = {"adapters": {n: {"entry_point": "test_reactor_service:meet_then_report", "timeout_seconds": 5}
@@ -250,9 +250,9 @@ def test_due_plug_ins_run_side_by_side(tmp_path):
 
 
 def test_a_stop_between_an_escalation_note_and_its_record_sends_no_second_note(tmp_path, monkeypatch):
-    from meshnode.errors import MeshnodeError
-    from meshnode.identity.keys import NodeKey
-    from meshnode.reactor import persist
+    from meshnode.base.errors import MeshnodeError
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.engines.reactor import persist
     from test_reactor_scenarios import _operator_notes
 
     key = NodeKey.generate()
@@ -286,8 +286,8 @@ def test_a_stop_between_an_escalation_note_and_its_record_sends_no_second_note(t
 
 
 def test_status_counts_the_wakes_of_the_hour_as_the_ceiling_does_not_the_escalation_watches(tmp_path):
-    from meshnode.container import now_ms
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.container import now_ms
+    from meshnode.base.identity.keys import NodeKey
     from meshnode.records.reactor import audit
 
     key = NodeKey.generate()
@@ -315,10 +315,10 @@ def test_a_wake_context_names_its_peers_lists_the_node_s_tasks_and_the_silent_pe
     know: the sender's name, this node's tasks that need something, and peers gone quiet."""
     import json
 
-    from meshnode.container import now_ms
+    from meshnode.base.container import now_ms
     from meshnode.records.gmp import service as gmp
-    from meshnode.identity.keys import NodeKey
-    from meshnode.notes import make_note
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.domain.notes import make_note
     from meshnode.store.peers import upsert_peer
 
     key, peer, quiet = NodeKey.generate(), NodeKey.generate(), NodeKey.generate()

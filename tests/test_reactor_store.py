@@ -6,13 +6,13 @@ import threading
 
 import pytest
 
-from meshnode.reactor import persist
+from meshnode.engines.reactor import persist
 from meshnode.records.reactor import leases, scans
-from meshnode.reactor.aliases import AliasRegistry
-from meshnode.reactor.core import Reactor
-from meshnode.config.reactor import ReactorConfig
-from meshnode.reactor.types import job_to_dict
-from meshnode.reactor.types import Event, RunEnded, Severity, Trace, TraceKind, TracesFound
+from meshnode.engines.reactor.aliases import AliasRegistry
+from meshnode.engines.reactor.core import Reactor
+from meshnode.base.config.reactor import ReactorConfig
+from meshnode.engines.reactor.types import job_to_dict
+from meshnode.engines.reactor.types import Event, RunEnded, Severity, Trace, TraceKind, TracesFound
 from meshnode.store import Database
 
 ME = "did:key:z6MkSelfNodeForReactorStoreTests"

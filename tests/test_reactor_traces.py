@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from meshnode.notes import make_note, own_local
-from meshnode.reactor import adapters, traces
-from meshnode.config.reactor import ReactorConfig
-from meshnode.reactor.types import FinalReport, TraceCheck, TraceKind
+from meshnode.domain.notes import make_note, own_local
+from meshnode.engines.reactor import adapters, traces
+from meshnode.base.config.reactor import ReactorConfig
+from meshnode.engines.reactor.types import FinalReport, TraceCheck, TraceKind
 from meshnode.store import Database
 from tests.gmp_fixtures import HOUR, A, B, Story, World
 
@@ -203,7 +203,7 @@ def test_unanswered_thread_trace_is_a_message_in_its_topic(db):
 
 
 def test_a_plug_in_s_heartbeat_refs_that_are_not_a_time_do_not_raise(db):
-    from meshnode.reactor import plugins
+    from meshnode.engines.reactor import plugins
 
     line = ('{"event_type": "beat", "subject": "pump", "dedupe_key": "k1", "severity": "P3", "summary": "pump quiet",'
             f' "required_trace": ["heartbeat"], "refs": {{"did": "{A.did}", "last_heard_ms": "yesterday"}}}}')

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import cbor
-from meshnode.sync.reconcile import ReconcileError, Reconciler, decode, encode
-from meshnode.sync.selective import Want
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.base.container import cbor
+from meshnode.domain.sync.reconcile import ReconcileError, Reconciler, decode, encode
+from meshnode.domain.sync.selective import Want
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 
 def item(n: int, ts_spread: int = 50) -> tuple[int, bytes]:

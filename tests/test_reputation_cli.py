@@ -6,11 +6,11 @@ import json
 
 from test_cli import one_error_line
 
-from meshnode.container import now_ms
-from meshnode.identity import NodeKey
-from meshnode.reputation import Evidence
+from meshnode.base.container import now_ms
+from meshnode.base.identity import NodeKey
+from meshnode.domain.reputation import Evidence
 from meshnode.records.reputation.records import record_equivocation, record_evidence
-from meshnode.reputation.statements import build_trust
+from meshnode.domain.reputation.statements import build_trust
 from meshnode.store import Database
 from meshnode.store.peers import upsert_peer
 

@@ -1,4 +1,4 @@
-"""The reputation update rule (meshnode/reputation/model.py) and what trust feeds (weights.py):
+"""The reputation update rule (meshnode/domain/reputation/model.py) and what trust feeds (weights.py):
 properties over arbitrary evidence, plus the documented numbers (protocols/reputation.md)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.reputation import (
+from meshnode.domain.reputation import (
     DEFAULT_PARAMS,
     EQUIVOCATION,
     RULES,
@@ -31,7 +31,7 @@ from meshnode.reputation import (
     validator_rating,
     weighted_share,
 )
-from meshnode.reputation.weights import GOSSIP_THRESHOLDS, accepts
+from meshnode.domain.reputation.weights import GOSSIP_THRESHOLDS, accepts
 
 T0 = 1_800_000_000_000
 DAY = 24 * 60 * 60 * 1000

@@ -9,12 +9,12 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.identity import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.identity import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.mesh_reputation import Reputation
 from meshnode.net.standing import Standing
-from meshnode.reputation.model import Evidence, ReputationError, apply_all, initial
-from meshnode.reputation.publishing import (
+from meshnode.domain.reputation.model import Evidence, ReputationError, apply_all, initial
+from meshnode.domain.reputation.publishing import (
     DEFAULT_POLICY,
     Candidate,
     PublishPolicy,

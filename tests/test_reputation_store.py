@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, build_container, decode_container
-from meshnode.identity import NodeKey
-from meshnode.notes import make_note
-from meshnode.reputation import DEFAULT_PARAMS, Evidence, ReputationError, apply_all, initial
+from meshnode.base.container import ContainerError, build_container, decode_container
+from meshnode.base.identity import NodeKey
+from meshnode.domain.notes import make_note
+from meshnode.domain.reputation import DEFAULT_PARAMS, Evidence, ReputationError, apply_all, initial
 from meshnode.records.reputation import records
 from meshnode.records.reputation.reading import (
     direct_states,
@@ -33,7 +33,7 @@ from meshnode.records.reputation.records import (
     record_evidence,
     refresh_decay,
 )
-from meshnode.reputation.statements import build_trust, statement_of
+from meshnode.domain.reputation.statements import build_trust, statement_of
 from meshnode.store import Database
 from meshnode.store.peers import peer_trust, save_standing, set_liveness, upsert_peer
 from meshnode.store.trust import trust_scores

@@ -1,4 +1,4 @@
-"""Transitive trust (meshnode/reputation/transitive.py), checked against a brute-force
+"""Transitive trust (meshnode/domain/reputation/transitive.py), checked against a brute-force
 enumeration of every path, plus the bounds the spec promises."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from meshnode.reputation import ReputationError, TransitiveParams, combined, reach
+from meshnode.domain.reputation import ReputationError, TransitiveParams, combined, reach
 
 ME = "me"
 AGENTS = ["a", "b", "c", "d", "e", "f"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from meshnode.reactor.core import Reactor
+from meshnode.engines.reactor.core import Reactor
 from sims.reactor import EXIT_LIMITS, Options, ReactorSim, exit_status, summary, violations
 from sims.reactor_streams import HOUR, World
 

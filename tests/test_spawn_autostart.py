@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from meshnode import control
-from meshnode.control import ControlError
-from meshnode.spawn import autostart, launch
-from meshnode.errors import SpawnError
+from meshnode.net import control
+from meshnode.net.control import ControlError
+from meshnode.engines.spawn import autostart, launch
+from meshnode.base.errors import SpawnError
 
 GOLDEN = Path(__file__).parent / "golden" / "spawn_unit.service"
 DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"

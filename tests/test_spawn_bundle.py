@@ -15,22 +15,22 @@ from pathlib import Path
 import pytest
 import trio
 
-from meshnode.container import build_container, decode_container
-from meshnode.container.errors import ContainerError
-from meshnode.home import init_home
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import build_container, decode_container
+from meshnode.base.container.errors import ContainerError
+from meshnode.store.home import init_home
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_exchange import Exchange
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.records import family
-from meshnode.spawn import bundle as spawn_bundle, hello as spawn_hello
-from meshnode.spawn.bundle import MEMBERS, init_from_bundle, write_bundle
-from meshnode.spawn.invitation import (HELLO_CLASS, INVITATION_CLASS, SKEW_MS, accept_hello, check_invitation,
+from meshnode.engines.spawn import bundle as spawn_bundle, hello as spawn_hello
+from meshnode.engines.spawn.bundle import MEMBERS, init_from_bundle, write_bundle
+from meshnode.engines.spawn.invitation import (HELLO_CLASS, INVITATION_CLASS, SKEW_MS, accept_hello, check_invitation,
                                        make_hello, make_invitation, record_invitation)
-from meshnode.spawn.model import KINDS, SpawnRequest
-from meshnode.errors import SpawnError
-from meshnode.spawn.parent import LocalParent
+from meshnode.engines.spawn.model import KINDS, SpawnRequest
+from meshnode.base.errors import SpawnError
+from meshnode.engines.spawn.parent import LocalParent
 from meshnode.store import Database, Store
 from meshnode.store.sharing import PRIVATE_CLASSES, may_share
 
@@ -87,7 +87,7 @@ def test_the_classes_check_their_fields_and_stay_private():
 
 
 def test_the_class_lists_the_kinds_of_the_model():
-    from meshnode.container.schema import class_schema
+    from meshnode.base.container.schema import class_schema
 
     check = class_schema(INVITATION_CLASS, "1.0").fields["kind"][0]
     assert check.json["enum"] == list(KINDS)
@@ -148,7 +148,7 @@ def test_a_hello_is_accepted_once_and_records_the_child(parent_db):
 def test_a_remote_childs_loopback_addresses_are_not_recorded(parent_db):
     """The parent dials its children at the recorded addresses (spawn/keeper.py): a remote child's
     loopback is the parent's own host."""
-    from meshnode.spawn.keeper import dialable_children
+    from meshnode.engines.spawn.keeper import dialable_children
 
     parent = NodeKey.generate()
     inv = invite(parent, parent_db)
@@ -454,7 +454,7 @@ def test_init_from_bundle_makes_a_pending_child_with_its_own_key(parent, tmp_pat
 def test_a_parent_serving_its_web_over_tls_writes_a_bundle_that_loads_on_another_host(parent, tmp_path):
     """The parent's certificate and key files are on the parent's host (and its key is its own): the
     template names neither, and the child's web listens on loopback until its person sets it up."""
-    from meshnode.config import load_config
+    from meshnode.base.config import load_config
 
     config, key, side = parent
     (config.home / "tls").mkdir()
@@ -551,8 +551,8 @@ def test_a_bundle_child_is_accepted_by_its_parent(parent, tmp_path):
         raw = bytes(child.conn.execute("SELECT invitation FROM spawn_origin").fetchone()[0])
     finally:
         child.close()
-    from meshnode.home import open_identity
-    from meshnode.config import load_config
+    from meshnode.store.home import open_identity
+    from meshnode.base.config import load_config
 
     child_key = open_identity(load_config(tmp_path / "kid", environ={}))
     assert child_key.did == made["did"]
@@ -561,8 +561,8 @@ def test_a_bundle_child_is_accepted_by_its_parent(parent, tmp_path):
 
 
 def test_the_cli_makes_a_child_from_a_bundle_once(parent, tmp_path, capsys):
-    from meshnode.cli import main
-    from meshnode.container import now_ms
+    from meshnode.faces.cli import main
+    from meshnode.base.container import now_ms
 
     bundle_of(parent, tmp_path, now=now_ms())
     argv = ["--home", str(tmp_path / "kid"), "init", "--from-bundle", str(tmp_path / "child.tgz")]

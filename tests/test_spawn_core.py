@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from meshnode.config import load_config
-from meshnode.errors import ConfigError
+from meshnode.base.config import load_config
+from meshnode.base.errors import ConfigError
 from meshnode.net.bootstrap import read_bootstrap
-from meshnode.spawn import autostart, child_config, service
-from meshnode.spawn.model import SpawnSettings
-from meshnode.errors import SpawnError
+from meshnode.engines.spawn import autostart, child_config, service
+from meshnode.engines.spawn.model import SpawnSettings
+from meshnode.base.errors import SpawnError
 from meshnode.store.database import Database
 from spawnlab import Parent, fake_seed, root, spawn_parent  # noqa: F401 (fixtures)
 
@@ -170,8 +170,8 @@ def test_default_name_fits_64_characters():
 async def test_a_spawn_longer_than_one_control_request_is_answered_pending_then_by_spawn_wait():
     import threading
 
-    from meshnode.errors import MeshnodeError
-    from meshnode.spawn.jobs import SpawnJobs
+    from meshnode.base.errors import MeshnodeError
+    from meshnode.engines.spawn.jobs import SpawnJobs
 
     jobs, go = SpawnJobs(), threading.Event()
 
@@ -212,7 +212,7 @@ def test_cli_refusal_is_one_line_with_its_code_and_exit_1(run_cli, home, root):
 
 
 def test_cli_human_output_names_what_a_person_needs(spawn_parent):
-    from meshnode.cli.spawn import result_lines
+    from meshnode.faces.cli.spawn import result_lines
 
     r = spawn_parent.spawn("newborn").to_dict()
     text = "\n".join(result_lines(r))
@@ -224,7 +224,7 @@ def test_cli_human_output_names_what_a_person_needs(spawn_parent):
 
 
 def test_the_childs_key_is_encrypted_when_the_passphrase_variable_is_set(spawn_parent, monkeypatch):
-    from meshnode.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted, load_key_file
+    from meshnode.base.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted, load_key_file
 
     plain = spawn_parent.spawn("newborn")
     assert not key_file_is_encrypted(Path(plain.home, "keys", "node.key"))
@@ -239,7 +239,7 @@ def test_two_spawns_at_once_respect_max_children_and_get_distinct_names(root, mo
     import threading
     import time
 
-    from meshnode.spawn import seed
+    from meshnode.engines.spawn import seed
     from spawnlab import FakeSeed
 
     fake = FakeSeed()
@@ -276,8 +276,8 @@ def test_a_spawn_failing_after_the_node_stopped_still_undoes_its_home_and_rows(s
 
     import trio
 
-    from meshnode.spawn.model import SpawnRequest
-    from meshnode.spawn.parent import LocalParent
+    from meshnode.engines.spawn.model import SpawnRequest
+    from meshnode.engines.spawn.parent import LocalParent
 
     main_done = threading.Event()
 
@@ -330,8 +330,8 @@ def test_a_spawn_failing_after_the_node_stopped_still_undoes_its_home_and_rows(s
 
 def test_an_undone_spawn_disables_the_unit_it_enabled(spawn_parent, root, monkeypatch):
     """Where systemd runs, install enabled the unit: removing its file alone leaves the enabled link."""
-    from meshnode.errors import MeshnodeError
-    from meshnode.spawn import launch
+    from meshnode.base.errors import MeshnodeError
+    from meshnode.engines.spawn import launch
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "cfg"))
     calls = []
@@ -365,7 +365,7 @@ def test_a_child_started_by_its_script_that_exits_at_once_fails_the_start_quickl
     """Not a full wait ending in "not reachable ... left running" for a process that is gone."""
     import subprocess
 
-    from meshnode.spawn import launch
+    from meshnode.engines.spawn import launch
 
     def script_start(home, kind):
         proc = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)

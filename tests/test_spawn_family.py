@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from meshnode.errors import StoreError
-from meshnode.identity.keys import NodeKey
+from meshnode.base.errors import StoreError
+from meshnode.base.identity.keys import NodeKey
 from meshnode.records import family
 from meshnode.records.family import ChildRecord
-from meshnode.errors import SpawnError
+from meshnode.base.errors import SpawnError
 from meshnode.store import Database
 from meshnode.store.peers import list_peers, set_liveness, upsert_peer
 from meshnode.store.sharing import friends, set_friend
@@ -278,7 +278,7 @@ def test_children_remove_keeps_or_deletes_the_home(family_homes, run_cli):
 
 def test_children_remove_delete_home_takes_the_childs_systemd_unit_too(family_homes, run_cli, tmp_path, monkeypatch):
     """A unit left in ~/.config/systemd/user would start (and restart) a node whose home is gone."""
-    from meshnode.spawn import autostart
+    from meshnode.engines.spawn import autostart
 
     home, child_home, child_did = family_homes
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
@@ -295,7 +295,7 @@ def test_children_remove_delete_home_takes_the_childs_systemd_unit_too(family_ho
 def test_children_start_and_stop_a_local_child(family_homes, run_cli):
     import json
 
-    from meshnode import control
+    from meshnode.net import control
     from meshharness import wait_until
 
     home, child_home, child_did = family_homes
@@ -370,7 +370,7 @@ def test_liveness_is_aged_by_the_silence_since_last_heard():
 
 
 def test_a_remote_childs_host_name_is_shown_on_one_printable_line():
-    from meshnode.spawn.invitation import shown_host
+    from meshnode.engines.spawn.invitation import shown_host
 
     assert shown_host("far.example") == "far.example"
     assert shown_host("evil\nkey:AAAA  forged  clone") == "evil?key:AAAA??forged??clone"
@@ -384,7 +384,7 @@ def test_the_running_node_shows_what_its_tracker_heard_not_the_last_change():
     since an hour ago" is ok and heard a second ago; one this run never heard is aged."""
     from types import SimpleNamespace
 
-    from meshnode.container import now_ms
+    from meshnode.base.container import now_ms
     from meshnode.net.liveness import LivenessTracker, Thresholds
     from meshnode.app.actions.children import as_heard
     from meshnode.app.context import App

@@ -15,19 +15,19 @@ from cyclelab import answer_with, until
 from gatelab import clock
 from llmharness import ScriptedLLM, command_block
 from meshharness import Node, wait_until
-from meshnode.cognition import catalogue, gate_commands
+from meshnode.engines.cognition import catalogue, gate_commands
 from meshnode.records.mind import registry
-from meshnode.cognition.commands import Command, extract
-from meshnode.cognition.cycle import Cycle
+from meshnode.engines.cognition.commands import Command, extract
+from meshnode.engines.cognition.cycle import Cycle
 from meshnode.records.mind.registry import Endpoint
-from meshnode.container import now_ms
-from meshnode.gate import GateError
+from meshnode.base.container import now_ms
+from meshnode.engines.gate import GateError
 from meshnode.records.gate import confirm
-from meshnode.gate.tools import DESTRUCTIVE, TOOLS, risk_policy
-from meshnode.identity.keys import NodeKey
-from meshnode.spawn import launch
-from meshnode.spawn.model import KINDS
-from meshnode.errors import SpawnError
+from meshnode.engines.gate.tools import DESTRUCTIVE, TOOLS, risk_policy
+from meshnode.base.identity.keys import NodeKey
+from meshnode.engines.spawn import launch
+from meshnode.engines.spawn.model import KINDS
+from meshnode.base.errors import SpawnError
 from spawnlab import children_cleanup, root  # noqa: F401 (fixtures)
 
 

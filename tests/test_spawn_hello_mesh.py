@@ -7,10 +7,10 @@ from __future__ import annotations
 from test_mesh_cost import Message, mesh_for, peer
 from test_spawn_bundle import ADDRS, HASH, HOUR, hello_for
 
-from meshnode.container import now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
-from meshnode.spawn.invitation import make_invitation
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
+from meshnode.engines.spawn.invitation import make_invitation
 
 
 async def test_gossip_never_relays_a_hello_or_an_invitation(tmp_path):

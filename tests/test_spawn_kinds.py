@@ -1,4 +1,4 @@
-"""What each kind of child gets (meshnode.spawn.kinds) and the seeding that does it (spawn.seed).
+"""What each kind of child gets (meshnode.engines.spawn.kinds) and the seeding that does it (spawn.seed).
 
 A parent store is filled by the real functions (notes of every audience and a chat, diary,
 concepts, links, GMP goals and tasks, a gate draft and confirmation, LLMs, an account with a
@@ -17,23 +17,23 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshnode import chat
-from meshnode import knowledge
+from meshnode.store import chat
+from meshnode.domain import knowledge
 from meshnode.app.actions import chat as chat_actions
 from meshnode.app.actor import person
 from meshnode.records.mind import registry
 from meshnode.records.mind.registry import Endpoint
-from meshnode.container.schema import known_classes
+from meshnode.base.container.schema import known_classes
 from meshnode.records.gate import confirm, drafts
-from meshnode.gate.jail import Jail
+from meshnode.engines.gate.jail import Jail
 from meshnode.records.gmp import service as gmp
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
-from meshnode.reputation.model import Evidence
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
+from meshnode.domain.reputation.model import Evidence
 from meshnode.records.reputation.records import publish_trust, record_evidence
-from meshnode.spawn import kinds, seed, seed_rows
-from meshnode.spawn.model import KINDS
-from meshnode.errors import SpawnError
+from meshnode.engines.spawn import kinds, seed, seed_rows
+from meshnode.engines.spawn.model import KINDS
+from meshnode.base.errors import SpawnError
 from meshnode.store.database import Database
 from meshnode.store.peers import save_standing, set_liveness
 from meshnode.store.sharing import set_friend, shareable
@@ -128,8 +128,8 @@ def test_readme_tables_agree_with_kind_rules():
 
 
 def _admin(db: Database, key: NodeKey, kind: str, args: dict):
-    from meshnode.cognition import executor
-    from meshnode.cognition.commands import extract
+    from meshnode.engines.cognition import executor
+    from meshnode.engines.cognition.commands import extract
 
     answer = "# Commands:\n" + json.dumps({"cmd_id": "c1", "type": kind, "args": args}) + "\n# End of commands\n"
     result = executor.run(db, key, T0, extract(answer).commands[0])
@@ -167,7 +167,7 @@ class Parent:
                                                            now_ms=t + 10, forward=0), self.friend.did)
         self.their_open = put(knowledge.make_concept(self.friend, "friend concept", now_ms=t + 11, forward=1),
                               self.friend.did)
-        from meshnode.container import build_container
+        from meshnode.base.container import build_container
         self.heartbeat = put(build_container(k, "heartbeat", {"seq": 1}, timestamp_ms=t + 12))
         self.unknown = put(build_container(k, "x_custom_record", {"v": 1}, timestamp_ms=t + 13))
         self.goal = gmp.goal_add(db, k, t + 14, title="grow a family")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from meshharness import Node, metric
-from meshnode import control
-from meshnode.control import ControlError
-from meshnode.spawn import launch
-from meshnode.spawn.ports import free_port
+from meshnode.net import control
+from meshnode.net.control import ControlError
+from meshnode.engines.spawn import launch
+from meshnode.engines.spawn.ports import free_port
 from spawnlab import children_cleanup, reaches, root, spawn_json, wait_child_running  # noqa: F401 (fixtures)
 
 

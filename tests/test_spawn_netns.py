@@ -20,7 +20,7 @@ import pytest
 
 import netns
 from meshharness import Node, metric, report, wait_until
-from meshnode.container.timefmt import parse_ms
+from meshnode.base.container.timefmt import parse_ms
 
 pytestmark = pytest.mark.netns
 

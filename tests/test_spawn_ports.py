@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from meshnode.spawn import ports
-from meshnode.errors import SpawnError
+from meshnode.engines.spawn import ports
+from meshnode.base.errors import SpawnError
 from spawnlab import fake_seed, root, spawn_parent  # noqa: F401 (fixtures)
 
 

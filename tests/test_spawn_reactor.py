@@ -10,8 +10,8 @@ import dataclasses
 
 import trio
 
-from meshnode.identity.keys import NodeKey
-from meshnode.reactor.service import with_children
+from meshnode.base.identity.keys import NodeKey
+from meshnode.engines.reactor.service import with_children
 from meshnode.records import family
 from meshnode.records.family import ChildRecord
 from meshnode.store.peers import set_liveness
@@ -39,8 +39,8 @@ def _record(db, name: str, heard_ms: int | None) -> str:
 
 
 def test_with_children_adds_self_as_mentor_but_keeps_a_configured_one():
-    from meshnode.config import DEFAULTS
-    from meshnode.reactor.service import reactor_config, tracked_dids
+    from meshnode.base.config import DEFAULTS
+    from meshnode.engines.reactor.service import reactor_config, tracked_dids
 
     me, a, b, other = (NodeKey.generate().did for _ in range(4))
     cfg = reactor_config({**DEFAULTS["reactor"], "mentors": {b: other}}, me)
@@ -182,7 +182,7 @@ def test_a_child_killed_with_sigkill_is_escalated_once_at_its_parent(tmp_path):
     import json
 
     from meshharness import Node, metric, wait_until
-    from meshnode.identity.did import did_to_peer_id
+    from meshnode.base.identity.did import did_to_peer_id
     from meshnode.store import Database
 
     parent, child = Node(tmp_path, "parent", env=FAST_REACTOR), Node(tmp_path, "child", env=FAST_REACTOR)

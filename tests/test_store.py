@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from meshnode.container import build_container, now_ms
-from meshnode.errors import StoreError
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.base.container import build_container, now_ms
+from meshnode.base.errors import StoreError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
 from meshnode.store import Database, Store, latest_version
 from meshnode.store import migrate as migrate_module
 
@@ -409,8 +409,8 @@ async def test_cancelled_write_still_commits(db_file, key):
 
 CHILD = textwrap.dedent("""
     import sys
-    from meshnode.identity.keys import NodeKey
-    from meshnode.notes import make_note
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.domain.notes import make_note
     from meshnode.records.gmp import store_hooks
     from meshnode.store import Database
 
@@ -496,7 +496,7 @@ def test_acknowledged_writes_survive_sigkill(tmp_path):
 
 
 def test_a_failed_commit_rolls_back_and_leaves_the_connection_usable(tmp_path):
-    from meshnode.errors import StoreError
+    from meshnode.base.errors import StoreError
 
     db = Database(tmp_path / "x.db")
     try:
@@ -513,7 +513,7 @@ def test_a_failed_commit_rolls_back_and_leaves_the_connection_usable(tmp_path):
 
 
 def test_the_first_error_is_the_one_raised_when_sqlite_already_rolled_back(tmp_path):
-    from meshnode.errors import StoreError
+    from meshnode.base.errors import StoreError
 
     db = Database(tmp_path / "x.db")
     try:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from gmp_fixtures import A, M, T0, World
 
-from meshnode.errors import StoreError
-from meshnode.gmp.rules import GmpRefused
+from meshnode.base.errors import StoreError
+from meshnode.domain.gmp.rules import GmpRefused
 from meshnode.records.gmp.store_hooks import HOOKS, GmpStoreHooks, install
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 from meshnode.store.hooks import StoreHooks
 
@@ -67,4 +67,4 @@ def test_the_store_imports_no_gmp_module():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            assert not any(n.startswith("meshnode.gmp") for n in names), f"{path.name} imports {names}"
+            assert not any(n.startswith("meshnode.domain.gmp") for n in names), f"{path.name} imports {names}"

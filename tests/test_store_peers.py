@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from meshnode.identity.did import did_to_peer_id
+from meshnode.base.identity.did import did_to_peer_id
 from meshnode.store import Database
 from meshnode.store.peers import active_bans, list_peers, save_standing, set_liveness, upsert_peer
 

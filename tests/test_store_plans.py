@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 
 T0 = 1_760_000_000_000

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from meshnode.container import build_container
-from meshnode.container.model import DEFAULT_LIMITS
-from meshnode.identity.keys import NodeKey
-from meshnode.knowledge import make_concept, make_link
-from meshnode.notes import make_note
+from meshnode.base.container import build_container
+from meshnode.base.container.model import DEFAULT_LIMITS
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.knowledge import make_concept, make_link
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 from meshnode.store import migrate as migrate_module
 from meshnode.store.database import _store

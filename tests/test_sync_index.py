@@ -1,6 +1,6 @@
-"""The index of format 2 sync (meshnode.sync.hash_index) answers every range like a plain sorted
+"""The index of format 2 sync (meshnode.domain.sync.hash_index) answers every range like a plain sorted
 list would, an updated index equals one built from scratch, and the index a node keeps between
-sessions (meshnode.sync.index_cache) is always that of the catalog handed in: it cannot go stale
+sessions (meshnode.domain.sync.index_cache) is always that of the catalog handed in: it cannot go stale
 when containers are admitted, removed or no longer shared, or when the catalog is another peer's."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from meshnode.sync.hash_index import BITS, CHECK_MOD, MOD, HashIndex
-from meshnode.sync.index_cache import IndexCache
+from meshnode.domain.sync.hash_index import BITS, CHECK_MOD, MOD, HashIndex
+from meshnode.domain.sync.index_cache import IndexCache
 
 ids_st = st.sets(st.binary(min_size=32, max_size=32), max_size=120)  # hypothesis clusters them (zeros)
 

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import ContainerError, build_container
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import ContainerError, build_container
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net.mesh_sync import _did_for, _digest
-from meshnode.notes import make_note
+from meshnode.domain.notes import make_note
 from meshnode.store import Database
 from meshnode.store.removal import remove_containers
 from meshnode.store.sharing import may_share, set_friend, shareable
-from meshnode.sync.index_cache import IndexCache
-from meshnode.sync.selective import EVERYTHING, Want, tags_of
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
-from meshnode.identity.did import did_to_peer_id
+from meshnode.domain.sync.index_cache import IndexCache
+from meshnode.domain.sync.selective import EVERYTHING, Want, tags_of
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.base.identity.did import did_to_peer_id
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(1, 5)]
 X, Y = KEYS[0].did, KEYS[1].did  # the two nodes that sync; KEYS[2:] are other authors
@@ -203,7 +203,7 @@ def test_knowledge_travels_friend_to_friend_within_its_hop_limit(tmp_path):
     """A -> B (A's friend) -> C (B's friend) -> D (C's friend), one real sync session per hop:
     a diary entry, concept or link with forward=0 stops at B, forward=1 at C, and with no
     limit reaches D."""
-    from meshnode import knowledge
+    from meshnode.domain import knowledge
 
     a, b, c, d = KEYS
     builders = {
@@ -239,7 +239,7 @@ def test_knowledge_travels_friend_to_friend_within_its_hop_limit(tmp_path):
 
 
 def test_knowledge_hop_limit_is_zero_or_one():
-    from meshnode import knowledge
+    from meshnode.domain import knowledge
 
     for bad in (2, -1, True):
         with pytest.raises(knowledge.KnowledgeError):

@@ -9,13 +9,13 @@ import trio
 
 from test_mesh_cost import FakeStream, mesh_for, peer
 
-from meshnode.container import cbor
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import cbor
+from meshnode.base.identity.keys import NodeKey
 from meshnode.net.errors import NetError
 from meshnode.net.frames import encode_frame
 from meshnode.net.mesh_sync import SYNC_PROTOCOL_ID, SYNC_PROTOCOL_V1
-from meshnode.sync.selective import EVERYTHING
-from meshnode.sync.session import INITIATOR, Session
+from meshnode.domain.sync.selective import EVERYTHING
+from meshnode.domain.sync.session import INITIATOR, Session
 
 
 def test_the_initiator_falls_back_to_1_0_0_for_a_peer_without_2_0_0(tmp_path):

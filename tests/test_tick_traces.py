@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from cyclelab import answer_with, running_cycle, until
 from llmharness import distinct_answers
 from meshnode.records.mind import tick_traces
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store import Database
 
 

@@ -19,8 +19,8 @@ import cbor2
 import pytest
 from nacl.signing import SigningKey
 
-from meshnode.container import ContainerError, build_container, decode_container, parse_ms
-from meshnode.container.model import DEFAULT_LIMITS
+from meshnode.base.container import ContainerError, build_container, decode_container, parse_ms
+from meshnode.base.container.model import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "protocols" / "vectors"
@@ -35,7 +35,7 @@ def test_vector_files_are_what_the_generator_writes():
 
 
 def test_every_error_code_has_an_invalid_vector():
-    from meshnode.container.errors import CODES
+    from meshnode.base.container.errors import CODES
 
     assert {v["expect_error"] for v in INVALID} == set(CODES)
 
@@ -78,7 +78,7 @@ def test_valid_vector_independently(v):
 
 @pytest.mark.parametrize("v", VALID, ids=[v["description"] for v in VALID])
 def test_builder_reproduces_valid_vector(v):
-    from meshnode.identity.keys import NodeKey
+    from meshnode.base.identity.keys import NodeKey
 
     c = decode_container(bytes.fromhex(v["container"]), now_ms=parse_ms(v["now"]))
     head = c.head
@@ -175,7 +175,7 @@ def test_the_lax_check_itself_accepts_a_real_signature_and_refuses_a_flipped_bit
 
 @pytest.mark.parametrize("v", LAX, ids=[v["description"] for v in LAX])
 def test_small_order_vectors_pass_a_lax_verifier_but_not_meshnode(v):
-    from meshnode.identity.did import public_key_from_did
+    from meshnode.base.identity.did import public_key_from_did
 
     assert len(LAX) == 3
     hmp = cbor2.loads(bytes.fromhex(v["container"]))["hmp_container"]

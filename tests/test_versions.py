@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshnode.container import build_container
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import build_container
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Database
-from meshnode.sync.versions import choose, lineage_root
+from meshnode.domain.sync.versions import choose, lineage_root
 
 KEYS = [NodeKey(bytes([i]) * 32) for i in range(10, 13)]
 T0 = 1_800_000_000_000
@@ -144,7 +144,7 @@ def test_a_database_from_before_the_lineage_index_gets_it_at_open(tmp_path):
 
 
 def test_malformed_edges_are_refused_with_a_reason():
-    from meshnode.container import ContainerError
+    from meshnode.base.container import ContainerError
     import pytest
 
     for bad in ({}, {"not-a-did": [{"targets": [KEYS[0].did], "relation": "r"}]},
@@ -158,7 +158,7 @@ def test_the_shown_version_ignores_what_this_node_thinks_of_the_authors(tmp_path
     """The partition test's fork: two nodes version one concept apart; every node that holds the same
     containers shows the same head, whatever reputation it has recorded for the authors and whether
     that was recorded before or after the versions arrived (trust is local, the view is not)."""
-    from meshnode.reputation import Evidence
+    from meshnode.domain.reputation import Evidence
     from meshnode.records.reputation.records import record_evidence
 
     first = concept(KEYS[0], "mesh", 0)

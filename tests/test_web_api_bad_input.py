@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from meshnode.web.errors import status_for
+from meshnode.faces.web.errors import status_for
 from webharness import WebNode, web_node
 
 TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
@@ -161,12 +161,12 @@ def test_get_routes_change_nothing(web, table):
 # --- every error code a route can raise has its status --------------------------------------------
 
 REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into (and the actions they run)
-    "meshnode.web.api_node", "meshnode.web.api_notes", "meshnode.web.api_mesh", "meshnode.web.ids",
-    "meshnode.web.endpoint", "meshnode.web.app", "meshnode.web.services", "meshnode.node", "meshnode.knowledge", "meshnode.records.knowledge",
-    "meshnode.records.knowledge_edits", "meshnode.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
-    "meshnode.records.reputation.reading", "meshnode.records.reputation.records", "meshnode.consensus.result",
-    "meshnode.records.consensus", "meshnode.consensus.cogvote", "meshnode.store.short_ids", "meshnode.store.database",
-    "meshnode.identity.did", "meshnode.net.mesh", "meshnode.net.mesh_sync", "meshnode.net.mesh_consensus",
+    "meshnode.faces.web.api_node", "meshnode.faces.web.api_notes", "meshnode.faces.web.api_mesh", "meshnode.faces.web.ids",
+    "meshnode.faces.web.endpoint", "meshnode.faces.web.app", "meshnode.faces.web.services", "meshnode.node.run", "meshnode.domain.knowledge", "meshnode.records.knowledge",
+    "meshnode.records.knowledge_edits", "meshnode.domain.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
+    "meshnode.records.reputation.reading", "meshnode.records.reputation.records", "meshnode.domain.consensus.result",
+    "meshnode.records.consensus", "meshnode.domain.consensus.cogvote", "meshnode.store.short_ids", "meshnode.store.database",
+    "meshnode.base.identity.did", "meshnode.net.mesh", "meshnode.net.mesh_sync", "meshnode.net.mesh_consensus",
     "meshnode.net.mesh_reputation", "meshnode.net.mesh_lookup", "meshnode.app.dispatch", "meshnode.app.actor",
     "meshnode.app.context", "meshnode.app.actions.node_status", "meshnode.app.actions.peers",
     "meshnode.app.actions.containers", "meshnode.app.actions.meshconsensus", "meshnode.app.actions.reputation",

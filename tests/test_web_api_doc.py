@@ -1,5 +1,5 @@
 """protocols/api.md is the route table: every route the app mounts (whichever module declares it) is
-documented there, and the file is what ``python -m meshnode.web.apidoc`` writes today."""
+documented there, and the file is what ``python -m meshnode.faces.web.apidoc`` writes today."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from meshnode.web import apidoc
-from meshnode.web.app import all_endpoints
+from meshnode.faces.web import apidoc
+from meshnode.faces.web.app import all_endpoints
 
 API_MD = Path(__file__).resolve().parents[1] / "protocols" / "api.md"
 
@@ -26,11 +26,11 @@ def test_every_route_is_documented_with_its_arguments():
 
 
 def test_api_md_is_up_to_date():
-    written = subprocess.run([sys.executable, "-m", "meshnode.web.apidoc"], capture_output=True, text=True,
+    written = subprocess.run([sys.executable, "-m", "meshnode.faces.web.apidoc"], capture_output=True, text=True,
                              check=True).stdout
     assert written == apidoc.render(all_endpoints())
     assert API_MD.read_text(encoding="utf-8") == written, \
-        "protocols/api.md is out of date: python -m meshnode.web.apidoc > protocols/api.md"
+        "protocols/api.md is out of date: python -m meshnode.faces.web.apidoc > protocols/api.md"
 
 
 def test_the_file_names_what_is_left_to_the_cli():

@@ -1,4 +1,4 @@
-"""The gate's review over HTTP (meshnode/web/api_gate.py): drafts the agent made (written here with
+"""The gate's review over HTTP (meshnode/faces/web/api_gate.py): drafts the agent made (written here with
 the gate's own functions, in the node's workspace), listed, accepted, committed and rolled back;
 every decision reaches the agent's context 4 as a CLI one does; confirmations answered by "web"."""
 
@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from meshnode.cognition import contexts
+from meshnode.engines.cognition import contexts
 from meshnode.records.gate import confirm
 from meshnode.records.gate.drafts import draft_write
-from meshnode.gate.gate import _record_submission
-from meshnode.gate.jail import Jail
-from meshnode.gate.tools import TOOLS
+from meshnode.engines.gate.gate import _record_submission
+from meshnode.engines.gate.jail import Jail
+from meshnode.engines.gate.tools import TOOLS
 from meshnode.store import Database
 from webharness import refused, web_node
 

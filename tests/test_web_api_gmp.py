@@ -1,4 +1,4 @@
-"""Goals and tasks over HTTP (meshnode/web/api_gmp.py): the GMP service's commands through the
+"""Goals and tasks over HTTP (meshnode/faces/web/api_gmp.py): the GMP service's commands through the
 node's control layer, GMP's refusals passed through verbatim, bad input refused before anything
 is signed."""
 

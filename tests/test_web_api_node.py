@@ -1,4 +1,4 @@
-"""The node and mesh routes over HTTP (meshnode/web/api_node.py): a web node and one plain peer that
+"""The node and mesh routes over HTTP (meshnode/faces/web/api_node.py): a web node and one plain peer that
 bootstraps to it; each route answers what the control command (the CLI's path) answers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The notebook and knowledge routes over HTTP (meshnode/web/api_notes.py), on one node: what the web
+"""The notebook and knowledge routes over HTTP (meshnode/faces/web/api_notes.py), on one node: what the web
 writes is what the CLI reads back, pages follow the ``before`` cursor, looking marks nothing read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reactor over HTTP (meshnode/web/api_reactor.py): status, a dry-run scan that writes nothing,
+"""The reactor over HTTP (meshnode/faces/web/api_reactor.py): status, a dry-run scan that writes nothing,
 the event and job a note for the agent makes, explain, rules and aliases as the CLI shows them,
 and the refusals (no lease: 404; the reactor off: 409)."""
 

@@ -1,4 +1,4 @@
-"""A node's family over HTTP (meshnode/web/api_spawn.py): spawn a child, see it in the list and
+"""A node's family over HTTP (meshnode/faces/web/api_spawn.py): spawn a child, see it in the list and
 alone, remove it; the refusals (an unknown kind, a child that is not one, the limit)."""
 
 from __future__ import annotations

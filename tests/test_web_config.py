@@ -7,10 +7,10 @@ import socket
 import psutil
 import pytest
 
-from meshnode.config import default_config_text, load_config
-from meshnode.errors import ConfigError, MeshnodeError
+from meshnode.base.config import default_config_text, load_config
+from meshnode.base.errors import ConfigError, MeshnodeError
 from meshnode.records.gate.drafts import MAX_DRAFT_BYTES
-from meshnode.home.web_token import read_token
+from meshnode.store.home.web_token import read_token
 from meshharness import Node
 from test_cli import one_error_line
 

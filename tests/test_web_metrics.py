@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from meshnode.metrics import Metrics
+from meshnode.base.metrics import Metrics
 from meshnode.store.database import Database
-from meshnode.web import prom
+from meshnode.faces.web import prom
 from webharness import web_node
 
 

@@ -90,7 +90,7 @@ def test_a_path_number_with_a_superscript_digit_is_400_not_500(web, method, path
 def test_a_token_created_meanwhile_by_another_process_is_kept_not_overwritten(tmp_path, monkeypatch):
     """`meshnode web url` and a starting node both find no token: the second to create one must
     take the first's (else the link the first printed no longer logs in)."""
-    from meshnode.home import web_token as auth
+    from meshnode.store.home import web_token as auth
 
     path = tmp_path / "web.token"
     theirs = "T" * 43
@@ -108,7 +108,7 @@ def test_a_token_created_meanwhile_by_another_process_is_kept_not_overwritten(tm
 
 
 def test_rotating_replaces_the_token_and_leaves_no_temporary_file(tmp_path):
-    from meshnode.home import web_token as auth
+    from meshnode.store.home import web_token as auth
 
     path = tmp_path / "web.token"
     first = auth.read_token(path)

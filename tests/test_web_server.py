@@ -9,14 +9,14 @@ import httpx
 import pytest
 import trio
 
-from meshnode.config import load_config
-from meshnode.errors import MeshnodeError
-from meshnode.metrics import Metrics
-from meshnode.web.auth import Auth, LoginLimiter
-from meshnode.web.endpoint import Arg, Endpoint, parse_args
-from meshnode.web.errors import error_response, status_for
-from meshnode.web.server import serve_web
-from meshnode.web.services import Services
+from meshnode.base.config import load_config
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.metrics import Metrics
+from meshnode.faces.web.auth import Auth, LoginLimiter
+from meshnode.faces.web.endpoint import Arg, Endpoint, parse_args
+from meshnode.faces.web.errors import error_response, status_for
+from meshnode.faces.web.server import serve_web
+from meshnode.faces.web.services import Services
 
 SPEC = {
     "text": Arg(str, required=True, max=10),
@@ -133,7 +133,7 @@ class FakeControl:
 
 
 async def test_serve_answers_on_the_callers_loop_and_stops_on_cancel(tmp_path, monkeypatch):
-    from meshnode.web import server
+    from meshnode.faces.web import server
 
     make = server.hypercorn_config
 

@@ -14,11 +14,11 @@ import pytest
 import trio
 import trio.testing
 
-from meshnode.metrics import Metrics
+from meshnode.base.metrics import Metrics
 from meshnode.store import Store
 from meshnode.store.database import Database
-from meshnode.web import feed_sources as fs
-from meshnode.web.sse import BUFFER, Feed
+from meshnode.faces.web import feed_sources as fs
+from meshnode.faces.web.sse import BUFFER, Feed
 from webharness import web_node
 
 

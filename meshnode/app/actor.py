@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 
 KINDS = ("person", "agent", "a2a", "peer", "node")
 PERSON_FACES = ("cli", "web", "mcp")  # how the person reaches the node

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from meshnode.container import now_ms
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import now_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
 
 
 class Pokeable(Protocol):
@@ -29,15 +29,15 @@ class App:
     reactor: Pokeable | None = None
     cycle: Any = None  # the agent's cycle (``paused``, ``wake``), when cognition is on
     wake_on_message: bool = True  # [web] wake_on_message: a message to the agent wakes its cycle
-    metrics: Any = None  # meshnode.metrics.Metrics
+    metrics: Any = None  # meshnode.base.metrics.Metrics
     clock: Callable[[], int] = now_ms
     gmp: Any = None  # meshnode.net.mesh_gmp.MeshGmp when the node runs (pushes, reactions, interest lookups)
-    jail: Any = None  # the gate's jail of the agent's workspace (drafts, snapshots): meshnode.gate.jail.Jail
+    jail: Any = None  # the gate's jail of the agent's workspace (drafts, snapshots): meshnode.engines.gate.jail.Jail
     mind_view: Callable[[Any], dict] | None = None  # the agent's view read from the store (cognition.mind_view.view)
     # the running node's and its housekeeping's (app.actions: peers, containers, children, node_status...)
-    config: Any = None  # meshnode.config.Config: limits, [net] thresholds, name and paths
+    config: Any = None  # meshnode.base.config.Config: limits, [net] thresholds, name and paths
     spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
-    web: Any = None  # where the notebook listens, once bound (``url``: meshnode.web.address.WebAddress)
+    web: Any = None  # where the notebook listens, once bound (``url``: meshnode.faces.web.address.WebAddress)
     tools: dict = field(default_factory=dict)  # the gate's tools by name (gate.tools.TOOLS: summary, parameters, risk)
 
     @property

@@ -15,7 +15,7 @@ from meshnode.app.actions import (chat, children, consensus, containers, edits, 
                                   meshconsensus, mind, node_status, notes, peers, reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 
 RESERVED = ("app", "actor", "approved_by")  # set by the face, never by the caller's arguments
 

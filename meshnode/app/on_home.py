@@ -10,7 +10,7 @@ from typing import Any, Callable
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.app.dispatch import check_args, dispatch
-from meshnode.identity.keys import NodeKey
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store import Store
 
 

@@ -18,9 +18,9 @@ from typing import Callable, Sequence
 
 import multiaddr
 
-from meshnode.container import Container, ContainerError, Limits, build_container, decode_container
-from meshnode.identity.did import did_to_peer_id
-from meshnode.identity.keys import NodeKey
+from meshnode.base.container import Container, ContainerError, Limits, build_container, decode_container
+from meshnode.base.identity.did import did_to_peer_id
+from meshnode.base.identity.keys import NodeKey
 
 NAMESPACE = "mn"
 INTEREST_NAMESPACE = "mn-i"

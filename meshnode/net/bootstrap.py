@@ -12,8 +12,8 @@ from pathlib import Path
 
 import multiaddr
 
-from meshnode.errors import IdentityError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.errors import IdentityError
+from meshnode.base.identity.did import peer_id_to_did
 
 MAX_LINE = 1024
 MAX_FILE_BYTES = 1024 * 1024

@@ -12,9 +12,9 @@ new gossip message (GossipSub drops content it has seen).
 
 from __future__ import annotations
 
-from meshnode.consensus import messages as cm
-from meshnode.container import cbor
-from meshnode.errors import MeshnodeError
+from meshnode.domain.consensus import messages as cm
+from meshnode.base.container import cbor
+from meshnode.base.errors import MeshnodeError
 
 MAX_BUNDLE = 16  # messages in one gossip message
 BUNDLE_BYTES = 64 * 1024  # messages are packed together up to this size; a bigger one (a commit) goes alone

@@ -1,6 +1,6 @@
 """The network layer's error."""
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 
 
 class NetError(MeshnodeError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from meshnode.container import Container
+from meshnode.base.container import Container
 
 class PeerEvents:
     """A connection identified, a peer gone, a peer heard again, an upkeep round: listeners in

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from meshnode.container import ContainerError, cbor
-from meshnode.errors import MeshnodeError
+from meshnode.base.container import ContainerError, cbor
+from meshnode.base.errors import MeshnodeError
 
 PROTOCOL_ID = "/meshnode/mce/1.0.0"
 MAX_ITEMS = 64

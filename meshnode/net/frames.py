@@ -7,7 +7,7 @@ in, frames out; a frame over the limit is refused before its body is read.
 
 from __future__ import annotations
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 
 MAX_VARINT_BYTES = 9  # multiformats unsigned-varint: at most 63 bits
 

@@ -27,9 +27,9 @@ from typing import Callable
 
 import trio
 
-from meshnode.container import ContainerError, Limits, build_container, decode_container
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.container import ContainerError, Limits, build_container, decode_container
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError

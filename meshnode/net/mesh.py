@@ -25,9 +25,9 @@ from typing import Callable
 import multiaddr
 import trio
 
-from meshnode.container import Container, Limits, now_ms
-from meshnode.identity.keys import NodeKey
-from meshnode.metrics import Metrics
+from meshnode.base.container import Container, Limits, now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.base.metrics import Metrics
 from meshnode.net import libp2p_dht_fixes, libp2p_fixes
 from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
@@ -47,14 +47,14 @@ from meshnode.net.gossip_timing import GossipTiming
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC, ContainerGossip
 from meshnode.net.mesh_liveness import PeerLiveness
 from meshnode.net.heartbeat_stream import HeartbeatStreams
-from meshnode.consensus.committee import Committee
-from meshnode.consensus.tendermint import BlockLimits, Timeouts
+from meshnode.domain.consensus.committee import Committee
+from meshnode.domain.consensus.tendermint import BlockLimits, Timeouts
 from meshnode.net.mesh_consensus import CONSENSUS_TOPIC, Consensus
 from meshnode.net.mesh_reputation import Reputation
 from meshnode.net.events import MeshHooks
-from meshnode.reputation import GOSSIP_THRESHOLDS
+from meshnode.domain.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SyncSessions
-from meshnode.sync.selective import Want
+from meshnode.domain.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
 from meshnode.net.author_rate import RateSettings
 from meshnode.store import Store

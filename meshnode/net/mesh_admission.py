@@ -18,16 +18,16 @@ from typing import Callable
 
 import trio
 
-from meshnode.container import Container
-from meshnode.errors import MeshnodeError
-from meshnode.gmp.rules import GmpRefused, is_gmp
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.container import Container
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp.rules import GmpRefused, is_gmp
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
 from meshnode.net.events import MeshHooks, PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.not_wanted import NotWanted
 from meshnode.net.peer_guard import PeerGuard
-from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS
+from meshnode.base.container.schema import HELLO_CLASS, INVITATION_CLASS
 from meshnode.store.admit_batch import admit_many
 from meshnode.store.known import KnownAuthors, known_authors
 from meshnode.store.quotas import Admission, Quotas, admit

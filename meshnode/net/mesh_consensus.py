@@ -25,16 +25,16 @@ from typing import Callable
 
 import trio
 
-from meshnode.consensus import epochs
-from meshnode.consensus import messages as cm
-from meshnode.consensus.committee import Committee
-from meshnode.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide, Emergency, Evidence,
+from meshnode.domain.consensus import epochs
+from meshnode.domain.consensus import messages as cm
+from meshnode.domain.consensus.committee import Committee
+from meshnode.domain.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide, Emergency, Evidence,
                                            Revisit, Schedule, Timeouts)
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.net import consensus_gossip as gossip
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
-from meshnode.reputation import Evidence as Observed
+from meshnode.domain.reputation import Evidence as Observed
 from meshnode.records.reputation import records
 from meshnode.store import decisions
 
@@ -42,7 +42,7 @@ from meshnode.store import decisions
 # sends. Not a non-member's vote (a node still on an older committee sends those) nor a stale height.
 CHARGED = frozenset({"bad_message", "bad_signature", "bad_block"})
 
-log = logging.getLogger("meshnode.consensus")
+log = logging.getLogger("meshnode.domain.consensus")
 
 CONSENSUS_TOPIC = "/meshnode/consensus/3"  # 3: one gossip message carries a step's messages (protocols/consensus.md)
 JOIN_POLL_S = 0.5  # how often the driver looks for peers new in the topic's gossip mesh
@@ -446,7 +446,7 @@ class Consensus:
 
     async def _equivocation(self, evidence: Evidence) -> None:
         """Two conflicting signed votes: kept as a container anyone can check, and counted."""
-        from meshnode.container import build_container
+        from meshnode.base.container import build_container
 
         c = build_container(self.key, "equivocation_evidence",
                             {"validator": evidence.first.sender, "first": evidence.first.encode(),

@@ -14,9 +14,9 @@ from typing import Awaitable, Callable
 
 import trio
 
-from meshnode.container import Container, ContainerError, Limits, decode_container
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.container import Container, ContainerError, Limits, decode_container
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.budget import CpuBudgets
@@ -26,7 +26,7 @@ from meshnode.net.frames import encode_frame
 from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed, remote_host
 from meshnode.net.standing import Standing
-from meshnode.container.schema import HELLO_CLASS
+from meshnode.base.container.schema import HELLO_CLASS
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import may_share
 

@@ -26,8 +26,8 @@ from typing import Callable
 
 import trio
 
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.budget import BoundedLRU

@@ -30,13 +30,13 @@ from typing import Callable
 
 import trio
 
-from meshnode.container import now_ms
-from meshnode.errors import MeshnodeError
+from meshnode.base.container import now_ms
+from meshnode.base.errors import MeshnodeError
 from meshnode.net import mesh_gmp_queries as q
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.liveness import Liveness
 
-log = logging.getLogger("meshnode.gmp")
+log = logging.getLogger("meshnode.domain.gmp")
 
 RETRIES = 2  # pushes of an unanswered offer after the first
 FETCH_TRIES = 3  # fetches of one pending container's missing DIDs

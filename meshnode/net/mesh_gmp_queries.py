@@ -13,7 +13,7 @@ import json
 
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.trust import trust_scores
-from meshnode.sync.versions import DEFAULT_TRUST
+from meshnode.domain.sync.versions import DEFAULT_TRUST
 
 TERMINAL = ("completed", "failed", "abandoned")
 MAX_AUDIENCE = 256  # peers this node syncs with because they share a goal with it

@@ -16,9 +16,9 @@ from typing import Callable
 
 import trio
 
-from meshnode.container import Container, ContainerError, Limits, decode_container
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.container import Container, ContainerError, Limits, decode_container
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.errors import NetError
 from meshnode.net.gossip_timing import GossipTiming
@@ -27,7 +27,7 @@ from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.offload import Offload
 from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed
 from meshnode.net.standing import Standing
-from meshnode.container.schema import HELLO_CLASS, INVITATION_CLASS
+from meshnode.base.container.schema import HELLO_CLASS, INVITATION_CLASS
 
 CONTAINER_TOPIC = "/meshnode/containers/1"
 MAX_GOSSIP_BYTES = 60 * 1024  # py-libp2p corrupts gossip over ~64 KiB: larger containers go by direct push

@@ -16,7 +16,7 @@ from typing import Callable
 
 import trio
 
-from meshnode.identity.did import did_to_peer_id
+from meshnode.base.identity.did import did_to_peer_id
 from meshnode.net.events import PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.liveness import Liveness, LivenessTracker, Thresholds

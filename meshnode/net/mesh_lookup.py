@@ -37,9 +37,9 @@ from typing import Callable
 import multiaddr
 import trio
 
-from meshnode.container import Container
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.base.container import Container
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net import dht_direct, libp2p_dht_fixes, libp2p_fixes, lookup_trace
 from meshnode.net.announce import (
     NAMESPACE,

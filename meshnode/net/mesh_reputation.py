@@ -17,20 +17,20 @@ from typing import Awaitable, Callable
 
 import trio
 
-from meshnode.container import Container
+from meshnode.base.container import Container
 
-from meshnode.errors import IdentityError, MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.errors import IdentityError, MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.peer_guard import save_standing_row
 from meshnode.net.standing import PeerLimits, Standing
-from meshnode.reputation import gossip_app_score, publishing
+from meshnode.domain.reputation import gossip_app_score, publishing
 from meshnode.records.reputation import records
 from meshnode.records.reputation.reading import effective_trust
 from meshnode.store.known import KnownAuthors
-from meshnode.sync.versions import DEFAULT_TRUST
+from meshnode.domain.sync.versions import DEFAULT_TRUST
 
-log = logging.getLogger("meshnode.reputation")
+log = logging.getLogger("meshnode.domain.reputation")
 
 
 SESSION_CREDIT_MS = records.LIVENESS_PERIOD_MS  # a completed sync session counts once per peer per hour

@@ -7,7 +7,7 @@ format it knows, and a stream never carries the other format's messages (one
 that did would be refused with a typed ``bad_sync``).
 
 One stream per session; each message is a varint-framed deterministic-CBOR
-map (``meshnode.sync.session``). Each side offers only what it may share with
+map (``meshnode.domain.sync.session``). Each side offers only what it may share with
 the other (``store.sharing``), so nothing private is ever named, and takes
 only what its [sync] settings want. When the session ends, each side pushes
 what the other lacks and wants, and fetches what it lacks and wants, over the
@@ -34,9 +34,9 @@ from typing import Awaitable, Callable
 
 import trio
 
-from meshnode.container import cbor
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import peer_id_to_did
+from meshnode.base.container import cbor
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net import libp2p_fixes
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.errors import NetError
@@ -51,15 +51,15 @@ from meshnode.net.standing import Standing
 from meshnode.store.known import KnownAuthors
 from meshnode.store.peers import peer_trust
 from meshnode.store.sharing import friends, shareable
-from meshnode.sync.index_cache import IndexCache
-from meshnode.sync.reconcile import ReconcileError
-from meshnode.sync.selective import NOTHING, Want
-from meshnode.sync.session import INITIATOR, RESPONDER, Entry, Session
+from meshnode.domain.sync.index_cache import IndexCache
+from meshnode.domain.sync.reconcile import ReconcileError
+from meshnode.domain.sync.selective import NOTHING, Want
+from meshnode.domain.sync.session import INITIATOR, RESPONDER, Entry, Session
 
 log = logging.getLogger("meshnode.net")
 
-SYNC_PROTOCOL_ID = "/meshnode/sync/2.0.0"  # reconciliation format 2 (meshnode.sync.rbsr)
-SYNC_PROTOCOL_V1 = "/meshnode/sync/1.0.0"  # format 1 (meshnode.sync.reconcile), for nodes that predate 2
+SYNC_PROTOCOL_ID = "/meshnode/sync/2.0.0"  # reconciliation format 2 (meshnode.domain.sync.rbsr)
+SYNC_PROTOCOL_V1 = "/meshnode/sync/1.0.0"  # format 1 (meshnode.domain.sync.reconcile), for nodes that predate 2
 SYNC_VERSIONS = {SYNC_PROTOCOL_ID: 2, SYNC_PROTOCOL_V1: 1}
 SYNC_TIMEOUT = 60.0
 SESSION_BUDGET = 30.0  # a periodic session, reconciliation and transfer together
@@ -418,7 +418,7 @@ class SyncSessions:
 
 
 def _did_for(digest: bytes) -> str:
-    from meshnode.container.model import CONTAINER_DID_PREFIX
+    from meshnode.base.container.model import CONTAINER_DID_PREFIX
 
     return CONTAINER_DID_PREFIX + base64.urlsafe_b64encode(b"\x12\x20" + digest).rstrip(b"=").decode("ascii")
 

@@ -30,10 +30,10 @@ from typing import Any, Callable
 
 import trio
 
-from meshnode.container.cbor import HARD_MAX_DEPTH
-from meshnode.container.errors import ContainerError
-from meshnode.container.prescan import scan
-from meshnode.errors import MeshnodeError
+from meshnode.base.container.cbor import HARD_MAX_DEPTH
+from meshnode.base.container.errors import ContainerError
+from meshnode.base.container.prescan import scan
+from meshnode.base.errors import MeshnodeError
 
 INLINE_BYTES = 8 * 1024
 INLINE_ITEMS = 512  # ~0.8 ms of decoding at most on the loop; the scan that counts them costs ~0.09 ms

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import trio
 
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import did_to_peer_id, peer_id_to_did
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms
 from meshnode.net.inbound import remote_address

@@ -1,19 +1,19 @@
 """CogConsensus with the node's store: the votes it holds on a target, its tally, its vote cast,
 its result published and a result checked against what it holds.
 
-The same calls serve the running node and the CLI. Unlike :mod:`meshnode.consensus.result`
-and :mod:`meshnode.consensus.cogvote` (pure), this reads and writes a ``Database``.
+The same calls serve the running node and the CLI. Unlike :mod:`meshnode.domain.consensus.result`
+and :mod:`meshnode.domain.consensus.cogvote` (pure), this reads and writes a ``Database``.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from meshnode.consensus.cogvote import ConsensusError, Rule, Tally, ballot_of, make_vote, tally
-from meshnode.consensus.result import Verdict, View, build_result, compare_view, read_claim, verify_result
-from meshnode.container import Container
-from meshnode.container.schema import did as did_check
-from meshnode.identity.keys import NodeKey
+from meshnode.domain.consensus.cogvote import ConsensusError, Rule, Tally, ballot_of, make_vote, tally
+from meshnode.domain.consensus.result import Verdict, View, build_result, compare_view, read_claim, verify_result
+from meshnode.base.container import Container
+from meshnode.base.container.schema import did as did_check
+from meshnode.base.identity.keys import NodeKey
 from meshnode.store.database import sql_errors
 from meshnode.store.trust import trust_scores
 

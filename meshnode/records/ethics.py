@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
 MAX_POLICIES = 64

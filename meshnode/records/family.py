@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from meshnode.errors import SpawnError
+from meshnode.base.errors import SpawnError
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.peers import upsert_peer_row
 from meshnode.store.sharing import set_friend_tag

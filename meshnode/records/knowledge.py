@@ -1,14 +1,14 @@
 """CogSync knowledge and notes as this node reads them from its store: lists, a note shown or
 read, tags, references a person typed, search. Each takes a ``Database``; the app's actions
-call them (meshnode.app.actions.knowledge, notes). The builders are meshnode.knowledge.
+call them (meshnode.app.actions.knowledge, notes). The builders are meshnode.domain.knowledge.
 """
 
 from __future__ import annotations
 
 import json
 
-from meshnode.errors import MeshnodeError
-from meshnode.knowledge import KnowledgeError
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.knowledge import KnowledgeError
 from meshnode.store import short_ids
 from meshnode.store.database import Database, like_pattern, sql_errors
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 
-from meshnode.container import Container, build_container
-from meshnode.errors import MeshnodeError
-from meshnode.identity.keys import NodeKey
-from meshnode.notes import make_note, own_local
+from meshnode.base.container import Container, build_container
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.notes import make_note, own_local
 from meshnode.store import lineage
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.sharing import friends

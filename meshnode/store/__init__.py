@@ -7,7 +7,7 @@ Must never: hold a private key, or be opened by a second process while a
 node runs (later commands talk to the running node instead).
 """
 
-from meshnode.lazy import exports
+from meshnode.base.lazy import exports
 
 __getattr__ = exports(__name__, {
     "Database": "meshnode.store.database",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from meshnode.container import Container
+from meshnode.base.container import Container
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.quotas import Admission, Quotas, admit
 

@@ -17,9 +17,9 @@ from typing import Iterable, Iterator, Sequence
 
 import cbor2
 
-from meshnode.container import Container, Limits, cbor, decode_container, parse_ms
-from meshnode.container.model import DEFAULT_LIMITS
-from meshnode.errors import AdmissionRefused, StoreError
+from meshnode.base.container import Container, Limits, cbor, decode_container, parse_ms
+from meshnode.base.container.model import DEFAULT_LIMITS
+from meshnode.base.errors import AdmissionRefused, StoreError
 from meshnode.store import lineage, provenance, views
 from meshnode.store.hooks import DEFAULT as DEFAULT_HOOKS
 from meshnode.store.hooks import StoreHooks

@@ -11,8 +11,8 @@ import json
 
 import cbor2
 
-from meshnode.consensus import blocks
-from meshnode.container import cbor
+from meshnode.domain.consensus import blocks
+from meshnode.base.container import cbor
 from meshnode.store.database import Database, sql_errors
 
 

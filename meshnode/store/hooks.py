@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Protocol
 
-from meshnode.container.schema import hooked_classes
-from meshnode.errors import StoreError
+from meshnode.base.container.schema import hooked_classes
+from meshnode.base.errors import StoreError
 
 if TYPE_CHECKING:  # light to import: the CLI installs the hooks before it knows whether it opens a store
     import sqlite3
 
-    from meshnode.container import Container
+    from meshnode.base.container import Container
 
 
 class StoreFn(Protocol):

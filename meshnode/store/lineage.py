@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from meshnode.container import Container
-from meshnode.sync.versions import lineage_root
+from meshnode.base.container import Container
+from meshnode.domain.sync.versions import lineage_root
 
 VERSIONED = ("diary_entry", "semantic_node", "semantic_edges")  # CogSync knowledge (views_cogsync)
 MAX_COMPONENT = 100_000  # versions of one lineage walked at most

@@ -13,7 +13,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from meshnode.errors import StoreError
+from meshnode.base.errors import StoreError
 
 if TYPE_CHECKING:
     import sqlite3

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.container import format_ms
+from meshnode.base.container import format_ms
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.trust import trust_scores
-from meshnode.sync.versions import DEFAULT_TRUST
+from meshnode.domain.sync.versions import DEFAULT_TRUST
 
 
 def upsert_peer(db: Database, did: str, *, peer_id: str, now_ms: int, source: str,

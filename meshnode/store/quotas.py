@@ -26,11 +26,11 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Iterable
 
-from meshnode.container import Container, cbor
+from meshnode.base.container import Container, cbor
 from meshnode.store.database import Database, _insert, sql_errors
 from meshnode.store.hooks import StoreHooks
 from meshnode.store.removal import remove_containers
-from meshnode.sync.versions import DEFAULT_TRUST
+from meshnode.domain.sync.versions import DEFAULT_TRUST
 
 REFUSED_AUTHOR_QUOTA = "author_quota"
 GMP_PENDING = "gmp_pending"  # a GMP container waiting for containers it names (gmp.store_admission)

@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 class Store:
     def __init__(self, writer: Database, reader: Database, metrics=None):
-        self.metrics = metrics  # meshnode.metrics.Metrics or None (not measured)
+        self.metrics = metrics  # meshnode.base.metrics.Metrics or None (not measured)
         self._writer = writer
         self._reader = reader
         self._write_limiter = trio.CapacityLimiter(1)

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.container.gmp_classes import CLASSES as GMP_CLASSES
-from meshnode.container.gmp_classes import VERSION as GMP_VERSION
+from meshnode.base.container.gmp_classes import CLASSES as GMP_CLASSES
+from meshnode.base.container.gmp_classes import VERSION as GMP_VERSION
 from meshnode.store.database import Database, sql_errors
-from meshnode.sync.selective import PUBLIC_GOAL
+from meshnode.domain.sync.selective import PUBLIC_GOAL
 
 FRIEND = "Friend"
 # never given out: HMP workflow entries are private by default; the spawn classes go point to point (spawn.md 8)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from meshnode.errors import IdentityError, MeshnodeError
-from meshnode.identity.did import public_key_from_did
+from meshnode.base.errors import IdentityError, MeshnodeError
+from meshnode.base.identity.did import public_key_from_did
 from meshnode.store.database import Database, sql_errors
 
 CONTAINER_PREFIX = "did:hmp:container:"

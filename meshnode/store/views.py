@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.container import Container, format_ms
+from meshnode.base.container import Container, format_ms
 from meshnode.store import views_cogsync
 from meshnode.store.hooks import StoreHooks
 from meshnode.store.lineage import VERSIONED
-from meshnode.sync.selective import tags_of
+from meshnode.domain.sync.selective import tags_of
 
 
 def materialize(conn: sqlite3.Connection, c: Container, hooks: StoreHooks, local: dict | None = None) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.container import Container, Limits, decode_container, format_ms
+from meshnode.base.container import Container, Limits, decode_container, format_ms
 from meshnode.store import lineage
-from meshnode.sync.versions import choose
+from meshnode.domain.sync.versions import choose
 
 # stored containers were verified on arrival; re-reading them ignores limits and the clock
 _STORED = Limits(max_bytes=64 * 1024 * 1024, max_depth=256, max_items=64 * 1024 * 1024, clock_skew_ms=2**62)

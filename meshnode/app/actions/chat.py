@@ -1,13 +1,13 @@
 """The conversation with the agent: a message into a thread (``chat_send``), waiting for the
-agent's answer to it (MCP's and A2A's "ask the agent"), and reading the threads (meshnode.chat)."""
+agent's answer to it (MCP's and A2A's "ask the agent"), and reading the threads (meshnode.store.chat)."""
 
 from __future__ import annotations
 
-from meshnode import chat
+from meshnode.store import chat
 from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.identity.keys import NodeKey
+from meshnode.base.identity.keys import NodeKey
 
 
 def compose(db, key: NodeKey, actor: Actor, text: str, thread: str | None, now_ms: int) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import PERSON_OR_NODE, Actor, allow, is_person
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records import family
 
 

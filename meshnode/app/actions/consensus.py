@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.consensus.cogvote import DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS, Rule
-from meshnode.container import Container
+from meshnode.domain.consensus.cogvote import DEFAULT_HALF_LIFE_MS, DEFAULT_MIN_TRUST, DEFAULT_MIN_VOTERS, Rule
+from meshnode.base.container import Container
 from meshnode.records import consensus
 
 

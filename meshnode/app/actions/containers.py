@@ -7,9 +7,9 @@ import base64
 
 from meshnode.app.actor import PERSON_OR_NODE, Actor, allow
 from meshnode.app.context import App
-from meshnode.container import ContainerError, decode_container
-from meshnode.errors import MeshnodeError
-from meshnode.gmp.rules import is_gmp
+from meshnode.base.container import ContainerError, decode_container
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp.rules import is_gmp
 
 MAX_RECEIVED = 1000  # DIDs looked up by one ``received``
 

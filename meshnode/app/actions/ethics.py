@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import Actor, is_person
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records import ethics as policies
 
 

@@ -16,8 +16,8 @@ import binascii
 
 from meshnode.app.actor import Actor, decided_by
 from meshnode.app.context import App
-from meshnode.config.gate import OUTBOUND, OUTBOUND_KINDS
-from meshnode.errors import GateError, MeshnodeError
+from meshnode.base.config.gate import OUTBOUND, OUTBOUND_KINDS
+from meshnode.base.errors import GateError, MeshnodeError
 from meshnode.records.gate import confirm, drafts, person, snapshots
 
 

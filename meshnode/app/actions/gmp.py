@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.gmp import service
 
 OFFER_S = 3600  # how long an offer stands with no node to say ([gmp] offer_seconds is the node's)

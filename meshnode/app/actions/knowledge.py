@@ -8,12 +8,12 @@ them. What is written here reaches peers by CogSync at their next sync.
 
 from __future__ import annotations
 
-from meshnode import knowledge as cogsync
+from meshnode.domain import knowledge as cogsync
 from meshnode.records import knowledge
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.container import Container
-from meshnode.errors import MeshnodeError
+from meshnode.base.container import Container
+from meshnode.base.errors import MeshnodeError
 
 KINDS = ("diary", "concepts", "links")
 

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from meshnode.app.actor import Actor, decided_by, is_person
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.mind import registry
 
 

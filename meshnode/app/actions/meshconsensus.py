@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import PERSON_OR_NODE, THIS_NODE, Actor, allow
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store import decisions
 
 MAX_WAIT_S = 3600

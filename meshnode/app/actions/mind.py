@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import Actor, decided_by
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.mind import held, tick_traces
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from meshnode import chat
+from meshnode.store import chat
 from meshnode.records import knowledge
 from meshnode.app.actor import Actor, signed_source
 from meshnode.app.context import App
-from meshnode.container import Container
-from meshnode.errors import MeshnodeError
-from meshnode.notes import make_note
+from meshnode.base.container import Container
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.notes import make_note
 from meshnode.store.sharing import friends
 
 MAX_TAGS = 64
@@ -34,7 +34,7 @@ def write_note(db, key, actor: Actor, text: str, *, now_ms: int, topic: str | No
     ``read`` defaults to read for what the agent or the node writes (it is not the agent's mail);
     ``then(conn, note)`` runs in the same transaction once it is stored."""
     answered = None
-    if reply_to is not None:  # a reply goes in its thread (meshnode.chat)
+    if reply_to is not None:  # a reply goes in its thread (meshnode.store.chat)
         if actor.kind == "agent":  # the agent answers the person: only their message, which it marks read
             target = chat.person_note(db, key.did, str(reply_to))
             if target is None:

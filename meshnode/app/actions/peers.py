@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from meshnode.app.actor import THIS_NODE, PERSON_OR_NODE, Actor, allow
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
-from meshnode.identity.did import did_to_peer_id
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import did_to_peer_id
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends as friend_dids, set_friend
 

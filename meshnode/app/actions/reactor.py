@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from meshnode.app.actor import PERSON_OR_NODE, THIS_NODE, Actor, allow
 from meshnode.app.context import App
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.reactor import audit, leases
 
 

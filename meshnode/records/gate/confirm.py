@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.errors import GateError
+from meshnode.base.errors import GateError
 from meshnode.store.database import Database, sql_errors
 
 DEFAULT_TTL_MS = 3600 * 1000

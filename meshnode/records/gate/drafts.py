@@ -19,7 +19,7 @@ import hashlib
 import sqlite3
 import time
 
-from meshnode.errors import GateError
+from meshnode.base.errors import GateError
 from meshnode.records.gate import snapshots
 from meshnode.store.database import Database, sql_errors
 

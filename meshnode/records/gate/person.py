@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 
-from meshnode.errors import GateError
+from meshnode.base.errors import GateError
 from meshnode.records.gate import budget, confirm, drafts, snapshots
 from meshnode.store.database import Database
 
 SESSION = "core"  # the session the node's agent drafts in and a person reviews
 DECISIONS = ("accept", "reject")
-UNTOLD = ("a2a_message",)  # meshnode.a2a: an unknown party's message reaches the agent only once delivered
+UNTOLD = ("a2a_message",)  # meshnode.faces.a2a: an unknown party's message reaches the agent only once delivered
 
 
 def tell_agent(db: Database, what: str, result, by: str) -> None:

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Iterable
 
-from meshnode.errors import GateError
+from meshnode.base.errors import GateError
 from meshnode.store.database import Database, sql_errors
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024

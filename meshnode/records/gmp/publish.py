@@ -5,8 +5,8 @@ actions of ``gmp.service`` and the node's own reactions in ``gmp.reactions``.
 
 from __future__ import annotations
 
-from meshnode.container import Container, format_ms, parse_ms
-from meshnode.gmp import build
+from meshnode.base.container import Container, format_ms, parse_ms
+from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import TASK_TERMINAL, bundle, shown
 from meshnode.store.database import Database
 

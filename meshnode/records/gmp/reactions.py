@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import logging
 
-from meshnode.container import Container, format_ms, parse_ms
-from meshnode.errors import MeshnodeError
-from meshnode.gmp import build, rules, view
+from meshnode.base.container import Container, format_ms, parse_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp import build, rules, view
 from meshnode.records.gmp.reads import TASK_TERMINAL, held, task_row
 from meshnode.records.gmp.publish import Push, publish, publish_task_version, push_task_version
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 
-log = logging.getLogger("meshnode.gmp")
+log = logging.getLogger("meshnode.domain.gmp")
 
 
 def on_admitted(db, key, now_ms, dids: list[str]) -> dict:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.container import Container, format_ms
-from meshnode.errors import MeshnodeError
-from meshnode.gmp import view
+from meshnode.base.container import Container, format_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp import view
 from meshnode.store import lineage as lineage_index
 from meshnode.store import short_ids
 from meshnode.store.database import Database, sql_errors
@@ -423,8 +423,8 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
 def decided_basis(db, lineage: str, basis) -> tuple[list[str], str, tuple[str, ...]]:
     """The candidate an approved CogConsensus result on a nomination of this task selects, the
     result's DID, and what a candidate needs to check it (nomination, votes, result)."""
-    from meshnode.consensus.cogvote import ConsensusError
-    from meshnode.consensus.result import read_claim
+    from meshnode.domain.consensus.cogvote import ConsensusError
+    from meshnode.domain.consensus.result import read_claim
 
     try:
         did = short_ids.resolve_container(db, str(basis), "result")

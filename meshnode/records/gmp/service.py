@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 
-from meshnode.container import Container, format_ms
-from meshnode.gmp import build
+from meshnode.base.container import Container, format_ms
+from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show, decided_basis)

@@ -18,8 +18,8 @@ import sqlite3
 
 import cbor2
 
-from meshnode.container import Container, Limits, cbor, decode_container
-from meshnode.gmp import rules
+from meshnode.base.container import Container, Limits, cbor, decode_container
+from meshnode.domain.gmp import rules
 from meshnode.store.hooks import StoreFn
 
 log = logging.getLogger("meshnode.store")

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from meshnode.container.gmp_classes import CLASSES, VERSION
+from meshnode.base.container.gmp_classes import CLASSES, VERSION
 from meshnode.store.hooks import DEFAULT, StoreHooks
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from meshnode.container import Container
+    from meshnode.base.container import Container
     from meshnode.records.gmp.store_views import Removal
     from meshnode.store.hooks import StoreFn
 

@@ -21,11 +21,11 @@ import sqlite3
 import time
 from typing import Sequence
 
-from meshnode.container import Container, parse_ms
-from meshnode.container.gmp_classes import KIND_FIELDS
-from meshnode.gmp import view
+from meshnode.base.container import Container, parse_ms
+from meshnode.base.container.gmp_classes import KIND_FIELDS
+from meshnode.domain.gmp import view
 from meshnode.records.gmp.store_admission import DbHeld
-from meshnode.gmp.task_state import TaskState, task_state
+from meshnode.domain.gmp.task_state import TaskState, task_state
 from meshnode.store import lineage, views_cogsync
 
 GOAL_REL = (("in_reply_to", "subgoal"), ("depends_on", "dependency"), ("see_also", "related"))

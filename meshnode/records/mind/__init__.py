@@ -1,1 +1,2 @@
-"""The agent's records in the store: the commands a person holds or releases, the traces of its ticks, the LLMs it thinks with. What the mind actions read and write; the cognitive cycle uses them too."""
+"""The agent's records in the store: the commands a person holds or releases, the traces of its ticks,
+the LLMs it thinks with. What the mind actions read and write; the cognitive cycle uses them too."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
 MAX_HELD = 500

@@ -13,7 +13,7 @@ import re
 
 from dataclasses import dataclass
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store.database import Database, sql_errors
 
 _ID = re.compile(r"[A-Za-z0-9._-]{1,64}")

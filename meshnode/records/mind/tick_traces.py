@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.store.database import Database
 
 MAX_MESSAGES = 256 * 1024  # characters of the prompt kept per tick

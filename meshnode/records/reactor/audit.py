@@ -8,7 +8,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
-from meshnode.errors import MeshnodeError
+from meshnode.base.errors import MeshnodeError
 from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.records.reactor.scans import last_scan
 from meshnode.records.reactor.statuses import HOUR_MS, OPEN_JOB_STATUSES, WAITING_STATUSES

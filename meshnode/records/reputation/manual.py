@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from meshnode.reputation.model import DEFAULT_PARAMS, Params, PeerScore, ReputationError, decay
+from meshnode.domain.reputation.model import DEFAULT_PARAMS, Params, PeerScore, ReputationError, decay
 from meshnode.records.reputation.records import _ensure_peer, _write, check_did, load_state
 from meshnode.store.database import Database
 

@@ -11,13 +11,13 @@ import json
 import sqlite3
 from typing import Iterable
 
-from meshnode.container import format_ms
-from meshnode.errors import MeshnodeError
-from meshnode.reputation.model import DEFAULT_PARAMS, DAY_MS, Params, PeerScore, ReputationError, decay, trust_level
+from meshnode.base.container import format_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.domain.reputation.model import DEFAULT_PARAMS, DAY_MS, Params, PeerScore, ReputationError, decay, trust_level
 from meshnode.records.reputation.records import check_did, state_of_row
-from meshnode.reputation.statements import TRUST_CLASS, Statement, newest_statements, statement_of
-from meshnode.reputation.transitive import DEFAULT_TRANSITIVE, Reach, TransitiveParams, reach
-from meshnode.reputation.weights import gossip_app_score
+from meshnode.domain.reputation.statements import TRUST_CLASS, Statement, newest_statements, statement_of
+from meshnode.domain.reputation.transitive import DEFAULT_TRANSITIVE, Reach, TransitiveParams, reach
+from meshnode.domain.reputation.weights import gossip_app_score
 from meshnode.store.database import Database, sql_errors
 
 STATEMENT_MAX_AGE_MS = 30 * DAY_MS  # third-party statements older than this are not used

@@ -6,7 +6,7 @@ store's worker thread (``await store.write(record_evidence, did, events, now_ms=
 Every update appends one ``agent_reputation`` row holding the new score and the
 model's state (the newest row per agent is current; ``store/trust.py`` reads
 it), and keeps the newest ``HISTORY_ROWS`` rows per agent. The model itself is
-:mod:`meshnode.reputation.model`; nothing here changes a number it computes.
+:mod:`meshnode.domain.reputation.model`; nothing here changes a number it computes.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import json
 import sqlite3
 from typing import Iterable
 
-from meshnode.container import Container, format_ms
-from meshnode.container.schema import did as did_check
-from meshnode.errors import IdentityError
-from meshnode.identity.did import did_to_peer_id
-from meshnode.identity.keys import NodeKey
-from meshnode.reputation.model import (
+from meshnode.base.container import Container, format_ms
+from meshnode.base.container.schema import did as did_check
+from meshnode.base.errors import IdentityError
+from meshnode.base.identity.did import did_to_peer_id
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.reputation.model import (
     DEFAULT_PARAMS,
     EQUIVOCATION,
     Evidence,
@@ -32,8 +32,8 @@ from meshnode.reputation.model import (
     evidence_ref,
     trust_level,
 )
-from meshnode.reputation.publishing import Candidate, PublishPolicy, is_due
-from meshnode.reputation.statements import build_trust, statement_of
+from meshnode.domain.reputation.publishing import Candidate, PublishPolicy, is_due
+from meshnode.domain.reputation.statements import build_trust, statement_of
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.sharing import friends
 

@@ -1,0 +1,219 @@
+"""The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
+
+0 system prompt; 2 the answer format and every command (``catalogue``); 3
+the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
+states (local tasks: a count and the pinned ones); 4
+results of the last commands and open processes; 6a the person's unread messages
+in full, with the two before each in its thread; 6 incoming notes (unread
+first, by priority; what others and the person wrote, with its author); 7
+system info and time; 8 ``llm_memory``. Each context is cut to
+its budget with a visible marker (newest and highest-priority items are
+listed first, so the cut drops the least important). Contexts 1 (ethics
+policies) and 5 (requested diary and graph entries) are added when their
+tables have content. Reads only; runs in the store's reader thread.
+"""
+
+from __future__ import annotations
+
+import json
+
+from meshnode.store import chat
+from meshnode.engines.cognition.catalogue import catalogue
+from meshnode.engines.cognition.handlers.knowledge import pinned
+from meshnode.engines.cognition.handlers.mind import cycle_settings
+from meshnode.base.container import format_ms
+from meshnode.records.ethics import for_prompt as ethics_for_prompt
+from meshnode.domain.notes import author
+from meshnode.store.database import Database
+from meshnode.store.short_ids import short_container_id
+
+SYSTEM_PROMPT = (
+    "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
+    "and goals; judge the results and the ethics of your own and others' actions; document key decisions. "
+    "Mark unverified claims as [confidence=0..1]...[/confidence], end with an UnverifiedFacts: [...] JSON "
+    "array when you made such claims, and a line Confidence: <0..1>. "
+    "Messages from the person come first. Answer with note_add reply_to=<id>; that marks it read."
+)
+FORMAT = (
+    "To act, end your answer with a section:\n# Commands:\n"
+    '{"cmd_id": "<unique id>", "type": "<command>", "args": {...}, "description": "<why>"}\n'
+    "(one JSON object per command; add \"task_id\": N to a command that works for task N: if it fails,"
+    " task N is frozen for review)\n# End of commands\n"
+)
+# "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
+BUDGET = {"pinned": 4000, "help": 11000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
+          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "outside": 6000}
+CUT = "\n[... cut to fit the context budget]"
+
+
+PERSON_TEXT = 2000  # characters of a message from the person shown in full (context 6a)
+EARLIER_TEXT = 500  # of each earlier message of its thread
+PERSON_CUT = " [... cut: note_read {id} for the rest]"
+
+
+def person_messages(db: Database, own_did: str | None) -> tuple[list[dict], list[str]]:
+    """Context 6a: the person's unread messages (newest 10, each text cut at PERSON_TEXT with a
+    marker), each thread's 2 messages before them (either side), and the ids shown."""
+    unread = chat.unread_for_context(db, own_did)
+    shown = {d for d, *_ in unread}
+    out: list[dict] = []
+    for did, topic, text, ms in unread:
+        tid = chat.thread_name(did, topic)
+        item = {"id": did, "thread": tid, "time": format_ms(ms),
+                "text": text if len(text) <= PERSON_TEXT else text[:PERSON_TEXT] + PERSON_CUT.format(id=did)}
+        out.append(item)
+    firsts: dict[str, int] = {}
+    for did, topic, _, ms in unread:
+        tid = chat.thread_name(did, topic)
+        if tid is not None:
+            firsts[tid] = min(ms, firsts.get(tid, ms))
+    for item in out:
+        tid = item["thread"]
+        if tid is not None and tid in firsts:
+            before = [{"from": "the person" if source in chat.PERSON else "you", "time": format_ms(t),
+                       "text": body[:EARLIER_TEXT] + (" [...]" if len(body) > EARLIER_TEXT else "")}
+                      for source, body, t in chat.earlier(db, own_did, tid, firsts.pop(tid))]
+            if before:
+                item["earlier"] = before
+    return out, sorted(shown)
+
+
+def _fit(text: str, name: str) -> str:
+    limit = BUDGET[name]
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
+
+
+def _settings(db: Database) -> dict:
+    return cycle_settings(db)
+
+
+def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) -> bool:
+    """Concentration mode (seed 000): a response matches by its tags and emotion levels
+    ("name:>=N"), all conditions ("and") or any ("or")."""
+    try:
+        tags = set(json.loads(tags_json or "[]"))
+        levels = dict(e.split(":", 1) for e in json.loads(emotions_json or "[]") if ":" in e)
+    except (ValueError, TypeError):
+        return False
+    checks = [tag in tags for tag in focus.get("tags", [])]
+    for condition in focus.get("emotions", []):
+        name, _, need = str(condition).partition(":")
+        need = need.lstrip(">=")
+        try:
+            checks.append(int(levels.get(name.strip().lower(), 0)) >= int(need or 1))
+        except ValueError:
+            checks.append(False)
+    return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
+
+
+_PEER_NAME = "(SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did)"
+
+
+def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
+    """Context 3's goals and tasks: active goals (shared ones by short id), the shared tasks this
+    agent created or holds with their assignees' names and due states (what needs a check
+    first), offers waiting for its answer, and its local tasks (count, pinned ones)."""
+    from meshnode.records.gmp.reads import open_tasks_of
+
+    q = db.conn.execute
+    goals = [{"goal": short_container_id(lin) if lin else i, "title": n, "priority": p,
+              "tasks_open": o, "tasks_total": t}
+             for i, lin, n, p, o, t in q(
+                 "SELECT g.id, g.lineage, g.name, g.priority,"
+                 " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage"
+                 "  AND t.status IN ('pending', 'in_progress', 'paused')),"
+                 " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage)"
+                 " FROM goals g WHERE g.status = 'active' ORDER BY g.priority DESC, g.id LIMIT 20")]
+    out: dict = {"goals": goals}
+    if own_did:
+        mine = open_tasks_of(db, own_did, now_ms, limit=20)
+        out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+                         "goal": short_container_id(r["goal_lineage"] or ""),
+                         "assignees": [n or d for d, n in zip(r["assigned_to"], r["assignee_names"])] or "(none)",
+                         **({"you_hold_it": True} if own_did in r["assigned_to"] else {}),
+                         **({"progress": r["progress"]} if r.get("progress") is not None else {}),
+                         **({"due": r["due"]} if r["due"] else {}),
+                         **({"next_check": format_ms(r["next_check_ms"])} if r.get("next_check_ms") else {})}
+                        for r in mine["tasks"]]
+        if mine["offers"]:
+            out["offers_to_you"] = [{"task": short_container_id(o["lineage"]), "offer": short_container_id(o["did"]),
+                                     "expires": format_ms(o["expires_ms"])} for o in mine["offers"]]
+    out["local_tasks"] = q("SELECT count(*) FROM tasks WHERE lineage IS NULL").fetchone()[0]
+    out["pinned_tasks"] = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 AND lineage IS NULL"
+                            " ORDER BY priority DESC LIMIT 10").fetchall()
+    return out
+
+
+def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
+          own_did: str | None = None, focus: str | None = None, outside: str = "") -> list[dict]:
+    """The chat messages of one tick: the system prompt, then one user message of contexts;
+    ``focus``, a reactor wake's context (cognition/wake.py), goes before the tasks as ``## Wake``."""
+    q = db.conn.execute
+    parts = []
+    ethics = ethics_for_prompt(db)
+    if ethics:
+        parts.append(("Ethics policies (context 1)", _fit(ethics, "ethics")))
+    parts.append(("Commands (context 2)", _fit(FORMAT + catalogue(), "help")))
+    if outside:  # the MCP servers' tools (mcp_tools.calls.McpTools.catalogue), listed as they are now
+        parts.append(("Outside tools (context 2, MCP)", _fit(outside, "outside")))
+    settings = _settings(db)
+    wake, focus = focus, settings.get("concentration") or {}
+    if focus.get("on", bool(focus)) and (focus.get("tags") or focus.get("emotions")):
+        rows = q("SELECT timestamp, content, tags, emotions FROM llm_recent_responses WHERE role = 'assistant'"
+                 " ORDER BY id DESC LIMIT 500").fetchall()
+        recent = [(t, c) for t, c, tags, emotions in rows if concentrated(focus, tags, emotions)][:recent_k]
+        title = f"Your last responses on {json.dumps(focus, ensure_ascii=False)} (context 3, concentration)"
+    else:
+        recent = q("SELECT timestamp, content FROM llm_recent_responses WHERE role = 'assistant'"
+                   " ORDER BY id DESC LIMIT ?", (recent_k,)).fetchall()
+        title = "Your last responses (context 3)"
+    parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
+    if wake:
+        parts.append(("Wake", _fit(wake, "wake")))
+    parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
+                                                                 ensure_ascii=False), "goals")))
+    ids = pinned(db)
+    if ids:  # context 5: what the agent chose to keep in view (pin); archives only on request
+        marks = ",".join("?" * len(ids))
+        kept = q(f"SELECT 'diary', lineage, text FROM diary_entries WHERE lineage IN ({marks}) OR container_did IN"
+                 f" ({marks}) UNION ALL SELECT 'concept', lineage, name || coalesce(': ' || description, '')"
+                 f" FROM concepts WHERE lineage IN ({marks}) OR container_did IN ({marks})", ids * 4).fetchall()
+        parts.append(("Pinned entries (context 5)", _fit("\n".join(f"[{k} {i}] {t}" for k, i, t in kept), "pinned")))
+    results = q("SELECT name, value, status, timestamp FROM process_log WHERE (name LIKE 'cmd:%' OR name LIKE"
+                " 'process:%' OR name LIKE 'confirm:%' OR name LIKE 'gate:%' OR name LIKE 'cycle:%') AND status != 'close'"
+                " ORDER BY id DESC LIMIT 20").fetchall()
+    running = q("SELECT id, argv, started_at FROM processes WHERE status = 'running' ORDER BY id").fetchall()
+    parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
+        [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])
+        or "(none)", "results")))
+    person, shown = person_messages(db, own_did)
+    if person:  # always, whatever notes_filter says; those ids are not listed again in context 6
+        parts.append(("Messages from the person (context 6a)",
+                      _fit(json.dumps(person, ensure_ascii=False, indent=0), "person")))
+    skip = f" AND container_did NOT IN ({','.join('?' * len(shown))})" if shown else ""
+    counts = q("SELECT priority, count(*) FROM notes WHERE read = 0 AND hidden = 0 GROUP BY priority").fetchall()
+    if settings.get("mode") == "auto":  # the LLM's own filter decides which notes it sees in full
+        f = settings.get("notes_filter") or {}
+        where, params = ["read = 0", "hidden = 0", "priority >= ?"], [int(f.get("min_priority", -100))]
+        if f.get("source"):
+            where.append("source = ?")
+            params.append(str(f["source"]))
+        unread = q(f"SELECT container_did, priority, source, text, agent_did, {_PEER_NAME} FROM notes"
+                   f" WHERE {' AND '.join(where)}{skip} ORDER BY priority DESC, timestamp DESC LIMIT 10",
+                   params + shown).fetchall()
+        notes = {"mode": "auto", "filter": f, "unread_by_priority": dict(counts), "matching": [
+            {"id": d, "priority": p, "from": author(own_did, a, s, n), "source": s, "text": t[:500]}
+            for d, p, s, t, a, n in unread]}
+    else:  # manual (the default): counts and ids by priority; the LLM reads what it chooses (note_read)
+        ids = q(f"SELECT container_did, priority, agent_did, source, {_PEER_NAME} FROM notes WHERE read = 0"
+                f" AND hidden = 0{skip} ORDER BY priority DESC, timestamp DESC LIMIT 50", shown).fetchall()
+        notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [
+            {"id": d, "priority": p, "from": author(own_did, a, s, n)} for d, p, a, s, n in ids]}
+    parts.append(("Incoming notes (context 6)", _fit(json.dumps(notes, ensure_ascii=False), "notes")))
+    parts.append(("System (context 7)", _fit(json.dumps(
+        {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))
+    memory = q("SELECT id, content FROM llm_memory ORDER BY id DESC LIMIT 20").fetchall()
+    parts.append(("Your memory (context 8)", _fit("\n".join(f"#{i}: {c}" for i, c in memory) or "(empty)",
+                                                  "memory")))
+    user = "\n\n".join(f"## {title}\n{body}" for title, body in parts)
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

@@ -1,0 +1,254 @@
+"""The handlers of the agent's goals and tasks (GMP, protocols/gmp.md section 9): the cognition's
+commands over the application's GMP writes (``app.actions.gmp.write``, for the agent), so what the
+agent creates, delegates, accepts, reports and completes is a container signed by the node, exactly
+as the person's CLI makes it, with the record that the agent asked for it. They run in the store's
+writer: what follows each write on the running node (``app.actions.gmp.follow``: pushes, reactions)
+waits in an outbox for the cycle (``take_written``).
+
+Shared goals and tasks are named by lineage DID or short id (context 3 shows the short ids). The
+agent's own local tasks (fact checks, isolation reviews, auxiliary loops: rows with no lineage)
+keep their integer ids and stay on this node: ``task_update`` with ``id`` changes them in place,
+``task_add`` without a goal makes one.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+
+from meshnode.app.actions import gmp
+from meshnode.app.actor import AGENT
+from meshnode.engines.cognition import facts
+from meshnode.engines.cognition.handlers.rows import one, rows_of, sql_time
+from meshnode.base.errors import MeshnodeError
+from meshnode.records.gmp import service
+from meshnode.store.short_ids import short_container_id
+
+_OUTBOX: dict[str, collections.deque] = {}  # signer DID -> (write, result) the cycle follows up (gmp.follow)
+
+
+def _write(db, key, now, name: str, **args) -> dict:
+    """GMP write ``name`` for the agent; what it reads back is the result without its push list,
+    which waits in the outbox with the rest of the result for the cycle to follow up at once
+    (``take_written``); without a running mesh, sync carries it."""
+    result = gmp.write(db, key, AGENT, now, name, **args)
+    _OUTBOX.setdefault(key.did, collections.deque(maxlen=1024)).append((name, result))
+    return {k: v for k, v in result.items() if k != "push"}
+
+
+def take_written(did: str) -> list[tuple[str, dict]]:
+    """The GMP writes signed by ``did`` since the last call, each (name, result) (thread-safe)."""
+    box, out = _OUTBOX.get(did), []
+    while box:
+        out.append(box.popleft())
+    return out
+
+
+def _goal_add(db, key, now, args):
+    return _write(db, key, now, "goal_add", title=args["title"], description=args.get("description"),
+                  priority=args.get("priority"), participants=args.get("participants", ()),
+                  tags=args.get("tags", ()), public=args.get("public", False))
+
+
+def _goal_list(db, key, now, args):
+    shared = [{"goal": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+               "priority": r["priority"], "tasks_open": r["tasks_open"], "tasks_total": r["tasks_total"],
+               "mine": r["creator_did"] == key.did}
+              for r in service.goal_list(db, status=args.get("status"))]
+    where, params = ("AND status = ?", [args["status"]]) if args.get("status") else ("", [])
+    local = rows_of(db.conn.execute(f"SELECT id, name AS title, status, priority FROM goals WHERE lineage IS NULL"
+                                    f" {where} ORDER BY id DESC LIMIT ?", (*params, args.get("limit", 20))))
+    return (shared + local)[: args.get("limit", 20)]
+
+
+def _level(priority) -> float:
+    """A goal's priority is a number in [0, 1]; the old words are 0.25, 0.5 and 0.75."""
+    return {"low": 0.25, "normal": 0.5, "high": 0.75}.get(priority, priority)
+
+
+def _shared(db, table: str, row_id: int) -> str | None:
+    """The lineage of a goal or task row that is a view of signed containers (None: a local row)."""
+    row = db.conn.execute(f"SELECT lineage FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _goal_read(db, key, now, args):
+    goal = one(db.conn.execute("SELECT id, name, description, tags, status, priority, constraints, success_criteria,"
+                                " created_at, updated_at FROM goals WHERE id = ?", (args["id"],)), "goal", args["id"])
+    goal["tasks"] = rows_of(db.conn.execute("SELECT id, name, status, priority FROM tasks WHERE goal_id = ?"
+                                            " ORDER BY id LIMIT 50", (args["id"],)))
+    return goal
+
+
+def _goal_update(db, key, now, args):
+    """A shared goal (one with a lineage) changes by a new signed version (gmp.service); a local row in place."""
+    lineage = _shared(db, "goals", args["id"])
+    if lineage:
+        changes = {k: (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
+        return _write(db, key, now, "goal_update", goal=lineage, **changes)
+    sets = {{"title": "name"}.get(k, k): (_level(v) if k == "priority" else v) for k, v in args.items() if k != "id"}
+    if not sets:
+        raise MeshnodeError("bad_args", "goal_update changes title, description, status or priority")
+    with db.transaction() as conn:  # column names come from the schema above, never from the LLM
+        if conn.execute(f"UPDATE goals SET {', '.join(f'{k} = ?' for k in sets)}, updated_at = ? WHERE id = ?",
+                        (*sets.values(), sql_time(now), args["id"])).rowcount == 0:
+            raise MeshnodeError("not_found", f"no goal {args['id']}")
+    return {"id": args["id"], **sets}
+
+
+def _goal_delete(db, key, now, args):
+    with db.transaction() as conn:
+        if conn.execute("SELECT 1 FROM goals WHERE id = ?", (args["id"],)).fetchone() is None:
+            raise MeshnodeError("not_found", f"no goal {args['id']}")
+        if _shared(db, "goals", args["id"]):
+            raise MeshnodeError("refused", f"goal {args['id']} is shared (signed): cancel it instead"
+                                           " (goal_update with status cancelled)")
+        detached = conn.execute("UPDATE tasks SET goal_id = NULL WHERE goal_id = ?", (args["id"],)).rowcount
+        conn.execute("DELETE FROM goal_links WHERE parent_goal_id = ? OR child_goal_id = ?", (args["id"],) * 2)
+        conn.execute("DELETE FROM goals WHERE id = ?", (args["id"],))
+    return {"deleted": args["id"], "tasks_detached": detached}
+
+
+def _task_add(db, key, now, args):
+    if "goal" not in args:
+        if "parent" in args or "deadline_ms" in args:
+            raise MeshnodeError("bad_args", "a local task has no parent or deadline; give a goal to share it")
+        with db.transaction() as conn:
+            cur = conn.execute("INSERT INTO tasks (name, description, tags, priority, created_at) VALUES (?, ?, ?, ?, ?)",
+                               (args["title"], args.get("description"), json.dumps(args.get("tags", [])),
+                                args.get("priority", 0), sql_time(now)))
+        return {"id": cur.lastrowid}
+    result = _write(db, key, now, "task_add", goal=args["goal"], title=args["title"],
+                    description=args.get("description"), parent=args.get("parent"),
+                    deadline_ms=args.get("deadline_ms"), check_every_s=args.get("check_every_s"),
+                    tags=args.get("tags", ()), priority=args.get("priority"))
+    return {**result, "task": short_container_id(result["lineage"])}
+
+
+def _task_update(db, key, now, args):
+    if ("id" in args) == ("task" in args):
+        raise MeshnodeError("bad_args", "task_update names its task: task (a shared task's id) or id (a local one)")
+    lineage = args.get("task")
+    if lineage is None:
+        row = db.conn.execute("SELECT lineage FROM tasks WHERE id = ?", (args["id"],)).fetchone()
+        lineage = row[0] if row else None
+    if lineage is not None:
+        if "pinned" in args and len(args) == 2:  # pinned is this node's own mark, never signed
+            with db.transaction() as conn:
+                conn.execute("UPDATE tasks SET pinned = ? WHERE lineage = ?", (int(args["pinned"]), lineage))
+            return {"task": short_container_id(lineage), "pinned": args["pinned"]}
+        if {"verdict", "evidence"} & set(args):
+            raise MeshnodeError("bad_args", "a verdict settles a local fact-check task, not a shared one")
+        result = _write(db, key, now, "task_update", task=lineage, status=args.get("status"),
+                        next_check_ms=args.get("next_check_ms"), notes=args.get("notes"),
+                        progress=args.get("progress"))
+        if "pinned" in args:
+            with db.transaction() as conn:
+                conn.execute("UPDATE tasks SET pinned = ? WHERE lineage = ?", (int(args["pinned"]), result["lineage"]))
+        return result
+    return _local_update(db, key, now, args)
+
+
+def _local_update(db, key, now, args):
+    """A ``verdict`` (with ``evidence``) is a fact-check task's result: its facts become verified
+    or rejected (cognition/facts.py) and the task completed, unless another status is given."""
+    sets = {k: (int(v) if k == "pinned" else v) for k, v in args.items() if k in ("status", "pinned")}
+    if "verdict" in args:
+        sets.setdefault("status", "completed")
+    if not sets:
+        raise MeshnodeError("bad_args", "task_update changes status, pinned or gives a fact-check verdict")
+    with db.transaction() as conn:
+        cur = conn.execute(f"UPDATE tasks SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ? AND lineage IS NULL",
+                           (*sets.values(), args["id"]))
+        if cur.rowcount == 0:
+            raise MeshnodeError("not_found", f"no task {args['id']}")
+        if "verdict" in args:
+            checked = facts.resolve(conn, args["id"], args["verdict"], args.get("evidence"), key.did, now)
+            return {"id": args["id"], **sets, args["verdict"]: checked}
+    return {"id": args["id"], **sets}
+
+
+def _task_row(r: dict, me: str) -> dict:
+    out = {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+           "goal": short_container_id(r["goal_lineage"] or ""),
+           "assignees": [n or d for d, n in zip(r["assigned_to"], r.get("assignee_names") or [None] * 64)],
+           "mine": me in r["assigned_to"]}
+    if r.get("progress") is not None:
+        out["progress"] = r["progress"]
+    if r.get("due"):
+        out["due"] = r["due"]
+    return out
+
+
+def _task_list(db, key, now, args):
+    shared = [_task_row(r, key.did) for r in service.task_list(db, goal=args.get("goal"), status=args.get("status"),
+                                                                me=key.did if args.get("mine") else None)]
+    where, params = ("AND status = ?", [args["status"]]) if args.get("status") else ("", [])
+    local = [] if args.get("goal") else rows_of(db.conn.execute(
+        f"SELECT id, name, status, priority, pinned, repl_status FROM tasks WHERE lineage IS NULL {where}"
+        " ORDER BY pinned DESC, priority DESC, id DESC LIMIT ?", (*params, args.get("limit", 20))))
+    return (local[:5] + shared + local[5:])[: args.get("limit", 20)]
+
+
+def _task_read(db, key, now, args):
+    return one(db.conn.execute("SELECT id, goal_id, name, description, tags, status, priority, pinned, created_at,"
+                                " updated_at, repl_mode, repl_status, repl_config FROM tasks WHERE id = ?",
+                                (args["id"],)), "task", args["id"])
+
+
+def _task_delete(db, key, now, args):
+    with db.transaction() as conn:
+        row = conn.execute("SELECT repl_status FROM tasks WHERE id = ?", (args["id"],)).fetchone()
+        if row is None:
+            raise MeshnodeError("not_found", f"no task {args['id']}")
+        if _shared(db, "tasks", args["id"]):
+            raise MeshnodeError("refused", f"task {args['id']} is shared (signed): its creator abandons it"
+                                           " (task_update with status abandoned)")
+        if row[0] == "running":
+            raise MeshnodeError("busy", f"task {args['id']} has a running auxiliary loop; set its status to paused"
+                                        " (task_update) and delete it once the loop has stopped")
+        conn.execute("UPDATE llm_recent_responses SET task_id = NULL WHERE task_id = ?", (args["id"],))
+        conn.execute("DELETE FROM tasks WHERE id = ?", (args["id"],))
+    return {"deleted": args["id"]}
+
+
+def _task_delegate(db, key, now, args):
+    return _write(db, key, now, "task_offer", task=args["task"], candidates=args["to"],
+                  expires_s=args.get("expires_s", 3600))
+
+
+def _task_accept(db, key, now, args):
+    return _write(db, key, now, "task_accept", task=args["task"], offer=args.get("offer"))
+
+
+def _task_refuse(db, key, now, args):
+    return _write(db, key, now, "task_refuse", task=args["task"], offer=args.get("offer"), reason=args.get("reason"))
+
+
+def _task_progress(db, key, now, args):
+    return _write(db, key, now, "task_progress", task=args["task"], progress=args["progress"],
+                  summary=args.get("summary"), check_in=args.get("check_in", False))
+
+
+def _task_done(db, key, now, args):
+    return _write(db, key, now, "task_done", task=args["task"], summary=args.get("summary"),
+                  failed=args.get("failed", False))
+
+
+HANDLERS = {
+    "goal_add": _goal_add,
+    "goal_list": _goal_list,
+    "goal_read": _goal_read,
+    "goal_update": _goal_update,
+    "goal_delete": _goal_delete,
+    "task_add": _task_add,
+    "task_update": _task_update,
+    "task_list": _task_list,
+    "task_read": _task_read,
+    "task_delete": _task_delete,
+    "task_delegate": _task_delegate,
+    "task_accept": _task_accept,
+    "task_refuse": _task_refuse,
+    "task_progress": _task_progress,
+    "task_done": _task_done,
+}

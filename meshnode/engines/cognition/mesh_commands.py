@@ -1,0 +1,38 @@
+"""Commands that act through the mesh: consensus proposals, messages to agents, sync requests,
+announcing this agent (its interests and expertise) in the DHT.
+
+They need the running node's network, so the cycle runs them (async) after
+the store-side commands of the same answer, and only when the answer passed
+validation. Each returns a result or an error with a reason, like any command.
+"""
+
+from __future__ import annotations
+
+from meshnode.engines.cognition.commands import Command
+from meshnode.base.errors import MeshnodeError
+from meshnode.app.actions.notes import write_note
+from meshnode.app.actor import AGENT
+from meshnode.app.context import App
+from meshnode.app.dispatch import dispatch
+
+MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
+
+
+async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
+    if mesh is None:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "this node has no mesh"}
+    app = App(store, key, mesh=mesh)  # proposing and syncing: the actions the person's commands run too
+    try:
+        if cmd.type == "consensus_propose":
+            result = await dispatch(app, AGENT, "consensus_propose", {"value": cmd.args["value"]})
+        elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
+            note = await store.write_background(write_note, key, AGENT, cmd.args["text"], now_ms=now_ms,
+                                                audience="friends", recipients=[cmd.args["to"]])
+            result = {"did": note.did, **(await mesh.push(cmd.args["to"], [note]))}
+        elif cmd.type == "announce":
+            result = await mesh.announce_now(cmd.args.get("interests", []), cmd.args.get("expertise", []))
+        else:
+            result = await dispatch(app, AGENT, "sync", {"did": cmd.args["peer"]})
+    except MeshnodeError as exc:
+        return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": exc.reason, "code": exc.code}
+    return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "ok", "result": result}

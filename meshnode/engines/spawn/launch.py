@@ -1,0 +1,253 @@
+"""Starting and stopping a local child node, whichever way its autostart was installed.
+
+Theory of operation: a child runs as ``<python> -m meshnode --home <home> run``, detached
+from whoever started it (its own session, stdin closed, output appended to
+``<home>/logs/node.log``, pid in ``<home>/run/node.pid``), so it outlives a CLI call and is
+never killed with the parent's process group. It gets the parent's environment minus every
+``MESHNODE_*`` variable except the key passphrase (``child_env``): its settings come from
+its own config.toml only. A pid is trusted only when /proc shows a meshnode run of this very
+home: a stale pid file whose number was reused is never signalled. Blocking; the node calls
+these from a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Mapping
+
+from meshnode.base.identity.keyfile import PASSPHRASE_ENV
+from meshnode.engines.spawn import autostart as units
+from meshnode.engines.spawn.autostart import LOG_FILE, PID_FILE
+from meshnode.base.errors import SpawnError
+
+POLL_S = 0.05
+SCRIPT_TIMEOUT = 30.0
+EXEC_SETTLE_S = 1.0  # how long a pid file's process may sit inside exec with no arguments shown
+_VALUED = ("--home", "--db", "--key-file", "--log-level")  # the CLI's options that take a value
+
+
+def child_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment a child starts with (contract decision 2): no MESHNODE_* variable but
+    the key passphrase, so a parent's home, ports or test timers never leak into the child."""
+    return {k: v for k, v in environ.items() if not k.startswith("MESHNODE_") or k == PASSPHRASE_ENV}
+
+
+def launch(home: Path, autostart: str) -> dict:
+    """Start the child in ``home``: through systemd when its unit is installed and systemd runs,
+    else its start.sh when one was written, else directly. Returns ``{"via", "pid", "log"}``;
+    a child already running is left alone (``already_running`` True). SpawnError start_failed."""
+    home = Path(os.path.abspath(home))
+    pid = running_pid(home)
+    log = str(home / LOG_FILE)
+    if pid is not None:
+        return {"via": "running", "pid": pid, "log": log, "already_running": True}
+    unit, system = _usable_unit(home, autostart)
+    if unit:
+        units.systemctl(system, "start", unit)
+        main = units.systemctl(system, "show", "--property=MainPID", "--value", unit).strip()
+        ctl = "journalctl" + ("" if system else " --user")
+        return {"via": "systemd", "pid": int(main) if main.isdigit() and int(main) > 0 else None,
+                "log": f"{ctl} -u {unit}"}
+    if (home / "start.sh").is_file():
+        done = _script(home, "start.sh")
+        if done.returncode != 0:
+            raise SpawnError("start_failed", f"{home / 'start.sh'} failed: {(done.stderr or done.stdout).strip()}"[:600])
+        return {"via": "script", "pid": running_pid(home), "log": log}
+    return {"via": "direct", "pid": _popen(home), "log": log}
+
+
+def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
+    """Stop the child: ``systemctl stop`` for a usable unit, else SIGTERM and, after ``timeout``
+    seconds, SIGKILL. True when it ran and was stopped, False when it was not running."""
+    home = Path(os.path.abspath(home))
+    unit, system = _usable_unit(home, autostart)
+    if unit:
+        was = running_pid(home) is not None
+        units.systemctl(system, "stop", unit)
+        return was
+    pid = running_pid(home)
+    if pid is None:
+        (home / PID_FILE).unlink(missing_ok=True)
+        return False
+    _signal(pid, signal.SIGTERM)
+    if not _wait_gone(pid, home, timeout):
+        _signal(pid, signal.SIGKILL)
+        _wait_gone(pid, home, 5.0)
+    (home / PID_FILE).unlink(missing_ok=True)
+    return True
+
+
+def running_pid(home: Path) -> int | None:
+    """The pid of the meshnode run of ``home``: the pid file's when that process is one, else
+    any process running it (started by systemd, or by hand)."""
+    home = Path(os.path.abspath(home))
+    try:
+        pid = int((home / PID_FILE).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and pid > 0 and _runs_home(pid, home, settle=EXEC_SETTLE_S):
+        return pid
+    return _find(home)
+
+
+def log_tail(home: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of ``<home>/logs/node.log`` ("" when there is none)."""
+    try:
+        with open(Path(home) / LOG_FILE, encoding="utf-8", errors="replace") as fh:
+            return "".join(deque(fh, maxlen=max(0, int(lines))))
+    except OSError:
+        return ""
+
+
+def _popen(home: Path) -> int:
+    (home / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (home / PID_FILE).parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "meshnode", "--home", str(home), "run"]
+    with open(home / LOG_FILE, "ab") as log:
+        try:
+            proc = subprocess.Popen(argv, cwd=home, env=child_env(), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise SpawnError("start_failed", f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    tmp = home / PID_FILE.with_suffix(".tmp")
+    tmp.write_text(f"{proc.pid}\n", encoding="ascii")
+    os.replace(tmp, home / PID_FILE)
+    return proc.pid
+
+
+def _script(home: Path, name: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run([str(home / name)], cwd=home, env=child_env(), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SpawnError("start_failed", f"{home / name}: {exc}"[:300]) from None
+
+
+def _usable_unit(home: Path, autostart: str) -> tuple[str | None, bool]:
+    """(the systemd unit installed for ``home``, whether it is a system unit), the unit None unless
+    ``autostart`` is a systemd one, its file is still there and systemd runs here."""
+    record = units.installed(home)
+    system = record.get("kind") == "systemd-system"
+    if (autostart.startswith("systemd") and record.get("unit")
+            and any(os.path.exists(f) for f in record.get("files", [])) and units.systemd_usable(system=system)):
+        return record["unit"], system
+    return None, system
+
+
+def _cmdline(pid: int, settle: float = 0.0) -> list[str] | None:
+    """The process's arguments; None when /proc cannot tell (not Linux); [] when it is gone or a
+    zombie. A process caught inside exec (its parent resumes before the kernel sets the new
+    arguments) shows none for a moment: with ``settle``, wait up to that long for them."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            return [] if Path("/proc/self/cmdline").exists() else None
+        except OSError:
+            return []
+        if raw or time.monotonic() >= deadline or _zombie(pid):
+            return [os.fsdecode(a) for a in raw.split(b"\0") if a]
+        time.sleep(0.01)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])
+
+
+def _runs_home(pid: int, home: Path, settle: float = 0.0) -> bool:
+    args = _cmdline(pid, settle)
+    if args is None:  # no /proc: alive is the best we can tell
+        return _alive(pid)
+    return _is_run_of(args, home)
+
+
+def _alive(pid: int) -> bool:
+    """Signal 0 reaches ``pid`` (a process we may not signal exists all the same)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def exited(pid: int | None) -> bool:
+    """The process started directly has ended (reaped when it is ours: a zombie is no node)."""
+    if not pid:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:  # not our child (the node started it, or it was reaped): ask the kernel
+        return not _alive(pid)
+
+
+def _is_run_of(args: list[str], home: Path) -> bool:
+    """``... meshnode [options] run [options]`` with ``--home`` naming ``home``."""
+    start = next((i for i, a in enumerate(args) if a == "meshnode" or a.endswith("/meshnode")), None)
+    if start is None:
+        return False
+    command, homes, rest = None, [], iter(args[start + 1:])
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            value = value if eq else next(rest, "")
+            if name == "--home":
+                homes.append(value)
+        elif not arg.startswith("-") and command is None:
+            command = arg
+    return command == "run" and bool(homes) and os.path.abspath(homes[-1]) == str(home)
+
+
+def _find(home: Path) -> int | None:
+    """Any process running this home (/proc scan; None without /proc)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.isdigit() and int(entry) != os.getpid():
+            args = _cmdline(int(entry))
+            if args and _is_run_of(args, home):
+                return int(entry)
+    return None
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+    except PermissionError as exc:
+        raise SpawnError("start_failed", f"not allowed to signal pid {pid}: {exc.strerror}") from None
+
+
+def _wait_gone(pid: int, home: Path, timeout: float) -> bool:
+    """Wait until ``pid`` no longer runs ``home`` (reaping it when it is our own child)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap(pid)
+        if not _runs_home(pid, home):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

@@ -1,0 +1,303 @@
+"""The node's own commands: ``init``, ``status``, ``note add|list``, ``peers``, ``ping``,
+``find``, ``send``, ``friend``, ``metrics`` and ``container show|verify|export`` (their parsers:
+``meshnode.faces.cli``). ``run`` is the node's (``meshnode.node.run.cmd_run``): the parser names it there.
+
+What only one command needs (the store's tables, note building, container checks) is imported
+in that command, so ``status`` against a running node loads little beyond the config and the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import json
+import os
+import sys
+from pathlib import Path
+
+from meshnode.base.config import resolve_home
+from meshnode.base.container.timefmt import now_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.store.home import init_home, open_identity
+from meshnode.base.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
+from meshnode.store.migrate import latest_version
+from meshnode.faces.cli.common import (_ask_node, act, _config, agent_did, container_did, print_json, print_rows,
+                                 read_limited_file, terminal_safe, who)
+
+MAX_CONTAINER_FILE = 64 * 1024 * 1024
+NOTE_LINE = 100  # characters of a note's first line that `note list` shows
+
+
+def cmd_init(args) -> int:
+    home = resolve_home(getattr(args, "home", None))
+    if args.from_bundle:
+        return _init_from_bundle(args, home)
+    overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)}}
+    passphrase = None
+    if args.encrypt:
+        passphrase = os.environ.get(PASSPHRASE_ENV)
+        if not passphrase:
+            if not sys.stdin.isatty():
+                raise MeshnodeError("passphrase_needed", f"--encrypt needs ${PASSPHRASE_ENV} or a terminal")
+            passphrase = getpass.getpass("new passphrase: ")
+            if passphrase != getpass.getpass("again: "):
+                raise MeshnodeError("passphrase_mismatch", "the two passphrases differ")
+        if len(passphrase) < 8:
+            raise MeshnodeError("weak_passphrase", "use a passphrase of at least 8 characters")
+    config, result = init_home(home, name=args.name, passphrase=passphrase, exist_ok=args.exist_ok,
+                               overrides=overrides)
+    state = "created" if result.created_key else "already initialised"
+    encrypted = key_file_is_encrypted(config.key_path)
+    print(f"{state}: {config.home}")
+    print(f"did:     {result.key.did}")
+    print(f"peer id: {result.key.peer_id}")
+    print(f"key:     {config.key_path} ({'encrypted' if encrypted else 'not encrypted'})")
+    if args.encrypt and not result.created_key and not encrypted:
+        print("meshnode: the existing key was kept as it is (not encrypted); --encrypt applies to new keys",
+              file=sys.stderr)
+    return 0
+
+
+def _init_from_bundle(args, home: Path) -> int:
+    """``init --from-bundle``: the key is written as ``init`` writes it here (${PASSPHRASE_ENV} set: encrypted)."""
+    from meshnode.engines.spawn.bundle import init_from_bundle
+
+    if args.encrypt and not os.environ.get(PASSPHRASE_ENV):
+        raise MeshnodeError("passphrase_needed", f"--encrypt with --from-bundle needs ${PASSPHRASE_ENV}")
+    made = init_from_bundle(Path(args.from_bundle), home, name=args.name, autostart=args.autostart, start=args.start,
+                            now_ms=now_ms())
+    print(f"created: {made['home']}")
+    print(f"did:     {made['did']}")
+    print(f"parent:  {made['parent']} ({made['kind']}, depth {made['depth']})")
+    for address in made["listen"]:
+        print(f"listen:  {address}")
+    print(f"hello:   pending: the child introduces itself to its parent when it runs (invitation valid until"
+          f" {made['expires']})")
+    if made["autostart"].get("hint"):
+        print(f"autostart: {made['autostart']['hint']}")
+    if made["started"]:
+        print(f"started: {made.get('launch', {}).get('via', '')} (log {made.get('launch', {}).get('log', '')})")
+    return 0
+
+
+def cmd_status(args) -> int:
+    config = _config(args)
+    key = open_identity(config)
+    live = _ask_node(config, "status", required=False)
+    if live is not None:
+        counts, version = live["counts"], live["schema_version"]
+    else:
+        held = act(config, "holdings", {})
+        counts, version = held["counts"], held["schema_version"]
+    info = {"did": key.did, "peer_id": key.peer_id, "name": config.name, "home": str(config.home),
+            "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
+            "counts": counts, "running": live is not None}
+    if live is not None:
+        info.update(addresses=live["addresses"], connected=live["connected"], cognition=live.get("cognition"))
+    if args.json:
+        print_json(info)
+    else:
+        for k in ("did", "peer_id", "name", "home", "database"):
+            print(f"{k + ':':10} {info[k]}")
+        print(f"{'schema:':10} v{version}")
+        print(f"{'counts:':10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if live is not None:
+            mind = live.get("cognition", {})
+            print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
+            for llm in [x for x in mind.get("llms") or [] if x.get("error")]:  # each LLM that did not answer, why
+                print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
+            calls = mind.get("tool_calls") or {}
+            if calls and calls["used"] >= calls["max"]:
+                print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"
+                      " `meshnode gate reset-limit` lets it go on")
+            held = mind.get("held") or {}
+            if held.get("count"):  # a stall must be visible: what waits, and why
+                print(terminal_safe(f"{'held:':10} {held['count']} command(s), newest: {held['reason']}"
+                                    " (`meshnode mind held`, then release or drop)"))
+            for name, f in (mind.get("validators_failing") or {}).items():
+                if f.get("set_aside"):
+                    print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
+                                        f" in a row ({f['last_error']}); asked again later"))
+            for s in mind.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
+                state = f"{len(s['tools'])} tools" if s["status"] == "up" else s.get("error") or s["status"]
+                print(terminal_safe(f"{'mcp:':10} {s['server']} {s['status']} ({state}"
+                                    f"{', sandboxed' if s.get('sandboxed') else ''})"))
+    return 0
+
+
+def cmd_note_add(args) -> int:
+    config = _config(args)
+    if args.reply_to:  # a short id (from `note list`) names the whole DID
+        args.reply_to = container_did(config, args.reply_to, "note")
+    tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
+    out = act(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
+                                   "priority": args.priority, "tags": tags, "forward": args.forward,
+                                   **({"reply_to": args.reply_to} if args.reply_to else {})})
+    print(out["did"])
+    return 0
+
+
+def cmd_note_list(args) -> int:
+    config = _config(args)
+    before = container_did(config, args.before, "note") if args.before else None
+    rows = act(config, "notes", {"limit": args.limit, "before": before, "query": args.search,
+                                 "unread": args.unread, "source": args.source, "topic": args.topic})
+    print_rows(args, rows, _note_line)
+    return 0
+
+
+def _note_line(r: dict) -> str:
+    """One note: its short id (for ``note read``), when, who wrote it, to whom, what."""
+    from meshnode.store.short_ids import short_container_id
+
+    topic = f"({r['topic']}) " if r["topic"] else ""
+    unread = "" if r.get("read", True) else "*"
+    first = r["text"].splitlines()[0][:NOTE_LINE] if r["text"] else ""
+    more = " ..." if len(first) < len(r["text"].rstrip()) else ""  # the rest: `note read`
+    return (f"{short_container_id(r['container_did'])}{unread:1} {r['timestamp'][:19]}  "
+            f"{_writer(r)} -> {r['audience']}  {topic}{first}{more}")
+
+
+def _writer(r: dict) -> str:
+    """Who wrote a note: a peer by its name (or DID); this node's own by who asked it to (the
+    person through a face, the agent, an A2A party, the node itself), from store.provenance."""
+    kind = r.get("asked_kind")
+    if kind is None or kind == "peer":
+        return who(r.get("author_did"), r.get("author_name"))
+    from meshnode.app.actor import described
+
+    return described(kind, r.get("asked_via"), r.get("asked_label"))
+
+
+def cmd_peers(args) -> int:
+    config = _config(args)
+    rows = act(config, "peers", {})  # with no node running: what it last knew
+    if rows and not args.json:
+        print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
+    print_rows(args, rows, lambda r: f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} "
+                                     f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  {r['did']}")
+    return 0
+
+
+def cmd_ping(args) -> int:
+    config = _config(args)
+    did = agent_did(config, args.did)
+    result = _ask_node(config, "ping", {"did": did})
+    print(f"{did}: {result['rtt_ms']:.2f} ms")
+    return 0
+
+
+def cmd_find(args) -> int:
+    config = _config(args)
+    if bool(args.did) == bool(args.interest):
+        print("meshnode: find takes a DID or --interest TAG", file=sys.stderr)
+        return 2
+    if args.interest:
+        rows = _ask_node(config, "find", {"interest": args.interest})
+        print_rows(args, rows, lambda r: r["did"])
+        return 0
+    result = _ask_node(config, "find", {"did": agent_did(config, args.did)})
+    if args.json:
+        print_json(result)
+        return 0
+    lines = [f"did:       {result['did']}", f"peer id:   {result['peer_id']}",
+             f"name:      {result.get('name') or '(no announce)'}",
+             f"connected: {'yes' if result.get('connected') else 'no'} ({result.get('elapsed_ms', 0):.0f} ms)"]
+    lines += [f"address:   {addr}" for addr in result.get("addresses") or ["(none)"]]
+    print(terminal_safe("\n".join(lines), keep_newlines=True))
+    return 0
+
+
+def cmd_send(args) -> int:
+    config = _config(args)
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
+    result = _ask_node(config, "send", {"did": agent_did(config, args.did),
+                                        "container": base64.b64encode(data).decode("ascii")})
+    for did in result["accepted"]:
+        print(f"accepted {did}")
+    for did in result["duplicates"]:
+        print(f"already there {did}")
+    for r in result["rejected"]:
+        print(f"rejected ({r['code']}): {r['reason']}")
+    return 1 if result["rejected"] else 0
+
+
+def cmd_friend(args) -> int:
+    config = _config(args)
+    did = agent_did(config, args.did)
+    act(config, "friend", {"did": did, "on": args.friend_on})
+    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {did}")
+    return 0
+
+
+def cmd_friend_list(args) -> int:
+    config = _config(args)
+    rows = act(config, "friends", {})
+    print_rows(args, rows, str)
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    config = _config(args)
+    full = _ask_node(config, "metrics", {"full": True})
+
+    def line(name: str, labels: dict, value) -> None:
+        inside = ",".join(f"{k}={v}" for k, v in labels.items())
+        print(f"{name}{'{' + inside + '}' if inside else ''} {value}")
+
+    for m in full["counters"]:  # counters first, as before; then gauges; then each histogram's count and sum
+        line(m["name"], m["labels"], m["value"])
+    for g in full["gauges"]:
+        line(g["name"], g["labels"], g["value"])
+    for h in full["histograms"]:
+        line(h["name"] + "_count", h["labels"], h["count"])
+        line(h["name"] + "_sum", h["labels"], round(h["sum"], 6))
+    return 0
+
+
+def cmd_container_show(args) -> int:
+    from meshnode.base.container import ContainerError, decode_container
+
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
+    try:
+        c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
+    except ContainerError as exc:
+        print(f"invalid ({exc.code}): {exc.reason}", file=sys.stderr)
+        return 1
+    print(terminal_safe(json.dumps(c.to_plain(), indent=2, ensure_ascii=False), keep_newlines=True))
+    return 0
+
+
+def cmd_container_verify(args) -> int:
+    from meshnode.base.container import ContainerError, decode_container
+
+    data = read_limited_file(args.file, MAX_CONTAINER_FILE)
+    try:
+        c = decode_container(data, now_ms=now_ms(), limits=_file_limits(args))
+    except ContainerError as exc:
+        print(f"invalid ({exc.code}): {exc.reason}")
+        return 1
+    flags = (" expired" if c.expired else "") + ("" if c.known_class else " unknown-class")
+    print(f"ok {c.did} {c.cls} from {c.sender_did}{flags}")
+    return 0
+
+
+def cmd_container_export(args) -> int:
+    config = _config(args)
+    did = container_did(config, args.did)
+    data = bytes.fromhex(act(config, "export", {"did": did})["hex"])  # not_found when it is not held here
+    try:
+        args.file.write_bytes(data)
+    except OSError as exc:
+        raise MeshnodeError("unwritable_file", f"{args.file}: {exc.strerror}") from None
+    print(f"wrote {len(data)} bytes to {args.file}")
+    return 0
+
+
+def _file_limits(args):
+    """Limits from the config when a home is given; the defaults otherwise."""
+    if getattr(args, "home", None) is None and not (resolve_home(None) / "config.toml").exists():
+        from meshnode.base.container.model import DEFAULT_LIMITS
+
+        return DEFAULT_LIMITS
+    return _config(args).limits
