@@ -15,12 +15,17 @@ reads a clock, a file or the store; the driver persists ``Step.changed`` and doe
   reports; emit a TraceCheck for each job whose grace has passed. Run outcomes and traces move a
   job to ok/failed and feed the escalation ladder (``ladder.py``).
 
-Every accepted event ends a step with a decision naming what happened to it; nothing vanishes.
+The ``Reactor`` composes three parts, each given what it needs at construction: a ``StepRecord``
+(the step being written and the cooldown table, ``step_record.py``), the ``PendingQueues``
+(``pending.py``) and ``AfterRun`` (the open jobs and the ladder, ``ladder.py``). This file keeps
+dedupe, routing, the wake plan and the hourly window. Every accepted event ends a step with a
+decision naming what happened to it; nothing vanishes.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import replace
 from typing import Iterable
 
@@ -28,58 +33,36 @@ from meshnode.engines.reactor import wake_context
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.ladder import AfterRun
 from meshnode.engines.reactor.limits import HourWindow, iso, message_allowed, rule_for, short, wake_key
-from meshnode.engines.reactor.pending import PendingQueues
+from meshnode.engines.reactor.pending import Meta, PendingQueues
+from meshnode.engines.reactor.step_record import StepRecord
 from meshnode.base.config.reactor import ReactorConfig
 from meshnode.engines.reactor.types import (
-    ANY_TRACE, OPEN_STATUSES, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity,
-    StateDelta, Step, TraceKind, TracesFound, WakeJob,
+    Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity, StateDelta, Step, TraceKind, TracesFound,
+    WakeJob,
 )
 
 __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
 
-CHECK_RETRY_MS = 60_000
 
-
-class Reactor(PendingQueues, AfterRun):
+class Reactor:
     def __init__(self, cfg: ReactorConfig, aliases: AliasRegistry, state: ReactorState | None = None) -> None:
         self.cfg = cfg
         self.aliases = aliases
         st = state or ReactorState()
-        self._seen: dict[str, int] = dict(st.seen)
+        self._seen: dict[str, int] = dict(st.seen)  # dedupe key -> last seen
         self._seen_heap = [(ms + cfg.dedupe_ms, k) for k, ms in self._seen.items()]
         heapq.heapify(self._seen_heap)
-        self._pending: dict[str, dict[str, Event]] = {}
-        self._heaps: dict[str, list[tuple[int, int, int, str]]] = {}  # target -> lazy heap of (not wakes, sev, at, key)
-        self._meta: dict[str, tuple[str, str, bool, str | None]] = {}  # key -> (target, rule, wakes, nudge key)
-        self._wakeable: dict[str, int] = {}  # target -> wakeable pending count
-        self._p1: dict[str, int] = {}
-        self._ttl_heap: list[tuple[int, str]] = []
-        self._cooldowns: dict[str, tuple[int, int]] = dict(st.cooldowns)
-        self._jobs: dict[str, WakeJob] = {j: replace(job) for j, job in st.jobs.items() if job.status in OPEN_STATUSES}
-        self._check_heap: list[tuple[int, str]] = []
-        self._failures = dict(st.failures)
-        self._escalated = set(st.escalated)
         self._hour = HourWindow(st.wakes)
-        self._events: dict[str, Event] = dict(st.events)
-        self._next_checks = dict(st.next_checks)
-        for key, (until, _n) in st.cooldowns.items():
-            if key.startswith("check:"):
-                self._next_checks.setdefault(key[6:], until)
         self._between: dict[str, tuple[int, int]] = {}  # cooldowns changed by may_send between steps
-        self._seq = 0
+        self._ids = itertools.count(1)  # job ids (wake and watch) made since this core was built
+        self.record = StepRecord(dict(st.cooldowns))
+        self.queues = PendingQueues(cfg, self.record)
+        self.after_run = AfterRun(cfg, self.record, st, seen=self._seen, ids=self._ids, resolve=self._resolve,
+                                  pend=self._pend, ingest=self._ingest_canonical)
         for evs in st.pending.values():
             for e in evs:
-                if e.dedupe_key not in self._meta:
-                    self._add_pending(e, self._seen.get(e.dedupe_key, e.at_ms))
-        for job in self._jobs.values():
-            if job.status == "checking":
-                at = job.check_at_ms or job.context.get("check_at_ms") or (job.ended_ms or 0) + cfg.trace_grace_ms
-                job.check_at_ms = at
-                heapq.heappush(self._check_heap, (at, job.job_id))
-        self._now = 0
-        self._step = Step()
-        self._undecided: set[str] = set()
-        self._touched: set[str] = set()
+                if not self.queues.holds(e.dedupe_key):
+                    self._pend(e, self._seen.get(e.dedupe_key, e.at_ms))
 
     # ---- public ------------------------------------------------------------------------------
     def set_aliases(self, aliases: AliasRegistry) -> None:
@@ -90,79 +73,64 @@ class Reactor(PendingQueues, AfterRun):
         without a recipient (broadcast) is refused. The window is persisted with the next step."""
         if not dst:
             return False
-        ok, value = message_allowed(self._cooldowns, src, dst, thread, now_ms, self.cfg.thread_messages_per_hour)
+        cooldowns = self.record.cooldowns
+        ok, value = message_allowed(cooldowns, src, dst, thread, now_ms, self.cfg.thread_messages_per_hour)
         if value is not None:
             key = f"msg:{src}:{dst}:{thread}"
-            self._cooldowns[key] = value
+            cooldowns[key] = value
             self._between[key] = value
         return ok
 
     def open_jobs(self) -> list[WakeJob]:
         """The open jobs (queued|leased|running|checking), without copying the whole state."""
-        return list(self._jobs.values())
+        return list(self.after_run.jobs.values())
 
     def event(self, key: str) -> Event | None:
         """An event of an open job (or a pending one) by dedupe key; O(1)."""
-        e = self._events.get(key)
-        if e is None and key in self._meta:
-            e = self._pending.get(self._meta[key][0], {}).get(key)
-        return e
+        e = self.after_run.events.get(key)
+        return self.queues.get(key) if e is None else e
 
     def state(self) -> ReactorState:
         """A copy of everything the core holds (O(state): for persistence tests and dry runs; use
         ``open_jobs``/``event`` each scan)."""
+        after = self.after_run
         return ReactorState(
             seen=dict(self._seen),
-            pending={t: list(evs.values()) for t, evs in self._pending.items() if evs},
-            cooldowns=dict(self._cooldowns),
-            jobs={j: replace(job) for j, job in self._jobs.items()},
-            failures=dict(self._failures),
-            escalated=set(self._escalated),
+            pending=self.queues.by_target(),
+            cooldowns=dict(self.record.cooldowns),
+            jobs={j: replace(job) for j, job in after.jobs.items()},
+            failures=dict(after.failures),
+            escalated=set(after.escalated),
             wakes=self._hour.items(),
-            events=dict(self._events),
-            next_checks=dict(self._next_checks),
+            events=dict(after.events),
+            next_checks=dict(after.next_checks),
         )
 
     def step(self, now_ms: int, inputs: Iterable[Input]) -> Step:
-        self._now = now_ms
-        self._step = step = Step()
+        step = self.record.begin(now_ms)
         step.changed.cooldowns.update(self._between)
         self._between = {}
-        self._undecided = set()
-        self._touched: set[str] = set()
+        after = self.after_run
         for x in inputs:
             if isinstance(x, Event):
                 self._ingest(x)
             elif isinstance(x, RunEnded):
-                self._run_ended(x)
+                after.run_ended(x)
             elif isinstance(x, TracesFound):
-                self._traces_found(x)
+                after.traces_found(x)
             elif isinstance(x, LeaseRefused):
-                self._lease_refused(x)
+                after.lease_refused(x)
             else:
                 raise TypeError(f"not a reactor input: {type(x).__name__}")
-        self._due_self_checks()
-        self._expire()
+        for e in after.due_self_checks():
+            self._ingest(e, canonical=True)
+        self.queues.expire()
         self._plan()
-        self._due_checks()
+        after.due_checks()
         self._prune_seen()
         return step
 
-    # ---- helpers shared with ladder.py -------------------------------------------------------
-    def _decide(self, key: str, action: str, rule: str | None, why: str, job_id: str | None = None) -> None:
-        self._step.decisions.append(Decision(self._now, key, action, rule, why, job_id))
-        self._undecided.discard(key)
-
-    def _status(self, key: str, status: str, job_id: str | None = None) -> None:
-        self._step.changed.event_status[key] = (status, job_id)
-
-    def _set_cooldown(self, key: str, until: int, count: int) -> None:
-        if until:
-            self._cooldowns[key] = (until, count)
-        else:
-            self._cooldowns.pop(key, None)
-        self._step.changed.cooldowns[key] = (until, count)
-
+    # ---- routing -----------------------------------------------------------------------------
     def _is_local(self, agent: str) -> bool:
         return agent in self.cfg.local_agents
 
@@ -174,43 +142,52 @@ class Reactor(PendingQueues, AfterRun):
             return raw
         return cid
 
+    def _pend(self, e: Event, since_ms: int) -> None:
+        """Pending again (a row rebuilt from the store, an interrupted job's event): routed again
+        here, so a stale grouping can never make a non-local agent wakeable."""
+        self.queues.add(e, since_ms, self._route(e))
+
+    def _ingest_canonical(self, e: Event) -> None:
+        self._ingest(e, canonical=True)
+
     # ---- ingest ------------------------------------------------------------------------------
     def _ingest(self, e: Event, canonical: bool = False) -> None:
-        key, now, step = e.dedupe_key, self._now, self._step
+        rec = self.record
+        key, now = e.dedupe_key, rec.now
         if key in self._seen:
             self._seen[key] = now
-            step.changed.seen_again.append(key)
-            step.decisions.append(Decision(now, key, "duplicate", None, "seen before"))
+            rec.step.changed.seen_again.append(key)
+            # not rec.decide: a duplicate leaves the key's own decision still to come
+            rec.step.decisions.append(Decision(now, key, "duplicate", None, "seen before"))
             return
         self._seen[key] = now
         heapq.heappush(self._seen_heap, (now + self.cfg.dedupe_ms, key))
         cid = e.agent if canonical else self._resolve(e.agent)
         if cid is not None and cid != e.agent:
             e = replace(e, agent=cid)
-        step.accepted.append(e)
+        rec.step.accepted.append(e)
         if e.noise:
-            self._status(key, "noise")
-            self._decide(key, "noise", None, f"filter {e.noise}")
+            rec.status(key, "noise")
+            rec.decide(key, "noise", None, f"filter {e.noise}")
             return
         if cid is None:
-            self._status(key, "unknown")
-            self._decide(key, "unknown_agent", None, f"no agent named {e.agent!r}")
+            rec.status(key, "unknown")
+            rec.decide(key, "unknown_agent", None, f"no agent named {e.agent!r}")
             return
         routed = self._route(e)
         kind, target, rule, why = routed
         if kind == "mentor":
-            self._events[key] = e
-            self._fail(cid, e, None)
+            self.after_run.escalate(cid, e)
         elif kind == "operator":
-            self._to_operator(cid, e, rule)
+            self.after_run.to_operator(cid, e, rule)
         elif kind == "digest":
-            self._add_pending(e, now, routed)
-            self._status(key, "digest")
-            self._decide(key, "digest_only", rule, why)
+            self.queues.add(e, now, routed)
+            rec.status(key, "digest")
+            rec.decide(key, "digest_only", rule, why)
         else:
-            self._add_pending(e, now, routed)
-            self._status(key, "pending")
-            self._undecided.add(key)
+            self.queues.add(e, now, routed)
+            rec.status(key, "pending")
+            rec.undecided.add(key)
 
     def _route(self, e: Event) -> tuple[str, str, str, str]:
         """(kind, target, rule, why) for an event with a canonical agent: kind is wake (pending for
@@ -233,26 +210,8 @@ class Reactor(PendingQueues, AfterRun):
         return "wake", target, rule.name, ""
 
     # ---- time-driven -------------------------------------------------------------------------
-    def _due_self_checks(self) -> None:
-        now = self._now
-        due = [(a, at) for a, at in self._next_checks.items() if at <= now] if self._next_checks else ()
-        for agent, at in due:
-            del self._next_checks[agent]
-            self._set_cooldown(f"check:{agent}", 0, 0)
-            self._ingest(Event("self.check", f"self-check of {agent}", agent, Severity.P3,
-                               f"selfcheck:{agent}:{at}", "agent", ANY_TRACE, at, "core",
-                               "scheduled check from the last final report"), canonical=True)
-
-    def _expire(self) -> None:
-        heap, now = self._ttl_heap, self._now
-        while heap and heap[0][0] <= now:
-            _at, key = heapq.heappop(heap)
-            if key in self._meta and self._take_pending(key) is not None:
-                self._status(key, "expired")
-                self._decide(key, "expired", None, f"pending for {self.cfg.event_ttl_hours:g} h, nobody woken")
-
     def _prune_seen(self) -> None:
-        heap, now, ms = self._seen_heap, self._now, self.cfg.dedupe_ms
+        heap, now, ms = self._seen_heap, self.record.now, self.cfg.dedupe_ms
         while heap and heap[0][0] <= now:
             _at, key = heapq.heappop(heap)
             last = self._seen.get(key)
@@ -260,28 +219,29 @@ class Reactor(PendingQueues, AfterRun):
                 continue
             if last + ms > now:
                 heapq.heappush(heap, (last + ms, key))  # seen again since: look again then
-            elif key in self._meta or key in self._events:
+            elif self.queues.holds(key) or self.after_run.holds(key):
                 heapq.heappush(heap, (now + ms, key))  # still pending or in an open job
             else:
                 del self._seen[key]
 
     # ---- planning (6.2) ----------------------------------------------------------------------
     def _plan(self) -> None:
-        cfg, now = self.cfg, self._now
+        cfg, rec, queues = self.cfg, self.record, self.queues
+        now = rec.now
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
         groups: list[tuple[int, int, str]] = []
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
-        agents = list(self._wakeable) if hour_left > 0 else {self._meta[k][0] for k in self._undecided if k in self._meta}
+        agents = queues.wakeable_targets() if hour_left > 0 else {m[0] for k in rec.undecided if (m := queues.meta(k))}
         for agent in agents:
-            until = self._cooldowns.get(wake_key(agent), (0, 0))[0]
-            if until > now and not self._p1.get(agent):
+            until = rec.until(wake_key(agent))
+            if until > now and not queues.has_p1(agent):
                 held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
                 continue
             if hour_left <= 0:
                 held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            best = self._peek(agent, True)
+            best = queues.peek(agent, True)
             if best is None:
                 continue
             if until > now and best.severity != Severity.P1:  # its P1 was dropped by a nudge cooldown
@@ -294,7 +254,7 @@ class Reactor(PendingQueues, AfterRun):
         plan: dict[str, list[tuple[int, int, str]]] = {g[2]: [g] for g in urgent}
         if len(normal) > cfg.max_jobs_per_scan:
             coord = cfg.coordinator
-            c_until = self._cooldowns.get(wake_key(coord), (0, 0))[0]
+            c_until = rec.until(wake_key(coord))
             if c_until <= now or coord in plan:
                 plan.setdefault(coord, []).extend(normal)
             else:
@@ -312,24 +272,24 @@ class Reactor(PendingQueues, AfterRun):
                     held[g[2]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
             self._make_job(agent, [g[2] for g in sources])
-        for key in list(self._undecided):
-            meta = self._meta.get(key)
+        for key in list(rec.undecided):
+            meta = queues.meta(key)
             if meta is None:
                 continue
             action, why = held.get(meta[0], ("held_budget", f"digest full ({cfg.digest_items} items)"))
-            self._status(key, "held")
-            self._decide(key, action, meta[1], why)
+            rec.status(key, "held")
+            rec.decide(key, action, meta[1], why)
 
     def _make_job(self, agent: str, sources: list[str]) -> None:
-        cfg, now, step = self.cfg, self._now, self._step
-        metas: dict[str, tuple[str, str, bool, str | None]] = {}
-        evs = self._select(sources, cfg.digest_items, True, metas)
+        cfg, rec = self.cfg, self.record
+        now = rec.now
+        metas: dict[str, Meta] = {}
+        evs = self.queues.select(sources, cfg.digest_items, True, metas)
         if not evs:
             return
         if len(evs) < cfg.digest_items:  # room left: the digest-only items ride along
-            evs += self._select(sources, cfg.digest_items - len(evs), False, metas)
-        self._seq += 1
-        job_id = f"wake-{short(agent)}-{now}-{self._seq}"
+            evs += self.queues.select(sources, cfg.digest_items - len(evs), False, metas)
+        job_id = f"wake-{short(agent)}-{now}-{next(self._ids)}"
         rules = sorted({metas[e.dedupe_key][1] for e in evs})
         nudges = {metas[e.dedupe_key][3] for e in evs} - {None}
         required = tuple(sorted({k for e in evs for k in e.required_trace if k != TraceKind.NONE}, key=lambda k: k.value))
@@ -342,33 +302,19 @@ class Reactor(PendingQueues, AfterRun):
         for e in evs:
             key = e.dedupe_key
             owner, rule = metas[key][0], metas[key][1]
-            self._events[key] = e
-            self._status(key, "job", job_id)
+            rec.status(key, "job", job_id)
             if owner != agent:
                 action, why = "routed_coordinator", f"more than {cfg.max_jobs_per_scan} agents need a wake"
             elif first:
                 action, why, first = "woken", f"{agent} woken", False
             else:
                 action, why = "coalesced", f"into {job_id}"
-            self._decide(key, action, rule, why, job_id)
-        until, count = self._cooldowns.get(wake_key(agent), (0, 0))
-        self._set_cooldown(wake_key(agent), now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)
+            rec.decide(key, action, rule, why, job_id)
+        until, count = rec.cooldowns.get(wake_key(agent), (0, 0))
+        rec.set_cooldown(wake_key(agent), now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)
         for nk in sorted(nudges):
-            until, count = self._cooldowns.get(nk, (0, 0))
-            self._set_cooldown(nk, now + cfg.nudge_cooldown_ms, count + 1 if until > now else 1)
+            until, count = rec.cooldowns.get(nk, (0, 0))
+            rec.set_cooldown(nk, now + cfg.nudge_cooldown_ms, count + 1 if until > now else 1)
         self._hour.add(now, agent)
-        self._jobs[job_id] = job
-        step.jobs.append(job)
-        self._touch(job)
-
-    # ---- checks ------------------------------------------------------------------------------
-    def _due_checks(self) -> None:
-        heap, now = self._check_heap, self._now
-        while heap and heap[0][0] <= now:
-            at, job_id = heapq.heappop(heap)
-            job = self._jobs.get(job_id)
-            if job is None or job.status != "checking" or (job.check_at_ms or 0) > at:
-                continue
-            self._step.checks.append(self._trace_check(job))
-            # unanswered (a driver that crashed between scans): ask again later, once per retry
-            heapq.heappush(heap, (now + max(self.cfg.trace_grace_ms, CHECK_RETRY_MS), job_id))
+        rec.step.jobs.append(job)
+        self.after_run.open(job, evs)

@@ -39,20 +39,19 @@ class ParentSide(Protocol):
     def reached(self, did: str) -> bool: ...
 
 
-class _Names:
-    def __init__(self, config: Config, key: NodeKey):
-        self.config = config
-        self.did, self.peer_id, self.name = key.did, key.peer_id, config.name
-        self.home, self.db_path = config.home, config.db_path
+def parent_names(config: Config, key: NodeKey) -> tuple[str, str, str, Path, Path]:
+    """What both sides name the parent by: (did, peer_id, name, home, db_path)."""
+    return key.did, key.peer_id, config.name, config.home, config.db_path
 
 
-class LocalParent(_Names):
+class LocalParent:
     """No node runs: the parent's own Database connection (close it after)."""
 
     running = False
 
     def __init__(self, config: Config, key: NodeKey, db: Database | None = None):
-        super().__init__(config, key)
+        self.config = config
+        self.did, self.peer_id, self.name, self.home, self.db_path = parent_names(config, key)
         self._own = db is None
         self.db = db if db is not None else Database(config.db_path, create=False)
 
@@ -104,13 +103,14 @@ def stopped_addresses(config: Config) -> list[str]:
     return out
 
 
-class LiveParent(_Names):
+class LiveParent:
     """Inside the running node, called from a worker thread (never from the trio loop itself)."""
 
     running = True
 
     def __init__(self, config: Config, key: NodeKey, store, mesh):
-        super().__init__(config, key)
+        self.config = config
+        self.did, self.peer_id, self.name, self.home, self.db_path = parent_names(config, key)
         self.store, self.mesh = store, mesh
 
     def addresses(self) -> list[str]:
