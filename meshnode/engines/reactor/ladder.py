@@ -96,11 +96,12 @@ class AfterRun:
     def due_self_checks(self) -> list[Event]:
         """The ``self.check`` events whose time has come (scheduled by final reports), for the core
         to ingest; their ``check:`` cooldown rows are cleared."""
-        now, out = self._rec.now, []
+        rec = self._rec
+        now, out = rec.now, []
         due = [(a, at) for a, at in self.next_checks.items() if at <= now] if self.next_checks else ()
         for agent, at in due:
             del self.next_checks[agent]
-            self._rec.set_cooldown(f"check:{agent}", 0, 0)
+            rec.set_cooldown(f"check:{agent}", 0, 0)
             out.append(Event("self.check", f"self-check of {agent}", agent, Severity.P3, f"selfcheck:{agent}:{at}",
                              "agent", ANY_TRACE, at, "core", "scheduled check from the last final report"))
         return out
@@ -119,6 +120,7 @@ class AfterRun:
 
     # ---- run outcomes ------------------------------------------------------------------------
     def run_ended(self, x: RunEnded) -> None:
+        rec = self._rec
         job = self.jobs.get(x.job_id)
         if job is None or job.status not in ("queued", "leased", "running"):
             return  # unknown, already ended, or a replay
@@ -130,48 +132,50 @@ class AfterRun:
             return
         if x.mismatches:
             why = "report claims not found: " + "; ".join(x.mismatches)
-            self._rec.decide(job.job_id, "report_mismatch", None, why[:500], job.job_id)
+            rec.decide(job.job_id, "report_mismatch", None, why[:500], job.job_id)
             job.status, job.missing = "failed", job.events
             for key in job.events:
                 e = self.events.pop(key, None)
                 if e is not None:
-                    self._rec.status(key, "failed", job.job_id)
-                    self._rec.decide(key, "trace_missing", self._rule_of(e), "the final report did not hold", job.job_id)
+                    rec.status(key, "failed", job.job_id)
+                    rec.decide(key, "trace_missing", self._rule_of(e), "the final report did not hold", job.job_id)
                     self._fail(job.agent, e, job)
             self._close(job)
             return
         job.status = "checking"
         job.check_at_ms = x.at_ms + self.cfg.trace_grace_ms
         heapq.heappush(self._check_heap, (job.check_at_ms, job.job_id))
-        self._rec.touch(job)
+        rec.touch(job)
         rep = x.report
         if rep is not None and rep.needs_human:
             self._escalate_human(job)
         if rep is not None and rep.next_check_at_ms is not None:
             at = min(max(rep.next_check_at_ms, x.at_ms + MIN_NEXT_CHECK_MS), x.at_ms + MAX_NEXT_CHECK_MS)
             self.next_checks[job.agent] = at
-            self._rec.set_cooldown(f"check:{job.agent}", at, 1)
+            rec.set_cooldown(f"check:{job.agent}", at, 1)
 
     def _interrupted_job(self, job: WakeJob) -> None:
+        rec = self._rec
         job.status = "interrupted"
         for key in job.events:
             e = self.events.pop(key, None)
             if e is None:
                 continue
             ikey = interrupted_key(key)
-            if self._rec.until(ikey) > self._rec.now:
-                self._rec.status(key, "failed", job.job_id)
-                self._rec.decide(key, "interrupted", self._rule_of(e), "interrupted twice: counted as a failure", job.job_id)
+            if rec.until(ikey) > rec.now:
+                rec.status(key, "failed", job.job_id)
+                rec.decide(key, "interrupted", self._rule_of(e), "interrupted twice: counted as a failure", job.job_id)
                 self._fail(job.agent, e, job)
             else:
                 # remembered in the cooldown table (persisted), so a restart does not forget it
-                self._rec.set_cooldown(ikey, self._rec.now + max(self.cfg.dedupe_ms, self.cfg.event_ttl_ms), 1)
-                self._pend(e, self._rec.now)
-                self._rec.status(key, "pending")
-                self._rec.decide(key, "interrupted", self._rule_of(e), "back to pending once", job.job_id)
+                rec.set_cooldown(ikey, rec.now + max(self.cfg.dedupe_ms, self.cfg.event_ttl_ms), 1)
+                self._pend(e, rec.now)
+                rec.status(key, "pending")
+                rec.decide(key, "interrupted", self._rule_of(e), "back to pending once", job.job_id)
         self._close(job)
 
     def lease_refused(self, x: LeaseRefused) -> None:
+        rec = self._rec
         job = self.jobs.get(x.job_id)
         if job is None or job.status not in ("queued", "leased"):
             return
@@ -179,11 +183,12 @@ class AfterRun:
         for key in job.events:
             e = self.events.pop(key, None)
             if e is not None:
-                self._rec.status(key, "done", job.job_id)
-                self._rec.decide(key, "skipped", self._rule_of(e), f"agent lease held by {x.holder}", job.job_id)
+                rec.status(key, "done", job.job_id)
+                rec.decide(key, "skipped", self._rule_of(e), f"agent lease held by {x.holder}", job.job_id)
         self._close(job)
 
     def traces_found(self, x: TracesFound) -> None:
+        rec = self._rec
         job = self.jobs.get(x.job_id)
         if job is None or job.status != "checking":
             return
@@ -205,14 +210,14 @@ class AfterRun:
                                                                     else "blocked (final report)")
                 if job.kind == "watch":
                     why += " (late)"
-                self._rec.status(key, "done", job.job_id)
-                self._rec.decide(key, "trace_ok", self._rule_of(e), why, job.job_id)
+                rec.status(key, "done", job.job_id)
+                rec.decide(key, "trace_ok", self._rule_of(e), why, job.job_id)
                 self._clear_failure(job.agent, key)
             else:
                 missing.append(key)
-                self._rec.status(key, "failed", job.job_id)
+                rec.status(key, "failed", job.job_id)
                 want = ", ".join(k.value for k in e.required_trace)
-                self._rec.decide(key, "trace_missing", self._rule_of(e), f"expected one of: {want}", job.job_id)
+                rec.decide(key, "trace_missing", self._rule_of(e), f"expected one of: {want}", job.job_id)
                 self._fail(job.agent, e, job)
         job.status = "failed" if missing else "ok"
         job.missing = tuple(missing)
@@ -221,12 +226,13 @@ class AfterRun:
     # ---- the ladder --------------------------------------------------------------------------
     def _fail(self, agent: str, e: Event, job: WakeJob | None) -> None:
         """One more failure of ``agent`` on event ``e``: climb the ladder one level (or cap)."""
-        cfg, now, key = self.cfg, self._rec.now, e.dedupe_key
+        rec = self._rec
+        cfg, now, key = self.cfg, rec.now, e.dedupe_key
         rule = self._rule_of(e)
         count, level, _last = self.failures.get((agent, key), (0, 0, None))
         count += 1
         round_key = f"esc:{agent}:{key}"
-        until, rnd = self._rec.cooldowns.get(round_key, (0, 0))
+        until, rnd = rec.cooldowns.get(round_key, (0, 0))
         mentor = self._mentor(agent)
         if level == 0:
             new_level, until = (1 if mentor else 2), now + cfg.escalation_repeat_ms
@@ -244,18 +250,18 @@ class AfterRun:
         if new_level == 0 or esc_key in self.escalated or esc_key in self._seen:
             self._set_failure(agent, key, count, level, job.job_id if job else None)
             self.events.pop(key, None)
-            self._rec.status(key, "failed" if job else "done", job.job_id if job else None)
-            self._rec.decide(key, "escalation_capped", rule, f"{count} failures; ladder done for this episode",
+            rec.status(key, "failed" if job else "done", job.job_id if job else None)
+            rec.decide(key, "escalation_capped", rule, f"{count} failures; ladder done for this episode",
                          job.job_id if job else None)
             return
         watch_id = f"watch-{short(agent)}-{now}-{next(self._ids)}"
         to_id = mentor if new_level == 1 else "operator"
         self._set_failure(agent, key, count, new_level, watch_id)
-        self._rec.set_cooldown(round_key, until, rnd)
+        rec.set_cooldown(round_key, until, rnd)
         text = self._escalation_text(agent, e, new_level, esc_key, job)
         self._send(Escalation(esc_key, agent, to_id, new_level, key, e.event_type, e.subject, text,
                               job.job_id if job else watch_id, now))
-        self._rec.decide(key, "escalated", rule, f"level {new_level} to {to_id} ({esc_key})", watch_id)
+        rec.decide(key, "escalated", rule, f"level {new_level} to {to_id} ({esc_key})", watch_id)
         check_at = now + cfg.mentor_answer_ms if new_level == 1 else max(until, now + 1)
         watch = WakeJob(job_id=watch_id, agent=agent, reason=("escalation",), priority=e.severity, events=(key,),
                         created_ms=job.created_ms if job else now, max_runtime_s=0, required_trace=e.required_trace,
@@ -265,32 +271,35 @@ class AfterRun:
         self.jobs[watch_id] = watch
         self.events[key] = e
         heapq.heappush(self._check_heap, (check_at, watch_id))
-        self._rec.status(key, "failed" if job else "job", watch_id)
-        self._rec.touch(watch)
+        rec.status(key, "failed" if job else "job", watch_id)
+        rec.touch(watch)
 
     def _send(self, esc: Escalation) -> None:
+        rec = self._rec
         self.escalated.add(esc.key)
         if esc.level == 1 and esc.to_id in self.cfg.local_agents:
             note = Event("note.escalation", esc.subject, esc.to_id, Severity.P2, esc.key, "agent", ESCALATION_TRACES,
-                         self._rec.now, "reactor", esc.text[:200],
+                         rec.now, "reactor", esc.text[:200],
                          {"agent": esc.agent, "event_key": esc.event_key, "event_type": esc.event_type})
             self._ingest(note)
         else:
-            self._rec.step.escalations.append(esc)
+            rec.step.escalations.append(esc)
 
     def to_operator(self, agent: str, e: Event, rule: str) -> None:
         """An event routed to the person from the start (person.*, adapter.failed): one note."""
+        rec = self._rec
         key = e.dedupe_key
         esc_key = f"esc:operator:{agent}:{key}"
-        self._rec.status(key, "done")
+        rec.status(key, "done")
         if esc_key in self.escalated:
-            self._rec.decide(key, "escalation_capped", rule, f"{esc_key} already sent")
+            rec.decide(key, "escalation_capped", rule, f"{esc_key} already sent")
             return
         text = f"For the person: {e.event_type} '{e.subject}' ({key}) since {iso(e.at_ms)}: {e.summary}"
-        self._send(Escalation(esc_key, agent, "operator", 2, key, e.event_type, e.subject, text[:1000], None, self._rec.now))
-        self._rec.decide(key, "escalated", rule, f"note to the operator ({esc_key})")
+        self._send(Escalation(esc_key, agent, "operator", 2, key, e.event_type, e.subject, text[:1000], None, rec.now))
+        rec.decide(key, "escalated", rule, f"note to the operator ({esc_key})")
 
     def _escalate_human(self, job: WakeJob) -> None:
+        rec = self._rec
         esc_key = f"esc:operator:{job.agent}:{job.dedupe_key}"
         if esc_key in self.escalated:
             return
@@ -299,8 +308,8 @@ class AfterRun:
         first = self.events.get(job.events[0]) if job.events else None
         self._send(Escalation(esc_key, job.agent, "operator", 2, job.events[0] if job.events else "",
                               first.event_type if first else "", first.subject if first else "",
-                              text[:1000], job.job_id, self._rec.now))
-        self._rec.decide(job.job_id, "escalated", None, f"needs_human: digest to the operator ({esc_key})", job.job_id)
+                              text[:1000], job.job_id, rec.now))
+        rec.decide(job.job_id, "escalated", None, f"needs_human: digest to the operator ({esc_key})", job.job_id)
 
     # ---- helpers -----------------------------------------------------------------------------
     def _mentor(self, agent: str) -> str | None:
@@ -327,10 +336,11 @@ class AfterRun:
         self._rec.step.changed.failures[(agent, key)] = (count, level, last)
 
     def _clear_failure(self, agent: str, key: str) -> None:
+        rec = self._rec
         if self.failures.pop((agent, key), None) is not None:
-            self._rec.step.changed.failures[(agent, key)] = (0, 0, None)
-        if f"esc:{agent}:{key}" in self._rec.cooldowns:
-            self._rec.set_cooldown(f"esc:{agent}:{key}", 0, 0)
+            rec.step.changed.failures[(agent, key)] = (0, 0, None)
+        if f"esc:{agent}:{key}" in rec.cooldowns:
+            rec.set_cooldown(f"esc:{agent}:{key}", 0, 0)
 
     def _trace_check(self, job: WakeJob) -> TraceCheck:
         evs = tuple((k, e.required_trace, e.refs, e.event_type) for k in job.events if (e := self.events.get(k)))
