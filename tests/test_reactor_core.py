@@ -46,12 +46,14 @@ def test_wake_cooldown_and_hourly_ceiling(stream):
     cfg = small_config()
     d = play(stream, cfg)
     jobs = [j for _n, _i, step in d.log for j in step.jobs]
-    last_normal: dict[str, int] = {}
+    last: dict[tuple[str, str], int] = {}  # (agent, signal kind) -> its last wake: cooldowns are per kind
     for j in jobs:
-        if j.priority != Severity.P1:
-            prev = last_normal.get(j.agent)
-            assert prev is None or j.created_ms - prev >= cfg.wake_cooldown_ms, (j.agent, prev, j.created_ms)
-            last_normal[j.agent] = j.created_ms
+        if j.priority != Severity.P1:  # one of its kinds was not woken within the cooldown
+            free = [k for k in j.reason if (prev := last.get((j.agent, k))) is None
+                    or j.created_ms - prev >= cfg.wake_cooldown_ms]
+            assert free, (j.agent, j.reason, j.created_ms, last)
+        for k in j.reason:
+            last[(j.agent, k)] = j.created_ms
         in_hour = [k for k in jobs if j.created_ms - 3_600_000 < k.created_ms <= j.created_ms]
         assert len(in_hour) <= cfg.max_wakes_per_hour
     per_scan = defaultdict(list)
@@ -161,8 +163,10 @@ def test_a_p1_dropped_by_its_nudge_cooldown_does_not_bypass_the_wake_cooldown():
     r = core()
     due = dict(etype="task.due", traces=(TraceKind.TASK_UPDATE,), refs={"lineage": "L1"})
     assert len(r.step(T0, [ev("scout", "due:1", **due)]).jobs) == 1
-    s = r.step(T0 + 1000, [ev("scout", "due:2", sev=Severity.P1, **due), ev("scout", "note:x")])
-    assert s.jobs == [] and actions(s, "due:2") == ["held_cooldown"] and actions(s, "note:x") == ["held_cooldown"]
+    other = dict(due, refs={"lineage": "L2"})  # the same kind (task_due), another task: no nudge cooldown
+    s = r.step(T0 + 1000, [ev("scout", "due:2", sev=Severity.P1, **due), ev("scout", "due:3", **other)])
+    assert s.jobs == [] and actions(s, "due:2") == ["held_cooldown"] and actions(s, "due:3") == ["held_cooldown"]
+    assert "wake:scout:task_due" in [d.why.split()[1] for d in s.decisions if d.dedupe_key == "due:3"]
 
 
 def test_hourly_ceiling_includes_p1():

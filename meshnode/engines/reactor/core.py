@@ -32,13 +32,16 @@ from typing import Iterable
 from meshnode.engines.reactor import wake_context
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.ladder import AfterRun
-from meshnode.engines.reactor.limits import HourWindow, iso, message_allowed, rule_for, short, wake_key
-from meshnode.engines.reactor.pending import Meta, PendingQueues
+from meshnode.engines.reactor.limits import (
+    COOLDOWN_PREFIXES, HourWindow, cooldown_parts, hold_end, iso, legacy_wake_key, message_allowed, rule_for, short,
+    wake_key,
+)
+from meshnode.engines.reactor.pending import Meta, PendingQueues, urgency
 from meshnode.engines.reactor.step_record import StepRecord
 from meshnode.base.config.reactor import ReactorConfig
 from meshnode.engines.reactor.types import (
-    Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Severity, StateDelta, Step, TraceKind, TracesFound,
-    WakeJob,
+    Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Settled, Severity, StateDelta, Step, TraceKind,
+    TracesFound, WakeJob,
 )
 
 __all__ = ["Reactor", "Step", "StateDelta", "ReactorState"]
@@ -81,6 +84,24 @@ class Reactor:
             self._between[key] = value
         return ok
 
+    def cooldowns(self, now_ms: int) -> dict[str, tuple[int, int]]:
+        """The cooldowns in force at ``now_ms`` (wake, nudge and message rows), as the core holds them."""
+        return {k: v for k, v in self.record.cooldowns.items() if k.startswith(COOLDOWN_PREFIXES) and v[0] > now_ms}
+
+    def lift(self, keys: Iterable[str]) -> list[str]:
+        """Lift cooldowns by hand (the person's ``reactor cooldown clear``): the rows named, each a
+        wake, nudge or message row (ValueError for another); persisted with the next step. The keys
+        lifted (those the core held)."""
+        keys = list(keys)
+        for key in keys:
+            cooldown_parts(key)  # ValueError: not a cooldown
+        lifted = []
+        for key in keys:
+            if self.record.cooldowns.pop(key, None) is not None:
+                lifted.append(key)
+            self._between[key] = (0, 0)
+        return lifted
+
     def open_jobs(self) -> list[WakeJob]:
         """The open jobs (queued|leased|running|checking), without copying the whole state."""
         return list(self.after_run.jobs.values())
@@ -120,6 +141,8 @@ class Reactor:
                 after.traces_found(x)
             elif isinstance(x, LeaseRefused):
                 after.lease_refused(x)
+            elif isinstance(x, Settled):
+                self._settle(x)
             else:
                 raise TypeError(f"not a reactor input: {type(x).__name__}")
         for e in after.due_self_checks():
@@ -129,6 +152,19 @@ class Reactor:
         after.due_checks()
         self._prune_seen()
         return step
+
+    def _settle(self, x: Settled) -> None:
+        """Events handled outside a wake (a tick answered the message): a pending one is done; one
+        in a job not started yet leaves it, and a job left with none is skipped (its cooldowns lifted)."""
+        rec = self.record
+        for key in x.keys:
+            meta = self.queues.meta(key)
+            if meta is not None:
+                self.queues.take(key)
+                rec.status(key, "done")
+                rec.decide(key, "settled", meta[1], f"handled by {x.by} before a wake")
+            else:
+                self.after_run.settle(key, x.by)
 
     # ---- routing -----------------------------------------------------------------------------
     def _is_local(self, agent: str) -> bool:
@@ -225,37 +261,84 @@ class Reactor:
                 del self._seen[key]
 
     # ---- planning (6.2) ----------------------------------------------------------------------
+    def _kind_until(self, agent: str, kind: str) -> int:
+        """When the agent's wake cooldown of one signal kind ends (a per-agent row of before counts
+        for every kind)."""
+        rec = self.record
+        return max(rec.until(wake_key(agent, kind)), rec.until(legacy_wake_key(agent)))
+
+    def _cause(self, agent: str) -> tuple[Event | None, str]:
+        """The event that wakes ``agent`` now: a P1, else the most urgent of a signal kind whose
+        cooldown is not running, else one whose deadline a cooldown may not hold it past
+        (``limits.hold_end``); or (None, why it is held)."""
+        queues, now = self.queues, self.record.now
+        if queues.has_p1(agent):
+            best = queues.peek(agent, True)
+            if best is not None and best.severity == Severity.P1:
+                return best, ""
+        free: Event | None = None
+        cooling: tuple[int, str] | None = None
+        for kind in queues.kinds(agent):
+            until = self._kind_until(agent, kind)
+            if until > now:
+                cooling = min(cooling or (until, kind), (until, kind))
+                continue
+            e = queues.best_of_kind(agent, kind)
+            if e is not None and (free is None or urgency(e) < urgency(free)):
+                free = e
+        if free is not None:
+            return free, ""
+        due = queues.deadline_due(agent)
+        if due is not None:
+            return due, ""
+        if cooling is None:
+            return None, ""  # nothing wakeable is left (dropped by a nudge cooldown)
+        return None, f"cooldown {wake_key(agent, cooling[1])} until {iso(cooling[0])}"
+
+    def _held_why(self, key: str, target: str, rule: str, default: str, whys: dict) -> str:
+        """A held event's reason: its own kind's cooldown (``whys``: computed once per agent and kind
+        in a plan), and when its deadline wakes it at the latest."""
+        known = whys.get((target, rule))
+        if known is None:
+            until = self._kind_until(target, rule)
+            known = whys[(target, rule)] = (until, f"cooldown {wake_key(target, rule)} until {iso(until)}"
+                                            if until > self.record.now else default)
+        until, why = known
+        end = self.queues.hold_end_of(key)
+        if end is not None and end < until:
+            why += f"; its deadline wakes it by {iso(end)}"
+        return why
+
     def _plan(self) -> None:
         cfg, rec, queues = self.cfg, self.record, self.queues
         now = rec.now
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
-        groups: list[tuple[int, int, str]] = []
+        groups: list[tuple[int, int, str, str]] = []  # (severity, at, agent, the key of the event that wakes it)
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
         agents = queues.wakeable_targets() if hour_left > 0 else {m[0] for k in rec.undecided if (m := queues.meta(k))}
         for agent in agents:
-            until = rec.until(wake_key(agent))
-            if until > now and not queues.has_p1(agent):
-                held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
+            cause, why = self._cause(agent)
+            if cause is None:
+                if why:
+                    held[agent] = ("held_cooldown", why)
                 continue
             if hour_left <= 0:
                 held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            best = queues.peek(agent, True)
-            if best is None:
-                continue
-            if until > now and best.severity != Severity.P1:  # its P1 was dropped by a nudge cooldown
-                held[agent] = ("held_cooldown", f"cooldown wake:{agent} until {iso(until)}")
-                continue
-            groups.append((int(best.severity), best.at_ms, agent))
+            groups.append((int(cause.severity), cause.at_ms, agent, cause.dedupe_key))
         groups.sort()
         urgent = [g for g in groups if g[0] == Severity.P1]
         normal = [g for g in groups if g[0] != Severity.P1]
-        plan: dict[str, list[tuple[int, int, str]]] = {g[2]: [g] for g in urgent}
+        plan: dict[str, list[tuple[int, int, str, str]]] = {g[2]: [g] for g in urgent}
         if len(normal) > cfg.max_jobs_per_scan:
             coord = cfg.coordinator
-            c_until = rec.until(wake_key(coord))
-            if c_until <= now or coord in plan:
+            first = normal[: cfg.digest_items]  # the causes the coordinator's digest would carry
+            kinds = {m[1] for g in first if (m := queues.meta(g[3]))}
+            c_until = min((self._kind_until(coord, k) for k in kinds), default=0)
+            deadline = any((end := hold_end(e)) is not None and end <= now
+                           for g in first if (e := queues.get(g[3])) is not None)
+            if c_until <= now or deadline or coord in plan:
                 plan.setdefault(coord, []).extend(normal)
             else:
                 for g in normal[cfg.max_jobs_per_scan:]:
@@ -271,24 +354,39 @@ class Reactor:
                 for g in sources:  # routed events wait with their own agent
                     held[g[2]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            self._make_job(agent, [g[2] for g in sources])
+            self._make_job(agent, [g[2] for g in sources], [g[3] for g in sources])
+        whys: dict[tuple[str, str], tuple[int, str]] = {}
         for key in list(rec.undecided):
             meta = queues.meta(key)
             if meta is None:
                 continue
             action, why = held.get(meta[0], ("held_budget", f"digest full ({cfg.digest_items} items)"))
+            if action == "held_cooldown":
+                why = self._held_why(key, meta[0], meta[1], why, whys)
             rec.status(key, "held")
             rec.decide(key, action, meta[1], why)
 
-    def _make_job(self, agent: str, sources: list[str]) -> None:
-        cfg, rec = self.cfg, self.record
+    def _make_job(self, agent: str, sources: list[str], causes: list[str]) -> None:
+        """A job for ``agent``: the events that wake it (``causes``, one per source, most urgent
+        first, at most ``digest_items``), then the sources' most urgent others; a wake cooldown
+        starts for each signal kind it carries."""
+        cfg, rec, queues = self.cfg, self.record, self.queues
         now = rec.now
         metas: dict[str, Meta] = {}
-        evs = self.queues.select(sources, cfg.digest_items, True, metas)
+        evs: list[Event] = []
+        for key in causes[: cfg.digest_items]:
+            meta = queues.meta(key)
+            e = queues.take(key)
+            if e is not None and meta is not None:
+                metas[key] = meta
+                evs.append(e)
+        evs.sort(key=urgency)
+        if len(evs) < cfg.digest_items:
+            evs += queues.select(sources, cfg.digest_items - len(evs), True, metas)
         if not evs:
             return
         if len(evs) < cfg.digest_items:  # room left: the digest-only items ride along
-            evs += self.queues.select(sources, cfg.digest_items - len(evs), False, metas)
+            evs += queues.select(sources, cfg.digest_items - len(evs), False, metas)
         job_id = f"wake-{short(agent)}-{now}-{next(self._ids)}"
         rules = sorted({metas[e.dedupe_key][1] for e in evs})
         nudges = {metas[e.dedupe_key][3] for e in evs} - {None}
@@ -310,8 +408,10 @@ class Reactor:
             else:
                 action, why = "coalesced", f"into {job_id}"
             rec.decide(key, action, rule, why, job_id)
-        until, count = rec.cooldowns.get(wake_key(agent), (0, 0))
-        rec.set_cooldown(wake_key(agent), now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)
+        for kind in sorted({metas[e.dedupe_key][1] for e in evs if metas[e.dedupe_key][2]}):
+            wk = wake_key(agent, kind)
+            until, count = rec.cooldowns.get(wk, (0, 0))
+            rec.set_cooldown(wk, now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)
         for nk in sorted(nudges):
             until, count = rec.cooldowns.get(nk, (0, 0))
             rec.set_cooldown(nk, now + cfg.nudge_cooldown_ms, count + 1 if until > now else 1)

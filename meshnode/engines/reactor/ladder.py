@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Callable, Iterator
 
 from meshnode.base.config.reactor import ReactorConfig
-from meshnode.engines.reactor.limits import iso, rule_for, short
+from meshnode.engines.reactor.limits import iso, rule_for, short, wake_key
 from meshnode.engines.reactor.report import MAX_NEXT_CHECK_MS, MIN_NEXT_CHECK_MS
 from meshnode.engines.reactor.step_record import StepRecord
 from meshnode.engines.reactor.types import (
@@ -130,6 +130,9 @@ class AfterRun:
         if x.exit == "interrupted":
             self._interrupted_job(job)
             return
+        if x.exit == "settled":
+            self._settled_job(job, "every event was handled before the run began (no LLM call)")
+            return
         if x.mismatches:
             why = "report claims not found: " + "; ".join(x.mismatches)
             rec.decide(job.job_id, "report_mismatch", None, why[:500], job.job_id)
@@ -172,6 +175,41 @@ class AfterRun:
                 self._pend(e, rec.now)
                 rec.status(key, "pending")
                 rec.decide(key, "interrupted", self._rule_of(e), "back to pending once", job.job_id)
+        self._close(job)
+
+    def settle(self, key: str, by: str) -> None:
+        """The event ``key`` was handled outside a wake (``by``): if a job not started yet
+        (queued or leased) carries it, the job no longer does; a job left with none is skipped."""
+        rec = self._rec
+        job = next((j for j in self.jobs.values() if key in j.events and j.kind == "wake"
+                    and j.status in ("queued", "leased")), None)
+        if job is None:
+            return
+        e = self.events.pop(key)
+        job.events = tuple(k for k in job.events if k != key)
+        rec.status(key, "done", job.job_id)
+        rec.decide(key, "settled", self._rule_of(e), f"handled by {by} before the wake ran", job.job_id)
+        if job.events:
+            rec.touch(job)
+        else:
+            self._settled_job(job, f"its events were handled by {by} before it ran")
+
+    def _settled_job(self, job: WakeJob, why: str) -> None:
+        """A wake nobody needs any more: skipped, its events done, and the wake cooldowns it started
+        lifted (a wake that never ran must not hold the next signal of its kinds back)."""
+        rec, cfg = self._rec, self.cfg
+        job.status = "skipped"
+        job.exit = job.exit or "settled"
+        for key in job.events:
+            e = self.events.pop(key, None)
+            if e is not None:
+                rec.status(key, "done", job.job_id)
+                rec.decide(key, "settled", self._rule_of(e), why, job.job_id)
+        rec.decide(job.job_id, "settled", None, why, job.job_id)
+        for kind in job.reason:
+            wk = wake_key(job.agent, kind)
+            if rec.until(wk) == job.created_ms + cfg.wake_cooldown_ms:  # started by this job, not since
+                rec.set_cooldown(wk, 0, 0)
         self._close(job)
 
     def lease_refused(self, x: LeaseRefused) -> None:

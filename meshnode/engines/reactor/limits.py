@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     Rule("info", frozenset({"liveness.quiet", "liveness.back"}), "info", False, False),
 )
 _BY_TYPE = {t: r for r in RULES for t in r.event_types}
+WAKE_KINDS = frozenset(r.name for r in RULES) | {"ext", "other"}  # the signal kinds a wake cooldown is kept per
 NUDGE_RULES = frozenset(r.name for r in RULES if r.nudge)
 _EXT = Rule("ext", frozenset(), "event", False, True)  # route: the event's suggested_route
 
@@ -73,8 +74,55 @@ def nudge_key(lineage: str, agent: str) -> str:
     return f"nudge:{lineage}:{agent}"
 
 
-def wake_key(agent: str) -> str:
+def wake_key(agent: str, kind: str) -> str:
+    """The wake cooldown of one signal kind (a rule's name) for one agent: ``wake:<agent>:<kind>``."""
+    return f"wake:{agent}:{kind}"
+
+
+def legacy_wake_key(agent: str) -> str:
+    """The per-agent wake cooldown rows of before (``wake:<agent>``): still honoured, for every kind,
+    until they end (a store written by an older node), and listed and cleared like the others."""
     return f"wake:{agent}"
+
+
+COOLDOWN_PREFIXES = ("wake:", "nudge:", "msg:")  # the cooldown rows a person lists and lifts
+
+
+def cooldown_parts(key: str) -> dict:
+    """A cooldown row's key in words: {"limit": wake|nudge|message, "agent", "kind"} (kind: the
+    signal kind of a wake row, "*" for a row of before; the thread of a message row). ValueError
+    for a row that is no cooldown (``esc:``, ``int:``, ``check:``: the ladder's and the schedule's)."""
+    if key.startswith("wake:"):
+        rest = key[5:]
+        agent, sep, kind = rest.rpartition(":")
+        if sep and kind in WAKE_KINDS:
+            return {"limit": "wake", "agent": agent, "kind": kind}
+        return {"limit": "wake", "agent": rest, "kind": "*"}
+    if key.startswith("nudge:"):
+        lineage, _sep, agent = key[6:].partition(":")
+        return {"limit": "nudge", "agent": agent, "kind": lineage}
+    if key.startswith("msg:"):
+        return {"limit": "message", "agent": key[4:], "kind": "thread"}
+    raise ValueError(f"{key[:200]!r} is not a cooldown (wake:, nudge: or msg: rows)")
+
+
+DEADLINE_LEAD_MS = 30 * 60_000  # a signal with a deadline wakes at the latest this long before it
+
+
+def deadline_of(e) -> int | None:
+    """The signal's own deadline (ms), when it has one: an offer's or a confirmation's expiry."""
+    v = e.refs.get("expires_ms") or e.refs.get("deadline_ms") if e.refs else None
+    return v if type(v) is int and v > 0 else None
+
+
+def hold_end(e) -> int | None:
+    """Until when a cooldown may hold the event ``e`` (None: no deadline, the cooldown's end): its
+    deadline less a lead of half the time it was given, at most ``DEADLINE_LEAD_MS``; an offer valid
+    for 1 h wakes 30 min before it expires, one valid for 10 min 5 min before."""
+    d = deadline_of(e)
+    if d is None:
+        return None
+    return d - min(DEADLINE_LEAD_MS, max(0, (d - e.at_ms) // 2))
 
 
 class HourWindow:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 
 from meshnode.base.config.reactor import ReactorConfig
-from meshnode.engines.reactor.limits import NUDGE_RULES, iso, nudge_key
+from meshnode.engines.reactor.limits import NUDGE_RULES, deadline_of, hold_end, iso, nudge_key
 from meshnode.engines.reactor.step_record import StepRecord
 from meshnode.engines.reactor.types import Event, Severity
 
@@ -39,6 +39,11 @@ class PendingQueues:
         self._wakeable: dict[str, int] = {}  # target -> wakeable pending count
         self._p1: dict[str, int] = {}  # target -> wakeable P1 count
         self._ttl_heap: list[tuple[int, str]] = []
+        self._kinds: dict[str, dict[str, int]] = {}  # target -> signal kind (rule) -> wakeable pending count
+        self._kind_heaps: dict[tuple[str, str], list[tuple[int, int, str]]] = {}  # (target, kind) -> lazy (sev, at, key)
+        self._deadlines: dict[str, list[tuple[int, str]]] = {}  # target -> lazy (hold end, key)
+        self._deadline_heap: list[tuple[int, str]] = []  # (deadline, key): past it, nobody can act on the event
+        self._hold_ends: dict[str, int] = {}  # key -> until when a cooldown may hold it (events with a deadline)
 
     def __len__(self) -> int:
         return len(self._meta)
@@ -83,13 +88,26 @@ class PendingQueues:
             self._wakeable[target] = self._wakeable.get(target, 0) + 1
             if e.severity == Severity.P1:
                 self._p1[target] = self._p1.get(target, 0) + 1
+            kinds = self._kinds.setdefault(target, {})
+            kinds[rule] = kinds.get(rule, 0) + 1
+            kheap = self._kind_heaps.setdefault((target, rule), [])
+            heapq.heappush(kheap, (int(e.severity), e.at_ms, key))
+            if len(kheap) > 4 * kinds[rule] + 64:
+                kheap[:] = [(int(x.severity), x.at_ms, k) for k, x in evs.items() if self._meta[k][1] == rule]
+                heapq.heapify(kheap)
+            end = hold_end(e)
+            if end is not None:
+                heapq.heappush(self._deadlines.setdefault(target, []), (end, key))
+                self._hold_ends[key] = end
+                heapq.heappush(self._deadline_heap, (deadline_of(e) or end, key))
         heapq.heappush(self._ttl_heap, (since_ms + self.cfg.event_ttl_ms, key))
 
     def take(self, key: str) -> Event | None:
         meta = self._meta.pop(key, None)
         if meta is None:
             return None
-        target, _rule, wakes, _n = meta
+        self._hold_ends.pop(key, None)
+        target, rule, wakes, _n = meta
         evs = self._pending.get(target)
         e = evs.pop(key) if evs else None
         if evs is not None and not evs:
@@ -99,6 +117,14 @@ class PendingQueues:
             self._wakeable[target] -= 1
             if not self._wakeable[target]:
                 del self._wakeable[target]
+                self._deadlines.pop(target, None)
+            kinds = self._kinds[target]
+            kinds[rule] -= 1
+            if not kinds[rule]:
+                del kinds[rule]
+                self._kind_heaps.pop((target, rule), None)
+                if not kinds:
+                    del self._kinds[target]
             if e.severity == Severity.P1:
                 self._p1[target] -= 1
                 if not self._p1[target]:
@@ -106,13 +132,21 @@ class PendingQueues:
         return e
 
     def expire(self) -> None:
-        """Events pending longer than ``event_ttl_hours`` leave, each with an ``expired`` decision."""
+        """Events pending longer than ``event_ttl_hours``, or past their own deadline, leave, each
+        with an ``expired`` decision."""
         heap, rec = self._ttl_heap, self._rec
         while heap and heap[0][0] <= rec.now:
             _at, key = heapq.heappop(heap)
             if key in self._meta and self.take(key) is not None:
                 rec.status(key, "expired")
                 rec.decide(key, "expired", None, f"pending for {self.cfg.event_ttl_hours:g} h, nobody woken")
+        heap = self._deadline_heap
+        while heap and heap[0][0] <= rec.now:
+            at, key = heapq.heappop(heap)
+            meta = self._meta.get(key)
+            if meta is not None and self.take(key) is not None:
+                rec.status(key, "expired")
+                rec.decide(key, "expired", meta[1], f"its deadline {iso(at)} passed before a wake")
 
     def peek(self, agent: str, wake_only: bool) -> Event | None:
         """The agent's most urgent pending event (wakeable ones first), from its lazy heap; stale
@@ -126,18 +160,76 @@ class PendingQueues:
                 continue
             if nw and wake_only:
                 return None
-            nk = meta[3]
-            if nk is not None:
-                rec = self._rec
-                until = rec.until(nk)
-                if until > rec.now:
-                    heapq.heappop(heap)
-                    self.take(key)
-                    rec.status(key, "dropped")  # not kept: a reload must not bring it back
-                    rec.decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
-                    continue
+            if self._nudged(key, meta):
+                heapq.heappop(heap)
+                continue
             return self._pending[agent][key]
         return None
+
+    def _nudged(self, key: str, meta: Meta) -> bool:
+        """Whether the event ``key`` is held by its nudge cooldown; if so it is dropped (6.2 item 2)."""
+        nk = meta[3]
+        if nk is None:
+            return False
+        rec = self._rec
+        until = rec.until(nk)
+        if until <= rec.now:
+            return False
+        self.take(key)
+        rec.status(key, "dropped")  # not kept: a reload must not bring it back
+        rec.decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
+        return True
+
+    def hold_end_of(self, key: str) -> int | None:
+        """Until when a cooldown may hold the pending event ``key`` (None: it has no deadline)."""
+        return self._hold_ends.get(key)
+
+    def kinds(self, agent: str) -> list[str]:
+        """The signal kinds (rule names) of the agent's wakeable pending events."""
+        return list(self._kinds.get(agent, ()))
+
+    def best_of_kind(self, agent: str, kind: str) -> Event | None:
+        """The agent's most urgent wakeable pending event of one signal kind (nudge-held ones dropped)."""
+        heap = self._kind_heaps.get((agent, kind))
+        while heap:
+            _sev, _at, key = heap[0]
+            meta = self._meta.get(key)
+            if meta is None or meta[0] != agent or meta[1] != kind or not meta[2]:
+                heapq.heappop(heap)
+                continue
+            if self._nudged(key, meta):
+                heap = self._kind_heaps.get((agent, kind))  # take() may have removed the emptied heap
+                continue
+            return self._pending[agent][key]
+        return None
+
+    def deadline_due(self, agent: str) -> Event | None:
+        """The agent's wakeable pending event whose deadline no cooldown may hold it past any more
+        (``limits.hold_end`` reached), if any: the first of them. One whose deadline has passed
+        meanwhile (the hourly ceiling held it) expires: nobody can act on it any more."""
+        heap, rec = self._deadlines.get(agent), self._rec
+        while heap:
+            end, key = heap[0]
+            meta = self._meta.get(key)
+            if meta is None or meta[0] != agent or not meta[2]:
+                heapq.heappop(heap)
+                continue
+            if end > rec.now:
+                return None
+            e = self._pending[agent][key]
+            if (deadline_of(e) or 0) > rec.now:
+                return e
+            heapq.heappop(heap)
+            self.take(key)
+            rec.status(key, "expired")
+            rec.decide(key, "expired", meta[1], f"its deadline {iso(deadline_of(e) or 0)} passed before a wake")
+            heap = self._deadlines.get(agent)
+        return None
+
+    def deadline_next(self, agent: str) -> int | None:
+        """When the next of the agent's deadlines ends a cooldown's hold (after ``deadline_due``)."""
+        heap = self._deadlines.get(agent)
+        return heap[0][0] if heap else None
 
     def select(self, sources: list[str], limit: int, wake_only: bool, metas: dict[str, Meta]) -> list[Event]:
         """Take up to ``limit`` most urgent events across the sources' heaps (a k-way merge,

@@ -128,7 +128,7 @@ class FinalReport:
 class RunEnded:
     job_id: str
     at_ms: int
-    exit: str  # ok|timeout|error|budget|interrupted
+    exit: str  # ok|timeout|error|budget|interrupted|settled (every event handled before the run: no LLM call)
     report: FinalReport | None = None
     mismatches: tuple[str, ...] = ()
 
@@ -138,6 +138,16 @@ class TracesFound:
     job_id: str
     at_ms: int
     traces: tuple[Trace, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Events handled outside a wake (``by``: e.g. the agent's regular tick answered the message):
+    a pending one is done, and a job not started yet no longer carries it (design 6.3)."""
+
+    keys: tuple[str, ...]
+    at_ms: int
+    by: str = "tick"
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +173,7 @@ class Escalation:
 DECISION_ACTIONS = frozenset({
     "accepted", "duplicate", "noise", "unknown_agent", "woken", "coalesced", "held_cooldown",
     "held_budget", "routed_coordinator", "digest_only", "trace_ok", "trace_missing", "escalated",
-    "escalation_capped", "expired", "report_mismatch", "interrupted", "skipped",
+    "escalation_capped", "expired", "report_mismatch", "interrupted", "skipped", "settled",
 })
 
 
@@ -177,7 +187,7 @@ class Decision:
     job_id: str | None = None
 
 
-Input = Union[Event, RunEnded, TracesFound, LeaseRefused]
+Input = Union[Event, RunEnded, TracesFound, LeaseRefused, Settled]
 
 # held: waiting, held back by a wake cooldown or budget; dropped: taken out by its nudge cooldown
 # (design 6.2 item 2), never pending again
