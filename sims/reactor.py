@@ -11,9 +11,18 @@ core's trace checks, failures and escalations follow from that.
 
 What is measured is counted here, independently of the core: wakes per agent and per hour, LLM
 runs (one per job) against the naive baseline of one run per signal, escalations per level,
-signal-to-wake latency, and the limits of design 6.2 (one non-P1 wake per agent per cooldown
-window, at most ``max_wakes_per_hour`` wakes in any hour). A limit broken, or a signal that got no
-decision at all, makes the exit status non-zero.
+signal-to-wake latency, and the limits of design 6.2 (one non-P1 wake per agent and signal kind per
+cooldown window, unless a signal's deadline is near; at most ``max_wakes_per_hour`` wakes in any
+hour). Wakes on time and once (issue 33): offers that expired while a cooldown held them, and
+redundant wakes (an LLM run carrying an event the agent's regular tick had already handled when
+the run began: LLM calls spent on what was done). A limit broken, a signal that got no decision at all, an offer expired in a
+cooldown or a redundant wake makes the exit status non-zero.
+
+The driver's part is simulated as ``meshnode run`` does it (``Options.settle``): the person's chat
+messages go to the reactor only once the tick they caused had ``person_grace_seconds`` to answer
+them, events a tick answered are told to the core (``Settled``), and a wake re-checks its events
+when its turn comes and calls no LLM when every one was handled. ``settle=False`` is the driver
+of before, for the test that shows the counters count.
 
 ``--speed N`` paces the virtual clock to at most N times real time (a day at 1000x takes 86 s);
 without it the day runs as fast as the machine allows. The wall time is reported either way.
@@ -22,6 +31,7 @@ without it the day runs as fast as the machine allows. The wall time is reported
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import heapq
 import json
@@ -36,11 +46,14 @@ from meshnode.engines.reactor.adapters import liveness_events
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.core import Reactor, Step
 from meshnode.base.config.reactor import DEFAULTS, ReactorConfig
-from meshnode.engines.reactor.types import Event, RunEnded, TracesFound
+from meshnode.engines.reactor.types import Event, RunEnded, Settled, TracesFound
 from sims.report import save_figure
-from sims.reactor_streams import HOUR, SELF, T0, Behaviour, Heartbeats, NoteStream, Population, TaskBook, World
+from sims.reactor_streams import (
+    HOUR, SELF, T0, Behaviour, ChatStream, Heartbeats, NoteStream, OfferStream, Population, TaskBook, World,
+)
 
-EXIT_LIMITS, EXIT_VANISHED = 4, 5
+EXIT_LIMITS, EXIT_VANISHED, EXIT_LATE = 4, 5, 6
+DEADLINE_LEAD_MS = 30 * 60_000  # the stated rule (protocols/reactor.md 6.2): a deadline wakes at most this long before
 
 
 @dataclass(frozen=True)
@@ -49,13 +62,18 @@ class Options:
     scan_seconds: float = 60.0
     speed: float = 0.0                       # 0: unpaced; N: at most N x real time
     reactor: dict = field(default_factory=dict)  # [reactor] settings over the defaults
+    settle: bool = True                      # the driver of issue 33 (False: the one of before)
 
 
 @dataclass
 class Tally:
     """What the run did, recorded from each ``Step`` (the figures are computed in ``summary``)."""
 
-    jobs: list[tuple[int, str, int]] = field(default_factory=list)  # (created, agent, priority)
+    jobs: list[tuple] = field(default_factory=list)  # (created, agent, priority, signal kinds, a deadline near)
+    woken_at: dict[str, int] = field(default_factory=dict)          # key -> when a job first carried it
+    settled_jobs: int = 0                                           # jobs the driver found handled: no run
+    redundant_wakes: int = 0                                        # runs carrying an event a tick had handled
+    handled_woken: int = 0                                          # events a run carried already handled
     signals: dict[str, int] = field(default_factory=dict)           # dedupe key -> first signal ms
     signal_agent: dict[str, str] = field(default_factory=dict)      # key -> canonical addressee ("" unknown)
     noise: set[str] = field(default_factory=set)
@@ -102,6 +120,9 @@ class ReactorSim:
         for agent, heard in self.beats.last_heard.items():
             self.tracker.heard(agent, heard)
         self.behaviour = Behaviour(w, self.pop, self.beats)
+        self.offers = OfferStream(w, self.start)
+        self.chat = ChatStream(w, self.start, self.cfg.person_grace_ms if options.settle else 0)
+        self.told: set[str] = set()           # chat messages the core was given and not told settled
         self.tally = Tally()
         self.open: dict[str, Event] = {}      # signals the adapters would still see (unread, task still due)
         self.task_key: dict[str, str] = {}    # lineage -> key of its open episode stage
@@ -109,6 +130,7 @@ class ReactorSim:
         self.reports: dict[str, object] = {}
         self.ended: dict[str, int] = {}
         self.found: list[TracesFound] = []
+        self.settled: set[str] = set()        # jobs the re-check found handled (their end: "settled")
 
     # --- the scan loop ---------------------------------------------------------------
 
@@ -119,10 +141,15 @@ class ReactorSim:
         for k in range(total):
             now = self.start + k * scan_ms
             inputs = self._signals(now, resight=k > 0 and k % self.o.world.resight_scans == 0)
+            inputs += self._settled(now)
             inputs += self.found
             self.found = []
             while self.runs and self.runs[0][0] <= now:
                 ended, job_id = heapq.heappop(self.runs)
+                if job_id in self.settled:
+                    self.settled.discard(job_id)
+                    inputs.append(RunEnded(job_id, ended, "settled"))
+                    continue
                 inputs.append(RunEnded(job_id, ended, "ok", self.reports.pop(job_id, None)))
             t = time.perf_counter()
             step = self.reactor.step(now, inputs)
@@ -141,7 +168,7 @@ class ReactorSim:
         return self.tally
 
     def _signals(self, now: int, *, resight: bool) -> list:
-        fresh = self.notes.until(now) + self.tasks.until(now)
+        fresh = self.notes.until(now) + self.tasks.until(now) + self.offers.until(now) + self.chat.until(now)
         changes = [c for agent, heard in self.beats.until(now, self.start) if (c := self.tracker.heard(agent, heard))]
         changes += self.tracker.tick(now)
         fresh += liveness_events(changes, now, self.cfg, last_heard=self.tracker.last_heard_ms)
@@ -152,6 +179,11 @@ class ReactorSim:
             self.tally.signal_agent[e.dedupe_key] = self._canonical(e.agent)
             if e.noise:
                 self.tally.noise.add(e.dedupe_key)
+            elif e.dedupe_key in self.chat.by_key:
+                self.told.add(e.dedupe_key)
+                self.open[e.dedupe_key] = e
+            elif e.event_type == "task.offer":
+                self.open[e.dedupe_key] = e
             elif e.source == "notes" or e.source == "gmp":
                 self.open[e.dedupe_key] = e
                 if e.source == "gmp":
@@ -159,11 +191,35 @@ class ReactorSim:
                     self.task_key[e.subject] = e.dedupe_key
         inputs: list = list(fresh)
         if resight:
+            for key in [k for k in self.open if self._gone(k, now)]:  # expired offers, messages answered
+                del self.open[key]
             seen = {e.dedupe_key for e in fresh}
             again = [e for key, e in self.open.items() if key not in seen]
             self.tally.resighted += len(again)
             inputs += again
         return inputs
+
+    def _gone(self, key: str, now: int) -> bool:
+        """Whether the adapters no longer see ``key``: an offer expired, a message read (answered)."""
+        expires = self.offers.expires.get(key)
+        return (expires is not None and expires <= now) or self.chat.handled(key, now)
+
+    def _settled(self, now: int) -> list:
+        """The driver after the cycle's ticks: the messages a tick answered, told to the core."""
+        if not self.o.settle:
+            return []
+        done = tuple(sorted(k for k in self.told if self.chat.handled(k, now)))
+        self.told.difference_update(done)
+        return [Settled(done, now, "tick")] if done else []
+
+    def _run_start(self, agent: str, now: int) -> int:
+        """When a wake's run gets the agent: the node's own core is busy until the tick a chat
+        message started ends (the wake slot waits for it); an external agent at once."""
+        if agent != SELF:
+            return now
+        ticks = self.o.world.tick_seconds * 1000
+        busy = [c.at_ms + ticks for c in self.chat.chats if c.at_ms <= now < c.at_ms + ticks]
+        return max([now, *busy])
 
     def _canonical(self, name: str) -> str:
         return self.aliases.resolve(name) or ""
@@ -184,11 +240,22 @@ class ReactorSim:
             if job.status in ("ok", "failed", "interrupted", "skipped"):
                 t.outcomes[job.status] += 1
         for job in step.jobs:
-            t.jobs.append((job.created_ms, job.agent, int(job.priority)))
+            near = any(self._deadline_near(key, job.created_ms) for key in job.events)
+            t.jobs.append((job.created_ms, job.agent, int(job.priority), tuple(job.reason), near))
             for key in job.events:
+                t.woken_at.setdefault(key, job.created_ms)
                 if key in t.signals and key not in t.woken_keys:
                     t.woken_keys.add(key)
                     t.latency_ms.append(job.created_ms - max(t.signals[key], self.start))  # backlog: from the start
+
+    def _deadline_near(self, key: str, at: int) -> bool:
+        """The stated rule, computed here: a cooldown holds an offer at most until its expiry less
+        half its validity, at most ``DEADLINE_LEAD_MS``."""
+        expires = self.offers.expires.get(key)
+        if expires is None:
+            return False
+        given = expires - self.tally.signals.get(key, at)
+        return at >= expires - min(DEADLINE_LEAD_MS, max(0, given // 2))
 
     def _escalated(self, now: int, level: int, key: str) -> None:
         if key not in self.tally.escalation_keys:
@@ -198,6 +265,15 @@ class ReactorSim:
     def _act(self, now: int, step: Step) -> None:
         """The driver's I/O, simulated: start each job's run, answer each trace check."""
         for job in step.jobs:
+            begins = self._run_start(job.agent, now)
+            handled = [k for k in job.events if self.chat.handled(k, begins)]
+            if self.o.settle and handled and len(handled) == len(job.events):  # the re-check: no LLM call
+                self.tally.settled_jobs += 1
+                heapq.heappush(self.runs, (begins, job.job_id))
+                self.settled.add(job.job_id)
+                continue
+            self.tally.handled_woken += len(handled)
+            self.tally.redundant_wakes += bool(handled)
             ended, report = self.behaviour.run(job.job_id, job.agent, now)
             self.ended[job.job_id] = ended
             if report is not None:
@@ -216,18 +292,25 @@ class ReactorSim:
 # --- figures ----------------------------------------------------------------------------
 
 
-def violations(jobs: list[tuple[int, str, int]], cooldown_ms: int, per_hour: int) -> dict:
-    """Limits of design 6.2 counted from the jobs alone: a non-P1 wake of an agent less than the
-    cooldown after its previous non-P1 wake; a wake that makes more than ``per_hour`` in the hour
-    ending with it."""
+def violations(jobs: list[tuple], cooldown_ms: int, per_hour: int) -> dict:
+    """Limits of design 6.2 counted from the jobs alone. A job is (created, agent, priority) or
+    (created, agent, priority, signal kinds, a deadline near): a non-P1 wake breaks the cooldown
+    when every kind it carries woke that agent less than the cooldown before and none of its
+    signals' deadlines is near (a 3-tuple: one kind, no deadline); a wake breaks the ceiling when
+    it makes more than ``per_hour`` in the hour ending with it."""
     cooldown = hourly = 0
-    last: dict[str, int] = {}
-    for created, agent, priority in sorted(jobs):
-        if priority != 1:
-            if agent in last and created - last[agent] < cooldown_ms:
-                cooldown += 1
-            last[agent] = created
-    times = sorted(created for created, _, _ in jobs)
+    last: dict[tuple[str, str], int] = {}
+    for job in sorted(jobs):
+        created, agent, priority = job[:3]
+        kinds = job[3] if len(job) > 3 else ("*",)
+        near = job[4] if len(job) > 4 else False
+        if priority == 1:
+            continue
+        if not near and kinds and all((agent, k) in last and created - last[(agent, k)] < cooldown_ms for k in kinds):
+            cooldown += 1
+        for k in kinds:
+            last[(agent, k)] = created
+    times = sorted(job[0] for job in jobs)
     lo = 0
     for hi, t in enumerate(times):
         while times[lo] <= t - HOUR:
@@ -235,6 +318,30 @@ def violations(jobs: list[tuple[int, str, int]], cooldown_ms: int, per_hour: int
         if hi - lo + 1 > per_hour:
             hourly += 1
     return {"cooldown": cooldown, "hourly": hourly}
+
+
+def late_offers(offers: dict[str, tuple[int, int]], woken_at: dict[str, int], job_times: list[int], per_hour: int,
+                start_ms: int, scan_ms: int, end_ms: int) -> dict:
+    """Offers (key -> (signal ms, expiry ms)) that expired before ``end_ms`` with no wake carrying
+    them in time, counted from the jobs alone: ``unwoken`` all of them; ``in_cooldown`` those for
+    which a scan came, after the moment no cooldown may hold them any more (their expiry less
+    half their validity, at most ``DEADLINE_LEAD_MS``) and before their expiry, with room under
+    the hourly ceiling: nothing but a cooldown held them then."""
+    times = sorted(job_times)
+    unwoken = in_cooldown = 0
+    for key, (at, expires) in offers.items():
+        if expires > end_ms or woken_at.get(key, expires) < expires:
+            continue
+        unwoken += 1
+        hold = max(at, expires - min(DEADLINE_LEAD_MS, max(0, (expires - at) // 2)))
+        t = start_ms + -(-(hold - start_ms) // scan_ms) * scan_ms  # the first scan at or after it
+        while t < expires:
+            used = bisect.bisect_left(times, t) - bisect.bisect_right(times, t - HOUR)
+            if used < per_hour:
+                in_cooldown += 1
+                break
+            t += scan_ms
+    return {"unwoken": unwoken, "in_cooldown": in_cooldown}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -246,7 +353,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def summary(sim: ReactorSim, tally: Tally) -> dict:
     w, cfg = sim.o.world, sim.cfg
-    per_agent = Counter(agent for _, agent, _ in tally.jobs)
+    per_agent = Counter(job[1] for job in tally.jobs)
     wakes = [per_agent.get(a, 0) for a in sim.pop.ids]
     broken = violations(tally.jobs, int(cfg.wake_cooldown_hours * HOUR), cfg.max_wakes_per_hour)
     vanished = sorted(k for k in tally.signals if k not in tally.decided and k not in tally.status)
@@ -258,16 +365,20 @@ def summary(sim: ReactorSim, tally: Tally) -> dict:
     unserved = [a for a, keys in targets.items()
                 if not per_agent.get(a) and not all(k in tally.status or k in tally.woken_keys for k in keys)]
     levels = Counter(level for _, level, _ in tally.escalations)
+    offers = {k: (tally.signals.get(k, at), at) for k, at in sim.offers.expires.items()}
+    late = late_offers(offers, tally.woken_at, [job[0] for job in tally.jobs], cfg.max_wakes_per_hour, sim.start,
+                       int(cfg.scan_seconds * 1000), sim.end)
     naive = len(tally.signals)
     lat_min = [ms / 60_000 for ms in tally.latency_ms]
     return {
         "scenario": "reactor", "seed": w.seed, "agents": w.agents, "hours": w.hours, "scans": tally.scans,
         "signals": naive, "noise": len(tally.noise), "resighted": tally.resighted,
         "unknown_addressee": tally.actions.get("unknown_agent", 0), "duplicates": tally.actions.get("duplicate", 0),
-        "llm_runs": len(tally.jobs), "naive_runs": naive, "runs_ratio": round(len(tally.jobs) / max(naive, 1), 4),
+        "llm_runs": len(tally.jobs) - tally.settled_jobs, "naive_runs": naive,
+        "runs_ratio": round((len(tally.jobs) - tally.settled_jobs) / max(naive, 1), 4),
         "wakes_per_agent_max": max(wakes or [0]), "wakes_per_agent_mean": round(statistics.fmean(wakes or [0]), 3),
         "wakes_per_agent_p99": _pct(wakes, 0.99), "agents_woken": sum(1 for x in wakes if x),
-        "coordinator_wakes": per_agent.get(SELF, 0), "p1_wakes": sum(1 for _, _, p in tally.jobs if p == 1),
+        "coordinator_wakes": per_agent.get(SELF, 0), "p1_wakes": sum(1 for job in tally.jobs if job[2] == 1),
         "jobs_ok": tally.outcomes.get("ok", 0), "jobs_failed": tally.outcomes.get("failed", 0),
         "escalations_level1": levels.get(1, 0), "escalations_level2": levels.get(2, 0),
         "escalations_capped": tally.actions.get("escalation_capped", 0),
@@ -278,7 +389,11 @@ def summary(sim: ReactorSim, tally: Tally) -> dict:
         "events_by_status": dict(sorted(Counter(tally.status.values()).items())),
         "vanished_events": len(vanished), "unserved_agents": len(unserved),
         "limit_violations": broken["cooldown"] + broken["hourly"], "violations_cooldown": broken["cooldown"],
-        "violations_hourly": broken["hourly"], "step_ms_p99": round(_pct(tally.step_ms, 0.99), 2),
+        "violations_hourly": broken["hourly"],
+        "offers": len(sim.offers.expires), "offers_expired_unwoken": late["unwoken"],
+        "offers_expired_in_cooldown": late["in_cooldown"], "person_messages": len(sim.chat.chats),
+        "redundant_wakes": tally.redundant_wakes, "handled_events_woken": tally.handled_woken,
+        "wakes_settled_unrun": tally.settled_jobs, "step_ms_p99": round(_pct(tally.step_ms, 0.99), 2),
         "sim_hours": round(tally.sim_ms / HOUR, 2), "wall_seconds": round(tally.wall_seconds, 2),
         "speed": round(tally.sim_ms / 1000 / max(tally.wall_seconds, 1e-9)),
     }
@@ -287,7 +402,9 @@ def summary(sim: ReactorSim, tally: Tally) -> dict:
 def exit_status(rows: dict) -> int:
     if rows["limit_violations"]:
         return EXIT_LIMITS
-    return EXIT_VANISHED if rows["vanished_events"] else 0
+    if rows["vanished_events"]:
+        return EXIT_VANISHED
+    return EXIT_LATE if rows["offers_expired_in_cooldown"] or rows["redundant_wakes"] else 0
 
 
 def plots(sim: ReactorSim, tally: Tally, out: Path) -> list[Path]:
@@ -306,7 +423,7 @@ def plots(sim: ReactorSim, tally: Tally, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(8, 4))
     urgent, other = [0] * hours, [0] * hours
-    for created, _, priority in tally.jobs:
+    for created, _, priority, *_rest in tally.jobs:
         h = min(hours - 1, (created - sim.start) // HOUR)
         (urgent if priority == 1 else other)[h] += 1
     ax.bar(range(hours), other, label="P2-P4 wakes")

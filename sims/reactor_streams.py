@@ -15,6 +15,11 @@ the core decides: no cooldowns, no budgets, no routing.
   dozens of notes in minutes), classified by the real noise filter.
 * ``TaskBook``: held tasks with ``next_check_at`` and deadlines; due -> overdue -> stale; a task
   update by the holder starts the next episode.
+* ``OfferStream``: task offers to the node (the GMP adapter's offers name this node's DID: the
+  coordinator here), each valid for an hour or a few (the adapter stops seeing one when it
+  expires or is answered).
+* ``ChatStream``: the person's chat messages to the node; each makes the cycle tick, and that
+  tick answers most of them (it marks the message read: the adapter never sees it again).
 * ``Heartbeats``: a heartbeat per agent every half hour, with injected silences (quiet mid-day,
   stale or dead since before the start, some coming back).
 * ``Behaviour``: how long a woken agent runs and which events it leaves a trace for.
@@ -75,6 +80,12 @@ class World:
     report_share: float = 0.3          # runs ending with a final report naming a next check
     run_minutes: tuple[int, int] = (2, 15)
     resight_scans: int = 15
+    offers_per_day: float = 12.0       # task offers to the node (GMP names its DID), each valid offer_valid_minutes
+    offer_valid_minutes: tuple[int, ...] = (60, 60, 60, 120, 240)
+    person_messages_per_hour: float = 2.0  # the person's chat messages to the node (its own core)
+    tick_seconds: int = 30             # a chat message makes the cycle tick; its answer comes this much later
+    tick_answer_share: float = 0.8     # the share of messages that tick answers
+    late_answer_share: float = 0.1     # answered by a later regular tick, 3-30 min after (the others need a wake)
 
 
 # --- who --------------------------------------------------------------------------------
@@ -235,6 +246,96 @@ class NoteStream:
         while self._next < len(self.events) and self.events[self._next].at_ms <= now_ms:
             self._next += 1
         return self.events[start:self._next]
+
+
+# --- offers and the person's messages ----------------------------------------------------
+
+
+class OfferStream:
+    """Task offers (``task.offer``, as the GMP adapter gives them) to the node: Poisson, each with
+    its expiry in ``refs["expires_ms"]``; the adapter sees an offer until it expires or is answered."""
+
+    def __init__(self, world: World, start_ms: int):
+        end = start_ms + int(world.hours * HOUR)
+        out = []
+        r = rng_for(world.seed, "offers")
+        t, k = float(start_ms), 0
+        rate = world.offers_per_day / DAY
+        while rate > 0:
+            t += r.expovariate(rate)
+            if t >= end:
+                break
+            k += 1
+            at, lineage = int(t), f"offer-{k}"
+            expires = at + r.choice(world.offer_valid_minutes) * MIN
+            out.append(Event("task.offer", lineage, SELF, Severity.P2, f"offer:{lineage}:d{k}", "agent",
+                             (K.RECEIPT,), at, "gmp", f"offer of task {lineage}",
+                             {"lineage": lineage, "offer": f"d{k}", "expires_ms": expires}))
+        self.events = sorted(out, key=lambda e: (e.at_ms, e.dedupe_key))
+        self.expires = {e.dedupe_key: int(e.refs["expires_ms"]) for e in self.events}
+        self._next = 0
+
+    def until(self, now_ms: int) -> list[Event]:
+        start = self._next
+        while self._next < len(self.events) and self.events[self._next].at_ms <= now_ms:
+            self._next += 1
+        return self.events[start:self._next]
+
+
+@dataclass(frozen=True)
+class Chat:
+    at_ms: int
+    event: Event
+    answered_ms: int | None  # when the tick it caused answered it (None: it did not)
+
+
+class ChatStream:
+    """The person's messages to the node (its own core, SELF). Each makes the cycle tick
+    (``[web] wake_on_message``); that tick answers most ``tick_seconds`` later, a later regular
+    tick some others, and the rest not at all. The notes adapter gives the reactor a person's message only once it is older than
+    ``person_grace_seconds`` and still unread (``grace_ms``; 0: at once, as before)."""
+
+    def __init__(self, world: World, start_ms: int, grace_ms: int):
+        end = start_ms + int(world.hours * HOUR)
+        r = rng_for(world.seed, "chat")
+        out, t, k = [], float(start_ms), 0
+        rate = world.person_messages_per_hour / HOUR
+        while rate > 0:
+            t += r.expovariate(rate)
+            if t >= end:
+                break
+            k += 1
+            at = int(t)
+            e = Event("note.direct", f"chat-{k}", SELF, Severity.P2, f"note:chat-{k}", "agent",
+                      (K.MESSAGE, K.ACK, K.BLOCKER), at, "notes", f"message {k} from the person",
+                      {"note_id": f"chat-{k}", "author": SELF, "actor": "person"})
+            draw = r.random()
+            if draw < world.tick_answer_share:
+                answered = at + world.tick_seconds * 1000
+            elif draw < world.tick_answer_share + world.late_answer_share:
+                answered = at + r.randrange(3 * MIN, 30 * MIN)
+            else:
+                answered = None
+            out.append(Chat(at, e, answered))
+        self.chats = out
+        self.by_key = {c.event.dedupe_key: c for c in out}
+        self.grace_ms = grace_ms
+        self._next = 0
+
+    def handled(self, key: str, now_ms: int) -> bool:
+        """Whether a tick answered the message ``key`` by ``now_ms``."""
+        c = self.by_key.get(key)
+        return c is not None and c.answered_ms is not None and c.answered_ms <= now_ms
+
+    def until(self, now_ms: int) -> list[Event]:
+        """The messages the adapter hands over by ``now_ms``: past the grace, unless answered by then."""
+        out = []
+        while self._next < len(self.chats) and self.chats[self._next].at_ms + self.grace_ms <= now_ms:
+            c = self.chats[self._next]
+            self._next += 1
+            if not self.handled(c.event.dedupe_key, now_ms):  # read by then: the adapter never sees it
+                out.append(c.event)
+        return out
 
 
 # --- tasks ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from meshnode.engines.reactor.core import Reactor
-from sims.reactor import EXIT_LIMITS, Options, ReactorSim, exit_status, summary, violations
+from sims.reactor import EXIT_LATE, EXIT_LIMITS, Options, ReactorSim, exit_status, late_offers, summary, violations
 from sims.reactor_streams import HOUR, World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,3 +99,53 @@ def test_a_full_day_of_200_agents_keeps_the_limits():
     assert rows["vanished_events"] == 0 and rows["unserved_agents"] == 0
     assert rows["llm_runs"] < rows["naive_runs"]
     assert rows["escalations_level1"] >= 1
+
+
+# --- wakes on time and once (issue 33) ----------------------------------------------------
+
+
+def test_a_short_day_has_no_offer_expired_in_a_cooldown_and_no_redundant_wake(short_day):
+    assert short_day["offers"] > 0 and short_day["person_messages"] > 0, short_day
+    assert short_day["offers_expired_in_cooldown"] == 0, short_day
+    assert short_day["redundant_wakes"] == 0 and short_day["handled_events_woken"] == 0, short_day
+    assert exit_status(short_day) == 0
+
+
+def test_late_offers_are_counted_from_the_jobs_alone():
+    scan, start = 60_000, 0
+    offers = {"o1": (0, HOUR), "o2": (0, HOUR), "o3": (0, 2 * HOUR)}
+    woken = {"o2": HOUR - 1}  # woken in time
+    full = [HOUR // 2 - 1000 - 10 * k for k in range(6)]  # six wakes just before o1 must wake
+    assert late_offers(offers, woken, [], 6, start, scan, 3 * HOUR) == {"unwoken": 2, "in_cooldown": 2}
+    # the ceiling full from o1's last half hour on (and through o3's): the ceiling held them, not a cooldown
+    busy = full + [HOUR + 60_000 * k for k in range(6)] + [HOUR + HOUR // 2 + 10 * k for k in range(6)]
+    assert late_offers(offers, woken, busy, 6, start, scan, 3 * HOUR) == {"unwoken": 2, "in_cooldown": 0}
+
+
+def test_the_day_counts_offers_a_cooldown_held_past_their_expiry():
+    """The same day with a core that lets a cooldown hold a signal past its deadline (as before
+    issue 33): the offers it lets expire are counted, and the exit status says so."""
+    sim = ReactorSim(Options(world=World(agents=50, hours=6, seed=1, offers_per_day=48)))
+    queues = sim.reactor.queues
+    queues.deadline_due = lambda agent: None  # no deadline ends a cooldown's hold ...
+    queues.hold_end_of = lambda key: None      # ... nor ranks or rides along
+    queues.take_with_deadline = lambda agents, limit, metas: []
+    rows = summary(sim, sim.run())
+    assert rows["offers_expired_in_cooldown"] > 0, rows
+    assert exit_status(rows) == EXIT_LATE
+
+
+def test_the_day_counts_redundant_wakes_with_the_driver_of_before():
+    """Without the person's grace, the settling of what a tick answered and the re-check before
+    the LLM, a chat message makes a tick and a wake that runs on what the tick answered."""
+    world = World(agents=3, hours=12, seed=1, person_messages_per_hour=6)  # the node's wakes not crowded out
+    rows = summary(*_played(Options(world=world, settle=False)))
+    assert rows["redundant_wakes"] > 0 and rows["handled_events_woken"] > 0, rows
+    assert exit_status(rows) == EXIT_LATE
+    fixed = summary(*_played(Options(world=world)))
+    assert fixed["redundant_wakes"] == 0 and fixed["handled_events_woken"] == 0, fixed
+
+
+def _played(options):
+    sim = ReactorSim(options)
+    return sim, sim.run()

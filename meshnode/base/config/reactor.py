@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
                             "working on it", "will do", "on it", "got it", "seen"],
     "max_note_age_days": 14.0,
     "flood_per_author_hour": 20,
+    "person_grace_seconds": 120.0,
     "mentor": "",
     "rules_off": [],
 }
@@ -79,6 +80,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "context_bytes": (1024, 1 << 20),
     "max_note_age_days": (0.0001, 3650),
     "flood_per_author_hour": (1, 100000),
+    "person_grace_seconds": (0, 3600),
 }
 _INTS = {"thread_messages_per_hour", "max_jobs_per_scan", "max_wakes_per_hour", "max_outgoing_per_run",
          "max_ticks", "digest_items", "context_bytes", "flood_per_author_hour"}
@@ -123,6 +125,7 @@ class ReactorConfig:
     status_only_phrases: tuple[str, ...] = tuple(DEFAULTS["status_only_phrases"])
     max_note_age_days: float = 14.0
     flood_per_author_hour: int = 20
+    person_grace_seconds: float = 120.0  # the cycle's tick gets the person's messages first (adapters_notes)
     mentor: str = ""
     rules_off: tuple[str, ...] = ()
     mentors: Mapping[str, str] = field(default_factory=dict)
@@ -148,6 +151,10 @@ class ReactorConfig:
     @property
     def event_ttl_ms(self) -> int:
         return int(self.event_ttl_hours * _H)
+
+    @property
+    def person_grace_ms(self) -> int:
+        return int(self.person_grace_seconds * 1000)
 
     @property
     def dedupe_ms(self) -> int:

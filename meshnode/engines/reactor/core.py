@@ -33,7 +33,7 @@ from meshnode.engines.reactor import wake_context
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.ladder import AfterRun
 from meshnode.engines.reactor.limits import (
-    COOLDOWN_PREFIXES, HourWindow, cooldown_parts, hold_end, iso, legacy_wake_key, message_allowed, rule_for, short,
+    COOLDOWN_PREFIXES, HourWindow, cooldown_parts, iso, legacy_wake_key, message_allowed, rule_for, short,
     wake_key,
 )
 from meshnode.engines.reactor.pending import Meta, PendingQueues, urgency
@@ -268,14 +268,17 @@ class Reactor:
         return max(rec.until(wake_key(agent, kind)), rec.until(legacy_wake_key(agent)))
 
     def _cause(self, agent: str) -> tuple[Event | None, str]:
-        """The event that wakes ``agent`` now: a P1, else the most urgent of a signal kind whose
-        cooldown is not running, else one whose deadline a cooldown may not hold it past
-        (``limits.hold_end``); or (None, why it is held)."""
+        """The event that wakes ``agent`` now: a P1, else one whose deadline a cooldown may not hold
+        it past any more (``limits.hold_end``), else the most urgent of a signal kind whose cooldown
+        is not running; or (None, why it is held)."""
         queues, now = self.queues, self.record.now
         if queues.has_p1(agent):
             best = queues.peek(agent, True)
             if best is not None and best.severity == Severity.P1:
                 return best, ""
+        due = queues.deadline_due(agent)
+        if due is not None:  # the most pressing: its deadline is near, whatever its kind's cooldown
+            return due, ""
         free: Event | None = None
         cooling: tuple[int, str] | None = None
         for kind in queues.kinds(agent):
@@ -284,16 +287,18 @@ class Reactor:
                 cooling = min(cooling or (until, kind), (until, kind))
                 continue
             e = queues.best_of_kind(agent, kind)
-            if e is not None and (free is None or urgency(e) < urgency(free)):
+            if e is not None and (free is None or self._rank(e) < self._rank(free)):
                 free = e
         if free is not None:
             return free, ""
-        due = queues.deadline_due(agent)
-        if due is not None:
-            return due, ""
         if cooling is None:
             return None, ""  # nothing wakeable is left (dropped by a nudge cooldown)
         return None, f"cooldown {wake_key(agent, cooling[1])} until {iso(cooling[0])}"
+
+    def _rank(self, e: Event) -> tuple[int, int, int, str]:
+        """Who goes first for a wake: severity, then a signal with a deadline (the hourly ceiling
+        could otherwise let it expire), then the oldest."""
+        return (int(e.severity), 0 if self.queues.hold_end_of(e.dedupe_key) is not None else 1, e.at_ms, e.dedupe_key)
 
     def _held_why(self, key: str, target: str, rule: str, default: str, whys: dict) -> str:
         """A held event's reason: its own kind's cooldown (``whys``: computed once per agent and kind
@@ -314,7 +319,8 @@ class Reactor:
         now = rec.now
         held: dict[str, tuple[str, str]] = {}
         hour_left = cfg.max_wakes_per_hour - self._hour.used(now)
-        groups: list[tuple[int, int, str, str]] = []  # (severity, at, agent, the key of the event that wakes it)
+        # (severity, 0 with a deadline else 1, at, agent, the key of the event that wakes it)
+        groups: list[tuple[int, int, int, str, str]] = []
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
         agents = queues.wakeable_targets() if hour_left > 0 else {m[0] for k in rec.undecided if (m := queues.meta(k))}
         for agent in agents:
@@ -326,35 +332,37 @@ class Reactor:
             if hour_left <= 0:
                 held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            groups.append((int(cause.severity), cause.at_ms, agent, cause.dedupe_key))
+            groups.append((*self._rank(cause)[:3], agent, cause.dedupe_key))
         groups.sort()
         urgent = [g for g in groups if g[0] == Severity.P1]
         normal = [g for g in groups if g[0] != Severity.P1]
-        plan: dict[str, list[tuple[int, int, str, str]]] = {g[2]: [g] for g in urgent}
+        plan: dict[str, list[tuple[int, int, int, str, str]]] = {g[3]: [g] for g in urgent}
         if len(normal) > cfg.max_jobs_per_scan:
             coord = cfg.coordinator
             first = normal[: cfg.digest_items]  # the causes the coordinator's digest would carry
-            kinds = {m[1] for g in first if (m := queues.meta(g[3]))}
+            kinds = {m[1] for g in first if (m := queues.meta(g[4]))}
             c_until = min((self._kind_until(coord, k) for k in kinds), default=0)
-            deadline = any((end := hold_end(e)) is not None and end <= now
-                           for g in first if (e := queues.get(g[3])) is not None)
+            deadline = any((end := queues.hold_end_of(g[4])) is not None and end <= now for g in first)
             if c_until <= now or deadline or coord in plan:
                 plan.setdefault(coord, []).extend(normal)
             else:
                 for g in normal[cfg.max_jobs_per_scan:]:
-                    held[g[2]] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
+                    held[g[3]] = ("held_budget", f"budget {cfg.max_jobs_per_scan}/scan used; coordinator "
                                   f"{coord} cooling until {iso(c_until)}")
                 for g in normal[: cfg.max_jobs_per_scan]:
-                    plan[g[2]] = [g]
+                    plan[g[3]] = [g]
         else:
             for g in normal:
-                plan[g[2]] = [g]
+                plan[g[3]] = [g]
+        # while a signal with a deadline waits, one wake of the hour is kept for it (a deadline near
+        # must not find the ceiling used up by wakes that could have waited)
+        keep = 1 if cfg.max_wakes_per_hour > 1 and queues.has_deadlines() else 0
         for n, (agent, sources) in enumerate(sorted(plan.items(), key=lambda kv: min(kv[1]))):
-            if n >= hour_left:
+            if n >= hour_left or (n >= hour_left - keep and all(g[1] for g in sources) and sources[0][0] != Severity.P1):
                 for g in sources:  # routed events wait with their own agent
-                    held[g[2]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
+                    held[g[3]] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
-            self._make_job(agent, [g[2] for g in sources], [g[3] for g in sources])
+            self._make_job(agent, [g[3] for g in sources], [g[4] for g in sources])
         whys: dict[tuple[str, str], tuple[int, str]] = {}
         for key in list(rec.undecided):
             meta = queues.meta(key)
@@ -368,8 +376,8 @@ class Reactor:
 
     def _make_job(self, agent: str, sources: list[str], causes: list[str]) -> None:
         """A job for ``agent``: the events that wake it (``causes``, one per source, most urgent
-        first, at most ``digest_items``), then the sources' most urgent others; a wake cooldown
-        starts for each signal kind it carries."""
+        first, at most ``digest_items``), the sources' events with a deadline, then their most
+        urgent others; a wake cooldown starts for each signal kind it carries."""
         cfg, rec, queues = self.cfg, self.record, self.queues
         now = rec.now
         metas: dict[str, Meta] = {}
@@ -380,6 +388,8 @@ class Reactor:
             if e is not None and meta is not None:
                 metas[key] = meta
                 evs.append(e)
+        if len(evs) < cfg.digest_items:  # signals with a deadline ride along before they are late
+            evs += queues.take_with_deadline(sources, cfg.digest_items - len(evs), metas)
         evs.sort(key=urgency)
         if len(evs) < cfg.digest_items:
             evs += queues.select(sources, cfg.digest_items - len(evs), True, metas)

@@ -180,6 +180,10 @@ class PendingQueues:
         rec.decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
         return True
 
+    def has_deadlines(self) -> bool:
+        """Whether any pending event has a deadline."""
+        return bool(self._hold_ends)
+
     def hold_end_of(self, key: str) -> int | None:
         """Until when a cooldown may hold the pending event ``key`` (None: it has no deadline)."""
         return self._hold_ends.get(key)
@@ -225,6 +229,23 @@ class PendingQueues:
             rec.decide(key, "expired", meta[1], f"its deadline {iso(deadline_of(e) or 0)} passed before a wake")
             heap = self._deadlines.get(agent)
         return None
+
+    def take_with_deadline(self, agents: list[str], limit: int, metas: dict[str, Meta]) -> list[Event]:
+        """Take up to ``limit`` of the agents' wakeable pending events that have a deadline, the
+        nearest first: a wake carries them whatever woke it (they ride along before they are late)."""
+        found = []
+        for a in agents:
+            for end, key in self._deadlines.get(a, ()):
+                meta = self._meta.get(key)
+                if meta is not None and meta[0] == a and meta[2]:
+                    found.append((end, key))
+        out = []
+        for _end, key in sorted(found)[:limit]:
+            metas[key] = self._meta[key]
+            e = self.take(key)
+            if e is not None:
+                out.append(e)
+        return out
 
     def deadline_next(self, agent: str) -> int | None:
         """When the next of the agent's deadlines ends a cooldown's hold (after ``deadline_due``)."""
