@@ -80,7 +80,7 @@ class World:
     report_share: float = 0.3          # runs ending with a final report naming a next check
     run_minutes: tuple[int, int] = (2, 15)
     resight_scans: int = 15
-    offers_per_day: float = 12.0       # task offers to the node (GMP names its DID), each valid offer_valid_minutes
+    offers_per_day: float = 24.0       # task offers to the node (GMP names its DID), each valid offer_valid_minutes
     offer_valid_minutes: tuple[int, ...] = (60, 60, 60, 120, 240)
     person_messages_per_hour: float = 2.0  # the person's chat messages to the node (its own core)
     tick_seconds: int = 30             # a chat message makes the cycle tick; its answer comes this much later
@@ -251,6 +251,17 @@ class NoteStream:
 # --- offers and the person's messages ----------------------------------------------------
 
 
+def arrivals(r: random.Random, rate_per_ms: float, start_ms: int, end_ms: int) -> list[int]:
+    """A Poisson process's arrival times in [start_ms, end_ms)."""
+    out, t = [], float(start_ms)
+    while rate_per_ms > 0:
+        t += r.expovariate(rate_per_ms)
+        if t >= end_ms:
+            return out
+        out.append(int(t))
+    return out
+
+
 class OfferStream:
     """Task offers (``task.offer``, as the GMP adapter gives them) to the node: Poisson, each with
     its expiry in ``refs["expires_ms"]``; the adapter sees an offer until it expires or is answered."""
@@ -259,14 +270,8 @@ class OfferStream:
         end = start_ms + int(world.hours * HOUR)
         out = []
         r = rng_for(world.seed, "offers")
-        t, k = float(start_ms), 0
-        rate = world.offers_per_day / DAY
-        while rate > 0:
-            t += r.expovariate(rate)
-            if t >= end:
-                break
-            k += 1
-            at, lineage = int(t), f"offer-{k}"
+        for k, at in enumerate(arrivals(r, world.offers_per_day / DAY, start_ms, end), 1):
+            lineage = f"offer-{k}"
             expires = at + r.choice(world.offer_valid_minutes) * MIN
             out.append(Event("task.offer", lineage, SELF, Severity.P2, f"offer:{lineage}:d{k}", "agent",
                              (K.RECEIPT,), at, "gmp", f"offer of task {lineage}",
@@ -292,20 +297,15 @@ class Chat:
 class ChatStream:
     """The person's messages to the node (its own core, SELF). Each makes the cycle tick
     (``[web] wake_on_message``); that tick answers most ``tick_seconds`` later, a later regular
-    tick some others, and the rest not at all. The notes adapter gives the reactor a person's message only once it is older than
-    ``person_grace_seconds`` and still unread (``grace_ms``; 0: at once, as before)."""
+    tick some others, and the rest not at all. The notes adapter gives the reactor a person's
+    message only once it is older than ``person_grace_seconds`` and still unread (``grace_ms``;
+    0: at once, as before)."""
 
     def __init__(self, world: World, start_ms: int, grace_ms: int):
         end = start_ms + int(world.hours * HOUR)
         r = rng_for(world.seed, "chat")
-        out, t, k = [], float(start_ms), 0
-        rate = world.person_messages_per_hour / HOUR
-        while rate > 0:
-            t += r.expovariate(rate)
-            if t >= end:
-                break
-            k += 1
-            at = int(t)
+        out = []
+        for k, at in enumerate(arrivals(r, world.person_messages_per_hour / HOUR, start_ms, end), 1):
             e = Event("note.direct", f"chat-{k}", SELF, Severity.P2, f"note:chat-{k}", "agent",
                       (K.MESSAGE, K.ACK, K.BLOCKER), at, "notes", f"message {k} from the person",
                       {"note_id": f"chat-{k}", "author": SELF, "actor": "person"})

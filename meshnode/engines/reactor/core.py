@@ -418,7 +418,7 @@ class Reactor:
             else:
                 action, why = "coalesced", f"into {job_id}"
             rec.decide(key, action, rule, why, job_id)
-        for kind in sorted({metas[e.dedupe_key][1] for e in evs if metas[e.dedupe_key][2]}):
+        for kind in rules:  # every kind it carries, digest-only riders too: the agent has seen them
             wk = wake_key(agent, kind)
             until, count = rec.cooldowns.get(wk, (0, 0))
             rec.set_cooldown(wk, now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)
