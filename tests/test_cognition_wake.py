@@ -219,3 +219,35 @@ def test_a_report_is_read_strictly_with_every_key_filled():
     assert last_report("thinking\n{not json}\n") == (None, "no final report (a JSON object with the report's keys"
                                                      " on a line of its own)")
     assert last_report('{"needs_human": "maybe"}\n')[1] == "needs_human must be true or false"
+
+
+def test_a_wake_whose_events_the_tick_in_flight_handled_ends_settled_without_an_llm_call(tmp_path):
+    """The re-check (issue 33): asked once the tick in flight has ended (it may answer the
+    message), and a run with nothing left ends ``settled`` without waking the cycle."""
+    slow = {"delay": 1.0, "answer": answer_with(0)}
+    asked = []
+
+    async def main():
+        async with running_cycle(tmp_path, [slow, answer_with(1), answer_with(2)]) as (cycle, llm):
+            await until(lambda: len(llm.seen()) == 1, what="a tick in flight")
+
+            async def handled() -> bool:
+                asked.append(cycle.wakes._in_tick)  # never while a tick runs
+                return False
+
+            with trio.fail_after(20):
+                assert await cycle.wakes.run("job-s", "CTX-S", max_ticks=2, max_runtime_s=20,
+                                             still_pending=handled) == ("settled", None)
+            assert asked == [False]
+            assert cycle.metrics.get("reactor_wakes_total", exit="settled") == 1
+            assert not cycle.wakes.due() and len(llm.seen()) == 1  # no tick for the wake
+
+            async def pending() -> bool:
+                return True
+
+            with trio.fail_after(20):  # still pending: the wake runs as before
+                exit, _ = await cycle.wakes.run("job-p", "CTX-P", max_ticks=1, max_runtime_s=20,
+                                                still_pending=pending)
+            assert exit == "ok" and "CTX-P" in prompts(llm)[1]
+
+    trio.run(main)

@@ -88,3 +88,75 @@ def test_the_cli_prints_the_actions_results_and_releases_once(run_cli, home):
     assert (out.returncode, out.stdout) == (0, f"released the lease of {job_id}\n")
     out = run_cli("--home", home, "reactor", "release", job_id)
     assert (out.returncode, out.stderr) == (1, f"meshnode: no lease is held for job {job_id!r}\n")
+
+
+# --- the cooldowns (issue 33): listed by this node's side, lifted by the person alone ---------
+
+
+async def test_cooldowns_are_listed_and_only_the_person_lifts_them(stored):
+    app, _job_id = stored
+    rows = await dispatch(app, person("cli"), "reactor_cooldowns", {})
+    wake = [r for r in rows if r["limit"] == "wake"]
+    assert wake and all(r["until_ms"] > T + 1 and r["key"] == f"wake:{r['agent']}:{r['kind']}" for r in wake), rows
+    with pytest.raises(MeshnodeError) as info:
+        await dispatch(app, actor.a2a("k1", "bob"), "reactor_cooldowns", {})
+    assert info.value.code == "not_allowed"
+    key = wake[0]["key"]
+    for who in (actor.AGENT, actor.node("reactor"), actor.a2a("k1", "bob"), actor.peer("did:key:zPeer")):
+        with pytest.raises(MeshnodeError) as info:
+            await dispatch(app, who, "reactor_cooldown_clear", {"key": key})
+        assert info.value.code == "not_allowed", who
+    for args in ({}, {"key": key, "all": True}, {"key": "esc:scout:note:a"}, {"key": "int:note:a"}):
+        with pytest.raises(MeshnodeError) as info:
+            await dispatch(app, person("web"), "reactor_cooldown_clear", args)
+        assert info.value.code == "bad_request", args
+    assert await dispatch(app, person("web"), "reactor_cooldown_clear", {"key": key}) == {"lifted": [key],
+                                                                                          "all": False}
+    with pytest.raises(MeshnodeError) as info:
+        await dispatch(app, person("web"), "reactor_cooldown_clear", {"key": key})
+    assert info.value.code == "not_found"
+    out = await dispatch(app, person("mcp"), "reactor_cooldown_clear", {"all": True})
+    assert out["lifted"] == sorted(r["key"] for r in rows if r["key"] != key)
+    assert await dispatch(app, person("cli"), "reactor_cooldowns", {}) == []
+
+
+class _Running:
+    """A running reactor's part the actions call (ReactorService.lift_cooldowns)."""
+
+    def __init__(self):
+        self.asked = []
+
+    async def lift_cooldowns(self, keys):
+        self.asked.append(keys)
+        return ["wake:x:offer"] if keys is None else list(keys)
+
+
+async def test_a_running_reactor_is_asked_to_lift_them(stored):
+    app, _job_id = stored
+    app.reactor = running = _Running()
+    assert (await dispatch(app, person("cli"), "reactor_cooldown_clear", {"all": True}))["lifted"] == ["wake:x:offer"]
+    await dispatch(app, person("cli"), "reactor_cooldown_clear", {"key": "wake:x:task_due"})
+    assert running.asked == [None, ["wake:x:task_due"]]
+
+
+def test_the_cli_lists_and_clears_cooldowns(run_cli, home):
+    db = Database(home / "data" / "meshnode.db", create=False)
+    later = 4_000_000_000_000  # in force by the CLI's own clock
+    try:
+        with db.transaction() as conn:
+            conn.executemany("INSERT INTO reactor_cooldowns (key, until_ms, count) VALUES (?, ?, 1)",
+                             [("wake:scout:offer", later), ("nudge:L1:scout", later + 1), ("int:note:a", later)])
+    finally:
+        db.close()
+    out = run_cli("--home", home, "reactor", "cooldowns", "--json")
+    assert out.returncode == 0, out.stderr
+    keys = [r["key"] for r in json.loads(out.stdout)]
+    assert keys == ["wake:scout:offer", "nudge:L1:scout"]  # not the ladder's int: row
+    out = run_cli("--home", home, "reactor", "cooldown", "clear")
+    assert out.returncode != 0 and "usage" in out.stderr
+    out = run_cli("--home", home, "reactor", "cooldown", "clear", keys[0])
+    assert (out.returncode, out.stdout) == (0, f"lifted {keys[0]}\n"), out.stderr
+    out = run_cli("--home", home, "reactor", "cooldown", "clear", "--all", "--json")
+    assert json.loads(out.stdout)["lifted"] == keys[1:]
+    out = run_cli("--home", home, "reactor", "cooldowns", "--json")
+    assert json.loads(out.stdout) == []

@@ -367,3 +367,53 @@ def test_an_open_offer_wakes_the_candidate_not_the_creator(db):
     later = w.t + adapters_tasks.UNHELD_GRACE_MS + HOUR
     assert [e.event_type for e in adapters.scan(db, later, me_a, self_did=A.did)] == []
     assert "task.offer" in by_type(scan(db, later))  # the candidate (this node, B) is woken
+
+
+# --- flood counters per actor, and the chat's grace (issue 33) -----------------------------------
+
+
+def _for(db, actor, text, t, topic=None):
+    """A note this node wrote for ``actor`` (an app Actor), unread: what chat, MCP and A2A store."""
+    from meshnode.app.actions.notes import local_fields
+    from meshnode.app.actor import signed_source
+
+    return note(db, B, text, t, topic=topic, source=signed_source(actor), local=local_fields(actor, read=False))
+
+
+def test_flood_counters_are_per_actor_not_the_node_s_own_did(db):
+    from meshnode.app import actor
+
+    cfg = ReactorConfig(self_id=ME, local_agents=frozenset({ME}), flood_per_author_hour=3)
+    bob, eve = actor.a2a("k-bob", "bob"), actor.a2a("k-eve", "eve")
+    eves = [_for(db, eve, f"buy now {i}", T + i) for i in range(6)]  # one party floods
+    person = [_for(db, actor.person("mcp"), f"person says {i}", T + 10 + i) for i in range(2)]
+    bobs = [_for(db, bob, f"hello from bob {i}", T + 20 + i) for i in range(2)]
+    peer = [note(db, C, f"peer note {i}", T + 30 + i, to=[B]) for i in range(2)]
+    found = {e.dedupe_key: e for e in scan(db, T + 1000, cfg)}
+    assert [found[f"note:{n.did}"].noise for n in eves] == ["", "", "", "flood", "flood", "flood"]
+    assert all(found[f"note:{n.did}"].noise == "" for n in person + bobs + peer), found
+    (flood,) = [e for e in found.values() if e.event_type == "note.flood"]
+    assert flood.subject == "a2a:k-eve" and flood.dedupe_key.startswith("flood:a2a:k-eve:")
+
+
+def test_a_repeat_is_per_actor_too(db):
+    from meshnode.app import actor
+
+    first = _for(db, actor.a2a("k-bob", "bob"), "the same words", T)
+    other = _for(db, actor.person("web"), "the same words", T + 1)
+    again = _for(db, actor.a2a("k-bob", "bob"), "The same  words", T + 2)
+    found = {e.dedupe_key: e for e in scan(db, T + 1000)}
+    assert [found[f"note:{n.did}"].noise for n in (first, other, again)] == ["", "", "repeat"]
+
+
+def test_a_chat_message_is_left_to_the_tick_it_caused_for_the_grace(db):
+    from meshnode.app import actor
+
+    chat = _for(db, actor.person("web"), "what is on today?", T, topic="chat")
+    plain = _for(db, actor.person("cli"), "a note, not a chat", T)
+    keys = {e.dedupe_key for e in scan(db, T + 60_000, chat_grace_ms=120_000)}
+    assert keys == {f"note:{plain.did}"}
+    assert f"note:{chat.did}" in {e.dedupe_key for e in scan(db, T + 121_000, chat_grace_ms=120_000)}
+    assert f"note:{chat.did}" in {e.dedupe_key for e in scan(db, T + 60_000)}  # no cycle: no grace
+    db.conn.execute("UPDATE notes SET read = 1 WHERE container_did = ?", (chat.did,))  # the tick answered it
+    assert f"note:{chat.did}" not in {e.dedupe_key for e in scan(db, T + 121_000, chat_grace_ms=120_000)}

@@ -148,8 +148,13 @@ class FakeWakes:
 
     def __init__(self):
         self.runs: list[tuple[str, str]] = []
+        self.settled: list[str] = []
 
-    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float,
+                  still_pending=None):
+        if still_pending is not None and not await still_pending():  # as cognition/wake.py: no LLM call
+            self.settled.append(job_id)
+            return "settled", None
         self.runs.append((job_id, context_md))
         return "ok", None
 
@@ -423,7 +428,8 @@ class BlockedWakes(FakeWakes):
         super().__init__()
         self.started = trio.Event()
 
-    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float,
+                  still_pending=None):
         self.runs.append((job_id, context_md))
         self.started.set()
         await trio.sleep_forever()

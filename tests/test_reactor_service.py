@@ -15,7 +15,8 @@ class GatedWakes(FakeWakes):
         super().__init__()
         self.started, self.gate = trio.Event(), trio.Event()
 
-    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float):
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int, max_runtime_s: float,
+                  still_pending=None):
         self.runs.append((job_id, context_md))
         if len(self.runs) == 1:
             self.started.set()
@@ -355,6 +356,81 @@ def test_a_wake_context_names_its_peers_lists_the_node_s_tasks_and_the_silent_pe
             assert ctx["due_tasks"][0]["due"] == "unassigned"
             assert {(x["did"], x["state"], x["name"]) for x in ctx["liveness"]} == {(quiet.did, "stale", "quinn")}
             assert "from isaac" in md and "write the adapter" in md and "quinn" in md
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def _agent_reply(store, key, text: str):
+    """What the agent's regular tick wrote: a substantive note of its own (source llm)."""
+    from meshnode.base.container import now_ms
+    from meshnode.domain.notes import make_note
+
+    note = make_note(key, text, now_ms=now_ms(), source="llm")
+    return store.write(lambda db: db.put_container(note, received_at_ms=now_ms(), local={"tags": [], "read": True}))
+
+
+def _event_status(db, key: str) -> str:
+    return db.conn.execute("SELECT status FROM reactor_events WHERE dedupe_key = ?", (key,)).fetchone()[0]
+
+
+def test_a_wake_whose_message_a_tick_answered_is_settled_without_a_run(tmp_path):
+    """Issue 33: the driver re-checks a wake's events before the LLM; what a tick answered meanwhile
+    settles the job (skipped, no run), and its wake cooldown is lifted."""
+    from meshnode.base.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {}, cycle)
+        try:
+            await _person_note(store, key, "could you water the tomatoes in the greenhouse tonight?")
+            await trio.sleep(0.01)  # the answer comes after the message (millisecond timestamps)
+            await _agent_reply(store, key, "Done: I set the greenhouse watering for 20:00 tonight.")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                summary = await service.scan()
+            (job,) = summary["jobs"]
+            assert cycle.wakes.runs == [] and cycle.wakes.settled == [job["job_id"]]
+            after = await service.scan()
+            assert ("settled", job["job_id"]) in [(d["action"], d["dedupe_key"]) for d in after["decisions"]]
+            assert await store.read(_status, job["job_id"]) == "skipped"
+            assert await store.read(_event_status, job["events"][0]) == "done"
+            assert not [k for k in service.reactor.cooldowns(service.clock()) if k.startswith("wake:")]
+        finally:
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_a_tick_that_answered_a_held_message_settles_it(tmp_path):
+    """A message held by its kind's cooldown, then answered by a regular tick: the scan after the
+    tick settles it (done), so no wake comes for it when the cooldown ends."""
+    from meshnode.base.identity.keys import NodeKey
+
+    key = NodeKey.generate()
+
+    async def main():
+        cycle = FakeCycle()
+        store, service = await _service(tmp_path, key, {}, cycle)
+        try:
+            await _person_note(store, key, "please book the village hall for the meeting on Thursday?")
+            async with trio.open_nursery() as nursery:
+                service._nursery = nursery
+                await service.scan()  # woken for the first: direct_note cools for 6 h
+                assert len(cycle.wakes.runs) == 1
+                await _person_note(store, key, "and could you order two dozen chairs for it as well?")
+                held = await service.scan()
+                (key2,) = [d["dedupe_key"] for d in held["decisions"] if d["action"] == "held_cooldown"]
+                await trio.sleep(0.01)
+                await _agent_reply(store, key, "Ordered 24 chairs for Thursday's meeting at the village hall.")
+                service.tick_ended({"wake_job": None, "mode": "normal"})
+                settled = await service.scan()
+            assert ("settled", key2) in [(d["action"], d["dedupe_key"]) for d in settled["decisions"]], settled
+            assert await store.read(_event_status, key2) == "done"
+            assert service.metrics.get("reactor_settled_total", by="tick") == 1
         finally:
             await store.aclose()
 

@@ -142,6 +142,10 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("holdings", node_status.holdings, "what the database holds: rows per kind, schema version", signs=False),
     # what the gate lets the agent do
     Action("gate_tools", gate.gate_tools, "the gate's tools and risk levels; which sends ask first", signs=False),
+    # the reactor's cooldowns: listed, and lifted by the person (issue 33)
+    Action("reactor_cooldowns", reactor.reactor_cooldowns, "the reactor's cooldowns in force", signs=False),
+    Action("reactor_cooldown_clear", reactor.reactor_cooldown_clear, "lift a reactor cooldown, or all of them",
+           signs=False),
 )}
 
 

@@ -1,14 +1,15 @@
 """The reactor: its state now as the running node runs it (next scan, runs in progress) and one
 scan now, in the node (its own core can be woken there); what it stored (events, jobs, decisions,
-unknown addressees: records.reactor.audit, read with or without a node), and a lease dropped by
-hand, the person's or the node's to drop."""
+unknown addressees: records.reactor.audit, read with or without a node), a lease dropped by
+hand, the person's or the node's to drop, and the cooldowns in force, listed, and lifted by the
+person alone (in the running core at once, else in the rows the next start loads)."""
 
 from __future__ import annotations
 
 from meshnode.app.actor import PERSON_OR_NODE, THIS_NODE, Actor, allow
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
-from meshnode.records.reactor import audit, leases
+from meshnode.records.reactor import audit, cooldowns, leases
 
 
 def _reactor(app: App, what: str):
@@ -68,3 +69,29 @@ async def reactor_release(app: App, actor: Actor, job: str) -> dict:
     if not await app.store.write(leases.release_lease, job):
         raise MeshnodeError("not_found", f"no lease is held for job {job[:200]!r}")
     return {"job": job, "released": True}
+
+
+async def reactor_cooldowns(app: App, actor: Actor) -> list[dict]:
+    """The cooldowns in force (wake per agent and signal kind, nudge, message), the soonest to end
+    first: ``key``, ``limit``, ``agent``, ``kind``, ``until_ms``, ``count``."""
+    allow(actor, THIS_NODE, "the reactor's cooldowns")
+    return await app.store.read(cooldowns.in_force, app.clock())
+
+
+async def reactor_cooldown_clear(app: App, actor: Actor, key: str | None = None, all: bool = False) -> dict:
+    """Lift one cooldown (``key``, as ``reactor_cooldowns`` lists it) or every one in force
+    (``all``): the next scan may wake for what it held. The person's alone; ``not_found`` when the
+    key named is in force nowhere."""
+    allow(actor, ("person",), "lifting a reactor cooldown")
+    if bool(key) == bool(all):
+        raise MeshnodeError("bad_request", "name one cooldown KEY, or all of them (all)")
+    keys = None if all else cooldowns.check_keys([key])
+    if app.reactor is not None:
+        lifted = await app.reactor.lift_cooldowns(keys)
+    else:  # no running reactor: its rows, which the next start loads
+        if keys is None:
+            keys = [r["key"] for r in await app.store.read(cooldowns.in_force, app.clock())]
+        lifted = await app.store.write(cooldowns.lift, keys) if keys else []
+    if key and not lifted:
+        raise MeshnodeError("not_found", f"no cooldown {key[:200]!r} is in force (`reactor cooldowns` lists them)")
+    return {"lifted": sorted(lifted), "all": bool(all)}

@@ -7,6 +7,11 @@ the job's context as a ``## Wake`` section (``contexts.build(focus=)``), then th
 and the cycle goes back to its usual idle mode or pause. A wake that arrives while a tick is
 running waits for the next tick: the focus is taken only when a tick starts, never mid-tick.
 
+Before its first focused tick a run asks ``still_pending`` (when given; the reactor reads the
+store): a regular tick may have answered the message meanwhile (it ran while the run queued, or
+the run waited for it to end). When nothing is left to do the run ends ``settled`` without
+waking the cycle: no LLM call is spent on what was done.
+
 What ends a run, and its exit:
 - ``ok``: the agent's ``reactor_report`` command (the tick it came in finishes first), or its
   ticks used up (``error`` instead if none of them got an answer from an LLM, e.g. they crashed);
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 import trio
 
@@ -64,16 +70,23 @@ class WakeSlot:
         self._turn = trio.Lock()  # fair: queued wakes run in the order they came
         self._run: _Run | None = None  # the run that holds the cycle, if any
         self._ticking: _Run | None = None  # the run whose focus the current tick carries
+        self._in_tick = False  # a tick (of any kind) is running
+        self._tick_over = trio.Event()  # set when a tick ends
 
-    async def run(self, job_id: str, context_md: str, *, max_ticks: int = 3,
-                  max_runtime_s: float = 600.0) -> tuple[str, dict | None]:
+    async def run(self, job_id: str, context_md: str, *, max_ticks: int = 3, max_runtime_s: float = 600.0,
+                  still_pending: Callable[[], Awaitable[bool]] | None = None) -> tuple[str, dict | None]:
         """Wake the cycle for one job; (exit, report) once the run has ended (see the module doc).
-        Cancelling the caller ends the run (the focus is cleared) and propagates."""
+        ``still_pending``: asked once the run has its turn and no tick is running; False ends the
+        run ``settled`` at once. Cancelling the caller ends the run (the focus is cleared) and propagates."""
         if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1:
             raise ValueError("max_ticks must be an integer >= 1")
         if not max_runtime_s > 0:
             raise ValueError("max_runtime_s must be > 0")
         async with self._turn:
+            if still_pending is not None and not await self._still_pending(job_id, still_pending):
+                self._count("reactor_wakes_total", exit="settled")
+                log.info("wake %s settled: its events were handled before it ran", job_id)
+                return "settled", None
             run = self._run = _Run(job_id, context_md, max_ticks)
             self._cycle.wake.set()
             try:
@@ -92,6 +105,17 @@ class WakeSlot:
             log.warning("wake %s: not logged: %s", job_id, exc.reason)
         return run.exit, run.report
 
+    async def _still_pending(self, job_id: str, still_pending: Callable[[], Awaitable[bool]]) -> bool:
+        """Whether the job's events still wait, asked after the tick running now (if any) ends:
+        that tick may answer them. A failed read says yes (the wake runs, as before)."""
+        while self._in_tick:
+            await self._tick_over.wait()
+        try:
+            return bool(await still_pending())
+        except MeshnodeError as exc:
+            log.warning("wake %s: its events not re-checked: %s", job_id, exc.reason)
+            return True
+
     def due(self) -> bool:
         """A run waits for a tick: the cycle skips its pause (and keeps its idle setting)."""
         return self._run is not None and self._run.exit is None
@@ -109,6 +133,15 @@ class WakeSlot:
 
     async def around(self, tick) -> dict:
         """Run one tick (``tick()``), with the focus if a wake is due when it starts."""
+        self._in_tick = True
+        try:
+            return await self._around(tick)
+        finally:
+            self._in_tick = False
+            self._tick_over.set()
+            self._tick_over = trio.Event()
+
+    async def _around(self, tick) -> dict:
         run = self._run if self.due() else None
         if run is None:
             return await tick()

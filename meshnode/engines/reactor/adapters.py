@@ -35,12 +35,13 @@ ADAPTERS = ("notes", "threads", "offers", "tasks", "person")
 
 def scan(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
          liveness: dict[str, str] | None = None, aliases: AliasRegistry | None = None,
-         errors: list[str] | None = None) -> list[Event]:
+         errors: list[str] | None = None, chat_grace_ms: int = 0) -> list[Event]:
     """Every built-in DB adapter's events at ``now_ms``, in one read. ``liveness`` (DID -> state)
-    is GMP's view of holders (holder_dead); ``aliases`` decides which mentions are local agents.
+    is GMP's view of holders (holder_dead); ``aliases`` decides which mentions are local agents;
+    ``chat_grace_ms``: how long a chat message to this node is left to the tick it caused.
     An adapter whose read fails is skipped, its error appended to ``errors`` ("name: reason")."""
     runs: list[tuple[str, Callable[[], list[Event]]]] = [
-        ("notes", lambda: note_events(db, now_ms, cfg, self_did=self_did, aliases=aliases)),
+        ("notes", lambda: note_events(db, now_ms, cfg, self_did=self_did, aliases=aliases, chat_grace_ms=chat_grace_ms)),
         ("threads", lambda: unanswered_events(db, now_ms, cfg, self_did=self_did, aliases=aliases)),
         ("offers", lambda: offer_events(db, now_ms, self_did=self_did)),
         ("tasks", lambda: task_events(db, now_ms, cfg, self_did=self_did, liveness=liveness)),

@@ -52,7 +52,9 @@ _COLUMNS = (
     "n.id, n.container_did, n.agent_did, n.source, n.topic, n.text, n.mentions, n.hashtags, n.tags,"
     " n.priority, n.timestamp, n.read, " + _TO_ME + " AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
-    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply")
+    "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply,"
+    " (SELECT p.kind FROM provenance p WHERE p.container_did = n.container_did) AS asked_kind,"
+    " (SELECT p.actor_id FROM provenance p WHERE p.container_did = n.container_did) AS asked_id")
 
 # inbound and possibly addressed: another node's note naming a recipient or a mention, or the person's
 _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXISTS (SELECT 1 FROM"
@@ -77,26 +79,56 @@ def _with_functions(db: Database) -> None:
     db.conn.create_function("reactor_note_key", 3, _note_key, deterministic=True)
 
 
-def noise_facts(db: Database, rows: list[dict], now_ms: int) -> dict[int, tuple[bool, int]]:
-    """note id -> (same text from its author within 24 h before it, the author's notes in the hour
-    up to it) for this scan's rows. One range read per author on its index (the 24 h before the
-    author's first row up to its last, at most MAX_AUTHOR_NOTES), each text normalized once:
-    O(author's notes in the window) per scan, never a subquery per note (that grew with the
-    square of an author's notes per day)."""
-    by_author: dict[str, list[dict]] = {}
+def actor_of(row: dict, self_did: str) -> str | None:
+    """Who a note is from, for the repeat and flood facts: a peer's note its author's DID; a note
+    this node wrote for someone the one who asked (store.provenance): ``person``, ``a2a:<key id>``,
+    ``peer:<DID>``; the node's and the agent's own (and rows of before) this node's DID. None: the
+    person's own without an author DID (no facts). Parties never share a counter (issue 33)."""
+    author = row["agent_did"]
+    if author is None or author != self_did:
+        return author
+    kind = row.get("asked_kind")
+    if kind == "person":
+        return "person"
+    if kind in ("a2a", "peer") and row.get("asked_id"):
+        return f"{kind}:{row['asked_id']}"
+    return self_did
+
+
+_BY_ACTOR = ("SELECT n.id, n.timestamp, n.text FROM notes n INDEXED BY reactor_notes_by_author LEFT JOIN provenance p"
+             " ON p.container_did = n.container_did WHERE n.agent_did = ? AND n.timestamp >= ? AND n.timestamp <= ?"
+             " AND coalesce(p.kind, '') = ? AND coalesce(p.actor_id, '') = ? ORDER BY n.timestamp LIMIT ?")
+_BY_AUTHOR = ("SELECT id, timestamp, text FROM notes INDEXED BY reactor_notes_by_author WHERE agent_did = ? AND"
+              " timestamp >= ? AND timestamp <= ? ORDER BY timestamp LIMIT ?")
+
+
+def noise_facts(db: Database, rows: list[dict], now_ms: int, self_did: str = "") -> dict[int, tuple[bool, int]]:
+    """note id -> (same text from its actor within 24 h before it, the actor's notes in the hour
+    up to it) for this scan's rows; the actor is ``actor_of`` (a peer by its DID; the person, each
+    A2A party and each peer a note was written for, each on its own). One range read per actor on
+    the author index (the 24 h before the actor's first row up to its last, at most
+    MAX_AUTHOR_NOTES), each text normalized once: O(actor's notes in the window) per scan, never a
+    subquery per note (that grew with the square of an author's notes per day)."""
+    by_actor: dict[str, list[dict]] = {}
     for row in rows:
-        if row["agent_did"] is not None:  # the person's own (no author DID): no repeat or flood facts
-            by_author.setdefault(row["agent_did"], []).append(row)
+        actor = actor_of(row, self_did)
+        if actor is not None:  # the person's own with no author DID: no repeat or flood facts
+            by_actor.setdefault(actor, []).append(row)
     out: dict[int, tuple[bool, int]] = {}
-    for author, mine in by_author.items():
+    for actor, mine in by_actor.items():
         first = min(_ms(r["timestamp"], now_ms) for r in mine)
         last = max(r["timestamp"] for r in mine)
+        window = (format_ms(max(0, first - DAY_MS)), last, MAX_AUTHOR_NOTES)
+        if actor == "person":
+            read = db.conn.execute(_BY_ACTOR, (self_did, window[0], last, "person", "", MAX_AUTHOR_NOTES))
+        elif actor.startswith(("a2a:", "peer:")) and mine[0]["agent_did"] == self_did:
+            kind, _sep, actor_id = actor.partition(":")
+            read = db.conn.execute(_BY_ACTOR, (self_did, window[0], last, kind, actor_id, MAX_AUTHOR_NOTES))
+        else:
+            read = db.conn.execute(_BY_AUTHOR, (actor, *window))
         times: list[int] = []
         texts: dict[str, list[tuple[int, int]]] = {}  # normalized text -> [(ms, note id)] by time
-        for nid, ts, text in db.conn.execute(
-                "SELECT id, timestamp, text FROM notes INDEXED BY reactor_notes_by_author WHERE agent_did = ? AND"
-                " timestamp >= ? AND timestamp <= ? ORDER BY timestamp LIMIT ?",
-                (author, format_ms(max(0, first - DAY_MS)), last, MAX_AUTHOR_NOTES)):
+        for nid, ts, text in read:
             ms = _ms(ts, now_ms)
             times.append(ms)
             texts.setdefault(normalized_text(text or ""), []).append((ms, nid))
@@ -202,10 +234,12 @@ def summary_of(row: dict, self_did: str, limit: int = 200) -> str:
 
 
 def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
-                aliases: AliasRegistry | None = None) -> list[Event]:
+                aliases: AliasRegistry | None = None, chat_grace_ms: int = 0) -> list[Event]:
     """note.* events (and note.flood) for the unread notes addressed to a local agent and not yet
     known to the reactor (oldest first, at most MAX_NOTES), each carrying the noise filter's
-    verdict (design 4.2)."""
+    verdict (design 4.2). A chat message to this node alone younger than ``chat_grace_ms`` is
+    left for a later scan: the tick it caused answers it (and marks it read) or it is read then
+    (design 6.3: a chat message makes a tick, not a tick and a wake)."""
     since = format_ms(max(0, now_ms - read_window_ms(cfg)))
     local = frozenset(cfg.local_agents) | {self_did}
     _with_functions(db)
@@ -220,16 +254,19 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
         f" AND n.timestamp >= :since AND {_ADDRESSED} AND NOT {_KNOWN} AND reactor_addressed(n.mentions, n.agent_did,"
         f" n.source, {_TO_ME}) ORDER BY n.timestamp LIMIT :limit",
         {"me": self_did, "since": since, "limit": MAX_NOTES}))
-    facts_of = noise_facts(db, rows, now_ms)
+    facts_of = noise_facts(db, rows, now_ms, self_did)
     out: list[Event] = []
     floods: dict[tuple[str, str, int], list[Event]] = {}
     for row in rows:  # oldest first: the first notes of a flood are the ones kept
+        if chat_grace_ms and _young_chat(row, now_ms - chat_grace_ms, self_did, local, aliases):
+            continue
         etype, esc_key = note_type(row)
         repeated, hour_count = facts_of.get(row["id"], (False, 0))
         at_ms = _ms(row["timestamp"], now_ms)
         author = row["agent_did"] or self_did
+        actor = actor_of(row, self_did) or author  # whose counter: the flood event names it
         facts = NoteFacts(
-            note_id=row["container_did"] or str(row["id"]), author=author,
+            note_id=row["container_did"] or str(row["id"]), author=actor,
             own=row["agent_did"] == self_did and row["source"] not in PERSON_SOURCES,
             source=row["source"] or "", tags=tuple(_json_list(row["tags"]) + _json_list(row["hashtags"])),
             topic=row["topic"] or "", text=row["text"] or "", at_ms=at_ms, is_escalation=esc_key is not None,
@@ -253,7 +290,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                             **({"topic": row["topic"]} if row["topic"] else {})})
             out.append(e)
             if noise == "flood":
-                floods.setdefault((author, agent, at_ms // HOUR_MS), []).append(e)
+                floods.setdefault((actor, agent, at_ms // HOUR_MS), []).append(e)
     for (author, agent, hour), events in floods.items():
         out.append(Event(event_type="note.flood", subject=author, agent=agent, severity=Severity.P3,
                          dedupe_key=f"flood:{author}:{agent}:{hour}", suggested_route="agent",
@@ -303,6 +340,15 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
                          refs={"note_id": row["id"], "container": did, "thread": thread,
                                "author": row["agent_did"] or self_did, **({"topic": row["topic"]} if row["topic"] else {})}))
     return out
+
+
+def _young_chat(row: dict, since_ms: int, self_did: str, local: frozenset[str], aliases) -> bool:
+    """A chat message (topic ``chat`` or ``chat:<thread>``) the node wrote for someone, to this node
+    alone, written after ``since_ms``."""
+    topic = row["topic"] or ""
+    return (row["agent_did"] in (None, self_did) and row["source"] in PERSON_SOURCES
+            and (topic == "chat" or topic.startswith("chat:")) and _ms(row["timestamp"], 0) > since_ms
+            and addressees(row, self_did=self_did, local=local, aliases=aliases) == [self_did])
 
 
 def _did(row: dict) -> str:

@@ -106,6 +106,13 @@ class Reactor:
         """The open jobs (queued|leased|running|checking), without copying the whole state."""
         return list(self.after_run.jobs.values())
 
+    def pending_of(self, agent: str, limit: int) -> list[Event]:
+        """Up to ``limit`` of the events pending for ``agent`` (and those of its open jobs not started
+        yet): what a tick may have handled meanwhile."""
+        queued = [e for j in self.after_run.jobs.values() if j.agent == agent and j.status in ("queued", "leased")
+                  for k in j.events if (e := self.after_run.events.get(k)) is not None]
+        return (queued + self.queues.of(agent, limit))[:limit]
+
     def event(self, key: str) -> Event | None:
         """An event of an open job (or a pending one) by dedupe key; O(1)."""
         e = self.after_run.events.get(key)

@@ -13,6 +13,11 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from meshnode.engines.reactor.types import Rule
+from meshnode.records.reactor.cooldowns import parts as cooldown_parts
+from meshnode.records.reactor.statuses import COOLDOWN_PREFIXES
+
+# the cooldown rows a person lists and lifts, and a row's key in words (records.reactor.cooldowns)
+__all__ = ["COOLDOWN_PREFIXES", "cooldown_parts"]
 
 HOUR_MS = 3_600_000
 
@@ -40,7 +45,6 @@ RULES: tuple[Rule, ...] = (
     Rule("info", frozenset({"liveness.quiet", "liveness.back"}), "info", False, False),
 )
 _BY_TYPE = {t: r for r in RULES for t in r.event_types}
-WAKE_KINDS = frozenset(r.name for r in RULES) | {"ext", "other"}  # the signal kinds a wake cooldown is kept per
 NUDGE_RULES = frozenset(r.name for r in RULES if r.nudge)
 _EXT = Rule("ext", frozenset(), "event", False, True)  # route: the event's suggested_route
 
@@ -85,25 +89,6 @@ def legacy_wake_key(agent: str) -> str:
     return f"wake:{agent}"
 
 
-COOLDOWN_PREFIXES = ("wake:", "nudge:", "msg:")  # the cooldown rows a person lists and lifts
-
-
-def cooldown_parts(key: str) -> dict:
-    """A cooldown row's key in words: {"limit": wake|nudge|message, "agent", "kind"} (kind: the
-    signal kind of a wake row, "*" for a row of before; the thread of a message row). ValueError
-    for a row that is no cooldown (``esc:``, ``int:``, ``check:``: the ladder's and the schedule's)."""
-    if key.startswith("wake:"):
-        rest = key[5:]
-        agent, sep, kind = rest.rpartition(":")
-        if sep and kind in WAKE_KINDS:
-            return {"limit": "wake", "agent": agent, "kind": kind}
-        return {"limit": "wake", "agent": rest, "kind": "*"}
-    if key.startswith("nudge:"):
-        lineage, _sep, agent = key[6:].partition(":")
-        return {"limit": "nudge", "agent": agent, "kind": lineage}
-    if key.startswith("msg:"):
-        return {"limit": "message", "agent": key[4:], "kind": "thread"}
-    raise ValueError(f"{key[:200]!r} is not a cooldown (wake:, nudge: or msg: rows)")
 
 
 DEADLINE_LEAD_MS = 30 * 60_000  # a signal with a deadline wakes at the latest this long before it

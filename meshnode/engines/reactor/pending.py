@@ -58,6 +58,11 @@ class PendingQueues:
         meta = self._meta.get(key)
         return None if meta is None else self._pending.get(meta[0], {}).get(key)
 
+    def of(self, target: str, limit: int) -> list[Event]:
+        """Up to ``limit`` of the events pending for ``target`` (in the order they came)."""
+        evs = self._pending.get(target, {})
+        return [e for _n, e in zip(range(limit), evs.values())]
+
     def by_target(self) -> dict[str, list[Event]]:
         return {t: list(evs.values()) for t, evs in self._pending.items() if evs}
 

@@ -26,14 +26,16 @@ import trio
 from meshnode.base.container import now_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.net.liveness import LivenessTracker, Thresholds
-from meshnode.engines.reactor import adapters, escalate, persist, plugins, traces, wake_context
+from meshnode.engines.reactor import adapters, escalate, handled, persist, plugins, traces, wake_context
 from meshnode.engines.reactor.aliases import AliasError, AliasRegistry
 from meshnode.engines.reactor.context_reads import context_reads
 from meshnode.engines.reactor.core import Reactor
 from meshnode.engines.reactor.report import parse_report
 from meshnode.base.config.reactor import ReactorConfig
-from meshnode.engines.reactor.types import Escalation, Event, LeaseRefused, RunEnded, Severity, TraceKind, TracesFound
-from meshnode.records.reactor import audit, leases, scans
+from meshnode.engines.reactor.types import (
+    Escalation, Event, LeaseRefused, RunEnded, Settled, Severity, TraceKind, TracesFound,
+)
+from meshnode.records.reactor import audit, cooldowns, leases, scans
 from meshnode.records import family
 
 log = logging.getLogger("meshnode.engines.reactor")
@@ -111,6 +113,7 @@ class ReactorService:
         self.plugin_runs: dict[str, dict] = {}  # name -> its last run, for status
         self.adapter_errors: list[str] = []
         self.waiting: list[str] = []  # jobs of this node's core a scan without the cycle left queued
+        self._ticked = False  # a regular tick of the cycle ended since the last scan (it may have handled events)
         self._poked = trio.Event()
         self._scan_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
@@ -161,6 +164,53 @@ class ReactorService:
         """Scan soon: a note or a task arrived, or a run ended (its check is due)."""
         self._poked.set()
 
+    def tick_ended(self, summary: dict) -> None:
+        """A tick of the cycle ended (``TickEvents``): a regular one may have handled what waits for
+        this node's core (answered the message): the next scan looks, and settles it (design 6.3)."""
+        if not summary.get("wake_job"):
+            self._ticked = True
+            self.poke()
+
+    async def _settled(self, reactor: Reactor, now: int) -> list[Settled]:
+        """After the cycle's ticks: the events pending for this node's core that a tick handled."""
+        if not self._ticked:
+            return []
+        self._ticked = False
+        pending = reactor.pending_of(self.did, handled.MAX_EVENTS)
+        keys = await self.store.read(handled.handled_keys, self.did, pending, now, self_did=self.did,
+                                     phrases=tuple(self.cfg.status_only_phrases))
+        if keys:
+            self.metrics.inc("reactor_settled_total", len(keys), by="tick")
+        return [Settled(tuple(sorted(keys)), now, "tick")] if keys else []
+
+    async def _still_pending(self, job) -> bool:
+        """Before a wake calls the LLM: whether any of its events still waits (not handled since its
+        signal). The handled ones are settled with the next step whatever the answer."""
+        reactor = self.reactor
+        events = [e for k in job.events if reactor is not None and (e := reactor.event(k)) is not None]
+        done = await self.store.read(handled.handled_keys, job.agent, events, self.clock(), self_did=self.did,
+                                     phrases=tuple(self.cfg.status_only_phrases))
+        if done and len(done) < len(job.events):
+            self._inputs.append(Settled(tuple(sorted(done)), self.clock(), "tick"))
+        if done:
+            self.metrics.inc("reactor_settled_total", len(done), by="recheck")
+        return len(done) < len(job.events)
+
+    async def lift_cooldowns(self, keys: list[str] | None) -> list[str]:
+        """Lift cooldowns by hand: ``keys``, or (None) every one in force; in the running core at
+        once and in the rows now. The keys lifted."""
+        async with self._scan_lock:  # never in the middle of a step
+            now = self.clock()
+            if keys is None:
+                held = self.reactor.cooldowns(now) if self.reactor is not None else {}
+                keys = sorted({r["key"] for r in await self.store.read(cooldowns.in_force, now)} | set(held))
+                if not keys:
+                    return []
+            cooldowns.check_keys(keys)
+            lifted = set(self.reactor.lift(keys)) if self.reactor is not None else set()
+            lifted |= set(await self.store.write(cooldowns.lift, keys))
+            return sorted(lifted)
+
     def heard(self, did: str, at_ms: int) -> None:
         """A sign of life from ``did`` (the same calls the node's own tracker gets)."""
         if did in self._tracked and at_ms > self._fed.get(did, 0):
@@ -193,6 +243,8 @@ class ReactorService:
             else:
                 reactor = await self._reactor(now)
             stored, heard = await self._signals(now)
+            if not dry_run:
+                self._inputs += await self._settled(reactor, now)
             events = [*stored, *heard]
             if dry_run:
                 summary = _summary(reactor.step(now, [*self._inputs, *events]), len(events))
@@ -273,8 +325,10 @@ class ReactorService:
         written), what is heard once: the hour-scale liveness changes and the due plug-ins' lines)."""
         live = await self._mesh_liveness()
         errors: list[str] = []
+        # a chat message to this node makes its cycle tick: that tick gets the first go at it
+        grace = self.cfg.person_grace_ms if self.cycle is not None else 0
         events = list(await self.store.read(adapters.scan, now, self.cfg, self_did=self.did, liveness=live,
-                                            aliases=self._aliases, errors=errors))
+                                            aliases=self._aliases, errors=errors, chat_grace_ms=grace))
         for error in errors:  # one adapter's failed read does not stop the others
             log.warning("reactor adapter failed: %s", error)
             self.metrics.inc("reactor_adapter_errors", adapter=error.split(":", 1)[0])
@@ -438,7 +492,10 @@ class ReactorService:
             if job.agent == self.did:
                 md = md_path.read_text(encoding="utf-8")
                 exit_, report = await self.cycle.wakes.run(job.job_id, md, max_ticks=int(self.cfg.max_ticks),
-                                                           max_runtime_s=float(job.max_runtime_s))
+                                                           max_runtime_s=float(job.max_runtime_s),
+                                                           still_pending=lambda: self._still_pending(job))
+            elif not await self._still_pending(job):
+                exit_ = "settled"
             else:
                 from meshnode.engines.reactor.external import wake_external
                 exit_, report = await wake_external(job.agent, self.cfg.external[job.agent], md_path, self.home,

@@ -1,5 +1,5 @@
 """CLI commands for the reactor (protocols/reactor.md section 14): ``meshnode reactor status|scan|
-events|jobs|explain|rules|aliases|release``.
+events|jobs|explain|rules|aliases|release|cooldowns|cooldown clear``.
 
 The reading commands and ``release`` are the app's reactor actions (``act``: by the running node,
 or on the home's database when none runs: the reactor's rows are all there); ``status`` adds what
@@ -302,4 +302,31 @@ def cmd_release(args) -> int:
         print_json(released)
     else:
         print(f"released the lease of {args.job}")
+    return 0
+
+
+def cmd_cooldowns(args) -> int:
+    config = _config(args)
+    rows = act(config, "reactor_cooldowns", {})
+    me = config_did(config) if rows and not args.json else ""
+    print_rows(args, rows, lambda r: f"{r.get('limit', '?'):<8} {_who(r.get('agent'), me):<14} {r.get('kind'):<14}"
+                                     f" until {_when(r.get('until_ms'))}  ({r.get('count')})  {r.get('key')}")
+    return 0
+
+
+def cmd_cooldown_clear(args) -> int:
+    if bool(args.key) == bool(args.all):
+        raise ReactorCliError("bad_usage", "usage: meshnode reactor cooldown clear KEY | --all")
+    # a wake key may name this node as "self": the core keeps its DID
+    key = args.key
+    if key and key.startswith("wake:self:"):
+        key = f"wake:{config_did(_config(args))}:{key[len('wake:self:'):]}"
+    out = act(_config(args), "reactor_cooldown_clear", {"key": key, "all": bool(args.all)})
+    if args.json:
+        print_json(out)
+    elif out["lifted"]:
+        for k in out["lifted"]:
+            print(terminal_safe(f"lifted {k}"))
+    else:
+        print("no cooldown is in force")
     return 0

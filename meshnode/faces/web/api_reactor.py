@@ -1,5 +1,5 @@
 """The reactor over HTTP (protocols/web.md 4.1): its status, events, jobs, decisions, rules and
-aliases, a scan, and a lease dropped by hand: the app's reactor actions, as ``meshnode reactor ...``
+aliases, a scan, a lease dropped by hand, and the cooldowns (listed; lifted by the person): the app's reactor actions, as ``meshnode reactor ...``
 calls them (what the reactor stored is read on or off; the status adds what the running reactor
 knows, the scan is the node's own). The rules and aliases are the configuration's."""
 
@@ -59,6 +59,14 @@ async def release(services, args):
     return await services.call("reactor_release", job=args["id"])
 
 
+async def cooldowns(services, args):
+    return await services.call("reactor_cooldowns")
+
+
+async def cooldown_clear(services, args):
+    return await services.call("reactor_cooldown_clear", key=args["key"], all=args["all"])
+
+
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/api/reactor", status, {}, "enabled, last and next scan, pending events, open jobs, leases,"
              " cooldowns, wakes, unknown addressees"),
@@ -82,4 +90,11 @@ ROUTES: list[Endpoint] = [
              "one scan now, by the running node (409 reactor_off when it is off)"),
     Endpoint("POST", "/api/reactor/jobs/{id}/release", release, {"id": _KEY},
              "drop a job's lease by hand (404 when none is held)"),
+    Endpoint("GET", "/api/reactor/cooldowns", cooldowns, {},
+             "the cooldowns in force (wake per agent and signal kind, nudge, message), the soonest to end first"),
+    Endpoint("POST", "/api/reactor/cooldowns/clear", cooldown_clear,
+             {"key": Arg(str, max=1000, doc="the cooldown's key, as listed"),
+              "all": Arg(bool, default=False, doc="every cooldown in force")},
+             "lift one cooldown or all (400 without exactly one of key and all; 404 when the key is in force"
+             " nowhere)"),
 ]

@@ -8,3 +8,4 @@ WAITING_STATUSES = ("pending", "held", "digest")  # accepted, waiting for a wake
 # not "dropped": taken out by its nudge cooldown, never pending again)
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
+COOLDOWN_PREFIXES = ("wake:", "nudge:", "msg:")  # the cooldown rows a person lists and lifts (not esc:, int:, check:)

@@ -56,3 +56,15 @@ def add_parsers(sub, common) -> None:
     p.add_argument("job", metavar="JOB", help="the job id")
     _json_flag(p)
     p.set_defaults(func=commands.cmd_release)
+    p = r.add_parser("cooldowns", parents=[common], help="the cooldowns in force: wake (per agent and signal"
+                     " kind), nudge, message")
+    _json_flag(p)
+    p.set_defaults(func=commands.cmd_cooldowns)
+    p = r.add_parser("cooldown", parents=[common], help="`cooldown clear KEY|--all`: lift cooldowns by hand")
+    c = p.add_subparsers(dest="cooldown_command", required=True, metavar="SUBCOMMAND")
+    p = c.add_parser("clear", parents=[common], help="lift one cooldown (a key `reactor cooldowns` lists) or all",
+                     epilog="example: meshnode reactor cooldown clear wake:self:offer")
+    p.add_argument("key", nargs="?", metavar="KEY", help="the cooldown's key (wake:<agent>:<kind>, nudge:..., msg:...)")
+    p.add_argument("--all", action="store_true", help="every cooldown in force")
+    _json_flag(p)
+    p.set_defaults(func=commands.cmd_cooldown_clear)
