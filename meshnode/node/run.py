@@ -155,7 +155,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         await nursery.start(outside.run)
                     if cycle is not None:
                         nursery.start_soon(cycle.run)
-                    reactor = reactor_service.set(_reactor(config, key, store, mesh, hooks, metrics, cycle))
+                    reactor = reactor_service.set(_reactor(config, key, store, mesh, hooks, metrics, cycle, ticks))
                     if reactor is not None:  # after the cycle: a wake needs its slot
                         await nursery.start(reactor.run)
                     await spawn_hello.start(nursery, config, key, store, mesh, metrics)  # a child's hello, child side
@@ -305,9 +305,9 @@ def _wake_send_limits(config: Config, key: NodeKey, metrics: Metrics, service: _
 
 
 def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, hooks: MeshHooks, metrics: Metrics,
-             cycle: Cycle | None):
+             cycle: Cycle | None, ticks: TickEvents | None = None):
     """The reactor's driver (protocols/reactor.md 12.1), poked by every note or GMP container stored
-    new; None with ``[reactor] enabled = false``."""
+    new, and told of the cycle's ticks (what they handled is settled); None with ``[reactor] enabled = false``."""
     if not config.values["reactor"]["enabled"]:
         return None
     from meshnode.engines.reactor.service import ReactorService, reactor_config
@@ -315,6 +315,8 @@ def _reactor(config: Config, key: NodeKey, store, mesh: Mesh, hooks: MeshHooks, 
     service = ReactorService(store, key, reactor_config(config.values["reactor"], key.did), config.home, metrics,
                              cycle=cycle, mesh=mesh, committee=list(config.values["consensus"]["committee"]))
     hooks.on_stored(lambda c: service.poke())
+    if ticks is not None:
+        ticks.on_ended(service.tick_ended)
     return service
 
 

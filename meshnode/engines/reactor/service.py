@@ -165,18 +165,19 @@ class ReactorService:
         self._poked.set()
 
     def tick_ended(self, summary: dict) -> None:
-        """A tick of the cycle ended (``TickEvents``): a regular one may have handled what waits for
-        this node's core (answered the message): the next scan looks, and settles it (design 6.3)."""
-        if not summary.get("wake_job"):
-            self._ticked = True
-            self.poke()
+        """A tick of the cycle ended (``TickEvents``): it may have handled what waits for this node's
+        core (answered the message): the next scan looks, and settles it (design 6.3)."""
+        self._ticked = True
+        self.poke()
 
     async def _settled(self, reactor: Reactor, now: int) -> list[Settled]:
-        """After the cycle's ticks: the events pending for this node's core that a tick handled."""
+        """After the cycle's ticks: the events pending for this node's core (or in a job not started
+        yet) that a tick handled. A started job's events are its run's to handle (its trace check)."""
         if not self._ticked:
             return []
         self._ticked = False
-        pending = reactor.pending_of(self.did, handled.MAX_EVENTS)
+        running = {k for j in reactor.open_jobs() if j.job_id in self._started for k in j.events}
+        pending = [e for e in reactor.pending_of(self.did, handled.MAX_EVENTS) if e.dedupe_key not in running]
         keys = await self.store.read(handled.handled_keys, self.did, pending, now, self_did=self.did,
                                      phrases=tuple(self.cfg.status_only_phrases))
         if keys:
