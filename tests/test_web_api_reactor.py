@@ -86,3 +86,14 @@ def test_reactor_off(tmp_path):
         assert off.get("/api/reactor")["enabled"] is False
         assert "off" in refused(off.raw_post("/api/reactor/scan", {}), 409, "reactor_off")
         assert off.get("/api/reactor/rules")
+
+
+def test_cooldowns_listed_and_lifted_over_http(web):
+    rows = web.get("/api/reactor/cooldowns")
+    assert isinstance(rows, list) and all(r["limit"] in ("wake", "nudge", "message") for r in rows)
+    refused(web.raw_post("/api/reactor/cooldowns/clear", {}), 400, "bad_request")
+    refused(web.raw_post("/api/reactor/cooldowns/clear", {"key": "esc:x:y"}), 400, "bad_request")
+    refused(web.raw_post("/api/reactor/cooldowns/clear", {"key": "wake:nobody:offer"}), 404, "not_found")
+    assert web.post("/api/reactor/cooldowns/clear", {"all": True}) == {"lifted": sorted(r["key"] for r in rows),
+                                                                       "all": True}
+    assert web.get("/api/reactor/cooldowns") == []

@@ -59,6 +59,8 @@ class Reactor:
         self._between: dict[str, tuple[int, int]] = {}  # cooldowns changed by may_send between steps
         self._ids = itertools.count(1)  # job ids (wake and watch) made since this core was built
         self.record = StepRecord(dict(st.cooldowns))
+        # per-agent wake rows of before (wake:<agent>): honoured for every kind until they end
+        self._legacy = any(k.startswith("wake:") and cooldown_parts(k)["kind"] == "*" for k in st.cooldowns)
         self.queues = PendingQueues(cfg, self.record)
         self.after_run = AfterRun(cfg, self.record, st, seen=self._seen, ids=self._ids, resolve=self._resolve,
                                   pend=self._pend, ingest=self._ingest_canonical)
@@ -272,35 +274,57 @@ class Reactor:
         """When the agent's wake cooldown of one signal kind ends (a per-agent row of before counts
         for every kind)."""
         rec = self.record
-        return max(rec.until(wake_key(agent, kind)), rec.until(legacy_wake_key(agent)))
+        until = rec.until(wake_key(agent, kind))
+        if self._legacy:
+            until = max(until, rec.until(legacy_wake_key(agent)))
+        return until
 
     def _cause(self, agent: str) -> tuple[Event | None, str]:
         """The event that wakes ``agent`` now: a P1, else one whose deadline a cooldown may not hold
         it past any more (``limits.hold_end``), else the most urgent of a signal kind whose cooldown
-        is not running; or (None, why it is held)."""
+        is not running (a signal with a deadline first); or (None, why it is held)."""
         queues, now = self.queues, self.record.now
         if queues.has_p1(agent):
             best = queues.peek(agent, True)
             if best is not None and best.severity == Severity.P1:
                 return best, ""
-        due = queues.deadline_due(agent)
-        if due is not None:  # the most pressing: its deadline is near, whatever its kind's cooldown
-            return due, ""
-        free: Event | None = None
+        deadlines = queues.has_deadlines_for(agent)
+        if deadlines:
+            due = queues.deadline_due(agent)
+            if due is not None:  # the most pressing: its deadline is near, whatever its kind's cooldown
+                return due, ""
+        free: list[str] = []
         cooling: tuple[int, str] | None = None
         for kind in queues.kinds(agent):
             until = self._kind_until(agent, kind)
             if until > now:
                 cooling = min(cooling or (until, kind), (until, kind))
-                continue
+            else:
+                free.append(kind)
+        best: Event | None = None
+        for kind in free:
             e = queues.best_of_kind(agent, kind)
-            if e is not None and (free is None or self._rank(e) < self._rank(free)):
-                free = e
-        if free is not None:
-            return free, ""
+            if e is not None and (best is None or (self._rank(e) < self._rank(best) if deadlines else urgency(e) < urgency(best))):
+                best = e
+        if best is not None:
+            return best, ""
         if cooling is None:
             return None, ""  # nothing wakeable is left (dropped by a nudge cooldown)
         return None, f"cooldown {wake_key(agent, cooling[1])} until {iso(cooling[0])}"
+
+    def _cooling_why(self, agent: str) -> str:
+        """Why ``agent`` could not be woken now were the budget free: its cooldowns ("" when it
+        could: a P1, a deadline near, or a kind not cooling). No event is picked (O(kinds))."""
+        queues, now = self.queues, self.record.now
+        if queues.has_p1(agent) or (queues.has_deadlines_for(agent) and queues.deadline_due(agent) is not None):
+            return ""
+        cooling: tuple[int, str] | None = None
+        for kind in queues.kinds(agent):
+            until = self._kind_until(agent, kind)
+            if until <= now:
+                return ""
+            cooling = min(cooling or (until, kind), (until, kind))
+        return "" if cooling is None else f"cooldown {wake_key(agent, cooling[1])} until {iso(cooling[0])}"
 
     def _rank(self, e: Event) -> tuple[int, int, int, str]:
         """Who goes first for a wake: severity, then a signal with a deadline (the hourly ceiling
@@ -331,13 +355,15 @@ class Reactor:
         # with the hourly ceiling reached nobody can be woken: only the new events need a word
         agents = queues.wakeable_targets() if hour_left > 0 else {m[0] for k in rec.undecided if (m := queues.meta(k))}
         for agent in agents:
+            if hour_left <= 0:  # nobody is woken: only why (no event to pick)
+                why = self._cooling_why(agent)
+                held[agent] = ("held_cooldown", why) if why else \
+                    ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
+                continue
             cause, why = self._cause(agent)
             if cause is None:
                 if why:
                     held[agent] = ("held_cooldown", why)
-                continue
-            if hour_left <= 0:
-                held[agent] = ("held_budget", f"hourly budget {cfg.max_wakes_per_hour}/h used")
                 continue
             groups.append((*self._rank(cause)[:3], agent, cause.dedupe_key))
         groups.sort()

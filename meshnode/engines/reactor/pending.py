@@ -100,7 +100,8 @@ class PendingQueues:
             if len(kheap) > 4 * kinds[rule] + 64:
                 kheap[:] = [(int(x.severity), x.at_ms, k) for k, x in evs.items() if self._meta[k][1] == rule]
                 heapq.heapify(kheap)
-            end = hold_end(e)
+            refs = e.refs
+            end = hold_end(e) if refs and ("expires_ms" in refs or "deadline_ms" in refs) else None
             if end is not None:
                 heapq.heappush(self._deadlines.setdefault(target, []), (end, key))
                 self._hold_ends[key] = end
@@ -184,6 +185,10 @@ class PendingQueues:
         rec.status(key, "dropped")  # not kept: a reload must not bring it back
         rec.decide(key, "held_cooldown", meta[1], f"cooldown {nk} until {iso(until)} (dropped)")
         return True
+
+    def has_deadlines_for(self, target: str) -> bool:
+        """Whether an event with a deadline may be pending for ``target`` (stale entries included)."""
+        return bool(self._deadlines.get(target))
 
     def has_deadlines(self) -> bool:
         """Whether any pending event has a deadline."""
