@@ -23,7 +23,7 @@ from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, PushNotif
 
 from meshnode.store import chat
 from meshnode.faces.a2a import gmp_tasks, held
-from meshnode.faces.a2a.admission import Party
+from meshnode.faces.a2a.admission import Party, shares_of
 from meshnode.faces.a2a.delivery import Conversations
 from meshnode.base.config.a2a import A2ASettings
 from meshnode.faces.a2a.tasks import message_task, reply_message
@@ -77,7 +77,7 @@ class MeshRequestHandler(RequestHandler):
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
                                             int(self.settings.approval_hours * 3600 * 1000), self.conversations.nonce_key(),
-                                            self.settings.max_held)
+                                            shares_of(self.settings))
             if row is None:  # the face refuses this with 429 first; here when many raced past it
                 self.services.metrics.inc("a2a_messages", outcome="held_full")
                 raise InvalidRequestError(message=held.HELD_FULL)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from meshnode.store import chat
 from meshnode.faces.a2a.admission import SESSION, TOOL, Party
+from meshnode.records.a2a import held_queue
 from meshnode.records.gate import confirm
 from meshnode.store.database import Database
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from a2a.types import Task
 
 _COLUMNS = confirm._COLUMNS
-HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
+HELD_FULL = "held_full: as many messages as may wait for a person's approval wait already; try again later"
 
 
 def framed(party: Party, text: str) -> str:
@@ -36,17 +37,20 @@ def pending(db: Database, now_ms: int) -> int:
 
 
 def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int, secret: bytes,
-         max_held: int) -> dict | None:
+         shares: held_queue.Shares) -> dict | None:
     """The held message's request (the pending one when the same message is sent again); None when
-    ``max_held`` others wait already. Its nonce is a keyed hash of the rest (``secret``: the node's),
-    so a message sent again is the same request, and nobody without the key computes it."""
+    the party's, its address's, its subnet's or the whole queue's share is full (held_queue.refusal).
+    Its nonce is a keyed hash of the rest (``secret``: the node's), so a message sent again is the
+    same request, and nobody without the key computes it. A message sent with no contextId gets one
+    (``a2a-<nonce part>``): its task names the context its conversation will have once delivered."""
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
             "framed": framed(party, text)}
     args["nonce"] = hmac.new(secret, json.dumps(args, sort_keys=True).encode(), hashlib.sha256).hexdigest()[:24]
+    args["context_id"] = context_id or f"a2a-{args['nonce'][:16]}"
     same = db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool = ? AND args = ? AND status"
                            " = 'pending' AND expires_ms > ?", (SESSION, TOOL, json.dumps(args, sort_keys=True,
                                                                 ensure_ascii=False), now_ms)).fetchone()
-    if same is None and pending(db, now_ms) >= max_held:
+    if same is None and held_queue.refusal(db, party.key, party.client, now_ms, shares) is not None:
         return None
     # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
     reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\

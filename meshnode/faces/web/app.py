@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from meshnode.base.errors import MeshnodeError
-from meshnode.faces.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
+from meshnode.faces.web import api_a2a, api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
 from meshnode.faces.web import auth as auth_routes, pages, prom, sse
 from meshnode.faces.web.address import WebAddress
 from meshnode.faces.web.auth import Auth
@@ -31,7 +31,8 @@ from meshnode.faces.web.errors import error_body, error_response, status_for
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port, parse_listen
 
 log = logging.getLogger("meshnode.faces.web")
-API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_mesh, api_reactor, api_spawn, sse, prom)
+API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_a2a, api_mesh, api_reactor, api_spawn, sse,
+               prom)
 
 
 async def route_table(services, args) -> list[dict]:
