@@ -76,6 +76,7 @@ class A2AFace:
         self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
         self.trusted = frozenset(self.settings.trusted_proxies)
         self.shares = shares_of(self.settings)
+        self._holding = trio.Lock()  # one unknown party's message at a time from the shares' check to its hold
         self.conversations = Conversations(services, self.settings)
         self._cards: dict[str, tuple[tuple, dict]] = {}
         self._dispatcher = None
@@ -179,18 +180,25 @@ class A2AFace:
         wait = self._limit(party, sends)
         if wait:
             return self._refuse(party, request_id, wait, sends)
-        if self.services.store is not None:
-            held_bound = sends and not party.known and self.settings.approve_unknown
-            block, full = await self.services.read(_verdict, party, self.services.now(),
-                                                   self.shares if held_bound else None)
-            if block is not None:
-                self.services.metrics.inc("a2a_blocked")
-                return _error(403, request_id, BLOCKED, "blocked: the person of this node does not take requests"
-                                                        " from this party or address", {"type": "blocked"})
-            if full is not None:
-                return self._held_full(request_id, full)
         scope["meshnode_a2a_party"] = party
-        return await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        if self.services.store is None:  # a face without a store (tests): nothing is blocked or held
+            return await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        if not (sends and not party.known and self.settings.approve_unknown):
+            refused = await self._admit(party, request_id, None)
+            return refused or await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        async with self._holding:  # the shares' check and the hold as one: strangers cannot race past a full share
+            refused = await self._admit(party, request_id, self.shares)
+            return refused or await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+
+    async def _admit(self, party: Party, request_id, shares: held_queue.Shares | None):
+        """The refusal of a request the person blocked, or (``shares``: a message to be held) one whose
+        share of the held queue is full; None: it goes on."""
+        block, full = await self.services.read(_verdict, party, self.services.now(), shares)
+        if block is not None:
+            self.services.metrics.inc("a2a_blocked")
+            return _error(403, request_id, BLOCKED, "blocked: the person of this node does not take requests"
+                                                    " from this party or address", {"type": "blocked"})
+        return self._held_full(request_id, full) if full is not None else None
 
     def _refuse(self, party: Party, request_id, wait: float, sends: bool):
         self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
