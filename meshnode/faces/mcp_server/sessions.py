@@ -56,9 +56,9 @@ class McpSessions(StreamableHTTPSessionManager):
     ended to make room. ``count(name, **labels)`` counts evictions and refusals (the node's metrics)."""
 
     def __init__(self, app, *, per_client: int, count: Callable[..., None], **kwargs):
-        super().__init__(app, **kwargs)
         if kwargs.get("session_idle_timeout") is None or kwargs.get("max_sessions") is None:
             raise ValueError("McpSessions needs session_idle_timeout and max_sessions (its rule measures both)")
+        super().__init__(app, **kwargs)
         self.per_client = per_client
         self._count = count
         self._clients: dict[str, str] = {}  # session id -> its client's key
