@@ -47,8 +47,8 @@ def all_endpoints() -> list[Endpoint]:
     return [*ROUTES, *auth_routes.ROUTES, *(ep for module in API_MODULES for ep in module.ROUTES)]
 
 
-def _refusal(code: str, reason: str) -> JSONResponse:
-    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code)))
+def _refusal(code: str, reason: str, headers: dict | None = None) -> JSONResponse:
+    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers))
 
 
 def _closing(response: Response) -> Response:
@@ -238,7 +238,8 @@ async def _not_allowed(request: Request, exc) -> Response:
 
 def build_app(services, auth: Auth, mounts=(), address: WebAddress | None = None) -> Starlette:
     """``mounts``: (path, ASGI app, methods, rules) served behind the guard too (the MCP endpoint), where
-    ``rules(method, headers, via, body_limit)`` is the (code, reason) of a request refused, else None:
+    ``rules(method, headers, via, body_limit)`` is the (code, reason[, response headers]) of a request
+    refused, else None:
     the guard checks Host and credentials, then those rules instead of the API's. ``address``: where the
     server is bound, once it is (serve_web fills it in)."""
     body_limit = int(services.config.values["web"]["max_body_bytes"])
