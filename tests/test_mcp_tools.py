@@ -432,7 +432,7 @@ async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_
     link.session = Fake(ConnectionError("gone"))
     with pytest.raises(GateError) as info:
         await gate.mcp.call("mcp.tt.t", {"x": 2})
-    assert info.value.code == "mcp_failed" and old.is_set() and not link.broken.is_set()
+    assert info.value.code == "mcp_unavailable" and old.is_set() and not link.broken.is_set()
 
 
 async def test_an_http_servers_answer_is_read_up_to_a_limit():

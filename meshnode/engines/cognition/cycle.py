@@ -75,6 +75,8 @@ class Cycle:
         self.peer_validators, self.peer_timeout_s = peer_validators, peer_timeout_s
         self.processes = processes  # processes.Processes: start/stop of allowlisted programs (None: off)
         self.gate = gate  # gate.Gate: the tools that touch the host (None: off)
+        if processes is not None and getattr(gate, "mcp", None) is not None:
+            gate.mcp.beside = processes.beside  # an outside tool's call past its budget runs on beside the ticks
         self.tools = tools  # offered to the LLM in the OpenAI tools format (None: commands in text only)
         self.pause_s, self.recent_k, self.repeat_below = pause_s, recent_k, repeat_below
         self.mesh_up = mesh_up  # no peers: isolated mode (validation stays local; the status says so)

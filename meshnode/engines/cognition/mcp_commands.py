@@ -4,7 +4,10 @@
 tool's own name as the type (``mcp.NAME.TOOL``, or ``mcp__NAME__TOOL`` as an
 OpenAI function) is read as the same command (``alias``). Run by the cycle
 after the answer, like the gate's tools; its result (or refusal, or the
-pending confirmation) comes back in the next tick.
+pending confirmation) comes back in the next tick. A call the server has not
+answered within its ``inline_seconds`` runs on beside the ticks (the cycle's
+processes): its result here is ``{"status": "running", "process": ID}`` and
+the tool's answer comes as ``process:ID`` at a later tick.
 """
 
 from __future__ import annotations
