@@ -47,8 +47,8 @@ RELEASED = trio.Event()  # what ``slow`` waits for: ``release`` sets it (a contr
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-async def slow() -> str:
-    """Answers once ``release`` was called (as a tool that takes its time)."""
+async def slow(tag: str = "") -> str:
+    """Answers once ``release`` was called (as a tool that takes its time); ``tag`` tells calls apart."""
     await RELEASED.wait()
     return "slow done"
 
