@@ -8,8 +8,6 @@ never the prompt. The slow tool is controllable (tests/mcp_tool_server.py: ``slo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import trio
@@ -27,21 +25,21 @@ from meshnode.engines.cognition.cycle import Cycle
 from meshnode.engines.cognition.processes import Processes
 from meshnode.records.mind import registry
 from meshnode.records.mind.registry import Endpoint
-from test_mcp_tools import SERVER, connected, stdio
+from test_mcp_tools import connected, http_server, stdio
 
 CRASHED = "fatal: the tool server crashed on purpose"  # the last line the crash tool writes to stderr
 
 
 async def beside(lab, nursery, mcp) -> Processes:
-    """The cycle's processes, running, taking the outside calls past their budget (as Cycle wires them)."""
+    """The cycle's processes, running: ``call`` hands them the outside calls past their budget, as the cycle does."""
     processes = Processes(lab["store"], mcp.gate, clock, 60.0)
     await nursery.start(processes.run)
-    mcp.beside = processes.beside
     return processes
 
 
-async def call(mcp, cmd_id: str, tool: str, args: dict | None = None) -> dict:
-    return await mcp_commands.run(mcp.gate, Command(cmd_id, "mcp_call", {"tool": tool, "args": args or {}}))
+async def call(processes: Processes, cmd_id: str, tool: str, args: dict | None = None) -> dict:
+    return await mcp_commands.run(processes.gate, Command(cmd_id, "mcp_call", {"tool": tool, "args": args or {}}),
+                                  processes.beside)
 
 
 async def process_row(store, process_id: int) -> dict:
@@ -65,17 +63,17 @@ async def test_a_call_past_its_budget_goes_on_beside_and_one_within_it_answers_i
     async with trio.open_nursery() as nursery:
         mcp = await connected(lab, tmp_path, nursery, tt=stdio(risk="low", timeout_seconds=60, inline_seconds=0.5))
         processes = await beside(lab, nursery, mcp)
-        quick = await call(mcp, "q1", "mcp.tt.add", {"a": 2, "b": 40})
+        quick = await call(processes, "q1", "mcp.tt.add", {"a": 2, "b": 40})
         assert quick["result"] == {"tool": "mcp.tt.add", "result": "42"} and processes.running() == []
-        slow = await call(mcp, "s1", "mcp.tt.slow")
+        slow = await call(processes, "s1", "mcp.tt.slow")
         assert slow["status"] == "ok" and slow["result"]["status"] == "running", slow
         pid = slow["result"]["process"]
         assert processes.running() == [pid] and (await process_row(lab["store"], pid))["status"] == "running"
-        stopped = (await call(mcp, "s2", "mcp.tt.slow"))["result"]["process"]
+        stopped = (await call(processes, "s2", "mcp.tt.slow"))["result"]["process"]
         await processes.stop(stopped)
         assert (await ended(lab["store"], stopped))["status"] == "stopped"
         assert (await process_row(lab["store"], pid))["status"] == "running"  # the other one still waits
-        assert (await call(mcp, "r1", "mcp.tt.release"))["result"]["result"] == "released"
+        assert (await call(processes, "r1", "mcp.tt.release"))["result"]["result"] == "released"
         done = await ended(lab["store"], pid)
         assert done == {"status": "exited", "result": {"process": pid, "status": "exited", "exit_code": None,
                                                        "tool": "mcp.tt.slow", "result": "slow done"}}
@@ -95,7 +93,6 @@ async def test_a_slow_tool_leaves_the_ticks_going_and_its_result_reaches_a_later
             mcp = await connected(lab, tmp_path, nursery, tt=stdio(risk="low", timeout_seconds=60))
             processes = Processes(store, mcp.gate, clock, 60.0)
             cycle = Cycle(store, NodeKey.generate(), now_ms, pause_s=0.05, gate=mcp.gate, processes=processes)
-            assert mcp.beside == processes.beside  # the cycle wires its outside calls beside its ticks
             nursery.start_soon(cycle.run)
             await until(lambda: logged(store, "cmd:c1"), what="the first tick's call")
             first = json.loads((await logged(store, "cmd:c1"))[0])
@@ -129,9 +126,9 @@ async def test_a_crashing_stdio_server_ends_its_pending_calls_at_once_as_unavail
     stderr's last line in the status, not in what the agent reads; it is reconnected."""
     async with trio.open_nursery() as nursery:
         mcp = await connected(lab, tmp_path, nursery, tt=stdio(risk="low", timeout_seconds=60, inline_seconds=0.2))
-        await beside(lab, nursery, mcp)
-        pid = (await call(mcp, "s1", "mcp.tt.slow"))["result"]["process"]
-        crash = await call(mcp, "x1", "mcp.tt.crash")
+        processes = await beside(lab, nursery, mcp)
+        pid = (await call(processes, "s1", "mcp.tt.slow"))["result"]["process"]
+        crash = await call(processes, "x1", "mcp.tt.crash")
         assert (crash["status"], crash["code"]) == ("error", "mcp_unavailable"), crash
         [status] = mcp.clients.status()  # (it is retried after a backoff of 1 s)
         assert (status["status"], status["stderr"]) == ("unavailable", CRASHED), status
@@ -147,31 +144,18 @@ async def test_a_crashing_stdio_server_ends_its_pending_calls_at_once_as_unavail
 async def test_an_http_server_gone_mid_call_ends_the_call_at_once_as_unavailable(lab, tmp_path):
     """The server process behind a url is killed while a call waits: the connection resets, the call
     ends with mcp_unavailable at once, the server is unavailable; a new call is refused at once."""
-    server = await trio.lowlevel.open_process([sys.executable, SERVER, "http", "0", "s3"], stdout=subprocess.PIPE,
-                                              stderr=subprocess.DEVNULL)
-    try:
-        printed = b""
-        with trio.fail_after(60):
-            while not printed.endswith(b"\n"):
-                chunk = await server.stdout.receive_some(64)
-                assert chunk, "the test server ended before printing its port"
-                printed += chunk
-        async with trio.open_nursery() as nursery:
-            mcp = await connected(lab, tmp_path, nursery, web={"url": f"http://127.0.0.1:{int(printed)}/mcp",
-                                                               "token": "s3", "risk": "low", "timeout_seconds": 60,
-                                                               "inline_seconds": 0.2})
-            await beside(lab, nursery, mcp)
-            pid = (await call(mcp, "s1", "mcp.web.slow"))["result"]["process"]
-            server.kill()
-            done = await ended(lab["store"], pid, within=10)
-            assert done["status"] == "failed" and done["result"]["code"] == "mcp_unavailable", done
-            again = await call(mcp, "a1", "mcp.web.add", {"a": 1, "b": 2})
-            assert again["code"] == "mcp_unavailable", again
-            assert mcp.clients.links["web"].status in ("unavailable", "connecting")
-            nursery.cancel_scope.cancel()
-    finally:
+    async with http_server() as (url, server), trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery, web={"url": url, "token": "s3", "risk": "low",
+                                                           "timeout_seconds": 60, "inline_seconds": 0.2})
+        processes = await beside(lab, nursery, mcp)
+        pid = (await call(processes, "s1", "mcp.web.slow"))["result"]["process"]
         server.kill()
-        await server.wait()
+        done = await ended(lab["store"], pid, within=10)
+        assert done["status"] == "failed" and done["result"]["code"] == "mcp_unavailable", done
+        again = await call(processes, "a1", "mcp.web.add", {"a": 1, "b": 2})
+        assert again["code"] == "mcp_unavailable", again
+        assert mcp.clients.links["web"].status in ("unavailable", "connecting")
+        nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("value, says", [(-1, "inline_seconds = -1"), (11, "from 0 to 10"),

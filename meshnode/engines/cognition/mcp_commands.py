@@ -29,13 +29,15 @@ def alias(raw: Any) -> Any:
     return raw
 
 
-async def run(gate, cmd) -> dict:
+async def run(gate, cmd, beside=None) -> dict:
+    """``beside``: where a call past its budget goes on (the cycle's ``Processes.beside``; None: the
+    caller waits for its end)."""
     mcp = getattr(gate, "mcp", None)
     if mcp is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "code": "unknown_tool",
                 "error": "no MCP server is configured here ([mcp.servers.NAME])"}
     try:
-        result = await mcp.call(cmd.args["tool"], cmd.args.get("args", {}))
+        result = await mcp.call(cmd.args["tool"], cmd.args.get("args", {}), beside=beside)
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "tool": cmd.args["tool"], "status": "error",
                 "error": exc.reason, "code": exc.code}

@@ -73,7 +73,6 @@ class McpTools:
     def __init__(self, clients: Clients, gate, metrics=None):
         self.clients, self.gate, self.metrics = clients, gate, metrics  # metrics: the node's counters (or None)
         self._openai: tuple[tuple, list[dict]] | None = None  # (the tool lists it was built from, definitions)
-        self.beside: Beside | None = None  # None: a call holds its caller until it ends (no cycle runs)
 
     def offered(self) -> list[tuple[str, Link, ToolInfo]]:
         return [(f"{PREFIX}{name}.{t.name}", link, t) for name, link in self.clients.links.items()
@@ -127,9 +126,9 @@ class McpTools:
                             f"{', '.join(sorted(link.tools))[:500]}")
         return f"{PREFIX}{parts[0]}.{tool.name}", link, tool
 
-    async def call(self, full: str, args: dict, approved: int | None = None) -> dict:
+    async def call(self, full: str, args: dict, approved: int | None = None, beside: Beside | None = None) -> dict:
         """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``;
-        with ``beside``, a run not done within the server's ``inline_seconds`` goes on beside the
+        with ``beside`` (else the run holds the caller until it ends), a run not done within the server's ``inline_seconds`` goes on beside the
         caller, which gets ``{"status": "running", "process": ID, ...}``. Counted when it ends in
         ``mcp_tool_calls{server, outcome}`` (ok, asked, timeout, tool_error, unavailable, bad_args,
         unknown_tool, loop, ...; denied ones in ``denied``)."""
@@ -141,10 +140,10 @@ class McpTools:
         if isinstance(ready, dict):  # a person is asked
             self._count(full, "asked")
             return ready
-        if self.beside is None:
+        if beside is None:
             return await self._counted(ready)
         label = [ready.full, json.dumps(args, ensure_ascii=False, separators=(",", ":"))[:500]]
-        return await self.beside(label, lambda: self._counted(ready), ready.link.settings.inline_s)
+        return await beside(label, lambda: self._counted(ready), ready.link.settings.inline_s)
 
     async def _counted(self, ready: Ready) -> dict:
         try:
