@@ -42,7 +42,8 @@ def test_a_message_reaches_the_agent_in_full_and_its_reply_comes_back_in_the_thr
     asked = next(r for r in web.llm.seen()[seen:] if QUESTION in r["messages"][1]["content"])
     shown = asked["messages"][1]["content"]
     [message] = json_lines(prompt_section(shown, "Messages from the person (context 6a)", required=True))
-    assert message == {"id": did, "thread": tid, "time": message["time"], "text": QUESTION}
+    assert message == {"id": did, "from": "the person", "via": "web", "thread": tid, "time": message["time"],
+                       "text": QUESTION}
     assert did not in prompt_section(shown, "Incoming notes (context 6)", required=True)
     [row] = [t for t in web.get("/api/threads") if t["thread"] == tid]
     assert row["count"] == 2 and row["unread_by_agent"] == 0 and row["last_side"] == "agent"

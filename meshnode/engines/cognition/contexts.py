@@ -64,10 +64,22 @@ PERSON_CUT = " [... cut: note_read {id} for the rest]"
 NOTICE_TEXT = 500  # of each of this node's own unread notices (context 6c)
 
 
+# characters json.dumps leaves as they are that a reader may take for a line break or a reordering of
+# the text (NEL and the C1 controls, U+2028/2029, the bidirectional controls): escaped as \uXXXX too
+_BREAKS = {c: f"\\u{c:04x}" for c in [*range(0x7f, 0xa0), 0x2028, 0x2029, *range(0x202a, 0x202f),
+                                      *range(0x2066, 0x206a)]}
+
+
+def quoted(value) -> str:
+    """``value`` as JSON in which no text can break a line: every string a JSON string, and
+    besides what JSON escapes, every character of ``_BREAKS`` escaped."""
+    return json.dumps(value, ensure_ascii=False).translate(_BREAKS)
+
+
 def lines(items: list[dict]) -> str:
-    """Items as the agent reads outside text: one JSON object a line, every text and name a JSON
-    string, so nothing inside one can start a line, a heading or another sender."""
-    return "\n".join(json.dumps(item, ensure_ascii=False) for item in items)
+    """Items as the agent reads outside text: one JSON object a line (``quoted``), every text and
+    name a JSON string, so nothing inside one can start a line, a heading or another sender."""
+    return "\n".join(quoted(item) for item in items)
 
 
 def conversation(db: Database, own_did: str | None, kind: str = "person") -> tuple[list[dict], list[str]]:
@@ -243,7 +255,7 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
                 ).fetchall()
         notes = {"mode": "manual", "unread_by_priority": dict(counts), "unread": [
             {"id": d, "priority": p, **speakers.of_row(own_did, who).fields()} for d, p, *who in ids]}
-    parts.append((NOTES_SECTION, _fit(json.dumps(notes, ensure_ascii=False), "notes")))
+    parts.append((NOTES_SECTION, _fit(quoted(notes), "notes")))
     parts.append(("System (context 7)", _fit(json.dumps(
         {"time": format_ms(now_ms), "tick": tick, "mode": mode, "llm": llm_id}), "system")))
     memory = q("SELECT id, content FROM llm_memory ORDER BY id DESC LIMIT 20").fetchall()
