@@ -285,3 +285,20 @@ def test_listings_tell_a_party_and_a_peer_from_the_person(db):
     assert _writer(rows[party["did"]]) == 'A2A party "friend" (known, key known:friend)'
     assert "\n" not in _writer(rows[stranger["did"]]) and "(unknown," in _writer(rows[stranger["did"]])
     assert described("a2a") == "an A2A party" and described("peer") == "a peer"
+
+
+def test_a_flood_of_party_messages_never_crowds_the_person_out(db):
+    """Each speaker has its own section and budget: a party's flood fills its own, the person's
+    message is in full in theirs; what a section leaves out is counted, not listed elsewhere."""
+    mine = chat_actions.compose(db, KEY, actor.person("cli"), "the one thing I asked", None, T0)
+    for i in range(12):
+        deliver(db, Party(known=False, name=f"spam{i}", client=f"192.0.2.{i}"), f"buy now {i} " + "$" * 1500)
+    text = prompt(db)
+    [person] = json_lines(prompt_section(text, "Messages from the person (context 6a)", required=True))
+    assert (person["id"], person["text"]) == (mine["did"], "the one thing I asked")
+    parties = prompt_section(text, contexts.PARTIES_SECTION, required=True)
+    assert len(parties) <= contexts.BUDGET["parties"] and "buy now 11 " in parties  # the newest first
+    assert "note_list" not in prompt_section(text, "Messages from the person (context 6a)")
+    listed = json.loads(prompt_section(text, contexts.NOTES_SECTION, required=True))["unread"]
+    assert listed == []  # the parties' messages are not listed again among the peers'
+    assert {"older_unread": 2, "read_them": "note_list unread=true"} == contexts.conversation(db, KEY.did, "a2a")[-1]

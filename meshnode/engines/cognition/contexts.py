@@ -82,13 +82,12 @@ def lines(items: list[dict]) -> str:
     return "\n".join(quoted(item) for item in items)
 
 
-def conversation(db: Database, own_did: str | None, kind: str = "person") -> tuple[list[dict], list[str]]:
+def conversation(db: Database, own_did: str | None, kind: str = "person") -> list[dict]:
     """Context 6a (``kind`` person) or 6b (a2a): the unread messages whose provenance row is of
     ``kind`` (newest 10, each text cut at PERSON_TEXT with a marker), each thread's 2 messages before
-    them (either side, each by its sender), and the ids shown. Who sent each is its provenance row's,
+    them (either side, each by its sender). Who sent each is its provenance row's,
     never its text's: a message cannot move itself into another's section."""
     unread = chat.unread_for_context(db, own_did, kind)
-    shown = {row[0] for row in unread}
     out: list[dict] = []
     for did, topic, text, ms, *who in unread:
         item = {"id": did, **speakers.of_row(own_did, who).fields(), "thread": chat.thread_name(did, topic),
@@ -111,7 +110,7 @@ def conversation(db: Database, own_did: str | None, kind: str = "person") -> tup
     more = chat.unread_count(db, own_did, kind) - len(out)
     if more > 0:  # older unread ones: listed nowhere else (no other section shows this sender's messages)
         out.append({"older_unread": more, "read_them": "note_list unread=true"})
-    return out, sorted(shown)
+    return out
 
 
 def _fit(text: str, name: str) -> str:
@@ -219,10 +218,10 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     parts.append(("Results of your last commands and processes (context 4)", _fit("\n".join(
         [f"{n} [{s}] {v}" for n, v, s, _ in results] + [f"process:{i} [running] {a}" for i, a, _ in running])
         or "(none)", "results")))
-    person, _ = conversation(db, own_did, "person")
+    person = conversation(db, own_did, "person")
     if person:  # always, whatever notes_filter says; only the person's messages, by provenance
         parts.append((PERSON_SECTION, _fit(lines(person), "person")))
-    parties, _ = conversation(db, own_did, "a2a")
+    parties = conversation(db, own_did, "a2a")
     if parties:
         parts.append((PARTIES_SECTION, _fit(lines(parties), "parties")))
     own = q(f"SELECT n.container_did, n.priority, n.text, {speakers.COLUMNS} FROM notes n {speakers.JOIN}"
