@@ -216,10 +216,11 @@ def test_an_a2a_client_fetches_the_signed_card_and_talks_to_the_agent(agent_node
     assert [p.text for p in reply.parts] == ["4, friend"] and reply.role == Role.ROLE_AGENT
     assert reply.reference_task_ids == [f"m-{did}"]
     stored = node.call("chat_thread", {"thread": reply.context_id})["messages"]
-    assert stored[0]["text"].startswith("[A2A message from known party friend]")
-    # the node records who asked for it: the A2A party (by its key), not the person; the reply is the agent's
+    assert stored[0]["text"] == "what is 2+2, friend?"  # as the party wrote it: no header line to forge
+    # the node records who asked for it: the A2A party (by its key and name), not the person
     asked = {r["container_did"]: r for r in node.call("notes", {"topic": "chat", "limit": 50})}
     assert (asked[did]["asked_kind"], asked[did]["asked_via"]) == ("a2a", "a2a")
+    assert (asked[did]["asked_id"], asked[did]["asked_label"]) == ("known:friend", "friend")
     task = trio.run(_get_task, url, token, f"m-{did}", node.did)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     for someone_else in (None, (node.home / "web.token").read_text().strip()):  # another party: no such task

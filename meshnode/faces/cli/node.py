@@ -165,7 +165,7 @@ def _writer(r: dict) -> str:
         return who(r.get("author_did"), r.get("author_name"))
     from meshnode.app.actor import described
 
-    return described(kind, r.get("asked_via"), r.get("asked_label"))
+    return described(kind, r.get("asked_via"), r.get("asked_label"), r.get("asked_id"))
 
 
 def cmd_peers(args) -> int:
