@@ -84,3 +84,9 @@ def prompt_section(prompt: str, marker: str, *, required: bool = False) -> str:
             return body.rstrip("\n")
     assert not required, f"no heading with {marker!r} in the prompt"
     return ""
+
+
+def json_lines(section: str) -> list:
+    """The objects of a prompt section that holds one JSON object a line (the messages of contexts 6a,
+    6b, 6c): every line must parse, so a text that broke out of its JSON string fails here."""
+    return [json.loads(line) for line in section.splitlines()]

@@ -43,6 +43,31 @@ async def hang() -> str:
     await trio.sleep_forever()
 
 
+RELEASED = trio.Event()  # what ``slow`` waits for: ``release`` sets it (a controllable slow tool, no real wait)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def slow(tag: str = "") -> str:
+    """Answers once ``release`` was called (as a tool that takes its time); ``tag`` tells calls apart."""
+    await RELEASED.wait()
+    return "slow done"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def release() -> str:
+    """Lets every waiting ``slow`` answer."""
+    RELEASED.set()
+    return "released"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def crash() -> str:
+    """Says why on stderr and exits at once, in the middle of the call (a crashing server)."""
+    sys.stderr.write("starting the crash tool\nfatal: the tool server crashed on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 async def big(n: int) -> str:
     """A long text."""

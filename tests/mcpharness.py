@@ -28,10 +28,20 @@ async def stdio_session(node, errlog: Path):
 
 
 @contextlib.asynccontextmanager
-async def http_session(url: str, token: str):
-    """A session with ``url``/mcp, sending ``Authorization: Bearer <token>``."""
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as client:
-        async with streamable_http_client(f"{url}/mcp", http_client=client) as (r, w, *_):
+async def http_session(url: str, token: str, *, agent: str | None = None, end: bool = True,
+                       session_ids: list | None = None):
+    """A session with ``url``/mcp, sending ``Authorization: Bearer <token>`` (and ``User-Agent: agent``:
+    the node tells clients apart by address and User-Agent). ``end=False`` leaves the session open when
+    the client goes (no DELETE: abandoned); ``session_ids`` gets the session's id."""
+    headers = {"Authorization": f"Bearer {token}", **({"User-Agent": agent} if agent else {})}
+    async with create_mcp_http_client(headers=headers) as client:
+        if session_ids is not None:
+            async def keep_id(response):
+                sid = response.headers.get("mcp-session-id")
+                if sid and sid not in session_ids:
+                    session_ids.append(sid)
+            client.event_hooks["response"].append(keep_id)
+        async with streamable_http_client(f"{url}/mcp", http_client=client, terminate_on_close=end) as (r, w, *_):
             async with ClientSession(r, w) as session:
                 await session.initialize()
                 yield session

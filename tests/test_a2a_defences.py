@@ -14,6 +14,13 @@ from meshnode.faces.a2a import card as cards
 from meshnode.base.identity.keys import NodeKey
 
 
+def _shares(n: int):
+    """The held queue's shares with every one ``n`` (the whole queue's, each party's, address's, subnet's)."""
+    from meshnode.records.a2a.held_queue import Shares
+
+    return Shares(total=n, per_party=n, per_address=n, per_subnet=n, retry_after_ms=600_000)
+
+
 def test_a_trusted_proxy_names_the_client_and_ipv6_addresses_share_their_64():
     from meshnode.faces.a2a.admission import bucket_of, client_of
 
@@ -71,10 +78,11 @@ def test_held_messages_are_capped_and_their_task_ids_need_the_nonce(tmp_path):
 
     db = Database(tmp_path / "db.sqlite")
     hour = 3600 * 1000
-    rows = [held.hold(db, Party(False, f"s{i}", f"2001:db8::{i}"), "hi", "", 0, hour, b"k" * 32, 3) for i in range(3)]
+    rows = [held.hold(db, Party(False, f"s{i}", f"2001:db8::{i}"), "hi", "", 0, hour, b"k" * 32, _shares(3))
+            for i in range(3)]
     assert all(rows) and held.pending(db, 0) == 3
-    assert held.hold(db, Party(False, "s9", "2001:db8::9"), "hi", "", 0, hour, b"k" * 32, 3) is None  # full
-    again = held.hold(db, Party(False, "s0", "2001:db8::0"), "hi", "", 0, hour, b"k" * 32, 3)
+    assert held.hold(db, Party(False, "s9", "2001:db8::9"), "hi", "", 0, hour, b"k" * 32, _shares(3)) is None  # full
+    again = held.hold(db, Party(False, "s0", "2001:db8::0"), "hi", "", 0, hour, b"k" * 32, _shares(3))
     assert again["id"] == rows[0]["id"]  # the same message sent again: the same request, not refused
     assert held.pending(db, 2 * hour) == 0  # expired ones do not count
     tid = held.task_of(rows[0], None).id
@@ -90,17 +98,24 @@ def test_held_messages_are_capped_and_their_task_ids_need_the_nonce(tmp_path):
 def test_the_face_refuses_a_message_when_the_held_queue_is_full_and_limits_before_reading(tmp_path):
     from collections import Counter
 
+    from meshnode.faces.a2a import held
+    from meshnode.faces.a2a.admission import Party
+    from meshnode.store.database import Database
+
     face = _face(tmp_path, "127.0.0.1", [])
+    db = Database(tmp_path / "db.sqlite")
+    for i in range(face.settings.max_held):  # the queue full, one message from each of 20 networks
+        assert held.hold(db, Party(False, "s", f"198.51.{i}.1"), "hi", "", 0, 3_600_000, b"k" * 32, face.shares)
     counts: Counter = Counter()
     reads: list = []
 
     async def read(fn, *args):
-        return face.settings.max_held  # the queue is full
+        return fn(db, *args)
 
     async def receive():
         reads.append(1)
         return {"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}
-    face.services.read, face.services.store = read, object()
+    face.services.read, face.services.store = read, db
     face.services.metrics = type("M", (), {"inc": lambda self, name, **labels: counts.update([(name, *labels.values())])})()
     face.guard.host_ok = lambda h: True
     body = {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": {
@@ -108,12 +123,14 @@ def test_the_face_refuses_a_message_when_the_held_queue_is_full_and_limits_befor
     scope = {"type": "http", "path": cards.RPC_PATH, "method": "POST", "scheme": "http", "client": ("192.0.2.7", 1),
              "headers": [(b"host", b"127.0.0.1:1"), (b"content-type", b"application/json")]}
     response = trio.run(face._respond, scope, receive)
-    assert response.status_code == 429 and json.loads(response.body)["error"]["data"]["type"] == "held_full"
+    error = json.loads(response.body)["error"]
+    assert response.status_code == 429 and error["data"]["type"] == "held_full" and error["data"]["share"] == "queue"
+    assert 60 <= int(response.headers["retry-after"]) <= 600 and "minutes" in error["message"]  # minutes, not a day
     assert counts[("a2a_messages", "held_full")] == 1
     # a flood from one address is refused, then (past the read bucket, 20 x burst) before its body is read
     statuses = [trio.run(face._respond, scope, receive).status_code for _ in range(100)]
     assert set(statuses) == {429} and len(reads) == 3 * 20  # the 60 the read bucket let through
-
+    db.close()
 
 
 def test_a_child_node_advertises_its_own_url_and_has_its_own_known_parties(tmp_path):
@@ -160,7 +177,7 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
         await release.wait()
         return {"did": "chat:abc", "thread": "t" * 16}
     handler, counted = _handler_on(db, chat_send)
-    row = held.hold(db, Party(False, "s", "192.0.2.1"), "hi", "", 0, 3_600_000, b"k" * 32, 20)
+    row = held.hold(db, Party(False, "s", "192.0.2.1"), "hi", "", 0, 3_600_000, b"k" * 32, _shares(20))
     confirm.decide(db, row["id"], True, 1, "cli")
 
     async def main():
@@ -173,7 +190,7 @@ def test_an_approved_message_being_delivered_at_shutdown_is_finished_not_left_wo
     assert held.row(db, row["id"])["status"] == "done" and {"outcome": "approved"} in counted
     assert [(a.kind, a.id) for a in asked] == [("a2a", "unknown:192.0.2.1:s")]  # the party asked, not the person
     # a row a previous run claimed and never finished: failed at the next start, with the reason
-    other = held.hold(db, Party(False, "s", "192.0.2.1"), "again", "", 0, 3_600_000, b"k" * 32, 20)
+    other = held.hold(db, Party(False, "s", "192.0.2.1"), "again", "", 0, 3_600_000, b"k" * 32, _shares(20))
     confirm.decide(db, other["id"], True, 1, "cli")
     assert confirm.claim(db, other["id"])
     assert held.task_of(held.row(db, other["id"]), None).status.state == TaskState.TASK_STATE_WORKING
@@ -195,7 +212,8 @@ def test_messages_are_counted_by_outcome_including_those_a_person_rejects(tmp_pa
     async def chat_send(cmd, text, thread, wait_seconds, actor):
         return {"did": "chat:abc", "thread": "t" * 16}
     handler, counted = _handler_on(db, chat_send)
-    rows = [held.hold(db, Party(False, "s", "192.0.2.1"), f"m{i}", "", 0, 3_600_000, b"k" * 32, 20) for i in range(3)]
+    rows = [held.hold(db, Party(False, "s", "192.0.2.1"), f"m{i}", "", 0, 3_600_000, b"k" * 32, _shares(20))
+            for i in range(3)]
     trio.run(handler.conversations.deliver_round)  # all three wait
     assert counted == []
     confirm.decide(db, rows[0]["id"], False, 1, "cli")

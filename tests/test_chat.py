@@ -9,6 +9,7 @@ import pytest
 
 from meshnode.store import chat
 from meshnode.app.actions import chat as chat_actions
+from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.engines.cognition import contexts, executor
@@ -17,7 +18,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.keys import NodeKey
 from meshnode.domain.notes import make_note
 from meshnode.store import Database
-from llmharness import prompt_section
+from llmharness import json_lines, prompt_section
 
 T0 = 1_800_000_000_000
 MCP = person("mcp")
@@ -109,11 +110,12 @@ def test_bad_and_unknown_threads_are_typed_errors_and_change_nothing(db):
 def test_reply_to_takes_only_the_persons_notes_of_this_node(db):
     mine = make_note(KEY, "the agent's own note", now_ms=T0, source="llm")
     theirs = make_note(OTHER, "a peer's note", now_ms=T0, source="user")
-    cli_note = make_note(KEY, "from the terminal", now_ms=T0, source="cli", topic="lunch")
-    for n in (mine, theirs, cli_note):
+    unrecorded = make_note(KEY, "signed here as the person's, but no record of who asked", now_ms=T0, source="cli")
+    for n in (mine, theirs, unrecorded):
         db.put_container(n, received_at_ms=T0)
+    cli_note = write_note(db, KEY, person("cli"), "from the terminal", now_ms=T0, topic="lunch")
     count = db.counts()["notes"]
-    for target in (mine.did, theirs.did, "did:hmp:container:uEinothere"):
+    for target in (mine.did, theirs.did, unrecorded.did, "did:hmp:container:uEinothere"):
         result = agent_reply(db, "hi", target, T0 + 1)
         assert result["status"] == "error" and result["code"] == "not_found"
         assert "context 6a" in result["error"]  # what the LLM sees says where the ids come from
@@ -135,7 +137,7 @@ def test_context_6a_shows_the_persons_unread_messages_with_their_thread(db):
     db.put_container(peer, received_at_ms=T0)
     text = prompt(db)
     assert text.index("## Messages from the person (context 6a)") < text.index("## Incoming notes (context 6)")
-    part = json.loads(prompt_section(text, "Messages from the person (context 6a)", required=True))
+    part = json_lines(prompt_section(text, "Messages from the person (context 6a)", required=True))
     assert [m["text"][:12] for m in part] == ["x" * 12, "tell me more"]  # newest first, only this node's person
     assert part[0]["thread"] == first["thread"] and part[0]["id"] == new["did"]
     assert part[0]["text"].endswith(contexts.PERSON_CUT.format(id=new["did"]))

@@ -10,7 +10,8 @@ import sqlite3
 import time
 
 import meshnode.node.run  # noqa: F401  (everything the node registers)
-from llmharness import command_block
+from llmharness import command_block, json_lines
+from meshnode.engines.cognition import contexts
 from meshharness import Node, wait_until
 from meshnode.engines.cognition.command_types import command_names, command_type
 
@@ -138,11 +139,11 @@ def test_the_agents_own_notes_are_not_its_mail_and_do_not_wake_it(tmp_path, llms
             mine = dict(conn.execute("SELECT source, container_did FROM notes"))
             person = node.cli("note", "add", "are you there?").strip()  # mail: this wakes it
             wait_until(lambda: len(llm.seen()) >= 3, 30, "a tick after the person's note")
-            mail = json.loads(section(prompt(llm.seen()[2]), "Incoming notes (context 6)"))
+            mail = json.loads(section(prompt(llm.seen()[2]), contexts.NOTES_SECTION))
             assert mail["unread"] == [] and mail["unread_by_priority"] == {"0": 1}  # shown in 6a, not twice
-            [message] = json.loads(section(prompt(llm.seen()[2]), "Messages from the person (context 6a)"))
+            [message] = json_lines(section(prompt(llm.seen()[2]), "Messages from the person (context 6a)"))
             assert message["id"] == person and message["text"] == "are you there?"
-            inbox = section(prompt(llm.seen()[2]), "Incoming notes (context 6)")
+            inbox = section(prompt(llm.seen()[2]), contexts.NOTES_SECTION)
             assert len(mine) == 3 and not any(did in inbox for did in mine.values())
             wait_until(lambda: len(llm.seen()) >= 4, 30, "the tick after note_list")
             listed = section(prompt(llm.seen()[3]), "Results of your last commands and processes (context 4)")

@@ -58,9 +58,10 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         [row] = await result(s, "notes", query="okapi")
         assert row["container_did"] == note["did"]
         assert (row["asked_kind"], row["asked_via"], row["source"]) == ("person", "mcp", "user")  # `meshnode mcp`
-        claimed = await result(s, "note_add", text="an okapi that claims the CLI", source="cli")  # not a parameter
-        [row] = await result(s, "notes", query="claims the CLI")
-        assert (row["container_did"], row["asked_via"], row["source"]) == (claimed["did"], "mcp", "user")
+        with pytest.raises(MCPError) as claimed:  # not a parameter: refused, and nothing is written
+            await s.call_tool("note_add", {"text": "an okapi that claims the CLI", "source": "cli"})
+        assert claimed.value.error.code == -32602 and '"source"' in claimed.value.error.message
+        assert await result(s, "notes", query="claims the CLI") == []
         read = await result(s, "note_read", did=note["did"])
         assert read["text"] == "an okapi note from MCP" and "mcp" in read["tags"]
         entry = await result(s, "diary_add", text="today I spoke MCP", title="MCP")
@@ -99,15 +100,41 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
             assert "not_found" in await refusal(s, "find_peer", did=NodeKey(bytes([7]) * 32).did)
 
 
+async def argument_error(session, tool: str, **args) -> str:
+    """A refused argument's text: one sentence, the code first, naming the argument, no pydantic and no URL."""
+    text = await refusal(session, tool, **args)
+    assert text.startswith("bad_arguments: ") and "\n" not in text, text
+    assert "pydantic" not in text.lower() and "http" not in text and "validation error" not in text, text
+    return text
+
+
+async def unknown_argument(session, tool: str, **args) -> str:
+    """The JSON-RPC error of an argument the tool does not take (-32602), its message."""
+    with pytest.raises(MCPError) as refused:
+        await session.call_tool(tool, args)
+    assert refused.value.error.code == -32602, refused.value.error
+    return refused.value.error.message
+
+
 async def test_bad_arguments_are_tool_errors_with_a_reason(web, tmp_path):
     async with stdio_session(web.node, tmp_path / "err.log") as s:
-        assert "limit" in await refusal(s, "notes", limit=0)
-        assert "text" in await refusal(s, "note_add", text="x" * (64 * 1024 + 1))
-        assert "text" in await refusal(s, "note_add")  # required
-        assert "audience" in await refusal(s, "note_add", text="x", audience="everyone")
-        assert "wait_seconds" in await refusal(s, "ask_agent", text="x", wait_seconds=61)
-        assert "thread" in await refusal(s, "chat_thread", thread="../../etc")
-        assert "did" in await refusal(s, "reputation", did="x" * 201)
+        assert await argument_error(s, "notes", limit=0) == \
+            "bad_arguments: limit must be an integer from 1 to 500: at most this many rows"
+        assert (await argument_error(s, "note_add", text="x" * (64 * 1024 + 1))).startswith(
+            "bad_arguments: text must be a string of 1 to 65536 characters")
+        assert (await argument_error(s, "note_add")).startswith("bad_arguments: text is required")
+        assert await argument_error(s, "note_add", text="x", audience="everyone") == \
+            'bad_arguments: audience must be one of "private", "friends", "public"'
+        assert "wait_seconds must be a number from 0 to 60" in await argument_error(s, "ask_agent", text="x",
+                                                                                     wait_seconds=61)
+        assert "thread must be a string matching" in await argument_error(s, "chat_thread", thread="../../etc")
+        assert "did must be a string of 6 to 200 characters" in await argument_error(s, "reputation", did="x" * 201)
+        assert "tags must be a list of at most 64 items" in await argument_error(s, "note_add", text="x",
+                                                                                 tags=["t"] * 65)
+        assert await unknown_argument(s, "notes", limt=5) == \
+            'unknown argument "limt": notes takes query, limit, unread, topic, before'
+        assert await unknown_argument(s, "status", verbose=True) == 'unknown argument "verbose": status takes no' \
+                                                                     ' arguments'
         unknown = await s.call_tool("no_such_tool", {})
         assert unknown.is_error and "no_such_tool" in text_of(unknown)
     assert "Traceback" not in (tmp_path / "err.log").read_text()
@@ -119,8 +146,10 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         plain = await client.post("/mcp", json=body)
         assert plain.status_code == 401 and plain.json()["code"] == "unauthorized"
+        assert plain.headers["www-authenticate"] == 'Bearer realm="meshnode"'  # RFC 6750 3: no error without a token
         wrong = await client.post("/mcp", json=body, headers={"Authorization": "Bearer " + "x" * 43})
         assert wrong.status_code == 401
+        assert wrong.headers["www-authenticate"].startswith('Bearer realm="meshnode", error="invalid_token"')
         bearer = {"Authorization": f"Bearer {web.token}"}
         as_text = await client.post("/mcp", content=json.dumps(body), headers={**bearer, "content-type": "text/plain"})
         assert as_text.status_code == 415 and as_text.json()["code"] == "bad_content_type"
@@ -129,6 +158,7 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         assert login.status_code == 200 and client.cookies.get("meshnode_session")
         by_cookie = await client.post("/mcp", json=body, headers={"Origin": web.url})
         assert by_cookie.status_code == 401 and "Bearer" in by_cookie.json()["reason"]
+        assert by_cookie.headers["www-authenticate"] == 'Bearer realm="meshnode"'
         client.cookies.clear()
         # a session's end is a DELETE with no body: the guard lets it reach the SDK (which answers for it)
         ended = await client.delete("/mcp", headers={**bearer, "mcp-session-id": "no-such-session"})
@@ -136,7 +166,9 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
     async with http_session(web.url, web.token) as s:
         assert {t.name for t in (await s.list_tools()).tools} == TOOLS
         assert (await result(s, "status"))["did"] == web.node.did
-        assert "limit" in await refusal(s, "diary", limit=10**6)
+        assert await argument_error(s, "diary", limit=10**6) == \
+            "bad_arguments: limit must be an integer from 1 to 500: at most this many rows"
+        assert '"source"' in await unknown_argument(s, "note_add", text="x", source="cli")
         note = await result(s, "note_add", text="written over HTTP MCP")
         [row] = await result(s, "notes", query="written over HTTP MCP")
         assert (row["container_did"], row["asked_kind"], row["asked_via"]) == (note["did"], "person", "mcp")
@@ -144,6 +176,8 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         assert "unknown_goal" in await refusal(s, "goal_show", goal="nope-nope")
     assert metric(web.node, "mcp_calls", cmd="note_add", outcome="ok") >= 1
     assert metric(web.node, "mcp_calls", cmd="goal_show", outcome="unknown_goal") >= 1
+    assert metric(web.node, "mcp_refused", tool="note_add", why="unknown_argument") >= 1
+    assert metric(web.node, "mcp_refused", tool="diary", why="bad_arguments") >= 1
     assert metric(web.node, "web_requests", route="/mcp", status="401") >= 3
 
 

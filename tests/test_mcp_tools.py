@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -247,8 +248,9 @@ async def logged(store, name: str) -> tuple[str, str] | None:
         "SELECT value, status FROM process_log WHERE name = ? ORDER BY id DESC", (name,)).fetchone())
 
 
-async def test_a_server_over_streamable_http(lab, tmp_path):
-    """A url instead of a command: the same tools, the same gate (its token is sent as a bearer)."""
+@asynccontextmanager
+async def http_server():
+    """tests/mcp_tool_server.py over streamable HTTP on a loopback port (token s3): yields (its url, its process)."""
     import subprocess
 
     server = await trio.lowlevel.open_process([sys.executable, SERVER, "http", "0", "s3"], stdout=subprocess.PIPE,
@@ -260,18 +262,21 @@ async def test_a_server_over_streamable_http(lab, tmp_path):
                 chunk = await server.stdout.receive_some(64)
                 assert chunk, "the test server ended before printing its port"
                 printed += chunk
-        port = int(printed)
-        async with trio.open_nursery() as nursery:
-            mcp = await connected(lab, tmp_path, nursery, web={"url": f"http://127.0.0.1:{port}/mcp", "token": "s3",
-                                                               "risk": "low"})
-            assert await mcp.call("mcp.web.add", {"a": 40, "b": 2}) == {"tool": "mcp.web.add", "result": "42"}
-            assert (await mcp.call("mcp.web.wipe", {"target": "x"}))["status"] == "needs_confirmation"
-            [definition] = [t for t in mcp.openai_tools(6000) if t["function"]["name"] == "mcp__web__add"]
-            assert definition["function"]["parameters"]["required"] == ["a", "b"]
-            nursery.cancel_scope.cancel()
+        yield f"http://127.0.0.1:{int(printed)}/mcp", server
     finally:
         server.kill()
         await server.wait()
+
+
+async def test_a_server_over_streamable_http(lab, tmp_path):
+    """A url instead of a command: the same tools, the same gate (its token is sent as a bearer)."""
+    async with http_server() as (url, _), trio.open_nursery() as nursery:
+        mcp = await connected(lab, tmp_path, nursery, web={"url": url, "token": "s3", "risk": "low"})
+        assert await mcp.call("mcp.web.add", {"a": 40, "b": 2}) == {"tool": "mcp.web.add", "result": "42"}
+        assert (await mcp.call("mcp.web.wipe", {"target": "x"}))["status"] == "needs_confirmation"
+        [definition] = [t for t in mcp.openai_tools(6000) if t["function"]["name"] == "mcp__web__add"]
+        assert definition["function"]["parameters"]["required"] == ["a", "b"]
+        nursery.cancel_scope.cancel()
 
 
 def test_a_tools_schema_never_makes_the_node_fetch_a_url(monkeypatch):
@@ -432,7 +437,7 @@ async def test_a_tools_json_rpc_error_is_its_error_and_a_stale_sessions_failure_
     link.session = Fake(ConnectionError("gone"))
     with pytest.raises(GateError) as info:
         await gate.mcp.call("mcp.tt.t", {"x": 2})
-    assert info.value.code == "mcp_failed" and old.is_set() and not link.broken.is_set()
+    assert info.value.code == "mcp_unavailable" and old.is_set() and not link.broken.is_set()
 
 
 async def test_an_http_servers_answer_is_read_up_to_a_limit():

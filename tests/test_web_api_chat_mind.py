@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from llmharness import command_block, prompt_section
+from llmharness import command_block, json_lines, prompt_section
 from meshharness import wait_until
 from webharness import agent_node, refused, web_node
 
@@ -41,8 +41,9 @@ def test_a_message_reaches_the_agent_in_full_and_its_reply_comes_back_in_the_thr
     # the prompt that carried it had the message's text in context 6a, not only its id
     asked = next(r for r in web.llm.seen()[seen:] if QUESTION in r["messages"][1]["content"])
     shown = asked["messages"][1]["content"]
-    [message] = json.loads(prompt_section(shown, "Messages from the person (context 6a)", required=True))
-    assert message == {"id": did, "thread": tid, "time": message["time"], "text": QUESTION}
+    [message] = json_lines(prompt_section(shown, "Messages from the person (context 6a)", required=True))
+    assert message == {"id": did, "from": "the person", "via": "web", "thread": tid, "time": message["time"],
+                       "text": QUESTION}
     assert did not in prompt_section(shown, "Incoming notes (context 6)", required=True)
     [row] = [t for t in web.get("/api/threads") if t["thread"] == tid]
     assert row["count"] == 2 and row["unread_by_agent"] == 0 and row["last_side"] == "agent"

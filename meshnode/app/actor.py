@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meshnode.base.errors import MeshnodeError
+from meshnode.store import speakers
 
 KINDS = ("person", "agent", "a2a", "peer", "node")
 PERSON_FACES = ("cli", "web", "mcp")  # how the person reaches the node
@@ -113,8 +114,8 @@ def described(kind: str | None, via: str | None = None, label: str | None = None
         return "the agent (task loop)" if via == "task" else "the agent"
     if kind == "node":
         return f"this node ({via})" if via else "this node"
-    if kind == "a2a":
-        return f"A2A party {label or id}"
-    if kind == "peer":
-        return f"peer {label or id}"
+    if kind in ("a2a", "peer"):  # names cleaned, and known or not (store.speakers)
+        if not (label or id):
+            return f"an {kind.upper()} party" if kind == "a2a" else "a peer"
+        return speakers.of(None, kind, via, id or label, label, None).words()
     return "unknown"

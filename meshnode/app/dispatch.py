@@ -11,7 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import (chat, children, consensus, containers, edits, ethics, gate, gmp, knowledge, llm,
+from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, knowledge, llm,
                                   meshconsensus, mind, node_status, notes, peers, reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
@@ -146,6 +146,12 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("reactor_cooldowns", reactor.reactor_cooldowns, "the reactor's cooldowns in force", signs=False),
     Action("reactor_cooldown_clear", reactor.reactor_cooldown_clear, "lift a reactor cooldown, or all of them",
            signs=False),
+    # the A2A face's held queue and blocks: the person's controls
+    Action("a2a_held", a2a.a2a_held, "the unknown parties' messages held for the person", signs=False),
+    Action("a2a_reject", a2a.a2a_reject, "reject held messages: all, a party's or an address's", signs=False),
+    Action("a2a_block", a2a.a2a_block, "block a party or an address at the A2A face", signs=False),
+    Action("a2a_unblock", a2a.a2a_unblock, "lift a block at the A2A face", signs=False),
+    Action("a2a_blocks", a2a.a2a_blocks, "the blocks at the A2A face", signs=False),
 )}
 
 

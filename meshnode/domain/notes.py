@@ -22,18 +22,6 @@ _MENTION = re.compile(r"(?<![\w@])@(did:[a-z0-9]+:[A-Za-z0-9._:%-]+|[\w.-]{1,64}
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]{0,63})")
 
 
-_OWN = {"cli": "the person", "user": "the person", "llm": "you", "llm:task": "your auxiliary loop",
-        "system": "this node"}
-
-
-def author(own_did: str | None, sender: str | None, source: str, name: str | None = None) -> str:
-    """Who wrote a note, as the agent is shown it: the person, "you" (the agent's own notes, which
-    are stored read: they are not its mail), this node, or a peer (its name when known, and DID)."""
-    if sender is None or sender == own_did:
-        return _OWN.get(source, source)
-    return f"{name} ({sender})" if name else sender
-
-
 def own_local(*tags: str) -> dict:
     """The local fields a note this node's agent or the node itself writes starts with: read, since
     it is not the agent's mail (context 6 and idle's on_note are for what others and the person write)."""

@@ -18,6 +18,7 @@ import re
 import trio
 
 from meshnode.base.errors import MeshnodeError
+from meshnode.store import speakers
 from meshnode.store.database import Database
 from meshnode.store.short_ids import CONTAINER_HEAD
 
@@ -128,9 +129,12 @@ def thread_exists(db: Database, own_did: str, tid: str) -> bool:
 
 
 def person_note(db: Database, own_did: str, did: str) -> tuple[str, str | None] | None:
-    """(did, topic) of the person's note ``did`` on this node (what the agent may reply to), or None."""
-    return db.conn.execute("SELECT container_did, topic FROM notes WHERE container_did = ? AND source IN"
-                           " ('user', 'cli') AND (agent_did = ? OR agent_did IS NULL)", (did, own_did)).fetchone()
+    """(did, topic) of a message the agent may answer with ``reply_to`` (None: no such note): one of
+    this node's conversations, from the person or an A2A party by its provenance row (the party reads
+    the answer as its task's); never a note with no record of who asked for it."""
+    return db.conn.execute(
+        "SELECT n.container_did, n.topic FROM notes n JOIN provenance pr ON pr.container_did = n.container_did"
+        " WHERE n.container_did = ? AND pr.kind IN ('person', 'a2a') AND n.agent_did = ?", (did, own_did)).fetchone()
 
 
 def replies_to(db: Database, own_did: str, did: str) -> list[dict]:
@@ -157,21 +161,30 @@ async def wait_for_reply(store, own_did: str, did: str, seconds: float) -> list[
     return []
 
 
-def unread_for_context(db: Database, own_did: str | None, limit: int = 10) -> list[tuple]:
-    """The person's unread messages, newest first: (did, topic, text, timestamp_ms) (context 6a)."""
-    mine = " AND (n.agent_did = ? OR n.agent_did IS NULL)" if own_did else ""
-    return db.conn.execute("SELECT n.container_did, n.topic, n.text, c.timestamp_ms FROM notes n JOIN containers c"
-                           " ON c.did = n.container_did WHERE n.source IN ('user', 'cli') AND n.read = 0"
-                           f" AND n.hidden = 0{mine} ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT ?",
-                           ((own_did,) if own_did else ()) + (limit,)).fetchall()
+def unread_for_context(db: Database, own_did: str | None, kind: str = "person", limit: int = 10) -> list[tuple]:
+    """The unread messages of this node's conversations whose provenance row is of ``kind`` (person:
+    context 6a; a2a: 6b), newest first: (did, topic, text, timestamp_ms, *speakers.COLUMNS)."""
+    mine = " AND n.agent_did = ?" if own_did else ""
+    return db.conn.execute(f"SELECT n.container_did, n.topic, n.text, c.timestamp_ms, {speakers.COLUMNS} FROM notes n"
+                           f" JOIN containers c ON c.did = n.container_did {speakers.JOIN} WHERE pr.kind = ?"
+                           f" AND n.read = 0 AND n.hidden = 0{mine} ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT ?",
+                           (kind,) + ((own_did,) if own_did else ()) + (limit,)).fetchall()
+
+
+def unread_count(db: Database, own_did: str | None, kind: str) -> int:
+    """How many unread messages of ``kind`` (as ``unread_for_context``) there are."""
+    mine = " AND n.agent_did = ?" if own_did else ""
+    return db.conn.execute(f"SELECT count(*) FROM notes n {speakers.JOIN} WHERE pr.kind = ? AND n.read = 0"
+                           f" AND n.hidden = 0{mine}", (kind,) + ((own_did,) if own_did else ())).fetchone()[0]
 
 
 def earlier(db: Database, own_did: str | None, tid: str, before_ms: int, n: int = 2) -> list[tuple]:
-    """The ``n`` messages of thread ``tid`` before ``before_ms``, oldest first: (source, text, timestamp_ms)."""
+    """The ``n`` messages of thread ``tid`` before ``before_ms``, oldest first: (text, timestamp_ms,
+    *speakers.COLUMNS)."""
     mine = " AND n.agent_did = :own" if own_did else ""
-    rows = db.conn.execute(f"SELECT n.source, n.text, c.timestamp_ms FROM notes n JOIN containers c ON c.did ="
-                           f" n.container_did WHERE {_IN_THREAD} AND n.hidden = 0{mine} AND c.timestamp_ms < :before"
-                           " ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :n",
+    rows = db.conn.execute(f"SELECT n.text, c.timestamp_ms, {speakers.COLUMNS} FROM notes n JOIN containers c ON"
+                           f" c.did = n.container_did {speakers.JOIN} WHERE {_IN_THREAD} AND n.hidden = 0{mine}"
+                           " AND c.timestamp_ms < :before ORDER BY c.timestamp_ms DESC, n.id DESC LIMIT :n",
                            {"tid": tid, "own": own_did, "before": before_ms, "n": n}).fetchall()
     return rows[::-1]
 

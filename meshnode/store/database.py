@@ -235,7 +235,7 @@ class Database:
                 " n.agent_did AS author_did, COALESCE(i.name, p.name) AS author_name, n.read,"
                 # who asked (store.provenance); a note with no record here is its author's, a peer
                 " COALESCE(pr.kind, CASE WHEN i.id IS NULL THEN 'peer' END) AS asked_kind, pr.via AS asked_via,"
-                " pr.label AS asked_label, pr.approved_kind, pr.approved_via FROM notes n"
+                " pr.label AS asked_label, pr.actor_id AS asked_id, pr.approved_kind, pr.approved_via FROM notes n"
                 " LEFT JOIN identity i ON i.id = n.agent_did LEFT JOIN agent_peers p ON p.id = n.agent_did"
                 " LEFT JOIN provenance pr ON pr.container_did = n.container_did"
                 f" WHERE {' AND '.join(where)} ORDER BY n.timestamp DESC, n.id DESC LIMIT ?",

@@ -35,11 +35,12 @@ def write_note(db, key, actor: Actor, text: str, *, now_ms: int, topic: str | No
     ``then(conn, note)`` runs in the same transaction once it is stored."""
     answered = None
     if reply_to is not None:  # a reply goes in its thread (meshnode.store.chat)
-        if actor.kind == "agent":  # the agent answers the person: only their message, which it marks read
+        if actor.kind == "agent":  # the agent answers the person or an A2A party: their message, marked read
             target = chat.person_note(db, key.did, str(reply_to))
             if target is None:
-                raise chat.ChatError("not_found", f"no message {str(reply_to)[:80]} from the person on this node:"
-                                     " reply_to takes an id of context 6a (Messages from the person)")
+                raise chat.ChatError("not_found", f"no message {str(reply_to)[:80]} from the person or an A2A party"
+                                     " on this node: reply_to takes an id of context 6a (Messages from the person)"
+                                     " or 6b (Messages from A2A parties)")
             topic, answered = chat.thread_topic(*target), str(reply_to)
         else:
             topic = topic or chat.reply_topic(db, str(reply_to))

@@ -19,18 +19,27 @@ A2A_DEFAULTS: dict[str, Any] = {
     "rate_per_minute": 6.0,  # unknown parties: per client address and per claimed identity
     "burst": 3,
     "known_rate_per_minute": 120.0,  # known parties: per token
-    "approval_hours": 24.0,  # an unanswered approval expires
+    "approval_hours": 6.0,  # a held message nobody approved or rejected expires after this many hours
     "max_text_chars": 8000,  # the longest message delivered to the agent
     "max_body_bytes": 64 * 1024,  # the largest JSON-RPC request (the notebook's own limit is larger)
     "trusted_proxies": [],  # reverse proxies' addresses: their X-Forwarded-For's last hop is the client
     "max_held": 20,  # unknown parties' messages held for approval at once, all parties together
+    "held_per_party": 2,  # ... of one unknown party (its address and claimed sender)
+    "held_per_address": 3,  # ... from one address (an IPv6 address by its /64)
+    "held_per_subnet": 6,  # ... from one /24 (IPv4) or /48 (IPv6)
+    "retry_after_minutes": 10.0,  # the longest Retry-After of a message refused for a full queue or share
 }
 A2A_NOTES = ("other agents (A2A, protocols/a2a.md): the card at /.well-known/agent-card.json and JSON-RPC at /a2a;"
              " known parties carry a bearer token of known_tokens_path (or the web token), an unknown party's"
-             " message waits for a person's approval unless approve_unknown = false; rate limits per minute")
+             " message waits for a person's approval unless approve_unknown = false; rate limits per minute;"
+             " held messages: at most max_held, held_per_party, held_per_address, held_per_subnet (/24, /48)"
+             " wait at once (past that: HTTP 429, Retry-After at most retry_after_minutes), each expires after"
+             " approval_hours")
 _RANGES = {"wait_seconds": (0.0, 60.0), "rate_per_minute": (0.1, 6000.0), "burst": (1, 10000),
            "known_rate_per_minute": (0.1, 60000.0), "approval_hours": (0.01, 720.0), "max_text_chars": (1, 100_000),
-           "max_body_bytes": (1024, 16 * 1024 * 1024), "max_held": (1, 10000)}
+           "max_body_bytes": (1024, 16 * 1024 * 1024), "max_held": (1, 10000),
+           "held_per_party": (1, 10000), "held_per_address": (1, 10000), "held_per_subnet": (1, 10000),
+           "retry_after_minutes": (1.0, 1440.0)}
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,10 @@ class A2ASettings:
     max_body_bytes: int
     trusted_proxies: list
     max_held: int
+    held_per_party: int
+    held_per_address: int
+    held_per_subnet: int
+    retry_after_minutes: float
 
 
 def a2a_settings(values: Mapping[str, Mapping[str, Any]]) -> A2ASettings:

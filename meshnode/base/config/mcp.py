@@ -4,7 +4,10 @@ A server is reached over stdio (``command`` + ``args``, ``env``; run in the
 gate's sandbox unless ``trusted = true``) or streamable HTTP (``url`` +
 ``token`` and ``headers``). ``risk`` is the level of its tools (default
 ``destructive``: a person confirms each call), ``[mcp.servers.NAME.tools]``
-sets one tool's; ``timeout_seconds`` bounds each call. Every mistake is a
+sets one tool's; ``timeout_seconds`` bounds each call; ``inline_seconds``
+is how long the agent's tick waits for one (a call not done by then runs on
+beside the tick, its result coming as a process result at a later tick).
+Every mistake is a
 ConfigError naming the key (``meshnode run`` prints it and stops).
 """
 
@@ -23,14 +26,15 @@ RISKS = (SAFE_READ, MODIFY, DESTRUCTIVE)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")  # no "." or "_": mcp.NAME.tool and mcp__NAME__tool parse back
 ALIASES = {"low": SAFE_READ, "medium": MODIFY, "high": DESTRUCTIVE, "asks": DESTRUCTIVE}
 MAX_SERVERS = 32
+MAX_INLINE_S = 10.0  # inline_seconds: what a tick may wait for one outside call
 UNSHARED = ("/proc", "/dev", "/sys", "/etc", "/run", "/boot", "/workspace")  # never read_only (a folder in /tmp
 # is shown inside the server's own /tmp, gate/mounts.py)
 _KEYS = {"command", "args", "env", "url", "token", "headers", "risk", "tools", "trusted", "timeout_seconds",
-         "network", "read_only", "memory_mib", "enabled"}
+         "inline_seconds", "network", "read_only", "memory_mib", "enabled"}
 MCP_NOTES = ("outside tools: [mcp.servers.NAME] tables, each with command (+ args, env) for a stdio server or url"
         " (+ token, headers) for streamable HTTP; risk (safe_read|modify|destructive, default destructive: a person"
         " confirms each call) and [mcp.servers.NAME.tools] tool = level; trusted = true runs a stdio server"
-        " outside the sandbox; timeout_seconds (README, MCP: outside tools)")
+        " outside the sandbox; timeout_seconds; inline_seconds (README, MCP: outside tools)")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class ServerSettings:
     tools: Mapping[str, str] = field(default_factory=dict)  # tool -> level
     trusted: bool = False
     timeout_s: float = 30.0
+    inline_s: float = 1.0  # a tick waits this long for a call; past it the call goes on beside the tick
     network: bool = False  # a sandboxed stdio server's network (off: its own empty network namespace)
     read_only: tuple[str, ...] = ()  # host folders a sandboxed server sees read-only (its program's, e.g. a venv)
     memory_bytes: int = 512 << 20
@@ -108,6 +113,10 @@ def _server(name: str, t: Mapping[str, Any], where: str, home) -> ServerSettings
     timeout = _get(t, "timeout_seconds", (int, float), where, 30.0)
     if not 0 < timeout <= 3600:
         raise ConfigError("bad_config", f"{where}.timeout_seconds = {timeout!r}: more than 0, at most 3600")
+    inline = _get(t, "inline_seconds", (int, float), where, min(1.0, timeout))
+    if not 0 <= inline <= min(MAX_INLINE_S, timeout):
+        raise ConfigError("bad_config", f"{where}.inline_seconds = {inline!r}: from 0 to {MAX_INLINE_S:g} (a tick"
+                          " waits that long at most), and not above timeout_seconds")
     memory = _get(t, "memory_mib", int, where, 512)
     if not 16 <= memory <= 65536:
         raise ConfigError("bad_config", f"{where}.memory_mib = {memory!r}: from 16 to 65536")
@@ -117,7 +126,7 @@ def _server(name: str, t: Mapping[str, Any], where: str, home) -> ServerSettings
     return ServerSettings(
         name=name, command=(command, *args) if command is not None else (), env=env, url=url, headers=headers,
         risk=level(t.get("risk", DESTRUCTIVE), f"{where}.risk"), tools=tools,
-        trusted=_get(t, "trusted", bool, where, False), timeout_s=float(timeout),
+        trusted=_get(t, "trusted", bool, where, False), timeout_s=float(timeout), inline_s=float(inline),
         network=_get(t, "network", bool, where, False), read_only=tuple(read_only), memory_bytes=memory << 20)
 
 

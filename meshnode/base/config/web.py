@@ -30,11 +30,17 @@ WEB_DEFAULTS: dict[str, Any] = {
     "max_streams": 16,
     "max_body_bytes": 16 * 1024 * 1024,  # a draft edit of gate.drafts.MAX_DRAFT_BYTES (8 MiB) as JSON, escapes too
     "metrics_auth": True,
+    # /mcp's sessions (faces/mcp_server/sessions.py): one ends after this long with no request in flight,
+    # at most this many are open, and one client (address and User-Agent) holds at most this many
+    "mcp_idle_minutes": 10.0,
+    "mcp_max_sessions": 64,
+    "mcp_client_sessions": 8,
 }
 WEB_NOTES = ("the web notebook inside `meshnode run`: where it listens (loopback by default; another address"
              " needs TLS or allow_remote), the login token file, how long a login lasts, extra Host names of a"
-             " reverse proxy, the event feed's poll interval and stream cap, the largest request body, and"
-             " whether /metrics needs the token (protocols/web.md section 12)")
+             " reverse proxy, the event feed's poll interval and stream cap, the largest request body,"
+             " whether /metrics needs the token, and /mcp's sessions: minutes idle before one ends, how many"
+             " may be open, how many one client may hold (protocols/web.md section 12)")
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # Host names that are this listener's on loopback
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self';"
@@ -43,7 +49,8 @@ SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "n
                     "referrer-policy": "no-referrer", "x-frame-options": "DENY"}  # on every response
 
 _RANGES = {"session_hours": (0.01, 24 * 366.0), "feed_ms": (50, 60_000), "max_streams": (1, 1024),
-           "max_body_bytes": (1024, 64 * 1024 * 1024)}
+           "max_body_bytes": (1024, 64 * 1024 * 1024), "mcp_idle_minutes": (0.5, 24 * 60.0),
+           "mcp_max_sessions": (1, 4096), "mcp_client_sessions": (1, 4096)}
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -183,7 +183,7 @@ class Cycle:
         """Calls a person approved since the last tick run now (no LLM needed: also in core outage)."""
         if self.gate is None:
             return
-        for done in await self.gate.run_approved():
+        for done in await self.gate.run_approved(beside=self._beside()):
             await self.store.write_background(_log, f"confirm:{done['confirmation']}", done,
                                               "ok" if done["ok"] else "error", self.llm)
 
@@ -239,7 +239,7 @@ class Cycle:
                 return await self._reflect(endpoint, prompt)
             return await gate_commands.run(self.gate, cmd, reflect)
         if cmd.type in mcp_commands.ASYNC_TYPES:  # an outside tool (an MCP server's), through the gate
-            return await mcp_commands.run(self.gate, cmd)
+            return await mcp_commands.run(self.gate, cmd, self._beside())
         if sending.leaves_node(cmd):  # through the gate's outbound level
             outbound = self._outbound if self.gate is not None else None
             return await sending.run(outbound, self.mesh, self.store, self.key, self.clock(), cmd)
@@ -249,6 +249,10 @@ class Cycle:
             return await self.processes.handle(cmd) if self.processes else {
                 "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}
         return await mesh_commands.run(self.mesh, self.store, self.key, self.clock(), cmd)
+
+    def _beside(self):
+        """Where an outside tool's call past its budget goes on: beside the ticks, as a process."""
+        return self.processes.beside if self.processes is not None else None
 
     async def _supervise(self, helpers) -> None:
         """Start the auxiliary loop of every running read-only task that has none."""

@@ -4,7 +4,10 @@
 tool's own name as the type (``mcp.NAME.TOOL``, or ``mcp__NAME__TOOL`` as an
 OpenAI function) is read as the same command (``alias``). Run by the cycle
 after the answer, like the gate's tools; its result (or refusal, or the
-pending confirmation) comes back in the next tick.
+pending confirmation) comes back in the next tick. A call the server has not
+answered within its ``inline_seconds`` runs on beside the ticks (the cycle's
+processes): its result here is ``{"status": "running", "process": ID}`` and
+the tool's answer comes as ``process:ID`` at a later tick.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ def alias(raw: Any) -> Any:
     return raw
 
 
-async def run(gate, cmd) -> dict:
+async def run(gate, cmd, beside=None) -> dict:
+    """``beside``: where a call past its budget goes on (the cycle's ``Processes.beside``; None: the
+    caller waits for its end)."""
     mcp = getattr(gate, "mcp", None)
     if mcp is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "code": "unknown_tool",
                 "error": "no MCP server is configured here ([mcp.servers.NAME])"}
     try:
-        result = await mcp.call(cmd.args["tool"], cmd.args.get("args", {}))
+        result = await mcp.call(cmd.args["tool"], cmd.args.get("args", {}), beside=beside)
     except MeshnodeError as exc:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "tool": cmd.args["tool"], "status": "error",
                 "error": exc.reason, "code": exc.code}

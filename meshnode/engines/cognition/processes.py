@@ -11,6 +11,13 @@ handled; ``cleanup`` deletes marked ones. A node that stops kills its
 processes, and so does a crash (``gate.sandbox``); rows left ``running`` by a
 crash become ``lost`` at the next start, when what still ran is killed.
 
+Work that must not hold up a tick runs ``beside`` it (an outside MCP tool's call,
+``mcp_tools.calls``): the tick waits a small budget for it; if it is not done
+by then it becomes a process like the others (a ``processes`` row whose argv
+is the tool and its arguments, ``[running]`` in context 4, stopped with
+``process_stop``), and its result or error comes as ``process:ID`` at a later
+tick.
+
 Starting and stopping need the node's event loop, so the cycle runs these
 two commands itself (like the mesh commands); list, mark and cleanup are
 plain store handlers (``handlers/processes.py``). Their types: ``kinds/processes.py``.
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Awaitable, Callable
 
 import trio
 
@@ -32,6 +40,7 @@ log = logging.getLogger("meshnode.engines.cognition")
 
 ASYNC_TYPES = ("process_start", "process_stop")
 MAX_RUNNING = 8
+MAX_BESIDE = 16  # calls running beside the ticks at once (outside tools: a slow server's calls pile up here)
 
 
 class Processes:
@@ -44,6 +53,7 @@ class Processes:
         self.max_timeout_s = max_timeout_s
         self._scopes: dict[int, trio.CancelScope] = {}
         self._nursery: trio.Nursery | None = None
+        self._beside = 0  # calls running beside the ticks
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:  # a background write: a database held by another process must not hold up a stop
@@ -94,6 +104,65 @@ class Processes:
     def running(self) -> list[int]:
         return sorted(self._scopes)
 
+    async def beside(self, label: list[str], work: Callable[[], Awaitable[dict]], budget_s: float) -> dict:
+        """``work()``'s result if it ends within ``budget_s`` (its MeshnodeError raised), else
+        ``{"status": "running", "process": ID}``: it runs on as process ID (``label``: its argv),
+        and its result or error comes as ``process:ID`` at a later tick. Without the cycle's
+        nursery (processes not running) ``work`` runs to its end here."""
+        if self._nursery is None:
+            return await work()
+        if self._beside >= MAX_BESIDE:
+            raise MeshnodeError("too_many_calls", f"{MAX_BESIDE} calls already run beside your ticks; wait for"
+                                " their results (context 4) or stop one with process_stop")
+        call, scope = _Beside(), trio.CancelScope()
+        self._beside += 1
+        self._nursery.start_soon(self._run_beside, call, work, scope, label)
+        with trio.move_on_after(budget_s):
+            await call.done.wait()
+        try:
+            if call.done.is_set():
+                return call.outcome()
+            call.process_id = await self.store.write(_started, label, self.clock(), None, None)
+            self._scopes[call.process_id] = scope
+        except BaseException:
+            scope.cancel()  # not recorded (the store failed, or the tick was cancelled): nobody would read it
+            raise
+        finally:
+            call.detached.set()
+        return {"status": "running", "process": call.process_id, "tool": label[0],
+                "note": f"still running after {budget_s:g} s: it goes on beside your ticks; its result comes as"
+                        f" process:{call.process_id} in a later tick (process_stop stops it)"}
+
+    async def _run_beside(self, call: _Beside, work: Callable[[], Awaitable[dict]], scope: trio.CancelScope,
+                          label: list[str]) -> None:
+        try:
+            with scope:
+                try:
+                    call.result = await work()
+                except MeshnodeError as exc:
+                    call.error = exc
+                except Exception as exc:  # a bug here must not take the cycle (and the node) down
+                    log.exception("%s beside the tick", label[0])
+                    call.error = MeshnodeError("internal", f"{type(exc).__name__}: {exc}"[:300])
+            call.done.set()
+            await call.detached.wait()
+            if call.process_id is None:  # it ended within the budget: the caller took its result
+                return
+            self._scopes.pop(call.process_id, None)
+            if call.error is not None:
+                code = call.error.code
+                status = "timeout" if code.endswith("timeout") else "failed"
+                summary = {"tool": label[0], "code": code, "error": call.error.reason}
+            elif call.result is None:
+                status, summary = "stopped", {"tool": label[0], "stopped": True}
+            else:
+                status, summary = "exited", {"tool": label[0], **call.result}
+            with trio.CancelScope(shield=True):
+                await self.store.write(_ended, call.process_id, status, None, summary, self.clock())
+            self.finished += 1
+        finally:
+            self._beside -= 1
+
     async def _run(self, process_id: int, argv: list[str], timeout_s: float, scope: trio.CancelScope) -> None:
         outcome = None
         try:
@@ -117,6 +186,24 @@ class Processes:
         with trio.CancelScope(shield=True):
             await self.store.write(_ended, process_id, status, code, summary, self.clock())
         self.finished += 1
+
+
+class _Beside:
+    """One call running beside the ticks: its outcome once ``done``; ``detached`` once the caller
+    took it (within the budget) or recorded it as a process (``process_id``)."""
+
+    def __init__(self):
+        self.done, self.detached = trio.Event(), trio.Event()
+        self.result: dict | None = None
+        self.error: MeshnodeError | None = None
+        self.process_id: int | None = None
+
+    def outcome(self) -> dict:
+        if self.error is not None:
+            raise self.error
+        if self.result is None:
+            raise MeshnodeError("stopped", "the call was stopped")
+        return self.result
 
 
 def _started(db: Database, argv: list[str], now: int, task_id: int | None, llm_id: str | None) -> int:

@@ -179,9 +179,10 @@ class Gate:
         return {"status": "needs_confirmation", "confirmation": req["id"], "expires_ms": req["expires_ms"],
                 "note": "a person was asked; carry on with other work, the result comes in a later tick"}
 
-    async def run_approved(self) -> list[dict]:
+    async def run_approved(self, beside=None) -> list[dict]:
         """Run the calls a person approved since the last time, each at most once: a request is
-        claimed before it runs, so a crash in between leaves it failed, never run twice."""
+        claimed before it runs, so a crash in between leaves it failed, never run twice. ``beside``:
+        where an outside tool's call past its budget goes on (``McpTools.call``)."""
         done = await self.mcp.denied() if self.mcp is not None else []  # the agent hears of outside calls denied
         for req in await self.store.read(confirm.approved, self.settings.session):
             if not await self.store.write(confirm.claim, req["id"]):
@@ -190,7 +191,7 @@ class Gate:
                 if req["tool"] in outbound.TOOLS:
                     result, ok = await self._send_approved(req["tool"], req["args"], req.get("decided_by"))
                 elif req["tool"].startswith("mcp.") and self.mcp is not None:
-                    result, ok = await self.mcp.call(req["tool"], req["args"], approved=req["id"]), True
+                    result, ok = await self.mcp.call(req["tool"], req["args"], approved=req["id"], beside=beside), True
                 else:
                     result, ok = await self.call(req["tool"], req["args"], approved=req["id"]), True
             except GateError as exc:

@@ -21,15 +21,18 @@ absent) with ``destructiveHint: false`` -> at least modify.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Awaitable, Callable
 
 import jsonschema
 import referencing
 import trio
 from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED
 
 from meshnode.engines.gate import GateError
 from meshnode.engines.gate.tools import DESTRUCTIVE, MODIFY, RISKS, tool_definition
-from meshnode.engines.mcp_tools.clients import Clients, Link, ToolInfo
+from meshnode.engines.mcp_tools.clients import Clients, Link, ToolInfo, _reason
 from meshnode.engines.mcp_tools.names import OPENAI_PREFIX, PREFIX, split
 from meshnode.store.database import Database
 
@@ -47,6 +50,21 @@ def risk_of(link: Link, tool: ToolInfo) -> str:
     elif tool.read_only is not True:
         levels.append(MODIFY if tool.destructive is False else DESTRUCTIVE)
     return max(levels, key=RISKS.index)
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A call that passed every check and may run now."""
+    full: str
+    link: Link
+    tool: ToolInfo
+    args: dict
+    risk: str
+
+
+# (label, work, budget in seconds) -> work's result if it ends within the budget (its GateError raised),
+# else what stands for it while it runs on (a process); processes.Processes.beside is one
+Beside = Callable[[list[str], Callable[[], Awaitable[dict]], float], Awaitable[dict]]
 
 
 class McpTools:
@@ -108,16 +126,32 @@ class McpTools:
                             f"{', '.join(sorted(link.tools))[:500]}")
         return f"{PREFIX}{parts[0]}.{tool.name}", link, tool
 
-    async def call(self, full: str, args: dict, approved: int | None = None) -> dict:
+    async def call(self, full: str, args: dict, approved: int | None = None, beside: Beside | None = None) -> dict:
         """Run, refuse (GateError) or ask a person (``needs_confirmation``), like ``Gate.call``;
-        counted in ``mcp_tool_calls{server, outcome}`` (ok, asked, timeout, tool_error, failed,
-        bad_args, unavailable, unknown_tool, loop, ...; denied ones in ``denied``)."""
+        with ``beside`` (else the run holds the caller until it ends), a run not done within the server's ``inline_seconds`` goes on beside the
+        caller, which gets ``{"status": "running", "process": ID, ...}``. Counted when it ends in
+        ``mcp_tool_calls{server, outcome}`` (ok, asked, timeout, tool_error, unavailable, bad_args,
+        unknown_tool, loop, ...; denied ones in ``denied``)."""
         try:
-            result = await self._call(full, args, approved)
+            ready = await self._prepare(full, args, approved)
         except GateError as exc:
             self._count(full, exc.code.removeprefix("mcp_"))
             raise
-        self._count(full, "asked" if result.get("status") == "needs_confirmation" else "ok")
+        if isinstance(ready, dict):  # a person is asked
+            self._count(full, "asked")
+            return ready
+        if beside is None:
+            return await self._counted(ready)
+        label = [ready.full, json.dumps(args, ensure_ascii=False, separators=(",", ":"))[:500]]
+        return await beside(label, lambda: self._counted(ready), ready.link.settings.inline_s)
+
+    async def _counted(self, ready: Ready) -> dict:
+        try:
+            result = await self._run(ready)
+        except GateError as exc:
+            self._count(ready.full, exc.code.removeprefix("mcp_"))
+            raise
+        self._count(ready.full, "ok")
         return result
 
     def _count(self, full: str, outcome: str) -> None:
@@ -125,7 +159,7 @@ class McpTools:
             server = (split(full) or ("?", ""))[0]
             self.metrics.inc("mcp_tool_calls", server=server if server in self.clients.links else "?", outcome=outcome)
 
-    async def _call(self, full: str, args: dict, approved: int | None) -> dict:
+    async def _prepare(self, full: str, args: dict, approved: int | None) -> Ready | dict:
         full, link, tool = self._resolve(full)
         check_shape(args)
         if approved is None:
@@ -134,28 +168,44 @@ class McpTools:
         risk = risk_of(link, tool)
         if approved is None and risk == DESTRUCTIVE:
             return await self.gate.ask(full, args, risk, f"{full} is an outside tool that asks a person first")
+        return Ready(full, link, tool, args, risk)
+
+    async def _run(self, ready: Ready) -> dict:
+        full, link, tool, args = ready.full, ready.link, ready.tool, ready.args
         session, broken = link.session, link.broken  # this session's event: a stale one's failure spares the next
         if session is None:
-            raise GateError("mcp_unavailable", f"the MCP server {link.settings.name} is {link.status}")
+            raise GateError("mcp_unavailable", f"the MCP server {link.settings.name} is {link.status}"
+                            + (f": {link.error[:200]}" if link.error else ""))
         timeout = link.settings.timeout_s
+        result = refused = None
         with trio.move_on_after(timeout) as waited:
-            try:
-                result = await session.call_tool(tool.name, args)
-            except MCPError as exc:  # a JSON-RPC error answer: the tool refused, the connection is fine
-                raise GateError("mcp_tool_error", f"{full} failed: {exc.error.message[:MAX_RESULT]}") from None
-            except Exception as exc:  # the connection or the protocol failed: the server is reconnected
-                reason = f"{type(exc).__name__}: {exc}"[:300]
-                if not broken.is_set():
-                    link.error = reason
-                    broken.set()
-                raise GateError("mcp_failed", f"{full}: {reason}") from None
+            async with trio.open_nursery() as nursery:
+                async def watch() -> None:  # the server went away: the call ends now, not at its timeout
+                    await broken.wait()
+                    nursery.cancel_scope.cancel()
+                nursery.start_soon(watch)
+                try:
+                    result = await session.call_tool(tool.name, args)
+                except MCPError as exc:
+                    if exc.error.code != CONNECTION_CLOSED:  # a JSON-RPC error answer: the tool refused
+                        refused = exc.error.message
+                    else:
+                        link.gone(broken, "the server closed the connection")  # (the relay says so too, with why)
+                except Exception as exc:  # the connection or the protocol failed: the server is reconnected
+                    link.gone(broken, _reason(exc))
+                nursery.cancel_scope.cancel()
+        if refused is not None:
+            raise GateError("mcp_tool_error", f"{full} failed: {refused[:MAX_RESULT]}")
+        if broken.is_set() and result is None:
+            raise GateError("mcp_unavailable", f"{full} did not finish: the MCP server {link.settings.name} went"
+                            f" away ({(link.error or 'its connection ended')[:200]}); it is reconnected")
         if waited.cancelled_caught:
             raise GateError("mcp_timeout", f"{full} gave no result within {timeout:g} s ([mcp.servers."
                             f"{link.settings.name}] timeout_seconds)")
         text = shown(result)
         if result.is_error:
             raise GateError("mcp_tool_error", f"{full} failed: {text}")
-        if risk == MODIFY and self.gate.tell_user is not None:
+        if ready.risk == MODIFY and self.gate.tell_user is not None:
             await self.gate.tell_user(f"The agent ran the outside tool {full} {json.dumps(args)[:500]}.")
         return {"tool": full, "result": text}
 

@@ -8,8 +8,11 @@ time limit is the node's lifetime, and the host folders its program needs
 /workspace. The SDK's own ``stdio_client`` cannot be used there (it starts
 the process itself), so this module frames JSON-RPC lines the same way:
 one message per line, stderr kept to a bounded tail for the error message.
-A trusted stdio server uses the SDK's ``stdio_client``; an HTTP one its
-``streamable_http_client`` with our headers.
+A trusted stdio server uses the SDK's ``stdio_client`` (its stderr read
+through a pipe into the same tail); an HTTP one its
+``streamable_http_client`` with our headers. ``Tail`` is what a server
+leaves for the person when it fails: its stderr's last words and, for a
+sandboxed one, its exit code (status and log only, never the agent's prompt).
 """
 
 from __future__ import annotations
@@ -32,10 +35,45 @@ STDERR_TAIL = 2000
 FOREVER_S = 2**31 - 100  # the sandbox's backstop: a long-lived server lives as long as the node
 
 
+class Tail:
+    """A server process's stderr, its last ``STDERR_TAIL`` characters, and its exit code when it is
+    watched (a sandboxed server); ``closed`` once both are known (at once for an HTTP server)."""
+
+    def __init__(self):
+        self.text, self.exit_code, self.closed = "", None, trio.Event()
+        self._waiting = {"stderr"}
+
+    def add(self, chunk: bytes) -> None:
+        self.text = (self.text + chunk.decode("utf-8", "replace"))[-STDERR_TAIL:]
+
+    def watch_exit(self) -> None:
+        self._waiting.add("exit")
+
+    def ended(self, what: str) -> None:
+        self._waiting.discard(what)
+        if not self._waiting:
+            self.closed.set()
+
+    def exited(self, code: int) -> None:
+        self.exit_code = code
+        self.ended("exit")
+
+    async def read(self, stream) -> None:
+        """Collect ``stream`` until it ends."""
+        try:
+            while chunk := await stream.receive_some(4096):
+                self.add(chunk)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+        finally:
+            self.ended("stderr")
+
+
 @asynccontextmanager
-async def connect(server: ServerSettings, home: Path, stderr: list[str]):
-    """(read stream, write stream) for a ClientSession; ``stderr`` collects the server's last words."""
+async def connect(server: ServerSettings, home: Path, tail: Tail):
+    """(read stream, write stream) for a ClientSession; ``tail`` collects the server's last words."""
     if server.url is not None:
+        tail.ended("stderr")
         from mcp.client.streamable_http import streamable_http_client
 
         from meshnode.engines.mcp_tools import capped_http
@@ -49,11 +87,24 @@ async def connect(server: ServerSettings, home: Path, stderr: list[str]):
 
         params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]),
                                        env=dict(server.env) or None)
-        with open(os.devnull, "w") as devnull:
-            async with stdio_client(params, errlog=devnull) as (read, write):
-                yield read, write
+        out, into = os.pipe()  # its stderr: a pipe read here (the SDK wants a file to hand the process)
+        try:
+            errlog = os.fdopen(into, "w")
+        except BaseException:
+            os.close(into)
+            os.close(out)
+            raise
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tail.read, trio.lowlevel.FdStream(out))
+            try:
+                with errlog:
+                    async with stdio_client(params, errlog=errlog) as (read, write):
+                        errlog.close()  # the process holds its copy: the pipe ends when it does
+                        yield read, write
+            finally:
+                nursery.cancel_scope.cancel()
     else:
-        async with sandboxed(server, home, stderr) as streams:
+        async with sandboxed(server, home, tail) as streams:
             yield streams
 
 
@@ -73,7 +124,7 @@ def program(name: str) -> str:
 
 
 @asynccontextmanager
-async def sandboxed(server: ServerSettings, home: Path, stderr: list[str]):
+async def sandboxed(server: ServerSettings, home: Path, tail: Tail):
     folder = home / "mcp" / server.name
     folder.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:  # the server runs as nobody: its folder must be its own
@@ -81,6 +132,7 @@ async def sandboxed(server: ServerSettings, home: Path, stderr: list[str]):
     exe = [program(server.command[0]), *server.command[1:]]
     proc, leader = await sandbox.spawn(exe, str(folder), policy(server), b"", dict(server.env), interactive=True,
                                        read_only=server.read_only)
+    tail.watch_exit()
     to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write, from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -111,15 +163,15 @@ async def sandboxed(server: ServerSettings, home: Path, stderr: list[str]):
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await proc.stdin.send_all(data.encode())
 
-    async def errors() -> None:
-        while chunk := await proc.stderr.receive_some(4096):
-            stderr[:] = [("".join(stderr) + chunk.decode("utf-8", "replace"))[-STDERR_TAIL:]]
+    async def exited() -> None:
+        tail.exited(await proc.wait())  # the supervisor passes on the command's status
 
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reader)
             nursery.start_soon(writer)
-            nursery.start_soon(errors)
+            nursery.start_soon(tail.read, proc.stderr)
+            nursery.start_soon(exited)
             try:
                 yield read, write
             finally:

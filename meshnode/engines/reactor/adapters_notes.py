@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from meshnode.base.container import ContainerError, format_ms, parse_ms
 from meshnode.records.gmp.reads import rows as row_dicts
+from meshnode.store import speakers
 from meshnode.engines.reactor.noise import NoteFacts, classify, normalized_text
 from meshnode.engines.reactor.types import Event, Severity, TraceKind
 
@@ -53,8 +54,10 @@ _COLUMNS = (
     " n.priority, n.timestamp, n.read, " + _TO_ME + " AS to_me,"
     " EXISTS (SELECT 1 FROM container_links l JOIN containers c ON c.did = l.target_did WHERE"
     "   l.source_did = n.container_did AND l.relation != 'previous_version' AND c.sender_did = :me) AS reply,"
-    " (SELECT p.kind FROM provenance p WHERE p.container_did = n.container_did) AS asked_kind,"
-    " (SELECT p.actor_id FROM provenance p WHERE p.container_did = n.container_did) AS asked_id")
+    # who asked for it (store.speakers: the provenance row, a primary-key probe each) and the peer's name
+    + ", ".join(f"(SELECT pr.{c} FROM provenance pr WHERE pr.container_did = n.container_did) AS asked_{c}"
+                for c in ("kind", "via", "actor_id", "label"))
+    + ", (SELECT ap.name FROM agent_peers ap WHERE ap.id = n.agent_did) AS peer_name")
 
 # inbound and possibly addressed: another node's note naming a recipient or a mention, or the person's
 _ADDRESSED = ("((n.agent_did IS NOT :me AND (n.mentions NOT IN ('', '[]') OR EXISTS (SELECT 1 FROM"
@@ -90,8 +93,8 @@ def actor_of(row: dict, self_did: str) -> str | None:
     kind = row.get("asked_kind")
     if kind == "person":
         return "person"
-    if kind in ("a2a", "peer") and row.get("asked_id"):
-        return f"{kind}:{row['asked_id']}"
+    if kind in ("a2a", "peer") and row.get("asked_actor_id"):
+        return f"{kind}:{row['asked_actor_id']}"
     return self_did
 
 
@@ -225,11 +228,18 @@ _TYPES = {
 }
 
 
+def speaker_of(row: dict, self_did: str) -> speakers.Speaker:
+    """Who wrote the note of ``row``, by its provenance row (never its text nor signed source)."""
+    return speakers.of(self_did, row.get("asked_kind"), row.get("asked_via"), row.get("asked_actor_id"),
+                       row.get("asked_label"), row["agent_did"], row.get("peer_name"))
+
+
 def summary_of(row: dict, self_did: str, limit: int = 200) -> str:
-    person = row["source"] in PERSON_SOURCES and row["agent_did"] in (None, self_did)
-    who = "the person" if person else (row["agent_did"] or "?")
+    """"<who>: <the text on one line>", who by ``speaker_of`` ("the person (web)", "A2A party "bob"
+    (known, key known:bob)", "peer ...", "this node"): a text cannot name its own sender."""
+    who = speaker_of(row, self_did).words()
     first = " ".join((row["text"] or "").split())
-    text = f"{who[:60]}: {first}"
+    text = f"{who}: {first}"
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -287,6 +297,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                       suggested_route="agent", required_trace=kinds, at_ms=at_ms, source="notes",
                       summary=summary_of(row, self_did), noise=noise,
                       refs={"note_id": row["id"], "container": did, "author": author, "thread": thread,
+                            "speaker": speaker_of(row, self_did).words(),
                             **({"topic": row["topic"]} if row["topic"] else {})})
             out.append(e)
             if noise == "flood":
@@ -338,7 +349,8 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
                          required_trace=(M, B), at_ms=_ms(row["timestamp"], now_ms), source="threads",
                          summary=summary_of(row, self_did),
                          refs={"note_id": row["id"], "container": did, "thread": thread,
-                               "author": row["agent_did"] or self_did, **({"topic": row["topic"]} if row["topic"] else {})}))
+                               "author": row["agent_did"] or self_did, "speaker": speaker_of(row, self_did).words(),
+                               **({"topic": row["topic"]} if row["topic"] else {})}))
     return out
 
 

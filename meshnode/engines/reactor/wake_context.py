@@ -45,7 +45,7 @@ def build(job: WakeJob, events: list[Event], extras: dict | None, cfg) -> dict:
             "agent": e.agent, "at": _iso(e.at_ms),
             "required": [k.value for k in e.required_trace if k != TraceKind.NONE],
         }
-        for ref in ("note_id", "author", "thread", "lineage", "did"):
+        for ref in ("note_id", "author", "speaker", "thread", "lineage", "did"):
             if ref in e.refs:
                 item[ref] = e.refs[ref]
         if "author" in item and str(item["author"]) in names:
@@ -76,8 +76,9 @@ def _item_line(item: Any) -> str:
 
 
 def _inbox_line(i: dict, woken: str) -> str:
-    who = i.get("from_name") or i.get("author") or ""
-    head = f"- [{i['severity']}] {i['type']} `{i['key']}`" + (f" from {who}" if who else "")
+    who = i.get("from_name") or i.get("speaker") or i.get("author") or ""  # speaker: by provenance
+    said = who and not str(i.get("summary", "")).startswith(f"{who}:")  # a note's summary names its sender
+    head = f"- [{i['severity']}] {i['type']} `{i['key']}`" + (f" from {who}" if said else "")
     if i.get("agent") and i["agent"] != woken:  # routed to the coordinator: whose it is
         head += f" (for {i['agent']})"
     need = ", ".join(i.get("required") or []) or "none"

@@ -7,4 +7,5 @@ a2a-sdk (and the grpc, pydantic... it brings) is loaded at the first request for
 (delivery.py, held.py) run from the start without it."""
 
 CARD_PATH = "/.well-known/agent-card.json"  # the signed agent card (card.py)
+OLD_CARD_PATH = "/.well-known/agent.json"  # where A2A clients before 0.3 look for it: the same card
 RPC_PATH = "/a2a"  # JSON-RPC (rpc.py, handler.py)

@@ -17,10 +17,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshnode.store.home.party_tokens import digest, read_tokens
+from meshnode.records.a2a.addresses import host_of
+from meshnode.records.a2a.held_queue import SESSION, TOOL, Shares  # noqa: F401 (SESSION, TOOL: for the face's modules)
+from meshnode.store.home.party_tokens import digest, read_tokens, revoked_digests
 
-SESSION = "a2a"  # the gate_confirmations session of held messages (the agent's own is "core")
-TOOL = "a2a_message"
 MAX_SENDER_CHARS = 200
 
 
@@ -66,10 +66,15 @@ class KnownParties:
 
     def __init__(self, path: Path, web_auth=None):
         self.path, self.web_auth = path, web_auth
-        self._stamp, self._tokens = None, {}
+        self._stamp, self._tokens, self._revoked = None, {}, {}
+
+    def revoked(self, token: str) -> str | None:
+        """The name of the party whose withdrawn token this is (None: it is no withdrawn token)."""
+        self.name_of("")  # the file read again when it changed
+        return self._revoked.get(digest(token))
 
     def name_of(self, token: str) -> str | None:
-        if self.web_auth is not None and self.web_auth.token_ok(token):
+        if token and self.web_auth is not None and self.web_auth.token_ok(token):
             return "person"
         try:
             st = os.stat(self.path)
@@ -78,15 +83,23 @@ class KnownParties:
             stamp = None
         if stamp != self._stamp:
             try:
-                self._tokens = read_tokens(self.path)
+                self._tokens, self._revoked = read_tokens(self.path), revoked_digests(self.path)
             except (OSError, PermissionError):
-                self._tokens = {}  # an unusable file: nobody is known by it until it is fixed
+                self._tokens, self._revoked = {}, {}  # an unusable file: nobody is known by it until it is fixed
             self._stamp = stamp
+        if not token:
+            return None
         wanted = digest(token)
         for known, name in self._tokens.items():
             if hmac.compare_digest(known, wanted):
                 return name
         return None
+
+
+def shares_of(settings) -> Shares:
+    """The held queue's shares as ``[a2a]`` sets them (base.config.a2a.A2ASettings)."""
+    return Shares(total=settings.max_held, per_party=settings.held_per_party, per_address=settings.held_per_address,
+                  per_subnet=settings.held_per_subnet, retry_after_ms=int(settings.retry_after_minutes * 60_000))
 
 
 def client_of(peer: str, forwarded: str | None, trusted: frozenset[str]) -> str:
@@ -101,18 +114,7 @@ def client_of(peer: str, forwarded: str | None, trusted: frozenset[str]) -> str:
     return peer
 
 
-def bucket_of(address: str) -> str:
-    """The rate limit's key for an address: an IPv6 address by its /64 (one host has a whole /64 to
-    rotate through), any other as it is."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if ip.version == 4:
-        return str(ip)
-    if ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+bucket_of = host_of  # the rate limit's key for an address: an IPv6 address by its /64
 
 
 def sender_of(body) -> str:

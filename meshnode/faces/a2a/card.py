@@ -5,6 +5,11 @@ signed with the node's Ed25519 key as a JWS (EdDSA) whose ``kid`` is the node's 
 The signature is the A2A one (a2a-sdk ``create_agent_card_signer``: RFC 8785 canonical JSON of the
 card without ``signatures``, detached payload); it covers the card's A2A 1.0 fields. The DID is also
 in the card, as the params of the extension ``DID_EXTENSION``, and must match the one checked.
+
+The card is served in both shapes at once: the A2A 1.0 fields (``supportedInterfaces``: the JSON-RPC
+endpoint as 1.0 and, at the same URL, as 0.3), and the 0.3 fields a 0.3 client reads (``url``,
+``protocolVersion``, ``preferredTransport``, made from the 0.3 interface by a2a-sdk's compatibility
+layer); a 1.x client picks the 1.0 interface, a 0.3 client the top-level ``url``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ DID_EXTENSION = "https://meshnode.dev/a2a/ext/did-key/v1"  # params: {"did": the
 ALGORITHMS = ["EdDSA"]
 MAX_CARD_BYTES = 256 * 1024
 MAX_SKILLS = 64
+PROTOCOL_V03 = "0.3.0"  # what the 0.3 shape says it speaks (the /a2a endpoint takes 0.3 method names too)
 
 
 class CardError(MeshnodeError):
@@ -62,7 +68,9 @@ def build_card(*, name: str, did: str, description: str, base_url: str, interest
     return AgentCard(
         name=name, version="1.0", description=description or f"the meshnode agent {name} ({did})",
         supported_interfaces=[AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC",
-                                             protocol_version="1.0")],
+                                             protocol_version="1.0"),
+                              AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC",
+                                             protocol_version=PROTOCOL_V03)],
         capabilities=AgentCapabilities(streaming=streaming, push_notifications=False, extensions=[
             AgentExtension(uri=DID_EXTENSION, description="the agent's did:key; the card is signed by its key",
                            required=False, params=params)]),
@@ -78,7 +86,8 @@ def sign_card(card: AgentCard, seed: bytes, did: str) -> AgentCard:
 
 
 def card_dict(card: AgentCard) -> dict:
-    """The card as served (A2A 1.0 JSON, with the SDK's v0.3 compatibility fields)."""
+    """The card as served: A2A 1.0 JSON, with the 0.3 fields a2a-sdk's compatibility layer makes from
+    its 0.3 interface (``url``, ``protocolVersion``, ``preferredTransport``)."""
     return agent_card_to_dict(card)
 
 

@@ -42,14 +42,16 @@ class Conversations:
         while len(self._threads) > MAX_CONTEXTS:
             self._threads.popitem(last=False)
 
-    async def deliver(self, party_key: str, framed: str, context_id: str, wait: float) -> dict:
-        """``chat_send`` into the party's thread for ``context_id`` (a new one at first); the context
-        the client uses next (its own, or the thread's id when it gave none)."""
+    async def deliver(self, party_key: str, label: str, text: str, context_id: str, wait: float) -> dict:
+        """``chat_send`` of the party's ``text`` as it wrote it, for actor ``a2a(party_key, label)`` (who
+        sent it is the note's provenance row, never a line of its text), into the party's thread for
+        ``context_id`` (a new one at first); the context the client uses next (its own, or the thread's
+        id when it gave none)."""
         tid = self.thread_of(party_key, context_id)
         if tid is None and context_id and await self.services.read(held.started_by, self.services.key.did,
-                                                                   context_id, framed.split("\n", 1)[0]):
+                                                                   context_id, party_key):
             tid = context_id  # a thread this party started, named by its id (after a restart too)
-        out = await self.services.call("chat_send", actor=actor.a2a(party_key), text=framed, thread=tid,
+        out = await self.services.call("chat_send", actor=actor.a2a(party_key, label), text=text, thread=tid,
                                        wait_seconds=wait)
         context_id = context_id or out["thread"]
         self.remember(party_key, context_id, out["thread"])
@@ -90,7 +92,8 @@ class Conversations:
         args, result, ok = row["args"], {"error": f"not delivered within {DELIVER_SECONDS} s"}, False
         with trio.move_on_after(DELIVER_SECONDS):
             try:
-                out = await self.deliver(args["party"], args["framed"], args.get("context_id", ""), 0.0)
+                out = await self.deliver(args["party"], args.get("sender", ""), held.text_of(args),
+                                         args.get("context_id", ""), 0.0)
                 result, ok = {"did": out["did"], "thread": out["thread"]}, True
             except Exception as exc:  # one bad row must not stop the others
                 log.warning("a2a: approved message %s not delivered: %s", row["id"], exc)

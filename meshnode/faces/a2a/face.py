@@ -1,5 +1,6 @@
 """The A2A routes in front of the web app (protocols/a2a.md): ``GET /.well-known/agent-card.json``
-(public) and ``POST /a2a`` (JSON-RPC, a2a-sdk's dispatcher with our trio handler).
+and its older name ``/.well-known/agent.json`` (public) and ``POST /a2a`` (JSON-RPC, a2a-sdk's
+dispatcher with our trio handler).
 
 These requests skip the notebook's Guard (no session, no Origin rule: other agents are not browsers)
 but get the same Host check (DNS rebinding), the JSON content type, a body size limit (``[a2a]
@@ -7,8 +8,11 @@ max_body_bytes``), the security headers and a count in ``a2a_requests{route,stat
 rate-limited before the dispatcher sees the request (only the claimed sender is read from the body;
 an unknown party's request takes from its address's bucket before the body is read at all, and the
 body must arrive within BODY_SECONDS): a flood is refused with HTTP 429 and the JSON-RPC error -32029
-``rate_limited``, a message past ``[a2a] max_held`` waiting ones with 429 ``held_full``. Behind a
-reverse proxy listed in ``[a2a] trusted_proxies`` the client is its X-Forwarded-For's last hop.
+``rate_limited``; an unknown party's message when its share of the held queue (per party, address,
+subnet: records.a2a.held_queue) or the queue is full with 429 ``held_full`` and a Retry-After of
+minutes. A bearer token that is no known party's (wrong, or withdrawn) is refused with 401 before the
+body is read, never taken for an unknown party; a party or address the person blocked gets 403.
+Behind a reverse proxy listed in ``[a2a] trusted_proxies`` the client is its X-Forwarded-For's last hop.
 Every other request goes to the notebook unchanged.
 
 a2a-sdk is loaded at the first request that needs it: the card's (card.py) or a call that reaches the
@@ -26,12 +30,13 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from meshnode.faces.a2a import CARD_PATH, RPC_PATH, held
-from meshnode.faces.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of
+from meshnode.faces.a2a import CARD_PATH, OLD_CARD_PATH, RPC_PATH
+from meshnode.faces.a2a.admission import KnownParties, Party, RateLimiter, bucket_of, client_of, sender_of, shares_of
 from meshnode.faces.a2a.delivery import Conversations
 from meshnode.base.config.a2a import a2a_settings
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS
 from meshnode.base.lazy import import_in_thread
+from meshnode.records.a2a import blocks, held_queue
 
 log = logging.getLogger("meshnode.faces.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
@@ -40,7 +45,10 @@ READ_FACTOR = 20
 MAX_CARDS = 16
 BODY_SECONDS = 30  # a request body slower than this is refused (408): Hypercorn's read_timeout stays None,
 # as it would cut the notebook's event streams whose clients send nothing
-PATHS = (CARD_PATH, RPC_PATH)
+UNAUTHORIZED = -32001  # a bearer token that is no known party's (JSON-RPC server error range)
+BLOCKED = -32003  # a party or address the person blocked
+CARD_PATHS = (CARD_PATH, OLD_CARD_PATH)
+PATHS = (*CARD_PATHS, RPC_PATH)
 SDK_MODULES = ("meshnode.faces.a2a.card", "meshnode.faces.a2a.rpc")  # what needs a2a-sdk: loaded at the first request
 HEADERS = {**SECURITY_HEADERS, "cache-control": "no-store"}
 UNSIGNED = (" [unsigned: this card was fetched at an address the node is not configured with (its URL comes"
@@ -67,6 +75,8 @@ class A2AFace:
         self.read_limit = RateLimiter(self.settings.rate_per_minute * READ_FACTOR, self.settings.burst * READ_FACTOR)
         self.known_limit = RateLimiter(self.settings.known_rate_per_minute, max(self.settings.burst, 10))
         self.trusted = frozenset(self.settings.trusted_proxies)
+        self.shares = shares_of(self.settings)
+        self._holding = trio.Lock()  # one unknown party's message at a time from the shares' check to its hold
         self.conversations = Conversations(services, self.settings)
         self._cards: dict[str, tuple[tuple, dict]] = {}
         self._dispatcher = None
@@ -133,7 +143,7 @@ class A2AFace:
             return _error(421, None, -32600, f"Host {host[:100]!r} is not this node's; add it to [web] hosts")
         method, path = scope["method"], scope["path"]
         await import_in_thread(*SDK_MODULES)  # a2a-sdk, at the first request: off the event loop
-        if path == CARD_PATH:
+        if path in CARD_PATHS:
             if method not in ("GET", "HEAD"):
                 return _error(405, None, -32600, "the card is read with GET")
             vouched = vouched_host(host, self.guard.listen_host, self.guard.hosts)
@@ -149,6 +159,9 @@ class A2AFace:
             wait = self.read_limit.take(f"addr:{bucket_of(peer.client)}", self.services.now() / 1000)
             if wait:
                 return self._refuse(peer, None, wait, False)
+            bad_token = self.token_refusal(headers)
+            if bad_token:
+                return self._unauthorized(bad_token)
         body = None
         with trio.move_on_after(BODY_SECONDS) as slow:
             body = await _read_body(receive, self.body_limit)
@@ -167,12 +180,25 @@ class A2AFace:
         wait = self._limit(party, sends)
         if wait:
             return self._refuse(party, request_id, wait, sends)
-        if sends and not party.known and self.settings.approve_unknown and self.services.store is not None \
-                and await self.services.read(held.pending, self.services.now()) >= self.settings.max_held:
-            self.services.metrics.inc("a2a_messages", outcome="held_full")
-            return _error(429, request_id, RATE_LIMITED, held.HELD_FULL, {"type": "held_full"})
         scope["meshnode_a2a_party"] = party
-        return await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        if self.services.store is None:  # a face without a store (tests): nothing is blocked or held
+            return await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        if not (sends and not party.known and self.settings.approve_unknown):
+            refused = await self._admit(party, request_id, None)
+            return refused or await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+        async with self._holding:  # the shares' check and the hold as one: strangers cannot race past a full share
+            refused = await self._admit(party, request_id, self.shares)
+            return refused or await self.dispatcher().handle_requests(Request(scope, _replay(body, receive)))
+
+    async def _admit(self, party: Party, request_id, shares: held_queue.Shares | None):
+        """The refusal of a request the person blocked, or (``shares``: a message to be held) one whose
+        share of the held queue is full; None: it goes on."""
+        block, full = await self.services.read(_verdict, party, self.services.now(), shares)
+        if block is not None:
+            self.services.metrics.inc("a2a_blocked")
+            return _error(403, request_id, BLOCKED, "blocked: the person of this node does not take requests"
+                                                    " from this party or address", {"type": "blocked"})
+        return self._held_full(request_id, full) if full is not None else None
 
     def _refuse(self, party: Party, request_id, wait: float, sends: bool):
         self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
@@ -182,6 +208,38 @@ class A2AFace:
                           f" {'this token' if party.known else 'this address or sender'}; try again in"
                           f" {wait:.0f} s", {"type": "rate_limited", "retry_after_s": round(wait, 1)})
         response.headers["retry-after"] = str(max(1, round(wait)))
+        return response
+
+    def _held_full(self, request_id, full: held_queue.Refusal):
+        self.services.metrics.inc("a2a_messages", outcome="held_full")
+        self.services.metrics.inc("a2a_held_full", share=full.share)
+        wait = max(1, round(full.retry_after_ms / 1000))
+        response = _error(429, request_id, RATE_LIMITED, full.reason,
+                          {"type": "held_full", "share": full.share, "retry_after_s": wait})
+        response.headers["retry-after"] = str(wait)
+        return response
+
+    def token_refusal(self, headers: Headers) -> str | None:
+        """Why a request's bearer token is refused (None: it carries none, or a known party's): a party
+        that presents a token claims to be known, and a wrong or withdrawn one is told so (401), never
+        served as an unknown party."""
+        header = headers.get("authorization", "")
+        if not header:
+            return None
+        if header[:7].lower() != "bearer ":
+            return "the Authorization header is not a Bearer token"
+        token = header[7:].strip()
+        if self.known.name_of(token) is not None:
+            return None
+        if self.known.revoked(token) is not None:
+            return "this token was withdrawn by the node's person"
+        return "this token is not one the node's person issued"
+
+    def _unauthorized(self, reason: str):
+        self.services.metrics.inc("a2a_unauthorized")
+        response = _error(401, None, UNAUTHORIZED, f"unauthorized: {reason}; send no Authorization header to"
+                                                   " talk as an unknown party", {"type": "unauthorized"})
+        response.headers["www-authenticate"] = 'Bearer realm="a2a", error="invalid_token"'
         return response
 
     def identify(self, scope, headers: Headers, body) -> Party:
@@ -212,6 +270,15 @@ class A2AFace:
         """The face's own work in the web server's nursery: held messages a person approved go to the agent."""
         if self.settings.enabled:
             await self.conversations.deliver_approved()
+
+
+def _verdict(db, party: Party, now_ms: int, shares: held_queue.Shares | None):
+    """``(block, refusal)`` of a request in one read of the store: the person's block that applies to
+    ``party`` (None: none), and, for a message to be held (``shares`` given), why it may not wait."""
+    block = blocks.blocked(db, (party.name, party.key), party.client)
+    if block is not None or shares is None:
+        return block, None
+    return None, held_queue.refusal(db, party.key, party.client, now_ms, shares)
 
 
 class _Headed:

@@ -40,7 +40,7 @@ async def get(services, party: Party, task_id: str) -> Task:
     if not party.known or not lineage or len(lineage) > MAX_ID:
         raise TaskNotFoundError(message=f"no task {task_id[:100]}")
     try:
-        shown = await services.call("task_show", actor=actor.a2a(party.key), task=lineage)
+        shown = await services.call("task_show", actor=actor.a2a(party.key, party.name), task=lineage)
     except MeshnodeError:
         raise TaskNotFoundError(message=f"no task {task_id[:100]}") from None
     if services.key.did not in shown.get("assigned_to", []):
@@ -63,7 +63,7 @@ async def create(services, party: Party, goal: str, text: str, framed: str) -> T
     """A GMP task of ``goal`` for this agent, asked for by ``party``: titled by the message's first
     line, described by it."""
     title = text.strip().split("\n", 1)[0][:TITLE_CHARS]
-    by = actor.a2a(party.key)
+    by = actor.a2a(party.key, party.name)
     try:
         task = await services.call("task_add", actor=by, goal=goal, title=title, description=framed)
         await services.call("task_assign", actor=by, task=task["lineage"], candidates=[services.key.did])

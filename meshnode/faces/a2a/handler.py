@@ -8,8 +8,10 @@ one chat thread per party. A message with no reply in time is a task ``m-<note D
 the agent answers, then COMPLETED with the answer); a message held for a person's approval is a task
 ``h-<confirmation number>-<nonce>`` (SUBMITTED while it waits, REJECTED if refused or expired, then as its
 delivered message). Tasks are read back from the store, so they outlive a restart. The context map
-lives in memory; a contextId that is the id of a thread the same party started (its first message
-carries the party's header) is recognised from the store, so the default contextIds outlive a restart.
+lives in memory; a contextId that is the id of a thread the same party started (its first message's
+provenance row names the party) is recognised from the store, so the default contextIds outlive a restart.
+The text goes in as the party wrote it: who sent it is the note's provenance row (actor ``a2a``, the
+party's key and name), which the agent's prompt shows in the parties' own section.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, PushNotif
 
 from meshnode.store import chat
 from meshnode.faces.a2a import gmp_tasks, held
-from meshnode.faces.a2a.admission import Party
+from meshnode.faces.a2a.admission import Party, shares_of
 from meshnode.faces.a2a.delivery import Conversations
 from meshnode.base.config.a2a import A2ASettings
 from meshnode.faces.a2a.tasks import message_task, reply_message
@@ -77,14 +79,14 @@ class MeshRequestHandler(RequestHandler):
         if not party.known and self.settings.approve_unknown:
             row = await self.services.write(held.hold, party, text, context_id, self.services.now(),
                                             int(self.settings.approval_hours * 3600 * 1000), self.conversations.nonce_key(),
-                                            self.settings.max_held)
+                                            shares_of(self.settings))
             if row is None:  # the face refuses this with 429 first; here when many raced past it
                 self.services.metrics.inc("a2a_messages", outcome="held_full")
                 raise InvalidRequestError(message=held.HELD_FULL)
             self.services.metrics.inc("a2a_messages", outcome="held")
             return held.task_of(row, None)
         wait = 0.0 if params.configuration.return_immediately else self.settings.wait_seconds
-        out = await self.conversations.deliver(party.key, held.framed(party, text), context_id, wait)
+        out = await self.conversations.deliver(party.key, party.name, text, context_id, wait)
         self.services.metrics.inc("a2a_messages", outcome="delivered")
         if out.get("replies"):
             return reply_message(out["replies"], out["context_id"], out["did"])
@@ -99,7 +101,7 @@ class MeshRequestHandler(RequestHandler):
         if held_or_gmp:  # nothing to stream: the task as it stands
             yield await self.on_message_send(params, context)
             return
-        out = await self.conversations.deliver(party.key, held.framed(party, text), params.message.context_id, 0.0)
+        out = await self.conversations.deliver(party.key, party.name, text, params.message.context_id, 0.0)
         self.services.metrics.inc("a2a_messages", outcome="delivered")
         task = message_task(out["did"], out["context_id"], [])
         yield task

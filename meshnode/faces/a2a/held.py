@@ -2,7 +2,7 @@
 (session ``a2a``, tool ``a2a_message``): the person sees and answers them where they answer the
 agent's own requests (``meshnode confirm``, the web's confirmations), and the status of each is the
 A2A task ``h-<number>-<nonce>`` (the nonce, unguessable and kept in the row's args, makes the id
-unguessable: parties behind one proxy or NAT share an address and must not read each other's). Functions run in the store's threads, except ``framed`` and ``task_of``."""
+unguessable: parties behind one proxy or NAT share an address and must not read each other's). Functions run in the store's threads, except ``framed``, ``text_of`` and ``task_of``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from meshnode.store import chat
 from meshnode.faces.a2a.admission import SESSION, TOOL, Party
+from meshnode.records.a2a import held_queue
 from meshnode.records.gate import confirm
 from meshnode.store.database import Database
 
@@ -20,13 +21,23 @@ if TYPE_CHECKING:
     from a2a.types import Task
 
 _COLUMNS = confirm._COLUMNS
-HELD_FULL = "held_full: too many messages of unknown parties wait for a person's approval; try again later"
+HELD_FULL = "held_full: as many messages as may wait for a person's approval wait already; try again later"
 
 
 def framed(party: Party, text: str) -> str:
-    """The text as the agent reads it: who sent it over A2A, then the message."""
+    """The text as a person reads it among the held messages (and in a GMP task's description): who
+    sent it over A2A, then the message. Never the agent's word on who sent it: that is the note's
+    provenance row (``text_of`` gives the message alone to deliver)."""
     who = f"known party {party.name}" if party.known else f"unknown party {party.name!r} at {party.client}"
     return f"[A2A message from {who}]\n{text}"
+
+
+def text_of(args: dict) -> str:
+    """The message a held request carries, as the party wrote it: its own ``text``, or (a request held
+    before it kept one) ``framed`` after the header line ``framed`` put first (a name with no line break)."""
+    if isinstance(args.get("text"), str):
+        return args["text"]
+    return str(args.get("framed", "")).split("\n", 1)[-1]
 
 
 def pending(db: Database, now_ms: int) -> int:
@@ -36,17 +47,20 @@ def pending(db: Database, now_ms: int) -> int:
 
 
 def hold(db: Database, party: Party, text: str, context_id: str, now_ms: int, ttl_ms: int, secret: bytes,
-         max_held: int) -> dict | None:
+         shares: held_queue.Shares) -> dict | None:
     """The held message's request (the pending one when the same message is sent again); None when
-    ``max_held`` others wait already. Its nonce is a keyed hash of the rest (``secret``: the node's),
-    so a message sent again is the same request, and nobody without the key computes it."""
+    the party's, its address's, its subnet's or the whole queue's share is full (held_queue.refusal).
+    Its nonce is a keyed hash of the rest (``secret``: the node's), so a message sent again is the
+    same request, and nobody without the key computes it. A message sent with no contextId gets one
+    (``a2a-<nonce part>``): its task names the context its conversation will have once delivered."""
     args = {"party": party.key, "sender": party.name, "client": party.client, "context_id": context_id,
             "framed": framed(party, text)}
     args["nonce"] = hmac.new(secret, json.dumps(args, sort_keys=True).encode(), hashlib.sha256).hexdigest()[:24]
+    args["context_id"] = context_id or f"a2a-{args['nonce'][:16]}"
     same = db.conn.execute("SELECT 1 FROM gate_confirmations WHERE session = ? AND tool = ? AND args = ? AND status"
                            " = 'pending' AND expires_ms > ?", (SESSION, TOOL, json.dumps(args, sort_keys=True,
                                                                 ensure_ascii=False), now_ms)).fetchone()
-    if same is None and pending(db, now_ms) >= max_held:
+    if same is None and held_queue.refusal(db, party.key, party.client, now_ms, shares) is not None:
         return None
     # nothing the party wrote goes in the reason: the reactor's notice and the agent's context 4 quote it
     reason = f"an unknown party at {party.client} asks to talk to the agent over A2A (who it says it is"\
@@ -116,30 +130,37 @@ def owned_by(request: dict | None, nonce: str, party: Party) -> bool:
     return request["args"].get("party") == party.key or not party.known and request["args"].get("client") == party.client
 
 
-def started_by(db: Database, own_did: str, tid: str, header: str) -> bool:
-    """Whether conversation ``tid`` was started over A2A by the party whose messages begin with ``header``
-    (how a contextId that is a thread id is recognised after a restart, with no table of its own)."""
+def _party_of(actor_id: str | None, label: str | None, party: Party) -> bool:
+    """Whether a note whose provenance row names A2A party ``actor_id`` (and ``label``, the name it gave)
+    is ``party``'s: a known party by its key; an unknown one, as tasks/get names no sender, by its
+    address (any name it gave from there: its key is ``unknown:<address>:<name>``)."""
+    if party.known:
+        return actor_id == party.key
+    return actor_id == f"unknown:{party.client}:{label or ''}"
+
+
+def started_by(db: Database, own_did: str, tid: str, party_key: str) -> bool:
+    """Whether conversation ``tid`` was started over A2A by the party ``party_key`` (its first message's
+    provenance row: how a contextId that is a thread id is recognised after a restart, with no table of
+    its own; never by the message's text, which anyone writes)."""
     if not chat._TID.fullmatch(tid):
         return False
     first = db.conn.execute(chat._ROWS + f" WHERE {chat._IN_THREAD} AND n.agent_did = :own"
                             " ORDER BY c.timestamp_ms, n.id LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
-    return first is not None and first[1] in chat.PERSON and first[2].split("\n", 1)[0] == header
-
-
-def sent_by(party: Party, header: str) -> bool:
-    """Whether a message whose first line is ``header`` is ``party``'s (an unknown party: any sender
-    from its address, as tasks/get names no sender); the person's own messages are nobody's here."""
-    if party.known:
-        return header == framed(party, "").split("\n", 1)[0]
-    return header.startswith("[A2A message from unknown party ") and header.endswith(f" at {party.client}]")
+    if first is None:
+        return False
+    row = db.conn.execute("SELECT kind, actor_id FROM provenance WHERE container_did = ?", (first[0],)).fetchone()
+    return row is not None and row[0] == "a2a" and row[1] == party_key
 
 
 def message_status(db: Database, own_did: str, did: str, party: Party) -> dict | None:
     """The thread of the message ``did`` that ``party`` sent the agent, and the agent's replies to it
-    (None: no such message of this party: a person's own conversation is never read over A2A)."""
-    row = db.conn.execute("SELECT topic, text FROM notes WHERE container_did = ? AND source IN ('user', 'cli')"
-                          " AND agent_did = ?", (did, own_did)).fetchone()
-    if row is None or not sent_by(party, row[1].split("\n", 1)[0]):
+    (None: no such message of this party, by the provenance row: a person's own conversation is never
+    read over A2A)."""
+    row = db.conn.execute("SELECT n.topic, pr.actor_id, pr.label FROM notes n JOIN provenance pr ON pr.container_did ="
+                          " n.container_did WHERE n.container_did = ? AND pr.kind = 'a2a' AND n.agent_did = ?",
+                          (did, own_did)).fetchone()
+    if row is None or not _party_of(row[1], row[2], party):
         return None
     return {"thread": chat.thread_name(did, row[0]) or "", "replies": chat.replies_to(db, own_did, did)}
 

@@ -64,10 +64,19 @@ def cmd_mind(args) -> int:
             print(terminal_safe(f"  {name[:48]:24} {_failing(f)}"))
     m = view["validation"]
     print(f"validation:  {m['answers']} answers, coverage {m['coverage']}, agreement {m['agreement']}")
+    for server in view.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
+        print(terminal_safe(f"outside:     {mcp_server_line(server)}"))
     if view["emergency_to_revisit"]:
         print(f"isolated:    {view['emergency_to_revisit']} decision(s) taken without the mesh, to revisit"
               " when it is back")
     return 0
+
+
+def mcp_server_line(s: dict) -> str:
+    """One outside tools' server, for a person: up with its tools, or why not and its stderr's last line."""
+    state = f"{len(s['tools'])} tools" if s["status"] == "up" else s.get("error") or s["status"]
+    line = f"{s['server']} {s['status']} ({state}{', sandboxed' if s.get('sandboxed') else ''})"
+    return line + (f"; its stderr: {s['stderr']}" if s["status"] != "up" and s.get("stderr") else "")
 
 
 def _failing(f: dict) -> str:

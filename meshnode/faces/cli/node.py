@@ -21,6 +21,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.store.home import init_home, open_identity
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
+from meshnode.faces.cli.mind import mcp_server_line
 from meshnode.faces.cli.common import (_ask_node, act, _config, agent_did, container_did, print_json, print_rows,
                                  read_limited_file, terminal_safe, who)
 
@@ -119,9 +120,7 @@ def cmd_status(args) -> int:
                     print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
                                         f" in a row ({f['last_error']}); asked again later"))
             for s in mind.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
-                state = f"{len(s['tools'])} tools" if s["status"] == "up" else s.get("error") or s["status"]
-                print(terminal_safe(f"{'mcp:':10} {s['server']} {s['status']} ({state}"
-                                    f"{', sandboxed' if s.get('sandboxed') else ''})"))
+                print(terminal_safe(f"{'mcp:':10} {mcp_server_line(s)}"))
     return 0
 
 
@@ -166,7 +165,7 @@ def _writer(r: dict) -> str:
         return who(r.get("author_did"), r.get("author_name"))
     from meshnode.app.actor import described
 
-    return described(kind, r.get("asked_via"), r.get("asked_label"))
+    return described(kind, r.get("asked_via"), r.get("asked_label"), r.get("asked_id"))
 
 
 def cmd_peers(args) -> int:

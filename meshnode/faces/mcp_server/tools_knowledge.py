@@ -21,7 +21,8 @@ def register(server, call: Call) -> None:
         """Search this node's notes, newest first: ``query`` matches their text; ``before`` (the last
         note's DID of the previous page) pages on. Each row: container_did, timestamp, topic, text,
         audience, tags, source, author, read, and who asked for it: asked_kind (person, agent, a2a,
-        peer, node), asked_via (person: cli, web, mcp), asked_label."""
+        peer, node), asked_via (person: cli, web, mcp), asked_label, asked_id (an A2A party's key id:
+        known:<name> or unknown:<address>:<name>). Only asked_kind person is the person."""
         return await run(call, "notes", query=query, limit=limit, unread=unread, topic=topic, before=before)
 
     @server.tool(annotations=MARK)

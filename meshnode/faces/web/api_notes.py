@@ -28,8 +28,9 @@ _FORWARD = Arg(int, min=0, max=cogsync.MAX_FORWARD,
 
 async def notes(services, args):
     """``[{container_did, timestamp, topic, text, audience, tags, source, author_did, author_name, read,
-    asked_kind, asked_via, asked_label, approved_kind, approved_via}]`` (asked_*: who asked this node to
-    write it, app.actor; a peer's note: ``peer``) newest first; the next page: ``before`` = the last row's ``container_did``."""
+    asked_kind, asked_via, asked_label, asked_id, approved_kind, approved_via}]`` (asked_*: who asked this
+    node to write it, app.actor: asked_id is an A2A party's key id, ``known:<name>`` or ``unknown:<address>:<name>``;
+    a peer's note: ``peer``) newest first; the next page: ``before`` = the last row's ``container_did``."""
     return await services.call("notes", limit=args["limit"], before=args["before"], query=args["q"],
                                unread=args["unread"], source=args["source"], topic=args["topic"])
 
@@ -137,10 +138,11 @@ ROUTES: list[Endpoint] = [
               "before": Arg(str, max=ids.MAX_DID, doc="the next page: the container_did of the last note shown"),
               "q": Arg(str, max=knowledge.MAX_QUERY, doc="only notes whose text or topic contains this"),
               "unread": Arg(bool, doc="true: only unread notes; false: only read ones"),
-              "source": Arg(str, choices=SOURCES, doc="only notes from this source (user, cli: the person)"),
+              "source": Arg(str, choices=SOURCES, doc="only notes with this signed source (user, cli: the person"
+                                                      " or an A2A party; asked_kind tells which)"),
               "topic": Arg(str, max=256, doc="only notes with exactly this topic")},
              doc="a page of notes, newest first, each with who asked for it (asked_kind, asked_via, asked_label,"
-                 " approved_kind, approved_via); reading the list marks nothing read"),
+                 " asked_id, approved_kind, approved_via); reading the list marks nothing read"),
     Endpoint("GET", "/api/notes/{did}", note_show, _NOTE, doc="one note in full; does not mark it read"),
     Endpoint("POST", "/api/notes", note_add,
              {"text": Arg(str, required=True, max=MAX_TEXT, doc="the note (#hashtags, @mentions are indexed)"),

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 
 from meshnode.base.errors import MeshnodeError
-from meshnode.faces.web import api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
+from meshnode.faces.web import api_a2a, api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
 from meshnode.faces.web import auth as auth_routes, pages, prom, sse
 from meshnode.faces.web.address import WebAddress
 from meshnode.faces.web.auth import Auth
@@ -31,7 +31,8 @@ from meshnode.faces.web.errors import error_body, error_response, status_for
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port, parse_listen
 
 log = logging.getLogger("meshnode.faces.web")
-API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_mesh, api_reactor, api_spawn, sse, prom)
+API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_a2a, api_mesh, api_reactor, api_spawn, sse,
+               prom)
 
 
 async def route_table(services, args) -> list[dict]:
@@ -46,8 +47,8 @@ def all_endpoints() -> list[Endpoint]:
     return [*ROUTES, *auth_routes.ROUTES, *(ep for module in API_MODULES for ep in module.ROUTES)]
 
 
-def _refusal(code: str, reason: str) -> JSONResponse:
-    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code)))
+def _refusal(code: str, reason: str, headers: dict | None = None) -> JSONResponse:
+    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers))
 
 
 def _closing(response: Response) -> Response:
@@ -237,7 +238,8 @@ async def _not_allowed(request: Request, exc) -> Response:
 
 def build_app(services, auth: Auth, mounts=(), address: WebAddress | None = None) -> Starlette:
     """``mounts``: (path, ASGI app, methods, rules) served behind the guard too (the MCP endpoint), where
-    ``rules(method, headers, via, body_limit)`` is the (code, reason) of a request refused, else None:
+    ``rules(method, headers, via, body_limit)`` is the (code, reason[, response headers]) of a request
+    refused, else None:
     the guard checks Host and credentials, then those rules instead of the API's. ``address``: where the
     server is bound, once it is (serve_web fills it in)."""
     body_limit = int(services.config.values["web"]["max_body_bytes"])

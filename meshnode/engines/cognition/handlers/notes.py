@@ -6,21 +6,23 @@ from meshnode.records import knowledge
 from meshnode.app.actions.notes import write_note, written
 from meshnode.app.actor import AGENT
 from meshnode.base.errors import MeshnodeError
-from meshnode.domain.notes import author
+from meshnode.store import speakers
 
 
 def _note_list(db, key, now, args):
-    where = " WHERE hidden = 0" + (" AND read = 0" if args.get("unread") else "")
-    rows = db.conn.execute("SELECT container_did, timestamp, topic, text, source, priority, read, agent_did,"
-                           " (SELECT name FROM agent_peers WHERE agent_peers.id = notes.agent_did) FROM notes"
-                           f"{where} ORDER BY priority DESC, timestamp DESC LIMIT ?",
-                           (args.get("limit", 20),)).fetchall()
+    """Notes, each with who wrote it by this node's provenance record (store.speakers), never by its text."""
+    where = " WHERE n.hidden = 0" + (" AND n.read = 0" if args.get("unread") else "")
+    rows = db.conn.execute("SELECT n.container_did, n.timestamp, n.topic, n.text, n.source, n.priority, n.read,"
+                           f" {speakers.COLUMNS} FROM notes n {speakers.JOIN}{where}"
+                           " ORDER BY n.priority DESC, n.timestamp DESC LIMIT ?", (args.get("limit", 20),)).fetchall()
     names = ("container_did", "timestamp", "topic", "text", "source", "priority", "read")
-    return [{**dict(zip(names, r)), "from": author(key.did, r[7], r[4], r[8])} for r in rows]
+    return [{**speakers.of_row(key.did, r[len(names):]).fields(), **dict(zip(names, r))} for r in rows]
 
 
 def _note_read(db, key, now, args):
-    return knowledge.read_note(db, args["id"])
+    note = knowledge.read_note(db, args["id"])
+    who = speakers.of_note(db.conn, key.did, args["id"])
+    return {**who.fields(), **note} if who is not None else note
 
 
 def _note_add(db, key, now, args):

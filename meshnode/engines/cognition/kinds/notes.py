@@ -9,7 +9,8 @@ TYPES = (
     kind("note_list", "incoming notes", {"limit": (integer(1, 500), False), "unread": (boolean, False)},
          mutating=False),
     kind("note_read", "read a note (marks it read)", {"id": (text(128), True)}),
-    kind("note_add", "write a note to the user; to answer the person, reply_to their message's id (context 6a)",
+    kind("note_add", "write a note to the user; to answer the person or an A2A party, reply_to their"
+                     " message's id (context 6a, 6b)",
          {"text": (text(LONG), True), "topic": (text(), False),
           "audience": (one_of("private", "friends", "public"), False), "reply_to": (text(128), False)}),
     kind("note_tag", "tag a note", {"id": (text(128), True), "tags": (TAGS, True)}),

@@ -37,7 +37,8 @@ function writer(n) {
     case "person": return `the person${via}`;
     case "agent": return n.asked_via === "task" ? "the agent (task loop)" : "the agent";
     case "node": return `this node${via}`;
-    case "a2a": return `A2A party ${n.asked_label || ""}`.trim();
+    case "a2a": return `A2A party ${n.asked_label || n.asked_id || "?"} (${(n.asked_id || "").startsWith("known:") ? "known" : "unknown"})`;
+    case "peer": return `peer ${n.author_name || (n.author_did || "").slice(-8)}`;
     default: return n.author_name || (n.author_did || "").slice(-8);
   }
 }

@@ -28,6 +28,8 @@ async function loadState() {
   if (m.tool_calls) parts.push(el("p", {}, `tool calls this piece of work: ${m.tool_calls.used} of ${m.tool_calls.max} `,
     button("Reset the budget", async () => { await post("/api/gate/reset-limit", {}); await loadState(); }, { cls: "reset-limit" })));
   if (m.llms && m.llms.length) parts.push(el("h3", { text: "LLMs" }), table(m.llms, [{ key: "id" }, { key: "model" }, { key: "error" }]));
+  if (m.mcp_servers && m.mcp_servers.length) parts.push(el("h3", { text: "Outside tools" }), table(m.mcp_servers,
+    [{ key: "server" }, { key: "status" }, { key: "tools", render: (s) => String(s.tools.length) }, { key: "error" }, { key: "stderr", label: "last stderr line" }]));
   stateBody.replaceChildren(...parts);
   stateSec.dataset.paused = m.paused ? "yes" : "no";
   const v = [];

@@ -1,5 +1,7 @@
 // Review (/review): the agent's drafts as diffs (accept, reject, edit, commit), snapshots
-// (roll back), and confirmations of risky tool calls (approve or reject).
+// (roll back), confirmations of risky tool calls (approve or reject), the unknown A2A parties'
+// messages held for the person (approve, reject, reject all, block the party or the address) and
+// the blocks (unblock).
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, clear, time, text, pre, table, section, button, form, act, debounce, keeper } from "./ui.js";
@@ -14,7 +16,17 @@ const commitForm = form([{ name: "message", label: "commit message", required: t
   async (v) => { await post("/api/drafts/commit", v); await loadAll(); }, { cls: "commit-form" });
 const [snapSec, snapBody] = section("Snapshots", "snapshots");
 const [confSec, confBody] = section("Confirmations", "confirmations");
-main.append(draftSec, snapSec, confSec);
+const [heldSec, heldBody] = section("Held A2A messages", "a2a-held",
+  button("Reject all", async () => {
+    if (!window.confirm("Reject every held A2A message?")) return;
+    await post("/api/a2a/reject", { all: true });
+    await loadHeld();
+  }, { cls: "reject-all-held danger" }));
+const [blockSec, blockBody] = section("Blocked A2A parties and addresses", "a2a-blocks");
+const blockForm = form([{ name: "target", label: "party or address", required: true,
+  placeholder: "a party's name, 192.0.2.7 or 203.0.113.0/24" }], "Block",
+async (v) => { await post("/api/a2a/block", v); await loadHeld(); }, { cls: "block-form" });
+main.append(draftSec, snapSec, confSec, heldSec, blockSec);
 
 function diffNode(diff) {
   const box = el("pre", { class: "diff" });
@@ -109,13 +121,40 @@ async function loadConfirmations() {
   ], { empty: "nothing waits for your confirmation", rowData: (c) => ({ id: c.id }) }));
 }
 
+async function block(target) {
+  if (!window.confirm(`Block ${target}? Its requests are refused from now on and its held messages rejected.`)) return;
+  await post("/api/a2a/block", { target });
+  await Promise.all([loadHeld(), loadConfirmations()]);
+}
+
+async function loadHeld() {
+  const [rows, blocks] = await Promise.all([get("/api/a2a/held", { limit: 200 }), get("/api/a2a/blocks")]);
+  clear(heldBody, table(rows, [
+    { key: "id" }, { key: "sender", label: "says it is" }, { key: "client", label: "address" }, { key: "subnet" },
+    { key: "text", label: "message", max: 600 }, { key: "created_ms", label: "came" },
+    { key: "expires_ms", label: "expires" },
+    { key: "", label: "", render: (h) => el("span", { class: "actions" },
+      button("Approve", async () => { await post(`/api/confirmations/${h.id}`, { approve: true }); await loadHeld(); }, { cls: "approve" }),
+      button("Reject", async () => { await post(`/api/confirmations/${h.id}`, { approve: false }); await loadHeld(); }, { cls: "reject danger" }),
+      button("Block party", () => block(h.party), { cls: "block-party danger" }),
+      button("Block address", () => block(h.client), { cls: "block-address danger" })) },
+  ], { empty: "no A2A message waits for you", rowData: (h) => ({ id: h.id }) }));
+  clear(blockBody, table(blocks, [
+    { key: "kind" }, { key: "target" }, { key: "created_ms", label: "since" }, { key: "decided_by", label: "by" },
+    { key: "", label: "", render: (b) => button("Unblock", async () => {
+      await post("/api/a2a/unblock", { target: b.target });
+      await loadHeld();
+    }, { cls: "unblock" }) },
+  ], { empty: "nobody is blocked", rowData: (b) => ({ target: b.target }) }), blockForm);
+}
+
 function loadAll() {
-  return Promise.all([act(loadDrafts), act(loadSnapshots), act(loadConfirmations)]);
+  return Promise.all([act(loadDrafts), act(loadSnapshots), act(loadConfirmations), act(loadHeld)]);
 }
 
 const reloadDrafts = debounce(loadDrafts);
 const reloadSnapshots = debounce(loadSnapshots);
-const reloadConfirmations = debounce(loadConfirmations);
+const reloadConfirmations = debounce(() => Promise.all([act(loadConfirmations), act(loadHeld)]));
 stream(["draft", "snapshot", "confirm", "gate"], (type) => {
   if (type === "draft") reloadDrafts();
   else if (type === "snapshot") reloadSnapshots();
