@@ -60,6 +60,9 @@ TABLES: dict[str, Rule] = {
     "provenance": _r("never", "never", "never",
                      "who asked the parent to write its containers is the parent's own record; in the child"
                      " they are the parent's, a peer's"),
+    "a2a_blocks": _r("never", "never", "never",
+                     "the parent's person blocked these parties and addresses at the parent's A2A face; a child's"
+                     " face starts open"),
     "attachments": _r("row", "never", "never", "only those of a copied note, tied to the child's row of it"),
     "diary_entries": _r("rebuilt", "rebuilt", "never", "view of the copied diary_entry containers"),
     "concepts": _r("rebuilt", "rebuilt", "never", "view of the copied semantic_node containers"),
