@@ -41,6 +41,7 @@ from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.records.gmp import store_hooks as gmp_store_hooks
+from meshnode.records.a2a.blocks import BlockSet, listing as a2a_block_rows
 from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
@@ -131,6 +132,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with await Store.open(config.db_path, metrics=metrics, hooks=gmp_store_hooks.install()) as store:
             await store.write(_heartbeat, "node", "started")
+            a2a_blocks = BlockSet().fill(await store.read(a2a_block_rows))  # the A2A face's, changed by the actions
             cognition = config.values["cognition"]
             hooks = MeshHooks()  # the GMP service and the reactor subscribe as they are built
             validator = _PeerValidator(store, float(cognition["peer_validation_min_trust"])) \
@@ -163,7 +165,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     app = app_later.set(App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
                                             wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
                                             jail=gate_setup.jail(config), mind_view=mind_view.view, config=config,
-                                            spawner=SpawnJobs(), web=web_address, tools=TOOLS))
+                                            spawner=SpawnJobs(), web=web_address, tools=TOOLS,
+                                            a2a_blocks=a2a_blocks))
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     if config.values["web"]["enabled"]:  # the notebook, /mcp, A2A: after the control socket
@@ -172,7 +175,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
 
                         services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
                         ticks.on_ended(lambda summary: services.feed.nudge())  # a tick ended: the feed looks now
-                        await nursery.start(serve_http, config, services, web_address)
+                        await nursery.start(serve_http, config, services, web_address, a2a_blocks)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
