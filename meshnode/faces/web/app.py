@@ -27,7 +27,7 @@ from meshnode.faces.web import auth as auth_routes, pages, prom, sse
 from meshnode.faces.web.address import WebAddress
 from meshnode.faces.web.auth import Auth
 from meshnode.faces.web.endpoint import Endpoint, parse_args
-from meshnode.faces.web.errors import error_body, error_response, status_for
+from meshnode.faces.web.errors import challenged, error_body, error_response, status_for
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port, parse_listen
 
 log = logging.getLogger("meshnode.faces.web")
@@ -48,7 +48,7 @@ def all_endpoints() -> list[Endpoint]:
 
 
 def _refusal(code: str, reason: str, headers: dict | None = None) -> JSONResponse:
-    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers))
+    return _closing(challenged(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers)))
 
 
 def _closing(response: Response) -> Response:

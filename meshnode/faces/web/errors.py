@@ -51,6 +51,16 @@ def error_body(code: str, reason: str) -> dict:
     return {"ok": False, "code": code, "reason": reason}
 
 
+CHALLENGE = 'Bearer realm="meshnode"'  # a 401's WWW-Authenticate: the web token as a bearer token (or log in)
+
+
+def challenged(response: JSONResponse) -> JSONResponse:
+    """A 401 says how to authenticate (RFC 9110 11.6.1: ``WWW-Authenticate``), unless it says so already."""
+    if response.status_code == 401 and "www-authenticate" not in response.headers:
+        response.headers["www-authenticate"] = CHALLENGE
+    return response
+
+
 def error_response(exc: MeshnodeError, status: int | None = None) -> JSONResponse:
     """The control socket's error shape with the code's status."""
-    return JSONResponse(error_body(exc.code, exc.reason), status_code=status or status_for(exc.code))
+    return challenged(JSONResponse(error_body(exc.code, exc.reason), status_code=status or status_for(exc.code)))
