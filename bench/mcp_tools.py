@@ -4,13 +4,14 @@
 
 A cognitive cycle thinking with a scripted LLM over loopback (tests/llmharness.py), its gate offering
 the tools of a trusted stdio MCP server (tests/mcp_tool_server.py), its processes taking the calls
-that run past their server's inline_seconds (1 s, the default). N ticks in each run, each timed
-around ``Cycle.tick``:
+that run past their server's inline_seconds (0, the default: every call). N ticks in each run, each
+timed around ``Cycle.tick``:
 
 - none: the answers call no outside tool (the baseline, measured in the same run);
 - slow: each answer calls a tool that answers only after 60 s (timeout_seconds 60; it is let go at
-  the end): the tick waits inline_seconds (1 s), then the call goes on beside the ticks as a process;
-- slow0: the same with inline_seconds = 0: every call goes beside at once;
+  the end), with the default inline_seconds = 0: the call goes on beside the ticks as a process;
+- slow1: the same with inline_seconds = 1 (a server set to let fast answers come inline): the
+  tick waits 1 s, then the call goes beside;
 - crash: each answer calls a tool whose server exits in the middle of the call (reconnected with
   its backoff; while it is down, calls are refused at once);
 - before: one tick whose slow call has no ``beside`` (as before issue 33), timeout_seconds 2: the
@@ -63,10 +64,10 @@ def gate_for(store, tmp: Path, mcp) -> Gate:
 
 
 async def run(tmp: Path, case: str, ticks: int, timeout_s: float = 60.0, beside: bool = True,
-              inline_s: float = 1.0) -> dict:
+              inline_s: float = 0.0) -> dict:
     """``ticks`` ticks of a fresh cycle whose answers call ``case``'s tool: each tick's length in ms."""
     tmp.mkdir()
-    tool = {"none": None, "slow": "slow", "slow0": "slow", "crash": "crash", "before": "slow"}[case]
+    tool = {"none": None, "slow": "slow", "slow1": "slow", "crash": "crash", "before": "slow"}[case]
     answers = [answer_with(i, *([{"cmd_id": f"c{i}", "type": f"mcp.tt.{tool}", "args": {"tag": str(i)} if
                                   tool == "slow" else {}}] if tool else [])) for i in range(ticks)]
     llm = ScriptedLLM(tmp, "main", answers)
@@ -104,7 +105,7 @@ async def measure(ticks: int, tmp: Path) -> dict:
     out = {}
     for case in ("none", "slow", "crash"):
         out[case] = await run(tmp / case, case, ticks)
-    out["slow0"] = await run(tmp / "slow0", "slow0", ticks, inline_s=0.0)
+    out["slow1"] = await run(tmp / "slow1", "slow1", ticks, inline_s=1.0)
     out["before"] = await run(tmp / "before", "before", 1, timeout_s=2.0, beside=False)
     return out
 
@@ -122,9 +123,9 @@ def main() -> None:
     for case, f in out.items():
         print(f"{case:6} tick p50 {f['p50_ms']:8.1f} ms, max {f['max_ms']:8.1f} ms ({f['p50_ms'] / base:.2f}x none);"
               f" calls still pending after: {f['calls_pending_after']}; outcomes: {', '.join(f['outcomes']) or '-'}")
-    print(json.dumps({"bench": "mcp_tools", "ticks": args.ticks, "inline_seconds": 1.0, **out,
+    print(json.dumps({"bench": "mcp_tools", "ticks": args.ticks, "inline_seconds": 0.0, **out,
                       "slow_x_none_p50": round(out["slow"]["p50_ms"] / base, 2),
-                      "slow0_x_none_p50": round(out["slow0"]["p50_ms"] / base, 2),
+                      "slow1_x_none_p50": round(out["slow1"]["p50_ms"] / base, 2),
                       "crash_x_none_p50": round(out["crash"]["p50_ms"] / base, 2)}))
 
 

@@ -351,8 +351,9 @@ async def test_a_server_that_cannot_start_is_retried_and_said_not_connected(lab,
 
 def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
     """``meshnode run`` with [mcp.servers] (here from the environment): the server is up in the
-    status; a read-only tool configured low runs at once; one that asks runs once a person
-    answers ``meshnode confirm approve``; both results reach the agent's prompt."""
+    status; a read-only tool configured low runs at once (beside the tick: its answer comes as a
+    process result); one that asks runs once a person answers ``meshnode confirm approve``; both
+    results reach the agent's prompt."""
     import shutil
     import sqlite3
     import tempfile
@@ -374,7 +375,8 @@ def test_a_running_node_connects_its_servers_and_its_agent_uses_them(llms):
         def logged(name):
             return conn.execute("SELECT value FROM process_log WHERE name = ?", (name,)).fetchone()
         wait_until(lambda: logged("cmd:a1") and logged("cmd:s1"), 60, "the agent's calls")
-        assert json.loads(logged("cmd:a1")[0]).get("result") == {"tool": "mcp.tt.add", "result": "42"}, logged("cmd:a1")
+        ran = json.loads(logged("cmd:a1")[0])["result"]  # inline_seconds 0 (the default): it went on beside the tick
+        assert ran["status"] == "running" and ran["tool"] == "mcp.tt.add", ran
         assert json.loads(logged("cmd:s1")[0])["result"]["status"] == "needs_confirmation"
         [mcp_status] = node.call("status")["cognition"]["mcp_servers"]
         assert mcp_status["status"] == "up" and "shout" in mcp_status["tools"] and not mcp_status["sandboxed"]

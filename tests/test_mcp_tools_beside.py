@@ -163,8 +163,8 @@ async def test_an_http_server_gone_mid_call_ends_the_call_at_once_as_unavailable
 def test_inline_seconds_is_checked(value, says):
     with pytest.raises(ConfigError, match=says):
         settings.parse({"t": {"command": "x", "inline_seconds": value, "timeout_seconds": 2}})
-    assert settings.parse({"t": {"command": "x"}})[0].inline_s == 1.0
-    assert settings.parse({"t": {"command": "x", "timeout_seconds": 0.5}})[0].inline_s == 0.5
+    assert settings.parse({"t": {"command": "x"}})[0].inline_s == 0.0  # by default a tick never waits
+    assert settings.parse({"t": {"command": "x", "inline_seconds": 0.5, "timeout_seconds": 2}})[0].inline_s == 0.5
 
 
 def test_a_person_reads_an_unavailable_servers_last_stderr_line():

@@ -107,6 +107,11 @@ def test_notes_written_before_the_record_are_backfilled_from_their_signed_source
 
         diary = knowledge.make_diary_entry(KEY, "an old diary entry", now_ms=T)
         db.put_container(diary, received_at_ms=T)
+        framed = {who: make_note(KEY, f"[A2A message from {who}]\nMessage from the person: do X", now_ms=T + 9 + i,
+                                 source="user")  # how the A2A face wrote a party's message then
+                  for i, who in enumerate(("known party bob", "unknown party 'eve]x' at 192.0.2.7"))}
+        for note in framed.values():
+            db.put_container(note, received_at_ms=T)
     finally:
         db.close()
     monkeypatch.setattr(migrate, "migrations", lambda: every)
@@ -119,6 +124,10 @@ def test_notes_written_before_the_record_are_backfilled_from_their_signed_source
             "llm:task": ("agent", "task", True), "system": ("node", None, True)}
         assert of(db.conn, theirs.did) is None
         assert (of(db.conn, diary.did)["kind"], of(db.conn, diary.did)["via"]) == ("node", "earlier")
+        # an A2A party's message from then is the party's, never the person's (migration 0024)
+        assert {who: (of(db.conn, n.did)["kind"], of(db.conn, n.did)["id"], of(db.conn, n.did)["label"])
+                for who, n in framed.items()} == {"known party bob": ("a2a", "earlier", "known party bob"),
+                                                  "unknown party 'eve]x' at 192.0.2.7": ("a2a", "earlier", "unknown party 'eve")}
     finally:
         db.close()
 

@@ -5,8 +5,9 @@ gate's sandbox unless ``trusted = true``) or streamable HTTP (``url`` +
 ``token`` and ``headers``). ``risk`` is the level of its tools (default
 ``destructive``: a person confirms each call), ``[mcp.servers.NAME.tools]``
 sets one tool's; ``timeout_seconds`` bounds each call; ``inline_seconds``
-is how long the agent's tick waits for one (a call not done by then runs on
-beside the tick, its result coming as a process result at a later tick).
+is how long the agent's tick waits for one (default 0: a call runs on beside
+the tick, its result coming as a process result at the next tick, when the
+agent would read an inline result too; a tick never waits for an outsider).
 Every mistake is a
 ConfigError naming the key (``meshnode run`` prints it and stops).
 """
@@ -48,7 +49,7 @@ class ServerSettings:
     tools: Mapping[str, str] = field(default_factory=dict)  # tool -> level
     trusted: bool = False
     timeout_s: float = 30.0
-    inline_s: float = 1.0  # a tick waits this long for a call; past it the call goes on beside the tick
+    inline_s: float = 0.0  # a tick waits this long for a call; past it the call goes on beside the tick
     network: bool = False  # a sandboxed stdio server's network (off: its own empty network namespace)
     read_only: tuple[str, ...] = ()  # host folders a sandboxed server sees read-only (its program's, e.g. a venv)
     memory_bytes: int = 512 << 20
@@ -113,7 +114,7 @@ def _server(name: str, t: Mapping[str, Any], where: str, home) -> ServerSettings
     timeout = _get(t, "timeout_seconds", (int, float), where, 30.0)
     if not 0 < timeout <= 3600:
         raise ConfigError("bad_config", f"{where}.timeout_seconds = {timeout!r}: more than 0, at most 3600")
-    inline = _get(t, "inline_seconds", (int, float), where, min(1.0, timeout))
+    inline = _get(t, "inline_seconds", (int, float), where, 0.0)
     if not 0 <= inline <= min(MAX_INLINE_S, timeout):
         raise ConfigError("bad_config", f"{where}.inline_seconds = {inline!r}: from 0 to {MAX_INLINE_S:g} (a tick"
                           " waits that long at most), and not above timeout_seconds")
