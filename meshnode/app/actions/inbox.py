@@ -44,7 +44,10 @@ async def inbox(app: App, actor: Actor, thread: str | None = None, limit: int = 
         raise MeshnodeError("bad_arguments", f"limit is a number from 1 to {records.MAX_ITEMS}")
     own = app.key.did if app.key is not None else None
     now = app.clock()
-    items = await app.store.write(_listing, app.jail, own, now, thread, limit)
+    if thread is None:  # the drafts are listed, and recorded as shown to the person: a write
+        items = await app.store.write(_listing, app.jail, own, now, None, limit)
+    else:  # a conversation's items (drafts belong to none): a read
+        items = await app.store.read(records.items, own, now, None, thread=thread, limit=limit)
     return {"items": items, "count": await app.store.read(records.count, now)}
 
 
