@@ -3,6 +3,7 @@
 import { get, post, stream } from "./api.js";
 import { renderNav, onMode, modeState } from "./nav.js";
 import { el, clear, time, act, debounce, olderButton } from "./ui.js";
+import { renderInboxInline } from "./inbox-inline.js";
 
 renderNav("conversation");
 
@@ -70,6 +71,7 @@ function messageNode(m) {
 }
 
 async function loadThread(before = null) {
+  if (!before) renderInboxInline(document.getElementById("thread"), current);
   if (!current) { paintStatus(); return; }
   const tid = current;
   const result = await get(`/api/threads/${encodeURIComponent(tid)}`, before ? { before } : {});
