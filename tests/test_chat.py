@@ -71,7 +71,7 @@ def test_a_conversation_person_then_agent_then_person(db):
     # the listing: one thread, its title, its last message, one unread by the agent
     [row] = chat.threads(db, KEY.did)
     assert row == {"thread": tid, "title": "what is 2+2?", "last_side": "person", "last_text": "and 3+3?",
-                   "last_ms": T0 + 2000, "unread_by_agent": 1, "count": 3}
+                   "last_ms": T0 + 2000, "unread_by_agent": 1, "count": 3, "archived": False}
     # paging: the newest message before a time, oldest first
     assert [m["text"] for m in chat.thread(db, KEY.did, tid, limit=1, before=T0 + 2000)["messages"]] == ["4"]
     assert chat.threads(db, KEY.did, before=T0 + 2000) == []
@@ -255,7 +255,7 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         listing = node.cli("chat", "list")
         assert listing.startswith(tid) and "2 msg, 2 unread by the agent" in listing and "hello there" in listing
         shown = node.cli("chat", "show", tid)
-        assert shown.count("you  (not read by the agent yet):") == 2 and "a second line" in shown
+        assert shown.count("you  (not seen by the agent yet):") == 2 and "a second line" in shown
         # the person answers a note: the reply lands in its thread and names it
         reply = node.cli("note", "add", "--reply-to", did, "to myself").strip()
         thread = node.call("chat_thread", {"thread": tid})["messages"]

@@ -152,6 +152,11 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("a2a_block", a2a.a2a_block, "block a party or an address at the A2A face", signs=False),
     Action("a2a_unblock", a2a.a2a_unblock, "lift a block at the A2A face", signs=False),
     Action("a2a_blocks", a2a.a2a_blocks, "the blocks at the A2A face", signs=False),
+    Action("chat_thread_rename", chat.chat_thread_rename, "give a conversation its own title", signs=False),
+    Action("chat_thread_archive", chat.chat_thread_archive, "archive a conversation (or bring it back): out of"
+           " the list and the agent's prompt", signs=False),
+    Action("chat_thread_delete", chat.chat_thread_delete, "delete a conversation: its messages hidden, out of the"
+           " agent's prompt", signs=False),
 )}
 
 
