@@ -263,7 +263,7 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         assert "running" in node.cli("mind", "resume")
         # resumed, the agent ticks again (the commands above now take milliseconds, not the seconds of
         # a process each: wait for the ticks rather than count on the time they took)
-        wait_until(lambda: node.call("status")["cognition"]["ticks"] >= 3, 30, "three ticks")
+        wait_until(lambda: len(node.call("mind_ticks", {"limit": 3})) >= 3, 30, "three traced ticks")
         ticks = node.cli("mind", "ticks", "--limit", "3")
         assert len(ticks.splitlines()) == 3 and "core_outage" in ticks
         number = ticks.split()[0]
