@@ -156,6 +156,11 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("inbox", inbox.inbox, "what waits for the person, newest first", signs=False),
     Action("inbox_count", inbox.inbox_count, "how many items wait for the person", signs=False),
     Action("inbox_decide", inbox.inbox_decide, "decide one item through the action that decides it", signs=False),
+    Action("chat_thread_rename", chat.chat_thread_rename, "give a conversation its own title", signs=False),
+    Action("chat_thread_archive", chat.chat_thread_archive, "archive a conversation (or bring it back): out of"
+           " the list and the agent's prompt", signs=False),
+    Action("chat_thread_delete", chat.chat_thread_delete, "delete a conversation: its messages hidden, out of the"
+           " agent's prompt", signs=False),
 )}
 
 

@@ -150,7 +150,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await nursery.start(gmp.run)
                     outside = mcp_tools_service.clients(config, bool(cognition["enabled"]))  # the agent's MCP tools
                     cycle = _cycle(store, key, mesh, cognition, config, metrics, outside=outside, on_tick=ticks.ended,
-                                   send_limits=_wake_send_limits(config, key, metrics, reactor_service),
+                                   on_live=ticks.live, send_limits=_wake_send_limits(config, key, metrics, reactor_service),
                                    spawner=_agent_spawner(app_later)) \
                         if cognition["enabled"] else None
                     if outside is not None:  # connected before the first tick
@@ -175,6 +175,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
 
                         services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
                         ticks.on_ended(lambda summary: services.feed.nudge())  # a tick ended: the feed looks now
+                        ticks.on_live(services.feed.live.hear)  # the answer as the LLM writes it: llm_token events
                         await nursery.start(serve_http, config, services, web_address, a2a_blocks)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
@@ -250,7 +251,7 @@ class _PeerValidator:
 
 
 def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None, *,
-           outside=None, on_tick=None, send_limits=None, spawner=None) -> Cycle:
+           outside=None, on_tick=None, on_live=None, send_limits=None, spawner=None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs. ``outside``: the MCP servers'
     clients of its outside tools (mcp_tools.service.clients); ``spawner``: the gate's ``spawn``."""
@@ -281,7 +282,8 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
                  validator_failures=int(cognition["validator_failures"]),
                  validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics,
-                 keep_traces=int(cognition.get("keep_tick_traces", 200)), on_tick=on_tick, send_limits=send_limits)
+                 keep_traces=int(cognition.get("keep_tick_traces", 200)), on_tick=on_tick, send_limits=send_limits,
+                 on_live=on_live)
 
 
 def _agent_spawner(app: _Later):

@@ -14,7 +14,7 @@ _EXACT = {
     "not_found": 404, "no_reputation": 404, "no_job": 404, "not_a_child": 404,
     "method_not_allowed": 405,
     # right request, wrong moment: a state refusal of the node, the gate or GMP
-    "cognition_off": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
+    "cognition_off": 409, "paused": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
     "not_allowed": 409, "already_decided": 409, "bad_state": 409, "bad_transition": 409, "goal_closed": 409,
     "offer_expired": 409, "needs_decision": 409, "nothing_to_review": 409, "nothing_to_commit": 409,
     "no_committee": 409, "duplicate": 409, "no_offer": 409, "no_candidates": 409, "refused": 409, "too_many": 409, "no_friends": 409,

@@ -123,7 +123,7 @@ SOURCES: tuple[Source, ...] = (
 )
 BY_NAME = {s.name: s for s in SOURCES}
 EVENT_TYPES = ("tick", "command", "gate", "held", "note", "chat", "goal", "task", "draft", "confirm",
-               "snapshot", "reactor", "mode", "peer", "resync", "inbox")
+               "snapshot", "reactor", "mode", "peer", "llm_token", "resync", "inbox")
 INBOX_SOURCES = ("held", "draft", "confirm")  # rows that are, or decide, items of the person's inbox
 ESCALATION_TOPIC = "reactor-escalation"  # an escalation's note (records.inbox.ESCALATION_TOPIC)
 
@@ -259,7 +259,7 @@ def poll(db: Database, marks: Marks, upto: Marks | None = None, limit: int = LIM
 
 # --- in-memory state: the cycle's mode, the connected peers ---------------------------------------
 
-MODE_KEYS = ("mode", "idle", "paused", "llm", "last_error")
+MODE_KEYS = ("mode", "idle", "paused", "llm", "last_error", "asking")
 
 
 def mode_event(status: dict | None, last: dict | None) -> tuple[dict | None, dict | None]:
