@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,7 +41,8 @@ def _now() -> int:
 
 
 def _stranger(web, text: str) -> None:
-    body = json.loads((GOLDEN / "message_send.json").read_text())
+    body = json.loads((GOLDEN / "message_send_unknown.json").read_text().replace("MESSAGE_ID", uuid.uuid4().hex)
+                      .replace("REQUEST_ID", "1"))["json"]  # as an a2a-sdk 0.3 client sent it
     body["params"]["message"]["parts"][0]["text"] = text
     body["params"]["message"]["metadata"]["sender"] = "did:key:zSpam"
     with httpx.Client(timeout=30) as http:
