@@ -5,17 +5,14 @@ the bulk "reject all held A2A", and the conversation's own item shown and decide
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
-from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from browsing import login, shot
+from browsing import a2a_stranger_body, login, shot
 from meshnode.engines.gate.jail import Jail
 from meshnode.faces.web.pages import PAGES
 from meshnode.records.gate import confirm, drafts
@@ -25,7 +22,6 @@ from webharness import WebNode
 
 pytestmark = pytest.mark.browser
 QUIET = {"MESHNODE_REACTOR_ENABLED": "false"}  # no escalation of its own (the agent is off): the counts are ours
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "a2a_v03"
 
 
 def _on_db(web, fn):
@@ -41,10 +37,7 @@ def _now() -> int:
 
 
 def _stranger(web, text: str) -> None:
-    body = json.loads((GOLDEN / "message_send_unknown.json").read_text().replace("MESSAGE_ID", uuid.uuid4().hex)
-                      .replace("REQUEST_ID", "1"))["json"]  # as an a2a-sdk 0.3 client sent it
-    body["params"]["message"]["parts"][0]["text"] = text
-    body["params"]["message"]["metadata"]["sender"] = "did:key:zSpam"
+    body = a2a_stranger_body(text, "did:key:zSpam")
     with httpx.Client(timeout=30) as http:
         assert "result" in http.post(web.url + "/a2a", json=body).json()
 
