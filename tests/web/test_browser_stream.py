@@ -43,6 +43,17 @@ def note(web, text: str) -> None:
     web.node.cli("note", "add", text)  # another process: the feed sees it in the database
 
 
+def all_get_a_note(web, tabs, text: str) -> None:
+    """Every tab live, the browser holding one stream, and a note from the CLI reaching every tab."""
+    for tab in tabs:
+        expect(tab.locator("#nav .link-state")).to_have_attribute("data-state", "open")
+        tab.evaluate(WATCH)
+    assert wait_until(lambda: open_streams(web) == 1, 15, "one open stream for the browser")
+    note(web, text)
+    for tab in tabs:
+        tab.wait_for_function(SEEN, arg=text)
+
+
 def test_twenty_tabs_share_one_stream_and_all_update(page, tmp_path):
     with web_node(tmp_path, name="tabs") as web:
         login(page, web)
@@ -53,13 +64,7 @@ def test_twenty_tabs_share_one_stream_and_all_update(page, tmp_path):
             tabs.append(tab)
         for tab in tabs:
             expect(tab.locator("#nav .node-name")).to_have_text("tabs")  # loaded: its API calls were answered
-            expect(tab.locator("#nav .link-state")).to_have_attribute("data-state", "open")
-            tab.evaluate(WATCH)
-        assert wait_until(lambda: open_streams(web) == 1, 15, "one open stream for the browser")
-
-        note(web, "Twenty tabs, one stream.")
-        for tab in tabs:
-            tab.wait_for_function(SEEN, arg="Twenty tabs, one stream.")
+        all_get_a_note(web, tabs, "Twenty tabs, one stream.")
         knowledge = tabs[5]
         expect(knowledge.locator("#note-list")).to_contain_text("Twenty tabs, one stream.")
         assert open_streams(web) == 1
@@ -126,13 +131,7 @@ def test_without_shared_worker_one_tab_leads_and_relays(browser, tmp_path):
             tabs = [first] + [context.new_page() for _ in range(3)]
             for tab in tabs[1:]:
                 tab.goto(web.url + "/knowledge")
-            for tab in tabs:
-                expect(tab.locator("#nav .link-state")).to_have_attribute("data-state", "open")
-                tab.evaluate(WATCH)
-            assert wait_until(lambda: open_streams(web) == 1, 15, "one open stream for the browser")
-            note(web, "Relayed by the leader.")
-            for tab in tabs:
-                tab.wait_for_function(SEEN, arg="Relayed by the leader.")
+            all_get_a_note(web, tabs, "Relayed by the leader.")
 
             first.close()  # the leader goes: the next tab in the lock's queue takes over
             for tab in tabs[1:]:
