@@ -69,6 +69,7 @@ const opened = new EventTarget(); // "open" each time the stream (re)opens: page
 const watchers = new Set();
 let linkStatus = { state: "connecting", reason: "", retryAt: null };
 let apiDown = null; // the reason an API call found no node, until one answers again
+let caughtUp = null; // false while this tab waits for the stream's first open: what it loaded meanwhile may miss events
 
 export function connection() {
   if (apiDown !== null && linkStatus.state === "open") return { state: "down", reason: apiDown, retryAt: null };
@@ -131,8 +132,13 @@ function heard(message) {
     if (message.state === "open") apiDown = null;
     changed();
     if (message.state === "unauthorized" && location.pathname !== "/login") location.assign("/login");
+    // a stream already open when this tab joined has every event after what the tab then loads; one
+    // that opened later may miss what changed in between, and so may a stream that was down
+    const behind = caughtUp === false || message.reconnected;
+    if (caughtUp === null) caughtUp = message.state === "open";
     if (message.state === "open") {
-      if (message.reconnected) deliver("resync", { reason: "the stream was down: reload" });
+      caughtUp = true;
+      if (behind) deliver("resync", { reason: "the stream opened after this page loaded: reload" });
       opened.dispatchEvent(new Event("open"));
     }
   }
