@@ -26,11 +26,18 @@ def logged_in(web):
 
 
 def test_no_or_wrong_token_is_401(web):
+    """Every 401 says how to authenticate: ``WWW-Authenticate: Bearer`` (the web token; or log in)."""
+    answers = []
     with web.client(bearer=False) as anonymous:
-        refused(anonymous.get("/api"), 401, "unauthorized")
-        refused(anonymous.get("/api", headers={"Authorization": "Bearer " + "x" * 43}), 401, "unauthorized")
+        answers += [anonymous.get("/api"), anonymous.get("/api", headers={"Authorization": "Bearer " + "x" * 43}),
+                    anonymous.post("/api/notes", json={"text": "x"}, headers={"Origin": web.url}),
+                    anonymous.post("/api/login", json={"token": "nope" * 11}, headers={"Origin": web.url})]
     with web.client(bearer=False, cookies={"meshnode_session": "1.abc"}) as forged:
-        refused(forged.get("/api"), 401, "unauthorized")
+        answers.append(forged.get("/api"))
+    for answer in answers:
+        refused(answer, 401, "unauthorized")
+        assert answer.headers["www-authenticate"] == 'Bearer realm="meshnode"', answer.request.url
+    assert "www-authenticate" not in web.raw_get("/api").headers  # with the token: answered, no challenge
     with web.client(bearer=False) as anonymous:
         assert anonymous.get("/api/session").json()["result"] == {"session": False, "via": None}
     assert web.get("/api/session") == {"session": True, "via": "bearer"}

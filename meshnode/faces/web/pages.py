@@ -17,7 +17,8 @@ from meshnode.faces.web.errors import error_body
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"/": "conversation.html", "/mind": "mind.html", "/goals": "goals.html", "/review": "review.html",
-         "/mesh": "mesh.html", "/knowledge": "knowledge.html", "/reactor": "reactor.html"}
+         "/mesh": "mesh.html", "/knowledge": "knowledge.html", "/reactor": "reactor.html",
+         "/inbox": "inbox.html"}
 LOGIN = "/login"
 _NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$")
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",

@@ -22,6 +22,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import feed_sources as fs
 from meshnode.faces.web.endpoint import Arg, Endpoint
 from meshnode.faces.web.errors import error_body, status_for
+from meshnode.faces.web.live_feed import LiveTokens
 
 log = logging.getLogger("meshnode.faces.web")
 
@@ -66,6 +67,7 @@ class Feed:
         self._wanted = trio.Event()
         self._mode: dict | None = None
         self._peers: set[str] | None = None
+        self.live = LiveTokens(self.send_live, self.nudge)  # the LLM's answer as it is written (live_feed)
 
     def nudge(self) -> None:
         self._nudged.set()
@@ -75,6 +77,11 @@ class Feed:
             self.services.metrics.inc(name, n, **labels)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.live.run)
+            await self._poll_loop(task_status)
+
+    async def _poll_loop(self, task_status) -> None:
         task_status.started()
         while True:
             if not self._subs:
@@ -151,6 +158,18 @@ class Feed:
                     self._drop(stream, lagged=True)
                     break
             self._count("web_sse_events", len(mine))
+
+    def send_live(self, kind: str, data: dict) -> None:
+        """An event that is no row of the database (the LLM's answer as it is written): to every stream
+        that wants it now, without a cursor (a resumed stream does not get it again)."""
+        for stream in list(self._subs):
+            if kind in stream.types:
+                try:
+                    stream.send.send_nowait(frame(kind, data))
+                except (trio.WouldBlock, trio.ClosedResourceError):
+                    self._drop(stream, lagged=True)
+                else:
+                    self._count("web_sse_events")
 
     def _drop(self, stream: Stream, *, lagged: bool) -> None:
         if stream in self._subs:
@@ -258,4 +277,5 @@ async def events(services, args: dict, request) -> StreamingResponse:
 ROUTES = [Endpoint("GET", "/api/events", events, raw=True,
                    args={"types": Arg(list, max=len(fs.EVENT_TYPES), doc="event types (default all)")},
                    doc="server-sent events: tick, command, gate, held, note, chat, goal, task, draft, confirm,"
-                       " snapshot, reactor, mode, peer, resync; Last-Event-ID resumes")]
+                       " snapshot, reactor, mode, peer, llm_token (the answer as the LLM writes it), resync;"
+                       " Last-Event-ID resumes")]

@@ -2,9 +2,11 @@
 // Kept current by the feed's `mode` and `peer` events.
 import { get, post, stream, onConnection, connection, retryNow } from "./api.js";
 import { el, clear, act } from "./ui.js";
+import { mountInboxCount } from "./inbox-count.js";
 
 export const PAGES = [
   ["/", "Conversation", "conversation"],
+  ["/inbox", "Inbox", "inbox"],
   ["/mind", "Mind", "mind"],
   ["/goals", "Goals", "goals"],
   ["/review", "Review", "review"],
@@ -64,6 +66,7 @@ export function renderNav(active) {
   const logout = el("button", { type: "button", class: "link-button", text: "log out", on: { click: () => act(async () => { await post("/api/logout"); location.href = "/login"; }) } });
   const link = linkState(() => paint(parts));
   clear(nav, el("div", { class: "node" }, parts.name, parts.mode, parts.paused, parts.idle, parts.peers, link), links, logout);
+  mountInboxCount(nav);
   // A snapshot answered after a newer `mode` event must not undo it: `events` counts them.
   let events = 0;
   const refresh = () => act(async () => {
