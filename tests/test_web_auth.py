@@ -132,6 +132,10 @@ def test_pages_redirect_to_login_and_static_files_are_plain_names(web):
         assert login.status_code == 200 and "/static/login.js" in login.text
         js = anonymous.get("/static/api.js")
         assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+        assert js.headers["cache-control"] == "no-cache" and js.headers["etag"]  # asked again, answered 304
+        again = anonymous.get("/static/api.js", headers={"If-None-Match": js.headers["etag"]})
+        assert again.status_code == 304 and not again.content
+        assert anonymous.get("/static/api.js", headers={"If-None-Match": '"other"'}).content == js.content
         for bad in ("/static/..%2Fapp.py", "/static/../app.py", "/static/", "/static/.hidden.js",
                     "/static/app.py"):
             assert anonymous.get(bad).status_code in (401, 404), bad  # no route, or no such plain name
