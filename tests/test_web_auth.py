@@ -6,6 +6,7 @@ import contextlib
 
 import pytest
 
+from meshharness import metric
 from webharness import refused, web_node
 
 
@@ -147,10 +148,15 @@ def test_login_rate_limit_then_rotation_ends_sessions(tmp_path):
             for _ in range(5):
                 refused(attacker.post("/api/login", json={"token": "w" * 43}, headers={"Origin": web.url}), 401,
                         "unauthorized")
-            # the sixth try from that address, even with the right token, waits a minute
-            refused(attacker.post("/api/login", json={"token": web.token}, headers={"Origin": web.url}), 429,
-                    "too_many_logins")
+            # the sixth wrong try from that address waits a minute, and is told how long
+            limited = attacker.post("/api/login", json={"token": "w" * 43}, headers={"Origin": web.url})
+            refused(limited, 429, "too_many_logins")
+            assert 1 <= int(limited.headers["retry-after"]) <= 60
+            # the right token is never refused: a local process guessing cannot lock the person out
+            right = attacker.post("/api/login", json={"token": web.token}, headers={"Origin": web.url})
+            assert right.status_code == 200 and "meshnode_session" in right.headers["set-cookie"], right.text
             assert client.get("/api/session").json()["result"]["via"] == "cookie"  # sessions are unaffected
+            assert metric(web.node, "web_login_limited") == 1 and metric(web.node, "web_login_failed") == 5
 
             link = web.node.cli("web", "url", "--rotate").splitlines()[0]
             new = link.split("#t=", 1)[1]

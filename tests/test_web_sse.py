@@ -307,6 +307,7 @@ def test_the_stream_after_max_streams_gets_503_and_a_closed_one_frees_its_slot(w
         extra.response.read()
         body = extra.response.json()
         assert body["ok"] is False and body["code"] == "too_many_streams" and body["reason"]
+        assert extra.response.headers["retry-after"] == "10"  # the page says so and tries again then
         streams[0].close()
         deadline = time.monotonic() + 10
         while True:   # the server notices the closed connection, then the slot is free

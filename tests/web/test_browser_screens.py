@@ -59,7 +59,8 @@ def test_every_page_in_light_dark_and_phone_sizes(page, node):
     login(page, node)
     saved, wide = [], []
     for name, (path, _) in pages.items():
-        if name == "login":
+        if name == "login":  # off the last page first: logged out, a page still loading would go to /login itself
+            page.goto("about:blank")
             page.context.clear_cookies()
         for size, scheme in (("light", "light"), ("dark", "dark"), ("phone", "light")):
             page.set_viewport_size(PHONE if size == "phone" else DESKTOP)

@@ -16,11 +16,12 @@ import logging
 from dataclasses import dataclass, field
 
 import trio
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
 from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import feed_sources as fs
 from meshnode.faces.web.endpoint import Arg, Endpoint
+from meshnode.faces.web.errors import error_body, status_for
 from meshnode.faces.web.live_feed import LiveTokens
 
 log = logging.getLogger("meshnode.faces.web")
@@ -28,6 +29,7 @@ log = logging.getLogger("meshnode.faces.web")
 BUFFER = 256       # events waiting for one slow client before its stream is closed
 PING_S = 15.0      # an SSE comment this often keeps proxies from closing an idle stream
 RETRY_MS = 2000    # the browser's reconnection delay
+REFUSED_RETRY_S = 10  # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
 
 
 def frame(kind: str, data: dict, cursor: str | None = None) -> bytes:
@@ -185,7 +187,7 @@ class Feed:
         if self.streams >= self.max_streams:
             self._count("web_sse_refused", reason="max_streams")
             raise MeshnodeError("too_many_streams", f"{self.streams} event streams are open, the most"
-                                f" [web] max_streams allows; close a tab")
+                                f" [web] max_streams allows (one per browser); retry in {REFUSED_RETRY_S} s")
         self.streams += 1
         try:
             send, receive = trio.open_memory_channel(BUFFER)
@@ -261,7 +263,14 @@ async def events(services, args: dict, request) -> StreamingResponse:
     if unknown:
         raise MeshnodeError("bad_arguments", f"unknown event type {unknown[0][:40]!r};"
                             f" the types are {', '.join(fs.EVENT_TYPES)}")
-    stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))  # 503 when full
+    try:
+        stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))
+    except MeshnodeError as exc:
+        if exc.code != "too_many_streams":
+            raise
+        # 503 with Retry-After: the page says its live updates were refused and tries again then
+        return JSONResponse(error_body(exc.code, exc.reason), status_code=status_for(exc.code),
+                            headers={"retry-after": str(REFUSED_RETRY_S)})
     return EventStreamResponse(services.feed, stream)
 
 
