@@ -152,6 +152,8 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("a2a_block", a2a.a2a_block, "block a party or an address at the A2A face", signs=False),
     Action("a2a_unblock", a2a.a2a_unblock, "lift a block at the A2A face", signs=False),
     Action("a2a_blocks", a2a.a2a_blocks, "the blocks at the A2A face", signs=False),
+    # pages made for reading (issue 34): the reactor's wakes told in words
+    Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
 )}
 
 
