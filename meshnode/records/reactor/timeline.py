@@ -156,7 +156,7 @@ def wakes(db, own_did: str | None, *, limit: int = 20, before_ms: int | None = N
                         " e.seen_ms, e.status, (SELECT d.action FROM reactor_decisions d WHERE d.dedupe_key ="
                         " e.dedupe_key ORDER BY d.id DESC LIMIT 1) AS decision, (SELECT d.why FROM"
                         " reactor_decisions d WHERE d.dedupe_key = e.dedupe_key ORDER BY d.id DESC LIMIT 1) AS why"
-                        " FROM reactor_events e WHERE e.job_id IS NULL AND e.seen_ms < ?"
+                        " FROM reactor_events e WHERE e.job_id IS NULL AND e.status NOT IN ('noise', 'unknown') AND e.seen_ms < ?"
                         " ORDER BY e.seen_ms DESC LIMIT ?", (before, limit)))
         ran = _ticks(db, [j["job_id"] for j in jobs])
         items = []
@@ -187,13 +187,14 @@ def wakes(db, own_did: str | None, *, limit: int = 20, before_ms: int | None = N
         for e in loose:
             outcome = _words(_DECISION_WORDS, e.get("decision") or e.get("status") or "")
             why = named(e.get("why") or "", known)
+            outcome += f" ({why})" if why and why not in outcome else ""
             text = named(e.get("summary") or e.get("subject") or "", known)
             items.append({"kind": "signal", "key": e["dedupe_key"], "at_ms": e["seen_ms"],
                           "sentence": f"A signal for {known.get(e['agent']) or named(e['agent'], known)}"
-                                      f" did not wake it: {outcome}.",
+                                      + (" waits for a wake." if e.get("status") == "pending" and not e.get("decision")
+                                         else f" did not wake it: {outcome}."),
                           "agent": e["agent"], "who": known.get(e["agent"]) or named(e["agent"], known),
                           "what": _words(_EVENT_WORDS, e.get("event_type") or "a signal"),
-                          "text": named(e.get("summary") or e.get("subject") or "", known),
-                          "outcome": outcome + (f" ({why})" if why and why not in outcome else "")})
+                          "text": text, "outcome": outcome})
     items.sort(key=lambda i: i["at_ms"] or 0, reverse=True)
     return items[:limit]
