@@ -3,7 +3,7 @@
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, clear, time, facts, table, section, button, form, list, act, debounce, olderButton } from "./ui.js";
-import { rendered, who } from "./reading.js";
+import { day, rendered, who } from "./reading.js";
 
 renderNav("knowledge");
 
@@ -91,7 +91,7 @@ function kindPanel(body, kind, fields, toBody) {
 /** A diary entry as a dated paragraph: its day and time, who wrote it, its title, its Markdown. */
 function diaryEntry(d) {
   return el("article", { class: "diary-entry", data: { did: d.container_did } },
-    el("h3", {}, time(d.at_ms ?? d.timestamp), d.title ? ` — ${d.title}` : ""),
+    el("h3", {}, day(d.at_ms), d.title ? ` — ${d.title}` : ""),
     el("p", { class: "meta muted" }, "by ", who(d.author, d.author_did, "author"),
       (d.tags || []).length ? ` · ${d.tags.join(", ")}` : "", d.forks ? ` · ${d.forks} versions apart` : ""),
     rendered(d.html, d.text, "entry md"));

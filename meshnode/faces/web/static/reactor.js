@@ -23,7 +23,7 @@ const [jobsSec, jobsBody] = section("Jobs", "jobs");
 const [jobSec, jobBody] = section("Job", "job");
 const [explainSec, explainBody] = section("Explain", "explain");
 const [rulesSec, rulesBody] = section("Rules", "rules");
-const [aliasSec, aliasBody] = section("Unknown addressees", "aliases");
+const [aliasSec, aliasBody] = section("Names the reactor knows", "aliases");
 jobSec.hidden = true;
 main.append(timeSec, statusSec, eventsSec, jobsSec, jobSec, explainSec, rulesSec, aliasSec);
 
@@ -43,7 +43,7 @@ function wakeNode(w) {
   if ((w.signals || []).length) {
     li.append(el("p", { class: "label", text: w.signals.length === 1 ? "The signal:" : "The signals:" }),
       el("ul", { class: "signals" }, w.signals.map((s) => el("li", {}, el("span", { class: "what", text: s.what }), " — ", s.text))),
-      w.signals_more ? el("p", { class: "muted", text: `and ${w.signals_more} more` }) : null);
+      ...(w.signals_more ? [el("p", { class: "muted", text: `and ${w.signals_more} more` })] : []));
   }
   li.append(el("p", { class: "did" }, el("span", { class: "label", text: "What it did: " }), w.did));
   for (const x of w.escalations || []) {
@@ -96,20 +96,24 @@ async function loadJobs() {
   const [rows, known] = await Promise.all([get("/api/reactor/jobs", { limit: 50 }), names()]);
   const idOf = (j) => j.job_id ?? j.id;
   const cols = [
-    { key: "job_id", label: "job", render: (j) => el("code", { class: "id", text: idOf(j) }) }, { key: "agent", label: "for", render: (j) => named(known, j.agent) },
+    { key: "agent", label: "for", render: (j) => named(known, j.agent) },
     { key: "reason", render: (j) => (Array.isArray(j.reason) ? j.reason.join(", ").replace(/_/g, " ") : String(j.reason ?? "")) }, { key: "status" }, { key: "created_ms", label: "created" }, { key: "ended_ms", label: "ended" },
     { key: "exit" }, { key: "events", render: (j) => String((j.events || []).length) },
   ];
   clear(jobsBody, table(rows, [...cols, { key: "", label: "", render: (j) => el("span", { class: "actions" },
-    button("Open", () => showJob(idOf(j))),
+    button("Open", () => showJob(idOf(j)), { title: `job ${idOf(j)}` }),
     button("Release lease", async () => { await post(`/api/reactor/jobs/${encodeURIComponent(idOf(j))}/release`, {}); await loadJobs(); })) }],
   { empty: "no jobs" }));
 }
 
 async function loadRules() {
-  const [rules, aliases] = await Promise.all([get("/api/reactor/rules"), get("/api/reactor/aliases")]);
+  const [rules, aliases, known] = await Promise.all([get("/api/reactor/rules"), get("/api/reactor/aliases"), names()]);
   clear(rulesBody, Array.isArray(rules) ? table(rules, null, { empty: "no rules" }) : facts(rules));
-  clear(aliasBody, Array.isArray(aliases) ? table(aliases, null, { empty: "none" }) : facts(aliases));
+  clear(aliasBody, Array.isArray(aliases) ? table(aliases, [
+    { key: "agent", label: "who", render: (a) => (String(a.agent || "").startsWith("did:") ? named(known, a.agent) : String(a.agent ?? a.name ?? "")) },
+    { key: "self", label: "this node", render: (a) => (a.self ? "yes" : "") },
+    { key: "aliases", label: "known as", render: (a) => (a.aliases || []).join(", ") || "no other name" },
+  ], { empty: "none" }) : facts(aliases));
 }
 
 function loadAll() {

@@ -35,3 +35,12 @@ export function named(map, did) {
   if (!did) return el("span", { class: "muted", text: "-" });
   return who(map.get(did) || `…${String(did).slice(-8)}`, did);
 }
+
+/** A diary's heading time: the day in words and the hour, in the reader's zone ("Monday 7 December 2026, 11:17"). */
+export function day(ms) {
+  const d = new Date(Number(ms));
+  if (ms === null || ms === undefined || Number.isNaN(d.getTime())) return el("span", { class: "muted", text: "undated" });
+  const words = `${d.toLocaleDateString(undefined, { weekday: "long", year: "numeric", month: "long", day: "numeric" })}, `
+    + d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  return el("time", { text: words, title: d.toISOString(), attrs: { datetime: d.toISOString() } });
+}

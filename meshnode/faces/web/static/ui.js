@@ -76,7 +76,7 @@ export function fold(value, label = null) {
   if (isList && value.every((v) => typeof v !== "object" || v === null)) return value.join(", ");
   const inner = isList ? el("ol", {}, value.map((v) => el("li", {}, typeof v === "object" && v !== null ? facts(v) : String(v))))
     : facts(value);
-  return el("details", { class: "fold" }, el("summary", { text: label || (isList ? `${n} items` : `${n} fields`) }), inner);
+  return el("details", { class: "fold" }, el("summary", { text: label || `${n} ${isList ? (n === 1 ? "item" : "items") : (n === 1 ? "field" : "fields")}` }), inner);
 }
 
 /** A definition list of an object's keys (nested values folded away). */
