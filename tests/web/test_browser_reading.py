@@ -41,6 +41,7 @@ def node(tmp_path_factory):
 @pytest.fixture
 def zpage(browser, node):
     """A page in a browser context set to ZONE, logged in."""
+    expect.set_options(timeout=TIMEOUT_MS)
     context = browser.new_context(timezone_id=ZONE)
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
@@ -57,6 +58,14 @@ def visible_text(page) -> str:
     return page.evaluate("() => document.querySelector('main').innerText")
 
 
+def assert_readable(page) -> None:
+    """No DID in what the person reads, no raw JSON in a table cell, no refusal by the CSP."""
+    text = visible_text(page)
+    assert not DID.search(text), text[:2000]
+    assert page.evaluate(TD_JSON) == []
+    assert not csp_errors(page), page.console_errors
+
+
 def test_the_reactor_reads_as_a_timeline_of_sentences(zpage, node):
     zpage.goto(node.url + "/reactor")
     wake = zpage.locator("#timeline-list li.wake[data-kind=wake]").first
@@ -65,14 +74,15 @@ def test_the_reactor_reads_as_a_timeline_of_sentences(zpage, node):
     expect(wake.locator(".did")).to_contain_text(re.compile(r"What it did: .+"))
     assert "null" not in wake.inner_text() and "undefined" not in wake.inner_text()
     expect(zpage.locator("#events td").first).to_be_visible()
-    assert not DID.search(visible_text(zpage)), visible_text(zpage)[:2000]
-    assert zpage.evaluate(TD_JSON) == []
+    assert_readable(zpage)
     # a time in the reader's zone: what the browser itself says for that instant
     first = node.get("/api/reactor/timeline")[0]
     local = zpage.evaluate("(ms) => new Date(ms).toLocaleString()", first["at_ms"])
     expect(zpage.locator("#timeline-list li").first.locator("time")).to_have_text(local)
     shot(zpage, "reading-reactor")
-    assert not csp_errors(zpage), zpage.console_errors
+    wake.locator("button.open-job").click()  # the wake in detail: its ids folded away
+    expect(zpage.locator("#job")).to_contain_text("A wake of the agent.")
+    assert_readable(zpage)
 
 
 def test_knowledge_says_who_wrote_what_and_the_diary_reads_as_a_diary(zpage, node):
@@ -93,10 +103,8 @@ def test_knowledge_says_who_wrote_what_and_the_diary_reads_as_a_diary(zpage, nod
     expect(entry.locator(".entry em")).to_have_text("planted")
     expect(entry.locator(".author")).to_have_text("the person (web)")
     expect(zpage.locator("#diary table")).to_have_count(0)
-    assert not DID.search(visible_text(zpage)), visible_text(zpage)[:2000]
-    assert zpage.evaluate(TD_JSON) == []
+    assert_readable(zpage)
     shot(zpage, "reading-knowledge")
-    assert not csp_errors(zpage), zpage.console_errors
 
 
 def test_goals_show_their_descriptions_and_names(zpage, node):
@@ -106,7 +114,7 @@ def test_goals_show_their_descriptions_and_names(zpage, node):
     expect(goal.locator(".task .description em")).to_have_text("morning")
     expect(goal.locator(".task")).to_contain_text("held by the agent")
     expect(goal.locator(".head .author")).to_have_text("the person (web)")
-    assert not DID.search(visible_text(zpage)), visible_text(zpage)[:2000]
+    assert_readable(zpage)
     shot(zpage, "reading-goals")
 
 
@@ -124,7 +132,7 @@ def test_mind_shows_only_the_button_that_applies_and_ticks_in_words(zpage, node)
     resume.click()
     expect(pause).to_be_visible()
     expect(resume).to_be_hidden()
-    assert zpage.evaluate(TD_JSON) == []
+    assert_readable(zpage)
 
 
 def test_tables_keep_their_words_whole(zpage, node):

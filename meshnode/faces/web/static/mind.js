@@ -2,7 +2,8 @@
 // answer and the commands), held commands with Release/Drop, validators' weights.
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, time, text, pre, table, facts, fold, section, button, act, debounce, shortId, olderButton } from "./ui.js";
+import { el, time, text, pre, table, facts, fold, section, button, act, debounce, olderButton } from "./ui.js";
+import { columnsOf, names } from "./reading.js";
 
 renderNav("mind");
 
@@ -39,8 +40,9 @@ async function loadState() {
   tickButton.hidden = Boolean(m.paused);
   const v = [];
   if (m.validation) v.push(el("h3", { text: "Validation" }), facts(m.validation));
-  v.push(el("h3", { text: "Weights" }), table(m.validators || [], null, { empty: "no validators" }));
-  if (m.emergency_to_revisit && m.emergency_to_revisit.length) v.push(el("h3", { text: "Decided alone, to revisit" }), table(m.emergency_to_revisit));
+  const known = await names();
+  v.push(el("h3", { text: "Weights" }), table(m.validators || [], columnsOf(m.validators, known), { empty: "no validators" }));
+  if (m.emergency_to_revisit && m.emergency_to_revisit.length) v.push(el("h3", { text: "Decided alone, to revisit" }), table(m.emergency_to_revisit, columnsOf(m.emergency_to_revisit, known)));
   validBody.replaceChildren(...v);
 }
 
@@ -65,7 +67,7 @@ function tickNode(t) {
   if (said) bits.push(el("span", { class: "commands", text: said }));
   if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));
   if (s.error) bits.push(el("span", { class: "error", text: s.error }));
-  if (t.wake_job) bits.push(el("span", { class: "muted", text: "in a reactor wake " }, shortId(t.wake_job, 16)));
+  if (t.wake_job) bits.push(el("span", { class: "muted", text: "in a reactor wake", title: t.wake_job }));
   const body = el("div", { class: "tick-body" }, el("p", { class: "muted", text: "loading…" }));
   const d = el("details", { class: "tick", data: { tick: t.tick } }, el("summary", {}, bits), body);
   d.addEventListener("toggle", () => { if (d.open && !d.dataset.loaded) { d.dataset.loaded = "1"; act(() => fillTick(t.tick, body)); } });

@@ -80,9 +80,11 @@ async function loadEvents() {
 async function showJob(id) {
   const j = await get(`/api/reactor/jobs/${encodeURIComponent(id)}`);
   jobSec.hidden = false;
-  const { context, report, ...rest } = j;
-  clear(jobBody, facts(rest),
-    context ? el("details", { class: "context", open: true }, el("summary", { text: "the wake context as the agent read it" }), pre(context)) : null,
+  const { context, report, job_id: jobId, agent, dedupe_key: key, events, ...rest } = j;
+  const known = await names();
+  clear(jobBody, el("p", {}, "A wake of ", named(known, agent), "."), facts(rest),
+    el("details", { class: "fold ids" }, el("summary", { text: "ids" }), facts({ job: jobId, agent, key, events })),
+    context ? el("details", { class: "context" }, el("summary", { text: "the wake context, as the agent read it" }), pre(context)) : null,
     report ? el("details", { class: "context" }, el("summary", { text: "report" }), pre(report)) : null);
   jobSec.scrollIntoView({ block: "nearest" });
 }

@@ -2,7 +2,7 @@
 // (faces/web/markdown.py: the `html` fields), a name with its DID on hover, and the names of the
 // DIDs this node knows (itself as "the agent", its peers by the names they gave).
 import { get } from "./api.js";
-import { el } from "./ui.js";
+import { el, fold, text, time } from "./ui.js";
 
 /** Server-rendered, sanitized Markdown (an `html` field) in a div; the plain text when there is none. */
 export function rendered(html, plain = "", cls = "md") {
@@ -43,4 +43,23 @@ export function day(ms) {
   const words = `${d.toLocaleDateString(undefined, { weekday: "long", year: "numeric", month: "long", day: "numeric" })}, `
     + d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
   return el("time", { text: words, title: d.toISOString(), attrs: { datetime: d.toISOString() } });
+}
+
+const DID = /^did:(key|hmp):/;
+
+/** Table columns for rows of any shape, read as words: a DID as its name (the DID on hover), a time
+ * in the reader's zone, a nested value folded away, never raw JSON. */
+export function columnsOf(rows, known, skip = []) {
+  if (!rows || !rows.length) return null;
+  return Object.keys(rows[0]).filter((k) => !skip.includes(k)).map((key) => ({
+    key, label: key.replace(/_/g, " "),
+    render: (r) => {
+      const v = r[key];
+      if (typeof v === "string" && DID.test(v)) return named(known, v);
+      if (key.endsWith("_ms")) return time(v);
+      if (typeof v === "boolean") return v ? "yes" : "no";
+      if (v !== null && typeof v === "object") return fold(v);
+      return text(v, 300);
+    },
+  }));
 }
