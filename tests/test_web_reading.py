@@ -145,3 +145,30 @@ async def test_a_task_offered_to_a_peer_does_not_wake_the_agent(tmp_path):
 
 def test_dids_in_a_reason_become_names():
     assert timeline.named(f"to {PEER} and {KEY.did}", {KEY.did: "the agent"}) == f"to …{PEER[-8:]} and the agent"
+
+
+def test_a_task_given_to_the_agent_on_the_web_reaches_its_prompt_before_the_pause_ends(tmp_path):
+    """The cycle pauses 600 s between ticks and the reactor is off: only the action's wake can bring
+    the task (and its description) into a prompt within the wait below."""
+    from meshharness import wait_until
+    from webharness import agent_node
+
+    env = {"MESHNODE_COGNITION_PAUSE_SECONDS": "600", "MESHNODE_REACTOR_ENABLED": "false"}
+    with agent_node(tmp_path, env=env) as web:
+        first = wait_until(lambda: web.get("/api/mind/ticks"), 60, "the first tick")[0]["tick"]
+        me = web.get("/api/status")["did"]
+        goal = web.post("/api/goals", {"title": "Grow tomatoes", "description": "six plants on the **balcony**"})
+        task = web.post("/api/tasks", {"goal": goal["lineage"], "title": "Water them", "description": "at dawn"})
+        web.post(f"/api/tasks/{task['lineage']}/assign", {"candidates": [me]})
+
+        def prompted():
+            for t in web.get("/api/mind/ticks"):
+                if t["tick"] > first:
+                    shown = web.get(f"/api/mind/ticks/{t['tick']}")
+                    text = " ".join(c["text"] for c in shown.get("contexts") or [])
+                    if "Water them" in text:
+                        return text
+            return None
+
+        text = wait_until(prompted, 60, "a tick whose prompt has the task")
+        assert "at dawn" in text and "six plants on the **balcony**" in text
