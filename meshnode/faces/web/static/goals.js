@@ -96,11 +96,12 @@ function goalNode(g, tasks, due) {
 }
 
 async function load() {
-  const [status, goals, tasks, due, peers] = await Promise.all([
+  const [status, goals, tasks, due, peers, statuses] = await Promise.all([
     me ? null : get("/api/status"), get("/api/goals"), get("/api/tasks"),
-    get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => [])]);
+    get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => []),
+    taskStatuses.length ? taskStatuses : choices("POST", "/api/tasks/{id}/update", "status")]);  // all at once
   if (status) me = status.did;
-  if (!taskStatuses.length) taskStatuses = await choices("POST", "/api/tasks/{id}/update", "status");
+  taskStatuses = statuses;
   people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || `peer …${p.did.slice(-8)}`])];
   const dueMap = new Map((due || []).map((d) => [d.lineage, d]));
   const byGoal = new Map();

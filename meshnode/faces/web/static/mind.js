@@ -62,7 +62,7 @@ function tickNode(t) {
   ];
   if (s.novelty !== undefined) bits.push(el("span", { text: `novelty ${s.novelty}` }));
   if (s.rating !== undefined && s.rating !== null) bits.push(el("span", { text: `rating ${s.rating}` }));
-  if (s.auto_pass !== undefined) bits.push(el("span", { text: s.auto_pass ? "auto-pass" : "validated" }));
+  if (s.auto_pass !== undefined) bits.push(el("span", { text: s.auto_pass ? "auto-pass" : "sent to the validators" }));
   const said = commandWords(s);
   if (said) bits.push(el("span", { class: "commands", text: said }));
   if (s.repeated) bits.push(el("span", { class: "status-held", text: "repeated" }));

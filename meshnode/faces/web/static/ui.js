@@ -84,8 +84,8 @@ export function facts(obj, keys = null) {
   const dl = el("dl", { class: "facts" });
   for (const key of keys || Object.keys(obj || {})) {
     const v = obj[key];
-    dl.append(el("dt", { text: key.replace(/_/g, " ") }), el("dd", {}, key.endsWith("_ms") ? time(v)
-      : v !== null && typeof v === "object" ? fold(v) : typeof v === "boolean" ? (v ? "yes" : "no") : text(v, 600)));
+    dl.append(el("dt", { text: key.replace(/_/g, " ") }), el("dd", {}, v !== null && typeof v === "object" ? fold(v)
+      : key.endsWith("_ms") ? time(v) : typeof v === "boolean" ? (v ? "yes" : "no") : text(v, 600)));
   }
   return dl;
 }
