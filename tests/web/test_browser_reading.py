@@ -94,6 +94,9 @@ def test_knowledge_says_who_wrote_what_and_the_diary_reads_as_a_diary(zpage, nod
     local = zpage.evaluate("(ms) => new Date(ms).toLocaleString()", row["at_ms"])
     expect(note.locator("time")).to_have_text(local)
     assert "Z" not in note.locator("time").inner_text()  # not the stored UTC text
+    note.locator("button", has_text="Open").click()
+    expect(zpage.locator("#note .meta")).to_contain_text("written by the person (web)")
+    expect(zpage.locator("#note .note-text strong")).to_have_text("on Saturday")
     entry = zpage.locator("#diary article.diary-entry").first
     at = next(d for d in node.get("/api/diary"))["at_ms"]
     day = zpage.evaluate("(ms) => new Date(ms).toLocaleDateString(undefined, {weekday: 'long', year: 'numeric',"

@@ -84,7 +84,7 @@ export function facts(obj, keys = null) {
   const dl = el("dl", { class: "facts" });
   for (const key of keys || Object.keys(obj || {})) {
     const v = obj[key];
-    dl.append(el("dt", { text: key.replace(/_/g, " ") }), el("dd", {}, v !== null && typeof v === "object" ? fold(v)
+    dl.append(el("dt", { text: key.replace(/_ms$/, "").replace(/_/g, " ") }), el("dd", {}, v !== null && typeof v === "object" ? fold(v)
       : key.endsWith("_ms") ? time(v) : typeof v === "boolean" ? (v ? "yes" : "no") : text(v, 600)));
   }
   return dl;
