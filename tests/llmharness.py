@@ -11,14 +11,18 @@ HERE = Path(__file__).resolve().parent
 
 
 class ScriptedLLM:
-    def __init__(self, tmp: Path, name: str, answers: list):
+    """``stream``: answer a request that asks for a stream as server-sent chunks (False: one JSON body
+    always, as a server that does not stream)."""
+
+    def __init__(self, tmp: Path, name: str, answers: list, stream: bool = True):
         self.script, self.requests = tmp / f"{name}.json", tmp / f"{name}.requests.jsonl"
-        self.when = tmp / f"{name}.when.json"
+        self.when, self.sent = tmp / f"{name}.when.json", tmp / f"{name}.sent.jsonl"
         self.answers, self.triggers = list(answers), []
         _write(self.script, self.answers)
         _write(self.when, self.triggers)
         self.proc = subprocess.Popen([sys.executable, str(HERE / "scripted_llm.py"), str(self.script),
-                                      str(self.requests), str(self.when)], stdout=subprocess.PIPE, text=True)
+                                      str(self.requests), str(self.when), str(self.sent),
+                                      "stream" if stream else "json"], stdout=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{self.proc.stdout.readline().strip()}/v1"
 
     def append(self, *answers) -> None:
@@ -41,6 +45,12 @@ class ScriptedLLM:
             return []
         requests = [json.loads(line) for line in self.requests.read_text().splitlines() if line]
         return [r for r in requests if ("ANTI-STAGNATION ASSESSMENT" in r["messages"][0]["content"]) == assessments]
+
+    def streamed(self) -> list[dict]:
+        """The answers sent as streams so far: {chunks_ms: [wall-clock ms of each chunk], text}."""
+        if not self.sent.exists():
+            return []
+        return [json.loads(line) for line in self.sent.read_text().splitlines() if line]
 
     def stop(self) -> None:
         self.proc.kill()

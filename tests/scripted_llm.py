@@ -1,6 +1,6 @@
 """A scripted LLM on loopback, speaking the OpenAI chat-completions wire format over real HTTP.
 
-    python scripted_llm.py SCRIPT.json REQUESTS.jsonl [WHEN.json]
+    python scripted_llm.py SCRIPT.json REQUESTS.jsonl [WHEN.json [SENT.jsonl [stream|json]]]
 
 SCRIPT.json is a list of answers, given in order (the last one repeats); an
 answer that is an integer is sent as that HTTP status instead, and one that is
@@ -15,12 +15,20 @@ answers appended to SCRIPT.json are given next (after the one being repeated), a
 (optional) is a list of ``{"when": TEXT, "answer": ANSWER}``: each is given once, instead of the
 next scripted answer, to the first request whose messages contain TEXT (how a test answers what a
 person typed without knowing which tick will see it).
+
+A request with ``"stream": true`` is answered as the OpenAI servers stream (``text/event-stream``:
+one ``data:`` chunk of ``choices[0].delta.content`` a word, then ``data: [DONE]``), unless the last
+argument is ``json`` (a server that does not stream: one JSON body, always). An answer
+``{"chunk_delay": SECONDS, "answer": ...}`` waits that long between its chunks. SENT.jsonl gets a
+line per streamed answer: the wall-clock time (ms) each chunk was written (what a test of the
+streamed answer on screen measures from).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -30,6 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 def main() -> None:
     script_path, requests_log = sys.argv[1], sys.argv[2]
     when_path = sys.argv[3] if len(sys.argv) > 3 else None
+    sent_path = sys.argv[4] if len(sys.argv) > 4 else None
+    streams = (sys.argv[5] if len(sys.argv) > 5 else "stream") == "stream"
     served = {"n": 0}
     used: set[int] = set()  # the WHEN.json entries already given
     lock = threading.Lock()
@@ -62,12 +72,17 @@ def main() -> None:
                                          "emotions": ["curiosity:3", "wonder:2"]})
                 else:
                     answer = next_answer(request)
+            chunk_delay = 0.0
             if isinstance(answer, dict):  # a slow answer: the client may have given up by then
-                time.sleep(float(answer["delay"]))
+                time.sleep(float(answer.get("delay", 0)))
+                chunk_delay = float(answer.get("chunk_delay", 0))
                 answer = answer["answer"]
             if isinstance(answer, int):
                 self.send_response(answer)
                 self.end_headers()
+                return
+            if streams and request.get("stream") is True:
+                self.stream(answer, chunk_delay)
                 return
             data = json.dumps({"id": f"scripted-{served['n']}", "object": "chat.completion",
                                "choices": [{"index": 0, "finish_reason": "stop",
@@ -77,6 +92,30 @@ def main() -> None:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, answer: str, chunk_delay: float) -> None:
+            """The answer as server-sent chunks, a word each (its spaces with it)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            times = []
+            pieces = re.findall(r"\s*\S+\s*", answer) or [answer]
+            for n, piece in enumerate(pieces):
+                if n and chunk_delay:
+                    time.sleep(chunk_delay)
+                chunk = {"id": "scripted", "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                times.append(int(time.time() * 1000))
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+            self.wfile.write(b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+                             b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+            if sent_path:
+                with lock, open(sent_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"chunks_ms": times, "text": answer[:200]}) + "\n")
 
         def handle_one_request(self):
             try:

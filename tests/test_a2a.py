@@ -142,10 +142,11 @@ def _in_thread(fn, *args):
 
 
 def _unread(node, text: str) -> str:
-    """The DID of the message holding ``text`` in the agent's conversations ("" when none)."""
+    """The DID of the A2A party's message holding ``text`` in the agent's conversations ("" when none): shown on the
+    party's own side (``party``), not the person's."""
     for t in node.call("chat_threads", {}):
         for m in node.call("chat_thread", {"thread": t["thread"]})["messages"]:
-            if text in m["text"] and m["side"] == "person":
+            if text in m["text"] and m["side"] == "party":
                 return m["did"]
     return ""
 

@@ -40,7 +40,7 @@ def _face(tmp_path, listen_host: str, hosts: list[str], public_url: str = ""):
 
     values = {"a2a": {"public_url": public_url}, "net": {"interests": ["ml"], "expertise": []}}
     services = SimpleNamespace(config=SimpleNamespace(values=values, home=tmp_path, name="ada"), mesh=None,
-                               key=NodeKey.generate(), metrics=None, now=lambda: 0)
+                               key=NodeKey.generate(), metrics=None, now=lambda: 0, store=None)
     return A2AFace(services, None, SimpleNamespace(listen_host=listen_host, hosts=hosts))
 
 

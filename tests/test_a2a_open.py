@@ -1,12 +1,9 @@
 """A2A that stays open (issue 33): a fair held queue (shares per party, address and subnet; a full one
 refuses with 429 and a Retry-After of minutes; held messages expire), 401 for a wrong or withdrawn
 token, the person's controls (held, reject, block: actions, CLI, API), and the card in the A2A 0.3
-shape at both paths, read and talked to by a 0.3 client's wire JSON (tests/golden/a2a_v03)."""
+shape at both paths (read and talked to by a real 0.3 client's recorded requests: tests/test_a2a_wire.py)."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import httpx
 import pytest
@@ -18,14 +15,14 @@ from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.keys import NodeKey
-from meshnode.faces.a2a import CARD_PATH, OLD_CARD_PATH, RPC_PATH, held
+from meshnode.faces.a2a import RPC_PATH, held
 from meshnode.faces.a2a.admission import Party
 from meshnode.records.a2a import blocks, held_queue
 from meshnode.records.a2a.held_queue import Shares
 from meshnode.store.database import Database
 from meshnode.store.service import Store
+from test_a2a_wire import node, recorded  # noqa: F401 (node: the fixture, a real node with a party's token)
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "a2a_v03"
 HOUR = 3_600_000
 SECRET = b"k" * 32
 
@@ -123,49 +120,11 @@ def _post(url: str, body: dict, source: str = "127.0.0.1", token: str | None = N
 
 
 def _message(text: str, sender: str) -> dict:
-    body = json.loads((GOLDEN / "message_send.json").read_text())
+    """A 0.3 client's message/send (as a2a-sdk 0.3.26 sent it: tests/golden/a2a_v03) with ``text``, ``sender``."""
+    body = recorded("message_send_unknown")["json"]
     body["params"]["message"]["parts"][0]["text"] = text
     body["params"]["message"]["metadata"]["sender"] = sender
     return body
-
-
-@pytest.fixture
-def node(tmp_path):
-    from meshharness import Node
-
-    node = Node(tmp_path, "ada", env={"MESHNODE_A2A_BURST": "3"})
-    token = node.cli("a2a", "token", "add", "friend").strip()
-    try:
-        node.start()
-        yield node, token
-    finally:
-        node.kill()
-
-
-def test_a_v03_client_reads_the_card_at_both_paths_and_its_message_is_held_with_a_context(node):
-    from a2a.compat.v0_3 import types as v03
-
-    from meshnode.faces.a2a import card as cards
-
-    node, token = node
-    url = node.web_url.rstrip("/")
-    with httpx.Client(timeout=60) as http:  # no credentials: the card is public at both paths
-        new, old = http.get(url + CARD_PATH), http.get(url + OLD_CARD_PATH)
-    assert new.status_code == old.status_code == 200 and new.json() == old.json()
-    card = v03.AgentCard.model_validate(old.json())  # as a 0.3 client parses it
-    assert card.url == url + RPC_PATH and card.protocol_version == "0.3.0" and card.preferred_transport == "JSONRPC"
-    assert cards.verify_card(old.json(), node.did).name == "ada"  # a 1.x client: signed, both interfaces
-
-    sent = _post(url, json.loads((GOLDEN / "message_send.json").read_text()))
-    assert sent.status_code == 200, sent.text
-    answer = v03.SendMessageResponse.model_validate(sent.json()).root
-    assert isinstance(answer, v03.SendMessageSuccessResponse), sent.json()
-    task = answer.result
-    assert isinstance(task, v03.Task) and task.status.state == v03.TaskState.submitted
-    assert task.context_id.startswith("a2a-") and task.id.startswith("h-")
-    asked = json.loads((GOLDEN / "tasks_get.json").read_text().replace("TASK_ID", task.id))
-    got = v03.GetTaskResponse.model_validate(_post(url, asked).json()).root
-    assert isinstance(got, v03.GetTaskSuccessResponse) and got.result.context_id == task.context_id
 
 
 def test_a_flood_from_many_addresses_leaves_the_queue_open_and_the_person_clears_and_blocks_it(node):

@@ -71,7 +71,7 @@ def test_a_conversation_person_then_agent_then_person(db):
     # the listing: one thread, its title, its last message, one unread by the agent
     [row] = chat.threads(db, KEY.did)
     assert row == {"thread": tid, "title": "what is 2+2?", "last_side": "person", "last_text": "and 3+3?",
-                   "last_ms": T0 + 2000, "unread_by_agent": 1, "count": 3}
+                   "last_ms": T0 + 2000, "unread_by_agent": 1, "count": 3, "archived": False}
     # paging: the newest message before a time, oldest first
     assert [m["text"] for m in chat.thread(db, KEY.did, tid, limit=1, before=T0 + 2000)["messages"]] == ["4"]
     assert chat.threads(db, KEY.did, before=T0 + 2000) == []
@@ -255,7 +255,7 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         listing = node.cli("chat", "list")
         assert listing.startswith(tid) and "2 msg, 2 unread by the agent" in listing and "hello there" in listing
         shown = node.cli("chat", "show", tid)
-        assert shown.count("you  (not read by the agent yet):") == 2 and "a second line" in shown
+        assert shown.count("you  (not seen by the agent yet):") == 2 and "a second line" in shown
         # the person answers a note: the reply lands in its thread and names it
         reply = node.cli("note", "add", "--reply-to", did, "to myself").strip()
         thread = node.call("chat_thread", {"thread": tid})["messages"]
@@ -263,7 +263,7 @@ def test_the_cli_talks_pauses_and_lists_ticks_through_the_running_node(tmp_path)
         assert "running" in node.cli("mind", "resume")
         # resumed, the agent ticks again (the commands above now take milliseconds, not the seconds of
         # a process each: wait for the ticks rather than count on the time they took)
-        wait_until(lambda: node.call("status")["cognition"]["ticks"] >= 3, 30, "three ticks")
+        wait_until(lambda: len(node.call("mind_ticks", {"limit": 3})) >= 3, 30, "three traced ticks")
         ticks = node.cli("mind", "ticks", "--limit", "3")
         assert len(ticks.splitlines()) == 3 and "core_outage" in ticks
         number = ticks.split()[0]
@@ -306,3 +306,97 @@ def test_paging_loses_no_thread_and_no_message_that_share_a_millisecond(db):
         texts = [m["text"] for m in page] + texts
         before = page[0]["time_ms"]
     assert texts == ["thread c", "same time 0", "same time 1", "same time 2", "later"]
+
+
+def test_the_person_renames_archives_and_deletes_threads_and_the_prompt_follows(db):
+    from meshnode.store import chat_control
+
+    a = compose(db, KEY, "keep talking about **ferries**", None, T0)
+    b = compose(db, KEY, "an old question", None, T0 + 10)
+    assert "keep talking" in prompt(db) and "an old question" in prompt(db)
+    assert chat_control.rename(db, KEY.did, a["thread"], "  Ferries  ", T0 + 20)["title"] == "Ferries"
+    assert chat.threads(db, KEY.did)[1]["title"] == "Ferries" and chat.thread(db, KEY.did, a["thread"])["renamed"]
+    chat_control.rename(db, KEY.did, a["thread"], "", T0 + 21)  # back to its first words
+    assert chat.thread(db, KEY.did, a["thread"])["title"].startswith("keep talking")
+    # archived: out of the list's first page and out of the prompt; back again when brought back
+    chat_control.archive(db, KEY.did, b["thread"], True, T0 + 30)
+    assert [r["thread"] for r in chat.threads(db, KEY.did)] == [a["thread"]]
+    assert [r["thread"] for r in chat.threads(db, KEY.did, archived=True)] == [b["thread"]]
+    assert "an old question" not in prompt(db) and "keep talking" in prompt(db)
+    chat_control.archive(db, KEY.did, b["thread"], False, T0 + 31)
+    assert "an old question" in prompt(db)
+    # deleted: gone from every list and the prompt, its notes hidden
+    out = chat_control.delete(db, KEY.did, a["thread"], T0 + 40)
+    assert out == {"thread": a["thread"], "deleted": True, "messages": 1}
+    assert [r["thread"] for r in chat.threads(db, KEY.did)] == [b["thread"]]
+    assert "keep talking" not in prompt(db)
+    with pytest.raises(MeshnodeError) as gone:
+        chat.thread(db, KEY.did, a["thread"])
+    assert gone.value.code == "thread_not_found"
+    for bad in (lambda: chat_control.rename(db, KEY.did, b["thread"], "x" * 201, T0),
+                lambda: chat_control.archive(db, KEY.did, "C" * 16, True, T0)):
+        with pytest.raises(MeshnodeError):
+            bad()
+
+
+def test_seen_answered_and_the_reminder_after_three_prompts(db):
+    from meshnode.store import chat_control
+
+    first = compose(db, KEY, "please summarize the ferry timetable " + "in detail " * 30, None, T0)
+    tid = first["thread"]
+    [m] = chat.thread(db, KEY.did, tid)["messages"]
+    assert m["seen"] is None and m["answered"] == 0 and m["side"] == "person" and m["from"] == "person"
+    messages, shown = contexts.build_shown(db, now_ms=T0 + 1, tick=1, recent_k=5, mode="normal", llm_id="x",
+                                           own_did=KEY.did)
+    assert shown == [(first["did"], tid)]
+    for tick in (1, 2, 3):
+        chat_control.record_prompted(db, [first["did"]], tick, T0 + tick)
+    [m] = chat.thread(db, KEY.did, tid)["messages"]
+    assert m["seen"] == {"prompts": 3, "first_tick": 1, "last_tick": 3} and m["answered"] == 0
+    # shown in 3 answered prompts and not answered: a one-line reminder, not the whole text again
+    [item] = json_lines(prompt_section(prompt(db), "(context 6a)", required=True))
+    assert "shown in 3 prompts" in item["reminder"] and len(item["text"]) <= contexts.REMINDER_TEXT + 6
+    assert "earlier" not in item
+    assert agent_reply(db, "Here it is: **daily**", first["did"], T0 + 100)["status"] == "ok"
+    t = chat.thread(db, KEY.did, tid)["messages"]
+    assert t[0]["answered"] == 1
+    assert t[1]["side"] == "agent" and t[1]["replying_to"] == [
+        {"did": first["did"], "side": "person", "who": "the person (web)", "words": t[1]["replying_to"][0]["words"]}]
+    assert t[1]["replying_to"][0]["words"].startswith("please summarize the ferry") and len(
+        t[1]["replying_to"][0]["words"]) <= chat.WORDS
+
+
+async def test_tick_now_refuses_a_paused_agent_and_threads_are_the_persons_to_control(tmp_path):
+    import trio
+
+    from meshnode.app.actions import mind as mind_actions
+    from meshnode.app.actor import a2a
+    from meshnode.store.service import Store
+
+    store = await Store.open(tmp_path / "tick.db")
+    try:
+        class Cycle:
+            paused, paused_by = True, "web"
+
+            def __init__(self):
+                self.wake = trio.Event()
+
+            def status(self):
+                return {"paused": self.paused}
+
+        cycle = Cycle()
+        app = App(store, KEY, cycle=cycle, clock=lambda: T0)
+        with pytest.raises(MeshnodeError) as refused:
+            await mind_actions.tick(app, person("web"))
+        assert refused.value.code == "paused" and "resume" in refused.value.reason and not cycle.wake.is_set()
+        cycle.paused = False
+        await mind_actions.tick(app, person("web"))
+        assert cycle.wake.is_set()
+        out = await chat_actions.chat_send(App(store, KEY, clock=lambda: T0), person("web"), "hello")
+        with pytest.raises(MeshnodeError) as not_allowed:
+            await chat_actions.chat_thread_delete(app, a2a("known:bob", "bob"), out["thread"])
+        assert not_allowed.value.code == "not_allowed"
+        renamed = await chat_actions.chat_thread_rename(app, person("cli"), out["thread"], "Greetings")
+        assert renamed == {"thread": out["thread"], "title": "Greetings"}
+    finally:
+        await store.aclose()

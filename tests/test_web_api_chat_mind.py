@@ -72,7 +72,8 @@ def test_mind_state_llms_pause_resume_and_tick(web):
     assert not any("key" in k and k != "uses_api_key" for k in llms[0])
     assert web.post("/api/mind/pause")["paused"] is True
     assert web.get("/api/status")["cognition"]["paused"] is True
-    assert web.post("/api/mind/tick")["paused"] is True  # a tick request waits for the resume
+    # tick now while paused: refused with its reason, never an ok that does nothing
+    assert "resume" in refused(web.raw_post("/api/mind/tick"), 409, "paused")
     ticks = web.get("/api/mind")["ticks"]
     assert web.post("/api/mind/resume")["paused"] is False
     wait_until(lambda: web.get("/api/mind")["ticks"] > ticks, 30, "a tick after the resume")

@@ -6,6 +6,7 @@ import contextlib
 
 import pytest
 
+from meshharness import metric
 from webharness import refused, web_node
 
 
@@ -25,11 +26,18 @@ def logged_in(web):
 
 
 def test_no_or_wrong_token_is_401(web):
+    """Every 401 says how to authenticate: ``WWW-Authenticate: Bearer`` (the web token; or log in)."""
+    answers = []
     with web.client(bearer=False) as anonymous:
-        refused(anonymous.get("/api"), 401, "unauthorized")
-        refused(anonymous.get("/api", headers={"Authorization": "Bearer " + "x" * 43}), 401, "unauthorized")
+        answers += [anonymous.get("/api"), anonymous.get("/api", headers={"Authorization": "Bearer " + "x" * 43}),
+                    anonymous.post("/api/notes", json={"text": "x"}, headers={"Origin": web.url}),
+                    anonymous.post("/api/login", json={"token": "nope" * 11}, headers={"Origin": web.url})]
     with web.client(bearer=False, cookies={"meshnode_session": "1.abc"}) as forged:
-        refused(forged.get("/api"), 401, "unauthorized")
+        answers.append(forged.get("/api"))
+    for answer in answers:
+        refused(answer, 401, "unauthorized")
+        assert answer.headers["www-authenticate"] == 'Bearer realm="meshnode"', answer.request.url
+    assert "www-authenticate" not in web.raw_get("/api").headers  # with the token: answered, no challenge
     with web.client(bearer=False) as anonymous:
         assert anonymous.get("/api/session").json()["result"] == {"session": False, "via": None}
     assert web.get("/api/session") == {"session": True, "via": "bearer"}
@@ -124,6 +132,10 @@ def test_pages_redirect_to_login_and_static_files_are_plain_names(web):
         assert login.status_code == 200 and "/static/login.js" in login.text
         js = anonymous.get("/static/api.js")
         assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+        assert js.headers["cache-control"] == "no-cache" and js.headers["etag"]  # asked again, answered 304
+        again = anonymous.get("/static/api.js", headers={"If-None-Match": js.headers["etag"]})
+        assert again.status_code == 304 and not again.content
+        assert anonymous.get("/static/api.js", headers={"If-None-Match": '"other"'}).content == js.content
         for bad in ("/static/..%2Fapp.py", "/static/../app.py", "/static/", "/static/.hidden.js",
                     "/static/app.py"):
             assert anonymous.get(bad).status_code in (401, 404), bad  # no route, or no such plain name
@@ -136,10 +148,15 @@ def test_login_rate_limit_then_rotation_ends_sessions(tmp_path):
             for _ in range(5):
                 refused(attacker.post("/api/login", json={"token": "w" * 43}, headers={"Origin": web.url}), 401,
                         "unauthorized")
-            # the sixth try from that address, even with the right token, waits a minute
-            refused(attacker.post("/api/login", json={"token": web.token}, headers={"Origin": web.url}), 429,
-                    "too_many_logins")
+            # the sixth wrong try from that address waits a minute, and is told how long
+            limited = attacker.post("/api/login", json={"token": "w" * 43}, headers={"Origin": web.url})
+            refused(limited, 429, "too_many_logins")
+            assert 1 <= int(limited.headers["retry-after"]) <= 60
+            # the right token is never refused: a local process guessing cannot lock the person out
+            right = attacker.post("/api/login", json={"token": web.token}, headers={"Origin": web.url})
+            assert right.status_code == 200 and "meshnode_session" in right.headers["set-cookie"], right.text
             assert client.get("/api/session").json()["result"]["via"] == "cookie"  # sessions are unaffected
+            assert metric(web.node, "web_login_limited") == 1 and metric(web.node, "web_login_failed") == 5
 
             link = web.node.cli("web", "url", "--rotate").splitlines()[0]
             new = link.split("#t=", 1)[1]

@@ -106,10 +106,29 @@ def test_login_limiter_blocks_after_five_failures_for_a_minute():
     assert not limiter.blocked("a", 4.0)
     limiter.failed("a", 4.0)
     assert limiter.blocked("a", 5.0) and not limiter.blocked("b", 5.0)
+    assert limiter.wait_s("a", 5.0) == 59.0 and limiter.wait_s("b", 5.0) == 0.0  # what Retry-After says
     assert not limiter.blocked("a", 64.1)  # a minute later
     for t in (100.0, 130.0, 170.0, 200.0, 240.0):  # five, but never five within a minute
         limiter.failed("a", t)
     assert not limiter.blocked("a", 241.0)
+
+
+def test_login_limiter_caps_all_sources_together():
+    """Guesses spread over many sources (User-Agents) hit the global cap: then every wrong token waits."""
+    limiter = LoginLimiter(global_failures=12)
+    for n in range(11):
+        limiter.failed(f"127.0.0.1 agent{n}", float(n))
+    assert not limiter.blocked("127.0.0.1 browser", 11.0)
+    limiter.failed("127.0.0.1 agent11", 11.0)
+    assert limiter.wait_s("127.0.0.1 browser", 12.0) == 59.0
+    assert not limiter.blocked("127.0.0.1 browser", 71.0)
+
+
+def test_login_limiter_holds_a_bounded_number_of_sources():
+    limiter = LoginLimiter(failures=1, max_clients=8)
+    for n in range(100):
+        limiter.failed(f"c{n}", float(n) / 100)
+    assert len(limiter._recent) <= 8 and len(limiter._blocked) <= 8
 
 
 def test_sessions_expire_and_need_the_token(tmp_path):

@@ -39,6 +39,7 @@ class App:
     spawner: Any = None  # spawn.jobs.SpawnJobs (``spawn(app, ask, answer_seconds)``, ``wait(job)``)
     web: Any = None  # where the notebook listens, once bound (``url``: meshnode.faces.web.address.WebAddress)
     tools: dict = field(default_factory=dict)  # the gate's tools by name (gate.tools.TOOLS: summary, parameters, risk)
+    a2a_blocks: Any = None  # the A2A face's blocks in memory (records.a2a.blocks.BlockSet), when the node runs
 
     @property
     def live(self) -> bool:

@@ -11,8 +11,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, knowledge, llm,
-                                  meshconsensus, mind, node_status, notes, peers, reactor, reputation)
+from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, inbox, knowledge,
+                                  llm, meshconsensus, mind, node_status, notes, peers, reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
@@ -152,6 +152,15 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("a2a_block", a2a.a2a_block, "block a party or an address at the A2A face", signs=False),
     Action("a2a_unblock", a2a.a2a_unblock, "lift a block at the A2A face", signs=False),
     Action("a2a_blocks", a2a.a2a_blocks, "the blocks at the A2A face", signs=False),
+    # the person's inbox: what waits for them, decided through the actions above (issue 34)
+    Action("inbox", inbox.inbox, "what waits for the person, newest first", signs=False),
+    Action("inbox_count", inbox.inbox_count, "how many items wait for the person", signs=False),
+    Action("inbox_decide", inbox.inbox_decide, "decide one item through the action that decides it", signs=False),
+    Action("chat_thread_rename", chat.chat_thread_rename, "give a conversation its own title", signs=False),
+    Action("chat_thread_archive", chat.chat_thread_archive, "archive a conversation (or bring it back): out of"
+           " the list and the agent's prompt", signs=False),
+    Action("chat_thread_delete", chat.chat_thread_delete, "delete a conversation: its messages hidden, out of the"
+           " agent's prompt", signs=False),
     # pages made for reading (issue 34): the reactor's wakes told in words
     Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
 )}

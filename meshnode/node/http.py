@@ -19,8 +19,10 @@ from meshnode.faces.web.auth import Auth
 from meshnode.faces.web.server import serve_web
 
 
-async def serve_http(config, services, address: WebAddress, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Until cancelled; ``task_status.started("host:port")`` once bound (``address`` filled in then)."""
+async def serve_http(config, services, address: WebAddress, a2a_blocks=None, *,
+                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Until cancelled; ``task_status.started("host:port")`` once bound (``address`` filled in then).
+    ``a2a_blocks``: the node's A2A blocks in memory (records.a2a.blocks.BlockSet), which its actions change."""
     auth = Auth.from_config(config, services.metrics)
     mcp = McpOnDemand(services)  # the MCP SDK loads at the first request to /mcp
     app = build_app(services, auth, mcp.mounts(), address)
@@ -28,7 +30,7 @@ async def serve_http(config, services, address: WebAddress, *, task_status=trio.
     if a2a_settings(config.values).enabled:  # a2a-sdk loads at the first A2A request (card or /a2a)
         from meshnode.faces.a2a.face import A2AFace
 
-        face = A2AFace(services, auth, guard_of(app))  # the agent's A2A routes in front of the notebook's
+        face = A2AFace(services, auth, guard_of(app), a2a_blocks)  # the agent's A2A routes in front of the notebook's
     async with trio.open_nursery() as nursery:
         await nursery.start(mcp.run)
         bound = await nursery.start(serve_web, config, services, face.wrap(app) if face is not None else app,

@@ -41,6 +41,7 @@ from meshnode.net.liveness import Thresholds
 from meshnode.net.events import MeshHooks
 from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.records.gmp import store_hooks as gmp_store_hooks
+from meshnode.records.a2a.blocks import BlockSet, listing as a2a_block_rows
 from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
@@ -131,6 +132,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with await Store.open(config.db_path, metrics=metrics, hooks=gmp_store_hooks.install()) as store:
             await store.write(_heartbeat, "node", "started")
+            a2a_blocks = BlockSet().fill(await store.read(a2a_block_rows))  # the A2A face's, changed by the actions
             cognition = config.values["cognition"]
             hooks = MeshHooks()  # the GMP service and the reactor subscribe as they are built
             validator = _PeerValidator(store, float(cognition["peer_validation_min_trust"])) \
@@ -148,7 +150,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     await nursery.start(gmp.run)
                     outside = mcp_tools_service.clients(config, bool(cognition["enabled"]))  # the agent's MCP tools
                     cycle = _cycle(store, key, mesh, cognition, config, metrics, outside=outside, on_tick=ticks.ended,
-                                   send_limits=_wake_send_limits(config, key, metrics, reactor_service),
+                                   on_live=ticks.live, send_limits=_wake_send_limits(config, key, metrics, reactor_service),
                                    spawner=_agent_spawner(app_later)) \
                         if cognition["enabled"] else None
                     if outside is not None:  # connected before the first tick
@@ -163,7 +165,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     app = app_later.set(App(store, key, mesh=mesh, reactor=reactor, metrics=metrics, cycle=cycle,
                                             wake_on_message=bool(config.values["web"]["wake_on_message"]), gmp=gmp,
                                             jail=gate_setup.jail(config), mind_view=mind_view.view, config=config,
-                                            spawner=SpawnJobs(), web=web_address, tools=TOOLS))
+                                            spawner=SpawnJobs(), web=web_address, tools=TOOLS,
+                                            a2a_blocks=a2a_blocks))
                     control = _Control(config, key, store, mesh, metrics, cycle, gmp, reactor, app)
                     await nursery.start(serve_control, socket_path(config.db_path.parent), control.handle)
                     if config.values["web"]["enabled"]:  # the notebook, /mcp, A2A: after the control socket
@@ -172,7 +175,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
 
                         services = Services(config, key, store, mesh, metrics, control, cycle, gmp, reactor)
                         ticks.on_ended(lambda summary: services.feed.nudge())  # a tick ended: the feed looks now
-                        await nursery.start(serve_http, config, services, web_address)
+                        ticks.on_live(services.feed.live.hear)  # the answer as the LLM writes it: llm_token events
+                        await nursery.start(serve_http, config, services, web_address, a2a_blocks)
                     print(f"did:      {key.did}", file=out)
                     print(f"peer id:  {key.peer_id}", file=out)
                     print(f"name:     {config.name}", file=out)
@@ -247,7 +251,7 @@ class _PeerValidator:
 
 
 def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, metrics: Metrics | None = None, *,
-           outside=None, on_tick=None, send_limits=None, spawner=None) -> Cycle:
+           outside=None, on_tick=None, on_live=None, send_limits=None, spawner=None) -> Cycle:
     """The cognitive core, wired to the mesh: isolated mode when no peer is connected; trusted
     connected peers validate its answers, and it validates theirs. ``outside``: the MCP servers'
     clients of its outside tools (mcp_tools.service.clients); ``spawner``: the gate's ``spawn``."""
@@ -278,7 +282,8 @@ def _cycle(store, key: NodeKey, mesh: Mesh, cognition: dict, config: Config, met
                  gate=gate, tools=catalogue.tool_definitions() if config.values["gate"]["offer_tools"] else None,
                  validator_failures=int(cognition["validator_failures"]),
                  validator_retry_s=float(cognition["validator_retry_seconds"]), metrics=metrics,
-                 keep_traces=int(cognition.get("keep_tick_traces", 200)), on_tick=on_tick, send_limits=send_limits)
+                 keep_traces=int(cognition.get("keep_tick_traces", 200)), on_tick=on_tick, send_limits=send_limits,
+                 on_live=on_live)
 
 
 def _agent_spawner(app: _Later):

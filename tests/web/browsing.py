@@ -52,3 +52,16 @@ def login(page, node) -> None:
 
 def csp_errors(page) -> list[str]:
     return [e for e in page.console_errors if "Content Security Policy" in e or "Content-Security-Policy" in e]
+
+
+def a2a_stranger_body(text: str, sender: str) -> dict:
+    """A ``message/send`` body as an a2a-sdk 0.3 client sent it (tests/golden/a2a_v03, recorded), from
+    an unknown party claiming ``sender``, saying ``text``."""
+    import json
+    import uuid
+
+    golden = Path(__file__).resolve().parent.parent / "golden" / "a2a_v03" / "message_send_unknown.json"
+    body = json.loads(golden.read_text().replace("MESSAGE_ID", uuid.uuid4().hex).replace("REQUEST_ID", "1"))["json"]
+    body["params"]["message"]["parts"][0]["text"] = text
+    body["params"]["message"]["metadata"]["sender"] = sender
+    return body

@@ -4,24 +4,19 @@ the rest at once."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from browsing import login
+from browsing import a2a_stranger_body, login
 from webharness import WebNode
 
 pytestmark = pytest.mark.browser
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "a2a_v03"
 
 
 def _stranger(web, text: str, sender: str, source: str) -> dict:
-    body = json.loads((GOLDEN / "message_send.json").read_text())
-    body["params"]["message"]["parts"][0]["text"] = text
-    body["params"]["message"]["metadata"]["sender"] = sender
+    body = a2a_stranger_body(text, sender)
     with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=30) as http:
         return http.post(web.url + "/a2a", json=body).json()["result"]
 

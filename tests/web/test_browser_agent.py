@@ -3,6 +3,8 @@ and opening to their contexts, pause and resume from the page."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -26,7 +28,8 @@ def test_conversation(page, agent):
     page.locator("#message").press("Control+Enter")
     mine = page.locator("#messages .msg.person", has_text="what is 2+2?")
     expect(mine).to_be_visible()
-    expect(mine).to_contain_text("the agent has not read this yet")
+    # not answered yet: waiting for a tick, with the LLM now (thinking), or seen in a prompt already
+    expect(mine.locator(".state")).to_have_attribute("data-state", re.compile("^(waiting|thinking|seen)$"))
     did = mine.get_attribute("data-did")
     # the agent answers the prompt that shows the message: reply_to its id
     agent.llm.reply_when("what is 2+2?", "The person asks a sum. " + command_block(
@@ -36,7 +39,7 @@ def test_conversation(page, agent):
     expect(reply).to_have_attribute("data-side", "agent")
     expect(reply.locator(".who")).to_have_text("Agent")
     expect(reply.locator(".body")).to_have_text("4")
-    expect(mine).to_contain_text("read by the agent")
+    expect(mine.locator(".state")).to_have_attribute("data-state", "answered")
     expect(page.locator("#threads li")).to_have_count(1)
     shown = [p for p in agent.llm.prompts() if "what is 2+2?" in prompt_section(p, "(context 6a)")]
     assert shown, "the message's text (not only its id) reached the prompt in context 6a"

@@ -2,8 +2,10 @@
 (``a2a_held``), rejecting many at once (``a2a_reject``: all, one party's, one address's or network's),
 and blocking a party or an address (``a2a_block``, ``a2a_unblock``, ``a2a_blocks``). The person's
 alone: a held message is an outsider's text, and what gets through to the agent is the person's to
-decide. The face reads the blocks at each request: a block counts at once, in the running node or on
-the home's database with the node stopped.
+decide. In the running node a block counts at once: the face checks the blocks in memory
+(``app.a2a_blocks``, a records.a2a.blocks.BlockSet these actions change with the table); with the
+node stopped, the table is what the next start loads. What a rejection or a block took from the
+agent's way is counted in ``a2a_dropped{reason}`` and told to the agent (context 4).
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ async def a2a_reject(app: App, actor: Actor, all: bool = False, party: str | Non
         raise MeshnodeError("bad_arguments", "reject all held messages (all), or name a party or an address,"
                                              " not both")
     ids = await app.store.write(held_queue.reject, app.clock(), by, party, address)
+    _count(app, "rejected", len(ids))
     return {"rejected": ids, "count": len(ids)}
+
+
+def _count(app: App, reason: str, n: int) -> None:
+    if app.metrics is not None and n:
+        app.metrics.inc("a2a_dropped", n, reason=reason)
 
 
 async def a2a_block(app: App, actor: Actor, target: str) -> dict:
@@ -49,7 +57,12 @@ async def a2a_block(app: App, actor: Actor, target: str) -> dict:
     address or network (``192.0.2.7``, ``203.0.113.0/24``): its requests get HTTP 403 from then on,
     and its held messages are rejected now."""
     by = decided_by(actor, "blocks parties")
-    return await app.store.write(blocks.block, _text(target, "target") or "", app.clock(), by)
+    out = await app.store.write(blocks.block, _text(target, "target") or "", app.clock(), by)
+    if app.a2a_blocks is not None:
+        app.a2a_blocks.add(out["kind"], out["target"])
+    _count(app, "rejected", len(out["rejected"]))
+    _count(app, "blocked", out["dropped"]["approved"] + out["dropped"]["unread"])
+    return out
 
 
 async def a2a_unblock(app: App, actor: Actor, target: str) -> dict:
@@ -57,7 +70,10 @@ async def a2a_unblock(app: App, actor: Actor, target: str) -> dict:
     decided_by(actor, "lifts blocks")
     if not await app.store.write(blocks.unblock, _text(target, "target") or ""):
         raise MeshnodeError("not_found", f"{target[:100]!r} is not blocked")
-    return {"target": blocks.target_of(target)[1], "unblocked": True}
+    lifted = blocks.target_of(target)[1]
+    if app.a2a_blocks is not None:
+        app.a2a_blocks.remove(lifted)
+    return {"target": lifted, "unblocked": True}
 
 
 async def a2a_blocks(app: App, actor: Actor) -> list[dict]:

@@ -67,8 +67,12 @@ async def mind_resume(app: App, actor: Actor) -> dict:
 
 
 async def tick(app: App, actor: Actor) -> dict:
-    """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause)."""
+    """Wake the cognitive cycle now (it ticks at once instead of at the end of its pause). A paused
+    agent does not tick: refused with the reason (resume it first), never an ok that does nothing."""
     cycle = _cycle(app)
+    if cycle.paused:
+        raise MeshnodeError("paused", f"the agent is paused (by {cycle.paused_by}): it does not tick until a person"
+                                      " resumes it (`meshnode mind resume`, or Resume on the page)")
     cycle.wake.set()
     return cycle.status()
 

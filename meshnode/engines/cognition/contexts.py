@@ -60,6 +60,7 @@ CUT = "\n[... cut to fit the context budget]"
 
 PERSON_TEXT = 2000  # characters of a message from the person (or an A2A party) shown in full (contexts 6a, 6b)
 EARLIER_TEXT = 500  # of each earlier message of its thread
+REMINDER_TEXT = 100  # of a message shown as a reminder (unanswered after chat.REMINDER_AFTER prompts)
 PERSON_CUT = " [... cut: note_read {id} for the rest]"
 NOTICE_TEXT = 500  # of each of this node's own unread notices (context 6c)
 
@@ -86,22 +87,30 @@ def conversation(db: Database, own_did: str | None, kind: str = "person") -> lis
     """Context 6a (``kind`` person) or 6b (a2a): the unread messages whose provenance row is of
     ``kind`` (newest 10, each text cut at PERSON_TEXT with a marker), each thread's 2 messages before
     them (either side, each by its sender). Who sent each is its provenance row's,
-    never its text's: a message cannot move itself into another's section."""
+    never its text's: a message cannot move itself into another's section. A message already shown
+    in ``chat.REMINDER_AFTER`` answered prompts and still unanswered is a one-line reminder (its first
+    words, how often it was shown; ``note_read`` for the rest): an unanswered thread is not re-sent in
+    full forever. Threads the person archived or deleted are not here at all (``chat.SET_ASIDE``)."""
     unread = chat.unread_for_context(db, own_did, kind)
     out: list[dict] = []
-    for did, topic, text, ms, *who in unread:
+    for did, topic, text, ms, times, *who in unread:
         item = {"id": did, **speakers.of_row(own_did, who).fields(), "thread": chat.thread_name(did, topic),
-                "time": format_ms(ms),
-                "text": text if len(text) <= PERSON_TEXT else text[:PERSON_TEXT] + PERSON_CUT.format(id=did)}
+                "time": format_ms(ms)}
+        if times >= chat.REMINDER_AFTER:
+            item["reminder"] = (f"unanswered, shown in {times} prompts: answer it (reply_to), or note_read it"
+                                " to read it again and mark it read")
+            item["text"] = text[:REMINDER_TEXT] + (" [...]" if len(text) > REMINDER_TEXT else "")
+        else:
+            item["text"] = text if len(text) <= PERSON_TEXT else text[:PERSON_TEXT] + PERSON_CUT.format(id=did)
         out.append(item)
     firsts: dict[str, int] = {}
-    for did, topic, _, ms, *_who in unread:
+    for did, topic, _, ms, times, *_who in unread:
         tid = chat.thread_name(did, topic)
-        if tid is not None:
+        if tid is not None and times < chat.REMINDER_AFTER:
             firsts[tid] = min(ms, firsts.get(tid, ms))
     for item in out:
         tid = item["thread"]
-        if tid is not None and tid in firsts:
+        if tid is not None and tid in firsts and "reminder" not in item:
             before = [{**speakers.of_row(own_did, who).fields(), "time": format_ms(t),
                        "text": body[:EARLIER_TEXT] + (" [...]" if len(body) > EARLIER_TEXT else "")}
                       for body, t, *who in chat.earlier(db, own_did, tid, firsts.pop(tid))]
@@ -111,6 +120,13 @@ def conversation(db: Database, own_did: str | None, kind: str = "person") -> lis
     if more > 0:  # older unread ones: listed nowhere else (no other section shows this sender's messages)
         out.append({"older_unread": more, "read_them": "note_list unread=true"})
     return out
+
+
+def shown_messages(messages: list[dict], candidates: list[dict]) -> list[tuple[str, str | None]]:
+    """(id, thread) of the conversation messages (``conversation``'s items) a built prompt really
+    holds (a section cut to its budget may have dropped some)."""
+    content = messages[-1]["content"] if messages else ""
+    return [(c["id"], c.get("thread")) for c in candidates if "id" in c and quoted(c["id"]) in content]
 
 
 def _fit(text: str, name: str) -> str:
@@ -188,10 +204,17 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
     return out
 
 
-def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
-          own_did: str | None = None, focus: str | None = None, outside: str = "") -> list[dict]:
+def build(db: Database, **kw) -> list[dict]:
     """The chat messages of one tick: the system prompt, then one user message of contexts;
     ``focus``, a reactor wake's context (cognition/wake.py), goes before the tasks as ``## Wake``."""
+    return build_shown(db, **kw)[0]
+
+
+def build_shown(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm_id: str,
+                own_did: str | None = None, focus: str | None = None,
+                outside: str = "") -> tuple[list[dict], list[tuple[str, str | None]]]:
+    """``build``'s messages, and (id, thread) of the conversation messages they show (contexts 6a, 6b):
+    the cycle records them as seen once the LLM answered (``chat_control.record_prompted``)."""
     q = db.conn.execute
     parts = []
     ethics = ethics_for_prompt(db)
@@ -273,4 +296,5 @@ def build(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: str, llm
     parts.append(("Your memory (context 8)", _fit("\n".join(f"#{i}: {c}" for i, c in memory) or "(empty)",
                                                   "memory")))
     user = "\n\n".join(f"## {title}\n{body}" for title, body in parts)
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return messages, shown_messages(messages, person + parties)

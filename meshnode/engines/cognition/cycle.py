@@ -34,7 +34,9 @@ from meshnode.engines.cognition import (assessment, auxiliary, contexts, error_l
 from meshnode.records.mind import held, registry, tick_traces
 from meshnode.engines.cognition.handlers import goals, mind
 from meshnode.engines.cognition.commands import Command
+from meshnode.engines.cognition.live_answer import LiveAnswer
 from meshnode.engines.cognition.llm import LLMError, chat
+from meshnode.store import chat_control
 from meshnode.engines.cognition.novelty import novelty
 from meshnode.engines.cognition.tick_store import (  # noqa: F401  (KEEP_*, _checkpoint_of, _think: used by tests and bench)
     CORE_OUTAGE, DEFERRED_TYPES, ISOLATED, KEEP_MEMORY, KEEP_RESPONSES, NORMAL, STARTING, _as_dict,
@@ -59,12 +61,14 @@ class Cycle:
                  peer_timeout_s: float = 60.0, processes=None, gate=None, tools: list[dict] | None = None,
                  validator_failures: int = 3, validator_retry_s: float = 300.0, metrics=None,
                  keep_traces: int = tick_traces.DEFAULT_KEEP, on_tick: Callable[[dict], None] | None = None,
-                 send_limits=None):
+                 send_limits=None, on_live: Callable[[dict], None] | None = None):
         self.store, self.key, self.clock = store, key, clock
         self.keep_traces = keep_traces  # tick_traces kept ([cognition] keep_tick_traces)
         self.paused_by: str | None = None  # a person's pause (who): no tick until resumed
         self.resumed = trio.Event()  # set by resume(); the paused loop waits on it
         self.on_tick = on_tick  # called with each tick's summary (the web's feed)
+        # called as the main LLM's answer is written (live_answer.LiveAnswer: start, text, end; the web's feed)
+        self.live = LiveAnswer(on_live)
         # reactor.send_limits.WakeSendLimits: what a woken agent may send, checked before the gate's outbound
         self.send_limits = send_limits
         self.metrics = metrics  # the node's counters (None: not counted)
@@ -126,7 +130,7 @@ class Cycle:
                "idle": self.idle, "paused": self.paused, "paused_by": self.paused_by,
                "processes": self.processes.running() if self.processes else None,
                "validators_failing": self.health.snapshot(self.clock()), "stalled": self.stalled,
-               "wake": self.wakes.status(),
+               "wake": self.wakes.status(), "asking": self.live.asking(),
                "llms": [{"id": e.id, "model": e.model, "url": e.base_url,  # each main LLM and its last error
                          "error": self.llm_errors.get(e.id, "not asked yet" if self.mode == CORE_OUTAGE else None)}
                         for e in self.tried]}
@@ -338,10 +342,10 @@ class Cycle:
         answer, used, messages, llm_ms = None, None, [], None
         for endpoint in mains:  # the prompt names the mode this tick runs in if this LLM answers
             for restart in range(error_levels.MAX_RESTARTS + 1):  # a timeout restarts the tick (error_levels)
-                messages = await self.store.read(contexts.build, now_ms=now, tick=self.ticks,
-                                                 recent_k=self.recent_k, mode=NORMAL if self.mesh_up() else ISOLATED,
-                                                 llm_id=endpoint.id, own_did=self.key.did, focus=self.wakes.focus,
-                                                 outside=mcp_commands.catalogue(self.gate))
+                messages, shown = await self.store.read(
+                    contexts.build_shown, now_ms=now, tick=self.ticks, recent_k=self.recent_k,
+                    mode=NORMAL if self.mesh_up() else ISOLATED, llm_id=endpoint.id, own_did=self.key.did,
+                    focus=self.wakes.focus, outside=mcp_commands.catalogue(self.gate))
                 digest = _digest(messages[-1]["content"])
                 tuning = {}
                 if self.plan is not None:  # cheapest first: tuned generation, and the strategy as a notice
@@ -349,12 +353,16 @@ class Cycle:
                     tuning = {"temperature": self.plan.temperature, "presence_penalty": self.plan.presence_penalty}
                 try:
                     asked = time.monotonic()
-                    answer = await chat(endpoint, messages, tools=mcp_commands.offered(self.tools, self.gate,
-                                                                              contexts.BUDGET["outside"]),
-                                        retry_timeouts=False, **tuning)
+                    with self.live.asked(self.ticks, endpoint.id, shown):
+                        answer = await chat(endpoint, messages, tools=mcp_commands.offered(self.tools, self.gate,
+                                                                                  contexts.BUDGET["outside"]),
+                                            retry_timeouts=False, on_delta=self.live.text, **tuning)
                     llm_ms = int((time.monotonic() - asked) * 1000)
                     used = endpoint
                     self.llm_errors.pop(endpoint.id, None)
+                    if shown:  # seen by the agent: the LLM answered a prompt that showed them
+                        await self.store.write_background(chat_control.record_prompted, [d for d, _ in shown],
+                                                          self.ticks, self.clock())
                     break
                 except LLMError as exc:
                     self.last_error = self.llm_errors[endpoint.id] = exc.reason

@@ -40,6 +40,7 @@ _NOT_READ = object()
 
 MAX_READ_BYTES = 256 * 1024
 HTTP_MAX_BYTES = 1024 * 1024
+INBOX = "/inbox"  # the web notebook's page of what waits for the person (faces/web/static/inbox.html)
 REFLECT_DIFF_CHARS = 24 * 1024
 REFLECT_PROMPT = (
     "REFLECTION BEFORE REVIEW. Before your drafts go to a person, check your own work: is the goal met; do the"
@@ -173,8 +174,8 @@ class Gate:
         if self.tell_user is not None and req["created_ms"] == now:  # asked once, not at every repetition
             shown = json.dumps(args, ensure_ascii=False)
             shown = shown if len(shown) <= 2000 else shown[:2000] + " ... (all of it: meshnode confirm list)"
-            await self.tell_user(f"The agent asks to run {tool} {shown} ({why}). Answer with"
-                                 f" `meshnode confirm approve {req['id']}` or `meshnode confirm reject {req['id']}`;"
+            await self.tell_user(f"The agent asks to run {tool} {shown} ({why}). It is waiting in your inbox: {INBOX}"
+                                 f" (or `meshnode confirm approve {req['id']}` / `meshnode confirm reject {req['id']}`);"
                                  " it expires unanswered.")
         return {"status": "needs_confirmation", "confirmation": req["id"], "expires_ms": req["expires_ms"],
                 "note": "a person was asked; carry on with other work, the result comes in a later tick"}
@@ -341,7 +342,8 @@ class Gate:
             self.limits.reset()  # a piece of work is done: the next one gets a fresh budget of calls
         if ready and self.tell_user is not None:
             await self.tell_user(f"{len(paths)} draft(s) wait for your review: {', '.join(paths)[:500]}. "
-                                 f"The agent says: {summary[:500]}. See `meshnode drafts list --diff`.")
+                                 f"The agent says: {summary[:500]}. They are waiting in your inbox: {INBOX}"
+                                 " (or `meshnode drafts list --diff`).")
         return {"ready": ready, "reflection": first[:300], "drafts": paths,
                 "next": "a person reviews them now" if ready else "fix what the reflection found, then submit again"}
 

@@ -126,6 +126,8 @@ TABLES: dict[str, Rule] = {
     "llm_recent_responses": _r("never", "never", "never", _NEVER_RUNTIME + " (dialogue, may quote private notes)"),
     "anti_stagnation_metrics": _r("never", "never", "never", _NEVER_RUNTIME),
     "tick_traces": _r("never", "never", "never", _NEVER_RUNTIME + " (prompts may quote private notes)"),
+    "chat_prompted": _r("never", "never", "never", _NEVER_RUNTIME + " (which messages its prompts showed)"),
+    "chat_threads": _r("never", "never", "never", "the person's conversations with the parent stay the parent's"),
     "process_log": _r("never", "never", "never", _NEVER_RUNTIME),
     "main_process": _r("never", "never", "never", _NEVER_RUNTIME),
     "processes": _r("never", "never", "never", _NEVER_RUNTIME),

@@ -18,6 +18,7 @@ import trio
 from meshnode.faces.a2a import held
 from meshnode.app import actor
 from meshnode.base.config.a2a import A2ASettings
+from meshnode.records.a2a.blocks import DROPPED
 
 log = logging.getLogger("meshnode.faces.a2a")
 MAX_CONTEXTS = 4096
@@ -25,8 +26,10 @@ DELIVER_SECONDS = 30  # an approved message's delivery (chat_send, no wait) befo
 
 
 class Conversations:
-    def __init__(self, services, settings: A2ASettings):
-        self.services, self.settings = services, settings
+    def __init__(self, services, settings: A2ASettings, blocked=None):
+        """``blocked(names, client)``: the block that stops a party (records.a2a.blocks.BlockSet.match;
+        None: nothing is blocked): an approved message of a party blocked since is dropped, not delivered."""
+        self.services, self.settings, self.blocked = services, settings, blocked
         self._threads: OrderedDict[tuple[str, str], str] = OrderedDict()  # (party key, contextId) -> tid
         self._waiting: set[int] = set()  # held messages pending at the last round (their end is counted)
 
@@ -90,6 +93,12 @@ class Conversations:
         if not await self.services.write(held.claim, row["id"]):
             return
         args, result, ok = row["args"], {"error": f"not delivered within {DELIVER_SECONDS} s"}, False
+        if self.blocked is not None and self.blocked((args.get("sender", ""), args.get("party", "")),
+                                                     args.get("client", "")) is not None:
+            self.services.metrics.inc("a2a_messages", outcome="blocked")
+            self.services.metrics.inc("a2a_dropped", reason="blocked")
+            await self.services.write(held.finish, row["id"], False, {"error": DROPPED})
+            return
         with trio.move_on_after(DELIVER_SECONDS):
             try:
                 out = await self.deliver(args["party"], args.get("sender", ""), held.text_of(args),

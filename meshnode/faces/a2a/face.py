@@ -11,7 +11,9 @@ body must arrive within BODY_SECONDS): a flood is refused with HTTP 429 and the 
 ``rate_limited``; an unknown party's message when its share of the held queue (per party, address,
 subnet: records.a2a.held_queue) or the queue is full with 429 ``held_full`` and a Retry-After of
 minutes. A bearer token that is no known party's (wrong, or withdrawn) is refused with 401 before the
-body is read, never taken for an unknown party; a party or address the person blocked gets 403.
+body is read, never taken for an unknown party; a party or address the person blocked gets 403 (an
+address, or a known party's token, before the body is read), checked in memory (the node's BlockSet,
+records.a2a.blocks: a flood from a blocked address costs no read of the store).
 Behind a reverse proxy listed in ``[a2a] trusted_proxies`` the client is its X-Forwarded-For's last hop.
 Every other request goes to the notebook unchanged.
 
@@ -37,6 +39,7 @@ from meshnode.base.config.a2a import a2a_settings
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS
 from meshnode.base.lazy import import_in_thread
 from meshnode.records.a2a import blocks, held_queue
+from meshnode.records.a2a.blocks import BlockSet
 
 log = logging.getLogger("meshnode.faces.a2a")
 RATE_LIMITED = -32029  # JSON-RPC server error range: this client or sender sends too often
@@ -66,8 +69,11 @@ def vouched_host(host: str, listen_host: str, hosts: list[str]) -> bool:
 
 
 class A2AFace:
-    def __init__(self, services, web_auth, guard):
+    def __init__(self, services, web_auth, guard, blocks: BlockSet | None = None):
+        """``blocks``: the running node's (the actions change it); a face given none loads its own
+        from the store at its first request."""
         self.services, self.guard = services, guard
+        self.blocks = blocks if blocks is not None else BlockSet()
         self.settings = a2a_settings(services.config.values)
         self.body_limit = self.settings.max_body_bytes
         self.known = KnownParties(services.config.home / self.settings.known_tokens_path, web_auth)
@@ -77,7 +83,7 @@ class A2AFace:
         self.trusted = frozenset(self.settings.trusted_proxies)
         self.shares = shares_of(self.settings)
         self._holding = trio.Lock()  # one unknown party's message at a time from the shares' check to its hold
-        self.conversations = Conversations(services, self.settings)
+        self.conversations = Conversations(services, self.settings, self.blocks.match)
         self._cards: dict[str, tuple[tuple, dict]] = {}
         self._dispatcher = None
 
@@ -162,6 +168,8 @@ class A2AFace:
             bad_token = self.token_refusal(headers)
             if bad_token:
                 return self._unauthorized(bad_token)
+        if self.services.store is not None and await self._blocked(peer, named=peer.known):  # before the body
+            return self._forbidden(None)
         body = None
         with trio.move_on_after(BODY_SECONDS) as slow:
             body = await _read_body(receive, self.body_limit)
@@ -192,13 +200,26 @@ class A2AFace:
 
     async def _admit(self, party: Party, request_id, shares: held_queue.Shares | None):
         """The refusal of a request the person blocked, or (``shares``: a message to be held) one whose
-        share of the held queue is full; None: it goes on."""
-        block, full = await self.services.read(_verdict, party, self.services.now(), shares)
-        if block is not None:
-            self.services.metrics.inc("a2a_blocked")
-            return _error(403, request_id, BLOCKED, "blocked: the person of this node does not take requests"
-                                                    " from this party or address", {"type": "blocked"})
+        share of the held queue is full; None: it goes on. Only the shares are read from the store."""
+        if await self._blocked(party):
+            return self._forbidden(request_id)
+        if shares is None:
+            return None
+        full = await self.services.read(held_queue.refusal, party.key, party.client, self.services.now(), shares)
         return self._held_full(request_id, full) if full is not None else None
+
+    async def _blocked(self, party: Party, named: bool = True) -> bool:
+        """Whether the person blocked ``party``'s address or (``named``: its name is known, a known
+        party's, or an unknown one's once its body was read) its name or key: in memory, the table
+        read once by a face that was given no BlockSet."""
+        if not self.blocks.loaded:
+            self.blocks.fill(await self.services.read(blocks.listing))
+        return self.blocks.match((party.name, party.key) if named else (), party.client) is not None
+
+    def _forbidden(self, request_id):
+        self.services.metrics.inc("a2a_blocked")
+        return _error(403, request_id, BLOCKED, "blocked: the person of this node does not take requests"
+                                                " from this party or address", {"type": "blocked"})
 
     def _refuse(self, party: Party, request_id, wait: float, sends: bool):
         self.services.metrics.inc("a2a_rate_limited", known=str(party.known).lower())
@@ -270,15 +291,6 @@ class A2AFace:
         """The face's own work in the web server's nursery: held messages a person approved go to the agent."""
         if self.settings.enabled:
             await self.conversations.deliver_approved()
-
-
-def _verdict(db, party: Party, now_ms: int, shares: held_queue.Shares | None):
-    """``(block, refusal)`` of a request in one read of the store: the person's block that applies to
-    ``party`` (None: none), and, for a message to be held (``shares`` given), why it may not wait."""
-    block = blocks.blocked(db, (party.name, party.key), party.client)
-    if block is not None or shares is None:
-        return block, None
-    return None, held_queue.refusal(db, party.key, party.client, now_ms, shares)
 
 
 class _Headed:

@@ -145,7 +145,7 @@ def started_by(db: Database, own_did: str, tid: str, party_key: str) -> bool:
     its own; never by the message's text, which anyone writes)."""
     if not chat._TID.fullmatch(tid):
         return False
-    first = db.conn.execute(chat._ROWS + f" WHERE {chat._IN_THREAD} AND n.agent_did = :own"
+    first = db.conn.execute(chat._ROWS + f" WHERE {chat.IN_THREAD} AND n.agent_did = :own"
                             " ORDER BY c.timestamp_ms, n.id LIMIT 1", {"tid": tid, "own": own_did}).fetchone()
     if first is None:
         return False

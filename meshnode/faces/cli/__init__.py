@@ -178,6 +178,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     parsers.reactor.add_parsers(sub, common)
     parsers.web.add_parsers(sub, common)
     parsers.a2a.add_parsers(sub, common)
+    parsers.inbox.add_parsers(sub, common)
     parsers.chat.add_parsers(sub, common)
     parsers.spawn.add_parsers(sub, common)
     parsers.children.add_parsers(sub, common)

@@ -23,16 +23,17 @@ from starlette.routing import Match, Route
 
 from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import api_a2a, api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
+from meshnode.faces.web import api_inbox
 from meshnode.faces.web import auth as auth_routes, pages, prom, sse
 from meshnode.faces.web.address import WebAddress
 from meshnode.faces.web.auth import Auth
 from meshnode.faces.web.endpoint import Endpoint, parse_args
-from meshnode.faces.web.errors import error_body, error_response, status_for
+from meshnode.faces.web.errors import challenged, error_body, error_response, status_for
 from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port, parse_listen
 
 log = logging.getLogger("meshnode.faces.web")
 API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_a2a, api_mesh, api_reactor, api_spawn, sse,
-               prom)
+               prom, api_inbox)
 
 
 async def route_table(services, args) -> list[dict]:
@@ -48,7 +49,7 @@ def all_endpoints() -> list[Endpoint]:
 
 
 def _refusal(code: str, reason: str, headers: dict | None = None) -> JSONResponse:
-    return _closing(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers))
+    return _closing(challenged(JSONResponse(error_body(code, reason), status_code=status_for(code), headers=headers)))
 
 
 def _closing(response: Response) -> Response:

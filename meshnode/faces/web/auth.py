@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 from collections import deque
 from pathlib import Path
@@ -21,34 +22,49 @@ from starlette.responses import JSONResponse
 from meshnode.base.errors import MeshnodeError
 from meshnode.store.home.web_token import new_token, read_token
 from meshnode.faces.web.endpoint import Arg, Endpoint
+from meshnode.faces.web.errors import error_body, status_for
 
 COOKIE = "meshnode_session"
-LOGIN_FAILURES = 5  # per client address and LOGIN_WINDOW_S; then refused for LOGIN_BLOCK_S
+LOGIN_FAILURES = 5        # wrong tokens from one source within LOGIN_WINDOW_S; then it waits LOGIN_BLOCK_S
 LOGIN_WINDOW_S = 60.0
 LOGIN_BLOCK_S = 60.0
+GLOBAL_FAILURES = 60      # wrong tokens from all sources within the window; then every wrong one waits too
 CLOCK_SLACK_MS = 60_000  # a session issued this far in the future (clock step) still counts
 
 
 class LoginLimiter:
-    """Failed logins per client address: ``LOGIN_FAILURES`` in ``window_s`` blocks it for ``block_s``.
-    Pure: time is passed in."""
+    """Wrong tokens, per source and in all: ``failures`` from one source (its address and User-Agent,
+    see ``source``) within ``window_s`` make that source wait ``block_s``; ``global_failures`` from
+    everywhere make every source wait. It only ever delays a wrong token: the login checks the token
+    first, so no other local process can lock the person out (on loopback every process is
+    127.0.0.1). Pure: time is passed in."""
 
     def __init__(self, failures: int = LOGIN_FAILURES, window_s: float = LOGIN_WINDOW_S,
-                 block_s: float = LOGIN_BLOCK_S, max_clients: int = 4096):
+                 block_s: float = LOGIN_BLOCK_S, max_clients: int = 4096, global_failures: int = GLOBAL_FAILURES):
         self.failures, self.window_s, self.block_s, self.max_clients = failures, window_s, block_s, max_clients
+        self.global_failures = global_failures
         self._recent: dict[str, deque] = {}
         self._blocked: dict[str, float] = {}
+        self._all: deque = deque()
+        self._all_blocked = 0.0
 
-    def blocked(self, client: str, now: float) -> bool:
+    def wait_s(self, client: str, now: float) -> float:
+        """Seconds before a wrong token from ``client`` is answered again (0: now)."""
         until = self._blocked.get(client)
         if until is not None and now >= until:
             del self._blocked[client]
-            return False
-        return until is not None
+            until = None
+        return max(0.0, (until or 0.0) - now, self._all_blocked - now)
+
+    def blocked(self, client: str, now: float) -> bool:
+        return self.wait_s(client, now) > 0
 
     def failed(self, client: str, now: float) -> None:
         if len(self._recent) >= self.max_clients and client not in self._recent:
             self._forget_old(now)
+        if len(self._blocked) >= self.max_clients:  # the blocks ending first go (the global cap remains)
+            for gone in sorted(self._blocked, key=self._blocked.get)[: self.max_clients // 2]:
+                del self._blocked[gone]
         times = self._recent.setdefault(client, deque())
         times.append(now)
         while times and times[0] <= now - self.window_s:
@@ -56,6 +72,12 @@ class LoginLimiter:
         if len(times) >= self.failures:
             self._blocked[client] = now + self.block_s
             times.clear()
+        self._all.append(now)
+        while self._all and self._all[0] <= now - self.window_s:
+            self._all.popleft()
+        if len(self._all) >= self.global_failures:
+            self._all_blocked = now + self.block_s
+            self._all.clear()
 
     def _forget_old(self, now: float) -> None:
         for client in [c for c, t in self._recent.items() if not t or t[-1] <= now - self.window_s]:
@@ -136,17 +158,28 @@ class Auth:
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=self.secure)
 
 
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+def source(request: Request) -> str:
+    """Whose wrong tokens count together: the client address and a digest of its User-Agent (on
+    loopback every local process shares 127.0.0.1; another program's guesses do not delay the
+    browser's, unless it also copies the browser's User-Agent)."""
+    host = request.client.host if request.client else "unknown"
+    agent = request.headers.get("user-agent", "")[:512].encode("utf-8", "replace")
+    return f"{host[:64]} {hashlib.sha256(agent).hexdigest()[:16]}"
 
 
 async def login(services, args: dict, request: Request):
     auth: Auth = request.app.state.auth
-    client, now = _client(request), services.now() / 1000
-    if auth.limiter.blocked(client, now):
-        raise MeshnodeError("too_many_logins", f"{LOGIN_FAILURES} wrong tokens within a minute from {client};"
-                            f" try again in a minute")
-    if not auth.token_ok(args["token"]):
+    client, now = source(request), services.now() / 1000
+    if not auth.token_ok(args["token"]):  # the right token first: the limiter never refuses it
+        wait = auth.limiter.wait_s(client, now)
+        if wait > 0:
+            services.metrics.inc("web_login_limited")
+            retry = max(1, math.ceil(wait))
+            exc = MeshnodeError("too_many_logins", f"{LOGIN_FAILURES} wrong tokens within a minute from this"
+                                f" client (or too many from all); the right token still logs in; try again"
+                                f" in {retry} s")
+            return JSONResponse(error_body(exc.code, exc.reason), status_code=status_for(exc.code),
+                                headers={"retry-after": str(retry)})
         auth.limiter.failed(client, now)
         services.metrics.inc("web_login_failed")
         raise MeshnodeError("unauthorized", "wrong token; open the link `meshnode web url` prints")

@@ -14,7 +14,7 @@ _EXACT = {
     "not_found": 404, "no_reputation": 404, "no_job": 404, "not_a_child": 404,
     "method_not_allowed": 405,
     # right request, wrong moment: a state refusal of the node, the gate or GMP
-    "cognition_off": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
+    "cognition_off": 409, "paused": 409, "reactor_off": 409, "conflict": 409, "draft_changed": 409, "not_shown": 409,
     "not_allowed": 409, "already_decided": 409, "bad_state": 409, "bad_transition": 409, "goal_closed": 409,
     "offer_expired": 409, "needs_decision": 409, "nothing_to_review": 409, "nothing_to_commit": 409,
     "no_committee": 409, "duplicate": 409, "no_offer": 409, "no_candidates": 409, "refused": 409, "too_many": 409, "no_friends": 409,
@@ -51,6 +51,16 @@ def error_body(code: str, reason: str) -> dict:
     return {"ok": False, "code": code, "reason": reason}
 
 
+CHALLENGE = 'Bearer realm="meshnode"'  # a 401's WWW-Authenticate: the web token as a bearer token (or log in)
+
+
+def challenged(response: JSONResponse) -> JSONResponse:
+    """A 401 says how to authenticate (RFC 9110 11.6.1: ``WWW-Authenticate``), unless it says so already."""
+    if response.status_code == 401 and "www-authenticate" not in response.headers:
+        response.headers["www-authenticate"] = CHALLENGE
+    return response
+
+
 def error_response(exc: MeshnodeError, status: int | None = None) -> JSONResponse:
     """The control socket's error shape with the code's status."""
-    return JSONResponse(error_body(exc.code, exc.reason), status_code=status or status_for(exc.code))
+    return challenged(JSONResponse(error_body(exc.code, exc.reason), status_code=status or status_for(exc.code)))

@@ -123,7 +123,18 @@ SOURCES: tuple[Source, ...] = (
 )
 BY_NAME = {s.name: s for s in SOURCES}
 EVENT_TYPES = ("tick", "command", "gate", "held", "note", "chat", "goal", "task", "draft", "confirm",
-               "snapshot", "reactor", "mode", "peer", "resync")
+               "snapshot", "reactor", "mode", "peer", "llm_token", "resync", "inbox")
+INBOX_SOURCES = ("held", "draft", "confirm")  # rows that are, or decide, items of the person's inbox
+ESCALATION_TOPIC = "reactor-escalation"  # an escalation's note (records.inbox.ESCALATION_TOPIC)
+
+
+def inbox_event(events: list[tuple[str, str, dict]]) -> dict | None:
+    """The ``inbox`` event's data when a poll's events touch the person's inbox (a confirmation asked
+    or answered, a held command or a draft made or decided, an escalation's note), else None: one
+    event per poll, telling the pages to count again (``/api/inbox/count``)."""
+    kinds = sorted({kind for source, kind, data in events if source in INBOX_SOURCES
+                    or (kind == "note" and data.get("topic") == ESCALATION_TOPIC)})
+    return {"changed": kinds} if kinds else None
 
 
 # --- the cursor ------------------------------------------------------------------------------------
@@ -240,12 +251,15 @@ def poll(db: Database, marks: Marks, upto: Marks | None = None, limit: int = LIM
             events += [(s.name, kind, data) for kind, data in got]
             if left:
                 more.append(s.name)
+        inbox = inbox_event(events)
+        if inbox is not None:
+            events.append(("inbox", "inbox", inbox))
         return {"events": events, "marks": after, "more": more}
 
 
 # --- in-memory state: the cycle's mode, the connected peers ---------------------------------------
 
-MODE_KEYS = ("mode", "idle", "paused", "llm", "last_error")
+MODE_KEYS = ("mode", "idle", "paused", "llm", "last_error", "asking")
 
 
 def mode_event(status: dict | None, last: dict | None) -> tuple[dict | None, dict | None]:

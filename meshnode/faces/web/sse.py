@@ -16,17 +16,20 @@ import logging
 from dataclasses import dataclass, field
 
 import trio
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
 from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import feed_sources as fs
 from meshnode.faces.web.endpoint import Arg, Endpoint
+from meshnode.faces.web.errors import error_body, status_for
+from meshnode.faces.web.live_feed import LiveTokens
 
 log = logging.getLogger("meshnode.faces.web")
 
 BUFFER = 256       # events waiting for one slow client before its stream is closed
 PING_S = 15.0      # an SSE comment this often keeps proxies from closing an idle stream
 RETRY_MS = 2000    # the browser's reconnection delay
+REFUSED_RETRY_S = 10  # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
 
 
 def frame(kind: str, data: dict, cursor: str | None = None) -> bytes:
@@ -64,6 +67,7 @@ class Feed:
         self._wanted = trio.Event()
         self._mode: dict | None = None
         self._peers: set[str] | None = None
+        self.live = LiveTokens(self.send_live, self.nudge)  # the LLM's answer as it is written (live_feed)
 
     def nudge(self) -> None:
         self._nudged.set()
@@ -73,6 +77,11 @@ class Feed:
             self.services.metrics.inc(name, n, **labels)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.live.run)
+            await self._poll_loop(task_status)
+
+    async def _poll_loop(self, task_status) -> None:
         task_status.started()
         while True:
             if not self._subs:
@@ -150,6 +159,18 @@ class Feed:
                     break
             self._count("web_sse_events", len(mine))
 
+    def send_live(self, kind: str, data: dict) -> None:
+        """An event that is no row of the database (the LLM's answer as it is written): to every stream
+        that wants it now, without a cursor (a resumed stream does not get it again)."""
+        for stream in list(self._subs):
+            if kind in stream.types:
+                try:
+                    stream.send.send_nowait(frame(kind, data))
+                except (trio.WouldBlock, trio.ClosedResourceError):
+                    self._drop(stream, lagged=True)
+                else:
+                    self._count("web_sse_events")
+
     def _drop(self, stream: Stream, *, lagged: bool) -> None:
         if stream in self._subs:
             self._subs.discard(stream)
@@ -166,7 +187,7 @@ class Feed:
         if self.streams >= self.max_streams:
             self._count("web_sse_refused", reason="max_streams")
             raise MeshnodeError("too_many_streams", f"{self.streams} event streams are open, the most"
-                                f" [web] max_streams allows; close a tab")
+                                f" [web] max_streams allows (one per browser); retry in {REFUSED_RETRY_S} s")
         self.streams += 1
         try:
             send, receive = trio.open_memory_channel(BUFFER)
@@ -242,11 +263,19 @@ async def events(services, args: dict, request) -> StreamingResponse:
     if unknown:
         raise MeshnodeError("bad_arguments", f"unknown event type {unknown[0][:40]!r};"
                             f" the types are {', '.join(fs.EVENT_TYPES)}")
-    stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))  # 503 when full
+    try:
+        stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))
+    except MeshnodeError as exc:
+        if exc.code != "too_many_streams":
+            raise
+        # 503 with Retry-After: the page says its live updates were refused and tries again then
+        return JSONResponse(error_body(exc.code, exc.reason), status_code=status_for(exc.code),
+                            headers={"retry-after": str(REFUSED_RETRY_S)})
     return EventStreamResponse(services.feed, stream)
 
 
 ROUTES = [Endpoint("GET", "/api/events", events, raw=True,
                    args={"types": Arg(list, max=len(fs.EVENT_TYPES), doc="event types (default all)")},
                    doc="server-sent events: tick, command, gate, held, note, chat, goal, task, draft, confirm,"
-                       " snapshot, reactor, mode, peer, resync; Last-Event-ID resumes")]
+                       " snapshot, reactor, mode, peer, llm_token (the answer as the LLM writes it), resync;"
+                       " Last-Event-ID resumes")]

@@ -8,7 +8,8 @@ import ipaddress
 SUBNET_V4, SUBNET_V6 = 24, 48
 
 
-def _ip(address: str):
+def ip_of(address: str):
+    """The address as an ``ipaddress`` object (an IPv4-mapped IPv6 address as its IPv4), None when it is none."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -19,7 +20,7 @@ def _ip(address: str):
 def host_of(address: str) -> str:
     """The rate limit's and the held queue's key for one address: an IPv6 address by its /64, any
     other as it is (a name that is no address: itself)."""
-    ip = _ip(address)
+    ip = ip_of(address)
     if ip is None:
         return address
     return str(ip) if ip.version == 4 else str(ipaddress.ip_network(f"{ip}/64", strict=False))
@@ -27,7 +28,7 @@ def host_of(address: str) -> str:
 
 def subnet_of(address: str) -> str:
     """The subnet an address is counted in: its /24 (IPv4) or /48 (IPv6)."""
-    ip = _ip(address)
+    ip = ip_of(address)
     if ip is None:
         return address
     bits = SUBNET_V4 if ip.version == 4 else SUBNET_V6
@@ -47,5 +48,5 @@ def network_of(text: str):
 
 
 def within(address: str, net) -> bool:
-    ip = _ip(address)
+    ip = ip_of(address)
     return ip is not None and ip.version == net.version and ip in net

@@ -5,12 +5,17 @@ sender and its address). Fair by construction: at most ``Shares.per_party`` of o
 once, so a flood from one network fills its own share and leaves the rest of the queue to others.
 
 The person's side: ``listing`` (``meshnode a2a held``), ``reject`` (``a2a reject --all|--party|
---address``). Functions run in the store's threads; the time is an argument.
+--address``). A rejection, one or many, is told to the agent as ``confirm reject`` tells it (a
+``gate:`` row of context 4 with the ids, never a party's text), and the reactor's notices about the
+rejected messages (its notes to the person, which the agent reads in context 6c) are marked read once
+nothing they name still waits: the agent never reads a rejected message as waiting. Functions run in
+the store's threads; the time is an argument.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 
 from meshnode.base.errors import MeshnodeError
@@ -21,6 +26,7 @@ SESSION = "a2a"  # the gate_confirmations session of held messages (the agent's 
 TOOL = "a2a_message"
 MIN_RETRY_MS = 60_000
 MAX_LISTED = 1000
+TOLD_IDS = 50  # of the ids rejected, how many the agent's row names (the count is whole)
 
 
 @dataclass(frozen=True)
@@ -119,4 +125,36 @@ def reject(db: Database, now_ms: int, by: str, party: str | None = None, address
             chunk = ids[start:start + 500]
             conn.execute(f"UPDATE gate_confirmations SET status = 'rejected', decided_ms = ?, decided_by = ? WHERE"
                          f" id IN ({','.join('?' * len(chunk))})", (now_ms, by, *chunk))
+        if ids:
+            tell_agent(conn, "a2a reject", {"tool": TOOL, "status": "rejected", "count": len(ids),
+                                            "ids": ids[:TOLD_IDS]}, by)
+            settle_notices(conn, ids)
     return ids
+
+
+def tell_agent(conn: sqlite3.Connection, what: str, result: dict, by: str) -> None:
+    """The ``gate:<what>`` row the agent's context 4 shows (records.gate.person's, in the caller's
+    transaction): what the person decided, by ids and counts."""
+    conn.execute("INSERT INTO process_log (name, value, tags) VALUES (?, ?, ?)",
+                 (f"gate:{what}", json.dumps(result)[:4000], json.dumps(["gate", "person", by])))
+
+
+def settle_notices(conn: sqlite3.Connection, ids: list[int]) -> int:
+    """The reactor's notes to the person about the held messages ``ids`` (escalations of the events
+    ``confirm:<id>``), marked read when every event each names is decided: how many. The agent reads
+    this node's unread notes (context 6c); a notice of a message rejected must not read as waiting."""
+    keys = [f"confirm:{i}" for i in ids]
+    notes: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        notes.update(r[0] for r in conn.execute(
+            f"SELECT container_id FROM reactor_escalations WHERE event_key IN ({','.join('?' * len(chunk))})"
+            " AND to_id = 'operator' AND container_id IS NOT NULL", chunk))
+    settled = 0
+    for did in sorted(notes):
+        named = [r[0] for r in conn.execute("SELECT event_key FROM reactor_escalations WHERE container_id = ?", (did,))]
+        waiting = [k for k in named if not k.startswith("confirm:") or not k[8:].isdigit() or conn.execute(
+            "SELECT 1 FROM gate_confirmations WHERE id = ? AND status = 'pending'", (int(k[8:]),)).fetchone()]
+        if not waiting:
+            settled += conn.execute("UPDATE notes SET read = 1 WHERE container_did = ? AND read = 0", (did,)).rowcount
+    return settled

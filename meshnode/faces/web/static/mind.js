@@ -4,6 +4,7 @@ import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, time, text, pre, table, facts, fold, section, button, act, debounce, olderButton } from "./ui.js";
 import { columnsOf, names } from "./reading.js";
+import { liveAnswer } from "./live-answer.js";
 
 renderNav("mind");
 
@@ -18,6 +19,7 @@ const [ticksSec, ticksBody] = section("Ticks", "ticks");
 const tickList = el("div", { class: "tick-list", id: "tick-list" });
 const olderTicks = olderButton("older ticks");
 ticksBody.append(tickList, olderTicks);
+liveAnswer(ticksBody, { before: tickList, keep: false });  // the answer of the tick running now, as it is written
 const [heldSec, heldBody] = section("Held commands", "held",
   button("Release all", () => decide("release", null), { cls: "release-all" }),
   button("Drop all", () => decide("drop", null), { cls: "drop-all danger" }));
