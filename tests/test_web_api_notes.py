@@ -76,7 +76,10 @@ def test_knowledge_is_written_and_listed_as_the_cli_does(web):
     link = web.post("/api/links", {"source": cat[:30], "relation": "is-a", "targets": [animal],
                                    "inverse": "has-kind"})["did"]
     assert web.get("/api/links")[0]["container_did"] == link
-    assert web.get("/api/links") == web.cli_json("link", "list")
+    cli = web.cli_json("link", "list")
+    shown = web.get("/api/links")
+    assert [{k: r[k] for k in c} for r, c in zip(shown, cli)] == cli and len(shown) == len(cli)  # the CLI's rows,
+    assert {"author", "at_ms", "html"} <= set(shown[0]) and shown[0]["author"] == "the person (web)"  # and words
     assert web.get("/api/concepts", limit=2)[1]["container_did"] == cat
     dangling = web.raw_post("/api/links", {"source": cat, "relation": "is-a", "targets": [link]})
     refused(dangling, 400, "dangling_reference")

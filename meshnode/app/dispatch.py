@@ -161,6 +161,8 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            " the list and the agent's prompt", signs=False),
     Action("chat_thread_delete", chat.chat_thread_delete, "delete a conversation: its messages hidden, out of the"
            " agent's prompt", signs=False),
+    # pages made for reading (issue 34): the reactor's wakes told in words
+    Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
 )}
 
 

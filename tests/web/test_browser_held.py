@@ -28,7 +28,7 @@ def test_held_release(page, tmp_path):
         login(page, web)
         page.goto(web.url + "/mind")
         row = page.locator(f'#held tr[data-id="{held[0]["id"]}"]').first
-        expect(row).to_contain_text("diary_add")
+        expect(row).to_contain_text("diary add")  # the command in words (issue 34)
         expect(row).to_contain_text("held")
         row.locator("button.release").click()
         done = page.locator(f'#held tr[data-id="{held[0]["id"]}"]', has_text="done")

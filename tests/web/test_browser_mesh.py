@@ -22,8 +22,9 @@ def test_mesh_page(page, tmp_path):
         bob.set_bootstrap(web.node)
         bob.start()
         row = page.locator(f'#peers tr[data-did="{bob.did}"]')
-        expect(row.locator("td").nth(2)).to_have_text("connected", timeout=30_000)  # live: a peer event, no reload
+        expect(row.locator("td").nth(1)).to_have_text("connected", timeout=30_000)  # live: a peer event, no reload
         expect(row.locator("td").first).to_have_text("bob")  # his name comes with the exchange that follows
+        expect(row.locator("td .who")).to_have_attribute("title", bob.did)
         expect(page.locator("#nav .peers")).to_have_text("1 peer connected")
         row.locator("button", has_text="Ping").click()
         expect(page.locator("#peers .body p.muted")).to_contain_text(" ms")

@@ -99,8 +99,21 @@ async def task_assign(app: App, actor: Actor, task: str, candidates: list | None
     if interest:
         candidates, selection = await _by_interest(app, task, str(interest), candidates, candidates_max), "interest"
     more = {} if basis is None else {"basis": basis}
-    return await _write(app, actor, "task_offer", task=task, candidates=candidates or (), selection=selection,
-                        expires_s=expires_s, **more)
+    result = await _write(app, actor, "task_offer", task=task, candidates=candidates or (), selection=selection,
+                          expires_s=expires_s, **more)
+    _wake_for_task(app, actor, result)
+    return result
+
+
+def _wake_for_task(app: App, actor: Actor, result: dict) -> None:
+    """A task given to this node's agent by someone else (the person, a party) wakes its cycle now,
+    unless a person paused it: the task is in the next prompt at once, not after the pause or an
+    idle wait (issue 34: 31.9 s). The agent giving itself a task is already awake."""
+    cycle, own = app.cycle, app.key.did if app.key is not None else None
+    if cycle is None or own is None or actor.kind == "agent" or own not in (result.get("assigned") or ()):
+        return
+    if not cycle.paused:
+        cycle.wake.set()
 
 
 async def _by_interest(app: App, task: str, interest: str, exclude: list | None, limit: int | None) -> list[str]:

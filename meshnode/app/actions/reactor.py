@@ -9,7 +9,7 @@ from __future__ import annotations
 from meshnode.app.actor import PERSON_OR_NODE, THIS_NODE, Actor, allow
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
-from meshnode.records.reactor import audit, cooldowns, leases
+from meshnode.records.reactor import audit, cooldowns, leases, timeline
 
 
 def _reactor(app: App, what: str):
@@ -95,3 +95,11 @@ async def reactor_cooldown_clear(app: App, actor: Actor, key: str | None = None,
     if key and not lifted:
         raise MeshnodeError("not_found", f"no cooldown {key[:200]!r} is in force (`reactor cooldowns` lists them)")
     return {"lifted": sorted(lifted), "all": bool(all)}
+
+
+async def reactor_timeline(app: App, actor: Actor, limit: int = 20, before_ms: int | None = None) -> list[dict]:
+    """The reactor's wakes in words, newest first (records.reactor.timeline): what woke whom, why,
+    what the agent did, what was escalated; and the signals that woke nobody."""
+    own = app.key.did if app.key is not None else None
+    return await app.store.read(timeline.wakes, own, limit=int(limit),
+                                before_ms=None if before_ms is None else int(before_ms))

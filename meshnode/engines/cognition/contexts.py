@@ -157,6 +157,15 @@ def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) 
     return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
 
 
+MAX_DESCRIPTION = 300  # characters of a goal's or a task's description in the prompt (the rest is cut)
+
+
+def _described(text: str) -> str:
+    """A description as the prompt carries it: whitespace runs collapsed, cut at MAX_DESCRIPTION."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= MAX_DESCRIPTION else s[:MAX_DESCRIPTION - 1] + "…"
+
+
 def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
     """Context 3's goals and tasks: active goals (shared ones by short id), the shared tasks this
     agent created or holds with their assignees' names and due states (what needs a check
@@ -164,10 +173,11 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
     from meshnode.records.gmp.reads import open_tasks_of
 
     q = db.conn.execute
-    goals = [{"goal": short_container_id(lin) if lin else i, "title": n, "priority": p,
+    goals = [{"goal": short_container_id(lin) if lin else i, "title": n,
+              **({"description": _described(d)} if d else {}), "priority": p,
               "tasks_open": o, "tasks_total": t}
-             for i, lin, n, p, o, t in q(
-                 "SELECT g.id, g.lineage, g.name, g.priority,"
+             for i, lin, n, d, p, o, t in q(
+                 "SELECT g.id, g.lineage, g.name, g.description, g.priority,"
                  " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage"
                  "  AND t.status IN ('pending', 'in_progress', 'paused')),"
                  " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage)"
@@ -175,7 +185,9 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
     out: dict = {"goals": goals}
     if own_did:
         mine = open_tasks_of(db, own_did, now_ms, limit=20)
-        out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+        out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"],
+                         **({"description": _described(r["description"])} if r.get("description") else {}),
+                         "status": r["status"],
                          "goal": short_container_id(r["goal_lineage"] or ""),
                          "assignees": [n or d for d, n in zip(r["assigned_to"], r["assignee_names"])] or "(none)",
                          **({"you_hold_it": True} if own_did in r["assigned_to"] else {}),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from meshnode.base.errors import MeshnodeError
 from meshnode.records.gmp.reads import GOAL_STATUSES, TASK_STATUSES
 from meshnode.records.gmp.service import RULES
-from meshnode.faces.web import ids
+from meshnode.faces.web import ids, reading
 from meshnode.faces.web.endpoint import Arg, Endpoint
 
 _PEERS = 64  # participants or candidates named in one request
@@ -58,6 +58,23 @@ def _command(cmd: str, noun: str | None = None, peers: tuple[str, ...] = ()):
         return await services.call(cmd, **kwargs)
 
     handler.__name__ = f"gmp_{cmd}"
+    return handler
+
+
+def _readable(cmd: str):
+    """A listing of ``cmd`` with what a person reads (faces.web.reading): its description as
+    ``html`` (Markdown, sanitized), who created it in words (``author``: the person, the agent, a
+    peer by name) and its time ``at_ms``."""
+    listing = _command(cmd)
+
+    async def handler(services, args):
+        rows = await listing(services, args)
+        found = await services.read(reading.provenance, [r.get("container_did") for r in rows])
+        return reading.written(rows, services.key.did, found, author_key="creator_did",
+                               name_key="creator_name" if cmd == "goal_list" else None, text_key="description",
+                               time_key="timestamp_ms")
+
+    handler.__name__ = f"gmp_{cmd}_readable"
     return handler
 
 
@@ -113,7 +130,8 @@ _TASK_ASSIGN = {"id": _id("task"), "candidates": _PEER_LIST,
                 "expires_s": Arg(int, min=1, doc="how long the offer stands (default [gmp] offer_seconds)")}
 
 ROUTES: list[Endpoint] = [
-    Endpoint("GET", "/api/goals", _command("goal_list"), _GOAL_LIST, "goals: status, title, open/total tasks"),
+    Endpoint("GET", "/api/goals", _readable("goal_list"), _GOAL_LIST,
+             "goals: status, title, description (and html, its Markdown), open/total tasks, author (who created it)"),
     Endpoint("GET", "/api/goals/{id}", _command("goal_show", "goal"), {"id": _id("goal")},
              "a goal as a tree of its tasks"),
     Endpoint("POST", "/api/goals", _command("goal_add", peers=("participants",)), _GOAL_ADD,
@@ -123,7 +141,8 @@ ROUTES: list[Endpoint] = [
              "a new version of a goal (its creator only)"),
     Endpoint("POST", "/api/goals/{id}/cancel", _command("goal_cancel", "goal"),
              {"id": _id("goal"), "reason": _text(4096, "why")}, "cancel a goal; its open tasks here are abandoned"),
-    Endpoint("GET", "/api/tasks", _command("task_list"), _TASK_LIST, "tasks: status, progress, assignees, title"),
+    Endpoint("GET", "/api/tasks", _readable("task_list"), _TASK_LIST,
+             "tasks: status, progress, assignees, title, description (and html), author (who created it)"),
     Endpoint("GET", "/api/tasks/due", _command("task_due"),
              {"include_all": Arg(bool, default=False, doc="every open task, with its state")},
              "what needs a check now: overdue, holder dead, unassigned, offers open"),

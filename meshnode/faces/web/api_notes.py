@@ -12,7 +12,8 @@ from meshnode.domain import knowledge as cogsync
 from meshnode.records import knowledge
 from meshnode.base.errors import MeshnodeError
 from meshnode.domain.notes import AUDIENCES, MAX_TEXT, SOURCES
-from meshnode.faces.web import ids
+from meshnode.faces.web import ids, reading
+from meshnode.records.gmp.reads import names
 from meshnode.faces.web.endpoint import Arg, Endpoint
 
 _TEXT = Arg(str, max=256)
@@ -30,14 +31,21 @@ async def notes(services, args):
     """``[{container_did, timestamp, topic, text, audience, tags, source, author_did, author_name, read,
     asked_kind, asked_via, asked_label, asked_id, approved_kind, approved_via}]`` (asked_*: who asked this
     node to write it, app.actor: asked_id is an A2A party's key id, ``known:<name>`` or ``unknown:<address>:<name>``;
-    a peer's note: ``peer``) newest first; the next page: ``before`` = the last row's ``container_did``."""
-    return await services.call("notes", limit=args["limit"], before=args["before"], query=args["q"],
+    a peer's note: ``peer``) newest first, each with ``author`` (who wrote it, in words), ``author_kind``,
+    ``at_ms`` and ``html`` (its Markdown, sanitized: faces.web.reading); the next page: ``before`` =
+    the last row's ``container_did``."""
+    rows = await services.call("notes", limit=args["limit"], before=args["before"], query=args["q"],
                                unread=args["unread"], source=args["source"], topic=args["topic"])
+    return [reading.note(r, services.key.did) for r in rows]
 
 
 async def note_show(services, args):
     did = await ids.container(services, args["did"], "note")
-    return await services.call("note_show", did=did)
+    shown = await services.call("note_show", did=did)
+    found = await services.read(reading.provenance, [did])
+    who = await services.read(names, [shown.get("agent_did")])
+    return reading.written([{**shown, "author_name": who.get(shown.get("agent_did"))}], services.key.did, found,
+                           author_key="agent_did", name_key="author_name")[0]
 
 
 async def note_add(services, args):
@@ -94,9 +102,18 @@ async def _references(services, args, name: str, cls: str) -> list[str] | None:
 # --- diary, concepts, links -------------------------------------------------------------------
 
 
+_TEXT_OF = {"diary": "text", "concepts": "description", "links": "description"}
+
+
 def _lister(cmd: str):
+    """The listing of ``cmd``, each row with ``author`` (in words, by its provenance record or a
+    peer's name), ``at_ms`` and ``html`` (faces.web.reading)."""
     async def handler(services, args):
-        return await services.call(cmd, limit=args["limit"])
+        rows = await services.call(cmd, limit=args["limit"])
+        found = await services.read(reading.provenance, [r.get("container_did") for r in rows])
+        who = await services.read(names, [r.get("author_did") for r in rows])
+        rows = [{**r, "author_name": who.get(r.get("author_did"))} for r in rows]
+        return reading.written(rows, services.key.did, found, name_key="author_name", text_key=_TEXT_OF[cmd])
     handler.__name__ = f"list_{cmd}"
     return handler
 

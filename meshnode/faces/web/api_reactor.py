@@ -59,6 +59,12 @@ async def release(services, args):
     return await services.call("reactor_release", job=args["id"])
 
 
+async def timeline(services, args):
+    """The wakes in words (``records.reactor.timeline``): what woke whom, why, what the agent did,
+    what was escalated, and the signals that woke nobody; read on or off."""
+    return await services.call("reactor_timeline", limit=args["limit"], before_ms=args["before_ms"])
+
+
 async def cooldowns(services, args):
     return await services.call("reactor_cooldowns")
 
@@ -70,6 +76,11 @@ async def cooldown_clear(services, args):
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/api/reactor", status, {}, "enabled, last and next scan, pending events, open jobs, leases,"
              " cooldowns, wakes, unknown addressees"),
+    Endpoint("GET", "/api/reactor/timeline", timeline,
+             {"limit": Arg(int, min=1, max=100, default=20, doc="at most this many wakes and signals"),
+              "before_ms": Arg(int, min=0, doc="the page before this time (the last item's at_ms)")},
+             "the reactor's wakes in words, newest first: [{kind: wake, sentence, who, why, signals, did,"
+             " escalations, job_id, at_ms} | {kind: signal, sentence, text, outcome, key, at_ms}]"),
     Endpoint("GET", "/api/reactor/events", events,
              {"agent": Arg(str, max=512, doc="only this agent's (canonical id)"),
               "type": Arg(str, max=128, doc="only this event type (note.direct, task.offer, ...)"),

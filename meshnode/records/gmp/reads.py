@@ -193,8 +193,8 @@ def goal_list(db: Database, *, status: str | None = None, me: str | None = None)
         params += [me, me, me]
     with sql_errors("listing goals"):
         found = rows(db.conn.execute(
-            "SELECT g.lineage, g.container_did, g.name AS title, g.status, g.priority, g.creator_did, g.participants,"
-            " g.audience, g.forks, g.parent_goal, g.timestamp_ms,"
+            "SELECT g.lineage, g.container_did, g.name AS title, g.description, g.status, g.priority, g.creator_did,"
+            " g.participants, g.audience, g.forks, g.parent_goal, g.timestamp_ms,"
             " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage) AS tasks_total,"
             f" (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage AND t.{_NOT_DONE}) AS tasks_open"
             f" FROM goals g WHERE {' AND '.join(where)} ORDER BY g.priority DESC, g.timestamp_ms DESC LIMIT 10000",
@@ -234,7 +234,7 @@ def task_list(db: Database, *, goal: str | None = None, me: str | None = None, s
         params += [me, me]
     with sql_errors("listing tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
-            f"SELECT {_TASK_COLUMNS} FROM tasks t WHERE {' AND '.join(where)}"
+            f"SELECT {_TASK_COLUMNS}, t.description FROM tasks t WHERE {' AND '.join(where)}"
             " ORDER BY t.timestamp_ms DESC LIMIT 10000", params))]
     who = names(db, [d for r in found for d in r["assigned_to"]])
     for r in found:
@@ -303,7 +303,8 @@ def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = Non
         picked = " UNION ".join(parts)
     with sql_errors("listing due tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
-            f"SELECT {_TASK_COLUMNS}, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage) AS goal_status"
+            f"SELECT {_TASK_COLUMNS}, t.description, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage)"
+            " AS goal_status"
             f" FROM tasks t WHERE t.id IN ({picked}) ORDER BY coalesce(t.overdue_at_ms, 0), t.timestamp_ms"
             " LIMIT 10000", params))]
         offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
@@ -329,7 +330,8 @@ def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
     its assignees' names, and the open offers naming ``me`` it has not answered (context 3)."""
     with sql_errors("reading the agent's tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
-            f"SELECT {_TASK_COLUMNS}, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage) AS goal_status"
+            f"SELECT {_TASK_COLUMNS}, t.description, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage)"
+            " AS goal_status"
             f" FROM tasks t WHERE t.lineage IS NOT NULL AND t.{_NOT_DONE} AND (t.creator_did = ? OR EXISTS"
             " (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (me, me, limit * 4)))]

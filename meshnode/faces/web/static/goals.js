@@ -3,6 +3,7 @@
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, clear, time, section, button, form, act, debounce, choices, keeper } from "./ui.js";
+import { rendered, who } from "./reading.js";
 
 renderNav("goals");
 
@@ -25,7 +26,7 @@ function setOptions(select, options) {
 
 newBody.append(form([
   { name: "title", label: "title", required: true },
-  { name: "description", label: "description", type: "textarea", rows: 2 },
+  { name: "description", label: "description (Markdown)", type: "textarea", rows: 2 },
   { name: "priority", label: "priority (0-1)", type: "number", step: "0.1" },
 ], "Create goal", async (v) => { await post("/api/goals", v); await load(); }, { cls: "goal-form" }));
 
@@ -37,7 +38,7 @@ function dueMark(task, due) {
 
 function taskNode(t, children, due) {
   const progress = typeof t.progress === "number" ? el("progress", { max: 1, value: t.progress, title: `${Math.round(t.progress * 100)}%` }) : null;
-  const who = (t.assigned_to || []).map((d, i) => (t.assignee_names || [])[i] || (d === me ? "the agent" : d.slice(-8))).join(", ");
+  const holders = (t.assigned_to || []).map((d, i) => who(d === me ? "the agent" : (t.assignee_names || [])[i] || `…${d.slice(-8)}`, d));
   const progressForm = forms.keep(`progress:${t.lineage}`, () => form([{ name: "progress", label: "progress (0-1)", type: "number", step: "0.1", required: true }], "Set",
     async (v) => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/progress`, v); await load(); }));
   const statusForm = forms.keep(`status:${t.lineage}`, () => form([{ name: "status", label: "status", type: "select", options: [] }], "Set status",
@@ -51,7 +52,8 @@ function taskNode(t, children, due) {
   const li = el("li", { class: "task", data: { lineage: t.lineage } },
     el("span", { class: "title", text: t.title }), " ",
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
-    el("span", { class: "muted", text: who ? `held by ${who}` : "nobody holds it" }), " ", dueMark(t, due),
+    el("span", { class: "muted" }, ...(holders.length ? ["held by ", ...holders.flatMap((h, i) => (i ? [", ", h] : [h]))] : ["nobody holds it"])), " ", dueMark(t, due),
+    t.html ? rendered(t.html, t.description, "description md") : null,
     el("div", { class: "actions" }, progressForm, statusForm,
       button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); }, { cls: "done" }),
       (t.assigned_to || []).includes(me)
@@ -70,9 +72,10 @@ function goalNode(g, tasks, due) {
   const branch = (parent) => (byParent.get(parent) || []).map((t) => taskNode(t, branch(t.lineage), due));
   const taskForm = forms.keep(`task:${g.lineage}`, () => form([
     { name: "title", label: "new task", required: true },
+    { name: "description", label: "description (Markdown)", type: "textarea", rows: 1 },
     { name: "assignee", label: "for", type: "select", options: people },
   ], "Add task", async (v) => {
-    const task = await post("/api/tasks", { goal: g.lineage, title: v.title });
+    const task = await post("/api/tasks", { goal: g.lineage, title: v.title, ...(v.description ? { description: v.description } : {}) });
     await load();  // the task exists even if the offer below is refused
     if (v.assignee) {
       await post(`/api/tasks/${encodeURIComponent(task.lineage || task.did)}/assign`, { candidates: [v.assignee] });
@@ -84,19 +87,22 @@ function goalNode(g, tasks, due) {
     el("div", { class: "head" },
       el("span", { class: "title", text: g.title }),
       el("span", { class: `badge status-${g.status}`, text: g.status }),
-      el("span", { class: "muted", text: `priority ${g.priority ?? "-"} · ${g.tasks_open ?? 0} open of ${g.tasks_total ?? 0} tasks · by ${g.creator_name || (g.creator_did === me ? "you" : (g.creator_did || "").slice(-8))}` }),
+      el("span", { class: "muted" }, `priority ${g.priority ?? "-"} · ${g.tasks_open ?? 0} open of ${g.tasks_total ?? 0} tasks · by `,
+        who(g.author || g.creator_name || "someone", g.creator_did, "author")),
       time(g.timestamp_ms),
       g.status === "active" ? button("Cancel goal", async () => { await post(`/api/goals/${encodeURIComponent(g.lineage)}/cancel`, {}); await load(); }, { cls: "danger" }) : null),
+    g.html ? rendered(g.html, g.description, "description md") : null,
     el("ul", { class: "tasks" }, branch("")), taskForm);
 }
 
 async function load() {
-  const [status, goals, tasks, due, peers] = await Promise.all([
+  const [status, goals, tasks, due, peers, statuses] = await Promise.all([
     me ? null : get("/api/status"), get("/api/goals"), get("/api/tasks"),
-    get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => [])]);
+    get("/api/tasks/due").catch(() => []), get("/api/peers").catch(() => []),
+    taskStatuses.length ? taskStatuses : choices("POST", "/api/tasks/{id}/update", "status")]);  // all at once
   if (status) me = status.did;
-  if (!taskStatuses.length) taskStatuses = await choices("POST", "/api/tasks/{id}/update", "status");
-  people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || p.did])];
+  taskStatuses = statuses;
+  people = [["", "nobody yet"], [me, "the agent (this node)"], ...peers.map((p) => [p.did, p.name || `peer …${p.did.slice(-8)}`])];
   const dueMap = new Map((due || []).map((d) => [d.lineage, d]));
   const byGoal = new Map();
   for (const t of tasks) {

@@ -3,6 +3,7 @@
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, clear, time, facts, table, section, button, form, list, act, debounce, olderButton } from "./ui.js";
+import { day, rendered, who } from "./reading.js";
 
 renderNav("knowledge");
 
@@ -30,24 +31,12 @@ const filterForm = form([
 ], "Filter", async (v) => { filters = { ...v }; if (!filters.unread) delete filters.unread; await loadNotes(); return false; }, { cls: "filter" });
 notesBody.append(addNote, filterForm, noteList, olderNotes);
 
-// who wrote a note: a peer by its name; this node's own by who asked for it (app.actor's described)
-function writer(n) {
-  const via = n.asked_via ? ` (${n.asked_via})` : "";
-  switch (n.asked_kind) {
-    case "person": return `the person${via}`;
-    case "agent": return n.asked_via === "task" ? "the agent (task loop)" : "the agent";
-    case "node": return `this node${via}`;
-    case "a2a": return `A2A party ${n.asked_label || n.asked_id || "?"} (${(n.asked_id || "").startsWith("known:") ? "known" : "unknown"})`;
-    case "peer": return `peer ${n.author_name || (n.author_did || "").slice(-8)}`;
-    default: return n.author_name || (n.author_did || "").slice(-8);
-  }
-}
-
 function noteNode(n) {
   return el("article", { class: `note ${n.read ? "read" : "unread"}`, data: { did: n.container_did } },
-    el("div", { class: "meta muted" }, time(n.timestamp), ` · ${writer(n)} · ${n.audience || ""}`,
+    el("div", { class: "meta muted" }, time(n.at_ms ?? n.timestamp), " · ", who(n.author, n.author_did, `author author-${n.author_kind || "node"}`),
+      ` · ${n.audience || ""}`,
       n.topic ? ` · topic ${n.topic}` : "", n.read ? "" : " · unread", (n.tags || []).length ? ` · tags ${n.tags.join(", ")}` : ""),
-    el("div", { class: "note-text body", text: n.text }),
+    rendered(n.html, n.text, "note-text body md"),
     el("div", { class: "actions" },
       button("Open", () => showNote(n.container_did)),
       n.read ? null : button("Mark read", async () => { await post(`/api/notes/${encodeURIComponent(n.container_did)}/read`, {}); await loadNotes(); })));
@@ -64,9 +53,12 @@ async function loadNotes(before = null) {
 async function showNote(did) {
   const n = await get(`/api/notes/${encodeURIComponent(did)}`);
   const id = encodeURIComponent(did);
-  const shownKeys = Object.keys(n).filter((k) => k !== "text" && k !== "versions");
+  const hiddenKeys = new Set(["text", "html", "versions", "container_did", "agent_did", "author_name", "at_ms", "timestamp", "author_kind", "author"]);
+  const shownKeys = Object.keys(n).filter((k) => !hiddenKeys.has(k));
   oneSec.hidden = false;
-  clear(oneBody, el("div", { class: "note-text body", text: n.text ?? "" }), facts(n, shownKeys),
+  clear(oneBody, el("p", { class: "meta muted" }, "written by ", who(n.author, n.agent_did, "author"), " · ", time(n.at_ms ?? n.timestamp)),
+    rendered(n.html, n.text, "note-text body md"), facts(n, shownKeys),
+    el("details", { class: "fold ids" }, el("summary", { text: "ids" }), facts({ note: n.container_did, written_by: n.agent_did })),
     n.versions ? el("div", {}, el("h3", { text: "Versions" }), table(n.versions)) : null,
     form([{ name: "add", label: "add tags (a, b)" }, { name: "remove", label: "remove tags" }], "Tag",
       async (v) => { await post(`/api/notes/${id}/tags`, { add: list(v.add), remove: list(v.remove) }); await showNote(did); await loadNotes(); }),
@@ -83,15 +75,43 @@ async function showNote(did) {
 
 const searchResult = el("div");
 searchBody.append(form([{ name: "q", label: "words", required: true }], "Search",
-  async (v) => { clear(searchResult, table(await get("/api/search", { q: v.q }), null, { empty: "nothing found" })); return false; }), searchResult);
+  async (v) => {
+    clear(searchResult, table(await get("/api/search", { q: v.q }), [
+      { key: "kind" }, { key: "timestamp", label: "when", time: true }, { key: "text", max: 300 },
+    ], { empty: "nothing found" }));
+    return false;
+  }), searchResult);
 
 function kindPanel(body, kind, fields, toBody) {
-  const rows = el("div");
+  const rows = el("div", { class: `${kind}-list` });
   body.append(form(fields, "Add", async (v) => { await post(`/api/${kind}`, toBody(v)); await loadKind(kind, rows); }), rows);
   return () => loadKind(kind, rows);
 }
+
+/** A diary entry as a dated paragraph: its day and time, who wrote it, its title, its Markdown. */
+function diaryEntry(d) {
+  return el("article", { class: "diary-entry", data: { did: d.container_did } },
+    el("h3", {}, day(d.at_ms), d.title ? ` — ${d.title}` : ""),
+    el("p", { class: "meta muted" }, "by ", who(d.author, d.author_did, "author"),
+      (d.tags || []).length ? ` · ${d.tags.join(", ")}` : "", d.forks ? ` · ${d.forks} versions apart` : ""),
+    rendered(d.html, d.text, "entry md"));
+}
+
+const KIND_COLUMNS = {
+  concepts: [{ key: "name", label: "concept", render: (c) => c.name || c.label || "" },
+    { key: "html", label: "description", render: (c) => rendered(c.html, c.description, "md") },
+    { key: "aliases", render: (c) => (c.aliases || []).join(", ") }, { key: "author", label: "by", render: (c) => who(c.author, c.author_did) },
+    { key: "at_ms", label: "when" }],
+  links: [{ key: "from_name", label: "from", render: (l) => who(l.from_name || "a concept", l.from_did) },
+    { key: "relation_type", label: "relation", render: (l) => l.relation_type || l.relation || "" },
+    { key: "to_name", label: "to", render: (l) => who(l.to_name || "a concept", l.to_did) },
+    { key: "author", label: "by", render: (l) => who(l.author, l.author_did) }, { key: "at_ms", label: "when" }],
+};
+
 async function loadKind(kind, box) {
-  clear(box, table(await get(`/api/${kind}`, { limit: 50 }), null, { empty: `no ${kind}` }));
+  const rows = await get(`/api/${kind}`, { limit: 50 });
+  if (kind === "diary") clear(box, rows.length ? rows.map(diaryEntry) : el("p", { class: "empty", text: "no diary entries yet" }));
+  else clear(box, table(rows, KIND_COLUMNS[kind], { empty: `no ${kind}` }));
 }
 const loaders = [
   kindPanel(diaryBody, "diary", [{ name: "text", label: "entry", type: "textarea", required: true, rows: 2 }, { name: "title", label: "title" }],
@@ -103,6 +123,7 @@ const loaders = [
 ];
 
 const reload = debounce(() => loadNotes());
-stream(["note"], reload);
+const reloadKinds = debounce(() => Promise.all(loaders.map((load) => load())));
+stream(["note"], () => { reload(); reloadKinds(); });
 act(() => loadNotes());
 for (const load of loaders) act(load);

@@ -2,6 +2,7 @@
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
 import { el, clear, text, pre, table, facts, section, button, form, act, debounce, shortId } from "./ui.js";
+import { columnsOf, names } from "./reading.js";
 
 renderNav("mesh");
 
@@ -25,8 +26,7 @@ async function loadPeers() {
   shownPeers = peers;
   const friendSet = new Set((friends || []).map((f) => (typeof f === "string" ? f : f.did)));
   clear(peersBody, table(peers, [
-    { key: "name", render: (p) => el("strong", { text: p.name || "(no name)" }) },
-    { key: "did", label: "DID", render: (p) => shortId(p.did, 16) },
+    { key: "name", render: (p) => (p.name ? el("strong", { class: "who", text: p.name, title: p.did }) : shortId(p.did, 16)) },
     { key: "connected", render: (p) => el("span", { class: p.connected ? "connected" : "muted", text: p.connected ? "connected" : "not connected" }) },
     { key: "liveness" }, { key: "status", label: "standing" }, { key: "last_heard_ms", label: "last heard" },
     { key: "friend", render: (p) => (friendSet.has(p.did) ? "friend" : "") },
@@ -45,7 +45,7 @@ async function loadConsensus() {
     parts.push(form([{ name: "value", label: "propose a value", required: true }], "Propose",
       async (v) => { clear(proposal, pre(await post("/api/consensus/propose", v))); await loadConsensus(); }), proposal);
   }
-  parts.push(el("h3", { text: "Last decisions" }), table(decisions, null, { empty: "no decisions" }));
+  parts.push(el("h3", { text: "Last decisions" }), table(decisions, columnsOf(decisions, await names()), { empty: "no decisions" }));
   clear(consBody, parts);
 }
 const proposal = el("div");
@@ -53,14 +53,15 @@ const proposal = el("div");
 const repDetail = el("div", { class: "reputation-detail" });
 async function showReputation(did) {
   const d = await get(`/api/reputation/${encodeURIComponent(did)}`);
-  clear(repDetail, el("h3", {}, "Detail of ", el("code", { text: did })), facts(d),
+  const known = await names();
+  clear(repDetail, el("h3", {}, "Detail of ", known.has(did) ? el("span", { text: known.get(did), title: did }) : shortId(did, 16)), facts(d),
     form([{ name: "score", label: "set trust (0 none, 0.5 unknown, 1 full)", type: "number", step: "0.1", required: true }, { name: "reason", label: "reason" }],
       "Set trust", async (v) => { await post(`/api/reputation/${encodeURIComponent(did)}`, v); await loadReputation(); await showReputation(did); }));
 }
 
 async function loadReputation() {
-  const rows = await get("/api/reputation");
-  clear(repBody, table(rows, null, { empty: "no reputation yet" }), repDetail);
+  const [rows, known] = await Promise.all([get("/api/reputation"), names()]);
+  clear(repBody, table(rows, columnsOf(rows, known), { empty: "no reputation yet" }), repDetail);
 }
 
 const reloadPeers = debounce(loadPeers);

@@ -4,7 +4,7 @@
 // the blocks (unblock).
 import { get, post, stream } from "./api.js";
 import { renderNav } from "./nav.js";
-import { el, clear, time, text, pre, table, section, button, form, act, debounce, keeper } from "./ui.js";
+import { el, clear, time, text, pre, table, fold, section, button, form, act, debounce, keeper } from "./ui.js";
 
 renderNav("review");
 
@@ -109,11 +109,21 @@ async function loadSnapshots() {
   ], { empty: "no snapshots", rowData: (s) => ({ id: s.id }) }));
 }
 
+// a confirmation's status as a person says it (the raw status stays in the class)
+const STATUS_WORDS = { pending: "waiting for you", approved: "approved", rejected: "rejected", expired: "expired", done: "done", failed: "failed" };
+
+function argsLabel(args) {
+  const keys = Object.keys(args);
+  return keys.length ? `${keys.slice(0, 3).join(", ")}${keys.length > 3 ? "…" : ""}` : "nothing";
+}
+
 async function loadConfirmations() {
   const rows = await get("/api/confirmations", { all: true, limit: 20 });  // decided ones stay, with their outcome
   clear(confBody, table(rows, [
-    { key: "id" }, { key: "tool" }, { key: "args", max: 400 }, { key: "risk" }, { key: "reason" },
-    { key: "status", render: (c) => el("span", { class: `status-${c.status}`, text: c.status }) },
+    { key: "id" }, { key: "tool", render: (c) => el("span", { class: "nowrap", text: String(c.tool ?? "").replace(/_/g, " "), title: c.tool }) },
+    { key: "args", label: "with", render: (c) => (c.args && typeof c.args === "object" ? fold(c.args, argsLabel(c.args)) : text(c.args, 400)) },
+    { key: "risk" }, { key: "reason" },
+    { key: "status", render: (c) => el("span", { class: `status status-${c.status}`, text: STATUS_WORDS[c.status] || String(c.status ?? "").replace(/_/g, " ") }) },
     { key: "created_ms", label: "asked" }, { key: "expires_ms", label: "expires" },
     { key: "", label: "", render: (c) => c.status !== "pending" ? text(c.decided_by ? `by ${c.decided_by}` : "") : el("span", { class: "actions" },
       button("Approve", async () => { await post(`/api/confirmations/${c.id}`, { approve: true }); await loadConfirmations(); }, { cls: "approve" }),

@@ -31,7 +31,7 @@ export function clear(node, ...children) {
 export function time(ms) {
   if (ms === null || ms === undefined || ms === "") return el("span", { class: "muted", text: "-" });
   if (typeof ms === "object") return el("span", { text: text(ms) });
-  const d = new Date(Number(ms));
+  const d = new Date(typeof ms === "string" && !/^\d+$/.test(ms) ? Date.parse(ms) : Number(ms));  // ms or RFC 3339
   if (Number.isNaN(d.getTime())) return el("span", { text: String(ms) });
   return el("time", { text: d.toLocaleString(), title: d.toISOString(), attrs: { datetime: d.toISOString() } });
 }
@@ -54,6 +54,7 @@ function cellFor(row, col) {
   const v = row[col.key];
   if (col.key.endsWith("_ms") || col.time) return time(v);
   if (typeof v === "boolean") return v ? "yes" : "no";
+  if (v !== null && typeof v === "object") return fold(v);  // never raw JSON in a cell
   return text(v, col.max || 200);
 }
 
@@ -67,12 +68,24 @@ export function table(rows, columns = null, { empty = "nothing yet", rowClass = 
       cols.map((c) => el("td", {}, cellFor(row, c)))))));
 }
 
-/** A definition list of an object's keys (nested values as JSON). */
+/** A value folded away: its fields in words when opened (a list: its items, one a line). */
+export function fold(value, label = null) {
+  const isList = Array.isArray(value);
+  const n = isList ? value.length : Object.keys(value || {}).length;
+  if (!n) return el("span", { class: "muted", text: "none" });
+  if (isList && value.every((v) => typeof v !== "object" || v === null)) return value.join(", ");
+  const inner = isList ? el("ol", {}, value.map((v) => el("li", {}, typeof v === "object" && v !== null ? facts(v) : String(v))))
+    : facts(value);
+  return el("details", { class: "fold" }, el("summary", { text: label || `${n} ${isList ? (n === 1 ? "item" : "items") : (n === 1 ? "field" : "fields")}` }), inner);
+}
+
+/** A definition list of an object's keys (nested values folded away). */
 export function facts(obj, keys = null) {
   const dl = el("dl", { class: "facts" });
   for (const key of keys || Object.keys(obj || {})) {
     const v = obj[key];
-    dl.append(el("dt", { text: key }), el("dd", {}, key.endsWith("_ms") ? time(v) : text(v, 600)));
+    dl.append(el("dt", { text: key.replace(/_ms$/, "").replace(/_/g, " ") }), el("dd", {}, v !== null && typeof v === "object" ? fold(v)
+      : key.endsWith("_ms") ? time(v) : typeof v === "boolean" ? (v ? "yes" : "no") : text(v, 600)));
   }
   return dl;
 }
