@@ -381,7 +381,7 @@ def first_token(browser, root: Path, runs: int) -> dict:
                 page.locator("#send").click()
                 mine = page.locator("#messages .msg.person", has_text=text)
                 mine.wait_for()
-                words = " ".join(f"word{i}" for i in range(40))
+                words = " ".join(f"word{i}" for i in range(20))
                 agent.llm.reply_when(text, {"chunk_delay": 0.1, "answer": f"{marker} answering. " + command_block(
                     {"cmd_id": f"b{run}", "type": "note_add", "args": {"text": f"reply {run}: {words}",
                                                                          "reply_to": mine.get_attribute("data-did")}})})
@@ -472,7 +472,7 @@ def _served(node: Node, path: str) -> bool:
 
 
 SMOKE = {"notes": 20, "requests": 2, "ticks": 3, "rounds": 1,  # --smoke
-         "page_notes": 20, "page_ticks": 5, "page_goals": 2, "page_loads": 1, "tabs": 2, "tab_wait": 15.0, "token_runs": 2}
+         "page_notes": 20, "page_ticks": 5, "page_goals": 2, "page_loads": 1, "tabs": 2, "tab_wait": 15.0, "token_runs": 1}
 
 
 def main() -> None:

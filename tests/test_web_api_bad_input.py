@@ -175,7 +175,7 @@ REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call i
 EXPECTED = {
     404: {"not_found", "unknown_command", "unknown_evidence", "no_reputation"},
     409: {"cognition_off", "reactor_off", "no_committee", "duplicate", "refused", "too_many", "no_friends",
-          "not_allowed"},
+          "not_allowed", "paused"},
     413: {"too_large"},
     500: {"internal_error"},
     502: {"unreachable", "sync_failed", "slow_frame", "bad_sync", "bad_announce", "identity_mismatch", "revoked"},

@@ -20,7 +20,7 @@ def add_parsers(sub, common) -> None:
     p.set_defaults(func=commands.cmd_inbox)
     acts = p.add_subparsers(dest="inbox_command", metavar="ACTION")
     d = acts.add_parser("decide", parents=[common], help="decide one item (through the action of its kind)")
-    d.add_argument("kind", choices=KINDS)
+    d.add_argument("kind", choices=KINDS, help="the item's kind, as `meshnode inbox` lists it")
     d.add_argument("ref", help="the item's ref, as `meshnode inbox` lists it")
     d.add_argument("decision", help="one of the item's decisions: approve, reject, release, drop, accept, commit,"
                                     " dismiss")

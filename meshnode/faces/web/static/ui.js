@@ -63,7 +63,9 @@ export function table(rows, columns = null, { empty = "nothing yet", rowClass = 
   if (!rows || rows.length === 0) return el("p", { class: "empty", text: empty });
   const cols = columns || Object.keys(rows[0]).map((key) => ({ key, label: key }));
   return el("table", { class: "rows" },
-    el("thead", {}, el("tr", {}, cols.map((c) => el("th", { text: c.label ?? c.key })))),
+    el("thead", {}, el("tr", {}, cols.map((c) => (c.label ?? c.key)
+      ? el("th", { text: c.label ?? c.key })
+      : el("th", {}, el("span", { class: "visually-hidden", text: "actions" }))))),  // a buttons column: named for screen readers
     el("tbody", {}, rows.map((row) => el("tr", { class: rowClass ? rowClass(row) : null, data: rowData ? rowData(row) : null },
       cols.map((c) => el("td", {}, cellFor(row, c)))))));
 }
