@@ -357,3 +357,22 @@ def test_rows_changed_in_one_millisecond_past_the_limit_are_not_lost(db):
             break
     assert seen == set(ids)
     assert fs.poll(db, marks, limit=3)["events"] == []
+
+
+async def test_a_browser_has_one_shared_stream_a_newer_one_ends_the_older(tmp_path):
+    """A SharedWorker gone with its page may leave its request open; a few such fill the browser's six
+    connections to the node and every navigation waits. The session's newer shared stream ends the
+    older one with ``replaced``; a tab's own stream and another session's are left alone."""
+    async with await Store.open(tmp_path / "f.db") as store:
+        feed = Feed(_services(store))
+        old = await feed.open(frozenset({"note"}), None, holder="session-a")
+        own = await feed.open(frozenset({"note"}), None)  # a tab's own stream (no holder)
+        other = await feed.open(frozenset({"note"}), None, holder="session-b")
+        new = await feed.open(frozenset({"note"}), None, holder="session-a")
+        assert old.replaced and old not in feed._subs and {own, other, new} <= feed._subs
+        chunks = [c async for c in feed.frames(old)]  # it ends at once, saying why
+        assert chunks[-1].startswith(b"event: replaced") and len(chunks) == 2
+        assert feed.services.metrics.get("web_sse_replaced") == 1
+        for s in (old, own, other, new):
+            feed.close(s)
+        assert feed.streams == 0

@@ -11,6 +11,7 @@ connected peers are diffed at each poll. What is read and the cursor format are 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import feed_sources as fs
+from meshnode.faces.web.auth import COOKIE
 from meshnode.faces.web.endpoint import Arg, Endpoint
 from meshnode.faces.web.errors import error_body, status_for
 from meshnode.faces.web.live_feed import LiveTokens
@@ -29,6 +31,7 @@ log = logging.getLogger("meshnode.faces.web")
 BUFFER = 256       # events waiting for one slow client before its stream is closed
 PING_S = 15.0      # an SSE comment this often keeps proxies from closing an idle stream
 RETRY_MS = 2000    # the browser's reconnection delay
+SHARED_VIA = ("shared", "leader")  # streams one per browser session
 REFUSED_RETRY_S = 10  # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
 
 
@@ -45,6 +48,8 @@ class Stream:
     receive: trio.MemoryReceiveChannel
     backlog: list[bytes] = field(default_factory=list)  # the catch-up of a resumed stream, sent first
     lagged: bool = False
+    holder: str | None = None  # the browser session whose one shared stream this is (None: any number)
+    replaced: bool = False
 
     def wants(self, kind: str) -> bool:
         return kind == "resync" or kind in self.types
@@ -181,9 +186,15 @@ class Feed:
 
     # --- streams ----------------------------------------------------------------------------------
 
-    async def open(self, types: frozenset[str], last_event_id: str | None) -> Stream:
+    async def open(self, types: frozenset[str], last_event_id: str | None, holder: str | None = None) -> Stream:
         """A new stream at the current marks, or resumed at ``last_event_id`` (its missed rows first;
-        more than RESUME_LIMIT of one source, or a cursor this database cannot follow: ``resync``)."""
+        more than RESUME_LIMIT of one source, or a cursor this database cannot follow: ``resync``).
+
+        ``holder``: the browser session of a stream all its tabs share (a SharedWorker's or a leader
+        tab's). A browser has one such stream: a newer one ends the older with ``replaced``. The
+        older is a worker that went away with its page, whose request Chromium may leave open for
+        a while; left open, a few of them fill the browser's six connections to this host and
+        every navigation waits for one."""
         if self.streams >= self.max_streams:
             self._count("web_sse_refused", reason="max_streams")
             raise MeshnodeError("too_many_streams", f"{self.streams} event streams are open, the most"
@@ -191,13 +202,18 @@ class Feed:
         self.streams += 1
         try:
             send, receive = trio.open_memory_channel(BUFFER)
-            stream = Stream(types, send, receive)
+            stream = Stream(types, send, receive, holder=holder)
             async with self._lock:
                 if self.marks is None or not self._subs:
                     await self._refresh()
                 if last_event_id:
                     stream.backlog = await self._catch_up(stream, last_event_id)
                 self._subs.add(stream)
+                if holder is not None:
+                    for old in [s for s in self._subs if s is not stream and s.holder == holder]:
+                        old.replaced = True
+                        self._count("web_sse_replaced")
+                        self._drop(old, lagged=False)
         except BaseException:
             self.streams -= 1
             raise
@@ -240,6 +256,8 @@ class Feed:
             yield chunk if chunk is not None else b": ping\n\n"
         if stream.lagged:  # the buffer filled: the page reloads its lists and reconnects
             yield frame("resync", {"reason": "the client read too slowly"})
+        elif stream.replaced:  # this browser opened a newer shared stream: this one does not come back
+            yield frame("replaced", {"reason": "a newer stream of this browser took over"})
 
 
 class EventStreamResponse(StreamingResponse):
@@ -264,7 +282,8 @@ async def events(services, args: dict, request) -> StreamingResponse:
         raise MeshnodeError("bad_arguments", f"unknown event type {unknown[0][:40]!r};"
                             f" the types are {', '.join(fs.EVENT_TYPES)}")
     try:
-        stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"))
+        stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"),
+                                          _holder(args["via"], request))
     except MeshnodeError as exc:
         if exc.code != "too_many_streams":
             raise
@@ -274,8 +293,21 @@ async def events(services, args: dict, request) -> StreamingResponse:
     return EventStreamResponse(services.feed, stream)
 
 
+def _holder(via: str | None, request) -> str | None:
+    """The session a browser's one shared stream belongs to: its session cookie, for a stream its
+    SharedWorker or leader tab opened (``via``); None for a tab's own stream and for a token."""
+    cookie = request.cookies.get(COOKIE)
+    if via in SHARED_VIA and cookie and not request.headers.get("authorization"):
+        return hashlib.sha256(cookie.encode()).hexdigest()[:32]
+    return None
+
+
 ROUTES = [Endpoint("GET", "/api/events", events, raw=True,
-                   args={"types": Arg(list, max=len(fs.EVENT_TYPES), doc="event types (default all)")},
+                   args={"types": Arg(list, max=len(fs.EVENT_TYPES), doc="event types (default all)"),
+                         "via": Arg(str, choices=("shared", "leader", "local"),
+                                    doc="who holds the stream: a SharedWorker or a leader tab for all the"
+                                        " browser's tabs (a newer one of the same session replaces it), or"
+                                        " one tab (local)")},
                    doc="server-sent events: tick, command, gate, held, note, chat, goal, task, draft, confirm,"
                        " snapshot, reactor, mode, peer, llm_token (the answer as the LLM writes it), resync;"
                        " Last-Event-ID resumes")]

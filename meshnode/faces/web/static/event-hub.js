@@ -58,7 +58,7 @@ function elected(receive) {
     hub.link = new EventLink((message) => {
       receive(message);
       channel.postMessage(message);
-    });
+    }, "leader");
     hub.link.cursor = hub.cursor;
     hub.link.want(wanted);
     hub.link.start();

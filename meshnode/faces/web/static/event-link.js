@@ -24,8 +24,12 @@ export function backoff(attempt, random = Math.random) {
 }
 
 export class EventLink {
-  constructor(emit) {
+  /** `via`: who holds this stream, "shared" (the SharedWorker), "leader" (the leader tab) or "local"
+   * (this tab alone); the server keeps one shared or leader stream per browser session and ends an
+   * older one with `replaced` (a worker gone with its page, whose request lingered). */
+  constructor(emit, via = "local") {
     this.emit = emit;
+    this.via = via;
     this.types = new Set();
     this.cursor = null;        // the last event id seen: sent back as Last-Event-ID
     this.attempt = 0;
@@ -100,7 +104,7 @@ export class EventLink {
     if (!this.running) return;
     const controller = new AbortController();
     this.controller = controller;
-    const query = this.types.size ? `?types=${[...this.types].sort().join(",")}` : "";
+    const query = `?via=${this.via}` + (this.types.size ? `&types=${[...this.types].sort().join(",")}` : "");
     const headers = { Accept: "text/event-stream" };
     if (this.cursor) headers["Last-Event-ID"] = this.cursor;
     let response;
@@ -136,7 +140,7 @@ export class EventLink {
       if (controller.signal.reason === "silence") ended = "the node went silent";
       else if (controller !== this.controller) return; // replaced or stopped: not an outage
     }
-    if (controller !== this.controller) return;
+    if (controller !== this.controller || !this.running) return;  // replaced by a newer stream: not an outage
     this.controller = null;
     if (Date.now() - opened >= STEADY_MS) this.attempt = 0;
     this.retryLater("down", ended);
@@ -183,6 +187,10 @@ export class EventLink {
   }
 
   deliver(event) {
+    if (event.type === "replaced") { // this browser's newer stream took over: this link ends, quietly
+      this.running = false;
+      return;
+    }
     if (event.id !== null) this.cursor = event.id;
     if (!event.data.length) return;
     let data;

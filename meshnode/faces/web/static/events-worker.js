@@ -12,7 +12,7 @@ const link = new EventLink((message) => {
     if (message.kind === "event" && message.type !== "resync" && !types.has(message.type)) continue;
     port.postMessage(message);
   }
-});
+}, "shared");
 
 function heard(port, message) {
   if (!message || typeof message !== "object") return;
