@@ -376,3 +376,15 @@ async def test_a_browser_has_one_shared_stream_a_newer_one_ends_the_older(tmp_pa
         for s in (old, own, other, new):
             feed.close(s)
         assert feed.streams == 0
+
+
+async def test_of_two_shared_streams_the_later_asked_for_stays_whatever_arrives_first(tmp_path):
+    """A reopen (new types) may reach the node before the request it replaces: ``seq`` decides."""
+    async with await Store.open(tmp_path / "f.db") as store:
+        feed = Feed(_services(store))
+        newer = await feed.open(frozenset({"note"}), None, holder="s", seq=200)
+        late_older = await feed.open(frozenset({"note"}), None, holder="s", seq=100)
+        assert late_older.replaced and not newer.replaced and newer in feed._subs and late_older not in feed._subs
+        feed.close(newer)
+        feed.close(late_older)
+        assert feed.streams == 0

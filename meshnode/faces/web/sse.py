@@ -49,6 +49,7 @@ class Stream:
     backlog: list[bytes] = field(default_factory=list)  # the catch-up of a resumed stream, sent first
     lagged: bool = False
     holder: str | None = None  # the browser session whose one shared stream this is (None: any number)
+    seq: int = 0  # when its browser asked for it (newer wins, whatever the order requests arrive in)
     replaced: bool = False
 
     def wants(self, kind: str) -> bool:
@@ -186,12 +187,14 @@ class Feed:
 
     # --- streams ----------------------------------------------------------------------------------
 
-    async def open(self, types: frozenset[str], last_event_id: str | None, holder: str | None = None) -> Stream:
+    async def open(self, types: frozenset[str], last_event_id: str | None, holder: str | None = None,
+                   seq: int = 0) -> Stream:
         """A new stream at the current marks, or resumed at ``last_event_id`` (its missed rows first;
         more than RESUME_LIMIT of one source, or a cursor this database cannot follow: ``resync``).
 
         ``holder``: the browser session of a stream all its tabs share (a SharedWorker's or a leader
-        tab's). A browser has one such stream: a newer one ends the older with ``replaced``. The
+        tab's), asked for at ``seq`` by the browser's clock. A browser has one such stream: a newer
+        one (a higher ``seq``) ends the older with ``replaced``, however they arrive. The
         older is a worker that went away with its page, whose request Chromium may leave open for
         a while; left open, a few of them fill the browser's six connections to this host and
         every navigation waits for one."""
@@ -202,7 +205,7 @@ class Feed:
         self.streams += 1
         try:
             send, receive = trio.open_memory_channel(BUFFER)
-            stream = Stream(types, send, receive, holder=holder)
+            stream = Stream(types, send, receive, holder=holder, seq=seq)
             async with self._lock:
                 if self.marks is None or not self._subs:
                     await self._refresh()
@@ -210,10 +213,11 @@ class Feed:
                     stream.backlog = await self._catch_up(stream, last_event_id)
                 self._subs.add(stream)
                 if holder is not None:
-                    for old in [s for s in self._subs if s is not stream and s.holder == holder]:
-                        old.replaced = True
+                    for other in [s for s in self._subs if s is not stream and s.holder == holder]:
+                        older = other if other.seq <= seq else stream  # a reopen may overtake its predecessor
+                        older.replaced = True
                         self._count("web_sse_replaced")
-                        self._drop(old, lagged=False)
+                        self._drop(older, lagged=False)
         except BaseException:
             self.streams -= 1
             raise
@@ -283,7 +287,7 @@ async def events(services, args: dict, request) -> StreamingResponse:
                             f" the types are {', '.join(fs.EVENT_TYPES)}")
     try:
         stream = await services.feed.open(frozenset(types), request.headers.get("last-event-id"),
-                                          _holder(args["via"], request))
+                                          _holder(args["via"], request), args["seq"] or 0)
     except MeshnodeError as exc:
         if exc.code != "too_many_streams":
             raise
@@ -307,7 +311,9 @@ ROUTES = [Endpoint("GET", "/api/events", events, raw=True,
                          "via": Arg(str, choices=("shared", "leader", "local"),
                                     doc="who holds the stream: a SharedWorker or a leader tab for all the"
                                         " browser's tabs (a newer one of the same session replaces it), or"
-                                        " one tab (local)")},
+                                        " one tab (local)"),
+                         "seq": Arg(int, min=0, max=2**53, doc="when the browser asked for this stream (its"
+                                    " clock, increasing): of a session's shared streams the latest stays")},
                    doc="server-sent events: tick, command, gate, held, note, chat, goal, task, draft, confirm,"
                        " snapshot, reactor, mode, peer, llm_token (the answer as the LLM writes it), resync;"
                        " Last-Event-ID resumes")]

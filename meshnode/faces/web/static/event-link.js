@@ -104,7 +104,9 @@ export class EventLink {
     if (!this.running) return;
     const controller = new AbortController();
     this.controller = controller;
-    const query = `?via=${this.via}` + (this.types.size ? `&types=${[...this.types].sort().join(",")}` : "");
+    // seq: which of this browser's requests is the newest, however they reach the node
+    const seq = Date.now() * 100 + (this.serial = ((this.serial ?? 0) + 1) % 100);
+    const query = `?via=${this.via}&seq=${seq}` + (this.types.size ? `&types=${[...this.types].sort().join(",")}` : "");
     const headers = { Accept: "text/event-stream" };
     if (this.cursor) headers["Last-Event-ID"] = this.cursor;
     let response;
@@ -166,7 +168,7 @@ export class EventLink {
           const line = buffer.slice(0, cut);
           buffer = buffer.slice(cut + (buffer.startsWith("\r\n", cut) ? 2 : 1));
           if (line === "") {
-            this.deliver(event);
+            this.deliver(event, controller);
             event = { type: "message", data: [], id: null };
           } else if (!line.startsWith(":")) {
             const colon = line.indexOf(":");
@@ -186,9 +188,9 @@ export class EventLink {
     }
   }
 
-  deliver(event) {
+  deliver(event, controller) {
     if (event.type === "replaced") { // this browser's newer stream took over: this link ends, quietly
-      this.running = false;
+      if (controller === this.controller) this.running = false; // (not when this link itself reopened)
       return;
     }
     if (event.id !== null) this.cursor = event.id;
