@@ -27,20 +27,13 @@ def web(tmp_path_factory):
         yield node
 
 
-def on_db(web, fn):
-    db = Database(web.home / "data" / "meshnode.db")
-    try:
-        return fn(db)
-    finally:
-        db.close()
-
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
 def ask(web, text: str) -> int:
-    return on_db(web, lambda db: confirm.request(db, "core", "send_message", {"to": "did:key:zUnknown", "text": text},
+    return web.on_db(lambda db: confirm.request(db, "core", "send_message", {"to": "did:key:zUnknown", "text": text},
                                                  "outbound", "a stranger", _now()))["id"]
 
 
@@ -51,7 +44,7 @@ def hold(web) -> int:
     def write(db):
         with db.transaction() as conn:
             return held.hold(conn, 3, [command], "no_verdict", "no validator answered", _now())[0]
-    return on_db(web, write)
+    return web.on_db(write)
 
 
 def test_listed_counted_and_decided_in_place(web):
@@ -64,7 +57,7 @@ def test_listed_counted_and_decided_in_place(web):
     out = web.post("/api/inbox/decide", {"kind": "confirmation", "ref": str(asked), "decision": "reject"})
     assert out["result"]["status"] == "rejected" and out["result"]["decided_by"] == "web"
     assert out["count"]["total"] == before - 1 == web.get("/api/inbox/count")["total"]
-    status = on_db(web, lambda db: db.conn.execute("SELECT status, decided_by FROM gate_confirmations WHERE id = ?",
+    status = web.on_db(lambda db: db.conn.execute("SELECT status, decided_by FROM gate_confirmations WHERE id = ?",
                                                    (asked,)).fetchone())
     assert status == ("rejected", "web")
     cli = web.cli_json("inbox")
@@ -72,7 +65,7 @@ def test_listed_counted_and_decided_in_place(web):
     assert f"held_command:{held_id}" in [i["id"] for i in cli["items"]]
     web.node.cli("inbox", "decide", "held_command", str(held_id), "drop")
     assert f"held_command:{held_id}" not in [i["id"] for i in web.get("/api/inbox")["items"]]
-    assert on_db(web, lambda db: db.conn.execute("SELECT decided_by FROM held_commands WHERE id = ?",
+    assert web.on_db(lambda db: db.conn.execute("SELECT decided_by FROM held_commands WHERE id = ?",
                                                  (held_id,)).fetchone()) == ("cli",)
 
 

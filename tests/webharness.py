@@ -58,6 +58,16 @@ class WebNode:
         limits = kw.pop("limits", httpx.Limits(max_keepalive_connections=0))
         return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 30.0), limits=limits, **kw)
 
+    def on_db(self, fn):
+        """``fn(db)`` on the node's database, opened as another process (the agent's gate, the CLI) would."""
+        from meshnode.store import Database
+
+        db = Database(self.home / "data" / "meshnode.db")
+        try:
+            return fn(db)
+        finally:
+            db.close()
+
     def raw_get(self, path: str, **params) -> httpx.Response:
         return self._client.get(path, params=params)
 

@@ -17,19 +17,11 @@ from meshnode.engines.gate.jail import Jail
 from meshnode.faces.web.pages import PAGES
 from meshnode.records.gate import confirm, drafts
 from meshnode.records.mind import held
-from meshnode.store import Database
 from webharness import WebNode
 
 pytestmark = pytest.mark.browser
 QUIET = {"MESHNODE_REACTOR_ENABLED": "false"}  # no escalation of its own (the agent is off): the counts are ours
 
-
-def _on_db(web, fn):
-    db = Database(web.home / "data" / "meshnode.db")
-    try:
-        return fn(db)
-    finally:
-        db.close()
 
 
 def _now() -> int:
@@ -44,7 +36,7 @@ def _stranger(web, text: str) -> None:
 
 def _ask_in(web, did: str, text: str) -> int:
     """The agent's confirmation request for a public answer to note ``did`` (its thread's)."""
-    return _on_db(web, lambda db: confirm.request(db, "core", "note_add", {"text": text, "reply_to": did,
+    return web.on_db(lambda db: confirm.request(db, "core", "note_add", {"text": text, "reply_to": did,
                                                                              "audience": "public"},
                                                   "outbound", "a public note", _now()))["id"]
 
@@ -60,10 +52,10 @@ def _fill(web) -> dict:
         with db.transaction() as conn:
             held.hold(conn, 4, [command], "rejected", "validators said no", _now())
         drafts.draft_write(db, Jail([(web.home / "workspace").resolve()]), "core", "plan.txt", b"step one\n")
-    _on_db(web, hold_and_draft)
+    web.on_db(hold_and_draft)
     note = web.node.call("note_add", {"text": "the reactor woke the agent and it wrote nothing", "topic":
                                       "reactor-escalation"})
-    _on_db(web, lambda db: db.conn.execute(
+    web.on_db(lambda db: db.conn.execute(
         "INSERT INTO reactor_escalations (key, agent, to_id, level, event_key, subject, text, sent_ms, container_id)"
         " VALUES ('esc:operator:core:e1', 'core', 'operator', 2, 'e1', 'a wake left no trace', 'no trace', ?, ?)",
         (_now(), note["did"])))
@@ -127,7 +119,7 @@ def test_the_inbox_lists_counts_and_decides_in_place(page, tmp_path):
         expect(inline).to_have_count(0)
         expect(_count(page)).to_have_text("0")
         expect(_count(other)).to_have_text("0")
-        decided = _on_db(web, lambda db: db.conn.execute("SELECT status, decided_by FROM gate_confirmations WHERE"
+        decided = web.on_db(lambda db: db.conn.execute("SELECT status, decided_by FROM gate_confirmations WHERE"
                                                          " id = ?", (made["asked"],)).fetchone())
         assert decided == ("approved", "web")
         # one asked while the thread is open appears in it live
