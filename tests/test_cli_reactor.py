@@ -44,6 +44,7 @@ def test_status_without_a_node_and_when_off(home, run_cli):
 
 
 def test_scan_once_dry_run_writes_nothing_then_a_job_waits_for_the_node(home, run_cli):
+    ok(run_cli("--home", home, "llm", "add", "main", "--url", "http://127.0.0.1:9/v1", "--model", "m"))  # it thinks
     ok(run_cli("--home", home, "note", "add", "could you check the fuses in the barn before friday?"))
     dry = js(run_cli, home, "scan", "--once", "--dry-run")
     assert dry["dry_run"] is True
@@ -101,6 +102,7 @@ def test_aliases_and_unknown_addressees(home, run_cli):
 
 
 def test_output_survives_a_closed_pipe(home, run_cli, fake_user_home):
+    ok(run_cli("--home", home, "llm", "add", "main", "--url", "http://127.0.0.1:9/v1", "--model", "m"))  # jobs to list
     for n in range(3):
         ok(run_cli("--home", home, "note", "add", f"question number {n} for you, would you look at it?"))
     ok(run_cli("--home", home, "reactor", "scan", "--once"))

@@ -19,6 +19,7 @@ def test_without_an_llm_the_node_runs_in_core_outage_and_says_how_to_add_one(tmp
                    "a few reduced ticks")
         mind = node.call("status")["cognition"]
         assert mind["mode"] == "core_outage" and "meshnode llm add" in mind["hint"]
+        assert mind["hint"].startswith("the agent is off: no LLM is configured")  # issue 35: off, and how to turn it on
         assert "core_outage" in node.cli("status")
     finally:
         node.kill()

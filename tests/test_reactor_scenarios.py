@@ -164,13 +164,18 @@ class FakeCycle:
         self.wakes = FakeWakes()
 
 
-async def _service(home: Path, key, values: dict, cycle=None, clock=None):
+async def _service(home: Path, key, values: dict, cycle=None, clock=None, llm: bool = True):
+    """A reactor over a real store; ``llm``: with an LLM registered (the agent thinks: it is woken),
+    else none (its signals go to the person's inbox, issue 35)."""
     from meshnode.base.config import DEFAULTS
     from meshnode.base.metrics import Metrics
     from meshnode.engines.reactor.service import ReactorService, reactor_config
+    from meshnode.records.mind import registry
     from meshnode.store import Store
 
     store = await Store.open(home / "data" / "meshnode.db")
+    if llm:
+        await store.write(registry.add, registry.Endpoint("main", "http://127.0.0.1:9/v1", "test-model"))
     cfg = reactor_config({**DEFAULTS["reactor"], **values}, key.did)
     kwargs = {"clock": clock} if clock is not None else {}
     return store, ReactorService(store, key, cfg, home, Metrics(), cycle=cycle, **kwargs)

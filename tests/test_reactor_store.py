@@ -200,7 +200,7 @@ def test_a_queued_status_from_the_core_does_not_undo_running(db):
     with db.transaction() as conn:
         persist._write_step(conn, type("S", (), {"changed": type("D", (), {
             "event_status": {}, "seen_again": [], "jobs": [job], "cooldowns": {}, "failures": {}})(),
-            "accepted": [], "decisions": [], "escalations": []})(), T + 2)
+            "accepted": [], "decisions": [], "escalations": [], "for_person": []})(), T + 2)
     row = db.conn.execute("SELECT status, started_ms FROM reactor_jobs WHERE job_id = ?", (job.job_id,)).fetchone()
     assert row == ("running", T + 1)
 

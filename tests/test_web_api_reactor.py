@@ -31,6 +31,8 @@ def test_status_and_a_dry_run_scan_that_writes_nothing(web):
 
 
 def test_a_note_for_the_agent_becomes_an_event_and_a_job(web):
+    # an LLM configured (it answers nothing here): the agent is woken, not off (issue 35)
+    web.node.cli("llm", "add", "main", "--url", "http://127.0.0.1:9/v1", "--model", "m")
     web.node.cli("note", "add", "could you check the fuses in the barn before friday?")
     jobs = wait_until(lambda: web.get("/api/reactor/jobs"), 30, "a wake job for the note")
     job_id = jobs[0]["job_id"]

@@ -326,7 +326,27 @@ EXPECTED_LIBP2P_MESSAGES = {
         "an older record of a restarted peer",
     ("libp2p.network.swarm", r"\[ADDCONN_FAIL\] .*LifecycleError\('Cannot schedule task after service has stopped'\)"):
         "a peer connected while this node was stopping",
+    # issue 35 (30 minutes of four nodes with kills and restarts: 18, 1 and 1 of these)
+    ("libp2p.kad_dht.kad_dht", "Value not found for key /mn/"):
+        "a walk for a peer's announce (/mn/ keys, each node's own, put again every maintenance round) found no"
+        " copy: that peer is down and the peers that held it restarted since, or it never joined; the lookup"
+        " says so itself (not_found, logged at INFO as `announce lookup for DID`)",
+    ("libp2p.kad_dht.kad_dht", "Quorum not met: found"):
+        "fewer peers than LOOKUP_QUORUM (3) answered a walk with the record, as when few peers are up; py-libp2p"
+        " returns the best record found, which meshnode validates as any other",
+    ("libp2p.protocol_muxer.multiselect_client", "MultiselectClient handshake: write failed"):
+        "the peer went away during protocol negotiation; the stream's opener gets the error and handles it",
 }
+
+
+def expected_messages_markdown() -> str:
+    """EXPECTED_LIBP2P_MESSAGES as the Markdown table protocols/mesh.md shows (a test keeps the two
+    equal: ``python -m meshnode.net.libp2p_fixes`` prints it)."""
+    rows = ["| logger | the message starts with (a regular expression) | why it is normal |", "|---|---|---|"]
+    for (name, pattern), why in EXPECTED_LIBP2P_MESSAGES.items():
+        cells = (f"`{name}`", f"`{pattern}`", why)
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 def route_libp2p_logging(level: int = logging.WARNING) -> None:
@@ -563,3 +583,7 @@ def verify_signatures_once() -> None:
 
     signature_validator.remembers = True
     pubsub_module.signature_validator = signature_validator
+
+
+if __name__ == "__main__":
+    print(expected_messages_markdown(), end="")

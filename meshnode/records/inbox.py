@@ -1,6 +1,7 @@
 """What waits for the person, read in one place (issue 34, item 1): the agent's confirmation
 requests, the unknown A2A parties' held messages, the commands the validators held, the agent's
-open drafts and the reactor's escalations to the person.
+open drafts, the reactor's escalations to the person, and the notices of what would have woken
+the agent while it cannot think (no LLM configured: one plain line each, ``reactor.person_lines``).
 
 Each is an item in words: ``kind``, ``id`` (``<kind>:<ref>``, ``ref`` being what the kind's own
 action takes), who asks and what (names, never bare DIDs), when, the chat thread or A2A context
@@ -19,10 +20,11 @@ import re
 
 from meshnode.records.a2a import held_queue
 from meshnode.records.gate.person import SESSION as AGENT_SESSION
+from meshnode.records.reactor import person_lines
 from meshnode.store import chat, speakers
 from meshnode.store.database import Database, sql_errors
 
-KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation")
+KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice")
 # kind -> its decisions: (name, label, whether it discards); the labels are what a person reads on a button
 ACTIONS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "confirmation": (("approve", "Approve", False), ("reject", "Reject", True)),
@@ -31,6 +33,7 @@ ACTIONS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "draft": (("accept", "Accept", False), ("reject", "Reject", True)),
     "drafts_accepted": (("commit", "Write them (commit)", False),),
     "escalation": (("dismiss", "Mark read", False),),
+    "notice": (("dismiss", "Mark read", False),),
 }
 ESCALATION_TOPIC = "reactor-escalation"
 OPERATOR = "operator"  # an escalation's to_id when it is for the person (engines.reactor.escalate.OPERATOR)
@@ -55,7 +58,8 @@ def count(db: Database, now_ms: int) -> dict:
                         (OPERATOR,)).fetchone()[0]
     by_kind = {"confirmation": confirmations.get(0, 0), "a2a_message": confirmations.get(1, 0),
                "held_command": held, "draft": drafts.get("pending", 0),
-               "drafts_accepted": 1 if drafts.get("accepted") else 0, "escalation": escalations}
+               "drafts_accepted": 1 if drafts.get("accepted") else 0, "escalation": escalations,
+               "notice": person_lines.unread_count(db)}
     return {"total": sum(by_kind.values()), "by_kind": by_kind}
 
 
@@ -66,6 +70,7 @@ def items(db: Database, own_did: str | None, now_ms: int, drafts: list[dict] | N
     names = _Names(db, own_did)
     with sql_errors("reading what waits for the person"):
         out = _confirmations(db, now_ms, names) + _held(db, names) + _escalations(db, names)
+        out += _notices(db, names)
         out += _drafts(db, drafts or [])
     if thread is not None:
         out = [i for i in out if i["thread"] == thread]
@@ -154,6 +159,49 @@ def _escalations(db: Database, names: "_Names") -> list[dict]:
                          f"the reactor tells you about {names.agent(agent)}: {about}{more}", sent,
                          detail="\n\n".join(names.words(r[3]) for r in group), note=did))
     return out
+
+
+# how a note reached an agent that cannot think, as the person's line says it (engines/reactor/agent_off.py)
+_NOTE_VERBS = {"note.question": "asked you", "note.reply": "replied to you", "note.escalation": "escalated to you"}
+
+
+def _notices(db: Database, names: "_Names") -> list[dict]:
+    """One plain line per signal the agent would have been woken for (it cannot think: no LLM is
+    configured): "<who> mentioned you: <the note's first line>", the note in full as the detail."""
+    out = []
+    for row in person_lines.unread(db, MAX_ITEMS):
+        refs, etype = row["refs"], row["event_type"]
+        container = refs.get("container") if isinstance(refs.get("container"), str) else None
+        who = _notice_who(refs, names)
+        if etype.startswith("note.") and etype != "note.flood":
+            text = _note_text(db, container) if container else None
+            verb = _NOTE_VERBS.get(etype) or ("wrote to you" if refs.get("how") == "recipient" else "mentioned you")
+            shown = text if text is not None else row["summary"].split(": ", 1)[-1]
+            line, detail = f"{who} {verb}: {_first_line(shown)}", names.words(shown)
+        elif etype == "note.flood":
+            line, detail = f"{who} sent {refs.get('count', 'many')}+ more notes within the hour", ""
+        else:
+            line, detail = names.words(row["summary"]), ""
+        out.append(_item("notice", row["id"], who if etype.startswith("note.") else "the reactor", line,
+                         row["at_ms"], thread=names.thread_of({"reply_to": container}) if container else None,
+                         detail=detail, note=container, event_type=etype))
+    return out
+
+
+def _notice_who(refs: dict, names: "_Names") -> str:
+    """Who a notice is from: a peer by its name, an A2A party as the note's speaker words."""
+    author = refs.get("author")
+    if refs.get("by") == "peer" and isinstance(author, str) and author.startswith("did:"):
+        return names.peer(author)
+    speaker = refs.get("speaker")
+    if isinstance(speaker, str) and speaker:
+        return names.words(speaker)
+    return names.peer(author) if isinstance(author, str) and author.startswith("did:") else "someone"
+
+
+def _note_text(db: Database, container_did: str) -> str | None:
+    row = db.conn.execute("SELECT text FROM notes WHERE container_did = ?", (container_did,)).fetchone()
+    return row[0] if row is not None and isinstance(row[0], str) else None
 
 
 class _Names:

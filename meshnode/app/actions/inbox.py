@@ -4,7 +4,8 @@
 The inbox decides nothing of its own: ``inbox_decide`` maps an item's kind and decision onto the
 action that already decides it (``confirm_decide``, ``mind_release``/``mind_drop``,
 ``drafts_decide``/``drafts_commit``, ``note_read``), called with the same actor, so the checks,
-records and effects are those of the CLI's ``meshnode confirm approve`` and the rest. All three
+records and effects are those of the CLI's ``meshnode confirm approve`` and the rest (a
+``notice``, the reactor's line while the agent cannot think, is only ever decided here: read). All three
 are the person's alone: the list holds outsiders' held messages and records which drafts the
 person was shown (an accept takes only what was shown).
 """
@@ -20,6 +21,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.records import inbox as records
 from meshnode.records.a2a import held_queue
 from meshnode.records.gate import drafts, person
+from meshnode.records.reactor import person_lines
 from meshnode.store import chat
 
 _REF = re.compile(r"^[0-9]{1,18}$")
@@ -96,6 +98,8 @@ async def inbox_decide(app: App, actor: Actor, kind: str, ref: str | int, decisi
         result = await gate.drafts_decide(app, actor, decision, [ref], all_or_nothing=True)
     elif kind == "drafts_accepted":
         result = await gate.drafts_commit(app, actor, "accepted in the inbox")
+    elif kind == "notice":  # a line of its own (no action decides it elsewhere): read
+        result = await app.store.write(person_lines.mark_read, _number(ref), app.clock())
     else:  # escalation: its note, read
         if not isinstance(ref, str) or not ref.startswith("did:") or len(ref) > 200:
             raise MeshnodeError("bad_arguments", "an escalation's ref is its note's DID")

@@ -50,7 +50,8 @@ from meshnode.base.identity.keys import NodeKey
 
 log = logging.getLogger("meshnode.engines.cognition")
 
-OUTAGE_HINT = "no LLM answers: add one with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`"
+OUTAGE_HINT = ("the agent is off: no LLM is configured, so what would wake it waits in your inbox, one line each;"
+               " turn it on with `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL`")
 FAILING_HINT = ("no registered LLM answers (each one's last error is listed): check that it runs at its URL with that"
                 " model (`meshnode llm list`), or add another with `meshnode llm add`")
 

@@ -287,6 +287,7 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
             severity = Severity.P1
         did = _did(row)
         thread = row["topic"] or author
+        speaker = speaker_of(row, self_did)
         # a batched escalation note (one per recipient and level, reactor-node) names several keys: one event each
         keys = escalation_keys(row["text"]) if esc_key else [f"note:{did}"]
         targets = addressees(row, self_did=self_did, local=local, aliases=aliases)
@@ -297,7 +298,9 @@ def note_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                       suggested_route="agent", required_trace=kinds, at_ms=at_ms, source="notes",
                       summary=summary_of(row, self_did), noise=noise,
                       refs={"note_id": row["id"], "container": did, "author": author, "thread": thread,
-                            "speaker": speaker_of(row, self_did).words(),
+                            "speaker": speaker.words(), "by": speaker.kind,
+                            # how it reached the agent: the note names this node as a recipient, or mentions it
+                            "how": "recipient" if row["to_me"] and agent == self_did else "mention",
                             **({"topic": row["topic"]} if row["topic"] else {})})
             out.append(e)
             if noise == "flood":
@@ -350,6 +353,7 @@ def unanswered_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did
                          summary=summary_of(row, self_did),
                          refs={"note_id": row["id"], "container": did, "thread": thread,
                                "author": row["agent_did"] or self_did, "speaker": speaker_of(row, self_did).words(),
+                               "by": speaker_of(row, self_did).kind,
                                **({"topic": row["topic"]} if row["topic"] else {})}))
     return out
 

@@ -7,6 +7,8 @@ reads a clock, a file or the store; the driver persists ``Step.changed`` and doe
   noise mark, then alias resolution (unknown addressees are kept, never routed), then the rule:
   digest-only, escalate at once (routed to the mentor), a note to the operator, or pending for the
   agent the rule targets (only agents local to this node can be woken; queues in ``pending.py``).
+  An agent the driver says cannot think (``AgentsOff``: no LLM configured) is never woken: a
+  signal for it becomes one line for the person, or nothing (``agent_off.py``).
 - Plan, per scan, over the agents with wakeable pending events: wake cooldown (P1 bypasses), nudge
   cooldown (drops the event), coalescing into one job per agent (``digest_items`` most urgent
   events; the rest stay pending), the per-scan budget (more agents than ``max_jobs_per_scan`` ->
@@ -29,7 +31,7 @@ import itertools
 from dataclasses import replace
 from typing import Iterable
 
-from meshnode.engines.reactor import wake_context
+from meshnode.engines.reactor import agent_off, wake_context
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.ladder import AfterRun
 from meshnode.engines.reactor.limits import (
@@ -40,7 +42,7 @@ from meshnode.engines.reactor.pending import Meta, PendingQueues, urgency
 from meshnode.engines.reactor.step_record import StepRecord
 from meshnode.base.config.reactor import ReactorConfig
 from meshnode.engines.reactor.types import (
-    Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Settled, Severity, StateDelta, Step, TraceKind,
+    AgentsOff, Decision, Event, Input, LeaseRefused, ReactorState, RunEnded, Settled, Severity, StateDelta, Step, TraceKind,
     TracesFound, WakeJob,
 )
 
@@ -59,6 +61,8 @@ class Reactor:
         self._between: dict[str, tuple[int, int]] = {}  # cooldowns changed by may_send between steps
         self._ids = itertools.count(1)  # job ids (wake and watch) made since this core was built
         self.record = StepRecord(dict(st.cooldowns))
+        self._off: frozenset[str] = frozenset()  # local agents that cannot think (AgentsOff): never woken
+        self._off_why = ""
         # per-agent wake rows of before (wake:<agent>): honoured for every kind until they end
         self._legacy = any(k.startswith("wake:") and cooldown_parts(k)["kind"] == "*" for k in st.cooldowns)
         self.queues = PendingQueues(cfg, self.record)
@@ -152,11 +156,14 @@ class Reactor:
                 after.lease_refused(x)
             elif isinstance(x, Settled):
                 self._settle(x)
+            elif isinstance(x, AgentsOff):
+                self._off, self._off_why = frozenset(x.agents), x.why
             else:
                 raise TypeError(f"not a reactor input: {type(x).__name__}")
         for e in after.due_self_checks():
             self._ingest(e, canonical=True)
         self.queues.expire()
+        self._drain_off()
         self._plan()
         after.due_checks()
         self._prune_seen()
@@ -225,6 +232,8 @@ class Reactor:
             self.after_run.escalate(cid, e)
         elif kind == "operator":
             self.after_run.to_operator(cid, e, rule)
+        elif kind == "wake" and target in self._off:
+            self._agent_off(e, rule)
         elif kind == "digest":
             self.queues.add(e, now, routed)
             rec.status(key, "digest")
@@ -253,6 +262,27 @@ class Reactor:
         if not self._is_local(target):
             return "digest", self.cfg.coordinator, rule.name, f"{target} is not an agent of this node"
         return "wake", target, rule.name, ""
+
+    # ---- agents that cannot think (agent_off.py) ---------------------------------------------
+    def _agent_off(self, e: Event, rule: str) -> None:
+        """A signal that would wake an agent that is off: a line for the person, or nothing."""
+        rec, key = self.record, e.dedupe_key
+        tell, why = agent_off.for_person(e)
+        rec.status(key, "done")
+        if tell:
+            rec.step.for_person.append(e)
+        rec.decide(key, "to_person" if tell else "agent_off", rule, f"{self._off_why}: {why}")
+
+    def _drain_off(self) -> None:
+        """The wakeable events pending for an agent that went off (at start with no LLM, or its LLM
+        removed): each as a new one would be (``_agent_off``). O(its pending), once."""
+        queues = self.queues
+        for agent in self._off.intersection(queues.wakeable_targets()):
+            for e in queues.of(agent, len(queues)):
+                meta = queues.meta(e.dedupe_key)
+                if meta is not None and meta[2] and queues.take(e.dedupe_key) is not None:
+                    self.record.undecided.discard(e.dedupe_key)
+                    self._agent_off(e, meta[1])
 
     # ---- time-driven -------------------------------------------------------------------------
     def _prune_seen(self) -> None:

@@ -133,7 +133,8 @@ def _target(e: Event, status: str, cfg: ReactorConfig) -> str:
 
 def save_step(db: Database, step: Step, now_ms: int, *, retention_days: float = 30.0) -> None:
     """Write one step in one transaction: new events, decisions (not duplicates), event statuses
-    and sightings, jobs, cooldowns, failures, escalation rows; then prune what retention allows."""
+    and sightings, jobs, cooldowns, failures, escalation rows, the person's lines (``for_person``);
+    then prune what retention allows."""
     with db.transaction() as conn:
         _write_step(conn, step, now_ms)
         prune(conn, now_ms, retention_days=retention_days)
@@ -187,6 +188,11 @@ def _write_step(conn: sqlite3.Connection, step: Step, now_ms: int) -> None:
         " sent_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
         [(x.key, x.agent, x.to_id, x.level, x.event_key, x.event_type, x.subject, x.text, x.job_id, x.at_ms)
          for x in step.escalations])
+    conn.executemany(
+        "INSERT INTO reactor_person_lines (event_key, agent, event_type, subject, summary, refs, at_ms, created_ms)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING",
+        [(e.dedupe_key, e.agent, e.event_type, e.subject, e.summary, json.dumps(dict(e.refs), sort_keys=True),
+          e.at_ms, now_ms) for e in step.for_person])
 
 
 def _job_values(j: WakeJob) -> tuple:
@@ -221,6 +227,9 @@ def prune(conn: sqlite3.Connection, now_ms: int, *, retention_days: float) -> di
         f" status NOT IN {_OPEN} LIMIT ?)", (cutoff, PRUNE_BATCH)).rowcount
     out["escalations"] = conn.execute(
         "DELETE FROM reactor_escalations WHERE key IN (SELECT key FROM reactor_escalations WHERE sent_ms < ?"
+        " LIMIT ?)", (cutoff, PRUNE_BATCH)).rowcount
+    out["person_lines"] = conn.execute(  # read by the person; unread ones wait for them
+        "DELETE FROM reactor_person_lines WHERE id IN (SELECT id FROM reactor_person_lines WHERE read_ms < ?"
         " LIMIT ?)", (cutoff, PRUNE_BATCH)).rowcount
     out["cooldowns"] = conn.execute("DELETE FROM reactor_cooldowns WHERE until_ms <= ?", (now_ms,)).rowcount
     return out

@@ -33,10 +33,11 @@ from meshnode.engines.reactor.core import Reactor
 from meshnode.engines.reactor.report import parse_report
 from meshnode.base.config.reactor import ReactorConfig
 from meshnode.engines.reactor.types import (
-    Escalation, Event, LeaseRefused, RunEnded, Settled, Severity, TraceKind, TracesFound,
+    AgentsOff, Escalation, Event, LeaseRefused, RunEnded, Settled, Severity, TraceKind, TracesFound,
 )
 from meshnode.records.reactor import audit, cooldowns, leases, scans
 from meshnode.records import family
+from meshnode.records.mind import registry
 
 log = logging.getLogger("meshnode.engines.reactor")
 
@@ -119,6 +120,7 @@ class ReactorService:
         self._nursery: trio.Nursery | None = None
         self.last: dict = {}
         self.next_scan_ms: int | None = None
+        self.core_off: bool | None = None  # no LLM configured at the last scan (None: not looked yet)
 
     # --- running in the node -------------------------------------------------------------
 
@@ -247,25 +249,26 @@ class ReactorService:
             if not dry_run:
                 self._inputs += await self._settled(reactor, now)
             events = [*stored, *heard]
+            off = await self._agents_off()
             if dry_run:
-                summary = _summary(reactor.step(now, [*self._inputs, *events]), len(events))
+                summary = _summary(reactor.step(now, [off, *self._inputs, *events]), len(events))
                 summary["dry_run"] = True
                 self._inputs.extend(heard)  # heard once (liveness changes, plug-in lines): the next scan's
                 return summary
             try:
-                return await self._step(reactor, stored, heard, now, t0)
+                return await self._step(reactor, off, stored, heard, now, t0)
             except BaseException:  # the core may be ahead of the rows: the next scan reloads it from them
                 self.reactor = None
                 raise
 
-    async def _step(self, reactor: Reactor, stored: list, heard: list, now: int, t0: float) -> dict:
+    async def _step(self, reactor: Reactor, off: AgentsOff, stored: list, heard: list, now: int, t0: float) -> dict:
         """The step of one scan, written, then carried out. Until the step is written, what cannot be
         read again (run ends, traces, liveness changes, plug-in lines) is kept for the next scan;
         the adapters' events are read again from the store."""
         events = [*stored, *heard]
         kept, self._inputs = [*self._inputs, *heard], []
         try:
-            step = reactor.step(now, [*kept, *stored])
+            step = reactor.step(now, [off, *kept, *stored])
             summary = _summary(step, len(events))
             await self._contexts(step, reactor, now)
             await self.store.write(persist.save_step, step, now)
@@ -286,6 +289,21 @@ class ReactorService:
         self.metrics.set("reactor_scan_ms", took)
         summary["took_ms"] = took
         return summary
+
+    async def _agents_off(self) -> AgentsOff:
+        """This node's core is off while no main LLM is registered (core-outage mode with nothing
+        to try): its signals go to the person, one inbox line each, instead of waking it to fail
+        (``agent_off.py``). Read each scan: an LLM added later is used from the next scan on. An
+        LLM registered but failing is not "off": its wakes fail and escalate as they always did."""
+        off = not await self.store.read(registry.mains)
+        if off != self.core_off:
+            self.core_off = off
+            if off:
+                log.info("reactor: no LLM is configured: signals for the agent go to the person's inbox,"
+                         " one line each (add one with `meshnode llm add`)")
+            else:
+                log.info("reactor: an LLM is configured: signals wake the agent again")
+        return AgentsOff(frozenset({self.did}) if off else frozenset())
 
     async def _reactor(self, now: int) -> Reactor:
         """The core with its state, loaded from the tables at the first scan; re-given the alias
@@ -608,6 +626,7 @@ class ReactorService:
         """What ``reactor status`` shows, as the running node sees it."""
         stored = await self.store.read(audit.status, self.clock())
         return {**stored, "enabled": True, "node": "running", "core": "running" if self.cycle else "off",
+                "agent_off": bool(self.core_off),  # no LLM configured: signals go to the person's inbox
                 "last_scan": self.last or stored.get("last_scan"), "next_scan_ms": self.next_scan_ms,
                 "running_jobs": sorted(self._running), "holder": self.holder,
                 "liveness_tracked": len(self._tracked), "adapters": dict(self.plugin_runs),

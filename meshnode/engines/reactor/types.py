@@ -151,6 +151,16 @@ class Settled:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentsOff:
+    """The local agents that cannot think now (this node's core with no LLM configured), as the
+    driver found them before this step: a signal that would wake one goes to the person instead,
+    one line in the inbox (``agent_off.py``). Given each step; an empty set: every agent thinks."""
+
+    agents: frozenset[str]
+    why: str = "no LLM is configured"
+
+
+@dataclass(frozen=True, slots=True)
 class LeaseRefused:
     job_id: str
     holder: str
@@ -174,6 +184,7 @@ DECISION_ACTIONS = frozenset({
     "accepted", "duplicate", "noise", "unknown_agent", "woken", "coalesced", "held_cooldown",
     "held_budget", "routed_coordinator", "digest_only", "trace_ok", "trace_missing", "escalated",
     "escalation_capped", "expired", "report_mismatch", "interrupted", "skipped", "settled",
+    "to_person", "agent_off",  # the agent cannot think: a line for the person, or (their own signal) nothing
 })
 
 
@@ -187,7 +198,7 @@ class Decision:
     job_id: str | None = None
 
 
-Input = Union[Event, RunEnded, TracesFound, LeaseRefused, Settled]
+Input = Union[Event, RunEnded, TracesFound, LeaseRefused, Settled, AgentsOff]
 
 # held: waiting, held back by a wake cooldown or budget; dropped: taken out by its nudge cooldown
 # (design 6.2 item 2), never pending again
@@ -213,6 +224,7 @@ class Step:
     jobs: list[WakeJob] = field(default_factory=list)
     checks: list[TraceCheck] = field(default_factory=list)
     escalations: list[Escalation] = field(default_factory=list)
+    for_person: list[Event] = field(default_factory=list)  # one inbox line each (the agent cannot think)
     changed: StateDelta = field(default_factory=StateDelta)
 
     def escalation_batches(self) -> list[list[Escalation]]:

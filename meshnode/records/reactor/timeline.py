@@ -49,6 +49,8 @@ _DECISION_WORDS = {
     "trace_missing": "the agent left no trace of an answer", "interrupted": "the wake was interrupted",
     "escalated": "escalated", "escalation_capped": "no more escalations (the cap is reached)",
     "report_mismatch": "the agent's report did not match what it did",
+    "to_person": "told to you in the inbox (the agent has no LLM)",
+    "agent_off": "let pass (the agent has no LLM; nothing to tell you)",
 }
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from meshnode.faces.cli.parsers.commands import Commands
 
 commands = Commands("meshnode.faces.cli.inbox")
-KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation")  # records.inbox
+KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice")  # records.inbox
 
 
 def add_parsers(sub, common) -> None:
     p = sub.add_parser("inbox", parents=[common], help="what waits for you: confirmations, held A2A messages, held"
-                       " commands, drafts, escalations (newest first)",
+                       " commands, drafts, escalations, notices (newest first)",
                        description="Everything waiting for your decision, newest first, with the decisions each"
                        " takes; the web notebook shows the same at /inbox. Decide with `meshnode inbox decide KIND"
                        " REF DECISION` or the command each kind has (`confirm approve N`, `mind release N`...).")
