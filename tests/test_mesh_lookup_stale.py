@@ -17,8 +17,8 @@ from meshnode.net.mesh_lookup import Discovery
 
 
 class _ValueStore:
-    def remove(self, key):
-        return True
+    def __init__(self):
+        self.store = {}
 
 
 class _Validator:
@@ -454,3 +454,30 @@ async def test_a_push_of_the_record_a_peer_already_holds_is_acknowledged():
         for h in (pusher, holder):
             await h.close()
     assert told == [{holder.get_id()}, {holder.get_id()}]
+
+
+async def test_a_lookup_that_finds_nothing_keeps_the_copy_this_node_held(monkeypatch, autojump_clock):
+    """The local copy of a peer's announce is set aside while a lookup asks the mesh (else
+    get_value answers from it), and put back when the mesh had nothing: dropped for good, a dead
+    peer's announce was gone from every node that had looked it up ("Value not found" at each
+    later lookup, issue 35)."""
+    from meshnode.net.errors import NetError
+
+    owner = NodeKey.generate()
+    held = _announce(owner, now_ms(), 4001)
+    node = _node_where_nobody_has_it(monkeypatch)
+    raw_key = record_key(owner.did).encode()
+    node.dht.value_store.store[raw_key] = (held.to_bytes(), 0.0)
+    seen_during = []
+
+    async def nobody_has_it(dht, key, peers, enough=3, owner=None):
+        seen_during.append(raw_key in dht.value_store.store)
+        return []
+
+    monkeypatch.setattr(dht_direct, "get_value_from_peers", nobody_has_it)
+    try:
+        await node.lookup_announce(owner.did, cached=False)
+    except NetError:
+        pass
+    assert seen_during and not any(seen_during)  # the walk asked the mesh, not this node's own copy
+    assert node.dht.value_store.store[raw_key] == (held.to_bytes(), 0.0)

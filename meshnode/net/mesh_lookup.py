@@ -323,8 +323,17 @@ class Discovery:
 
     async def _walk_for_announce(self, did: str) -> Container:
         key = record_key(did)
-        if did != self.key.did:
-            self.dht.value_store.remove(key.encode())  # get_value answers from a local copy without asking
+        # get_value answers from a local copy without asking: set it aside for the walk, and put it
+        # back when the walk stored nothing newer. Dropped for good, a dead peer's announce was gone
+        # from every node that had looked it up, and each later lookup logged "Value not found".
+        kept = self.dht.value_store.store.pop(key.encode(), None) if did != self.key.did else None
+        try:
+            return await self._walk_without_local_copy(did, key)
+        finally:
+            if kept is not None:
+                self.dht.value_store.store.setdefault(key.encode(), kept)
+
+    async def _walk_without_local_copy(self, did: str, key: str) -> Container:
         if hasattr(self.dht, "peer_routing"):
             lookup_trace.trace_dht_requests(self.dht)
         trace = lookup_trace.CURRENT.get()
