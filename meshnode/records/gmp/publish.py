@@ -101,10 +101,23 @@ def task_audience(db, row: dict) -> list[str]:
     return [d for d in dict.fromkeys(people) if d][:MAX_WATCHERS]
 
 
+def _agreed(db, c: Container) -> list[str]:
+    """The offers and acceptances a version assigning someone cites (``related.agreed``), in order:
+    a participant that saw neither admits the version only after them (gmp.md 4.2)."""
+    out = []
+    for acceptance in c.related.get("agreed") or []:
+        with sql_errors("reading an acceptance"):
+            row = db.conn.execute("SELECT offer FROM gmp_entries WHERE did = ?", (acceptance,)).fetchone()
+        out += [row[0]] if row and row[0] else []
+        out.append(acceptance)
+    return out
+
+
 def push_task_version(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:
     """A new task version goes to its audience (``task_audience``: creator, assignees, the goal's
     participants) and its new assignees; a newcomer gets all it needs."""
     assignees = c.payload.get("assigned_to") or []
-    push.add([p for p in dict.fromkeys([*task_audience(db, row), *assignees]) if p not in newcomers], [c.did])
+    push.add([p for p in dict.fromkeys([*task_audience(db, row), *assignees]) if p not in newcomers],
+             [*_agreed(db, c), c.did])
     for peer in newcomers:
         push.add([peer], bundle(db, row["lineage"], extra=(c.did,)))
