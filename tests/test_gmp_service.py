@@ -55,7 +55,8 @@ def test_a_delegation_from_goal_to_completion_on_two_nodes(nodes):
     assert carry(nodes, a, goal) == [goal["did"]]
     task = service.task_add(a, A, T + 1, goal=short_container_id(goal["lineage"]), title="build adapter",
                             tags=["rust"], check_every_s=DAY // 1000)
-    assert task["push"] == []  # A created the goal: nobody else needs the new task yet
+    # the goal's participants get a new task at once, so that its steps pushed later can be admitted
+    assert task["push"] == [{"to": B.did, "dids": [task["did"]]}]
     offer = service.task_offer(a, A, T + 2, task=task["lineage"], candidates=[B.did])
     assert [p["to"] for p in offer["push"]] == [B.did]
     assert offer["push"][0]["dids"][-1] == offer["did"]  # the goal and the task come before the offer
@@ -297,3 +298,37 @@ def test_a_contested_task_goes_to_the_nominee_an_approved_vote_selects(nodes):
     assert status(b, task["lineage"])[:2] == ("pending", f'["{B.did}"]')
     shown = service.task_show(a, task=task["lineage"], now_ms=T + 10)
     assert "nomination" in {e["kind"] for e in shown["entries"]}
+
+
+def test_every_step_of_a_task_is_pushed_to_the_goals_participants_and_admitted_there(nodes):
+    """Issue 35, defect 6: a participant that neither created nor holds a task got its steps only
+    at the next sync, and only the latest. Now each version and progress entry goes to the goal's
+    participants at once (``task_audience``), and each step is kept: C sees the 40 % step."""
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="Ship the bridge", participants=[B.did, C.did])
+    carry(nodes, a, goal)
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="build adapter")
+    assert sorted(p["to"] for p in task["push"]) == sorted([B.did, C.did])
+    carry(nodes, a, task)
+    offer = service.task_offer(a, A, T + 2, task=task["lineage"], candidates=[B.did])
+    carry(nodes, a, offer)
+    accept = service.task_accept(b, B, T + 3, task=task["lineage"])
+    carry(nodes, b, accept)
+    assigned = service.on_admitted(a, A, T + 4, [accept["did"]])
+    assert C.did in [p["to"] for p in assigned["push"]]  # the assigning version too
+    carry(nodes, a, assigned)
+    assert status(c, task["lineage"])[1] == f'["{B.did}"]'
+    steps = []
+    for n, value in enumerate((0.4, 0.7)):
+        step = service.task_progress(b, B, T + 10 + n, task=task["lineage"], progress=value, summary=f"{value:.0%}")
+        assert sorted(p["to"] for p in step["push"]) == sorted([A.did, C.did])
+        assert carry(nodes, b, step, only=C.did) == [step["did"]]  # admitted by C at once
+        assert status(c, task["lineage"])[2] == value  # C sees this step, before any later one
+        steps.append(step["did"])
+    shown = service.task_show(c, task=task["lineage"], now_ms=T + 20)
+    assert [(e["did"], e["counted"]) for e in shown["entries"] if e["kind"] == "progress"] == \
+        [(d, True) for d in steps]  # kept, not collapsed
+    done = service.task_done(b, B, T + 30, task=task["lineage"])
+    assert C.did in [p["to"] for p in done["push"]]
+    carry(nodes, b, done, only=C.did)
+    assert status(c, task["lineage"])[0] == "completed"

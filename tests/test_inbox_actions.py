@@ -132,7 +132,7 @@ async def test_decisions_go_through_the_actions_that_decide_them(app):
     await dispatch(app, WEB, "inbox_decide", {"kind": "confirmation", "ref": made["reply"], "decision": "reject"})
     assert await dispatch(app, WEB, "inbox_count", {}) == {"total": 0, "by_kind": {
         "confirmation": 0, "a2a_message": 0, "held_command": 0, "draft": 0, "drafts_accepted": 0, "escalation": 0,
-        "notice": 0}}
+        "notice": 0, "task_unclaimed": 0}}
 
 
 async def test_a_decision_that_does_not_fit_its_item_is_refused(app):

@@ -211,3 +211,38 @@ def test_an_acceptance_not_reacted_to_is_taken_up_by_the_check(tmp_path):
         assert shown["assigned_to"] == [b.did]
 
     run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_a_dead_holders_task_goes_to_the_goals_participants_and_its_owner_is_told_when_nobody_takes_it(tmp_path):
+    """Issue 35, defect 5: with no peer announcing the task's tags, a task taken back from a dead
+    holder stayed unassigned and nobody was told. Now it is offered to the goal's participants
+    (all at once, never the removed holder); while nobody holds it past the bound, the goal's
+    owner finds it in the inbox, and can abandon it from there."""
+    from meshnode.domain.gmp.reoffer import UNCLAIMED_AFTER_MS
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await command(gmp, "goal_add", {"title": "g", "participants": [b.did, c.did]}))["lineage"]
+        task = (await command(gmp, "task_add", {"goal": goal, "title": "t", "tags": ["nobody-has-this"]}))["lineage"]
+        await command(gmp, "task_assign", {"task": task, "candidates": [b.did]})
+        accept = await store.write(lambda db: service.task_accept(db, b, clock[0] + 1, task=task))
+        await gmp._react([accept["did"]])
+        assert (await store.read(lambda db: service.task_show(db, task=task, now_ms=clock[0])))["assigned_to"] == [b.did]
+        await store.write(dead, b.did, clock[0])
+        clock[0] += 11_000  # past the grace
+        mesh.pushed.clear()
+        result = await gmp.check()
+        assert [(r["removed"], r["why"]) for r in result["reassigned"]] == [([b.did], "reassigned_dead")]
+        assert [(o["task"], o["to"]) for o in result["offered"]] == [(task, [c.did])]  # not by interest
+        offer = result["offered"][0]["offer"]
+        assert any(to == c.did and dids[-1] == offer for to, dids in mesh.pushed)
+        assert (await command(gmp, "inbox_count", {}))["by_kind"]["task_unclaimed"] == 0  # not yet past the bound
+        clock[0] += UNCLAIMED_AFTER_MS
+        listed = await command(gmp, "inbox", {})
+        told = [i for i in listed["items"] if i["kind"] == "task_unclaimed"]
+        assert [i["ref"] for i in told] == [task] and listed["count"]["by_kind"]["task_unclaimed"] == 1
+        assert "nobody took task \"t\"" in told[0]["summary"] and b.did not in told[0]["summary"]
+        decided = await command(gmp, "inbox_decide", {"kind": "task_unclaimed", "ref": task, "decision": "abandon"})
+        assert decided["result"]["status"] == "abandoned" and decided["count"]["by_kind"]["task_unclaimed"] == 0
+
+    run_with_node(tmp_path, lambda b, c: {}, body)

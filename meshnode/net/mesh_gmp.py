@@ -12,9 +12,11 @@ The service decides what to sign; this class carries it out on the network
   acceptance), and one held aside as pending has its missing containers
   fetched from the peer that sent it;
 * every ``check_seconds``: tasks whose holder is dead past the grace (or
-  overdue) are taken back (``service.reassign_stale``) and offered again to
-  peers found by the task's tags, never the removed holder; offers without a
-  receipt after ``receipt_seconds`` are pushed again, twice at most.
+  overdue) are taken back (``service.reassign_stale``) and offered again: to the
+  goal's participants first (``domain.gmp.reoffer``), else to peers found by the
+  task's tags, never the removed holder; offers without a receipt after
+  ``receipt_seconds`` are pushed again, twice at most. A task nobody takes is
+  listed in the goal owner's inbox (``records.inbox``, kind ``task_unclaimed``).
 
 Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
 a test can drive it with fakes. Pushes run in its own nursery: an action waits
@@ -32,6 +34,7 @@ import trio
 
 from meshnode.base.container import now_ms
 from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp import reoffer
 from meshnode.net import mesh_gmp_queries as q
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.liveness import Liveness
@@ -355,24 +358,32 @@ class MeshGmp:
         return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}
 
     async def _offer_again(self, now: int) -> list[dict]:
-        """Offer each task taken back to the best peer its tags find, never a holder it was taken
-        from; a task nobody can take yet is tried again at the next check (and listed by ``task due``)."""
+        """Offer each task taken back to the goal's participants (all in one offer, the first to
+        accept takes it), else to the best peer its tags find; never to a holder it was taken from.
+        A task nobody can take yet is tried again at the next check (and listed by ``task due``;
+        past ``reoffer.UNCLAIMED_AFTER_MS`` in the goal owner's inbox)."""
         offered = []
+        liveness = None
         for task, removed in await self.store.read(q.taken_back, self.key.did, now, REOFFERS_PER_CHECK):
-            tags = await self.store.read(q.task_tags, task)
-            found = await self.candidates(task, tags, exclude=removed)
+            if liveness is None:
+                liveness = await self.liveness()
+            people = await self.store.read(q.goal_people, task)
+            found, selection = reoffer.participants_first(self.key.did, people, removed, liveness), "direct"
+            if not found:
+                tags = await self.store.read(q.task_tags, task)
+                found, selection = (await self.candidates(task, tags, exclude=removed))[:1], "interest"
             if not found:
                 self.metrics.inc("gmp_no_candidates")
                 continue
             try:
-                result = await self.write("task_offer", {"task": task, "candidates": found[:1],
-                                                         "selection": "interest",
+                result = await self.write("task_offer", {"task": task, "candidates": found, "selection": selection,
                                                          "expires_s": int(self.settings.offer_s)})
             except MeshnodeError as exc:
                 log.info("offering task %s again: %s", task, exc.reason)
                 self.metrics.inc("gmp_reoffer_failed", code=exc.code)
                 continue
-            offered.append({"task": task, "to": found[:1], "offer": result.get("did")})
+            self.metrics.inc("gmp_reoffered", to="participants" if selection == "direct" else "interest")
+            offered.append({"task": task, "to": found, "offer": result.get("did")})
         return offered
 
     async def _retry_offers(self, now: int) -> list[tuple[str, str]]:

@@ -34,6 +34,15 @@ def task_tags(db: Database, task: str) -> list[str]:
     return _json_list(row[0]) if row else []
 
 
+def goal_people(db: Database, task: str) -> list[str]:
+    """The creator and participants of a task's goal (by the task's lineage), for offering a task
+    taken back to those who work on the goal first; [] when the task or goal is not held."""
+    with sql_errors("reading a goal's participants"):
+        row = db.conn.execute("SELECT g.creator_did, g.participants FROM tasks t JOIN goals g"
+                              " ON g.lineage = t.goal_lineage WHERE t.lineage = ?", (task,)).fetchone()
+    return [row[0], *_json_list(row[1])] if row and row[0] else []
+
+
 def candidate_facts(db: Database, dids: list[str]) -> dict[str, tuple[float, int]]:
     """DID -> (trust, open tasks it holds in this node's view), for ranking candidates."""
     if not dids:

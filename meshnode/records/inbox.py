@@ -1,7 +1,9 @@
 """What waits for the person, read in one place (issue 34, item 1): the agent's confirmation
 requests, the unknown A2A parties' held messages, the commands the validators held, the agent's
-open drafts, the reactor's escalations to the person, and the notices of what would have woken
-the agent while it cannot think (no LLM configured: one plain line each, ``reactor.person_lines``).
+open drafts, the reactor's escalations to the person, the notices of what would have woken the
+agent while it cannot think (no LLM configured: one plain line each, ``reactor.person_lines``), and
+the tasks of the person's goals that nobody took after they were taken back from a dead or overdue
+holder (issue 35, defect 5).
 
 Each is an item in words: ``kind``, ``id`` (``<kind>:<ref>``, ``ref`` being what the kind's own
 action takes), who asks and what (names, never bare DIDs), when, the chat thread or A2A context
@@ -18,13 +20,15 @@ from __future__ import annotations
 import json
 import re
 
+from meshnode.domain.gmp import reoffer
 from meshnode.records.a2a import held_queue
 from meshnode.records.gate.person import SESSION as AGENT_SESSION
 from meshnode.records.reactor import person_lines
 from meshnode.store import chat, speakers
 from meshnode.store.database import Database, sql_errors
 
-KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice")
+KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice",
+         "task_unclaimed")
 # kind -> its decisions: (name, label, whether it discards); the labels are what a person reads on a button
 ACTIONS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "confirmation": (("approve", "Approve", False), ("reject", "Reject", True)),
@@ -34,6 +38,7 @@ ACTIONS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "drafts_accepted": (("commit", "Write them (commit)", False),),
     "escalation": (("dismiss", "Mark read", False),),
     "notice": (("dismiss", "Mark read", False),),
+    "task_unclaimed": (("abandon", "Abandon the task", True),),
 }
 ESCALATION_TOPIC = "reactor-escalation"
 OPERATOR = "operator"  # an escalation's to_id when it is for the person (engines.reactor.escalate.OPERATOR)
@@ -43,8 +48,9 @@ MAX_ITEMS = 500
 _DID = re.compile(r"did:key:z[1-9A-HJ-NP-Za-km-z]{20,60}")  # an agent's DID (base.identity.did)
 
 
-def count(db: Database, now_ms: int) -> dict:
-    """How many items wait, by kind, and ``total``: indexed counts, no row read in full."""
+def count(db: Database, now_ms: int, own_did: str | None = None) -> dict:
+    """How many items wait, by kind, and ``total``: indexed counts, no row read in full
+    (``own_did``: this node's, whose goals' unclaimed tasks count; None counts none)."""
     q = db.conn.execute
     with sql_errors("counting what waits for the person"):
         confirmations = dict(q("SELECT session = ?, count(*) FROM gate_confirmations WHERE status = 'pending'"
@@ -59,7 +65,8 @@ def count(db: Database, now_ms: int) -> dict:
     by_kind = {"confirmation": confirmations.get(0, 0), "a2a_message": confirmations.get(1, 0),
                "held_command": held, "draft": drafts.get("pending", 0),
                "drafts_accepted": 1 if drafts.get("accepted") else 0, "escalation": escalations,
-               "notice": person_lines.unread_count(db)}
+               "notice": person_lines.unread_count(db),
+               "task_unclaimed": len(_unclaimed_rows(db, own_did, now_ms))}
     return {"total": sum(by_kind.values()), "by_kind": by_kind}
 
 
@@ -71,6 +78,7 @@ def items(db: Database, own_did: str | None, now_ms: int, drafts: list[dict] | N
     with sql_errors("reading what waits for the person"):
         out = _confirmations(db, now_ms, names) + _held(db, names) + _escalations(db, names)
         out += _notices(db, names)
+        out += _unclaimed(db, own_did, now_ms, names)
         out += _drafts(db, drafts or [])
     if thread is not None:
         out = [i for i in out if i["thread"] == thread]
@@ -202,6 +210,44 @@ def _notice_who(refs: dict, names: "_Names") -> str:
 def _note_text(db: Database, container_did: str) -> str | None:
     row = db.conn.execute("SELECT text FROM notes WHERE container_did = ?", (container_did,)).fetchone()
     return row[0] if row is not None and isinstance(row[0], str) else None
+
+
+def _unclaimed_rows(db: Database, own_did: str | None, now_ms: int) -> list[tuple]:
+    """Tasks of this node's goals (or created by it) taken back from their holder and still unheld
+    past the bound (``domain.gmp.reoffer.unclaimed``): (lineage, title, goal title, taken back at ms)."""
+    if own_did is None:
+        return []
+    marks = ",".join("?" * len(reoffer.TAKEN_BACK))
+    rows = db.conn.execute(
+        "SELECT t.lineage, t.name, g.name, t.timestamp_ms, t.status, t.reason, t.assigned_to FROM tasks t"
+        f" JOIN goals g ON g.lineage = t.goal_lineage WHERE t.status = 'pending' AND t.reason IN ({marks})"
+        " AND (g.creator_did = ? OR t.creator_did = ?) ORDER BY t.timestamp_ms LIMIT ?",
+        (*reoffer.TAKEN_BACK, own_did, own_did, MAX_ITEMS)).fetchall()
+    return [(lin, title, goal, at) for lin, title, goal, at, status, reason, holders in rows
+            if reoffer.unclaimed(status, reason, _json_list(holders), at or 0, now_ms)]
+
+
+def _unclaimed(db: Database, own_did: str | None, now_ms: int, names: "_Names") -> list[dict]:
+    out = []
+    for lineage, title, goal, at in _unclaimed_rows(db, own_did, now_ms):
+        removed = [r[0] for r in db.conn.execute(
+            "SELECT DISTINCT assignee FROM task_holders WHERE lineage = ? AND ended IN (?, ?) ORDER BY assignee",
+            (lineage, *reoffer.TAKEN_BACK))]
+        whom = ", ".join(names.peer(d) for d in removed) or "its holder"
+        out.append(_item("task_unclaimed", lineage, "goals",
+                         f"nobody took task \"{speakers.clean(title or '')}\" (goal \"{speakers.clean(goal or '')}\")"
+                         f" after it was taken back from {whom}", at,
+                         detail=f"Offer it to someone: meshnode task assign {lineage} --to NAME\n"
+                                f"or abandon it here.", task=lineage))
+    return out
+
+
+def _json_list(text) -> list:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 class _Names:

@@ -3,10 +3,10 @@
 
 The inbox decides nothing of its own: ``inbox_decide`` maps an item's kind and decision onto the
 action that already decides it (``confirm_decide``, ``mind_release``/``mind_drop``,
-``drafts_decide``/``drafts_commit``, ``note_read``), called with the same actor, so the checks,
-records and effects are those of the CLI's ``meshnode confirm approve`` and the rest (a
-``notice``, the reactor's line while the agent cannot think, is only ever decided here: read). All three
-are the person's alone: the list holds outsiders' held messages and records which drafts the
+``drafts_decide``/``drafts_commit``, ``note_read``, ``task_update`` for an unclaimed task), called
+with the same actor, so the checks, records and effects are those of the CLI's ``meshnode confirm
+approve`` and the rest (a ``notice``, the reactor's line while the agent cannot think, is only ever
+decided here: read). All three are the person's alone: the list holds outsiders' held messages and records which drafts the
 person was shown (an accept takes only what was shown).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from meshnode.app.actions import gate, mind, notes
+from meshnode.app.actions import gate, gmp, mind, notes
 from meshnode.app.actor import Actor, decided_by
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
@@ -50,13 +50,17 @@ async def inbox(app: App, actor: Actor, thread: str | None = None, limit: int = 
         items = await app.store.write(_listing, app.jail, own, now, None, limit)
     else:  # a conversation's items (drafts belong to none): a read
         items = await app.store.read(records.items, own, now, None, thread=thread, limit=limit)
-    return {"items": items, "count": await app.store.read(records.count, now)}
+    return {"items": items, "count": await app.store.read(records.count, now, own)}
 
 
 async def inbox_count(app: App, actor: Actor) -> dict:
     """How many items wait: ``{total, by_kind}`` (a few indexed counts)."""
     decided_by(actor, "reads their inbox")
-    return await app.store.read(records.count, app.clock())
+    return await app.store.read(records.count, app.clock(), _own(app))
+
+
+def _own(app: App) -> str | None:
+    return app.key.did if app.key is not None else None
 
 
 def _number(ref) -> int:
@@ -100,10 +104,14 @@ async def inbox_decide(app: App, actor: Actor, kind: str, ref: str | int, decisi
         result = await gate.drafts_commit(app, actor, "accepted in the inbox")
     elif kind == "notice":  # a line of its own (no action decides it elsewhere): read
         result = await app.store.write(person_lines.mark_read, _number(ref), app.clock())
+    elif kind == "task_unclaimed":  # abandon: the task's creator's own move (gmp.md 3.2)
+        if not isinstance(ref, str) or not ref.startswith("did:") or len(ref) > 200:
+            raise MeshnodeError("bad_arguments", "an unclaimed task's ref is its lineage DID")
+        result = await gmp.task_update(app, actor, ref, status="abandoned")
     else:  # escalation: its note, read
         if not isinstance(ref, str) or not ref.startswith("did:") or len(ref) > 200:
             raise MeshnodeError("bad_arguments", "an escalation's ref is its note's DID")
         note = await notes.note_read(app, actor, ref)
         result = {"read": note.get("did", ref) if isinstance(note, dict) else ref}
     return {"kind": kind, "ref": ref, "decision": decision, "result": result,
-            "count": await app.store.read(records.count, app.clock())}
+            "count": await app.store.read(records.count, app.clock(), _own(app))}

@@ -5,13 +5,16 @@ actions of ``gmp.service`` and the node's own reactions in ``gmp.reactions``.
 
 from __future__ import annotations
 
+import json
+
 from meshnode.base.container import Container, format_ms, parse_ms
 from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import TASK_TERMINAL, bundle, shown
-from meshnode.store.database import Database
+from meshnode.store.database import Database, sql_errors
 
 DAY_S = 86_400
 DEFAULT_CHECK_S = DAY_S  # a held task says when it is looked at next: by default a day on
+MAX_WATCHERS = 64  # peers a task's versions and steps are pushed to at once; sync carries them to the rest
 
 
 class Push:
@@ -80,9 +83,41 @@ def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()
     return publish(db, c, now_ms, asked_by), row
 
 
+def task_audience(db, row: dict) -> list[str]:
+    """Who gets a task's versions and steps (progress entries) at once (gmp.md 6.3): its creator,
+    its assignees, and its goal's creator and participants, so that everyone working on the goal
+    sees each step within seconds, not at the next sync. Sync still carries everything to the
+    goal's whole audience (``store.sharing``); a receiver admits a push as it admits anything."""
+    people = [row["creator_did"], *row["assigned_to"]]
+    with sql_errors("reading a goal's participants"):
+        goal = db.conn.execute("SELECT creator_did, participants FROM goals WHERE lineage = ?",
+                               (row["goal_lineage"],)).fetchone()
+    if goal is not None:
+        try:
+            named = json.loads(goal[1]) if goal[1] else []
+        except ValueError:
+            named = []
+        people += [goal[0], *(d for d in named if isinstance(d, str))] if isinstance(named, list) else [goal[0]]
+    return [d for d in dict.fromkeys(people) if d][:MAX_WATCHERS]
+
+
+def _agreed(db, c: Container) -> list[str]:
+    """The offers and acceptances a version assigning someone cites (``related.agreed``), in order:
+    a participant that saw neither admits the version only after them (gmp.md 4.2)."""
+    out = []
+    for acceptance in c.related.get("agreed") or []:
+        with sql_errors("reading an acceptance"):
+            row = db.conn.execute("SELECT offer FROM gmp_entries WHERE did = ?", (acceptance,)).fetchone()
+        out += [row[0]] if row and row[0] else []
+        out.append(acceptance)
+    return out
+
+
 def push_task_version(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:
-    """A new task version goes to its assignees and its creator; a newcomer gets all it needs."""
+    """A new task version goes to its audience (``task_audience``: creator, assignees, the goal's
+    participants) and its new assignees; a newcomer gets all it needs."""
     assignees = c.payload.get("assigned_to") or []
-    push.add([row["creator_did"], *(a for a in assignees if a not in newcomers), *row["assigned_to"]], [c.did])
+    push.add([p for p in dict.fromkeys([*task_audience(db, row), *assignees]) if p not in newcomers],
+             [*_agreed(db, c), c.did])
     for peer in newcomers:
         push.add([peer], bundle(db, row["lineage"], extra=(c.did,)))

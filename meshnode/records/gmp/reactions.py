@@ -181,6 +181,6 @@ def reassign_stale(db, key, now_ms, *, liveness: dict, dead_grace_ms: int) -> di
         if not left:
             changes.update(status="pending", next_check_at=None)
         c, row = publish_task_version(db, key, now_ms, row, changes)
-        push.add([*removed, *left], [c.did])
+        push_task_version(push, db, row, c)  # the removed holders too: they held it in ``row``
         out.append({"task": lin, "removed": removed, "why": why, "did": c.did, "tags": row["tags"]})
     return {"reassigned": out, "push": push.result()}

@@ -20,7 +20,8 @@ from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show, decided_basis)
-from meshnode.records.gmp.publish import DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version
+from meshnode.records.gmp.publish import (DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version,
+                                          task_audience)
 from meshnode.records.gmp.reactions import on_admitted as _on_admitted
 from meshnode.records.gmp.reactions import reassign_stale as _reassign_stale
 from meshnode.store import lineage as lineage_index
@@ -165,7 +166,7 @@ def _abandon_tasks(db, key, now_ms, goal_lineage: str, push: Push, asked_by=None
     for lin in open_tasks:
         c, row = publish_task_version(db, key, now_ms, task_row(db, lin), {"status": "abandoned", "reason": "abandoned"},
                                       asked_by=asked_by)
-        push.add(row["assigned_to"], [c.did])
+        push_task_version(push, db, row, c)
     return open_tasks
 
 
@@ -216,7 +217,7 @@ def task_add(db, key, now_ms, *, goal, title, description=None, parent=None, dep
                               depends_on=depends_on, see_also=tuple(see_also), tags=tuple(tags or ())), now_ms,
                 asked_by)
     push = Push(key.did)
-    push.add([g["creator_did"]], [c.did])
+    push.add([g["creator_did"], *g["participants"]], [c.did])  # those working on the goal see it at once
     return {"did": c.did, "lineage": c.did, "goal": goal_lineage, "status": "pending", "push": push.result()}
 
 
@@ -471,7 +472,7 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
                                now_ms=now_ms, about=lineage, summary=_text(summary, "the summary", 4096) if summary
                                else None), now_ms, asked_by)
     push = Push(key.did)
-    push.add([row["creator_did"], *row["assigned_to"]], [e.did])
+    push.add(task_audience(db, row), [e.did])  # every step, to all who work on the goal (gmp.md 6.3)
     out = {"did": e.did, "lineage": lineage, "progress": value}
     if check_in:
         changes = {"progress": value, "reason": "check_in",
@@ -507,7 +508,7 @@ def task_done(db, key, now_ms, *, task, summary=None, failed=False, asked_by=Non
         changes["notes"] = _text(summary, "the summary", 65536)
     c, row = publish_task_version(db, key, now_ms + (1 if versions else 0), row, changes, asked_by=asked_by)
     versions.append(c.did)
-    push.add([row["creator_did"], *row["assigned_to"]], versions)
+    push.add(task_audience(db, row), versions)
     return {"did": c.did, "lineage": lineage, "status": end, "versions": versions, "push": push.result()}
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from meshnode.faces.cli.parsers.commands import Commands
 
 commands = Commands("meshnode.faces.cli.inbox")
-KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice")  # records.inbox
+KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice",
+         "task_unclaimed")  # records.inbox
 
 
 def add_parsers(sub, common) -> None:
