@@ -5,8 +5,9 @@ only and never sent), the name it **announced** (``agent_peers.name``, or ``iden
 node itself), and its **short id** (``key:`` and 8 characters, ``short_ids.short_agent_id``) when it
 has neither. An announced name is the peer's own claim: it is cleaned (``speakers.clean``), ignored
 when it looks like a DID or a short id, and shown with the short id after it when another agent
-here goes by the same name (announced or as a petname, whatever the case), so two "bob"s never look
-like one. ``display`` is what every face prints; the resolver that reads names back is
+here goes by the same name (a petname, or the announced name of an agent the person has not
+renamed; whatever the case), so two "bob"s never look like one, and a name shown bare is one the
+resolver reads back as that agent. ``display`` is what every face prints; the resolver that reads names back is
 ``short_ids.resolve_agent``.
 """
 
@@ -61,7 +62,7 @@ def known(db: Database, own_did: str | None = None) -> dict[str, Name]:
         announced.setdefault(did, None)
     holders: dict[str, set[str]] = {}
     for did, name in announced.items():
-        if name is not None:
+        if name is not None and did not in pets:  # renamed by the person: its own name no longer competes
             holders.setdefault(name.casefold(), set()).add(did)
     for did, pet in pets.items():
         holders.setdefault(pet.casefold(), set()).add(did)

@@ -90,11 +90,12 @@ def resolve_agent(db: Database | None, text: str) -> str:
         rows = db.conn.execute("SELECT did FROM petnames WHERE petname = ?", (text,)).fetchall()
         if rows:
             return rows[0][0]
-        rows = db.conn.execute("SELECT id FROM agent_peers WHERE name = ? COLLATE NOCASE UNION"
-                               " SELECT id FROM identity WHERE name = ? COLLATE NOCASE LIMIT ?",
-                               (text, text, MAX_CANDIDATES + 1)).fetchall()
-        if rows:
-            return _one(rows, text, "agent")
+        rows = db.conn.execute("SELECT id, id IN (SELECT did FROM petnames) FROM (SELECT id FROM agent_peers WHERE"
+                               " name = ? COLLATE NOCASE UNION SELECT id FROM identity WHERE name = ? COLLATE NOCASE)"
+                               " LIMIT 1000", (text, text)).fetchall()
+        if rows:  # the announced name of an agent the person renamed counts only when no other has it
+            plain = [r for r in rows if not r[1]]
+            return _one((plain or rows)[:MAX_CANDIDATES + 1], text, "agent")
         body = text[4:] if text.startswith("key:") else text
         if not _B58.fullmatch(body or "0") or len(body) < MIN_SHORT:
             raise ShortIdError("bad_id", f"{text!r} names no agent: it is not a DID (did:key:...), a petname, a known name,"
@@ -108,7 +109,7 @@ def resolve_agent(db: Database | None, text: str) -> str:
 
 def _one(rows: list, text: str, noun: str) -> str:
     if not rows:
-        kind = "a DID, nor the name or short id" if noun == "agent" else "a DID, nor the short id"
+        kind = "a DID, nor the petname, name or short id" if noun == "agent" else "a DID, nor the short id"
         raise ShortIdError("not_found", f"{text!r} names no {noun}: it is not {kind} of one known here")
     if len(rows) > 1:
         if noun != "agent":

@@ -107,9 +107,11 @@ _full_dids = False  # --did: every agent printed by its whole DID
 
 
 def show_dids(on: bool) -> None:
-    """``--did``: ``who`` prints whole DIDs (set once, from the command line)."""
+    """Before each command (``cli._run``): ``--did`` or not (``who`` then prints whole DIDs), and
+    no names read yet (a command in a test's process never sees the previous one's)."""
     global _full_dids
     _full_dids = bool(on)
+    _shown.clear()
 
 
 def load_names(config) -> dict[str, str]:

@@ -239,7 +239,7 @@ def cmd_friend(args) -> int:
 
 
 def cmd_friend_list(args) -> int:
-    """Friends by name (``--did``: whole DIDs first); ``--json``: ``[{did, name}]``."""
+    """Friends by name, in its order (``--did``: whole DIDs first); ``--json``: ``[{did, name}]``."""
     config = _config(args)
     dids = act(config, "friends", {})
     if args.json:
@@ -247,7 +247,7 @@ def cmd_friend_list(args) -> int:
         return 0
     if dids:
         load_names(config)
-    print_rows(args, dids, agent_line)
+    print_rows(args, sorted(dids, key=lambda d: name_of(d).casefold()), agent_line)
     return 0
 
 
