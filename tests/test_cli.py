@@ -160,7 +160,8 @@ def test_note_add_and_list(home, run_cli):
     refused = run_cli("--home", home, "note", "add", "too early", "--audience", "friends")
     assert "friend add" in one_error_line(refused)  # a friends note needs friends to go to
     assert run_cli("--home", home, "friend", "add", FRIEND_DID).returncode == 0
-    assert run_cli("--home", home, "friend", "list").stdout.split() == [FRIEND_DID]
+    assert run_cli("--home", home, "friend", "list").stdout.split() == ["key:iTBz1ymu"]  # no name: its short id
+    assert run_cli("--home", home, "friend", "list", "--did").stdout.split() == [FRIEND_DID, "key:iTBz1ymu"]
     did = add_note(run_cli, home, text, "--topic", "t", "--tags", "a,b", "--audience", "friends")
 
     listed = run_cli("--home", home, "note", "list", "--json")

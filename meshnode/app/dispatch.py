@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, inbox, knowledge,
-                                  llm, meshconsensus, mind, node_status, notes, peers, reactor, reputation)
+                                  llm, meshconsensus, mind, names, node_status, notes, peers, reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
@@ -163,6 +163,11 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            " agent's prompt", signs=False),
     # pages made for reading (issue 34): the reactor's wakes told in words
     Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
+    # names (issue 35): what the person calls agents, shown wherever a DID was
+    Action("names", names.names, "every agent known here with what it is called (petname, announced name)",
+           signs=False),
+    Action("name_set", names.name_set, "give an agent a petname, on this node only", signs=False),
+    Action("name_unset", names.name_unset, "forget an agent's petname", signs=False),
 )}
 
 

@@ -25,6 +25,7 @@ from meshnode.records.a2a import held_queue
 from meshnode.records.gate.person import SESSION as AGENT_SESSION
 from meshnode.records.reactor import person_lines
 from meshnode.store import chat, speakers
+from meshnode.store import names as store_names
 from meshnode.store.database import Database, sql_errors
 
 KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice",
@@ -255,15 +256,14 @@ class _Names:
 
     def __init__(self, db: Database, own_did: str | None):
         self.db, self.own = db, own_did
-        self._peers: dict[str, str | None] = {}
+        self._peers: dict[str, str] | None = None
 
     def peer(self, did: str) -> str:
         if did == self.own:
             return "this node"
-        if did not in self._peers:
-            row = self.db.conn.execute("SELECT name FROM agent_peers WHERE id = ?", (did,)).fetchone()
-            self._peers[did] = speakers.clean(row[0]) if row and row[0] else None
-        name = self._peers[did]
+        if self._peers is None:
+            self._peers = store_names.named(self.db, own_did=self.own)  # petnames, then announced names
+        name = self._peers.get(did)
         return f"\"{name}\"" if name else f"an unnamed peer (…{did[-8:]})"
 
     def agent(self, agent: str) -> str:

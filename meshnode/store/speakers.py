@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 MAX_LABEL = 64
 MAX_ID = 160
-# the provenance row and the peer's name of a note row ``n`` (a LEFT JOIN and columns, in this order)
+# the provenance row and the peer's name (the person's petname for it first) of a note row ``n`` (a LEFT JOIN and columns, in this order)
 JOIN = "LEFT JOIN provenance pr ON pr.container_did = n.container_did"
 COLUMNS = ("pr.kind, pr.via, pr.actor_id, pr.label, n.agent_did,"
-           " (SELECT name FROM agent_peers ap WHERE ap.id = n.agent_did)")
+           " COALESCE((SELECT petname FROM petnames pn WHERE pn.did = n.agent_did),"
+           " (SELECT name FROM agent_peers ap WHERE ap.id = n.agent_did))")
 N_COLUMNS = 6
 CONVERSATION = ("person", "a2a")  # whose messages are conversations with the agent (reply_to answers them)
 OWN = ("node", "agent")  # this node's own notices and notes

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Callable
 
 from meshnode.store import chat
+from meshnode.store import names as store_names
 from meshnode.records import knowledge
 from meshnode.app.actor import Actor, signed_source
 from meshnode.app.context import App
@@ -103,9 +104,13 @@ async def spread(app: App, note: Container, written_ms: int) -> None:
 async def notes(app: App, actor: Actor, limit: int = 20, before: str | None = None, query: str | None = None,
                 unread: bool | None = None, source: str | None = None, topic: str | None = None) -> list[dict]:
     """A page of notes, newest first, each saying who asked for it (``asked_kind``, ``asked_via``...;
-    filters: Database.recent_notes)."""
-    return await app.store.read(lambda db: db.recent_notes(int(limit), before=before, query=query, unread=unread,
-                                                           source=source, topic=topic))
+    filters: Database.recent_notes); ``author_name``: what the author is called here (store.names)."""
+    def read(db) -> list[dict]:
+        rows = db.recent_notes(int(limit), before=before, query=query, unread=unread, source=source, topic=topic)
+        shown = store_names.named(db, {r["author_did"] for r in rows})
+        return [{**r, "author_name": shown.get(r["author_did"], r["author_name"])} for r in rows]
+
+    return await app.store.read(read)
 
 
 async def note_read(app: App, actor: Actor, did: str) -> dict:

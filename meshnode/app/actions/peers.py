@@ -8,6 +8,7 @@ stranger's) is the person's decision, or the node's: the agent cannot, nor can a
 from __future__ import annotations
 
 from meshnode.app.actor import THIS_NODE, PERSON_OR_NODE, Actor, allow
+from meshnode.app.actions.names import agent_of
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id
@@ -27,6 +28,7 @@ async def peers(app: App, actor: Actor) -> list[dict]:
 
 
 async def ping(app: App, actor: Actor, did: str) -> dict:
+    did = await agent_of(app, did)
     return {"did": did, "rtt_ms": round(await app.network("ping").ping(did), 3)}
 
 
@@ -37,7 +39,7 @@ async def find(app: App, actor: Actor, did: str | None = None, interest: str | N
         return await mesh.find_interest(interest)
     if not did:
         raise MeshnodeError("bad_request", "find needs a DID or an interest")
-    return await mesh.find(did)
+    return await mesh.find(await agent_of(app, did))
 
 
 async def formation(app: App, actor: Actor) -> dict:
@@ -49,6 +51,7 @@ async def friend(app: App, actor: Actor, did: str, on: bool = True) -> dict:
     """Make ``did`` a friend, or no longer one (``on`` false); with a node running, its admission
     learns it at once."""
     allow(actor, PERSON_OR_NODE, "making a friend")
+    did = await agent_of(app, did)
     peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
     await app.store.write(set_friend, did, peer_id, app.clock(), bool(on))
     if app.mesh is not None:
@@ -63,4 +66,5 @@ async def friends(app: App, actor: Actor) -> list[str]:
 async def sync(app: App, actor: Actor, did: str) -> dict:
     """Reconcile with one peer now (the agent's ``sync_request`` too)."""
     allow(actor, THIS_NODE, "a sync")
+    did = await agent_of(app, did)
     return await app.network("sync").sync_with(did)

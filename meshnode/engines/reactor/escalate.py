@@ -18,6 +18,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.app.actions.notes import write_note
 from meshnode.app.actor import node
 from meshnode.engines.reactor.types import group_escalations
+from meshnode.store import names as store_names, short_ids
 
 REACTOR = node("reactor")  # who asks for an escalation note
 log = logging.getLogger("meshnode.engines.reactor")
@@ -30,13 +31,30 @@ MAX_TEXT = 1000
 MAX_BATCH = 20  # escalations in one note (the receiving adapter reads up to 100 dedupe lines)
 
 
-def note_text(batch) -> str:
+def note_text(batch, words: Callable[[str], str] | None = None) -> str:
     """Each escalation's text (capped) followed by its own dedupe line, then the hashtags once:
-    what a reader and a reactor need (the mentor's reactor makes one event per dedupe line)."""
+    what a reader and a reactor need (the mentor's reactor makes one event per dedupe line, which
+    keeps its DIDs). ``words``: the text as the person reads it (``in_words``: names, short ids)."""
     if not isinstance(batch, (list, tuple)):
         batch = [batch]
-    parts = [f"{esc.text[:MAX_TEXT].rstrip()}\ndedupe: {esc.key}" for esc in batch]
+    words = words or (lambda text: text)
+    parts = [f"{words(esc.text[:MAX_TEXT]).rstrip()}\ndedupe: {esc.key}" for esc in batch]
     return "\n\n".join(parts) + "\n#reactor #escalation"
+
+
+def in_words(db, own_did: str | None) -> Callable[[str], str]:
+    """An escalation's text for the person: agents by what they are called here (store.names: the
+    petname first; this node's own as "this node's agent"), containers by their short ids."""
+    names = store_names.display_all(db, own_did)
+
+    def agent(did: str) -> str:
+        return "this node's agent" if did == own_did else names.get(did) or short_ids.short_agent_id(did)
+
+    def words(text: str) -> str:
+        text = short_ids.AGENT_DID.sub(lambda m: agent(m.group(0)), text)
+        return short_ids.CONTAINER_DID.sub(lambda m: short_ids.short_container_id(m.group(0)), text)
+
+    return words
 
 
 def batches(escalations) -> list[list]:
@@ -47,23 +65,27 @@ def batches(escalations) -> list[list]:
     return out
 
 
-def note_fields(batch) -> dict:
+def note_fields(batch, words: Callable[[str], str] | None = None) -> dict:
     """How the note for ``batch`` (escalations to one recipient at one level) is written
     (``app.actions.notes.write_note``'s arguments): private and unread for the operator (it is
-    the person's mail), else to the mentor alone."""
+    the person's mail, its text ``words``: names where DIDs were), else to the mentor alone (its
+    DIDs kept: this node's petnames are never sent)."""
     if not isinstance(batch, (list, tuple)):
         batch = [batch]
     to_id = batch[0].to_id
     if to_id == OPERATOR:
-        return {"text": note_text(batch), "topic": TOPIC, "audience": "private", "priority": 2,
+        return {"text": note_text(batch, words), "topic": TOPIC, "audience": "private", "priority": 2,
                 "tags": ["reactor", "escalation"], "read": False}
     return {"text": note_text(batch), "topic": TOPIC, "audience": "friends", "priority": 1, "recipients": [to_id],
             "tags": ["reactor", "escalation"]}
 
 
-def _store_and_record(db, key, fields: dict, keys: list[str], now_ms: int):
+def _store_and_record(db, key, batch, keys: list[str], now_ms: int):
     """The note and its escalation rows' ``container_id`` in one transaction: a stop between the
     two (a restart sending the rows again as unsent) cannot make a second note."""
+    words = in_words(db, key.did) if batch[0].to_id == OPERATOR else None
+    fields = note_fields(batch, words)
+
     def record(conn, note) -> None:
         conn.executemany("UPDATE reactor_escalations SET container_id = ? WHERE key = ?",
                          [(note.did, k) for k in keys])
@@ -81,7 +103,7 @@ async def send(store, key, batch, now_ms: int, *, mesh=None,
     if not isinstance(batch, (list, tuple)):
         batch = [batch]
     esc = batch[0]
-    note = await store.write(_store_and_record, key, note_fields(batch), [e.key for e in batch], now_ms)
+    note = await store.write(_store_and_record, key, batch, [e.key for e in batch], now_ms)
     if esc.to_id == OPERATOR:
         return note.did
     try:

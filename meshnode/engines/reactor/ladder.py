@@ -362,8 +362,8 @@ class AfterRun:
         text = (f"Reactor escalation (level {level}, to the {who}): {agent} left no trace for {e.event_type} "
                 f"'{e.subject}' since {iso(e.at_ms)}. Expected one of: {want}."
                 + (f" Job {job.job_id}." if job and job.kind == "wake" else "")
-                + f" Summary: {e.summary}\ndedupe: {esc_key}")
-        return text[:1000]
+                + f" Summary: {e.summary}")
+        return text[:1000]  # the note's ``dedupe:`` line is escalate.note_text's (once per escalation)
 
     @staticmethod
     def _esc_key(level: int, agent: str, key: str, rnd: int) -> str:

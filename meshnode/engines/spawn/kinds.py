@@ -128,6 +128,7 @@ TABLES: dict[str, Rule] = {
     "tick_traces": _r("never", "never", "never", _NEVER_RUNTIME + " (prompts may quote private notes)"),
     "chat_prompted": _r("never", "never", "never", _NEVER_RUNTIME + " (which messages its prompts showed)"),
     "chat_threads": _r("never", "never", "never", "the person's conversations with the parent stay the parent's"),
+    "petnames": _r("never", "never", "never", "the person's names for agents stay on the node they were set on"),
     "process_log": _r("never", "never", "never", _NEVER_RUNTIME),
     "main_process": _r("never", "never", "never", _NEVER_RUNTIME),
     "processes": _r("never", "never", "never", _NEVER_RUNTIME),

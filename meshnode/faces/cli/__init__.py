@@ -32,7 +32,7 @@ from meshnode.base.errors import MeshnodeError
 
 commands = Commands("meshnode.faces.cli.node")
 
-_PEER = "the peer: its DID (did:key:...), its name, or its short id (key:...)"
+_PEER = "the peer: its DID (did:key:...), its petname or announced name, or its short id (key:...)"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -111,6 +111,8 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     common.add_argument("--key-file", default=argparse.SUPPRESS, help="key file path (overrides [keys] path)")
     common.add_argument("--log-level", default=argparse.SUPPRESS, choices=("debug", "info", "warning", "error"),
                         help="how much the node logs to stderr (overrides [log] level)")
+    common.add_argument("--did", dest="full_dids", action="store_true", default=argparse.SUPPRESS,
+                        help="print agents by their whole DIDs, not by their names")
 
     parser = argparse.ArgumentParser(prog="meshnode", parents=[common],
                                      description="A HyperCortex Mesh Protocol node.")
@@ -183,6 +185,7 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     parsers.spawn.add_parsers(sub, common)
     parsers.children.add_parsers(sub, common)
     parsers.mcp.add_parsers(sub, common)
+    parsers.names.add_parsers(sub, common)
 
     p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -261,6 +264,9 @@ def _run(argv: list[str] | None) -> int:
     from meshnode.records.gmp import store_hooks  # here, not at the top: --version and --help stay light
 
     store_hooks.install()  # every database this process opens admits and draws GMP containers
+    from meshnode.faces.cli import common
+
+    common.show_dids(getattr(args, "full_dids", False))
     try:
         return args.func(args) or 0
     except MeshnodeError as exc:

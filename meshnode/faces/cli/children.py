@@ -13,13 +13,12 @@ import json
 import shutil
 from pathlib import Path
 
-from meshnode.faces.cli.common import _config, act, print_fields, print_json, print_rows
+from meshnode.faces.cli.common import _config, act, agent_id, print_fields, print_json, print_rows
 from meshnode.base.config import load_config
 from meshnode.base.container import format_ms, now_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.engines.spawn import autostart, launch
 from meshnode.base.errors import SpawnError
-from meshnode.store.short_ids import short_agent_id
 
 
 def _ago(ms: int | None, now: int) -> str:
@@ -38,7 +37,7 @@ def cmd_list(args) -> int:
     now = now_ms()
     if rows and not args.json:
         print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':7} {'liveness':8} last heard")
-    print_rows(args, rows, lambda r: f"{short_agent_id(r['did']):12} {r['name'][:16]:16} {r['kind']:7} "
+    print_rows(args, rows, lambda r: f"{agent_id(r['did']):12} {r['name'][:16]:16} {r['kind']:7} "
                                      f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {r['state']:7} "
                                      f"{r['liveness']:8} {_ago(r['last_heard_ms'], now)}")
     return 0

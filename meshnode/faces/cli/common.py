@@ -102,11 +102,64 @@ def resolve_references(config, args: argparse.Namespace, references) -> None:
         setattr(args, attr, resolved if isinstance(value, list) else resolved[0])
 
 
-def who(did: str | None, name: str | None) -> str:
-    """An agent as a listing shows it: its name, else its short id."""
+_shown: dict[str, str] = {}  # DID -> what it is called here (store.names), once ``load_names`` read them
+_full_dids = False  # --did: every agent printed by its whole DID
+
+
+def show_dids(on: bool) -> None:
+    """Before each command (``cli._run``): ``--did`` or not (``who`` then prints whole DIDs), and
+    no names read yet (a command in a test's process never sees the previous one's)."""
+    global _full_dids
+    _full_dids = bool(on)
+    _shown.clear()
+
+
+def load_names(config) -> dict[str, str]:
+    """What every agent known here is called (the ``names`` action: petname, announced name, or
+    short id), kept for ``who`` for the rest of this command; DID -> name."""
+    if not _shown:
+        _shown.update({r["did"]: r["name"] for r in act(config, "names", {})})
+    return _shown
+
+
+def name_of(did: str | None, name: str | None = None) -> str:
+    """What an agent is called here (``load_names``: the person's petname first), else ``name``
+    (what the row says), else its short id."""
     from meshnode.store.short_ids import short_agent_id
 
-    return name or (short_agent_id(did) if did else "?")
+    return (_shown.get(did) if did else None) or name or (short_agent_id(did) if did else "?")
+
+
+def who(did: str | None, name: str | None = None) -> str:
+    """An agent as a listing shows it: ``name_of``; its whole DID with ``--did``."""
+    return did if did and _full_dids else name_of(did, name)
+
+
+def agent_id(did: str) -> str:
+    """An agent's id column: its short id; its whole DID with ``--did``."""
+    from meshnode.store.short_ids import short_agent_id
+
+    return did if _full_dids else short_agent_id(did)
+
+
+def agent_line(did: str) -> str:
+    """An agent alone on its line: what it is called here; with ``--did`` its DID, then that."""
+    return f"{did}  {name_of(did)}" if _full_dids else name_of(did)
+
+
+def named_text(text: str) -> str:
+    """``text`` (a summary, a note) with every agent DID in it as ``who`` shows it."""
+    from meshnode.store.short_ids import AGENT_DID
+
+    return AGENT_DID.sub(lambda m: who(m.group(0)), str(text or ""))
+
+
+def agents_named(config, dids) -> list[dict]:
+    """``[{did, name}]`` for ``dids`` (what ``--json`` prints of a list of agents: whole DIDs and names)."""
+    dids = [d for d in dids if isinstance(d, str)]
+    if not dids:
+        return []
+    return [{"did": r["did"], "name": r["name"]} for r in act(config, "names", {"dids": dids})]
 
 
 def terminal_safe(text: str, keep_newlines: bool = False) -> str:

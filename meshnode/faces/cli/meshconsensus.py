@@ -6,7 +6,7 @@ already stored can be listed without one (``act``: the same action either way).
 
 from __future__ import annotations
 
-from meshnode.faces.cli.common import _ask_node, _config, act, print_fields, print_rows
+from meshnode.faces.cli.common import _ask_node, _config, act, agents_named, load_names, print_fields, print_rows, who
 from meshnode.base.errors import MeshnodeError
 
 
@@ -52,6 +52,20 @@ def cmd_next_committee(args) -> int:
 
 
 def cmd_committee(args) -> int:
+    """The committee's state; its members and last signers by name (``--did``: whole DIDs;
+    ``--json``: as the node gives them, plus ``names``: DID -> name)."""
     config = _config(args)
-    print_fields(args, _ask_node(config, "consensus_status"))
+    status = _ask_node(config, "consensus_status")
+    dids = [*(status.get("members") or {}), *(status.get("last_signers") or [])]
+    if args.json:
+        print_fields(args, {**status, "names": {n["did"]: n["name"] for n in agents_named(config, dids)}} if dids
+                     else status)
+        return 0
+    if dids:
+        load_names(config)
+    if "members" in status:
+        status["members"] = {who(d): weight for d, weight in status["members"].items()}
+    if "last_signers" in status:
+        status["last_signers"] = [who(d) for d in status["last_signers"]]
+    print_fields(args, status)
     return 0

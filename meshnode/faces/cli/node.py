@@ -22,8 +22,8 @@ from meshnode.store.home import init_home, open_identity
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
 from meshnode.faces.cli.mind import mcp_server_line
-from meshnode.faces.cli.common import (_ask_node, act, _config, agent_did, container_did, print_json, print_rows,
-                                 read_limited_file, terminal_safe, who)
+from meshnode.faces.cli.common import (_ask_node, act, _config, agent_did, agent_line, agents_named, container_did,
+                                      load_names, name_of, print_json, print_rows, read_limited_file, terminal_safe, who)
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
 NOTE_LINE = 100  # characters of a note's first line that `note list` shows
@@ -141,6 +141,8 @@ def cmd_note_list(args) -> int:
     before = container_did(config, args.before, "note") if args.before else None
     rows = act(config, "notes", {"limit": args.limit, "before": before, "query": args.search,
                                  "unread": args.unread, "source": args.source, "topic": args.topic})
+    if rows and not args.json:
+        load_names(config)
     print_rows(args, rows, _note_line)
     return 0
 
@@ -172,8 +174,9 @@ def cmd_peers(args) -> int:
     config = _config(args)
     rows = act(config, "peers", {})  # with no node running: what it last knew
     if rows and not args.json:
+        load_names(config)  # the name column: the person's petname, else the announced name (store.names)
         print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
-    print_rows(args, rows, lambda r: f"{(r['name'] or '-')[:16]:16} {(r['liveness'] or '-'):8} "
+    print_rows(args, rows, lambda r: f"{name_of(r['did'], r['name'])[:16]:16} {(r['liveness'] or '-'):8} "
                                      f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  {r['did']}")
     return 0
 
@@ -193,7 +196,12 @@ def cmd_find(args) -> int:
         return 2
     if args.interest:
         rows = _ask_node(config, "find", {"interest": args.interest})
-        print_rows(args, rows, lambda r: r["did"])
+        if args.json:
+            names = {n["did"]: n["name"] for n in agents_named(config, [r["did"] for r in rows])}
+            rows = [{**r, "name": names.get(r["did"])} for r in rows]
+        elif rows:
+            load_names(config)
+        print_rows(args, rows, lambda r: agent_line(r["did"]))
         return 0
     result = _ask_node(config, "find", {"did": agent_did(config, args.did)})
     if args.json:
@@ -225,14 +233,21 @@ def cmd_friend(args) -> int:
     config = _config(args)
     did = agent_did(config, args.did)
     act(config, "friend", {"did": did, "on": args.friend_on})
-    print(f"{'friend' if args.friend_on else 'no longer a friend'}: {did}")
+    load_names(config)
+    print(terminal_safe(f"{'friend' if args.friend_on else 'no longer a friend'}: {who(did)} ({did})"))
     return 0
 
 
 def cmd_friend_list(args) -> int:
+    """Friends by name, in its order (``--did``: whole DIDs first); ``--json``: ``[{did, name}]``."""
     config = _config(args)
-    rows = act(config, "friends", {})
-    print_rows(args, rows, str)
+    dids = act(config, "friends", {})
+    if args.json:
+        print_json(agents_named(config, dids))
+        return 0
+    if dids:
+        load_names(config)
+    print_rows(args, sorted(dids, key=lambda d: name_of(d).casefold()), agent_line)
     return 0
 
 

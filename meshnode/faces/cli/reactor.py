@@ -15,10 +15,9 @@ import re
 
 import trio
 
-from meshnode.faces.cli.common import _ask_node, _config, act, print_json, print_rows, terminal_safe
+from meshnode.faces.cli.common import _ask_node, _config, act, load_names, named_text, print_json, print_rows, terminal_safe, who
 from meshnode.base.container import format_ms, now_ms
 from meshnode.base.errors import MeshnodeError
-from meshnode.store.short_ids import short_agent_id
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
@@ -65,6 +64,7 @@ def cmd_status(args) -> int:
     if args.json:
         print_json(out)
         return 0
+    load_names(config)
     for line in status_lines(out, me or config_did(config)):
         print(terminal_safe(line))
     return 0
@@ -77,10 +77,11 @@ def config_did(config) -> str:
 
 
 def _who(agent: str | None, me: str) -> str:
-    """An agent as a listing shows it: ``self`` for this node, a short id for a DID, else its name."""
+    """An agent as a listing shows it: ``self`` for this node, a DID by what it is called here
+    (common.who: petname, announced name, short id; the DID with ``--did``), else its name."""
     if not agent:
         return "-"
-    return "self" if agent == me else short_agent_id(agent) if agent.startswith("did:") else agent
+    return "self" if agent == me else who(agent) if agent.startswith("did:") else agent
 
 
 def status_lines(st: dict, me: str) -> list[str]:
@@ -203,9 +204,11 @@ def cmd_events(args) -> int:
     rows = act(config, "reactor_events", {"agent": args.agent, "type": args.type, "since_ms": since,
                                           "all": args.all, "limit": args.limit})
     me = config_did(config)
+    if rows and not args.json:
+        load_names(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('seen_ms'))}  {r.get('event_type', '?'):<18}"
                                      f" {r.get('status') or '-':<8} {_who(r.get('agent'), me):<14}"
-                                     f" {r.get('dedupe_key')}  {r.get('summary') or ''}")
+                                     f" {r.get('dedupe_key')}  {named_text(r.get('summary') or '')}")
     return 0
 
 
@@ -218,12 +221,15 @@ def cmd_jobs(args) -> int:
         if args.json:
             print_json(job)
             return 0
+        load_names(config)
         for line in job_lines(job, config_did(config)):
             print(terminal_safe(line, keep_newlines=True))
         return 0
     _check_limit(args.limit)
     rows = act(config, "reactor_jobs", {"status": args.status, "limit": args.limit})
     me = config_did(config)
+    if rows and not args.json:
+        load_names(config)
     print_rows(args, rows, lambda r: f"{_when(r.get('created_ms'))}  {r.get('status', '?'):<11}"
                                      f" P{r.get('priority', '?')} {_who(r.get('agent'), me):<14} {r.get('job_id')}"
                                      f"  {', '.join(r.get('reason') or [])}")
@@ -309,6 +315,8 @@ def cmd_cooldowns(args) -> int:
     config = _config(args)
     rows = act(config, "reactor_cooldowns", {})
     me = config_did(config) if rows and not args.json else ""
+    if me:
+        load_names(config)
     print_rows(args, rows, lambda r: f"{r.get('limit', '?'):<8} {_who(r.get('agent'), me):<14} {r.get('kind'):<14}"
                                      f" until {_when(r.get('until_ms'))}  ({r.get('count')})  {r.get('key')}")
     return 0

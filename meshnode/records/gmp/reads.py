@@ -16,6 +16,7 @@ from meshnode.base.container import Container, format_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.domain.gmp import view
 from meshnode.store import lineage as lineage_index
+from meshnode.store import names as store_names
 from meshnode.store import short_ids
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.views_cogsync import load_stored
@@ -106,16 +107,9 @@ def held(db: Database, did: str) -> Container | None:
 
 
 def names(db: Database, dids) -> dict[str, str]:
-    """Display names (peers' announces, this node's own name) of the agents that have one."""
-    dids = sorted({d for d in dids if isinstance(d, str)})
-    if not dids:
-        return {}
-    marks = ",".join("?" * len(dids))
-    with sql_errors("reading names"):
-        found = db.conn.execute(f"SELECT id, name FROM agent_peers WHERE id IN ({marks}) AND name IS NOT NULL UNION ALL"
-                                f" SELECT id, name FROM identity WHERE id IN ({marks}) AND name IS NOT NULL",
-                                dids * 2).fetchall()
-    return {d: n for d, n in found if n}
+    """Display names (the person's petnames, peers' announces, this node's own name) of the agents
+    that have one (store.names)."""
+    return store_names.named(db, dids)
 
 
 def bundle(db: Database, task_lineage: str, *, extra: tuple[str, ...] = ()) -> list[str]:

@@ -14,6 +14,7 @@ import json
 import re
 
 from meshnode.records.reactor.audit import _rows  # the JSON columns decoded as the audit reads them
+from meshnode.store import names as store_names
 from meshnode.store.database import sql_errors
 
 MAX_LIMIT = 100
@@ -66,9 +67,8 @@ def _joined(words: list[str]) -> str:
 
 
 def names(db, own_did: str | None) -> dict[str, str]:
-    """DID -> name: this node's own as "the agent", its peers by the name they gave."""
-    out = {did: name for did, name in db.conn.execute(
-        "SELECT id, name FROM agent_peers WHERE name IS NOT NULL AND name != '' LIMIT 10000")}
+    """DID -> name: this node's own as "the agent", the others by their petname or the name they gave."""
+    out = store_names.named(db)
     if own_did:
         out[own_did] = "the agent"
     return out

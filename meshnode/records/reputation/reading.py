@@ -8,7 +8,6 @@ command line while a node runs (SQLite WAL).
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Iterable
 
 from meshnode.base.container import format_ms
@@ -18,6 +17,7 @@ from meshnode.records.reputation.records import check_did, state_of_row
 from meshnode.domain.reputation.statements import TRUST_CLASS, Statement, newest_statements, statement_of
 from meshnode.domain.reputation.transitive import DEFAULT_TRANSITIVE, Reach, TransitiveParams, reach
 from meshnode.domain.reputation.weights import gossip_app_score
+from meshnode.store import names as store_names
 from meshnode.store.database import Database, sql_errors
 
 STATEMENT_MAX_AGE_MS = 30 * DAY_MS  # third-party statements older than this are not used
@@ -90,8 +90,8 @@ def effective_trust(db: Database, agents: Iterable[str] | None = None, *, now_ms
 # --- what the CLI shows ------------------------------------------------------------
 
 
-def _names(conn: sqlite3.Connection) -> dict[str, str]:
-    return {did: name for did, name in conn.execute("SELECT id, name FROM agent_peers WHERE name IS NOT NULL")}
+def _names(db: Database) -> dict[str, str]:
+    return store_names.named(db)  # petnames, then announced names
 
 
 def _summary(did: str, r: Reach, states: dict[str, PeerScore], names: dict[str, str], now_ms: int) -> dict:
@@ -116,7 +116,7 @@ def reputation_rows(db: Database, *, now_ms: int, params: Params = DEFAULT_PARAM
     states = direct_states(db, now_ms=now_ms, params=params)
     reached = reach_all(db, now_ms=now_ms, params=params, tparams=tparams)
     with sql_errors("reading peers"):
-        names = _names(db.conn)
+        names = _names(db)
     rows = [_summary(did, r, states, names, now_ms) for did, r in reached.items()]
     rows.sort(key=lambda r: (-r["score"], r["did"]))
     return rows
@@ -139,7 +139,7 @@ def reputation_detail(db: Database, did: str, *, now_ms: int, params: Params = D
             by_signer[s.signer] = s
     with sql_errors("reading reputation"):
         conn = db.conn
-        names = _names(conn)
+        names = _names(db)
         hist = conn.execute(
             "SELECT last_interaction, reputation_score, trust_level, notes, applied FROM agent_reputation"
             " WHERE agent_id = ? ORDER BY id DESC LIMIT ?", (did, max(1, history))).fetchall()
