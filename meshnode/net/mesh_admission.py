@@ -214,10 +214,10 @@ class AdmissionService:
         """Drop per-identity memory that a stranger left and that would be rebuilt if it came back
         (each service forgets its own: ``PeerEvents.on_upkeep``)."""
         now = self.clock()
-        self.events.upkeep(now, self._connected_dids())
+        self.events.upkeep(now, self.connected_dids())
         self.author_rate.sweep(now)
 
-    def _connected_dids(self) -> set[str]:
+    def connected_dids(self) -> set[str]:
         host = self.parts.host
         out = set()
         for pid in list(host.get_connected_peers()) if host else []:
