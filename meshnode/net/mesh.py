@@ -217,7 +217,7 @@ class Mesh:
         """A container for everyone: gossiped, or pushed to the connected peers when too large for
         gossip (mesh_publish); says which."""
         return await mesh_publish.publish(c, gossip=self.container_gossip.gossip, push=self.exchange.push,
-                                          connected=self.admission.connected_dids(), metrics=self.metrics)
+                                          connected=self.parts.connected_dids(), metrics=self.metrics)
 
     def peers_snapshot(self) -> dict:
         return self.peer_liveness.peers_snapshot()
