@@ -54,7 +54,8 @@ from dataclasses import dataclass, field
 from meshnode.domain.consensus import messages as m
 from meshnode.domain.consensus.blocks import encode_block
 from meshnode.domain.consensus.committee import Committee, weights_from_trust
-from meshnode.domain.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Schedule, Timeouts
+from meshnode.domain.consensus.tendermint import (EMERGENCY, Broadcast, Core, Decide, Emergency, Evidence, NoQuorum,
+                                                 Schedule, Timeouts)
 from meshnode.base.identity.keys import NodeKey
 from meshnode.domain.reputation import EQUIVOCATION, apply, evidence_ref, initial, score_at
 from meshnode.domain.reputation import Evidence as Observed
@@ -80,6 +81,7 @@ class Options:
     loss: float = 0.0
     duplication: float = 0.0
     partition: tuple[int, int] | None = None  # (start_ms, end_ms): the honest nodes split in two halves
+    isolate: tuple[int, int] | None = None  # (start_ms, end_ms): the first honest validator cut off from all
     relay: int = 2  # an honest node forwards each new proposal or vote to this many random peers (gossip)
     submit_every_ms: int = 100
     max_time_ms: int = 600_000
@@ -121,6 +123,7 @@ class Result:
     suppressed: int = 0  # sends not made: the peer already had those bytes
     decided_values: int = 0  # values asked that the decided heights hold
     values_per_height: list[int] = field(default_factory=list)
+    no_quorum: int = 0  # heights an honest node found its side under half the weight (no emergency decision)
 
 
 class ConsensusSim(Adversaries):
@@ -148,6 +151,9 @@ class ConsensusSim(Adversaries):
             side = self.honest[: len(self.honest) // 2] + self.clients[: len(self.clients) // 2]
             half = set(side) | set(sorted(self.byzantine)[: bad // 2])
             model.partitions.append(Partition(*options.partition, [half, set(range(len(self.keys))) - half]))
+        if options.isolate:  # a lone validator: a minority, which must record no decision (consensus.md 6)
+            lone = {self.honest[0]}
+            model.partitions.append(Partition(*options.isolate, [lone, set(range(len(self.keys))) - lone]))
         self.net = Network(self.loop, self.rng, model, len(self.keys), self._deliver)
         self.progress = progress
         self.first_decision: dict[int, tuple[int, bytes, int]] = {}  # height -> (time, value, round)
@@ -162,7 +168,7 @@ class ConsensusSim(Adversaries):
         self.target: int | None = None  # heights needed: set once every value asked is decided
         self.sent_at_height: dict[int, int] = {}
         self.exposed: set[str] = set()
-        self.emergencies = self.rejected = self.refused = self.suppressed = 0
+        self.emergencies = self.no_quorum = self.rejected = self.refused = self.suppressed = 0
         self.violation: str | None = None
         self.trust_points: list[tuple[int, float, float]] = []
         # the honest nodes' view of the validators, by the real reputation model: consensus conduct
@@ -356,9 +362,18 @@ class ConsensusSim(Adversaries):
                                                            ref=evidence_ref(a.first.encode())))
             elif isinstance(a, Emergency) and i not in self.byzantine:
                 self.emergencies += 1
+            elif isinstance(a, NoQuorum) and i not in self.byzantine:
+                self.no_quorum += 1
 
     def _timer(self, i: int, s: Schedule) -> None:
-        self._apply(i, self.cores[i].timeout(s.step, s.height, s.round, self.loop.now))
+        reachable = self._reachable(i) if s.step == EMERGENCY else None
+        self._apply(i, self.cores[i].timeout(s.step, s.height, s.round, self.loop.now, reachable))
+
+    def _reachable(self, i: int) -> frozenset[str]:
+        """The nodes no partition separates from ``i`` now (a node's live connections)."""
+        now, partitions = self.loop.now, self.net.model.partitions
+        return frozenset(self.keys[j].did for j in range(len(self.cores))
+                         if j != i and not any(p.separates(i, j, now) for p in partitions))
 
     def _publish(self, i: int, msg: m.Message, sender: int | None = None) -> None:
         self.sent_at_height[msg.height] = self.sent_at_height.get(msg.height, 0) + 1
@@ -461,4 +476,4 @@ class ConsensusSim(Adversaries):
             clients=len(self.clients), client_decisions=sum(self.client_count.get(h, 0) for h in range(heights)),
             client_lag_ms=self.client_lag, commits_refused=self.refused, suppressed=self.suppressed,
             decided_values=sum(m.value_id(v) in self.submitted for vs in held for v in vs),
-            values_per_height=[len(vs) for vs in held])
+            values_per_height=[len(vs) for vs in held], no_quorum=self.no_quorum)

@@ -59,7 +59,7 @@ def summary(r: Result) -> dict:
         "sends_per_decision_per_node": round(r.sent / decisions / o.nodes, 1),
         "sends_suppressed": r.suppressed,
         "rounds_max": max(r.rounds_per_height or [0]), "equivocators_exposed": r.evidence,
-        "emergencies": r.emergencies, "rejected_inputs": r.rejected, "dropped": r.dropped,
+        "emergencies": r.emergencies, "no_quorum": r.no_quorum, "rejected_inputs": r.rejected, "dropped": r.dropped,
         "sim_seconds": round(r.sim_time_ms / 1000, 2), "events": r.steps, "wall_seconds": round(r.wall_seconds, 2),
         "peak_rss_mb": peak_rss_mb(),
     }

@@ -199,6 +199,31 @@ def test_empty_note_fails_cleanly(home, run_cli):
     assert status(run_cli, home)["counts"]["containers"] == 0
 
 
+def test_a_note_from_a_file_or_standard_input_up_to_its_stated_limit(home, run_cli, tmp_path):
+    """Issue 35 (11): a note too long for a command line is given from a file (--file) or from
+    standard input (-); over a note's 64 KiB of UTF-8 it is refused in one line saying the limit,
+    and nothing is stored."""
+    report = tmp_path / "report.md"
+    report.write_text("# weekly\n" + "é" * 32_000, encoding="utf-8")  # 64 009 bytes
+    from_file = add_note(run_cli, home, "--file", str(report), "--topic", "weekly")
+    from_stdin = run_cli("--home", home, "note", "add", "-", input="piped #in")
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    notes = {n["container_did"]: n for n in json.loads(run_cli("--home", home, "note", "list", "--json").stdout)}
+    assert notes[from_file]["text"] == report.read_text(encoding="utf-8") and notes[from_file]["topic"] == "weekly"
+    assert notes[from_stdin.stdout.strip()]["text"] == "piped #in"
+
+    report.write_text("é" * 32_769, encoding="utf-8")  # 65 538 bytes: 32 769 characters only
+    assert "more than a note's 65536 bytes (64 KiB)" in one_error_line(
+        run_cli("--home", home, "note", "add", "--file", str(report)))
+    assert "more than a note's 65536 bytes" in one_error_line(
+        run_cli("--home", home, "note", "add", "-", input="x" * 65_537))
+    assert "65536 bytes of UTF-8" in one_error_line(run_cli("--home", home, "note", "add", "é" * 32_769))
+    report.write_bytes(b"bad \xff byte")
+    assert "not UTF-8 text" in one_error_line(run_cli("--home", home, "note", "add", "--file", str(report)))
+    assert "no-such-file" in one_error_line(run_cli("--home", home, "note", "add", "--file", tmp_path / "no-such-file"))
+    assert status(run_cli, home)["counts"]["notes"] == 2
+
+
 # --- containers -----------------------------------------------------------------
 
 
@@ -283,6 +308,7 @@ def test_container_export_to_missing_directory_fails_cleanly(home, run_cli, tmp_
     ["container", "verify"],
     ["container", "export", "did:hmp:container:bx"],
     ["note", "add", "x", "--audience", "everyone"],
+    ["note", "add", "x", "--file", "notes.md"],
     ["note", "list", "--limit", "many"],
 ])
 def test_usage_errors_exit_2(home, run_cli, args):

@@ -132,6 +132,34 @@ def test_verify_refuses_tampered_and_forged_results(run_cli, home, tmp_path):
     assert "neither" in one_error_line(run_cli("--home", home, "consensus", "verify", tmp_path / "absent.cbor"))
 
 
+def test_a_vote_is_on_a_container_held_here_and_takes_the_readmes_form(run_cli, home):
+    """Issue 35 (3): a vote on a target this node does not hold is refused in one line and nothing
+    is signed (it was stored, and counted by ``status``); ``vote TARGET +1`` (the README's form)
+    works beside ``--value``."""
+    nowhere = "did:hmp:container:xyz"
+    for value in (["--value", "1"], ["+1"]):
+        line = one_error_line(run_cli("--home", home, "consensus", "vote", nowhere, *value))
+        assert f"no container {nowhere} on this node" in line, line
+    assert status(run_cli, home, nowhere)["votes"] == [] and load_votes(home) == []
+
+    target = ok(run_cli("--home", home, "note", "add", "proposal: tea at four")).strip()
+    for value, stored in (("+1", 1), ("-1", -1), ("0", 0), ("1", 1)):
+        vote = load(home, ok(run_cli("--home", home, "consensus", "vote", target, value)).strip())
+        assert vote.payload["target_did"] == target and vote.payload["vote_value"] == stored
+    assert len(status(run_cli, home, target)["votes"]) == 1  # each a revision of the one before
+    assert_clean_failure(run_cli("--home", home, "consensus", "vote", target, "+1", "--value", "1"), 2)
+    assert_clean_failure(run_cli("--home", home, "consensus", "vote", target), 2)
+    assert "is not a vote" in run_cli("--home", home, "consensus", "vote", target, "+2").stderr
+
+
+def load_votes(home) -> list:
+    db = Database(db_path(home), create=False)
+    try:
+        return db.conn.execute("SELECT did FROM containers WHERE class = 'vote'").fetchall()
+    finally:
+        db.close()
+
+
 def test_bad_votes_and_rules_are_usage_or_runtime_errors(run_cli, home):
     target = ok(run_cli("--home", home, "concept", "add", "x")).strip()
     assert_clean_failure(run_cli("--home", home, "consensus", "vote", target, "--value", "2"), 2)

@@ -234,19 +234,26 @@ def test_votes_are_found_by_their_target_and_loaded_verified(tmp_path):
 
 def test_the_store_side_casts_revisions_that_count_and_verifies_what_it_publishes(tmp_path):
     db = Database(tmp_path / "db.sqlite")
+    proposal = build_container(AUTHOR, "diary_entry", {"content": "meet on Fridays"}, timestamp_ms=AT - DAY)
+    with pytest.raises(ConsensusError) as refused:  # a vote is on a container held here (issue 35)
+        cast_vote(db, KEYS[0], proposal.did, 1, now_ms=AT)
+    assert refused.value.code == "unknown_target"
+    assert db.conn.execute("SELECT count(*) FROM containers").fetchone() == (0,)  # nothing signed nor stored
+    db.put_container(proposal, received_at_ms=AT - DAY)
+    target = proposal.did
     try:
-        first = cast_vote(db, KEYS[0], TARGET, 1, now_ms=AT)
+        first = cast_vote(db, KEYS[0], target, 1, now_ms=AT)
         # the clock went back: the revision is still later than the vote it replaces
-        second = cast_vote(db, KEYS[0], TARGET, -1, now_ms=AT - DAY)
+        second = cast_vote(db, KEYS[0], target, -1, now_ms=AT - DAY)
         assert second.timestamp_ms == AT + 1 and second.related["previous_version"] == [first.did]
-        ethical = cast_vote(db, KEYS[0], TARGET, 1, now_ms=AT, decision="ethical")
+        ethical = cast_vote(db, KEYS[0], target, 1, now_ms=AT, decision="ethical")
         assert "previous_version" not in ethical.related  # another question
         for k in KEYS[1:3]:
-            cast_vote(db, k, TARGET, -1, now_ms=AT)
-        t = tally_stored(db, TARGET, rule=Rule(), at_ms=AT + 2)
+            cast_vote(db, k, target, -1, now_ms=AT)
+        t = tally_stored(db, target, rule=Rule(), at_ms=AT + 2)
         assert [c.ballot.vote for c in t.counted if c.ballot.voter == KEYS[0].did] == [second.did]
         assert t.outcome.state == "rejected"
-        result = publish_result(db, AUTHOR, TARGET, rule=Rule(), now_ms=AT + 2)
+        result = publish_result(db, AUTHOR, target, rule=Rule(), now_ms=AT + 2)
         verdict, view = verify_stored(db, db.load_container(result.did, now_ms=AT + 2), now_ms=AT + 2)
         assert verdict.ok and view.same
         not_a_result, none = verify_stored(db, first, now_ms=AT + 2)

@@ -1,4 +1,5 @@
-"""The BFT core by itself: messages, quorums, locking, evidence, commits, catch-up, emergencies."""
+"""The BFT core by itself: messages, quorums, locking, evidence, commits, catch-up (emergencies:
+test_consensus_emergency.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from meshnode.domain.consensus import messages as m
 from meshnode.domain.consensus.blocks import block_id, encode_block
 from meshnode.domain.consensus.committee import Committee, weights_from_trust
-from meshnode.domain.consensus.tendermint import Broadcast, Core, Decide, Emergency, Evidence, Revisit, Timeouts
+from meshnode.domain.consensus.tendermint import Broadcast, Core, Decide, Evidence
 from meshnode.base.identity.keys import NodeKey
 
 KEYS = [NodeKey(hashlib.sha256(b"core-%d" % i).digest()) for i in range(5)]
@@ -143,20 +144,6 @@ def test_a_node_behind_catches_up_from_a_commit_and_rejects_a_short_one():
                   commit=tuple(p.encode() for p in d.precommits))
     assert [v for a in late.receive(m.decode(full.encode()), 0) if isinstance(a, Decide) for v in a.values] == [b"v"]
     assert late.height == 1
-
-
-def test_an_isolated_node_decides_provisionally_and_revisits():
-    core = Core(KEYS[0], COMMITTEE, timeouts=Timeouts(emergency_after_ms=5000))
-    core.submit(b"alone", 0)
-    out = core.timeout("emergency", 0, 0, 5000)
-    assert [a for a in out if isinstance(a, Emergency)] == [Emergency(0, encode_block([b"alone"]))]
-    # later the committee decides something else: the provisional decision is revisited
-    precommits = tuple(m.sign(k, m.PRECOMMIT, COMMITTEE.id, 0, 2, value_id=block_id([b"agreed"])) for k in KEYS[1:4])
-    commit = m.sign(KEYS[1], m.COMMIT, COMMITTEE.id, 0, 2, **blk(b"agreed"),
-                    commit=tuple(p.encode() for p in precommits))
-    out = core.receive(m.decode(commit.encode()), 9000)
-    revisit = [a for a in out if isinstance(a, Revisit)]
-    assert revisit == [Revisit(0, encode_block([b"alone"]), encode_block([b"agreed"]))] and not revisit[0].confirmed
 
 
 def test_a_value_is_decided_once_however_often_it_is_requested():

@@ -59,6 +59,18 @@ def test_the_checker_catches_split_decisions_when_half_the_weight_equivocates():
     assert any(not r.safe for r in violations)
 
 
+def test_a_lone_validator_cut_off_decides_nothing_while_each_half_of_a_split_decides_provisionally():
+    """Emergency mode (protocols/consensus.md 6, issue 35 defect 10): one honest validator of four cut
+    off for 45 s (beyond ``emergency_after_ms``) records no emergency decision, only that its side
+    has no quorum, while the other three decide; in a 2/2 split each half records a provisional one."""
+    for seed in (1, 2, 3):
+        alone = ConsensusSim(Options(nodes=4, heights=3, seed=seed, isolate=(150, 45_000), max_time_ms=90_000)).run()
+        assert alone.safe and alone.decided_values == 3, (seed, alone.decided_values)
+        assert alone.emergencies == 0 and alone.no_quorum == 1, (seed, alone.emergencies, alone.no_quorum)
+    split = ConsensusSim(Options(nodes=4, heights=3, seed=1, partition=(150, 45_000), max_time_ms=90_000)).run()
+    assert split.safe and split.emergencies == 4 and split.no_quorum == 0
+
+
 def test_a_run_is_reproducible_from_its_seed():
     def run():
         r = ConsensusSim(Options(nodes=7, byzantine=2 / 7, loss=0.1, heights=3, seed=42)).run()

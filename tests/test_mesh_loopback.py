@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from meshharness import Node, wait_until
@@ -48,6 +50,18 @@ def test_chain_discovers_finds_gossips_and_fetches(chain):
         return all(any(r["container_did"] == note for r in (n.try_call("notes") or [])) for n in chain)
 
     wait_until(everyone_has_the_note, 30, "the public note to reach every node")
+
+    # issue 35 defect 1: a public note too large for one gossip message (60-64 KiB) is written,
+    # pushed directly to the connected peers, and said so: exit 0 and its DID (it once ended with
+    # exit 1 and no DID, yet was stored and delivered: a retry made a duplicate)
+    added = chain[0].run_cli("note", "add", "big " * (62 * 256), "--audience", "public")
+    assert added.returncode == 0, added.stdout + added.stderr
+    big = added.stdout.strip()
+    pushed = re.search(r"too large for gossip \(at most 61440\): sent by direct push to (\d+) of (\d+) connected",
+                       added.stderr)
+    assert big.startswith("did:hmp:container:") and pushed and pushed[1] == pushed[2] != "0", added
+    wait_until(lambda: all(big in (n.try_call("received", {"dids": [big]}) or {}) for n in chain), 30,
+               "every node to hold the large public note (pushed, or synced from a peer that holds it)")
 
     # a friends note is fetched by DID, verified on arrival, and arrives intact (same content DID);
     # a private note is never given out, to anyone

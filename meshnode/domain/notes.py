@@ -16,7 +16,9 @@ from meshnode.base.identity.keys import NodeKey
 
 SOURCES = ("user", "cli", "llm", "llm:task", "system")
 AUDIENCES = ("private", "friends", "public")
-MAX_TEXT = 64 * 1024
+MAX_TEXT = 64 * 1024  # a note's text, in UTF-8 bytes (so in characters too): its container stays far under
+# [limits] max_container_bytes (256 KiB) and a frame of the exchange; a public one over one gossip message
+# (net.mesh_gossip.MAX_GOSSIP_BYTES, 60 KiB) is pushed directly to the connected peers (net.mesh_publish)
 MAX_FORWARD = 2
 _MENTION = re.compile(r"(?<![\w@])@(did:[a-z0-9]+:[A-Za-z0-9._:%-]+|[\w.-]{1,64})")
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]{0,63})")
@@ -52,8 +54,9 @@ def make_note(key: NodeKey, text: str, *, now_ms: int, topic: str | None = None,
     note this one answers (``related.in_reply_to``: a conversation's threads, meshnode/store/chat.py)."""
     if not text.strip():
         raise NoteError("empty_note", "a note needs some text")
-    if len(text) > MAX_TEXT:
-        raise NoteError("note_too_long", f"a note is at most {MAX_TEXT} characters")
+    if len(text) > MAX_TEXT or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT:
+        raise NoteError("note_too_long", f"a note is at most {MAX_TEXT} bytes of UTF-8 text (64 KiB); this one is"
+                                         f" {len(text.encode('utf-8', 'surrogatepass'))}: split it in parts")
     if source not in SOURCES:
         raise NoteError("bad_note", f"source must be one of {', '.join(SOURCES)}")
     if audience not in AUDIENCES:

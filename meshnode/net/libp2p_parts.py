@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from meshnode.base.errors import MeshnodeError
+from meshnode.base.identity.did import peer_id_to_did
+
 
 @dataclass
 class Libp2pParts:
@@ -18,3 +21,13 @@ class Libp2pParts:
     dht: Any = None  # KadDHT
     pubsub: Any = None  # Pubsub
     gossipsub: Any = None  # its GossipSub router
+
+    def connected_dids(self) -> set[str]:
+        """The DIDs of the peers the host is connected to now (none before it runs)."""
+        out = set()
+        for pid in list(self.host.get_connected_peers()) if self.host is not None else []:
+            try:
+                out.add(peer_id_to_did(pid.to_base58()))
+            except MeshnodeError:
+                continue
+        return out

@@ -28,7 +28,7 @@ import trio
 from meshnode.base.container import Container, Limits, now_ms
 from meshnode.base.identity.keys import NodeKey
 from meshnode.base.metrics import Metrics
-from meshnode.net import libp2p_dht_fixes, libp2p_fixes
+from meshnode.net import libp2p_dht_fixes, libp2p_fixes, mesh_publish
 from meshnode.net.bootstrap import BootstrapPeer
 from meshnode.net.errors import NetError
 from meshnode.net.liveness import LivenessTracker, Thresholds
@@ -212,6 +212,12 @@ class Mesh:
 
     async def gossip(self, c: Container) -> None:
         await self.container_gossip.gossip(c)
+
+    async def publish(self, c: Container) -> dict:
+        """A container for everyone: gossiped, or pushed to the connected peers when too large for
+        gossip (mesh_publish); says which."""
+        return await mesh_publish.publish(c, gossip=self.container_gossip.gossip, push=self.exchange.push,
+                                          connected=self.parts.connected_dids(), metrics=self.metrics)
 
     def peers_snapshot(self) -> dict:
         return self.peer_liveness.peers_snapshot()

@@ -21,7 +21,6 @@ import trio
 from meshnode.base.container import Container
 from meshnode.base.errors import MeshnodeError
 from meshnode.domain.gmp.rules import GmpRefused, is_gmp
-from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
 from meshnode.net.events import MeshHooks, PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
@@ -214,18 +213,8 @@ class AdmissionService:
         """Drop per-identity memory that a stranger left and that would be rebuilt if it came back
         (each service forgets its own: ``PeerEvents.on_upkeep``)."""
         now = self.clock()
-        self.events.upkeep(now, self._connected_dids())
+        self.events.upkeep(now, self.parts.connected_dids())
         self.author_rate.sweep(now)
-
-    def _connected_dids(self) -> set[str]:
-        host = self.parts.host
-        out = set()
-        for pid in list(host.get_connected_peers()) if host else []:
-            try:
-                out.add(peer_id_to_did(pid.to_base58()))
-            except MeshnodeError:
-                continue
-        return out
 
     def _refused_before_store(self, c: Container, via: str) -> Admission | None:
         """The refusals decided before the store is asked (counted), or None."""

@@ -28,8 +28,8 @@ import trio
 from meshnode.domain.consensus import epochs
 from meshnode.domain.consensus import messages as cm
 from meshnode.domain.consensus.committee import Committee
-from meshnode.domain.consensus.tendermint import (KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide, Emergency, Evidence,
-                                           Revisit, Schedule, Timeouts)
+from meshnode.domain.consensus.tendermint import (EMERGENCY, KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide,
+                                                 Emergency, Evidence, NoQuorum, Revisit, Schedule, Timeouts)
 from meshnode.base.errors import MeshnodeError
 from meshnode.net import consensus_gossip as gossip
 from meshnode.net.libp2p_parts import Libp2pParts
@@ -83,7 +83,7 @@ class Consensus:
         last = self.core.decided.get(h.number - 1)
         return {"enabled": True, "committee": self.core.committee.id, "validators": len(self.core.committee.members),
                 "validator": self.core.is_validator, "height": h.number, "round": h.round, "step": h.step,
-                "pending": len(self.core.pending), "emergency": h.emergency is not None,
+                "pending": len(self.core.pending), "emergency": h.emergency is not None, "no_quorum": h.no_quorum,
                 "last_signers": sorted(p.sender for p in last.precommits) if last else [],
                 "members": dict(self.core.committee.members)}
 
@@ -244,7 +244,9 @@ class Consensus:
             while self._timers and self._timers[0][0] <= now:
                 _, _, core, s = heapq.heappop(self._timers)
                 if core is self.core:  # timers of a finished epoch lapse
-                    await self._consensus_apply(self._core_step(core.timeout, s.step, s.height, s.round, now))
+                    reachable = frozenset(self.parts.connected_dids()) if s.step == EMERGENCY else None  # its side
+                    await self._consensus_apply(self._core_step(core.timeout, s.step, s.height, s.round, now,
+                                                                reachable))
 
     def _core_step(self, step, *args) -> list:
         """One input to the core; a fault in it (a bug: the core checks its inputs) is logged and
@@ -288,6 +290,10 @@ class Consensus:
                     ended = a.height
             elif isinstance(a, Emergency):
                 await self._write(self._emergency, self.core.committee.id, a)
+            elif isinstance(a, NoQuorum):  # a minority side: no decision at all (protocols/consensus.md 6)
+                self.metrics.inc("consensus_no_quorum")
+                log.info("height %d undecided: this side of the committee holds %d of %d weight, under half:"
+                         " no emergency decision", a.height, a.heard, a.total)
             elif isinstance(a, Revisit):
                 await self._write(self.store.write, decisions.revisit, self.core.committee.id, a.height, a.confirmed)
             elif isinstance(a, Evidence):

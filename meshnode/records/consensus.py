@@ -29,6 +29,12 @@ def votes_on(db, target: str, *, now_ms: int) -> list[Container]:
     return [c for (did,) in rows if (c := db.load_container(did, now_ms=now_ms)) is not None]
 
 
+def holds(db, did: str) -> bool:
+    """Whether ``db`` holds the container ``did``."""
+    with sql_errors("looking a container up"):
+        return db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (str(did),)).fetchone() is not None
+
+
 def load_votes(db, dids: Iterable[str], *, now_ms: int) -> dict[str, Container | None]:
     """The named containers from ``db`` (None for those it does not hold), verified again."""
     return {did: db.load_container(did, now_ms=now_ms) for did in dict.fromkeys(dids)}
@@ -48,7 +54,15 @@ def cast_vote(db, key: NodeKey, target: str, value: int, *, now_ms: int, decisio
               asked_by: dict | None = None) -> Container:
     """Sign and store this node's vote on ``target``. A vote that revises an earlier one names it
     in ``previous_version`` and is timestamped after it, whatever the clock says, so it counts.
-    ``asked_by``: who asked for it (an actor's row), recorded beside it (store.provenance)."""
+    ``asked_by``: who asked for it (an actor's row), recorded beside it (store.provenance).
+
+    The target must be a container this node holds (issue 35): a vote on a DID no one can read
+    would be signed, synced to every peer and counted by each tally, on nothing. A container not
+    yet here arrives by sync (or, on a running node, ``fetch``); the vote waits for it."""
+    if not holds(db, target):
+        raise ConsensusError("unknown_target", f"no container {str(target)[:80]} on this node: a vote is on a"
+                                               " container held here (written here or arrived from a peer);"
+                                               " vote once it is here")
     current = None
     for c in votes_on(db, target, now_ms=now_ms):
         try:

@@ -73,32 +73,38 @@ async def note_add(app: App, actor: Actor, text: str, topic: str | None = None, 
                    priority: int = 0, tags: list | None = None, forward: int = 0, reply_to: str | None = None,
                    approved_by: Actor | None = None) -> dict:
     """Write a note for ``actor``; a public one is gossiped at once when the node runs (else the
-    next run's sync carries it), and the reactor looks at it (it may be for the agent)."""
+    next run's sync carries it), and the reactor looks at it (it may be for the agent). One too
+    large for a gossip message is pushed to the connected peers instead: ``sent`` says so."""
     t = app.clock()
     note = await app.store.write(lambda db: write_note(db, app.key, actor, text, now_ms=t, topic=topic,
                                                        audience=audience, priority=priority, tags=tags,
                                                        forward=forward, reply_to=reply_to,
                                                        approved_by=approved_by))
-    await spread(app, note, t)
-    return written(note, actor, reply_to)
+    sent = await spread(app, note, t)
+    return written(note, actor, reply_to, sent)
 
 
-def written(note: Container, actor: Actor, reply_to: str | None = None) -> dict:
-    """What a caller is told of a note written: its DID, and for the agent's answer to the person,
-    the conversation it went into."""
+def written(note: Container, actor: Actor, reply_to: str | None = None, sent: dict | None = None) -> dict:
+    """What a caller is told of a note written: its DID, how a public one left (``sent``:
+    net.mesh_publish), and for the agent's answer to the person, the conversation it went into."""
     out = {"did": note.did}
+    if sent is not None:
+        out["sent"] = sent
     if reply_to is not None and actor.kind == "agent":
         out.update(thread=chat.thread_name(None, note.payload.get("topic")), in_reply_to=reply_to)
     return out
 
 
-async def spread(app: App, note: Container, written_ms: int) -> None:
-    """What follows a note's write on a running node: gossip when public, the reactor's look."""
+async def spread(app: App, note: Container, written_ms: int) -> dict | None:
+    """What follows a note's write on a running node: a public one published (gossip, or a direct
+    push when too large for gossip: how, returned), the reactor's look."""
+    sent = None
     if app.mesh is not None and note.payload.get("audience") == "public":
         app.mesh.timing.mark(note.did, "written", app.clock(), written_ms)
-        await app.mesh.gossip(note)
+        sent = await app.mesh.publish(note)
     if app.reactor is not None:
         app.reactor.poke()
+    return sent
 
 
 async def notes(app: App, actor: Actor, limit: int = 20, before: str | None = None, query: str | None = None,

@@ -60,6 +60,16 @@ class Emergency:
 
 
 @dataclass(frozen=True)
+class NoQuorum:
+    """A height undecided for ``emergency_after_ms`` on a side of less than half the committee's
+    weight (``heard`` of ``total``): no emergency decision is taken; said once per height."""
+
+    height: int
+    heard: int
+    total: int
+
+
+@dataclass(frozen=True)
 class Revisit:
     height: int
     provisional: bytes  # blocks

@@ -61,6 +61,7 @@ CODES = {
     "not_a_vote": "a container counted as a vote is not a well-formed vote",
     "bad_rule": "a consensus rule parameter is out of range",
     "bad_target": "the target asked about is not a DID",
+    "unknown_target": "a vote on a container this node does not hold",
     "bad_trust": "a trust value is not a number in [0, 1]",
     "bad_decay": "a decay value is not a number in [0, 1]",
     "too_many_votes": "more votes than one consensus_result can list",

@@ -37,12 +37,17 @@ that height from others), so an idle committee sends nothing. A node that
 falls behind asks for commits (``catchup``) and applies the commit
 certificates it gets back (the value and a quorum of signed precommits).
 
-Emergency mode (HMP): when a started height has not been decided for
-``emergency_after_ms`` (an isolated node, or a committee without quorum), the
-core says once which block it would pick alone — the one with the most
-prevote weight it has seen, else the block it would propose — as a
-provisional ``Emergency`` decision. When the height is decided later,
-``Revisit`` says whether the committed block confirmed it.
+Emergency mode (HMP ``emergency_consensus``, on node loss or a partition):
+when a started height has not been decided for ``emergency_after_ms`` and
+this node's side holds at least half of the committee's weight (itself
+included: each side of a 2/2 split), the core says once which block it would
+pick — the one with the most prevote weight it has seen, else the block it
+would propose — as a provisional ``Emergency`` decision. Who is on its side
+is an input, like the time: the driver says which nodes it reaches
+(``timeout(..., reachable)``). A smaller side (a lone validator of four)
+takes no decision: it says ``NoQuorum`` once and looks again every
+``emergency_after_ms``. When the height is decided later, ``Revisit`` says
+whether the committed block confirmed the provisional one.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ from meshnode.domain.consensus import messages as m
 from meshnode.domain.consensus import proofs
 from meshnode.domain.consensus.actions import (  # noqa: F401 (the actions are this module's interface too)
     ANNOUNCE, EMERGENCY, FUTURE_HEIGHTS, IDLE, KEPT_COMMITS, MAX_PENDING, PRECOMMIT_STEP, PREVOTE_STEP, PROPOSE, RESEND,
-    BlockLimits, Broadcast, Decide, Emergency, Evidence, Revisit, Schedule, Timeouts)
+    BlockLimits, Broadcast, Decide, Emergency, Evidence, NoQuorum, Revisit, Schedule, Timeouts)
 from meshnode.domain.consensus.committee import Committee
 from meshnode.base.identity.keys import NodeKey
 
@@ -87,6 +92,7 @@ class _Height:
     value_weight: dict[tuple[str, int, bytes | None], int] = field(default_factory=dict)  # ... for one value
     fired: set[tuple] = field(default_factory=set)  # one-shot rules already taken
     emergency: bytes | None = None
+    no_quorum: bool = False  # the emergency timer found this node's side under half the weight (NoQuorum)
     valid_blocks: set[bytes] = field(default_factory=set)  # blocks found valid at this height (it stays so)
 
 
@@ -210,14 +216,17 @@ class Core:
         self._maybe_start()
         return self._flush()
 
-    def timeout(self, step: str, height: int, round_: int, now: int) -> list:
+    def timeout(self, step: str, height: int, round_: int, now: int, reachable: frozenset[str] | None = None) -> list:
+        """A timer this core scheduled is due. ``reachable`` (for the emergency timer): the nodes
+        this one can reach now, as its driver knows them (live connections); None: not known,
+        and the validators heard at this height stand for them."""
         self._now = now
         h = self.h
         if step == ANNOUNCE:
             self._announce()
         elif height == h.number:
             if step == EMERGENCY:
-                self._maybe_emergency()
+                self._maybe_emergency(reachable)
             elif step == RESEND:
                 self._resend()
             elif round_ == h.round:
@@ -490,10 +499,25 @@ class Core:
 
     # --- emergency mode -------------------------------------------------------------
 
-    def _maybe_emergency(self) -> None:
+    def side_weight(self, reachable: frozenset[str] | None = None) -> int:
+        """The committee weight on this node's side of a partition: the validators among
+        ``reachable`` (None: those heard at this height), itself included. (Rounds of a side without
+        a quorum do not advance, so who spoke in the current round says little about who is there.)"""
+        side = set(reachable) if reachable is not None else set().union(*self.h.seen_in_round.values())
+        return sum(self.committee.weight(did) for did in side | {self.key.did})
+
+    def _maybe_emergency(self, reachable: frozenset[str] | None) -> None:
         h = self.h
         if h.emergency is not None or h.started_ms is None:
             return
+        heard, total = self.side_weight(reachable), self.committee.total
+        if 2 * heard < total:  # a minority: no decision, not even a provisional one; look again later
+            if not h.no_quorum:
+                h.no_quorum = True
+                self._out.append(NoQuorum(h.number, heard, total))
+            self._out.append(Schedule(EMERGENCY, h.number, 0, self._now + self.timeouts.emergency_after_ms))
+            return
+        h.no_quorum = False
         support: dict[bytes, int] = {}
         for (kind, _), box in h.votes.items():
             if kind == m.PREVOTE:

@@ -145,8 +145,14 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     note = sub.add_parser("note", parents=[common], help="the notebook").add_subparsers(
         dest="note_command", required=True, metavar="SUBCOMMAND")
     p = note.add_parser("add", parents=[common], help="write a signed note",
-                        epilog="example: meshnode note add 'lunch at noon #food @bob' --audience friends")
-    p.add_argument("text", help="the note (#hashtags and @mentions in it are indexed)")
+                        epilog="example: meshnode note add 'lunch at noon #food @bob' --audience friends\n"
+                               "         meshnode note add --file report.md --audience public\n"
+                               "         some-command | meshnode note add -\n"
+                               "A note holds at most 64 KiB of UTF-8 text.")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("text", nargs="?", help="the note (#hashtags and @mentions in it are indexed); - reads it"
+                                               " from standard input")
+    given.add_argument("--file", metavar="PATH", help="read the note's text from this UTF-8 file instead")
     p.add_argument("--topic", help="a topic line")
     p.add_argument("--tags", help="comma-separated local tags (kept on this node only)")
     p.add_argument("--audience", choices=AUDIENCES, default="private",

@@ -125,15 +125,47 @@ def cmd_status(args) -> int:
 
 
 def cmd_note_add(args) -> int:
+    text = args.text if args.file is None and args.text != "-" else _note_text(args.file)
     config = _config(args)
     if args.reply_to:  # a short id (from `note list`) names the whole DID
         args.reply_to = container_did(config, args.reply_to, "note")
     tags = [x.strip() for x in (args.tags or "").split(",") if x.strip()]
-    out = act(config, "note_add", {"text": args.text, "topic": args.topic, "audience": args.audience,
+    out = act(config, "note_add", {"text": text, "topic": args.topic, "audience": args.audience,
                                    "priority": args.priority, "tags": tags, "forward": args.forward,
                                    **({"reply_to": args.reply_to} if args.reply_to else {})})
     print(out["did"])
+    sent = out.get("sent") or {}
+    if sent.get("by") == "push":  # too large for one gossip message (net.mesh_publish)
+        peers = len(sent["pushed"]) + len(sent["failed"]) + len(sent["later"])
+        print(f"meshnode: {sent['bytes']} bytes, too large for gossip (at most {sent['gossip_max']}): sent by"
+              f" direct push to {len(sent['pushed'])} of {peers} connected peers; the others get it at their"
+              " next sync", file=sys.stderr)
     return 0
+
+
+def _note_text(path: str | None) -> str:
+    """A note's text from a UTF-8 file, or standard input (``path`` None), at most a note's
+    size (domain.notes.MAX_TEXT bytes): larger is refused with the limit, not cut."""
+    from meshnode.domain.notes import MAX_TEXT
+
+    where = path or "standard input"
+    too_long = MeshnodeError("note_too_long", f"{where} holds more than a note's {MAX_TEXT} bytes (64 KiB):"
+                                              " split it in parts")
+    if path is None:
+        data = sys.stdin.buffer.read(MAX_TEXT + 1)
+    else:
+        try:
+            data = read_limited_file(Path(path), MAX_TEXT)
+        except MeshnodeError as exc:
+            if exc.code == "file_too_large":
+                raise too_long from None
+            raise
+    if len(data) > MAX_TEXT:
+        raise too_long
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MeshnodeError("bad_note", f"{where} is not UTF-8 text") from None
 
 
 def cmd_note_list(args) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from meshnode.faces.cli.parsers.commands import Commands
 from meshnode.faces.cli.parsers.vocabulary import VOTE_DECISIONS, VOTE_HALF_LIFE_DAYS, VOTE_MIN_TRUST, VOTE_MIN_VOTERS
 from meshnode.faces.cli.parsers import meshconsensus
@@ -26,9 +28,12 @@ def consensus_subparsers(sub, common):
 
 def add_cogvote_parsers(consensus, common) -> None:
     p = consensus.add_parser("vote", parents=[common], help="sign and store a vote on a container",
-                             epilog="example: meshnode consensus vote Zj0MbGG0y9 --value 1 --argument 'checked it'")
+                             epilog="example: meshnode consensus vote Zj0MbGG0y9 +1 --argument 'checked it'\n"
+                                    "The container must be held here (written here, or arrived from a peer).")
     p.add_argument("target", metavar="TARGET_DID", help=_TARGET)
-    p.add_argument("--value", type=int, choices=(-1, 0, 1), required=True, help="1 approve, 0 abstain, -1 object")
+    value = p.add_mutually_exclusive_group(required=True)
+    value.add_argument("value", nargs="?", type=_vote_value, metavar="VALUE", help="+1 approve, 0 abstain, -1 object")
+    value.add_argument("--value", dest="value", type=_vote_value, metavar="VALUE", help="the same, as an option")
     _type(p)
     p.add_argument("--argument", action="append", default=[], metavar="TEXT", help="a reason (repeatable)")
     p.add_argument("--evidence", action="append", default=[], metavar="DID",
@@ -61,6 +66,13 @@ def add_cogvote_parsers(consensus, common) -> None:
 
 
 _TARGET = "the container voted on: its DID or its short id"
+
+
+def _vote_value(text: str) -> int:
+    """A vote's value as a person writes it: +1, 1, 0, -1."""
+    if text not in ("+1", "1", "0", "-0", "-1"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vote: give +1 (approve), 0 (abstain) or -1 (object)")
+    return int(text)
 
 
 def _type(p) -> None:
