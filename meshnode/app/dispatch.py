@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, inbox, knowledge,
-                                  llm, meshconsensus, mind, node_status, notes, peers, reactor, reputation)
+                                  llm, meshconsensus, mind, node_log, node_status, notes, peers, reactor, reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
@@ -163,6 +163,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            " agent's prompt", signs=False),
     # pages made for reading (issue 34): the reactor's wakes told in words
     Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
+    # running it for real (issue 35): the node's lifecycle
+    Action("log_level", node_log.log_level, "the running node's log level, changed for this run (or read)",
+           signs=False),
 )}
 
 
