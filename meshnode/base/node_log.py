@@ -54,12 +54,13 @@ def attach_file(home: Path, max_bytes: int, backups: int, *, detached: bool = Fa
 
 
 def file_only(name: str, handler: logging.Handler) -> logging.Logger:
-    """A logger whose records go to ``handler`` alone: how the node's end (the reason it failed, a
-    traceback) reaches the log file without being said twice on a terminal, where the command
-    line says it too."""
+    """A logger whose records go to ``handler`` alone, at INFO whatever the level: the node's start
+    and end in its log file (the reason it failed, a traceback), without a word more on stderr,
+    where the command line says the reason itself."""
     logger = logging.getLogger(name)
     logger.propagate = False
     logger.handlers = [handler]
+    logger.setLevel(logging.INFO)
     return logger
 
 

@@ -220,29 +220,28 @@ def cmd_run(args) -> int:
         log_settings = config.values["log"]
         handler = node_log.attach_file(config.home, log_settings["file_kib"] * 1024, log_settings["files"],
                                        detached=getattr(args, "detached", False))
-        log.info("meshnode %s starting in %s (pid %d), logging to %s", __version__, config.home, os.getpid(),
-                 handler.baseFilename)
+        marks = node_log.file_only("meshnode.node.lifecycle", handler)  # the file's alone: stderr is as before
+        marks.info("meshnode %s starting in %s (pid %d)", __version__, config.home, os.getpid())
         if held.stale_pid:
-            log.info("replaced the pid file of a node that is gone (pid %d)", held.stale_pid)
-        ended = node_log.file_only("meshnode.node.end", handler)  # the command line says it on stderr itself
+            marks.info("replaced the pid file of a node that is gone (pid %d)", held.stale_pid)
         try:
             trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
         except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
             expected = _only(group, MeshnodeError)
             if expected is None:
-                ended.critical("the node failed", exc_info=group)
+                marks.critical("the node failed", exc_info=group)
                 raise
-            ended.error("the node stopped: %s", expected.reason)
+            marks.error("the node stopped: %s", expected.reason)
             raise expected from None
         except MeshnodeError as exc:
-            ended.error("the node stopped: %s", exc.reason)
+            marks.error("the node stopped: %s", exc.reason)
             raise
         except Exception:
-            ended.critical("the node failed", exc_info=True)
+            marks.critical("the node failed", exc_info=True)
             raise
-        log.info("stopped")
+        marks.info("stopped")
     finally:
-        held.release()
+        held.remove_pid()  # the lock is dropped with the process: `meshnode stop` waits for its very end
     return 0
 
 

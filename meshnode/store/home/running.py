@@ -27,12 +27,17 @@ class Running:
         self.home, self._fd = Path(home), fd
         self.stale_pid = stale_pid  # the pid a dead node's file named (replaced), None when there was none
 
-    def release(self) -> None:
-        """At exit: the pid file removed (while it still names this process), the lock dropped."""
-        if self._fd < 0:
-            return
+    def remove_pid(self) -> None:
+        """At the node's end: its pid file removed (while it still names this process). The lock
+        stays until the process is gone, so "no lock" means "no process" to whoever waits for it."""
         if read_pid(self.home) == os.getpid():
             (self.home / PID_FILE).unlink(missing_ok=True)
+
+    def release(self) -> None:
+        """The pid file removed and the lock dropped now (a process that goes on without the home)."""
+        if self._fd < 0:
+            return
+        self.remove_pid()
         os.close(self._fd)
         self._fd = -1
 
