@@ -88,8 +88,9 @@ def _run_main(argv: list[str], fake_user_home: Path, env, input, stdout) -> CliR
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
     inp = io.TextIOWrapper(io.BytesIO((input or "").encode("utf-8")), encoding="utf-8")
     saved = _ProcessState.save()
+    environ = cli_env(fake_user_home, env)  # read before the clear: the test's own PATH, PYTHONPATH...
     os.environ.clear()
-    os.environ.update(cli_env(fake_user_home, env))
+    os.environ.update(environ)
     sys.stdin, sys.stdout, sys.stderr = inp, out, err
     try:
         code = cli.main(argv)

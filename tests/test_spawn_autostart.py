@@ -164,7 +164,7 @@ def test_install_scripts_and_none(short_tmp):
 
 def test_child_env_keeps_only_the_passphrase_of_the_meshnode_variables():
     env = launch.child_env({"PATH": "/bin", "PYTHONPATH": "/src", "MESHNODE_HOME": "/parent",
-                            "MESHNODE_NET_LISTEN": "/ip4/0.0.0.0/tcp/4001", "MESHNODE_KEY_PASSPHRASE": "pw",
+                            "MESHNODE_NET_LISTEN": "/ip4/0.0.0.0/tcp/7822", "MESHNODE_KEY_PASSPHRASE": "pw",
                             "MESHNODE_WEB_LISTEN": "0.0.0.0:1", "XMESHNODE_X": "kept"})
     assert env == {"PATH": "/bin", "PYTHONPATH": "/src", "MESHNODE_KEY_PASSPHRASE": "pw", "XMESHNODE_X": "kept"}
 
@@ -183,7 +183,7 @@ def node_home(short_tmp, monkeypatch):
     did = next(line.split()[1] for line in done.stdout.splitlines() if line.startswith("did:"))
     config = home / "config.toml"
     text = config.read_text()
-    for old, new in (('listen = ["/ip4/0.0.0.0/tcp/4001"]', 'listen = ["/ip4/127.0.0.1/tcp/0"]'),
+    for old, new in (('listen = ["/ip4/0.0.0.0/tcp/7822"]', 'listen = ["/ip4/127.0.0.1/tcp/0"]'),
                      ('listen = "127.0.0.1:8470"', 'listen = "127.0.0.1:0"')):
         assert old in text
         text = text.replace(old, new)

@@ -83,10 +83,10 @@ def test_tie_parent_writes_the_child_side(tmp_path):
     try:
         assert family.origin(cdb) is None and family.depth_of(cdb) == 0
         family.tie_parent(cdb, parent_did=parent.did, parent_peer_id=parent.peer_id, parent_name="mum",
-                          addresses=["/ip4/127.0.0.1/tcp/4001"], kind="clone", depth=2, now_ms=T0)
+                          addresses=["/ip4/127.0.0.1/tcp/7822"], kind="clone", depth=2, now_ms=T0)
         peer = _peer(cdb, parent.did)
         assert (peer["name"], peer["peer_id"], peer["addresses"]) == ("mum", parent.peer_id,
-                                                                      ["/ip4/127.0.0.1/tcp/4001"])
+                                                                      ["/ip4/127.0.0.1/tcp/7822"])
         assert friends(cdb) == [parent.did]
         o = family.origin(cdb)
         assert (o["parent_did"], o["parent_name"], o["kind"], o["depth"], o["hello_state"]) == (
@@ -205,7 +205,7 @@ def family_homes(home, run_cli, tmp_path):
     child_home = tmp_path / "kid"
     assert run_cli("--home", child_home, "init", "--name", "kid").returncode == 0
     text = (child_home / "config.toml").read_text()
-    text = text.replace('listen = ["/ip4/0.0.0.0/tcp/4001"]', 'listen = ["/ip4/127.0.0.1/tcp/0"]')
+    text = text.replace('listen = ["/ip4/0.0.0.0/tcp/7822"]', 'listen = ["/ip4/127.0.0.1/tcp/0"]')
     (child_home / "config.toml").write_text(text.replace('listen = "127.0.0.1:8470"', 'listen = "127.0.0.1:0"'))
     parent_did, child_did = _did_of(home), _did_of(child_home)
     pdb, cdb = _db_of(home), _db_of(child_home)

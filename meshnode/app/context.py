@@ -52,5 +52,5 @@ class App:
         if self.mesh is None:
             home = f" at {self.config.home}" if self.config is not None else ""
             raise MeshnodeError("node_not_running", f"{what} needs the running node: none runs{home}"
-                                                    " (start it with `meshnode run`)")
+                                                    " (start it with `meshnode start`)")
         return self.mesh

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from meshnode.app.actions import (a2a, chat, children, consensus, containers, edits, ethics, gate, gmp, inbox, knowledge,
-                                  llm, meshconsensus, mind, names, node_status, notes, peers, reactor, reputation)
+                                  llm, meshconsensus, mind, names, node_log, node_status, notes, peers, reactor,
+                                  reputation)
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
@@ -168,6 +169,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            signs=False),
     Action("name_set", names.name_set, "give an agent a petname, on this node only", signs=False),
     Action("name_unset", names.name_unset, "forget an agent's petname", signs=False),
+    # running it for real (issue 35): the node's lifecycle
+    Action("log_level", node_log.log_level, "the running node's log level, changed for this run (or read)",
+           signs=False),
 )}
 
 

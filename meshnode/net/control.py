@@ -49,7 +49,7 @@ def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 100.0,
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
                 raise ControlError("node_not_running",
-                                   f"no running node at {path.parent.parent} (start it with `meshnode run`)") from None
+                                   f"no running node at {path.parent.parent} (start it with `meshnode start`)") from None
             raise ControlError("control_unreachable", f"cannot reach the node at {path}: {exc.strerror}") from None
         s.sendall(json.dumps({"cmd": cmd, "args": args or {}, "face": face}).encode("utf-8") + b"\n")
         s.shutdown(socket.SHUT_WR)

@@ -12,6 +12,7 @@ the nursery; the store records the stop (best effort, quickly) and closes.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -19,6 +20,8 @@ from typing import TextIO
 
 import trio
 
+from meshnode import __version__
+from meshnode.base import node_log
 from meshnode.faces.cli.common import _only
 from meshnode.base.config import Config
 from meshnode.base.config.command_line import config_of
@@ -57,7 +60,7 @@ from meshnode.engines.spawn.keeper import FamilyKeeper
 from meshnode.engines.spawn.jobs import SpawnJobs
 from meshnode.store import Store
 from meshnode.store.quotas import Quotas
-from meshnode.store.home import open_identity
+from meshnode.store.home import open_identity, running
 from meshnode.base.identity.did import peer_id_to_did
 from meshnode.faces.web.address import WebAddress
 
@@ -206,16 +209,39 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
 
 
 def cmd_run(args) -> int:
-    """``meshnode run``: the CLI's parser names it here (the CLI never imports the node)."""
+    """``meshnode run``: the CLI's parser names it here (the CLI never imports the node). It holds
+    the home while it runs (store/home/running.py: no second node on one home, the pid file) and
+    logs to the home's log file as well as stderr (base/node_log.py); ``--detached`` (what
+    ``meshnode start`` runs) logs to the file only, its stderr being the console file."""
     config = config_of(args)
-    key = open_identity(config)
+    key = open_identity(config)  # first: a home that is not one is refused before anything is written in it
+    held = running.hold(config.home)
     try:
-        trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
-    except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
-        expected = _only(group, MeshnodeError)
-        if expected is None:
+        log_settings = config.values["log"]
+        handler = node_log.attach_file(config.home, log_settings["file_kib"] * 1024, log_settings["files"],
+                                       detached=getattr(args, "detached", False))
+        marks = node_log.file_only("meshnode.node.lifecycle", handler)  # the file's alone: stderr is as before
+        marks.info("meshnode %s starting in %s (pid %d)", __version__, config.home, os.getpid())
+        if held.stale_pid:
+            marks.info("replaced the pid file of a node that is gone (pid %d)", held.stale_pid)
+        try:
+            trio.run(run_node, config, key, sys.stdout)  # this call's stdout (the default is the one at import)
+        except BaseExceptionGroup as group:  # an expected failure inside a nursery: one line, not a traceback
+            expected = _only(group, MeshnodeError)
+            if expected is None:
+                marks.critical("the node failed", exc_info=group)
+                raise
+            marks.error("the node stopped: %s", expected.reason)
+            raise expected from None
+        except MeshnodeError as exc:
+            marks.error("the node stopped: %s", exc.reason)
             raise
-        raise expected from None
+        except Exception:
+            marks.critical("the node failed", exc_info=True)
+            raise
+        marks.info("stopped")
+    finally:
+        held.remove_pid()  # the lock is dropped with the process: `meshnode stop` waits for its very end
     return 0
 
 

@@ -9,8 +9,8 @@ Every setting has a section and a key (``[store] path``); the environment
 variable for it is ``MESHNODE_<SECTION>_<KEY>`` in upper case
 (``MESHNODE_STORE_PATH``). Values are type-checked against the defaults. A
 list-valued setting is given in a variable as items separated by commas
-(``MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/4001,/ip6/::/tcp/4001``) or as a TOML
-array (``MESHNODE_NET_LISTEN='["/ip4/0.0.0.0/tcp/4001"]'``); empty is an
+(``MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/7822,/ip6/::/tcp/7822``) or as a TOML
+array (``MESHNODE_NET_LISTEN='["/ip4/0.0.0.0/tcp/7822"]'``); empty is an
 empty list. Addresses and DIDs are checked when the configuration is loaded,
 and an error names the file (or variable) and the setting.
 

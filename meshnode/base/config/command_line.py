@@ -9,9 +9,8 @@ names without importing them.
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 
+from meshnode.base import node_log
 from meshnode.base.config.loader import load_config
 from meshnode.base.config.model import Config, resolve_home
 
@@ -21,6 +20,5 @@ def config_of(args: argparse.Namespace) -> Config:
     overrides = {"store": {"path": getattr(args, "db", None)}, "keys": {"path": getattr(args, "key_file", None)},
                  "log": {"level": getattr(args, "log_level", None)}}
     config = load_config(home, overrides)
-    logging.basicConfig(level=config.get("log", "level").upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    node_log.log_to_stderr(config.get("log", "level"))
     return config

@@ -11,7 +11,7 @@ from typing import Any
 from meshnode.base.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
-    "listen": ["/ip4/0.0.0.0/tcp/4001"],
+    "listen": ["/ip4/0.0.0.0/tcp/7822"],
     "announce": [],
     "bootstrap": "bootstrap.txt",
     "heartbeat_seconds": 10.0,
@@ -99,7 +99,7 @@ def _announce_address(text: str) -> str | None:
     except (ValueError, TypeError) as exc:
         return _parse_problem(exc)
     if "tcp" not in protocols:
-        return "an announced address names a TCP port, e.g. /dns4/node.example.org/tcp/4001"
+        return "an announced address names a TCP port, e.g. /dns4/node.example.org/tcp/7822"
     return None
 
 

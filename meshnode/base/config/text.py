@@ -20,7 +20,7 @@ def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
         "# meshnode configuration. Environment variables MESHNODE_<SECTION>_<KEY> override it,",
         "# command-line flags override both. Relative paths are relative to this folder.",
         "# A list in a variable: items separated by commas, or a TOML array:",
-        "#   MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/4001,/ip6/::/tcp/4001",
+        "#   MESHNODE_NET_LISTEN=/ip4/0.0.0.0/tcp/7822,/ip6/::/tcp/7822",
     ]
     for section in DEFAULTS:
         keys = values[section]

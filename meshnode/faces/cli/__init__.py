@@ -136,7 +136,9 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run the node until SIGINT/SIGTERM",
                        epilog="It prints its DID, its addresses and the line another node puts in its\n"
                               "bootstrap.txt to connect to it.")
+    p.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)  # `meshnode start`'s: log to the file only
     p.set_defaults(func=Command("meshnode.node.run", "cmd_run"))  # the node's own: the CLI never imports it
+    parsers.lifecycle.add_parsers(sub, common)  # start, stop, logs, log-level
 
     p = sub.add_parser("status", parents=[common], help="who this node is and what it holds")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,7 +16,7 @@ from meshnode.base.identity.keys import NodeKey
 BOOTSTRAP_TEMPLATE = (
     "# Bootstrap peers: one libp2p multiaddr with /p2p/<peer id> per line.\n"
     "# Lines starting with # are comments. Example:\n"
-    "# /ip4/192.0.2.10/tcp/4001/p2p/12D3KooW...\n"
+    "# /ip4/192.0.2.10/tcp/7822/p2p/12D3KooW...\n"
 )
 
 

@@ -18,9 +18,11 @@ VOTE_DECISIONS = ("general", "ethical")
 VOTE_HALF_LIFE_DAYS = 30.0
 VOTE_MIN_VOTERS = 3
 VOTE_MIN_TRUST = 1.0
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # name here -> (module, expression there) that it must equal
 HOMES = {
+    "LOG_LEVELS": ("meshnode.base.config.node", "LOG_LEVELS"),
     "AUDIENCES": ("meshnode.domain.notes", "AUDIENCES"),
     "NOTE_SOURCES": ("meshnode.domain.notes", "SOURCES"),
     "AUTOSTARTS": ("meshnode.engines.spawn.model", "AUTOSTARTS"),
