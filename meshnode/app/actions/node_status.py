@@ -1,6 +1,6 @@
 """The node at a glance: who it is, what it holds, where it listens, its peers, its agent and what
 waits for the person (``status``), and its counters, histograms and gauges (``metrics``: the running
-node's); what the home's database holds (``holdings``), with or without a node.
+node's).
 
 ``status`` answers with a node running (``running`` true: its addresses, connections, uptime, the
 agent's state) and without one, on the home's database (``running`` false: the last run, the
@@ -63,11 +63,6 @@ def _counted(states) -> dict:
         if state in counts:
             counts[state] += 1
     return counts
-
-
-async def holdings(app: App, actor: Actor) -> dict:
-    """What the database holds (rows per kind) and its schema's version."""
-    return {"counts": await app.store.read(lambda db: db.counts()), "schema_version": app.store.version}
 
 
 async def metrics(app: App, actor: Actor, full: bool = False):
