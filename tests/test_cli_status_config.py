@@ -171,8 +171,9 @@ def test_status_of_a_stopped_node_says_so_and_what_it_last_knew(home, run_cli):
     assert lines["agent"] == "off — `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL` turns it on"
     assert lines["web"].startswith("not served (the node is stopped)")
     assert lines["waiting"] == "nothing"
-    (home / "node.pid").write_text("999999999\n")  # no such process
-    assert "node.pid names pid 999999999, which is gone" in run_cli("--home", home, "status").stdout
+    (home / "run").mkdir()
+    (home / "run" / "node.pid").write_text("999999999\n")  # no such process
+    assert "run/node.pid names pid 999999999, which is gone" in run_cli("--home", home, "status").stdout
     info = json.loads(run_cli("--home", home, "status", "--json").stdout)
     assert info["running"] is False and info["pid_file"] == {"pid": 999999999, "alive": False}
     assert info["peer_counts"] == {"ok": 0, "quiet": 0, "stale": 0, "dead": 0}
@@ -226,9 +227,14 @@ def test_running_nodes_status_config_set_ping_and_peers(tmp_path):
         live = json.loads(bob.run_cli("status", "--json").stdout)
         assert live["running"] is True and live["pid"] == bob.proc.pid and live["uptime_seconds"] >= 0
         assert {"addresses", "connected", "liveness", "cognition", "web", "counts"} <= set(live)  # as before
-        changed = bob.run_cli("config", "set", "net.sync_seconds", "45")
+        changed = bob.run_cli("config", "set", "node.name", "bobby")
         assert changed.returncode == 0, changed.stderr
         assert f"the running node (pid {bob.proc.pid}) keeps the old value until it restarts" in changed.stdout
+        shown = bob.run_cli("config", "show", "node").stdout
+        assert shown == 'node.name = "bobby"  (config.toml; the running node has "bob" until it restarts)\n'
+        assert json.loads(bob.run_cli("config", "show", "--json").stdout)["node"]["name"]["running"] == "bob"
+        got = bob.run_cli("config", "get", "node.name")
+        assert (got.stdout, got.stderr) == ("bobby\n", 'meshnode: the running node has "bob" until it restarts\n')
 
         alice.stop()
         pinged = bob.run_cli("ping", alice.did)  # defect 11: was "cannot reach ...: SwarmDialAllFailedError"

@@ -162,6 +162,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
            " agent's prompt", signs=False),
     # pages made for reading (issue 34): the reactor's wakes told in words
     Action("reactor_timeline", reactor.reactor_timeline, "the reactor's wakes in words, newest first", signs=False),
+    # the settings the running node started with (issue 35: `meshnode config show` tells what waits for a restart)
+    Action("config_in_effect", node_status.config_in_effect, "the settings the running node started with",
+           signs=False),
 )}
 
 

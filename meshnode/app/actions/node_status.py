@@ -57,6 +57,13 @@ async def _at_rest(app: App) -> dict:
             "waiting": await app.store.read(inbox.count, now)}
 
 
+async def config_in_effect(app: App, actor: Actor) -> dict:
+    """The settings the running node started with (it reads config.toml at start only): ``{section: {key:
+    value}}``; a face compares them with the file's to tell what waits for a restart."""
+    app.network("config_in_effect")
+    return {section: dict(keys) for section, keys in app.config.values.items()}
+
+
 def _counted(states) -> dict:
     counts = dict.fromkeys(LIVENESS, 0)
     for state in states:

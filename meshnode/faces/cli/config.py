@@ -1,7 +1,8 @@
 """``meshnode config show|get|set``: the settings the node starts with, where each comes from, and a
 change to one of them in config.toml.
 
-    meshnode config show [SECTION] [--changed]   every setting in effect: value, and default / config.toml / $VAR / flags
+    meshnode config show [SECTION] [--changed]   every setting: value, and default / config.toml / $VAR / flags
+                                                 (and the running node's value where it differs: a restart applies it)
     meshnode config get net.listen                one value (a text as it is, anything else as TOML)
     meshnode config set net.listen /ip4/0.0.0.0/tcp/4101
 
@@ -39,29 +40,49 @@ def cmd_show(args) -> int:
     config = _config(args)
     if args.section is not None and args.section not in DEFAULTS:
         raise ConfigError("unknown_setting", f"no section [{args.section[:40]}]; the sections: {', '.join(DEFAULTS)}")
+    running = _in_effect(config)
     rows = [(section, key, value, _origin(config, section, key))
             for section in ([args.section] if args.section else DEFAULTS)
             for key, value in config.values[section].items()]
     if args.changed:
-        rows = [r for r in rows if r[3] != "default"]
+        rows = [r for r in rows if r[3] != "default" or _differs(running, r[0], r[1], r[2])]
     if args.json:
         shown: dict = {}
         for section, key, value, origin in rows:
             shown.setdefault(section, {})[key] = {"value": value, "from": origin}
+            if _differs(running, section, key, value):
+                shown[section][key]["running"] = running[section][key]
         print_json(shown)
         return 0
-    width = max((len(f"{s}.{k} = {toml_value(v)}") for s, k, v, _ in rows), default=0)
-    width = min(width, 72)
+    width = min(max((len(f"{s}.{k} = {toml_value(v)}") for s, k, v, _ in rows), default=0), 72)
     for section, key, value, origin in rows:
         line = f"{section}.{key} = {toml_value(value)}"
-        print(terminal_safe(f"{line:{width}}  ({origin})"))
+        later = (f"; the running node has {toml_value(running[section][key])} until it restarts"
+                 if _differs(running, section, key, value) else "")
+        print(terminal_safe(f"{line:{width}}  ({origin}{later})"))
     return 0
+
+
+def _in_effect(config) -> dict | None:
+    """The settings the running node started with; None when no node runs (or it does not answer)."""
+    try:
+        return _ask_node(config, "config_in_effect", required=False, timeout=5.0)
+    except ControlError:
+        return None
+
+
+def _differs(running: dict | None, section: str, key: str, value) -> bool:
+    return running is not None and key in running.get(section, {}) and running[section][key] != value
 
 
 def cmd_get(args) -> int:
     config = _config(args)
     section, key = setting(args.name)
     value = config.get(section, key)
+    running = _in_effect(config)
+    if _differs(running, section, key, value):  # the file changed since the node started
+        print(terminal_safe(f"meshnode: the running node has {toml_value(running[section][key])} until it restarts"),
+              file=sys.stderr)
     if args.json:
         print(json.dumps(value, ensure_ascii=False))
     else:

@@ -106,11 +106,12 @@ def cmd_status(args) -> int:
     return 0
 
 
-PID_FILE = "node.pid"  # written by `meshnode start` in the home; read here only when present
+PID_FILE = Path("run") / "node.pid"  # in the home, as a started child's (engines/spawn/autostart.PID_FILE, not
+# imported: `status` stays light) and `meshnode start`'s; read here only when present
 
 
 def pid_file_state(home: Path) -> dict | None:
-    """The pid a ``node.pid`` in the home names, and whether that process lives; None with no such file."""
+    """The pid ``run/node.pid`` in the home names, and whether that process lives; None with no such file."""
     try:
         text = (home / PID_FILE).read_text(encoding="ascii", errors="replace")[:64]
     except OSError:
@@ -160,7 +161,9 @@ def _running(info: dict, now: int) -> str:
     else:
         text += f" (the last run started {duration((now - run['at_ms']) // 1000)} ago and did not stop cleanly)"
     pid = info.get("pid_file")
-    if pid is not None:
+    if pid is not None and pid["pid"] is None:
+        text += f"; {PID_FILE} names no pid"
+    elif pid is not None:
         if pid["alive"]:
             text += f"; {PID_FILE} names pid {pid['pid']}, which lives but does not answer: starting, or stuck"
         else:
