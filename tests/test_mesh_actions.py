@@ -130,7 +130,7 @@ async def test_a_spawn_is_labelled_by_who_asked_and_the_agent_s_needs_the_person
 
 async def test_on_the_home_the_network_s_actions_say_no_node_runs_and_the_database_s_work(store):
     home = App(store, None, clock=lambda: T, config=SimpleNamespace(values={"net": NET}, home="/h"))
-    for name, args in (("status", {}), ("ping", {"did": FRIEND}), ("consensus_status", {}), ("formation", {}),
+    for name, args in (("ping", {"did": FRIEND}), ("consensus_status", {}), ("formation", {}),
                        ("sync", {"did": FRIEND}), ("reputation_round", {}), ("metrics", {}),
                        ("reactor_status", {}), ("spawn", {"kind": "newborn"})):
         with pytest.raises(MeshnodeError) as info:
@@ -142,6 +142,20 @@ async def test_on_the_home_the_network_s_actions_say_no_node_runs_and_the_databa
     assert (await dispatch(home, person("cli"), "child_show", {"did": "kid"}))["liveness"] == "dead"  # aged
     assert await dispatch(home, person("cli"), "friend", {"did": FRIEND}) == {"did": FRIEND, "friend": True}
     assert await dispatch(home, person("cli"), "peers", {}) and await dispatch(home, person("cli"), "friends", {})
+
+
+async def test_on_the_home_peers_are_as_last_known_never_online(store):
+    """Issue 35, defect 2: a node killed while a friend was ``ok`` left it ``ok`` and ``online`` in its table;
+    with no node running, ``peers`` ages the liveness by the silence since the friend was heard, and no
+    peer is online or connected to a stopped node."""
+    home = App(store, None, clock=lambda: T, config=SimpleNamespace(values={"net": NET}, home="/h"))
+    await dispatch(home, person("cli"), "friend", {"did": FRIEND})
+    await store.write(set_liveness, FRIEND, state="ok", last_heard_ms=T - 3_600_000, last_seq=1, now_ms=T - 3_600_000)
+    [row] = [r for r in await dispatch(home, person("cli"), "peers", {}) if r["did"] == FRIEND]
+    assert (row["liveness"], row["status"], row["connected"]) == ("dead", "offline", False)
+    await store.write(set_liveness, FRIEND, state="ok", last_heard_ms=T - 30_000, last_seq=2, now_ms=T - 30_000)
+    [row] = [r for r in await dispatch(home, person("cli"), "peers", {}) if r["did"] == FRIEND]
+    assert (row["liveness"], row["status"]) == ("quiet", "offline")  # aged by 30 s of silence, as last known
 
 
 async def test_the_control_socket_counts_times_and_answers_a_bug_as_an_internal_error(app):

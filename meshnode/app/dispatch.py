@@ -98,7 +98,8 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("llm_select", llm.llm_select, "make an LLM the main one", signs=False),
     Action("llm_remove", llm.llm_remove, "remove a registered LLM", signs=False),
     # the running node's mesh and housekeeping; none signs with the key
-    Action("status", node_status.status, "the running node: identity, counts, addresses, peers, agent", signs=False),
+    Action("status", node_status.status, "the node: identity, counts, running or not, addresses, peers, agent,"
+           " what waits (with no node running: as its home last knew)", signs=False),
     Action("metrics", node_status.metrics, "the node's counters (with full: histograms and gauges)", signs=False),
     Action("peers", peers.peers, "the peers this node knows, connected or not", signs=False),
     Action("ping", peers.ping, "a peer's round trip", signs=False),
@@ -139,8 +140,6 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("search", knowledge.search, "notes, diary entries and concepts containing some words", signs=False),
     Action("references", knowledge.references, "container references as typed, resolved and checked",
            signs=False),
-    # what the home holds (meshnode status with no node running)
-    Action("holdings", node_status.holdings, "what the database holds: rows per kind, schema version", signs=False),
     # what the gate lets the agent do
     Action("gate_tools", gate.gate_tools, "the gate's tools and risk levels; which sends ask first", signs=False),
     # the reactor's cooldowns: listed, and lifted by the person (issue 33)
@@ -171,6 +170,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("name_unset", names.name_unset, "forget an agent's petname", signs=False),
     # running it for real (issue 35): the node's lifecycle
     Action("log_level", node_log.log_level, "the running node's log level, changed for this run (or read)",
+           signs=False),
+    # the settings the running node started with (issue 35: `meshnode config show` tells what waits for a restart)
+    Action("config_in_effect", node_status.config_in_effect, "the settings the running node started with",
            signs=False),
 )}
 

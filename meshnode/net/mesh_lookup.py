@@ -581,7 +581,7 @@ class Discovery:
                 await self.host.connect(info)
         except (trio.TooSlowError, Exception) as exc:  # libp2p raises several types on a failed dial
             self.metrics.inc("dial_failed")
-            raise NetError("unreachable", f"cannot connect to {info.peer_id}: {type(exc).__name__}") from None
+            raise NetError("unreachable", unreachable(info, exc)) from None
 
     async def announce_now(self, interests: list[str] = (), expertise: list[str] = ()) -> dict:
         """Publish this node's announce at once, with interests and expertise the cognitive core
@@ -659,7 +659,8 @@ class Discovery:
         try:
             stream = await self.host.new_stream(pid, [PING_ID])
         except Exception as exc:  # py-libp2p raises several types when a peer is gone
-            raise NetError("unreachable", f"cannot reach {did}: {type(exc).__name__}") from None
+            raise NetError("unreachable", f"peer {did} is unreachable: its connection closed before the ping"
+                                          f" ({_leaf(exc)})") from None
         try:
             started = time.perf_counter()
             with trio.fail_after(REQUEST_TIMEOUT):
@@ -667,6 +668,41 @@ class Discovery:
             return (time.perf_counter() - started) * 1000
         finally:
             await stream.close()
+
+
+def unreachable(info, exc: BaseException) -> str:
+    """A person's sentence for a dial that failed: who, which addresses were tried, and why (py-libp2p's
+    ``SwarmDialAllFailedError`` names neither the addresses nor the reason)."""
+    try:
+        who = peer_id_to_did(info.peer_id.to_base58())
+    except MeshnodeError:
+        who = str(info.peer_id)
+    addresses = [str(a).split("/p2p/")[0] for a in info.addrs]  # the DID names the peer
+    tried = ", ".join(addresses[:8]) + (f" and {len(addresses) - 8} more" if len(addresses) > 8 else "")
+    if isinstance(exc, trio.TooSlowError):
+        why = f"no answer within {CONNECT_TIMEOUT:g} s"
+    else:
+        why = _leaf(exc)
+    if not tried:
+        return f"peer {who} is unreachable: no address of it is known ({why})"
+    return f"peer {who} is unreachable: tried {tried} ({why})"
+
+
+def _leaf(exc: BaseException) -> str:
+    """The innermost reason of a libp2p failure, short: an operating system's reason ("connection
+    refused") when one is in the chain (libp2p wraps it in several errors and groups of them)."""
+    chain = [exc]
+    while len(chain) < 12:
+        last = chain[-1]
+        group = getattr(last, "errors", None) or getattr(last, "exceptions", None)  # libp2p's MultiError, groups
+        inner = group[0] if isinstance(group, (list, tuple)) and group else (last.__cause__ or last.__context__)
+        if not isinstance(inner, BaseException) or inner in chain:
+            break
+        chain.append(inner)
+    for found in reversed(chain):
+        if isinstance(found, OSError) and found.strerror:  # trio's: "Error connecting to (...): Connection refused"
+            return found.strerror.rsplit(": ", 1)[-1].lower()
+    return " ".join(str(chain[-1]).split())[:160] or type(chain[-1]).__name__
 
 
 def _announce_validator(discovery: Discovery):

@@ -119,7 +119,7 @@ def _wake_for_task(app: App, actor: Actor, result: dict) -> None:
 async def _by_interest(app: App, task: str, interest: str, exclude: list | None, limit: int | None) -> list[str]:
     if app.gmp is None:
         raise MeshnodeError("node_not_running", "finding candidates by interest needs the running node's mesh"
-                                                " (start it with `meshnode run`)")
+                                                " (start it with `meshnode start`)")
     limit = limit or 1
     if type(limit) is not int or not 1 <= limit <= 16:
         raise MeshnodeError("bad_request", "candidates_max is a number from 1 to 16")

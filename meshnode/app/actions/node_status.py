@@ -1,27 +1,75 @@
-"""The running node at a glance: who it is, what it holds, where it listens, its agent's state
-(``status``), and its counters, histograms and gauges (``metrics``): both are the running node's;
-what the home's database holds (``holdings``), with or without a node."""
+"""The node at a glance: who it is, what it holds, where it listens, its peers, its agent and what
+waits for the person (``status``), and its counters, histograms and gauges (``metrics``: the running
+node's).
+
+``status`` answers with a node running (``running`` true: its addresses, connections, uptime, the
+agent's state) and without one, on the home's database (``running`` false: the last run, the
+peers as last known, aged by the silence since). Both say how many peers are ok, quiet, stale or
+dead, whether an agent can think (an LLM registered) and what waits for the person (the inbox's
+counts)."""
 
 from __future__ import annotations
 
+import os
+
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
-from meshnode.records.mind import held
+from meshnode.records import family, inbox
+from meshnode.records.mind import held, registry
+from meshnode.store import node_runs
+from meshnode.store.peers import list_peers
+
+LIVENESS = ("ok", "quiet", "stale", "dead")
 
 
 async def status(app: App, actor: Actor) -> dict:
-    mesh = app.network("status")
-    counts = await app.store.read(lambda db: db.counts())
-    cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": await app.store.read(held.summary)}
     config = app.config
-    return {"did": app.key.did, "peer_id": app.key.peer_id, "name": config.name, "home": str(config.home),
-            "database": str(config.db_path), "schema_version": app.store.version, "counts": counts, "running": True,
-            "addresses": mesh.addresses(), "web": app.web.url if app.web is not None else None, **mesh.peers_snapshot(), "cognition": cognition}
+    out = {"name": config.name, "home": str(config.home), "database": str(config.db_path),
+           "schema_version": app.store.version, "counts": await app.store.read(lambda db: db.counts()),
+           "running": app.mesh is not None, **await _at_rest(app)}
+    if app.key is not None:
+        out.update(did=app.key.did, peer_id=app.key.peer_id)
+    if app.mesh is None:
+        return out
+    mesh = app.mesh
+    cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": await app.store.read(held.summary)}
+    snapshot = mesh.peers_snapshot()
+    run = out["last_run"]
+    started = run["at_ms"] if run and not run["stopped"] else None
+    out.update(addresses=mesh.addresses(), web=app.web.url if app.web is not None else None, **snapshot,
+               cognition=cognition, pid=os.getpid(), started_ms=started,
+               uptime_seconds=round((app.clock() - started) / 1000) if started is not None else None,
+               peer_counts=_counted(snapshot["liveness"].values()))
+    return out
 
 
-async def holdings(app: App, actor: Actor) -> dict:
-    """What the database holds (rows per kind) and its schema's version."""
-    return {"counts": await app.store.read(lambda db: db.counts()), "schema_version": app.store.version}
+async def _at_rest(app: App) -> dict:
+    """What the home's database tells, node or no node: the last run, the peers by liveness (as
+    last known, aged by the silence since: a stopped node hears nobody), the LLMs and what waits."""
+    now = app.clock()
+    peers = await app.store.read(list_peers)
+    thresholds = family.thresholds_of(app.config.values["net"])
+    states = [family.aged(p["liveness"], p["last_heard_ms"], now, thresholds) for p in peers if p["liveness"]]
+    llms = await app.store.read(registry.endpoints)
+    return {"last_run": await app.store.read(node_runs.last_run), "peer_counts": _counted(states),
+            "agent": {"enabled": bool(app.config.values["cognition"]["enabled"]),
+                      "llms": sum(1 for e in llms if not e.validator), "validators": sum(1 for e in llms if e.validator)},
+            "waiting": await app.store.read(inbox.count, now)}
+
+
+async def config_in_effect(app: App, actor: Actor) -> dict:
+    """The settings the running node started with (it reads config.toml at start only): ``{section: {key:
+    value}}``; a face compares them with the file's to tell what waits for a restart."""
+    app.network("config_in_effect")
+    return {section: dict(keys) for section, keys in app.config.values.items()}
+
+
+def _counted(states) -> dict:
+    counts = dict.fromkeys(LIVENESS, 0)
+    for state in states:
+        if state in counts:
+            counts[state] += 1
+    return counts
 
 
 async def metrics(app: App, actor: Actor, full: bool = False):

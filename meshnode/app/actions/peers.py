@@ -12,18 +12,29 @@ from meshnode.app.actions.names import agent_of
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id
+from meshnode.records import family
 from meshnode.store.peers import list_peers
 from meshnode.store.sharing import friends as friend_dids, set_friend
 
 
 async def peers(app: App, actor: Actor) -> list[dict]:
-    """Every peer this node knows; with a node running, whether each is connected now (with none,
-    what it last knew)."""
+    """Every peer this node knows, its liveness aged by the silence since it was last heard (a node
+    stopped or killed while its peers were ``ok`` left them so in its table); with a node running,
+    whether each is connected now and the liveness its tracker holds. With none, what it last knew,
+    told as such: no peer is connected or online to a stopped node."""
     rows = await app.store.read(list_peers)
-    if app.mesh is not None:
-        connected = set(app.mesh.peers_snapshot()["connected"])
-        for row in rows:
-            row["connected"] = row["peer_id"] in connected
+    thresholds = family.thresholds_of(app.config.values["net"]) if app.config is not None else None
+    tracker = app.mesh.liveness if app.mesh is not None else None
+    connected = set(app.mesh.peers_snapshot()["connected"]) if app.mesh is not None else set()
+    for row in rows:
+        heard = tracker.last_heard_ms(row["did"]) if tracker is not None else None
+        if heard is not None and heard >= (row["last_heard_ms"] or 0):
+            row["last_heard_ms"], row["liveness"] = heard, tracker.state(row["did"]).value
+        if thresholds is not None and row["liveness"]:
+            row["liveness"] = family.aged(row["liveness"], row["last_heard_ms"], app.clock(), thresholds)
+        row["connected"] = row["peer_id"] in connected
+        if app.mesh is None and row["status"] == "online":
+            row["status"] = "offline"
     return rows
 
 

@@ -4,7 +4,7 @@ the home; and where the home is."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -15,10 +15,19 @@ HOME_ENV = "MESHNODE_HOME"
 CONFIG_FILE = "config.toml"
 
 
+DEFAULT_ORIGIN = "default"
+
+
 @dataclass(frozen=True)
 class Config:
     home: Path
     values: Mapping[str, Mapping[str, Any]]
+    # (section, key) -> where its value came from: the config file's path, "$MESHNODE_..." or "flags"
+    # (a setting missing here has its default: ``origin``)
+    origins: Mapping[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
+
+    def origin(self, section: str, key: str) -> str:
+        return self.origins.get((section, key), DEFAULT_ORIGIN)
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]

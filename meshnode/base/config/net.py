@@ -48,7 +48,8 @@ def check(net: dict) -> None:
     if not 0.05 <= net["heartbeat_seconds"] <= 3600:
         raise ConfigError("bad_config", "net.heartbeat_seconds must be between 0.05 and 3600")
     if not 0 < net["quiet_after_seconds"] < net["stale_after_seconds"] < net["dead_after_seconds"]:
-        raise ConfigError("bad_config", "net: quiet_after < stale_after < dead_after seconds, all positive")
+        raise ConfigError("bad_config", "liveness thresholds must grow, all positive: net.quiet_after_seconds <"
+                                        " net.stale_after_seconds < net.dead_after_seconds")
     if not 12 <= net["max_connections"] <= 100_000:  # a whole number (checked as it was read)
         raise ConfigError("bad_config", "net.max_connections must be between 12 and 100000")
 

@@ -28,14 +28,15 @@ def config_text(values: Mapping[str, Mapping[str, Any]]) -> str:
         tables = [k for k in keys if k in TABLES.get(section, ()) or isinstance(keys[k], dict)]
         for key, value in keys.items():
             if key not in tables:
-                lines.append(f"{key} = {_toml_value(value)}")
+                lines.append(f"{key} = {toml_value(value)}")
         for key in tables:  # tables the person fills in (an inline {} could not be extended)
             lines.append(f"[{section}.{key}]")
-            lines += [f"{_toml_str(k)} = {_toml_value(v)}" for k, v in keys[key].items()]
+            lines += [f"{_toml_str(k)} = {toml_value(v)}" for k, v in keys[key].items()]
     return "\n".join(lines) + "\n"
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
+    """``v`` as TOML writes it (a table inline)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -43,9 +44,9 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, str):
         return _toml_str(v)
     if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):  # an inline table
-        return "{" + ", ".join(f"{_toml_str(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{_toml_str(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
     raise TypeError(type(v))
 
 

@@ -61,7 +61,7 @@ class LocalParent:
         each start (``tcp/0``), has none to give: ``parent_never_ran``."""
         ran = self.db.conn.execute("SELECT 1 FROM main_process WHERE name = 'node'").fetchone()
         if ran is None:
-            raise SpawnError("parent_never_ran", "the parent node has never run (`meshnode run` once, then spawn)")
+            raise SpawnError("parent_never_ran", "the parent node has never run (`meshnode start` once, then spawn)")
         found = stopped_addresses(self.config)
         if not found:
             raise SpawnError("parent_never_ran", "the stopped parent has no fixed address (its [net] listen port is 0);"

@@ -1,7 +1,7 @@
 """The ``meshnode`` command line.
 
 Exit codes: 0 ok, 1 runtime error (one clear line on stderr, no traceback),
-2 usage error. Every command takes ``--home DIR`` (or $MESHNODE_HOME), before
+2 usage error, 3 answered as last known because the node is not running (``peers``). Every command takes ``--home DIR`` (or $MESHNODE_HOME), before
 or after the command name.
 
 Every call builds the parser, so this module and the parsers it builds from
@@ -194,8 +194,11 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     parsers.children.add_parsers(sub, common)
     parsers.mcp.add_parsers(sub, common)
     parsers.names.add_parsers(sub, common)
+    parsers.config.add_parsers(sub, common)
 
-    p = sub.add_parser("peers", parents=[common], help="known peers with liveness")
+    p = sub.add_parser("peers", parents=[common], help="known peers with liveness",
+                       epilog="With the node stopped it lists what the node last knew (liveness aged by the\n"
+                              "silence since each peer was heard), says so on stderr and exits 3.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=commands.cmd_peers)
     p = sub.add_parser("ping", parents=[common], help="round trip to a peer (needs a running node)")

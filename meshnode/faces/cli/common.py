@@ -14,13 +14,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from meshnode.net import control
-from meshnode.base.config.command_line import config_of as _config  # every command module imports it from here
+from meshnode.base.config.command_line import config_of
 from meshnode.net.control import ControlError, socket_path
 from meshnode.base.errors import MeshnodeError
 from meshnode.store.home import open_identity
 
 if TYPE_CHECKING:
+    from meshnode.base.config import Config
     from meshnode.store.database import Database
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """The configuration of the home a command names, which ``meshnode init`` must have made: no
+    command but ``init`` (and the node's own ``run``) creates a home, and none reads a folder without
+    a key as a node's (``web url`` once wrote a token into a home that did not exist). Every command
+    module takes it from here."""
+    config = config_of(args)
+    if not config.key_path.is_file():
+        where = "does not exist" if not config.home.exists() else f"has no key file ({config.key_path})"
+        raise MeshnodeError("no_home", f"{config.home} {where}: it is not a node's home yet;"
+                                       f" create one with `meshnode init --home {config.home}`")
+    return config
 
 
 def _open_db(config) -> Database:

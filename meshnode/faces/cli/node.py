@@ -82,46 +82,159 @@ def _init_from_bundle(args, home: Path) -> int:
 
 
 def cmd_status(args) -> int:
+    """Who the node is, whether it runs (pid, uptime), where it listens, its peers by liveness, its agent,
+    its web address and what waits for the person; with the node stopped, what its home last knew."""
     config = _config(args)
     key = open_identity(config)
     live = _ask_node(config, "status", required=False)
-    if live is not None:
-        counts, version = live["counts"], live["schema_version"]
-    else:
-        held = act(config, "holdings", {})
-        counts, version = held["counts"], held["schema_version"]
+    answer = live if live is not None else act(config, "status", {})
     info = {"did": key.did, "peer_id": key.peer_id, "name": config.name, "home": str(config.home),
-            "database": str(config.db_path), "schema_version": version, "schema_latest": latest_version(),
-            "counts": counts, "running": live is not None}
-    if live is not None:
-        info.update(addresses=live["addresses"], connected=live["connected"], cognition=live.get("cognition"))
+            "database": str(config.db_path), **answer, "running": live is not None, "schema_latest": latest_version()}
+    if live is None:
+        info["pid_file"] = pid_file_state(config.home)
     if args.json:
         print_json(info)
-    else:
-        for k in ("did", "peer_id", "name", "home", "database"):
-            print(f"{k + ':':10} {info[k]}")
-        print(f"{'schema:':10} v{version}")
-        print(f"{'counts:':10} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        if live is not None:
-            mind = live.get("cognition", {})
-            print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
-            for llm in [x for x in mind.get("llms") or [] if x.get("error")]:  # each LLM that did not answer, why
-                print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
-            calls = mind.get("tool_calls") or {}
-            if calls and calls["used"] >= calls["max"]:
-                print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"
-                      " `meshnode gate reset-limit` lets it go on")
-            held = mind.get("held") or {}
-            if held.get("count"):  # a stall must be visible: what waits, and why
-                print(terminal_safe(f"{'held:':10} {held['count']} command(s), newest: {held['reason']}"
-                                    " (`meshnode mind held`, then release or drop)"))
-            for name, f in (mind.get("validators_failing") or {}).items():
-                if f.get("set_aside"):
-                    print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
-                                        f" in a row ({f['last_error']}); asked again later"))
-            for s in mind.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
-                print(terminal_safe(f"{'mcp:':10} {mcp_server_line(s)}"))
+        return 0
+    for k in ("did", "peer_id", "name", "home", "database"):
+        print(terminal_safe(f"{k + ':':10} {info[k]}"))
+    for line in status_lines(info, config, now_ms()):
+        print(terminal_safe(line))
+    print(f"{'schema:':10} v{info['schema_version']}")
+    print(f"{'counts:':10} " + ", ".join(f"{k} {v}" for k, v in info["counts"].items()))
+    if live is not None and (info.get("agent") or {"llms": 1}).get("llms"):  # with none, `agent:` said it all
+        _print_mind(live.get("cognition") or {})
     return 0
+
+
+PID_FILE = Path("run") / "node.pid"  # in the home, as a started child's (engines/spawn/autostart.PID_FILE, not
+# imported: `status` stays light) and `meshnode start`'s; read here only when present
+
+
+def pid_file_state(home: Path) -> dict | None:
+    """The pid ``run/node.pid`` in the home names, and whether that process lives; None with no such file."""
+    try:
+        text = (home / PID_FILE).read_text(encoding="ascii", errors="replace")[:64]
+    except OSError:
+        return None
+    try:
+        pid = int(text.split()[0])
+    except (ValueError, IndexError):
+        return {"pid": None, "alive": False}
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    except PermissionError:  # it lives, as another user's
+        alive = True
+    return {"pid": pid, "alive": alive}
+
+
+def status_lines(info: dict, config, now: int) -> list[str]:
+    """The lines of ``status`` a person reads first: running or not, addresses, peers, agent, web, waiting."""
+    lines = [f"{'running:':10} {_running(info, now)}"]
+    if info["running"]:
+        lines += [f"{'address:':10} {a}" for a in info.get("addresses") or ["(none yet)"]]
+    counts = info.get("peer_counts") or {}
+    shown = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "quiet", "stale", "dead"))
+    if info["running"]:
+        connected = info.get("connected") or []
+        lines.append(f"{'peers:':10} {shown}; {connected if isinstance(connected, int) else len(connected)} connected")
+    else:
+        lines.append(f"{'peers:':10} as last known: {shown} (`meshnode peers`)")
+    lines.append(f"{'agent:':10} {_agent(info)}")
+    lines.append(f"{'web:':10} {_web(info, config)}")
+    lines.append(f"{'waiting:':10} {_waiting(info.get('waiting') or {})}")
+    return lines
+
+
+def _running(info: dict, now: int) -> str:
+    if info["running"]:
+        up = f", up {duration(info['uptime_seconds'])}" if info.get("uptime_seconds") is not None else ""
+        return f"yes, pid {info.get('pid', '?')}{up}"
+    run = info.get("last_run")
+    text = "no"
+    if run is None:
+        text += " (it has never run)"
+    elif run["stopped"]:
+        text += f" (stopped {duration((now - run['at_ms']) // 1000)} ago)"
+    else:
+        text += f" (the last run started {duration((now - run['at_ms']) // 1000)} ago and did not stop cleanly)"
+    pid = info.get("pid_file")
+    if pid is not None and pid["pid"] is None:
+        text += f"; {PID_FILE} names no pid"
+    elif pid is not None:
+        if pid["alive"]:
+            text += f"; {PID_FILE} names pid {pid['pid']}, which lives but does not answer: starting, or stuck"
+        else:
+            text += f"; {PID_FILE} names pid {pid['pid']}, which is gone (a stale file)"
+    return text + ("" if pid is not None and pid["alive"] else "; start it with `meshnode start`")
+
+
+def _agent(info: dict) -> str:
+    agent = info.get("agent") or {}
+    if not agent.get("enabled", True):
+        return "off ([cognition] enabled = false in config.toml)"
+    if not agent.get("llms"):
+        return ("off — `meshnode llm add NAME --url http://127.0.0.1:11434/v1 --model MODEL` turns it on")
+    llms = f"{agent['llms']} LLM{'s' if agent['llms'] != 1 else ''}"
+    if not info["running"]:
+        return f"{llms} registered; it thinks while the node runs"
+    mind = info.get("cognition") or {}
+    return f"{mind.get('mode', 'off')} ({llms}{', paused by ' + mind['paused_by'] if mind.get('paused') else ''})"
+
+
+def _web(info: dict, config) -> str:
+    web = config.values["web"]
+    if not web["enabled"]:
+        return "off ([web] enabled = false)"
+    if info["running"]:
+        return f"{info.get('web') or 'starting'} (`meshnode web url` prints the login link)"
+    return f"not served (the node is stopped); it will listen on {web['listen']}"
+
+
+_WAITING = (("confirmation", "confirmation"), ("held_command", "held command"), ("draft", "draft"),
+            ("a2a_message", "held A2A message"), ("escalation", "escalation"))
+
+
+def _waiting(waiting: dict) -> str:
+    by_kind = waiting.get("by_kind") or {}
+    parts = [f"{by_kind[k]} {label}{'s' if by_kind[k] != 1 else ''}" for k, label in _WAITING if by_kind.get(k)]
+    if by_kind.get("drafts_accepted"):
+        parts.append("accepted drafts to commit")
+    return (", ".join(parts) + " (`meshnode inbox`)") if parts else "nothing"
+
+
+def duration(seconds: int) -> str:
+    """``3d 4h``, ``2h 5m``, ``7m 3s``, ``12s``: the two largest units."""
+    seconds = max(0, int(seconds))
+    units = [(n, u) for n, u in ((seconds // 86400, "d"), (seconds % 86400 // 3600, "h"),
+                                 (seconds % 3600 // 60, "m"), (seconds % 60, "s"))]
+    while len(units) > 1 and units[0][0] == 0:
+        units.pop(0)
+    return " ".join(f"{n}{u}" for n, u in units[:2])
+
+
+def _print_mind(mind: dict) -> None:
+    """The running agent's details that call for a person: each LLM that did not answer, a spent
+    budget of tool calls, held commands, validators set aside, the outside tools' servers."""
+    print(f"{'mind:':10} {mind.get('mode')}" + (f" ({mind['hint']})" if mind.get("hint") else ""))
+    for llm in [x for x in mind.get("llms") or [] if x.get("error")]:  # each LLM that did not answer, why
+        print(terminal_safe(f"{'':10} llm {llm['id']} ({llm['model']} at {llm['url']}): {llm['error']}"))
+    calls = mind.get("tool_calls") or {}
+    if calls and calls["used"] >= calls["max"]:
+        print(f"{'gate:':10} the agent used its {calls['max']} tool calls for this piece of work;"
+              " `meshnode gate reset-limit` lets it go on")
+    held = mind.get("held") or {}
+    if held.get("count"):  # a stall must be visible: what waits, and why
+        print(terminal_safe(f"{'held:':10} {held['count']} command(s), newest: {held['reason']}"
+                            " (`meshnode mind held`, then release or drop)"))
+    for name, f in (mind.get("validators_failing") or {}).items():
+        if f.get("set_aside"):
+            print(terminal_safe(f"{'validator:':10} {name} set aside after {f['failures_in_row']} failures"
+                                f" in a row ({f['last_error']}); asked again later"))
+    for s in mind.get("mcp_servers") or []:  # the agent's outside tools ([mcp.servers])
+        print(terminal_safe(f"{'mcp:':10} {mcp_server_line(s)}"))
 
 
 def cmd_note_add(args) -> int:
@@ -202,15 +315,32 @@ def _writer(r: dict) -> str:
     return described(kind, r.get("asked_via"), r.get("asked_label"), r.get("asked_id"))
 
 
+NOT_RUNNING = 3  # exit code: answered from the home's records, as last known, because no node runs (LSB's "not running")
+
+
 def cmd_peers(args) -> int:
+    """The peers this node knows. With the node stopped, what it last knew, said as such: a line on
+    stderr, liveness aged by the silence since each was heard, nobody online or connected, exit 3."""
     config = _config(args)
-    rows = act(config, "peers", {})  # with no node running: what it last knew
+    rows = _ask_node(config, "peers", {}, required=False)
+    running = rows is not None
+    if not running:
+        rows = act(config, "peers", {})
+        print("meshnode: the node is not running: peers as last known (start it with `meshnode start`)",
+              file=sys.stderr)
+    now = now_ms()
     if rows and not args.json:
         load_names(config)  # the name column: the person's petname, else the announced name (store.names)
-        print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  did")
+        print(f"{'name':16} {'liveness':8} {'status':8} {'conn':4}  {'heard':9}  did")
     print_rows(args, rows, lambda r: f"{name_of(r['did'], r['name'])[:16]:16} {(r['liveness'] or '-'):8} "
-                                     f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  {r['did']}")
-    return 0
+                                     f"{(r['status'] or '-'):8} {'yes' if r.get('connected') else '-':4}  "
+                                     f"{ago(r.get('last_heard_ms'), now):9}  {r['did']}")
+    return 0 if running else NOT_RUNNING
+
+
+def ago(ms: int | None, now: int) -> str:
+    """How long ago ``ms`` was: ``3h ago``; ``never`` for None."""
+    return "never" if ms is None else f"{duration((now - int(ms)) // 1000).split()[0]} ago"
 
 
 def cmd_ping(args) -> int:

@@ -3,7 +3,8 @@
     meshnode web url            http://127.0.0.1:8470/login#t=TOKEN (the token file is created if missing)
     meshnode web url --rotate   a new token first: every browser session and script token ends
 
-Works with the node stopped (it reads config.toml and the token file only). The token rides in the
+Works with the node stopped (it reads config.toml and the token file only), in a home ``meshnode init``
+made: on any other folder it is an error, and nothing is created (common._config). The token rides in the
 link's fragment, which a browser never sends to a server, so it stays out of logs and Referers.
 """
 

@@ -7,8 +7,8 @@ so these modules load argparse and nothing heavy: each command names its functio
 
 # every group's parsers, read as ``parsers.<group>`` by the builder (meshnode/faces/cli/__init__.py: its own
 # names ``meshnode.faces.cli.<group>`` are the groups' command modules, bound there when a command runs)
-from meshnode.faces.cli.parsers import (a2a, chat, children, consensus, ethics, gate, gmp, inbox, knowledge, llm,  # noqa: E402
-                                  lifecycle, mcp, mind, names, reactor, reputation, spawn, web)
+from meshnode.faces.cli.parsers import (a2a, chat, children, config, consensus, ethics, gate, gmp, inbox,  # noqa: E402
+                                  knowledge, lifecycle, llm, mcp, mind, names, reactor, reputation, spawn, web)
 
-__all__ = ["a2a", "chat", "children", "consensus", "ethics", "gate", "gmp", "inbox", "knowledge", "lifecycle", "llm", "mcp",
-           "mind", "names", "reactor", "reputation", "spawn", "web"]
+__all__ = ["a2a", "chat", "children", "config", "consensus", "ethics", "gate", "gmp", "inbox", "knowledge", "lifecycle",
+           "llm", "mcp", "mind", "names", "reactor", "reputation", "spawn", "web"]
