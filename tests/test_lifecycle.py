@@ -187,16 +187,23 @@ def test_bad_arguments_are_usage_errors(argv, capsys):
 
 
 def test_logs_on_a_stopped_home(tmp_path, capsys, root_logging):
-    (tmp_path / "logs").mkdir()
+    assert main(["--home", str(tmp_path), "init"]) == 0
+    (tmp_path / "logs").mkdir(exist_ok=True)
     (tmp_path / node_log.LOG_FILE).write_text("".join(_record(level, f"r{i}") + "\n" for i, level in
                                                      enumerate(["INFO", "WARNING", "INFO", "ERROR", "DEBUG"])))
+    capsys.readouterr()
     assert main(["--home", str(tmp_path), "logs", "-n", "2", "--level", "warning"]) == 0
     assert [line[-2:] for line in capsys.readouterr().out.splitlines()] == ["r1", "r3"]
-    assert main(["--home", str(tmp_path / "none"), "logs"]) == 1
+    (tmp_path / node_log.LOG_FILE).unlink()
+    assert main(["--home", str(tmp_path), "logs"]) == 1
     assert "no log at" in capsys.readouterr().err
+    assert main(["--home", str(tmp_path / "none"), "logs"]) == 1  # not a home: said, nothing made
+    assert "not a node's home" in capsys.readouterr().err and not (tmp_path / "none").exists()
 
 
 def test_stop_and_log_level_on_a_home_where_nothing_runs(tmp_path, capsys, root_logging):
+    assert main(["--home", str(tmp_path), "init"]) == 0
+    capsys.readouterr()
     assert main(["--home", str(tmp_path), "stop"]) == 3
     assert capsys.readouterr().out.startswith("not running: no node runs in")
 
