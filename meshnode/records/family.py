@@ -165,7 +165,11 @@ def _by_prefix(db: Database, text: str) -> list[dict]:
     rows = []
     if len(body) >= len(AGENT_HEAD) + MIN_SHORT:  # a shorter prefix matches too much to be meant
         rows = child_rows(db, "WHERE substr(did, 1, ?) = ?", (len(body), body))  # case counts: base58
-    return rows or child_rows(db, "WHERE c.name = ?", (text,))
+    if rows:
+        return rows
+    named = child_rows(db, "WHERE c.name = ?", (text,))
+    active = [r for r in named if r["state"] == "active"]
+    return active if len(active) == 1 else named  # a name given again after its child was removed: the active one
 
 
 def one_row(db: Database, action: str, sql: str, params: tuple = ()) -> dict | None:

@@ -49,9 +49,10 @@ async def child_remove(app: App, actor: Actor, did: str) -> dict:
 async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home: str | None = None,
                 start: bool = False, autostart: str | None = None, bundle: str | None = None,
                 expires_hours: float | None = None, answer_seconds: float | None = None,
-                approved_by: Actor | None = None) -> dict:
+                approved_by: Actor | None = None, friends: str | None = None) -> dict:
     """A child of this node (protocols/spawn.md), made by the running node; ``answer_seconds``: how
-    long to wait before answering ``{"pending": id}`` (None: until it is done)."""
+    long to wait before answering ``{"pending": id}`` (None: until it is done); ``friends``: the
+    child's friends besides the parent (spawn.friends: None, the parent only)."""
     if not (actor.kind == "agent" and approved_by is not None and is_person(approved_by.kind)):
         allow(actor, PERSON_OR_NODE, "spawning a child (the agent's, once a person approved)")
     if app.spawner is None:
@@ -59,7 +60,8 @@ async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home
                                                 " works on the parent's database)")
     by = (actor.via or actor.kind) if is_person(actor.kind) else actor.kind  # the metrics' label: cli, web, agent...
     return await app.spawner.spawn(app, dict(kind=kind, name=name, home=home, start=start, autostart=autostart,
-                                             bundle=bundle, expires_hours=expires_hours, by=by), answer_seconds)
+                                             bundle=bundle, expires_hours=expires_hours, by=by, friends=friends),
+                                   answer_seconds)
 
 
 async def spawn_wait(app: App, actor: Actor, job: str) -> dict:

@@ -39,10 +39,10 @@ class SpawnJobs:
         from meshnode.engines.spawn.parent import LiveParent
         from meshnode.engines.spawn.service import spawn_child
 
-        texts = ("kind", "name", "home", "autostart", "bundle", "by")
+        texts = ("kind", "name", "home", "autostart", "bundle", "by", "friends")
         if not all(isinstance(ask[k], (str, type(None))) for k in texts) \
                 or not all(isinstance(v, (int, float, type(None))) for v in (ask["expires_hours"], answer_seconds)):
-            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle, by and friends are strings;"
                                 " expires_hours and answer_seconds numbers")
         req = SpawnRequest.from_ask(ask)
         parent = LiveParent(node.config, node.key, node.store, node.mesh)
