@@ -19,7 +19,7 @@ from meshnode.records import family
 def as_heard(app: App, row: dict) -> dict:
     """A child's liveness as the running node's heartbeat tracker knows it now (the stored row
     changes only with the state), aged by the silence since it was last heard."""
-    if app.mesh is not None:
+    if app.mesh is not None and row.get("state") != "removed":
         tracker = app.mesh.liveness
         heard, state = tracker.last_heard_ms(row["did"]), tracker.state(row["did"])
         if heard is not None and heard >= (row["last_heard_ms"] or 0):
@@ -41,9 +41,14 @@ async def child_show(app: App, actor: Actor, did: str) -> dict:
 
 
 async def child_remove(app: App, actor: Actor, did: str) -> dict:
-    """No longer a child nor a friend (its row and home stay); the reactor lets go at its next scan."""
+    """No longer a child, a friend nor a peer here (its ``children`` row and home stay; should it
+    still run and reach this node, it is a peer like any other); the reactor lets go at its next scan."""
     allow(actor, PERSON_OR_NODE, "removing a child")
-    return await app.store.write(family.remove_child, str(did), app.clock())
+    removed = await app.store.write(family.remove_child, str(did), app.clock())
+    if app.mesh is not None:
+        app.mesh.liveness.forget(removed["did"])  # heard again, it starts afresh as a stranger
+        await app.mesh.refresh_known()  # no longer a friend: its containers are a stranger's
+    return removed
 
 
 async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home: str | None = None,

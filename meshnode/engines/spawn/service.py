@@ -203,7 +203,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
     runs out: ``not_reachable`` (left running, nothing undone)."""
     started = time.monotonic()
     try:
-        launched = launch.launch(home, autostart_kind)
+        launched = parent.launch(home, autostart_kind)
     except MeshnodeError as exc:
         raise SpawnError("start_failed", f"the child did not start: {exc.reason}") from None
     undo.push(lambda: launch.stop(home, autostart_kind))
@@ -214,7 +214,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         if parent.reached(did) if parent.running else _answers(sock):
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
-        if launched.get("via") in ("direct", "script") and launch.exited(launched.get("pid")):  # systemd may restart it
+        if launched.get("via") in ("direct", "script") and parent.exited(launched):  # systemd may restart it
             raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs
