@@ -90,5 +90,7 @@ def test_stop_notes_the_signal_when_no_parent_recorded_the_exit(tmp_path):
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-    assert launch.describe(launch.process_state(home)) == "stopped (SIGTERM)"
+    state = launch.process_state(home)
+    assert state["exit"]["stopped_by"] == "SIGTERM" and launch.describe(state) == "stopped"
+    assert launch.describe({"running": False, "exit": {"stopped_by": "SIGKILL"}}) == "stopped (killed)"
     assert launch.describe({"running": False, "exit": None}) == "stopped"

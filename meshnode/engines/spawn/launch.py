@@ -159,14 +159,17 @@ def process_state(home: Path) -> dict:
 
 
 def describe(state: dict) -> str:
-    """``running``, ``stopped (exit 0)``, ``stopped (SIGKILL)``, ``stopped``: a person's word for ``process_state``."""
+    """A person's words for ``process_state`` (18 characters at most): ``running``, ``stopped (exit
+    0)``, ``stopped (SIGKILL)`` (what its parent saw), ``stopped (killed)`` (``stop`` had to kill
+    it), else ``stopped``."""
     if state.get("running"):
         return "running"
     rec = state.get("exit") or {}
     if isinstance(rec.get("code"), int):
-        return f"stopped (exit {rec['code']})"
-    shown = rec.get("signal") or rec.get("stopped_by")
-    return f"stopped ({str(shown)[:12]})" if shown else "stopped"
+        return f"stopped (exit {min(max(rec['code'], 0), 999)})"
+    if rec.get("signal"):
+        return f"stopped ({str(rec['signal'])[:8]})"
+    return "stopped (killed)" if rec.get("stopped_by") == "SIGKILL" else "stopped"
 
 
 def running_pid(home: Path) -> int | None:

@@ -49,10 +49,10 @@ def cmd_list(args) -> int:
     rows = [with_process(r) for r in act(config, "children", {"all": args.all})]
     now = now_ms()
     if rows and not args.json:
-        print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':16} {'liveness':8} last heard")
+        print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':18} {'liveness':8} last heard")
     print_rows(args, rows, lambda r: f"{short_agent_id(r['did']):12} {r['name'][:16]:16} {r['kind']:7} "
-                                     f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {_state(r):16} "
-                                     f"{r['liveness']:8} {_ago(r['last_heard_ms'], now)}")
+                                     f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {_state(r):18} {r['liveness']:8} "
+                                     f"{'-' if r['state'] == 'removed' else _ago(r['last_heard_ms'], now)}")
     return 0
 
 
