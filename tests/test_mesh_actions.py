@@ -95,7 +95,8 @@ async def test_only_the_person_or_the_node_changes_the_node_and_nothing_changes_
     assert await dispatch(app, actor.node("reactor"), "friend", {"did": FRIEND}) == {"did": FRIEND, "friend": True}
     assert (await dispatch(app, person("web"), "child_remove", {"did": CHILD.did}))["state"] == "removed"
     assert await dispatch(app, person("cli"), "friends", {}) == [FRIEND]  # a removed child is no longer one
-    assert app.mesh.asked == [("refresh_known",)]  # a new friend is known to the admission at once
+    # a new friend is known to the admission at once, and so is a removed child no longer one (issue 35)
+    assert app.mesh.asked == [("refresh_known",), ("refresh_known",)]
 
 
 async def test_the_agent_proposes_and_syncs_as_it_did_and_an_outside_party_does_not(app):

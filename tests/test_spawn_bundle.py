@@ -581,3 +581,24 @@ def test_init_from_bundle_installs_the_autostart_asked_for(parent, tmp_path):
     with pytest.raises(SpawnError) as caught:
         init_from_bundle(tmp_path / "child.tgz", tmp_path / "kid2", autostart="cron", now_ms=NOW + 1000)
     assert caught.value.code == "bad_autostart"
+
+
+def test_a_bundle_child_has_its_parent_as_its_only_friend_unless_friends_says_otherwise(parent, tmp_path):
+    """Issue 35 (9): the bundle's store carries the Friend tags the spawn keeps, not the parent's."""
+    from meshnode.engines.spawn import friends
+    from meshnode.store.sharing import friends as friend_dids, set_friend
+
+    config, key, side = parent
+    mate, other = NodeKey.generate(), NodeKey.generate()
+    set_friend(side.db, mate.did, mate.peer_id, NOW - 1000)
+    cases = {"one": (None, [key.did]), "two": (f"inherit,{other.did}", sorted([key.did, mate.did, other.did]))}
+    for name, (text, wanted) in cases.items():
+        req = SpawnRequest(kind="trained", bundle=tmp_path / f"{name}.tgz", expires_hours=1.0, friends=text)
+        write_bundle(config, key, req, side, now_ms=NOW, friends=friends.parse(text, "trained"))
+        init_from_bundle(tmp_path / f"{name}.tgz", tmp_path / name, now_ms=NOW + 1000)
+        child = Database(tmp_path / name / "data" / "meshnode.db", create=False)
+        try:
+            assert friend_dids(child) == wanted
+            assert child.conn.execute("SELECT 1 FROM agent_peers WHERE id = ?", (mate.did,)).fetchone()  # known
+        finally:
+            child.close()

@@ -169,7 +169,8 @@ def test_mark_removed_unfriends_and_keeps_the_row(db):
     assert gone["state"] == "removed" and gone["removed_ms"] == T0 + 10
     family.mark_removed(db, a.did, T0 + 99)  # again: nothing changes
     assert family.child(db, a.did)["removed_ms"] == T0 + 10
-    assert _peer(db, a.did)["name"] == "a"  # still a known peer, just no longer a friend
+    assert a.did not in [p["did"] for p in list_peers(db)]  # issue 35: no longer in peers (a still running one comes back as any peer)
+    assert gone["liveness"] == "-" and gone["last_heard_ms"] is None  # no longer followed
     with pytest.raises(SpawnError) as exc:
         family.mark_removed(db, NodeKey.generate().did, T0)
     assert exc.value.code == "not_a_child"
@@ -228,7 +229,7 @@ def test_children_list_and_show_without_a_node(family_homes, run_cli):
     assert out.returncode == 0, out.stderr
     header, line = out.stdout.splitlines()
     assert header.split()[:8] == ["child", "name", "kind", "depth", "host", "state", "liveness", "last"]
-    assert line.split() == [short_agent_id(child_did), "kid", "newborn", "1", "local", "active", "unknown", "never"]
+    assert line.split() == [short_agent_id(child_did), "kid", "newborn", "1", "local", "stopped", "unknown", "never"]
     [row] = json.loads(run_cli("--home", home, "children", "list", "--json").stdout)
     assert row["did"] == child_did and row["depth"] == 1 and row["liveness"] == "unknown"
     shown = json.loads(run_cli("--home", home, "children", "show", "kid", "--json").stdout)

@@ -3,11 +3,12 @@ and its parent reaches it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from meshharness import Node, metric
+from meshharness import Node, metric, wait_until
 from meshnode.net import control
 from meshnode.net.control import ControlError
 from meshnode.engines.spawn import launch
@@ -43,8 +44,34 @@ def test_newborn_from_a_running_parent_runs_and_is_reached(root, children_cleanu
             parent.call("spawn", {"kind": "twin"})
         assert err.value.code == "bad_kind"
         assert metric(parent, "spawned", kind="newborn") == 1 and metric(parent, "spawn_refused", code="bad_kind") == 1
+        stopped_is_reaped_then_removed_is_gone(parent, r["did"], Path(r["home"]))
     finally:
         parent.stop()
+
+
+def stopped_is_reaped_then_removed_is_gone(parent, did: str, home: Path) -> None:
+    """Issue 35 (7): the running parent started the child, so only it can reap it: `children stop`
+    (another process) leaves no zombie, the list says how it ended; once removed, the child is not
+    in `peers` and its liveness is no longer shown."""
+    pid = launch.running_pid(home)
+    assert "stopped" in parent.cli("children", "stop", did)
+    wait_until(lambda: state_of(pid) is None and launch.process_state(home)["exit"] is not None
+               and "code" in launch.process_state(home)["exit"], 30, "the parent reaping its stopped child")
+    [row] = json.loads(parent.cli("children", "list", "--json"))
+    assert row["process"]["running"] is False and row["process"]["exit"]["code"] == 0
+    assert "stopped (exit 0)" in parent.cli("children", "list")
+    parent.cli("children", "remove", did)
+    assert did not in [p["did"] for p in parent.call("peers")]
+    [row] = json.loads(parent.cli("children", "list", "--all", "--json"))
+    assert row["state"] == "removed" and row["liveness"] == "-" and row["last_heard_ms"] is None
+
+
+def state_of(pid: int) -> str | None:
+    """The process's state letter in /proc (Z: a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return None
 
 
 def test_trained_from_a_stopped_parent_runs_and_the_parent_reaches_it_once_started(root, children_cleanup):

@@ -22,6 +22,7 @@ from meshnode.store.sharing import set_friend_tag
 from meshnode.store.short_ids import AGENT_HEAD, AGENT_PREFIX, MIN_SHORT
 
 LIVENESS_UNKNOWN = "unknown"  # a child whose heartbeat was never heard here
+LIVENESS_REMOVED = "-"  # a removed child's liveness is no longer followed
 
 
 @dataclass
@@ -92,6 +93,8 @@ def child_rows(db: Database, where: str = "", params: tuple = ()) -> list[dict]:
         rows = [dict(zip(names, r)) for r in cur.fetchall()]
     for r in rows:
         r["liveness"] = r["liveness"] or LIVENESS_UNKNOWN
+        if r["state"] == "removed":  # no longer followed: what a still running one is heard as is not shown
+            r["liveness"], r["last_heard_ms"] = LIVENESS_REMOVED, None
     return rows
 
 
@@ -165,7 +168,11 @@ def _by_prefix(db: Database, text: str) -> list[dict]:
     rows = []
     if len(body) >= len(AGENT_HEAD) + MIN_SHORT:  # a shorter prefix matches too much to be meant
         rows = child_rows(db, "WHERE substr(did, 1, ?) = ?", (len(body), body))  # case counts: base58
-    return rows or child_rows(db, "WHERE c.name = ?", (text,))
+    if rows:
+        return rows
+    named = child_rows(db, "WHERE c.name = ?", (text,))
+    active = [r for r in named if r["state"] == "active"]
+    return active if len(active) == 1 else named  # a name given again after its child was removed: the active one
 
 
 def one_row(db: Database, action: str, sql: str, params: tuple = ()) -> dict | None:
@@ -208,16 +215,22 @@ def depth_of(db: Database) -> int:
 
 
 def mark_removed(db: Database, did: str, now_ms: int) -> None:
-    """The child leaves the family here: state ``removed`` (its row kept, with when), and the
-    Friend tag off its ``agent_peers`` row (so nothing new is shared with it as a friend), in one
-    transaction. Removing a removed child changes nothing; a DID that is no child here is
-    SpawnError ``not_a_child``."""
+    """The child leaves the family here: state ``removed`` (its ``children`` row kept, with when),
+    and what the spawn made of it among the peers goes, in one transaction: its ``peer_liveness``
+    row, and its ``agent_peers`` row (``peers`` no longer lists it), or, when this node has rated
+    it (reputation history is kept), the Friend tag on that row. Nothing is shared with it as a
+    friend; should it still run and reach this node, it is a peer like any other. Removing a
+    removed child changes nothing; a DID that is no child here is SpawnError ``not_a_child``."""
     with db.transaction() as conn:
         cur = conn.execute("UPDATE children SET state = 'removed', removed_ms = COALESCE(removed_ms, ?)"
                            " WHERE did = ?", (now_ms, did))
         if cur.rowcount != 1:
             raise SpawnError("not_a_child", f"{did[:80]} is no child of this node")
-        set_friend_tag(conn, did, False)
+        conn.execute("DELETE FROM peer_liveness WHERE did = ?", (did,))
+        if conn.execute("SELECT 1 FROM agent_reputation WHERE agent_id = ? LIMIT 1", (did,)).fetchone():
+            set_friend_tag(conn, did, False)
+        else:
+            conn.execute("DELETE FROM agent_peers WHERE id = ?", (did,))
 
 
 def remove_child(db: Database, did: str, now_ms: int) -> dict:

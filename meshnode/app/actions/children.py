@@ -19,7 +19,7 @@ from meshnode.records import family
 def as_heard(app: App, row: dict) -> dict:
     """A child's liveness as the running node's heartbeat tracker knows it now (the stored row
     changes only with the state), aged by the silence since it was last heard."""
-    if app.mesh is not None:
+    if app.mesh is not None and row.get("state") != "removed":
         tracker = app.mesh.liveness
         heard, state = tracker.last_heard_ms(row["did"]), tracker.state(row["did"])
         if heard is not None and heard >= (row["last_heard_ms"] or 0):
@@ -41,17 +41,23 @@ async def child_show(app: App, actor: Actor, did: str) -> dict:
 
 
 async def child_remove(app: App, actor: Actor, did: str) -> dict:
-    """No longer a child nor a friend (its row and home stay); the reactor lets go at its next scan."""
+    """No longer a child, a friend nor a peer here (its ``children`` row and home stay; should it
+    still run and reach this node, it is a peer like any other); the reactor lets go at its next scan."""
     allow(actor, PERSON_OR_NODE, "removing a child")
-    return await app.store.write(family.remove_child, str(did), app.clock())
+    removed = await app.store.write(family.remove_child, str(did), app.clock())
+    if app.mesh is not None:
+        app.mesh.liveness.forget(removed["did"])  # heard again, it starts afresh as a stranger
+        await app.mesh.refresh_known()  # no longer a friend: its containers are a stranger's
+    return removed
 
 
 async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home: str | None = None,
                 start: bool = False, autostart: str | None = None, bundle: str | None = None,
                 expires_hours: float | None = None, answer_seconds: float | None = None,
-                approved_by: Actor | None = None) -> dict:
+                approved_by: Actor | None = None, friends: str | None = None) -> dict:
     """A child of this node (protocols/spawn.md), made by the running node; ``answer_seconds``: how
-    long to wait before answering ``{"pending": id}`` (None: until it is done)."""
+    long to wait before answering ``{"pending": id}`` (None: until it is done); ``friends``: the
+    child's friends besides the parent (spawn.friends: None, the parent only)."""
     if not (actor.kind == "agent" and approved_by is not None and is_person(approved_by.kind)):
         allow(actor, PERSON_OR_NODE, "spawning a child (the agent's, once a person approved)")
     if app.spawner is None:
@@ -59,7 +65,8 @@ async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home
                                                 " works on the parent's database)")
     by = (actor.via or actor.kind) if is_person(actor.kind) else actor.kind  # the metrics' label: cli, web, agent...
     return await app.spawner.spawn(app, dict(kind=kind, name=name, home=home, start=start, autostart=autostart,
-                                             bundle=bundle, expires_hours=expires_hours, by=by), answer_seconds)
+                                             bundle=bundle, expires_hours=expires_hours, by=by, friends=friends),
+                                   answer_seconds)
 
 
 async def spawn_wait(app: App, actor: Actor, job: str) -> dict:

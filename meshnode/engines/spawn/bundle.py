@@ -25,8 +25,10 @@ from meshnode.base.identity.keyfile import PASSPHRASE_ENV
 from meshnode.base.identity.keys import NodeKey
 from meshnode.records import family
 from meshnode.engines.spawn import autostart as units, child_config, launch, ports, seed
+from meshnode.engines.spawn import friends as friend_choice
 from meshnode.engines.spawn.invitation import check_invitation, make_invitation, record_invitation
-from meshnode.engines.spawn.model import AUTOSTARTS, SpawnRequest, SpawnResult, SpawnSettings, default_name
+from meshnode.engines.spawn.model import (AUTOSTARTS, SpawnRequest, SpawnResult, SpawnSettings, check_child_name,
+                                          default_name)
 from meshnode.base.errors import SpawnError
 from meshnode.engines.spawn.parent import ParentSide
 from meshnode.store.database import Database
@@ -41,8 +43,10 @@ CHUNK = 1 << 20
 WILDCARD = {"ip4": "0.0.0.0", "ip6": "::"}  # the child's host is another one: it listens on all its addresses
 
 
-def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *, now_ms: int) -> SpawnResult:
-    """Write ``req.bundle`` (never over an existing file) and record its invitation at the parent."""
+def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, *, now_ms: int,
+                 friends: "friend_choice.Choice | None" = None) -> SpawnResult:
+    """Write ``req.bundle`` (never over an existing file) and record its invitation at the parent;
+    the seeded store holds the Friend tags ``friends`` keeps (the child takes them as they are)."""
     path = Path(req.bundle).absolute()
     if path.exists() or path.is_symlink():
         raise SpawnError("bundle_exists", f"{path} exists already; name a new file")
@@ -52,7 +56,7 @@ def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
     if not 0 < hours <= 168:
         raise SpawnError("bad_invitation", "an invitation lasts more than 0 and at most 168 hours (7 days)")
     name = req.name or _default_name(parent, req.kind)
-    _check_name(name)
+    check_child_name(name)
     depth = parent.read(family.depth_of) + 1
     addresses = child_config.bootstrap_lines([a for a in parent.addresses() if not child_config.is_loopback(a)],
                                              parent.peer_id)
@@ -60,17 +64,23 @@ def write_bundle(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
         raise SpawnError("no_public_address", "the parent listens on loopback addresses only; another host could not"
                          " reach it (listen on a public address, or set [net] announce)")
     try:
-        return _write(config, key, req, parent, path, name, depth, addresses, hours, now_ms)
+        return _write(config, key, req, parent, path, name, depth, addresses, hours, now_ms,
+                      friends or friend_choice.parse(None, req.kind))
     except OSError as exc:  # the folder is not writable, the disk is full, ...
         raise SpawnError("bad_bundle", f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _write(config: Config, key: NodeKey, req: SpawnRequest, parent: ParentSide, path: Path, name: str, depth: int,
-           addresses: list[str], hours: float, now_ms: int) -> SpawnResult:
+           addresses: list[str], hours: float, now_ms: int, friends: "friend_choice.Choice") -> SpawnResult:
     with tempfile.TemporaryDirectory(prefix=".meshnode-bundle-", dir=path.parent) as tmp:
         work = Path(tmp)
         try:
             report = seed.seed_bundle_store(parent.db_path, work / SEED, req.kind, parent_did=key.did, now_ms=now_ms)
+            db = Database(work / SEED, create=False)
+            try:
+                friend_choice.keep(db, friends, now_ms=now_ms)
+            finally:
+                db.close()
         except MeshnodeError as exc:
             raise SpawnError("seed_failed", f"seeding the bundle's store failed: {exc.reason}") from None
         (work / TEMPLATE).write_text(template_text(config, name=name, kind=req.kind, parent_did=key.did), encoding="utf-8")
@@ -201,7 +211,10 @@ def init_from_bundle(bundle: Path, home: Path, *, name: str | None = None, autos
         if [manifest.get(k) for k in ("parent", "kind", "depth")] != [p["parent"], p["kind"], p["depth"]]:
             raise SpawnError("bad_bundle", f"the bundle's {MANIFEST} does not match its signed invitation")
         child_name = name or p["name"]
-        _check_name(child_name)
+        if name:
+            check_child_name(name)
+        else:
+            _check_name(child_name)  # the invitation's: a bundle written before names were checked may hold any
         made = not home.exists()
         try:
             return _make_home(home, work, inv, raw, manifest, child_name, autostart, start, now_ms)

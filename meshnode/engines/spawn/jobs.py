@@ -30,7 +30,10 @@ class _Job:
 
 class SpawnJobs:
     def __init__(self):
+        from meshnode.engines.spawn.processes import ChildProcesses
+
         self._jobs: dict[str, _Job] = {}
+        self.processes = ChildProcesses()  # the children this node starts, waited on (no zombie)
 
     async def spawn(self, node, ask: dict, answer_seconds: float | None) -> dict:
         """The control command ``spawn`` of ``node`` (its config, key, store, mesh, metrics): the
@@ -39,13 +42,13 @@ class SpawnJobs:
         from meshnode.engines.spawn.parent import LiveParent
         from meshnode.engines.spawn.service import spawn_child
 
-        texts = ("kind", "name", "home", "autostart", "bundle", "by")
+        texts = ("kind", "name", "home", "autostart", "bundle", "by", "friends")
         if not all(isinstance(ask[k], (str, type(None))) for k in texts) \
                 or not all(isinstance(v, (int, float, type(None))) for v in (ask["expires_hours"], answer_seconds)):
-            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle and by are strings;"
+            raise MeshnodeError("bad_request", "spawn: kind, name, home, autostart, bundle, by and friends are strings;"
                                 " expires_hours and answer_seconds numbers")
         req = SpawnRequest.from_ask(ask)
-        parent = LiveParent(node.config, node.key, node.store, node.mesh)
+        parent = LiveParent(node.config, node.key, node.store, node.mesh, self.processes)
 
         def work() -> dict:
             try:

@@ -87,9 +87,9 @@ TABLES: dict[str, Rule] = {
     "gmp_pending_missing": _r("never", "never", "never", "as gmp_pending"),
     # peers and reputation
     "agent_peers": _r("row", "row", "parent",
-                      "known agents, their Friend tags too (the parent's friends stay known authors: what the"
-                      " child got from them is not evicted by the unknown-author quota); online state is"
-                      " observed fresh; the parent's own row is family.tie_parent's, for every kind"),
+                      "known agents, without the Friend tag: the parent's friends are not the child's unless"
+                      " `spawn --friends` says so (spawn.friends); online state is observed fresh; the parent's"
+                      " own row, a friend, is family.tie_parent's, for every kind"),
     "agent_reputation": _r("row", "row", "never", "known agents' reputation (history in order)"),
     "peer_standing": _r("row", "row", "never", "valid/invalid counts and bans of known agents"),
     "reputation_evidence": _r("row", "row", "never", "the evidence behind the reputation"),

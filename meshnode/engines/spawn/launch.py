@@ -3,7 +3,9 @@
 Theory of operation: a child runs as ``<python> -m meshnode --home <home> run``, detached
 from whoever started it (its own session, stdin closed, output appended to
 ``<home>/logs/node.log``, pid in ``<home>/run/node.pid``), so it outlives a CLI call and is
-never killed with the parent's process group. It gets the parent's environment minus every
+never killed with the parent's process group. A child the running parent started directly is the
+parent's own process, which the parent waits on (``spawn.processes``: no zombie); how it ended
+goes in ``<home>/run/node.exit`` (``exit_record``), which ``process_state`` reads. It gets the parent's environment minus every
 ``MESHNODE_*`` variable except the key passphrase (``child_env``): its settings come from
 its own config.toml only. A pid is trusted only when /proc shows a meshnode run of this very
 home: a stale pid file whose number was reused is never signalled. Blocking; the node calls
@@ -12,6 +14,7 @@ these from a worker thread.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +22,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV
 from meshnode.engines.spawn import autostart as units
@@ -30,6 +33,8 @@ POLL_S = 0.05
 SCRIPT_TIMEOUT = 30.0
 EXEC_SETTLE_S = 1.0  # how long a pid file's process may sit inside exec with no arguments shown
 _VALUED = ("--home", "--db", "--key-file", "--log-level")  # the CLI's options that take a value
+EXIT_FILE = Path("run") / "node.exit"  # how the last directly started run ended (JSON)
+MAX_EXIT_BYTES = 1024
 
 
 def child_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -38,10 +43,11 @@ def child_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     return {k: v for k, v in environ.items() if not k.startswith("MESHNODE_") or k == PASSPHRASE_ENV}
 
 
-def launch(home: Path, autostart: str) -> dict:
+def launch(home: Path, autostart: str, direct: Callable[[Path], int] | None = None) -> dict:
     """Start the child in ``home``: through systemd when its unit is installed and systemd runs,
-    else its start.sh when one was written, else directly. Returns ``{"via", "pid", "log"}``;
-    a child already running is left alone (``already_running`` True). SpawnError start_failed."""
+    else its start.sh when one was written, else directly (``direct``: how, given the home, the pid
+    back; default a detached Popen). Returns ``{"via", "pid", "log"}``; a child already running is
+    left alone (``already_running`` True). SpawnError start_failed."""
     home = Path(os.path.abspath(home))
     pid = running_pid(home)
     log = str(home / LOG_FILE)
@@ -59,7 +65,7 @@ def launch(home: Path, autostart: str) -> dict:
         if done.returncode != 0:
             raise SpawnError("start_failed", f"{home / 'start.sh'} failed: {(done.stderr or done.stdout).strip()}"[:600])
         return {"via": "script", "pid": running_pid(home), "log": log}
-    return {"via": "direct", "pid": _popen(home), "log": log}
+    return {"via": "direct", "pid": (direct or _popen)(home), "log": log}
 
 
 def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
@@ -76,11 +82,94 @@ def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
         (home / PID_FILE).unlink(missing_ok=True)
         return False
     _signal(pid, signal.SIGTERM)
+    how = "SIGTERM"
     if not _wait_gone(pid, home, timeout):
         _signal(pid, signal.SIGKILL)
+        how = "SIGKILL"
         _wait_gone(pid, home, 5.0)
     (home / PID_FILE).unlink(missing_ok=True)
+    _note_stopped(home, pid, how)
     return True
+
+
+def direct_argv(home: Path) -> list[str]:
+    """The command line of a child started directly (``_is_run_of`` recognizes it)."""
+    return [sys.executable, "-m", "meshnode", "--home", str(home), "run"]
+
+
+def prepare_direct(home: Path) -> Path:
+    """Before a direct start: the log and run folders made, the last run's exit record gone; the log file."""
+    (home / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (home / PID_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (home / EXIT_FILE).unlink(missing_ok=True)
+    return home / LOG_FILE
+
+
+def write_pid(home: Path, pid: int) -> None:
+    tmp = home / PID_FILE.with_suffix(".tmp")
+    tmp.write_text(f"{pid}\n", encoding="ascii")
+    os.replace(tmp, home / PID_FILE)
+
+
+def exit_record(pid: int, returncode: int, ended_ms: int) -> dict:
+    """How a process ended, as ``run/node.exit`` holds it: ``code`` for an exit, ``signal`` (its name)
+    when a signal ended it (a negative return code, as subprocess and trio give it)."""
+    rec = {"pid": pid, "ended_ms": ended_ms}
+    if returncode < 0:
+        try:
+            rec["signal"] = signal.Signals(-returncode).name
+        except ValueError:
+            rec["signal"] = f"signal {-returncode}"
+    else:
+        rec["code"] = returncode
+    return rec
+
+
+def write_exit(home: Path, rec: dict) -> None:
+    """The parent that waited on the child records how it ended (replacing a stop's note)."""
+    tmp = home / EXIT_FILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rec, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, home / EXIT_FILE)
+
+
+def _note_stopped(home: Path, pid: int, how: str) -> None:
+    """``stop`` of a child whose exit status only its parent process can know: note the signal sent,
+    unless that parent (a running node) wrote the exit already; its record replaces this one."""
+    rec = {"pid": pid, "ended_ms": int(time.time() * 1000), "stopped_by": how}
+    try:
+        fd = os.open(home / EXIT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec, sort_keys=True) + "\n")
+
+
+def process_state(home: Path) -> dict:
+    """The child's process as seen from its home: ``{"running": True, "pid"}`` or ``{"running":
+    False, "exit": the exit record or None}`` (None: never started here, or ended unrecorded)."""
+    pid = running_pid(Path(home))
+    if pid is not None:
+        return {"running": True, "pid": pid}
+    try:
+        raw = (Path(home) / EXIT_FILE).read_bytes()[:MAX_EXIT_BYTES]
+        rec = json.loads(raw)
+    except (OSError, ValueError):
+        rec = None
+    return {"running": False, "exit": rec if isinstance(rec, dict) else None}
+
+
+def describe(state: dict) -> str:
+    """A person's words for ``process_state`` (18 characters at most): ``running``, ``stopped (exit
+    0)``, ``stopped (SIGKILL)`` (what its parent saw), ``stopped (killed)`` (``stop`` had to kill
+    it), else ``stopped``."""
+    if state.get("running"):
+        return "running"
+    rec = state.get("exit") or {}
+    if isinstance(rec.get("code"), int):
+        return f"stopped (exit {min(max(rec['code'], 0), 999)})"
+    if rec.get("signal"):
+        return f"stopped ({str(rec['signal'])[:8]})"
+    return "stopped (killed)" if rec.get("stopped_by") == "SIGKILL" else "stopped"
 
 
 def running_pid(home: Path) -> int | None:
@@ -106,18 +195,15 @@ def log_tail(home: Path, lines: int = 20) -> str:
 
 
 def _popen(home: Path) -> int:
-    (home / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
-    (home / PID_FILE).parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "meshnode", "--home", str(home), "run"]
-    with open(home / LOG_FILE, "ab") as log:
+    """Start the child detached from this (short-lived) process: once it exits, init reaps the child."""
+    argv = direct_argv(home)
+    with open(prepare_direct(home), "ab") as log:
         try:
             proc = subprocess.Popen(argv, cwd=home, env=child_env(), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
         except OSError as exc:
             raise SpawnError("start_failed", f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    tmp = home / PID_FILE.with_suffix(".tmp")
-    tmp.write_text(f"{proc.pid}\n", encoding="ascii")
-    os.replace(tmp, home / PID_FILE)
+    write_pid(home, proc.pid)
     return proc.pid
 
 

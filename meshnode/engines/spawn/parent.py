@@ -19,6 +19,8 @@ from meshnode.base.identity.did import did_to_peer_id
 from meshnode.base.identity.keys import NodeKey
 from meshnode.net.libp2p_fixes import local_ipv4s
 from meshnode.base.errors import SpawnError
+from meshnode.engines.spawn import launch
+from meshnode.engines.spawn.processes import ChildProcesses
 from meshnode.store.database import Database
 
 T = TypeVar("T")
@@ -37,6 +39,8 @@ class ParentSide(Protocol):
     def write(self, fn: Callable[[Database], T]) -> T: ...
     def read(self, fn: Callable[[Database], T]) -> T: ...
     def reached(self, did: str) -> bool: ...
+    def launch(self, home: Path, autostart: str) -> dict: ...
+    def exited(self, launched: dict) -> bool: ...
 
 
 def parent_names(config: Config, key: NodeKey) -> tuple[str, str, str, Path, Path]:
@@ -77,6 +81,12 @@ class LocalParent:
     def reached(self, did: str) -> bool:
         return False  # no node to reach it from; the service asks the child itself
 
+    def launch(self, home: Path, autostart: str) -> dict:
+        return launch.launch(home, autostart)  # detached: init reaps it once this process exits
+
+    def exited(self, launched: dict) -> bool:
+        return launch.exited(launched.get("pid"))
+
     def close(self) -> None:
         if self._own:
             self.db.close()
@@ -108,10 +118,21 @@ class LiveParent:
 
     running = True
 
-    def __init__(self, config: Config, key: NodeKey, store, mesh):
+    def __init__(self, config: Config, key: NodeKey, store, mesh, processes: ChildProcesses | None = None):
         self.config = config
         self.did, self.peer_id, self.name, self.home, self.db_path = parent_names(config, key)
         self.store, self.mesh = store, mesh
+        self.processes = processes if processes is not None else ChildProcesses()
+
+    def launch(self, home: Path, autostart: str) -> dict:
+        """``launch.launch``, a direct start opened on the node's loop as a process the node waits on."""
+        return launch.launch(home, autostart, direct=lambda h: trio.from_thread.run(self.processes.open, h))
+
+    def exited(self, launched: dict) -> bool:
+        pid = launched.get("pid")
+        if launched.get("via") == "direct":
+            return trio.from_thread.run_sync(self.processes.exited, pid)
+        return launch.exited(pid)  # a start.sh's node is not this process's child
 
     def addresses(self) -> list[str]:
         found = trio.from_thread.run_sync(self.mesh.addresses)

@@ -82,9 +82,8 @@ def clean_url(url):
 
 
 def _peer(row: Row) -> Row:
-    """Known agents keep their tags, the Friend tag too: the parent's friends stay known authors to
-    the child, so what it got from them is not evicted by the unknown-author quota (store.quotas)
-    at the first stranger's container, and the same sharing rules apply to them."""
+    """Known agents keep their tags as the parent has them; the spawn then takes the Friend tag off
+    all but the friends ``--friends`` keeps (spawn.friends, on the child's or the bundle's store)."""
     if row["status"] in ("online", "offline"):
         row["status"] = "unknown"  # observed fresh by the child; untrusted and blacklisted are judgements
     return row

@@ -21,16 +21,17 @@ from typing import Callable
 import trio
 
 from meshnode.net import control
-from meshnode.base.config import Config, check_name
+from meshnode.base.config import Config
 from meshnode.base.container.timefmt import now_ms as _now_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.store.home import init_home
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV
 from meshnode.base.identity.keys import NodeKey
 from meshnode.records import family
-from meshnode.engines.spawn import autostart, bundle, child_config, launch, ports, seed
+from meshnode.engines.spawn import autostart, bundle, child_config, friends, launch, names, ports, seed
 from meshnode.base.errors import SpawnError
-from meshnode.engines.spawn.model import AUTOSTARTS, KINDS, SpawnRequest, SpawnResult, SpawnSettings, default_name
+from meshnode.engines.spawn.model import (AUTOSTARTS, KINDS, SpawnRequest, SpawnResult, SpawnSettings,
+                                          check_child_name, default_name)
 from meshnode.engines.spawn.parent import ParentSide
 from meshnode.store.database import Database, sql_errors
 
@@ -56,12 +57,15 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
                  now_ms: Callable[[], int]) -> SpawnResult:
     settings = SpawnSettings.from_config(config)
     autostart_kind = check_request(req, settings)
+    choice = friends.parse(req.friends, req.kind)
+    if req.name is not None:
+        check_child_name(req.name)
+        names.check_free(req.name, parent.read(lambda db: names.live_names(db, now_ms())))
     depth = check_family_size(parent, settings, now_ms())
     if req.bundle is not None:
-        return bundle.write_bundle(config, key, req, parent, now_ms=now_ms())
+        return bundle.write_bundle(config, key, req, parent, now_ms=now_ms(), friends=choice)
     taken = parent.read(_children_taken)
     name = req.name if req.name is not None else default_name(parent.name, req.kind, taken["names"])
-    check_name(name)
     place = home_place(req, parent)
     addresses = parent.addresses()  # parent_never_ran before anything is written
     undo = _Undo()
@@ -75,7 +79,7 @@ def _spawn_child(config: Config, key: NodeKey, req: SpawnRequest, parent: Parent
         lines = child_config.write_bootstrap(home, addresses, parent_peer_id=parent.peer_id,
                                              parent_did=parent.did, parent_name=parent.name)
         t = now_ms()
-        report = seed_and_tie(parent, child, req.kind, depth, lines, t)
+        report = seed_and_tie(parent, child, req.kind, depth, lines, t, choice)
         rec = family.ChildRecord(did=child_key.did, peer_id=child_key.peer_id, name=name, kind=req.kind, depth=depth,
                                  autostart=autostart_kind, home=str(home), listen_port=listen_port,
                                  web_port=web_port, addresses=wildcards_as_loopback(child.get("net", "listen")),
@@ -177,11 +181,14 @@ def make_home(place: Path, wanted: Path | None, name: str, undo: "_Undo") -> tup
     return home, made.key
 
 
-def seed_and_tie(parent: ParentSide, child: Config, kind: str, depth: int, bootstrap: list[str], t: int) -> dict:
-    """Seed the child's store from the parent's database file, then write its side of the tie."""
+def seed_and_tie(parent: ParentSide, child: Config, kind: str, depth: int, bootstrap: list[str], t: int,
+                 choice: "friends.Choice | None" = None) -> dict:
+    """Seed the child's store from the parent's database file, keep the friends ``choice`` says (the
+    parent only by default), then write its side of the tie."""
     db = Database(child.db_path)
     try:
         report = seed.seed_child_store(parent.db_path, db, kind, parent_did=parent.did, now_ms=t).to_dict()
+        friends.keep(db, choice or friends.parse(None, kind), now_ms=t)
         family.tie_parent(db, parent_did=parent.did, parent_peer_id=parent.peer_id, parent_name=parent.name,
                           addresses=bootstrap, kind=kind, depth=depth, now_ms=t)
     finally:
@@ -196,7 +203,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
     runs out: ``not_reachable`` (left running, nothing undone)."""
     started = time.monotonic()
     try:
-        launched = launch.launch(home, autostart_kind)
+        launched = parent.launch(home, autostart_kind)
     except MeshnodeError as exc:
         raise SpawnError("start_failed", f"the child did not start: {exc.reason}") from None
     undo.push(lambda: launch.stop(home, autostart_kind))
@@ -207,7 +214,7 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
         if parent.reached(did) if parent.running else _answers(sock):
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
-        if launched.get("via") in ("direct", "script") and launch.exited(launched.get("pid")):  # systemd may restart it
+        if launched.get("via") in ("direct", "script") and parent.exited(launched):  # systemd may restart it
             raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs

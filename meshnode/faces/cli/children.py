@@ -31,15 +31,27 @@ def _ago(ms: int | None, now: int) -> str:
     return f"{s}s ago"
 
 
+def with_process(rec: dict) -> dict:
+    """A local active child's row with its ``process`` (spawn.launch.process_state: running, or how
+    it ended); the state a person reads is then ``running`` or ``stopped (exit N)``."""
+    if rec["host"] == "local" and rec["home"] and rec["state"] == "active":
+        rec["process"] = launch.process_state(Path(rec["home"]))
+    return rec
+
+
+def _state(rec: dict) -> str:
+    return launch.describe(rec["process"]) if rec.get("process") else rec["state"]
+
+
 def cmd_list(args) -> int:
     config = _config(args)
-    rows = act(config, "children", {"all": args.all})
+    rows = [with_process(r) for r in act(config, "children", {"all": args.all})]
     now = now_ms()
     if rows and not args.json:
-        print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':7} {'liveness':8} last heard")
+        print(f"{'child':12} {'name':16} {'kind':7} {'depth':5} {'host':10} {'state':18} {'liveness':8} last heard")
     print_rows(args, rows, lambda r: f"{agent_id(r['did']):12} {r['name'][:16]:16} {r['kind']:7} "
-                                     f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {r['state']:7} "
-                                     f"{r['liveness']:8} {_ago(r['last_heard_ms'], now)}")
+                                     f"{r['depth']:<5} {(r['host'] or '-')[:10]:10} {_state(r):18} {r['liveness']:8} "
+                                     f"{'-' if r['state'] == 'removed' else _ago(r['last_heard_ms'], now)}")
     return 0
 
 
@@ -48,7 +60,7 @@ def _child(config, text: str) -> dict:
 
 
 def cmd_show(args) -> int:
-    rec = _child(_config(args), args.did)
+    rec = with_process(_child(_config(args), args.did))
     print_fields(args, rec if args.json else _readable(rec))
     return 0
 
@@ -57,6 +69,8 @@ def _readable(rec: dict) -> dict:
     """Times as UTC text (and how long ago), the seed report as counts a person reads at a glance."""
     now = now_ms()
     out = dict(rec)
+    if out.get("process"):
+        out["process"] = _state(rec) + (f", pid {rec['process']['pid']}" if rec["process"].get("pid") else "")
     for key in ("created_ms", "removed_ms", "last_heard_ms"):
         ms = out.pop(key)
         out[key[:-3]] = "-" if ms is None else f"{format_ms(int(ms))} ({_ago(ms, now)})"

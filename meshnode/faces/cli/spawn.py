@@ -23,7 +23,7 @@ def cmd_spawn(args) -> int:
     home = args.child_home.expanduser().absolute() if args.child_home else None
     bundle = args.bundle.expanduser().absolute() if args.bundle else None
     req = SpawnRequest(kind=args.kind, name=args.name, home=home, start=args.start, autostart=args.autostart,
-                       bundle=bundle, expires_hours=args.expires, by="cli")
+                       bundle=bundle, expires_hours=args.expires, by="cli", friends=args.friends)
     try:
         result = _ask_node(config, "spawn", {**req.to_ask(), "answer_seconds": ANSWER_SECONDS}, required=False,
                            timeout=CONTROL_TIMEOUT)

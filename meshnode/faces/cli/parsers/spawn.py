@@ -23,7 +23,10 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
             p._add_action(action)
     p.add_argument("--kind", required=True, choices=SPAWN_KINDS,
                    help="clone: all the parent may share; trained: knowledge and known agents; newborn: nothing")
-    p.add_argument("--name", help="the child's name (default: <parent name>-<kind>-<n>)")
+    p.add_argument("--name", help="the child's name: letters, digits, '.', '_', '-', unique among the active"
+                   " children (default: <parent name>-<kind>-<n>)")
+    p.add_argument("--friends", metavar="WHO", help="the child's friends besides its parent (default: the parent"
+                   " only): 'inherit' (the parent's friends) and/or DIDs, comma separated")
     p.add_argument("--home", dest="child_home", type=Path, metavar="DIR",
                    help="the child's home (default: CCORE-<DID> beside the parent's home)")
     p.add_argument("--start", action="store_true", help="start the child and wait until it is reachable")
