@@ -151,6 +151,7 @@ TABLES: dict[str, Rule] = {
     "reactor_events": _r("never", "never", "never", "the child's reactor starts clean"),
     "reactor_decisions": _r("never", "never", "never", "the child's reactor starts clean"),
     "reactor_jobs": _r("never", "never", "never", "the child's reactor starts clean"),
+    "reactor_person_lines": _r("never", "never", "never", "the parent's person's notices stay with that person"),
     "reactor_cooldowns": _r("never", "never", "never", "the child's reactor starts clean"),
     "reactor_leases": _r("never", "never", "never", "the child's reactor starts clean"),
     "reactor_failures": _r("never", "never", "never", "the child's reactor starts clean"),
