@@ -1,7 +1,8 @@
-"""GMP participants across real node processes (issue 35, defects 5 and 6): a participant that
-neither created nor holds a task sees each of its steps as it is made (a 40 % step, pushed, not
+"""What is pushed, not synced, across real node processes (issue 35, defects 5 and 6). A GMP
+participant that neither created nor holds a task sees each of its steps as it is made (a 40 % step, pushed, not
 carried by the next sync), and a dead holder's task is offered to the goal's participants though
-no peer announces its tags.
+no peer announces its tags. And a friends note reaches a friend who is online at once, pushed, as
+a person expects of a message (field run of issue 35: it waited for the next sync, up to 30 s).
 
 Sync runs only every 10 minutes here, so whatever arrives within the test came by push. The
 three nodes are shared by the tests of this file; the last one kills bob."""
@@ -61,6 +62,15 @@ def test_a_participant_sees_a_40_percent_step_pushed_as_it_is_made(trio_nodes):
     seen = wait_until(lambda: (s := show(c, task)) and s["progress"] == 0.7 and s, STEP,
                       "carol to see the 70 % step")
     assert [e["did"] for e in seen["entries"] if e["kind"] == "progress"] == [step, later]  # each step kept
+
+
+def test_a_friends_note_is_pushed_to_the_friends_online_and_to_no_one_else(trio_nodes):
+    a, b, c = trio_nodes
+    a.call("friend", {"did": c.did})
+    note = a.call("note_add", {"text": "dinner at eight", "audience": "friends"})["did"]
+    wait_until(lambda: any(r["container_did"] == note for r in c.call("notes", {"limit": 50})), STEP,
+               "carol (a friend, online) to get the note by push")
+    assert not any(r["container_did"] == note for r in b.call("notes", {"limit": 50}))  # bob is no friend
 
 
 def test_a_dead_holders_task_is_offered_to_a_participant_without_any_interest(trio_nodes):

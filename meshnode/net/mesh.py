@@ -219,6 +219,14 @@ class Mesh:
         return await mesh_publish.publish(c, gossip=self.container_gossip.gossip, push=self.exchange.push,
                                           connected=self.parts.connected_dids(), metrics=self.metrics)
 
+    async def deliver(self, c: Container) -> dict:
+        """A container for named recipients (a friends note): pushed at once to those this node is
+        connected to (the others get it at their next sync); the push report (mesh_publish.push_to)."""
+        recipients = c.head.get("recipient") if isinstance(c.head.get("recipient"), list) else []
+        connected = set(self.parts.connected_dids())
+        return await mesh_publish.push_to(c, [d for d in recipients if d in connected and d != self.key.did],
+                                          push=self.exchange.push, metrics=self.metrics)
+
     def peers_snapshot(self) -> dict:
         return self.peer_liveness.peers_snapshot()
 

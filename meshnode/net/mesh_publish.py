@@ -33,8 +33,18 @@ async def publish(c: Container, *, gossip: Callable[[Container], Awaitable[None]
     if size <= MAX_GOSSIP_BYTES:
         await gossip(c)
         return {"by": "gossip"}
-    peers = sorted(set(connected))
-    report = {"by": "push", "bytes": size, "gossip_max": MAX_GOSSIP_BYTES, "pushed": [], "failed": [], "later": []}
+    report = {"by": "push", "bytes": size, "gossip_max": MAX_GOSSIP_BYTES,
+              **await push_to(c, connected, push=push, metrics=metrics, wait_s=wait_s)}
+    _count(metrics, "publish_pushed_instead_of_gossip")
+    return report
+
+
+async def push_to(c: Container, peers: Iterable[str], *, push: Callable[[str, list[Container]], Awaitable[dict]],
+                  metrics=None, wait_s: float = PUSH_WAIT_S) -> dict:
+    """Push ``c`` to each of ``peers`` (PUSHES_AT_ONCE at a time, at most ``wait_s`` in all):
+    ``{"pushed": [DIDs that took it], "failed": [...], "later": [DIDs not answered in time]}``."""
+    peers = sorted(set(peers))
+    report = {"pushed": [], "failed": [], "later": []}
     limiter = trio.CapacityLimiter(PUSHES_AT_ONCE)
 
     async def one(did: str) -> None:
@@ -53,7 +63,6 @@ async def publish(c: Container, *, gossip: Callable[[Container], Awaitable[None]
             for did in peers:
                 nursery.start_soon(one, did)
     report["later"] = [d for d in peers if d not in report["pushed"] and d not in report["failed"]]
-    _count(metrics, "publish_pushed_instead_of_gossip")
     return report
 
 

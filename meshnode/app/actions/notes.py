@@ -30,7 +30,7 @@ def write_note(db, key, actor: Actor, text: str, *, now_ms: int, topic: str | No
                then: Callable[[sqlite3.Connection, Container], None] | None = None) -> Container:
     """Sign and store a note written for ``actor`` with the record of who asked (one transaction).
 
-    A ``friends`` note goes to this node's friends now (``recipients`` names others, e.g. the one
+    A ``friends`` note is for this node's friends (``recipients`` names others, e.g. the one
     agent a message is for); ``reply_to`` puts it in that note's thread unless ``topic`` is given;
     ``read`` defaults to read for what the agent or the node writes (it is not the agent's mail);
     ``then(conn, note)`` runs in the same transaction once it is stored."""
@@ -102,6 +102,8 @@ async def spread(app: App, note: Container, written_ms: int) -> dict | None:
     if app.mesh is not None and note.payload.get("audience") == "public":
         app.mesh.timing.mark(note.did, "written", app.clock(), written_ms)
         sent = await app.mesh.publish(note)
+    elif app.mesh is not None and note.head.get("recipient"):  # a friends note: to the friends online now
+        await app.mesh.deliver(note)
     if app.reactor is not None:
         app.reactor.poke()
     return sent
