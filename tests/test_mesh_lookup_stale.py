@@ -481,3 +481,23 @@ async def test_a_lookup_that_finds_nothing_keeps_the_copy_this_node_held(monkeyp
         pass
     assert seen_during and not any(seen_during)  # the walk asked the mesh, not this node's own copy
     assert node.dht.value_store.store[raw_key] == (held.to_bytes(), 0.0)
+
+
+async def test_a_newer_announce_pushed_here_is_recorded_at_the_next_round_though_looked_up_lately():
+    """A peer that renamed itself and restarted pushes its new announce to the nodes it connects to;
+    the peers table (names, addresses) took it only at the next lookup, up to 10 minutes later."""
+    from libp2p.peer.id import ID
+
+    owner = NodeKey.generate()
+    node = _Node()
+    old, new = _announce(owner, now_ms() - 1000, 4001), _announce(owner, now_ms(), 4002)
+    node.dht.routing_table = type("Table", (), {"get_peer_ids": staticmethod(
+        lambda: [ID.from_base58(owner.peer_id)])})()
+    node._heard_announce(old)
+    await node._learn_routing_table()  # first seen: recorded
+    assert [f["announce_did"] for _, f in node.store.written] == [old.did]
+    node._heard_announce(new)  # pushed here a minute later
+    await node._learn_routing_table()
+    assert [f["announce_did"] for _, f in node.store.written] == [old.did, new.did]
+    await node._learn_routing_table()  # nothing new: not written again
+    assert len(node.store.written) == 2

@@ -278,8 +278,10 @@ class Discovery:
         return reached
 
     async def _learn_routing_table(self) -> None:
-        """Record the announce of routing-table peers not looked up lately (agent_peers): from the
-        cache when fresh, else by lookup, ``LEARNING_AT_ONCE`` at a time."""
+        """Record the announce of routing-table peers not looked up lately, or whose newer announce
+        was pushed here since (a peer renamed and restarted: field run of issue 35, its new name
+        waited 10 minutes), in the peers table (agent_peers): from the cache when fresh, else by
+        lookup, ``LEARNING_AT_ONCE`` at a time."""
         now = self.clock()
         limiter = trio.CapacityLimiter(LEARNING_AT_ONCE)
 
@@ -297,7 +299,9 @@ class Discovery:
                     did = peer_id_to_did(pid.to_base58())
                 except MeshnodeError:
                     continue
-                if now - self._looked_up.get(did, -ANNOUNCE_RECHECK_MS) < ANNOUNCE_RECHECK_MS:
+                newest = self.announces.newest(did)  # pushed here since (a restart, a new name)
+                unrecorded = newest is not None and self.announces.recorded(did) != newest.did
+                if not unrecorded and now - self._looked_up.get(did, -ANNOUNCE_RECHECK_MS) < ANNOUNCE_RECHECK_MS:
                     continue
                 self._looked_up[did] = now
                 nursery.start_soon(learn, did)
