@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 
 from pathlib import Path
 
@@ -219,3 +221,19 @@ def test_log_file_settings_are_checked(tmp_path, text, why):
 def test_the_default_libp2p_port_is_not_kubo_s():
     """tcp/4001 is kubo's swarm port; 7822 is unassigned (IANA) and no common daemon's."""
     assert load_config(Path("/nonexistent-home"), environ={}).get("net", "listen") == ["/ip4/0.0.0.0/tcp/7822"]
+
+
+def test_logs_follow_ends_when_its_reader_has_gone(tmp_path):
+    """`meshnode logs -f | head -3` on a quiet log: head is done, so is the command (it waited for
+    the next line before); a reader still there keeps it following."""
+    log = tmp_path / node_log.LOG_FILE
+    log.parent.mkdir()
+    log.write_text("".join(_record("INFO", f"r{i}") + "\n" for i in range(5)))
+    code = ("import sys; from pathlib import Path; from meshnode.faces.cli import lifecycle as l;"
+            f" from meshnode.base import node_log; p = Path({str(log)!r});"
+            " fh = open(p, 'rb'); fh.seek(0, 2);"
+            " l.follow(p, fh, l.LevelFilter(None), print, gone=l._reader_gone); print('ended', file=sys.stderr)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr.read().decode().strip() == "ended"

@@ -17,6 +17,7 @@ kill it (its last writes may be lost).
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -260,7 +261,7 @@ def cmd_logs(args) -> int:
     try:
         _print(last_lines(rotated(path), args.lines, args.level, current))
         if args.follow:
-            follow(path, current, LevelFilter(args.level), _print)
+            follow(path, current, LevelFilter(args.level), _print, gone=_reader_gone)
     finally:
         if current is not None:
             current.close()
@@ -280,9 +281,17 @@ def _print(lines: Iterable[str]) -> None:
     sys.stdout.flush()  # a reader gone (`| head`) shows here: the command line ends quietly
 
 
-def follow(path: Path, fh, keep: LevelFilter, out, *, polls: int | None = None) -> None:
-    """Print what is appended to ``path`` from ``fh``'s position on, forever (``polls``: that many
-    looks, for tests). When the file is rotated (``path`` is another file now) or truncated, what is
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has gone (`logs -f | head -3`: head is done). Without
+    a look, a quiet log kept the command waiting until the next line, as older `tail -f` did."""
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), 0)  # POLLERR and POLLHUP are reported whatever is asked
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
+def follow(path: Path, fh, keep: LevelFilter, out, *, polls: int | None = None, gone=lambda: False) -> None:
+    """Print what is appended to ``path`` from ``fh``'s position on, until ``gone()`` (``polls``:
+    that many looks, for tests). When the file is rotated (``path`` is another file now) or truncated, what is
     left of the old one is read first, then the new one from its start."""
     partial = b""
     while polls is None or polls > 0:
@@ -305,6 +314,8 @@ def follow(path: Path, fh, keep: LevelFilter, out, *, polls: int | None = None) 
             fh, partial = replaced, b""
             keep.passing = keep.least is None
             continue
+        if gone():
+            return
         time.sleep(POLL_S)
 
 
