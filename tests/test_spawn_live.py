@@ -4,6 +4,9 @@ and its parent reaches it."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,17 @@ def stopped_is_reaped_then_removed_is_gone(parent, did: str, home: Path) -> None
     [row] = json.loads(parent.cli("children", "list", "--json"))
     assert row["process"]["running"] is False and row["process"]["exit"]["code"] == 0
     assert "stopped (exit 0)" in parent.cli("children", "list")
+    # started again from the command line: by the running parent, which waits on it and records its
+    # exit (started by the CLI process itself, the child was init's once that exited: nobody knew how it ended)
+    started = subprocess.run([sys.executable, "-m", "meshnode", "--home", str(parent.home), "children", "start", did],
+                             env=parent.env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert "started" in started.stdout, started.stderr
+    pid = launch.running_pid(home)
+    assert pid is not None and "stopped" in parent.cli("children", "stop", did)
+    wait_until(lambda: state_of(pid) is None and (launch.process_state(home)["exit"] or {}).get("pid") == pid, 30,
+               "the parent reaping the child `children start` started, and recording how it ended")
+    # exit 0, or SIGTERM when the stop came before the child's handler was in place
+    assert re.search(r"stopped \((exit 0|SIGTERM)\)", parent.cli("children", "list"))
     parent.cli("children", "remove", did)
     assert did not in [p["did"] for p in parent.call("peers")]
     [row] = json.loads(parent.cli("children", "list", "--all", "--json"))

@@ -174,6 +174,9 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     # the settings the running node started with (issue 35: `meshnode config show` tells what waits for a restart)
     Action("config_in_effect", node_status.config_in_effect, "the settings the running node started with",
            signs=False),
+    Action("child_start", children.child_start, "start a local child, as a process the running node waits on",
+           signs=False),
+    Action("child_stop", children.child_stop, "stop a local child", signs=False),
 )}
 
 

@@ -51,6 +51,35 @@ async def child_remove(app: App, actor: Actor, did: str) -> dict:
     return removed
 
 
+async def child_start(app: App, actor: Actor, did: str) -> dict:
+    """Start a local child through the running node, which waits on the process it opens (no
+    zombie, its exit recorded); ``{"did", "name", "via", "pid", "log"}``. With no node running the
+    CLI starts it itself (cli/children.py): there is no parent process to wait on it then."""
+    allow(actor, PERSON_OR_NODE, "starting a child")
+    rec = await _local_child(app, did)
+    if app.spawner is None:
+        raise MeshnodeError("node_not_running", "a child is started by the running node (`meshnode start`)")
+    return {"did": rec["did"], "name": rec["name"], **await app.spawner.start_child(rec["home"], rec["autostart"])}
+
+
+async def child_stop(app: App, actor: Actor, did: str) -> dict:
+    """Stop a local child (SIGTERM, then SIGKILL after 10 s; its unit when it has one)."""
+    allow(actor, PERSON_OR_NODE, "stopping a child")
+    rec = await _local_child(app, did)
+    if app.spawner is None:
+        raise MeshnodeError("node_not_running", "a child is stopped here by the running node (`meshnode start`)")
+    return {"did": rec["did"], "name": rec["name"], "stopped": await app.spawner.stop_child(rec["home"], rec["autostart"])}
+
+
+async def _local_child(app: App, did: str) -> dict:
+    rec = await app.store.read(family.child, str(did))
+    if rec["state"] != "active":
+        raise MeshnodeError("not_a_child", f"{rec['name']} was removed; spawn a new child instead")
+    if rec["host"] != "local" or not rec["home"]:
+        raise MeshnodeError("not_local", f"{rec['name']} runs on another host ({rec['host']}): start or stop it there")
+    return rec
+
+
 async def spawn(app: App, actor: Actor, kind: str, name: str | None = None, home: str | None = None,
                 start: bool = False, autostart: str | None = None, bundle: str | None = None,
                 expires_hours: float | None = None, answer_seconds: float | None = None,

@@ -84,6 +84,25 @@ class SpawnJobs:
             raise job.error
         return job.result
 
+    async def start_child(self, home: str, autostart: str) -> dict:
+        """``launch.launch`` by the running node: a direct start is this node's own process, waited
+        on (``processes``), so its end is reaped and recorded (a CLI that started it and exited left
+        it to init, and a sandbox's init may never reap: a zombie)."""
+        from pathlib import Path
+
+        from meshnode.engines.spawn import launch
+
+        return await trio.to_thread.run_sync(
+            lambda: launch.launch(Path(home), autostart, direct=lambda h: trio.from_thread.run(self.processes.open, h)))
+
+    async def stop_child(self, home: str, autostart: str) -> bool:
+        """``launch.stop`` by the running node; a child it started is reaped by its waiter."""
+        from pathlib import Path
+
+        from meshnode.engines.spawn import launch
+
+        return await trio.to_thread.run_sync(launch.stop, Path(home), autostart)
+
     @staticmethod
     async def _work(job: _Job, work: Callable[[], dict]) -> None:
         try:

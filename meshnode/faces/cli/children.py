@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from meshnode.faces.cli.common import _config, act, agent_id, print_fields, print_json, print_rows
+from meshnode.faces.cli.common import _ask_node, _config, act, agent_id, print_fields, print_json, print_rows
 from meshnode.base.config import load_config
 from meshnode.base.container import format_ms, now_ms
 from meshnode.base.errors import MeshnodeError
@@ -90,10 +90,17 @@ def _local_home(rec: dict) -> Path:
 
 
 def cmd_start(args) -> int:
-    rec = _child(_config(args), args.did)
-    if rec["state"] != "active":
-        raise SpawnError("not_a_child", f"{rec['name']} was removed; spawn a new child instead")
-    result = launch.launch(_local_home(rec), rec["autostart"])
+    """By the running parent when there is one (it waits on the process: reaped when it ends),
+    else from here (the child is then init's, as a stopped parent cannot wait on it)."""
+    config = _config(args)
+    result = _ask_node(config, "child_start", {"did": args.did}, required=False)
+    if result is not None:
+        rec = result
+    else:
+        rec = _child(config, args.did)
+        if rec["state"] != "active":
+            raise SpawnError("not_a_child", f"{rec['name']} was removed; spawn a new child instead")
+        result = launch.launch(_local_home(rec), rec["autostart"])
     if args.json:
         print_json({"did": rec["did"], **result})
     else:
@@ -103,8 +110,13 @@ def cmd_start(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    rec = _child(_config(args), args.did)
-    stopped = launch.stop(_local_home(rec), rec["autostart"])
+    config = _config(args)
+    live = _ask_node(config, "child_stop", {"did": args.did}, required=False)
+    if live is not None:
+        rec, stopped = live, live["stopped"]
+    else:
+        rec = _child(config, args.did)
+        stopped = launch.stop(_local_home(rec), rec["autostart"])
     if args.json:
         print_json({"did": rec["did"], "stopped": stopped})
     else:

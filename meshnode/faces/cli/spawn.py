@@ -70,7 +70,7 @@ def result_lines(r: dict) -> list[str]:
     if r.get("started"):
         lines.append(f"started:    reachable after {r.get('reachable_seconds')} s")
     else:
-        lines.append(f"started:    no (start it: meshnode --home {r['home']} run, or meshnode children start {r['did']})")
+        lines.append(f"started:    no (start it: meshnode --home {r['home']} start, or meshnode children start {r['did']})")
     return lines
 
 
