@@ -173,7 +173,7 @@ def test_status_of_a_stopped_node_says_so_and_what_it_last_knew(home, run_cli):
     assert lines["waiting"] == "nothing"
     (home / "run").mkdir()
     (home / "run" / "node.pid").write_text("999999999\n")  # no such process
-    assert "run/node.pid names pid 999999999, which is gone" in run_cli("--home", home, "status").stdout
+    assert "run/node.pid names pid 999999999, which no longer runs this node" in run_cli("--home", home, "status").stdout
     info = json.loads(run_cli("--home", home, "status", "--json").stdout)
     assert info["running"] is False and info["pid_file"] == {"pid": 999999999, "alive": False}
     assert info["peer_counts"] == {"ok": 0, "quiet": 0, "stale": 0, "dead": 0}
@@ -236,6 +236,11 @@ def test_running_nodes_status_config_set_ping_and_peers(tmp_path):
         got = bob.run_cli("config", "get", "node.name")
         assert (got.stdout, got.stderr) == ("bobby\n", 'meshnode: the running node has "bob" until it restarts\n')
 
+        wait_until(lambda: "alice" in bob.run_cli("peers").stdout, 30, "bob to learn alice's name")
+        named = bob.run_cli("ping", "alice")  # by name, and said by name (it printed the DID)
+        assert named.returncode == 0 and named.stdout.startswith("alice: ") and named.stdout.endswith(" ms\n")
+        itself = bob.run_cli("ping", "bob")  # pinging itself did nothing and put it in its own peers
+        assert itself.returncode == 1 and "is this node itself" in itself.stderr
         alice.stop()
         pinged = bob.run_cli("ping", alice.did)  # defect 11: was "cannot reach ...: SwarmDialAllFailedError"
         line = one_line_failure(pinged)
@@ -247,8 +252,20 @@ def test_running_nodes_status_config_set_ping_and_peers(tmp_path):
         assert listed.returncode == 3 and "the node is not running" in listed.stderr
         [row] = [r for r in listed.stdout.splitlines() if alice.did in r]
         assert " online " not in row and " offline " in row
+        not_running = bob.run_cli("ping", alice.did)  # needs the node: exit 3 as every such command
+        assert not_running.returncode == 3 and "start it with `meshnode start`" in not_running.stderr
         stopped = bob.run_cli("status").stdout
         assert "running:   no (stopped " in stopped and "peers:     as last known: " in stopped
     finally:
         bob.stop()
         alice.stop()
+
+
+def test_status_names_every_kind_of_inbox_item_waiting():
+    """Each kind the inbox counts is said in `status` (a notice of a node with no LLM once read "nothing")."""
+    from meshnode.faces.cli.node import _WAITING, _waiting
+    from meshnode.records.inbox import KINDS
+
+    assert {kind for kind, _ in _WAITING} | {"drafts_accepted"} == set(KINDS)
+    assert _waiting({"by_kind": {"notice": 2, "task_unclaimed": 1}}) == \
+        "2 notices, 1 unclaimed task (`meshnode inbox`)"

@@ -11,6 +11,7 @@ from meshnode.base.identity.keys import NodeKey
 from meshnode.base.metrics import Metrics
 from meshnode.net import dht_direct
 from meshnode.net.announce import make_announce, record_key, select_record, validate_record
+from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.mesh_lookup import Discovery
@@ -501,3 +502,23 @@ async def test_a_newer_announce_pushed_here_is_recorded_at_the_next_round_though
     assert [f["announce_did"] for _, f in node.store.written] == [old.did, new.did]
     await node._learn_routing_table()  # nothing new: not written again
     assert len(node.store.written) == 2
+
+
+async def test_a_copy_put_back_after_a_walk_never_replaces_a_newer_one_the_walk_stored(monkeypatch, autojump_clock):
+    owner = NodeKey.generate()
+    older, newer = _announce(owner, now_ms() - 60_000, 4001), _announce(owner, now_ms(), 4002)
+    node = _node_where_nobody_has_it(monkeypatch)
+    raw_key = record_key(owner.did).encode()
+    for held, stored_by_walk in ((older, newer), (newer, older)):  # the newer of the two stays, either way
+        node.dht.value_store.store[raw_key] = (held.to_bytes(), 0.0)
+
+        async def the_walk_stores(dht, key, peers, enough=3, owner=None, value=stored_by_walk):
+            dht.value_store.store[raw_key] = (value.to_bytes(), 0.0)  # what a walk's answer put here
+            return []
+
+        monkeypatch.setattr(dht_direct, "get_value_from_peers", the_walk_stores)
+        try:
+            await node.lookup_announce(owner.did, cached=False)
+        except NetError:
+            pass
+        assert node.dht.value_store.store[raw_key][0] == newer.to_bytes()

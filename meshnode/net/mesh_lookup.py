@@ -77,6 +77,11 @@ SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup tr
 CONNECT_TIMEOUT = 5.0
 
 
+def _value_of(record) -> bytes:
+    """The value of a local DHT store entry: py-libp2p keeps a signed Record (``.value``)."""
+    return record.value if hasattr(record, "value") else record
+
+
 class AnnounceCache:
     """The newest valid announce seen per DID, and when (monotonic seconds) a copy at least that
     new was last seen. Pure: time passed in; bounded (the oldest-seen entry goes first)."""
@@ -335,7 +340,20 @@ class Discovery:
             return await self._walk_without_local_copy(did, key)
         finally:
             if kept is not None:
-                self.dht.value_store.store.setdefault(key.encode(), kept)
+                self._put_back(key, kept)
+
+    def _put_back(self, key: str, kept: tuple) -> None:
+        """The copy set aside for a walk, back in the local store unless the walk stored a newer one
+        there meanwhile (an older one it stored gives way to the copy)."""
+        store = self.dht.value_store.store
+        now = store.get(key.encode())
+        if now is not None and now is not kept:
+            try:
+                if self.dht.validator.select(key, [_value_of(kept[0]), _value_of(now[0])]) == 1:
+                    return  # the walk's is the newer
+            except Exception:  # a copy that no longer validates (expired meanwhile): the walk's stays
+                return
+        store[key.encode()] = kept
 
     async def _walk_without_local_copy(self, did: str, key: str) -> Container:
         if hasattr(self.dht, "peer_routing"):

@@ -26,6 +26,7 @@ from meshnode.records.gate.person import SESSION as AGENT_SESSION
 from meshnode.records.reactor import person_lines
 from meshnode.store import chat, speakers
 from meshnode.store import names as store_names
+from meshnode.store import names as store_names
 from meshnode.store.database import Database, sql_errors
 
 KINDS = ("confirmation", "a2a_message", "held_command", "draft", "drafts_accepted", "escalation", "notice",
@@ -216,6 +217,7 @@ def _note_text(db: Database, container_did: str) -> str | None:
 def _unclaimed_rows(db: Database, own_did: str | None, now_ms: int) -> list[tuple]:
     """Tasks of this node's goals (or created by it) taken back from their holder and still unheld
     past the bound (``domain.gmp.reoffer.unclaimed``): (lineage, title, goal title, taken back at ms)."""
+    own_did = own_did or store_names.home_did(db)  # a caller without the key: the CLI on a stopped node's home
     if own_did is None:
         return []
     marks = ",".join("?" * len(reoffer.TAKEN_BACK))

@@ -44,6 +44,13 @@ def _announced(raw: str | None) -> str | None:
     return None if looks_like_id(name) or name == "?" else name
 
 
+def home_did(db: Database) -> str | None:
+    """The DID of the node whose home this database is (``init`` wrote it in ``identity``): for
+    callers that do not hold the key (the CLI on a stopped node's home)."""
+    row = db.conn.execute("SELECT id FROM identity ORDER BY created_at LIMIT 1").fetchone()
+    return row[0] if row is not None else None
+
+
 def known(db: Database, own_did: str | None = None) -> dict[str, Name]:
     """Every agent known here (peers, this node, those with a petname), by DID, with its name."""
     with sql_errors("reading names"):

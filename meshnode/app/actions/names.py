@@ -26,6 +26,16 @@ async def agent_of(app: App, text: str) -> str:
     return await app.store.read(short_ids.resolve_agent, text)
 
 
+async def other_agent(app: App, text: str, what: str) -> str:
+    """``agent_of``, refusing this node itself (a ping, friend or sync of oneself did nothing
+    useful and put the node in its own peers list)."""
+    did = await agent_of(app, text)
+    own = _own(app) or await app.store.read(store_names.home_did)
+    if did == own:
+        raise MeshnodeError("self", f"{text[:80]!r} is this node itself: {what} takes another agent")
+    return did
+
+
 def _own(app: App) -> str | None:
     return app.key.did if app.key is not None else None
 

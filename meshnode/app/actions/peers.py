@@ -8,7 +8,7 @@ stranger's) is the person's decision, or the node's: the agent cannot, nor can a
 from __future__ import annotations
 
 from meshnode.app.actor import THIS_NODE, PERSON_OR_NODE, Actor, allow
-from meshnode.app.actions.names import agent_of
+from meshnode.app.actions.names import agent_of, other_agent
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id
@@ -39,7 +39,7 @@ async def peers(app: App, actor: Actor) -> list[dict]:
 
 
 async def ping(app: App, actor: Actor, did: str) -> dict:
-    did = await agent_of(app, did)
+    did = await other_agent(app, did, "a ping")
     return {"did": did, "rtt_ms": round(await app.network("ping").ping(did), 3)}
 
 
@@ -62,7 +62,7 @@ async def friend(app: App, actor: Actor, did: str, on: bool = True) -> dict:
     """Make ``did`` a friend, or no longer one (``on`` false); with a node running, its admission
     learns it at once."""
     allow(actor, PERSON_OR_NODE, "making a friend")
-    did = await agent_of(app, did)
+    did = await other_agent(app, did, "a friend")
     peer_id = did_to_peer_id(did)  # refuses anything that is not an Ed25519 did:key
     await app.store.write(set_friend, did, peer_id, app.clock(), bool(on))
     if app.mesh is not None:
@@ -77,5 +77,5 @@ async def friends(app: App, actor: Actor) -> list[str]:
 async def sync(app: App, actor: Actor, did: str) -> dict:
     """Reconcile with one peer now (the agent's ``sync_request`` too)."""
     allow(actor, THIS_NODE, "a sync")
-    did = await agent_of(app, did)
+    did = await other_agent(app, did, "a sync")
     return await app.network("sync").sync_with(did)

@@ -115,7 +115,12 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
                         help="print agents by their whole DIDs, not by their names")
 
     parser = argparse.ArgumentParser(prog="meshnode", parents=[common],
-                                     description="A HyperCortex Mesh Protocol node.")
+                                     description="A HyperCortex Mesh Protocol node.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="exit codes: 0 done, 1 failed (one line on stderr says why), 2 usage,\n"
+                                            "3 the node is not running (a command that needs it; `peers` then lists\n"
+                                            "what it last knew; `stop`: nothing to stop; `start`: it already runs),\n"
+                                            "4 `stop` had to kill it, 141 the reader of the output left (| head)")
     parser.add_argument("--version", action="version", version=f"meshnode {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if command is not None:
@@ -282,7 +287,7 @@ def _run(argv: list[str] | None) -> int:
         return args.func(args) or 0
     except MeshnodeError as exc:
         print(f"meshnode: {exc.reason}", file=sys.stderr)
-        return 1
+        return common.NOT_RUNNING if exc.code == "node_not_running" else 1
 
 
 def _reader_left() -> int:

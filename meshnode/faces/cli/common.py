@@ -43,6 +43,9 @@ def _open_db(config) -> Database:
     return Database(config.db_path, create=False)
 
 
+NOT_RUNNING = 3  # exit code: the node is not running (LSB's "program is not running"), see `meshnode --help`
+
+
 def _ask_node(config, cmd: str, args: dict | None = None, *, required: bool = True, timeout: float = 60.0):
     """Ask the running node over its control channel. With ``required=False``, None
     when no node runs (the caller then works on the database itself)."""

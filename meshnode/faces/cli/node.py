@@ -18,11 +18,11 @@ from pathlib import Path
 from meshnode.base.config import resolve_home
 from meshnode.base.container.timefmt import now_ms
 from meshnode.base.errors import MeshnodeError
-from meshnode.store.home import init_home, open_identity
+from meshnode.store.home import init_home, open_identity, running
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV, key_file_is_encrypted
 from meshnode.store.migrate import latest_version
 from meshnode.faces.cli.mind import mcp_server_line
-from meshnode.faces.cli.common import (_ask_node, act, _config, agent_did, agent_line, agents_named, container_did,
+from meshnode.faces.cli.common import (NOT_RUNNING, _ask_node, act, _config, agent_did, agent_line, agents_named, container_did,
                                       load_names, name_of, print_json, print_rows, read_limited_file, terminal_safe, who)
 
 MAX_CONTAINER_FILE = 64 * 1024 * 1024
@@ -106,28 +106,14 @@ def cmd_status(args) -> int:
     return 0
 
 
-PID_FILE = Path("run") / "node.pid"  # in the home, as a started child's (engines/spawn/autostart.PID_FILE, not
-# imported: `status` stays light) and `meshnode start`'s; read here only when present
-
-
 def pid_file_state(home: Path) -> dict | None:
-    """The pid ``run/node.pid`` in the home names, and whether that process lives; None with no such file."""
-    try:
-        text = (home / PID_FILE).read_text(encoding="ascii", errors="replace")[:64]
-    except OSError:
-        return None
-    try:
-        pid = int(text.split()[0])
-    except (ValueError, IndexError):
-        return {"pid": None, "alive": False}
-    try:
-        os.kill(pid, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    except PermissionError:  # it lives, as another user's
-        alive = True
-    return {"pid": pid, "alive": alive}
+    """What the home's pid file says, judged by the home's lock (store.home.running): ``alive`` when a
+    process holds the home (starting, or stuck: it does not answer), else the file is stale (a node
+    killed: its pid may be a zombie's, or reused by another process); None with no pid file."""
+    pid = running.read_pid(home)
+    if pid is None:
+        return None if not (home / running.PID_FILE).exists() else {"pid": None, "alive": False}
+    return {"pid": pid, "alive": running.holder(home) is not None}
 
 
 def status_lines(info: dict, config, now: int) -> list[str]:
@@ -162,12 +148,12 @@ def _running(info: dict, now: int) -> str:
         text += f" (the last run started {duration((now - run['at_ms']) // 1000)} ago and did not stop cleanly)"
     pid = info.get("pid_file")
     if pid is not None and pid["pid"] is None:
-        text += f"; {PID_FILE} names no pid"
+        text += f"; {running.PID_FILE} names no pid"
     elif pid is not None:
         if pid["alive"]:
-            text += f"; {PID_FILE} names pid {pid['pid']}, which lives but does not answer: starting, or stuck"
+            text += f"; pid {pid['pid']} holds the home but does not answer: starting, or stuck"
         else:
-            text += f"; {PID_FILE} names pid {pid['pid']}, which is gone (a stale file)"
+            text += f"; {running.PID_FILE} names pid {pid['pid']}, which no longer runs this node (a stale file)"
     return text + ("" if pid is not None and pid["alive"] else "; start it with `meshnode start`")
 
 
@@ -193,8 +179,10 @@ def _web(info: dict, config) -> str:
     return f"not served (the node is stopped); it will listen on {web['listen']}"
 
 
+# every kind of records.inbox.KINDS but drafts_accepted (said apart below), as a person names it
 _WAITING = (("confirmation", "confirmation"), ("held_command", "held command"), ("draft", "draft"),
-            ("a2a_message", "held A2A message"), ("escalation", "escalation"))
+            ("a2a_message", "held A2A message"), ("escalation", "escalation"), ("notice", "notice"),
+            ("task_unclaimed", "unclaimed task"))
 
 
 def _waiting(waiting: dict) -> str:
@@ -250,9 +238,9 @@ def cmd_note_add(args) -> int:
     sent = out.get("sent") or {}
     if sent.get("by") == "push":  # too large for one gossip message (net.mesh_publish)
         peers = len(sent["pushed"]) + len(sent["failed"]) + len(sent["later"])
+        rest = "" if len(sent["pushed"]) == peers else "; the others get it at their next sync"
         print(f"meshnode: {sent['bytes']} bytes, too large for gossip (at most {sent['gossip_max']}): sent by"
-              f" direct push to {len(sent['pushed'])} of {peers} connected peers; the others get it at their"
-              " next sync", file=sys.stderr)
+              f" direct push to {len(sent['pushed'])} of {peers} connected peers{rest}", file=sys.stderr)
     return 0
 
 
@@ -315,7 +303,6 @@ def _writer(r: dict) -> str:
     return described(kind, r.get("asked_via"), r.get("asked_label"), r.get("asked_id"))
 
 
-NOT_RUNNING = 3  # exit code: answered from the home's records, as last known, because no node runs (LSB's "not running")
 
 
 def cmd_peers(args) -> int:
@@ -347,7 +334,8 @@ def cmd_ping(args) -> int:
     config = _config(args)
     did = agent_did(config, args.did)
     result = _ask_node(config, "ping", {"did": did})
-    print(f"{did}: {result['rtt_ms']:.2f} ms")
+    load_names(config)
+    print(f"{who(result['did'])}: {result['rtt_ms']:.2f} ms")
     return 0
 
 
