@@ -42,6 +42,10 @@ class _Dht:
 class _Store:
     def __init__(self):
         self.written = []
+        self.addresses: dict[str, list[str]] = {}  # what last_known_addresses answers
+
+    async def read(self, fn, did, *args):
+        return self.addresses.get(did, [])
 
     async def write(self, fn, did, **fields):
         self.written.append((did, fields))
@@ -522,3 +526,25 @@ async def test_a_copy_put_back_after_a_walk_never_replaces_a_newer_one_the_walk_
         except NetError:
             pass
         assert node.dht.value_store.store[raw_key][0] == newer.to_bytes()
+
+
+async def test_a_node_alone_after_a_restart_dials_a_peer_at_the_addresses_it_last_knew(monkeypatch, autojump_clock):
+    """Restarted with nobody to ask (no announce, no route), a node never reached its friends again
+    although its peers table held their addresses (field use of issue 35: 'not in the mesh' every 30 s)."""
+    owner = NodeKey.generate()
+    node = _node_where_nobody_has_it(monkeypatch)
+    node.parts.host = _Host(lambda: [])
+
+    async def no_route(pid):
+        return None
+
+    node.dht.find_peer = no_route
+    dialled = []
+
+    async def connect(info):
+        dialled.append([str(a) for a in info.addrs])
+
+    node._connect = connect
+    node.store.addresses[owner.did] = ["/ip4/127.0.0.1/tcp/4101", "not an address"]
+    answer = await node.find(owner.did)
+    assert dialled == [["/ip4/127.0.0.1/tcp/4101"]] and answer["connected"]

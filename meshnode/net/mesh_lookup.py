@@ -59,7 +59,7 @@ from meshnode.net.events import PeerEvents
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT
 from meshnode.net.peer_guard import peer_id_object
-from meshnode.store.peers import upsert_peer
+from meshnode.store.peers import last_known_addresses, upsert_peer
 
 log = logging.getLogger("meshnode.net")
 
@@ -75,6 +75,17 @@ ANNOUNCES_KEPT = 4096
 ARRIVAL_WAIT_S = 2.0  # a lookup that found nothing waits this long more (within LOOKUP_TIMEOUT) for a push
 SLOW_FIND_MS = 1000  # a find slower than this returns (and keeps) its lookup trace
 CONNECT_TIMEOUT = 5.0
+
+
+def _multiaddrs(texts: list[str]) -> list:
+    """The ones of ``texts`` that parse as multiaddrs (a stored row is not trusted to)."""
+    out = []
+    for text in texts:
+        try:
+            out.append(multiaddr.Multiaddr(text))
+        except Exception:  # the multiaddr package raises several types for a bad address
+            continue
+    return out
 
 
 def _value_of(record) -> bytes:
@@ -530,6 +541,11 @@ class Discovery:
                 with trio.move_on_at(max(deadline, trio.current_time() + 1.0)):
                     info = await self.dht.find_peer(pid)
                 trace.note(route=info is not None, routed=trace.at())
+            if info is None:  # alone after a restart (nobody to ask): the addresses it last knew
+                stored = _multiaddrs(await self.store.read(last_known_addresses, did))
+                if stored:
+                    trace.note(last_known=len(stored))
+                    info = PeerInfo(pid, stored)
             if info is None:
                 self.metrics.inc("find_not_found")
                 raise NetError("not_found", f"{did} is not in the mesh (no announce, no route)")

@@ -114,6 +114,19 @@ def list_peers(db: Database) -> list[dict]:
     return rows
 
 
+def last_known_addresses(db: Database, did: str, limit: int = 8) -> list[str]:
+    """The addresses this node last knew for ``did`` (its announce's, or the bootstrap line's), without
+    a ``/p2p/`` part: what a node that restarted alone can still dial."""
+    with sql_errors("reading a peer's addresses"):
+        row = db.conn.execute("SELECT addresses FROM agent_peers WHERE id = ?", (did,)).fetchone()
+    try:
+        stored = json.loads(row[0]) if row is not None and row[0] else []
+    except ValueError:
+        return []
+    out = [a.split("/p2p/")[0] for a in stored if isinstance(a, str) and a.startswith("/")]
+    return list(dict.fromkeys(out))[:limit]
+
+
 def peer_trust(db: Database, did: str) -> float:
     """The newest reputation score recorded for ``did`` (0..1), or DEFAULT_TRUST."""
     with sql_errors("reading trust"):
