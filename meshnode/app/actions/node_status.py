@@ -39,7 +39,8 @@ async def status(app: App, actor: Actor) -> dict:
     out.update(addresses=mesh.addresses(), web=app.web.url if app.web is not None else None, **snapshot,
                cognition=cognition, pid=os.getpid(), started_ms=started,
                uptime_seconds=round((app.clock() - started) / 1000) if started is not None else None,
-               peer_counts=_counted(snapshot["liveness"].values()))
+               # the peers heard this run as the tracker has them; the others as last known (as `peers` lists them)
+               peer_counts=_counted({**await _stored_states(app), **snapshot["liveness"]}.values()))
     return out
 
 
@@ -47,14 +48,20 @@ async def _at_rest(app: App) -> dict:
     """What the home's database tells, node or no node: the last run, the peers by liveness (as
     last known, aged by the silence since: a stopped node hears nobody), the LLMs and what waits."""
     now = app.clock()
-    peers = await app.store.read(list_peers)
-    thresholds = family.thresholds_of(app.config.values["net"])
-    states = [family.aged(p["liveness"], p["last_heard_ms"], now, thresholds) for p in peers if p["liveness"]]
     llms = await app.store.read(registry.endpoints)
-    return {"last_run": await app.store.read(node_runs.last_run), "peer_counts": _counted(states),
+    return {"last_run": await app.store.read(node_runs.last_run),
+            "peer_counts": _counted((await _stored_states(app)).values()),
             "agent": {"enabled": bool(app.config.values["cognition"]["enabled"]),
                       "llms": sum(1 for e in llms if not e.validator), "validators": sum(1 for e in llms if e.validator)},
             "waiting": await app.store.read(inbox.count, now)}
+
+
+async def _stored_states(app: App) -> dict[str, str]:
+    """Each known peer's liveness as the peers table last knew it, aged by the silence since."""
+    now = app.clock()
+    thresholds = family.thresholds_of(app.config.values["net"])
+    return {p["did"]: family.aged(p["liveness"], p["last_heard_ms"], now, thresholds)
+            for p in await app.store.read(list_peers) if p["liveness"]}
 
 
 async def config_in_effect(app: App, actor: Actor) -> dict:
