@@ -101,6 +101,7 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         named = await result(s, "name_set", agent=other, petname="okapi keeper")
         assert (named["did"], named["name"], named["petname"]) == (other, "okapi keeper", "okapi keeper")
         assert {(n["did"], n["name"]) for n in await result(s, "names")} >= {(other, "okapi keeper")}
+        assert (await result(s, "reputation", did="okapi keeper"))["did"] == other  # a tool taking an agent: by name
         assert "petname_taken" in await refusal(s, "name_set", agent=NodeKey(bytes([9]) * 32).did,
                                                 petname="okapi keeper")
         assert (await result(s, "name_unset", agent="okapi keeper"))["petname"] is None  # by the petname
