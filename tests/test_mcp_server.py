@@ -21,9 +21,11 @@ from webharness import agent_node
 
 TOOLS = {"notes", "note_read", "note_add", "diary", "diary_add", "concepts", "concept_add", "links", "link_add",
          "goal_list", "goal_show", "goal_add", "goal_cancel", "task_list", "task_show", "task_add", "task_update",
-         "ask_agent", "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation"}
+         "ask_agent", "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation",
+         "names", "name_set", "name_unset"}
 READ_ONLY = {"notes", "diary", "concepts", "links", "goal_list", "goal_show", "task_list", "task_show",
-             "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation"}
+             "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation", "names"}
+DESTRUCTIVE = {"goal_cancel", "task_update", "name_set", "name_unset"}  # a petname set replaces the old one
 QUESTION = "what is 2+2? (mcp-okapi)"
 
 
@@ -41,7 +43,7 @@ async def test_stdio_lists_every_tool_typed_and_annotated(web, tmp_path):
             assert tool.description and tool.input_schema["type"] == "object", name
             assert tool.annotations.read_only_hint is (name in READ_ONLY), name
             if name not in READ_ONLY:
-                assert tool.annotations.destructive_hint is (name in ("goal_cancel", "task_update")), name
+                assert tool.annotations.destructive_hint is (name in DESTRUCTIVE), name
         text = tools["note_add"].input_schema["properties"]["text"]
         assert text["type"] == "string" and text["maxLength"] == 64 * 1024
         assert tools["ask_agent"].input_schema["properties"]["wait_seconds"]["maximum"] == 60
@@ -95,6 +97,18 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         await trio.to_thread.run_sync(web.node.cli, "reputation", "set", other, "0.8", "--reason", "I know it")
         rep = await result(s, "reputation", did=other)
         assert rep["did"] == other and "0.8" in json.dumps(rep)
+        # petnames: the MCP client is the person, who names agents (the CLI's `name set|unset|list`)
+        named = await result(s, "name_set", agent=other, petname="okapi keeper")
+        assert (named["did"], named["name"], named["petname"]) == (other, "okapi keeper", "okapi keeper")
+        assert {(n["did"], n["name"]) for n in await result(s, "names")} >= {(other, "okapi keeper")}
+        assert (await result(s, "reputation", did="okapi keeper"))["did"] == other  # a tool taking an agent: by name
+        assert "petname_taken" in await refusal(s, "name_set", agent=NodeKey(bytes([9]) * 32).did,
+                                                petname="okapi keeper")
+        assert (await result(s, "name_unset", agent="okapi keeper"))["petname"] is None  # by the petname
+        assert "not_found" in await refusal(s, "name_unset", agent=other)
+        assert "bad_petname" in await refusal(s, "name_set", agent=other, petname="did:key:z6Mkx")
+        assert "petname must be a string of 1 to 32 characters" in await argument_error(s, "name_set", agent=other,
+                                                                                           petname="x" * 33)
         assert await result(s, "find_by_interest", interest="okapi") == []
         with trio.fail_after(60):  # alone on its mesh: nobody to ask
             assert "not_found" in await refusal(s, "find_peer", did=NodeKey(bytes([7]) * 32).did)
@@ -174,6 +188,9 @@ async def test_http_needs_the_token_and_serves_the_same_tools(web):
         assert (row["container_did"], row["asked_kind"], row["asked_via"]) == (note["did"], "person", "mcp")
         assert (await result(s, "note_read", did=note["did"]))["text"] == "written over HTTP MCP"
         assert "unknown_goal" in await refusal(s, "goal_show", goal="nope-nope")
+        renamed = NodeKey(bytes([11]) * 32).did
+        assert (await result(s, "name_set", agent=renamed, petname="over http"))["name"] == "over http"
+        assert (await result(s, "name_unset", agent="over http"))["did"] == renamed
     assert metric(web.node, "mcp_calls", cmd="note_add", outcome="ok") >= 1
     assert metric(web.node, "mcp_calls", cmd="goal_show", outcome="unknown_goal") >= 1
     assert metric(web.node, "mcp_refused", tool="note_add", why="unknown_argument") >= 1

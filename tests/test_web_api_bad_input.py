@@ -160,7 +160,7 @@ def test_get_routes_change_nothing(web, table):
 
 # --- every error code a route can raise has its status --------------------------------------------
 
-REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call into (and the actions they run)
+REACHED = [  # the modules the routes of api_node, api_notes, api_mesh, api_names and api_spawn call into (and the actions they run)
     "meshnode.faces.web.api_node", "meshnode.faces.web.api_notes", "meshnode.faces.web.api_mesh", "meshnode.faces.web.ids",
     "meshnode.faces.web.endpoint", "meshnode.faces.web.app", "meshnode.faces.web.services", "meshnode.node.run", "meshnode.domain.knowledge", "meshnode.records.knowledge",
     "meshnode.records.knowledge_edits", "meshnode.domain.notes", "meshnode.records.ethics", "meshnode.records.reputation.manual",
@@ -171,11 +171,13 @@ REACHED = [  # the modules the routes of api_node, api_notes and api_mesh call i
     "meshnode.app.context", "meshnode.app.actions.node_status", "meshnode.app.actions.peers",
     "meshnode.app.actions.containers", "meshnode.app.actions.meshconsensus", "meshnode.app.actions.reputation",
     "meshnode.app.actions.children", "meshnode.app.actions.reactor", "meshnode.app.actions.mind",
+    "meshnode.faces.web.api_names", "meshnode.app.actions.names", "meshnode.store.names", "meshnode.domain.names",
+    "meshnode.faces.web.api_spawn", "meshnode.engines.spawn.names", "meshnode.engines.spawn.friends",
 ]
 EXPECTED = {
-    404: {"not_found", "unknown_command", "unknown_evidence", "no_reputation"},
+    404: {"not_found", "unknown_command", "unknown_evidence", "unknown_target", "no_reputation", "not_a_child"},
     409: {"cognition_off", "reactor_off", "no_committee", "duplicate", "refused", "too_many", "no_friends",
-          "not_allowed", "paused"},
+          "not_allowed", "paused", "name_taken", "petname_taken"},  # a name another holds: a conflict
     413: {"too_large"},
     500: {"internal_error"},
     502: {"unreachable", "sync_failed", "slow_frame", "bad_sync", "bad_announce", "identity_mismatch", "revoked"},

@@ -46,3 +46,27 @@ def test_refusals(web):
     refused(web.raw_post("/api/spawn", {"kind": "newborn", "name": "x" * 65}), 400, "bad_arguments")
     refused(web.raw_get("/api/children/key:nobody00"), 404, "not_a_child")
     refused(web.raw_get("/api/spawn/nojob"), 404, "not_found")
+
+
+def test_friends_is_spawn_friends(web):
+    """``friends`` as ``meshnode spawn --friends`` takes it: the same validator (spawn.friends.parse),
+    and the DIDs it names are the child's friends beside its parent."""
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.store import Database
+    from meshnode.store.sharing import friends
+
+    refused(web.raw_post("/api/spawn", {"kind": "newborn", "friends": "inherit", "start": False}), 400, "bad_friends")
+    refused(web.raw_post("/api/spawn", {"kind": "newborn", "friends": "bob", "start": False}), 400, "bad_friends")
+    refused(web.raw_post("/api/spawn", {"kind": "newborn", "friends": "x" * 4097}), 400, "bad_arguments")
+    assert web.get("/api/children") == []  # nothing made by a refusal
+    other = NodeKey.generate().did
+    child = web.post("/api/spawn", {"kind": "newborn", "name": "webfriend", "start": False, "friends": other})
+    web.homes.append(Path(child["home"]))
+    db = Database(Path(child["home"], "data", "meshnode.db"))
+    try:
+        assert sorted(friends(db)) == sorted([web.node.did, other])
+    finally:
+        db.close()
+    # a name an active child has is a conflict (409), before the family's size is counted
+    refused(web.raw_post("/api/spawn", {"kind": "newborn", "name": "webfriend", "start": False}), 409, "name_taken")
+    web.post(f"/api/children/{child['did']}/remove")

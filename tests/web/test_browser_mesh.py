@@ -1,11 +1,13 @@
-"""The mesh page with a second node: the peer shows up connected (live, by a peer event), with its name."""
+"""The mesh page with a second node: the peer shows up connected (live, by a peer event), with its name;
+the person renames it (a petname, this node only), sees the new name, a taken petname refused, and
+forgets it again."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from browsing import login
+from browsing import csp_errors, login, shot
 from meshharness import Node
 from webharness import WebNode
 
@@ -28,6 +30,26 @@ def test_mesh_page(page, tmp_path):
         expect(page.locator("#nav .peers")).to_have_text("1 peer connected")
         row.locator("button", has_text="Ping").click()
         expect(page.locator("#peers .body p.muted")).to_contain_text(" ms")
+        # rename bob: a petname the person reads wherever bob was shown, kept on this node only
+        rename = row.locator("details.rename")
+        rename.locator("summary").click()
+        rename.get_by_label("petname (this node only)").fill("Robert")
+        rename.get_by_role("button", name="Save").click()
+        expect(row.locator("td").first).to_have_text("Robert calls itself bob")
+        expect(row.locator("td .who")).to_have_attribute("title", bob.did)
+        assert next(n for n in web.get("/api/names") if n["did"] == bob.did)["petname"] == "Robert"
+        expect(rename).not_to_have_attribute("open", "")  # closed once saved
+        # the same petname for another agent is refused in the banner (409 petname_taken)
+        web.post("/api/names", {"agent": web.node.did, "petname": "me"})
+        rename.locator("summary").click()
+        rename.get_by_label("petname (this node only)").fill("me")
+        rename.get_by_role("button", name="Save").click()
+        expect(page.locator("#error-banner")).to_contain_text("petname_taken")
+        shot(page, "mesh-rename")
+        rename.get_by_role("button", name="Forget petname").click()
+        expect(row.locator("td").first).to_have_text("bob")
+        expect(rename.get_by_role("button", name="Forget petname")).to_be_hidden()
+        assert csp_errors(page) == []
     finally:
         bob.stop()
         web.stop()

@@ -18,7 +18,8 @@ MAX_DIDS = 1000  # DIDs named at once
 
 async def agent_of(app: App, text: str) -> str:
     """The whole agent DID ``text`` names (``short_ids.resolve_agent``): the one resolver of the
-    actions that take an agent, so the CLI, the web and MCP take the same names."""
+    actions that take an agent, so the CLI, the web and MCP take the same names. Only ``app.store``
+    is read: the web's routes resolve with their Services (``faces/web/ids.agent``)."""
     if not isinstance(text, str) or not 0 < len(text) <= MAX_AGENT_TEXT:
         raise MeshnodeError("bad_request", f"an agent is named by 1 to {MAX_AGENT_TEXT} characters")
     if short_ids.is_whole(text):

@@ -9,6 +9,7 @@ them a note), an outside party cannot. A round is the person's or the node's.
 from __future__ import annotations
 
 from meshnode.app.actor import PERSON_OR_NODE, Actor, allow, is_person
+from meshnode.app.actions.names import agent_of
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
 from meshnode.records.reputation.manual import set_by_person
@@ -21,8 +22,9 @@ async def reputation(app: App, actor: Actor) -> list[dict]:
 
 
 async def reputation_show(app: App, actor: Actor, did: str) -> dict:
-    """Everything behind one agent's trust."""
-    return await app.store.read(lambda db: reputation_detail(db, str(did), now_ms=app.clock()))
+    """Everything behind one agent's trust (``did``: as every action takes an agent, a name too)."""
+    did = await agent_of(app, did)
+    return await app.store.read(lambda db: reputation_detail(db, did, now_ms=app.clock()))
 
 
 async def reputation_set(app: App, actor: Actor, did: str, score: float, reason: str = "") -> dict:
@@ -31,7 +33,8 @@ async def reputation_set(app: App, actor: Actor, did: str, score: float, reason:
         raise MeshnodeError("not_allowed", "only the node's person sets trust by hand")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise MeshnodeError("bad_request", "score is a number from 0 to 1")
-    return await app.store.write(lambda db: set_by_person(db, str(did), float(score), now_ms=app.clock(),
+    did = await agent_of(app, did)
+    return await app.store.write(lambda db: set_by_person(db, did, float(score), now_ms=app.clock(),
                                                           reason=str(reason)))
 
 

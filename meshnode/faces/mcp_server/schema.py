@@ -7,10 +7,15 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from meshnode.domain.names import MAX_PETNAME
 from meshnode.domain.notes import MAX_TEXT
 
 Did = Annotated[str, Field(min_length=6, max_length=200, description="a DID (did:key:... or did:hmp:container:...)"
                                                                       " or a short id this node knows")]
+Agent = Annotated[str, Field(min_length=1, max_length=256, description="an agent: its DID (did:key:...), its petname,"
+                                                                      " the name it announced, or its short id (key:...)")]
+Petname = Annotated[str, Field(min_length=1, max_length=MAX_PETNAME,
+                               description="what the person calls the agent here (kept on this node, never sent)")]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="the text (at most 64 KiB)")]
 Line = Annotated[str, Field(min_length=1, max_length=256)]
 Word = Annotated[str, Field(min_length=1, max_length=64)]
@@ -23,4 +28,6 @@ ADD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_h
 ADD_SHARED = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                              open_world_hint=True)  # may reach other nodes (public, participants)
 MARK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+LOCAL_CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                              open_world_hint=False)  # replaces or forgets what is kept on this node only
 CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)

@@ -1,5 +1,6 @@
 """Tools over the agent and the mesh: ask the agent (and read a conversation), the node's status,
-its peers and formation, find a peer by DID or by interest, an agent's reputation (protocols/mcp.md 3.3)."""
+its peers and formation, find a peer by DID or by interest, an agent's reputation, and the names the
+person gives agents (petnames: the MCP client is the person, as for every tool) (protocols/mcp.md 3.3)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pydantic import Field
 
 from meshnode.store.chat import MAX_WAIT_S
 from meshnode.faces.mcp_server.calls import Call, answer, as_text, run
-from meshnode.faces.mcp_server.schema import ADD, ASK_MESH, READ, Did, Limit, Line, Text
+from meshnode.faces.mcp_server.schema import (ADD, ASK_MESH, LOCAL_CHANGE, READ, Agent, Did, Limit, Line, Petname,
+                                              Text)
 
-WRITES = {"chat_send"}
+WRITES = {"chat_send", "name_set", "name_unset"}
 ASK_WAIT_S = 30.0
 Thread = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{16}$", description="a conversation's id (16 characters)")]
 
@@ -67,4 +69,19 @@ def register(server, call: Call) -> None:
         what others published about it."""
         return await run(call, "reputation_show", did=did)
 
+    @server.tool(annotations=READ)
+    async def names():
+        """Every agent known here with what it is called: ``name`` as every listing shows it, the
+        person's ``petname``, the name it ``announced``, ``own`` for this node."""
+        return await run(call, "names")
 
+    @server.tool(annotations=LOCAL_CHANGE)
+    async def name_set(agent: Agent, petname: Petname):
+        """Give an agent a petname on this node only (it replaces its old one; never sent). Refused
+        (petname_taken) when another agent has that petname here."""
+        return await run(call, "name_set", agent=agent, petname=petname)
+
+    @server.tool(annotations=LOCAL_CHANGE)
+    async def name_unset(agent: Agent):
+        """Forget an agent's petname: it is shown by the name it announced (or its short id) again."""
+        return await run(call, "name_unset", agent=agent)

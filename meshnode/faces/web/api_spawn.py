@@ -9,6 +9,7 @@ then ``{"pending": job}``, and ``GET /api/spawn/{job}`` gives the result when it
 
 from __future__ import annotations
 
+from meshnode.engines.spawn import friends as friend_choice
 from meshnode.engines.spawn.model import KINDS
 from meshnode.faces.web import ids
 from meshnode.faces.web.endpoint import Arg, Endpoint
@@ -20,7 +21,7 @@ MAX_JOB = 64
 
 async def spawn(services, args):
     return await services.call("spawn", kind=args["kind"], name=args["name"], start=args["start"],
-                               answer_seconds=ANSWER_SECONDS)
+                               friends=args["friends"], answer_seconds=ANSWER_SECONDS)
 
 
 async def spawn_result(services, args):
@@ -46,7 +47,12 @@ ROUTES: list[Endpoint] = [
              {"kind": Arg(str, required=True, choices=KINDS,
                           doc="clone: all the parent may share; trained: knowledge and known agents; newborn: nothing"),
               "name": Arg(str, max=MAX_NAME, doc="the child's name (default: <parent name>-<kind>-<n>)"),
-              "start": Arg(bool, default=True, doc="start the child and wait until the parent reaches it")},
+              "start": Arg(bool, default=True, doc="start the child and wait until the parent reaches it"),
+              "friends": Arg(str, max=friend_choice.MAX_TEXT,
+                             doc="the child's friends besides its parent (default: the parent only):"
+                                 f" '{friend_choice.INHERIT}' (the parent's friends; not for a newborn) and/or"
+                                 f" DIDs, comma separated, at most {friend_choice.MAX_ITEMS} (`spawn --friends`;"
+                                 " 400 bad_friends otherwise)")},
              doc="make a child node: its own key, home and ports, a store seeded by its kind; the result, or"
                  " {pending: job} when it takes longer than a request"),
     Endpoint("GET", "/api/spawn/{job}", spawn_result,

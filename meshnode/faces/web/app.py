@@ -23,7 +23,7 @@ from starlette.routing import Match, Route
 
 from meshnode.base.errors import MeshnodeError
 from meshnode.faces.web import api_a2a, api_chat, api_gate, api_gmp, api_mesh, api_mind, api_node, api_notes, api_reactor, api_spawn
-from meshnode.faces.web import api_inbox
+from meshnode.faces.web import api_inbox, api_names
 from meshnode.faces.web import auth as auth_routes, pages, prom, sse
 from meshnode.faces.web.address import WebAddress
 from meshnode.faces.web.auth import Auth
@@ -33,7 +33,7 @@ from meshnode.base.config.web import LOOPBACK_NAMES, SECURITY_HEADERS, host_port
 
 log = logging.getLogger("meshnode.faces.web")
 API_MODULES = (api_node, api_notes, api_chat, api_mind, api_gmp, api_gate, api_a2a, api_mesh, api_reactor, api_spawn, sse,
-               prom, api_inbox)
+               prom, api_inbox, api_names)
 
 
 async def route_table(services, args) -> list[dict]:

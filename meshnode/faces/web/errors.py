@@ -42,7 +42,7 @@ def status_for(code: str) -> int:
         return 404
     if code.startswith("bad_"):
         return 400
-    if code.startswith("not_allowed") or code.endswith("_conflict"):
+    if code.startswith("not_allowed") or code.endswith(("_conflict", "_taken")):  # name_taken, petname_taken
         return 409
     return 400
 

@@ -4,11 +4,12 @@ a peer's name) resolved as the CLI resolves them, and the numbers and lists of t
 
 from __future__ import annotations
 
+from meshnode.app.actions.names import MAX_AGENT_TEXT, agent_of
 from meshnode.base.errors import MeshnodeError
 from meshnode.store import short_ids
 from meshnode.faces.web.endpoint import Arg
 
-MAX_DID = 256  # a DID is ~60 characters; a short id or a name fewer
+MAX_DID = MAX_AGENT_TEXT  # a DID is ~60 characters; a short id or a name fewer
 
 MAX_LIMIT = 500  # rows of one page
 
@@ -24,10 +25,9 @@ CONTAINER = Arg(str, required=True, max=MAX_DID, doc="a container DID or the sho
 
 
 async def agent(services, text: str) -> str:
-    """The whole agent DID ``text`` names (``not_found``/``bad_id``/``ambiguous_id`` otherwise)."""
-    if short_ids.is_whole(text):
-        return short_ids.resolve_agent(None, text)
-    return await services.read(short_ids.resolve_agent, text)
+    """The whole agent DID ``text`` names (``not_found``/``bad_id``/``ambiguous_id`` otherwise): the
+    actions' own resolver (``app.actions.names.agent_of``, which reads ``services.store``)."""
+    return await agent_of(services, text)
 
 
 async def container(services, text: str, noun: str = "container") -> str:

@@ -18,16 +18,19 @@ export function who(name, did = null, cls = "who") {
 }
 
 let known = null;
-/** DID -> name: this node as "the agent", its peers by name (read once a page). */
+/** DID -> name: this node as "the agent", every other agent by what the person reads everywhere
+ * (GET /api/names: the petname, else the name it announced, else its short id); read once a page. */
 export async function names() {
   if (!known) {
-    known = Promise.all([get("/api/status"), get("/api/peers").catch(() => [])]).then(([status, peers]) => {
-      const map = new Map((peers || []).filter((p) => p.name).map((p) => [p.did, p.name]));
-      if (status && status.did) map.set(status.did, "the agent");
-      return map;
-    });
+    known = get("/api/names").catch(() => []).then((rows) =>
+      new Map((rows || []).map((n) => [n.did, n.own ? "the agent" : n.name])));
   }
   return known;
+}
+
+/** Read the names again at the next names() (a petname was set or forgotten). */
+export function forgetNames() {
+  known = null;
 }
 
 /** The name of a DID (its end when unknown), with the DID on hover. */
