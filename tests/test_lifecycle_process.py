@@ -101,6 +101,8 @@ def test_stop_waits_for_the_node_to_finish_and_says_so(node):
 
 
 def test_a_node_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "node.key").write_bytes(b"")  # a home, to `stop` (which reads no key)
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import signal, sys, time
         from meshnode.store.home import running

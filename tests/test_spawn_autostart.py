@@ -229,11 +229,14 @@ def test_start_and_stop_scripts_run_and_stop_a_real_node(node_home):
     assert all("/ip4/127.0.0.1/" in a for a in status["addresses"])  # its config, not the parent's variable
     again = subprocess.run([str(home / "start.sh")], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1 and "already runs" in again.stderr and launch.running_pid(home) == pid
+    assert os.readlink(f"/proc/{pid}/fd/1") == str(home / "logs" / "console.log")  # not the rotated node.log
     stopped = subprocess.run([str(home / "stop.sh")], capture_output=True, text=True, timeout=60)
-    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr  # `meshnode stop`'s line
     assert_gone(pid, home)
-    assert "stopped" in launch.log_tail(home, 5)  # SIGTERM: the node's own clean exit
-    assert "not running" in subprocess.run([str(home / "stop.sh")], capture_output=True, text=True).stdout
+    assert "stopped" in launch.log_tail(home, 5)  # SIGTERM: the node's own clean exit, on its console
+    assert "did:      " not in (home / "logs" / "node.log").read_text()  # detached: the banner is the console's
+    again = subprocess.run([str(home / "stop.sh")], capture_output=True, text=True)
+    assert again.returncode == 0 and "not running" in again.stdout
 
 
 def test_launch_stop_and_running_pid_directly(node_home):
@@ -246,6 +249,8 @@ def test_launch_stop_and_running_pid_directly(node_home):
     status = wait_answering(home, did)
     assert all("/ip4/127.0.0.1/" in a for a in status["addresses"])
     assert os.getsid(got["pid"]) == got["pid"]  # its own session: the parent's Ctrl-C never reaches it
+    assert os.readlink(f"/proc/{got['pid']}/fd/2") == str(home / "logs" / "console.log")
+    assert Path(f"/proc/{got['pid']}/cmdline").read_bytes().split(b"\0")[-3:] == [b"run", b"--detached", b""]
     env = Path(f"/proc/{got['pid']}/environ").read_bytes().split(b"\0")
     assert not [e for e in env if e.startswith(b"MESHNODE_")]
     assert launch.launch(home, "none") == {**got, "via": "running", "already_running": True}
@@ -270,31 +275,34 @@ def test_a_stale_pid_file_is_never_signalled(short_tmp):
         (short_tmp / "run").mkdir()
         (short_tmp / "run" / "node.pid").write_text(f"{sleeper.pid}\n")  # a reused pid: not a meshnode run
         assert launch.running_pid(short_tmp) is None
-        assert launch.stop(short_tmp, "none") is False
-        assert sleeper.poll() is None and not (short_tmp / "run" / "node.pid").exists()
+        assert launch.stop(short_tmp, "none") is False  # no node holds the home: nothing is signalled
+        assert sleeper.poll() is None
     finally:
         sleeper.kill()
         sleeper.wait()
 
 
 def test_a_node_that_ignores_sigterm_is_killed_after_the_timeout(short_tmp):
-    """A stand-in whose command line is a meshnode run of the home, deaf to SIGTERM."""
+    """A stand-in whose command line is a meshnode run of the home, holding it as a node does, deaf
+    to SIGTERM."""
     home = short_tmp / "deaf"
     home.mkdir()
     fake = short_tmp / "meshnode"
-    fake.write_text("import signal, sys, time\n"
+    fake.write_text("import signal, sys, time\nfrom pathlib import Path\nfrom meshnode.store.home import running\n"
+                    "held = running.hold(Path(sys.argv[2]))\n"
                     "signal.signal(signal.SIGTERM, lambda *_: print('term', flush=True))\n"  # heard, and lives on
                     "print('up', flush=True)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, str(fake), "--home", str(home), "run"], stdout=subprocess.PIPE,
-                            text=True)
+                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         assert proc.stdout.readline() == "up\n"  # SIGTERM is survived from here on
-        assert launch.running_pid(home) == proc.pid  # found without a pid file, by its command line
+        assert launch.running_pid(home) == proc.pid
         started = time.monotonic()
         assert launch.stop(home, "none", timeout=0.5) is True
         assert time.monotonic() - started >= 0.5  # the time SIGTERM was given (a lower bound: never early)
-        proc.wait(timeout=10)  # (stop() reaped it already: the status is not ours to read)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
         assert proc.stdout.read() == "term\n"  # SIGTERM came first; only the kill after it ended the node
+        assert launch.process_state(home)["exit"]["stopped_by"] == "SIGKILL"
         assert launch.running_pid(home) is None and not Path(f"/proc/{proc.pid}/cmdline").exists()
     finally:
         proc.kill()

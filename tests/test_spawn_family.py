@@ -145,15 +145,24 @@ def test_child_by_prefix_short_id_and_name(db):
 
 def test_an_ambiguous_prefix_names_no_child(db):
     for tail in ("1", "2"):
-        family.record_child(db, ChildRecord(did="did:key:z6MkSameStart" + tail, peer_id="p" + tail, name="twin",
+        family.record_child(db, ChildRecord(did="did:key:z6MkSameStart" + tail, peer_id="p" + tail, name="twin" + tail,
                                             kind="newborn", depth=1, autostart="none"), T0)
     with pytest.raises(SpawnError, match="2 children"):
         family.child(db, "key:SameSt")
-    with pytest.raises(SpawnError, match="2 children"):
-        family.child(db, "twin")  # a name two children share is no more help
     assert family.child(db, "key:SameStart2")["did"] == "did:key:z6MkSameStart2"
     with pytest.raises(SpawnError, match="names no child"):
         family.child(db, "key:")
+
+
+def test_two_active_children_never_share_a_name(db):
+    """The table's unique index (migration children_unique_name), whatever process records them."""
+    first = _rec("a")
+    family.record_child(db, first, T0)
+    with pytest.raises(SpawnError) as err:
+        family.record_child(db, _rec("a"), T0)
+    assert err.value.code == "name_taken"
+    family.mark_removed(db, first.did, T0 + 1)
+    family.record_child(db, _rec("a"), T0 + 2)  # a removed child's name is free again
 
 
 def test_mark_removed_unfriends_and_keeps_the_row(db):

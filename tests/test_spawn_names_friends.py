@@ -11,7 +11,7 @@ import pytest
 from meshnode.base.identity.keys import NodeKey
 from meshnode.base.errors import SpawnError
 from meshnode.engines.spawn import friends
-from meshnode.engines.spawn.model import SpawnRequest, default_name
+from meshnode.engines.spawn.model import SpawnRequest, check_child_name, default_name
 from meshnode.records import family
 from meshnode.store.database import Database
 from meshnode.store.sharing import friends as friend_dids, set_friend
@@ -131,3 +131,82 @@ def test_a_newborn_has_nothing_to_inherit(spawn_parent):
 def test_the_friends_choice_travels_to_the_node_and_back():
     req = SpawnRequest(kind="trained", friends="inherit")
     assert SpawnRequest.from_ask({**req.to_ask(), "by": "cli"}).friends == "inherit"
+
+
+# --- two spawns at once (the review of issue 35: a name checked in one read, inserted later) ----------
+
+def test_two_spawns_at_once_never_give_one_name_to_two_children(spawn_parent, fake_seed, monkeypatch):
+    """Two spawns of ``scout`` at once, as two processes run them (two `meshnode spawn` on a stopped
+    parent: the lock inside one process orders nothing between them). Both pass the name check
+    before either records its child (a barrier in the seeding step, which lies between the two):
+    one child gets the name, the other spawn is refused and undone."""
+    import contextlib
+    import threading
+
+    from meshnode.engines.spawn import service
+
+    monkeypatch.setattr(service, "_ONE_AT_A_TIME", contextlib.nullcontext())
+    both_checked = threading.Barrier(2, timeout=60)
+
+    def seed_once_both_checked(*args, **kwargs):
+        both_checked.wait()
+        return fake_seed(*args, **kwargs)
+
+    monkeypatch.setattr(service.seed, "seed_child_store", seed_once_both_checked)
+    results: dict[int, object] = {}
+
+    def spawn(i: int) -> None:
+        try:
+            results[i] = spawn_parent.spawn("newborn", name="scout")
+        except Exception as exc:  # the refusal, looked at below
+            results[i] = exc
+
+    threads = [threading.Thread(target=spawn, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    refusals = [r for r in results.values() if isinstance(r, Exception)]
+    made = [r for r in results.values() if not isinstance(r, Exception)]
+    assert len(made) == 1 and len(refusals) == 1, results
+    assert isinstance(refusals[0], SpawnError) and refusals[0].code == "name_taken", refusals[0]
+    assert "'scout'" in refusals[0].reason and "\n" not in refusals[0].reason
+    assert spawn_parent.rows("SELECT name, did FROM children") == [("scout", made[0].did)]
+    homes = [p.name for p in spawn_parent.home.parent.iterdir() if p.name.startswith(("CCORE-", ".spawn-"))]
+    assert homes == [Path(made[0].home).name]  # the refused one's home was undone
+
+
+def test_the_migration_renames_duplicate_active_names_of_an_older_database(tmp_path):
+    """A database from before the unique name (it may hold duplicates): the migration keeps the
+    oldest child's name, gives each other active one its short id, and leaves removed ones alone."""
+    import sqlite3
+
+    from meshnode.store import migrate
+
+    steps = migrate.migrations()
+    at = next(i for i, (_, name, _) in enumerate(steps) if name.endswith("_children_unique_name.sql"))
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;\n" + ";\n".join(sql for _, _, sql in steps[:at]) + f"\n;PRAGMA user_version = {at};"
+                       "\nCOMMIT;")
+    dids = [NodeKey.generate().did for _ in range(4)]
+    for did, name, state, created in ((dids[0], "scout", "active", 2), (dids[1], "scout", "active", 1),
+                                      (dids[2], "scout", "removed", 0), (dids[3], "x" * 64, "active", 1)):
+        conn.execute("INSERT INTO children (did, peer_id, name, kind, depth, autostart, state, created_ms)"
+                     " VALUES (?, 'p', ?, 'newborn', 1, 'none', ?, ?)", (did, name, state, created))
+    conn.execute("INSERT INTO children (did, peer_id, name, kind, depth, autostart, state, created_ms)"
+                 " VALUES (?, 'p', ?, 'newborn', 1, 'none', 'active', 3)", (dids[0] + "x", "x" * 64))
+    conn.close()
+    db = Database(path)
+    try:
+        names = dict(db.conn.execute("SELECT did, name FROM children").fetchall())
+        assert names[dids[1]] == "scout" and names[dids[2]] == "scout"  # the oldest active; a removed one
+        assert names[dids[0]] == "scout-" + dids[0][len("did:key:z6Mk"):][:8]
+        assert names[dids[3]] == "x" * 64 and len(names[dids[0] + "x"]) == 64
+        assert all(check_child_name(n) for n in names.values())
+        with pytest.raises(SpawnError) as err:
+            family.record_child(db, family.ChildRecord(did=NodeKey.generate().did, peer_id="p", name="scout",
+                                                       kind="newborn", depth=1, autostart="none"), 5)
+        assert err.value.code == "name_taken"
+    finally:
+        db.close()

@@ -13,6 +13,7 @@ Every function takes a :class:`~meshnode.store.database.Database` (in the node, 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 
 from meshnode.base.errors import SpawnError
@@ -45,15 +46,22 @@ class ChildRecord:
 def record_child(db: Database, rec: ChildRecord, now_ms: int) -> None:
     """The parent's side, in one transaction: the ``children`` row (state active), the child in
     ``agent_peers`` (peer id, name, addresses) and the Friend tag, so friends notes and CogSync
-    knowledge reach it from the first connection."""
+    knowledge reach it from the first connection. SpawnError ``name_taken`` when an active child has
+    ``rec.name`` (the table's unique index: another process's spawn took it after this one checked)."""
     with db.transaction() as conn:
-        conn.execute(
-            "INSERT INTO children (did, peer_id, name, kind, depth, home, host, listen_port, web_port, autostart,"
-            " state, invitation_id, addresses, seed_report, created_ms)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
-            (rec.did, rec.peer_id, rec.name, rec.kind, rec.depth, rec.home, rec.host, rec.listen_port, rec.web_port,
-             rec.autostart, rec.invitation_id, json.dumps(rec.addresses), json.dumps(rec.seed_report, sort_keys=True),
-             now_ms))
+        try:
+            conn.execute(
+                "INSERT INTO children (did, peer_id, name, kind, depth, home, host, listen_port, web_port, autostart,"
+                " state, invitation_id, addresses, seed_report, created_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+                (rec.did, rec.peer_id, rec.name, rec.kind, rec.depth, rec.home, rec.host, rec.listen_port,
+                 rec.web_port, rec.autostart, rec.invitation_id, json.dumps(rec.addresses),
+                 json.dumps(rec.seed_report, sort_keys=True), now_ms))
+        except sqlite3.IntegrityError as exc:
+            if "children.name" not in str(exc):
+                raise
+            raise SpawnError("name_taken", f"{rec.name!r} already names an active child of this node (spawned"
+                             " meanwhile); pick another --name (`meshnode children list` shows the names)") from None
         upsert_peer_row(conn, rec.did, peer_id=rec.peer_id, now_ms=now_ms, source="exchange",
                         addresses=list(rec.addresses), name=rec.name)
         set_friend_tag(conn, rec.did)

@@ -26,15 +26,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from meshnode.engines.spawn.model import AUTOSTARTS
+from meshnode.base import node_log
 from meshnode.base.errors import SpawnError
-
-PID_FILE = Path("run") / "node.pid"
-LOG_FILE = Path("logs") / "node.log"
+from meshnode.engines.spawn.model import AUTOSTARTS
+from meshnode.store.home.running import PID_FILE
 RECORD_FILE = "autostart.json"
 ENV_FILE = "autostart.env"  # optional: MESHNODE_KEY_PASSPHRASE=... for an encrypted key (0600)
 RESTART_SEC = 5  # a crash loop costs one start every 5 s, and a brief fault heals without a person
 STOP_SECONDS = 10  # the node records its stop and closes the store well within this
+NOT_RUNNING_EXIT = 3  # `meshnode stop`'s "nothing to do" (faces/cli/lifecycle.py NOTHING_TO_DO)
 SYSTEMCTL_TIMEOUT = 10.0
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 
@@ -92,18 +92,29 @@ def systemd_unit_text(home: Path, did: str, name: str, *, system: bool, user: st
 
 
 def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
-    """``start.sh`` (detached: setsid and nohup, stdin closed, output appended to the log, pid
-    file; refuses a second copy) and ``stop.sh`` (SIGTERM, up to STOP_SECONDS, then SIGKILL).
-    A pid is the node's only if /proc shows it runs ``meshnode`` with this home: a stale pid
-    file that a new process reused is never signalled."""
+    """``start.sh`` (``run --detached`` as ``meshnode start`` runs a node: setsid and nohup, stdin
+    closed, its output in ``logs/console.log``, its records in the rotating ``logs/node.log``; the
+    node writes its own pid file; refuses a second copy) and ``stop.sh`` (``meshnode stop``: the one
+    way to stop a home's node, by its lock; exit 0 when it was not running either). A pid is the
+    node's only if /proc shows it runs ``meshnode`` with this home: a stale pid file that a new
+    process reused is never taken for it."""
     home = _absolute(home)
     head = "\n".join([
         "#!/bin/sh",
         "# Written by meshnode spawn: {what} the meshnode child in this folder.",
         "set -u",
         f"HOME_DIR={shlex.quote(str(home))}",
-        f'PID_FILE="$HOME_DIR"/{shlex.quote(str(PID_FILE))}',
+        f"PYTHON={shlex.quote(python)}",
+        "# the child's settings come from its config.toml alone: no MESHNODE_* but the key passphrase",
+        "for var in $(env | sed -n 's/^\\(MESHNODE_[A-Za-z0-9_]*\\)=.*/\\1/p'); do",
+        '    [ "$var" = MESHNODE_KEY_PASSPHRASE ] || unset "$var"',
+        "done",
         "",
+    ])
+    start = head.replace("{what}", "start") + "\n".join([
+        f'PID_FILE="$HOME_DIR"/{shlex.quote(str(PID_FILE))}',
+        f'LOG_FILE="$HOME_DIR"/{shlex.quote(str(node_log.LOG_FILE))}',
+        f'CONSOLE_FILE="$HOME_DIR"/{shlex.quote(str(node_log.CONSOLE_FILE))}',
         "ours() {  # is pid $1 alive and a meshnode run of this home? (a zombie has an empty cmdline)",
         '    [ -n "$1" ] || return 1',
         '    if [ -r "/proc/$1/cmdline" ]; then',
@@ -114,53 +125,31 @@ def script_texts(home: Path, python: str = sys.executable) -> dict[str, str]:
         "    fi",
         "}",
         'pid=$(cat "$PID_FILE" 2>/dev/null || true)',
-        "",
-    ])
-    start = head.replace("{what}", "start") + "\n".join([
-        f"PYTHON={shlex.quote(python)}",
-        f'LOG_FILE="$HOME_DIR"/{shlex.quote(str(LOG_FILE))}',
         'if ours "$pid"; then',
         '    echo "meshnode in $HOME_DIR already runs (pid $pid); not starting a second copy" >&2',
         "    exit 1",
         "fi",
-        "# the child's settings come from its config.toml alone: no MESHNODE_* but the key passphrase",
-        "for var in $(env | sed -n 's/^\\(MESHNODE_[A-Za-z0-9_]*\\)=.*/\\1/p'); do",
-        '    [ "$var" = MESHNODE_KEY_PASSPHRASE ] || unset "$var"',
-        "done",
-        'mkdir -p "$(dirname "$PID_FILE")" "$(dirname "$LOG_FILE")" || exit 1',
+        'mkdir -p "$(dirname "$CONSOLE_FILE")" || exit 1',
         'cd "$HOME_DIR" || exit 1',
         "if command -v setsid >/dev/null 2>&1; then DETACH=setsid; else DETACH=; fi",
-        "# a non-interactive sh has no job control: setsid does not fork, so $! is the node itself",
-        'nohup $DETACH "$PYTHON" -m meshnode --home "$HOME_DIR" run </dev/null >>"$LOG_FILE" 2>&1 &',
+        "# a non-interactive sh has no job control: setsid does not fork, so $! is the node itself,",
+        "# which writes its pid file once it holds its home",
+        'nohup $DETACH "$PYTHON" -m meshnode --home "$HOME_DIR" run --detached </dev/null >"$CONSOLE_FILE" 2>&1 &',
         "pid=$!",
-        'echo "$pid" > "$PID_FILE.tmp" && mv -f "$PID_FILE.tmp" "$PID_FILE"',
         "sleep 1",
         'if ! ours "$pid"; then',
-        '    echo "meshnode in $HOME_DIR stopped at once; the end of $LOG_FILE:" >&2',
-        '    tail -n 20 "$LOG_FILE" >&2',
+        '    echo "meshnode in $HOME_DIR stopped at once; the end of $CONSOLE_FILE:" >&2',
+        '    tail -n 20 "$CONSOLE_FILE" >&2',
         "    exit 1",
         "fi",
         'echo "started meshnode in $HOME_DIR (pid $pid, log $LOG_FILE)"',
         "",
     ])
     stop = head.replace("{what}", "stop") + "\n".join([
-        'if ! ours "$pid"; then',
-        '    echo "meshnode in $HOME_DIR is not running"',
-        '    rm -f "$PID_FILE"',
-        "    exit 0",
-        "fi",
-        'kill -TERM "$pid" 2>/dev/null',
-        f"waited=0  # tenths of a second; the node records its stop and exits well within {STOP_SECONDS} s",
-        f'while ours "$pid" && [ "$waited" -lt {STOP_SECONDS * 10} ]; do',
-        "    sleep 0.1 2>/dev/null || sleep 1",
-        "    waited=$((waited + 1))",
-        "done",
-        'if ours "$pid"; then',
-        '    echo "meshnode in $HOME_DIR did not stop on SIGTERM; sending SIGKILL" >&2',
-        '    kill -KILL "$pid" 2>/dev/null',
-        "fi",
-        'rm -f "$PID_FILE"',
-        'echo "stopped meshnode in $HOME_DIR (pid $pid)"',
+        f'"$PYTHON" -m meshnode --home "$HOME_DIR" stop --timeout {STOP_SECONDS}',
+        "code=$?",
+        f'[ "$code" -eq {NOT_RUNNING_EXIT} ] && exit 0  # it was not running: nothing to do',
+        'exit "$code"',
         "",
     ])
     return {"start.sh": start, "stop.sh": stop}

@@ -1,15 +1,18 @@
 """Starting and stopping a local child node, whichever way its autostart was installed.
 
-Theory of operation: a child runs as ``<python> -m meshnode --home <home> run``, detached
-from whoever started it (its own session, stdin closed, output appended to
-``<home>/logs/node.log``, pid in ``<home>/run/node.pid``), so it outlives a CLI call and is
-never killed with the parent's process group. A child the running parent started directly is the
+Theory of operation: a child runs as ``<python> -m meshnode --home <home> run --detached``, as
+``meshnode start`` runs a node: detached from whoever started it (its own session, stdin closed,
+its console output in ``<home>/logs/console.log``, its records in the rotating ``logs/node.log``
+alone), so it outlives a CLI call and is never killed with the parent's process group. The child
+holds its home and writes its own pid file (store/home/running.py); a start returns once it does
+(or has ended), and ``stop`` is ``running.stop``, the very logic of ``meshnode stop``, unless a
+systemd unit runs it. A child the running parent started directly is the
 parent's own process, which the parent waits on (``spawn.processes``: no zombie); how it ended
 goes in ``<home>/run/node.exit`` (``exit_record``), which ``process_state`` reads. It gets the parent's environment minus every
 ``MESHNODE_*`` variable except the key passphrase (``child_env``): its settings come from
 its own config.toml only. A pid is trusted only when /proc shows a meshnode run of this very
-home: a stale pid file whose number was reused is never signalled. Blocking; the node calls
-these from a worker thread.
+home: a stale pid file whose number was reused is never taken for the child. Blocking; the node
+calls these from a worker thread.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Mapping
 
+from meshnode.base import node_log
+from meshnode.base.errors import SpawnError
 from meshnode.base.identity.keyfile import PASSPHRASE_ENV
 from meshnode.engines.spawn import autostart as units
-from meshnode.engines.spawn.autostart import LOG_FILE, PID_FILE
-from meshnode.base.errors import SpawnError
+from meshnode.store.home import running
+from meshnode.store.home.running import PID_FILE
 
 POLL_S = 0.05
 SCRIPT_TIMEOUT = 30.0
@@ -35,6 +40,7 @@ EXEC_SETTLE_S = 1.0  # how long a pid file's process may sit inside exec with no
 _VALUED = ("--home", "--db", "--key-file", "--log-level")  # the CLI's options that take a value
 EXIT_FILE = Path("run") / "node.exit"  # how the last directly started run ended (JSON)
 MAX_EXIT_BYTES = 1024
+HOLD_WAIT_S = 20.0  # how long a start waits for the child to hold its home (a slow host's imports and key)
 
 
 def child_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -46,11 +52,12 @@ def child_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
 def launch(home: Path, autostart: str, direct: Callable[[Path], int] | None = None) -> dict:
     """Start the child in ``home``: through systemd when its unit is installed and systemd runs,
     else its start.sh when one was written, else directly (``direct``: how, given the home, the pid
-    back; default a detached Popen). Returns ``{"via", "pid", "log"}``; a child already running is
-    left alone (``already_running`` True). SpawnError start_failed."""
+    back; default a detached Popen). Returns ``{"via", "pid", "log"}`` once the child holds its home
+    or has ended (``HOLD_WAIT_S`` at most); a child already running is left alone
+    (``already_running`` True). SpawnError start_failed."""
     home = Path(os.path.abspath(home))
     pid = running_pid(home)
-    log = str(home / LOG_FILE)
+    log = str(node_log.log_path(home))
     if pid is not None:
         return {"via": "running", "pid": pid, "log": log, "already_running": True}
     unit, system = _usable_unit(home, autostart)
@@ -64,51 +71,47 @@ def launch(home: Path, autostart: str, direct: Callable[[Path], int] | None = No
         done = _script(home, "start.sh")
         if done.returncode != 0:
             raise SpawnError("start_failed", f"{home / 'start.sh'} failed: {(done.stderr or done.stdout).strip()}"[:600])
-        return {"via": "script", "pid": running_pid(home), "log": log}
-    return {"via": "direct", "pid": (direct or _popen)(home), "log": log}
+        pid = running_pid(home)  # its pid file may not be written yet: found by its command line
+        _wait_held(home, pid)
+        return {"via": "script", "pid": running.holder(home) or pid, "log": log}
+    pid = (direct or _popen)(home)
+    _wait_held(home, pid)
+    return {"via": "direct", "pid": pid, "log": log}
 
 
 def stop(home: Path, autostart: str, timeout: float = 10.0) -> bool:
-    """Stop the child: ``systemctl stop`` for a usable unit, else SIGTERM and, after ``timeout``
-    seconds, SIGKILL. True when it ran and was stopped, False when it was not running."""
+    """Stop the child: ``systemctl stop`` for a usable unit, else ``running.stop`` (what ``meshnode
+    stop`` does: SIGTERM to the pid the home's lock vouches for, SIGKILL after ``timeout`` seconds).
+    True when it ran and was stopped, False when it was not running. MeshnodeError stop_failed, no_pid."""
     home = Path(os.path.abspath(home))
     unit, system = _usable_unit(home, autostart)
     if unit:
         was = running_pid(home) is not None
         units.systemctl(system, "stop", unit)
         return was
-    pid = running_pid(home)
-    if pid is None:
-        (home / PID_FILE).unlink(missing_ok=True)
+    done = running.stop(home, timeout)
+    if done is None:
         return False
-    _signal(pid, signal.SIGTERM)
-    how = "SIGTERM"
-    if not _wait_gone(pid, home, timeout):
-        _signal(pid, signal.SIGKILL)
-        how = "SIGKILL"
-        _wait_gone(pid, home, 5.0)
-    (home / PID_FILE).unlink(missing_ok=True)
-    _note_stopped(home, pid, how)
+    _note_stopped(home, done.pid, done.how)
     return True
 
 
 def direct_argv(home: Path) -> list[str]:
-    """The command line of a child started directly (``_is_run_of`` recognizes it)."""
-    return [sys.executable, "-m", "meshnode", "--home", str(home), "run"]
+    """The command line of a child started directly (``_is_run_of`` recognizes it): detached, as
+    ``meshnode start`` runs a node, so its records go to its log file alone, not to its console too."""
+    return [sys.executable, "-m", "meshnode", "--home", str(home), "run", "--detached"]
 
 
 def prepare_direct(home: Path) -> Path:
-    """Before a direct start: the log and run folders made, the last run's exit record gone; the log file."""
-    (home / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
-    (home / PID_FILE).parent.mkdir(parents=True, exist_ok=True)
+    """Before a direct start: the folders made, the last run's exit record gone; the console file
+    the child's stdout and stderr go to (``logs/console.log``, emptied, as ``meshnode start`` does:
+    the child's own run rotates ``logs/node.log``, and what a child printed there would be rotated
+    away under its feet)."""
+    console = home / node_log.CONSOLE_FILE
+    console.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / PID_FILE).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / EXIT_FILE).unlink(missing_ok=True)
-    return home / LOG_FILE
-
-
-def write_pid(home: Path, pid: int) -> None:
-    tmp = home / PID_FILE.with_suffix(".tmp")
-    tmp.write_text(f"{pid}\n", encoding="ascii")
-    os.replace(tmp, home / PID_FILE)
+    return console
 
 
 def exit_record(pid: int, returncode: int, ended_ms: int) -> dict:
@@ -186,24 +189,40 @@ def running_pid(home: Path) -> int | None:
 
 
 def log_tail(home: Path, lines: int = 20) -> str:
-    """The last ``lines`` lines of ``<home>/logs/node.log`` ("" when there is none)."""
-    try:
-        with open(Path(home) / LOG_FILE, encoding="utf-8", errors="replace") as fh:
-            return "".join(deque(fh, maxlen=max(0, int(lines))))
-    except OSError:
-        return ""
+    """What a failed start shows: the last ``lines`` lines of the child's console
+    (``<home>/logs/console.log``: why it stopped, a traceback), else of its log file ("" when
+    neither has any)."""
+    for path in (Path(home) / node_log.CONSOLE_FILE, node_log.log_path(home)):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                tail = "".join(deque(fh, maxlen=max(0, int(lines))))
+        except OSError:
+            continue
+        if tail.strip():
+            return tail
+    return ""
+
+
+def _wait_held(home: Path, pid: int | None, timeout: float = HOLD_WAIT_S) -> None:
+    """Until the child just started holds its home (its pid file written: ``stop`` finds it), or its
+    process ``pid`` no longer runs it (ended: the caller tells why), at most ``timeout`` seconds (a
+    slow start is left to go on). Never reaps: a running parent's waiter does (processes.py)."""
+    deadline = time.monotonic() + timeout
+    while running.holder(home) is None:
+        if not pid or not _runs_home(pid, home, settle=EXEC_SETTLE_S) or time.monotonic() >= deadline:
+            return
+        time.sleep(POLL_S)
 
 
 def _popen(home: Path) -> int:
     """Start the child detached from this (short-lived) process: once it exits, init reaps the child."""
     argv = direct_argv(home)
-    with open(prepare_direct(home), "ab") as log:
+    with open(prepare_direct(home), "wb") as console:
         try:
-            proc = subprocess.Popen(argv, cwd=home, env=child_env(), stdin=subprocess.DEVNULL, stdout=log,
+            proc = subprocess.Popen(argv, cwd=home, env=child_env(), stdin=subprocess.DEVNULL, stdout=console,
                                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
         except OSError as exc:
             raise SpawnError("start_failed", f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    write_pid(home, proc.pid)
     return proc.pid
 
 
@@ -309,31 +328,3 @@ def _find(home: Path) -> int | None:
             if args and _is_run_of(args, home):
                 return int(entry)
     return None
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
-    except PermissionError as exc:
-        raise SpawnError("start_failed", f"not allowed to signal pid {pid}: {exc.strerror}") from None
-
-
-def _wait_gone(pid: int, home: Path, timeout: float) -> bool:
-    """Wait until ``pid`` no longer runs ``home`` (reaping it when it is our own child)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        _reap(pid)
-        if not _runs_home(pid, home):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

@@ -36,18 +36,18 @@ class ChildProcesses:
         self._waiting: dict[int, trio.Event] = {}  # pid -> set once it ended and was reaped
 
     async def open(self, home: Path) -> int:
-        """Start the child of ``home`` detached (own session, stdin closed, output to its log), its pid
-        file written, and wait on it in a system task; its pid. SpawnError start_failed."""
+        """Start the child of ``home`` detached (own session, stdin closed, output to its console file)
+        and wait on it in a system task; its pid (the child writes its pid file itself, once it holds
+        its home). SpawnError start_failed."""
         home = Path(home)
         argv = self.argv(home)
-        with open(launch.prepare_direct(home), "ab") as out:
+        with open(launch.prepare_direct(home), "wb") as out:
             try:
                 proc = await trio.lowlevel.open_process(argv, cwd=home, env=launch.child_env(),
                                                         stdin=subprocess.DEVNULL, stdout=out,
                                                         stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
                 raise SpawnError("start_failed", f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-        launch.write_pid(home, proc.pid)
         self._waiting[proc.pid] = trio.Event()
         trio.lowlevel.spawn_system_task(self._wait, home, proc, name=f"child process {proc.pid}")
         return proc.pid

@@ -215,11 +215,11 @@ def start_and_wait(home: Path, child: Config, did: str, autostart_kind: str, par
             result.reachable_seconds = round(time.monotonic() - started, 3)
             return
         if launched.get("via") in ("direct", "script") and parent.exited(launched):  # systemd may restart it
-            raise SpawnError("start_failed", f"the child exited at start; its log ends:\n{launch.log_tail(home)}")
+            raise SpawnError("start_failed", f"the child exited at start; its console ends:\n{launch.log_tail(home)}")
         if time.monotonic() >= end:
             undo.clear()  # it may only be slow: leave it, with everything it needs
             raise SpawnError("not_reachable", f"the child {did} started but was not reachable within {wait:g} s;"
-                             f" it is left running (home {home}); its log ends:\n{launch.log_tail(home)}")
+                             f" it is left running (home {home}); its console ends:\n{launch.log_tail(home)}")
         time.sleep(POLL_SECONDS)
 
 

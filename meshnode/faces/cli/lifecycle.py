@@ -4,8 +4,9 @@
 the node), then runs ``<python> -m meshnode --home HOME run --detached`` in its own session (stdin
 from /dev/null, stdout and stderr to ``logs/console.log``), and waits until the node holds its home
 and answers on its control socket, or until it exits (then the end of what it printed says why).
-``stop`` sends SIGTERM to the pid the home's lock vouches for (store/home/running.py), waits while
-the node finishes its writes and records its stop, and sends SIGKILL after ``--timeout``. ``logs``
+``stop`` is ``running.stop`` (store/home/running.py, which a parent's ``children stop`` uses too):
+SIGTERM to the pid the home's lock vouches for, a wait while the node finishes its writes and
+records its stop, SIGKILL after ``--timeout``. ``logs``
 reads ``logs/node.log`` and its rotated files, with or without a node; ``-f`` follows the file
 across rotations (polling: the command line has no event loop). ``log-level`` is an action of the
 running node (app/actions/node_log.py).
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -35,8 +35,7 @@ from meshnode.store.home import open_identity, running
 
 NOTHING_TO_DO = 3
 KILLED = 4
-POLL_S = 0.1  # how often start and stop look again, and logs -f at the file
-KILL_WAIT_S = 10.0  # after SIGKILL: the kernel ends a process at once, unless it is stuck in the kernel
+POLL_S = 0.1  # how often start looks again, and logs -f at the file
 TAIL_LINES = 15  # of a failed start's console
 
 
@@ -133,45 +132,16 @@ def _started_line(pid: int, status: dict, log: Path) -> str:
 def cmd_stop(args) -> int:
     config = _config(args)
     home = Path(os.path.abspath(config.home))
-    pid = running.holder(home)
-    if pid is None:
+    done = running.stop(home, args.timeout)
+    if done is None:
         print(f"not running: no node runs in {home}")
         return NOTHING_TO_DO
-    if not pid:
-        raise MeshnodeError("no_pid", f"a node holds {home} but its pid file {home / running.PID_FILE} is gone:"
-                                      " stop it by hand (`fuser " f"{home / running.LOCK_FILE}` names it)")
-    started = time.monotonic()
-    _signal(pid, signal.SIGTERM)
-    if _wait_released(home, args.timeout):
-        print(f"stopped (pid {pid}, {time.monotonic() - started:.1f} s)")
+    if done.how == "SIGTERM":
+        print(f"stopped (pid {done.pid}, {done.seconds:.1f} s)")
         return 0
-    _signal(pid, signal.SIGKILL)
-    if not _wait_released(home, KILL_WAIT_S):
-        raise MeshnodeError("stop_failed", f"the node (pid {pid}) is still running after SIGKILL")
-    if running.read_pid(home) == pid:
-        (home / running.PID_FILE).unlink(missing_ok=True)
-    print(f"killed: the node (pid {pid}) did not stop within {args.timeout:g} s after SIGTERM; its last writes"
+    print(f"killed: the node (pid {done.pid}) did not stop within {args.timeout:g} s after SIGTERM; its last writes"
           f" may be lost (`meshnode logs` shows how far it got)")
     return KILLED
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass  # gone meanwhile: the wait sees it
-    except PermissionError as exc:
-        raise MeshnodeError("stop_failed", f"not allowed to signal the node (pid {pid}): {exc.strerror}") from None
-
-
-def _wait_released(home: Path, timeout: float) -> bool:
-    """Wait until no process holds ``home`` (True), at most ``timeout`` seconds (False)."""
-    deadline = time.monotonic() + timeout
-    while running.holder(home) is not None:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
 
 
 def cmd_log_level(args) -> int:

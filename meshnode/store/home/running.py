@@ -6,18 +6,25 @@ lock when the process ends, however it ends (SIGKILL, a crash), so "the lock is 
 test of "a node runs here", and the pid file is trusted only while it is: a pid file left by a
 node that died is stale, and is replaced by the next run, never signalled (its number may belong
 to another process by now). ``holder`` answers without taking the lock for more than an instant.
+Only the node writes its pid file (``hold``), and ``stop`` is the one way to end a home's node from
+outside: ``meshnode stop`` and a parent's ``children stop`` (engines/spawn/launch.py) both call it.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from meshnode.base.errors import MeshnodeError
 
 LOCK_FILE = Path("run") / "node.lock"
-PID_FILE = Path("run") / "node.pid"  # the same file a spawned child's start.sh and launch write
+PID_FILE = Path("run") / "node.pid"  # written by the node alone (``hold``), for every home: a spawned child's too
+POLL_S = 0.1  # how often ``stop`` looks whether the home is free again
+KILL_WAIT_S = 10.0  # after SIGKILL: the kernel ends a process at once, unless it is stuck in the kernel
 
 
 class Running:
@@ -87,3 +94,55 @@ def read_pid(home: Path) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What ``stop`` did: the node's pid, the signal that ended it (``SIGTERM``: it stopped by
+    itself; ``SIGKILL``: it had to be killed, its last writes may be lost) and how long it took."""
+    pid: int
+    how: str
+    seconds: float
+
+
+def stop(home: Path, timeout: float, *, kill_wait: float = KILL_WAIT_S) -> Stopped | None:
+    """End the node that holds ``home``: SIGTERM to the pid its lock vouches for, a wait until the
+    lock is free (the process is gone, however it ended), SIGKILL after ``timeout`` seconds. None
+    when no node runs there. MeshnodeError ``no_pid`` (held, but its pid file is gone: nothing safe
+    to signal), ``stop_failed`` (not allowed to signal it, or still there after SIGKILL). Blocking."""
+    home = Path(home)
+    pid = holder(home)
+    if pid is None:
+        return None
+    if not pid:
+        raise MeshnodeError("no_pid", f"a node holds {home} but its pid file {home / PID_FILE} is gone:"
+                                      f" stop it by hand (`fuser {home / LOCK_FILE}` names it)")
+    started = time.monotonic()
+    _signal(pid, signal.SIGTERM)
+    if _wait_released(home, timeout):
+        return Stopped(pid, "SIGTERM", time.monotonic() - started)
+    _signal(pid, signal.SIGKILL)
+    if not _wait_released(home, kill_wait):
+        raise MeshnodeError("stop_failed", f"the node (pid {pid}) is still running after SIGKILL")
+    if read_pid(home) == pid:  # a killed node never removed its own
+        (home / PID_FILE).unlink(missing_ok=True)
+    return Stopped(pid, "SIGKILL", time.monotonic() - started)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass  # gone meanwhile: the wait sees it
+    except PermissionError as exc:
+        raise MeshnodeError("stop_failed", f"not allowed to signal the node (pid {pid}): {exc.strerror}") from None
+
+
+def _wait_released(home: Path, timeout: float) -> bool:
+    """Wait until no process holds ``home`` (True), at most ``timeout`` seconds (False)."""
+    deadline = time.monotonic() + timeout
+    while holder(home) is not None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
