@@ -20,7 +20,7 @@ def test_without_an_llm_the_node_runs_in_core_outage_and_says_how_to_add_one(tmp
         mind = node.call("status")["cognition"]
         assert mind["mode"] == "core_outage" and "meshnode llm add" in mind["hint"]
         assert mind["hint"].startswith("the agent is off: no LLM is configured")  # issue 35: off, and how to turn it on
-        assert "core_outage" in node.cli("status")
+        assert "agent:     off — `meshnode llm add" in node.cli("status")  # the text says off, and how to turn it on
     finally:
         node.kill()
 

@@ -28,7 +28,9 @@ def test_store_and_forward_between_friends(tmp_path):
         onward = a.call("note_add", {"text": "pass it on", "audience": "friends", "forward": 1})["did"]
         diary = a.call("diary_add", {"text": "what I learned today"})["did"]
         private = a.call("note_add", {"text": "for me", "audience": "private"})["did"]
-        wait_until(lambda: has(d, note), 60, "dora (online friend) to get the note by sync")
+        wait_until(lambda: has(d, note), 60, "dora (online friend) to get the note (pushed at once)")
+        wait_until(lambda: has(d, onward) and any(r["container_did"] == diary for r in (d.try_call("diary") or [])),
+                   60, "dora to hold the onward note and the diary entry (by sync) before alice leaves")
         assert a.stop() == 0  # the author goes offline too: only dora holds the note now
 
         b.set_bootstrap(d)

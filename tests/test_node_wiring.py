@@ -96,4 +96,4 @@ class _QuietMesh:
         return []
 
     def peers_snapshot(self) -> dict:
-        return {"connected": []}
+        return {"connected": [], "liveness": {}}  # as net.mesh_liveness gives it

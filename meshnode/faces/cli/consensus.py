@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meshnode.base.config.command_line import config_of
 from meshnode.faces.cli.common import _config, _open_db, act, container_did, read_limited_file, terminal_safe
 from meshnode.domain.consensus.cogvote import DAY_MS, ConsensusError, Rule
 from meshnode.records.consensus import verify_stored
@@ -91,7 +92,9 @@ def cmd_result(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    config = _config(args)
+    # files are enough (anyone can check a result, no node needed): the home's settings if it has
+    # any, never the refusal of a folder that is no node's home
+    config = config_of(args)
     now = now_ms()
     given = [_container_file(Path(f), config, now) for f in args.vote]
     by_did = args.result.startswith("did:") or not Path(args.result).exists()
