@@ -39,8 +39,8 @@ def assert_clean_failure(result, code: int = 1) -> None:
     assert "Traceback" not in result.stdout
 
 
-def one_error_line(result) -> str:
-    assert_clean_failure(result, 1)
+def one_error_line(result, code: int = 1) -> str:
+    assert_clean_failure(result, code)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]

@@ -40,7 +40,8 @@ def test_status_without_a_node_and_when_off(home, run_cli):
     assert js(run_cli, home, "status", env={"MESHNODE_REACTOR_ENABLED": "false"})["enabled"] is False
     off = run_cli("--home", home, "reactor", "scan", "--once", env={"MESHNODE_REACTOR_ENABLED": "false"})
     assert "the reactor is off" in one_error_line(off)
-    assert "reactor scan --once" in one_error_line(run_cli("--home", home, "reactor", "scan"))  # no node here
+    # no node here: exit 3, as every command that needs the running node
+    assert "reactor scan --once" in one_error_line(run_cli("--home", home, "reactor", "scan"), code=3)
 
 
 def test_scan_once_dry_run_writes_nothing_then_a_job_waits_for_the_node(home, run_cli):
