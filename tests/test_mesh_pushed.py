@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from meshharness import Node, wait_until
+from meshharness import Node, report, wait_until
 from test_mesh_gmp import GMP_ENV, STEP, offer_to, show
 
 NO_SYNC = {**GMP_ENV, "MESHNODE_NET_SYNC_SECONDS": "600"}  # sync cannot be what carries a step
@@ -31,9 +31,7 @@ def trio_nodes(tmp_path_factory):
                    STEP, "alice to hear bob and carol")
         yield a, b, c
     except BaseException:
-        for n in nodes:
-            print(f"--- {n.name} ({n.did}) metrics: {n.try_call('metrics')}")
-            print("\n".join(n.drain(timeout=0.5)[-40:]))
+        report(nodes)
         raise
     finally:
         for n in nodes:

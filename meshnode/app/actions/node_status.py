@@ -24,33 +24,33 @@ LIVENESS = ("ok", "quiet", "stale", "dead")
 
 async def status(app: App, actor: Actor) -> dict:
     config = app.config
+    snapshot = app.mesh.peers_snapshot() if app.mesh is not None else {"liveness": {}}
     out = {"name": config.name, "home": str(config.home), "database": str(config.db_path),
            "schema_version": app.store.version, "counts": await app.store.read(lambda db: db.counts()),
-           "running": app.mesh is not None, **await _at_rest(app)}
+           "running": app.mesh is not None,
+           **await _at_rest(app, snapshot["liveness"])}
     if app.key is not None:
         out.update(did=app.key.did, peer_id=app.key.peer_id)
     if app.mesh is None:
         return out
     mesh = app.mesh
     cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": await app.store.read(held.summary)}
-    snapshot = mesh.peers_snapshot()
     run = out["last_run"]
     started = run["at_ms"] if run and not run["stopped"] else None
     out.update(addresses=mesh.addresses(), web=app.web.url if app.web is not None else None, **snapshot,
                cognition=cognition, pid=os.getpid(), started_ms=started,
-               uptime_seconds=round((app.clock() - started) / 1000) if started is not None else None,
-               # the peers heard this run as the tracker has them; the others as last known (as `peers` lists them)
-               peer_counts=_counted({**await _stored_states(app), **snapshot["liveness"]}.values()))
+               uptime_seconds=round((app.clock() - started) / 1000) if started is not None else None)
     return out
 
 
-async def _at_rest(app: App) -> dict:
+async def _at_rest(app: App, heard: dict[str, str]) -> dict:
     """What the home's database tells, node or no node: the last run, the peers by liveness (as
-    last known, aged by the silence since: a stopped node hears nobody), the LLMs and what waits."""
+    last known, aged by the silence since: a stopped node hears nobody; ``heard``: the running node's
+    tracker for the peers heard this run), the LLMs and what waits."""
     now = app.clock()
     llms = await app.store.read(registry.endpoints)
     return {"last_run": await app.store.read(node_runs.last_run),
-            "peer_counts": _counted((await _stored_states(app)).values()),
+            "peer_counts": _counted({**await _stored_states(app), **heard}.values()),
             "agent": {"enabled": bool(app.config.values["cognition"]["enabled"]),
                       "llms": sum(1 for e in llms if not e.validator), "validators": sum(1 for e in llms if e.validator)},
             "waiting": await app.store.read(inbox.count, now)}
