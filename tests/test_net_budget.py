@@ -10,7 +10,8 @@ from meshnode.net.budget import BoundedLRU, BudgetLimits, CpuBudgets, OverBudget
 from meshnode.net.standing import PeerLimits, Standing, invalid_weight
 
 T0 = 1_700_000_000_000
-LIMITS = BudgetLimits(ms_per_second=100, burst_ms=1000, known_factor=10, address_factor=2, subnet_factor=3)
+LIMITS = BudgetLimits(ms_per_second=100, burst_ms=1000, known_factor=10, address_factor=2, subnet_factor=3,
+                      strangers_ms_per_second=100_000, strangers_burst_ms=1_000_000)  # shared: out of the way here
 
 
 def test_subnets_are_slash_24_and_slash_48():
@@ -24,7 +25,7 @@ def test_subnets_are_slash_24_and_slash_48():
 def test_charged_before_the_work_then_settled_at_its_cost():
     budgets = CpuBudgets(LIMITS)
     charge = budgets.admit("p", "10.0.0.1", False, 600, T0)
-    assert charge.keys == ("peer:p", "addr:10.0.0.1", "net:10.0.0.0/24")
+    assert charge.keys == ("peer:p", "addr:10.0.0.1", "net:10.0.0.0/24", "strangers")
     with pytest.raises(OverBudget) as refused:  # 400 left of 1000: a second estimate of 600 waits
         budgets.admit("p", "10.0.0.1", False, 600, T0)
     assert refused.value.key == "peer:p" and 1900 <= refused.value.retry_ms <= 2100  # 200 ms at 100 ms/s

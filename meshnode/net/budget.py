@@ -17,6 +17,16 @@ IPv6), each with its own, larger bucket. A known peer (own key, friend,
 trusted, committee) is charged on its own key alone, with a larger budget:
 an honest friend behind the attacker's NAT is not held to the attacker's
 aggregate. Every table is a bounded LRU: idle keys are forgotten first.
+
+Strangers share one budget (issue 36): identities are free and so are /24s
+to an attacker with many addresses, so every input of a peer that is not
+known is also charged to ONE shared key, ``strangers``
+(``strangers_ms_per_second`` up to ``strangers_burst_ms``): all strangers
+together, whatever their number and addresses, cost the node at most that
+share of a core. Known peers are never charged to it, so a swarm of
+strangers spending it leaves them their own budgets. The shared bucket is
+kept apart from the LRU (it is never forgotten) and left out of
+``pressure``: every stranger would otherwise look equally costly.
 """
 
 from __future__ import annotations
@@ -120,6 +130,12 @@ class BudgetLimits:
     address_factor: float = 4.0  # all identities of one address together, times a peer's
     subnet_factor: float = 8.0  # all addresses of one subnet together, times a peer's
     max_keys: int = 4096  # remembered keys per table
+    strangers_ms_per_second: float = 150.0  # all strangers together: 0.15 of a core sustained, 1.5 strangers'
+    #                                         rate, leaving the node's own work and known peers the rest
+    strangers_burst_ms: float = 2000.0  # all strangers together may spend at once what one stranger may
+
+
+STRANGERS = "strangers"  # the key every stranger's input is also charged to
 
 
 @dataclass
@@ -163,14 +179,33 @@ class CpuBudgets:
         self.limits = limits
         self._buckets: BoundedLRU[Bucket] = BoundedLRU(3 * limits.max_keys)
         self._keys_of: BoundedLRU[tuple[str, ...]] = BoundedLRU(limits.max_keys)  # peer -> keys it was last charged to
+        self._strangers: Bucket | None = None  # made at the first stranger's input (its clock)
 
     def keys_for(self, peer: str, host: str | None, known: bool) -> tuple[str, ...]:
-        """The keys one input from ``peer`` at ``host`` is charged to."""
-        if known or not host:
+        """The keys one input from ``peer`` at ``host`` is charged to (a stranger's: also ``strangers``)."""
+        if known:
             return (f"peer:{peer}",)
-        return (f"peer:{peer}", f"addr:{host}", f"net:{subnet_of(host)}")
+        if not host:
+            return (f"peer:{peer}", STRANGERS)
+        return (f"peer:{peer}", f"addr:{host}", f"net:{subnet_of(host)}", STRANGERS)
+
+    def _peek(self, key: str) -> Bucket | None:
+        return self._strangers if key == STRANGERS else self._buckets.peek(key)
+
+    def _shared(self, now_ms: int) -> Bucket:
+        if self._strangers is None:
+            rate, burst = self.limits.strangers_ms_per_second, self.limits.strangers_burst_ms
+            self._strangers = Bucket(burst, now_ms, rate, burst)
+        self._strangers.refill(now_ms)
+        return self._strangers
+
+    def strangers_spent(self, now_ms: int) -> float:
+        """How much of their shared burst all strangers together have spent (more than it in debt)."""
+        return self._shared(now_ms).spent
 
     def _bucket(self, key: str, known: bool, now_ms: int) -> Bucket:
+        if key == STRANGERS:
+            return self._shared(now_ms)
         bucket = self._buckets.get(key)
         if bucket is None:
             kind = key.split(":", 1)[0]
@@ -211,7 +246,7 @@ class CpuBudgets:
         """When one of this input's keys is in debt (it spent more than it had), the ms until it is
         not: such a peer is refused before its input is even read. None when none is."""
         for key in self.keys_for(peer, host, known):
-            bucket = self._buckets.peek(key)
+            bucket = self._peek(key)
             if bucket is not None:
                 self._grow_if_known(key, bucket, known)
                 bucket.refill(now_ms)
@@ -223,7 +258,7 @@ class CpuBudgets:
         """Replace the estimate by the measured cost (a bucket may go into debt: it pays it back
         before it is admitted again)."""
         for key in charge.keys:
-            bucket = self._buckets.peek(key)
+            bucket = self._peek(key)
             if bucket is not None:
                 bucket.refill(now_ms)
                 bucket.tokens += charge.estimate_ms - cost_ms
@@ -247,11 +282,12 @@ class CpuBudgets:
         """How much of its budgets ``peer``'s input has spent recently, relative to their bursts: the
         most over the peer, the address and the subnet it was last charged to (more than 1 in debt).
         The fair queue refuses the costliest first: relative, so a known peer's larger budget does not
-        make it look costlier; over address and subnet, so fresh identities do not hide their spending."""
+        make it look costlier; over address and subnet, so fresh identities do not hide their spending
+        (not over the strangers' shared budget: it would make every stranger look the same)."""
         keys = self._keys_of.peek(peer) or (f"peer:{peer}",)
         most = 0.0
         for key in keys:
-            bucket = self._buckets.peek(key)
+            bucket = None if key == STRANGERS else self._buckets.peek(key)
             if bucket is not None:
                 bucket.refill(now_ms)
                 most = max(most, bucket.spent / bucket.burst)

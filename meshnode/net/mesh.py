@@ -19,7 +19,7 @@ the DHT, pubsub and every loop, and the TCP listener is closed explicitly
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import multiaddr
@@ -56,6 +56,7 @@ from meshnode.domain.reputation import GOSSIP_THRESHOLDS
 from meshnode.net.mesh_sync import SyncSessions
 from meshnode.domain.sync.selective import Want
 from meshnode.net.standing import PeerLimits, Standing
+from meshnode.net.strangers import StrangerGate, StrangerLimits
 from meshnode.net.author_rate import RateSettings
 from meshnode.store import Store
 from meshnode.store.known import KnownAuthors
@@ -80,6 +81,7 @@ class NetConfig:
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
     budget_limits: BudgetLimits = field(default_factory=BudgetLimits)  # [peers] cpu_* and *_factor
     address_limits: AddressLimits = field(default_factory=AddressLimits)
+    stranger_limits: StrangerLimits = field(default_factory=StrangerLimits)  # [peers] strangers_*, new_peers_*
     workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
     work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
     inline_bytes: int = INLINE_BYTES  # [peers] inline_bytes: smaller input is decoded on the event loop
@@ -115,6 +117,13 @@ class NetConfig:
         return Want.from_settings(self.sync_classes, self.sync_tags, self.sync_window_days, now, self.public_goals)
 
 
+def stranger_limits(config: NetConfig) -> StrangerLimits:
+    """The strangers' limits, their connections at most half of ``[net] max_connections`` (the rest
+    is kept for known peers and our own dials, whatever ``[peers] strangers_connections`` says)."""
+    limits = config.stranger_limits
+    return replace(limits, max_connections=max(1, min(limits.max_connections, config.max_connections // 2)))
+
+
 class Mesh:
     def __init__(self, key: NodeKey, config: NetConfig, store: Store, metrics: Metrics,
                  clock: Callable[[], int] = now_ms, *, hooks: MeshHooks | None = None, validator=None,
@@ -131,7 +140,10 @@ class Mesh:
         self.budgets = CpuBudgets(config.budget_limits)
         self.address_guard = AddressGuard(config.address_limits)
         self.offload = Offload(config.workers, config.work_queue, config.inline_bytes,
-                               cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics)
+                               cost_of=lambda did: self.budgets.pressure(did, self.clock()), metrics=metrics,
+                               is_known=lambda did: did in self.known)  # known peers' jobs first
+        # all strangers together: new identities a second, connections and streams at once (net/strangers.py)
+        self.strangers = StrangerGate(stranger_limits(config))
         self.liveness = LivenessTracker(config.thresholds)
         self.parts = Libp2pParts()  # made by run()
         self.timing = GossipTiming(metrics)  # each gossiped container's stages (mesh_gossip, issue 18)
@@ -139,7 +151,7 @@ class Mesh:
         # peers, they are exempt from address limits and get larger CPU budgets (peer_guard)
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
-                               store, metrics, clock)
+                               store, metrics, clock, strangers=self.strangers)
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
@@ -147,7 +159,7 @@ class Mesh:
                                           max_unknown_peers=config.max_unknown_peers, rate=config.author_rate,
                                           upkeep_s=config.maintenance_s)
         self.gating = Gating(self.parts, store, self.guard, self.standing, self.address_guard, self.events, metrics,
-                             clock)
+                             clock, strangers=self.strangers)
         self.discovery = Discovery(self.parts, key, store, self.gating, self.events, metrics, clock, name=config.name,
                                    bootstrap=config.bootstrap, maintenance_s=config.maintenance_s,
                                    interests=config.interests, expertise=config.expertise, roles=config.roles)

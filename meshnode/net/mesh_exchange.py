@@ -148,10 +148,12 @@ class Exchange:
             self.metrics.inc("exchange_refused", reason="busy")
             await self._respond(stream, exchange.error("busy", "too many outstanding requests"))
             return
-        if host is not None and not self.address_guard.begin_stream(host, now):
+        busy = self.guard.begin_stream(did, host)  # streams of its address, and of all strangers
+        if busy is not None:
             self.standing.end_request(did)
-            self.metrics.inc("exchange_refused", reason="address_busy")
-            await self._respond(stream, exchange.error("busy", "too many requests from this address at once"))
+            self.metrics.inc("exchange_refused", reason=busy)
+            await self._respond(stream, exchange.error("busy", "too many requests from this address at once"
+                                                       if busy == "address_busy" else "too many strangers at once"))
             return
         try:
             debt = self.budgets.in_debt(did, host, self.guard.is_known(did), now)
@@ -196,8 +198,7 @@ class Exchange:
             await self._respond(stream, response)
         finally:
             self.standing.end_request(did)
-            if host is not None:
-                self.address_guard.end_stream(host)
+            self.guard.end_stream(did, host)
             await self.guard.save_standing(did)
 
     async def _serve_fetch(self, requester: str, dids: list[str]) -> dict:

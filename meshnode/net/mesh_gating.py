@@ -12,6 +12,12 @@ from an unknown peer are also refused when its address connects too often
 (``reason=rate``) or had several identities cut off (``reason=address_banned``,
 ``addresses.AddressGuard``).
 
+Strangers as one (issue 36, ``strangers.StrangerGate``): an inbound connection
+of a peer that is not known is refused when it is a new identity over the
+rate of newcomers for all addresses (``reason=new_identity_rate``), or when
+the strangers' connections are full and no stranger qualifies to give up its
+place (``reason=strangers_full``; one that does is closed: ``strangers_evicted``).
+
 Identify also says which protocols a peer speaks. meshnode's own protocols
 are opened only to peers that list them (a plain libp2p peer answers ``na``,
 which py-libp2p logs as a 7-line error); a peer that refuses one anyway is
@@ -37,7 +43,8 @@ from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
 from meshnode.net.standing import Standing
-from meshnode.store.peers import active_bans
+from meshnode.net.strangers import StrangerGate
+from meshnode.store.peers import active_bans, list_peers
 
 log = logging.getLogger("meshnode.net")
 
@@ -61,9 +68,10 @@ class Gating:
     or known, and from which address, the ``guard`` says."""
 
     def __init__(self, parts: Libp2pParts, store, guard: PeerGuard, standing: Standing, address_guard: AddressGuard,
-                 events: PeerEvents, metrics, clock: Callable[[], int]):
+                 events: PeerEvents, metrics, clock: Callable[[], int], strangers: StrangerGate | None = None):
         self.parts, self.store, self.guard, self.standing = parts, store, guard, standing
         self.address_guard, self.events, self.metrics, self.clock = address_guard, events, metrics, clock
+        self.strangers = strangers if strangers is not None else StrangerGate()
         self._unsupported: dict[str, set[str]] = {}  # DID -> protocols it refused on its current connection
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
 
@@ -76,6 +84,7 @@ class Gating:
         now = self.clock()
         for did, until in (await self.store.read(active_bans, now)).items():
             self.standing.restore_ban(did, until, now)
+        await self._remember_peers()
         network = self.host.get_network()
         network.register_notifee(_gatekeeper(self, nursery))
         _refuse_banned_dials(self, network)
@@ -88,8 +97,39 @@ class Gating:
         refusal = self._address_refusal(conn, did)
         if refusal is not None:
             self._refuse(conn, did, "connect", nursery, reason=refusal)
-        elif did is not None:
+        elif self._admit_stranger(conn, did, nursery) and did is not None:
             nursery.start_soon(self._check_once_identified, conn, did, nursery)
+
+    # --- strangers as one (issue 36) ----------------------------------------------
+
+    async def _remember_peers(self) -> None:
+        """Peers the store knows (the most recently seen first) are no newcomers after a restart."""
+        rows = await self.store.read(list_peers)
+        rows.sort(key=lambda r: r["last_seen"] or "", reverse=True)
+        for row in reversed(rows[:self.strangers.limits.remembered]):
+            self.strangers.remember(row["did"])
+
+    def _admit_stranger(self, conn, did: str | None, nursery: trio.Nursery) -> bool:
+        """Whether a new connection may stay under the limits of strangers as a whole (our own dials
+        and known peers: always). Refused: closed and counted; a stranger evicted for it: closed."""
+        secured = getattr(conn.muxed_conn, "secured_conn", None)
+        if getattr(secured, "is_initiator", True) or (did is not None and self.guard.is_known(did)):
+            return True
+        who = did if did is not None else str(conn.muxed_conn.peer_id)
+        now = self.clock()
+        if not self.strangers.admit_identity(who, now, standing=self.standing.summary(who)["valid"] > 0):
+            self._refuse(conn, did, "connect", nursery, reason="new_identity_rate")
+            return False
+        self.strangers.forget(lambda peer: not self.guard.is_known(peer))  # friends made since hold no slot
+        admitted, victim = self.strangers.connect(conn, who, now, lambda peer: self.guard.budgets.pressure(peer, now))
+        if not admitted:
+            self._refuse(conn, did, "connect", nursery, reason="strangers_full")
+            return False
+        if victim is not None:
+            self.metrics.inc("strangers_evicted")
+            nursery.start_soon(_close, victim)
+        self.metrics.set("strangers_connected", self.strangers.connected)
+        return True
 
     def admit_at_accept(self, address: tuple) -> str | None:
         """Before the handshake: why a new inbound connection is refused for its address (its
@@ -144,6 +184,8 @@ class Gating:
         nursery.start_soon(_close, conn)
 
     def _on_disconnected(self, conn) -> None:
+        self.strangers.release(conn)
+        self.metrics.set("strangers_connected", self.strangers.connected)
         peer_id = conn.muxed_conn.peer_id
         if not self.host.get_network().get_connections(peer_id):
             did = _did_of(peer_id)

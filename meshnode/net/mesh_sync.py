@@ -197,8 +197,9 @@ class SyncSessions:
             self.metrics.inc("sync_refused", reason="sessions")
             await stream.reset()
             return
-        if host is not None and not self.address_guard.begin_stream(host, self.clock()):
-            self.metrics.inc("sync_refused", reason="address_busy")
+        busy = self.guard.begin_stream(did, host)  # streams of its address, and of all strangers
+        if busy is not None:
+            self.metrics.inc("sync_refused", reason=busy)
             await stream.reset()
             return
         serving[did] = serving.get(did, 0) + 1
@@ -211,8 +212,7 @@ class SyncSessions:
             serving[did] -= 1
             if not serving[did]:
                 del serving[did]
-            if host is not None:
-                self.address_guard.end_stream(host)
+            self.guard.end_stream(did, host)
 
     async def _serve_sync_session(self, did: str, host: str | None, stream, version: int) -> None:
         session, by_digest = await self._session_for(did, RESPONDER, version)

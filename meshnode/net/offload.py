@@ -19,6 +19,12 @@ spent the most recently (``cost_of``: the Mesh gives the share of its
 budgets spent, the most over peer, address and subnet) is refused (``OffloadBusy``), the
 newcomer's own if it is that peer; waiters are served thriftiest peer first,
 in arrival order between equals. Heartbeats and pings never go through it.
+
+Known peers first (issue 36): ``is_known`` ranks every job of a known peer
+(own key, friend, trusted, committee) before any stranger's, whatever their
+costs: a known peer's job is served before all waiting strangers' and, when
+the queue is full, a stranger's job is refused to make room for it (a
+stranger's never takes a known peer's place).
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ class FairQueue:
     workers: int = 2
     max_waiting: int = 64
     cost_of: Callable[[str], float] = lambda peer: 0.0
+    is_known: Callable[[str], bool] = lambda peer: False
     running: int = 0
     waiting: list[Ticket] = field(default_factory=list)
     _order: Any = field(default_factory=itertools.count)
@@ -86,8 +93,8 @@ class FairQueue:
         if len(self.waiting) < self.max_waiting:
             self.waiting.append(ticket)
             return ticket, None
-        costly = max(self.waiting, key=lambda t: (self.cost_of(t.peer), t.order))
-        if self.cost_of(ticket.peer) >= self.cost_of(costly.peer):
+        costly = max(self.waiting, key=lambda t: (*self._rank(t.peer), t.order))
+        if self._rank(ticket.peer) >= self._rank(costly.peer):
             ticket.refused = True
             return ticket, ticket
         self.waiting.remove(costly)
@@ -105,10 +112,15 @@ class FairQueue:
         if not self.waiting:
             self.running -= 1
             return None
-        nxt = min(self.waiting, key=lambda t: (self.cost_of(t.peer), t.order))
+        nxt = min(self.waiting, key=lambda t: (*self._rank(t.peer), t.order))
         self.waiting.remove(nxt)
         nxt.running = True
         return nxt
+
+
+    def _rank(self, peer: str) -> tuple[bool, float]:
+        """Lower is served first and refused last: known peers before strangers, then the thriftiest."""
+        return not self.is_known(peer), self.cost_of(peer)
 
 
 def timed(fn: Callable, *args) -> tuple[Any, float]:
@@ -127,8 +139,8 @@ class Offload:
 
     def __init__(self, workers: int = 2, max_waiting: int = 64, inline_bytes: int = INLINE_BYTES,
                  cost_of: Callable[[str], float] = lambda peer: 0.0, metrics=None,
-                 inline_items: int = INLINE_ITEMS):
-        self.queue = FairQueue(workers, max_waiting, cost_of)
+                 inline_items: int = INLINE_ITEMS, is_known: Callable[[str], bool] = lambda peer: False):
+        self.queue = FairQueue(workers, max_waiting, cost_of, is_known)
         self.inline_bytes = inline_bytes
         self.inline_items = inline_items
         self.metrics = metrics

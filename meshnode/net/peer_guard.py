@@ -7,6 +7,9 @@ typed (``Refused``: ``over_budget`` or ``busy``, with a retry hint in ms) and
 counted by the caller under its own metric (``exchange_refused``,
 ``gossip_ignored``, ``sync_refused``). Known peers are charged on their own,
 larger budget, and are exempt from the address limits (``AddressGuard``).
+A stranger's input is also charged to the strangers' shared budget, and its
+inbound streams count against the strangers' streams in all
+(``strangers.StrangerGate``; ``begin_stream``).
 
 Every service counts a peer's invalid input here (``invalid``): weighed by the
 work and bytes it cost; past the threshold the peer is cut off (banned,
@@ -29,6 +32,7 @@ from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.offload import Offload, OffloadBusy, count_items
 from meshnode.net.standing import Standing, invalid_weight
+from meshnode.net.strangers import StrangerGate
 from meshnode.store.known import KnownAuthors
 from meshnode.store.peers import save_standing, upsert_peer
 
@@ -68,9 +72,11 @@ def peer_id_object(did: str):
 
 class PeerGuard:
     def __init__(self, parts: Libp2pParts, standing: Standing, budgets: CpuBudgets, address_guard: AddressGuard,
-                 offload: Offload, known: KnownAuthors, store, metrics, clock: Callable[[], int]):
+                 offload: Offload, known: KnownAuthors, store, metrics, clock: Callable[[], int],
+                 strangers: StrangerGate | None = None):
         self.parts, self.standing, self.budgets, self.address_guard = parts, standing, budgets, address_guard
         self.offload, self.known, self.store, self.metrics, self.clock = offload, known, store, metrics, clock
+        self.strangers = strangers if strangers is not None else StrangerGate()
 
     def is_known(self, did: str) -> bool:
         return did in self.known
@@ -105,11 +111,16 @@ class PeerGuard:
         charge = None
         if admit:
             estimate = estimate_ms(nbytes, nbytes if items is None else items)  # not counted: one a byte at most
+            known = self.is_known(did)
             try:
-                charge = self.budgets.admit(did, host, self.is_known(did), estimate, self.clock())
+                charge = self.budgets.admit(did, host, known, estimate, self.clock())
             except OverBudget as exc:
-                raise Refused("over_budget", f"over its CPU budget ({exc.key.split(':', 1)[0]});"
-                              f" retry in {exc.retry_ms} ms", exc.retry_ms) from None
+                kind = exc.key.split(':', 1)[0]
+                self.metrics.inc("budget_refused", key=kind)  # which budget ran out: strangers = all of them
+                raise Refused("over_budget", f"over its CPU budget ({kind}); retry in {exc.retry_ms} ms",
+                              exc.retry_ms) from None
+            if not known:
+                self.strangers.touch(did, self.clock())
         try:
             result, cost = await self.offload.run(did, nbytes, fn, *args, items=items)
         except OffloadBusy as exc:
@@ -122,6 +133,26 @@ class PeerGuard:
             raise WorkFailed(exc, cost) from exc
         self._settle_cost(charge, cost)
         return result
+
+    def begin_stream(self, did: str, host: str | None) -> str | None:
+        """Count one inbound exchange or sync stream of ``did`` at ``host`` (None for a known peer: not
+        counted), or say why not: ``address_busy`` (its address's streams) or ``strangers_busy`` (all
+        strangers' streams). A stream counted is ended with ``end_stream``."""
+        if host is None and self.is_known(did):
+            return None
+        now = self.clock()
+        if host is not None and not self.address_guard.begin_stream(host, now):
+            return "address_busy"
+        if not self.strangers.begin_stream(did):
+            if host is not None:
+                self.address_guard.end_stream(host)
+            return "strangers_busy"
+        return None
+
+    def end_stream(self, did: str, host: str | None) -> None:
+        if host is not None:
+            self.address_guard.end_stream(host)
+        self.strangers.end_stream(did)
 
     def _settle_cost(self, charge, cost: float) -> None:
         if charge is not None:

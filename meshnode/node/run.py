@@ -49,6 +49,7 @@ from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
+from meshnode.net.strangers import StrangerLimits
 from meshnode.app import actor
 from meshnode.app.actor import Actor, person
 from meshnode.app.actions.notes import write_note
@@ -107,7 +108,15 @@ def net_config(config: Config) -> NetConfig:
         budget_limits=BudgetLimits(ms_per_second=float(peers["cpu_ms_per_second"]),
                                    burst_ms=float(peers["cpu_burst_ms"]), known_factor=float(peers["known_factor"]),
                                    address_factor=float(peers["address_factor"]),
-                                   subnet_factor=float(peers["subnet_factor"]), max_keys=peers["max_records"]),
+                                   subnet_factor=float(peers["subnet_factor"]), max_keys=peers["max_records"],
+                                   strangers_ms_per_second=float(peers["strangers_cpu_ms_per_second"]),
+                                   strangers_burst_ms=float(peers["strangers_cpu_burst_ms"])),
+        stranger_limits=StrangerLimits(max_connections=peers["strangers_connections"],
+                                       max_streams=peers["strangers_streams"],
+                                       new_per_second=float(peers["new_peers_per_second"]),
+                                       new_burst=peers["new_peers_burst"],
+                                       idle_evict_ms=int(peers["strangers_idle_seconds"] * 1000),
+                                       remembered=peers["max_records"]),
         address_limits=AddressLimits(connections_per_minute=float(peers["connections_per_minute"]),
                                      cutoffs_to_ban=peers["address_cutoffs"], ban_ms=int(peers["ban_seconds"] * 1000),
                                      max_streams=peers["address_streams"], max_keys=peers["max_records"]),

@@ -1,6 +1,6 @@
 """``[peers]``: per-peer limits under attack (frames, message rate, outstanding requests, the cut-off
-after invalid input), CPU budgets per peer, address and subnet, the decoding pool and sync sessions
-(protocols/mesh.md, Limits under attack)."""
+after invalid input), CPU budgets per peer, address and subnet, the decoding pool and sync sessions,
+and what all strangers together may take (protocols/mesh.md, Limits under attack)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,19 @@ DEFAULTS: dict[str, Any] = {
     "frame_timeout_seconds": 10.0,
     "sync_sessions": 8,
     "sync_sessions_per_peer": 2,
+    "strangers_cpu_ms_per_second": 150.0,
+    "strangers_cpu_burst_ms": 2000.0,
+    "strangers_connections": 64,
+    "strangers_streams": 64,
+    "strangers_idle_seconds": 30.0,
+    "new_peers_per_second": 2.0,
+    "new_peers_burst": 30,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
         " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
-        " worker pool; sync sessions and frame timeout (see protocols/mesh.md, Limits under attack)")
+        " worker pool; sync sessions and frame timeout; all strangers together: their CPU budget, connections"
+        " (at most half of [net] max_connections), streams and new identities a second (see protocols/mesh.md,"
+        " Limits under attack)")
 
 
 def check(peers: Mapping[str, Any]) -> None:
@@ -51,6 +60,9 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "connections_per_minute": (1.0, 100_000.0), "address_cutoffs": (1, 1000), "address_streams": (1, 10_000),
     "decode_workers": (1, 64), "decode_queue": (1, 100_000), "inline_bytes": (0, 1024 * 1024),
     "frame_timeout_seconds": (0.5, 600.0), "sync_sessions": (1, 1000), "sync_sessions_per_peer": (1, 100),
+    "strangers_cpu_ms_per_second": (1.0, 1000.0), "strangers_cpu_burst_ms": (10.0, 600_000.0),
+    "strangers_connections": (1, 100_000), "strangers_streams": (1, 100_000), "strangers_idle_seconds": (1.0, 86_400.0),
+    "new_peers_per_second": (0.01, 10_000.0), "new_peers_burst": (1, 100_000),
 }
 
 
