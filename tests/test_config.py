@@ -215,6 +215,15 @@ def test_unknown_key_in_file(home):
     assert "unknown setting node.nickname" in bad(home).reason
 
 
+def test_a_retired_setting_loads_with_a_warning_naming_its_replacement(home, caplog):
+    write_config(home, "[peers]\naddress_cutoffs = 3\naddress_abuse = 40\n")
+    with caplog.at_level("WARNING", logger="meshnode.config"):
+        config = load_config(home, environ=NO_ENV)
+    peers = config.values["peers"]
+    assert peers["address_abuse"] == 40 and "address_cutoffs" not in peers
+    assert "peers.address_cutoffs is no longer read" in caplog.text and "address_abuse" in caplog.text
+
+
 def test_unknown_section_or_key_in_overrides(home):
     assert "bogus" in bad(home, overrides={"bogus": {"x": 1}}).reason
     assert "node.nickname" in bad(home, overrides={"node": {"nickname": "x"}}).reason

@@ -158,10 +158,10 @@ def test_ended_bans_and_old_cutoffs_are_forgotten_first():
     standing.record_valid("idle", T0)
     standing.record_valid("new", T0 + 2000)  # the ban of "ended" is over: it goes before "running" or "idle"
     assert set(standing.peers()) == {"running", "idle", "new"}
-    guard = AddressGuard(AddressLimits(max_keys=2, ban_ms=1000, max_streams=1))
+    guard = AddressGuard(AddressLimits(max_keys=2, abuse_window_ms=1000, max_streams=1))
     assert guard.begin_stream("busy", T0)
-    guard.cut_off("stale", T0 + 1)
-    guard.allow_connection("new", T0 + 2000)  # the cut-off of "stale" is past ban_ms: it goes, not "busy"
+    guard.strike("stale", "handshake", T0 + 1)
+    guard.allow_connection("new", T0 + 2000)  # the strike of "stale" is past its window: it goes, not "busy"
     assert not guard.begin_stream("busy", T0 + 2001)  # still remembered with its stream running
     assert len(guard) == 2
 
@@ -180,15 +180,6 @@ def test_connections_per_address_are_rate_limited():
     assert [guard.allow_connection("10.0.0.1", T0) for _ in range(7)] == [None] * 6 + ["rate"]
     assert guard.allow_connection("10.0.0.2", T0) is None  # per address
     assert guard.allow_connection("10.0.0.1", T0 + 10_000) is None  # one more after 10 s
-
-
-def test_an_address_whose_identities_keep_getting_cut_off_is_refused():
-    guard = AddressGuard(AddressLimits(cutoffs_to_ban=3, ban_ms=60_000))
-    assert not guard.cut_off("10.0.0.1", T0) and not guard.cut_off("10.0.0.1", T0 + 1)
-    assert guard.cut_off("10.0.0.1", T0 + 2)
-    assert guard.allow_connection("10.0.0.1", T0 + 3) == "address_banned"
-    assert guard.allow_connection("10.0.0.1", T0 + 60_003) is None
-    assert not guard.cut_off("10.0.0.1", T0 + 130_000)  # the old cut-offs are forgotten with the ban
 
 
 def test_streams_per_address_are_bounded():

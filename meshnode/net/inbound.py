@@ -10,7 +10,9 @@
    peer out. Here the handler instead ends when its connection has shut down.
 2. **Refused before the handshake.** An address refused by the node's own
    rules (``admit(host)`` returns a reason) is closed as it is accepted,
-   before the Noise handshake and identify are paid for.
+   before the Noise handshake and identify are paid for. A connection whose
+   Noise or multistream handshake fails or times out is reported
+   (``on_failed_handshake(ip)``): handshake-level abuse of its address.
 
 Both patch one swarm object (private API, verified against 0.8.1).
 ``connection_limits`` sizes the swarm from ``[net] max_connections``.
@@ -36,9 +38,11 @@ class _ConnectionOver(Exception):
     returns, which releases its inbound slot (py-libp2p catches it and logs it at debug)."""
 
 
-def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callable[[str, str], None]) -> None:
+def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callable[[str, str], None],
+                 on_failed_handshake: Callable[[str], None] = lambda ip: None) -> None:
     """Patch ``swarm``: refuse an accepted connection when ``admit((ip, port))`` gives a reason
-    (``on_refused(ip, reason)`` is told), and end each inbound handler when its connection is over."""
+    (``on_refused(ip, reason)`` is told), tell ``on_failed_handshake(ip)`` of a failed one, and end
+    each inbound handler when its connection is over."""
     handle = swarm._handle_inbound_connection
     upgrade = swarm.upgrade_inbound_raw_conn
 
@@ -58,7 +62,13 @@ def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callab
         await handle(read_write_closer, maddr)
 
     async def upgrade_until_over(raw_conn, maddr):
-        muxed_conn = await upgrade(raw_conn, maddr)
+        address = remote_address(raw_conn)
+        try:
+            muxed_conn = await upgrade(raw_conn, maddr)
+        except Exception as exc:
+            if address and _ACCEPTING.get() and failed_handshake(exc):
+                on_failed_handshake(address[0])
+            raise
         shut_down = getattr(muxed_conn, "event_shutting_down", None)
         if shut_down is None or not _ACCEPTING.get():  # not yamux, or not the accept path (hole punching)
             return muxed_conn
@@ -67,6 +77,18 @@ def mend_inbound(swarm, admit: Callable[[tuple], str | None], on_refused: Callab
 
     swarm._handle_inbound_connection = handle_inbound
     swarm.upgrade_inbound_raw_conn = upgrade_until_over
+
+
+def failed_handshake(exc: BaseException) -> bool:
+    """Whether py-libp2p 0.8.1's inbound upgrade failed for the peer's part: the security (Noise) or
+    muxer negotiation failed, or did not finish within ``inbound_upgrade_timeout`` (not: the node is
+    at its connection limit)."""
+    from libp2p.transport.exceptions import MuxerUpgradeFailure, SecurityUpgradeFailure
+
+    cause = exc.__cause__
+    return (isinstance(exc, (SecurityUpgradeFailure, MuxerUpgradeFailure))
+            or isinstance(cause, (SecurityUpgradeFailure, MuxerUpgradeFailure))
+            or "upgrade timeout" in str(exc))
 
 
 def connection_limits(max_connections: int) -> dict[str, int]:

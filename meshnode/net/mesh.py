@@ -329,7 +329,8 @@ class Mesh:
         if host.get_id().to_base58() != self.key.peer_id:
             raise NetError("identity_mismatch", "the libp2p peer id does not match the node's key")
         # inbound slots given back when a connection ends; refused addresses closed before the handshake
-        mend_inbound(host.get_network(), self.gating.admit_at_accept, self.gating.refused_at_accept)
+        mend_inbound(host.get_network(), self.gating.admit_at_accept, self.gating.refused_at_accept,
+                     self.gating.failed_handshake)
         self.parts.dht = dht = KadDHT(host, DHTMode.SERVER, strict_validation=True)
         self.discovery.register(dht)
         libp2p_dht_fixes.answer_find_node_for_self(dht)

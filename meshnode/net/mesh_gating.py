@@ -7,10 +7,13 @@ again once identify has finished (a connection that raced the ban), counting
 every refusal (``connections_refused``); our own dials to a banned peer are
 refused before they start, including the dials py-libp2p's DHT and pubsub make
 on their own (the swarm's ``dial_peer`` is wrapped: otherwise a routing-table
-refresh connects a banned peer for the moment until the notifee closes it). Since identities are free, inbound connections
-from an unknown peer are also refused when its address connects too often
-(``reason=rate``) or had several identities cut off (``reason=address_banned``,
-``addresses.AddressGuard``).
+refresh connects a banned peer for the moment until the notifee closes it). A banned identity
+is refused from whatever address it comes (``reason=banned``). Since identities are free,
+inbound connections from an unknown peer are also refused when its address connects too often
+(``reason=rate``) or is banned for handshake-level abuse (``reason=address_banned``,
+``addresses.AddressGuard``: rate refusals, failed or unfinished handshakes, connections that
+end without a stream, all reported here). Bans are counted by kind (``bans{kind=identity}``
+in ``peer_guard``, ``bans{kind=address,why=...}`` here).
 
 Strangers as one (issue 36, ``strangers.StrangerGate``): an inbound connection
 of a peer that is not known is refused when it is a new identity over the
@@ -74,6 +77,8 @@ class Gating:
         self.strangers = strangers if strangers is not None else StrangerGate()
         self._unsupported: dict[str, set[str]] = {}  # DID -> protocols it refused on its current connection
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
+        self._streamless = BoundedLRU(4096)  # id of kept inbound connections of unknown peers -> their address
+        self._streamed = BoundedLRU(4096)  # id of connections whose peer opened a stream
 
     @property
     def host(self):
@@ -97,7 +102,11 @@ class Gating:
         refusal = self._address_refusal(conn, did)
         if refusal is not None:
             self._refuse(conn, did, "connect", nursery, reason=refusal)
-        elif self._admit_stranger(conn, did, nursery) and did is not None:
+            return
+        if not self._admit_stranger(conn, did, nursery):
+            return
+        self._watch_streams(conn, did)
+        if did is not None:
             nursery.start_soon(self._check_once_identified, conn, did, nursery)
 
     # --- strangers as one (issue 36) ----------------------------------------------
@@ -132,16 +141,53 @@ class Gating:
         return True
 
     def admit_at_accept(self, address: tuple) -> str | None:
-        """Before the handshake: why a new inbound connection is refused for its address (its
-        identities were cut off, or it connects too often), or None. An address a known peer is
+        """Before the handshake: why a new inbound connection is refused for its address (banned for
+        handshake-level abuse, or it connects too often), or None. An address a known peer is
         connected from is left to the check at connect, which knows who is connecting."""
         host = address[0]
         if host in self._known_hosts():
             return None
-        refusal = self.address_guard.allow_connection(host, self.clock())
+        refusal = self._allow_address(host)
         if refusal is None:
             self._admitted_at_accept.put(f"{address[0]}|{address[1]}", True)
         return refusal
+
+    def _allow_address(self, host: str) -> str | None:
+        now = self.clock()
+        refusal = self.address_guard.allow_connection(host, now)
+        if refusal == "rate" and self.address_guard.is_banned(host, now):  # that strike started a ban
+            self._address_banned(host, "rate")
+        return refusal
+
+    def _strike(self, host: str, kind: str) -> None:
+        """One more handshake-level abuse from ``host`` (``addresses.STRIKES``)."""
+        self.metrics.inc("address_abuse", kind=kind)
+        if self.address_guard.strike(host, kind, self.clock()):
+            self._address_banned(host, kind)
+
+    def _address_banned(self, host: str, why: str) -> None:
+        self.metrics.inc("bans", kind="address", why=why)
+        log.warning("refusing connections from %s for a while: too many %s strikes", host, why)
+
+    def failed_handshake(self, host: str) -> None:
+        """An inbound connection from ``host`` failed its Noise or multistream handshake, or did not
+        finish it in time (``inbound.mend_inbound``)."""
+        if host not in self._known_hosts():
+            self._strike(host, "handshake")
+
+    def _watch_streams(self, conn, did: str | None) -> None:
+        """Remember a kept inbound connection of an unknown peer: if it ends without its peer opening a
+        stream, that is connect-and-leave churn (``no_stream``)."""
+        secured = getattr(conn.muxed_conn, "secured_conn", None)
+        if getattr(secured, "is_initiator", True) or (did is not None and self.guard.is_known(did)):
+            return
+        address = remote_address(conn.muxed_conn)
+        if address is not None:
+            self._streamless.put(str(id(conn.muxed_conn)), address[0])
+
+    def _on_stream(self, stream) -> None:
+        if not getattr(stream.muxed_stream, "is_initiator", True):  # opened by the peer
+            self._streamed.put(str(id(stream.muxed_conn)), True)
 
     def refused_at_accept(self, host: str, reason: str) -> None:
         self.metrics.inc("connections_refused", reason=reason, stage="accept")
@@ -167,7 +213,7 @@ class Gating:
             return None
         if self._admitted_at_accept.pop(f"{address[0]}|{address[1]}") is not None:
             return None  # its address was checked (and charged) as it was accepted
-        return self.address_guard.allow_connection(address[0], self.clock())
+        return self._allow_address(address[0])
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
         await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
@@ -179,6 +225,7 @@ class Gating:
             self.events.identified(did, conn, nursery)
 
     def _refuse(self, conn, did: str | None, stage: str, nursery: trio.Nursery, reason: str = "banned") -> None:
+        self._streamless.pop(str(id(conn.muxed_conn)))  # closed by us: no churn of its peer's
         self.metrics.inc("connections_refused", reason=reason, stage=stage)
         log.debug("refused a connection from peer %s (%s, at %s)", did, reason, stage)
         nursery.start_soon(_close, conn)
@@ -186,6 +233,10 @@ class Gating:
     def _on_disconnected(self, conn) -> None:
         self.strangers.release(conn)
         self.metrics.set("strangers_connected", self.strangers.connected)
+        key = str(id(conn.muxed_conn))
+        host, streamed = self._streamless.pop(key), self._streamed.pop(key)
+        if host is not None and streamed is None:
+            self._strike(host, "no_stream")
         peer_id = conn.muxed_conn.peer_id
         if not self.host.get_network().get_connections(peer_id):
             did = _did_of(peer_id)
@@ -286,7 +337,7 @@ def _gatekeeper(gating: Gating, nursery: trio.Nursery):
             self.gating._on_disconnected(conn)
 
         async def opened_stream(self, network, stream) -> None:
-            pass
+            self.gating._on_stream(stream)
 
         async def closed_stream(self, network, stream) -> None:
             pass

@@ -13,8 +13,11 @@ inbound streams count against the strangers' streams in all
 
 Every service counts a peer's invalid input here (``invalid``): weighed by the
 work and bytes it cost; past the threshold the peer is cut off (banned,
-disconnected, its ban stored so that it outlives a restart) and the cut-off is
-held against its address.
+disconnected, its ban stored so that it outlives a restart). The ban is the
+identity's only (``bans{kind=identity}``): its address may be a NAT with
+honest peers behind it, and what many identities from one address cost is
+bounded by the address's budget, not by a ban (an address is banned only for
+handshake-level abuse, ``addresses.AddressGuard``).
 """
 
 from __future__ import annotations
@@ -171,13 +174,13 @@ class PeerGuard:
 
     def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
         """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
-        threshold, cut the peer off (and count the cut-off against its address)."""
+        threshold, cut the peer off: the identity is banned, not its address."""
         self.metrics.inc("invalid_from_peer", code=code)
         if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
             log.warning("cutting off %s after %d invalid inputs", did,
                         self.standing.summary(did)["invalid"])
             self.metrics.inc("peers_cut_off")
-            self._address_cut_off(did)
+            self.metrics.inc("bans", kind="identity")
             trio.lowlevel.spawn_system_task(self._keep_ban, did)
             if self.parts.host is not None:
                 pid = peer_id_object(did)
@@ -192,14 +195,6 @@ class PeerGuard:
             self.metrics.inc("invalid_from_peer", code=code)
             return
         self.invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
-
-    def _address_cut_off(self, did: str) -> None:
-        """One more identity at ``did``'s address was cut off: the address may be refused next."""
-        host = self.host_of(did)
-        if host and not self.is_known(did) and self.address_guard.cut_off(host, self.clock()):
-            log.warning("refusing connections from %s for a while: %d identities there were cut off",
-                        host, self.address_guard.limits.cutoffs_to_ban)
-            self.metrics.inc("addresses_cut_off")
 
     async def disconnect(self, pid) -> None:
         try:

@@ -10,6 +10,7 @@ what ``meshnode config show`` prints).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
@@ -19,6 +20,15 @@ from typing import Any, Mapping
 from meshnode.base.config.model import CONFIG_FILE, Config
 from meshnode.base.config.schema import DEFAULTS, ITEM_CHECKS, check
 from meshnode.base.errors import ConfigError
+
+log = logging.getLogger("meshnode.config")
+
+# Settings an older meshnode read and this one no longer does: a config file that still sets one
+# loads (with a warning naming what replaced it) rather than stopping the node at start.
+RETIRED = {
+    ("peers", "address_cutoffs"): "identities cut off no longer ban their address (issue 36); an address is"
+                                  " banned for handshake-level abuse: peers.address_abuse, address_ban_seconds",
+}
 
 MAX_CONFIG_BYTES = 256 * 1024
 
@@ -139,6 +149,9 @@ def _merge(values: dict, new: Mapping, origin: str, origins: dict[tuple[str, str
         if not isinstance(keys, Mapping):
             raise ConfigError("bad_config", f"{origin}: [{section}] must be a table")
         for key, value in keys.items():
+            if (section, key) in RETIRED:
+                log.warning("%s: %s.%s is no longer read: %s", origin, section, key, RETIRED[(section, key)])
+                continue
             if key not in DEFAULTS[section]:
                 raise ConfigError("bad_config", f"{origin}: unknown setting {section}.{key}")
             default = DEFAULTS[section][key]

@@ -22,7 +22,9 @@ DEFAULTS: dict[str, Any] = {
     "address_factor": 4.0,
     "subnet_factor": 8.0,
     "connections_per_minute": 60.0,
-    "address_cutoffs": 3,
+    "address_abuse": 30,
+    "address_abuse_window_seconds": 60.0,
+    "address_ban_seconds": 30.0,
     "address_streams": 32,
     "decode_workers": 2,
     "decode_queue": 64,
@@ -39,10 +41,10 @@ DEFAULTS: dict[str, Any] = {
     "new_peers_burst": 30,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
-        " by its cost); CPU budgets per peer, address and subnet; connections per address; the decoding"
-        " worker pool; sync sessions and frame timeout; all strangers together: their CPU budget, connections"
-        " (at most half of [net] max_connections), streams and new identities a second (see protocols/mesh.md,"
-        " Limits under attack)")
+        " by its cost); CPU budgets per peer, address and subnet; connections per address and the address ban"
+        " for handshake-level abuse; the decoding worker pool; sync sessions and frame timeout; all strangers"
+        " together: their CPU budget, connections (at most half of [net] max_connections), streams and new"
+        " identities a second (see protocols/mesh.md, Limits under attack)")
 
 
 def check(peers: Mapping[str, Any]) -> None:
@@ -57,7 +59,9 @@ def check(peers: Mapping[str, Any]) -> None:
 _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "max_records": (64, 1_000_000), "cpu_ms_per_second": (1.0, 1000.0), "cpu_burst_ms": (10.0, 600_000.0),
     "known_factor": (1.0, 1000.0), "address_factor": (1.0, 1000.0), "subnet_factor": (1.0, 1000.0),
-    "connections_per_minute": (1.0, 100_000.0), "address_cutoffs": (1, 1000), "address_streams": (1, 10_000),
+    "connections_per_minute": (1.0, 100_000.0), "address_abuse": (1, 100_000),
+    "address_abuse_window_seconds": (1.0, 3600.0), "address_ban_seconds": (1.0, 86_400.0),
+    "address_streams": (1, 10_000),
     "decode_workers": (1, 64), "decode_queue": (1, 100_000), "inline_bytes": (0, 1024 * 1024),
     "frame_timeout_seconds": (0.5, 600.0), "sync_sessions": (1, 1000), "sync_sessions_per_peer": (1, 100),
     "strangers_cpu_ms_per_second": (1.0, 1000.0), "strangers_cpu_burst_ms": (10.0, 600_000.0),
