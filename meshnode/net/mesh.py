@@ -18,6 +18,7 @@ the DHT, pubsub and every loop, and the TCP listener is closed explicitly
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,6 +39,8 @@ from meshnode.net.inbound import connection_limits, mend_inbound
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
+from meshnode.net.pubsub_guard import PubsubGuard
+from meshnode.net.pubsub_rules import PubsubLimits
 from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import Gating
@@ -80,6 +83,7 @@ class NetConfig:
     peer_limits: PeerLimits = field(default_factory=PeerLimits)
     budget_limits: BudgetLimits = field(default_factory=BudgetLimits)  # [peers] cpu_* and *_factor
     address_limits: AddressLimits = field(default_factory=AddressLimits)
+    pubsub_limits: PubsubLimits = field(default_factory=PubsubLimits)  # what one peer's pubsub RPCs may carry
     workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
     work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
     inline_bytes: int = INLINE_BYTES  # [peers] inline_bytes: smaller input is decoded on the event loop
@@ -140,6 +144,8 @@ class Mesh:
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock)
+        pubsub_limits = dataclasses.replace(config.pubsub_limits, heartbeat_ms=round(config.gossip_heartbeat_s * 1000))
+        self.pubsub_guard = PubsubGuard(self.guard, metrics, clock, pubsub_limits)  # attached in run()
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
@@ -341,7 +347,8 @@ class Mesh:
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id,
                                                  pardoned=self.admission.gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
-        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
+        self.pubsub_guard.attach(pubsub, gossipsub)  # every frame charged before it is parsed (issue 36)
+        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id, serve=self.pubsub_guard.serve)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)
