@@ -39,7 +39,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net.budget import OverBudget, estimate_ms
 from meshnode.net.libp2p_fixes import reset_quietly
-from meshnode.net.paced_read import FRAME_BASE_S, MIN_FRAME_RATE
+from meshnode.net.paced_read import FRAME_BASE_S, MIN_FRAME_RATE, read_body
 from meshnode.net.peer_guard import PeerGuard, remote_host
 from meshnode.net.pubsub_rules import PubsubLimits, PubsubRules, Refusal
 
@@ -184,14 +184,7 @@ class PubsubGuard:
             if length > self.limits.max_rpc_bytes:
                 raise MessageTooLarge(f"Message length {length} exceeds maximum allowed {self.limits.max_rpc_bytes}")
             scope.deadline += length / self.min_rate
-            body = bytearray()
-            while len(body) < length:
-                chunk = await stream.read(length - len(body))
-                if not chunk:
-                    raise IncompleteReadError(f"Incomplete message: expected {length}, got {len(body)}",
-                                              expected_bytes=length, received_bytes=len(body))
-                body.extend(chunk)
-        return bytes(body)
+            return await read_body(stream, length)
 
     def _sender_record_ok(self, rpc, peer_id) -> bool:
         import libp2p.pubsub.pubsub as pubsub_module  # by its module name: libp2p_fixes patches it there
