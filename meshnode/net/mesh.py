@@ -41,6 +41,7 @@ from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
 from meshnode.net.pubsub_guard import PubsubGuard
 from meshnode.net.pubsub_rules import PubsubLimits
+from meshnode.net.stream_charge import charge_inbound_streams
 from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import Gating
@@ -287,6 +288,7 @@ class Mesh:
         from libp2p import new_host
         from libp2p.crypto.ed25519 import create_new_key_pair
         from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+        from libp2p.kad_dht.common import PROTOCOL_ID as DHT_PROTOCOL
         from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
         from libp2p.network.config import ConnectionConfig
         from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, PROTOCOL_ID_V12, GossipSub
@@ -328,6 +330,9 @@ class Mesh:
         self.discovery.register(dht)
         libp2p_dht_fixes.answer_find_node_for_self(dht)
         libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
+        dht.handle_stream = charge_inbound_streams(dht.handle_stream, self.guard, metrics=self.metrics,
+                                                   clock=self.clock, protocol="dht")  # issue 36
+        host.set_stream_handler(DHT_PROTOCOL, dht.handle_stream)
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
