@@ -272,17 +272,18 @@ def guarded_handler(serve, name: str):
     return handler
 
 
-def survive_bad_pubsub_rpcs(pubsub, on_bad) -> None:
+def survive_bad_pubsub_rpcs(pubsub, on_bad, serve=None) -> None:
     """py-libp2p 0.8.1's pubsub stream handler catches stream and length-prefix errors, but not an
     RPC that does not parse (``DecodeError``) nor any other error of its read loop: it escapes the
     handler and ends the whole host. One hostile or buggy peer stopped the node this way (a 96 KiB
     publish whose frames interleaved, LIBP2P-NOTES). Serve pubsub streams through a wrapper that
     resets that one stream, forgets the peer's pubsub state as a read error does (py-libp2p opens
     a new stream while the peer stays connected) and, for bytes that do not parse, reports
-    ``on_bad(peer_id, "undecodable_rpc")``."""
+    ``on_bad(peer_id, "undecodable_rpc")``. ``serve`` is the read loop wrapped (py-libp2p's own
+    ``stream_handler`` by default; the Mesh passes ``PubsubGuard.serve``, which charges each frame)."""
     from google.protobuf.message import DecodeError
 
-    serve = pubsub.stream_handler
+    serve = serve or pubsub.stream_handler
 
     async def handler(stream) -> None:
         try:

@@ -38,6 +38,9 @@ from meshnode.net.inbound import connection_limits, mend_inbound
 from meshnode.net.mesh_exchange import REQUEST_TIMEOUT, Exchange, HelloHook
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
+from meshnode.net.pubsub_guard import PubsubGuard
+from meshnode.net.pubsub_rules import PubsubLimits
+from meshnode.net.stream_charge import charge_inbound_streams
 from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import Gating
@@ -82,6 +85,7 @@ class NetConfig:
     budget_limits: BudgetLimits = field(default_factory=BudgetLimits)  # [peers] cpu_* and *_factor
     address_limits: AddressLimits = field(default_factory=AddressLimits)
     stranger_limits: StrangerLimits = field(default_factory=StrangerLimits)  # [peers] strangers_*, new_peers_*
+    pubsub_limits: PubsubLimits = field(default_factory=PubsubLimits)  # what one peer's pubsub RPCs may carry
     workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
     work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
     inline_bytes: int = INLINE_BYTES  # [peers] inline_bytes: smaller input is decoded on the event loop
@@ -152,6 +156,8 @@ class Mesh:
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock, strangers=self.strangers)
+        pubsub_limits = replace(config.pubsub_limits, heartbeat_ms=round(config.gossip_heartbeat_s * 1000))
+        self.pubsub_guard = PubsubGuard(self.guard, metrics, clock, pubsub_limits)  # attached in run()
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,
@@ -293,6 +299,7 @@ class Mesh:
         from libp2p import new_host
         from libp2p.crypto.ed25519 import create_new_key_pair
         from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+        from libp2p.kad_dht.common import PROTOCOL_ID as DHT_PROTOCOL
         from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
         from libp2p.network.config import ConnectionConfig
         from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, PROTOCOL_ID_V12, GossipSub
@@ -335,6 +342,9 @@ class Mesh:
         self.discovery.register(dht)
         libp2p_dht_fixes.answer_find_node_for_self(dht)
         libp2p_dht_fixes.widen_dht_inbound(dht)  # find-tail
+        dht.handle_stream = charge_inbound_streams(dht.handle_stream, self.guard, metrics=self.metrics,
+                                                   clock=self.clock, protocol="dht")  # issue 36
+        host.set_stream_handler(DHT_PROTOCOL, dht.handle_stream)
         # GossipSub, set deliberately (py-libp2p defaults in brackets):
         # heartbeat 1 s by default [120 s: the mesh would take minutes to form]; spam limit 200 msg/s per
         # topic [10, which also throttles our own publishing silently]; peer scoring stays off
@@ -354,7 +364,8 @@ class Mesh:
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id,
                                                  pardoned=self.admission.gossip_pardoned)
         libp2p_fixes.forget_ignored(pubsub, self.container_gossip.was_ignored)
-        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id)
+        self.pubsub_guard.attach(pubsub, gossipsub)  # every frame charged before it is parsed (issue 36)
+        libp2p_fixes.survive_bad_pubsub_rpcs(pubsub, self.guard.invalid_from_peer_id, serve=self.pubsub_guard.serve)
         libp2p_fixes.one_validation_per_message(pubsub)  # outermost: copies wait for the first (issue 18)
         libp2p_fixes.verify_signatures_once()
         libp2p_fixes.idontwant_only_for_large(gossipsub)

@@ -44,11 +44,18 @@ async def read_paced_frame(reader, max_length: int, base_s: float = FRAME_BASE_S
         if length > max_length:
             raise MessageTooLarge(f"Message length {length} exceeds maximum allowed {max_length}")
         scope.deadline += length / min_rate
-        body = bytearray()
-        while len(body) < length:
-            chunk = await reader.read(length - len(body))
-            if not chunk:
-                raise IncompleteReadError(f"Incomplete message: expected {length}, got {len(body)}",
-                                          expected_bytes=length, received_bytes=len(body))
-            body.extend(chunk)
+        return await read_body(reader, length)
+
+
+async def read_body(reader, length: int) -> bytes:
+    """Exactly ``length`` bytes (the caller bounds the time); IncompleteReadError when the stream ends."""
+    from libp2p.io.exceptions import IncompleteReadError
+
+    body = bytearray()
+    while len(body) < length:
+        chunk = await reader.read(length - len(body))
+        if not chunk:
+            raise IncompleteReadError(f"Incomplete message: expected {length}, got {len(body)}",
+                                      expected_bytes=length, received_bytes=len(body))
+        body.extend(chunk)
     return bytes(body)
