@@ -426,3 +426,24 @@ def test_the_global_quota_evicts_pooled_containers_before_vouched_ones(db):
     r = pool_put(db, note(B, 1), 6, quotas=q)  # four strangers' containers held: the pooled one goes, not the oldest
     assert r.gone == ((stranger.did, B.did),) and r.pool_evicted == 0
     assert all(is_held(db, c) for c in vouched)
+
+
+def test_migration_marks_strangers_containers_already_held_as_pooled(tmp_path, monkeypatch):
+    """A database from before 0029: what came from the network, neither from nor by a friend, is
+    pooled; the pool's first eviction checks every vouch again (above)."""
+    path = tmp_path / "old.db"
+    steps = migrate_module.migrations()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps[:28])
+    db = Database(path)
+    set_friend(db, FRIEND.did, "p", T0)
+    stranger, forwarded, friends, mine = note(A, 0), note(B, 0), note(FRIEND, 0), note(ME, 0)
+    with db.transaction() as conn:
+        for c, sender in ((stranger, RELAY), (forwarded, FRIEND.did), (friends, RELAY), (mine, None)):
+            _store(conn, c, T0, sender, None, db.hooks)
+    db.close()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps)
+    db = Database(path)
+    try:
+        assert pooled(db) == {stranger.did}
+    finally:
+        db.close()
