@@ -87,7 +87,7 @@ class AdmissionService:
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
                                             quotas=self.quotas, known=self.known.snapshot(),
-                                            vouched=self._forwarded_by_known(c.did))
+                                            vouched=c.did in self._forwarded)
         except Exception as exc:
             return self._admission_failed(c, received_from, via, exc)
         return self._admitted(c, received_from, via, result)
@@ -100,8 +100,8 @@ class AdmissionService:
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
             now = self.clock()
+            vouched = [items[i][0].did for i in todo if items[i][0].did in self._forwarded]
             try:
-                vouched = [items[i][0].did for i in todo if self._forwarded_by_known(items[i][0].did)]
                 outcomes = await self.store.write(admit_many, [(items[i][0], now, items[i][1]) for i in todo],
                                                   quotas=self.quotas, known=self.known.snapshot(), vouched=vouched)
             except Exception as exc:  # the transaction as a whole: one at a time, each failure its own
@@ -125,6 +125,7 @@ class AdmissionService:
     def _admitted(self, c: Container, received_from: str | None, via: str, result: Admission) -> Admission:
         """What follows a store's answer: refusals and evictions counted and remembered, GMP told,
         the reactor poked for a new note or GMP container."""
+        self._forwarded.pop(c.did, None)  # the store has its vouch now
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
             self.not_wanted.add(c.did, c.sender_did)
@@ -184,10 +185,6 @@ class AdmissionService:
             while len(self._pardoned) > PARDONS_KEPT:
                 del self._pardoned[next(iter(self._pardoned))]
         return False
-
-    def _forwarded_by_known(self, did: str) -> bool:
-        """Whether a known peer forwarded this container by gossip (then forgotten: it is being stored)."""
-        return self._forwarded.pop(did, False) is None
 
     def gossip_pardoned(self, msg_id: bytes) -> bool:
         return msg_id in self._pardoned
