@@ -1,11 +1,12 @@
-"""net.author_rate: the relay rate of unknown authors' gossip, and store.stranger_peers."""
+"""net.author_rate: the relay rate of unknown authors' gossip, the write rate of all strangers, and
+store.stranger_peers."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshnode.net.author_rate import AuthorRate, RateSettings
+from meshnode.net.author_rate import AuthorRate, RateSettings, StrangerWrites
 from meshnode.net.liveness import LivenessTracker, Thresholds
 from meshnode.store import Database
 from meshnode.store.peers import save_standing, upsert_peer
@@ -41,6 +42,17 @@ def test_global_bucket_bounds_all_unknown_authors_together():
     assert results[-1][1] == "total_rate"
     assert rate.tracked() == 4  # refused authors got no bucket
     assert rate.allow("new", T0 + 500)[0]
+
+
+def test_gossip_spends_the_write_rate_of_all_strangers_too():
+    shared = StrangerWrites(per_second=1.0, burst=2)  # push, sync and fetch take from it as well
+    rate = AuthorRate(RateSettings(per_author_per_second=0.001, per_author_burst=1, total_per_second=0.001,
+                                   total_burst=3), shared=shared)
+    assert rate.allow("a", T0) == (True, "")
+    assert shared.take(T0)  # a pushed container took the other token
+    assert rate.allow("b", T0) == (False, "stranger_rate")
+    assert rate.allow("b", T0 + 1000) == (True, "")  # the refusal spent neither b's token nor the total's
+    assert rate.allow("c", T0 + 1000) == (False, "stranger_rate")
 
 
 def test_full_buckets_are_swept():

@@ -219,3 +219,61 @@ def test_not_wanted_is_bounded_and_forgets_authors_who_became_known():
     assert "c2" in table and "c3" not in table
     table.forget_authors({"did:key:zb"})
     assert "c2" not in table and "c4" not in table and "c5" in table
+
+
+@pytest.fixture
+async def ticking(tmp_path):
+    """A Mesh at the default limits whose clock the test moves (``mesh.now[0]``), FRIEND a friend."""
+    now = [T0]
+    config = NetConfig(listen=[], announce=[], bootstrap=[], name="t", committee_dids=[COMMITTEE.did],
+                       thresholds=Thresholds(1000, 2000, 3000))
+    async with await Store.open(tmp_path / "node.db") as store:
+        mesh = Mesh(ME, config, store, Metrics(), clock=lambda: now[0])
+        mesh.now = now
+        await mesh.store.write(set_friend, FRIEND.did, "p", T0)
+        await mesh.refresh_known()
+        yield mesh
+
+
+def swarm():
+    """A Sybil swarm: a fresh identity for every container."""
+    while True:
+        yield note(NodeKey.generate(), 0)
+
+
+async def test_one_write_rate_for_all_strangers_across_push_sync_fetch_and_gossip(ticking):
+    a, junk = ticking.admission, swarm()
+    assert all(a.stranger_writes.take(T0) for _ in range(26))  # 4 of the burst of 30 left
+    outcomes = [(await a.store_from_peer(next(junk), "did:key:zsybil", via)).outcome for via in ("push", "sync", "fetch")]
+    assert outcomes == ["new", "new", "new"]
+    assert a.admit_gossip_author(next(junk))  # the last token, by gossip
+    assert [(await a.store_from_peer(next(junk), "did:key:zsybil", via)).outcome for via in ("push", "fetch")] == \
+        ["busy", "busy"]
+    assert not a.admit_gossip_author(next(junk))  # gossip is over the same rate
+    assert count(ticking.metrics, "gossip_ignored", reason="stranger_rate") == 1
+    assert count(ticking.metrics, "containers_refused", reason="stranger_rate") == 2
+    assert count(ticking.metrics, "pool_admitted") == 3
+    # never limited: a known author, a stranger's container a known peer sends or forwards (not pooled)
+    assert (await a.store_from_peer(note(FRIEND, 1), FRIEND.did, "push")).new
+    sent = await a.store_from_peer(next(junk), FRIEND.did, "sync")
+    assert sent.new and not sent.pooled
+    forwarded = next(junk)
+    assert a.admit_gossip_author(forwarded, forwarder=FRIEND.did)
+    stored = (await a.store_many_from_peers([(forwarded, forwarded.sender_did)], "gossip"))[0]
+    assert stored.new and not stored.pooled
+    ticking.now[0] += 1000  # a second later: one more stranger's container, whichever way
+    assert (await a.store_from_peer(next(junk), "did:key:zsybil", "sync")).new
+    assert (await a.store_from_peer(next(junk), "did:key:zsybil", "push")).outcome == "busy"
+
+
+async def test_a_sybil_swarm_stores_at_most_90_containers_a_minute_at_the_defaults(ticking):
+    """Issue 36's goal, at most 100 strangers' containers a minute: 30 (the burst) + 60 (1/s)."""
+    a, junk = ticking.admission, swarm()
+    stored = 0
+    for tick in range(600):  # a push and a gossiped container from fresh keys every 100 ms, for a minute
+        ticking.now[0] = T0 + 100 * tick
+        stored += (await a.store_from_peer(next(junk), "did:key:zsybil", "push")).new
+        gossiped = next(junk)
+        if a.admit_gossip_author(gossiped):
+            stored += (await a.store_many_from_peers([(gossiped, gossiped.sender_did)], "gossip"))[0].new
+    assert 80 <= stored <= 90, stored

@@ -1,4 +1,5 @@
-"""Junk from throw-away keys stays within the unknown-author quotas while a friend's notes all arrive.
+"""Junk from throw-away keys stays within the unknown-author quotas and the strangers' pool while a
+friend's notes all arrive.
 
 Real processes: a victim node, its friend, and tests/junk_flood.py pushing and
 gossiping valid containers signed by fresh keys.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from meshharness import Node, metric, wait_until
 
-AUTHOR_CAP, TOTAL_CAP = 5, 40
+AUTHOR_CAP, POOL_CAP, TOTAL_CAP = 5, 30, 40
 
 
 def has(node: Node, did: str) -> bool:
@@ -24,6 +25,7 @@ def has(node: Node, did: str) -> bool:
 def test_junk_from_throwaway_keys_stays_within_quota_and_a_friends_notes_arrive(tmp_path):
     victim = Node(tmp_path, "victim", env={"MESHNODE_LIMITS_UNKNOWN_AUTHOR_CONTAINERS": str(AUTHOR_CAP),
                                            "MESHNODE_LIMITS_UNKNOWN_TOTAL_CONTAINERS": str(TOTAL_CAP),
+                                           "MESHNODE_LIMITS_UNKNOWN_POOL_CONTAINERS": str(POOL_CAP),
                                            # strangers' gossip relayed at 1/s past a burst of 50: the 200
                                            # below overrun it however slowly a busy machine sends them
                                            "MESHNODE_LIMITS_UNKNOWN_GOSSIP_TOTAL_PER_SECOND": "1"})
@@ -47,7 +49,8 @@ def test_junk_from_throwaway_keys_stays_within_quota_and_a_friends_notes_arrive(
             wait_until(lambda did=did: has(victim, did), 60, f"the friend's note {did} at the victim")
         assert tally["rejected:quota"] > 0 and tally["accepted"] <= 20 * AUTHOR_CAP, tally
         assert metric(victim, "containers_refused", reason="author_quota") > 0
-        assert metric(victim, "containers_evicted") > 0
+        assert metric(victim, "containers_evicted", reason="pool") > 0  # no one vouches for the junk
+        assert metric(victim, "pool_admitted") > POOL_CAP
         assert metric(victim, "gossip_ignored") > 0, tally  # 200 gossiped: over the relay rate
         assert metric(victim, "invalid_from_peer") == 0  # valid junk and refusals are no one's invalid input
         assert victim.stop() == 0
@@ -56,12 +59,14 @@ def test_junk_from_throwaway_keys_stays_within_quota_and_a_friends_notes_arrive(
             per_author = dict(conn.execute(
                 "SELECT sender_did, count(*) FROM containers WHERE sender_did NOT IN (?, ?) GROUP BY sender_did",
                 (victim.did, friend.did)).fetchall())
+            pooled = conn.execute("SELECT count(*) FROM containers WHERE pooled = 1").fetchone()[0]
             held_from_friend = conn.execute("SELECT count(*) FROM containers WHERE sender_did = ? AND class = 'note'",
                                             (friend.did,)).fetchone()[0]
         finally:
             conn.close()
         assert max(per_author.values()) <= AUTHOR_CAP, per_author
         assert sum(per_author.values()) <= TOTAL_CAP, per_author
+        assert pooled <= POOL_CAP
         assert held_from_friend == len(notes)
         assert friend.stop() == 0
     finally:

@@ -1,4 +1,8 @@
-"""store.quotas, store.removal and store.known: what unknown authors can make a node keep."""
+"""store.quotas, store.removal and store.known: what unknown authors can make a node keep.
+
+The strangers' pool (issue 36): containers of unknown authors that no known author or peer vouches
+for live in a small pool that evicts the oldest received first; nothing vouched for, and nothing of
+the node, its friends or known peers, is ever evicted to make room."""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ from meshnode.store import Database
 from meshnode.store import migrate as migrate_module
 from meshnode.store.database import _store
 from meshnode.store.known import KnownAuthors, known_authors
-from meshnode.store.quotas import Quotas, admit, read_unknown_usage, stored_size
+from meshnode.store.admit_batch import admit_many
+from meshnode.store.quotas import Quotas, admit, read_pool_usage, read_unknown_usage, stored_size
 from meshnode.store.sharing import set_friend
 
 T0 = 1_760_000_000_000
@@ -321,3 +326,124 @@ def test_eviction_rereads_versions_stored_under_higher_item_limits(db):
     assert put(db, note(B, 0), q, t=T0 + 9).evicted == 1  # v1 goes: the lineage is redrawn from `big`
     assert db.conn.execute("SELECT name, lineage FROM concepts").fetchall() == [("sky, blue", big.did)]
     assert put(db, note(B, 1), q, t=T0 + 10).new
+
+
+# The strangers' pool
+
+RELAY = "did:key:zstrangerrelay"  # a peer this node does not know
+KNOWN = frozenset({ME.did, FRIEND.did})
+POOL = Quotas(author_containers=100, author_bytes=10**7, total_containers=1000, total_bytes=10**9, slack=0,
+              pool_containers=4, pool_bytes=10**8)
+
+
+def reply(k: NodeKey, target: str, i: int):
+    body = dict(make_note(k, f"reply {i}", now_ms=T0 + i, audience="public").payload)
+    return build_container(k, "note", body, timestamp_ms=T0 + i, related={"in_reply_to": [target]})
+
+
+def pool_put(db, c, t, sender=RELAY, known=KNOWN, quotas=POOL, **kw):
+    return admit(db, c, received_at_ms=T0 + t, received_from=sender, quotas=quotas, known=known, **kw)
+
+
+def is_held(db, c) -> bool:
+    return db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone() is not None
+
+
+def pooled(db) -> set[str]:
+    return {r[0] for r in db.conn.execute("SELECT did FROM containers WHERE pooled = 1")}
+
+
+def test_the_pool_evicts_the_oldest_received_and_nothing_vouched_for(db):
+    mine = [note(ME, i) for i in range(3)]
+    for c in mine:  # the node's own, as a peer sent them back: never pooled
+        assert pool_put(db, c, 0).new
+    friends = [pool_put(db, note(FRIEND, i), 1, sender=FRIEND.did) for i in range(3)]
+    forwarded = note(C, 50)  # a stranger's, sent by a friend: vouched for
+    assert not pool_put(db, forwarded, 2, sender=FRIEND.did).pooled
+    named = note(C, 51)  # a stranger's a friend replied to before it arrived: vouched for
+    assert pool_put(db, reply(FRIEND, named.did, 60), 3, sender=FRIEND.did).new
+    assert not pool_put(db, named, 4).pooled
+    junk = [note(A, i) for i in range(4)]
+    for t, c in enumerate(junk):  # received in this order, after everything above
+        r = pool_put(db, c, 10 + t)
+        assert r.new and r.pooled and not r.evicted
+    assert pooled(db) == {c.did for c in junk}
+    late = pool_put(db, note(B, 0), 20)  # the fifth: the oldest received goes
+    assert late.pooled and late.gone == ((junk[0].did, A.did),) and late.pool_evicted == 1
+    for t in range(3):  # and the next ones, in the order they arrived
+        assert pool_put(db, note(B, 1 + t), 21 + t).gone == ((junk[1 + t].did, A.did),)
+    assert all(r.new for r in friends) and all(is_held(db, c) for c in (*mine, forwarded, named))
+    assert db.conn.execute("SELECT count(*) FROM containers WHERE sender_did = ?", (FRIEND.did,)).fetchone() == (4,)
+    assert read_pool_usage(db)["containers"] == 4
+
+
+def test_a_container_vouched_for_later_leaves_the_pool(db):
+    first, second, third = note(A, 0), note(A, 1), note(C, 2)
+    for t, c in enumerate((first, second, third)):
+        pool_put(db, c, t)
+    # a friend's reply to the oldest arrives: it vouches for it, which leaves the pool at once
+    assert pool_put(db, reply(FRIEND, first.did, 9), 5, sender=FRIEND.did).unpooled == 1
+    # the person replies to the second here (not through admission) and C becomes known: the
+    # pool's eviction checks every vouch again before it evicts anything
+    db.put_container(reply(ME, second.did, 10), received_at_ms=T0 + 6)
+    known = KNOWN | {C.did}
+    assert pooled(db) == {second.did, third.did}
+    junk = [note(B, i) for i in range(5)]
+    results = [pool_put(db, c, 10 + t, known=known) for t, c in enumerate(junk)]
+    assert results[0].unpooled == 0 and not results[0].evicted  # 3 pooled (2 of them vouched since): no pass yet
+    assert results[2].unpooled == 2  # over the limit: the vouched leave the pool, nothing evicted
+    assert [r.gone for r in results] == [(), (), (), (), ((junk[0].did, B.did),)]
+    assert all(is_held(db, c) for c in (first, second, third))
+    assert pooled(db) == {c.did for c in junk[1:]}
+
+
+def test_a_copy_from_a_known_peer_vouches_for_a_pooled_container(db):
+    c = note(A, 0)
+    assert pool_put(db, c, 0).pooled
+    assert pool_put(db, c, 1, sender=FRIEND.did).unpooled == 1  # a duplicate, forwarded by a friend this time
+    assert pooled(db) == set()
+    gossiped = note(A, 1)  # gossip names the author as sender: the friend that forwarded it is passed apart
+    assert not admit_many(db, [(gossiped, T0 + 2, A.did)], quotas=POOL, known=KNOWN, vouched=[gossiped.did])[0].pooled
+
+
+def test_the_pool_has_a_byte_limit(db):
+    sizes = Quotas(**{**POOL.__dict__, "pool_containers": 100})
+    big = [make_note(A, f"{i} " + "x" * 4000, now_ms=T0 + i, audience="public") for i in range(4)]
+    one = len(big[0].core_bytes())
+    limit = Quotas(**{**sizes.__dict__, "pool_bytes": 3 * one + one // 2})
+    gone = [pool_put(db, c, t, quotas=limit).gone for t, c in enumerate(big)]
+    assert gone == [(), (), (), ((big[0].did, A.did),)]
+
+
+def test_the_global_quota_evicts_pooled_containers_before_vouched_ones(db):
+    q = Quotas(author_containers=100, author_bytes=10**7, total_containers=3, total_bytes=10**9, slack=0,
+               pool_containers=100, pool_bytes=10**8)
+    vouched = [note(A, i) for i in range(2)]
+    for t, c in enumerate(vouched):  # the oldest, sent by a friend
+        pool_put(db, c, t, sender=FRIEND.did, quotas=q)
+    stranger = note(B, 0)
+    pool_put(db, stranger, 5, quotas=q)
+    r = pool_put(db, note(B, 1), 6, quotas=q)  # four strangers' containers held: the pooled one goes, not the oldest
+    assert r.gone == ((stranger.did, B.did),) and r.pool_evicted == 0
+    assert all(is_held(db, c) for c in vouched)
+
+
+def test_migration_marks_strangers_containers_already_held_as_pooled(tmp_path, monkeypatch):
+    """A database from before 0029: what came from the network, neither from nor by a friend, is
+    pooled; the pool's first eviction checks every vouch again (above)."""
+    path = tmp_path / "old.db"
+    steps = migrate_module.migrations()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps[:28])
+    db = Database(path)
+    set_friend(db, FRIEND.did, "p", T0)
+    stranger, forwarded, friends, mine = note(A, 0), note(B, 0), note(FRIEND, 0), note(ME, 0)
+    with db.transaction() as conn:
+        for c, sender in ((stranger, RELAY), (forwarded, FRIEND.did), (friends, RELAY), (mine, None)):
+            _store(conn, c, T0, sender, None, db.hooks)
+    db.close()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps)
+    db = Database(path)
+    try:
+        assert pooled(db) == {stranger.did}
+    finally:
+        db.close()

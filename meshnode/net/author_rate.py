@@ -30,6 +30,9 @@ class RateSettings:
     per_author_burst: int = 32
     total_per_second: float = 10.0
     total_burst: int = 50
+    # StrangerWrites: every unknown author's container no known peer sent, all paths together
+    stranger_writes_per_second: float = 1.0
+    stranger_writes_burst: int = 30
 
 
 class _Bucket:
@@ -46,8 +49,11 @@ class _Bucket:
 
 
 class AuthorRate:
-    def __init__(self, settings: RateSettings = RateSettings(), sweep_above: int = 1024):
+    def __init__(self, settings: RateSettings = RateSettings(), sweep_above: int = 1024,
+                 shared: "StrangerWrites | None" = None):
+        """``shared``: the write rate of all strangers, which a container let through spends too."""
         self.settings = settings
+        self.shared = shared
         self._total = _Bucket(float(settings.total_burst), 0)
         self._authors: dict[str, _Bucket] = {}
         self._sweep_above = sweep_above
@@ -55,8 +61,9 @@ class AuthorRate:
 
     def allow(self, author: str, now_ms: int, copy_of: str | None = None) -> tuple[bool, str]:
         """(True, "") when a container of ``author`` may pass now, else (False, reason):
-        ``author_rate`` (this author is over its rate) or ``total_rate`` (all unknown authors are).
-        A container ``copy_of`` one let through lately passes free."""
+        ``author_rate`` (this author is over its rate), ``total_rate`` (all unknown authors' gossip
+        is) or ``stranger_rate`` (the shared write rate of strangers is). A container ``copy_of``
+        one let through lately passes free."""
         if copy_of is not None and copy_of in self._passed:
             return True, ""
         ok, why = self._spend(author, now_ms)
@@ -73,6 +80,8 @@ class AuthorRate:
             return False, "author_rate"
         if self._total.refill(now_ms, s.total_per_second, s.total_burst) < 1:
             return False, "total_rate"
+        if self.shared is not None and not self.shared.take(now_ms):
+            return False, "stranger_rate"
         self._total.tokens -= 1
         if bucket is None:
             if len(self._authors) >= self._sweep_above:
@@ -91,15 +100,18 @@ class AuthorRate:
         return len(self._authors)
 
 
-STRANGER_WRITES_PER_SECOND = 50.0  # ~75 ms/s of verify and write work: a tenth of a core, like a peer's budget
-STRANGER_WRITES_BURST = 1000  # a first sync with a node holding that many strangers' containers goes at once
+STRANGER_WRITES_PER_SECOND = RateSettings.stranger_writes_per_second
+STRANGER_WRITES_BURST = RateSettings.stranger_writes_burst
 
 
 class StrangerWrites:
-    """How fast containers of unknown authors that arrive by push or sync are stored: one bucket for
-    all of them. Storing is the costliest step of an arrival (the insert, its triggers and views, about
-    1-1.5 ms here) and is not in the decoding budgets; past the rate a container is refused for now
-    (``busy``) and comes again with the next session. Known authors are never limited here."""
+    """How fast containers of unknown authors that no known peer sent are stored, all strangers
+    together and every path (push, sync, fetch, gossip): one bucket. A Sybil swarm of any size
+    stores at most ``burst`` plus ``per_second`` a second (defaults: 30 + 60 a minute, within the
+    100 a minute issue 36 allows); storing is the costliest step of an arrival (the insert, its
+    triggers and views, about 1-1.5 ms here). Past the rate a push or sync container is refused for
+    now (``busy``) and comes again with the next session, a gossiped one is ignored. Known authors,
+    and containers a known peer sends, are never limited here."""
 
     def __init__(self, per_second: float = STRANGER_WRITES_PER_SECOND, burst: int = STRANGER_WRITES_BURST):
         self.per_second = per_second

@@ -1,9 +1,13 @@
 """Admission of strangers' containers and upkeep of what strangers grow.
 
 Known authors (``store.known``) pass untouched. Containers of unknown authors
-are stored within quotas (``store.quotas``) and their gossip is relayed only
-within a rate (``net.author_rate``); neither refusal is held against the peer
-that relayed them. Every maintenance round the known set is read again, and
+are stored within quotas (``store.quotas``: per author, the strangers' pool
+for those no known author or peer vouches for, and a global one), at one
+write rate for all strangers whichever way they come, and their gossip is
+relayed only within a rate (``net.author_rate``); no refusal is held against
+the peer that relayed them. A container a known peer sends (push, sync,
+fetch) or forwards (gossip) is vouched for: not in the pool, not limited by
+the strangers' write rate. Every maintenance round the known set is read again, and
 what identities that come and go leave behind is trimmed: peer rows of
 strangers beyond ``[limits] unknown_peers`` (``store.stranger_peers``) and the
 services' own per-identity memory.
@@ -38,6 +42,7 @@ REFUSED_BEFORE = "refused_before"  # refused or evicted earlier (net.not_wanted)
 POINT_TO_POINT = "point_to_point"  # a spawn_hello or spawn_invitation: never stored, whichever way it came
 STRANGER_RATE = "stranger_rate"  # over the write rate of unknown authors' containers (net.author_rate)
 PARDONS_KEPT = 4096  # ids of gossip refused by rate, kept so that copies are not counted as invalid
+FORWARDS_KEPT = 4096  # containers a known peer forwarded by gossip, until the reader stores them (seconds)
 # After a burst of arrivals the SQLite page caches are emptied and the freed heap handed back to the
 # system: after a flood of 5000 junk containers, Python's own objects were back within 1 MB of their
 # baseline (tracemalloc) while the process still held 5-6 MB more; gc.collect() returned nothing,
@@ -64,8 +69,10 @@ class AdmissionService:
         self.hooks, self.events, self.metrics, self.clock = hooks, events, metrics, clock
         self.quotas, self.known_min_trust, self.max_unknown_peers = quotas, known_min_trust, max_unknown_peers
         self.upkeep_s = upkeep_s
-        self.author_rate = AuthorRate(rate)
-        self.stranger_writes = StrangerWrites()  # unknown authors' containers stored per second (push, sync)
+        # unknown authors' containers no known peer sent, stored per second: push, sync, fetch and gossip
+        self.stranger_writes = StrangerWrites(rate.stranger_writes_per_second, rate.stranger_writes_burst)
+        self.author_rate = AuthorRate(rate, shared=self.stranger_writes)
+        self._forwarded: dict[str, None] = {}  # containers a known peer forwarded by gossip: vouched for
         self.not_wanted = NotWanted()  # containers the quotas refused or evicted: not fetched or taken again
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
@@ -74,12 +81,13 @@ class AdmissionService:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome
         "failed": one container must not take down the gossip reader or the session storing it."""
-        refused = self._refused_before_store(c, via)
+        refused = self._refused_before_store(c, received_from, via)
         if refused is not None:
             return refused
         try:
             result = await self.store.write(admit, c, received_at_ms=self.clock(), received_from=received_from,
-                                            quotas=self.quotas, known=self.known.snapshot())
+                                            quotas=self.quotas, known=self.known.snapshot(),
+                                            vouched=c.did in self._forwarded)
         except Exception as exc:
             return self._admission_failed(c, received_from, via, exc)
         return self._admitted(c, received_from, via, result)
@@ -88,13 +96,14 @@ class AdmissionService:
         """``_store_from_peer`` for several containers in one write transaction (``store.admit_batch``:
         one commit, one hop to the writer thread); in order, each one's Admission. When the batch
         itself fails (not one container of it), each is stored on its own."""
-        results: list[Admission | None] = [self._refused_before_store(c, via) for c, _ in items]
+        results: list[Admission | None] = [self._refused_before_store(c, sent_by, via) for c, sent_by in items]
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
             now = self.clock()
+            vouched = [items[i][0].did for i in todo if items[i][0].did in self._forwarded]
             try:
                 outcomes = await self.store.write(admit_many, [(items[i][0], now, items[i][1]) for i in todo],
-                                                  quotas=self.quotas, known=self.known.snapshot())
+                                                  quotas=self.quotas, known=self.known.snapshot(), vouched=vouched)
             except Exception as exc:  # the transaction as a whole: one at a time, each failure its own
                 log.info("a batch of %d containers not stored together (%s): one at a time", len(todo), exc)
                 outcomes = [None] * len(todo)
@@ -116,13 +125,20 @@ class AdmissionService:
     def _admitted(self, c: Container, received_from: str | None, via: str, result: Admission) -> Admission:
         """What follows a store's answer: refusals and evictions counted and remembered, GMP told,
         the reactor poked for a new note or GMP container."""
+        self._forwarded.pop(c.did, None)  # the store has its vouch now
         if result.outcome == "refused":
             self.metrics.inc("containers_refused", reason=result.reason, via=via)
             self.not_wanted.add(c.did, c.sender_did)
         for did, author in result.gone:
             self.not_wanted.add(did, author)
-        if result.evicted:
-            self.metrics.inc("containers_evicted", result.evicted, reason="global_quota")
+        if result.pool_evicted:
+            self.metrics.inc("containers_evicted", result.pool_evicted, reason="pool")
+        if result.evicted > result.pool_evicted:
+            self.metrics.inc("containers_evicted", result.evicted - result.pool_evicted, reason="global_quota")
+        if result.pooled:
+            self.metrics.inc("pool_admitted", via=via)
+        if result.unpooled:
+            self.metrics.inc("pool_vouched", result.unpooled)
         self._arrivals_since_trim += 1 + result.evicted
         if result.outcome in ("new", "pending") and is_gmp(c):  # admitted, or held aside
             self.hooks.gmp_arrived(c.did, received_from)
@@ -146,17 +162,24 @@ class AdmissionService:
         self.metrics.inc("containers_not_stored", reason=reason, via=via)
         return Admission("failed", reason=reason)
 
-    def admit_gossip_author(self, c: Container, message=None) -> bool:
-        """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author,
-        within the unknown-author rate for anyone else. A refusal is counted, not charged to
-        the forwarder; pubsub caches it as a failed validation, so the message's id (from
-        ``message``) is pardoned: later copies from other forwarders are not charged either."""
+    def admit_gossip_author(self, c: Container, message=None, forwarder: str | None = None) -> bool:
+        """Whether gossip carrying ``c`` may be relayed (and stored): always for a known author or
+        when a known peer (``forwarder``, its DID) forwarded it (it is then vouched for: stored
+        out of the strangers' pool), within the unknown-author rates for anyone else. A refusal
+        is counted, not charged to the forwarder; pubsub caches it as a failed validation, so
+        the message's id (from ``message``) is pardoned: later copies from other forwarders are
+        not charged either."""
         if c.sender_did in self.known:
+            return True
+        if forwarder is not None and forwarder in self.known:
+            self._forwarded[c.did] = None
+            while len(self._forwarded) > FORWARDS_KEPT:
+                del self._forwarded[next(iter(self._forwarded))]
             return True
         ok, why = self.author_rate.allow(c.sender_did, self.clock(), copy_of=c.did)
         if ok:
             return True
-        self.metrics.inc("gossip_ignored", reason="unknown_author_rate" if why == "author_rate" else "unknown_total_rate")
+        self.metrics.inc("gossip_ignored", reason=_GOSSIP_REFUSALS[why])
         if message is not None and self.parts.pubsub is not None:
             self._pardoned[self.parts.pubsub._msg_id_constructor(message)] = None
             while len(self._pardoned) > PARDONS_KEPT:
@@ -216,7 +239,7 @@ class AdmissionService:
         self.events.upkeep(now, self.parts.connected_dids())
         self.author_rate.sweep(now)
 
-    def _refused_before_store(self, c: Container, via: str) -> Admission | None:
+    def _refused_before_store(self, c: Container, received_from: str | None, via: str) -> Admission | None:
         """The refusals decided before the store is asked (counted), or None."""
         if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): a hello goes to _serve_push's
             # hook, an invitation travels in a bundle and inside a hello only
@@ -225,10 +248,15 @@ class AdmissionService:
         if c.did in self.not_wanted and c.sender_did not in self.known:  # refused or evicted before
             self.metrics.inc("containers_refused", reason=REFUSED_BEFORE, via=via)
             return Admission("refused", reason=REFUSED_BEFORE)
-        if via != "gossip" and c.sender_did not in self.known and not self.stranger_writes.take(self.clock()):
-            self.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)  # gossip has its own rate
+        if via != "gossip" and c.sender_did not in self.known and received_from not in self.known \
+                and not self.stranger_writes.take(self.clock()):  # gossip took it in admit_gossip_author
+            self.metrics.inc("containers_refused", reason=STRANGER_RATE, via=via)
             return Admission("busy", reason=STRANGER_RATE)  # for now: not remembered, comes again later
         return None
+
+
+_GOSSIP_REFUSALS = {"author_rate": "unknown_author_rate", "total_rate": "unknown_total_rate",
+                    "stranger_rate": STRANGER_RATE}  # AuthorRate's reason -> gossip_ignored{reason}
 
 
 def release_freed_memory() -> None:

@@ -87,7 +87,7 @@ class ContainerGossip:
                 self.timing.mark(c.did, "arrived", arrived, c.timestamp_ms)
                 if c.cls in (HELLO_CLASS, INVITATION_CLASS):  # point to point (spawn.md 8): never relayed
                     raise Refused("point_to_point", f"a {c.cls} never travels by gossip", 0)
-                if not self.admission.admit_gossip_author(c, message):
+                if not self.admission.admit_gossip_author(c, message, forwarder=did):
                     return False
                 self._validated.put(message_key(message), (message.data, c))
                 self.timing.mark(c.did, "validated", self.clock(), c.timestamp_ms)

@@ -75,12 +75,16 @@ def stranger_limits(limits: dict) -> dict:
         "quotas": Quotas(author_containers=limits["unknown_author_containers"],
                          author_bytes=limits["unknown_author_kib"] * 1024,
                          total_containers=limits["unknown_total_containers"],
-                         total_bytes=limits["unknown_total_mib"] * 1024 * 1024),
+                         total_bytes=limits["unknown_total_mib"] * 1024 * 1024,
+                         pool_containers=limits["unknown_pool_containers"],
+                         pool_bytes=limits["unknown_pool_mib"] * 1024 * 1024),
         "known_min_trust": float(limits["known_min_trust"]),
         "author_rate": RateSettings(per_author_per_second=float(limits["unknown_gossip_per_second"]),
                                     per_author_burst=limits["unknown_gossip_burst"],
                                     total_per_second=float(limits["unknown_gossip_total_per_second"]),
-                                    total_burst=limits["unknown_gossip_total_burst"]),
+                                    total_burst=limits["unknown_gossip_total_burst"],
+                                    stranger_writes_per_second=float(limits["unknown_writes_per_second"]),
+                                    stranger_writes_burst=limits["unknown_writes_burst"]),
         "max_unknown_peers": limits["unknown_peers"],
     }
 

@@ -44,17 +44,18 @@ class _Savepoints:
 
 
 def admit_many(db: Database, items: Iterable[tuple[Container, int, str | None]], *, quotas: Quotas,
-               known: Iterable[str]) -> list[Admission | Exception]:
+               known: Iterable[str], vouched: Iterable[str] = ()) -> list[Admission | Exception]:
     """``admit`` each (container, received_at_ms, received_from) in one transaction; per item its
-    Admission, or the exception its admission raised (nothing of that item is stored)."""
-    known = frozenset(known)
+    Admission, or the exception its admission raised (nothing of that item is stored). ``vouched``:
+    DIDs of the containers a known peer forwarded (``admit``'s ``vouched``)."""
+    known, vouched = frozenset(known), frozenset(vouched)
     out: list[Admission | Exception] = []
     with db.transaction():
         inner = _Savepoints(db)
         for c, received_at_ms, received_from in items:
             try:
                 out.append(admit(inner, c, received_at_ms=received_at_ms, received_from=received_from,
-                                 quotas=quotas, known=known))
+                                 quotas=quotas, known=known, vouched=c.did in vouched))
             except Exception as exc:  # this container's own failure; the others go on
                 if not db.conn.in_transaction:  # SQLite rolled the whole batch back (disk full, I/O error):
                     raise  # the next SAVEPOINT would commit the rest one by one; the batch failed

@@ -9,10 +9,23 @@ triggers: migration 0015), so concurrent writes and restarts never skew it.
 
 * Over its own quota an unknown author's new container is refused: not
   stored, and not held against the peer that relayed it.
+* An unknown author's container that no known author or peer vouches for
+  enters the strangers' pool (``containers.pooled``, migration 0029): a
+  known peer did not send it (``received_from``; gossip: forwarded, passed
+  as ``vouched``), and no container of a known author points at it
+  (``related``). (What the person or the agent puts here is not admitted:
+  never pooled.) Over the pool's limits the oldest
+  received pooled containers are evicted until the pool is ``slack`` below
+  them. Oldest first, not least referenced or least trusted: references
+  and trust among strangers are what a Sybil swarm makes for itself, the
+  order of arrival it cannot fake, so new junk only pushes out older junk.
+  Before anything is evicted each vouch is checked again against the known
+  authors of the moment; a container vouched for since it arrived leaves
+  the pool (``unpooled``) instead.
 * Over the global quota, unknown authors' containers are evicted until the
   total is ``slack`` below the quota (so eviction runs once per many
-  arrivals, not on each): first those no known author's container points at
-  (``related``), then the least trusted authors', then the oldest received.
+  arrivals, not on each): first those no known author or peer vouches for,
+  then the least trusted authors', then the oldest received.
   A known author's container is never evicted, and neither is the one that
   just arrived.
 
@@ -42,7 +55,9 @@ class Quotas:
     author_bytes: int = 1024 * 1024
     total_containers: int = 16_384
     total_bytes: int = 64 * 1024 * 1024
-    slack: float = 0.05  # eviction frees this share of the global quota beyond what is over
+    slack: float = 0.05  # eviction frees this share of the global quota (and the pool's) beyond what is over
+    pool_containers: int = 1024  # unvouched strangers' containers held at most (protocols/mesh.md section 6)
+    pool_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,9 @@ class Admission:
     evicted: int = 0
     reason: str = ""
     gone: tuple[tuple[str, str], ...] = ()  # (container DID, author) of each container evicted
+    pooled: bool = False  # stored in the strangers' pool (no known author or peer vouches for it)
+    pool_evicted: int = 0  # of ``evicted``, those the pool's limits evicted
+    unpooled: int = 0  # containers that left the pool: vouched for since they arrived
 
     @property
     def new(self) -> bool:
@@ -64,16 +82,21 @@ def stored_size(c: Container) -> int:
 
 
 def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str | None, quotas: Quotas,
-          known: Iterable[str]) -> Admission:
-    """Store a verified container from the network if the quotas allow it (see the module doc)."""
+          known: Iterable[str], vouched: bool = False) -> Admission:
+    """Store a verified container from the network if the quotas allow it (see the module doc).
+    ``vouched``: a known peer forwarded it (gossip, where ``received_from`` is the author)."""
     known = frozenset(known)
+    vouched = vouched or received_from in known
     with db.transaction() as conn:
         if conn.execute("SELECT 1 FROM containers WHERE did = ?", (c.did,)).fetchone():
-            return Admission("duplicate")
+            unpooled = _unpool(conn, [c.did]) if vouched else 0  # forwarded again, by a known peer now
+            return Admission("duplicate", unpooled=unpooled)
         if c.sender_did in known:
             if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
                 return Admission("pending", reason=GMP_PENDING)
-            return Admission("new")
+            named = [r[0] for r in conn.execute("SELECT target_did FROM container_links WHERE source_did = ?",
+                                                (c.did,))]
+            return Admission("new", unpooled=_unpool(conn, named) if named else 0)  # it vouches for what it names
         size = stored_size(c)
         used = conn.execute("SELECT containers, bytes FROM author_usage WHERE author = ?", (c.sender_did,)).fetchone()
         count, held = used or (0, 0)
@@ -81,8 +104,27 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
             return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
         if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
             return Admission("pending", reason=GMP_PENDING)
-        gone = _evict_over_quota(conn, quotas, known, c.did, db.hooks)
-        return Admission("new", evicted=len(gone), gone=gone)
+        pooled = not vouched and not _named_by_known(conn, c.did, known)
+        pool_gone, unpooled = (), 0
+        if pooled:
+            conn.execute("UPDATE containers SET pooled = 1 WHERE did = ?", (c.did,))
+            pool_gone, unpooled = _evict_over_pool(conn, quotas, known, c.did, db.hooks)
+        gone = pool_gone + _evict_over_quota(conn, quotas, known, c.did, db.hooks)
+        return Admission("new", evicted=len(gone), gone=gone, pooled=pooled, pool_evicted=len(pool_gone),
+                         unpooled=unpooled)
+
+
+def _unpool(conn: sqlite3.Connection, dids: list[str]) -> int:
+    """Take these containers out of the strangers' pool (vouched for); how many were in it."""
+    return conn.execute("UPDATE containers SET pooled = 0 WHERE pooled = 1 AND did IN"
+                        " (SELECT value FROM json_each(?))", (json.dumps(dids),)).rowcount
+
+
+def _named_by_known(conn: sqlite3.Connection, did: str, known: frozenset[str]) -> bool:
+    """Whether a container of a known author names ``did`` in ``related`` (it arrived first)."""
+    return conn.execute("SELECT 1 FROM container_links l JOIN containers s ON s.did = l.source_did"
+                        " WHERE l.target_did = ? AND s.sender_did IN (SELECT value FROM json_each(?)) LIMIT 1",
+                        (did, json.dumps(sorted(known)))).fetchone() is not None
 
 
 def unknown_usage(conn: sqlite3.Connection, known: Iterable[str]) -> tuple[int, int]:
@@ -99,15 +141,16 @@ def read_unknown_usage(db: Database, known: Iterable[str]) -> dict[str, int]:
     return {"containers": containers, "bytes": size}
 
 
-# Unknown authors' containers, the first to go first. A container a known author's container
-# names (a reply to it, a vote on it, a version it replaces) goes last.
+# Unknown authors' containers, the first to go first. A container out of the strangers' pool (vouched
+# for), one a known peer sent, or one a known author's container names (a reply to it, a vote on it,
+# a version it replaces) goes last.
 _VICTIMS = """
 WITH known(did) AS (SELECT value FROM json_each(:known))
 SELECT c.did, length(c.core) + COALESCE(length(c.side), 0), c.sender_did
 FROM author_usage u JOIN containers c ON c.sender_did = u.author
 WHERE u.author NOT IN known AND c.did != :spare
 ORDER BY
-    EXISTS (SELECT 1 FROM container_links l JOIN containers s ON s.did = l.source_did
+    c.pooled = 0 OR c.received_from IN known OR EXISTS (SELECT 1 FROM container_links l JOIN containers s ON s.did = l.source_did
             WHERE l.target_did = c.did AND s.sender_did IN known),
     COALESCE((SELECT r.reputation_score FROM agent_reputation r WHERE r.agent_id = u.author
               ORDER BY r.id DESC LIMIT 1), :default),
@@ -134,3 +177,53 @@ def _evict_over_quota(conn: sqlite3.Connection, quotas: Quotas, known: frozenset
     cur.close()
     remove_containers(conn, [did for did, _ in victims], hooks)
     return tuple(victims)
+
+
+# The strangers' pool, oldest received first, each with whether it is vouched for by now.
+_POOL = """
+WITH known(did) AS (SELECT value FROM json_each(:known))
+SELECT c.did, length(c.core) + COALESCE(length(c.side), 0), c.sender_did,
+       c.sender_did IN known OR c.received_from IN known
+       OR EXISTS (SELECT 1 FROM container_links l JOIN containers s ON s.did = l.source_did
+                  WHERE l.target_did = c.did AND s.sender_did IN known)
+FROM containers c INDEXED BY containers_pooled
+WHERE c.pooled = 1 AND c.did != :spare
+ORDER BY c.received_at_ms, c.did
+"""
+
+
+def pool_usage(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(containers, bytes) marked as in the strangers' pool (vouches not checked again)."""
+    row = conn.execute("SELECT count(*), COALESCE(sum(length(core) + COALESCE(length(side), 0)), 0)"
+                       " FROM containers WHERE pooled = 1").fetchone()
+    return row[0], row[1]
+
+
+def read_pool_usage(db: Database) -> dict[str, int]:
+    with sql_errors("reading the strangers' pool"):
+        containers, size = pool_usage(db.conn)
+    return {"containers": containers, "bytes": size}
+
+
+def _evict_over_pool(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[str], spare: str,
+                     hooks: StoreHooks) -> tuple[tuple[tuple[str, str], ...], int]:
+    """Over the pool's limits: vouches checked again (the vouched leave the pool), then the oldest
+    received evicted down to ``slack`` below them. Returns (the evicted (DID, author), how many left)."""
+    count, size = pool_usage(conn)
+    if count <= quotas.pool_containers and size <= quotas.pool_bytes:
+        return (), 0
+    rows = conn.execute(_POOL, {"known": json.dumps(sorted(known)), "spare": spare}).fetchall()
+    vouched = [did for did, _, _, ok in rows if ok]
+    unpooled = _unpool(conn, vouched) if vouched else 0
+    count, size = pool_usage(conn)
+    keep_count = int(quotas.pool_containers * (1 - quotas.slack))
+    keep_bytes = int(quotas.pool_bytes * (1 - quotas.slack))
+    victims = []
+    for did, nbytes, author, ok in rows:
+        if count <= keep_count and size <= keep_bytes:
+            break
+        if not ok:
+            victims.append((did, author))
+            count, size = count - 1, size - nbytes
+    remove_containers(conn, [did for did, _ in victims], hooks)
+    return tuple(victims), unpooled
