@@ -101,7 +101,8 @@ def calm(victim, timeout: float = 120.0) -> float | None:
 
 
 def one_attack(victim, honest, name: str, index: int, args, unloaded: dict) -> dict:
-    from meshharness import data_bytes, flood, newcomer, rss_mib
+    from meshharness import data_bytes, flood, rss_mib
+    from meshharness import newcomers as meet_at
 
     mode, options, source = ATTACKS[name]
     out: dict = {"mode": mode, "calm_after_s": calm(victim)}
@@ -109,21 +110,21 @@ def one_attack(victim, honest, name: str, index: int, args, unloaded: dict) -> d
     counts, disk, rss = victim.call("status")["counts"], data_bytes(victim), rss_mib(pid)
     newcomers: dict = {}
 
-    def meet(key: str, address: str, wait: float) -> None:
-        newcomers[key] = newcomer(victim, address, wait)
+    def meet(keys: tuple[str, ...], addresses: tuple[str, ...], wait: float) -> None:
+        newcomers.update(zip(keys, meet_at(victim, list(addresses), wait).values()))
 
     during = None
     if args.seconds >= 10:  # midway through the attack, for at most the rest of it
-        during = threading.Timer(args.seconds / 2, meet, ("during", f"127.98.{index}.1", args.seconds / 2))
+        during = threading.Timer(args.seconds / 2, meet, (("during",), (f"127.98.{index}.1",), args.seconds / 2))
         during.start()
     seen = flood(victim, honest, mode, args.seconds, *options, source=source)
-    after = [threading.Thread(target=meet, args=("fresh", f"127.99.{index}.1", args.newcomer_wait)),
-             threading.Thread(target=meet, args=("attacker_address", seen["attacker"]["source"], args.newcomer_wait))]
-    for thread in after:
-        thread.start()
+    after = threading.Thread(target=meet, args=(("fresh", "attacker_address"),
+                                                (f"127.99.{index}.1", seen["attacker"]["source"]), args.newcomer_wait))
+    after.start()
     time.sleep(args.settle)  # part of the measurement: what memory the node still holds afterwards
-    for thread in after + ([during] if during else []):
-        thread.join()
+    for thread in (after, during):
+        if thread:
+            thread.join()
     for name_, p in (("status", "p50"), ("status", "p99"), ("ping", "p50"), ("ping", "p99")):
         out[f"{name_}_ms_{p}"] = seen[f"{name_}_ms_{p}"]
         out[f"{name_}_{p}_ratio"] = ratio(seen[f"{name_}_ms_{p}"], unloaded[f"{name_}_ms_{p}"])

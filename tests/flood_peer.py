@@ -29,9 +29,10 @@ b = k mod N mod 256 and a = the second byte of ``--source`` plus k mod N div 256
   unknown topics), IWANTs of 200 unknown ids, GRAFT and PRUNE on unknown topics;
 - ``mixed``: all of the above at once, worker i running mode i mod 8 (bigframe, identities, junk,
   slowloris, biggossip, topics, control, churn);
-- ``newcomer``: not an attack: one honest identity at a time asks the node for a container it
-  lacks (an exchange ``fetch``, answered ``found``) until it is served or ``--seconds`` pass;
-  its summary says when it connected and was served (``connected_after_s``, ``served_after_s``).
+- ``newcomer``: not an attack: from each of ``--source``'s comma-separated addresses, one honest
+  identity at a time asks the node for a container it lacks (an exchange ``fetch``, answered
+  ``found``) until it is served or ``--seconds`` pass; its summary says, per address, when one
+  connected and was served (``newcomers``: ``connected_after_s``, ``served_after_s``, ``tries``).
 
 It prints "started" when its payloads are ready and the clock starts, and at
 ``--seconds`` one JSON line: what it sent, what the node answered
@@ -322,13 +323,14 @@ def _new_host():
                     muxer_opt={YAMUX: Yamux}, connection_config=ConnectionConfig(max_connections_per_peer=1))
 
 
-async def as_new_identity(info, tally: Tally, body, gossip: bool = False, raw_pubsub: bool = False) -> None:
+async def as_new_identity(info, tally: Tally, body, gossip: bool = False, raw_pubsub: bool = False,
+                          source: str | None = None) -> None:
     """Run ``body(peer)`` as a fresh identity connected to the node, from its own address when
     spread; count why it ended (``body`` returns the reason: "disconnected", "budget", "left", ...).
     ``raw_pubsub``: the identity takes the node's pubsub streams (and drops what comes on them)
     without running a pubsub of its own; ``body`` writes RPCs itself."""
     host = _new_host()
-    source = next_source(tally)
+    source = source or next_source(tally)
     tally.identities += 1
     _dialling_from.set(source)  # this task's identity; the host's tasks, started below, inherit it
     try:
@@ -685,20 +687,27 @@ async def mixed(info, tally: Tally, args) -> None:
 
 async def newcomer(info, tally: Tally, args) -> None:
     """A fresh identity asks for a container the node lacks (``found``, with it missing, is being
-    served); until it is, a new identity tries again a second later. Ends when served."""
+    served); until it is, a new identity tries again a second later. Ends when served. Worker i
+    dials from the i-th of ``--source``'s comma-separated addresses; what each saw goes to
+    ``newcomers`` in the summary: {address: {connected_after_s, served_after_s, tries}}."""
     started = trio.current_time()
+    seen = tally.extra.setdefault("newcomers", {})
+    source = args.sources[len(seen) % len(args.sources)]
+    mine = seen[source] = {"connected_after_s": None, "served_after_s": None, "tries": 0}
     frame = encode_frame(exchange.encode_message({"op": "fetch", "dids": [container_did_for(os.urandom(64))]}))
 
     async def body(peer: Peer) -> str:
-        tally.extra.setdefault("connected_after_s", round(trio.current_time() - started, 1))
+        if mine["connected_after_s"] is None:
+            mine["connected_after_s"] = round(trio.current_time() - started, 1)
         outcome = await peer.send("fetch", frame, ("found",))
         if outcome == "found":
-            tally.extra["served_after_s"] = round(trio.current_time() - started, 1)
+            mine["served_after_s"] = round(trio.current_time() - started, 1)
         return outcome
 
-    while not tally.served:
-        await as_new_identity(info, tally, body)
-        if not tally.served:
+    while mine["served_after_s"] is None:
+        mine["tries"] += 1
+        await as_new_identity(info, tally, body, source=source)
+        if mine["served_after_s"] is None:
             await trio.sleep(1.0)  # an honest peer retries at a human pace
 
 
@@ -706,7 +715,10 @@ async def main(args) -> None:
     libp2p_fixes.route_libp2p_logging()
     logging.disable(logging.CRITICAL)  # libp2p logs every refusal; the summary line says what happened
     libp2p_fixes.enlarge_pubsub_queues()
-    dial_from(args.source)
+    args.sources = args.source.split(",")  # several for ``newcomer`` only
+    if args.mode == "newcomer":
+        args.workers = len(args.sources)
+    dial_from(args.sources[0])
     SPREAD[0] = args.spread
     if args.spread:
         spread_address(args.spread - 1, args.spread, args.source)  # refused here if it runs past 127/8
@@ -739,7 +751,8 @@ def parse_args(argv: list[str]):
     parser.add_argument("target", help="the node's multiaddr, ending in /p2p/<peer id>")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to attack")
     parser.add_argument("--workers", type=int, default=2, help="concurrent identities")
-    parser.add_argument("--source", default="127.0.0.1", help="the loopback address to attack from")
+    parser.add_argument("--source", default="127.0.0.1", help="the loopback address to attack from "
+                        "(newcomer: several, comma-separated, one newcomer from each)")
     parser.add_argument("--pace", type=float, default=19.0, help="bigframe: frames per 30 s per identity")
     parser.add_argument("--per-identity", type=int, default=19, help="bigframe: frames before a new identity "
                         "(today's cut-off counts 20 invalid inputs)")

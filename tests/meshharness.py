@@ -397,20 +397,21 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str, 
     return {**figures, "attacker": json.loads(line)}
 
 
-def newcomer(victim: Node, source: str, wait: float) -> dict:
-    """An honest newcomer (tests/flood_peer.py newcomer: fresh identities dialling from ``source``)
-    asks ``victim`` for a container it lacks, again once a second until served or ``wait`` s pass:
-    {"connected", "served": bools, "connected_after_s", "served_after_s": seconds or None, "tries"}."""
+def newcomers(victim: Node, sources: list[str], wait: float) -> dict[str, dict]:
+    """Honest newcomers (tests/flood_peer.py newcomer, one process: fresh identities dialling from
+    each of ``sources``) ask ``victim`` for a container it lacks, again once a second until served
+    or ``wait`` s pass. Per source: {"connected", "served": bools, "connected_after_s",
+    "served_after_s": seconds or None, "tries"}."""
     address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
     proc = subprocess.run([sys.executable, str(FLOOD), "newcomer", address, "--seconds", str(wait),
-                           "--source", source, "--workers", "1"],
+                           "--source", ",".join(sources)],
                           env=victim.env, text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=wait + 120)
     lines = proc.stdout.strip().splitlines()
     assert len(lines) >= 2 and lines[0] == "started", f"flood_peer newcomer failed: {proc.stderr[-2000:]}"
-    seen = json.loads(lines[-1])
-    return {"connected": seen["connected"] > 0, "served": seen["served"] > 0, "source": source,
-            "connected_after_s": seen.get("connected_after_s"), "served_after_s": seen.get("served_after_s"),
-            "tries": seen["identities"]}
+    seen = json.loads(lines[-1]).get("newcomers", {})
+    return {source: {"connected": seen.get(source, {}).get("connected_after_s") is not None,
+                     "served": seen.get(source, {}).get("served_after_s") is not None, "source": source,
+                     **seen.get(source, {})} for source in sources}
 
 
 # --- many nodes at once (tests/test_mesh_gossip_complete.py) ---------------------------
