@@ -284,7 +284,8 @@ ATTACK_NET = {"MESHNODE_NET_HEARTBEAT_SECONDS": "1", "MESHNODE_NET_QUIET_AFTER_S
 # each attack from its own loopback address, in its own /16: what a node holds against one
 # attacker's address or subnet does not meet the next attack at the door
 SOURCES = {"bigframe": "127.10.0.1", "identities": "127.11.0.1", "junk": "127.12.0.1", "slowloris": "127.13.0.1",
-           "biggossip": "127.14.0.1", "churn": "127.15.0.1"}
+           "biggossip": "127.14.0.1", "churn": "127.15.0.1", "topics": "127.16.0.1", "control": "127.17.0.1",
+           "mixed": "127.18.0.1", "newcomer": "127.19.0.1"}
 
 
 def pct(values: list[float], p: float) -> float | None:
@@ -372,12 +373,13 @@ def watch(victim: Node, honest: Node, until) -> dict:
             "rss_peak_mib": max(rss), "not_ok": not_ok(victim) - flaps, "seconds": round(wall, 1), "result": result}
 
 
-def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) -> dict:
-    """Run tests/flood_peer.py MODE against ``victim`` for ``seconds`` while ``watch``ing it;
-    the figures, with the attacker's own summary as "attacker"."""
+def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str, source: str | None = None) -> dict:
+    """Run tests/flood_peer.py MODE against ``victim`` for ``seconds`` (from ``source``, by default
+    the mode's own in SOURCES) while ``watch``ing it; the figures, with the attacker's own summary
+    as "attacker"."""
     address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
     proc = subprocess.Popen([sys.executable, str(FLOOD), mode, address, "--seconds", str(seconds),
-                             "--source", SOURCES[mode], *options],
+                             "--source", source or SOURCES[mode], *options],
                             env=victim.env, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     killer = threading.Timer(seconds + 120, proc.kill)  # a hung attacker must not hang the run
@@ -385,7 +387,10 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) 
     try:
         started = proc.stdout.readline()
         assert started.strip() == "started", f"flood_peer {mode} did not start: {started!r} {proc.stderr.read()[-2000:]}"
+        spent = cpu_seconds(proc.pid)
         figures = watch(victim, honest, proc.stdout.readline)  # its summary line comes at its deadline
+        with contextlib.suppress(OSError):  # the attacker's own CPU (of one core): it shares the victim's cores
+            figures["attacker_cpu_share"] = round((cpu_seconds(proc.pid) - spent) / figures["seconds"], 2)
         try:
             _, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -396,6 +401,23 @@ def flood(victim: Node, honest: Node, mode: str, seconds: float, *options: str) 
     line = figures.pop("result")
     assert line.strip(), f"flood_peer {mode} printed no summary: {err[-2000:]}"
     return {**figures, "attacker": json.loads(line)}
+
+
+def newcomers(victim: Node, sources: list[str], wait: float) -> dict[str, dict]:
+    """Honest newcomers (tests/flood_peer.py newcomer, one process: fresh identities dialling from
+    each of ``sources``) ask ``victim`` for a container it lacks, again once a second until served
+    or ``wait`` s pass. Per source: {"connected", "served": bools, "connected_after_s",
+    "served_after_s": seconds or None, "tries"}."""
+    address = next(a for a in victim.addresses if "/ip4/127.0.0.1/" in a)
+    proc = subprocess.run([sys.executable, str(FLOOD), "newcomer", address, "--seconds", str(wait),
+                           "--source", ",".join(sources)],
+                          env=victim.env, text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=wait + 120)
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) >= 2 and lines[0] == "started", f"flood_peer newcomer failed: {proc.stderr[-2000:]}"
+    seen = json.loads(lines[-1]).get("newcomers", {})
+    return {source: {"connected": seen.get(source, {}).get("connected_after_s") is not None,
+                     "served": seen.get(source, {}).get("served_after_s") is not None, "source": source,
+                     **seen.get(source, {})} for source in sources}
 
 
 # --- many nodes at once (tests/test_mesh_gossip_complete.py) ---------------------------
