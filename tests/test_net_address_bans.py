@@ -220,3 +220,18 @@ async def test_a_banned_identity_is_refused_from_any_address_after_a_restart():
     assert metrics.get("connections_refused", reason="banned", stage="connect") == 3
     assert not (await connect(gate, other, ("198.51.100.1", 5001))).muxed_conn.is_closed
     assert not guard.banned(other) and metrics.get("bans", kind="address") == 0
+
+
+async def test_strangers_handshakes_are_rated_across_addresses_but_a_known_peers_address_is_not():
+    gate, guard, clock, metrics = node()
+    friend = a_did()
+    guard.known.add(friend)
+    await connect(gate, friend, ("192.0.2.77", 4000))  # a known peer's address, remembered (its first
+    burst = gate.strangers.limits.handshakes_burst - 1  # handshake there took a token: it was no one yet)
+    refusals = [gate.admit_at_accept((f"10.{i}.0.1", 5000)) for i in range(burst + 5)]  # one each from many /24s
+    assert refusals[:burst] == [None] * burst
+    assert set(refusals[burst:]) == {"strangers_handshake_rate"}
+    assert gate.admit_at_accept(("192.0.2.77", 4001)) is None  # the friend reconnecting is not rated
+    assert metrics.get("bans", kind="address") == 0  # a swarm's rate is no strike against any address
+    clock.now += 1000
+    assert gate.admit_at_accept(("10.200.0.1", 5000)) is None  # the rate refills

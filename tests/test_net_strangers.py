@@ -197,3 +197,13 @@ def test_streams_of_all_strangers_are_bounded_whatever_their_addresses():
     guard.end_stream(friend, None)  # never counted: nothing freed
     assert guard.begin_stream("c", "10.2.0.1") is None
     assert guard.begin_stream("d", "10.3.0.1") == "strangers_busy"
+
+
+def test_handshakes_from_unknown_addresses_are_rated_before_they_are_paid_for():
+    gate = StrangerGate(StrangerLimits(handshakes_per_second=4.0, handshakes_burst=16))
+    admitted = sum(gate.admit_handshake(1_000_000 + i * 10) for i in range(1000))  # 100 a second for 10 s
+    assert 16 <= admitted <= 16 + 4 * 10 + 1
+    while gate.admit_handshake(1_000_000 + 10_000):
+        pass
+    assert not gate.admit_handshake(1_000_000 + 10_100)
+    assert gate.admit_handshake(1_000_000 + 10_250)  # one more a quarter second later

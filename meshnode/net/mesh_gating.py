@@ -77,6 +77,7 @@ class Gating:
         self.strangers = strangers if strangers is not None else StrangerGate()
         self._unsupported: dict[str, set[str]] = {}  # DID -> protocols it refused on its current connection
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
+        self._known_host_seen = BoundedLRU(1024)  # addresses known peers connected from: no stranger handshake rate
         self._streamless = BoundedLRU(4096)  # id of kept inbound connections of unknown peers -> their address
         self._streamed = BoundedLRU(4096)  # id of connections whose peer opened a stream
 
@@ -96,6 +97,10 @@ class Gating:
 
     def _on_connected(self, conn, nursery: trio.Nursery) -> None:
         did = _did_of(conn.muxed_conn.peer_id)
+        if did is not None and self.guard.is_known(did):
+            address = remote_address(conn.muxed_conn)
+            if address:
+                self._known_host_seen.put(address[0], True)
         if self.guard.banned(did):
             self._refuse(conn, did, "connect", nursery)
             return
@@ -148,6 +153,9 @@ class Gating:
         if host in self._known_hosts():
             return None
         refusal = self._allow_address(host)
+        if refusal is None and self._known_host_seen.get(host) is None \
+                and not self.strangers.admit_handshake(self.clock()):
+            refusal = "strangers_handshake_rate"  # not a strike: a swarm spread over many addresses
         if refusal is None:
             self._admitted_at_accept.put(f"{address[0]}|{address[1]}", True)
         return refusal
@@ -194,6 +202,7 @@ class Gating:
         log.debug("refused a connection from %s before its handshake (%s)", host, reason)
 
     def _known_hosts(self) -> set[str]:
+        """Addresses a known peer is connected from now (each also remembered for later)."""
         hosts = set()
         for pid in list(self.host.get_connected_peers()):
             did = _did_of(pid)
@@ -201,6 +210,7 @@ class Gating:
                 host = self.guard.host_of_peer(pid)
                 if host:
                     hosts.add(host)
+                    self._known_host_seen.put(host, True)
         return hosts
 
     def _address_refusal(self, conn, did: str | None) -> str | None:

@@ -7,6 +7,13 @@ many /24s, so limits per peer, address and subnet do not bound a swarm.
 Besides the strangers' shared CPU budget (``budget.CpuBudgets``), this gate
 bounds, for all strangers together, whatever their number and addresses:
 
+* **handshakes** of inbound connections from addresses no known peer
+  used recently, per second (``handshakes_per_second`` up to
+  ``handshakes_burst``), before the handshake is paid for: a new connection
+  costs ~14 ms of CPU here (Noise, multistream, yamux, identify) before its
+  peer is known, so 12 identities a second from 256 /24s (none over any
+  address limit) took a fifth of a core and held the event loop for up to
+  0.85 s at a time. Over the rate the connection is closed as it is accepted;
 * **new identities** admitted per second (a token bucket of
   ``new_per_second`` up to ``new_burst``), at connection time: an identity
   never seen here and not remembered is refused over the rate. Identities
@@ -48,6 +55,8 @@ class StrangerLimits:
     new_burst: int = 30  # [peers] new_peers_burst: a mesh of a few dozen nodes starting at once
     idle_evict_ms: int = 30_000  # [peers] strangers_idle_seconds: three heartbeats without input
     remembered: int = 4096  # [peers] max_records: identities admitted before, that reconnect freely
+    handshakes_per_second: float = 4.0  # [peers] stranger_handshakes_per_second: ~0.06 of a core at ~14 ms each
+    handshakes_burst: int = 16  # [peers] stranger_handshakes_burst: a few peers dialling back after our restart
 
 
 @dataclass
@@ -57,15 +66,39 @@ class Slot:
     active_ms: int  # its last input charged (``touch``), or when it connected
 
 
+class Rate:
+    """A token bucket of ``per_second`` up to ``burst``, full at the first ``take``."""
+
+    def __init__(self, per_second: float, burst: int):
+        self.per_second, self.burst = per_second, burst
+        self._tokens = float(burst)
+        self._refilled_ms: int | None = None
+
+    def take(self, now_ms: int) -> bool:
+        if self._refilled_ms is not None:
+            elapsed = max(0, now_ms - self._refilled_ms)
+            self._tokens = min(float(self.burst), self._tokens + elapsed * self.per_second / 1000)
+        self._refilled_ms = now_ms
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
 class StrangerGate:
     def __init__(self, limits: StrangerLimits = StrangerLimits()):
         self.limits = limits
         self._slots: dict[Hashable, Slot] = {}  # inbound connection -> the stranger holding it
         self._remembered: BoundedLRU[bool] = BoundedLRU(limits.remembered)
-        self._tokens = float(limits.new_burst)
-        self._refilled_ms: int | None = None
+        self._new = Rate(limits.new_per_second, limits.new_burst)
+        self._handshakes = Rate(limits.handshakes_per_second, limits.handshakes_burst)
         self._streams: dict[str, int] = {}
         self.streams = 0
+
+    def admit_handshake(self, now_ms: int) -> bool:
+        """Whether an inbound connection from an address no known peer used recently may start its
+        handshake now."""
+        return self._handshakes.take(now_ms)
 
     # --- new identities -------------------------------------------------------------
 
@@ -78,13 +111,8 @@ class StrangerGate:
         (then remembered from now on)."""
         if standing or self._remembered.get(did) is not None:
             return True
-        if self._refilled_ms is not None:
-            elapsed = max(0, now_ms - self._refilled_ms)
-            self._tokens = min(float(self.limits.new_burst), self._tokens + elapsed * self.limits.new_per_second / 1000)
-        self._refilled_ms = now_ms
-        if self._tokens < 1:
+        if not self._new.take(now_ms):
             return False
-        self._tokens -= 1
         self._remembered.put(did, True)
         return True
 

@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "strangers_idle_seconds": 30.0,
     "new_peers_per_second": 2.0,
     "new_peers_burst": 30,
+    "stranger_handshakes_per_second": 4.0,
+    "stranger_handshakes_burst": 16,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
         " by its cost); CPU budgets per peer, address and subnet; connections per address and the address ban"
@@ -67,6 +69,7 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "strangers_cpu_ms_per_second": (1.0, 1000.0), "strangers_cpu_burst_ms": (10.0, 600_000.0),
     "strangers_connections": (1, 100_000), "strangers_streams": (1, 100_000), "strangers_idle_seconds": (1.0, 86_400.0),
     "new_peers_per_second": (0.01, 10_000.0), "new_peers_burst": (1, 100_000),
+    "stranger_handshakes_per_second": (0.01, 10_000.0), "stranger_handshakes_burst": (1, 100_000),
 }
 
 
