@@ -17,7 +17,7 @@ timed around ``Cycle.tick``:
 - before: one tick whose slow call has no ``beside`` (as before issue 33), timeout_seconds 2: the
   tick waits out the whole timeout (a reference: 30 s by default).
 
-The last line is one JSON object.
+``--smoke``: one tick a run, slow1 with inline_seconds 0.25 (every case end to end, no figure judged). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from meshnode.records.mind.registry import Endpoint  # noqa: E402
 from meshnode.store import Store  # noqa: E402
 
 SERVER = str(Path(__file__).resolve().parent.parent / "tests" / "mcp_tool_server.py")
-SMOKE = {"ticks": 3}
+SMOKE = {"ticks": 1, "inline": 0.25}  # --smoke: every case once (before keeps its 2 s: a shorter one cuts the session's start)
 
 
 def gate_for(store, tmp: Path, mcp) -> Gate:
@@ -101,29 +101,33 @@ async def run(tmp: Path, case: str, ticks: int, timeout_s: float = 60.0, beside:
         await store.aclose()
 
 
-async def measure(ticks: int, tmp: Path) -> dict:
+async def measure(ticks: int, tmp: Path, inline_s: float = 1.0, before_timeout_s: float = 2.0) -> dict:
     out = {}
     for case in ("none", "slow", "crash"):
         out[case] = await run(tmp / case, case, ticks)
-    out["slow1"] = await run(tmp / "slow1", "slow1", ticks, inline_s=1.0)
-    out["before"] = await run(tmp / "before", "before", 1, timeout_s=2.0, beside=False)
+    out["slow1"] = await run(tmp / "slow1", "slow1", ticks, inline_s=inline_s)
+    out["before"] = await run(tmp / "before", "before", 1, timeout_s=before_timeout_s, beside=False)
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ticks", type=int, default=10)
-    parser.add_argument("--smoke", action="store_true", help="3 ticks a run (the suite's smoke test)")
+    parser.add_argument("--inline", type=float, default=1.0, help="inline_seconds of the slow1 case")
+    parser.add_argument("--before-timeout", type=float, default=2.0, help="timeout_seconds of the before case")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one tick a run, slow1 inline 0.25 s (the suite's smoke test)")
     args = parser.parse_args()
     if args.smoke:
         vars(args).update(SMOKE)
     with tempfile.TemporaryDirectory(prefix="bench-mcp-tools-") as tmp:
-        out = trio.run(measure, args.ticks, Path(tmp))
+        out = trio.run(measure, args.ticks, Path(tmp), args.inline, args.before_timeout)
     base = out["none"]["p50_ms"]
     for case, f in out.items():
         print(f"{case:6} tick p50 {f['p50_ms']:8.1f} ms, max {f['max_ms']:8.1f} ms ({f['p50_ms'] / base:.2f}x none);"
               f" calls still pending after: {f['calls_pending_after']}; outcomes: {', '.join(f['outcomes']) or '-'}")
-    print(json.dumps({"bench": "mcp_tools", "ticks": args.ticks, "inline_seconds": 0.0, **out,
+    print(json.dumps({"bench": "mcp_tools", "ticks": args.ticks, "inline_seconds": 0.0,
+                      "slow1_inline_seconds": args.inline, "before_timeout_seconds": args.before_timeout, **out,
                       "slow_x_none_p50": round(out["slow"]["p50_ms"] / base, 2),
                       "slow1_x_none_p50": round(out["slow1"]["p50_ms"] / base, 2),
                       "crash_x_none_p50": round(out["crash"]["p50_ms"] / base, 2)}))

@@ -25,7 +25,8 @@
    it, against the stored reply on screen (target 100 ms).
    ``--parts pages`` runs only this.
 ``--smoke``: 20 notes, 2 requests of each kind, 3 ticks with the web off and 3 with it on and
-one event stream, one load of each page on tiny nodes and 2 tabs, the homes made in this process:
+one event stream, one load of each page on tiny nodes (no uncounted first load) and 2 tabs, one streamed
+answer with its chunks 0.02 s apart, the homes made in this process:
 the bench end to end in seconds.
 
 Prints a table and writes bench/results/web.json; the last line is one JSON object.
@@ -274,9 +275,10 @@ def _drawn_ms(page, url: str) -> float:
     return float(page.evaluate("window.__drawn.paint"))
 
 
-def paint_times(browser, nodes: dict[str, Node], pages: dict, loads: int) -> dict:
+def paint_times(browser, nodes: dict[str, Node], pages: dict, loads: int, warm: bool = True) -> dict:
     """Each page ``loads`` times on each node, page by page and node by node in turn (the machine's
-    load falls on both alike); a browser context per node (the session cookie does not tell ports apart)."""
+    load falls on both alike); a browser context per node (the session cookie does not tell ports apart).
+    ``warm``: a first load of each page first, not counted (the smoke run skips it: one load proves a page draws)."""
     times = {label: {name: [] for name in pages} for label in nodes}
     script = DRAWN_SCRIPT % json.dumps({path: ready for path, ready in pages.values()})
     contexts = {}
@@ -286,8 +288,8 @@ def paint_times(browser, nodes: dict[str, Node], pages: dict, loads: int) -> dic
             contexts[label].add_init_script(script)
             _login(contexts[label], node)
         tabs = {label: c.new_page() for label, c in contexts.items()}
-        for name, (path, _) in pages.items():  # a first load of each, not counted: the code compiled and cached
-            for label, node in nodes.items():
+        for name, (path, _) in (pages.items() if warm else ()):  # a first load of each, not counted: the code
+            for label, node in nodes.items():                      # compiled and cached
                 _drawn_ms(tabs[label], node.web_url.rstrip("/") + path)
         for _ in range(loads):
             for name, (path, _) in pages.items():
@@ -348,9 +350,9 @@ def _count_within(pages, selector: str, deadline: float) -> int:
     return count
 
 
-def first_token(browser, root: Path, runs: int) -> dict:
+def first_token(browser, root: Path, runs: int, chunk_delay: float = 0.1) -> dict:
     """First streamed token on screen: a person's message in the conversation, the scripted LLM writing
-    its answer as a stream (a chunk every 0.1 s, its first word a marker); per run, the ms from the LLM
+    its answer as a stream (a chunk every ``chunk_delay`` s, 0.1; its first word a marker); per run, the ms from the LLM
     sending its first chunk (its wall clock, ``ScriptedLLM.streamed``) to the frame after the page drew
     that word in the answer's bubble (``#live-answer``; a MutationObserver, ``Date.now()``). The baseline, in
     the same runs: the ms from that first chunk to the stored reply on screen (what the person waited
@@ -382,7 +384,7 @@ def first_token(browser, root: Path, runs: int) -> dict:
                 mine = page.locator("#messages .msg.person", has_text=text)
                 mine.wait_for()
                 words = " ".join(f"word{i}" for i in range(20))
-                agent.llm.reply_when(text, {"chunk_delay": 0.1, "answer": f"{marker} answering. " + command_block(
+                agent.llm.reply_when(text, {"chunk_delay": chunk_delay, "answer": f"{marker} answering. " + command_block(
                     {"cmd_id": f"b{run}", "type": "note_add", "args": {"text": f"reply {run}: {words}",
                                                                          "reply_to": mine.get_attribute("data-did")}})})
                 page.wait_for_function("() => window.__first !== null", timeout=60_000)
@@ -405,8 +407,9 @@ def first_token(browser, root: Path, runs: int) -> dict:
 
 
 def page_bench(root: Path, notes: int, ticks: int, goals: int, loads: int, tabs: int, wait_s: float,
-               token_runs: int) -> dict:
-    """Paint per page on a full node against an empty one, both running; then the tabs on the full one."""
+               token_runs: int, smoke: bool = False) -> dict:
+    """Paint per page on a full node against an empty one, both running; then the tabs on the full one.
+    ``smoke``: no uncounted first loads, the streamed answer's chunks 0.02 s apart (the path, not the figure)."""
     executable = chromium()
     if executable is None:
         return {"skipped": "no Chromium or no playwright (pip install -e .[web-test]; make browser)"}
@@ -429,9 +432,9 @@ def page_bench(root: Path, notes: int, ticks: int, goals: int, loads: int, tabs:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=executable)
             try:
-                paint = paint_times(browser, nodes, pages, loads)
+                paint = paint_times(browser, nodes, pages, loads, warm=not smoke)
                 live = tabs_live(browser, full, tabs, wait_s) if tabs else None
-                token = first_token(browser, root, token_runs) if token_runs else None
+                token = first_token(browser, root, token_runs, 0.02 if smoke else 0.1) if token_runs else None
             finally:
                 browser.close()
     finally:
@@ -518,7 +521,7 @@ def main() -> None:
                     print(f"{name:<14} {via:<8} {s['p50_ms']:>8.2f} {s['p99_ms']:>8.2f} {s['max_ms']:>8.2f}")
         ticks = tick_overhead(root, args.ticks, args.rounds, args.smoke) if args.ticks and "ticks" in parts else {}
         pages = page_bench(root, args.page_notes, args.page_ticks, args.page_goals, args.page_loads, args.tabs,
-                           args.tab_wait, args.token_runs) if args.page_loads and "pages" in parts else {}
+                           args.tab_wait, args.token_runs, args.smoke) if args.page_loads and "pages" in parts else {}
     if ticks:
         print(f"{'ticks':<18} {'mean ms':>8} {'p50 ms':>8} {'p99 ms':>8} {'ticks/s':>8} {'vs off':>7}")
     for label, s in ticks.items():

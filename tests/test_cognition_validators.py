@@ -25,7 +25,7 @@ def test_a_validator_answering_out_of_form_is_set_aside_then_asked_again_later(t
     steady = llms("steady", ["+2 -- sound"])
     node = Node(tmp_path, "mind", env={"MESHNODE_COGNITION_PAUSE_SECONDS": "0.2",
                                        "MESHNODE_COGNITION_VALIDATOR_FAILURES": "2",
-                                       "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "6"})
+                                       "MESHNODE_COGNITION_VALIDATOR_RETRY_SECONDS": "3"})
     try:
         node.cli("llm", "add", "main", "--url", main.url, "--model", "m")
         node.cli("llm", "add", "confused", "--url", confused.url, "--model", "m", "--validator")

@@ -77,16 +77,17 @@ def test_heartbeats_go_one_hop_and_one_per_connected_peer(tmp_path):
 
 
 def test_a_peer_without_the_heartbeat_protocol_is_counted_once_and_not_retried(tmp_path):
-    node = Node(tmp_path, "node", env={"MESHNODE_LOG_LEVEL": "debug"})
+    # sync rounds every 0.5 s (the harness's: 2 s): three of them below are the window of "not retried"
+    node = Node(tmp_path, "node", env={"MESHNODE_LOG_LEVEL": "debug", "MESHNODE_NET_SYNC_SECONDS": "0.5"})
     try:
         node.start()
         with plain_peer(node):
             wait_until(lambda: metric(node, "heartbeat_streams", result="unsupported") == 1, 30,
                        "the node to find the plain peer without the heartbeat protocol")
             beats = metric(node, "heartbeat_streams")
-            # three sync rounds later (6 s, twelve heartbeat intervals), still nothing more
+            # four sync rounds later (2 s, four heartbeat intervals; a retry would come after one), nothing more
             rounds = metric(node, "sync_skipped", reason="unsupported")
-            wait_until(lambda: metric(node, "sync_skipped", reason="unsupported") >= rounds + 3, 60, "sync rounds")
+            wait_until(lambda: metric(node, "sync_skipped", reason="unsupported") >= rounds + 4, 60, "sync rounds")
             assert metric(node, "heartbeat_streams") == beats == 1
             assert metric(node, "heartbeats_sent") == 0
         assert node.stop() == 0

@@ -8,7 +8,8 @@ from meshnode.base.identity.did import peer_id_to_did
 
 
 def test_sync_is_not_opened_to_a_peer_that_does_not_speak_it(tmp_path):
-    node = Node(tmp_path, "node", env={"MESHNODE_LOG_LEVEL": "debug"})
+    # sync rounds every 0.5 s, not the harness's 2 s: the seven rounds below are what the test waits for
+    node = Node(tmp_path, "node", env={"MESHNODE_LOG_LEVEL": "debug", "MESHNODE_NET_SYNC_SECONDS": "0.5"})
     try:
         node.start()
         with plain_peer(node) as peer_id:

@@ -2,7 +2,7 @@
 of protocols/reactor.md section 16 that need no mesh, in-process over a real store.
 
 Across processes: alice delegates a task to bob, whose core is idle (a pause of an hour); bob's
-reactor (a scan every second) wakes bob's core, whose scripted LLM accepts the task, updates it and
+reactor (a scan every half second) wakes bob's core, whose scripted LLM accepts the task, updates it and
 ends with a ``reactor_report``; the job is ``ok`` and bob is not woken again for it. carol's LLM
 answers only "ok": her wake leaves no trace, and alice, her mentor, receives exactly one escalation
 note with the dedupe key, also across a restart of carol.
@@ -21,7 +21,7 @@ from llmharness import ScriptedLLM, command_block, distinct_answers
 from meshharness import Node, wait_until
 
 STEP = 30  # seconds any one step may take on a loaded machine (most take a second or two)
-REACTOR_ENV = {"MESHNODE_REACTOR_SCAN_SECONDS": "1", "MESHNODE_REACTOR_TRACE_GRACE_SECONDS": "0",
+REACTOR_ENV = {"MESHNODE_REACTOR_SCAN_SECONDS": "0.5", "MESHNODE_REACTOR_TRACE_GRACE_SECONDS": "0",
                "MESHNODE_REACTOR_MAX_RUNTIME_SECONDS": "30", "MESHNODE_COGNITION_PAUSE_SECONDS": "3600"}
 ESCALATION_TOPIC = "reactor-escalation"
 

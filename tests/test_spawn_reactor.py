@@ -149,7 +149,7 @@ def test_a_child_removed_while_followed_is_forgotten(tmp_path):
 # hour-scale thresholds of a few seconds: quiet 2.2 s, stale 4.3 s, dead 10.8 s (heartbeats every
 # 0.5 s, FAST_NET), wide enough that a busy machine never makes a live child look dead
 FAST_REACTOR = {"MESHNODE_REACTOR_SCAN_SECONDS": "0.5", "MESHNODE_REACTOR_QUIET_HOURS": "0.0006",
-                "MESHNODE_REACTOR_STALE_HOURS": "0.0012", "MESHNODE_REACTOR_DEAD_HOURS": "0.003",
+                "MESHNODE_REACTOR_STALE_HOURS": "0.0012", "MESHNODE_REACTOR_DEAD_HOURS": "0.002",
                 "MESHNODE_COGNITION_ENABLED": "false"}
 
 

@@ -100,7 +100,8 @@ def test_a_stopped_node_is_shown_and_the_page_reconnects(page, tmp_path):
 
 
 def test_a_refused_stream_is_shown_and_retried(page, tmp_path):
-    with web_node(tmp_path, name="full", env={"MESHNODE_WEB_MAX_STREAMS": "1"}) as web:
+    with web_node(tmp_path, name="full", env={"MESHNODE_WEB_MAX_STREAMS": "1",
+                                              "MESHNODE_WEB_REFUSED_RETRY_SECONDS": "1"}) as web:
         login(page, web)  # the page takes the one slot
         state = page.locator("#nav .link-state")
         expect(state).to_have_attribute("data-state", "open")
@@ -114,7 +115,7 @@ def test_a_refused_stream_is_shown_and_retried(page, tmp_path):
             expect(state).to_contain_text(re.compile(r"retrying in \d+ s"))
             expect(page.locator("#nav .peers")).to_have_text("0 peers connected")  # the node answers
             shot(page, "stream-refused")
-        # the slot is free again: the page's next try (after Retry-After: 10 s) gets it
+        # the slot is free again: the page's next try (after Retry-After: 1 s, set above; 10 s by default) gets it
         expect(state).to_have_attribute("data-state", "open", timeout=RECONNECT_MS)
         note(web, "Live after the refusal.")
         expect(page.locator("#note-list")).to_contain_text("Live after the refusal.")

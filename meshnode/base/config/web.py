@@ -28,6 +28,7 @@ WEB_DEFAULTS: dict[str, Any] = {
     "wake_on_message": True,
     "feed_ms": 500,
     "max_streams": 16,
+    "refused_retry_seconds": 10,  # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
     "max_body_bytes": 16 * 1024 * 1024,  # a draft edit of gate.drafts.MAX_DRAFT_BYTES (8 MiB) as JSON, escapes too
     "metrics_auth": True,
     # /mcp's sessions (faces/mcp_server/sessions.py): one ends after this long with no request in flight,
@@ -38,7 +39,7 @@ WEB_DEFAULTS: dict[str, Any] = {
 }
 WEB_NOTES = ("the web notebook inside `meshnode run`: where it listens (loopback by default; another address"
              " needs TLS or allow_remote), the login token file, how long a login lasts, extra Host names of a"
-             " reverse proxy, the event feed's poll interval and stream cap, the largest request body,"
+             " reverse proxy, the event feed's poll interval, stream cap and the retry a refused stream is told, the largest request body,"
              " whether /metrics needs the token, and /mcp's sessions: minutes idle before one ends, how many"
              " may be open, how many one client may hold (protocols/web.md section 12)")
 
@@ -48,7 +49,7 @@ CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src '
 SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
                     "referrer-policy": "no-referrer", "x-frame-options": "DENY"}  # on every response
 
-_RANGES = {"session_hours": (0.01, 24 * 366.0), "feed_ms": (50, 60_000), "max_streams": (1, 1024),
+_RANGES = {"session_hours": (0.01, 24 * 366.0), "feed_ms": (50, 60_000), "max_streams": (1, 1024), "refused_retry_seconds": (1, 3600),
            "max_body_bytes": (1024, 64 * 1024 * 1024), "mcp_idle_minutes": (0.5, 24 * 60.0),
            "mcp_max_sessions": (1, 4096), "mcp_client_sessions": (1, 4096)}
 

@@ -32,7 +32,6 @@ BUFFER = 256       # events waiting for one slow client before its stream is clo
 PING_S = 15.0      # an SSE comment this often keeps proxies from closing an idle stream
 RETRY_MS = 2000    # the browser's reconnection delay
 SHARED_VIA = ("shared", "leader")  # streams one per browser session
-REFUSED_RETRY_S = 10  # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
 
 
 def frame(kind: str, data: dict, cursor: str | None = None) -> bytes:
@@ -64,6 +63,8 @@ class Feed:
         web = services.config.values.get("web", {}) if services.config is not None else {}
         self.feed_s = float(web.get("feed_ms", 500)) / 1000
         self.max_streams = int(web.get("max_streams", 16))
+        # the Retry-After of a stream refused at max_streams: a tab closes, a slot frees
+        self.refused_retry_s = int(web.get("refused_retry_seconds", 10))
         self.streams = 0                   # open (or opening) streams: the gauge meshnode_web_sse_streams
         self.marks: fs.Marks | None = None  # None: nobody watches, the marks are stale
         self.polls = 0
@@ -201,7 +202,7 @@ class Feed:
         if self.streams >= self.max_streams:
             self._count("web_sse_refused", reason="max_streams")
             raise MeshnodeError("too_many_streams", f"{self.streams} event streams are open, the most"
-                                f" [web] max_streams allows (one per browser); retry in {REFUSED_RETRY_S} s")
+                                f" [web] max_streams allows (one per browser); retry in {self.refused_retry_s} s")
         self.streams += 1
         try:
             send, receive = trio.open_memory_channel(BUFFER)
@@ -293,7 +294,7 @@ async def events(services, args: dict, request) -> StreamingResponse:
             raise
         # 503 with Retry-After: the page says its live updates were refused and tries again then
         return JSONResponse(error_body(exc.code, exc.reason), status_code=status_for(exc.code),
-                            headers={"retry-after": str(REFUSED_RETRY_S)})
+                            headers={"retry-after": str(services.feed.refused_retry_s)})
     return EventStreamResponse(services.feed, stream)
 
 
