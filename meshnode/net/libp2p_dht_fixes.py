@@ -91,7 +91,10 @@ def close_idle_dht_streams(seconds: float = DHT_IDLE_SECONDS) -> None:
     tests/test_mesh_lookup_stale.py). A silent peer could do the same on purpose with 12 streams.
     Each wait for a request now ends after ``seconds`` (go-libp2p-kad-dht closes idle streams
     too, after a minute; requests here are one per stream): the stream is closed as at EOF and
-    the slot freed. Patches the reader the handler calls (idempotent)."""
+    the slot freed. Each request read is also charged, when the stream carries a
+    ``meshnode_charge`` (net.stream_charge): the handler serves any number of requests on one
+    stream, so a charge per stream would let them be pipelined for free. Patches the reader the
+    handler calls (idempotent)."""
     import libp2p.kad_dht.kad_dht as kad_dht_module
     from libp2p.io.exceptions import IncompleteReadError
 
@@ -101,7 +104,11 @@ def close_idle_dht_streams(seconds: float = DHT_IDLE_SECONDS) -> None:
 
     async def read_or_idle(stream, *args, **kwargs):
         with trio.move_on_after(seconds):
-            return await original(stream, *args, **kwargs)
+            request = await original(stream, *args, **kwargs)
+            charge = getattr(stream, "meshnode_charge", None)  # set by net.stream_charge: one charge a request
+            if charge is not None and not charge(len(request)):
+                raise IncompleteReadError("a DHT request over its sender's budget", 0, 0)  # ends the stream
+            return request
         raise IncompleteReadError("no request on an idle DHT stream", 0, 0)  # handled as a clean EOF
 
     read_or_idle.closes_idle = True
