@@ -447,3 +447,19 @@ def test_migration_marks_strangers_containers_already_held_as_pooled(tmp_path, m
         assert pooled(db) == {stranger.did}
     finally:
         db.close()
+
+
+def test_a_pool_far_over_its_limit_shrinks_a_bounded_step_per_admission(db, monkeypatch):
+    """As after the upgrade that marked every stranger's container at once: one admission does not
+    evict them all in its transaction (the one writer would be held for seconds)."""
+    import meshnode.store.quotas as quotas_module
+
+    monkeypatch.setattr(quotas_module, "POOL_EVICTIONS_AT_ONCE", 3)
+    big = Quotas(author_containers=100, author_bytes=10**7, total_containers=1000, total_bytes=10**9, slack=0,
+                 pool_containers=100, pool_bytes=10**8)
+    for i in range(12):
+        assert pool_put(db, note(A, i), i, quotas=big).pooled
+    assert pool_put(db, note(B, 0), 20).pool_evicted == 3  # the limit is now 4: 13 held, 3 go
+    assert read_pool_usage(db)["containers"] == 10
+    assert pool_put(db, note(B, 1), 21).pool_evicted == 3
+    assert read_pool_usage(db)["containers"] == 8

@@ -192,6 +192,12 @@ ORDER BY c.received_at_ms, c.did
 """
 
 
+# At most this many evicted by one admission: after the upgrade that made the pool (migration 0029) every
+# stranger's container is marked at once, up to 16,384; removing them all in the first admission's
+# transaction would hold the one writer for seconds. The pool shrinks over the next admissions instead.
+POOL_EVICTIONS_AT_ONCE = 256
+
+
 def pool_usage(conn: sqlite3.Connection) -> tuple[int, int]:
     """(containers, bytes) marked as in the strangers' pool (vouches not checked again)."""
     row = conn.execute("SELECT count(*), COALESCE(sum(length(core) + COALESCE(length(side), 0)), 0)"
@@ -220,7 +226,7 @@ def _evict_over_pool(conn: sqlite3.Connection, quotas: Quotas, known: frozenset[
     keep_bytes = int(quotas.pool_bytes * (1 - quotas.slack))
     victims = []
     for did, nbytes, author, ok in rows:
-        if count <= keep_count and size <= keep_bytes:
+        if (count <= keep_count and size <= keep_bytes) or len(victims) >= POOL_EVICTIONS_AT_ONCE:
             break
         if not ok:
             victims.append((did, author))
