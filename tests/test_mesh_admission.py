@@ -243,7 +243,7 @@ def swarm():
 
 async def test_one_write_rate_for_all_strangers_across_push_sync_fetch_and_gossip(ticking):
     a, junk = ticking.admission, swarm()
-    assert all(a.stranger_writes.take(T0) for _ in range(26))  # 4 of the burst of 30 left
+    assert all(a.stranger_writes.take(T0) for _ in range(6))  # 4 of the burst of 10 left
     outcomes = [(await a.store_from_peer(next(junk), "did:key:zsybil", via)).outcome for via in ("push", "sync", "fetch")]
     assert outcomes == ["new", "new", "new"]
     assert a.admit_gossip_author(next(junk))  # the last token, by gossip
@@ -266,8 +266,8 @@ async def test_one_write_rate_for_all_strangers_across_push_sync_fetch_and_gossi
     assert (await a.store_from_peer(next(junk), "did:key:zsybil", "push")).outcome == "busy"
 
 
-async def test_a_sybil_swarm_stores_at_most_90_containers_a_minute_at_the_defaults(ticking):
-    """Issue 36's goal, at most 100 strangers' containers a minute: 30 (the burst) + 60 (1/s)."""
+async def test_a_sybil_swarm_stores_at_most_70_containers_a_minute_at_the_defaults(ticking):
+    """Issue 36's goal, at most 100 strangers' containers a minute: 10 (the burst) + 60 (1/s)."""
     a, junk = ticking.admission, swarm()
     stored = 0
     for tick in range(600):  # a push and a gossiped container from fresh keys every 100 ms, for a minute
@@ -276,4 +276,4 @@ async def test_a_sybil_swarm_stores_at_most_90_containers_a_minute_at_the_defaul
         gossiped = next(junk)
         if a.admit_gossip_author(gossiped):
             stored += (await a.store_many_from_peers([(gossiped, gossiped.sender_did)], "gossip"))[0].new
-    assert 80 <= stored <= 90, stored
+    assert 60 <= stored <= 70, stored

@@ -77,6 +77,13 @@ class AdmissionService:
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
+    def stranger_room(self, now_ms: int) -> tuple[int, int]:
+        """How many containers a stranger's push may have decoded now (the strangers' write rate's
+        room: a container of an unknown author it sends needs a token), and the ms until one more
+        fits. A known author's container a stranger pushes waits with the rest: which author wrote
+        an item is known only once it is decoded."""
+        return self.stranger_writes.room(now_ms), self.stranger_writes.wait_ms(now_ms)
+
     async def store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome

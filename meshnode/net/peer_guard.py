@@ -105,9 +105,11 @@ class PeerGuard:
 
     # --- work -------------------------------------------------------------------
 
-    async def work(self, did: str, host: str | None, data: bytes, fn: Callable, *args, admit: bool = True) -> Any:
+    async def work(self, did: str, host: str | None, data: bytes, fn: Callable, *args, admit: bool = True,
+                   inline_bytes: int | None = None) -> Any:
         """``fn(*args)`` on ``did``'s input ``data``: charged before (refused with ``Refused`` when over
-        budget) by its size and item count, run off the loop unless small in both, settled at its cost.
+        budget) by its size and item count, run off the loop unless small in both (``inline_bytes``:
+        for work whose cost is in its items, not its bytes), settled at its cost.
         With ``admit`` False (answers to our own requests: we asked for that work) nothing is charged.
         An exception of ``fn`` comes out as WorkFailed (its cost charged)."""
         nbytes, items = len(data), count_items(data)
@@ -125,7 +127,7 @@ class PeerGuard:
             if not known:
                 self.strangers.touch(did, self.clock())
         try:
-            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items)
+            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items, inline_bytes=inline_bytes)
         except OffloadBusy as exc:
             if charge is not None:
                 self.budgets.settle(charge, 0.0, self.clock())
@@ -172,11 +174,11 @@ class PeerGuard:
         else:
             self.invalid(did, "slow_frame")
 
-    def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
-        threshold, cut the peer off: the identity is banned, not its address."""
+    def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0, weight: float = 1.0) -> None:
+        """Count one invalid input from ``did``, weighed by the work and bytes it cost (at least
+        ``weight``); past the threshold, cut the peer off: the identity is banned, not its address."""
         self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
+        if self.standing.record_invalid(did, code, self.clock(), max(weight, invalid_weight(cost_ms, nbytes))):
             log.warning("cutting off %s after %d invalid inputs", did,
                         self.standing.summary(did)["invalid"])
             self.metrics.inc("peers_cut_off")
