@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from meshnode.base.container import build_container, now_ms
 from meshnode.base.identity.keys import NodeKey
@@ -96,13 +97,18 @@ def test_a_stranger_that_pushes_before_its_hint_is_refused_unread_and_cut_off(tm
             first = FakeStream(push_frame(items), peer(sender))
             await mesh.exchange.serve(first)
             assert len(first.answer()["accepted"]) == 1 and first.answer()["retry_ms"] > 0
-            answers = []
+            answers, held = [], []
             for _ in range(5):  # at once again, as a flood does
                 now[0] += 1
                 stream = FakeStream(push_frame(items), peer(sender))
+                started = trio.current_time()
                 await mesh.exchange.serve(stream)
+                held.append(round(trio.current_time() - started, 2))
                 answers.append(stream.answer())
             assert [a["code"] for a in answers] == ["busy"] * 5 and all(a["retry_ms"] > 0 for a in answers)
+            # the one tolerated is answered once its hint has elapsed (a peer pushing one request after
+            # another waits as told), the rest at once
+            assert 0.9 < held[0] <= 1.001 and held[1:] == [0.0] * 4
             assert len(decoded) == 1  # none of them decoded
             assert mesh.metrics.get("exchange_refused", reason="early_push") == 5
             assert mesh.metrics.get("invalid_from_peer", code="early_push") == 4  # the first one tolerated
@@ -118,7 +124,7 @@ def test_a_stranger_that_pushes_before_its_hint_is_refused_unread_and_cut_off(tm
             assert later.answer()["op"] == "ack"
             assert mesh.standing.summary(other.did)["invalid"] == 0
 
-    trio.run(main)
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 def test_a_fetch_is_not_held_to_a_push_hint(tmp_path):

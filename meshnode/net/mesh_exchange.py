@@ -51,6 +51,7 @@ MAX_RETRY_MS = 60_000  # the longest wait a peer's hint makes our pushes to it k
 # a push of 16 x 8 KiB (130 KB, 21 items) parsed in 0.06 ms here, less than the thread hop (~0.15 ms)
 # it took under a flood, and 256 KiB of byte strings in ~0.5 ms
 PARSE_INLINE_BYTES = 256 * 1024
+EARLY_PUSH_HOLD_MS = 2000  # the longest a stranger's early push is held before it is answered (retry_hints)
 
 
 HelloHook = Callable[[Container, str], Awaitable["tuple[str, str] | None"]]
@@ -284,11 +285,19 @@ class Exchange:
         return exchange.verdict(rating, comment)
 
     async def _refuse_early_push(self, stream, did: str, wait_ms: int, counted: bool, nbytes: int) -> None:
-        """A stranger pushed again before the hint it was given: refused unread, and past the one
-        tolerated (a push already under way) counted as invalid input (``retry_hints``)."""
+        """A stranger pushed again before the hint it was given: refused without being decoded. Past the
+        one tolerated (a push already under way) it counts as invalid input (``retry_hints``); the one
+        tolerated is answered only once the hint has elapsed (at most ``EARLY_PUSH_HOLD_MS``), so that a
+        peer pushing one request after another waits as it was told instead of being cut off for it
+        (each cut-off identity a new one: their handshakes, and an address whose connection rate bans
+        it, honest newcomers there included). Its stream stays counted against its address's and the
+        strangers' streams meanwhile."""
         self.metrics.inc("exchange_refused", reason="early_push")
         if counted:
             self.guard.invalid(did, "early_push", weight=self.retry_hints.limits.weight, nbytes=nbytes)
+        else:
+            await trio.sleep(min(wait_ms, EARLY_PUSH_HOLD_MS) / 1000)  # the hint's time, paced: not a sync
+            wait_ms = max(1, wait_ms - EARLY_PUSH_HOLD_MS)
         await self._respond(stream, exchange.error("busy", f"pushed again before the hint; retry in {wait_ms} ms",
                                                    wait_ms))
 
