@@ -16,7 +16,7 @@ from meshnode.net.author_rate import RateSettings
 from meshnode.net.budget import read_ms
 from meshnode.net.frames import encode_frame
 from meshnode.net.retry_hints import RetryHints, RetryLimits
-from test_mesh_cost import FakeStream, mesh_for, peer, push_frame
+from test_mesh_cost import FakeStream, Message, mesh_for, peer, push_frame
 
 T0 = now_ms()
 
@@ -187,5 +187,33 @@ def test_this_nodes_pushes_keep_the_hint_they_were_given(tmp_path):
             assert mesh.metrics.get("push_deferred") == 1
             await mesh.exchange.push(NodeKey.generate().did, [])  # another peer: sent
             assert len(sent) == 1
+
+    trio.run(main)
+
+
+def test_strangers_gossip_is_not_decoded_when_the_write_rate_has_no_room(tmp_path):
+    async def main():
+        now = [T0]
+        mesh, store = await ticking_mesh(tmp_path, now, burst=1)
+        async with store:
+            decoded = []
+            decode = mesh.container_gossip._decode
+            mesh.container_gossip._decode = lambda raw: decoded.append(raw) or decode(raw)
+            friend = NodeKey.generate()
+            mesh.known.replace([friend.did])
+
+            def gossip(author: NodeKey, n: int) -> Message:
+                c = build_container(author, "x_test", {"n": n}, timestamp_ms=now_ms())
+                return Message(c.to_bytes(), peer(author).to_bytes(), seqno=bytes([n]) * 8)
+
+            sybil = NodeKey.generate()
+            assert await mesh.container_gossip.validate_container(peer(sybil), gossip(sybil, 1))  # the token
+            assert not await mesh.container_gossip.validate_container(peer(sybil), gossip(sybil, 2))
+            assert len(decoded) == 1  # no room: the second was ignored before it was decoded
+            assert mesh.metrics.get("gossip_ignored", reason="stranger_rate") == 1
+            # a known publisher's or forwarder's gossip is decoded and relayed whatever the rate
+            assert await mesh.container_gossip.validate_container(peer(sybil), gossip(friend, 3))
+            assert await mesh.container_gossip.validate_container(peer(friend), gossip(sybil, 4))
+            assert len(decoded) == 3
 
     trio.run(main)
