@@ -13,7 +13,7 @@ from meshnode.base.container import build_container, now_ms
 from meshnode.base.identity.keys import NodeKey
 from meshnode.net import exchange
 from meshnode.net.author_rate import RateSettings
-from meshnode.net.budget import read_ms
+from meshnode.net.budget import BudgetLimits, read_ms
 from meshnode.net.frames import encode_frame
 from meshnode.net.retry_hints import RetryHints, RetryLimits
 from test_mesh_cost import FakeStream, Message, mesh_for, peer, push_frame
@@ -215,5 +215,23 @@ def test_strangers_gossip_is_not_decoded_when_the_write_rate_has_no_room(tmp_pat
             assert await mesh.container_gossip.validate_container(peer(sybil), gossip(friend, 3))
             assert await mesh.container_gossip.validate_container(peer(friend), gossip(sybil, 4))
             assert len(decoded) == 3
+
+    trio.run(main)
+
+
+def test_a_frame_its_sender_cannot_pay_to_receive_is_refused_unread(tmp_path):
+    async def main():
+        frozen = now_ms()
+        mesh, store = await mesh_for(tmp_path, clock=lambda: frozen,
+                                     budget_limits=BudgetLimits(strangers_ms_per_second=1.0, strangers_burst_ms=100.0))
+        async with store:
+            mesh.budgets.charge("did:key:zother", "198.51.100.7", False, 95.0, frozen)  # other strangers spent it
+            frame = encode_frame(exchange.encode_message({"op": "nothing", "pad": b"x" * (512 * 1024)}))
+            stream = FakeStream(frame, peer(NodeKey.generate()))
+            await mesh.exchange.serve(stream)  # 5 ms left in the strangers' budget, 10 ms of reading
+            assert stream.answer()["code"] == "over_budget" and stream.was_reset
+            assert len(stream.data) > 500 * 1024  # its body left unread
+            assert mesh.metrics.get("exchange_refused", reason="unread") == 1
+            assert mesh.metrics.get("budget_refused", key="strangers") == 1
 
     trio.run(main)

@@ -31,7 +31,7 @@ from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import peer_id_to_did
 from meshnode.net import exchange, libp2p_fixes
 from meshnode.net.addresses import AddressGuard
-from meshnode.net.budget import CpuBudgets, read_ms
+from meshnode.net.budget import CpuBudgets
 from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
 from meshnode.net.frames import encode_frame
@@ -202,9 +202,14 @@ class Exchange:
                                                                           f" {debt} ms", debt))
                 return
             limit = self.max_frame_bytes
-            try:
-                frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT)
-                self.budgets.charge(did, host, self.guard.is_known(did), read_ms(len(frame)), self.clock())
+            try:  # its reading charged once its length is known, before its body is read
+                frame = await read_paced_frame(stream, limit, REQUEST_TIMEOUT,
+                                               before_body=lambda n: self.guard.admit_read(did, host, n))
+            except Refused as exc:  # unread: the sender waits on the stream's window until the reset
+                self.metrics.inc("exchange_refused", reason="unread")
+                await self._respond(stream, exchange.error(exc.code, exc.reason, exc.retry_ms))
+                await stream.reset()
+                return
             except MessageTooLarge:
                 self.guard.invalid(did, "frame_too_large")
                 await stream.reset()

@@ -30,7 +30,7 @@ import trio
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net.addresses import AddressGuard
-from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms
+from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms, read_ms
 from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.offload import Offload, OffloadBusy, count_items
@@ -138,6 +138,17 @@ class PeerGuard:
             raise WorkFailed(exc, cost) from exc
         self._settle_cost(charge, cost)
         return result
+
+    def admit_read(self, did: str, host: str | None, nbytes: int) -> None:
+        """Charge receiving ``nbytes`` of ``did``'s (``budget.read_ms``) before they are read, or raise
+        ``Refused`` (``over_budget``) when its budgets cannot pay: the frame is then not read."""
+        try:
+            self.budgets.admit(did, host, self.is_known(did), read_ms(nbytes), self.clock())
+        except OverBudget as exc:
+            kind = exc.key.split(':', 1)[0]
+            self.metrics.inc("budget_refused", key=kind)
+            raise Refused("over_budget", f"over its CPU budget ({kind}); retry in {exc.retry_ms} ms",
+                          exc.retry_ms) from None
 
     def begin_stream(self, did: str, host: str | None) -> str | None:
         """Count one inbound exchange or sync stream of ``did`` at ``host`` (None for a known peer: not
