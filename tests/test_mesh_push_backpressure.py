@@ -235,3 +235,32 @@ def test_a_frame_its_sender_cannot_pay_to_receive_is_refused_unread(tmp_path):
             assert mesh.metrics.get("budget_refused", key="strangers") == 1
 
     trio.run(main)
+
+
+def test_an_unchanged_standing_is_not_stored_again_after_each_request(tmp_path):
+    async def main():
+        from meshnode.net.peer_guard import STANDING_REFRESH_MS, save_standing_row
+
+        now = [T0]
+        mesh, store = await ticking_mesh(tmp_path, now, burst=1)
+        async with store:
+            writes = []
+            write = store.write
+
+            async def counted(fn, *args, **kwargs):
+                writes.append(fn)
+                return await write(fn, *args, **kwargs)
+
+            store.write = counted
+            sender = NodeKey.generate()
+            fetch = encode_frame(exchange.encode_message({"op": "fetch", "dids": ["did:key:zmissing"]}))
+            for _ in range(3):
+                await mesh.exchange.serve(FakeStream(fetch, peer(sender)))
+            assert writes.count(save_standing_row) == 1  # the two after it changed nothing
+            await mesh.exchange.serve(FakeStream(encode_frame(b"\xa0"), peer(sender)))  # invalid: changed
+            assert writes.count(save_standing_row) == 2
+            now[0] += STANDING_REFRESH_MS
+            await mesh.exchange.serve(FakeStream(fetch, peer(sender)))  # unchanged, but a minute later
+            assert writes.count(save_standing_row) == 3
+
+    trio.run(main)

@@ -30,7 +30,7 @@ import trio
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net.addresses import AddressGuard
-from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms, read_ms
+from meshnode.net.budget import BoundedLRU, CpuBudgets, OverBudget, estimate_ms, read_ms
 from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.offload import Offload, OffloadBusy, count_items
@@ -42,6 +42,7 @@ from meshnode.store.peers import save_standing, upsert_peer
 log = logging.getLogger("meshnode.net")
 
 BUSY_RETRY_MS = 1000  # the hint given with ``busy``: about one large job's time
+STANDING_REFRESH_MS = 60_000  # an unchanged standing is stored again after this (its peer row's last_seen)
 
 
 class Refused(MeshnodeError):
@@ -80,6 +81,7 @@ class PeerGuard:
         self.parts, self.standing, self.budgets, self.address_guard = parts, standing, budgets, address_guard
         self.offload, self.known, self.store, self.metrics, self.clock = offload, known, store, metrics, clock
         self.strangers = strangers if strangers is not None else StrangerGate()
+        self._saved: BoundedLRU[tuple[dict, int]] = BoundedLRU(standing.limits.max_peers)  # DID -> standing, when
 
     def is_known(self, did: str) -> bool:
         return did in self.known
@@ -223,7 +225,15 @@ class PeerGuard:
             log.warning("could not record the ban of %s: %s: %s", did, type(exc).__name__, exc)
 
     async def save_standing(self, did: str) -> None:
-        await self.store.write(save_standing_row, did, self.standing.summary(did), self.clock())
+        """Store ``did``'s standing (after each of its exchange requests, and at a ban), unless it is
+        what was stored less than ``STANDING_REFRESH_MS`` ago: a stranger refused request after
+        request (busy, early pushes) changes nothing, and each write is a trip to the store's thread."""
+        summary, now = self.standing.summary(did), self.clock()
+        last = self._saved.peek(did)
+        if last is not None and last[0] == summary and now - last[1] < STANDING_REFRESH_MS:
+            return
+        await self.store.write(save_standing_row, did, summary, now)
+        self._saved.put(did, (summary, now), now)
 
 
 def save_standing_row(db, did: str, summary: dict, now: int) -> None:
