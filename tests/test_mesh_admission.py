@@ -158,6 +158,33 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
     assert len(pushes[2]) == 3  # another peer's quota is its own
 
 
+async def test_sync_leaves_its_other_pushes_for_the_next_session_when_the_peer_says_when(mesh):
+    from meshnode.net.mesh_sync import BATCH
+
+    mine = [note(NodeKey.generate(), i) for i in range(BATCH + 3)]
+    for c in mine:
+        await mesh.store.write(lambda db, c=c: db.put_container(c, received_at_ms=T0))
+    pushes, fetched = [], []
+
+    async def push(did, batch):
+        pushes.append(len(batch))
+        return {"op": "ack", "accepted": [], "duplicates": [], "retry_ms": 1000,
+                "rejected": [{"index": i, "code": "busy", "reason": "later"} for i in range(len(batch))]}
+
+    async def fetch(did, dids):
+        fetched.extend(dids)
+        return []
+
+    mesh.exchange.push, mesh.exchange.fetch = push, fetch
+    by_digest = {_digest(c.did): c.did for c in mine}
+    lacked = {_digest(note(STRANGER, 9).did)}
+    await mesh.sync._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=lacked, rounds=1, passes=1,
+                                                             restarts=0), by_digest)
+    assert pushes == [BATCH]  # the peer asked to wait: the second batch would only count against us
+    assert count(mesh.metrics, "sync_push_deferred") == 3
+    assert fetched == [note(STRANGER, 9).did]  # what it has for us is still fetched
+
+
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
     mesh.parts.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
     message = SimpleNamespace(data=b"abcdefgh")
