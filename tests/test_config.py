@@ -402,6 +402,7 @@ def test_a_broken_toml_array_in_the_environment(home):
     ("[peers]\ncpu_ms_per_second = 0.0\n", "peers.cpu_ms_per_second"),
     ("[peers]\nframe_timeout_seconds = 0.1\n", "peers.frame_timeout_seconds"),
     ("[peers]\nsync_sessions = 2\nsync_sessions_per_peer = 3\n", "peers.sync_sessions_per_peer"),
+    ("[peers]\nearly_push_weight = 0.5\n", "peers.early_push_weight"),
 ])
 def test_limits_under_attack_are_checked_at_load(home, toml, needle):
     write_config(home, toml)

@@ -158,6 +158,33 @@ async def test_a_push_the_peer_refused_over_quota_is_not_pushed_to_it_again(mesh
     assert len(pushes[2]) == 3  # another peer's quota is its own
 
 
+async def test_sync_leaves_its_other_pushes_for_the_next_session_when_the_peer_says_when(mesh):
+    from meshnode.net.mesh_sync import BATCH
+
+    mine = [note(NodeKey.generate(), i) for i in range(BATCH + 3)]
+    for c in mine:
+        await mesh.store.write(lambda db, c=c: db.put_container(c, received_at_ms=T0))
+    pushes, fetched = [], []
+
+    async def push(did, batch):
+        pushes.append(len(batch))
+        return {"op": "ack", "accepted": [], "duplicates": [], "retry_ms": 1000,
+                "rejected": [{"index": i, "code": "busy", "reason": "later"} for i in range(len(batch))]}
+
+    async def fetch(did, dids):
+        fetched.extend(dids)
+        return []
+
+    mesh.exchange.push, mesh.exchange.fetch = push, fetch
+    by_digest = {_digest(c.did): c.did for c in mine}
+    lacked = {_digest(note(STRANGER, 9).did)}
+    await mesh.sync._settle("did:key:zpeer", SimpleNamespace(push=set(by_digest), fetch=lacked, rounds=1, passes=1,
+                                                             restarts=0), by_digest)
+    assert pushes == [BATCH]  # the peer asked to wait: the second batch would only count against us
+    assert count(mesh.metrics, "sync_push_deferred") == 3
+    assert fetched == [note(STRANGER, 9).did]  # what it has for us is still fetched
+
+
 async def test_gossip_rate_applies_to_unknown_authors_only_and_pardons_copies(mesh):
     mesh.parts.pubsub = SimpleNamespace(_msg_id_constructor=lambda m: m.data[:4])
     message = SimpleNamespace(data=b"abcdefgh")
@@ -243,7 +270,7 @@ def swarm():
 
 async def test_one_write_rate_for_all_strangers_across_push_sync_fetch_and_gossip(ticking):
     a, junk = ticking.admission, swarm()
-    assert all(a.stranger_writes.take(T0) for _ in range(26))  # 4 of the burst of 30 left
+    assert all(a.stranger_writes.take(T0) for _ in range(6))  # 4 of the burst of 10 left
     outcomes = [(await a.store_from_peer(next(junk), "did:key:zsybil", via)).outcome for via in ("push", "sync", "fetch")]
     assert outcomes == ["new", "new", "new"]
     assert a.admit_gossip_author(next(junk))  # the last token, by gossip
@@ -266,8 +293,8 @@ async def test_one_write_rate_for_all_strangers_across_push_sync_fetch_and_gossi
     assert (await a.store_from_peer(next(junk), "did:key:zsybil", "push")).outcome == "busy"
 
 
-async def test_a_sybil_swarm_stores_at_most_90_containers_a_minute_at_the_defaults(ticking):
-    """Issue 36's goal, at most 100 strangers' containers a minute: 30 (the burst) + 60 (1/s)."""
+async def test_a_sybil_swarm_stores_at_most_70_containers_a_minute_at_the_defaults(ticking):
+    """Issue 36's goal, at most 100 strangers' containers a minute: 10 (the burst) + 60 (1/s)."""
     a, junk = ticking.admission, swarm()
     stored = 0
     for tick in range(600):  # a push and a gossiped container from fresh keys every 100 ms, for a minute
@@ -276,4 +303,4 @@ async def test_a_sybil_swarm_stores_at_most_90_containers_a_minute_at_the_defaul
         gossiped = next(junk)
         if a.admit_gossip_author(gossiped):
             stored += (await a.store_many_from_peers([(gossiped, gossiped.sender_did)], "gossip"))[0].new
-    assert 80 <= stored <= 90, stored
+    assert 60 <= stored <= 70, stored

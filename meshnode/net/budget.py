@@ -45,6 +45,15 @@ ESTIMATE_MS_PER_KIB = 0.1  # ~8x a valid container's decode and verify (0.0125 m
 ESTIMATE_MS_PER_ITEM = 0.0016  # a container of empty arrays: 7,533 items (8,041 bytes) took 11.9 ms to decode
 #                                and verify, 1.6 us an item, 16x its bytes' share
 
+READ_MS_PER_KIB = 0.02  # receiving a frame before it is parsed: Noise decryption, yamux frames and windows,
+#                         the paced read. Measured under a push flood (py-spy, 76 MB in 20 s): ~0.02 ms/KiB on
+#                         the event loop, which the decode's measured cost leaves out
+
+
+def read_ms(nbytes: int) -> float:
+    """What receiving ``nbytes`` of one frame cost before it was parsed (charged once it is read)."""
+    return nbytes / 1024 * READ_MS_PER_KIB
+
 
 def estimate_ms(nbytes: int, items: int = 0) -> float:
     """What decoding and verifying ``nbytes`` holding ``items`` CBOR items is expected to cost, before

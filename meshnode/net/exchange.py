@@ -5,7 +5,8 @@ varint-framed deterministic-CBOR map:
 
     {"op": "fetch", "dids": [container DID, ...]}        ->  {"op": "found", "containers": [bytes], "missing": [DID]}
     {"op": "push", "containers": [container bytes, ...]} ->  {"op": "ack", "accepted": [DID], "duplicates": [DID],
-                                                              "rejected": [{"index": i, "code": c, "reason": r}]}
+                                                              "rejected": [{"index": i, "code": c, "reason": r}],
+                                                              "retry_ms": ms (when some were refused for load)}
     {"op": "validate", "prompt": text, "answer": text}    ->  {"op": "verdict", "rating": -3..3, "comment": text}
     any                                                  ->  {"op": "error", "code": c, "reason": r}
 
@@ -13,6 +14,9 @@ Every container a peer pushes is verified before it is stored; every
 rejection is counted against the peer (standing) and in metrics; a busy node
 answers ``error/busy`` rather than queueing without bound, and a peer over its
 CPU budget ``error/over_budget``, both with ``retry_ms``, a hint in milliseconds.
+A push refused in part for load says so in its ack's ``retry_ms``; a peer that
+pushes again before a hint has elapsed is refused ``busy`` and, when it keeps
+doing so, cut off (``retry_hints``).
 """
 
 from __future__ import annotations
@@ -78,8 +82,12 @@ def found(containers: list[bytes], missing: list[str]) -> dict:
     return {"op": "found", "containers": containers, "missing": missing}
 
 
-def ack(accepted: list[str], duplicates: list[str], rejected: list[dict]) -> dict:
-    return {"op": "ack", "accepted": accepted, "duplicates": duplicates, "rejected": rejected}
+def ack(accepted: list[str], duplicates: list[str], rejected: list[dict], retry_ms: int | None = None) -> dict:
+    """A push's answer; ``retry_ms`` when some of it was refused for load: push again after that."""
+    message = {"op": "ack", "accepted": accepted, "duplicates": duplicates, "rejected": rejected}
+    if retry_ms is not None:
+        message["retry_ms"] = int(retry_ms)
+    return message
 
 
 def verdict(rating: int, comment: str) -> dict:

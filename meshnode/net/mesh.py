@@ -41,6 +41,7 @@ from meshnode.net.peer_guard import PeerGuard
 from meshnode.net.pubsub_guard import PubsubGuard
 from meshnode.net.pubsub_rules import PubsubLimits
 from meshnode.net.stream_charge import charge_inbound_streams
+from meshnode.net.retry_hints import RetryHints, RetryLimits
 from meshnode.net.mesh_admission import AdmissionService
 from meshnode.net.events import PeerEvents
 from meshnode.net.mesh_gating import Gating
@@ -85,6 +86,7 @@ class NetConfig:
     budget_limits: BudgetLimits = field(default_factory=BudgetLimits)  # [peers] cpu_* and *_factor
     address_limits: AddressLimits = field(default_factory=AddressLimits)
     stranger_limits: StrangerLimits = field(default_factory=StrangerLimits)  # [peers] strangers_*, new_peers_*
+    retry_limits: RetryLimits = field(default_factory=RetryLimits)  # [peers] early_push_*: strangers' early pushes
     pubsub_limits: PubsubLimits = field(default_factory=PubsubLimits)  # what one peer's pubsub RPCs may carry
     workers: int = 2  # [peers] decode_workers: threads decoding and verifying large input
     work_queue: int = 64  # [peers] decode_queue: jobs waiting for a worker
@@ -187,7 +189,8 @@ class Mesh:
         self.exchange = Exchange(key, store, self.guard, self.standing, self.address_guard, self.budgets,
                                  self.admission, self.gating, self.discovery.reach, self.events, metrics, clock,
                                  max_frame_bytes=config.peer_limits.max_frame_bytes, min_trust=config.min_trust,
-                                 limits=config.container_limits, validator=validator, on_hello=on_hello)
+                                 limits=config.container_limits, validator=validator, on_hello=on_hello,
+                                 retry_hints=RetryHints(config.retry_limits))
         self.sync = SyncSessions(self.parts, key, store, self.guard, self.standing, self.address_guard, self.gating,
                                  self.discovery.reach, self.exchange, self.admission,
                                  self.reputation.credit_sync_session,

@@ -77,6 +77,13 @@ class AdmissionService:
         self._pardoned: dict[bytes, None] = {}  # gossip ids refused by rate: copies are not invalid input
         self._arrivals_since_trim = 0  # containers stored, refused or evicted since the heap was trimmed
 
+    def stranger_room(self, now_ms: int) -> tuple[int, int]:
+        """How many containers a stranger's push may have decoded now (the strangers' write rate's
+        room: a container of an unknown author it sends needs a token), and the ms until one more
+        fits. A known author's container a stranger pushes waits with the rest: which author wrote
+        an item is known only once it is decoded."""
+        return self.stranger_writes.room(now_ms), self.stranger_writes.wait_ms(now_ms)
+
     async def store_from_peer(self, c: Container, received_from: str | None, via: str) -> Admission:
         """Store a verified container from the network within the quotas; counts refusals and evictions.
         A container the store fails on is logged and counted (``containers_not_stored``), outcome
@@ -179,12 +186,27 @@ class AdmissionService:
         ok, why = self.author_rate.allow(c.sender_did, self.clock(), copy_of=c.did)
         if ok:
             return True
-        self.metrics.inc("gossip_ignored", reason=_GOSSIP_REFUSALS[why])
+        self._ignore_gossip(message, _GOSSIP_REFUSALS[why])
+        return False
+
+    def ignore_strangers_gossip(self, message, forwarder: str, publisher: str | None) -> bool:
+        """Whether gossip is ignored before its container is decoded: neither its ``forwarder`` nor
+        its ``publisher`` (the message's origin, both DIDs) is known and the strangers' write rate
+        has no room, so that an unknown author's container would be ignored once decoded (a known
+        author's published by a stranger waits for sync). Counted and pardoned as
+        ``admit_gossip_author``'s refusals."""
+        if forwarder in self.known or (publisher is not None and publisher in self.known) or \
+                self.stranger_writes.room(self.clock()) >= 1:
+            return False
+        self._ignore_gossip(message, STRANGER_RATE)
+        return True
+
+    def _ignore_gossip(self, message, reason: str) -> None:
+        self.metrics.inc("gossip_ignored", reason=reason)
         if message is not None and self.parts.pubsub is not None:
             self._pardoned[self.parts.pubsub._msg_id_constructor(message)] = None
             while len(self._pardoned) > PARDONS_KEPT:
                 del self._pardoned[next(iter(self._pardoned))]
-        return False
 
     def gossip_pardoned(self, msg_id: bytes) -> bool:
         return msg_id in self._pardoned

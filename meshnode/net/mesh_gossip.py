@@ -80,6 +80,8 @@ class ContainerGossip:
         arrived = self.clock()
         self.metrics.inc("gossip_validations")  # every copy a validator works on (duplicates in flight too)
         did = _did_or_peer_id(forwarder)
+        if self.admission.ignore_strangers_gossip(message, did, _publisher(message)):  # not even decoded
+            return False
         host = None if self.guard.is_known(did) else self.guard.host_of_peer(forwarder)
         try:
             with trio.move_on_after(GOSSIP_VALIDATE_S):
@@ -173,6 +175,16 @@ class ContainerGossip:
                 self.metrics.inc("gossip_delivered" if result.new else "gossip_already_held", cls=c.cls)
                 if result.new:  # a valid container its author published is reputation evidence (once each)
                     self.standing.record_valid(c.sender_did, self.clock())
+
+
+def _publisher(message) -> str | None:
+    """The DID of the peer that published ``message`` (its ``from``), or None."""
+    from libp2p.peer.id import ID
+
+    try:
+        return peer_id_to_did(ID(message.from_id).to_base58())
+    except (MeshnodeError, ValueError, TypeError):
+        return None
 
 
 def _did_or_peer_id(peer_id) -> str:

@@ -284,8 +284,12 @@ class SyncSessions:
                 if c is not None:
                     batch.append(c)
             if batch:
-                self.remember_refusals(did, batch, await self.exchange.push(did, batch))
+                ack = await self.exchange.push(did, batch)
+                self.remember_refusals(did, batch, ack)
                 pushed += len(batch)
+                if ack.get("retry_ms") is not None:  # the peer is busy: the rest waits for the next session
+                    self.metrics.inc("sync_push_deferred", len(have) - i - len(batch))
+                    break
         for i in range(0, len(need), BATCH):
             got = await self.exchange.fetch(did, need[i: i + BATCH])
             for c in got:

@@ -145,12 +145,15 @@ class Offload:
         self.inline_items = inline_items
         self.metrics = metrics
 
-    async def run(self, peer: str, nbytes: int, fn: Callable, *args, items: int | None = None) -> tuple[Any, float]:
+    async def run(self, peer: str, nbytes: int, fn: Callable, *args, items: int | None = None,
+                  inline_bytes: int | None = None) -> tuple[Any, float]:
         """``fn(*args)`` for ``peer``'s input of ``nbytes`` and ``items`` CBOR items (None: not counted,
-        or more than ``count_items`` counts), with its CPU cost in ms: inline when small in both, else
-        in a worker once the fair queue lets it. Raises OffloadBusy when refused; an exception of
-        ``fn`` carries its cost as ``.cost_ms``. Cancelled while waiting, the job leaves the queue."""
-        if nbytes < self.inline_bytes and items is not None and items <= self.inline_items:
+        or more than ``count_items`` counts), with its CPU cost in ms: inline when small in both (under
+        ``inline_bytes``, by default the pool's), else in a worker once the fair queue lets it. Raises
+        OffloadBusy when refused; an exception of ``fn`` carries its cost as ``.cost_ms``. Cancelled
+        while waiting, the job leaves the queue."""
+        below = self.inline_bytes if inline_bytes is None else inline_bytes
+        if nbytes < below and items is not None and items <= self.inline_items:
             try:
                 return timed(fn, *args)
             finally:

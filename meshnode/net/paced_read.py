@@ -23,8 +23,11 @@ def frame_time_s(length: int, base_s: float = FRAME_BASE_S, min_rate: float = MI
 
 
 async def read_paced_frame(reader, max_length: int, base_s: float = FRAME_BASE_S,
-                           min_rate: float = MIN_FRAME_RATE) -> bytes:
-    """One varint-prefixed frame of at most ``max_length`` bytes, read within ``frame_time_s``."""
+                           min_rate: float = MIN_FRAME_RATE, before_body=None) -> bytes:
+    """One varint-prefixed frame of at most ``max_length`` bytes, read within ``frame_time_s``.
+    ``before_body(length)``, when given, is called once the length is known and before the body is
+    read: it may raise to refuse the frame unread (the sender is then held by the stream's flow
+    control window, not read at our cost)."""
     from libp2p.io.exceptions import IncompleteReadError, MessageTooLarge
     from libp2p.utils.varint import ParseError, decode_uvarint
 
@@ -43,6 +46,8 @@ async def read_paced_frame(reader, max_length: int, base_s: float = FRAME_BASE_S
         length = decode_uvarint(prefix)
         if length > max_length:
             raise MessageTooLarge(f"Message length {length} exceeds maximum allowed {max_length}")
+        if before_body is not None:
+            before_body(length)
         scope.deadline += length / min_rate
         return await read_body(reader, length)
 

@@ -30,7 +30,7 @@ import trio
 from meshnode.base.errors import MeshnodeError
 from meshnode.base.identity.did import did_to_peer_id, peer_id_to_did
 from meshnode.net.addresses import AddressGuard
-from meshnode.net.budget import CpuBudgets, OverBudget, estimate_ms
+from meshnode.net.budget import BoundedLRU, CpuBudgets, OverBudget, estimate_ms, read_ms
 from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.offload import Offload, OffloadBusy, count_items
@@ -42,6 +42,7 @@ from meshnode.store.peers import save_standing, upsert_peer
 log = logging.getLogger("meshnode.net")
 
 BUSY_RETRY_MS = 1000  # the hint given with ``busy``: about one large job's time
+STANDING_REFRESH_MS = 60_000  # an unchanged standing is stored again after this (its peer row's last_seen)
 
 
 class Refused(MeshnodeError):
@@ -80,6 +81,7 @@ class PeerGuard:
         self.parts, self.standing, self.budgets, self.address_guard = parts, standing, budgets, address_guard
         self.offload, self.known, self.store, self.metrics, self.clock = offload, known, store, metrics, clock
         self.strangers = strangers if strangers is not None else StrangerGate()
+        self._saved: BoundedLRU[tuple[dict, int]] = BoundedLRU(standing.limits.max_peers)  # DID -> standing, when
 
     def is_known(self, did: str) -> bool:
         return did in self.known
@@ -105,9 +107,11 @@ class PeerGuard:
 
     # --- work -------------------------------------------------------------------
 
-    async def work(self, did: str, host: str | None, data: bytes, fn: Callable, *args, admit: bool = True) -> Any:
+    async def work(self, did: str, host: str | None, data: bytes, fn: Callable, *args, admit: bool = True,
+                   inline_bytes: int | None = None) -> Any:
         """``fn(*args)`` on ``did``'s input ``data``: charged before (refused with ``Refused`` when over
-        budget) by its size and item count, run off the loop unless small in both, settled at its cost.
+        budget) by its size and item count, run off the loop unless small in both (``inline_bytes``:
+        for work whose cost is in its items, not its bytes), settled at its cost.
         With ``admit`` False (answers to our own requests: we asked for that work) nothing is charged.
         An exception of ``fn`` comes out as WorkFailed (its cost charged)."""
         nbytes, items = len(data), count_items(data)
@@ -125,7 +129,7 @@ class PeerGuard:
             if not known:
                 self.strangers.touch(did, self.clock())
         try:
-            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items)
+            result, cost = await self.offload.run(did, nbytes, fn, *args, items=items, inline_bytes=inline_bytes)
         except OffloadBusy as exc:
             if charge is not None:
                 self.budgets.settle(charge, 0.0, self.clock())
@@ -136,6 +140,17 @@ class PeerGuard:
             raise WorkFailed(exc, cost) from exc
         self._settle_cost(charge, cost)
         return result
+
+    def admit_read(self, did: str, host: str | None, nbytes: int) -> None:
+        """Charge receiving ``nbytes`` of ``did``'s (``budget.read_ms``) before they are read, or raise
+        ``Refused`` (``over_budget``) when its budgets cannot pay: the frame is then not read."""
+        try:
+            self.budgets.admit(did, host, self.is_known(did), read_ms(nbytes), self.clock())
+        except OverBudget as exc:
+            kind = exc.key.split(':', 1)[0]
+            self.metrics.inc("budget_refused", key=kind)
+            raise Refused("over_budget", f"over its CPU budget ({kind}); retry in {exc.retry_ms} ms",
+                          exc.retry_ms) from None
 
     def begin_stream(self, did: str, host: str | None) -> str | None:
         """Count one inbound exchange or sync stream of ``did`` at ``host`` (None for a known peer: not
@@ -172,11 +187,11 @@ class PeerGuard:
         else:
             self.invalid(did, "slow_frame")
 
-    def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        """Count one invalid input from ``did``, weighed by the work and bytes it cost; past the
-        threshold, cut the peer off: the identity is banned, not its address."""
+    def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0, weight: float = 1.0) -> None:
+        """Count one invalid input from ``did``, weighed by the work and bytes it cost (at least
+        ``weight``); past the threshold, cut the peer off: the identity is banned, not its address."""
         self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock(), invalid_weight(cost_ms, nbytes)):
+        if self.standing.record_invalid(did, code, self.clock(), max(weight, invalid_weight(cost_ms, nbytes))):
             log.warning("cutting off %s after %d invalid inputs", did,
                         self.standing.summary(did)["invalid"])
             self.metrics.inc("peers_cut_off")
@@ -210,7 +225,15 @@ class PeerGuard:
             log.warning("could not record the ban of %s: %s: %s", did, type(exc).__name__, exc)
 
     async def save_standing(self, did: str) -> None:
-        await self.store.write(save_standing_row, did, self.standing.summary(did), self.clock())
+        """Store ``did``'s standing (after each of its exchange requests, and at a ban), unless it is
+        what was stored less than ``STANDING_REFRESH_MS`` ago: a stranger refused request after
+        request (busy, early pushes) changes nothing, and each write is a trip to the store's thread."""
+        summary, now = self.standing.summary(did), self.clock()
+        last = self._saved.peek(did)
+        if last is not None and last[0] == summary and now - last[1] < STANDING_REFRESH_MS:
+            return
+        await self.store.write(save_standing_row, did, summary, now)
+        self._saved.put(did, (summary, now), now)
 
 
 def save_standing_row(db, did: str, summary: dict, now: int) -> None:

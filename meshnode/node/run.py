@@ -49,6 +49,7 @@ from meshnode.net.mesh_gmp import GmpSettings, MeshGmp
 from meshnode.net.addresses import AddressLimits
 from meshnode.net.budget import BudgetLimits
 from meshnode.net.standing import PeerLimits
+from meshnode.net.retry_hints import RetryLimits
 from meshnode.net.strangers import StrangerLimits
 from meshnode.app import actor
 from meshnode.app.actor import Actor, person
@@ -123,6 +124,8 @@ def net_config(config: Config) -> NetConfig:
                                        remembered=peers["max_records"],
                                        handshakes_per_second=float(peers["stranger_handshakes_per_second"]),
                                        handshakes_burst=peers["stranger_handshakes_burst"]),
+        retry_limits=RetryLimits(tolerated=peers["early_pushes_tolerated"], weight=float(peers["early_push_weight"]),
+                                 remembered=peers["max_records"]),
         address_limits=AddressLimits(connections_per_minute=float(peers["connections_per_minute"]),
                                      abuse_to_ban=peers["address_abuse"],
                                      abuse_window_ms=int(peers["address_abuse_window_seconds"] * 1000),

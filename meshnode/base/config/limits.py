@@ -17,7 +17,7 @@ STRANGER_LIMITS: dict[str, Any] = {
     "unknown_pool_containers": 1024,
     "unknown_pool_mib": 8,
     "unknown_writes_per_second": 1.0,
-    "unknown_writes_burst": 30,
+    "unknown_writes_burst": 10,
     "unknown_gossip_per_second": 0.2,
     "unknown_gossip_burst": 32,
     "unknown_gossip_total_per_second": 10.0,

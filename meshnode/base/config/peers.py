@@ -41,12 +41,15 @@ DEFAULTS: dict[str, Any] = {
     "new_peers_burst": 30,
     "stranger_handshakes_per_second": 4.0,
     "stranger_handshakes_burst": 16,
+    "early_pushes_tolerated": 1,
+    "early_push_weight": 5.0,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
         " by its cost); CPU budgets per peer, address and subnet; connections per address and the address ban"
         " for handshake-level abuse; the decoding worker pool; sync sessions and frame timeout; all strangers"
         " together: their CPU budget, connections (at most half of [net] max_connections), streams and new"
-        " identities a second (see protocols/mesh.md, Limits under attack)")
+        " identities a second; strangers pushing again before the hint they were given (see protocols/mesh.md,"
+        " Limits under attack)")
 
 
 def check(peers: Mapping[str, Any]) -> None:
@@ -70,6 +73,7 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "strangers_connections": (1, 100_000), "strangers_streams": (1, 100_000), "strangers_idle_seconds": (1.0, 86_400.0),
     "new_peers_per_second": (0.01, 10_000.0), "new_peers_burst": (1, 100_000),
     "stranger_handshakes_per_second": (0.01, 10_000.0), "stranger_handshakes_burst": (1, 100_000),
+    "early_pushes_tolerated": (0, 1000), "early_push_weight": (1.0, 1_000_000.0),
 }
 
 
