@@ -172,6 +172,14 @@ def figures(seen: dict) -> str:
     return json.dumps(seen, indent=1)
 
 
+def test_the_startup_heap_is_out_of_full_collections(pair):
+    """Once started, a node freezes its startup heap (base/heap.py): a full GC pass walked its
+    ~150,000 objects in ~0.1 s, the longest stall of the loop under attack."""
+    victim, _ = pair
+    gauges = {g["name"]: g["value"] for g in victim.call("metrics", {"full": True})["gauges"]}
+    assert gauges.get("gc_frozen_objects", 0) > 50_000, gauges
+
+
 def test_big_frames_do_not_stall_the_node(pair):
     """1 MiB frames of empty arrays and 256 KiB containers of them, each identity paced to stay
     under the invalid-input cut-off and replaced by a fresh one when its budget is spent."""
