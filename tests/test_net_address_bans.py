@@ -48,6 +48,7 @@ class Store:
 class Network:
     def __init__(self):
         self.notifees = []
+        self.common_stream_handler = None  # py-libp2p's swarm has one; the gate wraps it
 
     def get_connections(self, peer_id):
         return []

@@ -41,6 +41,10 @@ DEFAULTS: dict[str, Any] = {
     "new_peers_burst": 30,
     "stranger_handshakes_per_second": 4.0,
     "stranger_handshakes_burst": 16,
+    "stranger_stream_opens_per_second": 4.0,
+    "stranger_stream_opens_burst": 32,
+    "strangers_stream_opens_per_second": 16.0,
+    "strangers_stream_opens_burst": 64,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
         " by its cost); CPU budgets per peer, address and subnet; connections per address and the address ban"
@@ -70,6 +74,8 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "strangers_connections": (1, 100_000), "strangers_streams": (1, 100_000), "strangers_idle_seconds": (1.0, 86_400.0),
     "new_peers_per_second": (0.01, 10_000.0), "new_peers_burst": (1, 100_000),
     "stranger_handshakes_per_second": (0.01, 10_000.0), "stranger_handshakes_burst": (1, 100_000),
+    "stranger_stream_opens_per_second": (0.01, 10_000.0), "stranger_stream_opens_burst": (1, 100_000),
+    "strangers_stream_opens_per_second": (0.01, 100_000.0), "strangers_stream_opens_burst": (1, 1_000_000),
 }
 
 
