@@ -132,6 +132,7 @@ def net_config(config: Config) -> NetConfig:
                                      abuse_to_ban=peers["address_abuse"],
                                      abuse_window_ms=int(peers["address_abuse_window_seconds"] * 1000),
                                      ban_ms=int(peers["address_ban_seconds"] * 1000),
+                                     ban_renew_factor=float(peers["address_ban_renew_factor"]),
                                      max_streams=peers["address_streams"], max_keys=peers["max_records"]),
         workers=peers["decode_workers"], work_queue=peers["decode_queue"], inline_bytes=peers["inline_bytes"],
         frame_timeout_s=float(peers["frame_timeout_seconds"]), sync_sessions=peers["sync_sessions"],
