@@ -48,6 +48,7 @@ class Store:
 class Network:
     def __init__(self):
         self.notifees = []
+        self.common_stream_handler = None  # py-libp2p's swarm has one; the gate wraps it
 
     def get_connections(self, peer_id):
         return []
@@ -208,6 +209,21 @@ def test_the_address_ban_lifts_within_ban_ms_after_the_flood_stops():
         newcomer.append((t - stopped, guard.allow_connection(NAT, t)))
     assert newcomer[:5] == [(s, "address_banned") for s in (5000, 10_000, 15_000, 20_000, 25_000)]
     assert newcomer[5:] == [(30_000, None), (35_000, None)]  # in at 30 s after the flood stopped
+
+
+def test_an_honest_peer_retrying_twice_a_second_during_the_ban_does_not_renew_it():
+    """py-libp2p dials again at once after a refusal: a newcomer trying once a second made ~2
+    attempts a second, over the connection rate; they neither renew the ban nor spend the rate, so
+    it is in 30 s after the flood stopped."""
+    limits = AddressLimits()
+    guard, now = AddressGuard(limits), T0
+    while now < T0 + 20_000:  # the flood: 100 a second for 20 s
+        guard.allow_connection(NAT, now)
+        now += 10
+    stopped = now - 10
+    verdicts = {t - stopped: guard.allow_connection(NAT, t) for t in range(stopped + 500, stopped + 40_000, 500)}
+    assert {v for t, v in verdicts.items() if t < limits.ban_ms} == {"address_banned"}
+    assert {v for t, v in verdicts.items() if t >= limits.ban_ms} == {None}  # in from then on, each try
 
 
 async def test_a_banned_identity_is_refused_from_any_address_after_a_restart():

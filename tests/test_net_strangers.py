@@ -184,6 +184,76 @@ def test_a_gate_remembers_and_is_bounded():
     assert len(gate._remembered) <= 10
 
 
+# --- streams opened, before their protocol is negotiated ----------------------------------
+
+class Stream:
+    """What the stream gate reads of an inbound libp2p stream: its connection; and whether it was reset."""
+
+    def __init__(self, conn):
+        self.swarm_conn, self.was_reset = conn, False
+
+    async def reset(self):
+        self.was_reset = True
+
+
+class Network:
+    def __init__(self):
+        self.handled = []
+
+        async def handle(stream):
+            self.handled.append(stream)
+        self.common_stream_handler = handle
+
+
+def test_a_strangers_stream_opens_are_rated_per_connection_before_multistream():
+    import trio
+
+    from meshnode.net.mesh_gating import _refuse_fast_stream_opens
+
+    friend = a_did()
+    gate, guard, clock = gate_with(StrangerLimits(stream_opens_per_second=4.0, stream_opens_burst=8,
+                                                  all_stream_opens_burst=1000), known=[friend])
+    nursery, network = Nursery(), Network()
+    _refuse_fast_stream_opens(gate, network)
+    stranger, other, known, ours = Conn(a_did()), Conn(a_did()), Conn(friend), Conn(a_did(), inbound=False)
+    assert all(admitted(gate, c, nursery) for c in (stranger, other, known, ours))
+
+    async def open_streams(conn, n: int) -> list[Stream]:
+        streams = [Stream(conn) for _ in range(n)]
+        for stream in streams:
+            await network.common_stream_handler(stream)
+        return streams
+
+    async def main():
+        flood = await open_streams(stranger, 20)
+        assert [s.was_reset for s in flood] == [False] * 8 + [True] * 12  # the burst, then reset unnegotiated
+        assert gate.metrics.get("stream_refused", protocol="unnegotiated", reason="open_rate") == 12
+        assert not any(s.was_reset for s in await open_streams(other, 8))  # per connection: another has its own
+        assert not any(s.was_reset for s in await open_streams(known, 50))  # a known peer's: not rated
+        assert not any(s.was_reset for s in await open_streams(ours, 50))  # nor our own dial's
+        clock.now += 500
+        assert [s.was_reset for s in await open_streams(stranger, 3)] == [False, False, True]  # 4 a second
+    trio.run(main)
+    assert len(network.handled) == 8 + 8 + 50 + 50 + 2
+
+
+def test_all_strangers_stream_opens_share_one_rate_but_a_newcomers_first_ones_pass():
+    gate = StrangerGate(StrangerLimits(stream_opens_burst=100, all_stream_opens_per_second=10.0,
+                                       all_stream_opens_burst=20, free_stream_opens=3))
+    swarm = [f"conn{i}" for i in range(50)]
+    for i, conn in enumerate(swarm):
+        assert gate.connect(conn, f"sybil{i}", T0)[0]
+    admitted = sum(gate.admit_stream_open(conn, T0 + step * 100) for step in range(100) for conn in swarm[:10])
+    # 10 s: the burst, 10 a second, and the first 3 of each of the 10 connections
+    assert 20 + 10 * 10 <= admitted <= 20 + 10 * 10 + 10 * 3 + 1
+    now = T0 + 10_000
+    assert sum(gate.admit_stream_open(swarm[0], now) for _ in range(5)) <= 1  # the shared rate is spent
+    assert gate.connect("newcomer", "honest", now)[0]
+    assert all(gate.admit_stream_open("newcomer", now) for _ in range(3))  # its first streams pass
+    assert not gate.admit_stream_open("newcomer", now)
+    assert gate.admit_stream_open("not a stranger's", now)  # a connection not counted here: never rated
+
+
 # --- streams of all strangers ----------------------------------------------------------
 
 def test_streams_of_all_strangers_are_bounded_whatever_their_addresses():

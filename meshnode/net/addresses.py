@@ -21,10 +21,14 @@ known or while none is used, *handshake-level abuse*:
 
 ``abuse_to_ban`` strikes within ``abuse_window_ms`` ban the address for
 ``ban_ms``: every new connection from it is closed as it is accepted. The ban
-is short and renewed while refused attempts keep coming faster than the
-connection rate allows (they still go through the token bucket, banned or not),
-so it lifts at most ``ban_ms`` after the flood stops, and an honest new
-identity at that address connects from then on.
+is short and renewed while refused attempts keep coming at a flood's pace:
+faster than ``ban_renew_factor`` times the connection rate, past a burst of
+``connections_per_minute`` (a bucket of its own, full when the ban starts).
+So it lifts at most ``ban_ms`` after the flood stops, and an honest new
+identity at that address connects from then on: its retries during the ban
+(py-libp2p dials again at once after a refusal: ~2 attempts a second were
+measured) neither renew the ban nor spend the connection rate, which refills
+while the address is banned.
 
 Concurrent inbound streams per address are also bounded for unknown peers.
 
@@ -49,6 +53,8 @@ class AddressLimits:
     abuse_to_ban: int = 30  # strikes within abuse_window_ms: a peer that retries after failures makes a few
     abuse_window_ms: int = 60 * 1000
     ban_ms: int = 30 * 1000  # short: renewed while the flood goes on, lifted this long after it stops
+    ban_renew_factor: float = 4.0  # [peers] address_ban_renew_factor: attempts while banned faster than this
+    #                                times connections_per_minute renew the ban; an honest peer's retries do not
     max_streams: int = 32  # concurrent inbound exchange and sync streams of unknown peers, per address
     max_keys: int = 4096
 
@@ -60,6 +66,8 @@ class AddressRecord:
     strikes: deque = field(default_factory=deque)  # when its last strikes were (at most abuse_to_ban)
     banned_until_ms: int = 0
     streams: int = 0
+    flood_tokens: float = 0.0  # attempts while banned that do not renew the ban (refilled from the ban's start)
+    flood_refilled_ms: int = 0
 
 
 class AddressGuard:
@@ -97,16 +105,26 @@ class AddressGuard:
         rec.tokens -= 1
         return True
 
+    def _take_flood_token(self, rec: AddressRecord, now_ms: int) -> bool:
+        per_ms = self.limits.ban_renew_factor * self.limits.connections_per_minute / 60_000
+        rec.flood_tokens = min(self.limits.connections_per_minute,
+                               rec.flood_tokens + max(0, now_ms - rec.flood_refilled_ms) * per_ms)
+        rec.flood_refilled_ms = max(rec.flood_refilled_ms, now_ms)
+        if rec.flood_tokens < 1:
+            return False
+        rec.flood_tokens -= 1
+        return True
+
     def allow_connection(self, host: str, now_ms: int) -> str | None:
         """None when a new inbound connection from ``host`` may stay, else why not (``address_banned``,
-        ``rate``). An attempt over the rate is a strike; one over the rate while banned renews the ban."""
+        ``rate``). An attempt over the rate is a strike; attempts at a flood's pace while banned renew the ban
+        (``ban_renew_factor``)."""
         rec = self._record(host, now_ms)
-        within_rate = self._take_token(rec, now_ms)
         if rec.banned_until_ms > now_ms:
-            if not within_rate:
+            if not self._take_flood_token(rec, now_ms):
                 rec.banned_until_ms = now_ms + self.limits.ban_ms  # the flood goes on
             return "address_banned"
-        if not within_rate:
+        if not self._take_token(rec, now_ms):
             self.strike(host, "rate", now_ms)
             return "rate"
         return None
@@ -119,6 +137,7 @@ class AddressGuard:
                 and now_ms - rec.strikes[0] < self.limits.abuse_window_ms):
             rec.banned_until_ms = now_ms + self.limits.ban_ms
             rec.strikes.clear()
+            rec.flood_tokens, rec.flood_refilled_ms = self.limits.connections_per_minute, now_ms
             return True
         return False
 

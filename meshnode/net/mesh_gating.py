@@ -19,7 +19,10 @@ Strangers as one (issue 36, ``strangers.StrangerGate``): an inbound connection
 of a peer that is not known is refused when it is a new identity over the
 rate of newcomers for all addresses (``reason=new_identity_rate``), or when
 the strangers' connections are full and no stranger qualifies to give up its
-place (``reason=strangers_full``; one that does is closed: ``strangers_evicted``).
+place (``reason=strangers_full``; one that does is closed: ``strangers_evicted``). A stranger's
+inbound connection opens streams at a bounded rate: one over it is reset as it opens, before
+multistream negotiates its protocol (``stream_refused{protocol=unnegotiated,reason=open_rate}``;
+the swarm's stream handler is wrapped).
 
 Identify also says which protocols a peer speaks. meshnode's own protocols
 are opened only to peers that list them (a plain libp2p peer answers ``na``,
@@ -94,6 +97,7 @@ class Gating:
         network = self.host.get_network()
         network.register_notifee(_gatekeeper(self, nursery))
         _refuse_banned_dials(self, network)
+        _refuse_fast_stream_opens(self, network)
 
     def _on_connected(self, conn, nursery: trio.Nursery) -> None:
         did = _did_of(conn.muxed_conn.peer_id)
@@ -213,6 +217,14 @@ class Gating:
                     self._known_host_seen.put(host, True)
         return hosts
 
+    def admit_stream_open(self, stream) -> bool:
+        """Whether a stream the peer opened may go on to negotiate its protocol: not over the rate
+        of its stranger's connection (``strangers.StrangerGate.admit_stream_open``)."""
+        if self.strangers.admit_stream_open(getattr(stream, "swarm_conn", None), self.clock()):
+            return True
+        self.metrics.inc("stream_refused", protocol="unnegotiated", reason="open_rate")
+        return False
+
     def _address_refusal(self, conn, did: str | None) -> str | None:
         """Why an inbound connection of an unknown peer is refused for its address, or None."""
         secured = getattr(conn.muxed_conn, "secured_conn", None)
@@ -320,6 +332,20 @@ def _refuse_banned_dials(gating: Gating, network) -> None:
         return await dial_peer(peer_id)
 
     network.dial_peer = dial_unless_banned
+
+
+def _refuse_fast_stream_opens(gating: Gating, network) -> None:
+    """Every inbound stream passes ``gating.admit_stream_open`` before py-libp2p's handler runs
+    multistream on it; refused: reset at once."""
+    handle = network.common_stream_handler
+
+    async def handle_unless_too_fast(stream) -> None:
+        if not gating.admit_stream_open(stream):
+            await libp2p_fixes.reset_quietly(stream)
+            return
+        await handle(stream)
+
+    network.common_stream_handler = handle_unless_too_fast
 
 
 async def _close(conn) -> None:

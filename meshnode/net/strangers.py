@@ -31,7 +31,18 @@ bounds, for all strangers together, whatever their number and addresses:
   one qualifies, so that churning identities cannot push out strangers who
   work and cost little. Churn is bounded by the new-identity rate;
 * **inbound exchange and sync streams** at once (``max_streams``;
-  ``AddressGuard`` bounds them per address).
+  ``AddressGuard`` bounds them per address);
+* **inbound streams opened**, before multistream negotiates their protocol:
+  a stream refused later by its handler (busy, over budget) has already cost
+  a yamux frame, two Noise-sealed multistream messages each way and a task;
+  43 slowloris identities opened ~100 a second, a third of a core. Each
+  stranger's inbound connection opens at most ``stream_opens_per_second`` (up
+  to ``stream_opens_burst``), and all strangers together
+  ``all_stream_opens_per_second`` (up to ``all_stream_opens_burst``), except
+  for the first ``free_stream_opens`` of each connection (identify, pubsub,
+  heartbeats, a first request: a newcomer is heard during a flood; a swarm's
+  identities pay the new-identity rate for theirs). Over the rate the stream
+  is reset as it opens.
 
 Known peers (own key, friends, trusted, committee) are never counted here
 (the caller does not ask), nor are our own dials. Connections are keyed by
@@ -57,6 +68,12 @@ class StrangerLimits:
     remembered: int = 4096  # [peers] max_records: identities admitted before, that reconnect freely
     handshakes_per_second: float = 4.0  # [peers] stranger_handshakes_per_second: ~0.06 of a core at ~14 ms each
     handshakes_burst: int = 16  # [peers] stranger_handshakes_burst: a few peers dialling back after our restart
+    stream_opens_per_second: float = 4.0  # [peers] stranger_stream_opens_per_second: per connection; an honest
+    #                                        peer opens a stream or two per heartbeat besides its long-lived ones
+    stream_opens_burst: int = 32  # [peers] stranger_stream_opens_burst: a first sync's fetches, identify, pubsub
+    all_stream_opens_per_second: float = 16.0  # [peers] strangers_stream_opens_per_second: all strangers together
+    all_stream_opens_burst: int = 64  # [peers] strangers_stream_opens_burst: a few newcomers' first streams at once
+    free_stream_opens: int = 6  # a connection's first streams pass the shared rate: identify, pubsub, heartbeat, ...
 
 
 @dataclass
@@ -64,6 +81,8 @@ class Slot:
     did: str
     since_ms: int
     active_ms: int  # its last input charged (``touch``), or when it connected
+    opens: "Rate | None" = None  # the streams it may open (``admit_stream_open``)
+    opened: int = 0  # streams it opened (admitted or not)
 
 
 class Rate:
@@ -92,6 +111,7 @@ class StrangerGate:
         self._remembered: BoundedLRU[bool] = BoundedLRU(limits.remembered)
         self._new = Rate(limits.new_per_second, limits.new_burst)
         self._handshakes = Rate(limits.handshakes_per_second, limits.handshakes_burst)
+        self._stream_opens = Rate(limits.all_stream_opens_per_second, limits.all_stream_opens_burst)
         self._streams: dict[str, int] = {}
         self.streams = 0
 
@@ -140,6 +160,20 @@ class StrangerGate:
             return costly
         idle = min(self._slots, key=lambda c: self._slots[c].active_ms)
         return idle if now_ms - self._slots[idle].active_ms >= self.limits.idle_evict_ms else None
+
+    def admit_stream_open(self, conn: Hashable, now_ms: int) -> bool:
+        """Whether the peer of inbound connection ``conn`` may open one more stream now (a connection
+        not counted here, a known peer's or our own dial, always may)."""
+        slot = self._slots.get(conn)
+        if slot is None:
+            return True
+        if slot.opens is None:
+            slot.opens = Rate(self.limits.stream_opens_per_second, self.limits.stream_opens_burst)
+        slot.opened += 1
+        if not slot.opens.take(now_ms):
+            return False
+        shared = self._stream_opens.take(now_ms)  # a free one takes a token too, when there is one
+        return shared or slot.opened <= self.limits.free_stream_opens
 
     def release(self, conn: Hashable) -> None:
         """``conn`` closed (whoever held it; a connection never counted is ignored)."""

@@ -29,6 +29,7 @@ from meshnode.base.container import format_ms, now_ms
 from meshnode.net.control import socket_path
 from meshnode.faces.control_server import serve_control
 from meshnode.base.errors import MeshnodeError, StoreError
+from meshnode.base.heap import freeze_startup_heap
 from meshnode.engines.cognition import catalogue, llm, mind_view, peer_validation, processes, sending
 from meshnode.engines.cognition.tick_events import TickEvents
 from meshnode.engines.gate import setup as gate_setup
@@ -123,13 +124,18 @@ def net_config(config: Config) -> NetConfig:
                                        idle_evict_ms=int(peers["strangers_idle_seconds"] * 1000),
                                        remembered=peers["max_records"],
                                        handshakes_per_second=float(peers["stranger_handshakes_per_second"]),
-                                       handshakes_burst=peers["stranger_handshakes_burst"]),
+                                       handshakes_burst=peers["stranger_handshakes_burst"],
+                                       stream_opens_per_second=float(peers["stranger_stream_opens_per_second"]),
+                                       stream_opens_burst=peers["stranger_stream_opens_burst"],
+                                       all_stream_opens_per_second=float(peers["strangers_stream_opens_per_second"]),
+                                       all_stream_opens_burst=peers["strangers_stream_opens_burst"]),
         retry_limits=RetryLimits(tolerated=peers["early_pushes_tolerated"], weight=float(peers["early_push_weight"]),
                                  remembered=peers["max_records"]),
         address_limits=AddressLimits(connections_per_minute=float(peers["connections_per_minute"]),
                                      abuse_to_ban=peers["address_abuse"],
                                      abuse_window_ms=int(peers["address_abuse_window_seconds"] * 1000),
                                      ban_ms=int(peers["address_ban_seconds"] * 1000),
+                                     ban_renew_factor=float(peers["address_ban_renew_factor"]),
                                      max_streams=peers["address_streams"], max_keys=peers["max_records"]),
         workers=peers["decode_workers"], work_queue=peers["decode_queue"], inline_bytes=peers["inline_bytes"],
         frame_timeout_s=float(peers["frame_timeout_seconds"]), sync_sessions=peers["sync_sessions"],
@@ -214,6 +220,7 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     if web_address.url is not None:
                         print(f"web:      {web_address.url}", file=out)
                         print("login:    meshnode web url", file=out)
+                    freeze_startup_heap(metrics)  # full GC passes skip the startup heap: no ~0.1 s loop stalls
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
                         log.info("received %s, stopping", signal.Signals(signum).name)

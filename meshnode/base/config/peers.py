@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "address_abuse": 30,
     "address_abuse_window_seconds": 60.0,
     "address_ban_seconds": 30.0,
+    "address_ban_renew_factor": 4.0,
     "address_streams": 32,
     "decode_workers": 2,
     "decode_queue": 64,
@@ -43,6 +44,10 @@ DEFAULTS: dict[str, Any] = {
     "stranger_handshakes_burst": 16,
     "early_pushes_tolerated": 1,
     "early_push_weight": 5.0,
+    "stranger_stream_opens_per_second": 4.0,
+    "stranger_stream_opens_burst": 32,
+    "strangers_stream_opens_per_second": 16.0,
+    "strangers_stream_opens_burst": 64,
 }
 NOTE = ("per-peer limits: frames, message rate, outstanding requests, cut-off after invalid input (weighed"
         " by its cost); CPU budgets per peer, address and subnet; connections per address and the address ban"
@@ -66,6 +71,7 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "known_factor": (1.0, 1000.0), "address_factor": (1.0, 1000.0), "subnet_factor": (1.0, 1000.0),
     "connections_per_minute": (1.0, 100_000.0), "address_abuse": (1, 100_000),
     "address_abuse_window_seconds": (1.0, 3600.0), "address_ban_seconds": (1.0, 86_400.0),
+    "address_ban_renew_factor": (1.0, 1000.0),
     "address_streams": (1, 10_000),
     "decode_workers": (1, 64), "decode_queue": (1, 100_000), "inline_bytes": (0, 1024 * 1024),
     "frame_timeout_seconds": (0.5, 600.0), "sync_sessions": (1, 1000), "sync_sessions_per_peer": (1, 100),
@@ -74,6 +80,8 @@ _LOAD_RANGES = {  # the settings of the limits under attack: (lowest, highest)
     "new_peers_per_second": (0.01, 10_000.0), "new_peers_burst": (1, 100_000),
     "stranger_handshakes_per_second": (0.01, 10_000.0), "stranger_handshakes_burst": (1, 100_000),
     "early_pushes_tolerated": (0, 1000), "early_push_weight": (1.0, 1_000_000.0),
+    "stranger_stream_opens_per_second": (0.01, 10_000.0), "stranger_stream_opens_burst": (1, 100_000),
+    "strangers_stream_opens_per_second": (0.01, 100_000.0), "strangers_stream_opens_burst": (1, 1_000_000),
 }
 
 
