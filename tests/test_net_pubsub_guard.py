@@ -137,27 +137,24 @@ class FramesStream:
         self.resets += 1
 
 
-async def test_a_frame_over_budget_is_dropped_before_it_is_parsed(tmp_path):
-    """Six empty RPCs fill a one-ms budget; the undecodable frame after them is never parsed (no
-    undecodable_rpc), and every fourth frame dropped over budget counts as invalid input."""
+async def frames_over_budget(tmp_path, limits) -> tuple[Mesh, list[str], FramesStream, str]:
+    """Six empty RPCs, then eight undecodable frames, from one stranger on one stream, to a victim with
+    ``limits`` (BudgetLimits): the victim, what was reported undecodable, the stream, the sender's DID."""
     from types import SimpleNamespace
 
+    from libp2p import new_host
     from libp2p.peer.id import ID
     from libp2p.pubsub.gossipsub import PROTOCOL_ID, GossipSub
     from libp2p.pubsub.pubsub import Pubsub
 
     from meshnode.net import libp2p_fixes
-    from meshnode.net.budget import BudgetLimits
     from meshnode.net.pubsub_guard import PubsubGuard
 
     frozen = now_ms()
     store = await Store.open(tmp_path / "db")
-    config = NetConfig(listen=[], announce=[], bootstrap=[], name="victim",
-                       budget_limits=BudgetLimits(ms_per_second=1, burst_ms=1))
+    config = NetConfig(listen=[], announce=[], bootstrap=[], name="victim", budget_limits=limits)
     mesh = Mesh(NodeKey.generate(), config, store, Metrics(), clock=lambda: frozen)
     gossipsub = GossipSub(protocols=[PROTOCOL_ID], degree=6, degree_low=4, degree_high=12)
-    from libp2p import new_host
-
     pubsub = Pubsub(new_host(), gossipsub)
     pubsub._manager = SimpleNamespace(is_running=True)  # the read loop runs while its service does
     try:
@@ -169,9 +166,30 @@ async def test_a_frame_over_budget_is_dropped_before_it_is_parsed(tmp_path):
         stream = FramesStream(ID.from_base58(sender.peer_id), [b""] * 6 + [b"\x0a\xff\xff\xff\xff\x0f" + bytes(40)] * 8)
         async with store:
             await pubsub.host.get_mux().handlers[PROTOCOL_ID](stream)
-        assert reported == [] and stream.resets == 0
-        dropped = mesh.metrics.get("pubsub_refused", kind="frame", reason="over_budget")
-        assert dropped >= 8 and mesh.standing.summary(sender.did)["invalid_by_code"] == \
-            {"pubsub_frame_over_budget": dropped // 4}
     finally:
         pubsub.seen_messages.stop()
+    return mesh, reported, stream, sender.did
+
+
+async def test_a_frame_over_budget_is_dropped_before_it_is_parsed(tmp_path):
+    """Six empty RPCs fill a one-ms budget; the undecodable frame after them is never parsed (no
+    undecodable_rpc), and every fourth frame dropped over budget counts as invalid input."""
+    from meshnode.net.budget import BudgetLimits
+
+    mesh, reported, stream, sender = await frames_over_budget(tmp_path, BudgetLimits(ms_per_second=1, burst_ms=1))
+    assert reported == [] and stream.resets == 1  # once, at its end (as py-libp2p's loop: reset, peer forgotten)
+    dropped = mesh.metrics.get("pubsub_refused", kind="frame", reason="over_budget")
+    assert dropped >= 8 and mesh.standing.summary(sender)["invalid_by_code"] == {"pubsub_frame_over_budget": dropped // 4}
+
+
+async def test_frames_over_a_budget_others_emptied_are_dropped_and_not_held_against_the_sender(tmp_path):
+    """All strangers' budget spent (by a swarm): an honest stranger's frames are dropped unread, but
+    it is no fault of its own, so nothing counts as its invalid input."""
+    from meshnode.net.budget import BudgetLimits
+
+    limits = BudgetLimits(ms_per_second=1000, burst_ms=1000, strangers_ms_per_second=1, strangers_burst_ms=1)
+    mesh, reported, stream, sender = await frames_over_budget(tmp_path, limits)
+    assert reported == []
+    assert mesh.metrics.get("pubsub_refused", kind="frame", reason="shared_over_budget") >= 8
+    assert mesh.metrics.get("pubsub_refused", kind="frame", reason="over_budget") == 0
+    assert mesh.standing.summary(sender)["invalid"] == 0

@@ -39,11 +39,17 @@ def subs(*pairs) -> rpc_pb2.RPC:
     return rpc_pb2.RPC(subscriptions=[rpc_pb2.RPC.SubOpts(subscribe=s, topicid=t) for s, t in pairs])
 
 
-def test_too_many_subscriptions_in_one_frame_are_all_refused():
+def test_subscriptions_in_one_frame_beyond_the_first_ones_are_refused():
     rpc = subs(*[(True, f"/t{i}") for i in range(5)])
     assert reasons(rules(subscriptions_per_frame=4).check("p", False, rpc, T0)) == \
-        {("subscribe", "too_many_in_frame"): (5, True)}
-    assert len(rpc.subscriptions) == 0
+        {("subscribe", "too_many_in_frame"): (1, True)}
+    assert [s.topicid for s in rpc.subscriptions] == ["/t0", "/t1", "/t2", "/t3"]  # a hello lists ours first
+
+
+def test_a_topic_name_past_its_length_is_refused():
+    rpc = subs((True, "/ok"), (True, "/" + "x" * 300))
+    assert reasons(rules().check("p", False, rpc, T0)) == {("subscribe", "topic_too_long"): (1, True)}
+    assert [s.topicid for s in rpc.subscriptions] == ["/ok"]
 
 
 def test_subscription_churn_past_the_burst_is_refused_until_the_rate_refills():
@@ -73,14 +79,17 @@ def test_ihave_on_a_topic_not_carried_and_beyond_the_heartbeat_counts_is_refused
     rpc = rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave("/elsewhere", 5), ihave(OURS, 200)]))
     assert reasons(r.check("p", False, rpc, T0)) == {("ihave", "unknown_topic"): (1, True)}
     assert [i.topicID for i in rpc.control.ihave] == [OURS]
-    rpc = rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 200)]))  # 400 ids > 300
-    assert reasons(r.check("p", False, rpc, T0 + 500)) == {("ihave", "over_heartbeat"): (1, True)}
+    rpc = rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 200)]))  # 400 ids > 300: dropped, not
+    assert reasons(r.check("p", False, rpc, T0 + 500)) == {("ihave", "over_heartbeat"): (1, False)}  # held against it
     assert not rpc.HasField("control")  # nothing left: py-libp2p is not even called for it
     assert r.check("p", False, rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 200)])), T0 + 1000) == []
     for _ in range(2):  # the IHAVE count as well
         r.check("p", False, rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 1)])), T0 + 2000)
     rpc = rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 1)]))
-    assert reasons(r.check("p", False, rpc, T0 + 2000)) == {("ihave", "over_heartbeat"): (1, True)}
+    assert reasons(r.check("p", False, rpc, T0 + 2000)) == {("ihave", "over_heartbeat"): (1, False)}
+    for _ in range(6):  # past three times the count in one window: a flood, held against the peer
+        refusals = r.check("p", False, rpc_pb2.RPC(control=rpc_pb2.ControlMessage(ihave=[ihave(OURS, 1)])), T0 + 2000)
+    assert reasons(refusals) == {("ihave", "over_heartbeat"): (1, True)}
 
 
 def iwant(*ids: bytes) -> rpc_pb2.RPC:
@@ -129,3 +138,11 @@ def test_honest_gossip_passes_untouched():
                                                      iwant=[rpc_pb2.ControlIWant(messageIDs=[b"m1"])]))
     before = rpc.SerializeToString()
     assert r.check("p", False, rpc, T0) == [] and rpc.SerializeToString() == before
+
+
+def test_peers_offered_in_a_prune_are_dropped():
+    """Peer exchange: py-libp2p would dial every peer a PRUNE names, whoever sent it."""
+    prune = rpc_pb2.ControlPrune(topicID=OURS, peers=[rpc_pb2.PeerInfo(peerID=b"x" * 34)], backoff=60)
+    rpc = rpc_pb2.RPC(control=rpc_pb2.ControlMessage(prune=[prune]))
+    assert rules().check("p", False, rpc, T0) == []
+    assert [p.topicID for p in rpc.control.prune] == [OURS] and not rpc.control.prune[0].peers

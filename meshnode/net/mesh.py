@@ -158,8 +158,7 @@ class Mesh:
         self.known = KnownAuthors({key.did, *config.committee_dids})
         self.guard = PeerGuard(self.parts, self.standing, self.budgets, self.address_guard, self.offload, self.known,
                                store, metrics, clock, strangers=self.strangers)
-        pubsub_limits = replace(config.pubsub_limits, heartbeat_ms=round(config.gossip_heartbeat_s * 1000))
-        self.pubsub_guard = PubsubGuard(self.guard, metrics, clock, pubsub_limits)  # attached in run()
+        self.pubsub_guard = PubsubGuard(self.guard, metrics, clock, config.pubsub_limits)  # attached in run()
         self.hooks = hooks if hooks is not None else MeshHooks()  # the GMP service, the reactor's poke
         self.events = PeerEvents()  # connections identified and gone, peers back, upkeep rounds
         self.admission = AdmissionService(store, key, self.known, self.guard, self.parts, self.hooks, self.events,

@@ -131,7 +131,8 @@ class PubsubGuard:
         while pubsub.manager.is_running:
             try:
                 frame = await self._read_frame(stream)
-            except StreamEOF:
+            except StreamEOF:  # as py-libp2p's own loop: reset (a half-closed stream stays in yamux's
+                await self._drop(stream, peer_id)  # tables until its connection ends) and forget the peer
                 return
             if did is not None and self.guard.banned(did):
                 await self._drop(stream, peer_id)  # cut off meanwhile: its connection is closing
@@ -141,24 +142,24 @@ class PubsubGuard:
             estimate = estimate_ms(len(frame))
             try:
                 charge = budgets.admit(did or f"pid:{key}", host, known, estimate, now)
-            except OverBudget:
-                self._count(self.rules.over_budget(key, known, now), did)
+            except OverBudget as exc:
+                self._count(self.rules.over_budget(key, known, now, own=exc.key.startswith("peer:")), did)
                 continue
             started = time.perf_counter()
-            try:
-                rpc = rpc_pb2.RPC()
+            try:  # settled once the synchronous work is done: what _handle awaits (network, other tasks)
+                rpc = rpc_pb2.RPC()  # is not this peer's CPU
                 rpc.ParseFromString(frame)  # a DecodeError ends the stream (survive_bad_pubsub_rpcs)
                 if not self._sender_record_ok(rpc, peer_id):
                     continue
                 for refusal in self.rules.check(key, known, rpc, now):
                     self._count(refusal, did)
-                if did is not None and self.guard.banned(did):
-                    await self._drop(stream, peer_id)
-                    return
-                await self._handle(stream, peer_id, rpc, len(frame))
             finally:
                 spent = (time.perf_counter() - started) * 1000
                 budgets.settle(charge, max(estimate, spent), self.clock())
+            if did is not None and self.guard.banned(did):
+                await self._drop(stream, peer_id)
+                return
+            await self._handle(stream, peer_id, rpc, len(frame))
 
     async def _read_frame(self, stream) -> bytes:
         """One frame: its length waits as long as the peer is quiet (pubsub streams idle between

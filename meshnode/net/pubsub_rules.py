@@ -38,7 +38,11 @@ class PubsubLimits:
     ihave_ids_per_heartbeat: int = 5000  # message ids offered per heartbeat window (go-libp2p's MaxIHaveLength)
     iwant_ids_per_frame: int = 5000  # ids asked for in one RPC
     idontwant_ids_per_frame: int = 5000  # ids declined in one RPC
-    heartbeat_ms: int = 1000  # the window of the IHAVE counts: one GossipSub heartbeat (NetConfig.gossip_heartbeat_s)
+    heartbeat_ms: int = 1000  # the window of the IHAVE counts: the GossipSub default heartbeat, whatever ours is
+    #                           (the sender's heartbeat sets its pace, not ours); the excess is dropped, as go-libp2p
+    #                           does, and held against the peer only past ihave_over_invalid times the count
+    ihave_over_invalid: int = 3  # a peer with a 0.1 s heartbeat on 2 topics sends 20 a second: under 10 + 3 x 10
+    topic_bytes: int = 256  # a topic name's length (meshnode's are ~25 bytes; py-libp2p keeps every name it is told)
     advertised_ms: int = 10_000  # ids offered to a peer are remembered this long (mcache keeps 5 heartbeats)
     advertised_per_peer: int = 20_000  # and at most this many per peer (oldest first forgotten)
     over_budget_per_invalid: int = 4  # frames dropped over the CPU budget that count as one invalid input
@@ -65,6 +69,7 @@ class _PeerState:
     window_ms: int = 0  # start of the current heartbeat window
     ihaves: int = 0
     ihave_ids: int = 0
+    ihave_over: int = 0  # IHAVE entries dropped in the window
     over_budget: int = 0
     advertised: dict[str, int] = field(default_factory=dict)  # id -> when offered (insertion ordered)
 
@@ -96,13 +101,16 @@ class PubsubRules:
 
     # --- charged before parse -------------------------------------------------------
 
-    def over_budget(self, peer: str, known: bool, now_ms: int) -> Refusal:
-        """One frame dropped unread because the peer (or its address, subnet) was over its CPU budget:
-        every ``over_budget_per_invalid`` such frames from a stranger count as one invalid input."""
+    def over_budget(self, peer: str, known: bool, now_ms: int, own: bool = True) -> Refusal:
+        """One frame dropped unread because the peer (or its address, subnet, or all strangers) was over
+        its CPU budget: every ``over_budget_per_invalid`` such frames from a stranger over its ``own``
+        budget count as one invalid input. A budget it shares (its address's, its subnet's, the
+        strangers') emptied by others is no fault of this peer: its frames are dropped, not held
+        against it, or a swarm would get every honest stranger banned."""
         state = self._state(peer, now_ms)
-        state.over_budget += 1
-        strike = not known and state.over_budget % self.limits.over_budget_per_invalid == 0
-        return Refusal("frame", "over_budget", invalid=strike)
+        state.over_budget += own
+        strike = own and not known and state.over_budget % self.limits.over_budget_per_invalid == 0
+        return Refusal("frame", "over_budget" if own else "shared_over_budget", invalid=strike)
 
     # --- what this node offered --------------------------------------------------------
 
@@ -159,10 +167,13 @@ class PubsubRules:
     def _check_subscriptions(self, state: _PeerState, rpc, factor: int, now_ms: int,
                              refusals: list[Refusal]) -> None:
         subs = rpc.subscriptions
-        if len(subs) > self.limits.subscriptions_per_frame * factor:
-            refusals.append(Refusal("subscribe", "too_many_in_frame", len(subs)))
-            rpc.ClearField("subscriptions")
-            return
+        if len(subs) > self.limits.subscriptions_per_frame * factor:  # the first ones are kept (a hello
+            refusals.append(Refusal("subscribe", "too_many_in_frame", len(subs) - self.limits.subscriptions_per_frame * factor))
+            _replace(subs, list(subs)[:self.limits.subscriptions_per_frame * factor])  # lists ours among them)
+        long_names = sum(len(sub.topicid) > self.limits.topic_bytes for sub in subs)
+        if long_names:
+            refusals.append(Refusal("subscribe", "topic_too_long", long_names))
+            _replace(subs, [sub for sub in subs if len(sub.topicid) <= self.limits.topic_bytes])
         self._refill_subscriptions(state, factor, now_ms)
         kept, churn, too_many = [], 0, 0
         for sub in subs:
@@ -203,6 +214,8 @@ class PubsubRules:
                 if len(kept) < len(entries):
                     refusals.append(Refusal(name, "unknown_topic", len(entries) - len(kept)))
                     _replace(entries, kept)
+        for prune in control.prune:  # peer exchange: py-libp2p would dial every peer a PRUNE names, from
+            del prune.peers[:]       # anyone (accept_px_threshold -inf); peers are found through the DHT
         if len(control.idontwant):
             ids = sum(len(e.messageIDs) for e in control.idontwant)
             if ids > self.limits.idontwant_ids_per_frame * factor:
@@ -211,7 +224,7 @@ class PubsubRules:
 
     def _check_ihave(self, state: _PeerState, control, factor: int, now_ms: int, refusals: list[Refusal]) -> None:
         if now_ms - state.window_ms >= self.limits.heartbeat_ms:
-            state.window_ms, state.ihaves, state.ihave_ids = now_ms, 0, 0
+            state.window_ms, state.ihaves, state.ihave_ids, state.ihave_over = now_ms, 0, 0, 0
         kept, unknown, over = [], 0, 0
         for ihave in control.ihave:
             if not self.carried(ihave.topicID):
@@ -230,7 +243,9 @@ class PubsubRules:
         if unknown:
             refusals.append(Refusal("ihave", "unknown_topic", unknown))
         if over:
-            refusals.append(Refusal("ihave", "over_heartbeat", over))
+            state.ihave_over += over
+            flood = state.ihave_over > self.limits.ihave_over_invalid * self.limits.ihave_per_heartbeat * factor
+            refusals.append(Refusal("ihave", "over_heartbeat", over, invalid=flood))
 
     def _check_iwant(self, state: _PeerState, control, factor: int, now_ms: int, refusals: list[Refusal]) -> None:
         ids = sum(len(e.messageIDs) for e in control.iwant)
