@@ -251,3 +251,23 @@ async def test_strangers_handshakes_are_rated_across_addresses_but_a_known_peers
     assert metrics.get("bans", kind="address") == 0  # a swarm's rate is no strike against any address
     clock.now += 1000
     assert gate.admit_at_accept(("10.200.0.1", 5000)) is None  # the rate refills
+
+
+async def test_a_friends_stored_address_is_not_held_to_the_strangers_handshake_rate_after_a_restart():
+    friend, stranger = a_did(), a_did()
+    store = Store()
+    rows = [{"did": friend, "addresses": ["/ip4/192.0.2.50/tcp/7822"], "last_seen": "2026-12-01"},
+            {"did": stranger, "addresses": ["/ip4/192.0.2.60/tcp/7822"], "last_seen": "2026-12-01"}]
+    store.read = lambda fn, *args: _answer(rows if fn.__name__ == "list_peers" else {})
+    gate, guard, clock, metrics = node(store=store)
+    guard.known.add(friend)
+    async with trio.open_nursery() as nursery:
+        await gate.start(nursery)
+    for i in range(gate.strangers.limits.handshakes_burst):  # a swarm spends the rate
+        gate.admit_at_accept((f"10.{i}.0.1", 5000))
+    assert gate.admit_at_accept(("192.0.2.60", 5000)) == "strangers_handshake_rate"  # a stranger's stored address
+    assert gate.admit_at_accept(("192.0.2.50", 5000)) is None  # the friend's
+
+
+async def _answer(value):
+    return value

@@ -81,6 +81,7 @@ class Gating:
         self._unsupported: dict[str, set[str]] = {}  # DID -> protocols it refused on its current connection
         self._admitted_at_accept = BoundedLRU(1024)  # "ip|port" of connections whose address passed at accept
         self._known_host_seen = BoundedLRU(1024)  # addresses known peers connected from: no stranger handshake rate
+        self._stored_hosts = BoundedLRU(4096)  # address -> DIDs the store has it for (at start): known ones are exempt
         self._streamless = BoundedLRU(4096)  # id of kept inbound connections of unknown peers -> their address
         self._streamed = BoundedLRU(4096)  # id of connections whose peer opened a stream
 
@@ -121,11 +122,16 @@ class Gating:
     # --- strangers as one (issue 36) ----------------------------------------------
 
     async def _remember_peers(self) -> None:
-        """Peers the store knows (the most recently seen first) are no newcomers after a restart."""
+        """Peers the store knows (the most recently seen first) are no newcomers after a restart, and
+        the addresses it has for them are remembered: a friend dialling in from one after our restart
+        is not held to the strangers' handshake rate (whether it is known is asked at accept)."""
         rows = await self.store.read(list_peers)
         rows.sort(key=lambda r: r["last_seen"] or "", reverse=True)
         for row in reversed(rows[:self.strangers.limits.remembered]):
             self.strangers.remember(row["did"])
+            for host in {ip_of(a) for a in row["addresses"]} - {None}:
+                dids = self._stored_hosts.get(host) or ()
+                self._stored_hosts.put(host, (*dids[-7:], row["did"]))
 
     def _admit_stranger(self, conn, did: str | None, nursery: trio.Nursery) -> bool:
         """Whether a new connection may stay under the limits of strangers as a whole (our own dials
@@ -157,7 +163,7 @@ class Gating:
         if host in self._known_hosts():
             return None
         refusal = self._allow_address(host)
-        if refusal is None and self._known_host_seen.get(host) is None \
+        if refusal is None and not self._known_host(host) \
                 and not self.strangers.admit_handshake(self.clock()):
             refusal = "strangers_handshake_rate"  # not a strike: a swarm spread over many addresses
         if refusal is None:
@@ -204,6 +210,12 @@ class Gating:
     def refused_at_accept(self, host: str, reason: str) -> None:
         self.metrics.inc("connections_refused", reason=reason, stage="accept")
         log.debug("refused a connection from %s before its handshake (%s)", host, reason)
+
+    def _known_host(self, host: str) -> bool:
+        """Whether a known peer connected from ``host`` lately, or the store has ``host`` for one."""
+        if self._known_host_seen.get(host) is not None:
+            return True
+        return any(self.guard.is_known(did) for did in self._stored_hosts.peek(host) or ())
 
     def _known_hosts(self) -> set[str]:
         """Addresses a known peer is connected from now (each also remembered for later)."""
@@ -385,3 +397,9 @@ def _gatekeeper(gating: Gating, nursery: trio.Nursery):
             pass
 
     return Gatekeeper(gating, nursery)
+
+
+def ip_of(address: str) -> str | None:
+    """The IP address of a multiaddr such as ``/ip4/192.0.2.1/tcp/7822``, or None."""
+    parts = address.split("/")
+    return parts[2] if len(parts) > 2 and parts[1] in ("ip4", "ip6") else None
