@@ -13,7 +13,10 @@ tens of seconds, and it was the longest stall of the node's loop measured in
 permanent generation (``gc.freeze``), so later full passes walk only what was
 made since (a few ms). The price: a reference cycle among the frozen objects
 that becomes garbage later is never collected, which startup objects, kept
-for the node's lifetime, do not form in numbers.
+for the node's lifetime, do not form in numbers. So the freeze comes before
+the first connection: py-libp2p lets go of a closed connection only when the
+collector frees its cycle, and a connection frozen with the heap stayed the
+peer's connection after the peer had gone (a ping then failed on it).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import gc
 
 def freeze_startup_heap(metrics=None) -> int:
     """Collect, then keep every object alive now out of later collections; how many are frozen
-    (also the gauge ``gc_frozen_objects``). Call once, when the node has started."""
+    (also the gauge ``gc_frozen_objects``). Call once, as the node starts, before its first connection."""
     gc.collect()
     gc.freeze()
     frozen = gc.get_freeze_count()

@@ -692,13 +692,20 @@ class Discovery:
     async def ping(self, did: str) -> float:
         from libp2p.host.ping import ID as PING_ID, perform_ping_roundtrip
 
-        await self.find(did)
         pid = peer_id_object(did)
-        try:
-            stream = await self.host.new_stream(pid, [PING_ID])
-        except Exception as exc:  # py-libp2p raises several types when a peer is gone
-            raise NetError("unreachable", f"peer {did} is unreachable: its connection closed before the ping"
-                                          f" ({_leaf(exc)})") from None
+        for last in (False, True):  # a connection that closed as the ping began (the peer just stopped, and
+            await self.find(did)  # py-libp2p still lists it): dropped, and the peer looked for afresh
+            try:
+                stream = await self.host.new_stream(pid, [PING_ID])
+                break
+            except Exception as exc:  # py-libp2p raises several types when a peer is gone
+                if last:
+                    raise NetError("unreachable", f"peer {did} is unreachable: its connection closed before the"
+                                                  f" ping ({_leaf(exc)})") from None
+                try:
+                    await self.host.disconnect(pid)
+                except Exception as gone:
+                    log.debug("dropping the closed connection to %s: %s", did, gone)
         try:
             started = time.perf_counter()
             with trio.fail_after(REQUEST_TIMEOUT):

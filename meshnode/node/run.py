@@ -174,6 +174,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
             app_later = _Later()  # the gate's spawns run the app's action, and the App needs the cycle
             try:
                 async with trio.open_nursery() as nursery:
+                    _load_libp2p_modules()
+                    freeze_startup_heap(metrics)  # full GC passes skip the startup heap: no ~0.1 s loop stalls
                     await nursery.start(mesh.run)
                     gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics, hooks=hooks)
                     await nursery.start(gmp.run)
@@ -220,7 +222,6 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                     if web_address.url is not None:
                         print(f"web:      {web_address.url}", file=out)
                         print("login:    meshnode web url", file=out)
-                    freeze_startup_heap(metrics)  # full GC passes skip the startup heap: no ~0.1 s loop stalls
                     print("ready; stop with Ctrl-C", file=out, flush=True)
                     async for signum in signals:
                         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -424,3 +425,12 @@ def _strings(args: dict) -> dict:
         if not isinstance(k, str) or not isinstance(v, (str, int, float, bool, list, type(None))):
             raise MeshnodeError("bad_request", f"argument {k!r} has an unsupported type")
     return args
+
+
+def _load_libp2p_modules() -> None:
+    """Import what py-libp2p imports only as the mesh starts, so that the startup heap frozen before
+    the first connection (``base.heap``) holds those modules too."""
+    import libp2p.kad_dht.kad_dht  # noqa: F401
+    import libp2p.pubsub.gossipsub  # noqa: F401
+    import libp2p.security.noise.transport  # noqa: F401
+    import libp2p.stream_muxer.yamux.yamux  # noqa: F401

@@ -25,16 +25,17 @@ LIVENESS = ("ok", "quiet", "stale", "dead")
 async def status(app: App, actor: Actor) -> dict:
     config = app.config
     snapshot = app.mesh.peers_snapshot() if app.mesh is not None else {"liveness": {}}
-    out = {"name": config.name, "home": str(config.home), "database": str(config.db_path),
-           "schema_version": app.store.version, "counts": await app.store.read(lambda db: db.counts()),
+    rows = await app.store.read(_status_rows, app.clock())  # one trip to a reader thread: under load each
+    out = {"name": config.name, "home": str(config.home), "database": str(config.db_path),  # trip waits for
+           "schema_version": app.store.version, "counts": rows["counts"],  # the interpreter lock again
            "running": app.mesh is not None,
-           **await _at_rest(app, snapshot["liveness"])}
+           **_at_rest(app, rows, snapshot["liveness"])}
     if app.key is not None:
         out.update(did=app.key.did, peer_id=app.key.peer_id)
     if app.mesh is None:
         return out
     mesh = app.mesh
-    cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": await app.store.read(held.summary)}
+    cognition = {**(app.cycle.status() if app.cycle else {"mode": "off"}), "held": rows["held"]}
     run = out["last_run"]
     started = run["at_ms"] if run and not run["stopped"] else None
     out.update(addresses=mesh.addresses(), web=app.web.url if app.web is not None else None, **snapshot,
@@ -43,25 +44,30 @@ async def status(app: App, actor: Actor) -> dict:
     return out
 
 
-async def _at_rest(app: App, heard: dict[str, str]) -> dict:
+def _status_rows(db, now: int) -> dict:
+    """Everything ``status`` reads from the database, in one go."""
+    return {"counts": db.counts(), "llms": registry.endpoints(db), "last_run": node_runs.last_run(db),
+            "peers": list_peers(db), "waiting": inbox.count(db, now), "held": held.summary(db)}
+
+
+def _at_rest(app: App, rows: dict, heard: dict[str, str]) -> dict:
     """What the home's database tells, node or no node: the last run, the peers by liveness (as
     last known, aged by the silence since: a stopped node hears nobody; ``heard``: the running node's
     tracker for the peers heard this run), the LLMs and what waits."""
-    now = app.clock()
-    llms = await app.store.read(registry.endpoints)
-    return {"last_run": await app.store.read(node_runs.last_run),
-            "peer_counts": _counted({**await _stored_states(app), **heard}.values()),
+    llms = rows["llms"]
+    return {"last_run": rows["last_run"],
+            "peer_counts": _counted({**_stored_states(app, rows["peers"]), **heard}.values()),
             "agent": {"enabled": bool(app.config.values["cognition"]["enabled"]),
                       "llms": sum(1 for e in llms if not e.validator), "validators": sum(1 for e in llms if e.validator)},
-            "waiting": await app.store.read(inbox.count, now)}
+            "waiting": rows["waiting"]}
 
 
-async def _stored_states(app: App) -> dict[str, str]:
+def _stored_states(app: App, peers: list[dict]) -> dict[str, str]:
     """Each known peer's liveness as the peers table last knew it, aged by the silence since."""
     now = app.clock()
     thresholds = family.thresholds_of(app.config.values["net"])
     return {p["did"]: family.aged(p["liveness"], p["last_heard_ms"], now, thresholds)
-            for p in await app.store.read(list_peers) if p["liveness"]}
+            for p in peers if p["liveness"]}
 
 
 async def config_in_effect(app: App, actor: Actor) -> dict:
