@@ -136,8 +136,9 @@ def test_validators_hold_the_commands_of_an_answer_they_reject(tmp_path, llms):
             assert rating == -1.0 and auto_pass == 0  # (-3 * 1 + 1 * 1) / 2
             assert {v["validator"] for v in json.loads(validators)} == {"strict", "lenient"}
             assert conn.execute("SELECT count(*) FROM llm_memory").fetchone()[0] == 0  # held, not run
-            held = conn.execute("SELECT value FROM process_log WHERE name = 'cmd:w1'").fetchone()[0]
-            assert "held" in held
+            held_row = "SELECT value FROM process_log WHERE name = 'cmd:w1'"  # written after the answer: waited for
+            wait_until(lambda: conn.execute(held_row).fetchone() is not None, 30, "the held command to be logged")
+            assert "held" in conn.execute(held_row).fetchone()[0]
             # validation metrics: everything judged, the validators' leans on record (drift needs history)
             v = node.call("mind")["validation"]
             assert v["coverage"] == 1.0 and v["lean"] == {"strict": -2.0, "lenient": 2.0}

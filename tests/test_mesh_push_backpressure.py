@@ -60,7 +60,7 @@ def _counting_decodes(mesh) -> list[int]:
 
 def test_a_strangers_push_is_decoded_only_as_far_as_the_write_rate_has_room(tmp_path):
     async def main():
-        now = [T0]
+        now = [now_ms()]  # the clock of the node: containers are built at the real now (T0 was taken at import)
         mesh, store = await ticking_mesh(tmp_path, now, burst=3)
         async with store:
             decoded = _counting_decodes(mesh)
@@ -89,7 +89,7 @@ def test_a_strangers_push_is_decoded_only_as_far_as_the_write_rate_has_room(tmp_
 
 def test_a_stranger_that_pushes_before_its_hint_is_refused_unread_and_cut_off(tmp_path):
     async def main():
-        now = [T0]
+        now = [now_ms()]  # the clock of the node: containers are built at the real now (T0 was taken at import)
         mesh, store = await ticking_mesh(tmp_path, now, burst=1)
         async with store:
             decoded = _counting_decodes(mesh)
@@ -129,7 +129,7 @@ def test_a_stranger_that_pushes_before_its_hint_is_refused_unread_and_cut_off(tm
 
 def test_a_fetch_is_not_held_to_a_push_hint(tmp_path):
     async def main():
-        now = [T0]
+        now = [now_ms()]  # the clock of the node: containers are built at the real now (T0 was taken at import)
         mesh, store = await ticking_mesh(tmp_path, now, burst=1)
         async with store:
             sender = NodeKey.generate()
@@ -193,7 +193,7 @@ def test_this_nodes_pushes_keep_the_hint_they_were_given(tmp_path):
 
 def test_strangers_gossip_is_not_decoded_when_the_write_rate_has_no_room(tmp_path):
     async def main():
-        now = [T0]
+        now = [now_ms()]  # the clock of the node: containers are built at the real now (T0 was taken at import)
         mesh, store = await ticking_mesh(tmp_path, now, burst=1)
         async with store:
             decoded = []
@@ -241,7 +241,7 @@ def test_an_unchanged_standing_is_not_stored_again_after_each_request(tmp_path):
     async def main():
         from meshnode.net.peer_guard import STANDING_REFRESH_MS, save_standing_row
 
-        now = [T0]
+        now = [now_ms()]  # the clock of the node: containers are built at the real now (T0 was taken at import)
         mesh, store = await ticking_mesh(tmp_path, now, burst=1)
         async with store:
             writes = []
