@@ -10,25 +10,14 @@ import pytest
 import trio
 
 from meshnode.net import libp2p_fixes
+from pubsub_streams import FramesStream
 
 
-class OneRpcStream:
+class OneRpcStream(FramesStream):
     """A pubsub stream that carries one length-prefixed ``body`` and then ends."""
 
     def __init__(self, peer_id, body: bytes):
-        from libp2p.utils.varint import encode_uvarint
-
-        self.data = encode_uvarint(len(body)) + body
-        self.muxed_conn = SimpleNamespace(peer_id=peer_id)
-        self.metric_send_channel = None
-        self.resets = 0
-
-    async def read(self, n: int = -1) -> bytes:
-        out, self.data = self.data[:n], self.data[n:]
-        return out
-
-    async def reset(self) -> None:
-        self.resets += 1
+        super().__init__(peer_id, [body])
 
 
 @pytest.fixture

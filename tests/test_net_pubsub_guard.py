@@ -15,6 +15,7 @@ from meshnode.net.mesh import Mesh, NetConfig
 from meshnode.net.mesh_gossip import CONTAINER_TOPIC
 from meshnode.net.pubsub_guard import did_of
 from meshnode.store import Store
+from pubsub_streams import FramesStream
 
 FRAMES = 30  # per attacker: more than the 20 invalid inputs that cut a peer off
 JUNK = "/junk/1"
@@ -115,26 +116,6 @@ async def test_attackers_are_cut_off_per_frame_kind_while_honest_gossip_arrives(
         assert victim.metrics.get("peers_cut_off") == 4
         assert victim.standing.summary(honest.key.did)["invalid"] == 0
         nursery.cancel_scope.cancel()
-
-
-class FramesStream:
-    """An inbound pubsub stream from ``peer_id`` at 203.0.113.5 carrying ``frames``, then its end."""
-
-    def __init__(self, peer_id, frames: list[bytes]):
-        from types import SimpleNamespace
-
-        from libp2p.utils.varint import encode_varint_prefixed
-
-        self.data = b"".join(encode_varint_prefixed(f) for f in frames)
-        self.muxed_conn = SimpleNamespace(peer_id=peer_id, get_remote_address=lambda: ("203.0.113.5", 4001))
-        self.resets = 0
-
-    async def read(self, n: int = -1) -> bytes:
-        out, self.data = self.data[:n], self.data[n:]
-        return out
-
-    async def reset(self) -> None:
-        self.resets += 1
 
 
 async def frames_over_budget(tmp_path, limits) -> tuple[Mesh, list[str], FramesStream, str]:
