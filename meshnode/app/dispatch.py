@@ -17,6 +17,7 @@ from meshnode.app.actions import (a2a, chat, children, consensus, containers, ed
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
+from meshnode.store.service import person_first
 
 RESERVED = ("app", "actor", "approved_by")  # set by the face, never by the caller's arguments
 
@@ -202,6 +203,8 @@ async def dispatch(app: App, actor: Actor, name: str, args: dict, *, approved_by
     action = check_args(name, args)
     if app.metrics is not None:
         app.metrics.inc("actions", action=name, actor=actor.kind)
-    if approved_by is not None:
-        return await action.fn(app, actor, **args, approved_by=approved_by)
-    return await action.fn(app, actor, **args)
+    extra = {"approved_by": approved_by} if approved_by is not None else {}
+    if actor.kind != "person":
+        return await action.fn(app, actor, **args, **extra)
+    with person_first():  # the person's reads never wait behind the mesh's
+        return await action.fn(app, actor, **args, **extra)

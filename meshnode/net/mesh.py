@@ -362,6 +362,7 @@ class Mesh:
                                       msg_id_constructor=ContentAddressedMessageIDGenerator())
         self.container_gossip.register(pubsub)
         self.consensus.register(pubsub)
+        libp2p_fixes.validation_errors_without_the_message(pubsub)
         libp2p_fixes.count_gossip_drops(pubsub, gossipsub, self.container_gossip.dropped)  # first: the others forget
         libp2p_fixes.count_gossip_refused_unseen(pubsub, self.guard.invalid_from_peer_id,
                                                  pardoned=self.admission.gossip_pardoned)

@@ -1,8 +1,12 @@
 """The store as trio code sees it: SQLite work runs in worker threads.
 
 One writer connection, used by one thread at a time (a CapacityLimiter of 1),
-so writes are serialized in the order they were asked for; one reader
-connection beside it (WAL lets it read while the writer writes). A write that
+so writes are serialized in the order they were asked for; two reader
+connections beside it (WAL lets them read while the writer writes): one for
+the person's reads and one for everything else, so what the person asks
+(``status``, a page of notes) never waits in line behind the reads a swarm of
+peers causes (``person_first``; the app layer's dispatch sets it for the
+person's actions). A write that
 has started is not abandoned when its caller is cancelled: it finishes (and
 commits) before the cancellation is delivered, so an acknowledged write is
 never half done.
@@ -16,6 +20,8 @@ worker thread and recorded back on the trio thread.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import time
 from pathlib import Path
@@ -30,27 +36,45 @@ BACKGROUND_BUSY_MS = 250
 
 T = TypeVar("T")
 
+_PERSON_LANE: contextvars.ContextVar[bool] = contextvars.ContextVar("meshnode_store_person_lane", default=False)
+
+
+@contextlib.contextmanager
+def person_first():
+    """Within it, this task's reads (and those of tasks it starts) use the person's reader connection."""
+    token = _PERSON_LANE.set(True)
+    try:
+        yield
+    finally:
+        _PERSON_LANE.reset(token)
+
 
 class Store:
-    def __init__(self, writer: Database, reader: Database, metrics=None):
+    def __init__(self, writer: Database, reader: Database, person_reader: Database, metrics=None):
         self.metrics = metrics  # meshnode.base.metrics.Metrics or None (not measured)
         self._writer = writer
         self._reader = reader
+        self._person_reader = person_reader
         self._write_limiter = trio.CapacityLimiter(1)
         self._read_limiter = trio.CapacityLimiter(1)
+        self._person_read_limiter = trio.CapacityLimiter(1)
         self.path = writer.path
         self.version = writer.version
 
     @classmethod
     async def open(cls, path: Path, *, create: bool = True, metrics=None, hooks: StoreHooks | None = None) -> "Store":
-        """Both connections; ``hooks`` as for ``Database`` (the process default unless given)."""
+        """The three connections; ``hooks`` as for ``Database`` (the process default unless given)."""
         writer = await trio.to_thread.run_sync(lambda: Database(path, create=create, hooks=hooks))
+        readers: list[Database] = []
         try:
-            reader = await trio.to_thread.run_sync(lambda: Database(path, create=False, do_migrate=False, hooks=hooks))
+            for _ in range(2):
+                readers.append(await trio.to_thread.run_sync(
+                    lambda: Database(path, create=False, do_migrate=False, hooks=hooks)))
         except BaseException:
-            writer.close()
+            for db in (*readers, writer):
+                db.close()
             raise
-        return cls(writer, reader, metrics)
+        return cls(writer, *readers, metrics=metrics)
 
     async def write(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run ``fn(database, *args, **kwargs)`` on the writer connection."""
@@ -83,13 +107,18 @@ class Store:
         return await trio.to_thread.run_sync(run, self._writer, limiter=self._write_limiter)
 
     async def read(self, fn: Callable[..., T], *args, **kwargs) -> T:
-        """Run ``fn(database, *args, **kwargs)`` on the reader connection."""
-        return await trio.to_thread.run_sync(functools.partial(fn, self._reader, *args, **kwargs),
-                                             limiter=self._read_limiter)
+        """Run ``fn(database, *args, **kwargs)`` on a reader connection: the person's within
+        ``person_first``, else the other."""
+        if _PERSON_LANE.get():
+            reader, limiter = self._person_reader, self._person_read_limiter
+        else:
+            reader, limiter = self._reader, self._read_limiter
+        return await trio.to_thread.run_sync(functools.partial(fn, reader, *args, **kwargs), limiter=limiter)
 
     async def aclose(self) -> None:
-        async with self._write_limiter, self._read_limiter:
+        async with self._write_limiter, self._read_limiter, self._person_read_limiter:
             await trio.to_thread.run_sync(self._reader.close)
+            await trio.to_thread.run_sync(self._person_reader.close)
             await trio.to_thread.run_sync(self._writer.close)
 
     async def __aenter__(self) -> "Store":
