@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import time
+from typing import Callable
 
 import trio
 
@@ -388,20 +389,29 @@ class _ExpectedToDebug(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
-async def wait_identified(host, peer_id, timeout: float = 5.0) -> bool:
+IDENTIFY_POLL_S = 0.01
+IDENTIFY_POLL_MAX_S = 0.25
+
+
+async def wait_identified(host, peer_id, timeout: float = 5.0, gone: Callable[[], bool] | None = None) -> bool:
     """There is no "identify finished" event; KadDHT.add_peer() is False for an inbound
-    peer until identify has stored its addresses. Poll the peerstore (it takes ~10 ms)."""
+    peer until identify has stored its addresses. Poll the peerstore: every 10 ms at first
+    (identify takes ~10 ms), then less often (up to IDENTIFY_POLL_MAX_S): a swarm's
+    connections that never identify would otherwise wake the loop 100 times a second each
+    for ``timeout``. ``gone()`` true (the connection closed) ends the wait early, False."""
     from libp2p.peer.peerstore import PeerStoreError
 
     store = host.get_peerstore()
+    pause = IDENTIFY_POLL_S
     with trio.move_on_after(timeout):
-        while True:
+        while gone is None or not gone():
             try:
                 if identified_protocols(host, peer_id) and store.addrs(peer_id):
                     return True
             except PeerStoreError:
                 pass
-            await trio.sleep(0.01)  # a poll interval: libp2p offers nothing to wait on
+            await trio.sleep(pause)  # a poll interval: libp2p offers nothing to wait on
+            pause = min(pause * 1.5, IDENTIFY_POLL_MAX_S)
     return False
 
 

@@ -250,7 +250,8 @@ class Gating:
         return self._allow_address(address[0])
 
     async def _check_once_identified(self, conn, did: str, nursery: trio.Nursery) -> None:
-        await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT)
+        await libp2p_fixes.wait_identified(self.host, conn.muxed_conn.peer_id, IDENTIFY_WAIT,
+                                           gone=lambda: conn.muxed_conn.is_closed)
         if self.guard.banned(did) and not conn.muxed_conn.is_closed:
             self._refuse(conn, did, "identify", nursery)
         elif not conn.muxed_conn.is_closed:
