@@ -45,3 +45,22 @@ def test_active_bans_are_those_not_over_yet(tmp_path):
         assert active_bans(db, T0 + 600_000) == {}
     finally:
         db.close()
+
+
+def test_liveness_rows_are_the_peers_with_a_liveness_and_a_row_not_every_stranger_met(tmp_path):
+    from meshnode.base.identity.keys import NodeKey
+    from meshnode.store.peers import liveness_rows
+
+    db = Database(tmp_path / "x.db")
+    try:
+        strangers = [NodeKey.generate() for _ in range(20)]  # a swarm's identities: rows, no liveness
+        for k in strangers:
+            upsert_peer(db, k.did, peer_id=k.peer_id, now_ms=T0, source="exchange")
+        upsert_peer(db, DID, peer_id=PEER, now_ms=T0, source="exchange")
+        set_liveness(db, DID, state="quiet", last_heard_ms=T0 + 5, last_seq=1, now_ms=T0 + 5)
+        gone = strangers[0]  # a row deleted (forgotten) with its liveness left behind is not counted
+        set_liveness(db, gone.did, state="ok", last_heard_ms=T0, last_seq=1, now_ms=T0)
+        db.conn.execute("DELETE FROM agent_peers WHERE id = ?", (gone.did,))
+        assert liveness_rows(db) == [{"did": DID, "liveness": "quiet", "last_heard_ms": T0 + 5}]
+    finally:
+        db.close()

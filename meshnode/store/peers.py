@@ -114,6 +114,15 @@ def list_peers(db: Database) -> list[dict]:
     return rows
 
 
+def liveness_rows(db: Database) -> list[dict]:
+    """Each peer with a liveness as last recorded: ``did``, ``liveness``, ``last_heard_ms`` (what
+    ``status`` counts: not every peer the node ever met)."""
+    with sql_errors("reading liveness"):
+        rows = db.conn.execute("SELECT l.did, l.state, l.last_heard_ms FROM peer_liveness l"
+                               " JOIN agent_peers p ON p.id = l.did").fetchall()
+    return [{"did": did, "liveness": state, "last_heard_ms": heard} for did, state, heard in rows]
+
+
 def last_known_addresses(db: Database, did: str, limit: int = 8) -> list[str]:
     """The addresses this node last knew for ``did`` (its announce's, or the bootstrap line's), without
     a ``/p2p/`` part: what a node that restarted alone can still dial."""

@@ -17,7 +17,7 @@ from meshnode.app.context import App
 from meshnode.records import family, inbox
 from meshnode.records.mind import held, registry
 from meshnode.store import node_runs
-from meshnode.store.peers import list_peers
+from meshnode.store.peers import liveness_rows
 
 LIVENESS = ("ok", "quiet", "stale", "dead")
 
@@ -47,7 +47,7 @@ async def status(app: App, actor: Actor) -> dict:
 def _status_rows(db, now: int) -> dict:
     """Everything ``status`` reads from the database, in one go."""
     return {"counts": db.counts(), "llms": registry.endpoints(db), "last_run": node_runs.last_run(db),
-            "peers": list_peers(db), "waiting": inbox.count(db, now), "held": held.summary(db)}
+            "peers": liveness_rows(db), "waiting": inbox.count(db, now), "held": held.summary(db)}
 
 
 def _at_rest(app: App, rows: dict, heard: dict[str, str]) -> dict:
