@@ -271,3 +271,29 @@ async def test_a_friends_stored_address_is_not_held_to_the_strangers_handshake_r
 
 async def _answer(value):
     return value
+
+
+async def test_a_peer_without_an_ed25519_key_is_cut_off_and_refused_at_connect_like_any_identity(monkeypatch):
+    from libp2p.crypto.secp256k1 import create_new_key_pair
+    from libp2p.peer.id import ID
+
+    gate, guard, clock, metrics = node(peer_limits=PeerLimits(invalid_threshold=3))
+    peer_id = ID.from_pubkey(create_new_key_pair().public_key)  # secp256k1: no DID
+
+    async def connect_without_did() -> Conn:
+        conn = Conn(a_did(), (NAT, 7000))
+        conn.muxed_conn.peer_id = peer_id
+        async with trio.open_nursery() as nursery:
+            gate._on_connected(conn, nursery)
+        return conn
+
+    assert not (await connect_without_did()).muxed_conn.is_closed
+    spawned = []  # what the guard starts on its own (its disconnect of the peer)
+    monkeypatch.setattr(trio.lowlevel, "spawn_system_task", lambda fn, *args: spawned.append((fn, args)))
+    for _ in range(3):
+        guard.invalid_from_peer_id(peer_id, "bad_message")
+    monkeypatch.undo()
+    assert [args for _, args in spawned] == [(peer_id,)]  # cut off once, at the threshold
+    assert metrics.get("bans", kind="identity") == 1
+    assert (await connect_without_did()).muxed_conn.is_closed  # and refused when it comes back
+    assert metrics.get("connections_refused", reason="banned", stage="connect") == 1

@@ -47,7 +47,7 @@ from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
 from meshnode.net.inbound import remote_address
 from meshnode.net.libp2p_parts import Libp2pParts
-from meshnode.net.peer_guard import PeerGuard, peer_id_object
+from meshnode.net.peer_guard import PeerGuard, peer_id_object, standing_key
 from meshnode.net.standing import Standing
 from meshnode.net.strangers import StrangerGate
 from meshnode.store.peers import active_bans, list_peers
@@ -106,7 +106,7 @@ class Gating:
             address = remote_address(conn.muxed_conn)
             if address:
                 self._known_host_seen.put(address[0], True)
-        if self.guard.banned(did):
+        if self.guard.banned(standing_key(did, conn.muxed_conn.peer_id)):
             self._refuse(conn, did, "connect", nursery)
             return
         refusal = self._address_refusal(conn, did)

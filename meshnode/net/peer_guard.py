@@ -68,6 +68,12 @@ def remote_host(muxed_conn) -> str | None:
     return address[0] if address else None
 
 
+def standing_key(did: str | None, peer_id) -> str:
+    """What a peer's standing is kept under: its DID, or ``peer:`` and its peer id when its key is not
+    Ed25519 (such a peer has no DID, and can be cut off all the same)."""
+    return did if did is not None else f"peer:{peer_id}"
+
+
 def peer_id_object(did: str):
     from libp2p.peer.id import ID
 
@@ -202,12 +208,21 @@ class PeerGuard:
                 trio.lowlevel.spawn_system_task(self.disconnect, pid)
 
     def invalid_from_peer_id(self, peer_id, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
-        """``invalid`` for a gossip forwarder or author known by its peer id (counted only, when it
-        names no DID)."""
+        """``invalid`` for a gossip forwarder or author known by its peer id. A peer whose key is not
+        Ed25519 names no DID: its standing is kept under ``standing_key`` (this run only: the peers
+        table holds DIDs), and past the threshold it is cut off and refused at connect all the same."""
         try:
             did = peer_id_to_did(peer_id.to_base58())
         except MeshnodeError:
             self.metrics.inc("invalid_from_peer", code=code)
+            key = standing_key(None, peer_id)
+            if self.standing.record_invalid(key, code, self.clock(), invalid_weight(cost_ms, nbytes)):
+                log.warning("cutting off %s (no Ed25519 key) after %d invalid inputs", peer_id,
+                            self.standing.summary(key)["invalid"])
+                self.metrics.inc("peers_cut_off")
+                self.metrics.inc("bans", kind="identity")
+                if self.parts.host is not None:
+                    trio.lowlevel.spawn_system_task(self.disconnect, peer_id)
             return
         self.invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
 
