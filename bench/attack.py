@@ -2,7 +2,7 @@
 same run's unloaded figures.
 
     python bench/attack.py [--seconds 25] [--attacks bigframe,sybil_topic_spam,...]
-                           [--baseline 10] [--settle 10] [--newcomer-wait 40] [--smoke]
+                           [--baseline SECONDS] [--settle 10] [--newcomer-wait 40] [--smoke]
 
 One victim node and one honest node (friends, each trusting the other) on loopback, with
 default limits and quotas (what an internet-facing node runs with) and heartbeats every
@@ -16,7 +16,8 @@ and all of them at once (``sybil_mixed``). For each it prints:
   again (``calm_after_s``: a backlog left by the previous attack shows here, not in this one);
 - the honest node's ping of the victim (the whole CLI ping: announce lookup, stream, round
   trip) and the victim's control `status` round trip, p50 and p99, and their ratios to the
-  unloaded figures measured at the start of the run (the suite's tests/test_mesh_attack.py
+  unloaded figures measured at the start of the run, for as long as an attack lasts (a p99 of
+  100 samples is their largest; of 250, their third: like is compared with like) (the suite's tests/test_mesh_attack.py
   checks the mechanisms, these latencies are the bench's alone);
 - the victim's CPU share (of one core, /proc/PID/stat) during the attack, the attacker's (it
   shares the victim's cores) and the machine's load average at the end (other work on it);
@@ -239,7 +240,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=25.0, help="how long each attack runs")
     parser.add_argument("--attacks", type=lambda s: [a for a in s.split(",") if a], default=list(ATTACKS),
                         help="which, comma-separated: " + ",".join(ATTACKS))
-    parser.add_argument("--baseline", type=float, default=10.0, help="seconds of unloaded measurement")
+    parser.add_argument("--baseline", type=float, default=None,
+                        help="seconds of unloaded measurement (default: --seconds, so that each p99 is taken"
+                             " over as many samples as an attack's)")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds after each attack before RSS is read")
     parser.add_argument("--newcomer-wait", type=float, default=40.0,
                         help="seconds an honest newcomer keeps trying after an attack stops (the address ban's"
@@ -249,6 +252,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         vars(args).update(SMOKE)
+    if args.baseline is None:
+        args.baseline = args.seconds
     unknown = set(args.attacks) - set(ATTACKS)
     if unknown:
         parser.error(f"unknown attacks: {', '.join(sorted(unknown))}")

@@ -29,6 +29,7 @@ from meshnode.base.container import format_ms, now_ms
 from meshnode.net.control import socket_path
 from meshnode.faces.control_server import serve_control
 from meshnode.base.errors import MeshnodeError, StoreError
+from meshnode.base.gil import shorten_switch_interval
 from meshnode.base.heap import freeze_startup_heap
 from meshnode.engines.cognition import catalogue, llm, mind_view, peer_validation, processes, sending
 from meshnode.engines.cognition.tick_events import TickEvents
@@ -172,10 +173,12 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
             ticks = TickEvents()  # the cycle's ticks, heard by the web's feed (built after the cycle)
             reactor_service = _Later()  # the cycle's sends ask the reactor, whose service wakes the cycle
             app_later = _Later()  # the gate's spawns run the app's action, and the App needs the cycle
+            switch_interval = None
             try:
                 async with trio.open_nursery() as nursery:
                     _load_libp2p_modules()
                     freeze_startup_heap(metrics)  # full GC passes skip the startup heap: no ~0.1 s loop stalls
+                    switch_interval = shorten_switch_interval(metrics)  # threads get the lock back sooner (base.gil)
                     await nursery.start(mesh.run)
                     gmp = MeshGmp(store, mesh, key, GmpSettings.from_config(config), metrics, hooks=hooks)
                     await nursery.start(gmp.run)
@@ -228,6 +231,8 @@ async def run_node(config: Config, key: NodeKey, out: TextIO = sys.stdout) -> No
                         break
                     nursery.cancel_scope.cancel()
             finally:
+                if switch_interval is not None:
+                    sys.setswitchinterval(switch_interval)  # a node run inside another program leaves it as found
                 with trio.CancelScope(shield=True):
                     try:  # best effort, and quick: stopping must not wait on another process's lock
                         await store.write(_heartbeat, "node", "stopped", STOP_BUSY_TIMEOUT_MS)
