@@ -244,9 +244,9 @@ def test_launch_stop_and_running_pid_directly(node_home):
     assert launch.running_pid(home) is None and launch.stop(home, "none") is False
     got = launch.launch(home, "none")
     assert got["via"] == "direct" and got["log"] == str(home / "logs" / "node.log")
-    assert launch.running_pid(home) == got["pid"], launch.log_tail(home)
-    assert int((home / "run" / "node.pid").read_text()) == got["pid"]
+    assert launch.running_pid(home) == got["pid"], launch.log_tail(home)  # found in /proc, even before its pid file
     status = wait_answering(home, did)
+    assert int((home / "run" / "node.pid").read_text()) == got["pid"]  # written before it answers
     assert all("/ip4/127.0.0.1/" in a for a in status["addresses"])
     assert os.getsid(got["pid"]) == got["pid"]  # its own session: the parent's Ctrl-C never reaches it
     assert os.readlink(f"/proc/{got['pid']}/fd/2") == str(home / "logs" / "console.log")
