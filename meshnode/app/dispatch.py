@@ -7,6 +7,7 @@ or who approved: those are the face's to say.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
@@ -204,7 +205,5 @@ async def dispatch(app: App, actor: Actor, name: str, args: dict, *, approved_by
     if app.metrics is not None:
         app.metrics.inc("actions", action=name, actor=actor.kind)
     extra = {"approved_by": approved_by} if approved_by is not None else {}
-    if actor.kind != "person":
-        return await action.fn(app, actor, **args, **extra)
-    with person_first():  # the person's reads never wait behind the mesh's
-        return await action.fn(app, actor, **args, **extra)
+    with person_first() if actor.kind == "person" else contextlib.nullcontext():  # the person's reads
+        return await action.fn(app, actor, **args, **extra)  # never wait behind the mesh's

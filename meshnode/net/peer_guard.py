@@ -196,16 +196,7 @@ class PeerGuard:
     def invalid(self, did: str, code: str, cost_ms: float = 0.0, nbytes: int = 0, weight: float = 1.0) -> None:
         """Count one invalid input from ``did``, weighed by the work and bytes it cost (at least
         ``weight``); past the threshold, cut the peer off: the identity is banned, not its address."""
-        self.metrics.inc("invalid_from_peer", code=code)
-        if self.standing.record_invalid(did, code, self.clock(), max(weight, invalid_weight(cost_ms, nbytes))):
-            log.warning("cutting off %s after %d invalid inputs", did,
-                        self.standing.summary(did)["invalid"])
-            self.metrics.inc("peers_cut_off")
-            self.metrics.inc("bans", kind="identity")
-            trio.lowlevel.spawn_system_task(self._keep_ban, did)
-            if self.parts.host is not None:
-                pid = peer_id_object(did)
-                trio.lowlevel.spawn_system_task(self.disconnect, pid)
+        self._invalid(did, code, max(weight, invalid_weight(cost_ms, nbytes)), lambda: peer_id_object(did), keep=True)
 
     def invalid_from_peer_id(self, peer_id, code: str, cost_ms: float = 0.0, nbytes: int = 0) -> None:
         """``invalid`` for a gossip forwarder or author known by its peer id. A peer whose key is not
@@ -214,17 +205,23 @@ class PeerGuard:
         try:
             did = peer_id_to_did(peer_id.to_base58())
         except MeshnodeError:
-            self.metrics.inc("invalid_from_peer", code=code)
-            key = standing_key(None, peer_id)
-            if self.standing.record_invalid(key, code, self.clock(), invalid_weight(cost_ms, nbytes)):
-                log.warning("cutting off %s (no Ed25519 key) after %d invalid inputs", peer_id,
-                            self.standing.summary(key)["invalid"])
-                self.metrics.inc("peers_cut_off")
-                self.metrics.inc("bans", kind="identity")
-                if self.parts.host is not None:
-                    trio.lowlevel.spawn_system_task(self.disconnect, peer_id)
+            self._invalid(standing_key(None, peer_id), code, invalid_weight(cost_ms, nbytes), lambda: peer_id,
+                          keep=False)
             return
         self.invalid(did, code, cost_ms=cost_ms, nbytes=nbytes)
+
+    def _invalid(self, key: str, code: str, weight: float, peer_id: Callable, keep: bool) -> None:
+        """One invalid input held against ``key`` (``standing_key``); at the threshold the ban, kept in
+        the store when ``keep`` (a DID), and the peer (``peer_id()``) disconnected."""
+        self.metrics.inc("invalid_from_peer", code=code)
+        if self.standing.record_invalid(key, code, self.clock(), weight):
+            log.warning("cutting off %s after %d invalid inputs", key, self.standing.summary(key)["invalid"])
+            self.metrics.inc("peers_cut_off")
+            self.metrics.inc("bans", kind="identity")
+            if keep:
+                trio.lowlevel.spawn_system_task(self._keep_ban, key)
+            if self.parts.host is not None:
+                trio.lowlevel.spawn_system_task(self.disconnect, peer_id())
 
     async def disconnect(self, pid) -> None:
         try:
