@@ -20,7 +20,8 @@ and all of them at once (``sybil_mixed``). For each it prints:
   100 samples is their largest; of 250, their third: like is compared with like) (the suite's tests/test_mesh_attack.py
   checks the mechanisms, these latencies are the bench's alone);
 - the victim's CPU share (of one core, /proc/PID/stat) during the attack, the attacker's (it
-  shares the victim's cores) and the machine's load average at the end (other work on it);
+  shares the victim's cores, at nice 10 like the newcomers: they stand for other hosts) and the
+  machine's load average at the end (other work on it);
 - the victim's RSS before, at its peak, and ``--settle`` s after the attack (``rss_growth_mb``:
   peak minus before, MiB);
 - containers (in all and by class) and bytes (database on disk) the victim stored: the
