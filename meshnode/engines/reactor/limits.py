@@ -37,6 +37,7 @@ RULES: tuple[Rule, ...] = (
     Rule("task_due", frozenset({"task.due", "task.overdue", "task.fork", "task.unheld", "task.holder_dead",
                                 "self.check"}), "agent", True, True),
     Rule("task_stale", frozenset({"task.stale"}), "mentor", True, True),
+    Rule("task_work", frozenset({"task.progress", "task.result"}), "agent", False, True),
     Rule("heartbeat_stale", frozenset({"liveness.stale"}), "agent", False, True),
     Rule("heartbeat_dead", frozenset({"liveness.dead"}), "mentor", False, True),
     Rule("consensus", frozenset({"consensus.waiting"}), "agent", False, True),
