@@ -257,3 +257,44 @@ def test_local_rows_keep_their_numbers_and_a_shared_one_is_not_deleted(dbs):
     assert _fail(a, A, T + 1, "goal_delete", {"goal": shared["goal"]})["code"] == "refused"
     assert _fail(a, A, T + 1, "goal_read", {"goal": "zzzzzzzz"})["code"] == "unknown_goal"
     assert run(a, A, T + 1, "goal_delete", {"id": local})["deleted"] == local
+
+
+async def test_the_agent_offers_a_task_by_interest_through_the_assign_action(tmp_path):
+    """``task_delegate`` with ``interest`` needs the mesh's lookup: the cycle runs it after the
+    answer (``mesh_commands``) as the action ``task_assign`` the CLI's ``--interest`` runs."""
+    from types import SimpleNamespace
+
+    from meshnode.engines.cognition import mesh_commands
+    from meshnode.engines.cognition.commands import Command
+    from meshnode.engines.cognition.tick_store import _deferred
+    from meshnode.store.service import Store
+
+    class Gmp:
+        settings = SimpleNamespace(offer_s=1800.0)
+
+        def __init__(self):
+            self.asked, self.followed = [], []
+
+        async def candidates(self, lineage, tags, exclude=()):
+            self.asked.append((lineage, tags))
+            return [B.did]
+
+        async def published(self, name, result, wait_s=None):
+            self.followed.append(name)
+            return {}
+
+    store = await Store.open(tmp_path / "a.db")
+    try:
+        goal = await store.write(lambda db: run(db, A, T, "goal_add", {"title": "map the river"}))
+        task = await store.write(lambda db: run(db, A, T + 1, "task_add", {"title": "survey", "goal": goal["goal"]}))
+        cmd = Command("c1", "task_delegate", {"task": task["task"], "interest": "survey", "candidates": 2})
+        assert _deferred(cmd) and not _deferred(Command("c2", "task_delegate", {"task": "x", "to": [B.did]}))
+        gmp = Gmp()
+        result = await mesh_commands.run(SimpleNamespace(gmp=gmp), store, A, T + 2, cmd)
+        assert result["status"] == "ok", result
+        assert result["result"]["candidates"] == [B.did] and gmp.asked == [(task["lineage"], ["survey"])]
+        assert gmp.followed == ["task_offer"]
+        both = Command("c3", "task_delegate", {"task": task["task"], "interest": "survey", "to": [B.did]})
+        assert (await mesh_commands.run(SimpleNamespace(gmp=gmp), store, A, T + 3, both))["status"] == "error"
+    finally:
+        await store.aclose()
