@@ -46,7 +46,7 @@ def test_the_delegator_is_woken_by_progress_and_by_the_result_until_it_reviews_i
     assert "40 %" in progress.summary and "half the bank" in progress.summary
     assert progress.required_trace == (TraceKind.NONE,) and progress.refs["lineage"] == task["lineage"]
     rule, route, off = rule_for("task.progress", "agent", CFG)
-    assert (rule.name, route, rule.wakes, off) == ("task_work", "agent", True, False)
+    assert (rule.name, route, rule.wakes, off) == ("task_progress", "agent", True, False)
     assert _work(b, B.did, T + 7) == []  # the holder's own step wakes nobody on its side
     run(b, B, T + 8, "task_done", {"task": task["task"], "summary": "knee deep"})
     copy_all(b, a)

@@ -33,7 +33,7 @@ _REASON_WORDS = {
     "direct_note": "a note addressed to it", "mention": "a mention", "task_assigned": "a task given to it",
     "task_due": "a task due", "task_overdue": "an overdue task", "offer": "an offer of a task",
     "liveness": "a peer gone quiet", "escalation": "an escalation", "reminder": "a reminder",
-    "task_work": "work done on a task it gave",
+    "task_progress": "progress on a task it gave", "task_result": "a result to review",
 }
 # a signal's type, as words (others: the type with its dots and underscores as spaces)
 _EVENT_WORDS = {
