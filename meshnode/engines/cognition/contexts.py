@@ -236,7 +236,7 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
                  " FROM goals g WHERE g.status = 'active' ORDER BY g.priority DESC, g.id LIMIT 20")]
     out: dict = {"goals": goals}
     if own_did:
-        mine = open_tasks_of(db, own_did, now_ms, limit=20)  # offers and results: "Waiting for you"
+        mine = open_tasks_of(db, own_did, now_ms, limit=20)  # offers and results: waiting()
         out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"],
                          **({"description": _described(r["description"])} if r.get("description") else {}),
                          "status": r["status"],

@@ -321,7 +321,7 @@ def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = Non
 
 def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
     """The open tasks ``me`` created or holds, held ones first, each with its due state and
-    its assignees' names, and the open offers naming ``me`` it has not answered (context 3)."""
+    its assignees' names (context 3; the offers to ``me``: ``gmp.waiting``)."""
     with sql_errors("reading the agent's tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
             f"SELECT {_TASK_COLUMNS}, t.description, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage)"
@@ -330,18 +330,13 @@ def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
             " (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (me, me, limit * 4)))]
         offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
-        offered = rows(db.conn.execute(
-            "SELECT e.lineage, e.did, e.expires_ms FROM gmp_entries e, json_each(e.candidates) c WHERE e.kind ="
-            " 'delegation' AND c.value = ? AND e.expires_ms > ? AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE"
-            " a.offer = e.did AND a.signer = ? AND a.kind IN ('acceptance', 'refusal'))"  # its receipt is no answer
-            " ORDER BY e.timestamp_ms DESC LIMIT ?", (me, now_ms, me, limit)))
     who = names(db, [d for r in found for d in r["assigned_to"]])
     for r in found:
         r["due"] = due_of(r, now_ms=now_ms, liveness={}, offers=offers.get(r["lineage"], []),
                           goal_status=r["goal_status"])
         r["assignee_names"] = [who.get(d) for d in r["assigned_to"]]
     found.sort(key=lambda r: (me not in r["assigned_to"], r["due"] is None))
-    return {"tasks": found[:limit], "offers": offered}
+    return {"tasks": found[:limit]}
 
 
 # --- one goal, one task -------------------------------------------------------------------------------
