@@ -198,6 +198,9 @@ def test_the_agent_runs_the_whole_cycle_by_the_ids_it_is_shown(dbs):
     results = contexts.waiting(a, A.did, T + 9)["results_to_review"]
     assert [(r["task"], r["status"], r["result"], r["progress_notes"]) for r in results] \
         == [(task["task"], "completed", "knee deep at low water, 40 m wide", ["half the bank done"])]
+    listed = run(a, A, T + 9, "task_list", {"goal": goal["goal"]})
+    assert {t["title"]: t.get("result") for t in listed} == {"survey the ford": "knee deep at low water, 40 m wide",
+                                                             "draw the map": None}
     read = run(a, A, T + 9, "task_read", {"task": task["task"]})
     assert read["result"]["summary"] == "knee deep at low water, 40 m wide"
     assert read["review"].startswith("not reviewed")

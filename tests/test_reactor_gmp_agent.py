@@ -87,3 +87,41 @@ def test_a_report_names_tasks_by_their_short_ids_and_an_unknown_one_is_an_error_
     assert traces.check_report(b, report, T + 5, self_did=B.did, agent=B.did) == ()
     assert traces.check_report(b, report, T + 7, self_did=B.did, agent=B.did) \
         == (f"task_updates {task['task']}: no task version or entry by this node since the wake",)
+
+
+def test_results_from_before_reviews_existed_count_as_reviewed(tmp_path, monkeypatch):
+    """Migration 0030: an upgrade does not ask the agent to review its whole past, while a result
+    arriving after it is one to review."""
+    from meshnode.engines.cognition import contexts
+    from meshnode.store import Database
+    from meshnode.store import migrate as migrate_module
+
+    steps = migrate_module.migrations()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps[:29])
+    a, b = Database(tmp_path / "a.db"), Database(tmp_path / "b.db")
+    try:
+        task = _held_by_b(a, b)
+        run(b, B, T + 6, "task_done", {"task": task["task"], "summary": "done before the upgrade"})
+        copy_all(b, a)
+        assert a.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'task_reviews'").fetchone() == (0,)
+    finally:
+        a.close()
+    monkeypatch.setattr(migrate_module, "migrations", lambda: steps)
+    a = Database(tmp_path / "a.db")
+    try:
+        assert "results_to_review" not in contexts.waiting(a, A.did, T + 7)
+        assert _work(a, A.did, T + 7) == []
+        assert run(a, A, T + 7, "task_read", {"task": task["task"]})["review"]["actor"] == "migration"
+        again = run(a, A, T + 8, "task_add", {"title": "draw it", "goal": run(a, A, T + 8, "goal_list", {})[0]["goal"]})
+        run(a, A, T + 9, "task_delegate", {"task": again["task"], "to": [B.did]})
+        copy_all(a, b)
+        accepted = run(b, B, T + 10, "task_accept", {"task": again["task"]})
+        copy_all(b, a)
+        service.on_admitted(a, A, T + 11, [accepted["did"]])
+        copy_all(a, b)
+        run(b, B, T + 12, "task_done", {"task": again["task"], "summary": "drawn"})
+        copy_all(b, a)
+        assert [r["task"] for r in contexts.waiting(a, A.did, T + 13)["results_to_review"]] == [again["task"]]
+    finally:
+        a.close()
+        b.close()

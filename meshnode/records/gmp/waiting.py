@@ -10,6 +10,7 @@ from meshnode.records.gmp.reads import _NOT_DONE, _json, due_of, names, rows, sh
 from meshnode.store.database import Database, sql_errors
 
 LIMIT = 10
+RESULT_DAYS = 30  # a result not reviewed within this leaves the prompt (task_read and task_list still show it)
 
 
 def offers_to(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[dict]:
@@ -46,19 +47,21 @@ def held_by(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[dict
     return found
 
 
-def results_for(db: Database, me: str, limit: int = LIMIT) -> tuple[list[dict], int]:
+def results_for(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> tuple[list[dict], int]:
     """The finished tasks (completed or failed) ``me`` created whose finishing version another
-    signed and that it has not reviewed: newest first, each with the summary its holder wrote and
-    the progress summaries before it; and how many there are in all."""
-    where = ("FROM tasks t WHERE t.lineage IS NOT NULL AND t.creator_did = ? AND t.status IN ('completed', 'failed')"
-             " AND t.author_did != ? AND NOT EXISTS (SELECT 1 FROM task_reviews r WHERE r.lineage = t.lineage AND"
-             " r.version = t.container_did)")
+    signed in the last RESULT_DAYS and that it has not reviewed: newest first, each with the
+    summary its holder wrote and the progress summaries before it; and how many there are in all.
+    (A range of the creator's index: a node that created many tasks reads only its recent ones.)"""
+    where = ("FROM tasks t INDEXED BY tasks_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND"
+             " t.lineage IS NOT NULL AND t.status IN ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS"
+             " (SELECT 1 FROM task_reviews r WHERE r.lineage = t.lineage AND r.version = t.container_did)")
+    params = (me, now_ms - RESULT_DAYS * 86_400_000, me)
     with sql_errors("reading the results to review"):
-        total = db.conn.execute(f"SELECT count(*) {where}", (me, me)).fetchone()[0]
+        total = db.conn.execute(f"SELECT count(*) {where}", params).fetchone()[0]
         found = rows(db.conn.execute(
             "SELECT t.lineage, t.container_did, t.name AS title, t.status, t.author_did AS finished_by,"
             " t.goal_lineage, t.timestamp_ms, (SELECT g.name FROM goals g WHERE g.lineage = t.goal_lineage)"
-            f" AS goal_title {where} ORDER BY t.timestamp_ms DESC LIMIT ?", (me, me, limit)))
+            f" AS goal_title {where} ORDER BY t.timestamp_ms DESC LIMIT ?", (*params, limit)))
         for r in found:
             p = shown(db, r).payload
             r["summary"] = p.get("notes") if isinstance(p, dict) else None
@@ -72,7 +75,7 @@ def waiting_for(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> dict:
     """Offers to ``me``, tasks it holds and results for it to review, with the names of the peers
     they mention (``names``: DID -> display name)."""
     offers, held = offers_to(db, me, now_ms, limit), held_by(db, me, now_ms, limit)
-    results, total = results_for(db, me, limit)
+    results, total = results_for(db, me, now_ms, limit)
     who = names(db, [*(o["offered_by"] for o in offers), *(r["finished_by"] for r in results),
                      *(r["creator_did"] for r in held)])
     return {"offers": offers, "held": held, "results": results, "results_total": total, "names": who}

@@ -10,6 +10,12 @@ CREATE TABLE task_reviews (
     at_ms       INTEGER NOT NULL,
     PRIMARY KEY (lineage, version)
 );
+-- A database from before: the results it holds were looked at (or not) before reviews existed;
+-- they count as reviewed, so that an upgrade does not ask the agent to review its whole past.
+INSERT INTO task_reviews (lineage, version, verdict, reason, actor, at_ms)
+    SELECT lineage, container_did, 'accepted', 'finished before reviews existed', 'migration',
+           CAST(strftime('%s', 'now') AS INTEGER) * 1000
+      FROM tasks WHERE lineage IS NOT NULL AND container_did IS NOT NULL AND status IN ('completed', 'failed');
 
 -- The reactor's scan for what the tasks a node created gave (a progress entry or a result by
 -- another, engines/reactor/adapters_tasks.work_events) reads recent rows only: by creator and

@@ -23,6 +23,7 @@ from meshnode.engines.cognition import facts
 from meshnode.engines.cognition.handlers.rows import one, rows_of, sql_time
 from meshnode.base.errors import MeshnodeError
 from meshnode.records.gmp import service
+from meshnode.records.gmp.reads import resolve, result_of
 from meshnode.store.short_ids import MIN_SHORT, short_container_id
 
 _OUTBOX: dict[str, collections.deque] = {}  # signer DID -> (write, result) the cycle follows up (gmp.follow)
@@ -61,7 +62,7 @@ def _named(db, args: dict, noun: str) -> tuple[str | None, int | None]:
         if row is None:
             raise MeshnodeError("not_found", f"no {noun} {ref}")
         return (row[0], None) if row[0] else (None, ref)
-    return service.resolve(db, ref, noun), None
+    return resolve(db, ref, noun), None
 
 
 def _goal_add(db, key, now, args):
@@ -240,13 +241,25 @@ def _task_row(r: dict, me: str) -> dict:
 
 
 def _task_list(db, key, now, args):
-    shared = [_task_row(r, key.did) for r in service.task_list(db, goal=args.get("goal"), status=args.get("status"),
-                                                                me=key.did if args.get("mine") else None)]
+    """Shared tasks with, for a finished one, its result (what its holder wrote, cut: task_read
+    gives it whole); local ones by row number."""
+    limit = args.get("limit", 20)
+    shared = service.task_list(db, goal=args.get("goal"), status=args.get("status"),
+                               me=key.did if args.get("mine") else None)[:limit]
     where, params = ("AND status = ?", [args["status"]]) if args.get("status") else ("", [])
     local = [] if args.get("goal") else rows_of(db.conn.execute(
         f"SELECT id, name, status, priority, pinned, repl_status FROM tasks WHERE lineage IS NULL {where}"
-        " ORDER BY pinned DESC, priority DESC, id DESC LIMIT ?", (*params, args.get("limit", 20))))
-    return (local[:5] + shared + local[5:])[: args.get("limit", 20)]
+        " ORDER BY pinned DESC, priority DESC, id DESC LIMIT ?", (*params, limit)))
+    return (local[:5] + [_listed(db, r, key.did) for r in shared] + local[5:])[:limit]
+
+
+def _listed(db, r: dict, me: str) -> dict:
+    out = _task_row(r, me)
+    result = result_of(db, r)
+    if result is not None:
+        summary = " ".join((result["summary"] or "(no summary)").split())
+        out["result"] = summary if len(summary) <= 300 else summary[:299] + "…"
+    return out
 
 
 def _task_read(db, key, now, args):
