@@ -22,11 +22,16 @@ CFG = ReactorConfig()
 def _held_by_b(a, b):
     goal = run(a, A, T, "goal_add", {"title": "map the river", "participants": [B.did]})
     task = run(a, A, T + 1, "task_add", {"title": "survey the ford", "goal": goal["goal"]})
-    run(a, A, T + 2, "task_delegate", {"task": task["task"], "to": [B.did]})
+    return _give_to_b(a, b, task, T + 2)
+
+
+def _give_to_b(a, b, task, t):
+    """A offers ``task`` to B, B accepts, A's node assigns it (three ms from ``t``)."""
+    run(a, A, t, "task_delegate", {"task": task["task"], "to": [B.did]})
     copy_all(a, b)
-    accepted = run(b, B, T + 3, "task_accept", {"task": task["task"]})
+    accepted = run(b, B, t + 1, "task_accept", {"task": task["task"]})
     copy_all(b, a)
-    service.on_admitted(a, A, T + 4, [accepted["did"]])
+    service.on_admitted(a, A, t + 2, [accepted["did"]])
     copy_all(a, b)
     return task
 
@@ -113,12 +118,7 @@ def test_results_from_before_reviews_existed_count_as_reviewed(tmp_path, monkeyp
         assert _work(a, A.did, T + 7) == []
         assert run(a, A, T + 7, "task_read", {"task": task["task"]})["review"]["actor"] == "migration"
         again = run(a, A, T + 8, "task_add", {"title": "draw it", "goal": run(a, A, T + 8, "goal_list", {})[0]["goal"]})
-        run(a, A, T + 9, "task_delegate", {"task": again["task"], "to": [B.did]})
-        copy_all(a, b)
-        accepted = run(b, B, T + 10, "task_accept", {"task": again["task"]})
-        copy_all(b, a)
-        service.on_admitted(a, A, T + 11, [accepted["did"]])
-        copy_all(a, b)
+        _give_to_b(a, b, again, T + 9)
         run(b, B, T + 12, "task_done", {"task": again["task"], "summary": "drawn"})
         copy_all(b, a)
         assert [r["task"] for r in contexts.waiting(a, A.did, T + 13)["results_to_review"]] == [again["task"]]
