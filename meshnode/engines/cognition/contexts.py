@@ -27,7 +27,7 @@ from meshnode.base.container import format_ms
 from meshnode.records.ethics import for_prompt as ethics_for_prompt
 from meshnode.store.database import Database
 from meshnode.records.gmp.waiting import waiting_for
-from meshnode.store.short_ids import short_agent_id, short_container_id
+from meshnode.store.short_ids import short_container_id
 
 SYSTEM_PROMPT = (
     "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
@@ -174,12 +174,14 @@ def _criteria(text) -> dict:
         items = json.loads(text) if text else []
     except ValueError:
         return {}
-    return {"criteria": [_described(x) for x in items[:8] if isinstance(x, str)]} if isinstance(items, list) and items \
-        else {}
+    if not isinstance(items, list) or not items:
+        return {}
+    return {"criteria": [_described(x, 150) for x in items[:5] if isinstance(x, str)]}  # goal_read: all of them
 
 
 def _who(did: str, names: dict) -> str:
-    return f"{names[did]} ({short_agent_id(did)})" if names.get(did) else did
+    """A peer as the prompt names it: its name and the DID commands take."""
+    return f"{names[did]} ({did})" if names.get(did) else did
 
 
 def waiting(db: Database, own_did: str, now_ms: int) -> dict:
