@@ -179,6 +179,12 @@ def test_the_agent_runs_the_whole_cycle_by_the_ids_it_is_shown(dbs):
     assert seen["success_criteria"] == ["every ford marked", "depths in metres"]
     assert [t["title"] for t in seen["tasks"]] == ["survey the ford"]
     assert run(a, A, T + 3, "goal_update", {"goal": goal["goal"], "priority": 0.9})["lineage"] == goal["lineage"]
+    carol = NodeKey(bytes([9]) * 32).did
+    run(a, A, T + 3, "goal_update", {"goal": goal["goal"], "add_participants": [carol]})
+    assert run(a, A, T + 3, "goal_read", {"goal": goal["lineage"]})["participants"] == [A.did, f"bea ({B.did})", carol]
+    sub = run(a, A, T + 3, "goal_add", {"title": "the west bank", "parent": goal["goal"]})
+    assert a.conn.execute("SELECT parent_goal FROM goals WHERE lineage = ?", (sub["lineage"],)).fetchone() \
+        == (goal["lineage"],)
     dep = run(a, A, T + 3, "task_add", {"title": "draw the map", "goal": goal["goal"], "depends": [task["task"]],
                                         "grace_s": 7200, "rule": "cogconsensus"})
     shown = run(a, A, T + 3, "task_read", {"task": dep["task"]})

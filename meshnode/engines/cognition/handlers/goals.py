@@ -327,6 +327,8 @@ def _task_delete(db, key, now, args):
 
 def _task_delegate(db, key, now, args):
     """To named agents here; by interest, the cycle runs it on the mesh (``mesh_commands``)."""
+    if "interest" in args:  # only reached without a cycle (the cycle defers it to the mesh)
+        raise MeshnodeError("node_not_running", "finding candidates by interest needs the running node's mesh")
     if "to" not in args:
         raise MeshnodeError("bad_args", "task_delegate names its candidates: to (DIDs) or interest (a tag)")
     if "candidates" in args:
