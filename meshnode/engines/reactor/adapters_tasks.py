@@ -108,7 +108,7 @@ def work_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
                          refs={"lineage": lineage, "entry": did, "by": signer}))
     for lineage, version, status, author, ts, title in db.conn.execute(
             "SELECT t.lineage, t.container_did, t.status, t.author_did, t.timestamp_ms, t.name FROM tasks t"
-            " INDEXED BY tasks_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND t.status IN"
+            " INDEXED BY tasks_finished_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND t.status IN"
             " ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS (SELECT 1 FROM task_reviews r WHERE"
             " r.lineage = t.lineage AND r.version = t.container_did) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (self_did, since, self_did, MAX_ROWS)).fetchall():

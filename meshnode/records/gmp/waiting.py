@@ -56,7 +56,7 @@ def results_for(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> tuple
     signed in the last RESULT_DAYS and that it has not reviewed: newest first, each with the
     summary its holder wrote and the progress summaries before it; and how many there are in all.
     (A range of the creator's index: a node that created many tasks reads only its recent ones.)"""
-    where = ("FROM tasks t INDEXED BY tasks_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND"
+    where = ("FROM tasks t INDEXED BY tasks_finished_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND"
              " t.lineage IS NOT NULL AND t.status IN ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS"
              " (SELECT 1 FROM task_reviews r WHERE r.lineage = t.lineage AND r.version = t.container_did)")
     params = (me, now_ms - RESULT_DAYS * 86_400_000, me)

@@ -19,4 +19,5 @@ INSERT INTO task_reviews (lineage, version, verdict, reason, actor, at_ms)
 
 -- The results a node's tasks gave (the reactor's scan, engines/reactor/adapters_tasks.work_events,
 -- and the agent's prompt, records/gmp/waiting.py) are read by creator and time: recent rows only.
-CREATE INDEX tasks_by_creator ON tasks (creator_did, timestamp_ms);
+-- Partial (finished tasks only), so that no other query on tasks is drawn to it.
+CREATE INDEX tasks_finished_by_creator ON tasks (creator_did, timestamp_ms) WHERE status IN ('completed', 'failed');
