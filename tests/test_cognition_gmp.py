@@ -159,8 +159,8 @@ def test_an_offer_waits_in_every_prompt_until_answered_or_expired_receipt_or_not
     assert receipt["published"]  # B's node has signed its receipt for the offer
     for now in (T + 3, T + 600_000, T + 3_500_000):  # ticks long after the wake
         waiting = contexts.waiting(b, B.did, now)["offers_to_answer"]
-        assert [(o["task"], o["title"], o["goal"]) for o in waiting] == [(task["task"], "survey the ford",
-                                                                         "map the river")]
+        assert [(o["task"], o["title"], o["goal"], o["goal_title"]) for o in waiting] \
+            == [(task["task"], "survey the ford", goal["goal"], "map the river")]
         assert waiting[0]["from"] == f"ann ({A.did})" and waiting[0]["offer"] == offer["did"][21:31]
         assert waiting[0]["description"] == "walk it at low water"
     text = contexts.build(b, now_ms=T + 600_000, tick=9, recent_k=3, mode="auto", llm_id="m",
