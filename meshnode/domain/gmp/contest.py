@@ -8,8 +8,8 @@ does not. Pure: the caller passes the tallies, versions and participants it hold
   "nomination"}``, encoded as canonical JSON (sorted keys, no spaces) so that every node that
   requests it proposes the same bytes, and the store can find a (task, version)'s values by text.
   The first value committed for a (task, version) binds.
-* **Stewards** (8): the goal's participants except the assignees of the shown version ``V``,
-  ranked by SHA-256(lineage id ‖ DID of V ‖ participant DID); rank ``k`` acts at
+* **Stewards** (8): the goal's participants except the assignees of the shown version ``V``
+  (and the task's creator, who acts at ``overdue_at`` itself), ranked by SHA-256(lineage id ‖ DID of V ‖ participant DID); rank ``k`` acts at
   ``overdue_at + (k + 1) · check_grace_s / 4`` if nothing replaced ``V`` by then.
 """
 
@@ -73,9 +73,12 @@ def parse_delegation_value(value: bytes) -> dict | None:
     return {k: data[k] for k in ("task", "version", "nomination")}
 
 
-def stewards(lineage: str, version: str, participants: Iterable[str], assignees: Iterable[str]) -> list[str]:
-    """The stewards of version ``version`` of task ``lineage``, rank 0 first."""
-    holding = set(assignees)
+def stewards(lineage: str, version: str, participants: Iterable[str], assignees: Iterable[str],
+             creator: str) -> list[str]:
+    """The stewards of version ``version`` of task ``lineage``, rank 0 first. The task's ``creator``
+    is not ranked: it takes its task back at ``overdue_at`` itself, and stewards matter when it is
+    gone (ranked, a gone creator would hold up every steward after it)."""
+    holding = {*assignees, creator}
     people = [p for p in dict.fromkeys(participants) if isinstance(p, str) and p not in holding]
     return sorted(people, key=lambda p: hashlib.sha256((lineage + version + p).encode()).digest())
 

@@ -201,7 +201,8 @@ def take_over(db, key, now_ms: int, limit: int = MAX_TASKS) -> dict:
     for (lineage,) in rows:
         row = task_row(db, lineage)
         goal = goal_row(db, row["goal_lineage"])
-        order = contest.stewards(lineage, row["container_did"], goal["participants"], row["assigned_to"])
+        order = contest.stewards(lineage, row["container_did"], goal["participants"], row["assigned_to"],
+                                 row["creator_did"])
         grace_s = int(row.get("check_grace_s") or 0)
         if me not in order or not grace_s or now_ms < contest.steward_acts_at(row["overdue_at_ms"], grace_s,
                                                                             order.index(me)):

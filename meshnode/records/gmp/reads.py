@@ -404,8 +404,10 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
     c = shown(db, r)
     with sql_errors("reading a task's history"):
         heads = lineage_index.heads(db.conn, lin)
-        holders = rows(db.conn.execute("SELECT assignee, from_version, to_version, since_ms, until_ms, ended"
-                                       " FROM task_holders WHERE lineage = ? ORDER BY since_ms, assignee", (lin,)))
+        holders = rows(db.conn.execute(  # ended_by: who signed the version that ended it (a steward's takeover)
+            "SELECT h.assignee, h.from_version, h.to_version, h.since_ms, h.until_ms, h.ended, c.sender_did AS"
+            " ended_by FROM task_holders h LEFT JOIN containers c ON c.did = h.to_version WHERE h.lineage = ?"
+            " ORDER BY h.since_ms, h.assignee", (lin,)))
         entries = rows(db.conn.execute(
             "SELECT did, kind, signer, counted, reason, task_version, progress, offer, candidates, expires_ms,"
             " timestamp_ms, summary FROM gmp_entries WHERE lineage = ? ORDER BY timestamp_ms, did", (lin,)))
@@ -415,6 +417,7 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
         e["candidates"] = _json(e["candidates"], [])
         e["counted"] = bool(e["counted"])
     who = names(db, [r["creator_did"], *r["assigned_to"], *(h["assignee"] for h in holders),
+                     *(h["ended_by"] for h in holders if h["ended_by"]),
                      *(e["signer"] for e in entries), *(d for e in entries for d in e["candidates"])])
     p = c.payload if isinstance(c.payload, dict) else {}
     return {"lineage": lin, "container_did": r["container_did"], "title": r["name"], "status": r["status"],

@@ -380,12 +380,14 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
 
 
 def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
-    """Propose ``candidate`` for a contested task (delegation_rule cogconsensus): a nomination the
-    participants vote on (``consensus vote``); an approved result on it is the basis of the offer."""
+    """Propose ``candidate`` for a contested task: under cogconsensus a nomination the participants
+    vote on (``consensus vote``), an approved result on it the basis of the offer; under
+    meshconsensus one the committee may bind (the validators' nodes request it by themselves)."""
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
-    if (row.get("delegation_rule") or "creator") != "cogconsensus":
-        raise GmpError("bad_args", f"task {lineage} is not contested by CogConsensus: its creator offers it")
+    rule = row.get("delegation_rule") or "creator"
+    if rule not in ("cogconsensus", "meshconsensus"):
+        raise GmpError("bad_args", f"task {lineage} is not contested: its creator offers it")
     if row["status"] in TASK_TERMINAL:
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: there is nothing to offer")
     person = _dids([candidate], "candidate")[0]
@@ -396,7 +398,7 @@ def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
             raise GmpError("not_allowed", f"only the goal's participants nominate for task {lineage}")
         cite = (goal["container_did"],)  # the goal version listing the signer as participant
     e = publish(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
-                                                   "selection": "cogconsensus", "nomination": True,
+                                                   "selection": rule, "nomination": True,
                                                    "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
                                now_ms=now_ms, about=lineage, see_also=cite), now_ms, asked_by)
     push = Push(key.did)
