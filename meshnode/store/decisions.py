@@ -185,24 +185,3 @@ def _text(value: bytes) -> str:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         return "0x" + value.hex()
-
-
-def first_gmp_delegation(conn, task: str, version: str) -> tuple[str, int, int, str] | None:
-    """(committee, height, index, nomination) of the first value decided for GMP task ``task`` at
-    ``version`` (gmp.md 6.3 step 3: the first binds, later ones are void); None if none is held."""
-    from meshnode.domain.gmp import contest
-
-    suffix = contest.value_suffix(task, version)
-    with sql_errors("reading decisions"):
-        rows = conn.execute(
-            "SELECT committee, height, idx, value FROM consensus_decisions WHERE substr(value, 1, 24) = ?"
-            " AND substr(CAST(value AS TEXT), -?) = ? ORDER BY height, idx",
-            (contest.VALUE_PREFIX, len(suffix), suffix)).fetchall()
-    for committee, height, idx, value in rows:
-        try:
-            parsed = contest.parse_delegation_value(bytes(value))
-        except contest.BadValue:
-            continue  # (decided values passed the validity rule: this does not happen)
-        if parsed is not None and parsed["task"] == task and parsed["version"] == version:
-            return committee, height, idx, parsed["nomination"]
-    return None

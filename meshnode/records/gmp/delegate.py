@@ -25,10 +25,9 @@ from meshnode.domain.gmp import build, contest, rules
 from meshnode.records.consensus import publish_result, tally_stored
 from meshnode.records.gmp.publish import Push, publish, push_task_version
 from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, shown, task_row
-from meshnode.records.gmp.store_admission import DbHeld
+from meshnode.records.gmp.store_admission import DbHeld, first_gmp_delegation
 from meshnode.records.reactor import person_lines
 from meshnode.store.database import sql_errors
-from meshnode.store.decisions import first_gmp_delegation
 
 log = logging.getLogger("meshnode.domain.gmp")
 

@@ -19,7 +19,7 @@ import sqlite3
 import cbor2
 
 from meshnode.base.container import Container, Limits, cbor, decode_container
-from meshnode.domain.gmp import rules
+from meshnode.domain.gmp import contest, rules
 from meshnode.store.hooks import StoreFn
 
 log = logging.getLogger("meshnode.store")
@@ -74,8 +74,6 @@ class DbHeld:
 
     def delegation_decision(self, task: str, version: str):
         """The first gmp_delegation value decided for (task, version): (committee, height, index, nomination)."""
-        from meshnode.store.decisions import first_gmp_delegation
-
         return first_gmp_delegation(self.conn, task, version)
 
     def add(self, c: Container) -> None:
@@ -85,6 +83,24 @@ class DbHeld:
     def forget(self, did: str) -> None:
         """A container whose storing was rolled back (to a savepoint) is not held after all."""
         self._cache.pop(did, None)
+
+
+def first_gmp_delegation(conn, task: str, version: str) -> tuple[str, int, int, str] | None:
+    """(committee, height, index, nomination) of the first value decided for GMP task ``task`` at
+    ``version`` (gmp.md 6.3 step 3: the first binds, later ones are void); None if none is held."""
+    suffix = contest.value_suffix(task, version)
+    rows = conn.execute(
+        "SELECT committee, height, idx, value FROM consensus_decisions WHERE substr(value, 1, 24) = ?"
+        " AND substr(CAST(value AS TEXT), -?) = ? ORDER BY height, idx",
+        (contest.VALUE_PREFIX, len(suffix), suffix)).fetchall()
+    for committee, height, idx, value in rows:
+        try:
+            parsed = contest.parse_delegation_value(bytes(value))
+        except contest.BadValue:
+            continue  # (decided values passed the validity rule: this does not happen)
+        if parsed is not None and parsed["task"] == task and parsed["version"] == version:
+            return committee, height, idx, parsed["nomination"]
+    return None
 
 
 def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
