@@ -404,3 +404,30 @@ def test_a_steward_takes_an_overdue_task_over_at_its_rank_time_and_tells_its_per
     [line] = person_lines.unread(c, 10)
     assert line["event_type"] == "gmp.takeover" and "watched" in line["summary"]
     assert service.take_over(c, C, overdue + 200_000)["taken"] == []  # taken once
+
+
+def test_cogconsensus_picks_the_best_approved_nomination_once_the_vote_is_over(nodes):
+    """gmp.md 6.3 step 2: after vote_ms the delegator's node offers to the approved nomination with the
+    highest score, citing a result it signs (once: an offer made again reuses it)."""
+    a = nodes[A.did]
+    goal = service.goal_add(a, A, T, title="Choose by vote", participants=[B.did, C.did])
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="contested", rule="cogconsensus")
+    weak = service.task_nominate(a, A, T + 2, task=task["lineage"], candidate=B.did)["did"]
+    strong = service.task_nominate(a, A, T + 3, task=task["lineage"], candidate=C.did)["did"]
+    for key, on_weak in ((A, 1), (B, 1), (C, 0)):  # strong: three approvals; weak: two and a neutral
+        a.put_container(_vote(key, weak, on_weak), received_at_ms=T + 5)
+        a.put_container(_vote(key, strong, 1), received_at_ms=T + 5)
+    assert service.cog_choices(a, A, T + 6, vote_ms=HOUR) == []  # the vote is not over
+    [choice] = service.cog_choices(a, A, T + 3 + HOUR, vote_ms=HOUR)
+    assert (choice["nomination"], choice["candidate"]) == (strong, C.did)
+    [again] = service.cog_choices(a, A, T + 4 + HOUR, vote_ms=HOUR)
+    assert again["result"] == choice["result"]
+    offer = service.task_offer(a, A, T + 5 + HOUR, task=task["lineage"], basis=choice["result"])
+    assert offer["candidates"] == [C.did]
+    assert service.cog_choices(a, A, T + 6 + HOUR, vote_ms=HOUR) == []  # an offer is open
+
+
+def _vote(key, target: str, value: int):
+    from meshnode.domain.consensus.cogvote import make_vote
+
+    return make_vote(key, target, value, now_ms=T + 4)

@@ -21,6 +21,7 @@ import logging
 
 from meshnode.base.container import format_ms
 from meshnode.domain.consensus.cogvote import ConsensusError, Rule
+from meshnode.domain.consensus.result import read_claim
 from meshnode.domain.gmp import build, contest, rules
 from meshnode.records.consensus import publish_result, tally_stored
 from meshnode.records.gmp.publish import Push, publish, push_task_version
@@ -101,10 +102,29 @@ def cog_choices(db, key, now_ms: int, *, vote_ms: int, rule: Rule = Rule()) -> l
         best = contest.best_nomination(tallied)
         if best is None:
             continue
-        result = publish_result(db, key, best.nomination, rule=rule, now_ms=now_ms)
-        out.append({"task": lineage, "result": result.did, "nomination": best.nomination,
+        result = _approved_result(db, key.did, best.nomination) or publish_result(db, key, best.nomination, rule=rule,
+                                                                                now_ms=now_ms).did
+        out.append({"task": lineage, "result": result, "nomination": best.nomination,
                     "candidate": candidate_of[best.nomination], "score": best.score})
     return out
+
+
+def _approved_result(db, me: str, nomination: str) -> str | None:
+    """This node's newest approved result on ``nomination``, if it signed one (an offer that expired or
+    failed is made again on it: no new result each time)."""
+    with sql_errors("looking for a result"):
+        rows = db.conn.execute(
+            "SELECT c.did FROM container_links l JOIN containers c ON c.did = l.source_did WHERE l.target_did = ?"
+            " AND l.relation = 'in_reply_to' AND c.class = 'consensus_result' AND c.sender_did = ?"
+            " ORDER BY c.timestamp_ms DESC LIMIT 4", (nomination, me)).fetchall()
+    for (did,) in rows:
+        c = held(db, did)
+        try:
+            if c is not None and read_claim(c).state == "approved":
+                return did
+        except ConsensusError:
+            continue
+    return None
 
 
 # --- MeshConsensus (gmp.md 6.3 step 3) -----------------------------------------------------------
