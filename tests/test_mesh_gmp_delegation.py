@@ -17,7 +17,7 @@ import pytest
 
 from meshharness import Node, wait_until
 from test_mesh_consensus import FAST_CONSENSUS, ROUNDS_ON_REQUEST
-from test_mesh_gmp import GMP_ENV, STEP, offer_to, show
+from test_mesh_gmp import GMP_ENV, STEP, holds_all, offer_to, show
 
 from meshnode.domain.gmp import contest
 from meshnode.net.control import ControlError
@@ -71,13 +71,10 @@ def test_cogconsensus_offers_the_task_to_the_approved_nominee_after_the_vote(mes
         wait_until(lambda: show(carol, task) and show(dave, task), STEP, "the participants to hold the task")
         turned_down = carol.call("task_nominate", {"task": task, "candidate": dave.did})["did"]
         chosen = dave.call("task_nominate", {"task": task, "candidate": bob.did})["did"]
-        votes = []
         for voter in (bob, carol, dave):  # (a nomination is pushed to every participant at once)
-            wait_until(lambda: voter.try_call("received", {"dids": [turned_down, chosen]}) and
-                       len(voter.call("received", {"dids": [turned_down, chosen]})) == 2, STEP,
-                       f"{voter.name} to hold both nominations")
-            votes.append(voter.call("consensus_vote", {"target": turned_down, "value": -1})["did"])
-            votes.append(voter.call("consensus_vote", {"target": chosen, "value": 1})["did"])
+            wait_until(lambda: holds_all(voter, {turned_down, chosen}), STEP, f"{voter.name} to hold both nominations")
+            voter.call("consensus_vote", {"target": turned_down, "value": -1})
+            voter.call("consensus_vote", {"target": chosen, "value": 1})
         # nobody offers: once the votes reach alice (sync) and vote_seconds are over, her node does
         wait_until(lambda: offer_to(bob, task), STEP, "bob to be offered the task alice's node chose for him")
         offer = next(e for e in show(alice, task)["entries"] if e["kind"] == "delegation")
