@@ -219,6 +219,9 @@ class MeshGmp:
                         item.get("reason"))
             self.metrics.inc("gmp_push_rejected", code=str(item.get("code"))[:40])
         self.mesh.remember_refusals(to, containers, ack)  # not pushed to it again by sync
+        held_aside = ack.get("pending", []) if isinstance(ack, dict) else []
+        if held_aside:  # delivered, not admitted yet: the peer fetches what they name from this node
+            self.metrics.inc("gmp_push_pending", len(held_aside))
         self.metrics.inc("gmp_pushed", len(containers))
         return True
 

@@ -1,0 +1,42 @@
+"""A push ack tells a GMP container held aside (pending: it names what the receiver lacks) from a
+duplicate (protocols/mesh.md section 3, gmp.md 4.1), in-process with fake streams (tests/test_mesh_cost.py's)."""
+
+from __future__ import annotations
+
+import trio
+
+from meshnode.base.container import now_ms
+from meshnode.base.identity.keys import NodeKey
+from meshnode.domain.gmp import build
+from meshnode.net import exchange
+from test_mesh_cost import FakeStream, mesh_for, peer, push_frame
+
+
+def test_a_pending_container_is_acked_as_pending_not_as_a_duplicate(tmp_path):
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        async with store:
+            author = NodeKey.generate()
+            goal = build.goal(author, {"title": "g", "status": "active", "audience": "participants"},
+                              now_ms=now_ms())
+            note = build.entry(author, "reflection", {}, now_ms=now_ms() + 1, about=goal.did, summary="why")
+
+            async def push(c) -> dict:
+                stream = FakeStream(push_frame([c.to_bytes()]), peer(author))
+                await mesh.exchange.serve(stream)
+                return exchange.check_response(stream.answer(), "ack")
+
+            for _ in range(2):  # held aside, and again when pushed again: never a duplicate
+                ack = await push(note)
+                assert (ack["accepted"], ack["duplicates"], ack["pending"], ack["rejected"]) == \
+                    ([], [], [note.did], []), ack
+            assert (await push(goal))["accepted"] == [goal.did]  # what it names arrives: it is admitted
+            ack = await push(note)
+            assert (ack["duplicates"], ack["pending"]) == ([note.did], []), ack
+
+    trio.run(main)
+
+
+def test_an_ack_from_a_node_that_predates_pending_reads_as_none_pending():
+    ack = exchange.check_response({"op": "ack", "accepted": [], "duplicates": ["did:x"], "rejected": []}, "ack")
+    assert ack["pending"] == []
