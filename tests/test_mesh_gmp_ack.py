@@ -40,3 +40,28 @@ def test_a_pending_container_is_acked_as_pending_not_as_a_duplicate(tmp_path):
 def test_an_ack_from_a_node_that_predates_pending_reads_as_none_pending():
     ack = exchange.check_response({"op": "ack", "accepted": [], "duplicates": ["did:x"], "rejected": []}, "ack")
     assert ack["pending"] == []
+
+
+def test_a_gmp_container_pushed_again_by_its_author_is_told_to_the_gmp_service(tmp_path):
+    """Its author pushing it again means it lacks this node's receipt (gmp.md 6.1): the GMP service
+    hears of it (``arrived``) and pushes the receipt again. Pushed again by anyone else: not told."""
+    class Heard:
+        def __init__(self):
+            self.calls = []
+
+        def arrived(self, did, received_from):
+            self.calls.append((did, received_from))
+
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        heard = Heard()
+        mesh.hooks.serve_gmp(heard)
+        async with store:
+            author, relay = NodeKey.generate(), NodeKey.generate()
+            goal = build.goal(author, {"title": "g", "status": "active", "audience": "participants"},
+                              now_ms=now_ms())
+            for sender in (author, relay, author):
+                await mesh.exchange.serve(FakeStream(push_frame([goal.to_bytes()]), peer(sender)))
+            assert heard.calls == [(goal.did, author.did), (goal.did, author.did)]  # new, then again by its author
+
+    trio.run(main)
