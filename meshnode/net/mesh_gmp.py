@@ -256,8 +256,7 @@ class MeshGmp:
                 self._pending.pop(did, None)
             else:
                 self._fetch_soon(did, state[did], senders.get(did))
-        await self._react(admitted)
-        if admitted:
+        if await self._react(admitted):  # (a container pushed again by its author was reacted to before)
             await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
 
     async def _receipt_again(self, dids: list[str]) -> None:
@@ -319,13 +318,13 @@ class MeshGmp:
             await self.mesh.admission.store_from_peer(c, peer, "fetch")  # comes back through arrived()
         self.metrics.inc("gmp_fetched", len(got))
 
-    async def _react(self, dids: list[str], wait_s: float = 0.0, again: bool = False) -> None:
+    async def _react(self, dids: list[str], wait_s: float = 0.0, again: bool = False) -> int:
         """``service.on_admitted`` for containers not reacted to yet (``again``: reacted to or not);
         push what it publishes, waiting up to ``wait_s`` (containers this node wrote itself: their
-        reactions are pushed the same way)."""
+        reactions are pushed the same way). How many it reacted to."""
         fresh = [d for d in dict.fromkeys(dids) if again or self._reacted.peek(d) is None]
         if not fresh:
-            return
+            return 0
         now = self.clock()
         result = await self.store.write(lambda db: self.service.on_admitted(db, self.key, now, fresh))
         for d in fresh:  # only once it succeeded: a failed reaction is tried again (check)
@@ -336,6 +335,7 @@ class MeshGmp:
         for d in published:
             self._reacted.put(d, True)  # our own reaction needs no reaction of ours
         await self.push(result.get("push", []), wait_s=wait_s)
+        return len(fresh)
 
     # --- the periodic check --------------------------------------------------------------
 
