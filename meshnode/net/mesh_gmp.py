@@ -363,7 +363,8 @@ class MeshGmp:
             await self._background("GMP check", self.check)
 
     async def check(self) -> dict:
-        """Take back stale tasks and offer them again; push unanswered offers again."""
+        """Take back stale tasks and offer them again; make the receipts owed; push again what got no
+        receipt (offers, versions assigning someone)."""
         now = self.clock()
         liveness = await self.store.read(q.liveness_since)
         grace = int(self.settings.dead_grace_s * 1000)
