@@ -65,3 +65,20 @@ def test_a_gmp_container_pushed_again_by_its_author_is_told_to_the_gmp_service(t
             assert heard.calls == [(goal.did, author.did), (goal.did, author.did)]  # new, then again by its author
 
     trio.run(main)
+
+
+def test_meshnode_send_tells_a_container_held_aside_from_one_already_there(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from meshnode.faces.cli import node
+
+    answer = {"op": "ack", "accepted": [], "duplicates": ["did:hmp:container:old"],
+              "pending": ["did:hmp:container:waits"], "rejected": []}
+    monkeypatch.setattr(node, "_config", lambda args: None)
+    monkeypatch.setattr(node, "agent_did", lambda config, did: did)
+    monkeypatch.setattr(node, "read_limited_file", lambda path, limit: b"\x00")
+    monkeypatch.setattr(node, "_ask_node", lambda config, name, args: answer)
+    assert node.cmd_send(SimpleNamespace(file="c.cbor", did="did:key:z6Mkpeer")) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["already there did:hmp:container:old",
+                   "held aside did:hmp:container:waits (it names containers the peer lacks; the peer fetches them)"]
