@@ -431,3 +431,72 @@ def _vote(key, target: str, value: int):
     from meshnode.domain.consensus.cogvote import make_vote
 
     return make_vote(key, target, value, now_ms=T + 4)
+
+
+def test_every_goal_and_task_version_the_delegator_writes_goes_to_the_goals_whole_audience(nodes):
+    """Issue 37: an assignee that is not a participant (B holds one task of a goal whose only
+    participant is C) got the creator's own task versions and the goal's closing only at the next
+    sync. Every container under a goal now goes at once to its whole audience (gmp.md section 7)."""
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="Ship the bridge", participants=[C.did])
+    carry(nodes, a, goal)
+    first = service.task_add(a, A, T + 1, goal=goal["lineage"], title="build adapter")
+    carry(nodes, a, first)
+    carry(nodes, a, service.task_offer(a, A, T + 2, task=first["lineage"], candidates=[B.did]))
+    accept = service.task_accept(b, B, T + 3, task=first["lineage"])
+    assert {p["to"] for p in accept["push"]} == {A.did, C.did}  # the acceptance too, not only to the delegator
+    carry(nodes, b, accept)
+    carry(nodes, a, service.on_admitted(a, A, T + 4, [accept["did"]]))
+
+    def to(result: dict, who: NodeKey) -> list[str]:
+        return [d for p in result["push"] if p["to"] == who.did for d in p["dids"]]
+
+    second = service.task_add(a, A, T + 5, goal=goal["lineage"], title="paint it")  # a task B does not hold
+    assert to(second, B) == [second["did"]] and to(second, C) == [second["did"]]
+    edit = service.task_update(a, A, T + 6, task=second["lineage"], title="paint it red")  # the delegator's own
+    assert to(edit, B) == [edit["did"]]
+    offer = service.task_offer(a, A, T + 7, task=second["lineage"], candidates=[C.did])
+    assert offer["did"] in to(offer, B)  # who is offered what, seen by all who work on the goal
+    for step in (second, edit):
+        carry(nodes, a, step, only=B.did)
+    closed = service.goal_update(a, A, T + 8, goal=goal["lineage"], status="completed")
+    assert closed["did"] in to(closed, B) and closed["did"] in to(closed, C)
+    carry(nodes, a, closed, only=B.did)
+    assert b.conn.execute("SELECT status FROM goals WHERE lineage = ?", (goal["lineage"],)).fetchone() == ("completed",)
+    assert status(b, second["lineage"])[0] == "abandoned"  # the creator's node abandoned it, B sees it at once
+
+
+def test_a_holder_that_completed_while_being_reassigned_keeps_its_completion_and_the_join_rolls_back(nodes):
+    """gmp.md section 5: the creator takes the task back from B (dead to it) and gives it to C while B,
+    not yet told, completes it. B's completion reaching the creator's node joins the fork keeping
+    the completion, removing C, with a rollback entry contradicting the reassignment."""
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    task = _held_by_b(nodes, "survey", T)
+    lineage = task["lineage"]
+    started = service.task_update(b, B, T + 10, task=lineage, status="in_progress")
+    carry(nodes, b, started, only=A.did)
+    taken = service.reassign_stale(a, A, T + 20, liveness={B.did: ("dead", T)}, dead_grace_ms=1)
+    assert [r["removed"] for r in taken["reassigned"]] == [[B.did]]
+    offer = service.task_offer(a, A, T + 21, task=lineage, candidates=[C.did])
+    carry(nodes, a, offer, only=C.did)
+    accept = service.task_accept(c, C, T + 22, task=lineage)
+    carry(nodes, c, accept, only=A.did)
+    assigned = service.on_admitted(a, A, T + 23, [accept["did"]])
+    assert status(a, lineage)[1] == f'["{C.did}"]'
+    done = service.task_done(b, B, T + 24, task=lineage, summary="surveyed")  # B never heard it was removed
+    carry(nodes, b, done, only=A.did)
+    assert a.conn.execute("SELECT forks FROM tasks WHERE lineage = ?", (lineage,)).fetchone() == (1,)
+    joined = service.on_admitted(a, A, T + 25, [done["did"]])
+    assert len(joined["published"]) == 2  # the join and the rollback
+    join, rollback = (load_stored(a.conn, d) for d in joined["published"])
+    assert (join.payload["status"], join.payload["assigned_to"], join.payload["reason"]) == \
+        ("completed", [B.did], "merged")
+    assert rollback.payload["entry_type"] == "rollback"
+    assert rollback.related["contradicts"] == [taken["reassigned"][0]["did"], assigned["published"][0]]
+    row = a.conn.execute("SELECT forks, status, assigned_to FROM tasks WHERE lineage = ?", (lineage,)).fetchone()
+    assert row == (0, "completed", f'["{B.did}"]')
+    shown = service.task_show(a, task=lineage, now_ms=T + 26)
+    assert [(e["kind"], e["counted"]) for e in shown["entries"] if e["kind"] == "rollback"] == [("rollback", True)]
+    assert (B.did, "completed") in [(h["assignee"], h["ended"]) for h in shown["holders"]]
+    for who in (B, C):  # the holder finished and the one removed both learn it at once
+        assert {join.did, rollback.did} <= {d for p in joined["push"] if p["to"] == who.did for d in p["dids"]}

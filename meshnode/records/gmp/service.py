@@ -22,8 +22,8 @@ from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATU
                                 task_show, decided_basis, delegates)
 from meshnode.records.gmp.delegate import cog_choices, decided_mesh_basis, mesh_choices, mesh_requests, take_over
 from meshnode.records.gmp.store_admission import release_commits
-from meshnode.records.gmp.publish import (DAY_S, Push, check_every_s, publish, publish_task_version, push_task_version,
-                                          task_audience)
+from meshnode.records.gmp.publish import (DAY_S, Push, check_every_s, goal_audience, publish, publish_task_version,
+                                          push_task_version, task_audience)
 from meshnode.records.gmp.reactions import on_admitted as _on_admitted
 from meshnode.records.gmp.reactions import reassign_stale as _reassign_stale
 from meshnode.store import lineage as lineage_index
@@ -137,7 +137,7 @@ def goal_update(db, key, now_ms, *, goal, status=None, title=None, description=N
     if newcomers:  # a new participant has seen no version of the goal: it gets them all, oldest first
         with sql_errors("collecting a goal's versions"):
             push.add(newcomers, ordered(db.conn, lineage_index.members(db.conn, lineage)))
-    push.add(dict.fromkeys([*row["participants"], *people]), [c.did])
+    push.add(goal_audience(db, lineage, first=[*row["participants"], *people]), [c.did])  # removed ones too
     out = {"did": c.did, "lineage": lineage, "status": c.payload.get("status")}
     if c.payload.get("status") in GOAL_TERMINAL:
         out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push, asked_by)
@@ -149,12 +149,12 @@ def goal_cancel(db, key, now_ms, *, goal, reason=None, asked_by=None) -> dict:
     lineage = resolve(db, goal, "goal")
     c, row = _goal_version(db, key, now_ms, lineage, {"status": "cancelled"}, asked_by)
     push = Push(key.did)
-    push.add(row["participants"], [c.did])
+    push.add(goal_audience(db, lineage), [c.did])
     out = {"did": c.did, "lineage": lineage, "status": "cancelled"}
     if reason:
         note = publish(db, build.entry(key, "reflection", {}, now_ms=now_ms, about=lineage,
                                       summary=_text(reason, "the reason", 4096)), now_ms, asked_by)
-        push.add(row["participants"], [note.did])
+        push.add(goal_audience(db, lineage), [note.did])
         out["reflection"] = note.did
     out["abandoned"] = _abandon_tasks(db, key, now_ms, lineage, push, asked_by)
     out["push"] = push.result()
@@ -221,7 +221,7 @@ def task_add(db, key, now_ms, *, goal, title, description=None, parent=None, dep
                               depends_on=depends_on, see_also=tuple(see_also), tags=tuple(tags or ())), now_ms,
                 asked_by)
     push = Push(key.did)
-    push.add([g["creator_did"], *g["participants"]], [c.did])  # those working on the goal see it at once
+    push.add(goal_audience(db, goal_lineage), [c.did])  # those working on the goal see it at once
     return {"did": c.did, "lineage": c.did, "goal": goal_lineage, "status": "pending", "push": push.result()}
 
 
@@ -375,6 +375,7 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
     push = Push(key.did)
     for peer in people:
         push.add([peer], bundle(db, lineage, extra=(*extra, offer.did)))
+    push.add(goal_audience(db, row["goal_lineage"]), [offer.did])  # who is offered it: seen by all at once
     return {"did": offer.did, "lineage": lineage, "offer": offer.did, "candidates": people, "expires_ms": expires,
             "push": push.result()}
 
@@ -402,7 +403,7 @@ def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
                                                    "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
                                now_ms=now_ms, about=lineage, see_also=cite), now_ms, asked_by)
     push = Push(key.did)
-    push.add([goal["creator_did"], *goal["participants"]], [*cite, e.did])
+    push.add(goal_audience(db, row["goal_lineage"]), [*cite, e.did])
     return {"did": e.did, "lineage": lineage, "nomination": e.did, "candidate": person, "push": push.result()}
 
 
@@ -451,7 +452,7 @@ def _answer(db, key, now_ms, task, offer, kind: str, fields: dict, summary=None,
     e = publish(db, build.entry(key, kind, {"offer": o.did, **fields}, now_ms=now_ms, about=lineage,
                                summary=summary, recipients=(o.sender_did,)), now_ms, asked_by)
     push = Push(key.did)
-    push.add([o.sender_did], [e.did])
+    push.add(goal_audience(db, task_row(db, lineage)["goal_lineage"], first=[o.sender_did]), [e.did])
     return {"did": e.did, "lineage": lineage, "offer": o.did, "push": push.result()}
 
 
@@ -481,7 +482,7 @@ def task_progress(db, key, now_ms, *, task, progress, summary=None, check_in=Fal
                                now_ms=now_ms, about=lineage, summary=_text(summary, "the summary", 4096) if summary
                                else None), now_ms, asked_by)
     push = Push(key.did)
-    push.add(task_audience(db, row), [e.did])  # every step, to all who work on the goal (gmp.md 6.3)
+    push.add(task_audience(db, row), [e.did])  # every step, to all who work on the goal (gmp.md 7)
     out = {"did": e.did, "lineage": lineage, "progress": value}
     if check_in:
         changes = {"progress": value, "reason": "check_in",
