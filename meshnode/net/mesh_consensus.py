@@ -27,6 +27,7 @@ import trio
 
 from meshnode.domain.consensus import epochs
 from meshnode.domain.consensus import messages as cm
+from meshnode.domain.consensus import proofs
 from meshnode.domain.consensus.committee import Committee
 from meshnode.domain.gmp import contest
 from meshnode.domain.consensus.tendermint import (EMERGENCY, KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide,
@@ -62,6 +63,16 @@ def _order(a) -> int:
     are then not published under the old committee); then messages and timers (the next
     height's proposal and votes do not wait for the store); then what is stored."""
     return 0 if _switches_epoch(a) else 1 if isinstance(a, (Broadcast, Schedule)) else 2
+
+
+def _proven(core: Core, msg: cm.Message) -> bool:
+    """Whether a commit message carries a quorum of ``core``'s committee's precommits for its block
+    (what the core checks again before it takes it)."""
+    try:
+        proofs.commit_precommits(core.committee, msg.height, msg.round, msg.value_id, msg.commit)
+    except MeshnodeError:
+        return False
+    return True
 
 
 class Consensus:
@@ -220,10 +231,13 @@ class Consensus:
         if msg.sender == self.key.did:
             return
         self.metrics.inc("consensus_received", kind=msg.kind)
-        if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT, cm.REQUEST):
-            for value in cm.block_values(msg.value):  # (decode checked the block)
-                await self._check_value(value, committed=msg.kind == cm.COMMIT)
         core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
+        if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT, cm.REQUEST):
+            values = cm.block_values(msg.value)  # (decode checked the block)
+            committed = msg.kind == cm.COMMIT and any(v.startswith(contest.VALUE_PREFIX) for v in values) \
+                and _proven(core, msg)  # (the signatures are checked twice only for a GMP delegation value)
+            for value in values:
+                await self._check_value(value, committed=committed)
         await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
 
     def _sender_ok(self, msg: cm.Message) -> bool:
@@ -429,8 +443,8 @@ class Consensus:
     async def _check_gmp_value(self, vid: bytes, value: bytes, committed: bool) -> None:
         """A GMP delegation value is valid once this node holds its nomination and task version and
         the nomination is about that version (``gmp.delegate.value_holds``); one not held yet is
-        looked at again with the next message carrying it. In a commit (a quorum signed it, and
-        a node catching up may not be in the goal's audience) a well-formed one is taken."""
+        looked at again with the next message carrying it. In a commit whose precommits prove a quorum
+        (a node catching up may not be in the goal's audience) a well-formed one is taken."""
         try:
             ok = bool(contest.parse_delegation_value(value)) if committed else \
                 await self.store.read(delegate.value_holds, value)
