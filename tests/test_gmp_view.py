@@ -114,13 +114,38 @@ def test_shown_head_creator_first_then_holder_over_takeover_then_time():
                                                                                 take.did}
 
 
-def test_holder_spans_record_why_holding_ended():
-    s = Story()
+def given_to_c(s: Story) -> tuple:
+    """The creator takes the story's task from B (dead) and gives it to C: (the removal, the version assigning C)."""
     w = s.w
     dead = w.ok(s.by(A, [s.t3], status="pending", assigned=[], reason="reassigned_dead"))
     o = w.ok(w.offer(s.lineage, dead, to=(C,)))
     acc = w.ok(w.entry(C, "acceptance", s.lineage, offer=o.did))
-    to_c = w.ok(s.by(A, [dead], assigned=[C], agreed=[acc], reason="assigned", next_check_at=w.t + HOUR))
+    return dead, w.ok(s.by(A, [dead], assigned=[C], agreed=[acc], reason="assigned", next_check_at=w.t + HOUR))
+
+
+def test_a_join_keeps_a_completion_made_while_being_reassigned_not_a_failure():
+    """Section 5: the creator removed B (and gave the task to C) while B completed it: the join keeps
+    B's completion and assignees, and names the creator's side of the fork for a rollback. B's
+    failure instead is no finished work: the creator's head stands, nothing is rolled back."""
+    s = Story()
+    w = s.w
+    removed, to_c = given_to_c(s)
+    done = w.ok(s.by(B, [s.t3], status="completed", reason="completed", progress=1.0))
+    joined = view.join([to_c, done], A.did, w.held)
+    assert (joined.base, joined.contradicts) == (to_c, (removed.did, to_c.did))
+    p = joined.payload
+    assert (p["status"], p["assigned_to"], p["progress"], p["reason"]) == ("completed", [B.did], 1.0, "merged")
+    failed = w.ok(s.by(B, [s.t3], status="failed", reason="failed"))
+    joined = view.join([to_c, failed], A.did, w.held)
+    assert joined.contradicts == () and joined.payload["assigned_to"] == [C.did]
+    assert (joined.payload["status"], joined.payload["reason"]) == ("pending", "merged")
+    assert view.join([done, failed], A.did, w.held) is None  # no head of the creator's: nothing it can join
+
+
+def test_holder_spans_record_why_holding_ended():
+    s = Story()
+    w = s.w
+    dead, to_c = given_to_c(s)
     done = w.ok(s.by(C, [w.ok(s.by(C, [to_c], status="in_progress"))], status="completed"))
     spans = view.holder_spans(view.path_to(done, w.held))
     assert [(sp.assignee, sp.from_version, sp.to_version, sp.ended) for sp in spans] == [
@@ -173,3 +198,15 @@ def test_steward_schedule_ranks_participants_but_not_holders():
     order = sorted([A.did, C.did], key=lambda d: hashlib.sha256((s.lineage + s.t3.did + d).encode()).digest())
     assert sched == [(order[0], overdue + 900_000), (order[1], overdue + 1_800_000)]
     assert view.steward_schedule(s.lineage, s.t1, [C.did]) == []
+
+
+def test_an_unheld_contested_task_needs_a_decision_until_one_is_offered():
+    from meshnode.domain.gmp.view import due_state
+
+    def state(rule: str, offer_open: bool) -> str | None:
+        return due_state(status="pending", assigned_to=(), due_at_ms=None, overdue_at_ms=None, liveness={},
+                         offer_open=offer_open, forks=0, goal_status="active", rule=rule, now_ms=1)
+
+    assert [state(r, False) for r in ("creator", "cogconsensus", "meshconsensus")] == [
+        "unassigned", "needs_decision", "needs_decision"]
+    assert {state(r, True) for r in ("creator", "cogconsensus", "meshconsensus")} == {"offer_open"}

@@ -13,6 +13,7 @@ from meshnode.app.actor import person
 from meshnode.app.context import App
 from meshnode.app.dispatch import dispatch
 from meshnode.base.errors import MeshnodeError
+from meshnode.domain.gmp import build
 from meshnode.records.gmp import service
 from meshnode.base.identity.keys import NodeKey
 from meshnode.base.metrics import Metrics
@@ -244,5 +245,121 @@ def test_a_dead_holders_task_goes_to_the_goals_participants_and_its_owner_is_tol
         assert "nobody took task \"t\"" in told[0]["summary"] and b.did not in told[0]["summary"]
         decided = await command(gmp, "inbox_decide", {"kind": "task_unclaimed", "ref": task, "decision": "abandon"})
         assert decided["result"]["status"] == "abandoned" and decided["count"]["by_kind"]["task_unclaimed"] == 0
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+async def pushed_to(mesh: FakeMesh, did: str, container: str) -> None:
+    """Wait until ``container`` was pushed to ``did`` (pushes run in the service's nursery)."""
+    with trio.fail_after(10):
+        while not any(to == did and container in dids for to, dids in mesh.pushed):
+            await trio.sleep(0.01)
+
+
+def test_receipts_lost_to_a_restart_or_a_flood_are_made_at_start_and_at_each_check(tmp_path):
+    """gmp.md 6.1 steps 2 and 5: this node (a) is offered b's task and then assigned it, each stored
+    while no reaction ran (the node restarting, or its reaction queue full in a flood): the receipt
+    for the offer is made when the node starts, the one for the version at the next check."""
+    from meshnode.store.database import Database
+    from meshnode.store.views_cogsync import load_stored
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        theirs = Database(tmp_path / "b.db")
+
+        async def arrive(result: dict) -> None:  # stored as from the network, never reacted to
+            for did in [d for p in result["push"] if p["to"] == a.did for d in p["dids"]]:
+                await store.write(lambda db, d=did: db.put_container(load_stored(theirs.conn, d),
+                                                                     received_at_ms=clock[0]))
+
+        goal = service.goal_add(theirs, b, clock[0], title="b's goal")
+        task = service.task_add(theirs, b, clock[0] + 1, goal=goal["lineage"], title="t")
+        offer = service.task_offer(theirs, b, clock[0] + 2, task=task["lineage"], candidates=[a.did])
+        await arrive(offer)
+        receipts = "SELECT did FROM gmp_entries WHERE kind = 'receipt' AND offer = ?"
+        assert await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchall()) == []
+        started = MeshGmp(store, mesh, a, gmp.settings, Metrics(), clock=lambda: clock[0])  # as after a restart
+        async with trio.open_nursery() as nursery:
+            await nursery.start(started.run)
+            with trio.fail_after(10):
+                while not await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchall()):
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        receipt = (await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchone()))[0]
+        await pushed_to(mesh, b.did, receipt)
+        assert (await gmp.check())["receipts"] == []  # made once
+
+        accept = await store.write(lambda db: service.task_accept(db, a, clock[0] + 3, task=task["lineage"]))
+        theirs.put_container(await store.read(lambda db: load_stored(db.conn, accept["did"])), received_at_ms=clock[0])
+        assigned = service.on_admitted(theirs, b, clock[0] + 4, [accept["did"]])
+        await arrive(assigned)
+        version = assigned["published"][0]
+        assert (await gmp.check())["receipts"] == [version]
+        receipt = (await store.read(lambda db: db.conn.execute(receipts, (version,)).fetchone()))[0]
+        await pushed_to(mesh, b.did, receipt)
+        assert (await gmp.check())["receipts"] == []
+        theirs.close()
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_a_version_assigning_a_peer_without_its_receipt_is_pushed_again_twice(tmp_path):
+    """The delegator's side of gmp.md 6.1 step 5: the version assigning b (with all b needs to admit
+    it) is pushed again while b's receipt for it is missing, twice at most; not once it is there."""
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        goal = (await command(gmp, "goal_add", {"title": "g"}))["lineage"]
+        task = (await command(gmp, "task_add", {"goal": goal, "title": "t"}))["lineage"]
+        await command(gmp, "task_assign", {"task": task, "candidates": [b.did]})
+        accept = await store.write(lambda db: service.task_accept(db, b, clock[0] + 1, task=task))
+        await gmp._react([accept["did"]])
+        version = (await store.read(lambda db: db.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?",
+                                                               (task,)).fetchone()))[0]
+        await pushed_to(mesh, b.did, version)
+        assert (await gmp.check())["retried"] == []  # not yet receipt_seconds old
+        retried = []
+        for _ in range(3):
+            clock[0] += 2_000
+            mesh.pushed.clear()
+            now = (await gmp.check())["retried"]
+            if now:
+                await pushed_to(mesh, b.did, version)
+            retried += now
+        assert retried == [(version, b.did)] * 2
+        clock[0] += 2_000
+        await store.write(lambda db: db.put_container(
+            build.entry(b, "receipt", {"received": version, "received_at": clock[0]}, now_ms=clock[0], about=task),
+            received_at_ms=clock[0]))
+        assert (await gmp.check())["retried"] == [] and gmp._retries == {}  # answered: forgotten
+
+    run_with_node(tmp_path, lambda b, c: {}, body)
+
+
+def test_a_receipt_whose_push_was_lost_is_pushed_again_when_the_offer_comes_again(tmp_path):
+    """The delegator pushing its offer again (no receipt reached it) makes the candidate push the
+    receipt it made already, instead of answering only "duplicate"."""
+    from meshnode.store.database import Database
+    from meshnode.store.views_cogsync import load_stored
+
+    async def body(gmp, store, mesh, keys, clock):
+        a, b, c = keys
+        theirs = Database(tmp_path / "b.db")
+        goal = service.goal_add(theirs, b, clock[0], title="b's goal")
+        task = service.task_add(theirs, b, clock[0] + 1, goal=goal["lineage"], title="t")
+        offer = service.task_offer(theirs, b, clock[0] + 2, task=task["lineage"], candidates=[a.did])
+        for did in offer["push"][0]["dids"]:
+            await store.write(lambda db, d=did: db.put_container(load_stored(theirs.conn, d), received_at_ms=clock[0]))
+        gmp.arrived(offer["did"], b.did)
+        receipts = "SELECT did FROM gmp_entries WHERE kind = 'receipt' AND offer = ?"
+        with trio.fail_after(10):
+            while not await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchall()):
+                await trio.sleep(0.01)
+        receipt = (await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchone()))[0]
+        await pushed_to(mesh, b.did, receipt)
+        mesh.pushed.clear()  # that push was lost
+        gmp.arrived(offer["did"], b.did)  # b pushes its offer again
+        await pushed_to(mesh, b.did, receipt)
+        assert (await store.read(lambda db: db.conn.execute(receipts, (offer["did"],)).fetchall())) == [(receipt,)]
+        theirs.close()
 
     run_with_node(tmp_path, lambda b, c: {}, body)

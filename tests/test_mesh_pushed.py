@@ -71,6 +71,22 @@ def test_a_friends_note_is_pushed_to_the_friends_online_and_to_no_one_else(trio_
     assert not any(r["container_did"] == note for r in b.call("notes", {"limit": 50}))  # bob is no friend
 
 
+def test_an_assignee_not_participant_gets_the_creators_own_versions_and_the_goals_closing_pushed(trio_nodes):
+    """Issue 37: bob holds a task of a goal whose only participant is carol. The creator's own task
+    versions and the goal's closing reach him at once (with sync off), not at the next sync."""
+    a, b, c = trio_nodes
+    task = held_by([c.did], "Paint the hall", a, b)
+    goal = show(a, task)["goal_lineage"]
+    other = a.call("task_add", {"goal": goal, "title": "buy the paint"})["lineage"]
+    a.call("task_update", {"task": other, "title": "buy the red paint"})
+    wait_until(lambda: (show(b, other) or {}).get("title") == "buy the red paint", STEP,
+               "bob to get alice's own versions of a task he does not hold")
+    a.call("goal_update", {"goal": goal, "status": "completed"})
+    wait_until(lambda: b.call("goal_show", {"goal": goal})["status"] == "completed", STEP,
+               "bob to get the goal's closing")
+    wait_until(lambda: show(b, other)["status"] == "abandoned", STEP, "bob to see its open tasks abandoned")
+
+
 def test_a_dead_holders_task_is_offered_to_a_participant_without_any_interest(trio_nodes):
     a, b, c = trio_nodes
     task = held_by([c.did], "Write the manual", a, b)

@@ -5,6 +5,8 @@ varint-framed deterministic-CBOR map:
 
     {"op": "fetch", "dids": [container DID, ...]}        ->  {"op": "found", "containers": [bytes], "missing": [DID]}
     {"op": "push", "containers": [container bytes, ...]} ->  {"op": "ack", "accepted": [DID], "duplicates": [DID],
+                                                              "pending": [DID] (GMP, held aside: it names what
+                                                              this node lacks; absent from older nodes),
                                                               "rejected": [{"index": i, "code": c, "reason": r}],
                                                               "retry_ms": ms (when some were refused for load)}
     {"op": "validate", "prompt": text, "answer": text}    ->  {"op": "verdict", "rating": -3..3, "comment": text}
@@ -82,9 +84,13 @@ def found(containers: list[bytes], missing: list[str]) -> dict:
     return {"op": "found", "containers": containers, "missing": missing}
 
 
-def ack(accepted: list[str], duplicates: list[str], rejected: list[dict], retry_ms: int | None = None) -> dict:
-    """A push's answer; ``retry_ms`` when some of it was refused for load: push again after that."""
+def ack(accepted: list[str], duplicates: list[str], rejected: list[dict], retry_ms: int | None = None,
+        pending: list[str] = ()) -> dict:
+    """A push's answer; ``pending``: GMP containers held aside until what they name arrives (neither
+    admitted nor duplicates); ``retry_ms`` when some of it was refused for load: push again after that."""
     message = {"op": "ack", "accepted": accepted, "duplicates": duplicates, "rejected": rejected}
+    if pending:
+        message["pending"] = list(pending)
     if retry_ms is not None:
         message["retry_ms"] = int(retry_ms)
     return message
@@ -119,4 +125,6 @@ def check_response(message: dict, expected_op: str) -> dict[str, Any]:
         for key in ("accepted", "duplicates", "rejected"):
             if type(message.get(key)) is not list:
                 raise ExchangeError("bad_response", f"ack needs {key}")
+        if type(message.setdefault("pending", [])) is not list:  # absent from nodes that predate it
+            raise ExchangeError("bad_response", "an ack's pending is a list")
     return message

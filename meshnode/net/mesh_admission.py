@@ -147,8 +147,9 @@ class AdmissionService:
         if result.unpooled:
             self.metrics.inc("pool_vouched", result.unpooled)
         self._arrivals_since_trim += 1 + result.evicted
-        if result.outcome in ("new", "pending") and is_gmp(c):  # admitted, or held aside
-            self.hooks.gmp_arrived(c.did, received_from)
+        if is_gmp(c) and (result.outcome in ("new", "pending") or  # admitted, or held aside; or pushed
+                          (result.outcome == "duplicate" and via == "push" and received_from == c.sender_did)):
+            self.hooks.gmp_arrived(c.did, received_from)  # again by its author, who may lack this node's receipt
         if result.outcome == "new" and (c.cls == "note" or is_gmp(c)):
             self.hooks.stored(c)
         return result

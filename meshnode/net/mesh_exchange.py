@@ -307,7 +307,7 @@ class Exchange:
                                                    wait_ms))
 
     async def _serve_push(self, did: str, items: list[bytes], host: str | None = None) -> dict:
-        accepted, duplicates, rejected = [], [], []
+        accepted, duplicates, pending, rejected = [], [], [], []
         untrusted = self.min_trust > 0 and await self.store.read(peer_trust, did) < self.min_trust
         if untrusted and len(items) != 1:  # one item may be a new child's hello (no reputation yet): decoded below
             return self._untrusted_push()
@@ -360,11 +360,11 @@ class Exchange:
                     break
                 continue
             new = admission.new
-            (accepted if new else duplicates).append(c.did)
+            (accepted if new else pending if admission.outcome == "pending" else duplicates).append(c.did)
             self._count_moved(did, received=int(new))
             self.standing.record_valid(did, self.clock())
             self.metrics.inc("containers_received", via="push")
-        return exchange.ack(accepted, duplicates, rejected, retry_ms)
+        return exchange.ack(accepted, duplicates, rejected, retry_ms, pending)
 
     def _over_stranger_rate(self, did: str, start: int, end: int, rejected: list[dict]) -> int:
         """Items ``start`` to ``end`` of a stranger's push rejected ``busy`` unread (the strangers'

@@ -15,8 +15,17 @@ The service decides what to sign; this class carries it out on the network
   overdue) are taken back (``service.reassign_stale``) and offered again: to the
   goal's participants first (``domain.gmp.reoffer``), else to peers found by the
   task's tags, never the removed holder; offers without a receipt after
-  ``receipt_seconds`` are pushed again, twice at most. A task nobody takes is
-  listed in the goal owner's inbox (``records.inbox``, kind ``task_unclaimed``).
+  ``receipt_seconds`` are pushed again, twice at most, and so are versions
+  assigning someone that got no receipt from it; the receipts this node owes
+  and has not made (a reaction lost to a restart or a flood) are made, at
+  start and at each check. A task nobody takes is
+  listed in the goal owner's inbox (``records.inbox``, kind ``task_unclaimed``);
+* in the same check, delegation that runs by itself (``records.gmp.delegate``, gmp.md 6.3 and 8):
+  as a goal's participant, this node takes over an overdue task whose creator did not act, at its
+  steward rank's time, and offers it again; as a contested task's delegator, it offers it to the
+  best approved CogConsensus nominee once ``vote_seconds`` are over, or to the nominee the binding
+  MeshConsensus decision names; as a validator, it requests those decisions; pending containers
+  waiting for a MeshConsensus height this node has decided since are judged again.
 
 Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
 a test can drive it with fakes. Pushes run in its own nursery: an action waits
@@ -38,6 +47,7 @@ from meshnode.domain.gmp import reoffer
 from meshnode.net import mesh_gmp_queries as q
 from meshnode.net.budget import BoundedLRU
 from meshnode.net.liveness import Liveness
+from meshnode.records.gmp.reads import bundle
 
 log = logging.getLogger("meshnode.domain.gmp")
 
@@ -61,12 +71,13 @@ class GmpSettings:
     dead_grace_s: float = 600.0
     check_s: float = 30.0
     min_trust: float = 0.0  # [sync] min_trust: candidates below it are left out
+    vote_s: float = 3600.0  # how long participants vote on a contested task's nominations
 
     @classmethod
     def from_config(cls, config) -> "GmpSettings":
         gmp = config.values["gmp"]
         return cls(float(gmp["offer_seconds"]), float(gmp["receipt_seconds"]), float(gmp["dead_grace_seconds"]),
-                   float(gmp["check_seconds"]), float(config.values["sync"]["min_trust"]))
+                   float(gmp["check_seconds"]), float(config.values["sync"]["min_trust"]), float(gmp["vote_seconds"]))
 
 
 def rank_candidates(lineage: str, facts: dict[str, tuple[float, int]], live: dict[str, bool],
@@ -93,7 +104,7 @@ class MeshGmp:
         self._arrived_send, self._arrived = trio.open_memory_channel(QUEUE)
         self._reacted = BoundedLRU(8192)  # DIDs already reacted to: on_admitted runs once per container
         self._pending: dict[str, int] = {}  # DID held aside -> fetches of its missing DIDs so far
-        self._retries: dict[tuple[str, str], int] = {}  # (offer, candidate) -> pushes again so far
+        self._retries: dict[tuple[str, str], int] = {}  # (offer or version, to whom) -> pushes again so far
         self._fetching: set[str] = set()  # pending DIDs whose missing containers are being fetched
         if hooks is not None:
             hooks.serve_gmp(self)
@@ -105,11 +116,13 @@ class MeshGmp:
             self._nursery = nursery
             nursery.start_soon(self._react_forever)
             nursery.start_soon(self._check_forever)
+            nursery.start_soon(self._background, "making the receipts owed", self._owed_receipts)
             task_status.started(self)
             await trio.sleep_forever()
 
     def arrived(self, did: str, received_from: str | None) -> None:
-        """A GMP container stored from the network (called by the Mesh; never blocks)."""
+        """A GMP container stored from the network, or pushed again by its author (called by the
+        Mesh; never blocks)."""
         try:
             self._arrived_send.send_nowait((did, received_from))
         except trio.WouldBlock:  # a flood: the periodic check takes up acceptances dropped here
@@ -219,6 +232,9 @@ class MeshGmp:
                         item.get("reason"))
             self.metrics.inc("gmp_push_rejected", code=str(item.get("code"))[:40])
         self.mesh.remember_refusals(to, containers, ack)  # not pushed to it again by sync
+        held_aside = ack.get("pending", []) if isinstance(ack, dict) else []
+        if held_aside:  # delivered, not admitted yet: the peer fetches what they name from this node
+            self.metrics.inc("gmp_push_pending", len(held_aside))
         self.metrics.inc("gmp_pushed", len(containers))
         return True
 
@@ -232,19 +248,14 @@ class MeshGmp:
                     batch.append(self._arrived.receive_nowait())
                 except trio.WouldBlock:
                     break
-            try:
-                await self._react_to_arrivals(batch)
-            except MeshnodeError as exc:
-                log.info("reacting to GMP containers: %s", exc.reason)
-            except Exception as exc:  # a background task must never take the node down
-                log.exception("reacting to GMP containers failed")
-                self.metrics.inc("gmp_errors", where=type(exc).__name__)
+            await self._background("reacting to GMP containers", lambda: self._react_to_arrivals(batch))
 
     async def _react_to_arrivals(self, batch: list[tuple[str, str | None]]) -> None:
         senders = dict(batch)
         dids = list(dict.fromkeys([*senders, *self._pending]))
         state = await self.store.read(q.pending_state, dids)
         admitted = [d for d in dids if state.get(d, {}).get("admitted")]
+        await self._receipt_again(admitted)
         for did in dids:
             if did not in state:  # pending ones dropped (too old, too many): nothing more to do
                 self._pending.pop(did, None)
@@ -252,9 +263,17 @@ class MeshGmp:
                 self._pending.pop(did, None)
             else:
                 self._fetch_soon(did, state[did], senders.get(did))
-        await self._react(admitted)
-        if admitted:
+        if await self._react(admitted):  # (a container pushed again by its author was reacted to before)
             await self._refresh_known()  # an assignment of this node makes the task's creator a coworker
+
+    async def _receipt_again(self, dids: list[str]) -> None:
+        """A receipt this node made for a container that arrives again is pushed again to its sender:
+        an offer or a version pushed again by its author means the receipt did not reach it (its push
+        was lost). A container just arrived has no receipt yet: ``_react`` makes it."""
+        made = await self.store.read(q.receipts_made, self.key.did, dids) if dids else []
+        if made:
+            self.metrics.inc("gmp_receipts_again", len(made))
+            await self.push([{"to": to, "dids": [receipt]} for receipt, to in made], wait_s=0)
 
     def _fetch_soon(self, did: str, pending: dict, sender: str | None) -> None:
         """Fetch what ``did`` waits for in the background: a peer that does not answer must not hold
@@ -292,7 +311,7 @@ class MeshGmp:
         while len(self._pending) > PENDING_WATCHED:  # the store keeps them; sync releases them
             del self._pending[next(iter(self._pending))]
         peer = pending.get("from") or sender
-        missing = [m for m in pending.get("missing", []) if isinstance(m, str)][:64]
+        missing = [m for m in pending.get("missing", []) if isinstance(m, str) and m.startswith("did:")][:64]
         if not peer or not missing or peer == self.key.did:
             return
         try:
@@ -306,12 +325,13 @@ class MeshGmp:
             await self.mesh.admission.store_from_peer(c, peer, "fetch")  # comes back through arrived()
         self.metrics.inc("gmp_fetched", len(got))
 
-    async def _react(self, dids: list[str], wait_s: float = 0.0) -> None:
-        """``service.on_admitted`` for containers not reacted to yet; push what it publishes, waiting
-        up to ``wait_s`` (containers this node wrote itself: their reactions are pushed the same way)."""
-        fresh = [d for d in dict.fromkeys(dids) if self._reacted.peek(d) is None]
+    async def _react(self, dids: list[str], wait_s: float = 0.0, again: bool = False) -> int:
+        """``service.on_admitted`` for containers not reacted to yet (``again``: reacted to or not);
+        push what it publishes, waiting up to ``wait_s`` (containers this node wrote itself: their
+        reactions are pushed the same way). How many it reacted to."""
+        fresh = [d for d in dict.fromkeys(dids) if again or self._reacted.peek(d) is None]
         if not fresh:
-            return
+            return 0
         now = self.clock()
         result = await self.store.write(lambda db: self.service.on_admitted(db, self.key, now, fresh))
         for d in fresh:  # only once it succeeded: a failed reaction is tried again (check)
@@ -322,22 +342,36 @@ class MeshGmp:
         for d in published:
             self._reacted.put(d, True)  # our own reaction needs no reaction of ours
         await self.push(result.get("push", []), wait_s=wait_s)
+        return len(fresh)
 
     # --- the periodic check --------------------------------------------------------------
+
+    async def _background(self, what: str, fn) -> None:
+        try:
+            await fn()
+        except MeshnodeError as exc:
+            log.info("%s: %s", what, exc.reason)
+        except Exception as exc:  # a background task must never take the node down
+            log.exception("%s failed", what)
+            self.metrics.inc("gmp_errors", where=type(exc).__name__)
+
+    async def _owed_receipts(self) -> list[str]:
+        """Make the receipts this node owes and has not made (``q.owed_receipts``): a reaction lost to
+        a restart or dropped in a flood is made at start and at each check, never lost for good."""
+        owed = await self.store.read(q.owed_receipts, self.key.did, self.clock())
+        if owed:
+            self.metrics.inc("gmp_receipts_owed", len(owed))
+            await self._react(owed, again=True)  # on_admitted makes each receipt once
+        return owed
 
     async def _check_forever(self) -> None:
         while True:
             await trio.sleep(self.settings.check_s)
-            try:
-                await self.check()
-            except MeshnodeError as exc:
-                log.info("GMP check: %s", exc.reason)
-            except Exception as exc:  # a background task must never take the node down
-                log.exception("GMP check failed")
-                self.metrics.inc("gmp_errors", where=type(exc).__name__)
+            await self._background("GMP check", self.check)
 
     async def check(self) -> dict:
-        """Take back stale tasks and offer them again; push unanswered offers again."""
+        """Take back stale tasks and offer them again; make the receipts owed; push again what got no
+        receipt (offers, versions assigning someone)."""
         now = self.clock()
         liveness = await self.store.read(q.liveness_since)
         grace = int(self.settings.dead_grace_s * 1000)
@@ -351,11 +385,70 @@ class MeshGmp:
         # acceptances of open offers that no version cites yet: a reaction dropped in a flood, or
         # lost to a restart between storing one and reacting to it (on_admitted does each once)
         await self._react(await self.store.read(q.uncited_acceptances, self.key.did, now))
+        owed = await self._owed_receipts()
+        taken = await self._take_over(now)
         offered = []
         with trio.move_on_after(REOFFER_BUDGET_S):  # slow DHT lookups hold up no other check for long
             offered = await self._offer_again(now)
-        retried = await self._retry_offers(now)
-        return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried}
+        decided = await self._offer_decided(now)
+        await self._request_decisions(now)
+        retried = await self._retry_unreceipted(now)
+        return {"reassigned": result.get("reassigned", []), "taken_over": taken, "offered": offered,
+                "decided": decided, "retried": retried, "receipts": owed}
+
+    # --- delegation that runs by itself (records.gmp.delegate) --------------------------------------------
+
+    async def _take_over(self, now: int) -> list[dict]:
+        """As a steward (gmp.md section 8): take over the overdue tasks whose turn has come; the task
+        is then offered again by ``_offer_again`` like any task taken back."""
+        result = await self.store.write(lambda db: self.service.take_over(db, self.key, now))
+        if result.get("taken"):
+            self.metrics.inc("gmp_taken_over", len(result["taken"]))
+        await self.push(result.get("push", []), wait_s=0)
+        await self._react(_written(result))
+        return result.get("taken", [])
+
+    async def _offer_decided(self, now: int) -> list[dict]:
+        """Contested tasks this node delegates, offered as their decision says: the best approved
+        CogConsensus nominee once ``vote_s`` is over, or the MeshConsensus decision's nominee."""
+        vote_ms = int(self.settings.vote_s * 1000)
+        chosen = await self.store.write(lambda db: self.service.cog_choices(db, self.key, now, vote_ms=vote_ms))
+        chosen = [{"task": c["task"], "basis": c["result"], "candidate": c["candidate"], "rule": "cogconsensus"}
+                  for c in chosen]
+        chosen += [{**c, "rule": "meshconsensus"} for c in await self.store.read(self.service.mesh_choices,
+                                                                                   self.key.did, now)]
+        offered = []
+        for c in chosen:
+            try:
+                result = await self.write("task_offer", {"task": c["task"], "basis": c["basis"],
+                                                         "expires_s": int(self.settings.offer_s)})
+            except MeshnodeError as exc:
+                log.info("offering contested task %s: %s", c["task"], exc.reason)
+                self.metrics.inc("gmp_decided_offer_failed", code=exc.code)
+                continue
+            log.info("task %s offered to %s as decided by %s (basis %s)", c["task"], c["candidate"], c["rule"],
+                     c["basis"])
+            self.metrics.inc("gmp_decided_offers", rule=c["rule"])
+            offered.append({"task": c["task"], "to": c["candidate"], "offer": result.get("did"), "rule": c["rule"]})
+        return offered
+
+    async def _request_decisions(self, now: int) -> None:
+        """As a MeshConsensus validator: request the decisions meshconsensus tasks wait for (gmp.md 6.3
+        step 3; the committee decides a value once, a request repeated is not sent again), and judge
+        again what waited for a height decided since."""
+        consensus = getattr(self.mesh, "consensus", None) if self.mesh is not None else None
+        core = getattr(consensus, "core", None)
+        if core is None:
+            return
+        released = await self.store.write(self.service.release_commits)
+        await self._react(released)
+        if not core.is_validator:
+            return
+        for value in await self.store.read(self.service.mesh_requests, now):
+            try:
+                await consensus.consensus_submit(value)
+            except MeshnodeError as exc:
+                log.info("requesting a delegation decision: %s", exc.reason)
 
     async def _offer_again(self, now: int) -> list[dict]:
         """Offer each task taken back to the goal's participants (all in one offer, the first to
@@ -386,19 +479,25 @@ class MeshGmp:
             offered.append({"task": task, "to": found, "offer": result.get("did")})
         return offered
 
-    async def _retry_offers(self, now: int) -> list[tuple[str, str]]:
+    async def _retry_unreceipted(self, now: int) -> list[tuple[str, str]]:
+        """Push again, twice at most, what got no receipt within ``receipt_s``: an offer to each
+        candidate that answered nothing, and a version assigning someone (with all a newcomer needs)
+        to the assignee. (What, to whom) of each push made again."""
         older = now - int(self.settings.receipt_s * 1000)
+        offers = await self.store.read(q.unanswered_offers, self.key.did, now, older)
+        versions = await self.store.read(q.unreceipted_assignments, self.key.did, older)
+        todo = [(offer, candidate, None) for offer, candidate in offers] + versions
+        self._retries = {k: n for k, n in self._retries.items() if k in {(d, to) for d, to, _ in todo}}  # answered
         retried = []
-        unanswered = await self.store.read(q.unanswered_offers, self.key.did, now, older)
-        self._retries = {k: n for k, n in self._retries.items() if k in set(unanswered)}  # answered: forgotten
-        for offer, candidate in unanswered:
-            tries = self._retries.get((offer, candidate), 0)
+        for did, to, lineage in todo:
+            tries = self._retries.get((did, to), 0)
             if tries >= RETRIES:
                 continue
-            self._retries[(offer, candidate)] = tries + 1
-            self.metrics.inc("gmp_offer_retries")
-            await self.push([{"to": candidate, "dids": [offer]}], wait_s=0)
-            retried.append((offer, candidate))
+            self._retries[(did, to)] = tries + 1
+            self.metrics.inc("gmp_offer_retries" if lineage is None else "gmp_version_retries")
+            dids = [did] if lineage is None else await self.store.read(bundle, lineage, extra=(did,))
+            await self.push([{"to": to, "dids": dids}], wait_s=0)
+            retried.append((did, to))
         return retried
 
     async def candidates(self, lineage: str, tags: list[str], exclude=()) -> list[str]:

@@ -77,6 +77,51 @@ def unanswered_offers(db: Database, me: str, now_ms: int, older_than_ms: int) ->
     return out
 
 
+def owed_receipts(db: Database, me: str, now_ms: int, limit: int = 64) -> list[str]:
+    """What this node holds and owes a receipt for (gmp.md 6.1 steps 2 and 5), none made yet: the
+    open counted offers of others naming it among their candidates, and the version that began
+    each holding of its of an open task (signed by another). ``service.on_admitted`` decides, as
+    for any arrival (a nomination, or a version an earlier one named it in, gets none)."""
+    with sql_errors("listing receipts owed"):
+        rows = db.conn.execute(
+            "SELECT e.did, e.timestamp_ms FROM gmp_entries e, json_each(e.candidates) j WHERE e.kind = 'delegation'"
+            " AND e.counted = 1 AND e.signer != :me AND j.value = :me AND e.expires_ms > :now"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries r WHERE r.kind = 'receipt' AND r.signer = :me"
+            "                 AND r.offer = e.did)"
+            " UNION SELECT h.from_version, h.since_ms FROM task_holders h JOIN tasks t ON t.lineage = h.lineage"
+            " JOIN containers c ON c.did = h.from_version WHERE h.assignee = :me AND h.to_version IS NULL"
+            " AND c.sender_did != :me AND t.status NOT IN ('completed', 'failed', 'abandoned')"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries r WHERE r.kind = 'receipt' AND r.signer = :me"
+            "                 AND r.offer = h.from_version)"
+            " ORDER BY 2 DESC LIMIT :limit", {"me": me, "now": now_ms, "limit": limit}).fetchall()
+    return [r[0] for r in rows]
+
+
+def receipts_made(db: Database, me: str, dids: list[str]) -> list[tuple[str, str]]:
+    """(receipt DID, to whom) of the receipts this node made for any of ``dids``, each to the signer
+    of what it receipts."""
+    with sql_errors("reading receipts made"):
+        rows = db.conn.execute(
+            "SELECT r.did, c.sender_did FROM gmp_entries r JOIN containers c ON c.did = r.offer WHERE r.kind = 'receipt'"
+            " AND r.signer = ? AND r.offer IN (SELECT value FROM json_each(?))", (me, json.dumps(dids))).fetchall()
+    return [(r, to) for r, to in rows]
+
+
+def unreceipted_assignments(db: Database, me: str, older_than_ms: int) -> list[tuple[str, str, str]]:
+    """(version DID, assignee DID, task lineage) of the holdings this node's versions began (sent
+    before ``older_than_ms``) of tasks still open, with no receipt from the assignee for that version:
+    the push assigning it may have been lost (gmp.md 6.1 step 5)."""
+    with sql_errors("listing assignments without a receipt"):
+        rows = db.conn.execute(
+            "SELECT h.from_version, h.assignee, h.lineage FROM task_holders h JOIN tasks t ON t.lineage = h.lineage"
+            " JOIN containers c ON c.did = h.from_version WHERE c.sender_did = :me AND h.assignee != :me"
+            " AND h.to_version IS NULL AND h.since_ms <= :older AND t.status NOT IN ('completed', 'failed', 'abandoned')"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries r WHERE r.kind = 'receipt' AND r.signer = h.assignee"
+            "                 AND r.offer = h.from_version)"
+            " ORDER BY h.since_ms LIMIT 64", {"me": me, "older": older_than_ms}).fetchall()
+    return [(v, who, lineage) for v, who, lineage in rows]
+
+
 def uncited_acceptances(db: Database, me: str, now_ms: int, limit: int = 64) -> list[str]:
     """Acceptances of this node's open offers that no task version cites in ``related.agreed``."""
     with sql_errors("listing acceptances"):
@@ -99,15 +144,17 @@ def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
 
 
 def taken_back(db: Database, me: str, now_ms: int, limit: int) -> list[tuple[str, list[str]]]:
-    """(task lineage, holders it was taken from) of this node's tasks that it took back (a
-    ``reassigned_*`` version is shown), unheld, with no offer since: to be offered again. Read from
-    the views, so a restart between taking a task back and offering it loses nothing."""
+    """(task lineage, holders it was taken from) of the tasks this node took back (a ``reassigned_*``
+    version is shown: its own task, or one it took over as a steward), unheld, with no offer since:
+    to be offered again. Contested tasks are left out: a decision offers them (``gmp.delegate``).
+    Read from the views, so a restart between taking a task back and offering it loses nothing."""
     with sql_errors("listing tasks taken back"):
         rows = db.conn.execute(
-            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE t.creator_did = ? AND t.status = 'pending'"
-            " AND t.reason IN ('reassigned_dead', 'reassigned_overdue')"
-            " AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
-            " ORDER BY t.timestamp_ms LIMIT ?", (me, limit * 4)).fetchall()
+            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE (t.creator_did = ? OR (t.author_did = ? AND"
+            " t.reason = 'reassigned_overdue')) AND t.status = 'pending'"
+            " AND t.reason IN ('reassigned_dead', 'reassigned_overdue') AND COALESCE(t.delegation_rule, 'creator')"
+            " = 'creator' AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
+            " ORDER BY t.timestamp_ms LIMIT ?", (me, me, limit * 4)).fetchall()
         out = []
         for lineage, _ in rows:
             if open_offer_for(db, lineage, now_ms):

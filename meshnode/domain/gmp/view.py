@@ -149,6 +149,57 @@ def shown_progress(version: Container, entries: Sequence[tuple[Container, bool]]
     return None if best is None else best[1]
 
 
+# --- joining a fork (section 5) ----------------------------------------------------------------------
+
+EXECUTION_FIELDS = ("status", "progress", "next_check_at", "metrics", "notes")
+
+
+@dataclass(frozen=True)
+class Join:
+    base: Container  # the creator's best head: the creator-owned fields, goal, tags, dependencies
+    payload: dict  # the joining version's payload (``reason: merged``)
+    contradicts: tuple[str, ...]  # the versions a rollback entry undoes (the reassignment of a finisher), oldest first
+
+
+def join(heads: Sequence[Container], creator: str, held: Held) -> Join | None:
+    """What the creator's join of ``heads`` says (section 5), or None when no head is the creator's.
+
+    The creator's fields come from its best head. When that head no longer names a holder whose
+    concurrent head is ``completed`` (the holder finished while being reassigned), the join keeps the
+    completion: the execution fields and ``assigned_to`` of the newest such head (so the assignees
+    the creator added since are removed), and ``contradicts`` lists the creator's versions on its
+    side of the fork (in the ancestry of its head, not of the completion), for a ``rollback``
+    entry. Otherwise the execution fields come from the newest head of an assignee the creator's
+    head still names."""
+    mine = [h for h in heads if h.sender_did == creator]
+    if not mine:
+        return None
+    base = shown_head(mine, creator)
+    payload = dict(base.payload)
+    holders = payload.get("assigned_to") or []
+    finished = [h for h in heads if h.sender_did != creator and h.sender_did not in holders
+                and h.payload.get("status") == "completed" and h.sender_did in (h.payload.get("assigned_to") or ())]
+    contradicts: tuple[str, ...] = ()
+    if finished:
+        newest = max(finished, key=lambda h: (h.timestamp_ms, h.did))
+        for k in (*EXECUTION_FIELDS, "assigned_to"):
+            payload.pop(k, None)
+            if k in newest.payload:
+                payload[k] = newest.payload[k]
+        kept = ancestry([newest], held)
+        undone = [v for v in ancestry([base], held).values() if v.did not in kept and v.sender_did == creator]
+        contradicts = tuple(v.did for v in sorted(undone, key=lambda v: (v.timestamp_ms, v.did)))
+    else:
+        work = [h for h in heads if h.sender_did in holders and h.sender_did != creator]
+        if work:
+            newest = max(work, key=lambda h: (h.timestamp_ms, h.did))
+            for k in EXECUTION_FIELDS:
+                if k in newest.payload:
+                    payload[k] = newest.payload[k]
+    payload["reason"] = "merged"
+    return Join(base, payload, contradicts)
+
+
 # --- holders (section 8, history) -------------------------------------------------------------------
 
 
@@ -244,10 +295,10 @@ def due_state(*, status: str, assigned_to, due_at_ms: int | None, overdue_at_ms:
             return "holder_dead"
         if overdue_at_ms is not None and now_ms >= overdue_at_ms:
             return "overdue"
-    elif rule == "meshconsensus":
-        return "needs_decision"
     elif offer_open:
         return "offer_open"
+    elif rule in ("cogconsensus", "meshconsensus"):
+        return "needs_decision"  # (the participants' nominations and votes, or the committee, decide)
     else:
         return "unassigned"
     if forks:

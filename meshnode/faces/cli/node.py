@@ -374,6 +374,8 @@ def cmd_send(args) -> int:
         print(f"accepted {did}")
     for did in result["duplicates"]:
         print(f"already there {did}")
+    for did in result.get("pending", []):  # GMP: held aside until the peer fetched what it names
+        print(f"held aside {did} (it names containers the peer lacks; the peer fetches them)")
     for r in result["rejected"]:
         print(f"rejected ({r['code']}): {r['reason']}")
     return 1 if result["rejected"] else 0

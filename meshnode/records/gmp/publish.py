@@ -14,7 +14,7 @@ from meshnode.store.database import Database, sql_errors
 
 DAY_S = 86_400
 DEFAULT_CHECK_S = DAY_S  # a held task says when it is looked at next: by default a day on
-MAX_WATCHERS = 64  # peers a task's versions and steps are pushed to at once; sync carries them to the rest
+MAX_WATCHERS = 64  # peers of a goal's audience its containers are pushed to at once; sync carries them to the rest
 
 
 class Push:
@@ -83,22 +83,33 @@ def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()
     return publish(db, c, now_ms, asked_by), row
 
 
-def task_audience(db, row: dict) -> list[str]:
-    """Who gets a task's versions and steps (progress entries) at once (gmp.md 6.3): its creator,
-    its assignees, and its goal's creator and participants, so that everyone working on the goal
-    sees each step within seconds, not at the next sync. Sync still carries everything to the
-    goal's whole audience (``store.sharing``); a receiver admits a push as it admits anything."""
-    people = [row["creator_did"], *row["assigned_to"]]
-    with sql_errors("reading a goal's participants"):
+def goal_audience(db, goal_lineage: str, first=()) -> list[str]:
+    """Who gets a goal's containers at once (gmp.md section 7): ``first``, then the goal's audience
+    as the views draw it (``gmp_audience``: its creator, the participants of its shown version,
+    the assignees of any version of its tasks, the candidates of open offers), creator and
+    participants before the rest; at most MAX_WATCHERS besides ``first``. Sync carries everything
+    to the whole audience (``store.sharing``); a receiver admits a push as it admits anything."""
+    with sql_errors("reading a goal's audience"):
         goal = db.conn.execute("SELECT creator_did, participants FROM goals WHERE lineage = ?",
-                               (row["goal_lineage"],)).fetchone()
+                               (goal_lineage,)).fetchone()
+        rest = [r[0] for r in db.conn.execute("SELECT did FROM gmp_audience WHERE goal_lineage = ? ORDER BY did",
+                                              (goal_lineage,))]
+    named: list = []
     if goal is not None:
         try:
             named = json.loads(goal[1]) if goal[1] else []
         except ValueError:
             named = []
-        people += [goal[0], *(d for d in named if isinstance(d, str))] if isinstance(named, list) else [goal[0]]
-    return [d for d in dict.fromkeys(people) if d][:MAX_WATCHERS]
+        named = [goal[0], *(d for d in named if isinstance(d, str))] if isinstance(named, list) else [goal[0]]
+    people = [d for d in dict.fromkeys([*named, *rest]) if d and d not in first]
+    return [*dict.fromkeys(d for d in first if d), *people[:MAX_WATCHERS]]
+
+
+def task_audience(db, row: dict) -> list[str]:
+    """Who gets a task's versions and entries at once (gmp.md section 7): its creator and assignees,
+    then its goal's audience (``goal_audience``), so that everyone working on the goal sees each
+    step within seconds, not at the next sync."""
+    return goal_audience(db, row["goal_lineage"], first=[row["creator_did"], *row["assigned_to"]])
 
 
 def _agreed(db, c: Container) -> list[str]:
@@ -115,7 +126,7 @@ def _agreed(db, c: Container) -> list[str]:
 
 def push_task_version(push: Push, db, row: dict, c: Container, *, newcomers=()) -> None:
     """A new task version goes to its audience (``task_audience``: creator, assignees, the goal's
-    participants) and its new assignees; a newcomer gets all it needs."""
+    whole audience) and its new assignees; a newcomer gets all it needs."""
     assignees = c.payload.get("assigned_to") or []
     push.add([p for p in dict.fromkeys([*task_audience(db, row), *assignees]) if p not in newcomers],
              [*_agreed(db, c), c.did])

@@ -19,8 +19,9 @@ import logging
 from meshnode.base.container import Container, format_ms, parse_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.domain.gmp import build, rules, view
-from meshnode.records.gmp.reads import TASK_TERMINAL, held, task_row
-from meshnode.records.gmp.publish import Push, publish, publish_task_version, push_task_version
+from meshnode.records.gmp.reads import TASK_TERMINAL, delegates, held, task_row
+from meshnode.records.gmp.publish import Push, publish, publish_task_version, push_task_version, task_audience
+from meshnode.records.gmp.store_admission import DbHeld
 from meshnode.store import lineage as lineage_index
 from meshnode.store.database import sql_errors
 
@@ -70,39 +71,37 @@ def _counted(db, did: str) -> bool:
 
 
 def _join(db, key, now_ms, lineage: str, push: Push, published: list) -> None:
-    """A fork of a task this node created is joined by a version naming every head (gmp.md section 5):
-    the creator's fields from its best head, the work (status, progress, next check, notes) from
-    the newest head of an assignee it still names, ``reason: merged``. Best effort: a join the
-    rules refuse leaves the fork shown as it is (every node still shows the same head)."""
+    """A fork of a task this node created is joined by a version naming every head (gmp.md section 5,
+    ``view.join``: the creator's fields from its best head, the work from the newest head of an
+    assignee it still names, or the completion of a holder it removed meanwhile with a ``rollback``
+    entry undoing that reassignment), ``reason: merged``. Best effort: a join the rules refuse
+    leaves the fork shown as it is (every node still shows the same head)."""
     with sql_errors("looking at a fork"):
         row = db.conn.execute("SELECT creator_did, forks FROM tasks WHERE lineage = ?", (lineage,)).fetchone()
         if row is None or row[0] != key.did or not row[1]:
             return
         heads = [held(db, d) for d in lineage_index.heads(db.conn, lineage)]
     heads = [h for h in heads if h is not None]
-    mine = [h for h in heads if h.sender_did == key.did]
-    if len(heads) < 2 or not mine:
+    joined = view.join(heads, key.did, DbHeld(db.conn)) if len(heads) >= 2 else None
+    if joined is None:
         return
-    base = view.shown_head(mine, key.did)
-    payload = dict(base.payload)
-    holders = payload.get("assigned_to") or []
-    work = [h for h in heads if h.sender_did in holders and h.sender_did != key.did]
-    if work:
-        newest = max(work, key=lambda h: (h.timestamp_ms, h.did))
-        for k in ("status", "progress", "next_check_at", "metrics", "notes"):
-            if k in newest.payload:
-                payload[k] = newest.payload[k]
-    payload["reason"] = "merged"
+    base, at = joined.base, max(now_ms, *(h.timestamp_ms + 1 for h in heads))
     reply = list(base.related.get("in_reply_to") or [])
-    c = build.task(key, payload, now_ms=max(now_ms, *(h.timestamp_ms + 1 for h in heads)), goal=reply[0],
-                   parent_task=reply[1] if len(reply) > 1 else None, depends_on=tuple(base.related.get("depends_on") or ()),
+    c = build.task(key, joined.payload, now_ms=at, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
+                   depends_on=tuple(base.related.get("depends_on") or ()),
                    previous=tuple(sorted(h.did for h in heads)), tags=tuple(base.head.get("tags") or ()))
     try:
         publish(db, c, now_ms)
     except rules.GmpRefused:
         return
     published.append(c.did)
-    push.add(holders, [c.did])
+    row = task_row(db, lineage)
+    push_task_version(push, db, row, c)  # the goal's audience, the holders the fork named among them
+    if joined.contradicts:  # finished work is kept: the reassignment it contradicts is undone, visibly
+        undo = publish(db, build.entry(key, "rollback", {}, now_ms=at, about=lineage, contradicts=joined.contradicts,
+                                       summary="the holder completed the task while it was being reassigned"), now_ms)
+        published.append(undo.did)
+        push.add(task_audience(db, row), [undo.did])
 
 
 def _receipt(db, key, now_ms, received: Container, about: str, push: Push, published: list) -> None:
@@ -145,7 +144,7 @@ def _assign(db, key, now_ms, offer: Container, push: Push, published: list) -> N
         return
     row = task_row(db, lineage)
     acceptance, acceptor = accepts[0]
-    if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or row["creator_did"] != key.did:
+    if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or not delegates(db, row, key.did):
         return
     c, row = publish_task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], acceptor], "reason": "assigned"},
                            agreed=(acceptance,))
