@@ -1,8 +1,10 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
 0 system prompt; 2 the answer format and every command (``catalogue``); 3
-the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
-states (local tasks: a count and the pinned ones); 4
+the last K own responses, what waits for the agent in GMP at every tick (offers to answer, tasks it
+holds, results to review: ``waiting``), goals (with description and criteria), and the tasks the
+agent created or holds with their assignees and due states (local tasks: a count and the pinned
+ones); 4
 results of the last commands and open processes; 6a the person's unread messages
 in full, with the two before each in its thread; 6b the same for A2A parties; 6c this node's own
 unread notices; 6 peers' incoming notes (unread first, by priority). Each of 6a, 6b, 6c and 6 is one
