@@ -282,10 +282,10 @@ def refusals():
 
 
 def against_decision():
-    k = Case("an assignment under meshconsensus (not implemented: refused)")
+    k = Case("an assignment under meshconsensus whose offer cites no {committee, height} decision")
     s, w = k.s, k.w
     t = k.add("committee_task", w.task(s.g, fields={"delegation_rule": "meshconsensus"}, title="committee"))
-    o = k.add("offer", w.offer(t.did, t, to=(C,), selection="meshconsensus", basis={"committee": "c1", "height": 4}))
+    o = k.add("offer", w.offer(t.did, t, to=(C,), selection="meshconsensus", basis=t.did))
     acc = k.add("acceptance_c", w.entry(C, "acceptance", t.did, offer=o.did))
     k.add("assigned_c", build.task(A, {"title": "committee", "status": "pending", "delegation_rule": "meshconsensus",
                                        "assigned_to": [C.did], "next_check_at": w.t + HOUR},

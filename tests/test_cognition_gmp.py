@@ -159,9 +159,9 @@ def test_an_offer_waits_in_every_prompt_until_answered_or_expired_receipt_or_not
     assert receipt["published"]  # B's node has signed its receipt for the offer
     for now in (T + 3, T + 600_000, T + 3_500_000):  # ticks long after the wake
         waiting = contexts.waiting(b, B.did, now)["offers_to_answer"]
-        assert [(o["task"], o["title"], o["goal"]) for o in waiting] == [(task["task"], "survey the ford",
-                                                                         "map the river")]
-        assert waiting[0]["from"].startswith("ann (key:") and waiting[0]["offer"] == offer["did"][21:31]
+        assert [(o["task"], o["title"], o["goal"], o["goal_title"]) for o in waiting] \
+            == [(task["task"], "survey the ford", goal["goal"], "map the river")]
+        assert waiting[0]["from"] == f"ann ({A.did})" and waiting[0]["offer"] == offer["did"][21:31]
         assert waiting[0]["description"] == "walk it at low water"
     text = contexts.build(b, now_ms=T + 600_000, tick=9, recent_k=3, mode="auto", llm_id="m",
                           own_did=B.did)[1]["content"]
@@ -179,6 +179,12 @@ def test_the_agent_runs_the_whole_cycle_by_the_ids_it_is_shown(dbs):
     assert seen["success_criteria"] == ["every ford marked", "depths in metres"]
     assert [t["title"] for t in seen["tasks"]] == ["survey the ford"]
     assert run(a, A, T + 3, "goal_update", {"goal": goal["goal"], "priority": 0.9})["lineage"] == goal["lineage"]
+    carol = NodeKey(bytes([9]) * 32).did
+    run(a, A, T + 3, "goal_update", {"goal": goal["goal"], "add_participants": [carol]})
+    assert run(a, A, T + 3, "goal_read", {"goal": goal["lineage"]})["participants"] == [A.did, f"bea ({B.did})", carol]
+    sub = run(a, A, T + 3, "goal_add", {"title": "the west bank", "parent": goal["goal"]})
+    assert a.conn.execute("SELECT parent_goal FROM goals WHERE lineage = ?", (sub["lineage"],)).fetchone() \
+        == (goal["lineage"],)
     dep = run(a, A, T + 3, "task_add", {"title": "draw the map", "goal": goal["goal"], "depends": [task["task"]],
                                         "grace_s": 7200, "rule": "cogconsensus"})
     shown = run(a, A, T + 3, "task_read", {"task": dep["task"]})

@@ -251,7 +251,43 @@ def test_cogconsensus_basis_pending_until_votes_arrive():
     assert admit(v, w.held).kind == "admitted"
 
 
-def test_meshconsensus_assignments_refused():
+def test_meshconsensus_assignment_follows_the_first_decision_for_the_version():
+    """gmp.md 6.3 step 3: the offer cites {committee, height}; admission waits until that height is
+    decided here, then admits only the nominee of the first gmp_delegation value for (task, version)."""
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.domain.gmp.rules import commit_marker
+
+    s = Story()
+    w = s.w
+    t = w.ok(w.task(s.g, fields={"delegation_rule": "meshconsensus"}, title="committee"))
+
+    def nominate(who):
+        return w.ok(build.entry(C, "delegation", {"task_version": t.did, "candidates": [who.did], "nomination": True,
+                                                  "selection": "meshconsensus", "expires_at": w.t + HOUR},
+                                now_ms=w.tick(), about=t.did, see_also=[s.g.did]))
+
+    for_c, for_b = nominate(C), nominate(B)
+    first, later = delegation_value(t.did, t.did, for_c.did), delegation_value(t.did, t.did, for_b.did)
+
+    def assign(who, height):
+        o = w.ok(w.offer(t.did, t, to=(who,), selection="meshconsensus", basis={"committee": "c1", "height": height}))
+        acc = w.ok(w.entry(who, "acceptance", t.did, offer=o.did))
+        return build.task(A, {"title": "committee", "status": "pending", "delegation_rule": "meshconsensus",
+                              "assigned_to": [who.did], "next_check_at": w.t + HOUR},
+                          now_ms=w.tick(), goal=s.g.did, previous=[t.did], agreed=[acc.did])
+
+    to_c, to_b, to_b_at_1 = assign(C, 1), assign(B, 2), assign(B, 1)
+    held = MemoryHeld(w.held.all(), decisions=[("c1", b"other")])
+    assert admit(to_c, held).missing == (commit_marker(1),)  # height 1 not decided here yet: pending
+    held.decisions += [("c1", first), ("c1", later)]
+    assert admit(to_c, held).kind == "admitted"
+    out = admit(to_b, held)  # the later value for the same version is void
+    assert (out.kind, out.code) == ("refused", "gmp_against_decision"), out
+    out = admit(to_b_at_1, held)  # the binding decision names C, not B
+    assert (out.kind, out.code) == ("refused", "gmp_against_decision"), out
+
+
+def test_meshconsensus_assignments_refused_without_a_committee():
     s = Story()
     w = s.w
     t = w.ok(w.task(s.g, fields={"delegation_rule": "meshconsensus"}, title="committee"))

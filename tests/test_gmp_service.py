@@ -334,6 +334,105 @@ def test_every_step_of_a_task_is_pushed_to_the_goals_participants_and_admitted_t
     assert status(c, task["lineage"])[0] == "completed"
 
 
+def test_a_meshconsensus_task_goes_to_the_bound_nominee_and_waits_for_the_commit_elsewhere(nodes):
+    """gmp.md 6.3 step 3 through the store: a validator's request names the earliest nomination, the
+    delegator offers what the first decision binds, and a node that has not decided that height holds
+    the assigning version pending until it has (then ``release_commits`` admits it)."""
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.store import decisions
+
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="Choose by committee", participants=[B.did, C.did])
+    carry(nodes, a, goal)
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="committee", rule="meshconsensus")
+    carry(nodes, a, task)
+    nomination = service.task_nominate(c, C, T + 2, task=task["lineage"], candidate=B.did)
+    carry(nodes, c, nomination)
+    value = delegation_value(task["lineage"], task["did"], nomination["did"])
+    assert service.mesh_requests(a, T + 3) == [value]
+    assert service.mesh_choices(a, A.did, T + 3) == []  # nothing decided yet: nothing to offer
+    for db in (a, b):  # decided at height 0 (c has not caught up)
+        decisions.save_decision(db, "e1-c", 0, [value], 0, [], T + 4)
+    assert service.mesh_requests(a, T + 5) == []
+    [choice] = service.mesh_choices(a, A.did, T + 5)
+    assert (choice["candidate"], choice["basis"]) == (B.did, {"committee": "e1-c", "height": 0})
+    with pytest.raises(GmpError):  # the creator may not pick another
+        service.task_offer(a, A, T + 6, task=task["lineage"], candidates=[C.did])
+    offer = service.task_offer(a, A, T + 6, task=task["lineage"], basis=choice["basis"])
+    assert offer["candidates"] == [B.did]
+    carry(nodes, a, offer, only=B.did)
+    accept = service.task_accept(b, B, T + 7, task=task["lineage"])
+    carry(nodes, b, accept)
+    assigned = service.on_admitted(a, A, T + 8, [accept["did"]])
+    [version] = assigned["published"]
+    carry(nodes, a, {"push": [{"to": C.did, "dids": [offer["did"], accept["did"]]}]})
+    assert not c.put_container(load_stored(a.conn, version), received_at_ms=T + 9)  # height 0 not decided at c
+    assert service.release_commits(c) == []
+    decisions.save_decision(c, "e1-c", 0, [value], 0, [], T + 10)
+    assert service.release_commits(c) == [version]
+    assert status(c, task["lineage"])[1] == f'["{B.did}"]'
+
+
+def test_a_steward_takes_an_overdue_task_over_at_its_rank_time_and_tells_its_person(nodes):
+    """gmp.md section 8: C, the only steward (A created the task, B holds it), acts at overdue_at +
+    check_grace_s / 4, not before; its takeover is admitted by B, and C's person gets a notice."""
+    from meshnode.records.reactor import person_lines
+
+    a, b, c = nodes[A.did], nodes[B.did], nodes[C.did]
+    goal = service.goal_add(a, A, T, title="Keep going", participants=[B.did, C.did])
+    carry(nodes, a, goal)
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="watched", grace_s=600)
+    carry(nodes, a, task)
+    offer = service.task_offer(a, A, T + 2, task=task["lineage"], candidates=[B.did])
+    carry(nodes, a, offer)
+    accept = service.task_accept(b, B, T + 3, task=task["lineage"])
+    carry(nodes, b, accept)
+    carry(nodes, a, service.on_admitted(a, A, T + 4, [accept["did"]]))
+    checked = service.task_update(b, B, T + 5, task=task["lineage"], next_check_ms=T + 10)
+    carry(nodes, b, checked)
+    overdue = T + 10 + 600_000
+    assert service.take_over(c, C, overdue + 150_000 - 1)["taken"] == []  # rank 0: a quarter grace after
+    assert service.take_over(b, B, overdue + 150_000)["taken"] == []  # the holder is no steward
+    taken = service.take_over(c, C, overdue + 150_000)
+    [moved] = taken["taken"]
+    assert (moved["removed"], moved["rank"]) == ([B.did], 0)
+    carry(nodes, c, taken)
+    assert status(b, task["lineage"])[:2] == ("pending", "[]")
+    shown = service.task_show(b, task=task["lineage"], now_ms=overdue + 150_001)
+    assert [(h["assignee"], h["ended"], h["ended_by"]) for h in shown["holders"]] == [
+        (B.did, "reassigned_overdue", C.did)]
+    [line] = person_lines.unread(c, 10)
+    assert line["event_type"] == "gmp.takeover" and "watched" in line["summary"]
+    assert service.take_over(c, C, overdue + 200_000)["taken"] == []  # taken once
+
+
+def test_cogconsensus_picks_the_best_approved_nomination_once_the_vote_is_over(nodes):
+    """gmp.md 6.3 step 2: after vote_ms the delegator's node offers to the approved nomination with the
+    highest score, citing a result it signs (once: an offer made again reuses it)."""
+    a = nodes[A.did]
+    goal = service.goal_add(a, A, T, title="Choose by vote", participants=[B.did, C.did])
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="contested", rule="cogconsensus")
+    weak = service.task_nominate(a, A, T + 2, task=task["lineage"], candidate=B.did)["did"]
+    strong = service.task_nominate(a, A, T + 3, task=task["lineage"], candidate=C.did)["did"]
+    for key, on_weak in ((A, 1), (B, 1), (C, 0)):  # strong: three approvals; weak: two and a neutral
+        a.put_container(_vote(key, weak, on_weak), received_at_ms=T + 5)
+        a.put_container(_vote(key, strong, 1), received_at_ms=T + 5)
+    assert service.cog_choices(a, A, T + 6, vote_ms=HOUR) == []  # the vote is not over
+    [choice] = service.cog_choices(a, A, T + 3 + HOUR, vote_ms=HOUR)
+    assert (choice["nomination"], choice["candidate"]) == (strong, C.did)
+    [again] = service.cog_choices(a, A, T + 4 + HOUR, vote_ms=HOUR)
+    assert again["result"] == choice["result"]
+    offer = service.task_offer(a, A, T + 5 + HOUR, task=task["lineage"], basis=choice["result"])
+    assert offer["candidates"] == [C.did]
+    assert service.cog_choices(a, A, T + 6 + HOUR, vote_ms=HOUR) == []  # an offer is open
+
+
+def _vote(key, target: str, value: int):
+    from meshnode.domain.consensus.cogvote import make_vote
+
+    return make_vote(key, target, value, now_ms=T + 4)
+
+
 def test_every_goal_and_task_version_the_delegator_writes_goes_to_the_goals_whole_audience(nodes):
     """Issue 37: an assignee that is not a participant (B holds one task of a goal whose only
     participant is C) got the creator's own task versions and the goal's closing only at the next

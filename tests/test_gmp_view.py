@@ -198,3 +198,15 @@ def test_steward_schedule_ranks_participants_but_not_holders():
     order = sorted([A.did, C.did], key=lambda d: hashlib.sha256((s.lineage + s.t3.did + d).encode()).digest())
     assert sched == [(order[0], overdue + 900_000), (order[1], overdue + 1_800_000)]
     assert view.steward_schedule(s.lineage, s.t1, [C.did]) == []
+
+
+def test_an_unheld_contested_task_needs_a_decision_until_one_is_offered():
+    from meshnode.domain.gmp.view import due_state
+
+    def state(rule: str, offer_open: bool) -> str | None:
+        return due_state(status="pending", assigned_to=(), due_at_ms=None, overdue_at_ms=None, liveness={},
+                         offer_open=offer_open, forks=0, goal_status="active", rule=rule, now_ms=1)
+
+    assert [state(r, False) for r in ("creator", "cogconsensus", "meshconsensus")] == [
+        "unassigned", "needs_decision", "needs_decision"]
+    assert {state(r, True) for r in ("creator", "cogconsensus", "meshconsensus")} == {"offer_open"}

@@ -252,3 +252,38 @@ def test_the_topic_validator_refuses_a_malformed_envelope_before_it_is_relayed_a
         assert d.validate_gossip(author, rpc_pb2.Message(data=bad, from_id=author.to_bytes())) is False
     assert charged == [(author, "bad_message")] * 3
     assert d.metrics.get("consensus_rejected", code="bad_message") == 3
+
+
+class _Holds:
+    """The store, as far as the driver asks whether a GMP delegation value's containers are held."""
+
+    def __init__(self, holds: bool):
+        self.holds, self.asked = holds, 0
+
+    async def read(self, fn, *args):
+        self.asked += 1
+        return self.holds
+
+
+async def test_a_gmp_delegation_value_is_valid_once_its_nomination_is_held_or_a_quorum_committed_it():
+    """gmp.md 6.3 step 3: a validator prevotes nil on a delegation value until it holds the nomination
+    and the version (looked at again with each message carrying it); a proven commit is taken anyway."""
+    from meshnode.domain.gmp.contest import delegation_value
+
+    d = _Driver()
+    d._valid_values = {}
+    value = delegation_value("did:t", "did:v", "did:n")
+    d.store = _Holds(False)
+    await d._check_value(value)
+    await d._check_value(value)
+    assert not d._value_is_valid(value) and d.store.asked == 2  # not held: asked again next time
+    assert d.metrics.get("consensus_gmp_value_not_held") == 2
+    await d._check_value(value, committed=True)
+    assert d._value_is_valid(value)
+    other = delegation_value("did:t", "did:v", "did:m")
+    d.store = _Holds(True)
+    await d._check_value(other)
+    assert d._value_is_valid(other)
+    bad = b'{"kind":"gmp_delegation","task":"did:t"}'
+    await d._check_value(bad, committed=True)
+    assert not d._value_is_valid(bad)

@@ -27,7 +27,9 @@ import trio
 
 from meshnode.domain.consensus import epochs
 from meshnode.domain.consensus import messages as cm
+from meshnode.domain.consensus import proofs
 from meshnode.domain.consensus.committee import Committee
+from meshnode.domain.gmp import contest
 from meshnode.domain.consensus.tendermint import (EMERGENCY, KEPT_COMMITS, BlockLimits, Broadcast, Core, Decide,
                                                  Emergency, Evidence, NoQuorum, Revisit, Schedule, Timeouts)
 from meshnode.base.errors import MeshnodeError
@@ -35,6 +37,7 @@ from meshnode.net import consensus_gossip as gossip
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard
 from meshnode.domain.reputation import Evidence as Observed
+from meshnode.records.gmp import delegate
 from meshnode.records.reputation import records
 from meshnode.store import decisions
 
@@ -60,6 +63,16 @@ def _order(a) -> int:
     are then not published under the old committee); then messages and timers (the next
     height's proposal and votes do not wait for the store); then what is stored."""
     return 0 if _switches_epoch(a) else 1 if isinstance(a, (Broadcast, Schedule)) else 2
+
+
+def _proven(core: Core, msg: cm.Message) -> bool:
+    """Whether a commit message carries a quorum of ``core``'s committee's precommits for its block
+    (what the core checks again before it takes it)."""
+    try:
+        proofs.commit_precommits(core.committee, msg.height, msg.round, msg.value_id, msg.commit)
+    except MeshnodeError:
+        return False
+    return True
 
 
 class Consensus:
@@ -97,6 +110,7 @@ class Consensus:
         vid = cm.value_id(value)
         already = vid in self.core.decided_ids
         if not already:
+            await self._check_value(value)  # (a GMP delegation value: this node's own vote needs it held)
             await self._consensus_apply(self.core.submit(value, self._consensus_now()))
             if wait_s > 0 and vid not in self.core.decided_ids:
                 with trio.move_on_after(min(float(wait_s), MAX_WAIT_S)):
@@ -217,10 +231,13 @@ class Consensus:
         if msg.sender == self.key.did:
             return
         self.metrics.inc("consensus_received", kind=msg.kind)
-        if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT):
-            for value in cm.block_values(msg.value):  # (decode checked the block)
-                await self._check_value(value)
         core = self._previous if self._previous and msg.committee == self._previous.committee.id else self.core
+        if msg.value is not None and msg.kind in (cm.PROPOSAL, cm.COMMIT, cm.REQUEST):
+            values = cm.block_values(msg.value)  # (decode checked the block)
+            committed = msg.kind == cm.COMMIT and any(v.startswith(contest.VALUE_PREFIX) for v in values) \
+                and _proven(core, msg)  # (the signatures are checked twice only for a GMP delegation value)
+            for value in values:
+                await self._check_value(value, committed=committed)
         await self._consensus_apply(self._core_step(core.receive, msg, self._consensus_now()), core)
 
     def _sender_ok(self, msg: cm.Message) -> bool:
@@ -386,17 +403,23 @@ class Consensus:
         return await self.consensus_submit(value)
 
     def _value_is_valid(self, value: bytes) -> bool:
-        """The core's validity rule: any value, except committee values this node has not
-        checked (and found good) against its store; those get a nil prevote until it has."""
+        """The core's validity rule: any value, except committee values and GMP delegation values
+        (gmp.md 6.3 step 3) this node has not checked (and found good) against its store; those get
+        a nil prevote until it has."""
         try:
             parsed = epochs.parse_committee_value(value)
         except epochs.EpochError:
             return False
+        if value.startswith(contest.VALUE_PREFIX):
+            return self._valid_values.get(cm.value_id(value), False)
         return parsed is None or self._valid_values.get(cm.value_id(value), False)
 
-    async def _check_value(self, value: bytes) -> None:
+    async def _check_value(self, value: bytes, committed: bool = False) -> None:
         vid = cm.value_id(value)
         if vid in self._valid_values:
+            return
+        if value.startswith(contest.VALUE_PREFIX):
+            await self._check_gmp_value(vid, value, committed)
             return
         try:
             parsed = epochs.parse_committee_value(value)
@@ -416,6 +439,22 @@ class Consensus:
                 log.info("committee value for epoch %d refused: %s", epoch, exc.reason)
         if held is not None or not ok:
             self._valid_values[vid] = ok  # a value whose statements are missing is asked again later
+
+    async def _check_gmp_value(self, vid: bytes, value: bytes, committed: bool) -> None:
+        """A GMP delegation value is valid once this node holds its nomination and task version and
+        the nomination is about that version (``gmp.delegate.value_holds``); one not held yet is
+        looked at again with the next message carrying it. In a commit whose precommits prove a quorum
+        (a node catching up may not be in the goal's audience) a well-formed one is taken."""
+        try:
+            ok = bool(contest.parse_delegation_value(value)) if committed else \
+                await self.store.read(delegate.value_holds, value)
+        except contest.BadValue:
+            self._valid_values[vid] = False
+            return
+        if ok:
+            self._valid_values[vid] = True
+        else:
+            self.metrics.inc("consensus_gmp_value_not_held")
 
     async def _maybe_new_epoch(self, decision: Decide) -> None:
         """The first committee value of a decided block switches to its epoch (every node reads

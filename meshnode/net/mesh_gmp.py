@@ -19,7 +19,13 @@ The service decides what to sign; this class carries it out on the network
   assigning someone that got no receipt from it; the receipts this node owes
   and has not made (a reaction lost to a restart or a flood) are made, at
   start and at each check. A task nobody takes is
-  listed in the goal owner's inbox (``records.inbox``, kind ``task_unclaimed``).
+  listed in the goal owner's inbox (``records.inbox``, kind ``task_unclaimed``);
+* in the same check, delegation that runs by itself (``records.gmp.delegate``, gmp.md 6.3 and 8):
+  as a goal's participant, this node takes over an overdue task whose creator did not act, at its
+  steward rank's time, and offers it again; as a contested task's delegator, it offers it to the
+  best approved CogConsensus nominee once ``vote_seconds`` are over, or to the nominee the binding
+  MeshConsensus decision names; as a validator, it requests those decisions; pending containers
+  waiting for a MeshConsensus height this node has decided since are judged again.
 
 Its dependencies are explicit (store, mesh, key, settings, metrics, clock), so
 a test can drive it with fakes. Pushes run in its own nursery: an action waits
@@ -65,12 +71,13 @@ class GmpSettings:
     dead_grace_s: float = 600.0
     check_s: float = 30.0
     min_trust: float = 0.0  # [sync] min_trust: candidates below it are left out
+    vote_s: float = 3600.0  # how long participants vote on a contested task's nominations
 
     @classmethod
     def from_config(cls, config) -> "GmpSettings":
         gmp = config.values["gmp"]
         return cls(float(gmp["offer_seconds"]), float(gmp["receipt_seconds"]), float(gmp["dead_grace_seconds"]),
-                   float(gmp["check_seconds"]), float(config.values["sync"]["min_trust"]))
+                   float(gmp["check_seconds"]), float(config.values["sync"]["min_trust"]), float(gmp["vote_seconds"]))
 
 
 def rank_candidates(lineage: str, facts: dict[str, tuple[float, int]], live: dict[str, bool],
@@ -304,7 +311,7 @@ class MeshGmp:
         while len(self._pending) > PENDING_WATCHED:  # the store keeps them; sync releases them
             del self._pending[next(iter(self._pending))]
         peer = pending.get("from") or sender
-        missing = [m for m in pending.get("missing", []) if isinstance(m, str)][:64]
+        missing = [m for m in pending.get("missing", []) if isinstance(m, str) and m.startswith("did:")][:64]
         if not peer or not missing or peer == self.key.did:
             return
         try:
@@ -379,11 +386,69 @@ class MeshGmp:
         # lost to a restart between storing one and reacting to it (on_admitted does each once)
         await self._react(await self.store.read(q.uncited_acceptances, self.key.did, now))
         owed = await self._owed_receipts()
+        taken = await self._take_over(now)
         offered = []
         with trio.move_on_after(REOFFER_BUDGET_S):  # slow DHT lookups hold up no other check for long
             offered = await self._offer_again(now)
+        decided = await self._offer_decided(now)
+        await self._request_decisions(now)
         retried = await self._retry_unreceipted(now)
-        return {"reassigned": result.get("reassigned", []), "offered": offered, "retried": retried, "receipts": owed}
+        return {"reassigned": result.get("reassigned", []), "taken_over": taken, "offered": offered,
+                "decided": decided, "retried": retried, "receipts": owed}
+
+    # --- delegation that runs by itself (records.gmp.delegate) --------------------------------------------
+
+    async def _take_over(self, now: int) -> list[dict]:
+        """As a steward (gmp.md section 8): take over the overdue tasks whose turn has come; the task
+        is then offered again by ``_offer_again`` like any task taken back."""
+        result = await self.store.write(lambda db: self.service.take_over(db, self.key, now))
+        if result.get("taken"):
+            self.metrics.inc("gmp_taken_over", len(result["taken"]))
+        await self.push(result.get("push", []), wait_s=0)
+        await self._react(_written(result))
+        return result.get("taken", [])
+
+    async def _offer_decided(self, now: int) -> list[dict]:
+        """Contested tasks this node delegates, offered as their decision says: the best approved
+        CogConsensus nominee once ``vote_s`` is over, or the MeshConsensus decision's nominee."""
+        vote_ms = int(self.settings.vote_s * 1000)
+        chosen = await self.store.write(lambda db: self.service.cog_choices(db, self.key, now, vote_ms=vote_ms))
+        chosen = [{"task": c["task"], "basis": c["result"], "candidate": c["candidate"], "rule": "cogconsensus"}
+                  for c in chosen]
+        chosen += [{**c, "rule": "meshconsensus"} for c in await self.store.read(self.service.mesh_choices,
+                                                                                   self.key.did, now)]
+        offered = []
+        for c in chosen:
+            try:
+                result = await self.write("task_offer", {"task": c["task"], "basis": c["basis"],
+                                                         "expires_s": int(self.settings.offer_s)})
+            except MeshnodeError as exc:
+                log.info("offering contested task %s: %s", c["task"], exc.reason)
+                self.metrics.inc("gmp_decided_offer_failed", code=exc.code)
+                continue
+            log.info("task %s offered to %s as decided by %s (basis %s)", c["task"], c["candidate"], c["rule"],
+                     c["basis"])
+            self.metrics.inc("gmp_decided_offers", rule=c["rule"])
+            offered.append({"task": c["task"], "to": c["candidate"], "offer": result.get("did"), "rule": c["rule"]})
+        return offered
+
+    async def _request_decisions(self, now: int) -> None:
+        """As a MeshConsensus validator: request the decisions meshconsensus tasks wait for (gmp.md 6.3
+        step 3; the committee decides a value once, a request repeated is not sent again), and judge
+        again what waited for a height decided since."""
+        consensus = getattr(self.mesh, "consensus", None) if self.mesh is not None else None
+        core = getattr(consensus, "core", None)
+        if core is None:
+            return
+        released = await self.store.write(self.service.release_commits)
+        await self._react(released)
+        if not core.is_validator:
+            return
+        for value in await self.store.read(self.service.mesh_requests, now):
+            try:
+                await consensus.consensus_submit(value)
+            except MeshnodeError as exc:
+                log.info("requesting a delegation decision: %s", exc.reason)
 
     async def _offer_again(self, now: int) -> list[dict]:
         """Offer each task taken back to the goal's participants (all in one offer, the first to

@@ -144,15 +144,17 @@ def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
 
 
 def taken_back(db: Database, me: str, now_ms: int, limit: int) -> list[tuple[str, list[str]]]:
-    """(task lineage, holders it was taken from) of this node's tasks that it took back (a
-    ``reassigned_*`` version is shown), unheld, with no offer since: to be offered again. Read from
-    the views, so a restart between taking a task back and offering it loses nothing."""
+    """(task lineage, holders it was taken from) of the tasks this node took back (a ``reassigned_*``
+    version is shown: its own task, or one it took over as a steward), unheld, with no offer since:
+    to be offered again. Contested tasks are left out: a decision offers them (``gmp.delegate``).
+    Read from the views, so a restart between taking a task back and offering it loses nothing."""
     with sql_errors("listing tasks taken back"):
         rows = db.conn.execute(
-            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE t.creator_did = ? AND t.status = 'pending'"
-            " AND t.reason IN ('reassigned_dead', 'reassigned_overdue')"
-            " AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
-            " ORDER BY t.timestamp_ms LIMIT ?", (me, limit * 4)).fetchall()
+            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE (t.creator_did = ? OR (t.author_did = ? AND"
+            " t.reason = 'reassigned_overdue')) AND t.status = 'pending'"
+            " AND t.reason IN ('reassigned_dead', 'reassigned_overdue') AND COALESCE(t.delegation_rule, 'creator')"
+            " = 'creator' AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
+            " ORDER BY t.timestamp_ms LIMIT ?", (me, me, limit * 4)).fetchall()
         out = []
         for lineage, _ in rows:
             if open_offer_for(db, lineage, now_ms):

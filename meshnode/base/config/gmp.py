@@ -8,15 +8,17 @@ from typing import Any, Mapping
 from meshnode.base.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {"offer_seconds": 3600.0, "receipt_seconds": 60.0, "dead_grace_seconds": 600.0,
-                            "check_seconds": 30.0}
+                            "check_seconds": 30.0, "vote_seconds": 3600.0}
 NOTE = ("goals and tasks across the mesh: how long an offer stays open, when an offer without a receipt"
         " is pushed again, how long an assignee may be dead before its task is offered again, and how"
-        " often this node looks for such tasks (protocols/gmp.md sections 6 and 8)")
+        " often this node looks for such tasks, and how long the participants vote on a contested task's"
+        " nominations before its delegator picks one (protocols/gmp.md sections 6 and 8)")
 _RANGES = {  # in seconds: (lowest, highest)
     "offer_seconds": (10.0, 30 * 86400.0),
     "receipt_seconds": (0.5, 86400.0),
     "dead_grace_seconds": (0.0, 30 * 86400.0),
     "check_seconds": (0.1, 86400.0),
+    "vote_seconds": (0.0, 30 * 86400.0),
 }
 
 

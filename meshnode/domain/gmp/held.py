@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from meshnode.base.container import Container
+from meshnode.domain.gmp import contest
 
 
 class MemoryHeld:
     """A dict-backed :class:`Held` for tests, vectors and simulations (holds what it is given)."""
 
-    def __init__(self, containers=()):
+    def __init__(self, containers=(), decisions=None):
+        """``decisions``: MeshConsensus values decided, in height order, as (committee, value bytes)
+        (one value per height here; the rules read the first gmp_delegation one per task version);
+        None: no committee here at all (an assignment under meshconsensus is then refused)."""
         self._by_did: dict[str, Container] = {}
         self._root: dict[str, str] = {}
+        self.decisions: list[tuple[str, bytes]] | None = None if decisions is None else list(decisions)
         for c in containers:
             self.add(c)
 
@@ -25,6 +30,19 @@ class MemoryHeld:
 
     def root(self, did: str) -> str | None:
         return self._root.get(did)
+
+    def decided_through(self) -> int | None:
+        return None if self.decisions is None else len(self.decisions)
+
+    def delegation_decision(self, task: str, version: str):
+        for height, (committee, value) in enumerate(self.decisions or ()):
+            try:
+                parsed = contest.parse_delegation_value(value)
+            except contest.BadValue:
+                continue
+            if parsed and (parsed["task"], parsed["version"]) == (task, version):
+                return committee, height, 0, parsed["nomination"]
+        return None
 
     def __contains__(self, did: str) -> bool:
         return did in self._by_did

@@ -53,6 +53,12 @@ class Held(Protocol):
     def root(self, did: str) -> str | None:
         """The lineage root (first version DID) of a held goal or task version, or None."""
 
+    # Optional (MeshConsensus delegation, gmp.md 6.3 step 3; a Held without them binds nothing):
+    # ``decided_through() -> int | None``: the first height whose decision is not held here (None: no
+    # committee);
+    # ``delegation_decision(task, version) -> (committee, height, index, nomination) | None``: the
+    # first gmp_delegation value decided for (task, version).
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -407,10 +413,9 @@ def _check_assignment(c: Container, d: str, parents, root: str, creator: str, he
     if not good:
         _refuse("gmp_no_acceptance", f"{_short(d)}: {faults[0]}")
     rule = c.payload.get("delegation_rule", "creator")
-    if rule == "meshconsensus":
-        _refuse("gmp_against_decision", "meshconsensus delegation is not implemented: such tasks stay unassigned")
-    if rule == "cogconsensus":
-        faults = [basis_fault(o, root, d, held) for o in good]
+    if rule in ("cogconsensus", "meshconsensus"):
+        fault_of = basis_fault if rule == "cogconsensus" else decision_fault
+        faults = [fault_of(o, root, d, held) for o in good]
         if all(faults):
             _refuse("gmp_against_decision", f"{_short(d)}: {faults[0]}")
 
@@ -449,6 +454,39 @@ def basis_fault(o: Container, root: str, d: str, held: Held) -> str | None:
     if not (_is(n, "workflow_entry") and n.payload["entry_type"] == "delegation" and n.payload.get("nomination")
             is True and _links(n, "in_reply_to") == [root] and n.payload["candidates"] == [d]):
         return "the result is not about a nomination of the acceptor for this task"
+    return None
+
+
+def commit_marker(height: int) -> str:
+    """What a container waiting for MeshConsensus height ``height`` lists as missing (not a DID:
+    nothing to fetch; the node judges it again once it has caught up, ``store_admission``)."""
+    return f"commit:{height}"
+
+
+def decision_fault(o: Container, root: str, d: str, held: Held) -> str | None:
+    """Why the offer ``o`` does not rest on the binding MeshConsensus decision for its task version
+    naming ``d`` (None when it does): ``basis`` is {committee, height}, the first gmp_delegation
+    value decided for (task, offered version) is at that height of that committee, and its
+    nomination (held: pending until then) names exactly ``d`` for this task and version. Pending
+    until this node has decided ``height`` (caught up)."""
+    basis = o.payload.get("basis")
+    through, first = getattr(held, "decided_through", None), getattr(held, "delegation_decision", None)
+    if type(basis) is not dict:
+        return "the offer cites no MeshConsensus decision ({committee, height}) in basis"
+    held_through = through() if through is not None else None
+    if held_through is None or first is None:
+        return "no MeshConsensus decisions are held here"
+    if basis["height"] >= held_through:
+        raise _Pending([commit_marker(basis["height"])])
+    version = o.payload["task_version"]
+    found = first(root, version)
+    if found is None or (found[0], found[1]) != (basis["committee"], basis["height"]):
+        return "basis is not the first MeshConsensus decision for this task version"
+    n = _need(held, [found[3]])[0]
+    if not (_is(n, "workflow_entry") and n.payload["entry_type"] == "delegation" and n.payload.get("nomination")
+            is True and _links(n, "in_reply_to") == [root] and n.payload.get("task_version") == version
+            and n.payload["candidates"] == [d]):
+        return "the binding decision is not about a nomination of the acceptor for this task version"
     return None
 
 

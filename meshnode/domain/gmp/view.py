@@ -295,10 +295,10 @@ def due_state(*, status: str, assigned_to, due_at_ms: int | None, overdue_at_ms:
             return "holder_dead"
         if overdue_at_ms is not None and now_ms >= overdue_at_ms:
             return "overdue"
-    elif rule == "meshconsensus":
-        return "needs_decision"
     elif offer_open:
         return "offer_open"
+    elif rule in ("cogconsensus", "meshconsensus"):
+        return "needs_decision"  # (the participants' nominations and votes, or the committee, decide)
     else:
         return "unassigned"
     if forks:

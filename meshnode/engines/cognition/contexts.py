@@ -1,8 +1,10 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
 0 system prompt; 2 the answer format and every command (``catalogue``); 3
-the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
-states (local tasks: a count and the pinned ones); 4
+the last K own responses, what waits for the agent in GMP at every tick (offers to answer, tasks it
+holds, results to review: ``waiting``), goals (with description and criteria), and the tasks the
+agent created or holds with their assignees and due states (local tasks: a count and the pinned
+ones); 4
 results of the last commands and open processes; 6a the person's unread messages
 in full, with the two before each in its thread; 6b the same for A2A parties; 6c this node's own
 unread notices; 6 peers' incoming notes (unread first, by priority). Each of 6a, 6b, 6c and 6 is one
@@ -25,9 +27,9 @@ from meshnode.engines.cognition.handlers.knowledge import pinned
 from meshnode.engines.cognition.handlers.mind import cycle_settings
 from meshnode.base.container import format_ms
 from meshnode.records.ethics import for_prompt as ethics_for_prompt
-from meshnode.store.database import Database
 from meshnode.records.gmp.waiting import waiting_for
-from meshnode.store.short_ids import short_agent_id, short_container_id
+from meshnode.store.database import Database
+from meshnode.store.short_ids import short_container_id
 
 SYSTEM_PROMPT = (
     "You are the cognitive core of an HMP agent: think continuously, ethically and factually; check facts "
@@ -53,8 +55,8 @@ FORMAT = (
     " task N is frozen for review)\n# End of commands\n"
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
-BUDGET = {"pinned": 4000, "help": 12500, "waiting": 5000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
-          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "parties": 4000, "notices": 2000,
+BUDGET = {"pinned": 4000, "help": 12500, "waiting": 5000, "recent": 6000, "goals": 4000, "results": 4000,
+          "notes": 4000, "system": 1000, "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "parties": 4000, "notices": 2000,
           "outside": 6000}
 CUT = "\n[... cut to fit the context budget]"
 
@@ -174,12 +176,22 @@ def _criteria(text) -> dict:
         items = json.loads(text) if text else []
     except ValueError:
         return {}
-    return {"criteria": [_described(x) for x in items[:8] if isinstance(x, str)]} if isinstance(items, list) and items \
-        else {}
+    if not isinstance(items, list) or not items:
+        return {}
+    return {"criteria": [_described(x, 150) for x in items[:5] if isinstance(x, str)]}  # goal_read: all of them
+
+
+def _goal(r: dict) -> dict:
+    """The goal of a task in the prompt: its short id and title."""
+    if not r.get("goal_lineage"):
+        return {}
+    return {"goal": short_container_id(r["goal_lineage"]), **({"goal_title": r["goal_title"]} if r.get("goal_title")
+                                                                else {})}
 
 
 def _who(did: str, names: dict) -> str:
-    return f"{names[did]} ({short_agent_id(did)})" if names.get(did) else did
+    """A peer as the prompt names it: its name and the DID commands take."""
+    return f"{names[did]} ({did})" if names.get(did) else did
 
 
 def waiting(db: Database, own_did: str, now_ms: int) -> dict:
@@ -192,14 +204,12 @@ def waiting(db: Database, own_did: str, now_ms: int) -> dict:
         out["offers_to_answer"] = [
             {"task": short_container_id(o["lineage"]), "offer": short_container_id(o["offer"]),
              "title": o["title"] or "(task not held yet)", "from": _who(o["offered_by"], names),
-             **({"description": _described(o["description"])} if o.get("description") else {}),
-             **({"goal": o["goal_title"]} if o.get("goal_title") else {}),
+             **({"description": _described(o["description"])} if o.get("description") else {}), **_goal(o),
              **({"deadline": format_ms(o["deadline_ms"])} if o.get("deadline_ms") else {}),
              "expires": format_ms(o["expires_ms"])} for o in w["offers"]]
     if w["held"]:
         out["tasks_you_hold"] = [
-            {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
-             **({"goal": r["goal_title"]} if r.get("goal_title") else {}),
+            {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"], **_goal(r),
              **({"description": _described(r["description"])} if r.get("description") else {}),
              **({"progress": r["progress"]} if r.get("progress") is not None else {}),
              **({"due": r["due"]} if r["due"] else {}),
@@ -209,7 +219,7 @@ def waiting(db: Database, own_did: str, now_ms: int) -> dict:
     if w["results"]:
         out["results_to_review"] = [
             {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
-             "by": _who(r["finished_by"], names), **({"goal": r["goal_title"]} if r.get("goal_title") else {}),
+             "by": _who(r["finished_by"], names), **_goal(r),
              "result": _described(r["summary"], MAX_RESULT) if r.get("summary") else "(no summary)",
              **({"progress_notes": [_described(x) for x in r["progress_notes"]]} if r["progress_notes"] else {})}
             for r in w["results"]]

@@ -40,6 +40,7 @@ from meshnode.engines.cognition import error_levels
 from meshnode.engines.cognition.commands import Command
 from meshnode.engines.cognition.wake_report import ReportError, normalize
 from meshnode.base.errors import MeshnodeError
+from meshnode.records.gmp.reads import GmpError, resolve
 
 log = logging.getLogger("meshnode.engines.cognition.wake")
 
@@ -212,8 +213,6 @@ class WakeSlot:
 
 def _task_lineages(db, ids: list[str]) -> tuple[list[str], list[str]]:
     """(the lineage each id names, in order without repeats; why each unknown one names none)."""
-    from meshnode.records.gmp.reads import GmpError, resolve
-
     found, unknown = [], []
     for ident in ids:
         try:

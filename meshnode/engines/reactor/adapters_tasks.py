@@ -91,9 +91,10 @@ def work_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
     out: list[Event] = []
     seen: set[str] = set()
     for lineage, did, signer, progress, summary, ts, title, status in db.conn.execute(
-            "SELECT e.lineage, e.did, e.signer, e.progress, e.summary, e.timestamp_ms, t.name, t.status FROM gmp_entries e"
-            " INDEXED BY gmp_entries_by_kind_time JOIN tasks t ON t.lineage = e.lineage WHERE e.kind = 'progress'"
-            " AND e.timestamp_ms > ? AND e.counted = 1 AND e.signer != ? AND t.creator_did = ?"
+            "SELECT e.lineage, e.did, e.signer, e.progress, e.summary, e.timestamp_ms, t.name, t.status FROM containers c"
+            " INDEXED BY containers_by_class CROSS JOIN gmp_entries e ON e.did = c.did CROSS JOIN tasks t ON"
+            " t.lineage = e.lineage WHERE c.class = 'workflow_entry' AND c.timestamp_ms > ? AND e.kind = 'progress'"
+            " AND e.counted = 1 AND e.signer != ? AND t.creator_did = ?"  # the day's entries, by the class index
             " ORDER BY e.timestamp_ms DESC LIMIT ?", (since, self_did, self_did, MAX_ROWS)).fetchall():
         if lineage in seen or status in ("completed", "failed", "abandoned"):
             continue  # the newest step per task; a finished one has its result
@@ -107,7 +108,7 @@ def work_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
                          refs={"lineage": lineage, "entry": did, "by": signer}))
     for lineage, version, status, author, ts, title in db.conn.execute(
             "SELECT t.lineage, t.container_did, t.status, t.author_did, t.timestamp_ms, t.name FROM tasks t"
-            " INDEXED BY tasks_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND t.status IN"
+            " INDEXED BY tasks_finished_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND t.status IN"
             " ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS (SELECT 1 FROM task_reviews r WHERE"
             " r.lineage = t.lineage AND r.version = t.container_did) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (self_did, since, self_did, MAX_ROWS)).fetchall():

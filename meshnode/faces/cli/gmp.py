@@ -225,8 +225,10 @@ def cmd_task_show(args) -> int:
         lines.append(f"notes:     {t['notes']}")
     lines.append("holders:")
     for h in t["holders"] or []:
+        by = h.get("ended_by")
+        steward = f" by steward {who(by, names.get(by))}" if by and by not in (h["assignee"], t["creator_did"]) else ""
         lines.append(f"  {who(h['assignee'], names.get(h['assignee']))}  {_clock(h['since_ms'])} .. "
-                     f"{_clock(h['until_ms']) if h['until_ms'] else 'now'}  {h['ended'] or 'holds'}")
+                     f"{_clock(h['until_ms']) if h['until_ms'] else 'now'}  {h['ended'] or 'holds'}{steward}")
     lines.append("entries:")
     for e in t["entries"] or []:
         counted = "counted" if e["counted"] else f"not counted: {e['reason']}"

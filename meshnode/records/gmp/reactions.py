@@ -19,7 +19,7 @@ import logging
 from meshnode.base.container import Container, format_ms, parse_ms
 from meshnode.base.errors import MeshnodeError
 from meshnode.domain.gmp import build, rules, view
-from meshnode.records.gmp.reads import TASK_TERMINAL, held, task_row
+from meshnode.records.gmp.reads import TASK_TERMINAL, delegates, held, task_row
 from meshnode.records.gmp.publish import Push, publish, publish_task_version, push_task_version, task_audience
 from meshnode.records.gmp.store_admission import DbHeld
 from meshnode.store import lineage as lineage_index
@@ -144,7 +144,7 @@ def _assign(db, key, now_ms, offer: Container, push: Push, published: list) -> N
         return
     row = task_row(db, lineage)
     acceptance, acceptor = accepts[0]
-    if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or row["creator_did"] != key.did:
+    if row["status"] in TASK_TERMINAL or acceptor in row["assigned_to"] or not delegates(db, row, key.did):
         return
     c, row = publish_task_version(db, key, now_ms, row, {"assigned_to": [*row["assigned_to"], acceptor], "reason": "assigned"},
                            agreed=(acceptance,))

@@ -99,6 +99,19 @@ def shown(db: Database, row: dict) -> Container:
         return load_stored(db.conn, row["container_did"])
 
 
+def delegates(db: Database, row: dict, did: str) -> bool:
+    """Whether ``did`` may offer the task of ``row``: its creator, or a steward whose takeover is in
+    the shown version's ancestry (gmp.md 4.2)."""
+    if row["creator_did"] == did:
+        return True
+    from meshnode.domain.gmp.rules import delegators
+    from meshnode.records.gmp.store_admission import DbHeld
+
+    head = shown(db, row)
+    with sql_errors("reading a task's versions"):
+        return did in delegators([head], row["creator_did"], DbHeld(db.conn))
+
+
 def held(db: Database, did: str) -> Container | None:
     with sql_errors("reading a container"):
         if db.conn.execute("SELECT 1 FROM containers WHERE did = ?", (did,)).fetchone() is None:
@@ -239,7 +252,7 @@ def task_list(db: Database, *, goal: str | None = None, me: str | None = None, s
 # --- due states -------------------------------------------------------------------------------------
 
 
-def _open_offers(db: Database, lineages: list[str], now_ms: int) -> dict[str, list[dict]]:
+def open_offers(db: Database, lineages: list[str], now_ms: int) -> dict[str, list[dict]]:
     """Open offers per task lineage: counted, unexpired, not yet taken (no task version cites an
     acceptance of it), with the candidates that have not refused it (none left: closed)."""
     if not lineages:
@@ -301,7 +314,7 @@ def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = Non
             " AS goal_status"
             f" FROM tasks t WHERE t.id IN ({picked}) ORDER BY coalesce(t.overdue_at_ms, 0), t.timestamp_ms"
             " LIMIT 10000", params))]
-        offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
+        offers = open_offers(db, [r["lineage"] for r in found], now_ms)
     who = names(db, [d for r in found for d in r["assigned_to"]]
                 + [c for os_ in offers.values() for o in os_ for c in o["candidates"]])
     out = []
@@ -329,7 +342,7 @@ def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
             f" FROM tasks t WHERE t.lineage IS NOT NULL AND t.{_NOT_DONE} AND (t.creator_did = ? OR EXISTS"
             " (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (me, me, limit * 4)))]
-        offers = _open_offers(db, [r["lineage"] for r in found], now_ms)
+        offers = open_offers(db, [r["lineage"] for r in found], now_ms)
     who = names(db, [d for r in found for d in r["assigned_to"]])
     for r in found:
         r["due"] = due_of(r, now_ms=now_ms, liveness={}, offers=offers.get(r["lineage"], []),
@@ -351,7 +364,7 @@ def goal_show(db: Database, *, goal: str, now_ms: int, liveness: dict[str, str] 
         tasks = [_task_fields(r) for r in rows(db.conn.execute(
             f"SELECT {_TASK_COLUMNS} FROM tasks t WHERE t.goal_lineage = ?"  # in the order they were created
             " ORDER BY (SELECT c.timestamp_ms FROM containers c WHERE c.did = t.lineage), t.lineage", (lin,)))]
-        offers = _open_offers(db, [t["lineage"] for t in tasks], now_ms)
+        offers = open_offers(db, [t["lineage"] for t in tasks], now_ms)
         dead_since = dict(db.conn.execute(
             "SELECT assignee, max(until_ms) FROM task_holders WHERE ended = 'reassigned_dead' AND lineage IN"
             f" (SELECT lineage FROM tasks WHERE goal_lineage = ?) GROUP BY assignee", (lin,)).fetchall())
@@ -387,17 +400,20 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
     c = shown(db, r)
     with sql_errors("reading a task's history"):
         heads = lineage_index.heads(db.conn, lin)
-        holders = rows(db.conn.execute("SELECT assignee, from_version, to_version, since_ms, until_ms, ended"
-                                       " FROM task_holders WHERE lineage = ? ORDER BY since_ms, assignee", (lin,)))
+        holders = rows(db.conn.execute(  # ended_by: who signed the version that ended it (a steward's takeover)
+            "SELECT h.assignee, h.from_version, h.to_version, h.since_ms, h.until_ms, h.ended, c.sender_did AS"
+            " ended_by FROM task_holders h LEFT JOIN containers c ON c.did = h.to_version WHERE h.lineage = ?"
+            " ORDER BY h.since_ms, h.assignee", (lin,)))
         entries = rows(db.conn.execute(
             "SELECT did, kind, signer, counted, reason, task_version, progress, offer, candidates, expires_ms,"
             " timestamp_ms, summary FROM gmp_entries WHERE lineage = ? ORDER BY timestamp_ms, did", (lin,)))
         goal_status = db.conn.execute("SELECT status FROM goals WHERE lineage = ?", (r["goal_lineage"],)).fetchone()
-        offers = _open_offers(db, [lin], now_ms).get(lin, [])
+        offers = open_offers(db, [lin], now_ms).get(lin, [])
     for e in entries:
         e["candidates"] = _json(e["candidates"], [])
         e["counted"] = bool(e["counted"])
     who = names(db, [r["creator_did"], *r["assigned_to"], *(h["assignee"] for h in holders),
+                     *(h["ended_by"] for h in holders if h["ended_by"]),
                      *(e["signer"] for e in entries), *(d for e in entries for d in e["candidates"])])
     p = c.payload if isinstance(c.payload, dict) else {}
     result = result_of(db, r)

@@ -19,7 +19,9 @@ from meshnode.base.container import Container, format_ms
 from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
-                                task_show, decided_basis)
+                                task_show, decided_basis, delegates)
+from meshnode.records.gmp.delegate import cog_choices, decided_mesh_basis, mesh_choices, mesh_requests, take_over
+from meshnode.records.gmp.store_admission import release_commits
 from meshnode.records.gmp.publish import (DAY_S, Push, check_every_s, goal_audience, publish, publish_task_version,
                                           push_task_version, task_audience)
 from meshnode.records.gmp.reactions import on_admitted as _on_admitted
@@ -29,7 +31,9 @@ from meshnode.store.database import sql_errors
 
 __all__ = ["GmpError", "goal_add", "goal_update", "goal_cancel", "goal_list", "goal_show", "task_add", "task_update",
            "task_offer", "task_accept", "task_refuse", "task_progress", "task_done", "task_release", "task_list",
-           "task_show", "task_due", "task_nominate", "on_admitted", "reassign_stale", "Push"]
+           "task_show", "task_due", "task_nominate", "on_admitted", "reassign_stale", "Push",
+           # the running node's own delegation (gmp/delegate.py) and MeshConsensus waiters (gmp/store_admission.py)
+           "take_over", "cog_choices", "mesh_choices", "mesh_requests", "release_commits"]
 
 DEFAULT_GRACE_S = 3600
 MIN_GRACE_S, MAX_GRACE_S = 600, 2_592_000
@@ -322,27 +326,30 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
                asked_by=None) -> dict:
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
-    if row["creator_did"] != key.did:
-        raise GmpError("not_allowed", f"only the task's creator offers task {lineage}")
+    if not delegates(db, row, key.did):
+        raise GmpError("not_allowed", f"only the task's creator (or a steward that took it over) offers task {lineage}")
     if row["status"] in TASK_TERMINAL:
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: there is nothing to offer")
     rule = row.get("delegation_rule") or "creator"
-    if rule == "meshconsensus":
-        raise GmpError("needs_decision", f"task {lineage} is to be settled by MeshConsensus, which this version of"
-                                         " meshnode does not run for delegations")
-    if (rule == "cogconsensus") != (basis is not None):
+    contested = rule in ("cogconsensus", "meshconsensus")
+    if contested != (basis is not None):
+        how = ("--basis RESULT, an approved CogConsensus result on a nomination (task nominate, consensus vote,"
+               " consensus result)" if rule == "cogconsensus" else "the binding MeshConsensus decision on a"
+               " nomination as basis ({committee, height}; the node requests and offers it by itself)")
         raise GmpError("needs_decision" if basis is None else "bad_args",
-                       f"task {lineage} is contested: offer it with --basis RESULT, an approved CogConsensus result on"
-                       " a nomination (task nominate, consensus vote, consensus result)" if basis is None else
+                       f"task {lineage} is contested: offer it with {how}" if basis is None else
                        f"task {lineage} is not contested (delegation_rule {rule}): an offer cites no basis")
     extra: tuple[str, ...] = ()
-    if basis is not None:
+    if rule == "cogconsensus":
         candidates, basis, extra = decided_basis(db, lineage, basis)
         selection = "cogconsensus"
+    elif rule == "meshconsensus":
+        candidates, basis, extra = decided_mesh_basis(db, lineage, row["container_did"], basis)
+        selection = "meshconsensus"
     people = _dids(candidates, "candidate")
     if not 1 <= len(people) <= 16:
         raise GmpError("bad_args", "an offer names 1 to 16 candidates")
-    if selection not in ("direct", "interest", "cogconsensus"):
+    if selection not in ("direct", "interest", "cogconsensus", "meshconsensus"):
         raise GmpError("bad_args", "selection is direct or interest")
     if type(expires_s) is not int or not 60 <= expires_s <= 30 * DAY_S:
         raise GmpError("bad_args", "an offer expires after 60 s to 30 days")
@@ -374,12 +381,14 @@ def task_offer(db, key, now_ms, *, task, candidates=(), selection="direct", expi
 
 
 def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
-    """Propose ``candidate`` for a contested task (delegation_rule cogconsensus): a nomination the
-    participants vote on (``consensus vote``); an approved result on it is the basis of the offer."""
+    """Propose ``candidate`` for a contested task: under cogconsensus a nomination the participants
+    vote on (``consensus vote``), an approved result on it the basis of the offer; under
+    meshconsensus one the committee may bind (the validators' nodes request it by themselves)."""
     lineage = resolve(db, task, "task")
     row = task_row(db, lineage)
-    if (row.get("delegation_rule") or "creator") != "cogconsensus":
-        raise GmpError("bad_args", f"task {lineage} is not contested by CogConsensus: its creator offers it")
+    rule = row.get("delegation_rule") or "creator"
+    if rule not in ("cogconsensus", "meshconsensus"):
+        raise GmpError("bad_args", f"task {lineage} is not contested: its creator offers it")
     if row["status"] in TASK_TERMINAL:
         raise GmpError("not_allowed", f"task {lineage} is {row['status']}: there is nothing to offer")
     person = _dids([candidate], "candidate")[0]
@@ -390,7 +399,7 @@ def task_nominate(db, key, now_ms, *, task, candidate, asked_by=None) -> dict:
             raise GmpError("not_allowed", f"only the goal's participants nominate for task {lineage}")
         cite = (goal["container_did"],)  # the goal version listing the signer as participant
     e = publish(db, build.entry(key, "delegation", {"task_version": row["container_did"], "candidates": [person],
-                                                   "selection": "cogconsensus", "nomination": True,
+                                                   "selection": rule, "nomination": True,
                                                    "expires_at": format_ms(now_ms + 30 * DAY_S * 1000)},
                                now_ms=now_ms, about=lineage, see_also=cite), now_ms, asked_by)
     push = Push(key.did)

@@ -19,7 +19,7 @@ import sqlite3
 import cbor2
 
 from meshnode.base.container import Container, Limits, cbor, decode_container
-from meshnode.domain.gmp import rules
+from meshnode.domain.gmp import contest, rules
 from meshnode.store.hooks import StoreFn
 
 log = logging.getLogger("meshnode.store")
@@ -67,6 +67,15 @@ class DbHeld:
             " AND c.class = 'task' AND c.class_version = '1.1' AND (v.root = ? OR v.root IS NULL) LIMIT 1",
             (signer, root)).fetchone() is not None
 
+    def decided_through(self) -> int:
+        """The first MeshConsensus height not decided here (decisions are stored in height order)."""
+        row = self.conn.execute("SELECT max(height) FROM consensus_decisions").fetchone()
+        return 0 if row[0] is None else row[0] + 1
+
+    def delegation_decision(self, task: str, version: str):
+        """The first gmp_delegation value decided for (task, version): (committee, height, index, nomination)."""
+        return first_gmp_delegation(self.conn, task, version)
+
     def add(self, c: Container) -> None:
         """Make a container just stored in this transaction visible without reading it back."""
         self._cache[c.did] = c
@@ -74,6 +83,24 @@ class DbHeld:
     def forget(self, did: str) -> None:
         """A container whose storing was rolled back (to a savepoint) is not held after all."""
         self._cache.pop(did, None)
+
+
+def first_gmp_delegation(conn, task: str, version: str) -> tuple[str, int, int, str] | None:
+    """(committee, height, index, nomination) of the first value decided for GMP task ``task`` at
+    ``version`` (gmp.md 6.3 step 3: the first binds, later ones are void); None if none is held."""
+    suffix = contest.value_suffix(task, version)
+    rows = conn.execute(
+        "SELECT committee, height, idx, value FROM consensus_decisions WHERE substr(value, 1, 24) = ?"
+        " AND substr(CAST(value AS TEXT), -?) = ? ORDER BY height, idx",
+        (contest.VALUE_PREFIX, len(suffix), suffix)).fetchall()
+    for committee, height, idx, value in rows:
+        try:
+            parsed = contest.parse_delegation_value(bytes(value))
+        except contest.BadValue:
+            continue  # (decided values passed the validity rule: this does not happen)
+        if parsed is not None and parsed["task"] == task and parsed["version"] == version:
+            return committee, height, idx, parsed["nomination"]
+    return None
 
 
 def hold(conn: sqlite3.Connection, c: Container, received_at_ms: int, received_from: str | None,
@@ -169,6 +196,33 @@ def release(conn: sqlite3.Connection, did: str, held: DbHeld, store: StoreFn) ->
     return refused
 
 
+def release_commits(db) -> list[str]:
+    """Judge again the pending containers that waited for a MeshConsensus height this node has decided
+    since (``rules.commit_marker``: nothing to fetch, the node catches up by itself); the DIDs now
+    admitted. One refused now is dropped (logged)."""
+    from meshnode.base.errors import AdmissionRefused
+
+    through = DbHeld(db.conn).decided_through()
+    rows = db.conn.execute(
+        "SELECT DISTINCT p.did, p.core, p.side, p.received_from, p.received_at_ms, m.missing_did FROM gmp_pending_missing m"
+        " JOIN gmp_pending p ON p.did = m.did WHERE m.missing_did LIKE 'commit:%' ORDER BY p.received_at_ms, p.did"
+    ).fetchall()
+    admitted = []
+    for did, core, side, received_from, received_at_ms, marker in rows:
+        if not marker[7:].isdigit() or int(marker[7:]) >= through or did in admitted:
+            continue
+        c = decode_stored(core, side)
+        try:
+            if db.put_container(c, received_at_ms=received_at_ms, received_from=received_from):
+                admitted.append(did)
+        except AdmissionRefused as exc:
+            log.info("pending GMP container %s refused once height %s was decided: %s: %s", did, marker[7:],
+                     exc.code, exc.reason)
+            with db.transaction() as conn:
+                conn.execute("DELETE FROM gmp_pending WHERE did = ?", (did,))
+    return admitted
+
+
 def sweep(conn: sqlite3.Connection, now_ms: int) -> int:
     """Drop pending containers older than :data:`MAX_AGE_MS`; returns how many."""
     return conn.execute("DELETE FROM gmp_pending WHERE received_at_ms < ?", (now_ms - MAX_AGE_MS,)).rowcount
@@ -190,10 +244,11 @@ def gmp_pending_of(db, author: str | None = None) -> list[dict]:
 
 
 def missing_for_pending(db) -> list[str]:
-    """DIDs the pending containers wait for that are neither held nor pending themselves: what to fetch."""
+    """DIDs the pending containers wait for that are neither held nor pending themselves: what to fetch
+    (a MeshConsensus height waited for is no DID: nobody is asked for it)."""
     return [r[0] for r in db.conn.execute(
         "SELECT DISTINCT m.missing_did FROM gmp_pending_missing m"
-        " WHERE m.missing_did NOT IN (SELECT did FROM containers)"
+        " WHERE m.missing_did NOT LIKE 'commit:%' AND m.missing_did NOT IN (SELECT did FROM containers)"
         " AND m.missing_did NOT IN (SELECT did FROM gmp_pending) ORDER BY m.missing_did")]
 
 
@@ -201,5 +256,5 @@ def missing_from(db) -> list[tuple[str, str | None]]:
     """(missing DID, peer that sent a container waiting for it): where to fetch each from."""
     return [tuple(r) for r in db.conn.execute(
         "SELECT m.missing_did, min(p.received_from) FROM gmp_pending_missing m JOIN gmp_pending p ON p.did = m.did"
-        " WHERE m.missing_did NOT IN (SELECT did FROM containers)"
+        " WHERE m.missing_did NOT LIKE 'commit:%' AND m.missing_did NOT IN (SELECT did FROM containers)"
         " AND m.missing_did NOT IN (SELECT did FROM gmp_pending) GROUP BY m.missing_did ORDER BY m.missing_did")]

@@ -26,24 +26,28 @@ def offers_to(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[di
             " LEFT JOIN goals g ON g.lineage = t.goal_lineage"
             " WHERE e.kind = 'delegation' AND e.counted = 1 AND e.expires_ms > ?"
             " AND EXISTS (SELECT 1 FROM json_each(e.candidates) c WHERE c.value = ?)"
-            " AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE a.offer = e.did AND a.signer = ? AND a.kind IN"
-            "   ('acceptance', 'refusal'))"
-            " AND NOT EXISTS (SELECT 1 FROM gmp_entries a JOIN container_links l ON l.target_did = a.did AND"
-            "   l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries a INDEXED BY gmp_entries_by_offer WHERE a.offer = e.did"
+            "   AND a.signer = ? AND a.kind IN ('acceptance', 'refusal'))"
+            " AND NOT EXISTS (SELECT 1 FROM gmp_entries a INDEXED BY gmp_entries_by_offer JOIN container_links l ON"
+            "   l.target_did = a.did AND l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
             f" AND (t.lineage IS NULL OR t.{_NOT_DONE} AND coalesce(json_array_length(t.assigned_to), 0) = 0)"
             " ORDER BY e.expires_ms LIMIT ?", (now_ms, me, me, limit)))
 
 
 def held_by(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[dict]:
-    """The open tasks ``me`` holds, the most pressing first (due ones, then by due time)."""
+    """The open tasks ``me`` holds, the most pressing first (by due time). From its holdings
+    (``task_holders`` by assignee, those not ended), so the read does not grow with the tasks
+    others hold."""
     with sql_errors("reading the tasks held"):
         found = rows(db.conn.execute(
-            "SELECT t.lineage, t.container_did, t.name AS title, t.description, t.status, t.progress, t.assigned_to,"
-            " t.creator_did, t.goal_lineage, t.deadline_ms, t.next_check_ms, t.due_at_ms, t.overdue_at_ms, t.forks,"
-            " t.delegation_rule, g.name AS goal_title, g.status AS goal_status FROM tasks t"
+            "SELECT DISTINCT t.lineage, t.container_did, t.name AS title, t.description, t.status, t.progress,"
+            " t.assigned_to, t.creator_did, t.goal_lineage, t.deadline_ms, t.next_check_ms, t.due_at_ms,"
+            " t.overdue_at_ms, t.forks, t.delegation_rule, t.timestamp_ms, g.name AS goal_title,"
+            " g.status AS goal_status FROM task_holders h CROSS JOIN tasks t ON t.lineage = h.lineage"
             " LEFT JOIN goals g ON g.lineage = t.goal_lineage"
-            f" WHERE t.lineage IS NOT NULL AND t.{_NOT_DONE} AND EXISTS (SELECT 1 FROM json_each(t.assigned_to)"
-            " WHERE value = ?) ORDER BY coalesce(t.due_at_ms, 9e18), t.timestamp_ms DESC LIMIT ?", (me, limit)))
+            f" WHERE h.assignee = ? AND h.to_version IS NULL AND t.lineage IS NOT NULL AND t.{_NOT_DONE}"
+            " AND EXISTS (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)"
+            " ORDER BY coalesce(t.due_at_ms, 9e18), t.timestamp_ms DESC LIMIT ?", (me, me, limit)))
     for r in found:
         r["assigned_to"] = _json(r["assigned_to"], [])
         r["due"] = due_of(r, now_ms=now_ms, liveness={}, offers=[], goal_status=r["goal_status"])
@@ -55,7 +59,7 @@ def results_for(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> tuple
     signed in the last RESULT_DAYS and that it has not reviewed: newest first, each with the
     summary its holder wrote and the progress summaries before it; and how many there are in all.
     (A range of the creator's index: a node that created many tasks reads only its recent ones.)"""
-    where = ("FROM tasks t INDEXED BY tasks_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND"
+    where = ("FROM tasks t INDEXED BY tasks_finished_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND"
              " t.lineage IS NOT NULL AND t.status IN ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS"
              " (SELECT 1 FROM task_reviews r WHERE r.lineage = t.lineage AND r.version = t.container_did)")
     params = (me, now_ms - RESULT_DAYS * 86_400_000, me)

@@ -46,3 +46,14 @@ def mark_read(db: Database, line_id: int, now_ms: int) -> dict:
         if row[0] is None:
             conn.execute("UPDATE reactor_person_lines SET read_ms = ? WHERE id = ?", (now_ms, line_id))
     return {"read": line_id}
+
+
+def add(db: Database, *, event_key: str, agent: str, event_type: str, subject: str, summary: str, refs: dict,
+        at_ms: int, now_ms: int) -> bool:
+    """A line for the person that is no reactor signal (the node telling what it did on its own, e.g. a
+    steward's takeover, gmp.md section 8); once per ``event_key``. False when it was there already."""
+    with db.transaction() as conn:
+        return conn.execute(
+            "INSERT OR IGNORE INTO reactor_person_lines (event_key, agent, event_type, subject, summary, refs, at_ms,"
+            " created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_key, agent, event_type, subject, summary, json.dumps(refs), at_ms, now_ms)).rowcount == 1

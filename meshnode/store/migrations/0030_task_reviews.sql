@@ -17,8 +17,7 @@ INSERT INTO task_reviews (lineage, version, verdict, reason, actor, at_ms)
            CAST(strftime('%s', 'now') AS INTEGER) * 1000
       FROM tasks WHERE lineage IS NOT NULL AND container_did IS NOT NULL AND status IN ('completed', 'failed');
 
--- The reactor's scan for what the tasks a node created gave (a progress entry or a result by
--- another, engines/reactor/adapters_tasks.work_events) reads recent rows only: by creator and
--- time, and progress entries by time.
-CREATE INDEX tasks_by_creator ON tasks (creator_did, timestamp_ms);
-CREATE INDEX gmp_entries_by_kind_time ON gmp_entries (kind, timestamp_ms);
+-- The results a node's tasks gave (the reactor's scan, engines/reactor/adapters_tasks.work_events,
+-- and the agent's prompt, records/gmp/waiting.py) are read by creator and time: recent rows only.
+-- Partial (finished tasks only), so that no other query on tasks is drawn to it.
+CREATE INDEX tasks_finished_by_creator ON tasks (creator_did, timestamp_ms) WHERE status IN ('completed', 'failed');

@@ -5,10 +5,13 @@ as the person's CLI makes it, with the record that the agent asked for it. They 
 writer: what follows each write on the running node (``app.actions.gmp.follow``: pushes, reactions)
 waits in an outbox for the cycle (``take_written``).
 
-Shared goals and tasks are named by lineage DID or short id (context 3 shows the short ids). The
-agent's own local tasks (fact checks, isolation reviews, auxiliary loops: rows with no lineage)
-keep their integer ids and stay on this node: ``task_update`` with ``id`` changes them in place,
-``task_add`` without a goal makes one.
+Shared goals and tasks are named as the agent is shown them: short id (context 3 and every
+listing), lineage DID or any version's DID. The agent's own local goals and tasks (fact checks,
+isolation reviews, auxiliary loops: rows with no lineage) keep their row numbers and stay on this
+node: ``goal``/``task`` take the number too (``id`` as before), ``task_update`` changes them in
+place, ``task_add`` without a goal makes one. The reads give GMP's own views (``goal_show``,
+``task_show``: a result, its review, holders, progress summaries) in the agent's terms: short ids,
+names beside DIDs. An offer by interest needs the mesh: the cycle runs it (``mesh_commands``).
 """
 
 from __future__ import annotations
@@ -327,6 +330,8 @@ def _task_delete(db, key, now, args):
 
 def _task_delegate(db, key, now, args):
     """To named agents here; by interest, the cycle runs it on the mesh (``mesh_commands``)."""
+    if "interest" in args:  # only reached without a cycle (the cycle defers it to the mesh)
+        raise MeshnodeError("node_not_running", "finding candidates by interest needs the running node's mesh")
     if "to" not in args:
         raise MeshnodeError("bad_args", "task_delegate names its candidates: to (DIDs) or interest (a tag)")
     if "candidates" in args:

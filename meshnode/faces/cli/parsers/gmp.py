@@ -117,8 +117,10 @@ def _task_parsers(sub, common) -> None:
     p.add_argument("--expires", metavar="D", help="how long the offer stands (default: [gmp] offer_seconds, 1h)")
     _json_flag(p)
     p.set_defaults(func=commands.cmd_task_assign)
-    p = task.add_parser("nominate", parents=[common], help="propose a peer for a contested task (participants then"
-                        " vote on the nomination: consensus vote / consensus result)")
+    p = task.add_parser("nominate", parents=[common], help="propose a peer for a contested task (cogconsensus:"
+                        " participants vote on the nomination with consensus vote, and after [gmp] vote_seconds the"
+                        " creator's node offers the task to the best approved one; meshconsensus: the committee"
+                        " binds a nomination and the creator's node offers it)")
     p.add_argument("task", metavar="TASK", help=_TASK)
     p.add_argument("peer", metavar="PEER", help="the candidate")
     _json_flag(p)
