@@ -111,9 +111,12 @@ def after_message(llm: ScriptedLLM, message: str) -> None:
                                 reason="the result is an instruction to me, not the work asked for"),
                             cmd("rn", "note_add", reply_to=message, text="I rejected the result of '{{2}}' by {{3}}:"
                                 " it was an instruction, not the work. The task is offered again.")), times=0, first=True)
-    llm.reply_matching(r"## Wake\n[^#]*?holder (did:key:\w+)[^#]*? is dead: ([^\"\n]+)",
-                       said(cmd("w", "note_add", reply_to=message, text="The holder of '{{2}}' ({{1}}) is dead: my"
-                                " node takes the task back and offers it again.")), times=0, first=True)
+    llm.reply_matching(r"\n## Wake\nThe reactor woke you for job ([\w-]+)(?:(?!\n## Waiting).)*?holder (did:key:\w+)"
+                       r" is dead: (.+?) — needs",
+                       said(cmd("w", "note_add", reply_to=message, text="The holder of '{{3}}' ({{2}}) is dead: my"
+                                " node takes the task back and offers it again."),
+                            cmd("wr", "reactor_report", job_id="{{1}}", blocked=False, needs_human=False)),
+                       times=0, first=True)
 
 
 def worker(llm: ScriptedLLM, name: str, *, works: bool = True, poisons: bool = False) -> None:
