@@ -3,6 +3,8 @@ on real node processes do the rest, thinking with scripted OpenAI-compatible LLM
 
     python bench/team.py [--runs plain,killed_holder,poisoned_result] [--smoke] [--keep]
 
+``--smoke``: three nodes in every run (killed_holder without dave, poisoned_result without bob).
+
 Every node is ``meshnode run`` (tests/meshharness.py), its agent's LLM a tests/scripted_llm.py
 process whose answers read the prompt (``reply_matching``: a regex on the prompt, its groups filling
 the command's arguments), so a scripted agent acts on what its node shows it, by the ids shown:
@@ -202,13 +204,13 @@ def run(kind: str, root: Path, smoke: bool, log, after=None) -> dict:
     before the nodes stop (a test looks at A's pages then)."""
     names = {"plain": ["alice", "bob", "carol"], "killed_holder": ["alice", "bob", "carol", "dave"],
              "poisoned_result": ["alice", "bob", "carol", "dave"]}[kind]
-    if smoke:
-        names = names[:3] if kind == "plain" else names
+    if smoke:  # one worker fewer: killed_holder's carol takes bob's task, poisoned_result's carol dave's
+        names = [n for n in names if n != {"killed_holder": "dave", "poisoned_result": "bob"}.get(kind)]
     interests = {n: "team" for n in names[1:]}
     if kind == "killed_holder":
         del interests["bob"]  # bob is offered "gather facts" by name only
     if kind == "poisoned_result":
-        del interests["dave"]  # dave, who poisons, is offered "check figures" by name only
+        interests.pop("dave")  # dave, who poisons, is offered "check figures" by name only
     # killed_holder: a dead holder's task is taken back 5 s after it is dead (600 s by default), long
     # enough for the reactor to wake the creator's agent with task.holder_dead before it is offered again
     team = Team(root, names, interests, {"MESHNODE_GMP_DEAD_GRACE_SECONDS": "5"} if kind == "killed_holder" else {})

@@ -26,3 +26,15 @@ def test_a_second_offer_of_a_task_already_held_no_longer_waits(dbs):
     waiting = contexts.waiting(b, B.did, T + 6)
     assert [t["task"] for t in waiting["tasks_you_hold"]] == [task["task"]]
     assert "offers_to_answer" not in waiting  # the second offer is moot: B holds the task
+
+
+def test_goal_show_names_no_open_offer_on_a_finished_task():
+    """The same moot offer in the person's tree (``goal show``): a task completed by the holder of one
+    offer showed "offer open to carol" for the other."""
+    from meshnode.faces.cli.gmp import _due_text
+
+    carol = "did:key:z6Mkcarol"
+    tree = {"names": {carol: "carol"}}
+    task = {"assigned_to": [carol], "status": "completed", "due": None, "offers": [{"candidates": [carol]}]}
+    assert _due_text(tree, task, False) == "carol"
+    assert "offer open to carol" in _due_text(tree, {**task, "status": "in_progress"}, False)

@@ -33,3 +33,4 @@ def test_a_goal_given_in_words_is_split_delegated_worked_reviewed_and_closed(tmp
     said = out["person_told"]  # the conversation the person started: the agent's answers in it
     assert said[0].startswith("I made the goal") and said[-1].startswith("Done:"), said
     assert "Team report" in out["tree"] and "3 done" in out["tree"]
+    assert out["messages_per_task"] > 0 and out["bytes_per_task"] > 0  # the nodes' wire_* metrics
