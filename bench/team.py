@@ -3,7 +3,8 @@ on real node processes do the rest, thinking with scripted OpenAI-compatible LLM
 
     python bench/team.py [--runs plain,killed_holder,poisoned_result] [--smoke] [--keep]
 
-``--smoke``: three nodes in every run (killed_holder without dave, poisoned_result without bob).
+``--smoke``: the plain run only, unless ``--runs`` names others; three nodes in every run
+(killed_holder without dave, poisoned_result without bob).
 
 Every node is ``meshnode run`` (tests/meshharness.py), its agent's LLM a tests/scripted_llm.py
 process whose answers read the prompt (``reply_matching``: a regex on the prompt, its groups filling
@@ -307,11 +308,12 @@ def told(a: Node, thread: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", default="plain,killed_holder,poisoned_result")
+    parser.add_argument("--runs", default=None, help="default: all three (with --smoke: plain)")
     parser.add_argument("--smoke", action="store_true", help="a small fast variant")
     parser.add_argument("--keep", action="store_true", help="keep the nodes' homes")
     args = parser.parse_args()
-    runs = [r for r in args.runs.split(",") if r]
+    runs = [r for r in (args.runs or ("plain" if args.smoke else "plain,killed_holder,poisoned_result")).split(",")
+            if r]
     for r in runs:
         if r not in ("plain", "killed_holder", "poisoned_result"):
             parser.error(f"unknown run {r!r}")
