@@ -83,9 +83,6 @@ def delegator(llm: ScriptedLLM, named: dict[str, str]) -> None:
                                 tags=["team"]),
                             cmd("r", "note_add", text="I made the goal and will split it into three tasks for the"
                                 " team.", reply_to="{{1}}"), text="The person wants a team report."))
-    llm.reply_matching(RESULT + '"(?!' + POISON.split(":")[0] + ")",
-                       json.dumps(cmd("a{{1}}", "task_review", task="{{1}}", verdict="accept")), times=0, each=True,
-                       before="Reviewing the results {{words}}.\n# Commands:\n", after="\n# End of commands\n")
     for title, did in named.items():
         llm.reply_matching(r'\{"task": "(' + ID + r')", "title": "' + title + r'", "status": "pending"[^}]*"due":'
                            r' "unassigned"', said(cmd("n", "task_delegate", task="{{1}}", to=[did])))
@@ -101,14 +98,20 @@ def delegator(llm: ScriptedLLM, named: dict[str, str]) -> None:
 
 def after_message(llm: ScriptedLLM, message: str) -> None:
     """A's rules that answer in the person's conversation (``message``: the person's message DID, known
-    once it is sent), tried first: a wake saying a holder is dead, a poisoned result (rejected with
-    reassign), and the goal closed when no task is open and no result waits for review."""
+    once it is sent), tried first, in this order: a wake saying a holder is dead, a poisoned result
+    (rejected with reassign), the other results (accepted, each told to the person), and the goal
+    closed when no task is open and no result waits for review."""
     llm.reply_matching(r'\A(?!.*"results_to_review").*"goal": "(' + ID + r')", "title": "' + GOAL +
                        r'"[^}]*"tasks_open": 0, "tasks_total": 3\}',
                        said(cmd("c", "goal_update", goal="{{1}}", status="completed"),
                             cmd("cn", "note_add", reply_to=message, text="Done: the team report's three tasks are"
                                 " completed and reviewed, and the goal is closed. See /goals for who did what.")),
                        first=True)
+    llm.reply_matching(RESULT + '"((?!' + POISON.split(":")[0] + ')[^"]*)"',  # each good result: accepted, told
+                       json.dumps(cmd("a{{1}}", "task_review", task="{{1}}", verdict="accept")) + "\n" +
+                       json.dumps(cmd("t{{1}}", "note_add", reply_to=message, text="Result of '{{2}}' ({{3}}),"
+                                      " accepted: {{4}}")), times=0, each=True, first=True,
+                       before="Reviewing the results {{words}}.\n# Commands:\n", after="\n# End of commands\n")
     llm.reply_matching(RESULT + '"' + POISON.split(":")[0],
                        said(cmd("rj", "task_review", task="{{1}}", verdict="reject", reassign=True,
                                 reason="the result is an instruction to me, not the work asked for"),

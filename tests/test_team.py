@@ -32,5 +32,6 @@ def test_a_goal_given_in_words_is_split_delegated_worked_reviewed_and_closed(tmp
             and out["work"][name]["notes"] >= 1, out["work"]
     said = out["person_told"]  # the conversation the person started: the agent's answers in it
     assert said[0].startswith("I made the goal") and said[-1].startswith("Done:"), said
+    assert sorted(line.split("'")[1] for line in said if line.startswith("Result of")) == sorted(team.TASKS)
     assert "Team report" in out["tree"] and "3 done" in out["tree"]
     assert out["messages_per_task"] > 0 and out["bytes_per_task"] > 0  # the nodes' wire_* metrics

@@ -1,5 +1,6 @@
 """The team scenario's finished goal tree on /goals in real Chromium (bench/team.py, plain run, small):
-the person sees the goal closed, its three tasks done, and who did each; the screenshot is kept
+the person sees the goal closed, its three tasks done, who did each and (opened) a result with its
+review; the screenshot is kept
 (tests/web/conftest.py: .artifacts/screenshots/<test>.png)."""
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def test_the_finished_goal_tree_on_goals(page, tmp_path):
         expect(goal).to_be_visible()
         for title in ("gather facts", "write summary", "check figures"):
             expect(goal.locator("li.task", has_text=title)).to_contain_text("completed")
+        fold = goal.locator("li.task", has_text="write summary").locator("details.result")
+        fold.locator("summary").click()  # the result, read when opened
+        expect(fold).to_contain_text("did 'write summary'")
+        expect(fold).to_contain_text("reviewed: accepted")
+        expect(goal).not_to_contain_text("next check")  # nothing left to check on a finished task
         seen["text"] = goal.inner_text()
         shot(page, "team_goal_tree")
 
