@@ -35,6 +35,18 @@ class ScriptedLLM:
         self.triggers.append({"when": text, "answer": answer})
         _write(self.when, self.triggers)
 
+    def reply_matching(self, pattern: str, answer, *, times: int = 1, each: bool = False, before: str = "",
+                       after: str = "", when: str = "", first: bool = False) -> None:
+        """Give ``answer`` to a request whose messages ``pattern`` (a regex, DOTALL) matches, its
+        ``{{1}}``/``{{name}}`` filled from the match's groups and ``{{words}}`` with words new at each
+        request; ``each``: once per match, joined by newlines between ``before`` and ``after``;
+        ``times`` (0: without end); ``when``: a text the messages must also contain; ``first``: before
+        the rules already given (they are tried in order)."""
+        rule = {"match": pattern, "answer": answer, "times": times, "each": each, "before": before, "after": after,
+                "when": when}
+        self.triggers.insert(0, rule) if first else self.triggers.append(rule)
+        _write(self.when, self.triggers)
+
     def prompts(self) -> list[str]:
         """The text of each main prompt seen so far (all its messages joined), oldest first."""
         return ["\n".join(str(m.get("content", "")) for m in r["messages"]) for r in self.seen()]

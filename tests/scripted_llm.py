@@ -16,6 +16,14 @@ answers appended to SCRIPT.json are given next (after the one being repeated), a
 next scripted answer, to the first request whose messages contain TEXT (how a test answers what a
 person typed without knowing which tick will see it).
 
+An entry may read the prompt instead: ``{"match": REGEX, "answer": TEMPLATE}`` is given to a request
+whose messages the regular expression (DOTALL) matches, its ``{{1}}`` / ``{{name}}`` filled with the
+match's groups (how a scripted agent accepts the offer whose id it is shown). With ``"each": true``
+the template is filled once per match and the fills are joined by newlines between ``"before"`` and
+``"after"`` (one command per task shown). ``{{words}}`` becomes a dozen words that differ at every
+request (so the agent's answers never read as repetitions). ``"times"`` (default 1) is how often the
+entry may be given; 0: without end. ``"when"`` and ``"match"`` together: both must hold.
+
 A request with ``"stream": true`` is answered as the OpenAI servers stream (``text/event-stream``:
 one ``data:`` chunk of ``choices[0].delta.content`` a word, then ``data: [DONE]``), unless the last
 argument is ``json`` (a server that does not stream: one JSON body, always). An answer
@@ -41,18 +49,22 @@ def main() -> None:
     sent_path = sys.argv[4] if len(sys.argv) > 4 else None
     streams = (sys.argv[5] if len(sys.argv) > 5 else "stream") == "stream"
     served = {"n": 0}
-    used: set[int] = set()  # the WHEN.json entries already given
+    used: dict[int, int] = {}  # how often each WHEN.json entry was given
     lock = threading.Lock()
 
     def next_answer(request: dict):
-        """Under the lock: the first unused WHEN entry the request's text contains, else the
+        """Under the lock: the first WHEN entry not used up that the request's text fits, else the
         next scripted answer (the last one repeats until more are appended)."""
         if when_path and os.path.exists(when_path):
             prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages") or [])
             for i, entry in enumerate(_load(when_path)):
-                if i not in used and entry["when"] in prompt:
-                    used.add(i)
-                    return entry["answer"]
+                times = entry.get("times", 1)
+                if times and used.get(i, 0) >= times or entry.get("when", "") not in prompt:
+                    continue
+                answer = _filled(entry, prompt, served["n"] + sum(used.values()))
+                if answer is not None:
+                    used[i] = used.get(i, 0) + 1
+                    return answer
         script = _load(script_path)
         index = min(served["n"], len(script) - 1)
         served["n"] = index + 1
@@ -130,6 +142,36 @@ def main() -> None:
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     server.serve_forever()
+
+
+_WORDS = ("quorum lattice beacon ferry orchard lantern cobalt meadow signal harbor thistle vector basalt ember"
+          " willow canyon prism tundra falcon glacier mosaic saffron orbit kelp marble tidal").split()
+
+
+def _filled(entry: dict, prompt: str, n: int):
+    """The entry's answer for this prompt: its template filled from the regex's match (None when
+    it has a regex that does not match); any other answer as it is."""
+    answer = entry["answer"]
+    if "match" not in entry:
+        return answer
+    found = list(re.finditer(entry["match"], prompt, re.S))
+    if not found:
+        return None
+    if not isinstance(answer, str):
+        return answer
+    import random
+
+    words = " ".join(random.Random(n).sample(_WORDS, 12))
+
+    def fill(m: re.Match) -> str:
+        groups = {str(k): v for k, v in enumerate([m.group(0), *m.groups()])} | m.groupdict()
+        return re.sub(r"\{\{(\w+)\}\}", lambda g: words if g.group(1) == "words" else groups.get(g.group(1)) or "",
+                      answer)
+
+    if entry.get("each"):
+        return (re.sub(r"\{\{words\}\}", words, entry.get("before", "")) + "\n".join(fill(m) for m in found)
+                + entry.get("after", ""))
+    return fill(found[0])
 
 
 def _load(path: str) -> list:

@@ -8,7 +8,7 @@ import pytest
 
 from meshnode.net.liveness import Change, Liveness
 from meshnode.domain.notes import make_note, own_local
-from meshnode.engines.reactor import adapters, adapters_tasks
+from meshnode.engines.reactor import adapters, adapters_tasks, handled
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.base.config.reactor import ReactorConfig
 from meshnode.store import Database
@@ -185,6 +185,18 @@ def test_task_events_for_the_creator(db):
     (unheld,) = ev["task.unheld"]
     assert unheld.dedupe_key.startswith(f"task_unassigned:{s.lineage}:")
     assert by_type(scan(db, s.w.t)).get("task.due") is None  # B holds nothing now
+
+
+def test_a_dead_holder_is_signalled_when_seen_so_the_creator_s_own_versions_do_not_settle_it(db):
+    """The creator's node signed the versions of the task (the one assigning B on its acceptance): they
+    came before B died, so they answer nothing; the wake must reach the creator's agent (issue 37's team
+    scenario: it was settled unseen, "every event was handled before the run began")."""
+    s = _held_story(db)
+    me_a = ReactorConfig(self_id=A.did, local_agents=frozenset({A.did}))
+    seen = s.w.t + 60_000
+    (dead,) = by_type(adapters.scan(db, seen, me_a, self_did=A.did, liveness={B.did: "dead"}))["task.holder_dead"]
+    assert dead.at_ms == seen
+    assert handled.handled_keys(db, A.did, [dead], seen, self_did=A.did) == set()
 
 
 def test_person_confirmation_draft_held(db):

@@ -34,7 +34,7 @@ from meshnode.net import libp2p_fixes
 from meshnode.net.announce import jittered
 from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
-from meshnode.net.frames import FrameDecoder, FrameError, encode_frame
+from meshnode.net.frames import FrameDecoder, FrameError, encode_frame, sent
 from meshnode.net.heartbeat_pace import HeartbeatPace
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.peer_guard import PeerGuard, peer_id_object
@@ -126,7 +126,7 @@ class HeartbeatStreams:
         try:
             while self._connection_to(did, conn) is not None:
                 with trio.fail_after(WRITE_S):
-                    await stream.write(encode_frame(self._heartbeat_bytes()))
+                    await stream.write(sent(self.metrics, "heartbeat", encode_frame(self._heartbeat_bytes())))
                 self.metrics.inc("heartbeats_sent")
                 await trio.sleep(jittered(interval))
         except (trio.TooSlowError, Exception) as exc:  # the connection went, or the peer stopped reading

@@ -34,7 +34,7 @@ from meshnode.net.addresses import AddressGuard
 from meshnode.net.budget import CpuBudgets
 from meshnode.net.errors import NetError
 from meshnode.net.events import PeerEvents
-from meshnode.net.frames import encode_frame
+from meshnode.net.frames import encode_frame, sent
 from meshnode.net.paced_read import read_paced_frame
 from meshnode.net.peer_guard import PeerGuard, Refused, WorkFailed, remote_host
 from meshnode.net.retry_hints import RetryHints
@@ -107,7 +107,7 @@ class Exchange:
             with trio.fail_after(timeout):
                 stream = await self.gating.open_stream(did, exchange.PROTOCOL_ID)
                 try:
-                    await stream.write(encode_frame(exchange.encode_message(message)))
+                    await stream.write(sent(self.metrics, "exchange", encode_frame(exchange.encode_message(message))))
                     await stream.close()  # half-close: the response still arrives
                     frame = await read_varint_prefixed_bytes_limited(stream, limit)
                 except BaseException:
@@ -402,7 +402,7 @@ class Exchange:
         return refusal
 
     async def _respond(self, stream, message: dict) -> None:
-        await stream.write(encode_frame(exchange.encode_message(message)))
+        await stream.write(sent(self.metrics, "exchange", encode_frame(exchange.encode_message(message))))
         await stream.close()
 
     def _decode(self, raw: bytes) -> Container:

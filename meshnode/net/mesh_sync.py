@@ -41,7 +41,7 @@ from meshnode.net import libp2p_fixes
 from meshnode.net.addresses import AddressGuard
 from meshnode.net.errors import NetError
 from meshnode.net.events import MeshHooks, PeerEvents
-from meshnode.net.frames import encode_frame
+from meshnode.net.frames import encode_frame, sent
 from meshnode.net.libp2p_parts import Libp2pParts
 from meshnode.net.liveness import Liveness, LivenessTracker
 from meshnode.net.not_wanted import NotWanted
@@ -148,11 +148,11 @@ class SyncSessions:
         try:
             with trio.fail_after(SYNC_TIMEOUT):
                 for message in session.start():
-                    await stream.write(encode_frame(cbor.encode(message)))
+                    await stream.write(sent(self.metrics, "sync", encode_frame(cbor.encode(message))))
                 while not session.done:  # the responder's frames: no frame timeout (it may be busy)
                     frame = await read_varint_prefixed_bytes_limited(stream, MAX_SYNC_FRAME)
                     for message in await self._sync_step(did, None, session, frame, admit=False):
-                        await stream.write(encode_frame(cbor.encode(message)))
+                        await stream.write(sent(self.metrics, "sync", encode_frame(cbor.encode(message))))
             result = await self._settle(did, session, by_digest)
             with trio.move_on_after(SYNC_TIMEOUT):  # the responder closes once its transfers are done
                 await _until_closed(stream)
@@ -222,7 +222,7 @@ class SyncSessions:
                 while not session.done:
                     frame = await self._read_sync_frame(did, stream)
                     for message in await self._sync_step(did, host, session, frame):
-                        await stream.write(encode_frame(cbor.encode(message)))
+                        await stream.write(sent(self.metrics, "sync", encode_frame(cbor.encode(message))))
             try:
                 await self._settle(did, session, by_digest)
             finally:

@@ -73,8 +73,10 @@ def task_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
                due.replace("_", " "), None)
         elif due == "holder_dead" and created:
             holder = sorted(r["dead"])[0] if r["dead"] else "?"
+            # signalled when seen dead (now), not at the version's time: that version, or any update
+            # before the death, would read as the agent's answer and settle the wake unseen
             ev("task.holder_dead", f"task_holder_dead:{lin}:{holder}", Severity.P2, (TU,),
-               f"holder {holder[:60]} is dead", None)
+               f"holder {holder[:60]} is dead", now_ms)
     return out
 
 

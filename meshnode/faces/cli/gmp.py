@@ -134,7 +134,7 @@ def _due_text(tree: dict, t: dict, verbose: bool) -> str:
         parts.append("goal closed")
     elif t["assigned_to"] and t["status"] not in ("completed", "failed", "abandoned") and t.get("next_check_ms"):
         parts.append(f"check {_clock(t['next_check_ms'])}")
-    if offers and state != "fork":
+    if offers and state != "fork" and t["status"] not in ("completed", "failed", "abandoned"):
         parts.append(f"offer open to {', '.join(offers)}")
     return ", ".join(parts[:1]) + ("  " + ", ".join(parts[1:]) if parts[1:] else "")
 

@@ -15,7 +15,9 @@ RESULT_DAYS = 30  # a result not reviewed within this leaves the prompt (task_re
 
 def offers_to(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[dict]:
     """Unexpired counted offers naming ``me`` that it has neither accepted nor refused and nobody
-    took: its node's delivery receipt is no answer (it signs one on arrival, gmp.md 6.1)."""
+    took: its node's delivery receipt is no answer (it signs one on arrival, gmp.md 6.1). An offer
+    of a task that is held (through another offer of it: a creator's node and its agent may both
+    offer a task taken back) or finished is no longer waiting either."""
     with sql_errors("reading the offers waiting for an answer"):
         return rows(db.conn.execute(
             "SELECT e.lineage, e.did AS offer, e.signer AS offered_by, e.expires_ms, e.timestamp_ms, t.name AS title,"
@@ -28,6 +30,7 @@ def offers_to(db: Database, me: str, now_ms: int, limit: int = LIMIT) -> list[di
             "   AND a.signer = ? AND a.kind IN ('acceptance', 'refusal'))"
             " AND NOT EXISTS (SELECT 1 FROM gmp_entries a INDEXED BY gmp_entries_by_offer JOIN container_links l ON"
             "   l.target_did = a.did AND l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
+            f" AND (t.lineage IS NULL OR t.{_NOT_DONE} AND coalesce(json_array_length(t.assigned_to), 0) = 0)"
             " ORDER BY e.expires_ms LIMIT ?", (now_ms, me, me, limit)))
 
 

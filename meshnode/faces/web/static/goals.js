@@ -30,10 +30,31 @@ newBody.append(form([
   { name: "priority", label: "priority (0-1)", type: "number", step: "0.1" },
 ], "Create goal", async (v) => { await post("/api/goals", v); await load(); }, { cls: "goal-form" }));
 
+const FINISHED = ["completed", "failed", "abandoned"];
+
 function dueMark(task, due) {
   const d = due.get(task.lineage);
-  if (!d) return task.next_check_ms ? el("span", { class: "muted" }, "· next check ", time(task.next_check_ms)) : null;
+  if (!d) return task.next_check_ms && !FINISHED.includes(task.status)
+    ? el("span", { class: "muted" }, "· next check ", time(task.next_check_ms)) : null;
   return el("span", { class: "overdue", text: `${d.state || d.due || "due"}` });
+}
+
+// A finished task's result: the summary its holder wrote, who finished it and when, and the creator's
+// review (GET /api/tasks/{id}), read when the person opens it.
+function resultFold(t) {
+  if (t.status !== "completed" && t.status !== "failed") return null;
+  const body = el("div", { class: "result-body" });
+  const fold = el("details", { class: "result" }, el("summary", { text: "result" }), body);
+  fold.addEventListener("toggle", async () => {
+    if (!fold.open || body.dataset.read) return;
+    body.dataset.read = "1";
+    const shown = await get(`/api/tasks/${encodeURIComponent(t.lineage)}`);
+    const r = shown.result || {};
+    const review = shown.review ? `reviewed: ${shown.review.verdict}` : "not reviewed yet";
+    clear(body, el("p", { class: "summary", text: r.summary || "(no summary)" }),
+      el("p", { class: "muted" }, "by ", who((shown.names || {})[r.by] || r.by, r.by), " · ", time(r.at_ms), ` · ${review}`));
+  });
+  return fold;
 }
 
 function taskNode(t, children, due) {
@@ -54,6 +75,7 @@ function taskNode(t, children, due) {
     el("span", { class: `badge status-${t.status}`, text: t.status }), " ", progress, " ",
     el("span", { class: "muted" }, ...(holders.length ? ["held by ", ...holders.flatMap((h, i) => (i ? [", ", h] : [h]))] : ["nobody holds it"])), " ", dueMark(t, due),
     t.html ? rendered(t.html, t.description, "description md") : null,
+    resultFold(t),
     el("div", { class: "actions" }, progressForm, statusForm,
       button("Done", async () => { await post(`/api/tasks/${encodeURIComponent(t.lineage)}/done`, {}); await load(); }, { cls: "done" }),
       (t.assigned_to || []).includes(me)
