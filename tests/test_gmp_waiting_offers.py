@@ -6,7 +6,7 @@ refused with "you hold this task already", so the task was never worked on)."""
 from __future__ import annotations
 
 from meshnode.engines.cognition import contexts
-from meshnode.records.gmp import service
+from meshnode.records.gmp import reads, service
 from test_cognition_gmp import A, B, T, copy_all, dbs, run  # noqa: F401 (dbs: the fixture)
 
 
@@ -26,6 +26,8 @@ def test_a_second_offer_of_a_task_already_held_no_longer_waits(dbs):
     waiting = contexts.waiting(b, B.did, T + 6)
     assert [t["task"] for t in waiting["tasks_you_hold"]] == [task["task"]]
     assert "offers_to_answer" not in waiting  # the second offer is moot: B holds the task
+    lineage = reads.resolve(a, task["task"], "task")
+    assert reads.open_offers(a, [lineage], T + 6) == {}  # nor open in the creator's tree (goal show, task due)
 
 
 def test_goal_show_names_no_open_offer_on_a_finished_task():

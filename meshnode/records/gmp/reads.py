@@ -254,7 +254,9 @@ def task_list(db: Database, *, goal: str | None = None, me: str | None = None, s
 
 def open_offers(db: Database, lineages: list[str], now_ms: int) -> dict[str, list[dict]]:
     """Open offers per task lineage: counted, unexpired, not yet taken (no task version cites an
-    acceptance of it), with the candidates that have not refused it (none left: closed)."""
+    acceptance of it), of a task not held or finished here (a creator's node and its agent may
+    both offer a task taken back: once one offer is taken the other is moot), with the candidates
+    that have not refused it (none left: closed)."""
     if not lineages:
         return {}
     out: dict[str, list[dict]] = {}
@@ -264,7 +266,9 @@ def open_offers(db: Database, lineages: list[str], now_ms: int) -> dict[str, lis
             "SELECT e.lineage, e.did, e.candidates, e.expires_ms, e.timestamp_ms FROM gmp_entries e WHERE e.kind ="
             f" 'delegation' AND e.counted = 1 AND e.expires_ms > ? AND e.lineage IN ({','.join('?' * len(part))})"
             " AND NOT EXISTS (SELECT 1 FROM gmp_entries a JOIN container_links l ON l.target_did = a.did AND"
-            " l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')", (now_ms, *part)).fetchall()
+            " l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
+            f" AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.lineage = e.lineage AND NOT (t.{_NOT_DONE}"
+            " AND coalesce(json_array_length(t.assigned_to), 0) = 0))", (now_ms, *part)).fetchall()
         refused: dict[str, set[str]] = {}
         dids = [r[1] for r in found]
         for j in range(0, len(dids), 500):
