@@ -500,3 +500,23 @@ def test_a_holder_that_completed_while_being_reassigned_keeps_its_completion_and
     assert (B.did, "completed") in [(h["assignee"], h["ended"]) for h in shown["holders"]]
     for who in (B, C):  # the holder finished and the one removed both learn it at once
         assert {join.did, rollback.did} <= {d for p in joined["push"] if p["to"] == who.did for d in p["dids"]}
+
+
+def test_a_validator_finds_no_delegation_value_valid_for_a_nomination_that_does_not_count(nodes):
+    """gmp.md 6.3 step 3: anyone may publish a nomination (admitted, not counted); a value binding one
+    signed by a stranger would let the stranger, or a validator for itself, be given the task by the
+    creator's own node. Only a counted nomination (the goal's creator or a participant) is valid."""
+    from meshnode.base.container import format_ms
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.records.gmp.delegate import value_holds
+
+    a = nodes[A.did]
+    goal = service.goal_add(a, A, T, title="Choose by committee", participants=[C.did])
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="committee", rule="meshconsensus")
+    own = build.entry(B, "delegation", {"task_version": task["did"], "candidates": [B.did], "selection":
+                                        "meshconsensus", "nomination": True, "expires_at": format_ms(T + DAY)},
+                      now_ms=T + 2, about=task["lineage"])  # B, no participant, nominates itself
+    assert a.put_container(own, received_at_ms=T + 2)
+    assert not value_holds(a, delegation_value(task["lineage"], task["did"], own.did))
+    counted = service.task_nominate(a, C, T + 3, task=task["lineage"], candidate=B.did)  # a participant's
+    assert value_holds(a, delegation_value(task["lineage"], task["did"], counted["did"]))

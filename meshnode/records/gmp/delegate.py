@@ -22,7 +22,7 @@ import logging
 from meshnode.base.container import format_ms
 from meshnode.domain.consensus.cogvote import ConsensusError, Rule
 from meshnode.domain.consensus.result import read_claim
-from meshnode.domain.gmp import build, contest, rules
+from meshnode.domain.gmp import build, contest, rules, view
 from meshnode.records.consensus import publish_result, tally_stored
 from meshnode.records.gmp.publish import Push, publish, push_task_version
 from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, shown, task_row
@@ -154,7 +154,9 @@ def mesh_requests(db, now_ms: int, limit: int = MAX_TASKS) -> list[bytes]:
 
 def value_holds(db, value: bytes) -> bool | None:
     """A validator's rule for a gmp_delegation value: True when this node holds the nomination and the
-    version and the nomination is about that task version; False otherwise; None: not such a value.
+    version, the nomination is about that task version and counts (signed by the goal's creator or a
+    participant: anyone may publish a nomination, and one that does not count must not let a
+    stranger, or a validator for itself, bind the task); False otherwise; None: not such a value.
     Raises ``contest.BadValue`` for a value of the kind that is not well formed."""
     parsed = contest.parse_delegation_value(value)
     if parsed is None:
@@ -164,7 +166,7 @@ def value_holds(db, value: bytes) -> bool | None:
     return bool(n is not None and v is not None and v.cls == "task" and h.root(v.did) == parsed["task"]
                 and n.cls == "workflow_entry" and n.payload.get("entry_type") == "delegation"
                 and n.payload.get("nomination") is True and n.payload.get("task_version") == v.did
-                and (n.related.get("in_reply_to") or [None])[0] == parsed["task"])
+                and (n.related.get("in_reply_to") or [None])[0] == parsed["task"] and view.counts(n, h)[0])
 
 
 def mesh_choices(db, me: str, now_ms: int) -> list[dict]:
