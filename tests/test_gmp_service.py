@@ -520,3 +520,18 @@ def test_a_validator_finds_no_delegation_value_valid_for_a_nomination_that_does_
     assert not value_holds(a, delegation_value(task["lineage"], task["did"], own.did))
     counted = service.task_nominate(a, C, T + 3, task=task["lineage"], candidate=B.did)  # a participant's
     assert value_holds(a, delegation_value(task["lineage"], task["did"], counted["did"]))
+
+
+def test_the_rollback_of_a_join_contradicts_the_reassignment_not_an_edit_made_before_it(nodes):
+    """gmp.md section 5: the creator edits the title while B holds the task (B never sees the edit),
+    then takes it back; B's completion is kept by the join, which keeps the new title too. The
+    rollback undoes the reassignment only: the edit before it is not contradicted."""
+    a, b = nodes[A.did], nodes[B.did]
+    lineage = _held_by_b(nodes, "survey", T)["lineage"]
+    edit = service.task_update(a, A, T + 10, task=lineage, title="survey the north side")
+    taken = service.reassign_stale(a, A, T + 20, liveness={B.did: ("dead", T)}, dead_grace_ms=1)
+    done = service.task_done(b, B, T + 24, task=lineage, summary="surveyed")
+    carry(nodes, b, done, only=A.did)
+    join, rollback = (load_stored(a.conn, d) for d in service.on_admitted(a, A, T + 25, [done["did"]])["published"])
+    assert (join.payload["title"], join.payload["assigned_to"]) == ("survey the north side", [B.did])
+    assert rollback.related["contradicts"] == [taken["reassigned"][0]["did"]], edit["did"]
