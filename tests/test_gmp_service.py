@@ -535,3 +535,26 @@ def test_the_rollback_of_a_join_contradicts_the_reassignment_not_an_edit_made_be
     join, rollback = (load_stored(a.conn, d) for d in service.on_admitted(a, A, T + 25, [done["did"]])["published"])
     assert (join.payload["title"], join.payload["assigned_to"]) == ("survey the north side", [B.did])
     assert rollback.related["contradicts"] == [taken["reassigned"][0]["did"]], edit["did"]
+
+
+def test_a_task_versions_first_delegation_decision_is_found_by_index_not_by_reading_every_decision(nodes):
+    """The GMP check looks up the first decision of each unheld meshconsensus task version (and
+    admission does for each assignment): with every decided value read each time, a check over 32
+    tasks took seconds once 100 000 values were decided. The lookup searches an index."""
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.records.gmp.store_admission import first_gmp_delegation
+    from meshnode.store import decisions
+
+    a = nodes[A.did]
+    value = delegation_value("did:t:1", "did:v:1", "did:n:1")
+    for height, values in enumerate(([b"other", b'{"kind":"gmp_delegation"\xff'], [value], [value[:-1] + b" }"])):
+        decisions.save_decision(a, "e1-c", height, values, 0, [], T)
+    statements: list[str] = []
+    a.conn.set_trace_callback(statements.append)
+    try:
+        assert first_gmp_delegation(a.conn, "did:t:1", "did:v:1") == ("e1-c", 1, 0, "did:n:1")
+    finally:
+        a.conn.set_trace_callback(None)
+    [lookup] = [s for s in statements if "consensus_decisions" in s]
+    plan = " ".join(str(r[3]) for r in a.conn.execute("EXPLAIN QUERY PLAN " + lookup))
+    assert "USING INDEX consensus_decisions_gmp_delegation" in plan, plan
