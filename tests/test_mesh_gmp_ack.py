@@ -82,3 +82,32 @@ def test_meshnode_send_tells_a_container_held_aside_from_one_already_there(monke
     out = capsys.readouterr().out.splitlines()
     assert out == ["already there did:hmp:container:old",
                    "held aside did:hmp:container:waits (it names containers the peer lacks; the peer fetches them)"]
+
+
+def test_a_container_not_kept_aside_because_its_author_has_too_many_pending_is_acked_busy(tmp_path, monkeypatch):
+    """The ack says ``pending`` only for a container held aside: one the pending set had no room for
+    (its author, its sender or the whole set at the limit) is not kept, and is told as busy (push it
+    again later), not as held aside for the peer to fetch what it names."""
+    from meshnode.records.gmp import store_admission
+
+    monkeypatch.setattr(store_admission, "MAX_PER_AUTHOR", 1)
+
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        async with store:
+            author = NodeKey.generate()
+            goal = build.goal(author, {"title": "g", "status": "active", "audience": "participants"},
+                              now_ms=now_ms())
+            kept, dropped = (build.entry(author, "reflection", {}, now_ms=now_ms() + i, about=goal.did, summary="why")
+                             for i in (1, 2))
+            answers = []
+            for c in (kept, dropped):
+                stream = FakeStream(push_frame([c.to_bytes()]), peer(author))
+                await mesh.exchange.serve(stream)
+                answers.append(exchange.check_response(stream.answer(), "ack"))
+            assert answers[0]["pending"] == [kept.did]
+            waiting = await store.read(lambda db: [r[0] for r in db.conn.execute("SELECT did FROM gmp_pending")])
+            assert waiting == [kept.did]
+            assert (answers[1]["pending"], [r["code"] for r in answers[1]["rejected"]]) == ([], ["busy"]), answers[1]
+
+    trio.run(main)
