@@ -22,10 +22,10 @@ import logging
 from meshnode.base.container import format_ms
 from meshnode.domain.consensus.cogvote import ConsensusError, Rule
 from meshnode.domain.consensus.result import read_claim
-from meshnode.domain.gmp import build, contest, rules, view
+from meshnode.domain.gmp import contest, rules, view
 from meshnode.records.consensus import publish_result, tally_stored
-from meshnode.records.gmp.publish import Push, publish, push_task_version
-from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, shown, task_row
+from meshnode.records.gmp.publish import Push, publish_task_version, push_task_version
+from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, task_row
 from meshnode.records.gmp.store_admission import DbHeld, first_gmp_delegation
 from meshnode.records.reactor import person_lines
 from meshnode.store.database import sql_errors
@@ -250,14 +250,9 @@ def take_over(db, key, now_ms: int, limit: int = MAX_TASKS) -> dict:
 def _takeover(db, key, now_ms: int, row: dict, goal_version: str):
     """The takeover version: the shown one without holders or next check, ``pending``, citing in
     ``see_also`` the goal version that lists this node as participant."""
-    head = shown(db, row)
-    payload = {k: v for k, v in head.payload.items() if k not in ("assigned_to", "next_check_at")}
-    payload.update(status="pending", reason="reassigned_overdue")
-    reply = list(head.related.get("in_reply_to") or [])
-    c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
-                   depends_on=tuple(head.related.get("depends_on") or ()), see_also=(goal_version,),
-                   previous=(head.did,), tags=tuple(head.head.get("tags") or ()))
-    return publish(db, c, now_ms), row
+    return publish_task_version(db, key, now_ms, row, {"assigned_to": None, "next_check_at": None,
+                                                       "status": "pending", "reason": "reassigned_overdue"},
+                                see_also=(goal_version,))
 
 
 def _tell_person(db, me: str, now_ms: int, lineage: str, title: str, removed: list[str], version: str) -> None:
