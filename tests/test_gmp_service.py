@@ -558,3 +558,16 @@ def test_a_task_versions_first_delegation_decision_is_found_by_index_not_by_read
     [lookup] = [s for s in statements if "consensus_decisions" in s]
     plan = " ".join(str(r[3]) for r in a.conn.execute("EXPLAIN QUERY PLAN " + lookup))
     assert "USING INDEX consensus_decisions_gmp_delegation" in plan, plan
+
+
+def test_the_newest_assignments_without_a_receipt_are_listed_first_to_be_pushed_again(nodes):
+    """gmp.md 6.1 step 5: a version assigning someone is pushed again, twice, while no receipt for
+    it came back. Those pushed twice already stay unreceipted (listed) while the holding lasts:
+    oldest first, they took every place of the bounded list and a new assignment was never retried."""
+    from meshnode.net.mesh_gmp_queries import unreceipted_assignments
+
+    a = nodes[A.did]
+    old, new = (_held_by_b(nodes, title, T + i * 100) for i, title in enumerate(("first", "second")))
+    [shown] = a.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (new["lineage"],)).fetchone()
+    assert unreceipted_assignments(a, A.did, T + HOUR, limit=1) == [(shown, B.did, new["lineage"])]
+    assert len(unreceipted_assignments(a, A.did, T + HOUR)) == 2

@@ -107,10 +107,12 @@ def receipts_made(db: Database, me: str, dids: list[str]) -> list[tuple[str, str
     return [(r, to) for r, to in rows]
 
 
-def unreceipted_assignments(db: Database, me: str, older_than_ms: int) -> list[tuple[str, str, str]]:
+def unreceipted_assignments(db: Database, me: str, older_than_ms: int, limit: int = 64) -> list[tuple[str, str, str]]:
     """(version DID, assignee DID, task lineage) of the holdings this node's versions began (sent
     before ``older_than_ms``) of tasks still open, with no receipt from the assignee for that version:
-    the push assigning it may have been lost (gmp.md 6.1 step 5)."""
+    the push assigning it may have been lost (gmp.md 6.1 step 5). Newest first: those pushed again
+    twice already stay listed while the holding lasts, and oldest first they would take every place
+    and leave a newer assignment never pushed again."""
     with sql_errors("listing assignments without a receipt"):
         rows = db.conn.execute(
             "SELECT h.from_version, h.assignee, h.lineage FROM task_holders h JOIN tasks t ON t.lineage = h.lineage"
@@ -118,7 +120,7 @@ def unreceipted_assignments(db: Database, me: str, older_than_ms: int) -> list[t
             " AND h.to_version IS NULL AND h.since_ms <= :older AND t.status NOT IN ('completed', 'failed', 'abandoned')"
             " AND NOT EXISTS (SELECT 1 FROM gmp_entries r WHERE r.kind = 'receipt' AND r.signer = h.assignee"
             "                 AND r.offer = h.from_version)"
-            " ORDER BY h.since_ms LIMIT 64", {"me": me, "older": older_than_ms}).fetchall()
+            " ORDER BY h.since_ms DESC LIMIT :limit", {"me": me, "older": older_than_ms, "limit": limit}).fetchall()
     return [(v, who, lineage) for v, who, lineage in rows]
 
 
