@@ -404,6 +404,12 @@ def test_a_steward_takes_an_overdue_task_over_at_its_rank_time_and_tells_its_per
     [line] = person_lines.unread(c, 10)
     assert line["event_type"] == "gmp.takeover" and "watched" in line["summary"]
     assert service.take_over(c, C, overdue + 200_000)["taken"] == []  # taken once
+    # the steward offers it again by itself, its creator's node does not as well (A, back, holding the
+    # takeover but not yet the steward's offer, offered it too: two acceptors got it)
+    from meshnode.net.mesh_gmp_queries import taken_back
+
+    assert [t for t, _ in taken_back(c, C.did, overdue + 200_000, 10)] == [task["lineage"]]
+    assert taken_back(a, A.did, overdue + 200_000, 10) == []
 
 
 def test_cogconsensus_picks_the_best_approved_nomination_once_the_vote_is_over(nodes):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from meshnode.records.gmp.reads import OFFERS_BY_ITSELF
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.trust import trust_scores
 from meshnode.domain.sync.versions import DEFAULT_TRUST
@@ -147,16 +148,16 @@ def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
 
 def taken_back(db: Database, me: str, now_ms: int, limit: int) -> list[tuple[str, list[str]]]:
     """(task lineage, holders it was taken from) of the tasks this node took back (a ``reassigned_*``
-    version is shown: its own task, or one it took over as a steward), unheld, with no offer since:
+    version is shown: its own task, or one it took over as a steward; a task of its own that a steward
+    took over is the steward's to offer, ``OFFERS_BY_ITSELF``), unheld, with no offer since:
     to be offered again. Contested tasks are left out: a decision offers them (``gmp.delegate``).
     Read from the views, so a restart between taking a task back and offering it loses nothing."""
     with sql_errors("listing tasks taken back"):
         rows = db.conn.execute(
-            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE (t.creator_did = ? OR (t.author_did = ? AND"
-            " t.reason = 'reassigned_overdue')) AND t.status = 'pending'"
+            f"SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE {OFFERS_BY_ITSELF} AND t.status = 'pending'"
             " AND t.reason IN ('reassigned_dead', 'reassigned_overdue') AND COALESCE(t.delegation_rule, 'creator')"
             " = 'creator' AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
-            " ORDER BY t.timestamp_ms LIMIT ?", (me, me, limit * 4)).fetchall()
+            " ORDER BY t.timestamp_ms LIMIT ?", (me, limit * 4)).fetchall()
         out = []
         for lineage, _ in rows:
             if open_offer_for(db, lineage, now_ms):

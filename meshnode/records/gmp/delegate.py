@@ -25,7 +25,7 @@ from meshnode.domain.consensus.result import read_claim
 from meshnode.domain.gmp import contest, rules, view
 from meshnode.records.consensus import publish_result, tally_stored
 from meshnode.records.gmp.publish import Push, publish_task_version, push_task_version
-from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, task_row
+from meshnode.records.gmp.reads import OFFERS_BY_ITSELF, GmpError, goal_row, held, open_offers, task_row
 from meshnode.records.gmp.store_admission import DbHeld, first_gmp_delegation
 from meshnode.records.reactor import person_lines
 from meshnode.store.database import sql_errors
@@ -37,14 +37,13 @@ MAX_NOMINATIONS = 64  # nominations tallied per task
 
 
 def _delegated(db, me: str, rule: str, now_ms: int) -> list[dict]:
-    """Task rows under ``rule`` that ``me`` delegates (creator, or steward whose takeover is shown),
-    unheld, open, with no offer still open."""
+    """Task rows under ``rule`` that ``me`` offers by itself (``OFFERS_BY_ITSELF``: the steward whose
+    takeover is shown, else the creator), unheld, open, with no offer still open."""
     with sql_errors("listing contested tasks"):
         lineages = [r[0] for r in db.conn.execute(
-            "SELECT lineage FROM tasks WHERE lineage IS NOT NULL AND delegation_rule = ? AND status NOT IN"
-            " ('completed', 'failed', 'abandoned') AND (creator_did = ? OR (author_did = ? AND reason ="
-            " 'reassigned_overdue')) AND (assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(assigned_to)))"
-            " ORDER BY timestamp_ms LIMIT ?", (rule, me, me, MAX_TASKS * 4))]
+            "SELECT t.lineage FROM tasks t WHERE t.lineage IS NOT NULL AND t.delegation_rule = ? AND t.status NOT IN"
+            f" ('completed', 'failed', 'abandoned') AND {OFFERS_BY_ITSELF} AND (t.assigned_to IS NULL OR NOT EXISTS"
+            " (SELECT 1 FROM json_each(t.assigned_to))) ORDER BY t.timestamp_ms LIMIT ?", (rule, me, MAX_TASKS * 4))]
     open_ = open_offers(db, lineages, now_ms)
     return [task_row(db, lin) for lin in lineages if lin not in open_][:MAX_TASKS]
 
