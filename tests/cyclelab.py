@@ -27,10 +27,11 @@ def answer_with(i: int, *commands: dict) -> str:
 
 @asynccontextmanager
 async def running_cycle(tmp_path, answers: list | None, *, validators: dict[str, list] | None = None,
-                        prepare: Callable | None = None, **cycle_kw):
+                        prepare: Callable | None = None, key: NodeKey | None = None, **cycle_kw):
     """A Cycle thinking with a scripted LLM (``answers``; None: no LLM, core outage), running in a
     nursery: yields ``(cycle, store, llm)``. ``validators``: scripted validator LLMs by name;
-    ``prepare(db)``: a write before the cycle starts; ``cycle_kw``: the Cycle's (``pause_s`` ...)."""
+    ``prepare(db)``: a write before the cycle starts; ``key``: the node's (a new one if None);
+    ``cycle_kw``: the Cycle's (``pause_s`` ...)."""
     llm = ScriptedLLM(tmp_path, "main", answers) if answers is not None else None
     judges = [ScriptedLLM(tmp_path, name, verdicts) for name, verdicts in (validators or {}).items()]
     store = await Store.open(tmp_path / "mind.db")
@@ -41,7 +42,7 @@ async def running_cycle(tmp_path, answers: list | None, *, validators: dict[str,
             await store.write(registry.add, Endpoint(judge.script.stem, judge.url, "scripted", validator=True))
         if prepare is not None:
             await store.write(prepare)
-        cycle = Cycle(store, NodeKey.generate(), now_ms, **cycle_kw)
+        cycle = Cycle(store, key or NodeKey.generate(), now_ms, **cycle_kw)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(cycle.run)
             yield cycle, store, llm

@@ -86,3 +86,30 @@ def test_closed_pipes_and_peer_text_are_safe(run_cli, home, fake_user_home):
         assert "Traceback" not in closed.stderr and closed.returncode in (0, 141), closed.stderr
         first_line_only = run_into_closed_pipe(["--home", home, *args], fake_user_home, read_lines=1)
         assert "Traceback" not in first_line_only.stderr, first_line_only.stderr
+
+
+def test_task_show_gives_the_result_and_task_review_settles_it(run_cli, home):
+    """The result of a finished task (its holder's summary) is in the plain ``task show``, not only
+    in ``--json``; ``task review`` accepts it, or rejects it with a reason, which reopens the task."""
+    goal = ok(run_cli("--home", home, "goal", "add", "Ship the bridge")).strip()
+    task = ok(run_cli("--home", home, "task", "add", goal, "load test")).strip()
+    me = json.loads(ok(run_cli("--home", home, "status", "--json")))["did"]
+    ok(run_cli("--home", home, "task", "assign", short(task), "--to", me))
+    ok(run_cli("--home", home, "task", "done", short(task), "--summary", "the span holds 40 t\nno cracks"))
+    show = ok(run_cli("--home", home, "task", "show", short(task)))
+    assert "result:    completed by test" in show and "  the span holds 40 t\n  no cracks" in show
+    assert "review:    not reviewed" in show
+    shown = json.loads(ok(run_cli("--home", home, "task", "show", short(task), "--json")))
+    assert shown["result"]["summary"] == "the span holds 40 t\nno cracks" and shown["review"] is None
+    assert "needs a reason" in one_error_line(run_cli("--home", home, "task", "review", short(task), "reject"))
+    assert ok(run_cli("--home", home, "task", "review", short(task), "accept")).strip() == "accepted"
+    assert "review:    accepted" in ok(run_cli("--home", home, "task", "show", short(task)))
+
+    again = ok(run_cli("--home", home, "task", "add", goal, "paint it")).strip()
+    ok(run_cli("--home", home, "task", "assign", short(again), "--to", me))
+    ok(run_cli("--home", home, "task", "done", short(again), "--summary", "painted"))
+    rejected = json.loads(ok(run_cli("--home", home, "task", "review", short(again), "reject", "--reason",
+                                     "the wrong colour", "--json")))
+    assert rejected["verdict"] == "rejected" and rejected["status"] == "pending" and rejected["holders"] == [me]
+    show = ok(run_cli("--home", home, "task", "show", short(again)))
+    assert "[pending]" in show and "notes:     result rejected: the wrong colour" in show

@@ -270,7 +270,7 @@ def test_ratings_are_listed_and_withdrawn(db):
 
 def test_goals_and_tasks_are_read_changed_and_deleted(db):
     shared = ok(db, "goal_add", {"title": "ship"})  # a goal the agent makes is signed (GMP)
-    assert ok(db, "goal_read", {"id": 1})["tasks"] == []
+    assert ok(db, "goal_read", {"goal": 1})["tasks"] == []
     ok(db, "goal_update", {"id": 1, "title": "ship it", "status": "paused", "priority": "high"})
     assert rows(db, "SELECT name, status, priority, lineage FROM goals") == [("ship it", "paused", 0.75,
                                                                              shared["lineage"])]
@@ -288,9 +288,10 @@ def test_goals_and_tasks_are_read_changed_and_deleted(db):
     assert task["task"] == task["lineage"].removeprefix("did:hmp:container:uEi")[:10]
     assert "names no goal" in refused(db, "task_add", {"title": "orphan", "goal": "nosuchgoal"})
     lt = ok(db, "task_add", {"title": "local one", "priority": 0.9})["id"]
-    assert ok(db, "goal_read", {"id": 1})["tasks"] == [{"id": 1, "name": "write", "status": "pending",
-                                                        "priority": 0.5}]
-    local = ok(db, "task_read", {"id": lt})
+    read = ok(db, "goal_read", {"goal": 1})  # a shared goal reads as GMP shows it, by row number too
+    assert [(t["task"], t["title"], t["status"]) for t in read["tasks"]] == [(task["task"], "write", "pending")]
+    assert ok(db, "goal_read", {"goal": shared["lineage"]}) == read
+    local = ok(db, "task_read", {"task": lt})
     assert (local["goal_id"], local["status"]) == (None, "pending")
     assert "shared" in refused(db, "task_delete", {"id": 1})
     with db.transaction() as conn:
@@ -298,11 +299,11 @@ def test_goals_and_tasks_are_read_changed_and_deleted(db):
         conn.execute("INSERT INTO tasks (name, goal_id) VALUES ('under local', ?)", (lg,))
         conn.execute("INSERT INTO llm_recent_responses (role, content, task_id) VALUES ('assistant', 'hi', ?)", (lt,))
     assert ok(db, "goal_delete", {"id": lg}) == {"deleted": lg, "tasks_detached": 1}
-    assert refused(db, "goal_read", {"id": lg}) == f"no goal {lg}"
+    assert refused(db, "goal_read", {"goal": lg}) == f"no goal {lg}"
     assert rows(db, "SELECT * FROM goal_links") == []
     assert ok(db, "task_delete", {"id": lt}) == {"deleted": lt}
     assert rows(db, "SELECT task_id FROM llm_recent_responses") == [(None,)]
-    assert refused(db, "task_read", {"id": lt}) == f"no task {lt}"
+    assert refused(db, "task_read", {"task": lt}) == f"no task {lt}"
     running = ok(db, "llm_task", {"task_description": "look around", "mode": "read_only_loop"})["task_id"]
     assert "running auxiliary loop" in refused(db, "task_delete", {"id": running})
     assert running in [r[0] for r in rows(db, "SELECT id FROM tasks")]

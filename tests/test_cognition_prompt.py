@@ -41,8 +41,9 @@ def test_the_llm_is_told_every_command_with_its_arguments_and_gets_details_on_re
             line = next((x for x in catalogue.splitlines() if x.startswith(f"{name}(")), None)
             assert line is not None, f"{name} is not shown to the LLM"
             assert all(f"{arg}{'' if req else '?'}:" in line for arg, (_, req) in command_type(name).schema.fields.items())
-        assert ("task_add(title:str, goal?:str, description?:str, parent?:str, deadline_ms?:int, check_every_s?:int,"
-                " priority?:0..1, tags?:[str])") in catalogue
+        assert ("task_add(title:str, goal?:str, description?:str, parent?:str, depends?:[str], deadline_ms?:int,"
+                " check_every_s?:int, grace_s?:int, rule?:creator|cogconsensus|meshconsensus, priority?:0..1,"
+                " tags?:[str])") in catalogue
         # the tool definitions carry the same argument schemas
         tools = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
         assert sorted(tools) == command_names()

@@ -50,7 +50,7 @@ async def logged(cycle: Cycle, cmd_id: str, name: str | None = None) -> dict | N
 
 
 def test_an_idle_cycle_wakes_for_a_job_sees_the_focus_and_returns_the_report_then_idles_again(tmp_path):
-    report = {"processed_messages": [412, "nb1ab"], "task_updates": ["lin-7"], "outgoing_messages": [418],
+    report = {"processed_messages": [412, "nb1ab"], "task_updates": [], "outgoing_messages": [418],
               "blocked": False, "needs_human": True, "next_check_at": "2026-12-02T12:00:00Z"}
 
     async def main():

@@ -21,11 +21,12 @@ from webharness import agent_node
 
 TOOLS = {"notes", "note_read", "note_add", "diary", "diary_add", "concepts", "concept_add", "links", "link_add",
          "goal_list", "goal_show", "goal_add", "goal_cancel", "task_list", "task_show", "task_add", "task_update",
+         "task_review",
          "ask_agent", "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation",
          "names", "name_set", "name_unset"}
 READ_ONLY = {"notes", "diary", "concepts", "links", "goal_list", "goal_show", "task_list", "task_show",
              "chat_thread", "status", "peers", "formation", "find_peer", "find_by_interest", "reputation", "names"}
-DESTRUCTIVE = {"goal_cancel", "task_update", "name_set", "name_unset"}  # a petname set replaces the old one
+DESTRUCTIVE = {"goal_cancel", "task_update", "task_review", "name_set", "name_unset"}  # a petname set replaces the old one
 QUESTION = "what is 2+2? (mcp-okapi)"
 
 
@@ -79,6 +80,7 @@ async def test_stdio_tools_act_on_the_running_node(web, tmp_path):
         assert task in json.dumps(await result(s, "goal_show", goal=goal))
         assert task in [t["lineage"] for t in await result(s, "task_list", goal=goal)]
         assert (await result(s, "task_show", task=task))["lineage"] == task
+        assert "not_finished" in await refusal(s, "task_review", task=task, verdict="accept")  # nothing to review yet
         assert (await result(s, "goal_show", goal=short_container_id(goal)))["lineage"] == goal  # as listings show it
         tree = json.loads((await s.read_resource("meshnode://goals")).contents[0].text)
         assert [g["lineage"] for g in tree["goals"]] == [goal]

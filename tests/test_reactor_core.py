@@ -164,6 +164,25 @@ def test_cooldown_holds_and_p1_bypasses():
     assert [j.events for j in s.jobs] == [("n4",)]
 
 
+def test_a_result_to_review_wakes_the_delegator_whatever_the_cooldowns():
+    """task.result (a task another finished, once per finishing version) starts no wake cooldown
+    and waits for none: the delegator's goal waits on it. Progress keeps its kind's cooldown."""
+    r = core()
+
+    def result(key):
+        return ev("scout", key, sev=Severity.P2, etype="task.result", traces=(TraceKind.NONE,))
+
+    r.step(T0, [ev("scout", "n1")])  # a wake: note kinds cool down
+    s = r.step(T0 + 1000, [result("res:1"), ev("scout", "n2")])
+    assert [j.events for j in s.jobs] == [("res:1", "n2")] and actions(s, "res:1") == ["woken"]
+    s = r.step(T0 + 2000, [result("res:2")])
+    assert [j.events for j in s.jobs] == [("res:2",)]  # a second result within the cooldown wakes too
+    s = r.step(T0 + 3000, [ev("scout", "p:1", sev=Severity.P3, etype="task.progress", traces=(TraceKind.NONE,))])
+    assert [j.events for j in s.jobs] == [("p:1",)]
+    s = r.step(T0 + 4000, [ev("scout", "p:2", sev=Severity.P3, etype="task.progress", traces=(TraceKind.NONE,))])
+    assert s.jobs == [] and actions(s, "p:2") == ["held_cooldown"]
+
+
 def test_a_p1_dropped_by_its_nudge_cooldown_does_not_bypass_the_wake_cooldown():
     r = core()
     due = dict(etype="task.due", traces=(TraceKind.TASK_UPDATE,), refs={"lineage": "L1"})

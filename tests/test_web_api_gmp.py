@@ -58,6 +58,11 @@ def test_goal_and_task_for_self_through_to_done(web):
                    "not_allowed") == f"task {tid} is completed: it is over"
     assert everything(web) == before
 
+    # the result, and its review by the task's creator
+    assert shown["result"]["summary"] == "works" and shown["review"] is None
+    assert web.post(f"/api/tasks/{tid}/review", {"verdict": "accept"})["verdict"] == "accepted"
+    assert web.get(f"/api/tasks/{tid}")["review"]["verdict"] == "accepted"
+
 
 def test_bad_input_is_refused_and_changes_nothing(web):
     goal = web.post("/api/goals", {"title": "Second goal"})["lineage"]

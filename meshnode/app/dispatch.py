@@ -62,6 +62,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("task_progress", gmp.task_progress, "report progress on a task held"),
     Action("task_done", gmp.task_done, "complete a task held (or fail it)"),
     Action("task_release", gmp.task_release, "give back a task held"),
+    Action("task_review", gmp.task_review, "review a finished task's result: accept, or reject (reopen, reassign)"),
     Action("task_list", gmp.task_list, "tasks: status, progress, assignees, title", signs=False),
     Action("task_show", gmp.task_show, "a task: shown version, forks, holders, entries", signs=False),
     Action("task_due", gmp.task_due, "what needs a check now: overdue, holder dead, unassigned, offers open",

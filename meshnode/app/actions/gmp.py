@@ -14,12 +14,12 @@ from __future__ import annotations
 from meshnode.app.actor import Actor
 from meshnode.app.context import App
 from meshnode.base.errors import MeshnodeError
-from meshnode.records.gmp import service
+from meshnode.records.gmp import review, service
 
 OFFER_S = 3600  # how long an offer stands with no node to say ([gmp] offer_seconds is the node's)
 WRITES = {name: getattr(service, name) for name in (
     "goal_add", "goal_update", "goal_cancel", "task_add", "task_update", "task_offer", "task_nominate",
-    "task_accept", "task_refuse", "task_progress", "task_done", "task_release")}
+    "task_accept", "task_refuse", "task_progress", "task_done", "task_release")} | {"task_review": review.task_review}
 
 
 def write(db, key, actor: Actor, now_ms: int, name: str, **args) -> dict:
@@ -156,6 +156,13 @@ async def task_done(app: App, actor: Actor, task: str, summary: str | None = Non
 
 async def task_release(app: App, actor: Actor, task: str, reason: str = "released") -> dict:
     return await _write(app, actor, "task_release", task=task, reason=reason)
+
+
+async def task_review(app: App, actor: Actor, task: str, verdict: str, reason: str | None = None,
+                      reassign: bool = False) -> dict:
+    """The creator's review of a finished task's result: ``accept``, or ``reject`` with a reason,
+    which reopens the task (``reassign``: taken from its holders, to offer again)."""
+    return await _write(app, actor, "task_review", task=task, verdict=verdict, reason=reason, reassign=bool(reassign))
 
 
 # --- reads ---------------------------------------------------------------------------------------

@@ -85,8 +85,8 @@ _RANGES: dict[str, tuple[float, float]] = {
 _INTS = {"thread_messages_per_hour", "max_jobs_per_scan", "max_wakes_per_hour", "max_outgoing_per_run",
          "max_ticks", "digest_items", "context_bytes", "flood_per_author_hour"}
 _STR_LISTS = ("ignore_tags", "ignore_subjects", "status_only_phrases", "rules_off")
-RULE_NAMES = frozenset({"direct_note", "offer", "task_due", "task_stale", "heartbeat_stale",
-                        "heartbeat_dead", "consensus", "person", "info", "ext"})
+RULE_NAMES = frozenset({"direct_note", "offer", "task_due", "task_stale", "task_progress", "task_result",
+                        "heartbeat_stale", "heartbeat_dead", "consensus", "person", "info", "ext"})
 ROUTES = frozenset({"agent", "mentor", "operator", "coordinator"})
 _AGENT_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 _H = 3_600_000

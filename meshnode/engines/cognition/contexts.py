@@ -1,8 +1,10 @@
 """The contexts a tick shows the LLM (seed 000, step 2), each within a character budget.
 
 0 system prompt; 2 the answer format and every command (``catalogue``); 3
-the last K own responses, goals, and the tasks the agent created or holds with their assignees and due
-states (local tasks: a count and the pinned ones); 4
+the last K own responses, what waits for the agent in GMP at every tick (offers to answer, tasks it
+holds, results to review: ``waiting``), goals (with description and criteria), and the tasks the
+agent created or holds with their assignees and due states (local tasks: a count and the pinned
+ones); 4
 results of the last commands and open processes; 6a the person's unread messages
 in full, with the two before each in its thread; 6b the same for A2A parties; 6c this node's own
 unread notices; 6 peers' incoming notes (unread first, by priority). Each of 6a, 6b, 6c and 6 is one
@@ -25,6 +27,7 @@ from meshnode.engines.cognition.handlers.knowledge import pinned
 from meshnode.engines.cognition.handlers.mind import cycle_settings
 from meshnode.base.container import format_ms
 from meshnode.records.ethics import for_prompt as ethics_for_prompt
+from meshnode.records.gmp.waiting import waiting_for
 from meshnode.store.database import Database
 from meshnode.store.short_ids import short_container_id
 
@@ -52,8 +55,8 @@ FORMAT = (
     " task N is frozen for review)\n# End of commands\n"
 )
 # "help" holds the whole command catalogue (every command, one line each): a test keeps it complete
-BUDGET = {"pinned": 4000, "help": 11000, "recent": 6000, "goals": 4000, "results": 4000, "notes": 4000, "system": 1000,
-          "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "parties": 4000, "notices": 2000,
+BUDGET = {"pinned": 4000, "help": 12500, "waiting": 5000, "recent": 6000, "goals": 4000, "results": 4000,
+          "notes": 4000, "system": 1000, "memory": 3000, "ethics": 2000, "wake": 10000, "person": 6000, "parties": 4000, "notices": 2000,
           "outside": 6000}
 CUT = "\n[... cut to fit the context budget]"
 
@@ -157,13 +160,72 @@ def concentrated(focus: dict, tags_json: str | None, emotions_json: str | None) 
     return bool(checks) and (any(checks) if focus.get("match") == "or" else all(checks))
 
 
+MAX_RESULT = 1200  # characters of a result's summary in the prompt (task_read gives it whole)
 MAX_DESCRIPTION = 300  # characters of a goal's or a task's description in the prompt (the rest is cut)
 
 
-def _described(text: str) -> str:
-    """A description as the prompt carries it: whitespace runs collapsed, cut at MAX_DESCRIPTION."""
+def _described(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    """A description as the prompt carries it: whitespace runs collapsed, cut at ``limit``."""
     s = " ".join(str(text).split())
-    return s if len(s) <= MAX_DESCRIPTION else s[:MAX_DESCRIPTION - 1] + "…"
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def _criteria(text) -> dict:
+    """A goal's success criteria (its JSON column) as the prompt carries them, each cut."""
+    try:
+        items = json.loads(text) if text else []
+    except ValueError:
+        return {}
+    if not isinstance(items, list) or not items:
+        return {}
+    return {"criteria": [_described(x, 150) for x in items[:5] if isinstance(x, str)]}  # goal_read: all of them
+
+
+def _goal(r: dict) -> dict:
+    """The goal of a task in the prompt: its short id and title."""
+    if not r.get("goal_lineage"):
+        return {}
+    return {"goal": short_container_id(r["goal_lineage"]), **({"goal_title": r["goal_title"]} if r.get("goal_title")
+                                                                else {})}
+
+
+def _who(did: str, names: dict) -> str:
+    """A peer as the prompt names it: its name and the DID commands take."""
+    return f"{names[did]} ({did})" if names.get(did) else did
+
+
+def waiting(db: Database, own_did: str, now_ms: int) -> dict:
+    """What waits for this agent in GMP, shown at every tick until it is dealt with (issue 37):
+    offers to answer (task_accept / task_refuse) until they expire, tasks it holds (task_progress,
+    task_done, task_release), results of tasks it delegated to review (task_read, task_review)."""
+    w = waiting_for(db, own_did, now_ms)
+    names, out = w["names"], {}
+    if w["offers"]:
+        out["offers_to_answer"] = [
+            {"task": short_container_id(o["lineage"]), "offer": short_container_id(o["offer"]),
+             "title": o["title"] or "(task not held yet)", "from": _who(o["offered_by"], names),
+             **({"description": _described(o["description"])} if o.get("description") else {}), **_goal(o),
+             **({"deadline": format_ms(o["deadline_ms"])} if o.get("deadline_ms") else {}),
+             "expires": format_ms(o["expires_ms"])} for o in w["offers"]]
+    if w["held"]:
+        out["tasks_you_hold"] = [
+            {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"], **_goal(r),
+             **({"description": _described(r["description"])} if r.get("description") else {}),
+             **({"progress": r["progress"]} if r.get("progress") is not None else {}),
+             **({"due": r["due"]} if r["due"] else {}),
+             **({"deadline": format_ms(r["deadline_ms"])} if r.get("deadline_ms") else {}),
+             **({"next_check": format_ms(r["next_check_ms"])} if r.get("next_check_ms") else {}),
+             "from": _who(r["creator_did"], names)} for r in w["held"]]
+    if w["results"]:
+        out["results_to_review"] = [
+            {"task": short_container_id(r["lineage"]), "title": r["title"], "status": r["status"],
+             "by": _who(r["finished_by"], names), **_goal(r),
+             "result": _described(r["summary"], MAX_RESULT) if r.get("summary") else "(no summary)",
+             **({"progress_notes": [_described(x) for x in r["progress_notes"]]} if r["progress_notes"] else {})}
+            for r in w["results"]]
+        if w["results_total"] > len(w["results"]):
+            out["results_not_shown"] = w["results_total"] - len(w["results"])
+    return out
 
 
 def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
@@ -174,17 +236,17 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
 
     q = db.conn.execute
     goals = [{"goal": short_container_id(lin) if lin else i, "title": n,
-              **({"description": _described(d)} if d else {}), "priority": p,
+              **({"description": _described(d)} if d else {}), **_criteria(c), "priority": p,
               "tasks_open": o, "tasks_total": t}
-             for i, lin, n, d, p, o, t in q(
-                 "SELECT g.id, g.lineage, g.name, g.description, g.priority,"
+             for i, lin, n, d, c, p, o, t in q(
+                 "SELECT g.id, g.lineage, g.name, g.description, g.success_criteria, g.priority,"
                  " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage"
                  "  AND t.status IN ('pending', 'in_progress', 'paused')),"
                  " (SELECT count(*) FROM tasks t WHERE t.goal_lineage = g.lineage)"
                  " FROM goals g WHERE g.status = 'active' ORDER BY g.priority DESC, g.id LIMIT 20")]
     out: dict = {"goals": goals}
     if own_did:
-        mine = open_tasks_of(db, own_did, now_ms, limit=20)
+        mine = open_tasks_of(db, own_did, now_ms, limit=20)  # offers and results: waiting()
         out["tasks"] = [{"task": short_container_id(r["lineage"]), "title": r["title"],
                          **({"description": _described(r["description"])} if r.get("description") else {}),
                          "status": r["status"],
@@ -195,9 +257,6 @@ def goals_and_tasks(db: Database, own_did: str | None, now_ms: int) -> dict:
                          **({"due": r["due"]} if r["due"] else {}),
                          **({"next_check": format_ms(r["next_check_ms"])} if r.get("next_check_ms") else {})}
                         for r in mine["tasks"]]
-        if mine["offers"]:
-            out["offers_to_you"] = [{"task": short_container_id(o["lineage"]), "offer": short_container_id(o["did"]),
-                                     "expires": format_ms(o["expires_ms"])} for o in mine["offers"]]
     out["local_tasks"] = q("SELECT count(*) FROM tasks WHERE lineage IS NULL").fetchone()[0]
     out["pinned_tasks"] = q("SELECT id, name, status, priority FROM tasks WHERE pinned = 1 AND lineage IS NULL"
                             " ORDER BY priority DESC LIMIT 10").fetchall()
@@ -237,6 +296,11 @@ def build_shown(db: Database, *, now_ms: int, tick: int, recent_k: int, mode: st
     parts.append((title, _fit("\n---\n".join(f"[{t}] {c}" for t, c in recent) or "(none yet)", "recent")))
     if wake:
         parts.append(("Wake", _fit(wake, "wake")))
+    if own_did:
+        wait = waiting(db, own_did, now_ms)
+        if wait:
+            parts.append(("Waiting for you (context 3): answer, work on, review", _fit(
+                json.dumps(wait, ensure_ascii=False), "waiting")))
     parts.append(("Goals and tasks (context 3)", _fit(json.dumps(goals_and_tasks(db, own_did, now_ms),
                                                                  ensure_ascii=False), "goals")))
     ids = pinned(db)

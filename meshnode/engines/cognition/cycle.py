@@ -249,7 +249,7 @@ class Cycle:
             outbound = self._outbound if self.gate is not None else None
             return await sending.run(outbound, self.mesh, self.store, self.key, self.clock(), cmd)
         if cmd.type in wake_report.ASYNC_TYPES:
-            return self.wakes.record(cmd)
+            return await self.wakes.take(cmd)
         if cmd.type in processes.ASYNC_TYPES:
             return await self.processes.handle(cmd) if self.processes else {
                 "cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "processes are off here"}

@@ -18,12 +18,25 @@ from meshnode.app.dispatch import dispatch
 MESH_TYPES = ("consensus_propose", "send_message", "sync_request", "announce")
 
 
+def needs_mesh(cmd: Command) -> bool:
+    """A mesh command, or one that needs the mesh for some arguments: a task offered by interest
+    (the DHT's lookup of the peers announcing it; to named agents it is a store-side write)."""
+    return cmd.type in MESH_TYPES or (cmd.type == "task_delegate" and "interest" in cmd.args)
+
+
 async def run(mesh, store, key, now_ms: int, cmd: Command) -> dict:
     if mesh is None:
         return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "error": "this node has no mesh"}
-    app = App(store, key, mesh=mesh)  # proposing and syncing: the actions the person's commands run too
+    app = App(store, key, mesh=mesh, gmp=getattr(mesh, "gmp", None))  # the actions the person's commands run too
     try:
-        if cmd.type == "consensus_propose":
+        if cmd.type == "task_delegate":  # by interest (needs_mesh): the same action as `task assign --interest`
+            args = cmd.args
+            if "to" in args:
+                raise MeshnodeError("bad_args", "task_delegate takes to (DIDs) or interest (a tag), not both")
+            result = await dispatch(app, AGENT, "task_assign", {
+                "task": args["task"], "interest": args["interest"], "candidates_max": args.get("candidates", 1),
+                **({"expires_s": args["expires_s"]} if "expires_s" in args else {})})
+        elif cmd.type == "consensus_propose":
             result = await dispatch(app, AGENT, "consensus_propose", {"value": cmd.args["value"]})
         elif cmd.type == "send_message":  # a friends note naming only the addressee, pushed to it now
             note = await store.write_background(write_note, key, AGENT, cmd.args["text"], now_ms=now_ms,

@@ -25,7 +25,7 @@ DEFERRED_TYPES = frozenset((*mesh_commands.MESH_TYPES, *processes.ASYNC_TYPES, *
 def _deferred(cmd: Command) -> bool:
     """Run by the cycle after the answer (needs the event loop): the mesh, processes, gate tools,
     and anything that leaves the node (the gate's outbound level)."""
-    return cmd.type in DEFERRED_TYPES or sending.leaves_node(cmd)
+    return cmd.type in DEFERRED_TYPES or sending.leaves_node(cmd) or mesh_commands.needs_mesh(cmd)
 
 
 

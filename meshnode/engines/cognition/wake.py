@@ -29,6 +29,7 @@ releases later finds no wake and says so. The cycle's hooks are a few lines (``t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
@@ -39,6 +40,7 @@ from meshnode.engines.cognition import error_levels
 from meshnode.engines.cognition.commands import Command
 from meshnode.engines.cognition.wake_report import ReportError, normalize
 from meshnode.base.errors import MeshnodeError
+from meshnode.records.gmp.reads import GmpError, resolve
 
 log = logging.getLogger("meshnode.engines.cognition.wake")
 
@@ -163,6 +165,21 @@ class WakeSlot:
             run.finish("ok")
         return summary
 
+    async def take(self, cmd: Command) -> dict:
+        """``record`` once the report's ``task_updates`` name tasks held here: each id the agent is
+        shown (a short id, a lineage or version DID) becomes the task's lineage; one that names no
+        task is an error result the LLM reads and may correct, not a claim the reactor later finds
+        missing (which would alert the person for good)."""
+        ids = cmd.args.get("task_updates") if isinstance(cmd.args, dict) else None
+        if ids and isinstance(ids, list) and all(isinstance(i, str) for i in ids) and self._run is not None:
+            found, unknown = await self._cycle.store.read(_task_lineages, ids)
+            if unknown:
+                self._count("reactor_reports_refused_total", reason="unknown_task")
+                return {"cmd_id": cmd.cmd_id, "type": cmd.type, "status": "error", "code": "unknown_task",
+                        "error": "task_updates: " + "; ".join(unknown) + " (give the task ids the prompt shows)"}
+            cmd = dataclasses.replace(cmd, args={**cmd.args, "task_updates": found})
+        return self.record(cmd)
+
     def record(self, cmd: Command) -> dict:
         """The ``reactor_report`` command: kept for the running wake, or an error result the LLM sees."""
         run = self._ticking
@@ -192,6 +209,20 @@ class WakeSlot:
         metrics = getattr(self._cycle, "metrics", None)
         if metrics is not None:
             metrics.inc(name, **labels)
+
+
+def _task_lineages(db, ids: list[str]) -> tuple[list[str], list[str]]:
+    """(the lineage each id names, in order without repeats; why each unknown one names none)."""
+    found, unknown = [], []
+    for ident in ids:
+        try:
+            lineage = resolve(db, ident, "task")
+        except GmpError as exc:
+            unknown.append(f"{ident[:80]}: {exc.reason}")
+            continue
+        if lineage not in found:
+            found.append(lineage)
+    return found, unknown
 
 
 def _log_end(db, ended: dict) -> None:

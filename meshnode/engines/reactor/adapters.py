@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from meshnode.base.errors import StoreError
 from meshnode.store.database import sql_errors
 from meshnode.engines.reactor.adapters_notes import note_events, unanswered_events
-from meshnode.engines.reactor.adapters_tasks import offer_events, person_events, task_events
+from meshnode.engines.reactor.adapters_tasks import offer_events, person_events, task_events, work_events
 from meshnode.engines.reactor.types import Event, Severity, TraceKind
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ def scan(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
         ("notes", lambda: note_events(db, now_ms, cfg, self_did=self_did, aliases=aliases, chat_grace_ms=chat_grace_ms)),
         ("threads", lambda: unanswered_events(db, now_ms, cfg, self_did=self_did, aliases=aliases)),
         ("offers", lambda: offer_events(db, now_ms, self_did=self_did)),
-        ("tasks", lambda: task_events(db, now_ms, cfg, self_did=self_did, liveness=liveness)),
+        ("tasks", lambda: task_events(db, now_ms, cfg, self_did=self_did, liveness=liveness)
+         + work_events(db, now_ms, self_did=self_did)),
         ("person", lambda: person_events(db, now_ms, self_did=self_did)),
     ]
     out: list[Event] = []

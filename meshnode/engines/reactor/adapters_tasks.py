@@ -2,7 +2,7 @@
 need a check, and what waits on the person (confirmations, drafts, held commands).
 
 The task reads are GMP's own (``gmp.reads.task_due``: range scans on the open-task indexes, and
-``_open_offers``); the person reads are the gate's status indexes. Every query has a LIMIT.
+``gmp.waiting.offers_to``); the person reads are the gate's status indexes. Every query has a LIMIT.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from meshnode.records.gmp.reads import task_due
+from meshnode.records.gmp.waiting import offers_to
 from meshnode.engines.reactor.types import Event, Severity, TraceKind
 
 if TYPE_CHECKING:
@@ -31,22 +32,13 @@ def offer_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
     """task.offer: an unexpired counted delegation naming this node as a candidate that it has
     not answered (no acceptance or refusal signed by it) and that nobody took yet. The receipt
     is not an answer: the node signs it on arrival (delivery, not consent; gmp.md 8)."""
-    rows = db.conn.execute(
-        "SELECT e.lineage, e.did, e.expires_ms, e.timestamp_ms, e.signer, t.name FROM gmp_entries e"
-        " INDEXED BY gmp_entries_by_expiry LEFT JOIN tasks t ON t.lineage = e.lineage"
-        " WHERE e.kind = 'delegation' AND e.counted = 1 AND e.expires_ms > ?"
-        " AND EXISTS (SELECT 1 FROM json_each(e.candidates) c WHERE c.value = ?)"
-        " AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE a.offer = e.did AND a.signer = ? AND a.kind IN"
-        "   ('acceptance', 'refusal'))"
-        " AND NOT EXISTS (SELECT 1 FROM gmp_entries a JOIN container_links l ON l.target_did = a.did AND"
-        "   l.relation = 'agreed' WHERE a.offer = e.did AND a.kind = 'acceptance')"
-        " ORDER BY e.expires_ms LIMIT ?", (now_ms, self_did, self_did, MAX_ROWS)).fetchall()
-    return [Event(event_type="task.offer", subject=lineage, agent=self_did, severity=Severity.P2,
-                  dedupe_key=f"offer:{lineage}:{did}", suggested_route="agent",
-                  required_trace=(TraceKind.RECEIPT,), at_ms=ts, source="gmp",
-                  summary=f"offer of task {(title or lineage)[:120]} from {signer[:60]}",
-                  refs={"lineage": lineage, "offer": did, "from": signer, "expires_ms": expires})
-            for lineage, did, expires, ts, signer, title in rows]
+    return [Event(event_type="task.offer", subject=o["lineage"], agent=self_did, severity=Severity.P2,
+                  dedupe_key=f"offer:{o['lineage']}:{o['offer']}", suggested_route="agent",
+                  required_trace=(TraceKind.RECEIPT,), at_ms=o["timestamp_ms"], source="gmp",
+                  summary=f"offer of task {(o['title'] or o['lineage'])[:120]} from {o['offered_by'][:60]}",
+                  refs={"lineage": o["lineage"], "offer": o["offer"], "from": o["offered_by"],
+                        "expires_ms": o["expires_ms"]})
+            for o in offers_to(db, self_did, now_ms, MAX_ROWS)]
 
 
 def task_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
@@ -83,6 +75,48 @@ def task_events(db: Database, now_ms: int, cfg: ReactorConfig, *, self_did: str,
             holder = sorted(r["dead"])[0] if r["dead"] else "?"
             ev("task.holder_dead", f"task_holder_dead:{lin}:{holder}", Severity.P2, (TU,),
                f"holder {holder[:60]} is dead", None)
+    return out
+
+
+WORK_WINDOW_MS = 24 * HOUR_MS  # progress and results this recent wake the creator (older: the prompt lists them)
+
+
+def work_events(db: Database, now_ms: int, *, self_did: str) -> list[Event]:
+    """task.progress and task.result: what another signed on a task this node created, so its
+    agent looks at once instead of at its next tick. task.progress: the newest counted progress
+    entry of the last day per task (one event per entry); task.result: the task completed or
+    failed by another in the last day, not reviewed yet (``task_reviews``). Informational: the
+    prompt lists the results to review at every tick (``gmp.waiting``), no trace is owed."""
+    since = now_ms - WORK_WINDOW_MS
+    out: list[Event] = []
+    seen: set[str] = set()
+    for lineage, did, signer, progress, summary, ts, title, status in db.conn.execute(
+            "SELECT e.lineage, e.did, e.signer, e.progress, e.summary, e.timestamp_ms, t.name, t.status FROM containers c"
+            " INDEXED BY containers_by_class CROSS JOIN gmp_entries e ON e.did = c.did CROSS JOIN tasks t ON"
+            " t.lineage = e.lineage WHERE c.class = 'workflow_entry' AND c.timestamp_ms > ? AND e.kind = 'progress'"
+            " AND e.counted = 1 AND e.signer != ? AND t.creator_did = ?"  # the day's entries, by the class index
+            " ORDER BY e.timestamp_ms DESC LIMIT ?", (since, self_did, self_did, MAX_ROWS)).fetchall():
+        if lineage in seen or status in ("completed", "failed", "abandoned"):
+            continue  # the newest step per task; a finished one has its result
+        seen.add(lineage)
+        pct = f" {round(progress * 100)} %" if isinstance(progress, (int, float)) else ""
+        out.append(Event(event_type="task.progress", subject=lineage, agent=self_did, severity=Severity.P3,
+                         dedupe_key=f"task_progress:{lineage}:{did}", suggested_route="agent",
+                         required_trace=(TraceKind.NONE,), at_ms=ts, source="gmp",
+                         summary=f"progress{pct} by {signer[:60]} on {(title or lineage)[:100]}"
+                                 + (f": {summary[:120]}" if summary else ""),
+                         refs={"lineage": lineage, "entry": did, "by": signer}))
+    for lineage, version, status, author, ts, title in db.conn.execute(
+            "SELECT t.lineage, t.container_did, t.status, t.author_did, t.timestamp_ms, t.name FROM tasks t"
+            " INDEXED BY tasks_finished_by_creator WHERE t.creator_did = ? AND t.timestamp_ms > ? AND t.status IN"
+            " ('completed', 'failed') AND t.author_did != ? AND NOT EXISTS (SELECT 1 FROM task_reviews r WHERE"
+            " r.lineage = t.lineage AND r.version = t.container_did) ORDER BY t.timestamp_ms DESC LIMIT ?",
+            (self_did, since, self_did, MAX_ROWS)).fetchall():
+        out.append(Event(event_type="task.result", subject=lineage, agent=self_did, severity=Severity.P2,
+                         dedupe_key=f"task_result:{lineage}:{version}", suggested_route="agent",
+                         required_trace=(TraceKind.NONE,), at_ms=ts, source="gmp",
+                         summary=f"{status} by {author[:60]}, to review (task_review): {(title or lineage)[:100]}",
+                         refs={"lineage": lineage, "version": version, "by": author, "status": status}))
     return out
 
 

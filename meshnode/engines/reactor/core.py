@@ -35,7 +35,7 @@ from meshnode.engines.reactor import agent_off, wake_context
 from meshnode.engines.reactor.aliases import AliasRegistry
 from meshnode.engines.reactor.ladder import AfterRun
 from meshnode.engines.reactor.limits import (
-    COOLDOWN_PREFIXES, HourWindow, cooldown_parts, iso, legacy_wake_key, message_allowed, rule_for, short,
+    COOLDOWN_PREFIXES, UNCOOLED, HourWindow, cooldown_parts, iso, legacy_wake_key, message_allowed, rule_for, short,
     wake_key,
 )
 from meshnode.engines.reactor.pending import Meta, PendingQueues, urgency
@@ -303,6 +303,8 @@ class Reactor:
     def _kind_until(self, agent: str, kind: str) -> int:
         """When the agent's wake cooldown of one signal kind ends (a per-agent row of before counts
         for every kind)."""
+        if kind in UNCOOLED:
+            return 0
         rec = self.record
         until = rec.until(wake_key(agent, kind))
         if self._legacy:
@@ -482,6 +484,8 @@ class Reactor:
                 action, why = "coalesced", f"into {job_id}"
             rec.decide(key, action, rule, why, job_id)
         for kind in rules:  # every kind it carries, digest-only riders too: the agent has seen them
+            if kind in UNCOOLED:
+                continue
             wk = wake_key(agent, kind)
             until, count = rec.cooldowns.get(wk, (0, 0))
             rec.set_cooldown(wk, now + cfg.wake_cooldown_ms, count + 1 if until > now else 1)

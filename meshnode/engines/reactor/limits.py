@@ -37,6 +37,8 @@ RULES: tuple[Rule, ...] = (
     Rule("task_due", frozenset({"task.due", "task.overdue", "task.fork", "task.unheld", "task.holder_dead",
                                 "self.check"}), "agent", True, True),
     Rule("task_stale", frozenset({"task.stale"}), "mentor", True, True),
+    Rule("task_progress", frozenset({"task.progress"}), "agent", False, True),
+    Rule("task_result", frozenset({"task.result"}), "agent", False, True),
     Rule("heartbeat_stale", frozenset({"liveness.stale"}), "agent", False, True),
     Rule("heartbeat_dead", frozenset({"liveness.dead"}), "mentor", False, True),
     Rule("consensus", frozenset({"consensus.waiting"}), "agent", False, True),
@@ -45,6 +47,10 @@ RULES: tuple[Rule, ...] = (
     Rule("info", frozenset({"liveness.quiet", "liveness.back"}), "info", False, False),
 )
 _BY_TYPE = {t: r for r in RULES for t in r.event_types}
+# Kinds whose wakes start no wake cooldown: each of their signals is one task finished by another,
+# once (its dedupe key is the finishing version), and the delegator's goal waits on it; the hourly
+# ceiling still holds.
+UNCOOLED = frozenset({"task_result"})
 NUDGE_RULES = frozenset(r.name for r in RULES if r.nudge)
 _EXT = Rule("ext", frozenset(), "event", False, True)  # route: the event's suggested_route
 

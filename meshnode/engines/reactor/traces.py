@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshnode.base.container import format_ms
+from meshnode.base.errors import MeshnodeError
+from meshnode.records.gmp.reads import resolve as resolve_task
 from meshnode.records.gmp.reads import rows as row_dicts
 from meshnode.engines.reactor.adapters_notes import ESCALATION_TOPIC
 from meshnode.engines.reactor.report import status_only
@@ -275,6 +277,16 @@ def _note_row(db: Database, ident: str):
                            " WHERE container_did = ?", (str(ident),)).fetchone()
 
 
+def _task_lineage(db: Database, ident: str) -> str | None:
+    """The lineage of the task ``ident`` names as the agent is shown it (a short id, a lineage or a
+    version's DID: ``gmp.reads.resolve``); a version of anything else by its root; else None."""
+    try:
+        return resolve_task(db, ident, "task")
+    except MeshnodeError:
+        row = db.conn.execute("SELECT root FROM container_versions WHERE did = ?", (ident,)).fetchone()
+        return row[0] if row else None
+
+
 def check_report(db: Database, report: FinalReport, since_ms: int, *, self_did: str, agent: str,
                  phrases: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The report's claims not found (design 10.2): a processed note must exist and have an
@@ -292,9 +304,10 @@ def check_report(db: Database, report: FinalReport, since_ms: int, *, self_did: 
         if me.note_trace("", TraceKind.MESSAGE, refs) is None:
             out.append(f"processed_messages {ident}: no reply or ack by {agent} since the wake")
     for ident in report.task_updates:
-        lineage = db.conn.execute("SELECT root FROM container_versions WHERE did = ?", (str(ident),)).fetchone()
-        lin = lineage[0] if lineage else str(ident)
-        if _task_update(db, "", lin, since_ms, self_did) is None:
+        lin = _task_lineage(db, str(ident))
+        if lin is None:
+            out.append(f"task_updates {ident}: no such task")
+        elif _task_update(db, "", lin, since_ms, self_did) is None:
             out.append(f"task_updates {ident}: no task version or entry by this node since the wake")
     mine = {str(n["id"]) for n in me.notes} | {n["container_did"] for n in me.notes}
     for ident in report.outgoing_messages:

@@ -75,6 +75,8 @@ TABLES: dict[str, Rule] = {
                 "view of the copied task containers; the parent's local work queue (rows without a"
                 " container: fact checks, auxiliary loops) is not the child's"),
     "task_holders": _r("rebuilt", "never", "never", "derived by GMP from the copied tasks; the child holds none"),
+    "task_reviews": _r("never", "never", "never",
+                       "the parent's reviews of results of tasks it created; the child created none of them"),
     "gmp_entries": _r("rebuilt", "never", "never", "derived by GMP admission"),
     "gmp_audience": _r("rebuilt", "never", "never",
                        "derived from the goals; the child is not added to any audience"),

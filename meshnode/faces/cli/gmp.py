@@ -1,5 +1,5 @@
 """CLI commands for GMP (protocols/gmp.md section 10): ``goal add|list|show|update|cancel`` and
-``task add|list|show|update|assign|nominate|accept|refuse|progress|done|due|release``.
+``task add|list|show|update|assign|nominate|accept|refuse|progress|done|review|due|release``.
 
 Each is the application's action of that name (``meshnode.app.actions.gmp``), run by the running
 node when there is one (it then pushes offers, answers and new versions at once) and on the
@@ -215,6 +215,14 @@ def cmd_task_show(args) -> int:
         lines.append(f"forks:     {t['forks']} (heads: {', '.join(short_container_id(h) for h in t['heads'])})")
     if t.get("description"):
         lines.append(f"about:     {t['description']}")
+    if t.get("result"):  # what the finished task gave, and whether its creator reviewed it
+        r, review = t["result"], t.get("review")
+        lines.append(f"result:    {r['status']} by {who(r['by'], names.get(r['by']))} at {_clock(r['at_ms'])}")
+        lines += [f"  {line}" for line in (r.get("summary") or "(no summary)").splitlines()]
+        lines.append(f"review:    {review['verdict'] + (': ' + review['reason'] if review.get('reason') else '')}"
+                     if review else "review:    not reviewed (`meshnode task review TASK accept|reject`)")
+    elif t.get("notes"):
+        lines.append(f"notes:     {t['notes']}")
     lines.append("holders:")
     for h in t["holders"] or []:
         by = h.get("ended_by")
@@ -284,6 +292,13 @@ def cmd_task_done(args) -> int:
 def cmd_task_release(args) -> int:
     result = _act(args, "task_release", {"task": args.task})
     return _done(args, result, f"{result['did']} (released)")
+
+
+def cmd_task_review(args) -> int:
+    result = _act(args, "task_review", {"task": args.task, "verdict": args.verdict, "reason": args.reason,
+                                        "reassign": args.reassign})
+    return _done(args, result, f"{result['verdict']}" + (f": {result['did']} ({result['status']})"
+                                                         if result.get("did") else ""))
 
 
 def cmd_task_due(args) -> int:

@@ -1,5 +1,5 @@
 """Tools over the Goal Management Protocol (protocols/gmp.md): list, show and create goals and tasks,
-update a task, cancel a goal (protocols/mcp.md 3.2). Each is the node's own ``goal_*``/``task_*``
+update a task, review a task's result, cancel a goal (protocols/mcp.md 3.2). Each is the node's own ``goal_*``/``task_*``
 control command: the GMP service signs, stores and pushes to the participants."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pydantic import Field
 from meshnode.faces.mcp_server.calls import Call, run
 from meshnode.faces.mcp_server.schema import ADD_SHARED, CHANGE, READ, Did, Line, Text, Words
 
-WRITES = {"goal_add", "goal_cancel", "task_add", "task_update"}
+WRITES = {"goal_add", "goal_cancel", "task_add", "task_update", "task_review"}
 GoalStatus = Literal["proposed", "active", "paused", "completed", "cancelled", "failed"]
 TaskStatus = Literal["pending", "in_progress", "paused", "completed", "failed", "abandoned"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -70,3 +70,11 @@ def register(server, call: Call) -> None:
         """Change a task's status, progress, notes or title (the GMP rules say who may: gmp.md)."""
         return await run(call, "task_update", task=task, status=status, progress=progress, notes=notes,
                          title=title, reason=reason)
+
+    @server.tool(annotations=CHANGE)
+    async def task_review(task: Did, verdict: Literal["accept", "reject"], reason: Text | None = None,
+                          reassign: bool = False):
+        """Review the result of a finished task this node created: accept it, or reject it with a
+        reason (required), which reopens it for its holders (``reassign``: takes it from them, to
+        offer it again)."""
+        return await run(call, "task_review", task=task, verdict=verdict, reason=reason, reassign=reassign)

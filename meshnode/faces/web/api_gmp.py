@@ -169,4 +169,9 @@ ROUTES: list[Endpoint] = [
              "complete a task you hold (or failed)"),
     Endpoint("POST", "/api/tasks/{id}/release", _command("task_release", "task"), {"id": _id("task")},
              "give back a task you hold"),
+    Endpoint("POST", "/api/tasks/{id}/review", _command("task_review", "task"),
+             {"id": _id("task"), "verdict": Arg(str, required=True, choices=("accept", "reject")),
+              "reason": _text(4096, "why (required to reject: the holder reads it)"),
+              "reassign": Arg(bool, default=False, doc="with reject: take it from its holders, to offer again")},
+             "review the result of a task you created: accept it, or reject it (reopens it)"),
 ]

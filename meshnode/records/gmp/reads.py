@@ -342,7 +342,7 @@ def task_due(db: Database, now_ms: int, *, liveness: dict[str, str] | None = Non
 
 def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
     """The open tasks ``me`` created or holds, held ones first, each with its due state and
-    its assignees' names, and the open offers naming ``me`` it has not answered (context 3)."""
+    its assignees' names (context 3; the offers to ``me``: ``gmp.waiting``)."""
     with sql_errors("reading the agent's tasks"):
         found = [_task_fields(r) for r in rows(db.conn.execute(
             f"SELECT {_TASK_COLUMNS}, t.description, (SELECT g.status FROM goals g WHERE g.lineage = t.goal_lineage)"
@@ -351,17 +351,13 @@ def open_tasks_of(db: Database, me: str, now_ms: int, limit: int = 20) -> dict:
             " (SELECT 1 FROM json_each(t.assigned_to) WHERE value = ?)) ORDER BY t.timestamp_ms DESC LIMIT ?",
             (me, me, limit * 4)))]
         offers = open_offers(db, [r["lineage"] for r in found], now_ms)
-        offered = rows(db.conn.execute(
-            "SELECT e.lineage, e.did, e.expires_ms FROM gmp_entries e, json_each(e.candidates) c WHERE e.kind ="
-            " 'delegation' AND c.value = ? AND e.expires_ms > ? AND NOT EXISTS (SELECT 1 FROM gmp_entries a WHERE"
-            " a.offer = e.did AND a.signer = ?) ORDER BY e.timestamp_ms DESC LIMIT ?", (me, now_ms, me, limit)))
     who = names(db, [d for r in found for d in r["assigned_to"]])
     for r in found:
         r["due"] = due_of(r, now_ms=now_ms, liveness={}, offers=offers.get(r["lineage"], []),
                           goal_status=r["goal_status"])
         r["assignee_names"] = [who.get(d) for d in r["assigned_to"]]
     found.sort(key=lambda r: (me not in r["assigned_to"], r["due"] is None))
-    return {"tasks": found[:limit], "offers": offered}
+    return {"tasks": found[:limit]}
 
 
 # --- one goal, one task -------------------------------------------------------------------------------
@@ -428,6 +424,8 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
                      *(h["ended_by"] for h in holders if h["ended_by"]),
                      *(e["signer"] for e in entries), *(d for e in entries for d in e["candidates"])])
     p = c.payload if isinstance(c.payload, dict) else {}
+    result = result_of(db, r)
+    review = reviewed(db, lin, r["container_did"]) if result else None
     return {"lineage": lin, "container_did": r["container_did"], "title": r["name"], "status": r["status"],
             "description": r.get("description"), "notes": p.get("notes"), "goal_lineage": r["goal_lineage"],
             "parent_task": r["parent_task"], "depends_on": r["depends_on"], "creator_did": r["creator_did"],
@@ -437,7 +435,26 @@ def task_show(db: Database, *, task: str, now_ms: int) -> dict:
             "check_grace_s": r["check_grace_s"], "delegation_rule": r["delegation_rule"], "reason": r["reason"],
             "due": due_of(r, now_ms=now_ms, liveness={}, offers=offers, goal_status=goal_status[0] if goal_status else None),
             "forks": r["forks"] or 0, "heads": heads, "holders": holders, "entries": entries, "names": who,
-            "timestamp": format_ms(c.timestamp_ms)}
+            "timestamp": format_ms(c.timestamp_ms), "result": result, "review": review}
+
+
+def reviewed(db, lineage: str, version: str) -> dict | None:
+    """The review of one task version, or None."""
+    with sql_errors("reading a review"):
+        row = db.conn.execute("SELECT verdict, reason, actor, at_ms FROM task_reviews WHERE lineage = ? AND"
+                              " version = ?", (lineage, version)).fetchone()
+    return None if row is None else dict(zip(("verdict", "reason", "actor", "at_ms"), row))
+
+
+def result_of(db, row: dict) -> dict | None:
+    """What a finished task (completed or failed) gave: its status, the summary its holder wrote
+    (the finishing version's notes), who finished it and when; None for an open task."""
+    if row["status"] not in ("completed", "failed"):
+        return None
+    c = shown(db, row)
+    p = c.payload if isinstance(c.payload, dict) else {}
+    return {"status": row["status"], "summary": p.get("notes"), "by": c.sender_did, "at_ms": c.timestamp_ms,
+            "version": c.did}
 
 
 def decided_basis(db, lineage: str, basis) -> tuple[list[str], str, tuple[str, ...]]:

@@ -33,12 +33,14 @@ _REASON_WORDS = {
     "direct_note": "a note addressed to it", "mention": "a mention", "task_assigned": "a task given to it",
     "task_due": "a task due", "task_overdue": "an overdue task", "offer": "an offer of a task",
     "liveness": "a peer gone quiet", "escalation": "an escalation", "reminder": "a reminder",
+    "task_progress": "progress on a task it gave", "task_result": "a result to review",
 }
 # a signal's type, as words (others: the type with its dots and underscores as spaces)
 _EVENT_WORDS = {
     "note.direct": "a note to it", "note.mention": "a mention of it", "task.offer": "an offer of a task",
     "task.assigned": "a task given to it", "task.due": "a task due", "task.overdue": "an overdue task",
-    "peer.silent": "a peer gone quiet",
+    "peer.silent": "a peer gone quiet", "task.progress": "progress on a task it gave",
+    "task.result": "a result to review",
 }
 # the last decision on a signal that did not wake, as words
 _DECISION_WORDS = {

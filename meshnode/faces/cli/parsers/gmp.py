@@ -150,6 +150,14 @@ def _task_parsers(sub, common) -> None:
     p.add_argument("task", metavar="TASK", help=_TASK)
     _json_flag(p)
     p.set_defaults(func=commands.cmd_task_release)
+    p = task.add_parser("review", parents=[common], help="review the result of a task you created: accept it, or"
+                                                         " reject it with a reason (reopens it)")
+    p.add_argument("task", metavar="TASK", help=_TASK)
+    p.add_argument("verdict", choices=("accept", "reject"))
+    p.add_argument("--reason", help="why (required to reject: its holder reads it)")
+    p.add_argument("--reassign", action="store_true", help="with reject: take it from its holders, to offer again")
+    _json_flag(p)
+    p.set_defaults(func=commands.cmd_task_review)
     p = task.add_parser("due", parents=[common], help="what needs a check now: overdue, holder dead, unassigned,"
                                                       " offers open")
     p.add_argument("--all", action="store_true", help="every open task, with its state")
