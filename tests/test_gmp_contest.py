@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from meshnode.domain.gmp.contest import (BadValue, Tallied, best_nomination, delegation_value, parse_delegation_value,
-                                         steward_acts_at, stewards, value_suffix)
+                                         steward_acts_at, stewards)
 
 
 def test_the_best_approved_nomination_wins_ties_to_the_earlier_then_the_smaller_did():
@@ -25,7 +25,6 @@ def test_the_best_approved_nomination_wins_ties_to_the_earlier_then_the_smaller_
 def test_a_delegation_value_is_one_canonical_text():
     value = delegation_value("did:t", "did:v", "did:n")
     assert value == b'{"kind":"gmp_delegation","nomination":"did:n","task":"did:t","version":"did:v"}'
-    assert value.decode().endswith(value_suffix("did:t", "did:v"))
     assert parse_delegation_value(value) == {"task": "did:t", "version": "did:v", "nomination": "did:n"}
     assert parse_delegation_value(b"a committee value") is None
     for bad in (b'{"kind":"gmp_delegation", "nomination":"did:n","task":"did:t","version":"did:v"}',

@@ -404,6 +404,12 @@ def test_a_steward_takes_an_overdue_task_over_at_its_rank_time_and_tells_its_per
     [line] = person_lines.unread(c, 10)
     assert line["event_type"] == "gmp.takeover" and "watched" in line["summary"]
     assert service.take_over(c, C, overdue + 200_000)["taken"] == []  # taken once
+    # the steward offers it again by itself, its creator's node does not as well (A, back, holding the
+    # takeover but not yet the steward's offer, offered it too: two acceptors got it)
+    from meshnode.net.mesh_gmp_queries import taken_back
+
+    assert [t for t, _ in taken_back(c, C.did, overdue + 200_000, 10)] == [task["lineage"]]
+    assert taken_back(a, A.did, overdue + 200_000, 10) == []
 
 
 def test_cogconsensus_picks_the_best_approved_nomination_once_the_vote_is_over(nodes):
@@ -500,3 +506,74 @@ def test_a_holder_that_completed_while_being_reassigned_keeps_its_completion_and
     assert (B.did, "completed") in [(h["assignee"], h["ended"]) for h in shown["holders"]]
     for who in (B, C):  # the holder finished and the one removed both learn it at once
         assert {join.did, rollback.did} <= {d for p in joined["push"] if p["to"] == who.did for d in p["dids"]}
+
+
+def test_a_validator_finds_no_delegation_value_valid_for_a_nomination_that_does_not_count(nodes):
+    """gmp.md 6.3 step 3: anyone may publish a nomination (admitted, not counted); a value binding one
+    signed by a stranger would let the stranger, or a validator for itself, be given the task by the
+    creator's own node. Only a counted nomination (the goal's creator or a participant) is valid."""
+    from meshnode.base.container import format_ms
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.records.gmp.delegate import value_holds
+
+    a = nodes[A.did]
+    goal = service.goal_add(a, A, T, title="Choose by committee", participants=[C.did])
+    task = service.task_add(a, A, T + 1, goal=goal["lineage"], title="committee", rule="meshconsensus")
+    own = build.entry(B, "delegation", {"task_version": task["did"], "candidates": [B.did], "selection":
+                                        "meshconsensus", "nomination": True, "expires_at": format_ms(T + DAY)},
+                      now_ms=T + 2, about=task["lineage"])  # B, no participant, nominates itself
+    assert a.put_container(own, received_at_ms=T + 2)
+    assert not value_holds(a, delegation_value(task["lineage"], task["did"], own.did))
+    counted = service.task_nominate(a, C, T + 3, task=task["lineage"], candidate=B.did)  # a participant's
+    assert value_holds(a, delegation_value(task["lineage"], task["did"], counted["did"]))
+
+
+def test_the_rollback_of_a_join_contradicts_the_reassignment_not_an_edit_made_before_it(nodes):
+    """gmp.md section 5: the creator edits the title while B holds the task (B never sees the edit),
+    then takes it back; B's completion is kept by the join, which keeps the new title too. The
+    rollback undoes the reassignment only: the edit before it is not contradicted."""
+    a, b = nodes[A.did], nodes[B.did]
+    lineage = _held_by_b(nodes, "survey", T)["lineage"]
+    edit = service.task_update(a, A, T + 10, task=lineage, title="survey the north side")
+    taken = service.reassign_stale(a, A, T + 20, liveness={B.did: ("dead", T)}, dead_grace_ms=1)
+    done = service.task_done(b, B, T + 24, task=lineage, summary="surveyed")
+    carry(nodes, b, done, only=A.did)
+    join, rollback = (load_stored(a.conn, d) for d in service.on_admitted(a, A, T + 25, [done["did"]])["published"])
+    assert (join.payload["title"], join.payload["assigned_to"]) == ("survey the north side", [B.did])
+    assert rollback.related["contradicts"] == [taken["reassigned"][0]["did"]], edit["did"]
+
+
+def test_a_task_versions_first_delegation_decision_is_found_by_index_not_by_reading_every_decision(nodes):
+    """The GMP check looks up the first decision of each unheld meshconsensus task version (and
+    admission does for each assignment): with every decided value read each time, a check over 32
+    tasks took seconds once 100 000 values were decided. The lookup searches an index."""
+    from meshnode.domain.gmp.contest import delegation_value
+    from meshnode.records.gmp.store_admission import first_gmp_delegation
+    from meshnode.store import decisions
+
+    a = nodes[A.did]
+    value = delegation_value("did:t:1", "did:v:1", "did:n:1")
+    for height, values in enumerate(([b"other", b'{"kind":"gmp_delegation"\xff'], [value], [value[:-1] + b" }"])):
+        decisions.save_decision(a, "e1-c", height, values, 0, [], T)
+    statements: list[str] = []
+    a.conn.set_trace_callback(statements.append)
+    try:
+        assert first_gmp_delegation(a.conn, "did:t:1", "did:v:1") == ("e1-c", 1, 0, "did:n:1")
+    finally:
+        a.conn.set_trace_callback(None)
+    [lookup] = [s for s in statements if "consensus_decisions" in s]
+    plan = " ".join(str(r[3]) for r in a.conn.execute("EXPLAIN QUERY PLAN " + lookup))
+    assert "USING INDEX consensus_decisions_gmp_delegation" in plan, plan
+
+
+def test_the_newest_assignments_without_a_receipt_are_listed_first_to_be_pushed_again(nodes):
+    """gmp.md 6.1 step 5: a version assigning someone is pushed again, twice, while no receipt for
+    it came back. Those pushed twice already stay unreceipted (listed) while the holding lasts:
+    oldest first, they took every place of the bounded list and a new assignment was never retried."""
+    from meshnode.net.mesh_gmp_queries import unreceipted_assignments
+
+    a = nodes[A.did]
+    old, new = (_held_by_b(nodes, title, T + i * 100) for i, title in enumerate(("first", "second")))
+    [shown] = a.conn.execute("SELECT container_did FROM tasks WHERE lineage = ?", (new["lineage"],)).fetchone()
+    assert unreceipted_assignments(a, A.did, T + HOUR, limit=1) == [(shown, B.did, new["lineage"])]
+    assert len(unreceipted_assignments(a, A.did, T + HOUR)) == 2

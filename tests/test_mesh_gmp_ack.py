@@ -12,19 +12,28 @@ from meshnode.net import exchange
 from test_mesh_cost import FakeStream, mesh_for, peer, push_frame
 
 
+def _unseen_goal_and_notes(n: int):
+    """An author, its goal (not pushed) and ``n`` notes about it: each held aside where pushed alone."""
+    author = NodeKey.generate()
+    goal = build.goal(author, {"title": "g", "status": "active", "audience": "participants"}, now_ms=now_ms())
+    return author, goal, [build.entry(author, "reflection", {}, now_ms=now_ms() + i, about=goal.did, summary="why")
+                          for i in range(1, n + 1)]
+
+
+async def _push(mesh, author, c) -> dict:
+    stream = FakeStream(push_frame([c.to_bytes()]), peer(author))
+    await mesh.exchange.serve(stream)
+    return exchange.check_response(stream.answer(), "ack")
+
+
 def test_a_pending_container_is_acked_as_pending_not_as_a_duplicate(tmp_path):
     async def main():
         mesh, store = await mesh_for(tmp_path)
         async with store:
-            author = NodeKey.generate()
-            goal = build.goal(author, {"title": "g", "status": "active", "audience": "participants"},
-                              now_ms=now_ms())
-            note = build.entry(author, "reflection", {}, now_ms=now_ms() + 1, about=goal.did, summary="why")
+            author, goal, [note] = _unseen_goal_and_notes(1)
 
             async def push(c) -> dict:
-                stream = FakeStream(push_frame([c.to_bytes()]), peer(author))
-                await mesh.exchange.serve(stream)
-                return exchange.check_response(stream.answer(), "ack")
+                return await _push(mesh, author, c)
 
             for _ in range(2):  # held aside, and again when pushed again: never a duplicate
                 ack = await push(note)
@@ -82,3 +91,24 @@ def test_meshnode_send_tells_a_container_held_aside_from_one_already_there(monke
     out = capsys.readouterr().out.splitlines()
     assert out == ["already there did:hmp:container:old",
                    "held aside did:hmp:container:waits (it names containers the peer lacks; the peer fetches them)"]
+
+
+def test_a_container_not_kept_aside_because_its_author_has_too_many_pending_is_acked_busy(tmp_path, monkeypatch):
+    """The ack says ``pending`` only for a container held aside: one the pending set had no room for
+    (its author, its sender or the whole set at the limit) is not kept, and is told as busy (push it
+    again later), not as held aside for the peer to fetch what it names."""
+    from meshnode.records.gmp import store_admission
+
+    monkeypatch.setattr(store_admission, "MAX_PER_AUTHOR", 1)
+
+    async def main():
+        mesh, store = await mesh_for(tmp_path)
+        async with store:
+            author, _, (kept, dropped) = _unseen_goal_and_notes(2)
+            answers = [await _push(mesh, author, c) for c in (kept, dropped)]
+            assert answers[0]["pending"] == [kept.did]
+            waiting = await store.read(lambda db: [r[0] for r in db.conn.execute("SELECT did FROM gmp_pending")])
+            assert waiting == [kept.did]
+            assert (answers[1]["pending"], [r["code"] for r in answers[1]["rejected"]]) == ([], ["busy"]), answers[1]
+
+    trio.run(main)

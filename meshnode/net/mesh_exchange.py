@@ -353,7 +353,7 @@ class Exchange:
             if admission.outcome == "refused":  # the author's quota, no fault of the pushing peer
                 rejected.append({"index": index, "code": "quota", "reason": "the author's storage quota is full"})
                 continue
-            if admission.outcome == "busy":  # strangers' containers over their write rate: push again later
+            if admission.outcome == "busy":  # strangers over their write rate, or no room to hold it aside: later
                 rejected.append(_busy(index))
                 if room is not None:
                     retry_ms = self._over_stranger_rate(did, index + 1, len(items), rejected)

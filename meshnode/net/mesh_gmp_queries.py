@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from meshnode.records.gmp.reads import OFFERS_BY_ITSELF
 from meshnode.store.database import Database, sql_errors
 from meshnode.store.trust import trust_scores
 from meshnode.domain.sync.versions import DEFAULT_TRUST
@@ -107,10 +108,12 @@ def receipts_made(db: Database, me: str, dids: list[str]) -> list[tuple[str, str
     return [(r, to) for r, to in rows]
 
 
-def unreceipted_assignments(db: Database, me: str, older_than_ms: int) -> list[tuple[str, str, str]]:
+def unreceipted_assignments(db: Database, me: str, older_than_ms: int, limit: int = 64) -> list[tuple[str, str, str]]:
     """(version DID, assignee DID, task lineage) of the holdings this node's versions began (sent
     before ``older_than_ms``) of tasks still open, with no receipt from the assignee for that version:
-    the push assigning it may have been lost (gmp.md 6.1 step 5)."""
+    the push assigning it may have been lost (gmp.md 6.1 step 5). Newest first: those pushed again
+    twice already stay listed while the holding lasts, and oldest first they would take every place
+    and leave a newer assignment never pushed again."""
     with sql_errors("listing assignments without a receipt"):
         rows = db.conn.execute(
             "SELECT h.from_version, h.assignee, h.lineage FROM task_holders h JOIN tasks t ON t.lineage = h.lineage"
@@ -118,7 +121,7 @@ def unreceipted_assignments(db: Database, me: str, older_than_ms: int) -> list[t
             " AND h.to_version IS NULL AND h.since_ms <= :older AND t.status NOT IN ('completed', 'failed', 'abandoned')"
             " AND NOT EXISTS (SELECT 1 FROM gmp_entries r WHERE r.kind = 'receipt' AND r.signer = h.assignee"
             "                 AND r.offer = h.from_version)"
-            " ORDER BY h.since_ms LIMIT 64", {"me": me, "older": older_than_ms}).fetchall()
+            " ORDER BY h.since_ms DESC LIMIT :limit", {"me": me, "older": older_than_ms, "limit": limit}).fetchall()
     return [(v, who, lineage) for v, who, lineage in rows]
 
 
@@ -145,16 +148,16 @@ def open_offer_for(db: Database, task: str, now_ms: int) -> bool:
 
 def taken_back(db: Database, me: str, now_ms: int, limit: int) -> list[tuple[str, list[str]]]:
     """(task lineage, holders it was taken from) of the tasks this node took back (a ``reassigned_*``
-    version is shown: its own task, or one it took over as a steward), unheld, with no offer since:
+    version is shown: its own task, or one it took over as a steward; a task of its own that a steward
+    took over is the steward's to offer, ``OFFERS_BY_ITSELF``), unheld, with no offer since:
     to be offered again. Contested tasks are left out: a decision offers them (``gmp.delegate``).
     Read from the views, so a restart between taking a task back and offering it loses nothing."""
     with sql_errors("listing tasks taken back"):
         rows = db.conn.execute(
-            "SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE (t.creator_did = ? OR (t.author_did = ? AND"
-            " t.reason = 'reassigned_overdue')) AND t.status = 'pending'"
+            f"SELECT t.lineage, t.timestamp_ms FROM tasks t WHERE {OFFERS_BY_ITSELF} AND t.status = 'pending'"
             " AND t.reason IN ('reassigned_dead', 'reassigned_overdue') AND COALESCE(t.delegation_rule, 'creator')"
             " = 'creator' AND (t.assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(t.assigned_to)))"
-            " ORDER BY t.timestamp_ms LIMIT ?", (me, me, limit * 4)).fetchall()
+            " ORDER BY t.timestamp_ms LIMIT ?", (me, limit * 4)).fetchall()
         out = []
         for lineage, _ in rows:
             if open_offer_for(db, lineage, now_ms):

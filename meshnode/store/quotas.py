@@ -47,6 +47,7 @@ from meshnode.domain.sync.versions import DEFAULT_TRUST
 
 REFUSED_AUTHOR_QUOTA = "author_quota"
 GMP_PENDING = "gmp_pending"  # a GMP container waiting for containers it names (gmp.store_admission)
+GMP_PENDING_FULL = "gmp_pending_full"  # one that would wait, but the pending set has no room for it (not kept)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,15 @@ def stored_size(c: Container) -> int:
     return len(c.core_bytes()) + (len(cbor.encode(c.side)) if c.side else 0)
 
 
+def _held_aside(conn, did: str) -> Admission:
+    """What a GMP container that was not stored became: held aside pending, or, when the pending set
+    had no room for it (its author's, its sender's or the whole set's limit), not kept at all: busy,
+    to come again later (an ack must not call it held aside)."""
+    if conn.execute("SELECT 1 FROM gmp_pending WHERE did = ?", (did,)).fetchone():
+        return Admission("pending", reason=GMP_PENDING)
+    return Admission("busy", reason=GMP_PENDING_FULL)
+
+
 def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str | None, quotas: Quotas,
           known: Iterable[str], vouched: bool = False) -> Admission:
     """Store a verified container from the network if the quotas allow it (see the module doc).
@@ -93,7 +103,7 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
             return Admission("duplicate", unpooled=unpooled)
         if c.sender_did in known:
             if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
-                return Admission("pending", reason=GMP_PENDING)
+                return _held_aside(conn, c.did)
             named = [r[0] for r in conn.execute("SELECT target_did FROM container_links WHERE source_did = ?",
                                                 (c.did,))]
             return Admission("new", unpooled=_unpool(conn, named) if named else 0)  # it vouches for what it names
@@ -103,7 +113,7 @@ def admit(db: Database, c: Container, *, received_at_ms: int, received_from: str
         if count + 1 > quotas.author_containers or held + size > quotas.author_bytes:
             return Admission("refused", reason=REFUSED_AUTHOR_QUOTA)
         if not _insert(conn, c, received_at_ms, received_from, None, db.hooks):
-            return Admission("pending", reason=GMP_PENDING)
+            return _held_aside(conn, c.did)
         pooled = not vouched and not _named_by_known(conn, c.did, known)
         pool_gone, unpooled = (), 0
         if pooled:

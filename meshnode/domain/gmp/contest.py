@@ -6,7 +6,7 @@ does not. Pure: the caller passes the tallies, versions and participants it hold
   with the highest score wins; ties go to the earlier nomination, then the smaller nomination DID.
 * **MeshConsensus** (6.3 step 3): the value ``{"kind": "gmp_delegation", "task", "version",
   "nomination"}``, encoded as canonical JSON (sorted keys, no spaces) so that every node that
-  requests it proposes the same bytes, and the store can find a (task, version)'s values by text.
+  requests it proposes the same bytes (the store finds a (task, version)'s values by an index).
   The first value committed for a (task, version) binds.
 * **Stewards** (8): the goal's participants except the assignees of the shown version ``V``
   (and the task's creator, who acts at ``overdue_at`` itself), ranked by SHA-256(lineage id ‖ DID of V ‖ participant DID); rank ``k`` acts at
@@ -45,11 +45,6 @@ def delegation_value(task: str, version: str, nomination: str) -> bytes:
     """The MeshConsensus value asking the committee to bind ``nomination`` for ``(task, version)``."""
     return json.dumps({"kind": VALUE_KIND, "nomination": nomination, "task": task, "version": version},
                       sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def value_suffix(task: str, version: str) -> str:
-    """How every delegation value for ``(task, version)`` ends, as text (the store's search key)."""
-    return json.dumps({"task": task, "version": version}, sort_keys=True, separators=(",", ":"))[1:]
 
 
 class BadValue(ValueError):

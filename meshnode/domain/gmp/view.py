@@ -168,8 +168,8 @@ def join(heads: Sequence[Container], creator: str, held: Held) -> Join | None:
     concurrent head is ``completed`` (the holder finished while being reassigned), the join keeps the
     completion: the execution fields and ``assigned_to`` of the newest such head (so the assignees
     the creator added since are removed), and ``contradicts`` lists the creator's versions on its
-    side of the fork (in the ancestry of its head, not of the completion), for a ``rollback``
-    entry. Otherwise the execution fields come from the newest head of an assignee the creator's
+    side of the fork (in the ancestry of its head, not of the completion) from the first that no
+    longer names the finisher (the reassignment) on, for a ``rollback`` entry. Otherwise the execution fields come from the newest head of an assignee the creator's
     head still names."""
     mine = [h for h in heads if h.sender_did == creator]
     if not mine:
@@ -187,8 +187,12 @@ def join(heads: Sequence[Container], creator: str, held: Held) -> Join | None:
             if k in newest.payload:
                 payload[k] = newest.payload[k]
         kept = ancestry([newest], held)
-        undone = [v for v in ancestry([base], held).values() if v.did not in kept and v.sender_did == creator]
-        contradicts = tuple(v.did for v in sorted(undone, key=lambda v: (v.timestamp_ms, v.did)))
+        side = sorted((v for v in ancestry([base], held).values() if v.did not in kept and v.sender_did == creator),
+                      key=lambda v: (v.timestamp_ms, v.did))
+        # from the reassignment on: the creator's edits before it (still naming the finisher) are kept
+        removal = next((i for i, v in enumerate(side) if newest.sender_did not in (v.payload.get("assigned_to") or ())),
+                       len(side))
+        contradicts = tuple(v.did for v in side[removal:])
     else:
         work = [h for h in heads if h.sender_did in holders and h.sender_did != creator]
         if work:

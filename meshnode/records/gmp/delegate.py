@@ -22,10 +22,10 @@ import logging
 from meshnode.base.container import format_ms
 from meshnode.domain.consensus.cogvote import ConsensusError, Rule
 from meshnode.domain.consensus.result import read_claim
-from meshnode.domain.gmp import build, contest, rules
+from meshnode.domain.gmp import contest, rules, view
 from meshnode.records.consensus import publish_result, tally_stored
-from meshnode.records.gmp.publish import Push, publish, push_task_version
-from meshnode.records.gmp.reads import GmpError, goal_row, held, open_offers, shown, task_row
+from meshnode.records.gmp.publish import Push, publish_task_version, push_task_version
+from meshnode.records.gmp.reads import OFFERS_BY_ITSELF, GmpError, goal_row, held, open_offers, task_row
 from meshnode.records.gmp.store_admission import DbHeld, first_gmp_delegation
 from meshnode.records.reactor import person_lines
 from meshnode.store.database import sql_errors
@@ -37,14 +37,13 @@ MAX_NOMINATIONS = 64  # nominations tallied per task
 
 
 def _delegated(db, me: str, rule: str, now_ms: int) -> list[dict]:
-    """Task rows under ``rule`` that ``me`` delegates (creator, or steward whose takeover is shown),
-    unheld, open, with no offer still open."""
+    """Task rows under ``rule`` that ``me`` offers by itself (``OFFERS_BY_ITSELF``: the steward whose
+    takeover is shown, else the creator), unheld, open, with no offer still open."""
     with sql_errors("listing contested tasks"):
         lineages = [r[0] for r in db.conn.execute(
-            "SELECT lineage FROM tasks WHERE lineage IS NOT NULL AND delegation_rule = ? AND status NOT IN"
-            " ('completed', 'failed', 'abandoned') AND (creator_did = ? OR (author_did = ? AND reason ="
-            " 'reassigned_overdue')) AND (assigned_to IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(assigned_to)))"
-            " ORDER BY timestamp_ms LIMIT ?", (rule, me, me, MAX_TASKS * 4))]
+            "SELECT t.lineage FROM tasks t WHERE t.lineage IS NOT NULL AND t.delegation_rule = ? AND t.status NOT IN"
+            f" ('completed', 'failed', 'abandoned') AND {OFFERS_BY_ITSELF} AND (t.assigned_to IS NULL OR NOT EXISTS"
+            " (SELECT 1 FROM json_each(t.assigned_to))) ORDER BY t.timestamp_ms LIMIT ?", (rule, me, MAX_TASKS * 4))]
     open_ = open_offers(db, lineages, now_ms)
     return [task_row(db, lin) for lin in lineages if lin not in open_][:MAX_TASKS]
 
@@ -154,7 +153,9 @@ def mesh_requests(db, now_ms: int, limit: int = MAX_TASKS) -> list[bytes]:
 
 def value_holds(db, value: bytes) -> bool | None:
     """A validator's rule for a gmp_delegation value: True when this node holds the nomination and the
-    version and the nomination is about that task version; False otherwise; None: not such a value.
+    version, the nomination is about that task version and counts (signed by the goal's creator or a
+    participant: anyone may publish a nomination, and one that does not count must not let a
+    stranger, or a validator for itself, bind the task); False otherwise; None: not such a value.
     Raises ``contest.BadValue`` for a value of the kind that is not well formed."""
     parsed = contest.parse_delegation_value(value)
     if parsed is None:
@@ -164,7 +165,7 @@ def value_holds(db, value: bytes) -> bool | None:
     return bool(n is not None and v is not None and v.cls == "task" and h.root(v.did) == parsed["task"]
                 and n.cls == "workflow_entry" and n.payload.get("entry_type") == "delegation"
                 and n.payload.get("nomination") is True and n.payload.get("task_version") == v.did
-                and (n.related.get("in_reply_to") or [None])[0] == parsed["task"])
+                and (n.related.get("in_reply_to") or [None])[0] == parsed["task"] and view.counts(n, h)[0])
 
 
 def mesh_choices(db, me: str, now_ms: int) -> list[dict]:
@@ -248,14 +249,9 @@ def take_over(db, key, now_ms: int, limit: int = MAX_TASKS) -> dict:
 def _takeover(db, key, now_ms: int, row: dict, goal_version: str):
     """The takeover version: the shown one without holders or next check, ``pending``, citing in
     ``see_also`` the goal version that lists this node as participant."""
-    head = shown(db, row)
-    payload = {k: v for k, v in head.payload.items() if k not in ("assigned_to", "next_check_at")}
-    payload.update(status="pending", reason="reassigned_overdue")
-    reply = list(head.related.get("in_reply_to") or [])
-    c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
-                   depends_on=tuple(head.related.get("depends_on") or ()), see_also=(goal_version,),
-                   previous=(head.did,), tags=tuple(head.head.get("tags") or ()))
-    return publish(db, c, now_ms), row
+    return publish_task_version(db, key, now_ms, row, {"assigned_to": None, "next_check_at": None,
+                                                       "status": "pending", "reason": "reassigned_overdue"},
+                                see_also=(goal_version,))
 
 
 def _tell_person(db, me: str, now_ms: int, lineage: str, title: str, removed: list[str], version: str) -> None:

@@ -59,10 +59,10 @@ def next_check(payload: dict, now_ms: int) -> str:
     return format_ms(now_ms + check_every_s(payload) * 1000)
 
 
-def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=(),
+def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=(), see_also=(),
                          asked_by: dict | None = None) -> tuple[Container, dict]:
     """The next version of a task from its shown one, with ``changes`` to the payload
-    (a None value removes a field)."""
+    (a None value removes a field); ``see_also``: what it cites (a steward's goal version)."""
     head = shown(db, row)
     payload = dict(head.payload)
     for k, v in changes.items():
@@ -79,7 +79,7 @@ def publish_task_version(db, key, now_ms, row: dict, changes: dict, *, agreed=()
     reply = list(rel.get("in_reply_to") or [])
     c = build.task(key, payload, now_ms=now_ms, goal=reply[0], parent_task=reply[1] if len(reply) > 1 else None,
                    depends_on=tuple(rel.get("depends_on") or ()), previous=(head.did,), agreed=tuple(agreed),
-                   tags=tuple(head.head.get("tags") or ()))
+                   see_also=tuple(see_also), tags=tuple(head.head.get("tags") or ()))
     return publish(db, c, now_ms, asked_by), row
 
 

@@ -99,6 +99,14 @@ def shown(db: Database, row: dict) -> Container:
         return load_stored(db.conn, row["container_did"])
 
 
+# Whose node offers an unheld task by itself (gmp.md 6.3 and 8), as SQL over ``tasks t`` compared with
+# one DID: the steward whose takeover is the shown version, else the creator. One of them, never both:
+# a creator back online that had not yet received the steward's offer offered it too, and two offers
+# answered by two peers gave the task to both (or forked it).
+OFFERS_BY_ITSELF = ("(CASE WHEN t.reason = 'reassigned_overdue' AND t.author_did != t.creator_did THEN t.author_did"
+                    " ELSE t.creator_did END) = ?")
+
+
 def delegates(db: Database, row: dict, did: str) -> bool:
     """Whether ``did`` may offer the task of ``row``: its creator, or a steward whose takeover is in
     the shown version's ancestry (gmp.md 4.2)."""

@@ -88,11 +88,11 @@ class DbHeld:
 def first_gmp_delegation(conn, task: str, version: str) -> tuple[str, int, int, str] | None:
     """(committee, height, index, nomination) of the first value decided for GMP task ``task`` at
     ``version`` (gmp.md 6.3 step 3: the first binds, later ones are void); None if none is held."""
-    suffix = contest.value_suffix(task, version)
-    rows = conn.execute(
-        "SELECT committee, height, idx, value FROM consensus_decisions WHERE substr(value, 1, 24) = ?"
-        " AND substr(CAST(value AS TEXT), -?) = ? ORDER BY height, idx",
-        (contest.VALUE_PREFIX, len(suffix), suffix)).fetchall()
+    rows = conn.execute(  # (the WHERE of index consensus_decisions_gmp_delegation, migration 0031)
+        "SELECT committee, height, idx, value FROM consensus_decisions WHERE substr(value, 1, 24) ="
+        f" CAST('{contest.VALUE_PREFIX.decode()}' AS BLOB) AND json_valid(CAST(value AS TEXT))"
+        " AND json_extract(CAST(value AS TEXT), '$.task') = ? AND json_extract(CAST(value AS TEXT), '$.version') = ?"
+        " ORDER BY height, idx", (task, version)).fetchall()
     for committee, height, idx, value in rows:
         try:
             parsed = contest.parse_delegation_value(bytes(value))
