@@ -51,8 +51,8 @@ STARTS_PROCESSES = ("meshharness", "webharness", "llmharness", "mcpharness", "sp
 
 
 def pytest_collection_modifyitems(config, items):
-    """Test files that start processes run first, the in-process ones after them: with one worker
-    per core (``make test``: pytest-xdist, a file to a worker), the long files start early and the
+    """Test files that start processes run first, the in-process ones after them: with a worker
+    per core and one more (``make test``: pytest-xdist, a file to a worker), the long files start early and the
     many short ones even out the end, instead of two workers meeting the slow files last."""
     starts: dict[Path, bool] = {}
 
