@@ -81,8 +81,7 @@ def attack(pair, mode: str, seconds: float, *options: str) -> tuple[dict, list[s
         for node in pair:  # a node that died under the attack is the failure to report
             assert node.proc.poll() is None, f"{node.name} exited ({node.proc.returncode}) under the {mode} " \
                 "attack:\n" + "\n".join(node.drain(timeout=2)[-60:])
-    for node in pair:  # what was still queued when the attacker left is stored (or refused) too
-        _settled(node)
+    _settled(pair)  # what was still queued when the attacker left is stored (or refused) too
     seen["victim"] = _grown(before, _victim_counts(victim))
     seen["friend"] = _grown(friend_had, _counts(honest))  # what the victim relayed to its friend
     problems = []
@@ -114,14 +113,16 @@ def _grown(before: dict, after: dict) -> dict:
             if after.get(k, 0) != before.get(k, 0)}
 
 
-def _settled(node: Node) -> None:
-    """Wait until ``node``'s container count holds still for a second."""
-    counts: list[int] = []
+def _settled(nodes: tuple[Node, ...]) -> None:
+    """Wait until the container counts of ``nodes`` hold still together for a second (watched side
+    by side: one second of stillness for all, not one after the other)."""
+    counts: list[tuple[int, ...]] = []
 
     def still() -> bool:
-        counts.append(_containers(node))
+        counts.append(tuple(_containers(node) for node in nodes))
         return len(counts) >= 2 and counts[-1] == counts[-2]
-    wait_until(still, 60, f"{node.name}'s store to stop growing after the attack", interval=1.0)
+    names = " and ".join(node.name for node in nodes)
+    wait_until(still, 60, f"the stores of {names} to stop growing after the attack", interval=1.0)
 
 
 # what the victim counts when it refuses or drops an attacker's work: summed ("name"), by reason

@@ -2,8 +2,8 @@
 
 No `playwright install` (it downloads a browser build): the browser is `$MESHNODE_CHROMIUM` or the
 `chromium` on PATH (`make browser` installs Debian's). Without one the tests are skipped, except
-under `CI=true`, where a missing browser means the install broke and is a failure. Each test gets
-its own browser context and page, and a screenshot of the page when it ends
+under `CI=true`, where a missing browser means the install broke and is a failure. One browser serves
+the whole run; each test gets its own browser context and page, and a screenshot of the page when it ends
 (`$MESHNODE_SCREENSHOTS`, default `.artifacts/screenshots/<test>.png`).
 """
 
@@ -21,9 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from browsing import TIMEOUT_MS, chromium_path, shot  # noqa: E402
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """One Chromium per test module (launching costs ~0.5-1 s)."""
+    """One Chromium per pytest process (a worker of ``make test`` runs the browser files it is given one
+    after another): Playwright's driver and Chromium start in ~2.5 s and ~1 CPU-s, once and not for each
+    file. Tests never share more than the browser: each gets its own context (``page``)."""
     executable = chromium_path()
     from playwright.sync_api import sync_playwright
 

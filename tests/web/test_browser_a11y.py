@@ -13,7 +13,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from browsing import ROOT, login
-from notebook_pages import fill, ready_selector, served
+from notebook_pages import LOOKED_AT_MIND, fill, ready_selector, served
 from webharness import agent_node
 
 pytestmark = pytest.mark.browser
@@ -23,7 +23,7 @@ BLOCKING = ("serious", "critical")
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with agent_node(tmp_path_factory.mktemp("a11y")) as web:
+    with agent_node(tmp_path_factory.mktemp("a11y"), env=LOOKED_AT_MIND) as web:
         fill(web)
         yield web
 

@@ -91,6 +91,9 @@ def test_the_inbox_lists_counts_and_decides_in_place(page, tmp_path):
         other.on("console", lambda m: other.console_errors.append(m.text) if m.type == "error" else None)
         other.goto(web.url + "/mind")
         expect(_count(other)).to_have_text("5")
+        # the person clicks in the tab in front; the other follows in the background (a click in a tab
+        # behind waited seconds for frames the browser does not draw there)
+        page.bring_to_front()
         page.locator('article[data-kind="held_command"] button.decide-drop').click()
         expect(page.locator('article[data-kind="held_command"]')).to_have_count(0)
         expect(_count(page)).to_have_text("4")

@@ -25,7 +25,8 @@ TD_JSON = """() => [...document.querySelectorAll("td")].map((td) => td.innerText
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with agent_node(tmp_path_factory.mktemp("reading")) as web:
+    # the reactor scans every 0.5 s (60 by default): the note's wake is there at once, not a scan later
+    with agent_node(tmp_path_factory.mktemp("reading"), env={"MESHNODE_REACTOR_SCAN_SECONDS": "0.5"}) as web:
         me = web.get("/api/status")["did"]
         goal = web.post("/api/goals", {"title": "Grow tomatoes", "description": "Six **plants** on the balcony"})
         task = web.post("/api/tasks", {"goal": goal["lineage"], "title": "Water them",

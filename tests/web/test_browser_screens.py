@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browsing import login, screenshot_dir
-from notebook_pages import fill, ready_selector, served
+from notebook_pages import LOOKED_AT_MIND, fill, ready_selector, served
 from webharness import agent_node
 
 pytestmark = pytest.mark.browser
@@ -38,7 +38,7 @@ OVERFLOW = """() => {
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with agent_node(tmp_path_factory.mktemp("screens")) as web:
+    with agent_node(tmp_path_factory.mktemp("screens"), env=LOOKED_AT_MIND) as web:
         fill(web)
         yield web
 

@@ -54,22 +54,29 @@ def all_get_a_note(web, tabs, text: str) -> None:
         tab.wait_for_function(SEEN, arg=text)
 
 
-def test_twenty_tabs_share_one_stream_and_all_update(page, tmp_path):
-    with web_node(tmp_path, name="tabs") as web:
-        login(page, web)
-        tabs = [page]
-        for n in range(1, 20):
-            tab = page.context.new_page()
-            tab.goto(web.url + PAGES[n % len(PAGES)])
-            tabs.append(tab)
-        for tab in tabs:
-            expect(tab.locator("#nav .node-name")).to_have_text("tabs")  # loaded: its API calls were answered
-        all_get_a_note(web, tabs, "Twenty tabs, one stream.")
-        knowledge = tabs[5]
-        expect(knowledge.locator("#note-list")).to_contain_text("Twenty tabs, one stream.")
-        assert open_streams(web) == 1
-        assert not csp_errors(page), page.console_errors  # the worker's script and its fetch are 'self'
-        shot(knowledge, "stream-twenty-tabs")
+@pytest.fixture(scope="module")
+def tabs_node(tmp_path_factory):
+    """One node for the tests that only open tabs and write notes (the others stop it or cap its streams)."""
+    with web_node(tmp_path_factory.mktemp("tabs"), name="tabs") as web:
+        yield web
+
+
+def test_twenty_tabs_share_one_stream_and_all_update(page, tabs_node):
+    web = tabs_node
+    login(page, web)
+    tabs = [page]
+    for n in range(1, 20):
+        tab = page.context.new_page()
+        tab.goto(web.url + PAGES[n % len(PAGES)])
+        tabs.append(tab)
+    for tab in tabs:
+        expect(tab.locator("#nav .node-name")).to_have_text("tabs")  # loaded: its API calls were answered
+    all_get_a_note(web, tabs, "Twenty tabs, one stream.")
+    knowledge = tabs[5]
+    expect(knowledge.locator("#note-list")).to_contain_text("Twenty tabs, one stream.")
+    assert open_streams(web) == 1
+    assert not csp_errors(page), page.console_errors  # the worker's script and its fetch are 'self'
+    shot(knowledge, "stream-twenty-tabs")
 
 
 def test_a_stopped_node_is_shown_and_the_page_reconnects(page, tmp_path):
@@ -121,26 +128,26 @@ def test_a_refused_stream_is_shown_and_retried(page, tmp_path):
         expect(page.locator("#note-list")).to_contain_text("Live after the refusal.")
 
 
-def test_without_shared_worker_one_tab_leads_and_relays(browser, tmp_path):
+def test_without_shared_worker_one_tab_leads_and_relays(browser, tabs_node):
     """Chrome on Android has no SharedWorker: the tabs elect a leader with Web Locks."""
     context = browser.new_context()
     context.add_init_script("delete window.SharedWorker;")
+    web = tabs_node
     try:
-        with web_node(tmp_path, name="leader") as web:
-            first = context.new_page()
-            login(first, web)
-            tabs = [first] + [context.new_page() for _ in range(3)]
-            for tab in tabs[1:]:
-                tab.goto(web.url + "/knowledge")
-            all_get_a_note(web, tabs, "Relayed by the leader.")
+        first = context.new_page()
+        login(first, web)
+        tabs = [first] + [context.new_page() for _ in range(3)]
+        for tab in tabs[1:]:
+            tab.goto(web.url + "/knowledge")
+        all_get_a_note(web, tabs, "Relayed by the leader.")
 
-            first.close()  # the leader goes: the next tab in the lock's queue takes over
-            for tab in tabs[1:]:
-                expect(tab.locator("#nav .link-state")).to_have_attribute("data-state", "open")
-            note(web, "Relayed by the next leader.")
-            for tab in tabs[1:]:
-                expect(tab.locator("#note-list")).to_contain_text("Relayed by the next leader.")
-            assert wait_until(lambda: open_streams(web) == 1, 15, "still one open stream")
+        first.close()  # the leader goes: the next tab in the lock's queue takes over
+        for tab in tabs[1:]:
+            expect(tab.locator("#nav .link-state")).to_have_attribute("data-state", "open")
+        note(web, "Relayed by the next leader.")
+        for tab in tabs[1:]:
+            expect(tab.locator("#note-list")).to_contain_text("Relayed by the next leader.")
+        assert wait_until(lambda: open_streams(web) == 1, 15, "still one open stream")
     finally:
         context.close()
 
