@@ -40,6 +40,8 @@ PERSON_OR_NODE_ONLY = [  # (action, arguments)
 class FakeMesh:
     """Records what the actions ask of the network."""
 
+    gmp = None  # as a Mesh whose GMP service has not subscribed: the actions push nothing
+
     def __init__(self):
         self.asked: list[tuple] = []
         self.liveness = LivenessTracker(Thresholds(25_000, 60_000, 300_000))  # it heard no one

@@ -153,7 +153,8 @@ def _task_parsers(sub, common) -> None:
     p = task.add_parser("review", parents=[common], help="review the result of a task you created: accept it, or"
                                                          " reject it with a reason (reopens it)")
     p.add_argument("task", metavar="TASK", help=_TASK)
-    p.add_argument("verdict", choices=("accept", "reject"))
+    p.add_argument("verdict", choices=("accept", "reject"),
+                   help="accept: the result stands; reject: the task goes back to pending with your reason")
     p.add_argument("--reason", help="why (required to reject: its holder reads it)")
     p.add_argument("--reassign", action="store_true", help="with reject: take it from its holders, to offer again")
     _json_flag(p)
