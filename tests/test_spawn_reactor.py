@@ -15,7 +15,7 @@ from meshnode.engines.reactor.service import with_children
 from meshnode.records import family
 from meshnode.records.family import ChildRecord
 from meshnode.store.peers import set_liveness
-from spawnlab import children_cleanup  # noqa: F401 (a fixture)
+from spawnlab import children_cleanup, root  # noqa: F401 (fixtures; the root outlives the children)
 from test_reactor_scenarios import FakeCycle, _service
 
 T0 = 1_780_000_000_000
@@ -229,7 +229,7 @@ class _Conn:
         self.conn = conn
 
 
-def test_two_generations_depth_shown_by_children_list_and_max_depth_refused(children_cleanup):
+def test_two_generations_depth_shown_by_children_list_and_max_depth_refused(root, children_cleanup):
     """A running parent spawns a started child, the child spawns a started grandchild: each
     `children list` shows its own child with its depth, and the grandchild, at max_depth
     (2, reaching the descendants through the config they inherit), may spawn no further."""
@@ -238,38 +238,37 @@ def test_two_generations_depth_shown_by_children_list_and_max_depth_refused(chil
     import sys
 
     from meshharness import Node, wait_until
-    from spawnlab import short_root, spawn_json
+    from spawnlab import spawn_json
 
-    with short_root() as root:
-        parent = Node(root, "parent", env={"MESHNODE_SPAWN_MAX_DEPTH": "2", **FAST_REACTOR})
-        try:
-            parent.start()
-            kid = spawn_json(parent, "--kind", "newborn", "--start")
-            children_cleanup.append(kid["home"])
-            assert kid["depth"] == 1 and kid["started"], kid
+    parent = Node(root, "parent", env={"MESHNODE_SPAWN_MAX_DEPTH": "2", **FAST_REACTOR})
+    try:
+        parent.start()
+        kid = spawn_json(parent, "--kind", "newborn", "--start")
+        children_cleanup.append(kid["home"])
+        assert kid["depth"] == 1 and kid["started"], kid
 
-            def listed(home: str) -> list[dict]:
-                out = subprocess.run([sys.executable, "-m", "meshnode", "--home", home, "children", "list", "--json"],
-                                     env=parent.env, capture_output=True, text=True, timeout=60,
-                                     stdin=subprocess.DEVNULL)
-                assert out.returncode == 0, out.stderr
-                return json.loads(out.stdout)
+        def listed(home: str) -> list[dict]:
+            out = subprocess.run([sys.executable, "-m", "meshnode", "--home", home, "children", "list", "--json"],
+                                 env=parent.env, capture_output=True, text=True, timeout=60,
+                                 stdin=subprocess.DEVNULL)
+            assert out.returncode == 0, out.stderr
+            return json.loads(out.stdout)
 
-            grandkid = spawn_json(kid["home"], "--kind", "newborn", "--start", env=_no_meshnode(parent.env))
-            children_cleanup.append(grandkid["home"])
-            assert grandkid["depth"] == 2, grandkid
-            [row] = listed(kid["home"])
-            assert (row["did"], row["depth"], row["state"]) == (grandkid["did"], 2, "active")
-            [row] = listed(str(parent.home))
-            assert (row["did"], row["depth"]) == (kid["did"], 1)
-            wait_until(lambda: listed(kid["home"])[0]["liveness"] == "ok", 60, "the child to hear the grandchild")
-            refused = subprocess.run([sys.executable, "-m", "meshnode", "--home", grandkid["home"], "spawn", "--kind",
-                                      "newborn"], env=_no_meshnode(parent.env), capture_output=True, text=True,
-                                     timeout=120, stdin=subprocess.DEVNULL)
-            assert refused.returncode == 1 and "max_depth" in refused.stderr, refused.stderr
-            assert listed(grandkid["home"]) == []
-        finally:
-            parent.stop()
+        grandkid = spawn_json(kid["home"], "--kind", "newborn", "--start", env=_no_meshnode(parent.env))
+        children_cleanup.append(grandkid["home"])
+        assert grandkid["depth"] == 2, grandkid
+        [row] = listed(kid["home"])
+        assert (row["did"], row["depth"], row["state"]) == (grandkid["did"], 2, "active")
+        [row] = listed(str(parent.home))
+        assert (row["did"], row["depth"]) == (kid["did"], 1)
+        wait_until(lambda: listed(kid["home"])[0]["liveness"] == "ok", 60, "the child to hear the grandchild")
+        refused = subprocess.run([sys.executable, "-m", "meshnode", "--home", grandkid["home"], "spawn", "--kind",
+                                  "newborn"], env=_no_meshnode(parent.env), capture_output=True, text=True,
+                                 timeout=120, stdin=subprocess.DEVNULL)
+        assert refused.returncode == 1 and "max_depth" in refused.stderr, refused.stderr
+        assert listed(grandkid["home"]) == []
+    finally:
+        parent.stop()
 
 
 def _no_meshnode(env: dict) -> dict:
