@@ -412,7 +412,9 @@ class MeshGmp:
         """Contested tasks this node delegates, offered as their decision says: the best approved
         CogConsensus nominee once ``vote_s`` is over, or the MeshConsensus decision's nominee."""
         vote_ms = int(self.settings.vote_s * 1000)
-        chosen = await self.store.write(lambda db: self.service.cog_choices(db, self.key, now, vote_ms=vote_ms))
+        picks = await self.store.read(lambda db: self.service.cog_picks(db, self.key.did, now, vote_ms=vote_ms))
+        chosen = await self.store.write(lambda db: self.service.cog_choices(
+            db, self.key, now, vote_ms=vote_ms, picks=picks)) if picks else []
         chosen = [{"task": c["task"], "basis": c["result"], "candidate": c["candidate"], "rule": "cogconsensus"}
                   for c in chosen]
         chosen += [{**c, "rule": "meshconsensus"} for c in await self.store.read(self.service.mesh_choices,

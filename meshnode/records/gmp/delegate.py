@@ -82,11 +82,12 @@ def _nominations(db, lineage: str, *, version: str | None = None, before_ms: int
 # --- CogConsensus (gmp.md 6.3 step 2) -----------------------------------------------------------
 
 
-def cog_choices(db, key, now_ms: int, *, vote_ms: int, rule: Rule = Rule()) -> list[dict]:
-    """For each contested task ripe for a choice: the approved result picking its nominee, signed
-    now ({"task", "result", "nomination", "candidate", "score"}); the caller offers the task with it."""
+def cog_picks(db, me: str, now_ms: int, *, vote_ms: int, rule: Rule = Rule()) -> list[dict]:
+    """For each contested task ``me`` delegates that is ripe for a choice, the best approved
+    nomination ({"task", "nomination", "candidate", "score"}). Only reads: the tallies run on a reader,
+    and the single writer is taken (``cog_choices``) only when there is something to sign."""
     out = []
-    for row in _delegated(db, key.did, "cogconsensus", now_ms):
+    for row in _delegated(db, me, "cogconsensus", now_ms):
         lineage, skip = row["lineage"], _passed_over(db, row["lineage"])
         ripe = [n for n in _nominations(db, lineage, before_ms=now_ms - vote_ms) if n[1] not in skip]
         tallied, candidate_of = [], {}
@@ -99,13 +100,21 @@ def cog_choices(db, key, now_ms: int, *, vote_ms: int, rule: Rule = Rule()) -> l
             tallied.append(contest.Tallied(did, ts, t.state, t.score))
             candidate_of[did] = candidate
         best = contest.best_nomination(tallied)
-        if best is None:
-            continue
-        result = _approved_result(db, key.did, best.nomination) or publish_result(db, key, best.nomination, rule=rule,
-                                                                                now_ms=now_ms).did
-        out.append({"task": lineage, "result": result, "nomination": best.nomination,
-                    "candidate": candidate_of[best.nomination], "score": best.score})
+        if best is not None:
+            out.append({"task": lineage, "nomination": best.nomination, "candidate": candidate_of[best.nomination],
+                        "score": best.score})
     return out
+
+
+def cog_choices(db, key, now_ms: int, *, vote_ms: int, rule: Rule = Rule(),
+                picks: list[dict] | None = None) -> list[dict]:
+    """``picks`` (``cog_picks``'s, made now when not given) with the approved result choosing each
+    nominee: this node's earlier one, else one signed now ({"task", "result", "nomination", "candidate",
+    "score"}); the caller offers the task with it."""
+    if picks is None:
+        picks = cog_picks(db, key.did, now_ms, vote_ms=vote_ms, rule=rule)
+    return [{**p, "result": _approved_result(db, key.did, p["nomination"])
+             or publish_result(db, key, p["nomination"], rule=rule, now_ms=now_ms).did} for p in picks]
 
 
 def _approved_result(db, me: str, nomination: str) -> str | None:

@@ -20,7 +20,8 @@ from meshnode.domain.gmp import build
 from meshnode.records.gmp.reads import (GOAL_STATUSES, GOAL_TERMINAL, TASK_STATUSES, TASK_TERMINAL, GmpError, bundle,
                                 goal_list, goal_row, goal_show, ordered, resolve, shown, task_due, task_list, task_row,
                                 task_show, decided_basis, delegates)
-from meshnode.records.gmp.delegate import cog_choices, decided_mesh_basis, mesh_choices, mesh_requests, take_over
+from meshnode.records.gmp.delegate import (cog_choices, cog_picks, decided_mesh_basis, mesh_choices, mesh_requests,
+                                          take_over)
 from meshnode.records.gmp.store_admission import release_commits
 from meshnode.records.gmp.publish import (DAY_S, Push, check_every_s, goal_audience, publish, publish_task_version,
                                           push_task_version, task_audience)
@@ -33,7 +34,7 @@ __all__ = ["GmpError", "goal_add", "goal_update", "goal_cancel", "goal_list", "g
            "task_offer", "task_accept", "task_refuse", "task_progress", "task_done", "task_release", "task_list",
            "task_show", "task_due", "task_nominate", "on_admitted", "reassign_stale", "Push",
            # the running node's own delegation (gmp/delegate.py) and MeshConsensus waiters (gmp/store_admission.py)
-           "take_over", "cog_choices", "mesh_choices", "mesh_requests", "release_commits"]
+           "take_over", "cog_picks", "cog_choices", "mesh_choices", "mesh_requests", "release_commits"]
 
 DEFAULT_GRACE_S = 3600
 MIN_GRACE_S, MAX_GRACE_S = 600, 2_592_000
