@@ -279,7 +279,10 @@ def run(kind: str, root: Path, smoke: bool, log, after=None) -> dict:
         if kind == "poisoned_result":
             out["rejected"] = any(v == "rejected" and "instruction" in (r or "") for v, r in verdicts)
         if after is not None:
-            after(team, lineage)
+            try:
+                after(team, lineage)
+            except AssertionError as exc:  # the caller's own check (a test's): its failure is not the run's
+                raise RuntimeError(f"the check after the {kind} run failed: {exc}") from exc
         return out
     except (AssertionError, ControlError) as exc:
         out.update(completed=False, error=str(exc)[:500])

@@ -38,6 +38,10 @@ def test_the_finished_goal_tree_on_goals(page, tmp_path):
         expect(fold).to_contain_text("reviewed: accepted")
         expect(goal).not_to_contain_text("next check")  # nothing left to check on a finished task
         seen["text"] = goal.inner_text()
+        # a live update redraws the tree: the fold the person opened stays open, its result shown
+        team.nodes["alice"].call("goal_add", {"title": "Another goal"})
+        expect(page.locator("#goals .goal", has_text="Another goal")).to_be_visible()
+        expect(fold).to_contain_text("reviewed: accepted")
         shot(page, "team_goal_tree")
 
     out = load_bench().run("plain", tmp_path, True, print, after=look)

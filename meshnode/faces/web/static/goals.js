@@ -40,12 +40,16 @@ function dueMark(task, due) {
 }
 
 // A finished task's result: the summary its holder wrote, who finished it and when, and the creator's
-// review (GET /api/tasks/{id}), read when the person opens it.
+// review (GET /api/tasks/{id}), read when the person opens it. A fold the person opened stays open
+// (and is read again) when a live update redraws the tree.
+const openResults = new Set();
+
 function resultFold(t) {
   if (t.status !== "completed" && t.status !== "failed") return null;
   const body = el("div", { class: "result-body" });
   const fold = el("details", { class: "result" }, el("summary", { text: "result" }), body);
   fold.addEventListener("toggle", async () => {
+    if (fold.open) openResults.add(t.lineage); else openResults.delete(t.lineage);
     if (!fold.open || body.dataset.read) return;
     body.dataset.read = "1";
     const shown = await get(`/api/tasks/${encodeURIComponent(t.lineage)}`);
@@ -54,6 +58,7 @@ function resultFold(t) {
     clear(body, el("p", { class: "summary", text: r.summary || "(no summary)" }),
       el("p", { class: "muted" }, "by ", who((shown.names || {})[r.by] || r.by, r.by), " · ", time(r.at_ms), ` · ${review}`));
   });
+  if (openResults.has(t.lineage)) fold.open = true;  // its toggle reads the result afresh
   return fold;
 }
 
