@@ -18,7 +18,7 @@ run: $(BASE)
 
 # one pytest worker per core, each test file on one worker (its module-scoped nodes stay shared), in
 # the order tests/conftest.py collects them (files that start processes first). One worker more (3 on
-# 2 cores) was ~15% faster, but in three of four fresh-clone runs tests that wait on nodes' timing
+# 2 cores) was ~15% faster, but in two of four fresh-clone runs tests that wait on nodes' timing
 # failed under the extra load: `make test JOBS=3` runs it that way.
 # `make test JOBS=0` runs everything in this one process
 JOBS ?= auto
